@@ -1,0 +1,127 @@
+//! The spec conformance runner: runs the official JSON spec tests from any directory that has
+//! the upstream layout (`<root>/<spec>/tests/<suite>/*.json`).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+pub mod sdam;
+pub mod uri;
+
+/// Runs one test file; `Err` carries the reason it failed.
+pub type RunFile = fn(&Path) -> Result<(), String>;
+
+/// A suite the runner knows: a directory relative to the root, and how to run its files.
+#[derive(Debug, Clone, Copy)]
+pub struct Suite {
+    /// The name printed in the report, for example `sdam/rs`.
+    pub name: &'static str,
+    /// The directory relative to the root, for example `server-discovery-and-monitoring/tests/rs`.
+    pub dir: &'static str,
+    /// Runs one file of the suite.
+    pub run_file: RunFile,
+}
+
+/// The suites this runner implements.
+pub fn suites() -> Vec<Suite> {
+    const SDAM: &str = "server-discovery-and-monitoring/tests";
+    let sdam = |name: &'static str, sub: &'static str, run_file: RunFile| Suite {
+        name,
+        dir: Box::leak(format!("{SDAM}/{sub}").into_boxed_str()),
+        run_file,
+    };
+    vec![
+        sdam("sdam/single", "single", sdam::run_file),
+        sdam("sdam/rs", "rs", sdam::run_file),
+        sdam("sdam/sharded", "sharded", sdam::run_file),
+        sdam("sdam/errors", "errors", sdam::run_file),
+        sdam("sdam/load-balanced", "load-balanced", sdam::run_file),
+        sdam("sdam/monitoring", "monitoring", sdam::run_monitoring_file),
+        Suite {
+            name: "connection-string",
+            dir: "connection-string/tests",
+            run_file: uri::run_connection_string_file,
+        },
+        Suite { name: "uri-options", dir: "uri-options/tests", run_file: uri::run_uri_options_file },
+    ]
+}
+
+/// The result of running one suite.
+#[derive(Debug, Default)]
+pub struct SuiteReport {
+    /// The suite's name.
+    pub name: String,
+    /// Files that passed.
+    pub passed: usize,
+    /// Files that failed, with the reason.
+    pub failures: Vec<(PathBuf, String)>,
+}
+
+impl SuiteReport {
+    /// The report's summary line: `<suite>: N passed, M failed`.
+    pub fn summary(&self) -> String {
+        format!("{}: {} passed, {} failed", self.name, self.passed, self.failures.len())
+    }
+}
+
+/// The `*.json` files directly inside `dir`, sorted by name.
+pub fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// Runs one suite over `root`. Returns `None` when the suite's directory does not exist there.
+/// A panic while running a file counts as that file's failure.
+pub fn run_suite(root: &Path, suite: &Suite) -> Option<SuiteReport> {
+    let dir = root.join(suite.dir);
+    if !dir.is_dir() {
+        return None;
+    }
+    let mut report = SuiteReport { name: suite.name.to_string(), ..Default::default() };
+    for file in json_files(&dir) {
+        let result = catch_unwind(AssertUnwindSafe(|| (suite.run_file)(&file)))
+            .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&p))));
+        match result {
+            Ok(()) => report.passed += 1,
+            Err(reason) => report.failures.push((file, reason)),
+        }
+    }
+    Some(report)
+}
+
+/// Runs every known suite present under `root`.
+pub fn run_root(root: &Path) -> Vec<SuiteReport> {
+    suites().iter().filter_map(|s| run_suite(root, s)).collect()
+}
+
+fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Reads a JSON test file.
+pub fn load_json(path: &Path) -> Result<serde_json::Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("invalid JSON in {}: {e}", path.display()))
+}
+
+/// Converts extended JSON (as the spec files write it) to a BSON document.
+pub fn extjson_to_document(v: &serde_json::Value) -> Result<bson::Document, String> {
+    match bson::Bson::try_from(v.clone()).map_err(|e| format!("bad extended JSON: {e}"))? {
+        bson::Bson::Document(d) => Ok(d),
+        other => Err(format!("expected a document, got {other}")),
+    }
+}
+
+/// The vendored spec tests shipped with this crate.
+pub fn vendored_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("spec-tests")
+}

@@ -1,0 +1,157 @@
+//! Server addresses: `host:port` pairs (IPv6 literals in brackets) and Unix domain sockets.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::error::{Error, Result};
+
+/// The port used when an address names none.
+pub const DEFAULT_PORT: u16 = 27017;
+
+/// The address of one server.
+///
+/// Host names are normalised to lower case, as SDAM compares addresses case-insensitively.
+/// The string form is `host:port`, or `[v6]:port` for an IPv6 literal, or the socket path.
+///
+/// ```
+/// use protocol::ServerAddress;
+/// let a: ServerAddress = "Example.COM".parse().unwrap();
+/// assert_eq!(a.to_string(), "example.com:27017");
+/// let b: ServerAddress = "[::1]:27018".parse().unwrap();
+/// assert_eq!(b.to_string(), "[::1]:27018");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ServerAddress {
+    /// A TCP address. `host` is lower case and holds an IPv6 literal without brackets.
+    Tcp {
+        /// Host name or IP literal.
+        host: String,
+        /// TCP port.
+        port: u16,
+    },
+    /// A Unix domain socket path (already percent-decoded).
+    Unix {
+        /// Absolute or relative path of the socket.
+        path: String,
+    },
+}
+
+impl ServerAddress {
+    /// A TCP address; `host` is lower-cased.
+    pub fn tcp(host: impl AsRef<str>, port: u16) -> Self {
+        ServerAddress::Tcp { host: host.as_ref().to_ascii_lowercase(), port }
+    }
+
+    /// Parses `host`, `host:port`, `[v6]` or `[v6]:port`. A string ending in `.sock`
+    /// is taken as a Unix socket path.
+    pub fn parse(s: &str) -> Result<Self> {
+        let invalid = |m: &str| Error::InvalidUri(format!("invalid host '{s}': {m}"));
+        if s.is_empty() {
+            return Err(invalid("empty host"));
+        }
+        if s.ends_with(".sock") {
+            return Ok(ServerAddress::Unix { path: s.to_string() });
+        }
+        let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+            let end = rest.find(']').ok_or_else(|| invalid("unterminated IPv6 literal"))?;
+            let host = &rest[..end];
+            let after = &rest[end + 1..];
+            if host.is_empty() {
+                return Err(invalid("empty IPv6 literal"));
+            }
+            let port = match after {
+                "" => None,
+                p if p.starts_with(':') => Some(&p[1..]),
+                _ => return Err(invalid("unexpected characters after IPv6 literal")),
+            };
+            (host, port)
+        } else {
+            match s.rfind(':') {
+                Some(i) => {
+                    if s[..i].contains(':') {
+                        return Err(invalid("IPv6 literals must be enclosed in '[' and ']'"));
+                    }
+                    (&s[..i], Some(&s[i + 1..]))
+                }
+                None => (s, None),
+            }
+        };
+        if host.is_empty() {
+            return Err(invalid("empty host"));
+        }
+        let port = match port {
+            None => DEFAULT_PORT,
+            Some(p) => match p.parse::<u16>() {
+                Ok(0) | Err(_) => return Err(invalid("port must be an integer between 1 and 65535")),
+                Ok(p) => p,
+            },
+        };
+        Ok(ServerAddress::tcp(host, port))
+    }
+
+    /// The host (or socket path).
+    pub fn host(&self) -> &str {
+        match self {
+            ServerAddress::Tcp { host, .. } => host,
+            ServerAddress::Unix { path } => path,
+        }
+    }
+
+    /// The TCP port, or `None` for a Unix socket.
+    pub fn port(&self) -> Option<u16> {
+        match self {
+            ServerAddress::Tcp { port, .. } => Some(*port),
+            ServerAddress::Unix { .. } => None,
+        }
+    }
+}
+
+impl fmt::Display for ServerAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerAddress::Tcp { host, port } if host.contains(':') => write!(f, "[{host}]:{port}"),
+            ServerAddress::Tcp { host, port } => write!(f, "{host}:{port}"),
+            ServerAddress::Unix { path } => f.write_str(path),
+        }
+    }
+}
+
+impl FromStr for ServerAddress {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        ServerAddress::parse(s)
+    }
+}
+
+impl Serialize for ServerAddress {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerAddress {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        ServerAddress::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_forms() {
+        assert_eq!(ServerAddress::parse("a").unwrap(), ServerAddress::tcp("a", 27017));
+        assert_eq!(ServerAddress::parse("A:1").unwrap(), ServerAddress::tcp("a", 1));
+        assert_eq!(ServerAddress::parse("[::1]").unwrap().to_string(), "[::1]:27017");
+        assert!(ServerAddress::parse("::1").is_err());
+        assert!(ServerAddress::parse("a:0").is_err());
+        assert!(ServerAddress::parse("a:65536").is_err());
+        assert!(ServerAddress::parse("a:x").is_err());
+        assert!(ServerAddress::parse("").is_err());
+        assert_eq!(ServerAddress::parse("/tmp/m.sock").unwrap().port(), None);
+    }
+}

@@ -1,0 +1,21 @@
+//! Pure MongoDB protocol logic for mongo-actors: no actix, no sockets.
+//!
+//! - [`wire`]: the wire codec (OP_MSG, OP_QUERY/OP_REPLY) as a tokio-util codec.
+//! - [`hello`]: hello commands, client metadata and reply parsing.
+//! - [`sdam`]: server and topology descriptions, the SDAM state machine, application
+//!   error classification and SDAM events.
+//! - [`uri`]: connection strings and their options.
+//!
+//! Every fallible function returns the crate's single [`Error`] type.
+
+#![warn(missing_docs)]
+
+pub mod address;
+pub mod error;
+pub mod hello;
+pub mod sdam;
+pub mod uri;
+pub mod wire;
+
+pub use address::ServerAddress;
+pub use error::{Error, Result};
