@@ -184,9 +184,7 @@ mod tests {
     use super::*;
 
     fn doc_bytes(doc: &bson::Document) -> Vec<u8> {
-        let mut v = Vec::new();
-        doc.append_to(&mut v).expect("test document encodes");
-        v
+        bson::RawDocumentBuf::try_from(doc).expect("test document encodes").into_bytes()
     }
 
     #[test]
@@ -271,18 +269,17 @@ mod tests {
         assert!(matches!(validate_document(&v), Err(Error::InvalidBson(_))));
     }
 
-    /// Builds `depth` nested documents `{a: {a: ...}}` directly as bytes.
+    /// Builds `depth` nested documents `{a: {a: ...}}` directly as bytes, in linear time.
     fn nested(depth: usize) -> Vec<u8> {
-        let mut inner = vec![5, 0, 0, 0, 0];
-        for _ in 1..depth {
-            let len = (inner.len() + 4 + 3 + 1) as i32;
-            let mut out = len.to_le_bytes().to_vec();
+        let mut out = Vec::with_capacity(8 * depth);
+        for i in 0..depth - 1 {
+            // Each level adds 4 (length) + 3 (tag, "a\0") + 1 (terminator) bytes.
+            out.extend_from_slice(&((5 + 8 * (depth - 1 - i)) as i32).to_le_bytes());
             out.extend_from_slice(&[0x03, b'a', 0]);
-            out.extend_from_slice(&inner);
-            out.push(0);
-            inner = out;
         }
-        inner
+        out.extend_from_slice(&[5, 0, 0, 0, 0]);
+        out.resize(out.len() + depth - 1, 0);
+        out
     }
 
     #[test]
