@@ -278,10 +278,53 @@ fn assert_typed(result: &Result<Frame, Error>) {
     }
 }
 
-/// A successfully decoded frame must re-encode and decode to itself.
+/// A successfully decoded frame must re-encode and decode to itself, and its documents must be
+/// fully usable (validation on decode means no later surprises).
 fn assert_stable(frame: &Frame) {
+    let docs: Vec<&RawDocumentBuf> = match &frame.message {
+        Message::Msg(m) => {
+            std::iter::once(&m.body).chain(m.sequences.iter().flat_map(|s| &s.documents)).collect()
+        }
+        Message::Query(q) => std::iter::once(&q.query).chain(&q.return_fields_selector).collect(),
+        Message::Reply(r) => r.documents.iter().collect(),
+    };
+    for doc in docs {
+        Document::try_from(doc.as_ref()).expect("a validated document converts to Document");
+        for element in doc.iter_recursive_check() {
+            element.expect("a validated document iterates cleanly");
+        }
+    }
     let again = decode_frame(&encode(frame, false), MAX).expect("re-encoded frame decodes");
     assert_eq!(&again, frame);
+}
+
+/// Iterates every element of a raw document, descending into documents and arrays.
+trait IterRecursive {
+    fn iter_recursive_check(&self) -> Vec<Result<(), bson::error::Error>>;
+}
+
+impl IterRecursive for RawDocumentBuf {
+    fn iter_recursive_check(&self) -> Vec<Result<(), bson::error::Error>> {
+        fn walk(doc: &bson::RawDocument, out: &mut Vec<Result<(), bson::error::Error>>) {
+            for item in doc.iter() {
+                match item {
+                    Ok((_, bson::RawBsonRef::Document(d))) => walk(d, out),
+                    Ok((_, bson::RawBsonRef::Array(a))) => {
+                        match bson::RawDocument::from_bytes(a.as_bytes()) {
+                            Ok(d) => walk(d, out),
+                            Err(e) => out.push(Err(e)),
+                        }
+                    }
+                    Ok((_, bson::RawBsonRef::JavaScriptCodeWithScope(c))) => walk(c.scope, out),
+                    Ok(_) => out.push(Ok(())),
+                    Err(e) => out.push(Err(e)),
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut out);
+        out
+    }
 }
 
 // ------------------------------------------------------------------ properties
