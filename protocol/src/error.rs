@@ -44,6 +44,17 @@ pub enum Error {
         /// The checksum computed over the received bytes.
         actual: u32,
     },
+    /// An OP_MSG carried a required flag bit (bits 0-15) this crate does not understand; the
+    /// OP_MSG spec requires rejecting such a message (or refusing to send one).
+    #[error("OP_MSG has unsupported required flag bits {flags:#010x}")]
+    UnknownRequiredFlags {
+        /// The offending bits (only the unknown required ones).
+        flags: u32,
+    },
+    /// An OP_COMPRESSED (2012) message was received or asked for. This crate never negotiates
+    /// compression, so a peer that sends one is violating the handshake.
+    #[error("OP_COMPRESSED messages are not supported (compression is never negotiated)")]
+    CompressionNotSupported,
     /// A document in a message was not valid BSON, or could not be encoded.
     #[error("invalid BSON: {0}")]
     InvalidBson(String),

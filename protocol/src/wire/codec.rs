@@ -1,0 +1,104 @@
+//! tokio-util codec over [`Frame`]s.
+
+use bytes::BytesMut;
+use tokio_util::codec::{Decoder, Encoder};
+
+use super::{check_message_length, decode_validated, encode_frame, Frame, MessageHeader};
+use super::{DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN};
+use crate::error::{Error, Result};
+
+/// Frames MongoDB wire messages for `tokio_util::codec::Framed`.
+///
+/// Decoding yields [`Frame`]s, rejecting bad headers before buffering the body. After the
+/// decoder returns an error the stream is out of sync and must be dropped (the spec requires
+/// closing the connection anyway).
+#[derive(Clone, Debug)]
+pub struct MessageCodec {
+    max_message_size: usize,
+    checksum_on_encode: bool,
+}
+
+impl Default for MessageCodec {
+    fn default() -> Self {
+        MessageCodec::new()
+    }
+}
+
+impl MessageCodec {
+    /// A codec with `maxMessageSizeBytes` = [`DEFAULT_MAX_MESSAGE_SIZE`] and no checksums added
+    /// on encode.
+    pub fn new() -> Self {
+        MessageCodec { max_message_size: DEFAULT_MAX_MESSAGE_SIZE, checksum_on_encode: false }
+    }
+
+    /// Sets the size limit applied to both directions.
+    pub fn with_max_message_size(mut self, max: usize) -> Self {
+        self.max_message_size = max;
+        self
+    }
+
+    /// Whether to append a CRC-32C checksum to every encoded OP_MSG.
+    pub fn with_checksums(mut self, enabled: bool) -> Self {
+        self.checksum_on_encode = enabled;
+        self
+    }
+
+    /// The size limit in force.
+    pub fn max_message_size(&self) -> usize {
+        self.max_message_size
+    }
+
+    /// Updates the size limit, e.g. once the hello reply reports `maxMessageSizeBytes`.
+    pub fn set_max_message_size(&mut self, max: usize) {
+        self.max_message_size = max;
+    }
+
+    /// Whether checksums are added on encode.
+    pub fn checksums(&self) -> bool {
+        self.checksum_on_encode
+    }
+}
+
+impl Decoder for MessageCodec {
+    type Item = Frame;
+    type Error = Error;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>> {
+        // Check the length as soon as it is readable, before waiting for anything else.
+        let Some(len_bytes) = src.first_chunk::<4>() else {
+            src.reserve(HEADER_LEN - src.len());
+            return Ok(None);
+        };
+        check_message_length(i32::from_le_bytes(*len_bytes), self.max_message_size)?;
+        if src.len() < HEADER_LEN {
+            src.reserve(HEADER_LEN - src.len());
+            return Ok(None);
+        }
+        let header = MessageHeader::parse(src, self.max_message_size)?;
+        let len = header.len();
+        if src.len() < len {
+            // Room for exactly the rest of this frame; the length is bounded by the max.
+            src.reserve(len - src.len());
+            return Ok(None);
+        }
+        // O(1): hands the frame's bytes over without copying; the rest stays in `src`.
+        let frame = src.split_to(len);
+        decode_validated(&header, &frame).map(Some)
+    }
+}
+
+impl Encoder<&Frame> for MessageCodec {
+    type Error = Error;
+
+    fn encode(&mut self, frame: &Frame, dst: &mut BytesMut) -> Result<()> {
+        encode_frame(frame, dst, self.max_message_size, self.checksum_on_encode)
+    }
+}
+
+impl Encoder<Frame> for MessageCodec {
+    type Error = Error;
+
+    fn encode(&mut self, frame: Frame, dst: &mut BytesMut) -> Result<()> {
+        encode_frame(&frame, dst, self.max_message_size, self.checksum_on_encode)
+    }
+}
