@@ -36,7 +36,8 @@ pub const DEFAULT_SRV_SERVICE_NAME: &str = "mongodb";
 
 /// A parsed and validated connection string.
 ///
-/// `Debug` does not print passwords (see [`Credential`] and [`Secret`]).
+/// `Debug` does not print passwords (see [`Credential`] and [`Secret`]). Deserializing does
+/// not validate; call [`validate`](Self::validate) on a value built that way.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ConnectionString {

@@ -279,7 +279,9 @@ impl OptionParser {
     }
 
     fn invalid(&mut self, key: &str, value: &str, expected: &str) {
-        self.warn(format!("unsupported value for '{key}': '{value}' ({expected}); option ignored"));
+        // authMechanismProperties may carry a secret (AWS_SESSION_TOKEN): never echo it.
+        let shown = if key.eq_ignore_ascii_case("authMechanismProperties") { "<redacted>" } else { value };
+        self.warn(format!("unsupported value for '{key}': '{shown}' ({expected}); option ignored"));
     }
 
     fn bool(&mut self, key: &str, v: &str) -> Option<bool> {
@@ -713,6 +715,14 @@ mod tests {
     fn secret_debug_is_redacted() {
         let o = UriOptions { proxy_password: Some(Secret::new("pw-123")), ..Default::default() };
         assert!(!format!("{o:?}").contains("pw-123"));
+    }
+
+    #[test]
+    fn warnings_do_not_echo_mechanism_properties() {
+        let mut p = OptionParser::default();
+        p.apply("authMechanismProperties", "AWS_SESSION_TOKEN:tok-secret,oops").unwrap();
+        assert_eq!(p.warnings.len(), 1);
+        assert!(!p.warnings[0].contains("tok-secret"));
     }
 
     #[test]
