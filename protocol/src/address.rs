@@ -44,15 +44,23 @@ impl ServerAddress {
         ServerAddress::Tcp { host: host.as_ref().to_ascii_lowercase(), port }
     }
 
-    /// Parses `host`, `host:port`, `[v6]` or `[v6]:port`. A string ending in `.sock`
-    /// is taken as a Unix socket path.
+    /// Parses `host`, `host:port`, `[v6]` or `[v6]:port`. A string containing a `/` and ending
+    /// in `.sock` is taken as a Unix socket path (a bare `mongodb-27017.sock` is a host name,
+    /// as the connection-string spec tests require).
+    ///
+    /// The input must already be percent-decoded. Host names may not contain whitespace,
+    /// control characters or any of `/ \ ? # @ [ ] , %`; IPv6 literals must be valid
+    /// addresses (optionally with a `%zone` suffix).
     pub fn parse(s: &str) -> Result<Self> {
         let invalid = |m: &str| Error::InvalidUri(format!("invalid host '{s}': {m}"));
         if s.is_empty() {
             return Err(invalid("empty host"));
         }
-        if s.ends_with(".sock") {
-            return Ok(ServerAddress::Unix { path: s.to_string() });
+        if s.contains('/') {
+            if s.ends_with(".sock") {
+                return Ok(ServerAddress::Unix { path: s.to_string() });
+            }
+            return Err(invalid("unsupported host; Unix domain socket paths must end in '.sock'"));
         }
         let (host, port) = if let Some(rest) = s.strip_prefix('[') {
             let end = rest.find(']').ok_or_else(|| invalid("unterminated IPv6 literal"))?;
@@ -60,6 +68,11 @@ impl ServerAddress {
             let after = &rest[end + 1..];
             if host.is_empty() {
                 return Err(invalid("empty IPv6 literal"));
+            }
+            // An optional zone index (`fe80::1%eth0`) follows the address proper.
+            let addr = host.split_once('%').map_or(host, |(a, _)| a);
+            if addr.parse::<std::net::Ipv6Addr>().is_err() {
+                return Err(invalid("invalid IPv6 literal"));
             }
             let port = match after {
                 "" => None,
@@ -80,6 +93,13 @@ impl ServerAddress {
         };
         if host.is_empty() {
             return Err(invalid("empty host"));
+        }
+        if !s.starts_with('[') {
+            if let Some(c) =
+                host.chars().find(|c| c.is_whitespace() || c.is_control() || "/\\?#@[],%".contains(*c))
+            {
+                return Err(invalid(&format!("host names may not contain {c:?}")));
+            }
         }
         let port = match port {
             None => DEFAULT_PORT,
@@ -153,5 +173,13 @@ mod tests {
         assert!(ServerAddress::parse("a:x").is_err());
         assert!(ServerAddress::parse("").is_err());
         assert_eq!(ServerAddress::parse("/tmp/m.sock").unwrap().port(), None);
+        // Without a slash it is a host name that merely resembles a socket file.
+        assert_eq!(ServerAddress::parse("m.sock").unwrap(), ServerAddress::tcp("m.sock", 27017));
+        assert!(ServerAddress::parse("/tmp/m").is_err());
+        assert!(ServerAddress::parse("[::1").is_err());
+        assert!(ServerAddress::parse("[zz::1]").is_err());
+        assert!(ServerAddress::parse("[fe80::1%eth0]:1").is_ok());
+        assert!(ServerAddress::parse("a b").is_err());
+        assert!(ServerAddress::parse("a@b").is_err());
     }
 }

@@ -72,6 +72,11 @@ pub enum Error {
         /// Why it is invalid.
         message: String,
     },
+    /// The credential described by a connection string (userinfo plus `authMechanism`,
+    /// `authSource` and `authMechanismProperties`) violates the rules of the auth spec, for
+    /// example a password given for `MONGODB-X509` or a missing username for `GSSAPI`.
+    #[error("invalid credential: {0}")]
+    InvalidCredential(String),
     /// An I/O error surfaced through the codec (tokio-util codecs require this conversion).
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
