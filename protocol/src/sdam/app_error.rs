@@ -381,3 +381,108 @@ mod tests {
         assert!(matches!(k, ApplicationErrorKind::Command { code: Some(91), write_concern: true, .. }));
     }
 }
+
+#[cfg(test)]
+mod decision_tests {
+    use super::*;
+    use crate::sdam::{ServerType, TopologySettings};
+    use bson::doc;
+
+    fn a() -> ServerAddress {
+        ServerAddress::tcp("a", 27017)
+    }
+
+    fn tv(counter: i64) -> TopologyVersion {
+        TopologyVersion { process_id: ObjectId::from_bytes([1; 12]), counter }
+    }
+
+    fn topology() -> TopologyDescription {
+        let mut td = TopologyDescription::new(TopologySettings {
+            seeds: vec![a()],
+            set_name: Some("rs".into()),
+            ..Default::default()
+        });
+        let reply = doc! {"ok": 1, "isWritablePrimary": true, "setName": "rs", "hosts": ["a:27017"],
+        "maxWireVersion": 9, "topologyVersion": {"processId": tv(1).process_id, "counter": 1_i64}};
+        td.apply(ServerDescription::from_hello_document(a(), &reply, None, None));
+        td
+    }
+
+    fn command(code: i32, counter: Option<i64>, wire: i32) -> ApplicationError {
+        ApplicationError {
+            address: a(),
+            generation: 0,
+            service_id: None,
+            max_wire_version: Some(wire),
+            phase: ErrorPhase::AfterHandshake,
+            kind: ApplicationErrorKind::Command {
+                code: Some(code),
+                message: "x".into(),
+                topology_version: counter.map(tv),
+                write_concern: false,
+            },
+            labels: vec![],
+        }
+    }
+
+    #[test]
+    fn state_change_marks_unknown_and_clears_only_on_shutdown_or_pre_4_2() {
+        let td = topology();
+        let d = decide(&td, 0, &command(10107, Some(2), 9));
+        assert!(d.mark_unknown.is_some() && d.request_immediate_check && d.clear_pool.is_none());
+        assert_eq!(d.mark_unknown.as_ref().unwrap().topology_version, Some(tv(2)));
+        assert!(decide(&td, 0, &command(91, Some(2), 9)).clear_pool.is_some());
+        assert!(decide(&td, 0, &command(10107, Some(2), 7)).clear_pool.is_some());
+    }
+
+    #[test]
+    fn stale_errors_are_ignored() {
+        let td = topology();
+        let mut e = command(10107, Some(2), 9);
+        e.generation = 0;
+        assert_eq!(decide(&td, 1, &e).ignored, Some(IgnoredBecause::StaleGeneration));
+        // An equal topologyVersion is stale too.
+        assert_eq!(
+            decide(&td, 0, &command(10107, Some(1), 9)).ignored,
+            Some(IgnoredBecause::StaleTopologyVersion)
+        );
+        // A missing one is not.
+        assert!(decide(&td, 0, &command(10107, None, 9)).mark_unknown.is_some());
+    }
+
+    #[test]
+    fn network_errors_and_timeouts() {
+        let mut td = topology();
+        let mut e = command(0, None, 9);
+        e.kind = ApplicationErrorKind::Timeout;
+        assert_eq!(decide(&td, 0, &e).ignored, Some(IgnoredBecause::NotRelevant));
+        e.phase = ErrorPhase::ConnectionEstablishment;
+        assert_eq!(decide(&td, 0, &e).ignored, Some(IgnoredBecause::NotRelevant));
+        e.phase = ErrorPhase::Authentication;
+        assert!(decide(&td, 0, &e).mark_unknown.is_some());
+        e.kind = ApplicationErrorKind::Network;
+        e.phase = ErrorPhase::AfterHandshake;
+        let d = decide(&td, 0, &e);
+        assert!(d.mark_unknown.is_some() && d.clear_pool.is_some() && d.cancel_check);
+        td.apply_error_decision(&d);
+        assert_eq!(td.server(&a()).unwrap().server_type, ServerType::Unknown);
+        assert_eq!(td.topology_type(), TopologyType::ReplicaSetNoPrimary);
+        e.labels = vec![SYSTEM_OVERLOADED_ERROR.into()];
+        assert_eq!(decide(&td, 0, &e).ignored, Some(IgnoredBecause::NotRelevant));
+    }
+
+    #[test]
+    fn load_balanced_never_marks_unknown() {
+        let td = TopologyDescription::new(TopologySettings {
+            seeds: vec![a()],
+            load_balanced: true,
+            ..Default::default()
+        });
+        let sid = ObjectId::from_bytes([7; 12]);
+        let mut e = command(91, None, 13);
+        e.service_id = Some(sid);
+        let d = decide(&td, 0, &e);
+        assert!(d.mark_unknown.is_none() && !d.request_immediate_check);
+        assert_eq!(d.clear_pool, Some(ClearPool { service_id: Some(sid), interrupt_in_use: false }));
+    }
+}

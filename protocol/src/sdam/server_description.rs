@@ -332,10 +332,7 @@ impl ServerDescription {
 
     /// Whether `address` is among this server's hosts, passives or arbiters.
     pub fn reports_member(&self, address: &ServerAddress) -> bool {
-        // The lists are sorted at parse time; fall back to a scan if a caller built them unsorted.
-        [&self.hosts, &self.passives, &self.arbiters]
-            .iter()
-            .any(|l| l.binary_search(address).is_ok() || l.contains(address))
+        self.members().any(|m| m == address)
     }
 
     /// The spec's Server Description Equality: every field marked (=) is equal (error, type,

@@ -165,7 +165,8 @@ impl TopologySettings {
 /// The client's view of the whole deployment.
 ///
 /// Cheap to clone (server descriptions are shared `Arc`s), so a snapshot can be published
-/// after every update. Mutated only through [`apply`](Self::apply).
+/// after every update. Mutated only through [`apply`](Self::apply). Serialized without its
+/// settings (a deserialized description carries default settings).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TopologyDescription {
@@ -804,4 +805,227 @@ fn fmt_tuple(election_id: Option<ObjectId>, set_version: Option<i64>) -> String 
         election_id.map_or("null".to_string(), |e| e.to_hex()),
         set_version.map_or("null".to_string(), |v| v.to_string())
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sdam::TopologyVersion;
+    use bson::{doc, Document};
+
+    fn a(s: &str) -> ServerAddress {
+        ServerAddress::parse(s).unwrap()
+    }
+
+    fn oid(n: u8) -> ObjectId {
+        let mut b = [0u8; 12];
+        b[11] = n;
+        ObjectId::from_bytes(b)
+    }
+
+    fn rs(seeds: &[&str]) -> TopologyDescription {
+        TopologyDescription::new(TopologySettings {
+            seeds: seeds.iter().map(|s| a(s)).collect(),
+            set_name: Some("rs".into()),
+            ..Default::default()
+        })
+    }
+
+    fn reply(addr: &str, d: Document) -> ServerDescription {
+        ServerDescription::from_hello_document(a(addr), &d, Some(Duration::from_millis(1)), None)
+    }
+
+    fn primary(addr: &str, election: u8, set_version: i32, wire: i32) -> ServerDescription {
+        reply(
+            addr,
+            doc! {"ok": 1, "isWritablePrimary": true, "setName": "rs", "hosts": ["a:27017", "b:27017"],
+            "electionId": oid(election), "setVersion": set_version, "maxWireVersion": wire},
+        )
+    }
+
+    fn ty(td: &TopologyDescription, addr: &str) -> Option<ServerType> {
+        td.server(&a(addr)).map(|s| s.server_type)
+    }
+
+    #[test]
+    fn initial_types() {
+        let s = |uri: &str| {
+            TopologySettings::from_connection_string(&ConnectionString::parse(uri).unwrap())
+                .initial_topology_type()
+        };
+        assert_eq!(s("mongodb://a"), TopologyType::Unknown);
+        assert_eq!(s("mongodb://a/?directConnection=false"), TopologyType::Unknown);
+        assert_eq!(s("mongodb://a/?directConnection=true"), TopologyType::Single);
+        assert_eq!(s("mongodb://a/?directConnection=true&replicaSet=rs"), TopologyType::Single);
+        assert_eq!(s("mongodb://a,b/?replicaSet=rs"), TopologyType::ReplicaSetNoPrimary);
+        assert_eq!(s("mongodb://a/?loadBalanced=true"), TopologyType::LoadBalanced);
+    }
+
+    #[test]
+    fn wire_17_orders_by_election_id_before_set_version() {
+        let mut td = rs(&["a", "b"]);
+        td.apply(primary("a", 2, 5, 17));
+        // A higher electionId wins even with a lower setVersion.
+        td.apply(primary("b", 3, 1, 17));
+        assert_eq!(ty(&td, "b"), Some(ServerType::RsPrimary));
+        assert_eq!(ty(&td, "a"), Some(ServerType::Unknown));
+        assert_eq!((td.max_election_id(), td.max_set_version()), (Some(oid(3)), Some(1)));
+        // The old primary, with a lower electionId but higher setVersion, is stale.
+        td.apply(primary("a", 2, 5, 17));
+        let a_sd = td.server(&a("a")).unwrap();
+        assert_eq!(a_sd.server_type, ServerType::Unknown);
+        assert!(a_sd
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("primary marked stale due to electionId/setVersion mismatch"));
+        assert_eq!(ty(&td, "b"), Some(ServerType::RsPrimary));
+    }
+
+    #[test]
+    fn pre_17_orders_by_set_version_before_election_id() {
+        let mut td = rs(&["a", "b"]);
+        td.apply(primary("a", 2, 5, 16));
+        // Higher electionId but lower setVersion: stale before 6.0.
+        td.apply(primary("b", 3, 1, 16));
+        assert_eq!(ty(&td, "b"), Some(ServerType::Unknown));
+        assert_eq!(ty(&td, "a"), Some(ServerType::RsPrimary));
+        assert_eq!((td.max_election_id(), td.max_set_version()), (Some(oid(2)), Some(5)));
+        // Higher setVersion wins even with a lower electionId.
+        td.apply(primary("b", 1, 6, 16));
+        assert_eq!(ty(&td, "b"), Some(ServerType::RsPrimary));
+        assert_eq!(ty(&td, "a"), Some(ServerType::Unknown));
+        assert!(td
+            .server(&a("a"))
+            .unwrap()
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("primary marked stale due to discovery of newer primary"));
+        assert_eq!((td.max_election_id(), td.max_set_version()), (Some(oid(1)), Some(6)));
+    }
+
+    #[test]
+    fn member_with_mismatched_me_is_removed_but_its_hints_are_used() {
+        let mut td = rs(&["a"]);
+        let u = td.apply(reply(
+            "a",
+            doc! {"ok": 1, "secondary": true, "setName": "rs", "me": "c:27017", "hosts": ["b:27017"],
+            "primary": "b:27017", "maxWireVersion": 21},
+        ));
+        assert!(!td.contains(&a("a")));
+        assert_eq!(ty(&td, "b"), Some(ServerType::PossiblePrimary));
+        assert_eq!(u.added, vec![a("b")]);
+        assert_eq!(u.removed, vec![a("a")]);
+        assert_eq!(td.topology_type(), TopologyType::ReplicaSetNoPrimary);
+    }
+
+    #[test]
+    fn member_with_mismatched_me_removed_with_primary() {
+        let mut td = rs(&["a", "b"]);
+        td.apply(primary("a", 1, 1, 21));
+        td.apply(reply(
+            "b",
+            doc! {"ok": 1, "secondary": true, "setName": "rs", "me": "x:27017", "hosts": ["a:27017", "b:27017"], "maxWireVersion": 21},
+        ));
+        assert!(!td.contains(&a("b")));
+        assert_eq!(td.topology_type(), TopologyType::ReplicaSetWithPrimary);
+    }
+
+    #[test]
+    fn stale_topology_version_is_ignored() {
+        let mut td = rs(&["a"]);
+        let tv = |c: i64| doc! {"processId": oid(1), "counter": c};
+        let p = |c| {
+            reply(
+                "a",
+                doc! {"ok": 1, "isWritablePrimary": true, "setName": "rs", "hosts": ["a:27017"],
+                "maxWireVersion": 21, "topologyVersion": tv(c)},
+            )
+        };
+        td.apply(p(2));
+        let u = td.apply(ServerDescription {
+            topology_version: Some(TopologyVersion { process_id: oid(1), counter: 1 }),
+            ..ServerDescription::new_error(a("a"), "late", None)
+        });
+        assert_eq!(u.outcome, UpdateOutcome::StaleTopologyVersion);
+        assert_eq!(ty(&td, "a"), Some(ServerType::RsPrimary));
+        // Equal counters replace (the spec's "greater than or equal").
+        assert!(td.apply(p(2)).is_applied());
+    }
+
+    #[test]
+    fn equal_descriptions_publish_no_events() {
+        let settings =
+            TopologySettings { seeds: vec![a("a")], direct_connection: Some(true), ..Default::default() };
+        let id = TopologyId(oid(9));
+        let (mut td, events) = TopologyDescription::open(settings, id);
+        let names: Vec<_> = events.iter().map(SdamEvent::name).collect();
+        assert_eq!(
+            names,
+            ["topology_opening_event", "topology_description_changed_event", "server_opening_event"]
+        );
+        let standalone = || reply("a", doc! {"ok": 1, "isWritablePrimary": true, "maxWireVersion": 21});
+        let u = td.apply(standalone());
+        let names: Vec<_> = u.events(id, &td).iter().map(SdamEvent::name).collect();
+        assert_eq!(names, ["server_description_changed_event", "topology_description_changed_event"]);
+        let u = td.apply(standalone());
+        assert!(u.is_applied());
+        assert!(u.events(id, &td).is_empty());
+    }
+
+    #[test]
+    fn load_balanced_never_changes() {
+        let settings = TopologySettings { seeds: vec![a("a")], load_balanced: true, ..Default::default() };
+        let mut td = TopologyDescription::new(settings);
+        assert_eq!(ty(&td, "a"), Some(ServerType::LoadBalancer));
+        assert!(td.compatible());
+        let u = td.apply(ServerDescription::new_error(a("a"), "boom", None));
+        assert_eq!(u.outcome, UpdateOutcome::LoadBalanced);
+        assert_eq!(ty(&td, "a"), Some(ServerType::LoadBalancer));
+    }
+
+    #[test]
+    fn compatibility_messages() {
+        let mut td = TopologyDescription::new(TopologySettings { seeds: vec![a("a")], ..Default::default() });
+        td.apply(reply("a", doc! {"ok": 1, "isWritablePrimary": true, "maxWireVersion": 6}));
+        assert_eq!(
+            td.compatibility_error(),
+            Some("Server at a:27017 reports wire version 6, but this version of mongo-actors requires at least 7 (MongoDB 4.0).")
+        );
+        td.apply(reply(
+            "a",
+            doc! {"ok": 1, "isWritablePrimary": true, "minWireVersion": 26, "maxWireVersion": 30},
+        ));
+        assert_eq!(
+            td.compatibility_error(),
+            Some("Server at a:27017 requires wire version 26, but this version of mongo-actors only supports up to 25.")
+        );
+        td.apply(reply("a", doc! {"ok": 1, "isWritablePrimary": true, "maxWireVersion": 21}));
+        assert!(td.compatible());
+    }
+
+    #[test]
+    fn single_verifies_set_name() {
+        let mut td = TopologyDescription::new(TopologySettings {
+            seeds: vec![a("a")],
+            direct_connection: Some(true),
+            set_name: Some("rs".into()),
+            ..Default::default()
+        });
+        td.apply(reply(
+            "a",
+            doc! {"ok": 1, "isWritablePrimary": true, "setName": "wrong", "maxWireVersion": 21},
+        ));
+        assert_eq!(ty(&td, "a"), Some(ServerType::Unknown));
+        assert_eq!(td.topology_type(), TopologyType::Single);
+    }
+
+    #[test]
+    fn serializes_with_spec_names() {
+        let td = rs(&["a"]);
+        let v = serde_json::to_value(&td).unwrap();
+        assert_eq!(v["type"], "ReplicaSetNoPrimary");
+        assert_eq!(v["servers"][0]["type"], "Unknown");
+    }
 }
