@@ -9,6 +9,7 @@ use bson::{doc, Bson, Document};
 use serde::{Deserialize, Serialize};
 
 use super::metadata::ClientMetadata;
+use crate::sdam::TopologyVersion;
 
 /// The legacy hello command name, still needed for the first handshake message.
 pub const LEGACY_HELLO: &str = "isMaster";
@@ -112,7 +113,7 @@ impl HelloCommand {
     /// server's last `topologyVersion` and `maxAwaitTimeMS` (streaming protocol) and allows exhaust.
     pub fn monitoring(
         hello_ok: bool,
-        awaitable: Option<(&Document, Duration)>,
+        awaitable: Option<(&TopologyVersion, Duration)>,
         api: Option<&ServerApi>,
     ) -> Self {
         let mut body = if hello_ok {
@@ -122,7 +123,10 @@ impl HelloCommand {
         };
         let exhaust_allowed = awaitable.is_some();
         if let Some((topology_version, max_await)) = awaitable {
-            body.insert("topologyVersion", topology_version.clone());
+            body.insert(
+                "topologyVersion",
+                doc! { "processId": topology_version.process_id, "counter": topology_version.counter },
+            );
             body.insert("maxAwaitTimeMS", i64::try_from(max_await.as_millis()).unwrap_or(i64::MAX));
         }
         if let Some(api) = api {
@@ -184,11 +188,15 @@ mod tests {
         assert!(!poll.exhaust_allowed);
         let legacy = HelloCommand::monitoring(false, None, None);
         assert!(legacy.legacy);
-        let tv = doc! { "processId": bson::oid::ObjectId::new(), "counter": 3_i64 };
+        let oid = bson::oid::ObjectId::new();
+        let tv = TopologyVersion { process_id: oid, counter: 3 };
         let stream = HelloCommand::monitoring(true, Some((&tv, Duration::from_secs(10))), None);
         assert!(stream.exhaust_allowed);
         assert_eq!(stream.body.get_i64("maxAwaitTimeMS").unwrap(), 10_000);
-        assert_eq!(stream.body.get_document("topologyVersion").unwrap(), &tv);
+        assert_eq!(
+            stream.body.get_document("topologyVersion").unwrap(),
+            &doc! { "processId": oid, "counter": 3_i64 }
+        );
         // Monitoring checks never carry handshake arguments.
         assert!(stream.body.get("client").is_none());
     }
