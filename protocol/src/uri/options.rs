@@ -219,6 +219,11 @@ pub struct UriOptions {
     pub server_monitoring_mode: Option<ServerMonitoringMode>,
     /// `serverSelectionTimeoutMS`; positive.
     pub server_selection_timeout_ms: Option<u64>,
+    /// `serverSelectionTryOnce`: parsed and validated like every option in the uri-options
+    /// table, but never acted on. The server-selection spec defines "try once" mode only for
+    /// single-threaded drivers; this driver is multi-threaded (asynchronous), so selection
+    /// always loops until `serverSelectionTimeoutMS` whatever this says.
+    pub server_selection_try_once: Option<bool>,
     /// `socketTimeoutMS`; 0 means no timeout.
     pub socket_timeout_ms: Option<u64>,
     /// `srvMaxHosts`; 0 means no maximum. Only with `mongodb+srv`.
@@ -337,6 +342,7 @@ impl OptionParser {
             "loadbalanced",
             "retryreads",
             "retrywrites",
+            "serverselectiontryonce",
             "tls",
             "ssl",
             "tlsallowinvalidcertificates",
@@ -512,8 +518,11 @@ impl OptionParser {
                     self.options.server_selection_timeout_ms = Some(v)
                 }
             }
+            // Stored for completeness only: see `UriOptions::server_selection_try_once`.
             "serverselectiontryonce" => {
-                self.warn(format!("option '{key}' is only for single-threaded drivers and is ignored"))
+                if let Some(v) = self.bool(key, value) {
+                    self.options.server_selection_try_once = Some(v)
+                }
             }
             "sockettimeoutms" => {
                 if let Some(v) = self.uint(key, value, 0, I32_MAX) {
