@@ -313,6 +313,14 @@ mod tests {
     }
 
     #[test]
+    fn every_table_option_is_mapped() {
+        let cs = ConnectionString::parse("mongodb://h").unwrap();
+        for name in protocol::uri::UriOptions::NAMES {
+            assert!(option_value(&cs, &name.to_ascii_lowercase()).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
     fn unmapped_option_fails_loudly() {
         let cs = ConnectionString::parse("mongodb://h").unwrap();
         assert!(option_value(&cs, "nosuchoption").is_err());

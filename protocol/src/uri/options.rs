@@ -261,6 +261,61 @@ pub struct UriOptions {
     pub zlib_compression_level: Option<i32>,
 }
 
+impl UriOptions {
+    /// Every option name of the uri-options table, spelled as the spec spells it. Each has a
+    /// field here (`ssl` shares `tls`); keys are matched ASCII case-insensitively.
+    pub const NAMES: [&'static str; 48] = [
+        "appname",
+        "authMechanism",
+        "authMechanismProperties",
+        "authSource",
+        "compressors",
+        "connectTimeoutMS",
+        "directConnection",
+        "enableOverloadRetargeting",
+        "heartbeatFrequencyMS",
+        "journal",
+        "loadBalanced",
+        "localThresholdMS",
+        "maxAdaptiveRetries",
+        "maxConnecting",
+        "maxIdleTimeMS",
+        "maxPoolSize",
+        "maxStalenessSeconds",
+        "minPoolSize",
+        "proxyHost",
+        "proxyPort",
+        "proxyUsername",
+        "proxyPassword",
+        "readConcernLevel",
+        "readPreference",
+        "readPreferenceTags",
+        "replicaSet",
+        "retryReads",
+        "retryWrites",
+        "serverMonitoringMode",
+        "serverSelectionTimeoutMS",
+        "serverSelectionTryOnce",
+        "socketTimeoutMS",
+        "srvMaxHosts",
+        "srvServiceName",
+        "ssl",
+        "tls",
+        "tlsAllowInvalidCertificates",
+        "tlsAllowInvalidHostnames",
+        "tlsCAFile",
+        "tlsCertificateKeyFile",
+        "tlsCertificateKeyFilePassword",
+        "tlsDisableCertificateRevocationCheck",
+        "tlsDisableOCSPEndpointCheck",
+        "tlsInsecure",
+        "w",
+        "waitQueueTimeoutMS",
+        "wTimeoutMS",
+        "zlibCompressionLevel",
+    ];
+}
+
 /// The largest value a 32-bit integer option accepts.
 const I32_MAX: i64 = i32::MAX as i64;
 
@@ -732,6 +787,20 @@ mod tests {
         p.apply("authMechanismProperties", "AWS_SESSION_TOKEN:tok-secret,oops").unwrap();
         assert_eq!(p.warnings.len(), 1);
         assert!(!p.warnings[0].contains("tok-secret"));
+    }
+
+    #[test]
+    fn every_table_option_is_recognised() {
+        for name in UriOptions::NAMES {
+            let mut p = OptionParser::default();
+            // The value does not matter: only the unknown-key arm must not be reached.
+            let _ = p.apply(name, "x");
+            assert!(
+                !p.warnings.iter().any(|w| w.starts_with("unsupported option")),
+                "{name}: {:?}",
+                p.warnings
+            );
+        }
     }
 
     #[test]
