@@ -101,7 +101,12 @@ fn check_parsed(case: &Map<String, Value>, cs: &ConnectionString) -> Result<(), 
     }
     if let Some(o) = field("options") {
         for (name, expected) in o.as_object().ok_or("'options' is not an object")? {
-            let actual = option_value(cs, &name.to_ascii_lowercase())?;
+            let lower = name.to_ascii_lowercase();
+            let actual = option_value(cs, &lower)?;
+            // Mechanism property values are strings in a connection string; older files
+            // write some as JSON booleans or numbers (`CANONICALIZE_HOST_NAME: true`).
+            let expected =
+                if lower == "authmechanismproperties" { &stringify_scalars(expected) } else { expected };
             if !json_eq(expected, &actual) {
                 return Err(format!("option {name}: expected {expected}, got {actual}"));
             }
@@ -225,6 +230,7 @@ fn option_value(cs: &ConnectionString, name: &str) -> Result<Value, String> {
         "retrywrites" => json!(o.retry_writes),
         "servermonitoringmode" => json!(o.server_monitoring_mode.map(|m| m.as_str())),
         "serverselectiontimeoutms" => ms(o.server_selection_timeout_ms),
+        "serverselectiontryonce" => json!(o.server_selection_try_once),
         "sockettimeoutms" => ms(o.socket_timeout_ms),
         "srvmaxhosts" => json!(o.srv_max_hosts),
         "srvservicename" => json!(o.srv_service_name),
@@ -251,6 +257,24 @@ fn option_value(cs: &ConnectionString, name: &str) -> Result<Value, String> {
         "zlibcompressionlevel" => json!(o.zlib_compression_level),
         other => return Err(format!("the runner has no field mapped for option '{other}'")),
     })
+}
+
+/// An object with its boolean and number values replaced by their text (`true` → `"true"`).
+fn stringify_scalars(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        Value::Bool(_) | Value::Number(_) => Value::String(v.to_string()),
+                        other => other.clone(),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// JSON equality with numbers compared by value (`5` equals `5.0`) and objects by key set.
@@ -283,9 +307,26 @@ mod tests {
     }
 
     #[test]
+    fn mechanism_property_scalars_compare_as_text() {
+        let e = stringify_scalars(&json!({"CANONICALIZE_HOST_NAME": true, "SERVICE_NAME": "x"}));
+        assert!(json_eq(&e, &json!({"CANONICALIZE_HOST_NAME": "true", "SERVICE_NAME": "x"})));
+    }
+
+    #[test]
+    fn every_table_option_is_mapped() {
+        let cs = ConnectionString::parse("mongodb://h").unwrap();
+        for name in protocol::uri::UriOptions::NAMES {
+            assert!(option_value(&cs, &name.to_ascii_lowercase()).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
     fn unmapped_option_fails_loudly() {
         let cs = ConnectionString::parse("mongodb://h").unwrap();
         assert!(option_value(&cs, "nosuchoption").is_err());
         assert_eq!(option_value(&cs, "maxstalenessseconds").unwrap(), json!(-1));
+        let cs = ConnectionString::parse("mongodb://h/?serverSelectionTryOnce=false").unwrap();
+        assert_eq!(option_value(&cs, "serverselectiontryonce").unwrap(), json!(false));
+        assert!(cs.warnings.is_empty());
     }
 }

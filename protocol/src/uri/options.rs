@@ -219,6 +219,11 @@ pub struct UriOptions {
     pub server_monitoring_mode: Option<ServerMonitoringMode>,
     /// `serverSelectionTimeoutMS`; positive.
     pub server_selection_timeout_ms: Option<u64>,
+    /// `serverSelectionTryOnce`: parsed and validated like every option in the uri-options
+    /// table, but never acted on. The server-selection spec defines "try once" mode only for
+    /// single-threaded drivers; this driver is multi-threaded (asynchronous), so selection
+    /// always loops until `serverSelectionTimeoutMS` whatever this says.
+    pub server_selection_try_once: Option<bool>,
     /// `socketTimeoutMS`; 0 means no timeout.
     pub socket_timeout_ms: Option<u64>,
     /// `srvMaxHosts`; 0 means no maximum. Only with `mongodb+srv`.
@@ -254,6 +259,61 @@ pub struct UriOptions {
     pub wait_queue_timeout_ms: Option<u64>,
     /// `zlibCompressionLevel`, -1 to 9.
     pub zlib_compression_level: Option<i32>,
+}
+
+impl UriOptions {
+    /// Every option name of the uri-options table, spelled as the spec spells it. Each has a
+    /// field here (`ssl` shares `tls`); keys are matched ASCII case-insensitively.
+    pub const NAMES: [&'static str; 48] = [
+        "appname",
+        "authMechanism",
+        "authMechanismProperties",
+        "authSource",
+        "compressors",
+        "connectTimeoutMS",
+        "directConnection",
+        "enableOverloadRetargeting",
+        "heartbeatFrequencyMS",
+        "journal",
+        "loadBalanced",
+        "localThresholdMS",
+        "maxAdaptiveRetries",
+        "maxConnecting",
+        "maxIdleTimeMS",
+        "maxPoolSize",
+        "maxStalenessSeconds",
+        "minPoolSize",
+        "proxyHost",
+        "proxyPort",
+        "proxyUsername",
+        "proxyPassword",
+        "readConcernLevel",
+        "readPreference",
+        "readPreferenceTags",
+        "replicaSet",
+        "retryReads",
+        "retryWrites",
+        "serverMonitoringMode",
+        "serverSelectionTimeoutMS",
+        "serverSelectionTryOnce",
+        "socketTimeoutMS",
+        "srvMaxHosts",
+        "srvServiceName",
+        "ssl",
+        "tls",
+        "tlsAllowInvalidCertificates",
+        "tlsAllowInvalidHostnames",
+        "tlsCAFile",
+        "tlsCertificateKeyFile",
+        "tlsCertificateKeyFilePassword",
+        "tlsDisableCertificateRevocationCheck",
+        "tlsDisableOCSPEndpointCheck",
+        "tlsInsecure",
+        "w",
+        "waitQueueTimeoutMS",
+        "wTimeoutMS",
+        "zlibCompressionLevel",
+    ];
 }
 
 /// The largest value a 32-bit integer option accepts.
@@ -337,6 +397,7 @@ impl OptionParser {
             "loadbalanced",
             "retryreads",
             "retrywrites",
+            "serverselectiontryonce",
             "tls",
             "ssl",
             "tlsallowinvalidcertificates",
@@ -512,8 +573,11 @@ impl OptionParser {
                     self.options.server_selection_timeout_ms = Some(v)
                 }
             }
+            // Stored for completeness only: see `UriOptions::server_selection_try_once`.
             "serverselectiontryonce" => {
-                self.warn(format!("option '{key}' is only for single-threaded drivers and is ignored"))
+                if let Some(v) = self.bool(key, value) {
+                    self.options.server_selection_try_once = Some(v)
+                }
             }
             "sockettimeoutms" => {
                 if let Some(v) = self.uint(key, value, 0, I32_MAX) {
@@ -723,6 +787,20 @@ mod tests {
         p.apply("authMechanismProperties", "AWS_SESSION_TOKEN:tok-secret,oops").unwrap();
         assert_eq!(p.warnings.len(), 1);
         assert!(!p.warnings[0].contains("tok-secret"));
+    }
+
+    #[test]
+    fn every_table_option_is_recognised() {
+        for name in UriOptions::NAMES {
+            let mut p = OptionParser::default();
+            // The value does not matter: only the unknown-key arm must not be reached.
+            let _ = p.apply(name, "x");
+            assert!(
+                !p.warnings.iter().any(|w| w.starts_with("unsupported option")),
+                "{name}: {:?}",
+                p.warnings
+            );
+        }
     }
 
     #[test]

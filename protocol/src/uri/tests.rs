@@ -180,3 +180,19 @@ proptest::proptest! {
         let _ = ConnectionString::parse(&format!("mongodb://{s}"));
     }
 }
+
+#[test]
+fn server_selection_try_once_is_typed_but_unused() {
+    // In the uri-options table, so parsed without a warning; this multi-threaded driver
+    // never acts on it (see `UriOptions::server_selection_try_once`).
+    for (v, want) in [("false", false), ("TRUE", true)] {
+        let cs = ok(&format!("mongodb://h/?serverSelectionTryOnce={v}"));
+        assert_eq!(cs.options.server_selection_try_once, Some(want));
+        assert!(cs.warnings.is_empty(), "{:?}", cs.warnings);
+    }
+    for v in ["invalid", ""] {
+        let cs = ok(&format!("mongodb://h/?serverSelectionTryOnce={v}"));
+        assert_eq!(cs.options.server_selection_try_once, None);
+        assert_eq!(cs.warnings.len(), 1);
+    }
+}
