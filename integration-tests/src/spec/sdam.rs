@@ -87,6 +87,9 @@ impl Client {
 
     fn application_error(&mut self, e: &Value) -> Result<(), String> {
         let e = e.as_object().ok_or("applicationError is not an object")?;
+        if let Some(k) = e.keys().find(|k| !APPLICATION_ERROR_KEYS.contains(&k.as_str())) {
+            return Err(format!("unsupported applicationError field '{k}'"));
+        }
         let address = parse_address(e.get("address").ok_or("applicationError without address")?)?;
         let pool_generation = self.generations.get(&address).copied().unwrap_or(0);
         let generation = match e.get("generation") {
@@ -136,8 +139,32 @@ impl Client {
     }
 }
 
+/// The keys of a test file, of a phase and of an applicationError (see the format README).
+const FILE_KEYS: [&str; 3] = ["description", "uri", "phases"];
+const PHASE_KEYS: [&str; 4] = ["description", "responses", "applicationErrors", "outcome"];
+const APPLICATION_ERROR_KEYS: [&str; 6] =
+    ["address", "generation", "maxWireVersion", "when", "type", "response"];
+
+fn unsupported_key(what: &str, v: &Value, allowed: &[&str]) -> Result<(), String> {
+    let o = v.as_object().ok_or_else(|| format!("{what} is not an object"))?;
+    match o.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(k) => Err(format!("unsupported {what} field '{k}'")),
+        None => Ok(()),
+    }
+}
+
+/// An optional array field: absent (or null) is empty, anything but an array is an error.
+fn opt_array<'a>(v: &'a Value, key: &str) -> Result<&'a [Value], String> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(a)) => Ok(a),
+        Some(other) => Err(format!("{key} is not an array: {other}")),
+    }
+}
+
 fn run(path: &Path, monitoring: bool) -> Result<(), String> {
     let test = load_json(path)?;
+    unsupported_key("file", &test, &FILE_KEYS)?;
     let uri = test.get("uri").and_then(Value::as_str).ok_or("file has no uri")?;
     let mut client = Client::new(uri)?;
     let phases = test.get("phases").and_then(Value::as_array).ok_or("file has no phases")?;
@@ -147,10 +174,11 @@ fn run(path: &Path, monitoring: bool) -> Result<(), String> {
             None => format!("phase {i}"),
         };
         let step = || -> Result<(), String> {
-            for r in phase.get("responses").and_then(Value::as_array).into_iter().flatten() {
+            unsupported_key("phase", phase, &PHASE_KEYS)?;
+            for r in opt_array(phase, "responses")? {
                 client.response(r)?;
             }
-            for e in phase.get("applicationErrors").and_then(Value::as_array).into_iter().flatten() {
+            for e in opt_array(phase, "applicationErrors")? {
                 client.application_error(e)?;
             }
             let outcome = phase.get("outcome").and_then(Value::as_object).ok_or("phase has no outcome")?;
