@@ -63,15 +63,21 @@ impl SuiteReport {
     }
 }
 
-/// The `*.json` files directly inside `dir`, sorted by name.
+/// The `*.json` files inside `dir` and its subdirectories, sorted by path (some suites, such as
+/// server-selection, nest their files by topology type and operation).
 pub fn json_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "json"))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|x| x == "json") {
+                files.push(path);
+            }
+        }
+    }
     files.sort();
     files
 }
