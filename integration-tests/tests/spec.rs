@@ -44,3 +44,7 @@ fn connection_string() {
 fn uri_options() {
     check("uri-options");
 }
+#[test]
+fn rtt() {
+    check("server-selection/rtt");
+}

@@ -4,6 +4,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
+pub mod rtt;
 pub mod sdam;
 pub mod uri;
 
@@ -42,6 +43,7 @@ pub fn suites() -> Vec<Suite> {
             run_file: uri::run_connection_string_file,
         },
         Suite { name: "uri-options", dir: "uri-options/tests", run_file: uri::run_uri_options_file },
+        Suite { name: "server-selection/rtt", dir: "server-selection/tests/rtt", run_file: rtt::run_file },
     ]
 }
 
