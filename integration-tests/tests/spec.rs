@@ -44,3 +44,15 @@ fn connection_string() {
 fn uri_options() {
     check("uri-options");
 }
+#[test]
+fn server_selection() {
+    check("server-selection/server_selection");
+}
+#[test]
+fn in_window() {
+    check("server-selection/in_window");
+}
+#[test]
+fn max_staleness() {
+    check("max-staleness");
+}

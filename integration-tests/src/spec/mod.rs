@@ -5,6 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 pub mod sdam;
+pub mod selection;
 pub mod uri;
 
 /// Runs one test file; `Err` carries the reason it failed.
@@ -42,6 +43,17 @@ pub fn suites() -> Vec<Suite> {
             run_file: uri::run_connection_string_file,
         },
         Suite { name: "uri-options", dir: "uri-options/tests", run_file: uri::run_uri_options_file },
+        Suite {
+            name: "server-selection/server_selection",
+            dir: "server-selection/tests/server_selection",
+            run_file: selection::run_logic_file,
+        },
+        Suite {
+            name: "server-selection/in_window",
+            dir: "server-selection/tests/in_window",
+            run_file: selection::run_in_window_file,
+        },
+        Suite { name: "max-staleness", dir: "max-staleness/tests", run_file: selection::run_logic_file },
     ]
 }
 
