@@ -21,6 +21,7 @@
 //! let mongos = |host: &str, rtt_ms: u64| ServerDescription {
 //!     server_type: protocol::sdam::ServerType::Mongos,
 //!     round_trip_time: Some(std::time::Duration::from_millis(rtt_ms)),
+//!     max_wire_version: Some(21),
 //!     ..ServerDescription::new_unknown(ServerAddress::tcp(host, 27017))
 //! };
 //! let settings = TopologySettings { local_threshold: std::time::Duration::from_millis(15), ..Default::default() };

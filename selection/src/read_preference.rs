@@ -35,7 +35,7 @@ pub struct HedgeOptions {
 /// use selection::ReadPreference;
 ///
 /// let rp = ReadPreference::builder(ReadPreferenceMode::Secondary)
-///     .tag_sets([[("dc", "ny")].into_iter().collect(), Default::default()])
+///     .tag_sets([[("dc".to_string(), "ny".to_string())].into(), Default::default()])
 ///     .max_staleness_seconds(120)
 ///     .build()
 ///     .unwrap();

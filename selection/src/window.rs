@@ -2,7 +2,7 @@
 
 use std::cell::RefCell;
 use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -88,9 +88,7 @@ thread_local! {
 /// Seeds from std's per-process random hasher keys and the thread's id: no OS entropy
 /// dependency, distinct streams per thread. Selection needs spread, not secrecy.
 fn seeded_small_rng() -> SmallRng {
-    let mut h = RandomState::new().build_hasher();
-    std::thread::current().id().hash(&mut h);
-    SmallRng::seed_from_u64(h.finish())
+    SmallRng::seed_from_u64(RandomState::new().hash_one(std::thread::current().id()))
 }
 
 /// Runs `f` with this thread's selection RNG (a [`SmallRng`] seeded once per thread).

@@ -158,7 +158,7 @@ pub fn run_in_window_file(path: &Path) -> Result<(), String> {
     .iter()
     .map(|(k, v)| v.as_f64().map(|f| (k.clone(), f)).ok_or_else(|| format!("bad frequency {v}")))
     .collect::<Result<_, _>>()?;
-    if !(tolerance >= 0.0) {
+    if tolerance.is_nan() || tolerance < 0.0 {
         return Err(format!("bad tolerance {tolerance}"));
     }
     // Enough selections that five standard deviations of a frequency (at most
