@@ -2,7 +2,7 @@
 CARGO ?= cargo
 SPEC_ROOT ?= integration-tests/spec-tests
 
-.PHONY: help build test spec fmt fmt-check lint demo ci
+.PHONY: help build test spec fmt fmt-check lint demo ci bench-selection
 
 help:
 	@echo "make demo    run the main job (for now: the spec conformance runner over the vendored suites)"
@@ -11,6 +11,7 @@ help:
 	@echo "make build   build the workspace"
 	@echo "make fmt     format the code"
 	@echo "make lint    clippy with -D warnings"
+	@echo "make bench-selection  criterion benchmark of server selection (ns per selection)"
 
 build:
 	$(CARGO) build --workspace --all-targets
@@ -26,6 +27,9 @@ fmt:
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
+
+bench-selection:
+	$(CARGO) bench -p mongo-actors-selection --bench selection
 
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

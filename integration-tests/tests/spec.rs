@@ -48,3 +48,15 @@ fn uri_options() {
 fn rtt() {
     check("server-selection/rtt");
 }
+#[test]
+fn server_selection() {
+    check("server-selection/server_selection");
+}
+#[test]
+fn in_window() {
+    check("server-selection/in_window");
+}
+#[test]
+fn max_staleness() {
+    check("max-staleness");
+}

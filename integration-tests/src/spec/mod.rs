@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 pub mod rtt;
 pub mod sdam;
+pub mod selection;
 pub mod uri;
 
 /// Runs one test file; `Err` carries the reason it failed.
@@ -44,6 +45,17 @@ pub fn suites() -> Vec<Suite> {
         },
         Suite { name: "uri-options", dir: "uri-options/tests", run_file: uri::run_uri_options_file },
         Suite { name: "server-selection/rtt", dir: "server-selection/tests/rtt", run_file: rtt::run_file },
+        Suite {
+            name: "server-selection/server_selection",
+            dir: "server-selection/tests/server_selection",
+            run_file: selection::run_logic_file,
+        },
+        Suite {
+            name: "server-selection/in_window",
+            dir: "server-selection/tests/in_window",
+            run_file: selection::run_in_window_file,
+        },
+        Suite { name: "max-staleness", dir: "max-staleness/tests", run_file: selection::run_logic_file },
     ]
 }
 

@@ -117,7 +117,11 @@ impl TopologySettings {
                 .heartbeat_frequency_ms
                 .map(Duration::from_millis)
                 .unwrap_or(DEFAULT_HEARTBEAT_FREQUENCY),
-            local_threshold: DEFAULT_LOCAL_THRESHOLD,
+            local_threshold: cs
+                .options
+                .local_threshold_ms
+                .map(Duration::from_millis)
+                .unwrap_or(DEFAULT_LOCAL_THRESHOLD),
             srv_max_hosts: None,
         }
     }
@@ -316,6 +320,27 @@ impl TopologyDescription {
     /// In LoadBalanced mode the single server is already a LoadBalancer.
     pub fn new(settings: TopologySettings) -> Self {
         let (td, _) = Self::open(settings, TopologyId(ObjectId::from_bytes([0; 12])));
+        td
+    }
+
+    /// A description with the given type and servers, as a snapshot rather than the result of
+    /// the SDAM update algorithm: for tests, simulators and benchmarks that need a topology in
+    /// a given state (server selection spec tests describe topologies this way).
+    ///
+    /// Later descriptions of the same address replace earlier ones. The set name is taken from
+    /// the settings or else from the first server that reports one; the compatibility error
+    /// and session timeout are computed from the servers as [`apply`](Self::apply) would.
+    pub fn from_parts(
+        topology_type: TopologyType,
+        servers: impl IntoIterator<Item = ServerDescription>,
+        settings: TopologySettings,
+    ) -> Self {
+        let mut td = Self::empty(Arc::new(settings));
+        td.topology_type = topology_type;
+        td.servers = servers.into_iter().map(|sd| (sd.address.clone(), Arc::new(sd))).collect();
+        td.set_name =
+            td.settings.set_name.clone().or_else(|| td.servers.values().find_map(|s| s.set_name.clone()));
+        td.recompute();
         td
     }
 
@@ -1019,6 +1044,37 @@ mod tests {
         ));
         assert_eq!(ty(&td, "a"), Some(ServerType::Unknown));
         assert_eq!(td.topology_type(), TopologyType::Single);
+    }
+
+    #[test]
+    fn from_parts_builds_a_snapshot() {
+        let old = reply("b", doc! {"ok": 1, "secondary": true, "setName": "rs", "maxWireVersion": 6});
+        let settings =
+            TopologySettings { heartbeat_frequency: Duration::from_secs(25), ..Default::default() };
+        let td = TopologyDescription::from_parts(
+            TopologyType::ReplicaSetWithPrimary,
+            [primary("a", 1, 1, 21), old],
+            settings,
+        );
+        assert_eq!(td.topology_type(), TopologyType::ReplicaSetWithPrimary);
+        assert_eq!(td.set_name(), Some("rs"));
+        assert_eq!(ty(&td, "a"), Some(ServerType::RsPrimary));
+        assert_eq!(ty(&td, "b"), Some(ServerType::RsSecondary));
+        assert_eq!(td.settings().heartbeat_frequency, Duration::from_secs(25));
+        // The compatibility error is computed as `apply` computes it.
+        assert_eq!(
+            td.compatibility_error(),
+            Some("Server at b:27017 reports wire version 6, but this version of mongo-actors requires at least 7 (MongoDB 4.0).")
+        );
+    }
+
+    #[test]
+    fn local_threshold_comes_from_the_connection_string() {
+        let s = |uri: &str| {
+            TopologySettings::from_connection_string(&ConnectionString::parse(uri).unwrap()).local_threshold
+        };
+        assert_eq!(s("mongodb://a"), DEFAULT_LOCAL_THRESHOLD);
+        assert_eq!(s("mongodb://a/?localThresholdMS=40"), Duration::from_millis(40));
     }
 
     #[test]

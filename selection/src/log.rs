@@ -1,0 +1,170 @@
+//! Server selection log data: the `topologyDescription` string, the failure message, and the
+//! spec's four log messages (component `serverSelection`, tracing target
+//! `mongo_actors::server_selection`).
+
+use std::fmt;
+
+use protocol::sdam::TopologyDescription;
+use protocol::ServerAddress;
+
+use crate::select::SelectionCriteria;
+use crate::suitability::Operation;
+
+/// Displays a topology for the log's `topologyDescription` field:
+/// `{type: ReplicaSetWithPrimary, setName: "rs", servers: [{address: a:27017, type: RSPrimary,
+/// roundTripTime: 5.000 ms}, {address: b:27017, type: Unknown, error: "..."}]}`.
+#[derive(Debug, Clone, Copy)]
+pub struct TopologySummary<'a>(pub &'a TopologyDescription);
+
+impl fmt::Display for TopologySummary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let td = self.0;
+        write!(f, "{{type: {}", td.topology_type())?;
+        if let Some(name) = td.set_name() {
+            write!(f, ", setName: {name:?}")?;
+        }
+        if let Some(e) = td.compatibility_error() {
+            write!(f, ", compatibilityError: {e:?}")?;
+        }
+        f.write_str(", servers: [")?;
+        for (i, s) in td.servers().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{{address: {}, type: {}", s.address, s.server_type)?;
+            if let Some(rtt) = s.round_trip_time {
+                write!(f, ", roundTripTime: {:.3} ms", rtt.as_secs_f64() * 1000.0)?;
+            }
+            if !s.tags.is_empty() {
+                f.write_str(", tags: ")?;
+                crate::read_preference::fmt_tag_sets(std::slice::from_ref(&s.tags), f)?;
+            }
+            if let Some(e) = &s.error {
+                write!(f, ", error: {e:?}")?;
+            }
+            f.write_str("}")?;
+        }
+        f.write_str("]}")
+    }
+}
+
+/// Why no server was suitable, per the spec's *Server Selection Errors*: with some server
+/// available, `No server available for query with ReadPreference <mode>[, tag set list <...>]
+/// [, and maxStalenessSeconds <n>]` (or `No server available for writes`); otherwise the
+/// servers' errors: the common one if they are all the same, else each `address: error`
+/// joined with `, `.
+pub fn no_suitable_server_message(
+    topology: &TopologyDescription,
+    criteria: &SelectionCriteria<'_>,
+) -> String {
+    let any_available = topology.servers().any(|s| s.server_type.is_known());
+    let mut errors = topology.servers().filter_map(|s| s.error.as_deref().map(|e| (&s.address, e)));
+    if !any_available {
+        if let Some((_, first)) = errors.next() {
+            let rest: Vec<(&ServerAddress, &str)> = errors.collect();
+            if rest.iter().all(|(_, e)| *e == first) {
+                return first.to_string();
+            }
+            let with_errors = topology.servers().filter_map(|s| s.error.as_deref().map(|e| (&s.address, e)));
+            return with_errors.map(|(a, e)| format!("{a}: {e}")).collect::<Vec<_>>().join(", ");
+        }
+    }
+    match criteria.operation() {
+        Operation::Write => "No server available for writes".to_string(),
+        Operation::Read(rp) => {
+            let mut m = format!("No server available for query with ReadPreference {}", rp.mode());
+            let tags = rp.has_tags().then(|| TagList(rp.tag_sets()).to_string());
+            match (tags, rp.max_staleness_seconds()) {
+                (Some(t), Some(s)) => m.push_str(&format!(", tag set list {t}, and maxStalenessSeconds {s}")),
+                (Some(t), None) => m.push_str(&format!(", and tag set list {t}")),
+                (None, Some(s)) => m.push_str(&format!(", and maxStalenessSeconds {s}")),
+                (None, None) => {}
+            }
+            m
+        }
+    }
+}
+
+struct TagList<'a>(&'a [protocol::uri::TagSet]);
+
+impl fmt::Display for TagList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::read_preference::fmt_tag_sets(self.0, f)
+    }
+}
+
+/// Logs "Server selection started" (debug).
+pub fn selection_started(
+    operation: &str,
+    operation_id: Option<i64>,
+    criteria: &SelectionCriteria<'_>,
+    topology: &TopologyDescription,
+) {
+    tracing::debug!(
+        target: "mongo_actors::server_selection",
+        message = "Server selection started",
+        operation,
+        operation_id,
+        selector = %criteria,
+        topology_description = %TopologySummary(topology),
+    );
+}
+
+/// Logs "Server selection succeeded" (debug) for the selected server.
+pub fn selection_succeeded(
+    operation: &str,
+    operation_id: Option<i64>,
+    criteria: &SelectionCriteria<'_>,
+    topology: &TopologyDescription,
+    selected: &ServerAddress,
+) {
+    tracing::debug!(
+        target: "mongo_actors::server_selection",
+        message = "Server selection succeeded",
+        operation,
+        operation_id,
+        selector = %criteria,
+        topology_description = %TopologySummary(topology),
+        server_host = selected.host(),
+        server_port = selected.port(),
+    );
+}
+
+/// Logs "Server selection failed" (debug) with the error the caller will return.
+pub fn selection_failed(
+    operation: &str,
+    operation_id: Option<i64>,
+    criteria: &SelectionCriteria<'_>,
+    topology: &TopologyDescription,
+    failure: &crate::Error,
+) {
+    tracing::debug!(
+        target: "mongo_actors::server_selection",
+        message = "Server selection failed",
+        operation,
+        operation_id,
+        selector = %criteria,
+        topology_description = %TopologySummary(topology),
+        failure = %failure,
+    );
+}
+
+/// Logs "Waiting for suitable server to become available" (info); the caller logs it once
+/// per operation.
+pub fn waiting_for_suitable_server(
+    operation: &str,
+    operation_id: Option<i64>,
+    criteria: &SelectionCriteria<'_>,
+    topology: &TopologyDescription,
+    remaining_time_ms: Option<u64>,
+) {
+    tracing::info!(
+        target: "mongo_actors::server_selection",
+        message = "Waiting for suitable server to become available",
+        operation,
+        operation_id,
+        selector = %criteria,
+        topology_description = %TopologySummary(topology),
+        remaining_time_ms,
+    );
+}
