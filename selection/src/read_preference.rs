@@ -158,8 +158,8 @@ impl ReadPreference {
             topology.topology_type(),
             TopologyType::ReplicaSetWithPrimary | TopologyType::ReplicaSetNoPrimary
         ) {
-            let minimum =
-                SMALLEST_MAX_STALENESS.max(topology.settings().heartbeat_frequency + IDLE_WRITE_PERIOD);
+            let minimum = SMALLEST_MAX_STALENESS
+                .max(topology.settings().heartbeat_frequency.saturating_add(IDLE_WRITE_PERIOD));
             if Duration::from_secs(secs.into()) < minimum {
                 return Err(Error::MaxStalenessTooSmall {
                     max_staleness_seconds: secs,

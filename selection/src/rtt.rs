@@ -62,7 +62,8 @@ impl RttStats {
 
     /// The moving average, `None` before the first sample.
     pub fn average(&self) -> Option<Duration> {
-        self.average.map(Duration::from_secs_f64)
+        // Rounding can take an average of huge samples just past `Duration::MAX`.
+        self.average.map(|a| Duration::try_from_secs_f64(a).unwrap_or(Duration::MAX))
     }
 
     /// The minimum of the last 10 samples, or zero while there are fewer than two.

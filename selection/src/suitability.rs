@@ -133,11 +133,17 @@ impl Reference {
         match *self {
             // (S.lastUpdateTime - S.lastWriteDate) - (P.lastUpdateTime - P.lastWriteDate) + heartbeat,
             // regrouped so only the difference of the two Instants is needed.
-            Reference::Primary { last_update, last_write_ms } => Some(
-                signed_millis(s.last_update_time?, last_update) - (s_write - last_write_ms) + heartbeat_ms,
-            ),
+            // Computed in i128 and clamped: lastWriteDate comes from the server and may be any
+            // i64, which must not overflow.
+            Reference::Primary { last_update, last_write_ms } => Some(clamp(
+                i128::from(signed_millis(s.last_update_time?, last_update)) - i128::from(s_write)
+                    + i128::from(last_write_ms)
+                    + i128::from(heartbeat_ms),
+            )),
             // SMax.lastWriteDate - S.lastWriteDate + heartbeat
-            Reference::MaxSecondary { last_write_ms } => Some(last_write_ms - s_write + heartbeat_ms),
+            Reference::MaxSecondary { last_write_ms } => {
+                Some(clamp(i128::from(last_write_ms) - i128::from(s_write) + i128::from(heartbeat_ms)))
+            }
             Reference::Nothing => None,
         }
     }
@@ -178,10 +184,15 @@ fn millis(d: std::time::Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// `v` clamped to the range of `i64`.
+fn clamp(v: i128) -> i64 {
+    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+}
+
 /// `a - b` in milliseconds, negative when `a` is earlier.
 fn signed_millis(a: Instant, b: Instant) -> i64 {
     match a.checked_duration_since(b) {
         Some(d) => millis(d),
-        None => -millis(b.duration_since(a)),
+        None => millis(b.duration_since(a)).saturating_neg(),
     }
 }

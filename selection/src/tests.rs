@@ -108,6 +108,38 @@ fn staleness_without_a_primary_uses_the_freshest_secondary() {
 }
 
 #[test]
+fn staleness_of_extreme_last_write_dates_saturates_instead_of_overflowing() {
+    // lastWriteDate comes from the server: any i64 must be handled without overflow.
+    let base = Instant::now();
+    let s1 = timed(server("s1", ServerType::RsSecondary, 5), base, 0, i64::MAX);
+    let s2 = timed(server("s2", ServerType::RsSecondary, 5), base, 0, i64::MIN);
+    let td = topology(TopologyType::ReplicaSetNoPrimary, vec![s1, s2]);
+    assert_eq!(estimated_staleness_ms(&td, td.server(&addr("s2")).unwrap()), Some(i64::MAX));
+    let p = timed(server("p", ServerType::RsPrimary, 5), base, 0, i64::MIN);
+    let s = timed(server("s", ServerType::RsSecondary, 5), base, 0, i64::MAX);
+    let td = topology(TopologyType::ReplicaSetWithPrimary, vec![p, s]);
+    assert_eq!(estimated_staleness_ms(&td, td.server(&addr("s")).unwrap()), Some(i64::MIN));
+    let rp =
+        ReadPreference::builder(ReadPreferenceMode::Secondary).max_staleness_seconds(90).build().unwrap();
+    assert_eq!(suitable(&td, &SelectionCriteria::read(&rp)), ["s"]);
+}
+
+#[test]
+fn huge_heartbeat_and_rtt_do_not_overflow() {
+    let td = TopologyDescription::from_parts(
+        TopologyType::ReplicaSetNoPrimary,
+        vec![server("s", ServerType::RsSecondary, 5)],
+        settings(Duration::MAX),
+    );
+    let rp =
+        ReadPreference::builder(ReadPreferenceMode::Secondary).max_staleness_seconds(90).build().unwrap();
+    assert!(suitable_servers(&td, &SelectionCriteria::read(&rp)).is_err());
+    let mut stats = rtt::RttStats::with_average(Duration::MAX);
+    stats.add_sample(Duration::MAX);
+    assert_eq!(stats.average(), Some(Duration::MAX));
+}
+
+#[test]
 fn staleness_filter_uses_the_heartbeat_and_excludes_unknown_staleness() {
     let base = Instant::now();
     let servers = vec![

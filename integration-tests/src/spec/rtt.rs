@@ -22,14 +22,15 @@ pub fn run_file(path: &Path) -> Result<(), String> {
             other => Err(format!("{key}: expected a non-negative number or \"NULL\", got {other:?}")),
         }
     };
-    let to_duration = |m: f64| Duration::from_secs_f64(m / 1000.0);
+    let to_duration =
+        |m: f64| Duration::try_from_secs_f64(m / 1000.0).map_err(|_| format!("{m} ms is out of range"));
     let mut stats = match ms("avg_rtt_ms")? {
         None => RttStats::new(),
-        Some(avg) => RttStats::with_average(to_duration(avg)),
+        Some(avg) => RttStats::with_average(to_duration(avg)?),
     };
     let sample = ms("new_rtt_ms")?.ok_or("new_rtt_ms must be a number")?;
     let expected = ms("new_avg_rtt")?.ok_or("new_avg_rtt must be a number")?;
-    stats.add_sample(to_duration(sample));
+    stats.add_sample(to_duration(sample)?);
     let got = stats.average().map(|d| d.as_secs_f64() * 1000.0).ok_or("no average after a sample")?;
     // Durations carry nanoseconds, so compare with a tolerance far below a microsecond.
     if (got - expected).abs() > 1e-6 {

@@ -48,6 +48,9 @@ const READ_PREFERENCE_KEYS: [&str; 4] = ["mode", "tag_sets", "maxStalenessSecond
 /// do not test wire versions assume servers this client supports (the others use 21).
 const DEFAULT_MAX_WIRE_VERSION: i32 = 21;
 
+/// The most selections an in_window file runs (see [`run_in_window_file`]).
+const MAX_IN_WINDOW_SELECTIONS: u64 = 200_000;
+
 /// The fixed seed of the in_window runs, so they are reproducible.
 const IN_WINDOW_SEED: u64 = 0x5e1e_c7ed;
 
@@ -165,7 +168,10 @@ pub fn run_in_window_file(path: &Path) -> Result<(), String> {
     // 0.5 / sqrt(n)) fit in the tolerance. A zero tolerance means exact frequencies (0 or 1),
     // which any number of selections must reproduce.
     let needed = if tolerance > 0.0 { (2.5 / tolerance).powi(2).ceil() as u64 } else { 0 };
-    let n = iterations.max(needed).max(1);
+    // Capped so that a huge iteration count or a tiny tolerance cannot hang the run: more
+    // selections than the cap would not change the outcome of any sensible file, and a
+    // tolerance too small to verify fails below with the measured frequency.
+    let n = iterations.max(needed).clamp(1, MAX_IN_WINDOW_SELECTIONS);
 
     let rp = ReadPreference::NEAREST;
     let criteria = SelectionCriteria::read(&rp);
@@ -226,8 +232,9 @@ fn server(v: &Value, base: Instant) -> Result<ServerDescription, String> {
         .map_err(|e| format!("{e}"))?;
     let mut sd = ServerDescription { server_type, ..ServerDescription::new_unknown(address) };
     if let Some(rtt) = o.get("avg_rtt_ms") {
-        let ms = rtt.as_f64().filter(|m| *m >= 0.0).ok_or_else(|| format!("bad avg_rtt_ms {rtt}"))?;
-        sd.round_trip_time = Some(Duration::from_secs_f64(ms / 1000.0));
+        let bad = || format!("bad avg_rtt_ms {rtt}");
+        let ms = rtt.as_f64().filter(|m| *m >= 0.0).ok_or_else(bad)?;
+        sd.round_trip_time = Some(Duration::try_from_secs_f64(ms / 1000.0).map_err(|_| bad())?);
     }
     if let Some(tags) = o.get("tags") {
         sd.tags = tag_set(tags)?;
@@ -235,7 +242,8 @@ fn server(v: &Value, base: Instant) -> Result<ServerDescription, String> {
     if let Some(t) = o.get("lastUpdateTime") {
         // Milliseconds since an arbitrary epoch: only differences matter.
         let ms = t.as_u64().ok_or_else(|| format!("bad lastUpdateTime {t}"))?;
-        sd.last_update_time = Some(base + Duration::from_millis(ms));
+        let time = base.checked_add(Duration::from_millis(ms));
+        sd.last_update_time = Some(time.ok_or_else(|| format!("lastUpdateTime {t} is out of range"))?);
     }
     if let Some(lw) = o.get("lastWrite") {
         let lw = object(lw, "lastWrite")?;
