@@ -314,3 +314,46 @@ async fn checksums_and_pipelining() {
     assert_eq!(r.get_i32("n").ok(), Some(1));
     assert!(matches!(r.get("n"), Some(Bson::Int32(1))));
 }
+
+/// Rough capacity check (run with `--release -- --ignored --nocapture`): pipelined pings over
+/// a few connections.
+#[tokio::test]
+#[ignore = "throughput measurement, run manually in release mode"]
+async fn ping_throughput() {
+    // SIM_BENCH_RS=1 measures a replica-set primary ($clusterTime gossip included).
+    let builder = if std::env::var_os("SIM_BENCH_RS").is_some() {
+        Cluster::replica_set(3)
+    } else {
+        Cluster::standalone()
+    };
+    let cluster = builder.start().expect("start");
+    let addr = cluster.hosts()[0].clone();
+    let duration = Duration::from_secs(3);
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let addr = addr.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut c = RawClient::connect(&addr).await.expect("connect");
+            let start = Instant::now();
+            let mut n = 0u64;
+            let ping = RawClient::msg_frame("admin", doc! {"ping": 1}, OpMsgFlags::empty(), Vec::new())
+                .expect("frame");
+            while start.elapsed() < duration {
+                for _ in 0..64 {
+                    c.feed(ping.clone()).await.expect("feed");
+                }
+                c.flush().await.expect("flush");
+                for _ in 0..64 {
+                    c.read_frame().await.expect("reply");
+                }
+                n += 64;
+            }
+            n
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.expect("join");
+    }
+    println!("pings/s: {:.0}", total as f64 / duration.as_secs_f64());
+}
