@@ -205,21 +205,21 @@ async fn partition_and_latency() {
 async fn reconfig_changes_hosts_and_set_version() {
     let cluster = Cluster::replica_set(2).start().expect("start");
     let mut c = client(&cluster.hosts()[0]).await;
-    let v1 = c.hello().await.expect("hello").get_i64("setVersion").expect("setVersion");
+    let v1 = c.hello().await.expect("hello").get_i32("setVersion").expect("setVersion");
     let i = cluster.add_member(Some(doc! {"dc": "west"})).expect("add");
     assert_eq!(i, 2);
     let hosts = cluster.hosts();
     let h = c.hello().await.expect("hello");
-    assert_eq!(h.get_i64("setVersion").ok(), Some(v1 + 1));
+    assert_eq!(h.get_i32("setVersion").ok(), Some(v1 + 1));
     assert_eq!(h.get_array("hosts").map(Vec::len).ok(), Some(3));
     let h = client(&hosts[2]).await.hello().await.expect("new member hello");
     assert_eq!(h.get_document("tags").ok(), Some(&doc! {"dc": "west"}));
     assert_eq!(h.get_bool("secondary").ok(), Some(true));
     cluster.set_tags(2, doc! {"dc": "north"});
-    assert_eq!(c.hello().await.expect("hello").get_i64("setVersion").ok(), Some(v1 + 2));
+    assert_eq!(c.hello().await.expect("hello").get_i32("setVersion").ok(), Some(v1 + 2));
     cluster.remove_member(1);
     let h = c.hello().await.expect("hello");
-    assert_eq!(h.get_i64("setVersion").ok(), Some(v1 + 3));
+    assert_eq!(h.get_i32("setVersion").ok(), Some(v1 + 3));
     let listed: Vec<&str> = h.get_array("hosts").expect("hosts").iter().filter_map(Bson::as_str).collect();
     assert_eq!(listed, vec![hosts[0].as_str(), hosts[2].as_str()]);
     assert!(cluster.uri().contains(&hosts[2]) && !cluster.uri().contains(&hosts[1]));

@@ -139,6 +139,26 @@ async fn insert_find_getmore_update_delete_count_aggregate() {
         .await
         .expect("aggregate count");
     assert_eq!(batch(&r, "firstBatch"), vec![doc! {"total": 5}]);
+    // The drivers' count_documents pipeline.
+    let r = c
+        .command(
+            "db",
+            doc! {"aggregate": "c", "pipeline": [{"$match": {"group": 1}}, {"$skip": 1}, {"$group": {"_id": 1, "n": {"$sum": 1}}}], "cursor": {}},
+        )
+        .await
+        .expect("aggregate group");
+    assert_eq!(batch(&r, "firstBatch"), vec![doc! {"_id": 1, "n": 4}]);
+    let r = c
+        .command(
+            "db",
+            doc! {"aggregate": "c", "pipeline": [{"$match": {"group": {"$exists": true}}}, {"$group": {"_id": "$group", "max": {"$max": "$n"}, "avg": {"$avg": "$n"}}}, {"$sort": {"_id": 1}}], "cursor": {}},
+        )
+        .await
+        .expect("aggregate group by field");
+    assert_eq!(
+        batch(&r, "firstBatch"),
+        vec![doc! {"_id": 0, "max": 1008, "avg": 1004.0}, doc! {"_id": 1, "max": 9, "avg": 5.0}]
+    );
 
     // delete: limit 1 and limit 0.
     let r = c

@@ -32,7 +32,7 @@ async fn replica_set_hello_fields() {
     assert_eq!(hosts_of(&h, "hosts"), hosts);
     assert_eq!(h.get_str("primary").ok(), Some(hosts[0].as_str()));
     assert_eq!(h.get_str("me").ok(), Some(hosts[0].as_str()));
-    assert_eq!(h.get_i64("setVersion").ok(), Some(1));
+    assert_eq!(h.get_i32("setVersion").ok(), Some(1));
     assert_eq!(h.get_i32("maxWireVersion").ok(), Some(21));
     assert_eq!(h.get_i32("minWireVersion").ok(), Some(0));
     assert_eq!(h.get_i32("maxBsonObjectSize").ok(), Some(16_777_216));

@@ -165,7 +165,7 @@ pub(crate) struct State {
     pub members: Vec<MemberState>,
     pub term: i64,
     pub primary: Option<usize>,
-    pub set_version: i64,
+    pub set_version: i32,
     pub oplog: Oplog,
     /// Majority commit point (absolute oplog index); never moves back.
     pub commit: u64,
