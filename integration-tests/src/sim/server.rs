@@ -59,6 +59,7 @@ pub(crate) async fn serve(
     if *killed.borrow_and_update() != incarnation || shared.closed.load(Ordering::Relaxed) {
         return;
     }
+    let _live = LiveGuard::new(&member);
     // Small request/reply messages: never wait for Nagle.
     let _ = sock.set_nodelay(true);
     member.counters.connections_opened.fetch_add(1, Ordering::Relaxed);
@@ -72,6 +73,22 @@ pub(crate) async fn serve(
     tokio::select! {
         () = conn.run(sock) => {}
         _ = killed.changed() => {}
+    }
+}
+
+/// Counts a connection as live until dropped (after its socket).
+struct LiveGuard(Arc<Member>);
+
+impl LiveGuard {
+    fn new(member: &Arc<Member>) -> Self {
+        member.live_connections.fetch_add(1, Ordering::AcqRel);
+        LiveGuard(Arc::clone(member))
+    }
+}
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        self.0.live_connections.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
