@@ -271,6 +271,17 @@ async fn compressed_and_malformed_messages() {
     c.send_raw(&bad).await.expect("send");
     assert!(c.closed_within(Duration::from_secs(5)).await);
 
+    // A checksum mismatch: closed without a reply.
+    let mut c = client(&addr).await;
+    let frame = RawClient::msg_frame("admin", doc! {"ping": 1}, OpMsgFlags::CHECKSUM_PRESENT, Vec::new())
+        .expect("frame");
+    let mut bytes = bytes::BytesMut::new();
+    protocol::wire::encode_frame(&frame, &mut bytes, 48_000_000, true).expect("encode");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    c.send_raw(&bytes).await.expect("send");
+    assert!(c.closed_within(Duration::from_secs(5)).await);
+
     // The server still serves new connections.
     assert_eq!(
         client(&addr).await.command("admin", doc! {"ping": 1}).await.expect("ping").get_f64("ok").ok(),
