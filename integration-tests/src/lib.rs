@@ -1,4 +1,5 @@
-//! Test infrastructure for mongo-actors: the spec conformance runner (and, later, the
-//! cluster simulator).
+//! Test infrastructure for mongo-actors: the spec conformance runner and the cluster
+//! simulator.
 
+pub mod sim;
 pub mod spec;
