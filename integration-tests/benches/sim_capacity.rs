@@ -74,7 +74,7 @@ async fn raw_ops(address: &str, timing: Timing) -> f64 {
             for _ in 0..RAW_IN_FLIGHT {
                 framed.feed(Frame::request(ping.clone())).await.map_err(|e| e.to_string())?;
             }
-            framed.flush().await.map_err(|e| e.to_string())?;
+            SinkExt::<Frame>::flush(&mut framed).await.map_err(|e| e.to_string())?;
             let mut in_flight = RAW_IN_FLIGHT;
             while in_flight > 0 {
                 let reply = tokio::time::timeout(Duration::from_secs(10), framed.next())
@@ -95,7 +95,7 @@ async fn raw_ops(address: &str, timing: Timing) -> f64 {
                 // batch of replies instead of one per reply. A partial frame left in the
                 // buffer belongs to a request already flushed, so this never stalls.
                 if framed.read_buffer().is_empty() {
-                    framed.flush().await.map_err(|e| e.to_string())?;
+                    SinkExt::<Frame>::flush(&mut framed).await.map_err(|e| e.to_string())?;
                 }
             }
             Ok(())
@@ -144,10 +144,7 @@ fn report(name: &str, cluster: &Cluster, timing: Timing, runtime: &tokio::runtim
 fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
     let timing = if bench {
-        Timing {
-            warmup: env_secs("SIM_BENCH_WARMUP_SECS", 1.0),
-            measure: env_secs("SIM_BENCH_SECS", 5.0),
-        }
+        Timing { warmup: env_secs("SIM_BENCH_WARMUP_SECS", 1.0), measure: env_secs("SIM_BENCH_SECS", 5.0) }
     } else {
         Timing { warmup: Duration::from_millis(100), measure: Duration::from_millis(200) }
     };

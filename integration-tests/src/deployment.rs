@@ -64,9 +64,7 @@ impl Deployment {
     ) -> Result<Self, Error> {
         match env_uri(URI_ENV) {
             Some(uri) => Ok(Deployment::Real(uri)),
-            None => Ok(Deployment::Sim(
-                configure(Cluster::replica_set(members).set_name("rs0")).start()?,
-            )),
+            None => Ok(Deployment::Sim(configure(Cluster::replica_set(members).set_name("rs0")).start()?)),
         }
     }
 
@@ -82,10 +80,7 @@ impl Deployment {
         Self::other_topology(LB_URI_ENV, || Cluster::load_balanced(services))
     }
 
-    fn other_topology(
-        env: &str,
-        builder: impl FnOnce() -> ClusterBuilder,
-    ) -> Result<Option<Self>, Error> {
+    fn other_topology(env: &str, builder: impl FnOnce() -> ClusterBuilder) -> Result<Option<Self>, Error> {
         if let Some(uri) = env_uri(env) {
             return Ok(Some(Deployment::Real(uri)));
         }
@@ -157,7 +152,7 @@ impl Deployment {
         let deadline = Instant::now() + timeout;
         let old = self.primary().await?.ok_or("no primary to step down")?;
         match self {
-            Deployment::Sim(cluster) => cluster.step_down(Duration::from_secs(1)),
+            Deployment::Sim(cluster) => cluster.try_step_down(Duration::from_secs(1))?,
             Deployment::Real(_) => {
                 let reply = wire_client::run_command(
                     &old,
@@ -180,8 +175,7 @@ impl Deployment {
                 }
             }
             if Instant::now() >= deadline {
-                return Err(format!("no new primary within {timeout:?} after {old} stepped down")
-                    .into());
+                return Err(format!("no new primary within {timeout:?} after {old} stepped down").into());
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

@@ -2,5 +2,7 @@
 //! and helpers for end-to-end tests ([`deployment`] picks the simulator or a real deployment;
 //! [`wire_client`] is a minimal raw wire-protocol client).
 
+pub mod deployment;
+pub mod sim;
 pub mod spec;
 pub mod wire_client;

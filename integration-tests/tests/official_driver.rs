@@ -40,7 +40,7 @@ impl CommandLog {
 }
 
 /// A client for `uri` with short timeouts, recording its commands in the returned log.
-async fn client(uri: &str) -> Result<(Client, CommandLog), mongodb::error::Error> {
+async fn connect(uri: &str) -> Result<(Client, CommandLog), mongodb::error::Error> {
     let mut options = ClientOptions::parse(uri).await?;
     options.server_selection_timeout = Some(SERVER_SELECTION_TIMEOUT);
     options.heartbeat_freq = Some(HEARTBEAT);
@@ -79,7 +79,9 @@ async fn insert_and_find(client: &Client, document: &Document) -> TestResult {
 }
 
 /// The replica set as its first reachable seed describes it: (set name, primary, all hosts).
-async fn describe(deployment: &Deployment) -> Result<(String, String, Vec<String>), Box<dyn std::error::Error + Send + Sync>> {
+async fn describe(
+    deployment: &Deployment,
+) -> Result<(String, String, Vec<String>), Box<dyn std::error::Error + Send + Sync>> {
     let seed = deployment.seeds().into_iter().next().ok_or("no seeds")?;
     let hello = wire_client::hello(&seed, HELLO_TIMEOUT).await?;
     let set_name = hello.get_str("setName")?.to_owned();
@@ -96,7 +98,7 @@ async fn discovers_the_set_from_a_secondary_seed_and_writes_to_the_primary() -> 
     let secondary = hosts.iter().find(|h| **h != primary).unwrap();
 
     // Only a secondary in the seed list: the driver must find the primary by itself.
-    let (client, log) = client(&format!("mongodb://{secondary}/?replicaSet={set_name}")).await?;
+    let (client, log) = connect(&format!("mongodb://{secondary}/?replicaSet={set_name}")).await?;
     let document = fresh_document("secondary_seed");
     insert_and_find(&client, &document).await?;
     assert_eq!(log.addresses("insert"), vec![primary.clone()], "insert must go to the primary");
@@ -109,7 +111,7 @@ async fn discovers_the_set_from_a_secondary_seed_and_writes_to_the_primary() -> 
 async fn secondary_reads_reach_a_secondary() -> TestResult {
     let deployment = Deployment::replica_set(3, |b| b)?;
     let (_, primary, hosts) = describe(&deployment).await?;
-    let (client, log) = client(&deployment.uri()).await?;
+    let (client, log) = connect(&deployment.uri()).await?;
     let before = deployment.sim().map(|sim| sim.counters());
 
     let coll = client.database("official_driver").collection::<Document>("docs");
@@ -126,7 +128,7 @@ async fn secondary_reads_reach_a_secondary() -> TestResult {
         let member = sim.hosts().iter().position(|h| *h == finds[0]).expect("a member");
         let after = sim.counters();
         assert_eq!(
-            after.member_command(member, "find") - before.member_command(member, "find"),
+            after.members[member].command("find") - before.members[member].command("find"),
             1,
             "member {member} should have counted exactly one find"
         );
@@ -137,7 +139,7 @@ async fn secondary_reads_reach_a_secondary() -> TestResult {
 #[tokio::test]
 async fn follows_a_stepdown_to_the_new_primary() -> TestResult {
     let deployment = Deployment::replica_set(3, |b| b)?;
-    let (client, log) = client(&deployment.uri()).await?;
+    let (client, log) = connect(&deployment.uri()).await?;
     insert_and_find(&client, &fresh_document("before_stepdown")).await?;
     let first_primary = log.addresses("insert")[0].clone();
 
@@ -155,7 +157,7 @@ async fn follows_a_stepdown_to_the_new_primary() -> TestResult {
     assert_eq!(inserts.last(), Some(&new), "the write after the stepdown: {:?}", &inserts[before..]);
 
     // The new primary itself says it is primary and holds the write.
-    let (direct, _) = client(&format!("mongodb://{new}/?directConnection=true")).await?;
+    let (direct, _) = connect(&format!("mongodb://{new}/?directConnection=true")).await?;
     let hello = direct.database("admin").run_command(doc! { "hello": 1 }).await?;
     assert_eq!(hello.get_bool("isWritablePrimary")?, true, "{new}: {hello}");
     let found = direct
@@ -169,7 +171,7 @@ async fn follows_a_stepdown_to_the_new_primary() -> TestResult {
 
 /// ping, insert and find through `deployment`'s URI.
 async fn ping_insert_find(deployment: &Deployment, test: &str) -> TestResult {
-    let (client, log) = client(&deployment.uri()).await?;
+    let (client, log) = connect(&deployment.uri()).await?;
     let reply = client.database("admin").run_command(doc! { "ping": 1 }).await?;
     assert_eq!(reply.get("ok").and_then(|ok| ok.as_f64().or(ok.as_i32().map(f64::from))), Some(1.0));
     insert_and_find(&client, &fresh_document(test)).await?;

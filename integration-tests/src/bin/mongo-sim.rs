@@ -1,0 +1,153 @@
+//! `mongo-sim`: runs a simulated MongoDB deployment until SIGINT/SIGTERM or stdin EOF.
+//!
+//! Prints the connection string as the first line of stdout, logs to stderr
+//! (`RUST_LOG` filters, default `info`).
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use integration_tests::sim::{Cluster, ClusterBuilder};
+
+#[derive(Parser, Debug)]
+#[command(name = "mongo-sim", about = "A simulated MongoDB 7 deployment for driver tests and benchmarks")]
+struct Cli {
+    #[command(subcommand)]
+    topology: Topology,
+    /// First port (members use consecutive ports); 0 = ephemeral ports.
+    #[arg(long, global = true, default_value_t = 0)]
+    port: u16,
+    /// Worker threads of the simulator's runtime.
+    #[arg(long, global = true, default_value_t = 2)]
+    threads: usize,
+}
+
+#[derive(Subcommand, Debug)]
+enum Topology {
+    /// A single mongod.
+    Standalone,
+    /// A replica set.
+    Rs {
+        /// Number of members.
+        #[arg(long, default_value_t = 3)]
+        members: usize,
+        /// Index of a hidden member (repeatable).
+        #[arg(long)]
+        hidden: Vec<usize>,
+        /// Index of an arbiter (repeatable).
+        #[arg(long)]
+        arbiter: Vec<usize>,
+        /// Replication lag in milliseconds.
+        #[arg(long, default_value_t = 0)]
+        lag_ms: u64,
+        /// Replica set name.
+        #[arg(long, default_value = "rs0")]
+        set_name: String,
+    },
+    /// mongos routers over one shared data store.
+    Sharded {
+        /// Number of mongos.
+        #[arg(long, default_value_t = 2)]
+        mongos: usize,
+    },
+    /// One load balancer port in front of several mongos services.
+    Lb {
+        /// Number of services behind the load balancer.
+        #[arg(long, default_value_t = 2)]
+        services: usize,
+    },
+}
+
+fn builder(cli: &Cli) -> ClusterBuilder {
+    let b = match &cli.topology {
+        Topology::Standalone => Cluster::standalone(),
+        Topology::Rs { members, hidden, arbiter, lag_ms, set_name } => {
+            let mut b = Cluster::replica_set(*members)
+                .set_name(set_name)
+                .replication_lag(std::time::Duration::from_millis(*lag_ms));
+            for i in hidden {
+                b = b.hidden(*i);
+            }
+            for i in arbiter {
+                b = b.arbiter(*i);
+            }
+            b
+        }
+        Topology::Sharded { mongos } => Cluster::sharded(*mongos),
+        Topology::Lb { services } => Cluster::load_balanced(*services),
+    };
+    b.port(cli.port).worker_threads(cli.threads)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let cluster = match builder(&cli).start() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("mongo-sim: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    {
+        let mut out = std::io::stdout().lock();
+        if writeln!(out, "{}", cluster.uri()).and_then(|()| out.flush()).is_err() {
+            return ExitCode::FAILURE;
+        }
+    }
+    // Stop on SIGINT/SIGTERM or when stdin reaches EOF (the parent went away).
+    let (tx, rx) = std::sync::mpsc::channel::<&'static str>();
+    let stdin_tx = tx.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 256];
+        let mut stdin = std::io::stdin();
+        loop {
+            match stdin.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        let _ = stdin_tx.send("stdin closed");
+    });
+    std::thread::spawn(move || {
+        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(rt) => rt,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot install signal handlers");
+                return;
+            }
+        };
+        let reason = rt.block_on(async {
+            #[cfg(unix)]
+            {
+                use tokio::signal::unix::{signal, SignalKind};
+                match signal(SignalKind::terminate()) {
+                    Ok(mut term) => tokio::select! {
+                        _ = tokio::signal::ctrl_c() => "SIGINT",
+                        _ = term.recv() => "SIGTERM",
+                    },
+                    Err(_) => {
+                        let _ = tokio::signal::ctrl_c().await;
+                        "SIGINT"
+                    }
+                }
+            }
+            #[cfg(not(unix))]
+            {
+                let _ = tokio::signal::ctrl_c().await;
+                "SIGINT"
+            }
+        });
+        let _ = tx.send(reason);
+    });
+    let reason = rx.recv().unwrap_or("control channel closed");
+    tracing::info!(reason, "shutting down");
+    cluster.shutdown();
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,756 @@
+//! CRUD and namespace commands over the in-memory [`Store`]: insert, find, update, delete,
+//! findAndModify, count, distinct, aggregate, create/drop, list*, index stubs.
+
+use bson::{doc, Bson, Document};
+
+use super::cursor;
+use super::txn::{self, TxnArgs};
+use super::{check_role, wait_write_concern, Access, CmdError, Ctx, PendingWrite, WriteConcern};
+use crate::sim::cluster::{Kind, Shared, State};
+use crate::sim::repl::{Op, Ops};
+use crate::sim::store::{self, id_key, Store};
+
+/// Whether this module implements `name`.
+pub(crate) fn handles(name: &str) -> bool {
+    matches!(
+        name,
+        "insert"
+            | "update"
+            | "delete"
+            | "find"
+            | "getMore"
+            | "killCursors"
+            | "count"
+            | "distinct"
+            | "aggregate"
+            | "findAndModify"
+            | "create"
+            | "drop"
+            | "dropDatabase"
+            | "listDatabases"
+            | "listCollections"
+            | "createIndexes"
+            | "dropIndexes"
+            | "listIndexes"
+    )
+}
+
+fn access(name: &str) -> Access {
+    match name {
+        "insert" | "update" | "delete" | "findAndModify" | "create" | "drop" | "dropDatabase"
+        | "createIndexes" | "dropIndexes" => Access::Write,
+        _ => Access::Read,
+    }
+}
+
+/// The outcome of a command body: a plain reply, or documents to return through a cursor.
+pub(crate) enum Exec {
+    Reply(Document),
+    Cursor { ns: String, docs: Vec<Document>, batch: Option<usize>, single: bool },
+}
+
+/// Runs a CRUD command: role check, transaction routing, execution, oplog, write concern.
+pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
+    let cmd = ctx.document()?;
+    let access = access(ctx.name);
+    let wc = WriteConcern::parse(&cmd)?;
+    let txn_args = TxnArgs::parse(&cmd)?;
+    let shared = ctx.shared;
+    let i = ctx.member.index;
+    let (mut reply, pending) = {
+        let mut st = shared.state.lock();
+        check_role(shared, &st, i, access, &cmd)?;
+        if shared.kind == Kind::Standalone && cmd.contains_key("txnNumber") {
+            return Err(CmdError::new(
+                20,
+                "IllegalOperation",
+                "Transaction numbers are only allowed on a replica set member or mongos",
+            ));
+        }
+        match ctx.name {
+            "getMore" => return cursor::get_more(&mut st, i, ctx.db, &cmd),
+            "killCursors" => return Ok(cursor::kill(&mut st, &cmd)),
+            _ => {}
+        }
+        let (exec, ops) = match &txn_args {
+            Some(t) if t.in_txn => {
+                let coll = cmd.get_str(ctx.name).ok().map(str::to_owned);
+                let exec =
+                    txn::in_transaction(shared, &mut st, i, t, ctx.db, coll.as_deref(), |store, ops| {
+                        exec(ctx, &cmd, store, ops)
+                    })?;
+                (exec, Ops::new(false))
+            }
+            _ => {
+                if access == Access::Write {
+                    wc.check(shared, &st)?;
+                }
+                let mut ops = Ops::new(shared.kind == Kind::ReplicaSet);
+                let store = st.store_mut(shared.kind, i).ok_or_else(|| CmdError::bad("no such member"))?;
+                let exec = exec(ctx, &cmd, store, &mut ops)?;
+                (exec, ops)
+            }
+        };
+        let pending = if ops.count > 0 { log_write(shared, &mut st, i, ops.list) } else { None };
+        let reply = match exec {
+            Exec::Reply(d) => d,
+            Exec::Cursor { ns, docs, batch, single } => cursor::open(&mut st, i, ns, docs, batch, single),
+        };
+        (reply, pending)
+    };
+    if let Some(p) = pending {
+        if let Some(wce) = wait_write_concern(shared, p, &wc).await {
+            reply.insert("writeConcernError", wce);
+        }
+    }
+    Ok(reply)
+}
+
+/// Logs a write: a replica-set primary appends an oplog entry (and replicates it); other
+/// topologies only advance the cluster time.
+pub(crate) fn log_write(shared: &Shared, st: &mut State, i: usize, ops: Vec<Op>) -> Option<PendingWrite> {
+    if shared.kind == Kind::ReplicaSet {
+        let term = st.term;
+        let end = st.oplog.push(term, ops);
+        if let Some(m) = st.members.get_mut(i) {
+            m.applied = end;
+        }
+        let ts = st.oplog.last_ts();
+        shared.after_write(st);
+        Some(PendingWrite { end, ts })
+    } else {
+        let ts = st.oplog.next_ts();
+        shared.advance_cluster_time(ts);
+        None
+    }
+}
+
+fn coll_name<'a>(cmd: &'a Document, name: &str) -> Result<&'a str, CmdError> {
+    match cmd.get(name) {
+        Some(Bson::String(s)) if !s.is_empty() => Ok(s),
+        _ => Err(CmdError::new(73, "InvalidNamespace", format!("{name} needs a collection name"))),
+    }
+}
+
+/// The documents of a kind-1 sequence named `key`, or else the array `cmd[key]`.
+fn seq_or_array(ctx: &Ctx<'_>, cmd: &Document, key: &str) -> Result<Vec<Document>, CmdError> {
+    if let Some(seq) = ctx.sequences.iter().find(|s| s.identifier == key) {
+        return seq
+            .documents
+            .iter()
+            .map(|d| {
+                Document::try_from(d.as_ref()).map_err(|e| CmdError::bad(format!("invalid document: {e}")))
+            })
+            .collect();
+    }
+    match cmd.get(key) {
+        Some(Bson::Array(items)) => items
+            .iter()
+            .map(|b| match b {
+                Bson::Document(d) => Ok(d.clone()),
+                _ => Err(CmdError::new(14, "TypeMismatch", format!("{key} entries must be documents"))),
+            })
+            .collect(),
+        _ => Err(CmdError::bad(format!("BSON field '{key}' is missing but a required field"))),
+    }
+}
+
+fn number(v: Option<&Bson>) -> Option<i64> {
+    match v? {
+        Bson::Int32(i) => Some(i64::from(*i)),
+        Bson::Int64(i) => Some(*i),
+        Bson::Double(d) => Some(*d as i64),
+        _ => None,
+    }
+}
+
+fn usize_opt(v: Option<&Bson>) -> Option<usize> {
+    number(v).and_then(|n| usize::try_from(n).ok())
+}
+
+fn i32_of(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+fn matching(
+    coll: Option<&store::Collection>,
+    filter: &Document,
+    max: Option<usize>,
+) -> Result<Vec<Document>, CmdError> {
+    let mut out = Vec::new();
+    let Some(c) = coll else { return Ok(out) };
+    for d in c.iter() {
+        if max.is_some_and(|m| out.len() >= m) {
+            break;
+        }
+        if store::matches(d, filter)? {
+            out.push(d.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Executes the command body against `store`.
+fn exec(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Result<Exec, CmdError> {
+    let db = ctx.db;
+    match ctx.name {
+        "insert" => insert(ctx, cmd, store, ops),
+        "find" => find(db, cmd, store),
+        "update" => update(ctx, cmd, store, ops),
+        "delete" => delete(ctx, cmd, store, ops),
+        "findAndModify" => find_and_modify(db, cmd, store, ops),
+        "count" => {
+            let coll = coll_name(cmd, "count")?;
+            let filter = cmd.get_document("query").cloned().unwrap_or_default();
+            let skip = usize_opt(cmd.get("skip")).unwrap_or(0);
+            let limit = number(cmd.get("limit")).map(|l| l.unsigned_abs()).filter(|l| *l > 0);
+            let all = matching(store.coll(db, coll), &filter, None)?.len();
+            let mut n = all.saturating_sub(skip);
+            if let Some(l) = limit {
+                n = n.min(usize::try_from(l).unwrap_or(usize::MAX));
+            }
+            Ok(Exec::Reply(doc! {"n": i32_of(n), "ok": 1.0}))
+        }
+        "distinct" => {
+            let coll = coll_name(cmd, "distinct")?;
+            let key = cmd.get_str("key").map_err(|_| CmdError::bad("distinct needs a key"))?;
+            let filter = cmd.get_document("query").cloned().unwrap_or_default();
+            let mut values: Vec<Bson> = Vec::new();
+            for d in matching(store.coll(db, coll), &filter, None)? {
+                for v in store::lookup(&d, key) {
+                    let items: Vec<&Bson> = match v {
+                        Bson::Array(a) => a.iter().collect(),
+                        other => vec![other],
+                    };
+                    for item in items {
+                        if !values.iter().any(|x| store::compare(x, item).is_eq()) {
+                            values.push(item.clone());
+                        }
+                    }
+                }
+            }
+            values.sort_by(store::compare);
+            Ok(Exec::Reply(doc! {"values": values, "ok": 1.0}))
+        }
+        "aggregate" => aggregate(db, cmd, store),
+        "create" => {
+            let coll = coll_name(cmd, "create")?;
+            if store.has_coll(db, coll) {
+                return Err(CmdError::new(
+                    48,
+                    "NamespaceExists",
+                    format!("Collection {db}.{coll} already exists."),
+                ));
+            }
+            store.coll_mut(db, coll);
+            ops.push(|| Op::Create { db: db.to_owned(), coll: coll.to_owned() });
+            Ok(Exec::Reply(doc! {"ok": 1.0}))
+        }
+        "drop" => {
+            let coll = coll_name(cmd, "drop")?;
+            // Since 7.0, dropping a missing collection succeeds.
+            if let Some(before) = store.drop_coll(db, coll) {
+                ops.push(|| Op::DropColl { db: db.to_owned(), coll: coll.to_owned(), before });
+            }
+            Ok(Exec::Reply(doc! {"nIndexesWas": 1, "ns": format!("{db}.{coll}"), "ok": 1.0}))
+        }
+        "dropDatabase" => {
+            if let Some(before) = store.drop_db(db) {
+                ops.push(|| Op::DropDb { db: db.to_owned(), before });
+            }
+            Ok(Exec::Reply(doc! {"dropped": db, "ok": 1.0}))
+        }
+        "listDatabases" => {
+            let name_only = cmd.get_bool("nameOnly").unwrap_or(false);
+            let filter = cmd.get_document("filter").cloned().unwrap_or_default();
+            let mut dbs = Vec::new();
+            let mut total: i64 = 0;
+            for (name, count) in store.databases() {
+                let size = i64::try_from(count).unwrap_or(i64::MAX).saturating_mul(64).max(8192);
+                let entry = if name_only {
+                    doc! {"name": name}
+                } else {
+                    doc! {"name": name, "sizeOnDisk": size, "empty": count == 0}
+                };
+                if store::matches(&entry, &filter)? {
+                    total = total.saturating_add(size);
+                    dbs.push(Bson::Document(entry));
+                }
+            }
+            let mut reply = doc! {"databases": dbs};
+            if !name_only {
+                reply.insert("totalSize", total);
+                reply.insert("totalSizeMb", total / (1024 * 1024));
+            }
+            reply.insert("ok", 1.0);
+            Ok(Exec::Reply(reply))
+        }
+        "listCollections" => {
+            let name_only = cmd.get_bool("nameOnly").unwrap_or(false);
+            let filter = cmd.get_document("filter").cloned().unwrap_or_default();
+            let mut docs = Vec::new();
+            for name in store.collections(db) {
+                let entry = if name_only {
+                    doc! {"name": &name, "type": "collection"}
+                } else {
+                    doc! {
+                        "name": &name,
+                        "type": "collection",
+                        "options": {},
+                        "info": {"readOnly": false},
+                        "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"},
+                    }
+                };
+                if store::matches(&entry, &filter)? {
+                    docs.push(entry);
+                }
+            }
+            let batch = cmd.get_document("cursor").ok().and_then(|c| usize_opt(c.get("batchSize")));
+            Ok(Exec::Cursor { ns: format!("{db}.$cmd.listCollections"), docs, batch, single: false })
+        }
+        "listIndexes" => {
+            let coll = coll_name(cmd, "listIndexes")?;
+            if !store.has_coll(db, coll) {
+                return Err(CmdError::new(
+                    26,
+                    "NamespaceNotFound",
+                    format!("ns does not exist: {db}.{coll}"),
+                ));
+            }
+            let docs = vec![doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}];
+            Ok(Exec::Cursor { ns: format!("{db}.{coll}"), docs, batch: None, single: false })
+        }
+        "createIndexes" => {
+            let coll = coll_name(cmd, "createIndexes")?;
+            let n = match cmd.get("indexes") {
+                Some(Bson::Array(a)) => a.len(),
+                _ => return Err(CmdError::bad("createIndexes needs an indexes array")),
+            };
+            let created = !store.has_coll(db, coll);
+            if created {
+                store.coll_mut(db, coll);
+                ops.push(|| Op::Create { db: db.to_owned(), coll: coll.to_owned() });
+            }
+            // Indexes are accepted but not maintained: every query is a collection scan.
+            Ok(Exec::Reply(doc! {
+                "numIndexesBefore": 1,
+                "numIndexesAfter": i32_of(1 + n),
+                "createdCollectionAutomatically": created,
+                "ok": 1.0,
+            }))
+        }
+        "dropIndexes" => Ok(Exec::Reply(doc! {"nIndexesWas": 1, "ok": 1.0})),
+        other => Err(CmdError::new(59, "CommandNotFound", format!("no such command: '{other}'"))),
+    }
+}
+
+fn insert(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Result<Exec, CmdError> {
+    let db = ctx.db;
+    let coll = coll_name(cmd, "insert")?;
+    let docs = seq_or_array(ctx, cmd, "documents")?;
+    let ordered = cmd.get_bool("ordered").unwrap_or(true);
+    let ns = format!("{db}.{coll}");
+    let c = store.coll_mut(db, coll);
+    let mut n = 0usize;
+    let mut write_errors = Vec::new();
+    for (idx, d) in docs.into_iter().enumerate() {
+        let d = store::ensure_id(d);
+        let logged = if ops.recording() { Some(d.clone()) } else { None };
+        match c.insert(d) {
+            Ok(()) => {
+                n += 1;
+                ops.push(|| Op::Insert {
+                    db: db.to_owned(),
+                    coll: coll.to_owned(),
+                    doc: logged.unwrap_or_default(),
+                });
+            }
+            Err(id) => {
+                let e = store::StoreError::duplicate_key(&ns, &id);
+                write_errors.push(doc! {"index": i32_of(idx), "code": e.code, "errmsg": e.message});
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    let mut reply = doc! {"n": i32_of(n)};
+    if !write_errors.is_empty() {
+        reply.insert("writeErrors", write_errors);
+    }
+    reply.insert("ok", 1.0);
+    Ok(Exec::Reply(reply))
+}
+
+fn find(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> {
+    let coll = coll_name(cmd, "find")?;
+    let filter = cmd.get_document("filter").cloned().unwrap_or_default();
+    let sort = cmd.get_document("sort").ok().filter(|s| !s.is_empty());
+    let skip = usize_opt(cmd.get("skip")).unwrap_or(0);
+    let raw_limit = number(cmd.get("limit")).unwrap_or(0);
+    let limit = usize::try_from(raw_limit.unsigned_abs()).ok().filter(|l| *l > 0);
+    let single = cmd.get_bool("singleBatch").unwrap_or(false) || raw_limit < 0;
+    let batch = usize_opt(cmd.get("batchSize"));
+    // Without a sort, stop scanning once skip + limit documents matched.
+    let max = if sort.is_none() { limit.map(|l| l.saturating_add(skip)) } else { None };
+    let mut docs = matching(store.coll(db, coll), &filter, max)?;
+    if let Some(s) = sort {
+        store::sort(&mut docs, s)?;
+    }
+    let mut docs: Vec<Document> = docs.into_iter().skip(skip).collect();
+    if let Some(l) = limit {
+        docs.truncate(l);
+    }
+    if let Ok(p) = cmd.get_document("projection") {
+        docs = docs.into_iter().map(|d| store::project(d, p)).collect();
+    }
+    let batch = if raw_limit < 0 { limit } else { batch };
+    Ok(Exec::Cursor { ns: format!("{db}.{coll}"), docs, batch, single })
+}
+
+/// Applies one update statement's `u` to `before` (operators or replacement).
+fn updated(before: &Document, u: &Document, inserting: bool) -> Result<Document, CmdError> {
+    if store::is_operator_update(u) {
+        let mut after = before.clone();
+        store::apply_update(&mut after, u, inserting)?;
+        Ok(after)
+    } else {
+        if u.keys().any(|k| k.starts_with('$')) {
+            return Err(CmdError::bad("replacement document must not contain operators"));
+        }
+        let mut after = Document::new();
+        if let Some(id) = before.get("_id") {
+            after.insert("_id", id.clone());
+        }
+        for (k, v) in u {
+            if k != "_id" {
+                after.insert(k.clone(), v.clone());
+            }
+        }
+        Ok(after)
+    }
+}
+
+fn check_id_unchanged(before: &Document, after: &Document) -> Result<(), CmdError> {
+    match (before.get("_id"), after.get("_id")) {
+        (Some(a), Some(b)) if store::compare(a, b).is_eq() => Ok(()),
+        _ => Err(CmdError::new(
+            66,
+            "ImmutableField",
+            "Performing an update on the path '_id' would modify the immutable field '_id'",
+        )),
+    }
+}
+
+/// The result of one update statement.
+struct UpdateOutcome {
+    matched: usize,
+    modified: usize,
+    upserted: Option<Bson>,
+    /// The document before/after (first match), for findAndModify.
+    before: Option<Document>,
+    after: Option<Document>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn update_one_stmt(
+    db: &str,
+    coll: &str,
+    q: &Document,
+    u: &Document,
+    upsert: bool,
+    multi: bool,
+    sort: Option<&Document>,
+    store: &mut Store,
+    ops: &mut Ops,
+) -> Result<UpdateOutcome, CmdError> {
+    let mut targets =
+        matching(store.coll(db, coll), q, if multi || sort.is_some() { None } else { Some(1) })?;
+    if let Some(s) = sort {
+        store::sort(&mut targets, s)?;
+        targets.truncate(1);
+    }
+    let mut out = UpdateOutcome { matched: 0, modified: 0, upserted: None, before: None, after: None };
+    if targets.is_empty() {
+        if !upsert {
+            return Ok(out);
+        }
+        let seed = store::upsert_seed(q)?;
+        let doc = if store::is_operator_update(u) {
+            let mut d = seed;
+            store::apply_update(&mut d, u, true)?;
+            d
+        } else {
+            let mut d = updated(&Document::new(), u, true)?;
+            if let (Some(id), false) = (seed.get("_id"), d.contains_key("_id")) {
+                d.insert("_id", id.clone());
+            }
+            d
+        };
+        let doc = store::ensure_id(doc);
+        let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+        let logged = doc.clone();
+        store.coll_mut(db, coll).insert(doc.clone()).map_err(|id| {
+            let e = store::StoreError::duplicate_key(&format!("{db}.{coll}"), &id);
+            CmdError::new(e.code, e.code_name, e.message)
+        })?;
+        ops.push(|| Op::Insert { db: db.to_owned(), coll: coll.to_owned(), doc: logged });
+        out.upserted = Some(id);
+        out.after = Some(doc);
+        return Ok(out);
+    }
+    // Validate every statement target before changing anything.
+    let mut changes = Vec::with_capacity(targets.len());
+    for before in targets {
+        let after = updated(&before, u, false)?;
+        check_id_unchanged(&before, &after)?;
+        changes.push((before, after));
+    }
+    let c = store.coll_mut(db, coll);
+    for (before, after) in changes {
+        out.matched += 1;
+        if out.before.is_none() {
+            out.before = Some(before.clone());
+            out.after = Some(after.clone());
+        }
+        if before == after {
+            continue;
+        }
+        out.modified += 1;
+        let key = id_key(before.get("_id").unwrap_or(&Bson::Null));
+        c.replace(&key, after.clone());
+        ops.push(|| Op::Replace { db: db.to_owned(), coll: coll.to_owned(), key, before, after });
+    }
+    Ok(out)
+}
+
+fn update(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Result<Exec, CmdError> {
+    let db = ctx.db;
+    let coll = coll_name(cmd, "update")?;
+    let stmts = seq_or_array(ctx, cmd, "updates")?;
+    let ordered = cmd.get_bool("ordered").unwrap_or(true);
+    let (mut n, mut modified) = (0usize, 0usize);
+    let mut upserted = Vec::new();
+    let mut write_errors = Vec::new();
+    for (idx, stmt) in stmts.iter().enumerate() {
+        let result = (|| {
+            let q = stmt.get_document("q").map_err(|_| CmdError::bad("update statement needs q"))?;
+            let u = match stmt.get("u") {
+                Some(Bson::Document(u)) => u,
+                Some(Bson::Array(_)) => {
+                    return Err(CmdError::new(
+                        2,
+                        "BadValue",
+                        "pipeline updates are not supported by the simulator",
+                    ))
+                }
+                _ => return Err(CmdError::bad("update statement needs u")),
+            };
+            let upsert = stmt.get_bool("upsert").unwrap_or(false);
+            let multi = stmt.get_bool("multi").unwrap_or(false);
+            if multi && !store::is_operator_update(u) {
+                return Err(CmdError::bad("multi update is not supported for replacement-style update"));
+            }
+            update_one_stmt(db, coll, q, u, upsert, multi, None, store, ops)
+        })();
+        match result {
+            Ok(o) => {
+                n += o.matched;
+                modified += o.modified;
+                if let Some(id) = o.upserted {
+                    n += 1;
+                    upserted.push(doc! {"index": i32_of(idx), "_id": id});
+                }
+            }
+            Err(e) => {
+                write_errors.push(doc! {"index": i32_of(idx), "code": e.code, "errmsg": e.errmsg});
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    let mut reply = doc! {"n": i32_of(n), "nModified": i32_of(modified)};
+    if !upserted.is_empty() {
+        reply.insert("upserted", upserted);
+    }
+    if !write_errors.is_empty() {
+        reply.insert("writeErrors", write_errors);
+    }
+    reply.insert("ok", 1.0);
+    Ok(Exec::Reply(reply))
+}
+
+fn delete_matching(
+    db: &str,
+    coll: &str,
+    q: &Document,
+    limit_one: bool,
+    sort: Option<&Document>,
+    store: &mut Store,
+    ops: &mut Ops,
+) -> Result<Vec<Document>, CmdError> {
+    let mut targets =
+        matching(store.coll(db, coll), q, if limit_one && sort.is_none() { Some(1) } else { None })?;
+    if let Some(s) = sort {
+        store::sort(&mut targets, s)?;
+    }
+    if limit_one {
+        targets.truncate(1);
+    }
+    let c = store.coll_mut(db, coll);
+    let mut removed = Vec::with_capacity(targets.len());
+    for t in targets {
+        let key = id_key(t.get("_id").unwrap_or(&Bson::Null));
+        if let Some(before) = c.remove(&key) {
+            let logged = before.clone();
+            ops.push(|| Op::Delete { db: db.to_owned(), coll: coll.to_owned(), key, before: logged });
+            removed.push(before);
+        }
+    }
+    Ok(removed)
+}
+
+fn delete(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Result<Exec, CmdError> {
+    let db = ctx.db;
+    let coll = coll_name(cmd, "delete")?;
+    let stmts = seq_or_array(ctx, cmd, "deletes")?;
+    let ordered = cmd.get_bool("ordered").unwrap_or(true);
+    let mut n = 0usize;
+    let mut write_errors = Vec::new();
+    for (idx, stmt) in stmts.iter().enumerate() {
+        let result = (|| {
+            let q = stmt.get_document("q").map_err(|_| CmdError::bad("delete statement needs q"))?;
+            let limit_one = match number(stmt.get("limit")) {
+                Some(0) => false,
+                Some(1) => true,
+                _ => return Err(CmdError::bad("delete statement needs limit 0 or 1")),
+            };
+            delete_matching(db, coll, q, limit_one, None, store, ops)
+        })();
+        match result {
+            Ok(removed) => n += removed.len(),
+            Err(e) => {
+                write_errors.push(doc! {"index": i32_of(idx), "code": e.code, "errmsg": e.errmsg});
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    let mut reply = doc! {"n": i32_of(n)};
+    if !write_errors.is_empty() {
+        reply.insert("writeErrors", write_errors);
+    }
+    reply.insert("ok", 1.0);
+    Ok(Exec::Reply(reply))
+}
+
+fn find_and_modify(db: &str, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Result<Exec, CmdError> {
+    let coll = coll_name(cmd, "findAndModify")?;
+    let q = cmd.get_document("query").cloned().unwrap_or_default();
+    let sort = cmd.get_document("sort").ok().filter(|s| !s.is_empty());
+    let remove = cmd.get_bool("remove").unwrap_or(false);
+    let new = cmd.get_bool("new").unwrap_or(false);
+    let upsert = cmd.get_bool("upsert").unwrap_or(false);
+    let fields = cmd.get_document("fields").ok();
+    let project = |d: Option<Document>| match (d, fields) {
+        (Some(d), Some(f)) => Bson::Document(store::project(d, f)),
+        (Some(d), None) => Bson::Document(d),
+        (None, _) => Bson::Null,
+    };
+    if remove {
+        let removed = delete_matching(db, coll, &q, true, sort, store, ops)?;
+        let n = removed.len();
+        return Ok(Exec::Reply(doc! {
+            "lastErrorObject": {"n": i32_of(n)},
+            "value": project(removed.into_iter().next()),
+            "ok": 1.0,
+        }));
+    }
+    let u = match cmd.get("update") {
+        Some(Bson::Document(u)) => u.clone(),
+        Some(Bson::Array(_)) => {
+            return Err(CmdError::new(2, "BadValue", "pipeline updates are not supported by the simulator"))
+        }
+        _ => return Err(CmdError::bad("Either an update or remove=true must be specified")),
+    };
+    let o = update_one_stmt(db, coll, &q, &u, upsert, false, sort, store, ops)?;
+    let mut leo =
+        doc! {"n": i32_of(o.matched + usize::from(o.upserted.is_some())), "updatedExisting": o.matched > 0};
+    if let Some(id) = &o.upserted {
+        leo.insert("upserted", id.clone());
+    }
+    let value = if new { o.after } else { o.before };
+    Ok(Exec::Reply(doc! {"lastErrorObject": leo, "value": project(value), "ok": 1.0}))
+}
+
+fn aggregate(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> {
+    let coll = match cmd.get("aggregate") {
+        Some(Bson::String(s)) => s.as_str(),
+        _ => {
+            return Err(CmdError::new(
+                40324,
+                "Location40324",
+                "database-level aggregations are not supported by the simulator",
+            ))
+        }
+    };
+    let pipeline = match cmd.get("pipeline") {
+        Some(Bson::Array(p)) => p,
+        _ => return Err(CmdError::bad("'pipeline' option must be specified as an array")),
+    };
+    let Ok(cursor_opts) = cmd.get_document("cursor") else {
+        return Err(CmdError::bad(
+            "The 'cursor' option is required, except for aggregate with the explain argument",
+        ));
+    };
+    let batch = usize_opt(cursor_opts.get("batchSize"));
+    let mut docs: Vec<Document> =
+        store.coll(db, coll).map(|c| c.iter().cloned().collect()).unwrap_or_default();
+    for stage in pipeline {
+        let Bson::Document(stage) = stage else {
+            return Err(CmdError::bad("each pipeline stage must be an object"));
+        };
+        let Some((name, arg)) = stage.iter().next() else {
+            return Err(CmdError::bad("empty pipeline stage"));
+        };
+        docs = match (name.as_str(), arg) {
+            ("$match", Bson::Document(f)) => {
+                let mut kept = Vec::with_capacity(docs.len());
+                for d in docs {
+                    if store::matches(&d, f)? {
+                        kept.push(d);
+                    }
+                }
+                kept
+            }
+            ("$limit", n) => {
+                let n = usize_opt(Some(n))
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| CmdError::bad("$limit must be positive"))?;
+                docs.truncate(n);
+                docs
+            }
+            ("$skip", n) => {
+                let n =
+                    usize_opt(Some(n)).ok_or_else(|| CmdError::bad("$skip must be a non-negative number"))?;
+                docs.into_iter().skip(n).collect()
+            }
+            ("$sort", Bson::Document(s)) => {
+                store::sort(&mut docs, s)?;
+                docs
+            }
+            ("$project", Bson::Document(p)) => docs.into_iter().map(|d| store::project(d, p)).collect(),
+            ("$count", Bson::String(field)) => vec![doc! {field.as_str(): i32_of(docs.len())}],
+            (other, _) => {
+                return Err(CmdError::new(
+                    40324,
+                    "Location40324",
+                    format!("Unrecognized pipeline stage name: '{other}' (not supported by the simulator)"),
+                ))
+            }
+        };
+    }
+    Ok(Exec::Cursor { ns: format!("{db}.{coll}"), docs, batch, single: false })
+}

@@ -1,0 +1,190 @@
+//! Transactions on a single connection: writes run against a private copy of the touched
+//! collections and are replayed onto the real data (as one oplog entry) at commit.
+
+use std::collections::HashSet;
+
+use bson::{doc, Bson, Document};
+
+use super::crud::log_write;
+use super::{check_role, wait_write_concern, Access, CmdError, Ctx, WriteConcern};
+use crate::sim::cluster::{Kind, Shared, State};
+use crate::sim::repl::{Op, Ops};
+use crate::sim::store::Store;
+
+/// The lifecycle of a transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TxnState {
+    Active,
+    Committed,
+    Aborted,
+}
+
+/// One transaction of one session.
+#[derive(Debug)]
+pub(crate) struct Txn {
+    pub number: i64,
+    pub state: TxnState,
+    /// Private copies of the collections the transaction touched.
+    shadow: Store,
+    touched: HashSet<(String, String)>,
+    /// The writes to replay at commit.
+    ops: Vec<Op>,
+}
+
+/// The session/transaction fields of a command.
+#[derive(Clone, Debug)]
+pub(crate) struct TxnArgs {
+    pub lsid: Vec<u8>,
+    pub number: i64,
+    pub start: bool,
+    /// `autocommit: false`: the command belongs to a transaction.
+    pub in_txn: bool,
+}
+
+impl TxnArgs {
+    /// `None` when the command carries no `txnNumber` (or no `lsid`).
+    pub(crate) fn parse(cmd: &Document) -> Result<Option<Self>, CmdError> {
+        let number = match cmd.get("txnNumber") {
+            None => return Ok(None),
+            Some(Bson::Int64(n)) => *n,
+            Some(Bson::Int32(n)) => i64::from(*n),
+            Some(_) => return Err(CmdError::new(14, "TypeMismatch", "txnNumber must be a long")),
+        };
+        let Ok(lsid) = cmd.get_document("lsid") else {
+            return Err(CmdError::new(
+                50768,
+                "Location50768",
+                "Transaction number requires a session ID to also be specified",
+            ));
+        };
+        let lsid = lsid.to_vec().map_err(|e| CmdError::bad(format!("invalid lsid: {e}")))?;
+        let in_txn = match cmd.get("autocommit") {
+            None => false,
+            Some(Bson::Boolean(false)) => true,
+            Some(_) => return Err(CmdError::bad("autocommit must be false")),
+        };
+        Ok(Some(TxnArgs { lsid, number, start: cmd.get_bool("startTransaction").unwrap_or(false), in_txn }))
+    }
+}
+
+fn no_such(number: i64) -> CmdError {
+    CmdError::new(251, "NoSuchTransaction", format!("Transaction with txnNumber {number} has been aborted."))
+        .label("TransientTransactionError")
+}
+
+/// Runs `f` inside the transaction described by `args` (starting it if asked), against the
+/// transaction's private copy of collection `coll` of `db`.
+pub(crate) fn in_transaction<R>(
+    shared: &Shared,
+    st: &mut State,
+    member: usize,
+    args: &TxnArgs,
+    db: &str,
+    coll: Option<&str>,
+    f: impl FnOnce(&mut Store, &mut Ops) -> Result<R, CmdError>,
+) -> Result<R, CmdError> {
+    if args.start {
+        if let Some(t) = st.txns.get(&args.lsid) {
+            if t.number >= args.number {
+                return Err(CmdError::new(
+                    225,
+                    "TransactionTooOld",
+                    format!("Cannot start transaction {} on session because a newer transaction {} has already started", args.number, t.number),
+                ));
+            }
+        }
+        let txn = Txn {
+            number: args.number,
+            state: TxnState::Active,
+            shadow: Store::default(),
+            touched: HashSet::new(),
+            ops: Vec::new(),
+        };
+        st.txns.insert(args.lsid.clone(), txn);
+    }
+    let State { txns, members, shared_store, .. } = st;
+    let base = if shared.kind == Kind::ReplicaSet {
+        &members.get(member).ok_or_else(|| CmdError::bad("no such member"))?.store
+    } else {
+        &*shared_store
+    };
+    let txn = txns
+        .get_mut(&args.lsid)
+        .filter(|t| t.number == args.number && t.state == TxnState::Active)
+        .ok_or_else(|| no_such(args.number))?;
+    if let Some(coll) = coll {
+        let key = (db.to_owned(), coll.to_owned());
+        if !txn.touched.contains(&key) {
+            // Snapshot the collection the first time the transaction uses it.
+            if let Some(c) = base.coll(db, coll) {
+                txn.shadow.put_coll(db, coll, c.clone());
+            }
+            txn.touched.insert(key);
+        }
+    }
+    let mut ops = Ops::new(true);
+    let result = f(&mut txn.shadow, &mut ops);
+    txn.ops.extend(ops.list);
+    result
+}
+
+/// `commitTransaction` / `abortTransaction`.
+pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
+    let cmd = ctx.document()?;
+    let shared = ctx.shared;
+    let i = ctx.member.index;
+    let args = TxnArgs::parse(&cmd)?
+        .ok_or_else(|| CmdError::bad(format!("{} needs lsid and txnNumber", ctx.name)))?;
+    let wc = WriteConcern::parse(&cmd)?;
+    let commit = ctx.name == "commitTransaction";
+    let pending = {
+        let mut st = shared.state.lock();
+        // Both commands are retryable writes, whatever the transaction state.
+        let mut plain = cmd.clone();
+        plain.remove("autocommit");
+        check_role(shared, &st, i, Access::Write, &plain)?;
+        let txn = st.txns.get_mut(&args.lsid).filter(|t| t.number == args.number);
+        let Some(txn) = txn else {
+            return Err(no_such(args.number));
+        };
+        match (txn.state, commit) {
+            (TxnState::Committed, true) => None,
+            (TxnState::Committed, false) => {
+                return Err(CmdError::new(
+                    256,
+                    "TransactionCommitted",
+                    format!("Transaction with txnNumber {} has been committed.", args.number),
+                ))
+            }
+            (TxnState::Aborted, _) => return Err(no_such(args.number)),
+            (TxnState::Active, false) => {
+                txn.state = TxnState::Aborted;
+                txn.ops.clear();
+                txn.shadow = Store::default();
+                None
+            }
+            (TxnState::Active, true) => {
+                txn.state = TxnState::Committed;
+                txn.shadow = Store::default();
+                let ops = std::mem::take(&mut txn.ops);
+                if ops.is_empty() {
+                    None
+                } else {
+                    let store =
+                        st.store_mut(shared.kind, i).ok_or_else(|| CmdError::bad("no such member"))?;
+                    for op in &ops {
+                        op.apply(store);
+                    }
+                    log_write(shared, &mut st, i, ops)
+                }
+            }
+        }
+    };
+    let mut reply = doc! {"ok": 1.0};
+    if let Some(p) = pending {
+        if let Some(wce) = wait_write_concern(shared, p, &wc).await {
+            reply.insert("writeConcernError", wce);
+        }
+    }
+    Ok(reply)
+}

@@ -1,0 +1,451 @@
+//! A fast, in-process MongoDB cluster simulator that behaves like mongod 7 / mongos 7 closely
+//! enough for the official drivers to accept it and follow its failovers.
+//!
+//! A [`Cluster`] runs on its own tokio runtime in background threads, so it can be used from any
+//! runtime or from plain threads; every control method is synchronous and quick.
+//!
+//! ```no_run
+//! use integration_tests::sim::Cluster;
+//! use std::time::Duration;
+//!
+//! let cluster = Cluster::replica_set(3).start()?;
+//! println!("{}", cluster.uri());
+//! cluster.step_down(Duration::from_millis(100));
+//! # Ok::<(), integration_tests::sim::SimError>(())
+//! ```
+//!
+//! Layout: [`cluster`](self) holds the shared state, elections and replication; `server` the
+//! listeners and connection loops (exhaust included); `hello` the handshake replies;
+//! `commands` the command implementations; `store` the in-memory collections; `failpoint` the
+//! `failCommand` fail point; `lb` the load balancer; [`testing`] a tiny raw client for tests.
+
+mod cluster;
+mod commands;
+mod failpoint;
+mod hello;
+mod lb;
+mod repl;
+mod server;
+mod store;
+pub mod testing;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bson::{doc, Document};
+use parking_lot::Mutex;
+
+use cluster::{Kind, Shared};
+
+/// Errors of the simulator's control API.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// A listener could not be bound.
+    #[error("cannot bind 127.0.0.1:{port}: {source}")]
+    Bind {
+        /// The port asked for (0 = ephemeral).
+        port: u16,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Another I/O error (creating the runtime, reading a socket address).
+    #[error("I/O error: {0}")]
+    Io(std::io::Error),
+    /// The builder's options are inconsistent (e.g. an index out of range, a hidden member with
+    /// a non-zero priority, no electable member).
+    #[error("invalid cluster configuration: {0}")]
+    InvalidConfig(String),
+    /// A member index that does not exist.
+    #[error("no member with index {0}")]
+    NoSuchMember(usize),
+    /// The operation does not apply to the cluster in its current state or topology (e.g. a
+    /// step down without a primary, `add_member` on a sharded cluster).
+    #[error("invalid operation: {0}")]
+    InvalidState(String),
+    /// A `configureFailPoint` document was not understood.
+    #[error("invalid fail point: {0}")]
+    InvalidFailPoint(String),
+}
+
+/// Options of one replica-set member.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MemberOptions {
+    /// Hidden: in no hosts list, reports `hidden: true`; always priority 0.
+    pub hidden: bool,
+    /// Arbiter: votes, holds no data, listed in `arbiters`.
+    pub arbiter: bool,
+    /// Replica-set tags.
+    pub tags: Document,
+    /// Election priority (0 = never elected, listed in `passives`). `None` = 1 (0 for hidden
+    /// members and arbiters).
+    pub priority: Option<f64>,
+}
+
+/// Counters of one member (or the sum over all members).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemberCounters {
+    /// Connections accepted.
+    pub connections_opened: u64,
+    /// Plain (not awaitable) hello/isMaster commands, OP_QUERY included.
+    pub hellos: u64,
+    /// Awaitable hello replies (each streamed exhaust reply counts).
+    pub awaited_hellos: u64,
+    /// Commands received, by name as sent (hello included).
+    pub commands: BTreeMap<String, u64>,
+}
+
+impl MemberCounters {
+    /// How many times `name` was received.
+    pub fn command(&self, name: &str) -> u64 {
+        self.commands.get(name).copied().unwrap_or(0)
+    }
+
+    fn to_document(&self) -> Document {
+        let commands: Document = self
+            .commands
+            .iter()
+            .map(|(k, v)| (k.clone(), bson::Bson::Int64(i64::try_from(*v).unwrap_or(i64::MAX))))
+            .collect();
+        let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        doc! {
+            "connectionsOpened": n(self.connections_opened),
+            "hellos": n(self.hellos),
+            "awaitedHellos": n(self.awaited_hellos),
+            "commands": commands,
+        }
+    }
+}
+
+/// A snapshot of the cluster's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Per member (per mongos, per load-balanced service), in index order.
+    pub members: Vec<MemberCounters>,
+    /// Sum over all members.
+    pub total: MemberCounters,
+}
+
+impl Counters {
+    /// The counters as the `simCounters` admin command returns them:
+    /// `{total: {...}, members: [{...}, ...]}` with camelCase field names.
+    pub fn to_document(&self) -> Document {
+        doc! {
+            "total": self.total.to_document(),
+            "members": self.members.iter().map(MemberCounters::to_document).collect::<Vec<_>>(),
+        }
+    }
+}
+
+/// Builds a [`Cluster`]; see [`Cluster::standalone`], [`Cluster::replica_set`],
+/// [`Cluster::sharded`] and [`Cluster::load_balanced`].
+#[must_use = "a builder does nothing until start() is called"]
+#[derive(Clone, Debug)]
+pub struct ClusterBuilder {
+    kind: Kind,
+    set_name: String,
+    members: Vec<MemberOptions>,
+    lag: Duration,
+    election_timeout: Duration,
+    worker_threads: usize,
+    port: u16,
+    errors: Vec<String>,
+}
+
+impl ClusterBuilder {
+    fn new(kind: Kind, members: usize) -> Self {
+        ClusterBuilder {
+            kind,
+            set_name: "rs0".to_owned(),
+            members: vec![MemberOptions::default(); members],
+            lag: Duration::ZERO,
+            election_timeout: Duration::ZERO,
+            worker_threads: 2,
+            port: 0,
+            errors: Vec::new(),
+        }
+    }
+
+    fn member(mut self, i: usize, f: impl FnOnce(&mut MemberOptions)) -> Self {
+        match self.members.get_mut(i) {
+            Some(m) => f(m),
+            None => {
+                self.errors.push(format!("member index {i} out of range ({} members)", self.members.len()))
+            }
+        }
+        self
+    }
+
+    /// The replica set name (default `"rs0"`).
+    pub fn set_name(mut self, name: &str) -> Self {
+        self.set_name = name.to_owned();
+        self
+    }
+
+    /// Makes member `i` hidden (priority 0, in no hosts list).
+    pub fn hidden(self, i: usize) -> Self {
+        self.member(i, |m| m.hidden = true)
+    }
+
+    /// Makes member `i` an arbiter.
+    pub fn arbiter(self, i: usize) -> Self {
+        self.member(i, |m| m.arbiter = true)
+    }
+
+    /// Sets member `i`'s tags.
+    pub fn tags(self, i: usize, tags: Document) -> Self {
+        self.member(i, |m| m.tags = tags)
+    }
+
+    /// Sets member `i`'s priority (0 = never elected, listed in `passives`).
+    pub fn priority(self, i: usize, priority: f64) -> Self {
+        self.member(i, |m| m.priority = Some(priority))
+    }
+
+    /// Replaces member `i`'s options wholesale.
+    pub fn member_options(self, i: usize, options: MemberOptions) -> Self {
+        self.member(i, |m| *m = options)
+    }
+
+    /// How long secondaries take to apply each write (default zero).
+    pub fn replication_lag(mut self, lag: Duration) -> Self {
+        self.lag = lag;
+        self
+    }
+
+    /// How long after a primary dies (kill, remove) a new one is elected (default zero: as
+    /// soon as possible).
+    pub fn election_timeout(mut self, timeout: Duration) -> Self {
+        self.election_timeout = timeout;
+        self
+    }
+
+    /// Threads of the simulator's runtime (default 2).
+    pub fn worker_threads(mut self, threads: usize) -> Self {
+        self.worker_threads = threads;
+        self
+    }
+
+    /// First port: member `i` listens on `port + i` (the load balancer on `port`). Default 0:
+    /// ephemeral ports.
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    fn validate(&self) -> Result<(), SimError> {
+        if let Some(e) = self.errors.first() {
+            return Err(SimError::InvalidConfig(e.clone()));
+        }
+        if self.members.is_empty() {
+            return Err(SimError::InvalidConfig("at least one member is needed".into()));
+        }
+        if self.worker_threads == 0 {
+            return Err(SimError::InvalidConfig("worker_threads must be at least 1".into()));
+        }
+        if self.set_name.is_empty() || self.set_name.contains(['/', '?', '&', ',']) {
+            return Err(SimError::InvalidConfig(format!("invalid set name {:?}", self.set_name)));
+        }
+        for (i, m) in self.members.iter().enumerate() {
+            let p = m.priority.unwrap_or(0.0);
+            if !(p >= 0.0 && p.is_finite()) {
+                return Err(SimError::InvalidConfig(format!("member {i}: priority must be >= 0")));
+            }
+            if (m.hidden || m.arbiter) && p > 0.0 {
+                return Err(SimError::InvalidConfig(format!(
+                    "member {i}: hidden members and arbiters have priority 0"
+                )));
+            }
+            if m.hidden && m.arbiter {
+                return Err(SimError::InvalidConfig(format!("member {i}: cannot be hidden and an arbiter")));
+            }
+            if self.kind != Kind::ReplicaSet
+                && (m.hidden || m.arbiter || m.priority.is_some() || !m.tags.is_empty())
+            {
+                return Err(SimError::InvalidConfig(
+                    "hidden/arbiter/priority/tags need a replica set".into(),
+                ));
+            }
+        }
+        if self.kind == Kind::ReplicaSet
+            && !self.members.iter().any(|m| !m.hidden && !m.arbiter && m.priority.is_none_or(|p| p > 0.0))
+        {
+            return Err(SimError::InvalidConfig("no electable member".into()));
+        }
+        Ok(())
+    }
+
+    /// Validates the options, starts the runtime, binds every listener and elects the first
+    /// primary (member 0 unless its priority says otherwise).
+    pub fn start(self) -> Result<Cluster, SimError> {
+        self.validate()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(self.worker_threads)
+            .thread_name("mongo-sim")
+            .enable_all()
+            .build()
+            .map_err(SimError::Io)?;
+        let shared = Arc::new(Shared::new(
+            self.kind,
+            self.set_name,
+            self.lag,
+            self.election_timeout,
+            self.port,
+            runtime.handle().clone(),
+            &self.members,
+        ));
+        shared.start()?;
+        tracing::info!(uri = %shared.uri(), "simulated cluster started");
+        Ok(Cluster { shared, runtime: Mutex::new(Some(runtime)) })
+    }
+}
+
+/// A running simulated deployment. Dropping it (or [`Cluster::shutdown`]) stops everything.
+///
+/// Control methods with no result log a warning and do nothing when they do not apply (bad
+/// index, no primary to step down, ...); the `try_*` variants report that as a [`SimError`].
+#[derive(Debug)]
+pub struct Cluster {
+    shared: Arc<Shared>,
+    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+}
+
+fn warn_err(what: &str, r: Result<(), SimError>) {
+    if let Err(e) = r {
+        tracing::warn!(error = %e, "{what} ignored");
+    }
+}
+
+impl Cluster {
+    /// A single mongod.
+    pub fn standalone() -> ClusterBuilder {
+        ClusterBuilder::new(Kind::Standalone, 1)
+    }
+
+    /// A replica set of `members` mongods named `"rs0"`.
+    pub fn replica_set(members: usize) -> ClusterBuilder {
+        ClusterBuilder::new(Kind::ReplicaSet, members)
+    }
+
+    /// `mongos` routers over one shared data store.
+    pub fn sharded(mongos: usize) -> ClusterBuilder {
+        ClusterBuilder::new(Kind::Sharded, mongos)
+    }
+
+    /// One load balancer port in front of `services` mongos services.
+    pub fn load_balanced(services: usize) -> ClusterBuilder {
+        ClusterBuilder::new(Kind::LoadBalanced, services)
+    }
+
+    /// The connection string for this deployment.
+    pub fn uri(&self) -> String {
+        self.shared.uri()
+    }
+
+    /// `"127.0.0.1:port"` of every member/mongos in index order (LB: the LB address).
+    pub fn hosts(&self) -> Vec<String> {
+        self.shared.hosts()
+    }
+
+    /// The primary's index (standalone: `Some(0)`; sharded and LB: `None`).
+    pub fn primary(&self) -> Option<usize> {
+        self.shared.primary()
+    }
+
+    /// The current primary steps down; a new primary is elected after `gap`
+    /// (`Duration::ZERO` = as soon as possible, still asynchronously).
+    pub fn step_down(&self, gap: Duration) {
+        warn_err("step_down", self.try_step_down(gap));
+    }
+
+    /// [`Cluster::step_down`], reporting errors.
+    pub fn try_step_down(&self, gap: Duration) -> Result<(), SimError> {
+        self.shared.step_down(gap, None)
+    }
+
+    /// Makes member `i` primary (the current one steps down).
+    pub fn elect(&self, i: usize) {
+        warn_err("elect", self.try_elect(i));
+    }
+
+    /// [`Cluster::elect`], reporting errors.
+    pub fn try_elect(&self, i: usize) -> Result<(), SimError> {
+        self.shared.elect(i)
+    }
+
+    /// Kills member `i`: closes its listener and every connection.
+    pub fn kill(&self, i: usize) {
+        warn_err("kill", self.try_kill(i));
+    }
+
+    /// [`Cluster::kill`], reporting errors.
+    pub fn try_kill(&self, i: usize) -> Result<(), SimError> {
+        self.shared.kill(i)
+    }
+
+    /// Restarts member `i` on the same port with a new processId.
+    pub fn restart(&self, i: usize) {
+        warn_err("restart", self.try_restart(i));
+    }
+
+    /// [`Cluster::restart`], reporting errors.
+    pub fn try_restart(&self, i: usize) -> Result<(), SimError> {
+        self.shared.restart(i)
+    }
+
+    /// Adds `latency` before every reply of member `i`.
+    pub fn set_latency(&self, i: usize, latency: Duration) {
+        warn_err("set_latency", self.shared.set_latency(i, latency));
+    }
+
+    /// While on, member `i` accepts connections but never answers.
+    pub fn partition(&self, i: usize, on: bool) {
+        warn_err("partition", self.shared.partition(i, on));
+    }
+
+    /// Adds a secondary (reconfig: setVersion goes up); returns its index.
+    pub fn add_member(&self, tags: Option<Document>) -> Result<usize, SimError> {
+        self.shared.add_member(tags)
+    }
+
+    /// Removes member `i` (reconfig); it shuts down. Indices of other members do not change.
+    pub fn remove_member(&self, i: usize) {
+        warn_err("remove_member", self.shared.remove_member(i));
+    }
+
+    /// Replaces member `i`'s tags (reconfig).
+    pub fn set_tags(&self, i: usize, tags: Document) {
+        warn_err("set_tags", self.shared.set_tags(i, tags));
+    }
+
+    /// Configures a fail point on member `i`, with the same document as the
+    /// `configureFailPoint` command.
+    pub fn configure_fail_point(&self, i: usize, command: Document) -> Result<(), SimError> {
+        self.shared.configure_fail_point(i, &command)
+    }
+
+    /// A snapshot of the counters.
+    pub fn counters(&self) -> Counters {
+        self.shared.counters()
+    }
+
+    /// Stops everything and closes every connection. Idempotent; also done on drop.
+    pub fn shutdown(&self) {
+        self.shared.close();
+        if let Some(rt) = self.runtime.lock().take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                // Blocking is not allowed inside an async context.
+                rt.shutdown_background();
+            } else {
+                rt.shutdown_timeout(Duration::from_secs(2));
+            }
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

@@ -1,0 +1,539 @@
+//! Listeners and the per-connection loop: framing, pipelining (replies are fed and flushed
+//! once the read side has nothing ready), fail points, latency, partitions, maxTimeMS, the
+//! legacy OP_QUERY hello, and exhaust (streaming) hello.
+
+use std::net::TcpListener as StdTcpListener;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, RawDocument, RawDocumentBuf};
+use futures_util::{FutureExt, SinkExt, StreamExt};
+use protocol::wire::{Frame, Message, MessageCodec, OpMsg, OpMsgFlags, OpQuery, OpReply};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::codec::Framed;
+
+use super::cluster::{Kind, Member, Shared, TopologyVersion};
+use super::commands::{self, CmdError, ConnInfo, Ctx, RETRYABLE_CODES};
+use super::failpoint::Triggered;
+use super::hello::{self, HelloRequest};
+
+type Conn = Framed<TcpStream, MessageCodec>;
+
+/// Accepts connections for `member` until the task is aborted (kill / shutdown).
+pub(crate) async fn listen(shared: Arc<Shared>, member: Arc<Member>, listener: StdTcpListener) {
+    let listener = match TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(member = member.index, error = %e, "cannot register listener");
+            return;
+        }
+    };
+    let incarnation = *member.incarnation.borrow();
+    loop {
+        match listener.accept().await {
+            Ok((sock, _)) => {
+                tokio::spawn(serve(Arc::clone(&shared), Arc::clone(&member), sock, incarnation, false));
+            }
+            Err(e) => {
+                // EMFILE and friends: back off a little instead of spinning.
+                tracing::warn!(member = member.index, error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    }
+}
+
+/// Serves one accepted connection until the client hangs up, a fatal error, or the member's
+/// incarnation changes (kill).
+pub(crate) async fn serve(
+    shared: Arc<Shared>,
+    member: Arc<Member>,
+    sock: TcpStream,
+    incarnation: u64,
+    lb: bool,
+) {
+    let mut killed = member.incarnation.subscribe();
+    if *killed.borrow_and_update() != incarnation || shared.closed.load(Ordering::Relaxed) {
+        return;
+    }
+    // Small request/reply messages: never wait for Nagle.
+    let _ = sock.set_nodelay(true);
+    member.counters.connections_opened.fetch_add(1, Ordering::Relaxed);
+    let id = shared.next_connection_id.fetch_add(1, Ordering::Relaxed);
+    let mut conn = Connection { shared, member, info: ConnInfo { id, app_name: None, lb } };
+    tokio::select! {
+        () = conn.run(sock) => {}
+        _ = killed.changed() => {}
+    }
+}
+
+/// What to do after handling one request.
+enum Action {
+    Reply(Frame),
+    Nothing,
+    Close,
+    /// Stream hello replies: the first answers `request_id`.
+    Exhaust {
+        request_id: i32,
+        name: String,
+        req: HelloRequest,
+        max_await: Duration,
+    },
+}
+
+struct Connection {
+    shared: Arc<Shared>,
+    member: Arc<Member>,
+    info: ConnInfo,
+}
+
+fn first_key(body: &RawDocument) -> Option<&str> {
+    match body.iter().next() {
+        Some(Ok((k, _))) => Some(k.as_str()),
+        _ => None,
+    }
+}
+
+fn max_time(body: &RawDocument) -> Option<Duration> {
+    let ms = match body.get("maxTimeMS").ok().flatten()? {
+        bson::RawBsonRef::Int32(i) => i64::from(i),
+        bson::RawBsonRef::Int64(i) => i,
+        bson::RawBsonRef::Double(d) => d as i64,
+        _ => return None,
+    };
+    u64::try_from(ms).ok().filter(|ms| *ms > 0).map(Duration::from_millis)
+}
+
+/// mongod's codeName for the codes tests usually inject.
+fn code_name(code: i32) -> String {
+    let known = match code {
+        2 => "BadValue",
+        6 => "HostUnreachable",
+        7 => "HostNotFound",
+        8 => "UnknownError",
+        11 => "UserNotFound",
+        18 => "AuthenticationFailed",
+        20 => "IllegalOperation",
+        43 => "CursorNotFound",
+        50 => "MaxTimeMSExpired",
+        59 => "CommandNotFound",
+        63 => "StaleShardVersion",
+        64 => "WriteConcernFailed",
+        89 => "NetworkTimeout",
+        91 => "ShutdownInProgress",
+        100 => "UnsatisfiableWriteConcern",
+        112 => "WriteConflict",
+        150 => "StaleEpoch",
+        189 => "PrimarySteppedDown",
+        234 => "RetryChangeStream",
+        251 => "NoSuchTransaction",
+        262 => "ExceededTimeLimit",
+        9001 => "SocketException",
+        10107 => "NotWritablePrimary",
+        11000 => "DuplicateKey",
+        11600 => "InterruptedAtShutdown",
+        11602 => "InterruptedDueToReplStateChange",
+        13435 => "NotPrimaryNoSecondaryOk",
+        13436 => "NotPrimaryOrSecondary",
+        _ => return format!("Location{code}"),
+    };
+    known.to_owned()
+}
+
+/// The labels mongod attaches to an error it returns for `cmd`.
+fn server_labels(code: i32, cmd_name: &str, body: &RawDocument) -> Vec<String> {
+    let has = |k: &str| body.get(k).ok().flatten().is_some();
+    let in_txn = has("autocommit");
+    let commit_or_abort = matches!(cmd_name, "commitTransaction" | "abortTransaction");
+    let retryable_code = RETRYABLE_CODES.contains(&code);
+    if commit_or_abort && retryable_code {
+        vec!["RetryableWriteError".to_owned()]
+    } else if in_txn && (retryable_code || matches!(code, 112 | 251)) {
+        vec!["TransientTransactionError".to_owned()]
+    } else if has("txnNumber") && !in_txn && retryable_code {
+        vec!["RetryableWriteError".to_owned()]
+    } else {
+        Vec::new()
+    }
+}
+
+fn failpoint_error(code: i32, labels: Option<Vec<Bson>>, name: &str, body: &RawDocument) -> Document {
+    let mut d = doc! {
+        "ok": 0.0,
+        "errmsg": "Failing command via 'failCommand' failpoint",
+        "code": code,
+        "codeName": code_name(code),
+    };
+    match labels {
+        Some(l) => {
+            d.insert("errorLabels", l);
+        }
+        None => {
+            let l = server_labels(code, name, body);
+            if !l.is_empty() {
+                d.insert("errorLabels", l);
+            }
+        }
+    }
+    d
+}
+
+fn max_time_expired() -> Document {
+    CmdError::new(50, "MaxTimeMSExpired", "operation exceeded time limit").to_document()
+}
+
+impl Connection {
+    async fn run(&mut self, sock: TcpStream) {
+        let mut framed = Framed::new(sock, MessageCodec::new());
+        let mut unflushed = false;
+        loop {
+            let next = if unflushed {
+                // Pipelined requests: keep feeding replies while requests are ready; flush
+                // only once the read side would block.
+                match framed.next().now_or_never() {
+                    Some(n) => n,
+                    None => {
+                        if let Err(e) = SinkExt::<Frame>::flush(&mut framed).await {
+                            tracing::debug!(error = %e, "flush failed; closing");
+                            return;
+                        }
+                        unflushed = false;
+                        framed.next().await
+                    }
+                }
+            } else {
+                framed.next().await
+            };
+            let frame = match next {
+                None => return,
+                Some(Ok(f)) => f,
+                Some(Err(protocol::Error::CompressionNotSupported)) => {
+                    self.reject_compressed(&mut framed).await;
+                    return;
+                }
+                Some(Err(protocol::Error::Io(e))) => {
+                    tracing::debug!(error = %e, "connection read failed");
+                    return;
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(member = self.member.index, error = %e, "malformed message; closing the connection");
+                    return;
+                }
+            };
+            match self.handle(frame).await {
+                Action::Reply(f) => {
+                    if let Err(e) = framed.feed(f).await {
+                        tracing::debug!(error = %e, "write failed; closing");
+                        return;
+                    }
+                    unflushed = true;
+                }
+                Action::Nothing => {}
+                Action::Close => {
+                    let _ = SinkExt::<Frame>::flush(&mut framed).await;
+                    return;
+                }
+                Action::Exhaust { request_id, name, req, max_await } => {
+                    if unflushed && SinkExt::<Frame>::flush(&mut framed).await.is_err() {
+                        return;
+                    }
+                    unflushed = false;
+                    if !self.exhaust(&mut framed, request_id, &name, &req, max_await).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// OP_COMPRESSED was never negotiated: answer with a clear error, then close.
+    async fn reject_compressed(&self, framed: &mut Conn) {
+        let request_id = framed
+            .read_buffer()
+            .get(4..8)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map_or(0, i32::from_le_bytes);
+        tracing::warn!(
+            member = self.member.index,
+            "OP_COMPRESSED received but compression was never negotiated; closing"
+        );
+        let err = CmdError::new(
+            2,
+            "BadValue",
+            "OP_COMPRESSED is not supported: no compressor was negotiated in the handshake",
+        );
+        if let Some(f) = self.reply_frame(request_id, err.to_document(), OpMsgFlags::empty()) {
+            let _ = framed.send(f).await;
+        }
+    }
+
+    /// Adds `$clusterTime`/`operationTime` (replica sets and mongos) and encodes the reply.
+    fn finish(&self, mut doc: Document) -> Option<RawDocumentBuf> {
+        if self.shared.kind != Kind::Standalone {
+            let ts = self.shared.cluster_time();
+            doc.insert(
+                "$clusterTime",
+                doc! {
+                    "clusterTime": ts,
+                    "signature": {
+                        "hash": Binary { subtype: BinarySubtype::Generic, bytes: vec![0; 20] },
+                        "keyId": 0_i64,
+                    },
+                },
+            );
+            doc.insert("operationTime", ts);
+        }
+        match RawDocumentBuf::try_from(&doc) {
+            Ok(raw) => Some(raw),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot encode reply");
+                None
+            }
+        }
+    }
+
+    fn reply_frame(&self, request_id: i32, doc: Document, flags: OpMsgFlags) -> Option<Frame> {
+        let raw = self.finish(doc)?;
+        Some(Frame::reply(request_id, OpMsg::new(raw).with_flags(flags)))
+    }
+
+    async fn handle(&mut self, frame: Frame) -> Action {
+        match frame.message {
+            Message::Msg(msg) => self.handle_msg(frame.request_id, msg).await,
+            Message::Query(q) => self.handle_query(frame.request_id, q).await,
+            Message::Reply(_) => {
+                tracing::warn!(member = self.member.index, "client sent an OP_REPLY; closing the connection");
+                Action::Close
+            }
+        }
+    }
+
+    fn partitioned(&self) -> bool {
+        self.member.partitioned.load(Ordering::Relaxed)
+    }
+
+    async fn delay(&self) {
+        let latency = self.member.latency();
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+    }
+
+    async fn handle_msg(&mut self, request_id: i32, msg: OpMsg) -> Action {
+        let body = msg.body.as_ref();
+        let Some(name) = first_key(body) else {
+            let err = CmdError::bad("empty command document");
+            return self
+                .reply_frame(request_id, err.to_document(), OpMsgFlags::empty())
+                .map_or(Action::Close, Action::Reply);
+        };
+        self.member.counters.command(name);
+        if self.partitioned() {
+            return Action::Nothing;
+        }
+        let Ok(db) = body.get_str("$db") else {
+            let err = CmdError::new(40571, "Location40571", "OP_MSG requests require a $db argument");
+            return self
+                .reply_frame(request_id, err.to_document(), OpMsgFlags::empty())
+                .map_or(Action::Close, Action::Reply);
+        };
+        if hello::is_hello(name) {
+            return self.hello(request_id, name, body, msg.exhaust_allowed()).await;
+        }
+        let triggered = self.member.failpoints.check(name, self.info.app_name.as_deref()).unwrap_or_default();
+        if triggered.close_connection {
+            return Action::Close;
+        }
+        let work = async {
+            if let Some(b) = triggered.block {
+                tokio::time::sleep(b).await;
+            }
+            let mut doc = match &triggered.error {
+                Some((code, labels)) => failpoint_error(*code, labels.clone(), name, body),
+                None => {
+                    let ctx = Ctx {
+                        shared: &self.shared,
+                        member: &self.member,
+                        name,
+                        db,
+                        body,
+                        sequences: &msg.sequences,
+                    };
+                    commands::execute(&ctx).await.unwrap_or_else(|e| e.to_document())
+                }
+            };
+            if let Some(wce) = &triggered.write_concern_error {
+                attach_write_concern_error(&mut doc, wce.clone(), name, body);
+            }
+            self.delay().await;
+            doc
+        };
+        let doc = match max_time(body) {
+            Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| max_time_expired()),
+            None => work.await,
+        };
+        if msg.more_to_come() || self.partitioned() {
+            return Action::Nothing;
+        }
+        self.reply_frame(request_id, doc, OpMsgFlags::empty()).map_or(Action::Close, Action::Reply)
+    }
+
+    /// Applies a triggered fail point to a hello: `Err(action)` short-circuits.
+    async fn hello_failpoint(&self, name: &str, body: &RawDocument) -> Result<(), Document> {
+        let Some(t): Option<Triggered> = self.member.failpoints.check(name, self.info.app_name.as_deref())
+        else {
+            return Ok(());
+        };
+        if t.close_connection {
+            return Err(Document::new());
+        }
+        if let Some(b) = t.block {
+            tokio::time::sleep(b).await;
+        }
+        match t.error {
+            Some((code, labels)) => Err(failpoint_error(code, labels, name, body)),
+            None => Ok(()),
+        }
+    }
+
+    fn hello_doc(&self, req: &HelloRequest) -> Document {
+        hello::reply(&self.shared, &self.member, self.info.id, req, self.info.lb)
+            .unwrap_or_else(|e| e.to_document())
+    }
+
+    async fn hello(
+        &mut self,
+        request_id: i32,
+        name: &str,
+        body: &RawDocument,
+        exhaust_allowed: bool,
+    ) -> Action {
+        let req = hello::parse(name, body);
+        if self.info.app_name.is_none() {
+            self.info.app_name.clone_from(&req.app_name);
+        }
+        if let Err(doc) = self.hello_failpoint(name, body).await {
+            if doc.is_empty() {
+                return Action::Close;
+            }
+            self.delay().await;
+            return self
+                .reply_frame(request_id, doc, OpMsgFlags::empty())
+                .map_or(Action::Close, Action::Reply);
+        }
+        if let Some((seen, max_await)) = req.awaitable {
+            self.member.counters.awaited_hellos.fetch_add(1, Ordering::Relaxed);
+            hello::wait_for_change(&self.member, seen, max_await).await;
+            if exhaust_allowed {
+                return Action::Exhaust { request_id, name: name.to_owned(), req, max_await };
+            }
+        } else {
+            self.member.counters.hellos.fetch_add(1, Ordering::Relaxed);
+        }
+        self.delay().await;
+        if self.partitioned() {
+            return Action::Nothing;
+        }
+        let doc = self.hello_doc(&req);
+        self.reply_frame(request_id, doc, OpMsgFlags::empty()).map_or(Action::Close, Action::Reply)
+    }
+
+    /// Streams hello replies with `moreToCome` (each answering the previous reply's request
+    /// id) whenever the topology version changes or `max_await` passes. Returns whether the
+    /// connection stays usable (an error reply ended the stream) or must close.
+    async fn exhaust(
+        &mut self,
+        framed: &mut Conn,
+        request_id: i32,
+        name: &str,
+        req: &HelloRequest,
+        max_await: Duration,
+    ) -> bool {
+        let mut response_to = request_id;
+        let no_args = RawDocumentBuf::new();
+        loop {
+            // The wait for this reply already happened (the first one in hello(), later below).
+            self.delay().await;
+            let seen: TopologyVersion = *self.member.topology.borrow();
+            if !self.partitioned() {
+                let doc = self.hello_doc(req);
+                let ok = doc.get_f64("ok").unwrap_or(0.0) == 1.0;
+                // An error ends the stream: no moreToCome, the client asks again if it wants.
+                let flags = if ok { OpMsgFlags::MORE_TO_COME } else { OpMsgFlags::empty() };
+                let Some(frame) = self.reply_frame(response_to, doc, flags) else { return false };
+                response_to = frame.request_id;
+                if framed.send(frame).await.is_err() {
+                    return false;
+                }
+                if !ok {
+                    return true;
+                }
+            }
+            tokio::select! {
+                // The client hung up (or, against the protocol, sent something): close.
+                _ = framed.next() => return false,
+                () = hello::wait_for_change(&self.member, seen, max_await) => {}
+            }
+            self.member.counters.awaited_hellos.fetch_add(1, Ordering::Relaxed);
+            self.member.counters.command(name);
+            if let Err(doc) = self.hello_failpoint(name, &no_args).await {
+                if doc.is_empty() {
+                    return false;
+                }
+                self.delay().await;
+                let Some(frame) = self.reply_frame(response_to, doc, OpMsgFlags::empty()) else {
+                    return false;
+                };
+                return framed.send(frame).await.is_ok();
+            }
+        }
+    }
+
+    async fn handle_query(&mut self, request_id: i32, q: OpQuery) -> Action {
+        let body = q.query.as_ref();
+        let name = first_key(body).unwrap_or_default().to_owned();
+        self.member.counters.command(&name);
+        if self.partitioned() {
+            return Action::Nothing;
+        }
+        let doc = if q.full_collection_name.ends_with(".$cmd") && hello::is_hello(&name) {
+            self.member.counters.hellos.fetch_add(1, Ordering::Relaxed);
+            let req = hello::parse(&name, body);
+            if self.info.app_name.is_none() {
+                self.info.app_name.clone_from(&req.app_name);
+            }
+            match self.hello_failpoint(&name, body).await {
+                Err(d) if d.is_empty() => return Action::Close,
+                Err(d) => d,
+                Ok(()) => self.hello_doc(&req),
+            }
+        } else {
+            CmdError::new(
+                352,
+                "UnsupportedOpQueryCommand",
+                format!("Unsupported OP_QUERY command: {name}. The client driver may require an upgrade. For more details see https://dochub.mongodb.org/core/legacy-opcode-removal"),
+            )
+            .to_document()
+        };
+        self.delay().await;
+        if self.partitioned() {
+            return Action::Nothing;
+        }
+        match self.finish(doc) {
+            Some(raw) => Action::Reply(Frame::reply(request_id, OpReply::new(vec![raw]))),
+            None => Action::Close,
+        }
+    }
+}
+
+fn attach_write_concern_error(doc: &mut Document, wce: Document, name: &str, body: &RawDocument) {
+    let code = wce.get_i32("code").unwrap_or(0);
+    doc.insert("writeConcernError", wce);
+    let has_txn = body.get("txnNumber").ok().flatten().is_some();
+    if RETRYABLE_CODES.contains(&code)
+        && (has_txn || matches!(name, "commitTransaction" | "abortTransaction"))
+    {
+        doc.insert("errorLabels", vec!["RetryableWriteError"]);
+    }
+}

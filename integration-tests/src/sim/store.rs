@@ -1,0 +1,743 @@
+//! In-memory collections: storage in natural (insertion) order with an `_id` index, query
+//! matching, sorting, projection and update operators.
+//!
+//! Only the subset of the query language that drivers' helpers and our tests need is supported;
+//! anything else is reported as an error (never a panic).
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
+
+use bson::{oid::ObjectId, Bson, Document};
+
+/// A comparable, hashable key for an `_id` value. Numbers of different BSON types that compare
+/// equal (1, 1i64, 1.0) map to the same key, as they do in MongoDB's `_id` index.
+pub(crate) type IdKey = Vec<u8>;
+
+/// Builds the [`IdKey`] of an `_id` value.
+pub(crate) fn id_key(value: &Bson) -> IdKey {
+    let number = match value {
+        Bson::Int32(i) => Some(f64::from(*i)),
+        // Precision loss above 2^53 only merges keys nobody uses as ids in tests.
+        Bson::Int64(i) => Some(*i as f64),
+        Bson::Double(d) => Some(*d),
+        _ => None,
+    };
+    if let Some(n) = number {
+        let mut key = vec![b'n'];
+        key.extend_from_slice(&n.to_be_bytes());
+        return key;
+    }
+    let mut key = vec![b'v'];
+    let mut holder = Document::new();
+    holder.insert("", value.clone());
+    // Serialising a document we just built cannot fail for in-memory values; fall back to the
+    // debug form so a key is always produced.
+    match holder.to_vec() {
+        Ok(bytes) => key.extend_from_slice(&bytes),
+        Err(_) => key.extend_from_slice(format!("{value:?}").as_bytes()),
+    }
+    key
+}
+
+/// A query/update failure, reported to the client as `{ok: 0, code, errmsg}`.
+#[derive(Debug, Clone)]
+pub(crate) struct StoreError {
+    pub code: i32,
+    pub code_name: &'static str,
+    pub message: String,
+}
+
+impl StoreError {
+    pub(crate) fn bad_value(message: impl Into<String>) -> Self {
+        StoreError { code: 2, code_name: "BadValue", message: message.into() }
+    }
+
+    pub(crate) fn duplicate_key(ns: &str, id: &Bson) -> Self {
+        StoreError {
+            code: 11000,
+            code_name: "DuplicateKey",
+            message: format!(
+                "E11000 duplicate key error collection: {ns} index: _id_ dup key: {{ _id: {id} }}"
+            ),
+        }
+    }
+}
+
+/// One collection: documents in insertion order plus a unique `_id` index.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Collection {
+    docs: BTreeMap<u64, Document>,
+    ids: HashMap<IdKey, u64>,
+    next_seq: u64,
+}
+
+impl Collection {
+    /// Number of documents.
+    pub(crate) fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Documents in natural order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Document> {
+        self.docs.values()
+    }
+
+    /// Inserts `doc`, which must have an `_id`. Fails on a duplicate `_id`.
+    pub(crate) fn insert(&mut self, doc: Document) -> Result<(), Bson> {
+        let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+        let key = id_key(&id);
+        if self.ids.contains_key(&key) {
+            return Err(id);
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.ids.insert(key, seq);
+        self.docs.insert(seq, doc);
+        Ok(())
+    }
+
+    /// Replaces the document with `_id` key `key` in place (keeping its natural position).
+    pub(crate) fn replace(&mut self, key: &IdKey, doc: Document) -> bool {
+        match self.ids.get(key).and_then(|seq| self.docs.get_mut(seq)) {
+            Some(slot) => {
+                *slot = doc;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes and returns the document with `_id` key `key`.
+    pub(crate) fn remove(&mut self, key: &IdKey) -> Option<Document> {
+        let seq = self.ids.remove(key)?;
+        self.docs.remove(&seq)
+    }
+}
+
+/// Every database of one member.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Store {
+    dbs: BTreeMap<String, BTreeMap<String, Collection>>,
+}
+
+impl Store {
+    /// The collection, if it exists.
+    pub(crate) fn coll(&self, db: &str, coll: &str) -> Option<&Collection> {
+        self.dbs.get(db).and_then(|d| d.get(coll))
+    }
+
+    /// The collection, created (implicitly, as MongoDB does on first write) if missing.
+    pub(crate) fn coll_mut(&mut self, db: &str, coll: &str) -> &mut Collection {
+        self.dbs.entry(db.to_owned()).or_default().entry(coll.to_owned()).or_default()
+    }
+
+    /// Whether the collection exists.
+    pub(crate) fn has_coll(&self, db: &str, coll: &str) -> bool {
+        self.coll(db, coll).is_some()
+    }
+
+    /// Drops a collection, returning it.
+    pub(crate) fn drop_coll(&mut self, db: &str, coll: &str) -> Option<Collection> {
+        let dbm = self.dbs.get_mut(db)?;
+        let removed = dbm.remove(coll);
+        if dbm.is_empty() {
+            self.dbs.remove(db);
+        }
+        removed
+    }
+
+    /// Puts a whole collection back (used to undo a drop).
+    pub(crate) fn put_coll(&mut self, db: &str, coll: &str, c: Collection) {
+        self.dbs.entry(db.to_owned()).or_default().insert(coll.to_owned(), c);
+    }
+
+    /// Drops a database, returning its collections.
+    pub(crate) fn drop_db(&mut self, db: &str) -> Option<BTreeMap<String, Collection>> {
+        self.dbs.remove(db)
+    }
+
+    /// Puts a whole database back (used to undo a dropDatabase).
+    pub(crate) fn put_db(&mut self, db: &str, colls: BTreeMap<String, Collection>) {
+        self.dbs.insert(db.to_owned(), colls);
+    }
+
+    /// Database names with their document counts.
+    pub(crate) fn databases(&self) -> impl Iterator<Item = (&str, usize)> {
+        self.dbs.iter().map(|(name, colls)| (name.as_str(), colls.values().map(Collection::len).sum()))
+    }
+
+    /// Collection names of a database.
+    pub(crate) fn collections(&self, db: &str) -> Vec<String> {
+        self.dbs.get(db).map(|d| d.keys().cloned().collect()).unwrap_or_default()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths, comparison, matching
+
+/// Every value found at a dotted `path` in `doc`, descending into arrays as MongoDB does (an
+/// array on the way fans out over its document elements; a numeric segment indexes it).
+pub(crate) fn lookup<'a>(doc: &'a Document, path: &str) -> Vec<&'a Bson> {
+    let mut out = Vec::new();
+    let mut parts = path.split('.');
+    match parts.next() {
+        Some(first) => {
+            if let Some(v) = doc.get(first) {
+                let rest: Vec<&str> = parts.collect();
+                lookup_value(v, &rest, &mut out);
+            }
+        }
+        None => {}
+    }
+    out
+}
+
+fn lookup_value<'a>(value: &'a Bson, rest: &[&str], out: &mut Vec<&'a Bson>) {
+    let Some((head, tail)) = rest.split_first() else {
+        out.push(value);
+        return;
+    };
+    match value {
+        Bson::Document(d) => {
+            if let Some(v) = d.get(*head) {
+                lookup_value(v, tail, out);
+            }
+        }
+        Bson::Array(items) => {
+            if let Ok(i) = head.parse::<usize>() {
+                if let Some(v) = items.get(i) {
+                    lookup_value(v, tail, out);
+                }
+            } else {
+                for item in items {
+                    if let Bson::Document(d) = item {
+                        if let Some(v) = d.get(*head) {
+                            lookup_value(v, tail, out);
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// MongoDB's canonical BSON type order used when comparing values of different types.
+fn type_rank(v: &Bson) -> u8 {
+    match v {
+        Bson::MinKey => 0,
+        Bson::Null | Bson::Undefined => 1,
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => 2,
+        Bson::String(_) | Bson::Symbol(_) => 3,
+        Bson::Document(_) => 4,
+        Bson::Array(_) => 5,
+        Bson::Binary(_) => 6,
+        Bson::ObjectId(_) => 7,
+        Bson::Boolean(_) => 8,
+        Bson::DateTime(_) => 9,
+        Bson::Timestamp(_) => 10,
+        Bson::RegularExpression(_) => 11,
+        Bson::MaxKey => 13,
+        _ => 12,
+    }
+}
+
+fn as_f64(v: &Bson) -> Option<f64> {
+    match v {
+        Bson::Int32(i) => Some(f64::from(*i)),
+        Bson::Int64(i) => Some(*i as f64),
+        Bson::Double(d) => Some(*d),
+        _ => None,
+    }
+}
+
+/// Total order over BSON values following MongoDB's comparison rules (close enough for tests:
+/// numbers compare numerically across types, documents and arrays element by element).
+pub(crate) fn compare(a: &Bson, b: &Bson) -> Ordering {
+    let (ra, rb) = (type_rank(a), type_rank(b));
+    if ra != rb {
+        return ra.cmp(&rb);
+    }
+    match (a, b) {
+        (Bson::Int32(x), Bson::Int32(y)) => x.cmp(y),
+        (Bson::Int64(x), Bson::Int64(y)) => x.cmp(y),
+        (Bson::Int32(x), Bson::Int64(y)) => i64::from(*x).cmp(y),
+        (Bson::Int64(x), Bson::Int32(y)) => x.cmp(&i64::from(*y)),
+        _ if ra == 2 => {
+            let (x, y) = (as_f64(a).unwrap_or(f64::NAN), as_f64(b).unwrap_or(f64::NAN));
+            x.partial_cmp(&y).unwrap_or_else(|| x.is_nan().cmp(&y.is_nan()).reverse())
+        }
+        (Bson::String(x), Bson::String(y)) => x.cmp(y),
+        (Bson::Symbol(x), Bson::Symbol(y)) => x.cmp(y),
+        (Bson::String(x), Bson::Symbol(y)) | (Bson::Symbol(x), Bson::String(y)) => x.cmp(y),
+        (Bson::Document(x), Bson::Document(y)) => {
+            for ((ka, va), (kb, vb)) in x.iter().zip(y.iter()) {
+                let o = compare(va, vb).then_with(|| ka.cmp(kb));
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        (Bson::Array(x), Bson::Array(y)) => {
+            for (va, vb) in x.iter().zip(y.iter()) {
+                let o = compare(va, vb);
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        (Bson::Binary(x), Bson::Binary(y)) => {
+            x.bytes.len().cmp(&y.bytes.len()).then_with(|| x.bytes.cmp(&y.bytes))
+        }
+        (Bson::ObjectId(x), Bson::ObjectId(y)) => x.bytes().cmp(&y.bytes()),
+        (Bson::Boolean(x), Bson::Boolean(y)) => x.cmp(y),
+        (Bson::DateTime(x), Bson::DateTime(y)) => x.cmp(y),
+        (Bson::Timestamp(x), Bson::Timestamp(y)) => (x.time, x.increment).cmp(&(y.time, y.increment)),
+        _ => Ordering::Equal,
+    }
+}
+
+fn equal(a: &Bson, b: &Bson) -> bool {
+    compare(a, b) == Ordering::Equal
+}
+
+/// Whether some value at the path equals `target` (an array field also matches when one of its
+/// elements does).
+fn any_equal(values: &[&Bson], target: &Bson) -> bool {
+    values.iter().any(|v| {
+        equal(v, target) || matches!(v, Bson::Array(items) if items.iter().any(|i| equal(i, target)))
+    })
+}
+
+fn any_cmp(values: &[&Bson], target: &Bson, ok: impl Fn(Ordering) -> bool) -> bool {
+    let check = |v: &Bson| type_rank(v) == type_rank(target) && ok(compare(v, target));
+    values.iter().any(|v| check(v) || matches!(v, Bson::Array(items) if items.iter().any(check)))
+}
+
+fn is_operator_doc(v: &Bson) -> Option<&Document> {
+    match v {
+        Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => Some(d),
+        _ => None,
+    }
+}
+
+/// Whether `doc` matches the query `filter`.
+pub(crate) fn matches(doc: &Document, filter: &Document) -> Result<bool, StoreError> {
+    for (key, cond) in filter {
+        let ok = match key.as_str() {
+            "$and" | "$or" | "$nor" => {
+                let Bson::Array(clauses) = cond else {
+                    return Err(StoreError::bad_value(format!("{key} must be an array")));
+                };
+                let mut results = Vec::with_capacity(clauses.len());
+                for clause in clauses {
+                    let Bson::Document(c) = clause else {
+                        return Err(StoreError::bad_value(format!("{key} entries must be objects")));
+                    };
+                    results.push(matches(doc, c)?);
+                }
+                match key.as_str() {
+                    "$and" => results.iter().all(|r| *r),
+                    "$or" => results.iter().any(|r| *r),
+                    _ => !results.iter().any(|r| *r),
+                }
+            }
+            "$comment" => true,
+            k if k.starts_with('$') => {
+                return Err(StoreError::bad_value(format!("unknown top level operator: {k}")));
+            }
+            path => {
+                let values = lookup(doc, path);
+                match is_operator_doc(cond) {
+                    Some(ops) => match_operators(&values, ops)?,
+                    None => match cond {
+                        // {field: null} also matches a missing field.
+                        Bson::Null => values.is_empty() || any_equal(&values, cond),
+                        _ => any_equal(&values, cond),
+                    },
+                }
+            }
+        };
+        if !ok {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn match_operators(values: &[&Bson], ops: &Document) -> Result<bool, StoreError> {
+    for (op, arg) in ops {
+        let ok = match op.as_str() {
+            "$eq" => any_equal(values, arg) || (matches!(arg, Bson::Null) && values.is_empty()),
+            "$ne" => !(any_equal(values, arg) || (matches!(arg, Bson::Null) && values.is_empty())),
+            "$gt" => any_cmp(values, arg, |o| o == Ordering::Greater),
+            "$gte" => any_cmp(values, arg, |o| o != Ordering::Less),
+            "$lt" => any_cmp(values, arg, |o| o == Ordering::Less),
+            "$lte" => any_cmp(values, arg, |o| o != Ordering::Greater),
+            "$in" | "$nin" => {
+                let Bson::Array(options) = arg else {
+                    return Err(StoreError::bad_value(format!("{op} needs an array")));
+                };
+                let found = options
+                    .iter()
+                    .any(|o| any_equal(values, o) || (matches!(o, Bson::Null) && values.is_empty()));
+                if op == "$in" {
+                    found
+                } else {
+                    !found
+                }
+            }
+            "$exists" => {
+                let want = match arg {
+                    Bson::Boolean(b) => *b,
+                    other => as_f64(other).is_some_and(|n| n != 0.0),
+                };
+                values.is_empty() != want
+            }
+            "$size" => {
+                let n = as_f64(arg).unwrap_or(-1.0);
+                values.iter().any(|v| matches!(v, Bson::Array(a) if a.len() as f64 == n))
+            }
+            "$not" => match arg {
+                Bson::Document(d) => !match_operators(values, d)?,
+                _ => return Err(StoreError::bad_value("$not needs a document")),
+            },
+            other => return Err(StoreError::bad_value(format!("unknown operator: {other}"))),
+        };
+        if !ok {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Sorts `docs` by a sort specification such as `{a: 1, "b.c": -1}`.
+pub(crate) fn sort(docs: &mut [Document], spec: &Document) -> Result<(), StoreError> {
+    let mut keys = Vec::with_capacity(spec.len());
+    for (path, dir) in spec {
+        let d = match dir {
+            Bson::Document(_) => 1.0, // {$meta: ...}: no text scores here, keep natural order
+            other => as_f64(other).ok_or_else(|| StoreError::bad_value("bad sort direction"))?,
+        };
+        keys.push((path.as_str(), d < 0.0));
+    }
+    docs.sort_by(|a, b| {
+        for (path, desc) in &keys {
+            let va = lookup(a, path).first().copied().cloned().unwrap_or(Bson::Null);
+            let vb = lookup(b, path).first().copied().cloned().unwrap_or(Bson::Null);
+            let o = compare(&va, &vb);
+            let o = if *desc { o.reverse() } else { o };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    });
+    Ok(())
+}
+
+/// Applies a top-level inclusion or exclusion projection (dotted paths are matched on their
+/// first segment only; good enough for the drivers' helpers).
+pub(crate) fn project(doc: Document, projection: &Document) -> Document {
+    if projection.is_empty() {
+        return doc;
+    }
+    let truthy = |v: &Bson| match v {
+        Bson::Boolean(b) => *b,
+        other => as_f64(other).is_none_or(|n| n != 0.0),
+    };
+    let include_id = projection.get("_id").is_none_or(truthy);
+    let inclusion = projection.iter().any(|(k, v)| k != "_id" && truthy(v));
+    let top = |k: &str| k.split('.').next().unwrap_or(k).to_owned();
+    let fields: Vec<String> = projection.keys().filter(|k| *k != "_id").map(|k| top(k)).collect();
+    let mut out = Document::new();
+    for (k, v) in doc {
+        let keep = if k == "_id" {
+            include_id
+        } else if inclusion {
+            fields.contains(&k)
+        } else {
+            !fields.contains(&k)
+        };
+        if keep {
+            out.insert(k, v);
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Updates
+
+/// Whether an update document uses operators (`{$set: ...}`) rather than being a replacement.
+pub(crate) fn is_operator_update(update: &Document) -> bool {
+    update.keys().next().is_some_and(|k| k.starts_with('$'))
+}
+
+fn set_path(doc: &mut Document, path: &str, value: Bson) -> Result<(), StoreError> {
+    match path.split_once('.') {
+        None => {
+            doc.insert(path, value);
+            Ok(())
+        }
+        Some((head, rest)) => {
+            if !doc.contains_key(head) {
+                doc.insert(head, Document::new());
+            }
+            match doc.get_mut(head) {
+                Some(Bson::Document(inner)) => set_path(inner, rest, value),
+                _ => Err(StoreError {
+                    code: 28,
+                    code_name: "PathNotViable",
+                    message: format!("Cannot create field '{rest}' in element {{{head}: ...}}"),
+                }),
+            }
+        }
+    }
+}
+
+fn unset_path(doc: &mut Document, path: &str) {
+    match path.split_once('.') {
+        None => {
+            doc.remove(path);
+        }
+        Some((head, rest)) => {
+            if let Some(Bson::Document(inner)) = doc.get_mut(head) {
+                unset_path(inner, rest);
+            }
+        }
+    }
+}
+
+fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
+    match path.split_once('.') {
+        None => doc.get(path),
+        Some((head, rest)) => match doc.get(head) {
+            Some(Bson::Document(inner)) => get_path(inner, rest),
+            _ => None,
+        },
+    }
+}
+
+fn add_numbers(a: &Bson, b: &Bson, multiply: bool) -> Result<Bson, StoreError> {
+    let op_i32 = |x: i32, y: i32| if multiply { x.checked_mul(y) } else { x.checked_add(y) };
+    let op_i64 = |x: i64, y: i64| if multiply { x.checked_mul(y) } else { x.checked_add(y) };
+    Ok(match (a, b) {
+        (Bson::Int32(x), Bson::Int32(y)) => match op_i32(*x, *y) {
+            Some(v) => Bson::Int32(v),
+            None => Bson::Int64(op_i64(i64::from(*x), i64::from(*y)).unwrap_or(i64::MAX)),
+        },
+        (Bson::Int32(_) | Bson::Int64(_), Bson::Int32(_) | Bson::Int64(_)) => {
+            let x = if let Bson::Int32(v) = a { i64::from(*v) } else { as_f64(a).map_or(0, |f| f as i64) };
+            let y = if let Bson::Int32(v) = b { i64::from(*v) } else { as_f64(b).map_or(0, |f| f as i64) };
+            let (x, y) = match (a, b) {
+                (Bson::Int64(p), _) => (*p, y),
+                (_, Bson::Int64(q)) => (x, *q),
+                _ => (x, y),
+            };
+            Bson::Int64(op_i64(x, y).unwrap_or(i64::MAX))
+        }
+        _ => match (as_f64(a), as_f64(b)) {
+            (Some(x), Some(y)) => Bson::Double(if multiply { x * y } else { x + y }),
+            _ => {
+                return Err(StoreError {
+                    code: 14,
+                    code_name: "TypeMismatch",
+                    message: "Cannot apply $inc/$mul to a value of non-numeric type".into(),
+                })
+            }
+        },
+    })
+}
+
+/// Applies an operator update (`$set`, `$unset`, `$inc`, `$mul`, `$min`, `$max`, `$push`,
+/// `$addToSet`, `$pull`, `$rename`, `$currentDate`, and `$setOnInsert` when `inserting`) to
+/// `doc` in place.
+pub(crate) fn apply_update(doc: &mut Document, update: &Document, inserting: bool) -> Result<(), StoreError> {
+    for (op, fields) in update {
+        let Bson::Document(fields) = fields else {
+            return Err(StoreError {
+                code: 9,
+                code_name: "FailedToParse",
+                message: format!(
+                    "Modifiers operate on fields but we found type {:?} instead",
+                    fields.element_type()
+                ),
+            });
+        };
+        for (path, value) in fields {
+            match op.as_str() {
+                "$set" => set_path(doc, path, value.clone())?,
+                "$setOnInsert" => {
+                    if inserting {
+                        set_path(doc, path, value.clone())?;
+                    }
+                }
+                "$unset" => unset_path(doc, path),
+                "$inc" | "$mul" => {
+                    let zero = Bson::Int32(0);
+                    let current = get_path(doc, path).cloned();
+                    let next = match current {
+                        Some(c) => add_numbers(&c, value, op == "$mul")?,
+                        None if op == "$mul" => add_numbers(value, &zero, true)?,
+                        None => value.clone(),
+                    };
+                    set_path(doc, path, next)?;
+                }
+                "$min" | "$max" => {
+                    let replace = match get_path(doc, path) {
+                        None => true,
+                        Some(c) => {
+                            let o = compare(value, c);
+                            if op == "$min" {
+                                o == Ordering::Less
+                            } else {
+                                o == Ordering::Greater
+                            }
+                        }
+                    };
+                    if replace {
+                        set_path(doc, path, value.clone())?;
+                    }
+                }
+                "$currentDate" => set_path(doc, path, Bson::DateTime(bson::DateTime::now()))?,
+                "$rename" => {
+                    let Bson::String(to) = value else {
+                        return Err(StoreError::bad_value("$rename target must be a string"));
+                    };
+                    if let Some(v) = get_path(doc, path).cloned() {
+                        unset_path(doc, path);
+                        set_path(doc, to, v)?;
+                    }
+                }
+                "$push" | "$addToSet" => {
+                    let items: Vec<Bson> = match value {
+                        Bson::Document(d) if d.contains_key("$each") => match d.get("$each") {
+                            Some(Bson::Array(a)) => a.clone(),
+                            _ => return Err(StoreError::bad_value("$each must be an array")),
+                        },
+                        other => vec![other.clone()],
+                    };
+                    let mut arr = match get_path(doc, path) {
+                        None => Vec::new(),
+                        Some(Bson::Array(a)) => a.clone(),
+                        Some(_) => {
+                            return Err(StoreError {
+                                code: 2,
+                                code_name: "BadValue",
+                                message: format!("The field '{path}' must be an array"),
+                            })
+                        }
+                    };
+                    for item in items {
+                        if op == "$push" || !arr.iter().any(|e| equal(e, &item)) {
+                            arr.push(item);
+                        }
+                    }
+                    set_path(doc, path, Bson::Array(arr))?;
+                }
+                "$pull" => {
+                    if let Some(Bson::Array(a)) = get_path(doc, path) {
+                        let mut kept = Vec::with_capacity(a.len());
+                        for e in a {
+                            let remove = match (is_operator_doc(value), e) {
+                                (Some(ops), _) => match_operators(&[e], ops)?,
+                                (None, Bson::Document(ed)) if matches!(value, Bson::Document(_)) => {
+                                    matches(ed, value.as_document().unwrap_or(&Document::new()))?
+                                }
+                                _ => equal(e, value),
+                            };
+                            if !remove {
+                                kept.push(e.clone());
+                            }
+                        }
+                        set_path(doc, path, Bson::Array(kept))?;
+                    }
+                }
+                other => {
+                    return Err(StoreError {
+                        code: 9,
+                        code_name: "FailedToParse",
+                        message: format!("Unknown modifier: {other}"),
+                    })
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The document an upsert starts from: the equality fields of the filter.
+pub(crate) fn upsert_seed(filter: &Document) -> Result<Document, StoreError> {
+    let mut doc = Document::new();
+    for (k, v) in filter {
+        if k.starts_with('$') {
+            continue;
+        }
+        match is_operator_doc(v) {
+            Some(ops) => {
+                if let Some(eq) = ops.get("$eq") {
+                    set_path(&mut doc, k, eq.clone())?;
+                }
+            }
+            None => set_path(&mut doc, k, v.clone())?,
+        }
+    }
+    Ok(doc)
+}
+
+/// Puts an `_id` first in `doc`, generating an ObjectId when absent (as mongod does).
+pub(crate) fn ensure_id(doc: Document) -> Document {
+    if doc.keys().next().is_some_and(|k| k == "_id") {
+        return doc;
+    }
+    let mut out = Document::new();
+    let id = doc.get("_id").cloned().unwrap_or_else(|| Bson::ObjectId(ObjectId::new()));
+    out.insert("_id", id);
+    for (k, v) in doc {
+        if k != "_id" {
+            out.insert(k, v);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn matching_equality_dotted_and_arrays() {
+        let d = doc! {"_id": 1, "a": {"b": 2}, "tags": ["x", "y"], "n": 5};
+        assert!(matches(&d, &doc! {"a.b": 2}).unwrap_or(false));
+        assert!(matches(&d, &doc! {"tags": "y"}).unwrap_or(false));
+        assert!(matches(&d, &doc! {"_id": 1.0}).unwrap_or(false));
+        assert!(!matches(&d, &doc! {"a.b": 3}).unwrap_or(true));
+        assert!(matches(&d, &doc! {"n": {"$gt": 4, "$lte": 5}}).unwrap_or(false));
+        assert!(matches(&d, &doc! {"missing": null}).unwrap_or(false));
+        assert!(matches(&d, &doc! {"$or": [{"n": 1}, {"n": 5}]}).unwrap_or(false));
+        assert!(matches(&d, &doc! {"n": {"$bogus": 1}}).is_err());
+    }
+
+    #[test]
+    fn updates_and_ids() {
+        let mut d = doc! {"_id": 1, "n": 1};
+        apply_update(&mut d, &doc! {"$inc": {"n": 2}, "$set": {"x.y": "z"}, "$unset": {"gone": ""}}, false)
+            .unwrap_or_default();
+        assert_eq!(d, doc! {"_id": 1, "n": 3, "x": {"y": "z"}});
+        let seeded = ensure_id(doc! {"a": 1});
+        assert_eq!(seeded.keys().next().map(String::as_str), Some("_id"));
+        assert_eq!(id_key(&Bson::Int32(1)), id_key(&Bson::Double(1.0)));
+    }
+
+    #[test]
+    fn sorting_on_two_keys() {
+        let mut docs = vec![doc! {"a": 1, "b": 1}, doc! {"a": 2, "b": 0}, doc! {"a": 1, "b": 2}];
+        sort(&mut docs, &doc! {"a": -1, "b": 1}).unwrap_or_default();
+        assert_eq!(docs[0], doc! {"a": 2, "b": 0});
+        assert_eq!(docs[1], doc! {"a": 1, "b": 1});
+    }
+}
