@@ -67,8 +67,12 @@ class Sim:
                 continue
             byte = os.read(self.proc.stdout.fileno(), 1)
             if not byte:
+                try:
+                    status = self.proc.wait(STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    status = "still running, stdout closed"
                 raise RuntimeError(f"mongo-sim {' '.join(self.args)} exited before printing its URI "
-                                   f"(status {self.proc.poll()}); log:\n{self.log_tail()}")
+                                   f"(status {status}); log:\n{self.log_tail()}")
             line += byte
         uri = line.decode().strip()
         if not uri.startswith("mongodb://"):
@@ -83,6 +87,9 @@ class Sim:
             return "(no log)"
 
     def stop(self):
+        """Stops the process (SIGTERM, then SIGKILL) and removes its log; safe to call twice."""
+        if self in PROCS:
+            PROCS.remove(self)
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -96,7 +103,8 @@ class Sim:
             except OSError:
                 pass
         self.log.close()
-        os.unlink(self.log.name)
+        if os.path.exists(self.log.name):
+            os.unlink(self.log.name)
 
 
 def stop_all():
@@ -133,6 +141,13 @@ def hosts_of(uri):
     """The seed list of a mongodb:// URI."""
     rest = uri[len("mongodb://"):]
     return rest.split("/", 1)[0].split("?", 1)[0].split(",")
+
+
+def find_counts(host):
+    """Per-member `find` counts from the simulator's `simCounters` admin command."""
+    with MongoClient(host, directConnection=True, **CLIENT_OPTS) as direct:
+        reply = direct.admin.command("simCounters")
+    return [m.get("commands", {}).get("find", 0) for m in reply["members"]]
 
 
 def wait_until(what, predicate, timeout_s=10.0, interval_s=0.1):
@@ -242,13 +257,20 @@ def check_replica_set(binary):
         wait_until("two secondaries known", lambda: len(client.secondaries) == 2)
         coll = client["sim_check"].get_collection("docs_rs", read_preference=ReadPreference.SECONDARY)
         before = len(log.addresses("find"))
+        counts_before = find_counts(hosts[0])
         coll.find_one({"_id": state["doc"]["_id"]})
+        counts_after = find_counts(hosts[0])
         finds = log.addresses("find")[before:]
         assert len(finds) == 1, f"expected one find, saw {finds}"
         target = finds[0]
         assert target != address(primary) and target in {address(h) for h in hosts}, \
             f"secondary read went to {target}, primary is {primary}"
-        return f"find sent to {target[0]}:{target[1]}"
+        # The simulator's own per-member counters must agree with the driver's events.
+        served = [i for i, (b, a) in enumerate(zip(counts_before, counts_after)) if a != b]
+        member = [address(h) for h in hosts].index(target)
+        assert served == [member] and counts_after[member] - counts_before[member] == 1, \
+            f"simCounters find counts {counts_before} -> {counts_after}, expected +1 on member {member}"
+        return f"find sent to {target[0]}:{target[1]} (member {member}; simCounters agree)"
 
     @scenario(topology, "simStepDown, then the next write succeeds on the new primary")
     def stepdown():

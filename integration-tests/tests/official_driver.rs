@@ -159,7 +159,7 @@ async fn follows_a_stepdown_to_the_new_primary() -> TestResult {
     // The new primary itself says it is primary and holds the write.
     let (direct, _) = connect(&format!("mongodb://{new}/?directConnection=true")).await?;
     let hello = direct.database("admin").run_command(doc! { "hello": 1 }).await?;
-    assert_eq!(hello.get_bool("isWritablePrimary")?, true, "{new}: {hello}");
+    assert!(hello.get_bool("isWritablePrimary")?, "{new}: {hello}");
     let found = direct
         .database("official_driver")
         .collection::<Document>("docs")
