@@ -32,7 +32,7 @@ async fn replica_set_hello_fields() {
     assert_eq!(hosts_of(&h, "hosts"), hosts);
     assert_eq!(h.get_str("primary").ok(), Some(hosts[0].as_str()));
     assert_eq!(h.get_str("me").ok(), Some(hosts[0].as_str()));
-    assert_eq!(h.get_i64("setVersion").ok(), Some(1));
+    assert_eq!(h.get_i32("setVersion").ok(), Some(1));
     assert_eq!(h.get_i32("maxWireVersion").ok(), Some(21));
     assert_eq!(h.get_i32("minWireVersion").ok(), Some(0));
     assert_eq!(h.get_i32("maxBsonObjectSize").ok(), Some(16_777_216));
@@ -271,6 +271,17 @@ async fn compressed_and_malformed_messages() {
     c.send_raw(&bad).await.expect("send");
     assert!(c.closed_within(Duration::from_secs(5)).await);
 
+    // A checksum mismatch: closed without a reply.
+    let mut c = client(&addr).await;
+    let frame = RawClient::msg_frame("admin", doc! {"ping": 1}, OpMsgFlags::CHECKSUM_PRESENT, Vec::new())
+        .expect("frame");
+    let mut bytes = bytes::BytesMut::new();
+    protocol::wire::encode_frame(&frame, &mut bytes, 48_000_000, true).expect("encode");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    c.send_raw(&bytes).await.expect("send");
+    assert!(c.closed_within(Duration::from_secs(5)).await);
+
     // The server still serves new connections.
     assert_eq!(
         client(&addr).await.command("admin", doc! {"ping": 1}).await.expect("ping").get_f64("ok").ok(),
@@ -313,4 +324,47 @@ async fn checksums_and_pipelining() {
     let r = c.command("db", doc! {"count": "c"}).await.expect("count");
     assert_eq!(r.get_i32("n").ok(), Some(1));
     assert!(matches!(r.get("n"), Some(Bson::Int32(1))));
+}
+
+/// Rough capacity check (run with `--release -- --ignored --nocapture`): pipelined pings over
+/// a few connections.
+#[tokio::test]
+#[ignore = "throughput measurement, run manually in release mode"]
+async fn ping_throughput() {
+    // SIM_BENCH_RS=1 measures a replica-set primary ($clusterTime gossip included).
+    let builder = if std::env::var_os("SIM_BENCH_RS").is_some() {
+        Cluster::replica_set(3)
+    } else {
+        Cluster::standalone()
+    };
+    let cluster = builder.start().expect("start");
+    let addr = cluster.hosts()[0].clone();
+    let duration = Duration::from_secs(3);
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let addr = addr.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut c = RawClient::connect(&addr).await.expect("connect");
+            let start = Instant::now();
+            let mut n = 0u64;
+            let ping = RawClient::msg_frame("admin", doc! {"ping": 1}, OpMsgFlags::empty(), Vec::new())
+                .expect("frame");
+            while start.elapsed() < duration {
+                for _ in 0..64 {
+                    c.feed(ping.clone()).await.expect("feed");
+                }
+                c.flush().await.expect("flush");
+                for _ in 0..64 {
+                    c.read_frame().await.expect("reply");
+                }
+                n += 64;
+            }
+            n
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.expect("join");
+    }
+    println!("pings/s: {:.0}", total as f64 / duration.as_secs_f64());
 }

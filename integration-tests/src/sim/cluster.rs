@@ -90,6 +90,8 @@ pub(crate) struct Member {
     /// Bumped by kill: every connection of the previous incarnation closes.
     pub incarnation: watch::Sender<u64>,
     pub listener: Mutex<Option<AbortHandle>>,
+    /// Connections being served (kill waits for them to close).
+    pub live_connections: AtomicUsize,
 }
 
 impl Member {
@@ -106,7 +108,28 @@ impl Member {
             topology: watch::Sender::new(TopologyVersion { process_id: ObjectId::new(), counter: 0 }),
             incarnation: watch::Sender::new(0),
             listener: Mutex::new(None),
+            live_connections: AtomicUsize::new(0),
         }
+    }
+
+    /// Closes the listener and every connection, and waits (bounded) until they are closed, so
+    /// that callers observe a dead member as soon as this returns.
+    pub(crate) fn shut_down(&self) {
+        let listener = self.listener.lock().take();
+        if let Some(l) = &listener {
+            l.abort();
+        }
+        self.incarnation.send_modify(|n| *n += 1);
+        // Tasks are dropped on the runtime's threads; this is only ever a few milliseconds.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            let listener_gone = listener.as_ref().is_none_or(AbortHandle::is_finished);
+            if listener_gone && self.live_connections.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        tracing::warn!(member = self.index, "listener or connections still closing after 2 s");
     }
 
     /// Bumps the topologyVersion counter, waking awaitable hellos.
@@ -165,7 +188,7 @@ pub(crate) struct State {
     pub members: Vec<MemberState>,
     pub term: i64,
     pub primary: Option<usize>,
-    pub set_version: i64,
+    pub set_version: i32,
     pub oplog: Oplog,
     /// Majority commit point (absolute oplog index); never moves back.
     pub commit: u64,
@@ -713,10 +736,7 @@ impl Shared {
             }
             (member, was_primary)
         };
-        if let Some(l) = member.listener.lock().take() {
-            l.abort();
-        }
-        member.incarnation.send_modify(|n| *n += 1);
+        member.shut_down();
         tracing::info!(member = i, "killed");
         if was_primary {
             self.schedule_election(self.election_timeout, None);
@@ -830,10 +850,7 @@ impl Shared {
             st.members[i].alive = false;
         }
         if let Some(m) = self.member(i) {
-            if let Some(l) = m.listener.lock().take() {
-                l.abort();
-            }
-            m.incarnation.send_modify(|n| *n += 1);
+            m.shut_down();
         }
         if was_primary {
             self.schedule_election(Duration::ZERO, None);

@@ -449,3 +449,26 @@ impl Drop for Cluster {
         self.shutdown();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn cluster_is_send_and_sync() {
+        assert_send_sync::<Cluster>();
+    }
+
+    #[test]
+    fn builder_validation() {
+        assert!(Cluster::replica_set(0).start().is_err());
+        assert!(Cluster::replica_set(2).hidden(5).start().is_err());
+        assert!(Cluster::replica_set(2).hidden(0).priority(0, 1.0).start().is_err());
+        assert!(Cluster::replica_set(1).priority(0, 0.0).start().is_err());
+        assert!(Cluster::sharded(1).arbiter(0).start().is_err());
+        assert!(Cluster::replica_set(1).worker_threads(0).start().is_err());
+        assert!(Cluster::replica_set(1).set_name("a/b").start().is_err());
+    }
+}

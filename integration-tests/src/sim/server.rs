@@ -7,8 +7,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, RawDocument, RawDocumentBuf};
+use bson::raw::cstr;
+use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, RawDocument, RawDocumentBuf, Timestamp};
 use futures_util::{FutureExt, SinkExt, StreamExt};
+use parking_lot::Mutex;
 use protocol::wire::{Frame, Message, MessageCodec, OpMsg, OpMsgFlags, OpQuery, OpReply};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::codec::Framed;
@@ -57,14 +59,36 @@ pub(crate) async fn serve(
     if *killed.borrow_and_update() != incarnation || shared.closed.load(Ordering::Relaxed) {
         return;
     }
+    let _live = LiveGuard::new(&member);
     // Small request/reply messages: never wait for Nagle.
     let _ = sock.set_nodelay(true);
     member.counters.connections_opened.fetch_add(1, Ordering::Relaxed);
     let id = shared.next_connection_id.fetch_add(1, Ordering::Relaxed);
-    let mut conn = Connection { shared, member, info: ConnInfo { id, app_name: None, lb } };
+    let mut conn = Connection {
+        shared,
+        member,
+        info: ConnInfo { id, app_name: None, lb },
+        cluster_time_cache: Mutex::new(None),
+    };
     tokio::select! {
         () = conn.run(sock) => {}
         _ = killed.changed() => {}
+    }
+}
+
+/// Counts a connection as live until dropped (after its socket).
+struct LiveGuard(Arc<Member>);
+
+impl LiveGuard {
+    fn new(member: &Arc<Member>) -> Self {
+        member.live_connections.fetch_add(1, Ordering::AcqRel);
+        LiveGuard(Arc::clone(member))
+    }
+}
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        self.0.live_connections.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -86,6 +110,7 @@ struct Connection {
     shared: Arc<Shared>,
     member: Arc<Member>,
     info: ConnInfo,
+    cluster_time_cache: Mutex<Option<(Timestamp, RawDocumentBuf)>>,
 }
 
 fn first_key(body: &RawDocument) -> Option<&str> {
@@ -268,29 +293,35 @@ impl Connection {
         }
     }
 
-    /// Adds `$clusterTime`/`operationTime` (replica sets and mongos) and encodes the reply.
-    fn finish(&self, mut doc: Document) -> Option<RawDocumentBuf> {
-        if self.shared.kind != Kind::Standalone {
-            let ts = self.shared.cluster_time();
-            doc.insert(
-                "$clusterTime",
-                doc! {
-                    "clusterTime": ts,
-                    "signature": {
-                        "hash": Binary { subtype: BinarySubtype::Generic, bytes: vec![0; 20] },
-                        "keyId": 0_i64,
-                    },
-                },
-            );
-            doc.insert("operationTime", ts);
-        }
-        match RawDocumentBuf::try_from(&doc) {
-            Ok(raw) => Some(raw),
+    /// Encodes the reply, adding `$clusterTime`/`operationTime` (replica sets and mongos).
+    fn finish(&self, doc: Document) -> Option<RawDocumentBuf> {
+        let mut raw = match RawDocumentBuf::try_from(&doc) {
+            Ok(raw) => raw,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot encode reply");
-                None
+                return None;
             }
+        };
+        if self.shared.kind != Kind::Standalone {
+            let ts = self.shared.cluster_time();
+            // The gossip document only changes with the cluster time: build it once per value.
+            let mut cache = self.cluster_time_cache.lock();
+            let fresh = cache.as_ref().is_some_and(|(t, _)| *t == ts);
+            if !fresh {
+                let mut ct = RawDocumentBuf::new();
+                ct.append(cstr!("clusterTime"), ts);
+                let mut sig = RawDocumentBuf::new();
+                sig.append(cstr!("hash"), Binary { subtype: BinarySubtype::Generic, bytes: vec![0; 20] });
+                sig.append(cstr!("keyId"), 0_i64);
+                ct.append(cstr!("signature"), sig);
+                *cache = Some((ts, ct));
+            }
+            if let Some((_, ct)) = cache.as_ref() {
+                raw.append(cstr!("$clusterTime"), ct);
+            }
+            raw.append(cstr!("operationTime"), ts);
         }
+        Some(raw)
     }
 
     fn reply_frame(&self, request_id: i32, doc: Document, flags: OpMsgFlags) -> Option<Frame> {

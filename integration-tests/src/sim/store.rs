@@ -180,14 +180,9 @@ impl Store {
 pub(crate) fn lookup<'a>(doc: &'a Document, path: &str) -> Vec<&'a Bson> {
     let mut out = Vec::new();
     let mut parts = path.split('.');
-    match parts.next() {
-        Some(first) => {
-            if let Some(v) = doc.get(first) {
-                let rest: Vec<&str> = parts.collect();
-                lookup_value(v, &rest, &mut out);
-            }
-        }
-        None => {}
+    if let Some(v) = parts.next().and_then(|first| doc.get(first)) {
+        let rest: Vec<&str> = parts.collect();
+        lookup_value(v, &rest, &mut out);
     }
     out
 }

@@ -105,6 +105,14 @@ impl RawClient {
         Ok(Frame::request(msg))
     }
 
+    /// Reads the next frame as is (no document conversion; for benchmarks), within the timeout.
+    pub async fn read_frame(&mut self) -> Result<Frame, RawClientError> {
+        let next = tokio::time::timeout(self.timeout, self.framed.next())
+            .await
+            .map_err(|_| RawClientError::Timeout)?;
+        Ok(next.ok_or(RawClientError::Closed)??)
+    }
+
     /// Reads the next frame, within the timeout.
     pub async fn read(&mut self) -> Result<RawReply, RawClientError> {
         let next = tokio::time::timeout(self.timeout, self.framed.next())
