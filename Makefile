@@ -2,7 +2,7 @@
 CARGO ?= cargo
 SPEC_ROOT ?= integration-tests/spec-tests
 
-.PHONY: help build test spec fmt fmt-check lint demo ci bench-selection
+.PHONY: help build test spec fmt fmt-check lint demo ci bench-selection bench-sim sim sim-check-python
 
 help:
 	@echo "make demo    run the main job (for now: the spec conformance runner over the vendored suites)"
@@ -12,6 +12,9 @@ help:
 	@echo "make fmt     format the code"
 	@echo "make lint    clippy with -D warnings"
 	@echo "make bench-selection  criterion benchmark of server selection (ns per selection)"
+	@echo "make sim     run the cluster simulator: SIM_ARGS='rs --members 3' (default), 'standalone', 'sharded --mongos 2', 'lb --services 2'"
+	@echo "make sim-check-python  check the simulator with PyMongo (venv in .venv-sim; not part of CI)"
+	@echo "make bench-sim  simulator capacity: raw pipelined pings vs the official driver (release)"
 
 build:
 	$(CARGO) build --workspace --all-targets
@@ -30,6 +33,23 @@ fmt-check:
 
 bench-selection:
 	$(CARGO) bench -p mongo-actors-selection --bench selection
+
+# The simulator, as a standalone process that prints its URI first.
+SIM_ARGS ?= rs --members 3
+sim:
+	$(CARGO) run -q -p integration-tests --bin mongo-sim -- $(SIM_ARGS)
+
+# PyMongo against the simulator: an independent official driver as a second opinion.
+VENV_SIM ?= .venv-sim
+SIM_BIN ?= $(or $(CARGO_TARGET_DIR),target)/debug/mongo-sim
+sim-check-python:
+	test -x $(VENV_SIM)/bin/python || python3 -m venv $(VENV_SIM)
+	$(VENV_SIM)/bin/python -m pip install -q pymongo
+	$(CARGO) build -p integration-tests --bin mongo-sim
+	$(VENV_SIM)/bin/python integration-tests/python/sim_check.py --sim $(SIM_BIN)
+
+bench-sim:
+	$(CARGO) bench -p integration-tests --bench sim_capacity
 
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

@@ -1,0 +1,221 @@
+//! Where an end-to-end test runs: on the cluster simulator, or on a real deployment.
+//!
+//! By default a test starts its own simulator [`Cluster`]. When the environment names a real
+//! deployment, the same test runs against it instead:
+//!
+//! | variable | topology |
+//! |---|---|
+//! | [`URI_ENV`] (`MONGODB_URI`) | a replica set; setting it also switches on *real mode* |
+//! | [`SHARDED_URI_ENV`] (`MONGODB_SHARDED_URI`) | a sharded cluster (mongos seeds) |
+//! | [`LB_URI_ENV`] (`MONGODB_LB_URI`) | a load balancer (`loadBalanced=true`) |
+//!
+//! In real mode, a topology with no URI of its own is not started as a simulator either: the
+//! constructors return `Ok(None)` and the test prints why it is skipped. So is a test that needs
+//! simulator-only controls (see [`Deployment::sim_or_skip`]). A real deployment is only ever
+//! reached through the standard commands `hello` and `replSetStepDown`, without credentials or
+//! TLS (see [`crate::wire_client`]); the test's own client uses whatever the URI says.
+
+use std::time::{Duration, Instant};
+
+use bson::{doc, Document};
+
+use crate::sim::{Cluster, ClusterBuilder};
+use crate::wire_client::{self, Error};
+
+/// The replica set to test against instead of the simulator; its presence means real mode.
+pub const URI_ENV: &str = "MONGODB_URI";
+/// A real sharded cluster (mongos seeds) for the sharded tests in real mode.
+pub const SHARDED_URI_ENV: &str = "MONGODB_SHARDED_URI";
+/// A real load-balanced deployment for the load-balanced tests in real mode.
+pub const LB_URI_ENV: &str = "MONGODB_LB_URI";
+
+/// Bound on each helper command against a real deployment.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A deployment under test.
+pub enum Deployment {
+    /// A simulator started for this test; it shuts down when dropped.
+    Sim(Cluster),
+    /// A real deployment, by connection string.
+    Real(String),
+}
+
+/// The non-empty value of environment variable `name`.
+fn env_uri(name: &str) -> Option<String> {
+    std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// Whether the tests run against a real deployment (`MONGODB_URI` is set).
+pub fn real_mode() -> bool {
+    env_uri(URI_ENV).is_some()
+}
+
+/// Prints that `test` is skipped and why, in one recognisable line.
+pub fn print_skip(test: &str, reason: &str) {
+    println!("SKIPPED {test}: {reason}");
+}
+
+impl Deployment {
+    /// `MONGODB_URI` if set, otherwise a simulated replica set `rs0` built by `configure` from
+    /// `Cluster::replica_set(members)`.
+    pub fn replica_set(
+        members: usize,
+        configure: impl FnOnce(ClusterBuilder) -> ClusterBuilder,
+    ) -> Result<Self, Error> {
+        match env_uri(URI_ENV) {
+            Some(uri) => Ok(Deployment::Real(uri)),
+            None => Ok(Deployment::Sim(configure(Cluster::replica_set(members).set_name("rs0")).start()?)),
+        }
+    }
+
+    /// `MONGODB_SHARDED_URI` if set; otherwise a simulated cluster with `mongos` routers, or
+    /// `None` (skip) in real mode.
+    pub fn sharded(mongos: usize) -> Result<Option<Self>, Error> {
+        Self::other_topology(SHARDED_URI_ENV, || Cluster::sharded(mongos))
+    }
+
+    /// `MONGODB_LB_URI` if set; otherwise a simulated load balancer in front of `services`
+    /// mongos, or `None` (skip) in real mode.
+    pub fn load_balanced(services: usize) -> Result<Option<Self>, Error> {
+        Self::other_topology(LB_URI_ENV, || Cluster::load_balanced(services))
+    }
+
+    fn other_topology(env: &str, builder: impl FnOnce() -> ClusterBuilder) -> Result<Option<Self>, Error> {
+        if let Some(uri) = env_uri(env) {
+            return Ok(Some(Deployment::Real(uri)));
+        }
+        if real_mode() {
+            return Ok(None);
+        }
+        Ok(Some(Deployment::Sim(builder().start()?)))
+    }
+
+    /// The connection string a client should use.
+    pub fn uri(&self) -> String {
+        match self {
+            Deployment::Sim(cluster) => cluster.uri(),
+            Deployment::Real(uri) => uri.clone(),
+        }
+    }
+
+    /// The seed list (`host:port`, in URI order).
+    pub fn seeds(&self) -> Vec<String> {
+        match self {
+            Deployment::Sim(cluster) => cluster.hosts(),
+            Deployment::Real(uri) => seeds_of(uri),
+        }
+    }
+
+    /// Whether this is a real deployment.
+    pub fn is_real(&self) -> bool {
+        matches!(self, Deployment::Real(_))
+    }
+
+    /// The simulator, if this is one.
+    pub fn sim(&self) -> Option<&Cluster> {
+        match self {
+            Deployment::Sim(cluster) => Some(cluster),
+            Deployment::Real(_) => None,
+        }
+    }
+
+    /// The simulator, or `None` after printing that `test` is skipped because it needs
+    /// simulator-only controls (`what`).
+    pub fn sim_or_skip(&self, test: &str, what: &str) -> Option<&Cluster> {
+        if self.sim().is_none() {
+            print_skip(test, &format!("needs the simulator ({what}); {URI_ENV} is set"));
+        }
+        self.sim()
+    }
+
+    /// The current primary (`host:port`) as reported by `hello` on the first seed that
+    /// answers. For the simulator this is whatever the member says, not `Cluster::primary`,
+    /// so tests see exactly what a driver sees.
+    pub async fn primary(&self) -> Result<Option<String>, Error> {
+        let mut last_error: Option<Error> = None;
+        for seed in self.seeds() {
+            match wire_client::hello(&seed, COMMAND_TIMEOUT).await {
+                Ok(reply) => return Ok(reply.get_str("primary").ok().map(str::to_owned)),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| "no seeds".into()))
+    }
+
+    /// Makes the primary step down and waits (up to `timeout`) until a *different* member is
+    /// primary; returns `(old, new)`.
+    ///
+    /// Simulator: `Cluster::step_down` with a 1 s gap before the next election. Real
+    /// deployment: `replSetStepDown` on the primary (60 s before it may be re-elected, up to
+    /// 10 s for a secondary to catch up), which a driver sees exactly like a real failover.
+    pub async fn step_down(&self, timeout: Duration) -> Result<(String, String), Error> {
+        let deadline = Instant::now() + timeout;
+        let old = self.primary().await?.ok_or("no primary to step down")?;
+        match self {
+            Deployment::Sim(cluster) => cluster.try_step_down(Duration::from_secs(1))?,
+            Deployment::Real(_) => {
+                let reply = wire_client::run_command(
+                    &old,
+                    "admin",
+                    doc! { "replSetStepDown": 60, "secondaryCatchUpPeriodSecs": 10 },
+                    COMMAND_TIMEOUT,
+                )
+                .await;
+                // Servers before 4.2 close every connection on stepdown, losing the reply: the
+                // wait below tells whether it worked.
+                if let Ok(reply) = reply {
+                    check_ok(&reply, "replSetStepDown")?;
+                }
+            }
+        }
+        loop {
+            if let Ok(Some(new)) = self.primary().await {
+                if new != old {
+                    return Ok((old, new));
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("no new primary within {timeout:?} after {old} stepped down").into());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// Fails unless `reply` has `ok: 1`.
+fn check_ok(reply: &Document, what: &str) -> Result<(), Error> {
+    let ok = match reply.get("ok") {
+        Some(bson::Bson::Double(v)) => *v == 1.0,
+        Some(bson::Bson::Int32(v)) => *v == 1,
+        Some(bson::Bson::Int64(v)) => *v == 1,
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{what} failed: {reply}").into())
+    }
+}
+
+/// The seed list of a `mongodb://` connection string (credentials and options dropped).
+pub fn seeds_of(uri: &str) -> Vec<String> {
+    let rest = uri.strip_prefix("mongodb://").unwrap_or(uri);
+    let hosts = rest.split(['/', '?']).next().unwrap_or("");
+    let hosts = hosts.rsplit_once('@').map_or(hosts, |(_, h)| h);
+    hosts.split(',').filter(|h| !h.is_empty()).map(str::to_owned).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_are_parsed_without_credentials_or_options() {
+        assert_eq!(
+            seeds_of("mongodb://u:p@localhost:27017,localhost:27018/db?replicaSet=rs0"),
+            vec!["localhost:27017", "localhost:27018"]
+        );
+        assert_eq!(seeds_of("mongodb://127.0.0.1:5/?loadBalanced=true"), vec!["127.0.0.1:5"]);
+        assert_eq!(seeds_of("mongodb://h:1"), vec!["h:1"]);
+    }
+}
