@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 
 use bson::doc;
 use futures_util::{SinkExt, StreamExt};
+use integration_tests::raw_client::RawClient;
 use integration_tests::sim::Cluster;
-use integration_tests::wire_client::{op_msg, RawConnection};
 use mongodb::options::ClientOptions;
-use protocol::wire::{Frame, Message};
+use protocol::wire::{Frame, Message, OpMsg};
 
 const RAW_CONNECTIONS: usize = 8;
 const RAW_IN_FLIGHT: usize = 32;
@@ -66,11 +66,12 @@ async fn raw_ops(address: &str, timing: Timing) -> f64 {
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();
     for _ in 0..RAW_CONNECTIONS {
-        let conn = RawConnection::connect(address, Duration::from_secs(5)).await.expect("connect");
+        let conn = RawClient::connect_with_timeout(address, Duration::from_secs(5)).await.expect("connect");
         let (count, stop) = (count.clone(), stop.clone());
         workers.push(async move {
             let mut framed = conn.into_framed();
-            let ping = op_msg("admin", doc! { "ping": 1 }).map_err(|e| e.to_string())?;
+            let ping =
+                OpMsg::from_document(&doc! { "ping": 1, "$db": "admin" }).map_err(|e| e.to_string())?;
             for _ in 0..RAW_IN_FLIGHT {
                 framed.feed(Frame::request(ping.clone())).await.map_err(|e| e.to_string())?;
             }

@@ -13,14 +13,17 @@
 //! constructors return `Ok(None)` and the test prints why it is skipped. So is a test that needs
 //! simulator-only controls (see [`Deployment::sim_or_skip`]). A real deployment is only ever
 //! reached through the standard commands `hello` and `replSetStepDown`, without credentials or
-//! TLS (see [`crate::wire_client`]); the test's own client uses whatever the URI says.
+//! TLS (see [`crate::raw_client`]); the test's own client uses whatever the URI says.
 
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
 
+use crate::raw_client;
 use crate::sim::{Cluster, ClusterBuilder};
-use crate::wire_client::{self, Error};
+
+/// Errors of the deployment helpers.
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// The replica set to test against instead of the simulator; its presence means real mode.
 pub const URI_ENV: &str = "MONGODB_URI";
@@ -134,9 +137,9 @@ impl Deployment {
     pub async fn primary(&self) -> Result<Option<String>, Error> {
         let mut last_error: Option<Error> = None;
         for seed in self.seeds() {
-            match wire_client::hello(&seed, COMMAND_TIMEOUT).await {
+            match raw_client::hello(&seed, COMMAND_TIMEOUT).await {
                 Ok(reply) => return Ok(reply.get_str("primary").ok().map(str::to_owned)),
-                Err(e) => last_error = Some(e),
+                Err(e) => last_error = Some(e.into()),
             }
         }
         Err(last_error.unwrap_or_else(|| "no seeds".into()))
@@ -154,7 +157,7 @@ impl Deployment {
         match self {
             Deployment::Sim(cluster) => cluster.try_step_down(Duration::from_secs(1))?,
             Deployment::Real(_) => {
-                let reply = wire_client::run_command(
+                let reply = raw_client::run_command(
                     &old,
                     "admin",
                     doc! { "replSetStepDown": 60, "secondaryCatchUpPeriodSecs": 10 },

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bson::{doc, oid::ObjectId, Document};
 use integration_tests::deployment::{print_skip, Deployment};
-use integration_tests::wire_client;
+use integration_tests::raw_client;
 use mongodb::event::command::CommandEvent;
 use mongodb::event::EventHandler;
 use mongodb::options::{ClientOptions, ReadPreference, SelectionCriteria};
@@ -83,7 +83,7 @@ async fn describe(
     deployment: &Deployment,
 ) -> Result<(String, String, Vec<String>), Box<dyn std::error::Error + Send + Sync>> {
     let seed = deployment.seeds().into_iter().next().ok_or("no seeds")?;
-    let hello = wire_client::hello(&seed, HELLO_TIMEOUT).await?;
+    let hello = raw_client::hello(&seed, HELLO_TIMEOUT).await?;
     let set_name = hello.get_str("setName")?.to_owned();
     let primary = hello.get_str("primary")?.to_owned();
     let hosts = hello.get_array("hosts")?.iter().filter_map(|h| h.as_str().map(str::to_owned)).collect();

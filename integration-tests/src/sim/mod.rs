@@ -27,7 +27,7 @@ mod lb;
 mod repl;
 mod server;
 mod store;
-pub mod testing;
+pub use crate::raw_client as testing;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

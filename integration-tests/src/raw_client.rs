@@ -1,5 +1,7 @@
 //! A tiny raw client on [`protocol::wire`] for testing the simulator (and anything else that
-//! speaks the wire protocol) without a driver.
+//! speaks the wire protocol) without a driver: one unauthenticated, non-TLS connection, no
+//! pooling, retries or SDAM. Tests use it to poke the simulator, test helpers to ask a real
+//! deployment for `hello` or `replSetStepDown`, and the capacity benchmark to pipeline pings.
 
 use std::time::Duration;
 
@@ -31,6 +33,23 @@ pub enum RawClientError {
     Timeout,
 }
 
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connects to `addr`, runs one command against `db` and closes the connection.
+pub async fn run_command(
+    addr: &str,
+    db: &str,
+    cmd: Document,
+    timeout: Duration,
+) -> Result<Document, RawClientError> {
+    RawClient::connect_with_timeout(addr, timeout).await?.command(db, cmd).await
+}
+
+/// The `hello` reply of the server at `addr`.
+pub async fn hello(addr: &str, timeout: Duration) -> Result<Document, RawClientError> {
+    run_command(addr, "admin", doc! { "hello": 1 }, timeout).await
+}
+
 /// A reply read from the server.
 #[derive(Clone, Debug)]
 pub struct RawReply {
@@ -54,11 +73,25 @@ pub struct RawClient {
 }
 
 impl RawClient {
-    /// Connects to `addr` ("127.0.0.1:port"). Replies are awaited for at most 10 s by default.
+    /// Connects to `addr` ("127.0.0.1:port"). Connecting and each reply are awaited for at most
+    /// 10 s by default.
     pub async fn connect(addr: &str) -> Result<Self, RawClientError> {
-        let sock = TcpStream::connect(addr).await?;
+        Self::connect_with_timeout(addr, DEFAULT_TIMEOUT).await
+    }
+
+    /// Connects to `addr`; connecting and every later reply are bounded by `timeout`.
+    pub async fn connect_with_timeout(addr: &str, timeout: Duration) -> Result<Self, RawClientError> {
+        let sock = tokio::time::timeout(timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| RawClientError::Timeout)??;
+        // Requests are small and latency-bound: do not let Nagle hold them back.
         sock.set_nodelay(true)?;
-        Ok(RawClient { framed: Framed::new(sock, MessageCodec::new()), timeout: Duration::from_secs(10) })
+        Ok(RawClient { framed: Framed::new(sock, MessageCodec::new()), timeout })
+    }
+
+    /// Hands over the framed stream, e.g. to pipeline requests without this wrapper.
+    pub fn into_framed(self) -> Framed<TcpStream, MessageCodec> {
+        self.framed
     }
 
     /// Changes how long reads wait for a reply.
