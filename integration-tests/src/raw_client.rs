@@ -190,22 +190,18 @@ impl RawClient {
         sequences: Vec<DocumentSequence>,
     ) -> Result<RawReply, RawClientError> {
         let frame = Self::msg_frame(db, cmd, flags, sequences)?;
-        let id = frame.request_id;
-        self.send(frame).await?;
-        let reply = self.read().await?;
-        if reply.response_to != id {
-            return Err(RawClientError::Unexpected(format!(
-                "responseTo {} for request {id}",
-                reply.response_to
-            )));
-        }
-        Ok(reply)
+        self.round_trip(frame).await
     }
 
     /// Sends a legacy OP_QUERY command on `db.$cmd` (e.g. `{isMaster: 1}`) and returns the
     /// OP_REPLY's document.
     pub async fn legacy_command(&mut self, db: &str, cmd: Document) -> Result<RawReply, RawClientError> {
         let frame = Frame::request(OpQuery::command(db, &cmd)?);
+        self.round_trip(frame).await
+    }
+
+    /// Sends `frame` and reads the reply, which must answer it.
+    async fn round_trip(&mut self, frame: Frame) -> Result<RawReply, RawClientError> {
         let id = frame.request_id;
         self.send(frame).await?;
         let reply = self.read().await?;
