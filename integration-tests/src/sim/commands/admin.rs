@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use bson::{doc, Bson, Document};
+use bson::{doc, Document};
 
-use super::{CmdError, Ctx};
+use super::{number, CmdError, Ctx};
 use crate::sim::cluster::Kind;
 use crate::sim::SimError;
 
@@ -36,15 +36,6 @@ pub(crate) fn handles(name: &str) -> bool {
 
 fn sim_err(e: SimError) -> CmdError {
     CmdError::new(2, "BadValue", e.to_string())
-}
-
-fn number(v: Option<&Bson>) -> Option<i64> {
-    match v? {
-        Bson::Int32(i) => Some(i64::from(*i)),
-        Bson::Int64(i) => Some(*i),
-        Bson::Double(d) => Some(*d as i64),
-        _ => None,
-    }
 }
 
 fn index(cmd: &Document, name: &str) -> Result<usize, CmdError> {

@@ -5,7 +5,7 @@ use bson::{doc, Bson, Document};
 
 use super::cursor;
 use super::txn::{self, TxnArgs};
-use super::{check_role, wait_write_concern, Access, CmdError, Ctx, PendingWrite, WriteConcern};
+use super::{check_role, number, wait_write_concern, Access, CmdError, Ctx, PendingWrite, WriteConcern};
 use crate::sim::cluster::{Kind, Shared, State};
 use crate::sim::repl::{Op, Ops};
 use crate::sim::store::{self, id_key, Store};
@@ -152,15 +152,6 @@ fn seq_or_array(ctx: &Ctx<'_>, cmd: &Document, key: &str) -> Result<Vec<Document
             })
             .collect(),
         _ => Err(CmdError::bad(format!("BSON field '{key}' is missing but a required field"))),
-    }
-}
-
-fn number(v: Option<&Bson>) -> Option<i64> {
-    match v? {
-        Bson::Int32(i) => Some(i64::from(*i)),
-        Bson::Int64(i) => Some(*i),
-        Bson::Double(d) => Some(*d as i64),
-        _ => None,
     }
 }
 
@@ -374,12 +365,7 @@ fn insert(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
             }
         }
     }
-    let mut reply = doc! {"n": i32_of(n)};
-    if !write_errors.is_empty() {
-        reply.insert("writeErrors", write_errors);
-    }
-    reply.insert("ok", 1.0);
-    Ok(Exec::Reply(reply))
+    Ok(Exec::Reply(write_reply(n, write_errors)))
 }
 
 fn find(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> {
@@ -638,12 +624,7 @@ fn delete(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
             }
         }
     }
-    let mut reply = doc! {"n": i32_of(n)};
-    if !write_errors.is_empty() {
-        reply.insert("writeErrors", write_errors);
-    }
-    reply.insert("ok", 1.0);
-    Ok(Exec::Reply(reply))
+    Ok(Exec::Reply(write_reply(n, write_errors)))
 }
 
 fn find_and_modify(db: &str, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Result<Exec, CmdError> {
@@ -942,4 +923,14 @@ fn group(docs: Vec<Document>, spec: &Document) -> Result<Vec<Document>, CmdError
             out
         })
         .collect())
+}
+
+/// `{n, writeErrors?, ok: 1}`: the reply shape insert and delete share.
+fn write_reply(n: usize, write_errors: Vec<Document>) -> Document {
+    let mut reply = doc! {"n": i32_of(n)};
+    if !write_errors.is_empty() {
+        reply.insert("writeErrors", write_errors);
+    }
+    reply.insert("ok", 1.0);
+    reply
 }
