@@ -2,6 +2,8 @@
 //! and helpers for end-to-end tests ([`deployment`] picks the simulator or a real deployment;
 //! [`raw_client`] is a minimal raw wire-protocol client).
 
+#![warn(missing_docs)]
+
 pub mod deployment;
 pub mod raw_client;
 pub mod sim;
