@@ -1,1 +1,12 @@
-//! Filled in by a later issue.
+//! Connections to MongoDB servers and the CMAP connection pool.
+//!
+//! - [`connection`]: one connection: TCP (connectTimeoutMS, TCP_NODELAY, keepalive), TLS via
+//!   tokio-rustls, the `hello` handshake, SCRAM authentication, and round trips that carry one
+//!   deadline.
+//! - [`cmap`]: the connection pool of the CMAP spec, generic over an [`cmap::Establisher`] so
+//!   that it runs offline with mock connections.
+#![warn(missing_docs)]
+
+pub mod error;
+
+pub use error::{Error, Phase, Result};
