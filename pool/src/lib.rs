@@ -10,3 +10,5 @@
 pub mod error;
 
 pub use error::{Error, Phase, Result};
+pub mod cmap;
+pub mod connection;

@@ -1,0 +1,5 @@
+//! The CMAP connection pool.
+
+pub mod establish;
+
+pub use establish::{EstablishRequest, Established, Establisher, PoolConnection};

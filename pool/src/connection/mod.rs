@@ -1,0 +1,1 @@
+//! One connection to a server (filled in next).
