@@ -454,7 +454,8 @@ fn pack_ts(ts: Timestamp) -> u64 {
 }
 
 impl Shared {
-    /// Creates the shared state for `options.len()` members (listeners are started separately).
+    /// Creates the shared state for `options.len()` members (listeners are started separately;
+    /// `security` is set by the caller before sharing).
     pub(crate) fn new(
         kind: Kind,
         set_name: String,
@@ -463,7 +464,6 @@ impl Shared {
         base_port: u16,
         handle: Handle,
         options: &[MemberOptions],
-        security: Security,
     ) -> Self {
         let oplog = Oplog::new(0);
         let ts = oplog.last_ts();
@@ -481,7 +481,7 @@ impl Shared {
             txns: HashMap::new(),
         };
         Shared {
-            security,
+            security: Security::default(),
             kind,
             set_name,
             lag,

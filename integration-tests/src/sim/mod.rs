@@ -345,7 +345,7 @@ impl ClusterBuilder {
             .enable_all()
             .build()
             .map_err(SimError::Io)?;
-        let shared = Arc::new(Shared::new(
+        let mut shared = Shared::new(
             self.kind,
             self.set_name,
             self.lag,
@@ -353,8 +353,9 @@ impl ClusterBuilder {
             self.port,
             runtime.handle().clone(),
             &self.members,
-            security,
-        ));
+        );
+        shared.security = security;
+        let shared = Arc::new(shared);
         shared.start()?;
         tracing::info!(uri = %shared.uri(), "simulated cluster started");
         Ok(Cluster { shared, runtime: Mutex::new(Some(runtime)) })
