@@ -10,6 +10,9 @@ line of its stdout, runs the scenarios below with PyMongo, and prints PASS/FAIL 
               followed by a write that succeeds on the new primary
   sharded     ping, insert and find through mongos
   lb          ping, insert and find with `loadBalanced=true`
+  secure      a 2-member set over TLS (generated certificates, `tlsCAFile`) with users:
+              unauthenticated insert fails with 13 Unauthorized; SCRAM-SHA-256, SCRAM-SHA-1 and
+              negotiated authentication work; a wrong password fails with 18
 
 Every wait is bounded, every simulator process is killed on exit (even on failure or Ctrl-C),
 and the exit status is non-zero if any scenario failed. Run it with `make sim-check-python`.
@@ -29,7 +32,7 @@ import uuid
 
 from bson import ObjectId
 from pymongo import MongoClient, ReadPreference, monitoring
-from pymongo.errors import PyMongoError
+from pymongo.errors import OperationFailure, PyMongoError
 
 # Short timeouts keep a broken simulator from hanging the run; heartbeats at the 500 ms minimum
 # make topology changes (stepdown) visible quickly.
@@ -307,12 +310,69 @@ def check_replica_set(binary):
         sim.stop()
 
 
+def check_secure(binary):
+    topology = "secure"
+    try:
+        sim = Sim(binary, ["rs", "--members", "2", "--tls-test-certs", "--user", "ann:s3cret",
+                           "--user", "bob:pa ss"])
+    except Exception as e:
+        RESULTS.append((topology, "start", False, str(e)))
+        print(f"FAIL  {topology:<10} start: {e}", flush=True)
+        return
+
+    def with_user(user, password, extra=""):
+        from urllib.parse import quote_plus
+        uri = sim.uri.replace("mongodb://", f"mongodb://{quote_plus(user)}:{quote_plus(password)}@", 1)
+        return uri + extra
+
+    @scenario(topology, "TLS without credentials: ping works, insert is Unauthorized")
+    def unauthenticated():
+        assert "tls=true" in sim.uri and "tlsCAFile=" in sim.uri, sim.uri
+        with MongoClient(sim.uri, **CLIENT_OPTS) as client:
+            assert client.admin.command("ping").get("ok") == 1
+            try:
+                client["sim_check"]["secure"].insert_one({"x": 1})
+            except OperationFailure as e:
+                assert e.code == 13, f"code {e.code}: {e}"
+                return f"code {e.code}: {e.details.get('errmsg')}"
+            raise AssertionError("unauthenticated insert succeeded")
+
+    @scenario(topology, "SCRAM-SHA-256, SCRAM-SHA-1 and negotiated auth over TLS")
+    def authenticated():
+        for user, password, mech in [("ann", "s3cret", "SCRAM-SHA-256"), ("ann", "s3cret", "SCRAM-SHA-1"),
+                                     ("bob", "pa ss", None)]:
+            extra = f"&authMechanism={mech}" if mech else ""
+            with MongoClient(with_user(user, password, extra), **CLIENT_OPTS) as client:
+                insert_find(client, "secure")
+                status = client.admin.command("connectionStatus")
+                users = status["authInfo"]["authenticatedUsers"]
+                assert users == [{"user": user, "db": "admin"}], f"{mech}: {status}"
+        return "3 logins"
+
+    @scenario(topology, "wrong password fails with AuthenticationFailed")
+    def wrong_password():
+        with MongoClient(with_user("ann", "nope"), **CLIENT_OPTS) as client:
+            try:
+                client.admin.command("ping")
+            except OperationFailure as e:
+                assert e.code == 18, f"code {e.code}: {e}"
+                return f"code {e.code}: {e.details.get('errmsg')}"
+            raise AssertionError("ping with a wrong password succeeded")
+
+    try:
+        unauthenticated()
+        authenticated()
+        wrong_password()
+    finally:
+        sim.stop()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_bin = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "target",
                                "debug", "mongo-sim")
     parser.add_argument("--sim", default=default_bin, help="path to the mongo-sim binary")
-    parser.add_argument("--only", choices=["standalone", "rs", "sharded", "lb"], action="append",
+    parser.add_argument("--only", choices=["standalone", "rs", "sharded", "lb", "secure"], action="append",
                         help="run only these topologies (repeatable)")
     opts = parser.parse_args()
     if not os.access(opts.sim, os.X_OK):
@@ -324,7 +384,7 @@ def main():
 
     import pymongo
     print(f"sim_check: PyMongo {pymongo.version}, simulator {opts.sim}", flush=True)
-    selected = opts.only or ["standalone", "rs", "sharded", "lb"]
+    selected = opts.only or ["standalone", "rs", "sharded", "lb", "secure"]
     if "standalone" in selected:
         check_simple("standalone", opts.sim, ["standalone"])
     if "rs" in selected:
@@ -333,6 +393,8 @@ def main():
         check_simple("sharded", opts.sim, ["sharded", "--mongos", "2"])
     if "lb" in selected:
         check_simple("lb", opts.sim, ["lb", "--services", "2"])
+    if "secure" in selected:
+        check_secure(opts.sim)
     stop_all()
 
     passed = sum(1 for r in RESULTS if r[2])

@@ -7,6 +7,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use integration_tests::sim::testing::TestCerts;
 use integration_tests::sim::{Cluster, ClusterBuilder, SimTls};
 
 #[derive(Parser, Debug)]
@@ -30,6 +31,10 @@ struct Cli {
     /// Require client certificates signed by the CAs in this PEM file.
     #[arg(long, global = true, requires = "tls_cert")]
     tls_ca: Option<std::path::PathBuf>,
+    /// Serve TLS with freshly generated test certificates (kept until exit); the printed URI
+    /// then names the CA file (`tlsCAFile=...`).
+    #[arg(long, global = true, conflicts_with = "tls_cert")]
+    tls_test_certs: bool,
     /// Require authentication, with user NAME:PASSWORD in `admin` (SCRAM-SHA-1 and
     /// SCRAM-SHA-256; repeatable).
     #[arg(long = "user", global = true, value_name = "NAME:PASSWORD")]
@@ -76,9 +81,19 @@ fn read(path: &std::path::Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
-/// TLS and users from the command line.
-fn security(cli: &Cli, mut b: ClusterBuilder) -> Result<ClusterBuilder, String> {
-    if let (Some(cert), Some(key)) = (&cli.tls_cert, &cli.tls_key) {
+/// TLS and users from the command line (and the generated certificates, to keep alive).
+fn security(cli: &Cli, mut b: ClusterBuilder) -> Result<(ClusterBuilder, Option<TestCerts>), String> {
+    let mut generated = None;
+    if cli.tls_test_certs {
+        let certs = TestCerts::try_generate().map_err(|e| e.to_string())?;
+        tracing::info!(
+            ca = %certs.ca_file().display(),
+            client_cert_key = %certs.client_cert_key_file().display(),
+            "generated test certificates"
+        );
+        b = b.tls(certs.sim_tls());
+        generated = Some(certs);
+    } else if let (Some(cert), Some(key)) = (&cli.tls_cert, &cli.tls_key) {
         let client_ca_pem = cli.tls_ca.as_deref().map(read).transpose()?;
         b = b.tls(SimTls { cert_chain_pem: read(cert)?, key_pem: read(key)?, client_ca_pem });
     }
@@ -87,7 +102,7 @@ fn security(cli: &Cli, mut b: ClusterBuilder) -> Result<ClusterBuilder, String> 
             u.split_once(':').ok_or_else(|| format!("--user {u:?}: expected NAME:PASSWORD"))?;
         b = b.user(name, password);
     }
-    Ok(b)
+    Ok((b, generated))
 }
 
 fn builder(cli: &Cli) -> ClusterBuilder {
@@ -121,10 +136,11 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
-    let cluster = match security(&cli, builder(&cli))
-        .map_err(|e| e.to_string())
-        .and_then(|b| b.start().map_err(|e| e.to_string()))
-    {
+    let started = security(&cli, builder(&cli)).and_then(|(b, certs)| match b.start() {
+        Ok(c) => Ok((c, certs)),
+        Err(e) => Err(e.to_string()),
+    });
+    let (cluster, certs) = match started {
         Ok(c) => c,
         Err(e) => {
             eprintln!("mongo-sim: {e}");
@@ -133,7 +149,11 @@ fn main() -> ExitCode {
     };
     {
         let mut out = std::io::stdout().lock();
-        if writeln!(out, "{}", cluster.uri()).and_then(|()| out.flush()).is_err() {
+        let uri = match &certs {
+            Some(c) => format!("{}&tlsCAFile={}", cluster.uri(), c.ca_file().display()),
+            None => cluster.uri(),
+        };
+        if writeln!(out, "{uri}").and_then(|()| out.flush()).is_err() {
             return ExitCode::FAILURE;
         }
     }
@@ -185,5 +205,6 @@ fn main() -> ExitCode {
     let reason = rx.recv().unwrap_or("control channel closed");
     tracing::info!(reason, "shutting down");
     cluster.shutdown();
+    drop(certs);
     ExitCode::SUCCESS
 }
