@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bson::{doc, oid::ObjectId, Bson, Document};
+use bson::{doc, oid::ObjectId, spec::BinarySubtype, Binary, Bson, Document};
 use integration_tests::sim::testing::{RawClient, TestCerts};
 use integration_tests::sim::{Cluster, SimError, SimTls};
 use mongodb::error::ErrorKind;
@@ -203,6 +203,27 @@ async fn mechanism_negotiation_picks_what_the_user_has() -> TestResult {
     );
     let hello = raw.command("admin", doc! {"hello": 1, "saslSupportedMechs": "admin.nobody"}).await?;
     assert!(!hello.contains_key("saslSupportedMechs"), "{hello}");
+
+    // speculativeAuthenticate answers with the saslStart reply, without `ok`...
+    let speculative = |user: &str, mechanism: &str| {
+        doc! {"hello": 1, "speculativeAuthenticate": {
+            "saslStart": 1, "mechanism": mechanism, "db": "admin",
+            "payload": Binary { subtype: BinarySubtype::Generic, bytes: format!("n,,n={user},r=abc").into_bytes() },
+        }}
+    };
+    let hello = raw.command("admin", speculative("both", "SCRAM-SHA-256")).await?;
+    let reply = hello.get_document("speculativeAuthenticate")?;
+    assert_eq!(reply.get_i32("conversationId")?, 1);
+    assert!(!reply.get_bool("done")?);
+    assert!(!reply.contains_key("ok"));
+    let server_first = String::from_utf8(reply.get_binary_generic("payload")?.clone())?;
+    assert!(server_first.starts_with("r=abc") && server_first.ends_with(",i=15000"), "{server_first}");
+    // ...and leaves the field out when that conversation cannot start.
+    for (user, mechanism) in [("old", "SCRAM-SHA-256"), ("nobody", "SCRAM-SHA-1")] {
+        let hello = raw.command("admin", speculative(user, mechanism)).await?;
+        assert!(!hello.contains_key("speculativeAuthenticate"), "{user}: {hello}");
+        assert_eq!(hello.get_f64("ok")?, 1.0);
+    }
     Ok(())
 }
 
