@@ -22,7 +22,9 @@ fn closed_reason(r: ConnectionClosedReason) -> &'static str {
 fn failed_reason(r: CheckOutFailedReason) -> &'static str {
     match r {
         CheckOutFailedReason::Timeout => "Wait queue timeout elapsed without a connection becoming available",
-        CheckOutFailedReason::ConnectionError => "An error occurred while trying to establish a new connection",
+        CheckOutFailedReason::ConnectionError => {
+            "An error occurred while trying to establish a new connection"
+        }
         CheckOutFailedReason::PoolClosed => "Connection pool was closed",
     }
 }

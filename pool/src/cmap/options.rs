@@ -290,7 +290,11 @@ mod tests {
 
     #[test]
     fn serde_keeps_only_given_options() {
-        let o = PoolOptions::builder().max_pool_size(3).wait_queue_timeout(Duration::from_millis(50)).build().unwrap();
+        let o = PoolOptions::builder()
+            .max_pool_size(3)
+            .wait_queue_timeout(Duration::from_millis(50))
+            .build()
+            .unwrap();
         let json = serde_json::to_value(&o).unwrap();
         assert_eq!(json, serde_json::json!({"maxPoolSize": 3, "waitQueueTimeoutMS": 50}));
         let back: PoolOptions = serde_json::from_value(json).unwrap();

@@ -152,9 +152,9 @@ impl<C: PoolConnection> State<C> {
 
     fn is_stale(&self, meta: &ConnMeta) -> bool {
         meta.generation != self.generation
-            || meta.service_id.is_some_and(|s| {
-                self.services.get(&s).map(|g| g.generation) != Some(meta.service_generation)
-            })
+            || meta
+                .service_id
+                .is_some_and(|s| self.services.get(&s).map(|g| g.generation) != Some(meta.service_generation))
     }
 }
 
@@ -272,7 +272,8 @@ impl<E: Establisher> Inner<E> {
         let id = st.next_connection_id;
         let cancel = CancellationToken::new();
         let generation = st.generation;
-        st.pending.insert(id, Pending { generation, cancel: cancel.clone(), created: Instant::now(), waiter });
+        st.pending
+            .insert(id, Pending { generation, cancel: cancel.clone(), created: Instant::now(), waiter });
         self.emit(CmapEvent::ConnectionCreated { address: self.address.clone(), connection_id: id });
         let request = EstablishRequest { address: self.address.clone(), id, generation, deadline, cancel };
         let inner = Arc::clone(self);
@@ -799,14 +800,23 @@ impl<E: Establisher> Clone for Pool<E> {
 
 impl<E: Establisher> std::fmt::Debug for Pool<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pool").field("address", &self.handle.inner.address).field("stats", &self.stats()).finish()
+        f.debug_struct("Pool")
+            .field("address", &self.handle.inner.address)
+            .field("stats", &self.stats())
+            .finish()
     }
 }
 
 impl<E: Establisher> Pool<E> {
     /// A builder for a pool to `address` that opens connections with `establisher`.
     pub fn builder(address: ServerAddress, establisher: E) -> PoolBuilder<E> {
-        PoolBuilder { address, establisher, options: PoolOptions::default(), handler: None, background_error: None }
+        PoolBuilder {
+            address,
+            establisher,
+            options: PoolOptions::default(),
+            handler: None,
+            background_error: None,
+        }
     }
 
     fn inner(&self) -> &Arc<Inner<E>> {
