@@ -141,3 +141,68 @@ pub(crate) fn log_event(event: &CmapEvent) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use protocol::address::ServerAddress;
+
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn logged(event: &CmapEvent) -> String {
+        let buf = Buf::default();
+        let writer = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .without_time()
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || log_event(event));
+        let bytes = buf.0.lock().map(|b| b.clone()).unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    #[test]
+    fn messages_and_fields_follow_the_spec() {
+        let address = ServerAddress::tcp("db.example", 27018);
+        let line = logged(&CmapEvent::ConnectionClosed {
+            address: address.clone(),
+            connection_id: 7,
+            reason: ConnectionClosedReason::Idle,
+            error: None,
+        });
+        assert!(line.contains("DEBUG mongo_actors::connection: Connection closed"), "{line}");
+        assert!(line.contains("serverHost=\"db.example\" serverPort=27018 driverConnectionId=7"), "{line}");
+        assert!(line.contains(
+            "reason=\"Connection has been available but unused for longer than the configured max idle time\""
+        ));
+        let line = logged(&CmapEvent::CheckOutFailed {
+            address,
+            reason: CheckOutFailedReason::Timeout,
+            error: None,
+            duration: Duration::from_millis(5),
+        });
+        assert!(line.contains("Connection checkout failed"), "{line}");
+        assert!(
+            line.contains("reason=\"Wait queue timeout elapsed without a connection becoming available\"")
+        );
+        assert!(line.contains("durationMS=5.0"), "{line}");
+    }
+}
