@@ -411,3 +411,16 @@ fn crossbeam_sender_is_a_handler() {
     handler.handle(&CmapEvent::PoolReady { address: ServerAddress::tcp("db", 1) });
     assert_eq!(rx.try_recv().map(|e| e.name()).ok(), Some("ConnectionPoolReady"));
 }
+
+#[tokio::test]
+async fn pool_and_checkout_future_are_send() {
+    fn assert_send<T: Send>(t: T) -> T {
+        t
+    }
+    fn assert_sync<T: Sync>(_: &T) {}
+    let (pool, _, _) = pool(Mock::default(), PoolOptions::default());
+    assert_sync(&pool);
+    pool.ready();
+    let conn = assert_send(pool.check_out(None, CheckoutPurpose::Other)).await.unwrap();
+    assert_eq!(conn.id(), 1);
+}
