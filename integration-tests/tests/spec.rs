@@ -60,3 +60,7 @@ fn in_window() {
 fn max_staleness() {
     check("max-staleness");
 }
+#[test]
+fn cmap() {
+    check("cmap");
+}

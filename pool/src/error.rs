@@ -151,7 +151,7 @@ pub enum Error {
         service_id: Option<ObjectId>,
     },
     /// The pool is closed.
-    #[error("connection pool for {address} is closed")]
+    #[error("attempted to check out a connection from closed connection pool for {address}")]
     PoolClosed {
         /// The server.
         address: ServerAddress,

@@ -4,6 +4,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
+pub mod cmap;
 pub mod rtt;
 pub mod sdam;
 pub mod selection;
@@ -56,6 +57,11 @@ pub fn suites() -> Vec<Suite> {
             run_file: selection::run_in_window_file,
         },
         Suite { name: "max-staleness", dir: "max-staleness/tests", run_file: selection::run_logic_file },
+        Suite {
+            name: "cmap",
+            dir: "connection-monitoring-and-pooling/tests/cmap-format",
+            run_file: cmap::run_file,
+        },
     ]
 }
 

@@ -1,0 +1,973 @@
+//! The pool: a state machine behind one `parking_lot` mutex.
+//!
+//! Every state change and the event it emits happen under the lock, so subscribers see
+//! events in a consistent order. Checking out an idle connection is a lock and a pop.
+//! Waiters queue in FIFO order; only the head of the queue takes connections or starts
+//! establishing one, and it wakes the next head when it leaves. Establishment runs in a
+//! spawned task so that a caller giving up does not waste the connection.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bson::oid::ObjectId;
+use parking_lot::Mutex;
+use protocol::address::ServerAddress;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{oneshot, Notify};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::conn::{CheckoutPurpose, ConnMeta, PooledConnection, ReturnTo};
+use super::establish::{EstablishRequest, Established, Establisher, PoolConnection};
+use super::events::{CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason};
+use super::logging::log_event;
+use super::options::PoolOptions;
+use crate::{Error, Result};
+
+/// The CMAP state of a pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PoolState {
+    /// Check-outs fail with [`Error::PoolCleared`]; no background connections (initial state,
+    /// and after a clear outside load-balanced mode).
+    Paused,
+    /// Serving check-outs.
+    Ready,
+    /// Closed for good.
+    Closed,
+}
+
+/// A snapshot of a pool's counters, for metrics and UIs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolStats {
+    /// The pool's state.
+    pub state: PoolState,
+    /// Pending, available and in-use connections.
+    pub total: usize,
+    /// Connections idle in the pool.
+    pub available: usize,
+    /// Connections being established.
+    pub pending: usize,
+    /// Connections checked out.
+    pub in_use: usize,
+    /// Checked out for cursors.
+    pub in_use_cursors: usize,
+    /// Checked out for transactions.
+    pub in_use_transactions: usize,
+    /// Checked out for other operations.
+    pub in_use_other: usize,
+    /// Check-outs waiting in the wait queue.
+    pub wait_queue: usize,
+    /// The pool generation (incremented by each clear outside a single service).
+    pub generation: u32,
+}
+
+/// Called with the error when a background (minPoolSize) establishment fails, so the owner
+/// can run SDAM error handling.
+pub type BackgroundErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
+
+struct Idle<C> {
+    meta: ConnMeta,
+    conn: C,
+    since: Instant,
+}
+
+struct InUse {
+    meta: ConnMeta,
+    purpose: CheckoutPurpose,
+}
+
+type Delivery<C> = oneshot::Sender<Result<PooledConnection<C>>>;
+
+struct Pending<C: PoolConnection> {
+    generation: u32,
+    cancel: CancellationToken,
+    created: Instant,
+    /// The check-out this connection is for; `None` for minPoolSize population.
+    waiter: Option<(Delivery<C>, CheckoutPurpose)>,
+}
+
+struct WaiterShared {
+    notify: Notify,
+    /// Set (under the pool lock) when a clear or close evicts the waiter.
+    evicted: Mutex<Option<Error>>,
+}
+
+struct Waiter {
+    id: u64,
+    shared: Arc<WaiterShared>,
+}
+
+struct ServiceGeneration {
+    generation: u32,
+    connections: usize,
+}
+
+struct State<C: PoolConnection> {
+    status: PoolState,
+    generation: u32,
+    services: HashMap<ObjectId, ServiceGeneration>,
+    next_connection_id: u32,
+    next_waiter_id: u64,
+    /// Most recently used at the back.
+    available: VecDeque<Idle<C>>,
+    pending: HashMap<u32, Pending<C>>,
+    in_use: HashMap<u32, InUse>,
+    queue: VecDeque<Waiter>,
+}
+
+impl<C: PoolConnection> State<C> {
+    fn total(&self) -> usize {
+        self.available.len() + self.pending.len() + self.in_use.len()
+    }
+
+    fn wake_head(&self) {
+        if let Some(w) = self.queue.front() {
+            w.shared.notify.notify_one();
+        }
+    }
+
+    /// Removes a waiter; true if it was there. Wakes the next head if it was the head.
+    fn remove_waiter(&mut self, id: u64) -> bool {
+        match self.queue.iter().position(|w| w.id == id) {
+            Some(i) => {
+                self.queue.remove(i);
+                if i == 0 {
+                    self.wake_head();
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn evict_waiters(&mut self, error: &Error) {
+        for w in self.queue.drain(..) {
+            *w.shared.evicted.lock() = Some(error.clone());
+            w.shared.notify.notify_one();
+        }
+    }
+
+    fn is_stale(&self, meta: &ConnMeta) -> bool {
+        meta.generation != self.generation
+            || meta
+                .service_id
+                .is_some_and(|s| self.services.get(&s).map(|g| g.generation) != Some(meta.service_generation))
+    }
+}
+
+pub(crate) struct Inner<E: Establisher> {
+    address: ServerAddress,
+    options: PoolOptions,
+    establisher: E,
+    handler: Option<Arc<dyn CmapEventHandler>>,
+    background_error: Option<BackgroundErrorHook>,
+    state: Mutex<State<E::Connection>>,
+    maintenance: Arc<Notify>,
+    runtime: tokio::runtime::Handle,
+}
+
+enum Acquired<C: PoolConnection> {
+    Connection(PooledConnection<C>),
+    Pending(oneshot::Receiver<Result<PooledConnection<C>>>),
+    Nothing,
+}
+
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+impl<E: Establisher> Inner<E> {
+    fn emit(&self, event: CmapEvent) {
+        log_event(&event);
+        if let Some(h) = &self.handler {
+            h.handle(&event);
+        }
+    }
+
+    fn pool_cleared_error(&self, service_id: Option<ObjectId>) -> Error {
+        Error::PoolCleared { address: self.address.clone(), service_id }
+    }
+
+    fn pool_closed_error(&self) -> Error {
+        Error::PoolClosed { address: self.address.clone() }
+    }
+
+    fn can_create(&self, st: &State<E::Connection>) -> bool {
+        let max = self.options.max_pool_size() as usize;
+        (max == 0 || st.total() < max) && st.pending.len() < self.options.max_connecting() as usize
+    }
+
+    fn perished(
+        &self,
+        st: &State<E::Connection>,
+        idle: &Idle<E::Connection>,
+    ) -> Option<ConnectionClosedReason> {
+        if st.is_stale(&idle.meta) {
+            Some(ConnectionClosedReason::Stale)
+        } else if self.options.max_idle_time().is_some_and(|m| idle.since.elapsed() >= m) {
+            Some(ConnectionClosedReason::Idle)
+        } else if idle.conn.is_closed() {
+            Some(ConnectionClosedReason::Error)
+        } else {
+            None
+        }
+    }
+
+    /// Closes a connection that already left the available and in-use sets.
+    fn close_connection(
+        &self,
+        st: &mut State<E::Connection>,
+        meta: &ConnMeta,
+        conn: E::Connection,
+        reason: ConnectionClosedReason,
+        error: Option<String>,
+    ) {
+        meta.cancel.cancel();
+        if let Some(sid) = meta.service_id {
+            if let Some(g) = st.services.get_mut(&sid) {
+                g.connections = g.connections.saturating_sub(1);
+                if g.connections == 0 {
+                    st.services.remove(&sid);
+                }
+            }
+        }
+        let error = error.or_else(|| {
+            (reason == ConnectionClosedReason::Error).then(|| "the connection is closed".to_string())
+        });
+        self.emit(CmapEvent::ConnectionClosed {
+            address: self.address.clone(),
+            connection_id: meta.id,
+            reason,
+            error,
+        });
+        drop(conn);
+        st.wake_head();
+    }
+
+    fn make_guard(
+        self: &Arc<Self>,
+        conn: E::Connection,
+        meta: ConnMeta,
+        purpose: CheckoutPurpose,
+    ) -> PooledConnection<E::Connection> {
+        let back: Arc<dyn ReturnTo<E::Connection>> = self.clone();
+        PooledConnection::new(conn, meta, purpose, self.address.clone(), back, false)
+    }
+
+    /// Creates a pending connection (emitting `ConnectionCreated`) and spawns its
+    /// establishment.
+    fn start_establishment(
+        self: &Arc<Self>,
+        st: &mut State<E::Connection>,
+        waiter: Option<(Delivery<E::Connection>, CheckoutPurpose)>,
+        deadline: Option<Instant>,
+    ) {
+        st.next_connection_id += 1;
+        let id = st.next_connection_id;
+        let cancel = CancellationToken::new();
+        let generation = st.generation;
+        st.pending
+            .insert(id, Pending { generation, cancel: cancel.clone(), created: Instant::now(), waiter });
+        self.emit(CmapEvent::ConnectionCreated { address: self.address.clone(), connection_id: id });
+        let request = EstablishRequest { address: self.address.clone(), id, generation, deadline, cancel };
+        let inner = Arc::clone(self);
+        self.runtime.spawn(async move {
+            let cancel = request.cancel.clone();
+            let address = request.address.clone();
+            let attempt = inner.establisher.establish(request);
+            let result = tokio::select! {
+                r = attempt => r,
+                _ = cancel.cancelled() => Err(Error::Interrupted {
+                    address,
+                    reason: "the pool was cleared or closed while the connection was being established".into(),
+                }),
+            };
+            inner.finish_establishment(id, result);
+        });
+    }
+
+    fn finish_establishment(self: &Arc<Self>, id: u32, result: Result<Established<E::Connection>>) {
+        let mut hook_error = None;
+        {
+            let mut st = self.state.lock();
+            // Gone: a clear with interrupt or a close already closed it and failed its waiter.
+            let Some(pending) = st.pending.remove(&id) else { return };
+            match result {
+                Err(e) => {
+                    if pending.waiter.is_none() {
+                        // minPoolSize population failed: the spec hands the error to SDAM,
+                        // which clears the pool; without an SDAM here the pool clears itself
+                        // (outside load-balanced mode, where pre-handshake errors are ignored).
+                        if !self.options.load_balanced() && st.status == PoolState::Ready {
+                            self.clear_locked(&mut st, None, false);
+                        }
+                        hook_error = Some(e.clone());
+                    }
+                    pending.cancel.cancel();
+                    self.emit(CmapEvent::ConnectionClosed {
+                        address: self.address.clone(),
+                        connection_id: id,
+                        reason: ConnectionClosedReason::Error,
+                        error: Some(e.to_string()),
+                    });
+                    if let Some((tx, _)) = pending.waiter {
+                        let _ = tx.send(Err(e));
+                    }
+                    st.wake_head();
+                }
+                Ok(established) => {
+                    let service_generation = match established.service_id {
+                        Some(sid) => {
+                            let g = st
+                                .services
+                                .entry(sid)
+                                .or_insert(ServiceGeneration { generation: 0, connections: 0 });
+                            g.connections += 1;
+                            g.generation
+                        }
+                        None => 0,
+                    };
+                    let meta = ConnMeta {
+                        id,
+                        generation: pending.generation,
+                        service_id: established.service_id,
+                        service_generation,
+                        cancel: pending.cancel,
+                    };
+                    self.emit(CmapEvent::ConnectionReady {
+                        address: self.address.clone(),
+                        connection_id: id,
+                        duration: pending.created.elapsed(),
+                    });
+                    let conn = established.connection;
+                    if st.is_stale(&meta) {
+                        // The pool was cleared meanwhile: never hand out a stale connection.
+                        let service_id = meta.service_id;
+                        self.close_connection(&mut st, &meta, conn, ConnectionClosedReason::Stale, None);
+                        if let Some((tx, _)) = pending.waiter {
+                            let _ = tx.send(Err(self.pool_cleared_error(service_id)));
+                        }
+                    } else if let Some((tx, purpose)) = pending.waiter {
+                        st.in_use.insert(id, InUse { meta: meta.clone(), purpose });
+                        let guard = self.make_guard(conn, meta.clone(), purpose);
+                        if let Err(Ok(guard)) = tx.send(Ok(guard)) {
+                            // The check-out gave up: the connection becomes available.
+                            if let Some(conn) = guard.detach() {
+                                st.in_use.remove(&id);
+                                st.available.push_back(Idle { meta, conn, since: Instant::now() });
+                            }
+                        }
+                    } else {
+                        st.available.push_back(Idle { meta, conn, since: Instant::now() });
+                        // More minPoolSize work may be possible now.
+                        self.maintenance.notify_one();
+                    }
+                    st.wake_head();
+                }
+            }
+        }
+        if let (Some(e), Some(hook)) = (hook_error, &self.background_error) {
+            hook(&e);
+        }
+    }
+
+    fn try_acquire(
+        self: &Arc<Self>,
+        st: &mut State<E::Connection>,
+        purpose: CheckoutPurpose,
+        deadline: Option<Instant>,
+    ) -> Acquired<E::Connection> {
+        while let Some(idle) = st.available.pop_back() {
+            if let Some(reason) = self.perished(st, &idle) {
+                self.close_connection(st, &idle.meta, idle.conn, reason, None);
+                continue;
+            }
+            st.in_use.insert(idle.meta.id, InUse { meta: idle.meta.clone(), purpose });
+            return Acquired::Connection(self.make_guard(idle.conn, idle.meta, purpose));
+        }
+        if self.can_create(st) {
+            let (tx, rx) = oneshot::channel();
+            let deadline = earliest(deadline, self.options.connect_timeout().map(|t| Instant::now() + t));
+            self.start_establishment(st, Some((tx, purpose)), deadline);
+            return Acquired::Pending(rx);
+        }
+        Acquired::Nothing
+    }
+
+    fn wait_queue_timeout_error(&self, st: &State<E::Connection>, waited: Duration) -> Error {
+        let message = if self.options.load_balanced() {
+            let count = |p: CheckoutPurpose| st.in_use.values().filter(|u| u.purpose == p).count();
+            format!(
+                "Timeout waiting for connection from the connection pool. maxPoolSize: {}, \
+                 connections in use by cursors: {}, connections in use by transactions: {}, \
+                 connections in use by other operations: {}",
+                self.options.max_pool_size(),
+                count(CheckoutPurpose::Cursor),
+                count(CheckoutPurpose::Transaction),
+                count(CheckoutPurpose::Other),
+            )
+        } else {
+            format!(
+                "Timed out while checking out a connection from connection pool for {} after {} ms",
+                self.address,
+                waited.as_millis()
+            )
+        };
+        Error::WaitQueueTimeout { address: self.address.clone(), message }
+    }
+
+    fn emit_failed(&self, reason: CheckOutFailedReason, error: &Error, started: Instant) {
+        self.emit(CmapEvent::CheckOutFailed {
+            address: self.address.clone(),
+            reason,
+            error: (reason == CheckOutFailedReason::ConnectionError).then(|| error.to_string()),
+            duration: started.elapsed(),
+        });
+    }
+
+    fn failed_reason(error: &Error) -> CheckOutFailedReason {
+        match error {
+            Error::PoolClosed { .. } => CheckOutFailedReason::PoolClosed,
+            Error::WaitQueueTimeout { .. } => CheckOutFailedReason::Timeout,
+            _ => CheckOutFailedReason::ConnectionError,
+        }
+    }
+
+    async fn check_out(
+        self: &Arc<Self>,
+        deadline: Option<Instant>,
+        purpose: CheckoutPurpose,
+    ) -> Result<PooledConnection<E::Connection>> {
+        let started = Instant::now();
+        let wait_deadline = earliest(deadline, self.options.wait_queue_timeout().map(|t| started + t));
+        let mut waiter: Option<WaiterGuard<E>> = None;
+        let mut first = true;
+        let receiver = loop {
+            let shared = {
+                let mut st = self.state.lock();
+                if first {
+                    first = false;
+                    self.emit(CmapEvent::CheckOutStarted { address: self.address.clone() });
+                }
+                let evicted = waiter.as_ref().and_then(|w| w.shared.evicted.lock().take());
+                let failure = match (evicted, st.status) {
+                    (Some(e), _) => Some(e),
+                    (None, PoolState::Closed) => Some(self.pool_closed_error()),
+                    (None, PoolState::Paused) => Some(self.pool_cleared_error(None)),
+                    (None, PoolState::Ready) => None,
+                };
+                if let Some(e) = failure {
+                    if let Some(w) = waiter.take() {
+                        st.remove_waiter(w.id);
+                        w.disarm();
+                    }
+                    self.emit_failed(Self::failed_reason(&e), &e, started);
+                    return Err(e);
+                }
+                let at_head = match &waiter {
+                    None => st.queue.is_empty(),
+                    Some(w) => st.queue.front().is_some_and(|f| f.id == w.id),
+                };
+                if at_head {
+                    let acquired = self.try_acquire(&mut st, purpose, deadline);
+                    if !matches!(acquired, Acquired::Nothing) {
+                        if let Some(w) = waiter.take() {
+                            st.remove_waiter(w.id);
+                            w.disarm();
+                        }
+                        // Whatever is left (idle connections, establishment slots) is the
+                        // next waiter's turn.
+                        st.wake_head();
+                    }
+                    match acquired {
+                        Acquired::Connection(mut conn) => {
+                            conn.announced = true;
+                            self.emit(CmapEvent::CheckedOut {
+                                address: self.address.clone(),
+                                connection_id: conn.id(),
+                                duration: started.elapsed(),
+                            });
+                            return Ok(conn);
+                        }
+                        Acquired::Pending(rx) => break rx,
+                        Acquired::Nothing => {}
+                    }
+                }
+                match &waiter {
+                    Some(w) => w.shared.clone(),
+                    None => {
+                        st.next_waiter_id += 1;
+                        let id = st.next_waiter_id;
+                        let shared =
+                            Arc::new(WaiterShared { notify: Notify::new(), evicted: Mutex::new(None) });
+                        st.queue.push_back(Waiter { id, shared: shared.clone() });
+                        waiter = Some(WaiterGuard {
+                            inner: self.clone(),
+                            id,
+                            shared: shared.clone(),
+                            started,
+                            armed: true,
+                        });
+                        shared
+                    }
+                }
+            };
+            let notified = shared.notify.notified();
+            match wait_deadline {
+                None => notified.await,
+                Some(d) => {
+                    if tokio::time::timeout_at(d, notified).await.is_err() {
+                        let mut st = self.state.lock();
+                        if let Some(w) = waiter.take() {
+                            if st.remove_waiter(w.id) {
+                                w.disarm();
+                                let e = self.wait_queue_timeout_error(&st, started.elapsed());
+                                self.emit_failed(CheckOutFailedReason::Timeout, &e, started);
+                                return Err(e);
+                            }
+                            // Evicted at the same moment: the loop reports why.
+                            waiter = Some(w);
+                        }
+                    }
+                }
+            }
+        };
+        let result = receiver.await;
+        let _st = self.state.lock();
+        match result {
+            Ok(Ok(mut conn)) => {
+                conn.announced = true;
+                self.emit(CmapEvent::CheckedOut {
+                    address: self.address.clone(),
+                    connection_id: conn.id(),
+                    duration: started.elapsed(),
+                });
+                Ok(conn)
+            }
+            Ok(Err(e)) => {
+                self.emit_failed(Self::failed_reason(&e), &e, started);
+                Err(e)
+            }
+            Err(_) => {
+                let e = Error::ConnectionClosed { address: self.address.clone() };
+                self.emit_failed(CheckOutFailedReason::ConnectionError, &e, started);
+                Err(e)
+            }
+        }
+    }
+
+    fn clear_locked(&self, st: &mut State<E::Connection>, service_id: Option<ObjectId>, interrupt: bool) {
+        if st.status == PoolState::Closed {
+            return;
+        }
+        let load_balanced = self.options.load_balanced();
+        match (load_balanced, service_id) {
+            (true, Some(sid)) => {
+                let old = st.services.get_mut(&sid).map(|g| {
+                    g.generation += 1;
+                    g.generation - 1
+                });
+                self.emit(CmapEvent::PoolCleared {
+                    address: self.address.clone(),
+                    service_id: Some(sid),
+                    interrupt_in_use_connections: interrupt,
+                });
+                if let (true, Some(old)) = (interrupt, old) {
+                    for u in st.in_use.values() {
+                        if u.meta.service_id == Some(sid) && u.meta.service_generation <= old {
+                            u.meta.cancel.cancel();
+                        }
+                    }
+                }
+            }
+            _ => {
+                let old = st.generation;
+                st.generation += 1;
+                let was_ready = st.status == PoolState::Ready;
+                if !load_balanced {
+                    st.status = PoolState::Paused;
+                }
+                if load_balanced || was_ready {
+                    self.emit(CmapEvent::PoolCleared {
+                        address: self.address.clone(),
+                        service_id: None,
+                        interrupt_in_use_connections: interrupt,
+                    });
+                }
+                if interrupt {
+                    for u in st.in_use.values() {
+                        if u.meta.generation <= old {
+                            u.meta.cancel.cancel();
+                        }
+                    }
+                    let mut ids: Vec<u32> =
+                        st.pending.iter().filter(|(_, p)| p.generation <= old).map(|(id, _)| *id).collect();
+                    ids.sort_unstable();
+                    for id in ids {
+                        let Some(p) = st.pending.remove(&id) else { continue };
+                        p.cancel.cancel();
+                        self.emit(CmapEvent::ConnectionClosed {
+                            address: self.address.clone(),
+                            connection_id: id,
+                            reason: ConnectionClosedReason::Stale,
+                            error: None,
+                        });
+                        if let Some((tx, _)) = p.waiter {
+                            let _ = tx.send(Err(self.pool_cleared_error(None)));
+                        }
+                    }
+                }
+                if !load_balanced {
+                    st.evict_waiters(&self.pool_cleared_error(None));
+                }
+                st.wake_head();
+            }
+        }
+        // Close the now stale idle connections right away.
+        self.maintenance.notify_one();
+    }
+
+    fn ready(&self) {
+        let mut st = self.state.lock();
+        if st.status == PoolState::Paused {
+            st.status = PoolState::Ready;
+            self.emit(CmapEvent::PoolReady { address: self.address.clone() });
+            self.maintenance.notify_one();
+        }
+    }
+
+    fn close(&self) {
+        let mut st = self.state.lock();
+        if st.status == PoolState::Closed {
+            return;
+        }
+        st.status = PoolState::Closed;
+        while let Some(idle) = st.available.pop_front() {
+            self.close_connection(&mut st, &idle.meta, idle.conn, ConnectionClosedReason::PoolClosed, None);
+        }
+        let mut ids: Vec<u32> = st.pending.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            let Some(p) = st.pending.remove(&id) else { continue };
+            p.cancel.cancel();
+            self.emit(CmapEvent::ConnectionClosed {
+                address: self.address.clone(),
+                connection_id: id,
+                reason: ConnectionClosedReason::PoolClosed,
+                error: None,
+            });
+            if let Some((tx, _)) = p.waiter {
+                let _ = tx.send(Err(self.pool_closed_error()));
+            }
+        }
+        st.evict_waiters(&self.pool_closed_error());
+        self.emit(CmapEvent::PoolClosed { address: self.address.clone() });
+        self.maintenance.notify_one();
+    }
+
+    /// One background run: close perished idle connections, then start establishing
+    /// connections up to minPoolSize (as many as maxConnecting allows now). False once the
+    /// pool is closed.
+    fn run_maintenance(self: &Arc<Self>) -> bool {
+        let mut st = self.state.lock();
+        if st.status == PoolState::Closed {
+            return false;
+        }
+        let idle = std::mem::take(&mut st.available);
+        for i in idle {
+            match self.perished(&st, &i) {
+                Some(reason) => self.close_connection(&mut st, &i.meta, i.conn, reason, None),
+                None => st.available.push_back(i),
+            }
+        }
+        if st.status == PoolState::Ready {
+            while st.total() < self.options.min_pool_size() as usize && self.can_create(&st) {
+                let deadline = self.options.connect_timeout().map(|t| Instant::now() + t);
+                self.start_establishment(&mut st, None, deadline);
+            }
+        }
+        true
+    }
+
+    fn stats(&self) -> PoolStats {
+        let st = self.state.lock();
+        let count = |p: CheckoutPurpose| st.in_use.values().filter(|u| u.purpose == p).count();
+        PoolStats {
+            state: st.status,
+            total: st.total(),
+            available: st.available.len(),
+            pending: st.pending.len(),
+            in_use: st.in_use.len(),
+            in_use_cursors: count(CheckoutPurpose::Cursor),
+            in_use_transactions: count(CheckoutPurpose::Transaction),
+            in_use_other: count(CheckoutPurpose::Other),
+            wait_queue: st.queue.len(),
+            generation: st.generation,
+        }
+    }
+}
+
+impl<E: Establisher> ReturnTo<E::Connection> for Inner<E> {
+    fn return_connection(&self, meta: ConnMeta, conn: E::Connection, announced: bool) {
+        let mut st = self.state.lock();
+        if st.in_use.remove(&meta.id).is_none() {
+            return;
+        }
+        if announced {
+            self.emit(CmapEvent::CheckedIn { address: self.address.clone(), connection_id: meta.id });
+        }
+        let reason = if st.status == PoolState::Closed {
+            Some(ConnectionClosedReason::PoolClosed)
+        } else if st.is_stale(&meta) {
+            Some(ConnectionClosedReason::Stale)
+        } else if conn.is_closed() {
+            Some(ConnectionClosedReason::Error)
+        } else {
+            None
+        };
+        match reason {
+            Some(reason) => self.close_connection(&mut st, &meta, conn, reason, None),
+            None => {
+                st.available.push_back(Idle { meta, conn, since: Instant::now() });
+                st.wake_head();
+            }
+        }
+    }
+
+    fn set_purpose(&self, id: u32, purpose: CheckoutPurpose) {
+        if let Some(u) = self.state.lock().in_use.get_mut(&id) {
+            u.purpose = purpose;
+        }
+    }
+}
+
+/// Removes a check-out from the wait queue when its future is dropped while waiting.
+struct WaiterGuard<E: Establisher> {
+    inner: Arc<Inner<E>>,
+    id: u64,
+    shared: Arc<WaiterShared>,
+    started: Instant,
+    armed: bool,
+}
+
+impl<E: Establisher> WaiterGuard<E> {
+    /// Drops the guard without touching the pool (the caller holds the lock).
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl<E: Establisher> Drop for WaiterGuard<E> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let mut st = self.inner.state.lock();
+        st.remove_waiter(self.id);
+        // The caller stopped waiting (its own timeout, most likely).
+        let e = self.inner.wait_queue_timeout_error(&st, self.started.elapsed());
+        self.inner.emit_failed(CheckOutFailedReason::Timeout, &e, self.started);
+    }
+}
+
+struct Handle<E: Establisher> {
+    inner: Arc<Inner<E>>,
+}
+
+impl<E: Establisher> Drop for Handle<E> {
+    fn drop(&mut self) {
+        self.inner.close();
+    }
+}
+
+/// A CMAP connection pool for one server. Cheap to clone; the pool closes when the last
+/// clone is dropped (checked-out connections keep working and are closed at check-in).
+pub struct Pool<E: Establisher> {
+    handle: Arc<Handle<E>>,
+}
+
+impl<E: Establisher> Clone for Pool<E> {
+    fn clone(&self) -> Self {
+        Pool { handle: self.handle.clone() }
+    }
+}
+
+impl<E: Establisher> std::fmt::Debug for Pool<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("address", &self.handle.inner.address)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl<E: Establisher> Pool<E> {
+    /// A builder for a pool to `address` that opens connections with `establisher`.
+    pub fn builder(address: ServerAddress, establisher: E) -> PoolBuilder<E> {
+        PoolBuilder {
+            address,
+            establisher,
+            options: PoolOptions::default(),
+            handler: None,
+            background_error: None,
+        }
+    }
+
+    fn inner(&self) -> &Arc<Inner<E>> {
+        &self.handle.inner
+    }
+
+    /// The server.
+    pub fn address(&self) -> &ServerAddress {
+        &self.inner().address
+    }
+
+    /// The pool's options.
+    pub fn options(&self) -> &PoolOptions {
+        &self.inner().options
+    }
+
+    /// Checks out a connection: an idle one, or a new one once maxPoolSize and maxConnecting
+    /// allow, in FIFO order with other check-outs.
+    ///
+    /// `deadline` is the caller's limit (the earliest of timeoutMS, waitQueueTimeoutMS and
+    /// the remaining server selection time); the pool's own waitQueueTimeout also applies to
+    /// waiting in the queue. A new connection's establishment is limited by connectTimeout
+    /// and by `deadline`.
+    ///
+    /// Errors: [`Error::PoolClosed`], [`Error::PoolCleared`] (paused or cleared while
+    /// waiting), [`Error::WaitQueueTimeout`], or the establishment error.
+    pub async fn check_out(
+        &self,
+        deadline: Option<Instant>,
+        purpose: CheckoutPurpose,
+    ) -> Result<PooledConnection<E::Connection>> {
+        self.inner().check_out(deadline, purpose).await
+    }
+
+    /// Clears the pool (CMAP clear). Outside load-balanced mode: increments the generation,
+    /// pauses the pool and fails every waiting check-out with [`Error::PoolCleared`]. In
+    /// load-balanced mode: increments the generation of `service_id` (or the whole pool's
+    /// for `None`), without pausing or failing waiters. With `interrupt_in_use_connections`,
+    /// the cancellation tokens of the affected checked-out and pending connections are
+    /// cancelled so their I/O stops.
+    pub fn clear(&self, service_id: Option<ObjectId>, interrupt_in_use_connections: bool) {
+        let mut st = self.inner().state.lock();
+        self.inner().clear_locked(&mut st, service_id, interrupt_in_use_connections);
+    }
+
+    /// Marks the pool ready (no-op unless paused).
+    pub fn ready(&self) {
+        self.inner().ready();
+    }
+
+    /// Closes the pool: idle and pending connections are closed, waiters fail with
+    /// [`Error::PoolClosed`], later check-outs too. Idempotent.
+    pub fn close(&self) {
+        self.inner().close();
+    }
+
+    /// The pool's state.
+    pub fn state(&self) -> PoolState {
+        self.inner().state.lock().status
+    }
+
+    /// The current generation: of `service_id` in load-balanced mode (0 for a service with no
+    /// connection), of the pool otherwise. Compare with [`PooledConnection::generation`]
+    /// before clearing after an error.
+    pub fn generation(&self, service_id: Option<ObjectId>) -> u32 {
+        let st = self.inner().state.lock();
+        match service_id {
+            Some(sid) if self.options().load_balanced() => st.services.get(&sid).map_or(0, |g| g.generation),
+            _ => st.generation,
+        }
+    }
+
+    /// A snapshot of the pool's counters.
+    pub fn stats(&self) -> PoolStats {
+        self.inner().stats()
+    }
+}
+
+/// Builds a [`Pool`].
+#[must_use]
+pub struct PoolBuilder<E: Establisher> {
+    address: ServerAddress,
+    establisher: E,
+    options: PoolOptions,
+    handler: Option<Arc<dyn CmapEventHandler>>,
+    background_error: Option<BackgroundErrorHook>,
+}
+
+impl<E: Establisher> PoolBuilder<E> {
+    /// The pool options (default: [`PoolOptions::default`]).
+    pub fn options(mut self, options: PoolOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Receives every CMAP event of the pool.
+    pub fn event_handler(mut self, handler: Arc<dyn CmapEventHandler>) -> Self {
+        self.handler = Some(handler);
+        self
+    }
+
+    /// Called with the error when a background minPoolSize establishment fails (the pool has
+    /// already cleared itself, outside load-balanced mode).
+    pub fn on_background_error(mut self, hook: BackgroundErrorHook) -> Self {
+        self.background_error = Some(hook);
+        self
+    }
+
+    /// Creates the pool, paused, and emits `PoolCreated`. Must be called inside a tokio
+    /// runtime, which runs the background maintenance task and the establishments.
+    pub fn build(self) -> Result<Pool<E>> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::InvalidOptions {
+            message: "a connection pool must be created inside a tokio runtime".into(),
+        })?;
+        let maintenance = Arc::new(Notify::new());
+        let inner = Arc::new(Inner {
+            address: self.address,
+            options: self.options,
+            establisher: self.establisher,
+            handler: self.handler,
+            background_error: self.background_error,
+            state: Mutex::new(State {
+                status: PoolState::Paused,
+                generation: 0,
+                services: HashMap::new(),
+                next_connection_id: 0,
+                next_waiter_id: 0,
+                available: VecDeque::new(),
+                pending: HashMap::new(),
+                in_use: HashMap::new(),
+                queue: VecDeque::new(),
+            }),
+            maintenance: maintenance.clone(),
+            runtime,
+        });
+        inner.emit(CmapEvent::PoolCreated { address: inner.address.clone(), options: inner.options.clone() });
+        if let Some(interval) = inner.options.maintenance_interval() {
+            let weak = Arc::downgrade(&inner);
+            inner.runtime.spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = tokio::time::sleep(interval) => {}
+                        _ = maintenance.notified() => {}
+                    }
+                    let Some(inner) = weak.upgrade() else { break };
+                    if !inner.run_maintenance() {
+                        break;
+                    }
+                }
+            });
+        }
+        Ok(Pool { handle: Arc::new(Handle { inner }) })
+    }
+}

@@ -1,0 +1,426 @@
+//! Pool unit tests on paused time with a mock establisher.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bson::oid::ObjectId;
+use futures_util::future::BoxFuture;
+use parking_lot::Mutex;
+use protocol::address::ServerAddress;
+use tokio::time::Instant;
+
+use super::*;
+use crate::Error;
+
+#[derive(Debug)]
+struct MockConn {
+    closed: Arc<AtomicBool>,
+}
+
+impl PoolConnection for MockConn {
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+}
+
+#[derive(Default)]
+struct Mock {
+    /// Establishment takes this long (virtual time).
+    delay: Duration,
+    /// Fail the next this-many establishments.
+    failures: AtomicU32,
+    service_id: Option<ObjectId>,
+    attempts: AtomicU32,
+    /// The `closed` flags of every connection made, by id - 1.
+    flags: Mutex<Vec<Arc<AtomicBool>>>,
+}
+
+impl Establisher for Arc<Mock> {
+    type Connection = MockConn;
+
+    fn establish(
+        &self,
+        request: EstablishRequest,
+    ) -> BoxFuture<'static, crate::Result<Established<MockConn>>> {
+        let this = self.clone();
+        Box::pin(async move {
+            this.attempts.fetch_add(1, Ordering::SeqCst);
+            tokio::select! {
+                _ = tokio::time::sleep(this.delay) => {}
+                _ = request.cancel.cancelled() => {
+                    return Err(Error::Interrupted { address: request.address, reason: "cancelled".into() });
+                }
+            }
+            if this.failures.load(Ordering::SeqCst) > 0 {
+                this.failures.fetch_sub(1, Ordering::SeqCst);
+                return Err(Error::Command {
+                    address: request.address,
+                    code: 91,
+                    code_name: None,
+                    message: "shutting down".into(),
+                    labels: vec![],
+                });
+            }
+            let closed = Arc::new(AtomicBool::new(false));
+            this.flags.lock().push(closed.clone());
+            Ok(Established { connection: MockConn { closed }, service_id: this.service_id })
+        })
+    }
+}
+
+type Events = Arc<Mutex<Vec<CmapEvent>>>;
+
+fn pool(mock: Mock, options: PoolOptions) -> (Pool<Arc<Mock>>, Events, Arc<Mock>) {
+    let events: Events = Arc::default();
+    let sink = events.clone();
+    let mock = Arc::new(mock);
+    let pool = Pool::builder(ServerAddress::tcp("db", 27017), mock.clone())
+        .options(options)
+        .event_handler(Arc::new(move |e: &CmapEvent| sink.lock().push(e.clone())))
+        .build()
+        .unwrap();
+    (pool, events, mock)
+}
+
+fn names(events: &Events) -> Vec<&'static str> {
+    events.lock().iter().map(|e| e.name()).collect()
+}
+
+/// Lets spawned tasks run without advancing virtual time much.
+async fn settle() {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn wait_queue_is_fifo() {
+    let (pool, _, _) = pool(Mock::default(), PoolOptions::builder().max_pool_size(1).build().unwrap());
+    pool.ready();
+    let first = pool.check_out(None, CheckoutPurpose::Other).await.unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..4 {
+        let (pool, order) = (pool.clone(), order.clone());
+        tasks.push(tokio::spawn(async move {
+            let conn = pool.check_out(None, CheckoutPurpose::Other).await.unwrap();
+            order.lock().push(i);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            drop(conn);
+        }));
+        settle().await;
+    }
+    assert_eq!(pool.stats().wait_queue, 4);
+    drop(first);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(*order.lock(), vec![0, 1, 2, 3]);
+    let stats = pool.stats();
+    assert_eq!((stats.total, stats.available, stats.in_use, stats.wait_queue), (1, 1, 0, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn expired_waiter_leaves_without_opening_a_connection() {
+    let (pool, events, mock) =
+        pool(Mock::default(), PoolOptions::builder().max_pool_size(1).build().unwrap());
+    pool.ready();
+    let held = pool.check_out(None, CheckoutPurpose::Other).await.unwrap();
+    let start = Instant::now();
+    let err =
+        pool.check_out(Some(start + Duration::from_millis(30)), CheckoutPurpose::Other).await.unwrap_err();
+    assert_eq!(start.elapsed(), Duration::from_millis(30));
+    match &err {
+        Error::WaitQueueTimeout { message, .. } => assert_eq!(
+            message,
+            "Timed out while checking out a connection from connection pool for db:27017 after 30 ms"
+        ),
+        other => panic!("unexpected {other:?}"),
+    }
+    drop(held);
+    settle().await;
+    assert_eq!(mock.attempts.load(Ordering::SeqCst), 1);
+    let stats = pool.stats();
+    assert_eq!((stats.total, stats.pending, stats.wait_queue), (1, 0, 0));
+    let failed = events.lock().iter().find_map(|e| match e {
+        CmapEvent::CheckOutFailed { reason, duration, .. } => Some((*reason, *duration)),
+        _ => None,
+    });
+    assert_eq!(failed, Some((CheckOutFailedReason::Timeout, Duration::from_millis(30))));
+}
+
+#[tokio::test(start_paused = true)]
+async fn options_wait_queue_timeout_applies_and_dropped_waiter_leaves_queue() {
+    let options = PoolOptions::builder()
+        .max_pool_size(1)
+        .wait_queue_timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let (pool, _, _) = pool(Mock::default(), options);
+    pool.ready();
+    let _held = pool.check_out(None, CheckoutPurpose::Other).await.unwrap();
+    let start = Instant::now();
+    // The caller's later deadline does not extend waitQueueTimeout.
+    let err = pool.check_out(Some(start + Duration::from_secs(5)), CheckoutPurpose::Other).await.unwrap_err();
+    assert!(err.is_timeout());
+    assert_eq!(start.elapsed(), Duration::from_millis(50));
+    // A caller that gives up (drops the future) leaves the queue too.
+    let gave_up =
+        tokio::time::timeout(Duration::from_millis(10), pool.check_out(None, CheckoutPurpose::Other)).await;
+    assert!(gave_up.is_err());
+    assert_eq!(pool.stats().wait_queue, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn clear_with_interrupt_cancels_in_use_and_pending() {
+    let mock = Mock { delay: Duration::from_millis(100), ..Default::default() };
+    let (pool, events, _) = pool(mock, PoolOptions::default());
+    pool.ready();
+    let in_use = pool.check_out(None, CheckoutPurpose::Other).await.unwrap();
+    assert_eq!(in_use.generation(), 0);
+    let pending = tokio::spawn({
+        let pool = pool.clone();
+        async move { pool.check_out(None, CheckoutPurpose::Other).await }
+    });
+    settle().await;
+    assert_eq!(pool.stats().pending, 1);
+    events.lock().clear();
+    pool.clear(None, true);
+    assert!(in_use.is_interrupted());
+    assert_eq!(pool.state(), PoolState::Paused);
+    assert_eq!(pool.generation(None), 1);
+    let err = pending.await.unwrap().unwrap_err();
+    assert!(matches!(err, Error::PoolCleared { .. }), "{err:?}");
+    assert_eq!(names(&events), ["ConnectionPoolCleared", "ConnectionClosed", "ConnectionCheckOutFailed"]);
+    events.lock().clear();
+    drop(in_use);
+    let closed = events.lock().iter().find_map(|e| match e {
+        CmapEvent::ConnectionClosed { connection_id, reason, .. } => Some((*connection_id, *reason)),
+        _ => None,
+    });
+    assert_eq!(closed, Some((1, ConnectionClosedReason::Stale)));
+    assert_eq!(pool.stats().total, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn establishment_finishing_after_clear_is_not_handed_out() {
+    let mock = Mock { delay: Duration::from_millis(100), ..Default::default() };
+    let (pool, events, _) = pool(mock, PoolOptions::default());
+    pool.ready();
+    let pending = tokio::spawn({
+        let pool = pool.clone();
+        async move { pool.check_out(None, CheckoutPurpose::Other).await }
+    });
+    settle().await;
+    pool.clear(None, false);
+    pool.ready();
+    let err = pending.await.unwrap().unwrap_err();
+    assert!(matches!(err, Error::PoolCleared { .. }), "{err:?}");
+    let closed = events.lock().iter().find_map(|e| match e {
+        CmapEvent::ConnectionClosed { reason, .. } => Some(*reason),
+        _ => None,
+    });
+    assert_eq!(closed, Some(ConnectionClosedReason::Stale));
+    assert_eq!(pool.stats().total, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn load_balanced_timeout_message_counts_purposes() {
+    let sid = ObjectId::new();
+    let mock = Mock { service_id: Some(sid), ..Default::default() };
+    let options = PoolOptions::builder().max_pool_size(3).load_balanced(true).build().unwrap();
+    let (pool, _, _) = pool(mock, options);
+    pool.ready();
+    let _cursor = pool.check_out(None, CheckoutPurpose::Cursor).await.unwrap();
+    let mut txn = pool.check_out(None, CheckoutPurpose::Other).await.unwrap();
+    txn.set_purpose(CheckoutPurpose::Transaction);
+    let _other = pool.check_out(None, CheckoutPurpose::Other).await.unwrap();
+    let stats = pool.stats();
+    assert_eq!((stats.in_use_cursors, stats.in_use_transactions, stats.in_use_other), (1, 1, 1));
+    let deadline = Instant::now() + Duration::from_millis(20);
+    let err = pool.check_out(Some(deadline), CheckoutPurpose::Other).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Timeout waiting for connection from the connection pool. maxPoolSize: 3, connections in use by \
+         cursors: 1, connections in use by transactions: 1, connections in use by other operations: 1"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn load_balanced_clear_is_per_service_and_never_pauses() {
+    let sid = ObjectId::new();
+    let mock = Mock { service_id: Some(sid), ..Default::default() };
+    let options = PoolOptions::builder().max_pool_size(1).load_balanced(true).build().unwrap();
+    let (pool, events, _) = pool(mock, options);
+    pool.ready();
+    let conn = pool.check_out(None, CheckoutPurpose::Other).await.unwrap();
+    assert_eq!(conn.service_id(), Some(sid));
+    assert_eq!(conn.generation(), 0);
+    let waiter = tokio::spawn({
+        let pool = pool.clone();
+        async move { pool.check_out(None, CheckoutPurpose::Other).await.map(|c| c.id()) }
+    });
+    settle().await;
+    pool.clear(Some(sid), false);
+    assert_eq!(pool.state(), PoolState::Ready);
+    assert_eq!(pool.generation(Some(sid)), 1);
+    assert_eq!(pool.generation(None), 0);
+    assert_eq!(pool.stats().wait_queue, 1, "load-balanced clear keeps waiters");
+    assert!(events.lock().iter().any(|e| matches!(e,
+        CmapEvent::PoolCleared { service_id: Some(s), .. } if *s == sid)));
+    // The stale connection is closed at check-in; the waiter gets a new one.
+    drop(conn);
+    assert_eq!(waiter.await.unwrap().unwrap(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn close_fails_pending_and_later_checkouts() {
+    let mock = Mock { delay: Duration::from_secs(10), ..Default::default() };
+    let (pool, events, _) = pool(mock, PoolOptions::default());
+    pool.ready();
+    let pending = tokio::spawn({
+        let pool = pool.clone();
+        async move { pool.check_out(None, CheckoutPurpose::Other).await }
+    });
+    settle().await;
+    events.lock().clear();
+    pool.close();
+    pool.close();
+    let err = pending.await.unwrap().unwrap_err();
+    assert!(matches!(err, Error::PoolClosed { .. }));
+    assert_eq!(names(&events), ["ConnectionClosed", "ConnectionPoolClosed", "ConnectionCheckOutFailed"]);
+    let err = pool.check_out(None, CheckoutPurpose::Other).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "attempted to check out a connection from closed connection pool for db:27017"
+    );
+    assert_eq!(pool.state(), PoolState::Closed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn errored_connection_is_closed_at_check_in() {
+    let (pool, events, mock) = pool(Mock::default(), PoolOptions::default());
+    pool.ready();
+    let conn = pool.check_out(None, CheckoutPurpose::Other).await.unwrap();
+    mock.flags.lock()[0].store(true, Ordering::SeqCst);
+    conn.check_in();
+    let last = events.lock().last().cloned();
+    assert!(matches!(last, Some(CmapEvent::ConnectionClosed { reason: ConnectionClosedReason::Error, .. })));
+    assert_eq!(pool.stats().total, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn background_keeps_min_pool_size_and_prunes_idle() {
+    let options = PoolOptions::builder()
+        .min_pool_size(3)
+        .max_idle_time(Duration::from_millis(500))
+        .maintenance_interval(Some(Duration::from_millis(100)))
+        .build()
+        .unwrap();
+    let (pool, events, mock) = pool(Mock::default(), options);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(pool.stats().total, 0, "a paused pool is not populated");
+    pool.ready();
+    settle().await;
+    assert_eq!(pool.stats().available, 3);
+    // Idle connections are replaced once they pass maxIdleTime.
+    tokio::time::sleep(Duration::from_millis(650)).await;
+    assert_eq!(pool.stats().available, 3);
+    assert!(mock.attempts.load(Ordering::SeqCst) >= 6);
+    assert!(events
+        .lock()
+        .iter()
+        .any(|e| matches!(e, CmapEvent::ConnectionClosed { reason: ConnectionClosedReason::Idle, .. })));
+    // Dropping the last handle closes the pool and stops the background task.
+    drop(pool);
+    let attempts = mock.attempts.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(mock.attempts.load(Ordering::SeqCst), attempts);
+    assert_eq!(events.lock().last().map(|e| e.name()), Some("ConnectionPoolClosed"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_background_establishment_clears_the_pool() {
+    let mock = Mock { failures: AtomicU32::new(1), ..Default::default() };
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let events: Events = Arc::default();
+    let sink = events.clone();
+    let hook_seen = seen.clone();
+    let pool = Pool::builder(ServerAddress::tcp("db", 27017), Arc::new(mock))
+        .options(PoolOptions::builder().min_pool_size(1).build().unwrap())
+        .event_handler(Arc::new(move |e: &CmapEvent| sink.lock().push(e.clone())))
+        .on_background_error(Arc::new(move |e: &Error| hook_seen.lock().push(e.to_string())))
+        .build()
+        .unwrap();
+    pool.ready();
+    settle().await;
+    assert_eq!(pool.state(), PoolState::Paused);
+    assert_eq!(
+        names(&events),
+        [
+            "ConnectionPoolCreated",
+            "ConnectionPoolReady",
+            "ConnectionCreated",
+            "ConnectionPoolCleared",
+            "ConnectionClosed"
+        ]
+    );
+    assert_eq!(seen.lock().len(), 1);
+    assert!(seen.lock()[0].contains("code 91"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn checkout_on_paused_pool_fails_with_pool_cleared() {
+    let (pool, events, _) = pool(Mock::default(), PoolOptions::default());
+    let err = pool.check_out(None, CheckoutPurpose::Other).await.unwrap_err();
+    assert!(matches!(err, Error::PoolCleared { service_id: None, .. }));
+    assert!(!err.is_network_error());
+    assert_eq!(
+        names(&events),
+        ["ConnectionPoolCreated", "ConnectionCheckOutStarted", "ConnectionCheckOutFailed"]
+    );
+}
+
+#[test]
+fn build_outside_a_runtime_is_an_error() {
+    let result = Pool::builder(ServerAddress::tcp("db", 27017), Arc::new(Mock::default())).build();
+    assert!(matches!(result, Err(Error::InvalidOptions { .. })));
+}
+
+#[test]
+fn events_serialize_with_spec_names() {
+    let e = CmapEvent::CheckOutFailed {
+        address: ServerAddress::tcp("db", 1),
+        reason: CheckOutFailedReason::ConnectionError,
+        error: None,
+        duration: Duration::from_millis(2),
+    };
+    let v = serde_json::to_value(&e).unwrap();
+    assert_eq!(v["type"], "ConnectionCheckOutFailed");
+    assert_eq!(v["reason"], "connectionError");
+    assert_eq!(v["address"], "db:1");
+    let back: CmapEvent = serde_json::from_value(v).unwrap();
+    assert_eq!(back, e);
+}
+
+#[test]
+fn crossbeam_sender_is_a_handler() {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let handler: Arc<dyn CmapEventHandler> = Arc::new(tx);
+    handler.handle(&CmapEvent::PoolReady { address: ServerAddress::tcp("db", 1) });
+    assert_eq!(rx.try_recv().map(|e| e.name()).ok(), Some("ConnectionPoolReady"));
+}
+
+#[tokio::test]
+async fn pool_and_checkout_future_are_send() {
+    fn assert_send<T: Send>(t: T) -> T {
+        t
+    }
+    fn assert_sync<T: Sync>(_: &T) {}
+    let (pool, _, _) = pool(Mock::default(), PoolOptions::default());
+    assert_sync(&pool);
+    pool.ready();
+    let conn = assert_send(pool.check_out(None, CheckoutPurpose::Other)).await.unwrap();
+    assert_eq!(conn.id(), 1);
+}
