@@ -553,3 +553,66 @@ fn tls_error(address: &ServerAddress, e: std::io::Error) -> Error {
         io_error(address, Phase::TlsHandshake, e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn address() -> ServerAddress {
+        ServerAddress::tcp("db.example", 27017)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn guarded_times_out_with_the_phase() {
+        let cancel = CancellationToken::new();
+        let start = Instant::now();
+        let deadline = Some(start + Duration::from_secs(3));
+        let r: Result<()> =
+            guarded(&address(), &cancel, deadline, Phase::Read, std::future::pending()).await;
+        assert!(matches!(r, Err(Error::Timeout { phase: Phase::Read, .. })), "{r:?}");
+        assert_eq!(start.elapsed(), Duration::from_secs(3));
+        // A ready future beats its deadline.
+        let r = guarded(&address(), &cancel, deadline, Phase::Write, async { Ok(7) }).await;
+        assert_eq!(r.ok(), Some(7));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn guarded_is_interrupted_by_the_token() {
+        let cancel = CancellationToken::new();
+        let c = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            c.cancel();
+        });
+        let start = Instant::now();
+        let r: Result<()> = guarded(&address(), &cancel, None, Phase::Hello, std::future::pending()).await;
+        assert!(matches!(r, Err(Error::Interrupted { .. })), "{r:?}");
+        assert_eq!(start.elapsed(), Duration::from_millis(10));
+    }
+
+    #[test]
+    fn deadlines_and_command_errors() {
+        let now = Instant::now();
+        let later = now + Duration::from_secs(1);
+        assert_eq!(min_deadline(Some(now), Some(later)), Some(now));
+        assert_eq!(min_deadline(None, Some(later)), Some(later));
+        assert_eq!(min_deadline(None, None), None);
+
+        let ok = RawDocumentBuf::try_from(&bson::doc! {"ok": 1.0}).expect("raw");
+        assert!(command_result(&address(), ok).is_ok());
+        let failed = RawDocumentBuf::try_from(&bson::doc! {
+            "ok": 0.0, "code": 18, "codeName": "AuthenticationFailed", "errmsg": "Authentication failed.",
+            "errorLabels": ["SystemOverloadedError"],
+        })
+        .expect("raw");
+        match command_result(&address(), failed) {
+            Err(Error::Command { code, code_name, message, labels, .. }) => {
+                assert_eq!(code, 18);
+                assert_eq!(code_name.as_deref(), Some("AuthenticationFailed"));
+                assert_eq!(message, "Authentication failed.");
+                assert_eq!(labels, vec!["SystemOverloadedError".to_string()]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

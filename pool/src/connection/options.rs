@@ -295,3 +295,62 @@ impl ConnectionOptionsBuilder {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_validates() {
+        let o = ConnectionOptions::builder().build().expect("defaults");
+        assert_eq!(o.connect_timeout(), Some(DEFAULT_CONNECT_TIMEOUT));
+        assert_eq!(o.socket_timeout(), None);
+        let o = ConnectionOptions::builder().connect_timeout(Some(Duration::ZERO)).build().expect("zero");
+        assert_eq!(o.connect_timeout(), None);
+
+        let too_long = "x".repeat(129);
+        let e = ConnectionOptions::builder().app_name(too_long).build().expect_err("appname");
+        assert!(matches!(e, Error::InvalidOptions { .. }));
+        let e = ConnectionOptions::builder()
+            .credential(Credential { mechanism: Some(AuthMechanism::Plain), ..Default::default() })
+            .build()
+            .expect_err("mechanism");
+        assert!(e.to_string().contains("PLAIN"), "{e}");
+        let e = ConnectionOptions::builder()
+            .credential(Credential { username: Some("u".into()), ..Default::default() })
+            .build()
+            .expect_err("password");
+        assert!(e.to_string().contains("password"), "{e}");
+        let e = ConnectionOptions::builder()
+            .tls(TlsOptions { ca_file: Some("/nonexistent/ca.pem".into()), ..Default::default() })
+            .build()
+            .expect_err("CA file");
+        assert!(matches!(e, Error::InvalidOptions { ref message } if message.contains("/nonexistent/ca.pem")));
+        // System roots (or the webpki fallback) load without any file.
+        let o = ConnectionOptions::builder().tls(TlsOptions::default()).build().expect("tls");
+        assert!(o.tls_config.is_some());
+    }
+
+    #[test]
+    fn debug_and_serde_hide_secrets() {
+        let o = ConnectionOptions::builder()
+            .scram("alice", "hunter2-secret", None)
+            .tls(TlsOptions {
+                certificate_key_file_password: Some(Secret::new("key-secret")),
+                allow_invalid_certificates: true,
+                ..Default::default()
+            })
+            .build()
+            .expect("options");
+        for text in [
+            format!("{o:?}"),
+            format!("{o:#?}"),
+            serde_json::to_string(&o).unwrap_or_default(),
+            format!("{:?}", ConnectionOptions::builder().scram("alice", "hunter2-secret", None)),
+        ] {
+            assert!(!text.contains("hunter2-secret"), "{text}");
+            assert!(!text.contains("key-secret"), "{text}");
+        }
+        assert!(format!("{o:?}").contains("alice"));
+    }
+}

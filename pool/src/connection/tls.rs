@@ -256,3 +256,74 @@ impl ServerCertVerifier for IgnoreHostname {
         self.0.supported_verify_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pkcs8::der::pem::LineEnding;
+
+    /// Writes a self-signed cert plus its key (encrypted with `password` when given) to a
+    /// fresh PEM file.
+    fn identity_file(name: &str, password: Option<&str>) -> String {
+        let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("cert");
+        let key_pem = match password {
+            None => ck.signing_key.serialize_pem(),
+            Some(p) => {
+                let der = ck.signing_key.serialize_der();
+                let info = pkcs8::PrivateKeyInfo::try_from(der.as_slice()).expect("pkcs8");
+                let params =
+                    pkcs8::pkcs5::pbes2::Parameters::pbkdf2_sha256_aes256cbc(2048, b"saltsalt", &[7u8; 16])
+                        .expect("params");
+                let enc = info.encrypt_with_params(params, p).expect("encrypt");
+                enc.to_pem("ENCRYPTED PRIVATE KEY", LineEnding::LF).expect("pem").to_string()
+            }
+        };
+        let path = std::env::temp_dir().join(format!("pool-tls-{}-{name}.pem", std::process::id()));
+        std::fs::write(&path, format!("{}{key_pem}", ck.cert.pem())).expect("write");
+        path.to_string_lossy().into_owned()
+    }
+
+    fn opts(file: &str, password: Option<&str>) -> TlsOptions {
+        TlsOptions {
+            ca_file: Some(file.to_string()),
+            certificate_key_file: Some(file.to_string()),
+            certificate_key_file_password: password.map(Secret::new),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn plain_and_encrypted_client_keys() {
+        let plain = identity_file("plain", None);
+        client_config(&opts(&plain, None)).expect("plain key");
+
+        let enc = identity_file("enc", Some("open sesame"));
+        assert!(std::fs::read_to_string(&enc).expect("read").contains("ENCRYPTED PRIVATE KEY"));
+        client_config(&opts(&enc, Some("open sesame"))).expect("decrypted key");
+        let e = client_config(&opts(&enc, Some("wrong"))).expect_err("wrong password");
+        assert!(matches!(&e, Error::InvalidOptions { message } if message.contains("decrypt")), "{e:?}");
+        assert!(!e.to_string().contains("wrong"));
+        let e = client_config(&opts(&enc, None)).expect_err("no password");
+        assert!(e.to_string().contains("tlsCertificateKeyFilePassword"), "{e}");
+        for f in [plain, enc] {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+
+    #[test]
+    fn bad_files_are_invalid_options() {
+        let path = std::env::temp_dir().join(format!("pool-tls-{}-empty.pem", std::process::id()));
+        std::fs::write(&path, "not a certificate").expect("write");
+        let p = path.to_string_lossy().into_owned();
+        let e = client_config(&TlsOptions { ca_file: Some(p.clone()), ..Default::default() }).expect_err("empty");
+        assert!(matches!(e, Error::InvalidOptions { .. }), "{e:?}");
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn server_names() {
+        assert!(matches!(server_name("localhost"), Ok(ServerName::DnsName(_))));
+        assert!(matches!(server_name("127.0.0.1"), Ok(ServerName::IpAddress(_))));
+        assert!(matches!(server_name("::1"), Ok(ServerName::IpAddress(_))));
+    }
+}
