@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use integration_tests::sim::{Cluster, ClusterBuilder};
+use integration_tests::sim::{Cluster, ClusterBuilder, SimTls};
 
 #[derive(Parser, Debug)]
 #[command(name = "mongo-sim", about = "A simulated MongoDB 7 deployment for driver tests and benchmarks")]
@@ -20,6 +20,20 @@ struct Cli {
     /// Worker threads of the simulator's runtime.
     #[arg(long, global = true, default_value_t = 2)]
     threads: usize,
+    /// Serve TLS only, with this PEM certificate chain (needs --tls-key; the file may hold
+    /// the key too).
+    #[arg(long, global = true, requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, global = true, requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
+    /// Require client certificates signed by the CAs in this PEM file.
+    #[arg(long, global = true, requires = "tls_cert")]
+    tls_ca: Option<std::path::PathBuf>,
+    /// Require authentication, with user NAME:PASSWORD in `admin` (SCRAM-SHA-1 and
+    /// SCRAM-SHA-256; repeatable).
+    #[arg(long = "user", global = true, value_name = "NAME:PASSWORD")]
+    users: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -58,6 +72,24 @@ enum Topology {
     },
 }
 
+fn read(path: &std::path::Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// TLS and users from the command line.
+fn security(cli: &Cli, mut b: ClusterBuilder) -> Result<ClusterBuilder, String> {
+    if let (Some(cert), Some(key)) = (&cli.tls_cert, &cli.tls_key) {
+        let client_ca_pem = cli.tls_ca.as_deref().map(read).transpose()?;
+        b = b.tls(SimTls { cert_chain_pem: read(cert)?, key_pem: read(key)?, client_ca_pem });
+    }
+    for u in &cli.users {
+        let (name, password) =
+            u.split_once(':').ok_or_else(|| format!("--user {u:?}: expected NAME:PASSWORD"))?;
+        b = b.user(name, password);
+    }
+    Ok(b)
+}
+
 fn builder(cli: &Cli) -> ClusterBuilder {
     let b = match &cli.topology {
         Topology::Standalone => Cluster::standalone(),
@@ -89,7 +121,10 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
-    let cluster = match builder(&cli).start() {
+    let cluster = match security(&cli, builder(&cli))
+        .map_err(|e| e.to_string())
+        .and_then(|b| b.start().map_err(|e| e.to_string()))
+    {
         Ok(c) => c,
         Err(e) => {
             eprintln!("mongo-sim: {e}");

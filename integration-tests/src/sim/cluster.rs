@@ -395,9 +395,19 @@ impl State {
     }
 }
 
+/// TLS and authentication settings of a cluster (fixed at start).
+#[derive(Debug, Default)]
+pub(crate) struct Security {
+    /// `Some`: every listener serves TLS only.
+    pub tls: Option<super::tls::Acceptor>,
+    /// Empty: no authentication.
+    pub users: super::auth::Users,
+}
+
 /// Listener-independent, shared cluster state; one per [`Cluster`](super::Cluster).
 #[derive(Debug)]
 pub(crate) struct Shared {
+    pub security: Security,
     pub kind: Kind,
     pub set_name: String,
     pub lag: Duration,
@@ -444,7 +454,8 @@ fn pack_ts(ts: Timestamp) -> u64 {
 }
 
 impl Shared {
-    /// Creates the shared state for `options.len()` members (listeners are started separately).
+    /// Creates the shared state for `options.len()` members (listeners are started separately;
+    /// `security` is set by the caller before sharing).
     pub(crate) fn new(
         kind: Kind,
         set_name: String,
@@ -470,6 +481,7 @@ impl Shared {
             txns: HashMap::new(),
         };
         Shared {
+            security: Security::default(),
             kind,
             set_name,
             lag,
@@ -918,14 +930,14 @@ impl Shared {
     /// The replica-set config members as `(index, addr, state)` for hello/URI building.
     pub(crate) fn uri(&self) -> String {
         let st = self.state.lock();
-        match self.kind {
-            Kind::Standalone => format!("mongodb://{}/", st.handles.first().map_or("", |h| h.addr.as_str())),
+        let (hosts, mut options) = match self.kind {
+            Kind::Standalone => (st.handles.first().map_or("", |h| h.addr.as_str()).to_owned(), Vec::new()),
             Kind::Sharded => {
                 let hosts: Vec<&str> = st.handles.iter().map(|h| h.addr.as_str()).collect();
-                format!("mongodb://{}/", hosts.join(","))
+                (hosts.join(","), Vec::new())
             }
             Kind::LoadBalanced => {
-                format!("mongodb://{}/?loadBalanced=true", self.lb_addr.lock().clone().unwrap_or_default())
+                (self.lb_addr.lock().clone().unwrap_or_default(), vec!["loadBalanced=true".to_owned()])
             }
             Kind::ReplicaSet => {
                 let hosts: Vec<&str> = st
@@ -935,8 +947,16 @@ impl Shared {
                     .filter(|(_, m)| !m.hidden && !m.removed)
                     .map(|(h, _)| h.addr.as_str())
                     .collect();
-                format!("mongodb://{}/?replicaSet={}", hosts.join(","), self.set_name)
+                (hosts.join(","), vec![format!("replicaSet={}", self.set_name)])
             }
+        };
+        if self.security.tls.is_some() {
+            options.push("tls=true".to_owned());
+        }
+        if options.is_empty() {
+            format!("mongodb://{hosts}/")
+        } else {
+            format!("mongodb://{hosts}/?{}", options.join("&"))
         }
     }
 

@@ -19,6 +19,7 @@
 //! `commands` the command implementations; `store` the in-memory collections; `failpoint` the
 //! `failCommand` fail point; `lb` the load balancer; [`testing`] a tiny raw client for tests.
 
+mod auth;
 mod cluster;
 mod commands;
 mod failpoint;
@@ -27,7 +28,10 @@ mod lb;
 mod repl;
 mod server;
 mod store;
-pub use crate::raw_client as testing;
+pub mod testing;
+mod tls;
+
+pub use tls::SimTls;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -67,6 +71,10 @@ pub enum SimError {
     /// A `configureFailPoint` document was not understood.
     #[error("invalid fail point: {0}")]
     InvalidFailPoint(String),
+    /// The TLS settings were rejected (unparsable PEM, key not matching the certificate, ...)
+    /// or test certificates could not be generated.
+    #[error("TLS configuration: {0}")]
+    Tls(String),
 }
 
 /// Options of one replica-set member.
@@ -150,6 +158,8 @@ pub struct ClusterBuilder {
     election_timeout: Duration,
     worker_threads: usize,
     port: u16,
+    tls: Option<SimTls>,
+    users: Vec<auth::UserSpec>,
     errors: Vec<String>,
 }
 
@@ -163,6 +173,8 @@ impl ClusterBuilder {
             election_timeout: Duration::ZERO,
             worker_threads: 2,
             port: 0,
+            tls: None,
+            users: Vec::new(),
             errors: Vec::new(),
         }
     }
@@ -234,6 +246,49 @@ impl ClusterBuilder {
         self
     }
 
+    /// Serves TLS only, on every member, mongos and the load balancer; [`Cluster::uri`] then
+    /// says `tls=true`. With [`SimTls::client_ca_pem`] set, clients must present a certificate
+    /// signed by that CA.
+    pub fn tls(mut self, tls: SimTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Adds user `name` in database `admin` with SCRAM-SHA-1 and SCRAM-SHA-256 credentials.
+    /// Once any user exists, authentication is required: every command other than those mongod
+    /// allows before authentication (hello, saslStart/saslContinue, ping, buildInfo,
+    /// endSessions, ...) fails with code 13 `Unauthorized`. Authentication is per connection.
+    pub fn user(self, name: &str, password: &str) -> Self {
+        self.user_with_mechanisms(name, password, &["SCRAM-SHA-1", "SCRAM-SHA-256"])
+    }
+
+    /// [`ClusterBuilder::user`] with only the given mechanisms (`"SCRAM-SHA-1"`,
+    /// `"SCRAM-SHA-256"`); hello's `saslSupportedMechs` lists exactly these. Adding a user
+    /// twice replaces the first one.
+    pub fn user_with_mechanisms(mut self, name: &str, password: &str, mechanisms: &[&str]) -> Self {
+        let mut parsed = Vec::new();
+        for m in mechanisms {
+            match auth::Mechanism::parse(m) {
+                Some(m) if !parsed.contains(&m) => parsed.push(m),
+                Some(_) => {}
+                None => self.errors.push(format!("user {name:?}: unsupported mechanism {m:?}")),
+            }
+        }
+        if parsed.is_empty() {
+            self.errors.push(format!("user {name:?}: at least one mechanism is needed"));
+        }
+        if name.is_empty() {
+            self.errors.push("a user name must not be empty".to_owned());
+        }
+        self.users.retain(|u| u.name != name);
+        self.users.push(auth::UserSpec {
+            name: name.to_owned(),
+            password: password.to_owned(),
+            mechanisms: parsed,
+        });
+        self
+    }
+
     fn validate(&self) -> Result<(), SimError> {
         if let Some(e) = self.errors.first() {
             return Err(SimError::InvalidConfig(e.clone()));
@@ -280,13 +335,17 @@ impl ClusterBuilder {
     /// primary (member 0 unless its priority says otherwise).
     pub fn start(self) -> Result<Cluster, SimError> {
         self.validate()?;
+        let security = cluster::Security {
+            tls: self.tls.as_ref().map(tls::acceptor).transpose()?,
+            users: auth::Users::new(&self.users)?,
+        };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(self.worker_threads)
             .thread_name("mongo-sim")
             .enable_all()
             .build()
             .map_err(SimError::Io)?;
-        let shared = Arc::new(Shared::new(
+        let mut shared = Shared::new(
             self.kind,
             self.set_name,
             self.lag,
@@ -294,7 +353,9 @@ impl ClusterBuilder {
             self.port,
             runtime.handle().clone(),
             &self.members,
-        ));
+        );
+        shared.security = security;
+        let shared = Arc::new(shared);
         shared.start()?;
         tracing::info!(uri = %shared.uri(), "simulated cluster started");
         Ok(Cluster { shared, runtime: Mutex::new(Some(runtime)) })

@@ -12,15 +12,20 @@ use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, RawDocument, RawDoc
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use parking_lot::Mutex;
 use protocol::wire::{Frame, Message, MessageCodec, OpMsg, OpMsgFlags, OpQuery, OpReply};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::codec::Framed;
 
+use super::auth::{self, ConnAuth};
 use super::cluster::{Kind, Member, Shared, TopologyVersion};
 use super::commands::{self, CmdError, ConnInfo, Ctx, RETRYABLE_CODES};
 use super::failpoint::Triggered;
 use super::hello::{self, HelloRequest};
 
-type Conn = Framed<TcpStream, MessageCodec>;
+type Conn<S> = Framed<S, MessageCodec>;
+
+/// Bound on a TLS handshake, so a silent client cannot hold a connection task forever.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Accepts connections for `member` until the task is aborted (kill / shutdown).
 pub(crate) async fn listen(shared: Arc<Shared>, member: Arc<Member>, listener: StdTcpListener) {
@@ -46,8 +51,8 @@ pub(crate) async fn listen(shared: Arc<Shared>, member: Arc<Member>, listener: S
     }
 }
 
-/// Serves one accepted connection until the client hangs up, a fatal error, or the member's
-/// incarnation changes (kill).
+/// Serves one accepted TCP connection (after a TLS handshake when the cluster has TLS) until
+/// the client hangs up, a fatal error, or the member's incarnation changes (kill).
 pub(crate) async fn serve(
     shared: Arc<Shared>,
     member: Arc<Member>,
@@ -62,6 +67,29 @@ pub(crate) async fn serve(
     let _live = LiveGuard::new(&member);
     // Small request/reply messages: never wait for Nagle.
     let _ = sock.set_nodelay(true);
+    let work = async move {
+        let Some(tls) = shared.security.tls.clone() else {
+            return serve_stream(shared, member, sock, lb).await;
+        };
+        match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.0.accept(sock)).await {
+            Ok(Ok(stream)) => serve_stream(shared, member, stream, lb).await,
+            Ok(Err(e)) => tracing::debug!(member = member.index, error = %e, "TLS handshake failed"),
+            Err(_) => tracing::debug!(member = member.index, "TLS handshake timed out"),
+        }
+    };
+    tokio::select! {
+        () = work => {}
+        _ = killed.changed() => {}
+    }
+}
+
+/// Serves one established connection (plain TCP or TLS).
+async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin>(
+    shared: Arc<Shared>,
+    member: Arc<Member>,
+    stream: S,
+    lb: bool,
+) {
     member.counters.connections_opened.fetch_add(1, Ordering::Relaxed);
     let id = shared.next_connection_id.fetch_add(1, Ordering::Relaxed);
     let mut conn = Connection {
@@ -69,11 +97,9 @@ pub(crate) async fn serve(
         member,
         info: ConnInfo { id, app_name: None, lb },
         cluster_time_cache: Mutex::new(None),
+        auth: Mutex::new(ConnAuth::default()),
     };
-    tokio::select! {
-        () = conn.run(sock) => {}
-        _ = killed.changed() => {}
-    }
+    conn.run(stream).await;
 }
 
 /// Counts a connection as live until dropped (after its socket).
@@ -111,6 +137,8 @@ struct Connection {
     member: Arc<Member>,
     info: ConnInfo,
     cluster_time_cache: Mutex<Option<(Timestamp, RawDocumentBuf)>>,
+    /// Per-connection authentication (a lock only for interior mutability; never contended).
+    auth: Mutex<ConnAuth>,
 }
 
 fn first_key(body: &RawDocument) -> Option<&str> {
@@ -209,8 +237,8 @@ fn max_time_expired() -> Document {
 }
 
 impl Connection {
-    async fn run(&mut self, sock: TcpStream) {
-        let mut framed = Framed::new(sock, MessageCodec::new());
+    async fn run<S: AsyncRead + AsyncWrite + Unpin>(&mut self, stream: S) {
+        let mut framed = Framed::new(stream, MessageCodec::new());
         let mut unflushed = false;
         loop {
             let next = if unflushed {
@@ -273,7 +301,7 @@ impl Connection {
     }
 
     /// OP_COMPRESSED was never negotiated: answer with a clear error, then close.
-    async fn reject_compressed(&self, framed: &mut Conn) {
+    async fn reject_compressed<S: AsyncRead + AsyncWrite + Unpin>(&self, framed: &mut Conn<S>) {
         let request_id = framed
             .read_buffer()
             .get(4..8)
@@ -382,6 +410,15 @@ impl Connection {
             }
             let mut doc = match &triggered.error {
                 Some((code, labels)) => failpoint_error(*code, labels.clone(), name, body),
+                None if self.is_auth_command(name) => {
+                    self.auth_command(name, db, body).unwrap_or_else(|e| e.to_document())
+                }
+                None if self.shared.security.users.enabled()
+                    && !auth::allowed_unauthenticated(name)
+                    && !self.auth.lock().authenticated() =>
+                {
+                    auth::unauthorized(name).to_document()
+                }
                 None => {
                     let ctx = Ctx {
                         shared: &self.shared,
@@ -466,16 +503,73 @@ impl Connection {
         if self.partitioned() {
             return Action::Nothing;
         }
-        let doc = self.hello_doc(&req);
+        let mut doc = self.hello_doc(&req);
+        self.add_auth_fields(body, &mut doc);
         self.reply_frame(request_id, doc, OpMsgFlags::empty()).map_or(Action::Close, Action::Reply)
+    }
+
+    /// Commands answered from the connection's authentication state.
+    fn is_auth_command(&self, name: &str) -> bool {
+        matches!(name, "saslStart" | "saslContinue" | "logout")
+            || (name == "connectionStatus" && self.shared.security.users.enabled())
+    }
+
+    fn auth_command(&self, name: &str, db: &str, body: &RawDocument) -> Result<Document, CmdError> {
+        let users = &self.shared.security.users;
+        let mut auth = self.auth.lock();
+        match name {
+            "saslStart" => auth.sasl_start(users, db, body),
+            "saslContinue" => auth.sasl_continue(body),
+            "logout" => {
+                auth.logout();
+                Ok(doc! {"ok": 1.0})
+            }
+            _ => {
+                let (users, roles) = match &auth.user {
+                    Some((user, db)) => (
+                        vec![doc! {"user": user.as_str(), "db": db.as_str()}],
+                        vec![doc! {"role": "root", "db": "admin"}],
+                    ),
+                    None => (Vec::new(), Vec::new()),
+                };
+                Ok(
+                    doc! {"authInfo": {"authenticatedUsers": users, "authenticatedUserRoles": roles}, "ok": 1.0},
+                )
+            }
+        }
+    }
+
+    /// hello's `saslSupportedMechs` and `speculativeAuthenticate` answers. A speculative
+    /// conversation that fails is left out of the reply, as mongod does: the client then
+    /// authenticates the ordinary way.
+    fn add_auth_fields(&self, body: &RawDocument, doc: &mut Document) {
+        let users = &self.shared.security.users;
+        if !users.enabled() || doc.get_f64("ok").unwrap_or(0.0) != 1.0 {
+            return;
+        }
+        if let Some(mechs) = body.get_str("saslSupportedMechs").ok().and_then(|u| users.supported_mechs(u)) {
+            doc.insert("saslSupportedMechs", mechs);
+        }
+        let Ok(spec) = body.get_document("speculativeAuthenticate") else { return };
+        if first_key(spec) != Some("saslStart") {
+            return;
+        }
+        let db = spec.get_str("db").unwrap_or("admin");
+        match self.auth.lock().sasl_start(users, db, spec) {
+            Ok(mut reply) => {
+                reply.remove("ok");
+                doc.insert("speculativeAuthenticate", reply);
+            }
+            Err(e) => tracing::debug!(error = %e.errmsg, "speculative authentication failed"),
+        }
     }
 
     /// Streams hello replies with `moreToCome` (each answering the previous reply's request
     /// id) whenever the topology version changes or `max_await` passes. Returns whether the
     /// connection stays usable (an error reply ended the stream) or must close.
-    async fn exhaust(
+    async fn exhaust<S: AsyncRead + AsyncWrite + Unpin>(
         &mut self,
-        framed: &mut Conn,
+        framed: &mut Conn<S>,
         request_id: i32,
         name: &str,
         req: &HelloRequest,
@@ -537,7 +631,11 @@ impl Connection {
             match self.hello_failpoint(&name, body).await {
                 Err(d) if d.is_empty() => return Action::Close,
                 Err(d) => d,
-                Ok(()) => self.hello_doc(&req),
+                Ok(()) => {
+                    let mut doc = self.hello_doc(&req);
+                    self.add_auth_fields(body, &mut doc);
+                    doc
+                }
             }
         } else {
             CmdError::new(

@@ -1,0 +1,590 @@
+//! SCRAM-SHA-1 / SCRAM-SHA-256 authentication as mongod 7 does it (RFC 5802 / RFC 7677 in
+//! MongoDB's `saslStart`/`saslContinue` conversation shape), users in `admin`, and which
+//! commands an unauthenticated connection may run.
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, RawBsonRef, RawDocument};
+use hmac::{Hmac, KeyInit, Mac};
+use md5::Md5;
+use sha1::Sha1;
+use sha2::{Digest, Sha256};
+
+use super::commands::CmdError;
+use super::SimError;
+
+/// mongod's iteration counts (`scramIterationCount`, `scramSHA256IterationCount`).
+const SHA1_ITERATIONS: u32 = 10_000;
+const SHA256_ITERATIONS: u32 = 15_000;
+/// Salt lengths mongod uses: the hash length minus 4 bytes (16 and 28).
+const SHA1_SALT_LEN: usize = 16;
+const SHA256_SALT_LEN: usize = 28;
+/// The only conversation id mongod hands out.
+const CONVERSATION_ID: i32 = 1;
+
+/// A SCRAM variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mechanism {
+    Sha1,
+    Sha256,
+}
+
+impl Mechanism {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
+        match name {
+            "SCRAM-SHA-1" => Some(Mechanism::Sha1),
+            "SCRAM-SHA-256" => Some(Mechanism::Sha256),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Mechanism::Sha1 => "SCRAM-SHA-1",
+            Mechanism::Sha256 => "SCRAM-SHA-256",
+        }
+    }
+
+    fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
+        // HMAC accepts keys of any length; the error arm is unreachable but must not panic.
+        match self {
+            Mechanism::Sha1 => match <Hmac<Sha1> as KeyInit>::new_from_slice(key) {
+                Ok(mut m) => {
+                    m.update(data);
+                    m.finalize().into_bytes().to_vec()
+                }
+                Err(_) => Vec::new(),
+            },
+            Mechanism::Sha256 => match <Hmac<Sha256> as KeyInit>::new_from_slice(key) {
+                Ok(mut m) => {
+                    m.update(data);
+                    m.finalize().into_bytes().to_vec()
+                }
+                Err(_) => Vec::new(),
+            },
+        }
+    }
+
+    fn hash(self, data: &[u8]) -> Vec<u8> {
+        match self {
+            Mechanism::Sha1 => Sha1::digest(data).to_vec(),
+            Mechanism::Sha256 => Sha256::digest(data).to_vec(),
+        }
+    }
+
+    /// `SaltedPassword := Hi(Normalize(password), salt, i)`; SHA-1 uses MongoDB's password
+    /// digest `hex(md5("user:mongo:password"))` as the password, SHA-256 the SASLprepped one.
+    fn salted_password(
+        self,
+        user: &str,
+        password: &str,
+        salt: &[u8],
+        iterations: u32,
+    ) -> Result<Vec<u8>, String> {
+        match self {
+            Mechanism::Sha1 => {
+                let digest = Md5::digest(format!("{user}:mongo:{password}").as_bytes());
+                let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+                let mut out = vec![0; 20];
+                pbkdf2::pbkdf2_hmac::<Sha1>(hex.as_bytes(), salt, iterations, &mut out);
+                Ok(out)
+            }
+            Mechanism::Sha256 => {
+                let prepped = stringprep::saslprep(password)
+                    .map_err(|e| format!("password of user {user:?} is invalid for SCRAM-SHA-256: {e}"))?;
+                let mut out = vec![0; 32];
+                pbkdf2::pbkdf2_hmac::<Sha256>(prepped.as_bytes(), salt, iterations, &mut out);
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// Fills `buf` from the operating system's secure random source (through rustls' provider).
+fn random(buf: &mut [u8]) {
+    if rustls::crypto::ring::default_provider().secure_random.fill(buf).is_err() {
+        // Never seen in practice; a predictable-but-unique fallback keeps tests running.
+        let seed =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = (seed >> ((i % 16) * 8)) as u8 ^ (i as u8);
+        }
+    }
+}
+
+/// A user as the builder describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct UserSpec {
+    pub name: String,
+    pub password: String,
+    pub mechanisms: Vec<Mechanism>,
+}
+
+/// What the server stores for one mechanism of one user (never the password).
+#[derive(Clone, Debug)]
+struct Credential {
+    mechanism: Mechanism,
+    salt: Vec<u8>,
+    iterations: u32,
+    stored_key: Vec<u8>,
+    server_key: Vec<u8>,
+}
+
+#[derive(Clone, Debug)]
+struct User {
+    name: String,
+    credentials: Vec<Credential>,
+}
+
+/// The users of a cluster, all in the `admin` database. Empty = no authentication.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Users(Vec<User>);
+
+impl Users {
+    /// Derives the stored credentials, with a fresh random salt per user and mechanism.
+    pub(crate) fn new(specs: &[UserSpec]) -> Result<Self, SimError> {
+        let mut users = Vec::with_capacity(specs.len());
+        for s in specs {
+            let mut credentials = Vec::new();
+            for &mechanism in &s.mechanisms {
+                let (salt_len, iterations) = match mechanism {
+                    Mechanism::Sha1 => (SHA1_SALT_LEN, SHA1_ITERATIONS),
+                    Mechanism::Sha256 => (SHA256_SALT_LEN, SHA256_ITERATIONS),
+                };
+                let mut salt = vec![0; salt_len];
+                random(&mut salt);
+                let salted = mechanism
+                    .salted_password(&s.name, &s.password, &salt, iterations)
+                    .map_err(SimError::InvalidConfig)?;
+                let client_key = mechanism.hmac(&salted, b"Client Key");
+                credentials.push(Credential {
+                    mechanism,
+                    stored_key: mechanism.hash(&client_key),
+                    server_key: mechanism.hmac(&salted, b"Server Key"),
+                    salt,
+                    iterations,
+                });
+            }
+            users.push(User { name: s.name.clone(), credentials });
+        }
+        Ok(Users(users))
+    }
+
+    /// Whether authentication is required (any user exists).
+    pub(crate) fn enabled(&self) -> bool {
+        !self.0.is_empty()
+    }
+
+    fn find(&self, db: &str, name: &str) -> Option<&User> {
+        if db != "admin" {
+            return None;
+        }
+        self.0.iter().find(|u| u.name == name)
+    }
+
+    /// hello's `saslSupportedMechs` for `"db.user"`: `None` when the user does not exist (mongod
+    /// then omits the field).
+    pub(crate) fn supported_mechs(&self, qualified: &str) -> Option<Vec<Bson>> {
+        let (db, name) = qualified.split_once('.')?;
+        let user = self.find(db, name)?;
+        Some(user.credentials.iter().map(|c| Bson::String(c.mechanism.name().to_owned())).collect())
+    }
+}
+
+/// Commands mongod runs without authentication (`requiresAuth() == false`).
+pub(crate) fn allowed_unauthenticated(name: &str) -> bool {
+    matches!(
+        name,
+        "hello"
+            | "isMaster"
+            | "ismaster"
+            | "saslStart"
+            | "saslContinue"
+            | "authenticate"
+            | "logout"
+            | "ping"
+            | "buildInfo"
+            | "buildinfo"
+            | "endSessions"
+            | "connectionStatus"
+            | "whatsmyuri"
+            | "getnonce"
+            | "listCommands"
+    )
+}
+
+/// The error mongod sends for a command that needs authentication.
+pub(crate) fn unauthorized(name: &str) -> CmdError {
+    CmdError::new(13, "Unauthorized", format!("command {name} requires authentication"))
+}
+
+fn auth_failed() -> CmdError {
+    CmdError::new(18, "AuthenticationFailed", "Authentication failed.")
+}
+
+#[derive(Clone, Debug)]
+enum Stage {
+    /// server-first sent; waiting for client-final.
+    First,
+    /// server-final sent without `done`; waiting for the empty client message.
+    Final,
+}
+
+#[derive(Clone, Debug)]
+struct Conversation {
+    user: String,
+    db: String,
+    credential: Credential,
+    gs2_header: String,
+    client_first_bare: String,
+    server_first: String,
+    nonce: String,
+    skip_empty_exchange: bool,
+    stage: Stage,
+}
+
+/// Authentication state of one connection.
+#[derive(Debug, Default)]
+pub(crate) struct ConnAuth {
+    /// `(user, db)` once a conversation completed.
+    pub user: Option<(String, String)>,
+    conversation: Option<Conversation>,
+}
+
+fn payload_bytes(v: Option<RawBsonRef<'_>>) -> Result<Vec<u8>, CmdError> {
+    match v {
+        Some(RawBsonRef::Binary(b)) => Ok(b.bytes.to_vec()),
+        Some(RawBsonRef::String(s)) => Ok(s.as_bytes().to_vec()),
+        _ => Err(CmdError::new(14, "TypeMismatch", "payload must be a BinData or string")),
+    }
+}
+
+fn binary(bytes: Vec<u8>) -> Binary {
+    Binary { subtype: BinarySubtype::Generic, bytes }
+}
+
+/// `saslname` decoding of RFC 5802: `=2C` is `,` and `=3D` is `=`; any other `=` is invalid.
+fn decode_saslname(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('=') {
+        out.push_str(&rest[..i]);
+        let code = rest.get(i + 1..i + 3)?;
+        out.push(match code {
+            "2C" => ',',
+            "3D" => '=',
+            _ => return None,
+        });
+        rest = &rest[i + 3..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// Splits `client-first-message` into `(gs2-header, client-first-bare, user, nonce)`.
+fn parse_client_first(msg: &str) -> Option<(String, String, String, String)> {
+    let mut parts = msg.splitn(3, ',');
+    let flag = parts.next()?;
+    let authzid = parts.next()?;
+    let bare = parts.next()?;
+    // No channel binding over a simulator ("p=" would need tls-unique).
+    if !matches!(flag, "n" | "y") || !(authzid.is_empty() || authzid.starts_with("a=")) {
+        return None;
+    }
+    let mut user = None;
+    let mut nonce = None;
+    for attr in bare.split(',') {
+        match attr.split_at_checked(2)? {
+            ("n=", v) => user = Some(decode_saslname(v)?),
+            ("r=", v) => nonce = Some(v.to_owned()),
+            // A mandatory extension we do not know.
+            ("m=", _) => return None,
+            _ => {}
+        }
+    }
+    let (user, nonce) = (user?, nonce?);
+    if nonce.is_empty() || nonce.contains(',') {
+        return None;
+    }
+    Some((format!("{flag},{authzid},"), bare.to_owned(), user, nonce))
+}
+
+impl ConnAuth {
+    /// Whether the connection has authenticated.
+    pub(crate) fn authenticated(&self) -> bool {
+        self.user.is_some()
+    }
+
+    /// `saslStart` (also the `speculativeAuthenticate` of hello). `db` is the command's
+    /// database: the user's authentication database.
+    pub(crate) fn sasl_start(
+        &mut self,
+        users: &Users,
+        db: &str,
+        body: &RawDocument,
+    ) -> Result<Document, CmdError> {
+        self.conversation = None;
+        let mechanism =
+            body.get_str("mechanism").map_err(|_| CmdError::bad("saslStart needs a mechanism"))?;
+        let Some(mech) = Mechanism::parse(mechanism) else {
+            return Err(CmdError::new(
+                334,
+                "MechanismUnavailable",
+                format!("Received authentication for mechanism {mechanism} which is unknown or not enabled"),
+            ));
+        };
+        let payload = payload_bytes(body.get("payload").ok().flatten())?;
+        let skip_empty_exchange = body
+            .get_document("options")
+            .ok()
+            .and_then(|o| o.get_bool("skipEmptyExchange").ok())
+            .unwrap_or(false);
+        let msg = String::from_utf8(payload).map_err(|_| auth_failed())?;
+        let Some((gs2_header, client_first_bare, user, client_nonce)) = parse_client_first(&msg) else {
+            tracing::debug!("malformed SCRAM client-first message");
+            return Err(auth_failed());
+        };
+        let Some(found) = users.find(db, &user) else {
+            tracing::debug!(user, db, "SCRAM: no such user");
+            return Err(auth_failed());
+        };
+        let Some(credential) = found.credentials.iter().find(|c| c.mechanism == mech) else {
+            return Err(CmdError::new(
+                334,
+                "MechanismUnavailable",
+                format!(
+                    "Unable to use {0} based authentication for user without any {0} credentials registered",
+                    mech.name()
+                ),
+            ));
+        };
+        let mut server_nonce = [0u8; 24];
+        random(&mut server_nonce);
+        let nonce = format!("{client_nonce}{}", B64.encode(server_nonce));
+        let server_first =
+            format!("r={nonce},s={},i={}", B64.encode(&credential.salt), credential.iterations);
+        let reply = doc! {
+            "conversationId": CONVERSATION_ID,
+            "done": false,
+            "payload": binary(server_first.clone().into_bytes()),
+            "ok": 1.0,
+        };
+        self.conversation = Some(Conversation {
+            user,
+            db: db.to_owned(),
+            credential: credential.clone(),
+            gs2_header,
+            client_first_bare,
+            server_first,
+            nonce,
+            skip_empty_exchange,
+            stage: Stage::First,
+        });
+        Ok(reply)
+    }
+
+    /// `saslContinue`.
+    pub(crate) fn sasl_continue(&mut self, body: &RawDocument) -> Result<Document, CmdError> {
+        let id = match body.get("conversationId").ok().flatten() {
+            Some(RawBsonRef::Int32(i)) => i64::from(i),
+            Some(RawBsonRef::Int64(i)) => i,
+            Some(RawBsonRef::Double(d)) => d as i64,
+            _ => return Err(CmdError::bad("saslContinue needs a conversationId")),
+        };
+        let Some(conv) = self.conversation.take() else {
+            return Err(CmdError::new(17, "ProtocolError", "No SASL session state found"));
+        };
+        if id != i64::from(CONVERSATION_ID) {
+            return Err(CmdError::new(17, "ProtocolError", "sasl: Mismatched conversation id"));
+        }
+        let payload = payload_bytes(body.get("payload").ok().flatten())?;
+        match conv.stage {
+            Stage::First => {
+                let msg = String::from_utf8(payload).map_err(|_| auth_failed())?;
+                let Some(server_final) = conv.verify_client_final(&msg) else {
+                    tracing::debug!(user = conv.user, "SCRAM proof rejected");
+                    return Err(auth_failed());
+                };
+                let payload = binary(server_final.into_bytes());
+                if conv.skip_empty_exchange {
+                    self.user = Some((conv.user, conv.db));
+                    return Ok(
+                        doc! {"conversationId": CONVERSATION_ID, "done": true, "payload": payload, "ok": 1.0},
+                    );
+                }
+                self.conversation = Some(Conversation { stage: Stage::Final, ..conv });
+                Ok(doc! {"conversationId": CONVERSATION_ID, "done": false, "payload": payload, "ok": 1.0})
+            }
+            Stage::Final => {
+                if !payload.is_empty() {
+                    return Err(auth_failed());
+                }
+                self.user = Some((conv.user, conv.db));
+                Ok(
+                    doc! {"conversationId": CONVERSATION_ID, "done": true, "payload": binary(Vec::new()), "ok": 1.0},
+                )
+            }
+        }
+    }
+
+    /// `logout`: forget the user.
+    pub(crate) fn logout(&mut self) {
+        self.user = None;
+        self.conversation = None;
+    }
+}
+
+impl Conversation {
+    /// Checks `client-final-message`; returns `server-final-message` when the proof is right.
+    fn verify_client_final(&self, msg: &str) -> Option<String> {
+        let (without_proof, proof) = msg.rsplit_once(",p=")?;
+        let mut channel = None;
+        let mut nonce = None;
+        for attr in without_proof.split(',') {
+            match attr.split_at_checked(2)? {
+                ("c=", v) => channel = Some(v),
+                ("r=", v) => nonce = Some(v),
+                _ => {}
+            }
+        }
+        if B64.decode(channel?).ok()? != self.gs2_header.as_bytes() || nonce? != self.nonce {
+            return None;
+        }
+        let proof = B64.decode(proof).ok()?;
+        let mech = self.credential.mechanism;
+        let auth_message = format!("{},{},{without_proof}", self.client_first_bare, self.server_first);
+        let client_signature = mech.hmac(&self.credential.stored_key, auth_message.as_bytes());
+        if proof.len() != client_signature.len() {
+            return None;
+        }
+        let client_key: Vec<u8> = proof.iter().zip(&client_signature).map(|(a, b)| a ^ b).collect();
+        if mech.hash(&client_key) != self.credential.stored_key {
+            return None;
+        }
+        let server_signature = mech.hmac(&self.credential.server_key, auth_message.as_bytes());
+        Some(format!("v={}", B64.encode(server_signature)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::rawdoc;
+
+    /// A minimal SCRAM client, to check the server side against the RFC's equations.
+    fn client_final(
+        mech: Mechanism,
+        user: &str,
+        password: &str,
+        client_first_bare: &str,
+        server_first: &str,
+    ) -> (String, String) {
+        let mut salt = None;
+        let mut iterations = None;
+        let mut nonce = None;
+        for attr in server_first.split(',') {
+            let (k, v) = attr.split_at(2);
+            match k {
+                "r=" => nonce = Some(v.to_owned()),
+                "s=" => salt = Some(B64.decode(v).unwrap()),
+                "i=" => iterations = Some(v.parse::<u32>().unwrap()),
+                _ => {}
+            }
+        }
+        let salted = mech.salted_password(user, password, &salt.unwrap(), iterations.unwrap()).unwrap();
+        let client_key = mech.hmac(&salted, b"Client Key");
+        let stored_key = mech.hash(&client_key);
+        let without_proof = format!("c=biws,r={}", nonce.unwrap());
+        let auth_message = format!("{client_first_bare},{server_first},{without_proof}");
+        let signature = mech.hmac(&stored_key, auth_message.as_bytes());
+        let proof: Vec<u8> = client_key.iter().zip(&signature).map(|(a, b)| a ^ b).collect();
+        let server_key = mech.hmac(&salted, b"Server Key");
+        let expected_v = format!("v={}", B64.encode(mech.hmac(&server_key, auth_message.as_bytes())));
+        (format!("{without_proof},p={}", B64.encode(proof)), expected_v)
+    }
+
+    fn users() -> Users {
+        Users::new(&[UserSpec {
+            name: "ann".into(),
+            password: "pencil".into(),
+            mechanisms: vec![Mechanism::Sha1, Mechanism::Sha256],
+        }])
+        .unwrap()
+    }
+
+    fn run(mech: Mechanism, password: &str, skip: bool) -> Result<ConnAuth, CmdError> {
+        let users = users();
+        let mut auth = ConnAuth::default();
+        let bare = "n=ann,r=fyko+d2lbbFgONRv9qkxdawL";
+        let start = rawdoc! {
+            "saslStart": 1, "mechanism": mech.name(),
+            "payload": binary(format!("n,,{bare}").into_bytes()),
+            "options": {"skipEmptyExchange": skip},
+        };
+        let first = auth.sasl_start(&users, "admin", &start)?;
+        assert_eq!(first.get_i32("conversationId").unwrap(), 1);
+        assert!(!first.get_bool("done").unwrap());
+        let server_first = String::from_utf8(first.get_binary_generic("payload").unwrap().clone()).unwrap();
+        assert!(server_first.starts_with("r=fyko+d2lbbFgONRv9qkxdawL"));
+        let iterations = if mech == Mechanism::Sha1 { ",i=10000" } else { ",i=15000" };
+        assert!(server_first.ends_with(iterations), "{server_first}");
+        let (client_final, expected_v) = client_final(mech, "ann", password, bare, &server_first);
+        let cont =
+            rawdoc! {"saslContinue": 1, "conversationId": 1, "payload": binary(client_final.into_bytes())};
+        let fin = auth.sasl_continue(&cont)?;
+        assert_eq!(fin.get_binary_generic("payload").unwrap(), expected_v.as_bytes());
+        assert_eq!(fin.get_bool("done").unwrap(), skip);
+        if !skip {
+            assert!(!auth.authenticated());
+            let empty = rawdoc! {"saslContinue": 1, "conversationId": 1, "payload": binary(Vec::new())};
+            let done = auth.sasl_continue(&empty)?;
+            assert!(done.get_bool("done").unwrap());
+        }
+        Ok(auth)
+    }
+
+    #[test]
+    fn scram_conversations_succeed_with_the_right_password() {
+        for mech in [Mechanism::Sha1, Mechanism::Sha256] {
+            for skip in [true, false] {
+                let auth = run(mech, "pencil", skip).unwrap();
+                assert_eq!(auth.user, Some(("ann".to_owned(), "admin".to_owned())));
+            }
+        }
+    }
+
+    #[test]
+    fn wrong_password_is_authentication_failed() {
+        for mech in [Mechanism::Sha1, Mechanism::Sha256] {
+            let err = run(mech, "pen", true).unwrap_err();
+            assert_eq!((err.code, err.errmsg.as_str()), (18, "Authentication failed."));
+        }
+    }
+
+    #[test]
+    fn unknown_user_and_mechanism() {
+        let users = users();
+        let mut auth = ConnAuth::default();
+        let start = |m: &str, u: &str| {
+            rawdoc! {"saslStart": 1, "mechanism": m, "payload": binary(format!("n,,n={u},r=abc").into_bytes())}
+        };
+        assert_eq!(auth.sasl_start(&users, "admin", &start("SCRAM-SHA-256", "bob")).unwrap_err().code, 18);
+        assert_eq!(auth.sasl_start(&users, "test", &start("SCRAM-SHA-256", "ann")).unwrap_err().code, 18);
+        assert_eq!(auth.sasl_start(&users, "admin", &start("PLAIN", "ann")).unwrap_err().code, 334);
+        let cont = rawdoc! {"saslContinue": 1, "conversationId": 1, "payload": binary(Vec::new())};
+        assert_eq!(auth.sasl_continue(&cont).unwrap_err().code, 17);
+    }
+
+    #[test]
+    fn saslname_and_supported_mechs() {
+        assert_eq!(decode_saslname("a=2Cb=3Dc").as_deref(), Some("a,b=c"));
+        assert_eq!(decode_saslname("a=2"), None);
+        let users = users();
+        assert_eq!(
+            users.supported_mechs("admin.ann"),
+            Some(vec![Bson::String("SCRAM-SHA-1".into()), Bson::String("SCRAM-SHA-256".into())])
+        );
+        assert_eq!(users.supported_mechs("admin.bob"), None);
+        assert_eq!(users.supported_mechs("test.ann"), None);
+    }
+}
