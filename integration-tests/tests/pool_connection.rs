@@ -55,7 +55,8 @@ async fn handshake_and_round_trip() {
         .expect("raw");
     let reply = conn.send_command("db", insert, deadline).await.expect("insert");
     assert_eq!(reply.get_i32("n").expect("n"), 1);
-    let reply = conn.send_command("db", doc! {"find": "c", "filter": {"_id": 1}}, deadline).await.expect("find");
+    let reply =
+        conn.send_command("db", doc! {"find": "c", "filter": {"_id": 1}}, deadline).await.expect("find");
     let batch = reply.get_document("cursor").and_then(|c| c.get_array("firstBatch")).expect("batch");
     let first = batch.into_iter().next().expect("one").expect("valid");
     assert_eq!(first.as_document().and_then(|d| d.get_str("x").ok()), Some("y"));
@@ -135,7 +136,8 @@ async fn cancel_token_interrupts_a_round_trip() {
 async fn establishment_errors_name_their_phase() {
     // Nothing listens: connection refused during TCP connect.
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let err = Connection::connect(&options(), request(&format!("127.0.0.1:{port}"))).await.expect_err("refused");
+    let err =
+        Connection::connect(&options(), request(&format!("127.0.0.1:{port}"))).await.expect_err("refused");
     assert!(matches!(err, Error::Io { phase: Phase::TcpConnect, .. }), "{err:?}");
 
     // A server that never answers: connectTimeoutMS cuts the handshake.
@@ -214,10 +216,8 @@ async fn exhaust_hello_streams_replies_in_order() {
     assert!(cluster.counters().members[0].awaited_hellos >= 5);
 
     // A read deadline shorter than maxAwaitTimeMS times the stream out and closes it.
-    let err = conn
-        .read_more_to_come(Some(Instant::now() + Duration::from_millis(1)))
-        .await
-        .expect_err("timeout");
+    let err =
+        conn.read_more_to_come(Some(Instant::now() + Duration::from_millis(1))).await.expect_err("timeout");
     assert!(matches!(err, Error::Timeout { phase: Phase::Read, .. }), "{err:?}");
     assert!(conn.is_closed());
 }
@@ -240,11 +240,268 @@ async fn options_from_connection_string() {
     assert!(!json.contains("secretpw"), "{json}");
     assert!(json.contains("\"loadBalanced\":true"), "{json}");
 
-    let cs = protocol::uri::ConnectionString::parse("mongodb://localhost/?tls=true&tlsCAFile=/nonexistent/ca.pem")
-        .expect("uri");
+    let cs =
+        protocol::uri::ConnectionString::parse("mongodb://localhost/?tls=true&tlsCAFile=/nonexistent/ca.pem")
+            .expect("uri");
     let err = ConnectionOptions::from_connection_string(&cs).expect_err("bad CA file");
     assert!(matches!(err, Error::InvalidOptions { .. }), "{err:?}");
     let cs = protocol::uri::ConnectionString::parse("mongodb://localhost/").expect("uri");
     let opts = ConnectionOptions::from_connection_string(&cs).expect("options");
     assert_eq!(opts.connect_timeout(), Some(Duration::from_secs(10)));
+}
+
+// ---- TLS ----
+
+mod security {
+    use std::io::Write;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use bson::doc;
+    use integration_tests::sim::testing::TestCerts;
+    use integration_tests::sim::Cluster;
+    use parking_lot::Mutex;
+    use pool::connection::{Connection, ConnectionOptions, TlsOptions};
+    use pool::Error;
+    use protocol::uri::{AuthMechanism, Credential};
+
+    use super::{addr, request};
+
+    fn tls_options(tls: TlsOptions) -> ConnectionOptions {
+        ConnectionOptions::builder()
+            .connect_timeout(Some(Duration::from_secs(5)))
+            .tls(tls)
+            .build()
+            .expect("options")
+    }
+
+    fn ca(certs: &TestCerts) -> TlsOptions {
+        TlsOptions { ca_file: Some(certs.ca_file().display().to_string()), ..Default::default() }
+    }
+
+    async fn ping(conn: &mut Connection) {
+        let reply = conn.send_command("admin", doc! {"ping": 1}, None).await.expect("ping");
+        conn.check_ok(reply).expect("ok");
+    }
+
+    #[tokio::test]
+    async fn tls_with_the_generated_ca() {
+        let certs = TestCerts::generate();
+        let cluster = Cluster::standalone().tls(certs.sim_tls()).start().expect("start");
+        let host = &cluster.hosts()[0];
+        let mut conn = Connection::connect(&tls_options(ca(&certs)), request(host)).await.expect("tls by IP");
+        assert!(conn.is_tls());
+        ping(&mut conn).await;
+        // By host name too (SNI, DNS SAN).
+        let port = addr(host).port().expect("port");
+        let mut conn = Connection::connect(&tls_options(ca(&certs)), request(&format!("localhost:{port}")))
+            .await
+            .expect("tls by name");
+        ping(&mut conn).await;
+        // Without TLS the server hangs up on the plaintext hello.
+        let plain =
+            ConnectionOptions::builder().connect_timeout(Some(Duration::from_secs(2))).build().expect("o");
+        assert!(Connection::connect(&plain, request(host)).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn untrusted_ca_fails_unless_certificates_are_not_checked() {
+        let certs = TestCerts::generate();
+        let other = TestCerts::generate();
+        let cluster = Cluster::standalone().tls(certs.sim_tls()).start().expect("start");
+        let host = &cluster.hosts()[0];
+        let err = Connection::connect(&tls_options(ca(&other)), request(host)).await.expect_err("untrusted");
+        assert!(matches!(err, Error::Tls { .. }), "{err:?}");
+        // Ignoring host names still verifies the chain.
+        let relaxed = TlsOptions { allow_invalid_hostnames: true, ..ca(&other) };
+        let err = Connection::connect(&tls_options(relaxed), request(host)).await.expect_err("untrusted");
+        assert!(matches!(err, Error::Tls { .. }), "{err:?}");
+        // A trusted chain with host names ignored is fine.
+        let relaxed = TlsOptions { allow_invalid_hostnames: true, ..ca(&certs) };
+        Connection::connect(&tls_options(relaxed), request(host)).await.expect("hostname relaxed");
+        // tlsAllowInvalidCertificates: anything goes (no CA file, system roots).
+        let insecure = TlsOptions { allow_invalid_certificates: true, ..Default::default() };
+        let mut conn = Connection::connect(&tls_options(insecure), request(host)).await.expect("insecure");
+        ping(&mut conn).await;
+    }
+
+    #[tokio::test]
+    async fn client_certificate_required() {
+        let certs = TestCerts::generate();
+        let cluster = Cluster::standalone().tls(certs.sim_tls_with_client_auth()).start().expect("start");
+        let host = &cluster.hosts()[0];
+        let err =
+            Connection::connect(&tls_options(ca(&certs)), request(host)).await.expect_err("no client cert");
+        assert!(matches!(err, Error::Tls { .. } | Error::Io { .. }), "{err:?}");
+        let with_cert = TlsOptions {
+            certificate_key_file: Some(certs.client_cert_key_file().display().to_string()),
+            ..ca(&certs)
+        };
+        let mut conn =
+            Connection::connect(&tls_options(with_cert), request(host)).await.expect("client cert");
+        ping(&mut conn).await;
+    }
+
+    // ---- SCRAM ----
+
+    const PASSWORD: &str = "pa55-w0rd-SECRET";
+
+    fn credential(mechanism: Option<AuthMechanism>, password: &str) -> ConnectionOptions {
+        ConnectionOptions::builder()
+            .connect_timeout(Some(Duration::from_secs(5)))
+            .credential(Credential {
+                username: Some("alice".into()),
+                password: Some(password.into()),
+                source: Some("admin".into()),
+                mechanism,
+                mechanism_properties: None,
+            })
+            .build()
+            .expect("options")
+    }
+
+    /// `find` needs authentication on the simulator once a user exists.
+    async fn find(conn: &mut Connection) -> Result<(), Error> {
+        let reply = conn.send_command("db", doc! {"find": "c", "filter": {}}, None).await?;
+        conn.check_ok(reply).map(|_| ())
+    }
+
+    fn sasl(cluster: &Cluster) -> (u64, u64) {
+        let t = cluster.counters().total;
+        (t.command("saslStart"), t.command("saslContinue"))
+    }
+
+    #[tokio::test]
+    async fn scram_sha256_and_sha1_explicit() {
+        let cluster = Cluster::standalone().user("alice", PASSWORD).start().expect("start");
+        let host = &cluster.hosts()[0];
+        for mechanism in [AuthMechanism::ScramSha256, AuthMechanism::ScramSha1] {
+            let before = sasl(&cluster);
+            let mut conn = Connection::connect(&credential(Some(mechanism), PASSWORD), request(host))
+                .await
+                .unwrap_or_else(|e| panic!("{mechanism}: {e}"));
+            find(&mut conn).await.expect("authenticated find");
+            let after = sasl(&cluster);
+            // Speculative: the first step rode on hello, so no saslStart.
+            assert_eq!(after.0, before.0, "{mechanism}");
+            assert!(after.1 > before.1, "{mechanism}");
+        }
+    }
+
+    #[tokio::test]
+    async fn scram_negotiates_sha1_when_sha256_is_not_offered() {
+        let cluster = Cluster::standalone()
+            .user_with_mechanisms("alice", PASSWORD, &["SCRAM-SHA-1"])
+            .start()
+            .expect("start");
+        let mut conn = Connection::connect(&credential(None, PASSWORD), request(&cluster.hosts()[0]))
+            .await
+            .expect("negotiated");
+        find(&mut conn).await.expect("authenticated find");
+        // The speculative SCRAM-SHA-256 attempt failed, so a SCRAM-SHA-1 saslStart followed.
+        assert_eq!(sasl(&cluster).0, 1);
+    }
+
+    #[tokio::test]
+    async fn speculative_authentication_with_negotiation() {
+        let cluster = Cluster::standalone().user("alice", PASSWORD).start().expect("start");
+        let mut conn = Connection::connect(&credential(None, PASSWORD), request(&cluster.hosts()[0]))
+            .await
+            .expect("speculative");
+        find(&mut conn).await.expect("authenticated find");
+        let (starts, continues) = sasl(&cluster);
+        assert_eq!(starts, 0, "speculative authentication replaced saslStart");
+        assert!(continues >= 1);
+    }
+
+    #[tokio::test]
+    async fn wrong_password_fails_with_code_18() {
+        let cluster = Cluster::standalone().user("alice", PASSWORD).start().expect("start");
+        for mechanism in [None, Some(AuthMechanism::ScramSha1)] {
+            let err =
+                Connection::connect(&credential(mechanism, "not-the-password"), request(&cluster.hosts()[0]))
+                    .await
+                    .expect_err("wrong password");
+            match &err {
+                Error::Command { code, .. } => assert_eq!(*code, 18, "{err:?}"),
+                other => panic!("expected code 18, got {other:?}"),
+            }
+            assert!(!format!("{err:?} {err}").contains("not-the-password"));
+        }
+    }
+
+    #[tokio::test]
+    async fn monitoring_connections_do_not_authenticate() {
+        let cluster = Cluster::standalone().user("alice", PASSWORD).start().expect("start");
+        let mut conn = Connection::connect_monitoring(&credential(None, PASSWORD), addr(&cluster.hosts()[0]))
+            .await
+            .expect("monitor");
+        assert_eq!(sasl(&cluster), (0, 0));
+        assert!(conn.hello_reply().speculative_authenticate.is_none());
+        assert!(conn.hello_reply().sasl_supported_mechs.is_none());
+        match find(&mut conn).await {
+            Err(Error::Command { code, .. }) => assert_eq!(code, 13, "Unauthorized"),
+            other => panic!("expected Unauthorized, got {other:?}"),
+        }
+    }
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buffer {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Buffer {
+        type Writer = Buffer;
+        fn make_writer(&'a self) -> Buffer {
+            self.clone()
+        }
+    }
+
+    #[tokio::test]
+    async fn credentials_never_appear_in_debug_or_logs() {
+        let buffer = Buffer::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(buffer.clone())
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+
+        let cluster = Cluster::standalone()
+            .user_with_mechanisms("alice", PASSWORD, &["SCRAM-SHA-1"])
+            .start()
+            .expect("start");
+        let host = &cluster.hosts()[0];
+        let mut seen = Vec::new();
+        // Negotiated (speculative attempt, then SCRAM-SHA-1 saslStart) and explicit SHA-1.
+        for mechanism in [None, Some(AuthMechanism::ScramSha1)] {
+            let options = credential(mechanism, PASSWORD);
+            seen.push(format!("{options:?} {options:#?}"));
+            let conn = Connection::connect(&options, request(host)).await.expect("auth");
+            seen.push(format!("{conn:?}"));
+        }
+        let err = Connection::connect(&credential(None, "x"), request(host)).await.expect_err("bad");
+        let _ = Connection::connect(&credential(None, &format!("{PASSWORD}-wrong")), request(host)).await;
+        seen.push(format!("{err:?} {err}"));
+        let cs = protocol::uri::ConnectionString::parse(&format!("mongodb://alice:{PASSWORD}@{host}/"))
+            .expect("uri");
+        let from_uri = ConnectionOptions::from_connection_string(&cs).expect("options");
+        seen.push(format!("{from_uri:?}"));
+        drop(_guard);
+
+        let logs = String::from_utf8_lossy(&buffer.0.lock()).into_owned();
+        assert!(logs.contains("authenticated"), "the capture works: {logs}");
+        assert!(logs.contains("handshake complete"));
+        for text in seen.iter().chain(std::iter::once(&logs)) {
+            assert!(!text.contains(PASSWORD), "password leaked: {text}");
+        }
+    }
 }

@@ -144,6 +144,11 @@ pub(crate) async fn guarded<T>(
 }
 
 fn io_error(address: &ServerAddress, phase: Phase, e: std::io::Error) -> Error {
+    // A TLS alert (e.g. the server rejecting our certificate after a TLS 1.3 handshake)
+    // surfaces on a later read as an I/O error wrapping the rustls error.
+    if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) {
+        return Error::Tls { address: address.clone(), message: e.to_string() };
+    }
     Error::Io { address: address.clone(), phase, source: Arc::new(e) }
 }
 
@@ -194,9 +199,16 @@ impl Connection {
     /// [`Error::Interrupted`] when `request.cancel` fires (as does every later round trip).
     pub async fn connect(options: &ConnectionOptions, request: EstablishRequest) -> Result<Connection> {
         let deadline = min_deadline(request.deadline, options.connect_timeout.map(|t| Instant::now() + t));
-        let mut conn =
-            Self::open(options, request.address, request.id, request.generation, request.cancel, deadline, false)
-                .await?;
+        let mut conn = Self::open(
+            options,
+            request.address,
+            request.id,
+            request.generation,
+            request.cancel,
+            deadline,
+            false,
+        )
+        .await?;
         let reply = handshake::handshake(&mut conn, options, deadline).await?;
         if let Some(pending) = reply {
             super::auth::authenticate(&mut conn, options, pending, deadline).await?;
@@ -206,7 +218,10 @@ impl Connection {
 
     /// Opens and handshakes a monitoring connection: never authenticates, id 0, generation 0,
     /// its own cancellation token ([`Connection::cancel_token`]). Bounded by connectTimeoutMS.
-    pub async fn connect_monitoring(options: &ConnectionOptions, address: ServerAddress) -> Result<Connection> {
+    pub async fn connect_monitoring(
+        options: &ConnectionOptions,
+        address: ServerAddress,
+    ) -> Result<Connection> {
         let deadline = options.connect_timeout.map(|t| Instant::now() + t);
         let mut conn = Self::open(options, address, 0, 0, CancellationToken::new(), deadline, true).await?;
         handshake::handshake(&mut conn, options, deadline).await?;
@@ -502,7 +517,10 @@ impl Connection {
                 None => Err(io_error(
                     address,
                     phase,
-                    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the server closed the connection"),
+                    std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the server closed the connection",
+                    ),
                 )),
             }
         })
@@ -520,9 +538,11 @@ impl Connection {
             }
             Message::Reply(reply) => {
                 self.exhaust = None;
-                reply.documents.into_iter().next().ok_or_else(|| {
-                    self.protocol_error(protocol::Error::malformed("OP_REPLY", "no document"))
-                })
+                reply
+                    .documents
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| self.protocol_error(protocol::Error::malformed("OP_REPLY", "no document")))
             }
             Message::Query(_) => {
                 Err(self.protocol_error(protocol::Error::malformed("reply", "the server sent an OP_QUERY")))
@@ -567,8 +587,7 @@ mod tests {
         let cancel = CancellationToken::new();
         let start = Instant::now();
         let deadline = Some(start + Duration::from_secs(3));
-        let r: Result<()> =
-            guarded(&address(), &cancel, deadline, Phase::Read, std::future::pending()).await;
+        let r: Result<()> = guarded(&address(), &cancel, deadline, Phase::Read, std::future::pending()).await;
         assert!(matches!(r, Err(Error::Timeout { phase: Phase::Read, .. })), "{r:?}");
         assert_eq!(start.elapsed(), Duration::from_secs(3));
         // A ready future beats its deadline.

@@ -8,10 +8,10 @@ use protocol::hello::reply::HelloReply;
 use protocol::uri::AuthMechanism;
 use tokio::time::Instant;
 
+use super::auth::scram::{new_nonce, ClientFirst, ScramVersion};
 use super::auth::{self, PendingAuth};
 use super::conn::Connection;
 use super::options::ConnectionOptions;
-use super::auth::scram::{new_nonce, ClientFirst, ScramVersion};
 use crate::{Error, Phase, Result};
 
 /// The load-balancers spec's exact message for a handshake reply without `serviceId`.

@@ -325,7 +325,9 @@ mod tests {
             .tls(TlsOptions { ca_file: Some("/nonexistent/ca.pem".into()), ..Default::default() })
             .build()
             .expect_err("CA file");
-        assert!(matches!(e, Error::InvalidOptions { ref message } if message.contains("/nonexistent/ca.pem")));
+        assert!(
+            matches!(e, Error::InvalidOptions { ref message } if message.contains("/nonexistent/ca.pem"))
+        );
         // System roots (or the webpki fallback) load without any file.
         let o = ConnectionOptions::builder().tls(TlsOptions::default()).build().expect("tls");
         assert!(o.tls_config.is_some());

@@ -315,7 +315,8 @@ mod tests {
         let path = std::env::temp_dir().join(format!("pool-tls-{}-empty.pem", std::process::id()));
         std::fs::write(&path, "not a certificate").expect("write");
         let p = path.to_string_lossy().into_owned();
-        let e = client_config(&TlsOptions { ca_file: Some(p.clone()), ..Default::default() }).expect_err("empty");
+        let e =
+            client_config(&TlsOptions { ca_file: Some(p.clone()), ..Default::default() }).expect_err("empty");
         assert!(matches!(e, Error::InvalidOptions { .. }), "{e:?}");
         let _ = std::fs::remove_file(path);
     }

@@ -65,7 +65,8 @@ pub(crate) fn sasl_start(first: &ClientFirst, options: &ConnectionOptions) -> Do
 }
 
 fn sasl_continue(conversation_id: &Bson, payload: Vec<u8>, options: &ConnectionOptions) -> Document {
-    let mut d = doc! { "saslContinue": 1, "conversationId": conversation_id.clone(), "payload": binary(payload) };
+    let mut d =
+        doc! { "saslContinue": 1, "conversationId": conversation_id.clone(), "payload": binary(payload) };
     if let Some(api) = &options.server_api {
         api.append_to(&mut d);
     }
@@ -133,13 +134,17 @@ pub(crate) async fn authenticate(
         message,
     };
     let (conversation_id, server_first, _) = server_step(conn, version, &server_first_reply)?;
-    let password = version
-        .prepare_password(user, c.password.as_deref().unwrap_or_default())
-        .map_err(|e| fail(e.0))?;
+    let password =
+        version.prepare_password(user, c.password.as_deref().unwrap_or_default()).map_err(|e| fail(e.0))?;
     let fin = first.respond(&server_first, &password).map_err(|e| fail(e.0))?;
     drop(password);
-    let reply = command(conn, &db, sasl_continue(&conversation_id, fin.message.clone().into_bytes(), options), deadline)
-        .await?;
+    let reply = command(
+        conn,
+        &db,
+        sasl_continue(&conversation_id, fin.message.clone().into_bytes(), options),
+        deadline,
+    )
+    .await?;
     let (conversation_id, server_final, mut done) = server_step(conn, version, &reply)?;
     fin.verify(&server_final).map_err(|e| fail(e.0))?;
     // Servers that ignore skipEmptyExchange want one more, empty, round.
@@ -149,7 +154,8 @@ pub(crate) async fn authenticate(
         if rounds > 2 {
             return Err(fail("the server did not finish the conversation".into()));
         }
-        let reply = command(conn, &db, sasl_continue(&conversation_id, Vec::new(), options), deadline).await?;
+        let reply =
+            command(conn, &db, sasl_continue(&conversation_id, Vec::new(), options), deadline).await?;
         done = server_step(conn, version, &reply)?.2;
     }
     tracing::debug!(address = %conn.address(), id = conn.id(), mechanism = version.mechanism(), "authenticated");
