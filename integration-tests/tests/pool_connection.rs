@@ -194,7 +194,7 @@ async fn exhaust_hello_streams_replies_in_order() {
     let mut conn = Connection::connect_monitoring(&options(), host).await.expect("connect");
     assert!(conn.is_monitoring());
     assert_eq!(conn.id(), 0);
-    let tv = conn.hello_reply().topology_version.clone().expect("topologyVersion");
+    let tv = conn.hello_reply().topology_version.expect("topologyVersion");
     let cmd = HelloCommand::monitoring(true, Some((&tv, Duration::from_millis(100))), None);
     assert!(cmd.exhaust_allowed);
     let deadline = || Some(Instant::now() + Duration::from_secs(5));
