@@ -1,0 +1,179 @@
+//! Authentication over an established connection: SCRAM-SHA-1 and SCRAM-SHA-256, with
+//! mechanism negotiation and speculative authentication.
+//!
+//! Errors the server answers with (`ok: 0`, e.g. code 18 `AuthenticationFailed`) are
+//! [`Error::Command`] so the code survives for SDAM; failures the client detects (a bad server
+//! signature, a malformed message) are [`Error::Authentication`]. Passwords never reach a log
+//! line or an error message.
+
+pub mod scram;
+
+use bson::spec::BinarySubtype;
+use bson::{doc, Binary, Bson, Document};
+use protocol::uri::{AuthMechanism, Credential};
+use tokio::time::Instant;
+
+use self::scram::{new_nonce, ClientFirst, ScramVersion};
+use super::conn::Connection;
+use super::options::ConnectionOptions;
+use crate::{Error, Phase, Result};
+
+/// What the handshake left for authentication.
+pub(crate) struct PendingAuth {
+    pub(crate) credential: Credential,
+    /// `saslSupportedMechs` from the handshake reply.
+    pub(crate) supported_mechanisms: Option<Vec<String>>,
+    /// The speculative client-first message and the server's answer to it.
+    pub(crate) speculative: Option<(ClientFirst, Document)>,
+}
+
+/// The authentication database: `authSource`, else `admin`.
+pub(crate) fn source(c: &Credential) -> &str {
+    c.source.as_deref().unwrap_or("admin")
+}
+
+/// The mechanism to use: the credential's, else SCRAM-SHA-256 when the server lists it (or
+/// lists nothing), else SCRAM-SHA-1.
+pub fn negotiate(explicit: Option<AuthMechanism>, supported: Option<&[String]>) -> ScramVersion {
+    match explicit {
+        Some(AuthMechanism::ScramSha1) => ScramVersion::Sha1,
+        Some(_) => ScramVersion::Sha256,
+        None => match supported {
+            Some(list) if !list.iter().any(|m| m == "SCRAM-SHA-256") => ScramVersion::Sha1,
+            _ => ScramVersion::Sha256,
+        },
+    }
+}
+
+fn binary(bytes: Vec<u8>) -> Bson {
+    Bson::Binary(Binary { subtype: BinarySubtype::Generic, bytes })
+}
+
+/// The `saslStart` command (without `$db`).
+pub(crate) fn sasl_start(first: &ClientFirst, options: &ConnectionOptions) -> Document {
+    let mut d = doc! {
+        "saslStart": 1,
+        "mechanism": first.version().mechanism(),
+        "payload": binary(first.message().into_bytes()),
+        "autoAuthorize": 1,
+        "options": { "skipEmptyExchange": true },
+    };
+    if let Some(api) = &options.server_api {
+        api.append_to(&mut d);
+    }
+    d
+}
+
+fn sasl_continue(conversation_id: &Bson, payload: Vec<u8>, options: &ConnectionOptions) -> Document {
+    let mut d =
+        doc! { "saslContinue": 1, "conversationId": conversation_id.clone(), "payload": binary(payload) };
+    if let Some(api) = &options.server_api {
+        api.append_to(&mut d);
+    }
+    d
+}
+
+/// One server step: `conversationId`, the payload as text, `done`.
+fn server_step(conn: &Connection, version: ScramVersion, reply: &Document) -> Result<(Bson, String, bool)> {
+    let fail = |message: &str| Error::Authentication {
+        address: conn.address().clone(),
+        mechanism: version.mechanism().to_string(),
+        message: message.to_string(),
+    };
+    let id = reply.get("conversationId").cloned().ok_or_else(|| fail("reply has no conversationId"))?;
+    let payload = match reply.get("payload") {
+        Some(Bson::Binary(b)) => b.bytes.clone(),
+        Some(Bson::String(s)) => s.clone().into_bytes(),
+        _ => return Err(fail("reply has no payload")),
+    };
+    let payload = String::from_utf8(payload).map_err(|_| fail("payload is not UTF-8"))?;
+    let done = reply.get_bool("done").unwrap_or(false);
+    Ok((id, payload, done))
+}
+
+async fn command(
+    conn: &mut Connection,
+    db: &str,
+    body: Document,
+    deadline: Option<Instant>,
+) -> Result<Document> {
+    let raw = conn.run(db, body, false, deadline, Phase::Authentication).await?;
+    let raw = conn.check_ok(raw)?;
+    Document::try_from(&raw).map_err(|e| Error::Authentication {
+        address: conn.address().clone(),
+        mechanism: "SCRAM".into(),
+        message: format!("invalid reply: {e}"),
+    })
+}
+
+/// Authenticates `conn` with the SCRAM conversation the handshake started or negotiated.
+pub(crate) async fn authenticate(
+    conn: &mut Connection,
+    options: &ConnectionOptions,
+    pending: PendingAuth,
+    deadline: Option<Instant>,
+) -> Result<()> {
+    let c = &pending.credential;
+    let user = c.username.as_deref().unwrap_or_default();
+    let db = source(c).to_string();
+    let (first, server_first_reply) = match pending.speculative {
+        // The server accepted the speculative saslStart: continue that conversation.
+        Some((first, reply)) => (first, reply),
+        None => {
+            let version = negotiate(c.mechanism, pending.supported_mechanisms.as_deref());
+            let first = ClientFirst::new(version, user, new_nonce());
+            let reply = command(conn, &db, sasl_start(&first, options), deadline).await?;
+            (first, reply)
+        }
+    };
+    let version = first.version();
+    let address = conn.address().clone();
+    let fail = |message: String| Error::Authentication {
+        address: address.clone(),
+        mechanism: version.mechanism().to_string(),
+        message,
+    };
+    let (conversation_id, server_first, _) = server_step(conn, version, &server_first_reply)?;
+    let password =
+        version.prepare_password(user, c.password.as_deref().unwrap_or_default()).map_err(|e| fail(e.0))?;
+    let fin = first.respond(&server_first, &password).map_err(|e| fail(e.0))?;
+    drop(password);
+    let reply = command(
+        conn,
+        &db,
+        sasl_continue(&conversation_id, fin.message.clone().into_bytes(), options),
+        deadline,
+    )
+    .await?;
+    let (conversation_id, server_final, mut done) = server_step(conn, version, &reply)?;
+    fin.verify(&server_final).map_err(|e| fail(e.0))?;
+    // Servers that ignore skipEmptyExchange want one more, empty, round.
+    let mut rounds = 0;
+    while !done {
+        rounds += 1;
+        if rounds > 2 {
+            return Err(fail("the server did not finish the conversation".into()));
+        }
+        let reply =
+            command(conn, &db, sasl_continue(&conversation_id, Vec::new(), options), deadline).await?;
+        done = server_step(conn, version, &reply)?.2;
+    }
+    tracing::debug!(address = %conn.address(), id = conn.id(), mechanism = version.mechanism(), "authenticated");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiation() {
+        let both = vec!["SCRAM-SHA-1".to_string(), "SCRAM-SHA-256".to_string()];
+        let sha1 = vec!["SCRAM-SHA-1".to_string()];
+        assert_eq!(negotiate(None, Some(&both)), ScramVersion::Sha256);
+        assert_eq!(negotiate(None, Some(&sha1)), ScramVersion::Sha1);
+        assert_eq!(negotiate(None, None), ScramVersion::Sha256);
+        assert_eq!(negotiate(Some(AuthMechanism::ScramSha1), Some(&both)), ScramVersion::Sha1);
+        assert_eq!(negotiate(Some(AuthMechanism::ScramSha256), Some(&sha1)), ScramVersion::Sha256);
+    }
+}

@@ -1,0 +1,637 @@
+//! One connection: TCP, TLS, the handshake, authentication, and round trips under a deadline.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bson::oid::ObjectId;
+use bson::{Document, RawDocumentBuf};
+use futures_util::{SinkExt, StreamExt};
+use protocol::address::ServerAddress;
+use protocol::hello::command::ServerApi;
+use protocol::hello::reply::HelloReply;
+use protocol::wire::{Frame, Message, MessageCodec, OpMsg, OpMsgFlags, OpQuery};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+use tokio_util::codec::Framed;
+use tokio_util::sync::CancellationToken;
+
+use super::options::ConnectionOptions;
+use super::stream::Stream;
+use super::{handshake, tls};
+use crate::cmap::EstablishRequest;
+use crate::{Error, Phase, Result};
+
+/// TCP keepalive idle time (the handshake spec recommends at most 120 s).
+const KEEPALIVE: Duration = Duration::from_secs(120);
+
+/// What the handshake said about the server, as far as sending messages is concerned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamDescription {
+    /// `maxBsonObjectSize` (default 16 MiB).
+    pub max_bson_object_size: i64,
+    /// `maxMessageSizeBytes` (default 48 MB).
+    pub max_message_size_bytes: i64,
+    /// `maxWriteBatchSize` (default 100 000).
+    pub max_write_batch_size: i64,
+    /// `minWireVersion`.
+    pub min_wire_version: i32,
+    /// `maxWireVersion`.
+    pub max_wire_version: i32,
+    /// `helloOk`: monitoring checks may use `hello` instead of the legacy command.
+    pub hello_ok: bool,
+    /// `logicalSessionTimeoutMinutes`.
+    pub logical_session_timeout_minutes: Option<i64>,
+}
+
+impl StreamDescription {
+    fn from_reply(r: &HelloReply) -> Self {
+        StreamDescription {
+            max_bson_object_size: r.max_bson_object_size.unwrap_or(16 * 1024 * 1024),
+            max_message_size_bytes: r.max_message_size_bytes.unwrap_or(48_000_000),
+            max_write_batch_size: r.max_write_batch_size.unwrap_or(100_000),
+            min_wire_version: r.min_wire_version,
+            max_wire_version: r.max_wire_version,
+            hello_ok: r.hello_ok,
+            logical_session_timeout_minutes: r.logical_session_timeout_minutes,
+        }
+    }
+}
+
+/// A command body: a `bson::Document` or an already serialised document.
+#[derive(Debug, Clone)]
+pub enum CommandBody {
+    /// A document, serialised on send.
+    Document(Document),
+    /// A serialised document, sent as is (plus `$db`).
+    Raw(RawDocumentBuf),
+}
+
+impl From<Document> for CommandBody {
+    fn from(d: Document) -> Self {
+        CommandBody::Document(d)
+    }
+}
+
+impl From<RawDocumentBuf> for CommandBody {
+    fn from(d: RawDocumentBuf) -> Self {
+        CommandBody::Raw(d)
+    }
+}
+
+/// One established connection to a server.
+///
+/// Every round trip takes one deadline for the write and the whole read; any I/O error,
+/// timeout or cancellation marks the connection closed (its stream is out of sync).
+pub struct Connection {
+    id: u32,
+    generation: u32,
+    address: ServerAddress,
+    service_id: Option<ObjectId>,
+    hello: HelloReply,
+    description: StreamDescription,
+    framed: Framed<Stream, MessageCodec>,
+    cancel: CancellationToken,
+    closed: bool,
+    socket_timeout: Option<Duration>,
+    server_api: Option<ServerApi>,
+    /// The request id of the last reply that had `moreToCome` set (exhaust stream open).
+    exhaust: Option<i32>,
+    monitoring: bool,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("id", &self.id)
+            .field("generation", &self.generation)
+            .field("address", &self.address)
+            .field("service_id", &self.service_id)
+            .field("tls", &matches!(self.framed.get_ref(), Stream::Tls(_)))
+            .field("closed", &self.closed)
+            .field("monitoring", &self.monitoring)
+            .field("max_wire_version", &self.description.max_wire_version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs `fut` until `deadline`, failing with `Timeout{phase}` after it and with `Interrupted`
+/// as soon as `cancel` fires.
+pub(crate) async fn guarded<T>(
+    address: &ServerAddress,
+    cancel: &CancellationToken,
+    deadline: Option<Instant>,
+    phase: Phase,
+    fut: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    let timed = async {
+        match deadline {
+            Some(d) => match tokio::time::timeout_at(d, fut).await {
+                Ok(r) => r,
+                Err(_) => Err(Error::Timeout { address: address.clone(), phase }),
+            },
+            None => fut.await,
+        }
+    };
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(Error::Interrupted {
+            address: address.clone(),
+            reason: format!("cancelled during {phase}"),
+        }),
+        r = timed => r,
+    }
+}
+
+fn io_error(address: &ServerAddress, phase: Phase, e: std::io::Error) -> Error {
+    // A TLS alert (e.g. the server rejecting our certificate after a TLS 1.3 handshake)
+    // surfaces on a later read as an I/O error wrapping the rustls error.
+    if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) {
+        return Error::Tls { address: address.clone(), message: e.to_string() };
+    }
+    Error::Io { address: address.clone(), phase, source: Arc::new(e) }
+}
+
+fn codec_error(address: &ServerAddress, phase: Phase, e: protocol::Error) -> Error {
+    match e {
+        protocol::Error::Io(e) => io_error(address, phase, e),
+        other => Error::Protocol { address: address.clone(), source: Arc::new(other) },
+    }
+}
+
+/// The earlier of two optional deadlines.
+pub(crate) fn min_deadline(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Turns an `ok: 0` reply into [`Error::Command`]; an `ok: 1` reply is returned unchanged.
+pub fn command_result(address: &ServerAddress, reply: RawDocumentBuf) -> Result<RawDocumentBuf> {
+    let ok = match reply.get("ok") {
+        Ok(Some(v)) => match v {
+            bson::RawBsonRef::Double(d) => d == 1.0,
+            bson::RawBsonRef::Int32(i) => i == 1,
+            bson::RawBsonRef::Int64(i) => i == 1,
+            bson::RawBsonRef::Boolean(b) => b,
+            _ => false,
+        },
+        _ => false,
+    };
+    if ok {
+        return Ok(reply);
+    }
+    let code = reply.get_i32("code").ok().unwrap_or(0);
+    let code_name = reply.get_str("codeName").ok().map(str::to_string);
+    let message = reply.get_str("errmsg").ok().unwrap_or("").to_string();
+    let labels = reply
+        .get_array("errorLabels")
+        .ok()
+        .map(|a| a.into_iter().filter_map(|v| v.ok()?.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    Err(Error::Command { address: address.clone(), code, code_name, message, labels })
+}
+
+impl Connection {
+    /// Opens, handshakes and authenticates a connection for a pool: the attempt must finish
+    /// before the earlier of `request.deadline` and connectTimeoutMS, and stops with
+    /// [`Error::Interrupted`] when `request.cancel` fires (as does every later round trip).
+    pub async fn connect(options: &ConnectionOptions, request: EstablishRequest) -> Result<Connection> {
+        let deadline = min_deadline(request.deadline, options.connect_timeout.map(|t| Instant::now() + t));
+        let mut conn = Self::open(
+            options,
+            request.address,
+            request.id,
+            request.generation,
+            request.cancel,
+            deadline,
+            false,
+        )
+        .await?;
+        let reply = handshake::handshake(&mut conn, options, deadline).await?;
+        if let Some(pending) = reply {
+            super::auth::authenticate(&mut conn, options, pending, deadline).await?;
+        }
+        Ok(conn)
+    }
+
+    /// Opens and handshakes a monitoring connection: never authenticates, id 0, generation 0,
+    /// its own cancellation token ([`Connection::cancel_token`]). Bounded by connectTimeoutMS.
+    pub async fn connect_monitoring(
+        options: &ConnectionOptions,
+        address: ServerAddress,
+    ) -> Result<Connection> {
+        let deadline = options.connect_timeout.map(|t| Instant::now() + t);
+        let mut conn = Self::open(options, address, 0, 0, CancellationToken::new(), deadline, true).await?;
+        handshake::handshake(&mut conn, options, deadline).await?;
+        Ok(conn)
+    }
+
+    /// TCP (and TLS), no handshake yet.
+    async fn open(
+        options: &ConnectionOptions,
+        address: ServerAddress,
+        id: u32,
+        generation: u32,
+        cancel: CancellationToken,
+        deadline: Option<Instant>,
+        monitoring: bool,
+    ) -> Result<Connection> {
+        let (host, port) = match &address {
+            ServerAddress::Tcp { host, port } => (host.clone(), *port),
+            ServerAddress::Unix { path } => {
+                return Err(Error::InvalidOptions {
+                    message: format!("Unix domain sockets are not supported ({path})"),
+                })
+            }
+        };
+        let tcp = guarded(&address, &cancel, deadline, Phase::TcpConnect, async {
+            let tcp = TcpStream::connect((host.as_str(), port))
+                .await
+                .map_err(|e| io_error(&address, Phase::TcpConnect, e))?;
+            configure_socket(&tcp).map_err(|e| io_error(&address, Phase::TcpConnect, e))?;
+            Ok(tcp)
+        })
+        .await?;
+        let stream = match &options.tls_config {
+            None => Stream::Tcp(tcp),
+            Some(config) => {
+                let name = tls::server_name(&host)
+                    .map_err(|message| Error::Tls { address: address.clone(), message })?;
+                let connector = tokio_rustls::TlsConnector::from(config.clone());
+                let tls = guarded(&address, &cancel, deadline, Phase::TlsHandshake, async {
+                    connector.connect(name, tcp).await.map_err(|e| tls_error(&address, e))
+                })
+                .await?;
+                Stream::Tls(Box::new(tls))
+            }
+        };
+        tracing::debug!(%address, id, generation, tls = options.tls_config.is_some(), "connection opened");
+        Ok(Connection {
+            id,
+            generation,
+            address,
+            service_id: None,
+            hello: HelloReply::default(),
+            description: StreamDescription::from_reply(&HelloReply::default()),
+            framed: Framed::new(stream, MessageCodec::new()),
+            cancel,
+            closed: false,
+            socket_timeout: options.socket_timeout,
+            server_api: options.server_api.clone(),
+            exhaust: None,
+            monitoring,
+        })
+    }
+
+    /// Records the handshake reply.
+    pub(crate) fn set_handshake(&mut self, reply: HelloReply) {
+        self.description = StreamDescription::from_reply(&reply);
+        if let Ok(max) = usize::try_from(self.description.max_message_size_bytes) {
+            if max > 0 {
+                self.framed.codec_mut().set_max_message_size(max);
+            }
+        }
+        self.service_id = reply.service_id;
+        self.hello = reply;
+    }
+
+    /// The connection id (CMAP `connectionId`; 0 for monitoring connections).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// The pool generation the connection belongs to.
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// The server.
+    pub fn address(&self) -> &ServerAddress {
+        &self.address
+    }
+
+    /// The `serviceId` from the handshake (load-balanced mode).
+    pub fn service_id(&self) -> Option<ObjectId> {
+        self.service_id
+    }
+
+    /// The handshake's `hello` reply.
+    pub fn hello_reply(&self) -> &HelloReply {
+        &self.hello
+    }
+
+    /// Sizes and wire versions from the handshake.
+    pub fn stream_description(&self) -> &StreamDescription {
+        &self.description
+    }
+
+    /// Whether this is a monitoring connection (never authenticated).
+    pub fn is_monitoring(&self) -> bool {
+        self.monitoring
+    }
+
+    /// Whether the stream uses TLS.
+    pub fn is_tls(&self) -> bool {
+        matches!(self.framed.get_ref(), Stream::Tls(_))
+    }
+
+    /// True after an I/O error, timeout, cancellation or [`Connection::close`].
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Marks the connection closed; its socket is released when it is dropped.
+    pub fn close(&mut self) {
+        self.closed = true;
+    }
+
+    /// The token that interrupts this connection's I/O.
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// The declared Stable API version (callers append it to their commands).
+    pub fn server_api(&self) -> Option<&ServerApi> {
+        self.server_api.as_ref()
+    }
+
+    /// Whether an exhaust stream is open: the server will send more replies
+    /// ([`Connection::read_more_to_come`]).
+    pub fn more_to_come(&self) -> bool {
+        self.exhaust.is_some()
+    }
+
+    /// Turns an `ok: 0` reply into [`Error::Command`] for this server.
+    pub fn check_ok(&self, reply: RawDocumentBuf) -> Result<RawDocumentBuf> {
+        command_result(&self.address, reply)
+    }
+
+    /// Runs a command on `db` over OP_MSG and returns the reply document, `ok: 0` included
+    /// (see [`Connection::check_ok`]). `deadline` covers the write and the whole read; without
+    /// one, socketTimeoutMS bounds each.
+    pub async fn send_command(
+        &mut self,
+        db: &str,
+        body: impl Into<CommandBody>,
+        deadline: Option<Instant>,
+    ) -> Result<RawDocumentBuf> {
+        let frame = self.msg_frame(db, body.into(), OpMsgFlags::empty())?;
+        self.round_trip(frame, deadline, Phase::Write, Phase::Read).await
+    }
+
+    /// Like [`Connection::send_command`] but with `exhaustAllowed`: when the reply has
+    /// `moreToCome`, read the following replies with [`Connection::read_more_to_come`].
+    pub async fn send_exhaust_command(
+        &mut self,
+        db: &str,
+        body: impl Into<CommandBody>,
+        deadline: Option<Instant>,
+    ) -> Result<RawDocumentBuf> {
+        let frame = self.msg_frame(db, body.into(), OpMsgFlags::EXHAUST_ALLOWED)?;
+        self.round_trip(frame, deadline, Phase::Write, Phase::Read).await
+    }
+
+    /// Runs a command over legacy OP_QUERY on `<db>.$cmd` (the legacy hello).
+    pub async fn send_legacy_command(
+        &mut self,
+        db: &str,
+        body: &Document,
+        deadline: Option<Instant>,
+    ) -> Result<RawDocumentBuf> {
+        let query = OpQuery::command(db, body).map_err(|e| self.protocol_error(e))?;
+        self.round_trip(Frame::request(query), deadline, Phase::Write, Phase::Read).await
+    }
+
+    /// Reads the next reply of an open exhaust stream, in order.
+    pub async fn read_more_to_come(&mut self, deadline: Option<Instant>) -> Result<RawDocumentBuf> {
+        let Some(previous) = self.exhaust else {
+            return Err(Error::InvalidOptions {
+                message: "read_more_to_come called but no exhaust stream is open".into(),
+            });
+        };
+        self.check_open()?;
+        let deadline = self.step_deadline(deadline);
+        let result = self.read_reply(previous, deadline, Phase::Read).await;
+        if result.is_err() {
+            self.closed = true;
+        }
+        result
+    }
+
+    /// Sends `body` (a document) with the given phases; used by handshake and authentication.
+    pub(crate) async fn run(
+        &mut self,
+        db: &str,
+        body: Document,
+        legacy: bool,
+        deadline: Option<Instant>,
+        phase: Phase,
+    ) -> Result<RawDocumentBuf> {
+        let frame = if legacy {
+            Frame::request(OpQuery::command(db, &body).map_err(|e| self.protocol_error(e))?)
+        } else {
+            self.msg_frame(db, CommandBody::Document(body), OpMsgFlags::empty())?
+        };
+        self.round_trip(frame, deadline, phase, phase).await
+    }
+
+    fn protocol_error(&self, e: protocol::Error) -> Error {
+        Error::Protocol { address: self.address.clone(), source: Arc::new(e) }
+    }
+
+    fn msg_frame(&self, db: &str, body: CommandBody, flags: OpMsgFlags) -> Result<Frame> {
+        let raw = match body {
+            CommandBody::Document(mut d) => {
+                if !d.contains_key("$db") {
+                    d.insert("$db", db);
+                }
+                RawDocumentBuf::try_from(&d).map_err(|e| self.protocol_error(e.into()))?
+            }
+            CommandBody::Raw(mut r) => {
+                if !matches!(r.get("$db"), Ok(Some(_))) {
+                    r.append(bson::raw::cstr!("$db"), db);
+                }
+                r
+            }
+        };
+        Ok(Frame::request(OpMsg::new(raw).with_flags(flags)))
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed {
+            return Err(Error::ConnectionClosed { address: self.address.clone() });
+        }
+        Ok(())
+    }
+
+    fn step_deadline(&self, deadline: Option<Instant>) -> Option<Instant> {
+        deadline.or_else(|| self.socket_timeout.map(|t| Instant::now() + t))
+    }
+
+    async fn round_trip(
+        &mut self,
+        frame: Frame,
+        deadline: Option<Instant>,
+        write_phase: Phase,
+        read_phase: Phase,
+    ) -> Result<RawDocumentBuf> {
+        self.check_open()?;
+        if self.exhaust.is_some() {
+            // The server is still streaming replies to an earlier request.
+            return Err(Error::InvalidOptions {
+                message: "a command was sent while an exhaust stream is still open".into(),
+            });
+        }
+        let request_id = frame.request_id;
+        let result = async {
+            let write_deadline = self.step_deadline(deadline);
+            guarded(&self.address, &self.cancel, write_deadline, write_phase, async {
+                self.framed.send(frame).await.map_err(|e| codec_error(&self.address, write_phase, e))
+            })
+            .await?;
+            let read_deadline = self.step_deadline(deadline);
+            self.read_reply(request_id, read_deadline, read_phase).await
+        }
+        .await;
+        if let Err(e) = &result {
+            self.closed = true;
+            tracing::debug!(address = %self.address, id = self.id, error = %e, "connection closed after error");
+        }
+        result
+    }
+
+    async fn read_reply(
+        &mut self,
+        response_to: i32,
+        deadline: Option<Instant>,
+        phase: Phase,
+    ) -> Result<RawDocumentBuf> {
+        let address = &self.address;
+        let framed = &mut self.framed;
+        let frame = guarded(address, &self.cancel, deadline, phase, async {
+            match framed.next().await {
+                Some(Ok(frame)) => Ok(frame),
+                Some(Err(e)) => Err(codec_error(address, phase, e)),
+                None => Err(io_error(
+                    address,
+                    phase,
+                    std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the server closed the connection",
+                    ),
+                )),
+            }
+        })
+        .await?;
+        if frame.response_to != response_to {
+            return Err(self.protocol_error(protocol::Error::malformed(
+                "reply",
+                format!("responseTo {} does not match request {response_to}", frame.response_to),
+            )));
+        }
+        match frame.message {
+            Message::Msg(msg) => {
+                self.exhaust = msg.more_to_come().then_some(frame.request_id);
+                Ok(msg.body)
+            }
+            Message::Reply(reply) => {
+                self.exhaust = None;
+                reply
+                    .documents
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| self.protocol_error(protocol::Error::malformed("OP_REPLY", "no document")))
+            }
+            Message::Query(_) => {
+                Err(self.protocol_error(protocol::Error::malformed("reply", "the server sent an OP_QUERY")))
+            }
+        }
+    }
+}
+
+impl crate::cmap::PoolConnection for Connection {
+    fn is_closed(&self) -> bool {
+        self.closed
+    }
+}
+
+fn configure_socket(tcp: &TcpStream) -> std::io::Result<()> {
+    tcp.set_nodelay(true)?;
+    let keepalive = socket2::TcpKeepalive::new().with_time(KEEPALIVE);
+    socket2::SockRef::from(tcp).set_tcp_keepalive(&keepalive)
+}
+
+/// tokio-rustls reports handshake failures as I/O errors wrapping a `rustls::Error`.
+fn tls_error(address: &ServerAddress, e: std::io::Error) -> Error {
+    let is_tls = e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>())
+        || e.kind() == std::io::ErrorKind::InvalidData;
+    if is_tls {
+        Error::Tls { address: address.clone(), message: e.to_string() }
+    } else {
+        io_error(address, Phase::TlsHandshake, e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn address() -> ServerAddress {
+        ServerAddress::tcp("db.example", 27017)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn guarded_times_out_with_the_phase() {
+        let cancel = CancellationToken::new();
+        let start = Instant::now();
+        let deadline = Some(start + Duration::from_secs(3));
+        let r: Result<()> = guarded(&address(), &cancel, deadline, Phase::Read, std::future::pending()).await;
+        assert!(matches!(r, Err(Error::Timeout { phase: Phase::Read, .. })), "{r:?}");
+        assert_eq!(start.elapsed(), Duration::from_secs(3));
+        // A ready future beats its deadline.
+        let r = guarded(&address(), &cancel, deadline, Phase::Write, async { Ok(7) }).await;
+        assert_eq!(r.ok(), Some(7));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn guarded_is_interrupted_by_the_token() {
+        let cancel = CancellationToken::new();
+        let c = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            c.cancel();
+        });
+        let start = Instant::now();
+        let r: Result<()> = guarded(&address(), &cancel, None, Phase::Hello, std::future::pending()).await;
+        assert!(matches!(r, Err(Error::Interrupted { .. })), "{r:?}");
+        assert_eq!(start.elapsed(), Duration::from_millis(10));
+    }
+
+    #[test]
+    fn deadlines_and_command_errors() {
+        let now = Instant::now();
+        let later = now + Duration::from_secs(1);
+        assert_eq!(min_deadline(Some(now), Some(later)), Some(now));
+        assert_eq!(min_deadline(None, Some(later)), Some(later));
+        assert_eq!(min_deadline(None, None), None);
+
+        let ok = RawDocumentBuf::try_from(&bson::doc! {"ok": 1.0}).expect("raw");
+        assert!(command_result(&address(), ok).is_ok());
+        let failed = RawDocumentBuf::try_from(&bson::doc! {
+            "ok": 0.0, "code": 18, "codeName": "AuthenticationFailed", "errmsg": "Authentication failed.",
+            "errorLabels": ["SystemOverloadedError"],
+        })
+        .expect("raw");
+        match command_result(&address(), failed) {
+            Err(Error::Command { code, code_name, message, labels, .. }) => {
+                assert_eq!(code, 18);
+                assert_eq!(code_name.as_deref(), Some("AuthenticationFailed"));
+                assert_eq!(message, "Authentication failed.");
+                assert_eq!(labels, vec!["SystemOverloadedError".to_string()]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! The connection handshake (handshake spec): legacy hello over OP_QUERY, or `hello` over
+//! OP_MSG in load-balanced mode or with a Stable API version; client metadata; mechanism
+//! negotiation and speculative authentication when there is a credential.
+
+use bson::Document;
+use protocol::hello::command::{HandshakeOptions, HelloCommand};
+use protocol::hello::reply::HelloReply;
+use protocol::uri::AuthMechanism;
+use tokio::time::Instant;
+
+use super::auth::scram::{new_nonce, ClientFirst, ScramVersion};
+use super::auth::{self, PendingAuth};
+use super::conn::Connection;
+use super::options::ConnectionOptions;
+use crate::{Error, Phase, Result};
+
+/// The load-balancers spec's exact message for a handshake reply without `serviceId`.
+pub const LB_NOT_SUPPORTED: &str =
+    "Driver attempted to initialize in load balancing mode, but the server does not support this mode.";
+
+/// Runs the handshake on `conn` and records the reply. Returns what authentication needs when
+/// the options carry a credential and this is not a monitoring connection.
+pub(crate) async fn handshake(
+    conn: &mut Connection,
+    options: &ConnectionOptions,
+    deadline: Option<Instant>,
+) -> Result<Option<PendingAuth>> {
+    let mut hs = HandshakeOptions {
+        load_balanced: options.load_balanced,
+        server_api: options.server_api.clone(),
+        compressors: options.compressors.clone(),
+        ..Default::default()
+    };
+    let credential = options.credential.as_ref().filter(|_| !conn.is_monitoring());
+    let mut speculative = None;
+    if let Some(c) = credential {
+        let user = c.username.as_deref().unwrap_or_default();
+        let source = auth::source(c);
+        if c.mechanism.is_none() {
+            hs.sasl_supported_mechs = Some(format!("{source}.{user}"));
+        }
+        // Without an explicit mechanism the speculative attempt is SCRAM-SHA-256 (auth spec).
+        let version = match c.mechanism {
+            Some(AuthMechanism::ScramSha1) => ScramVersion::Sha1,
+            _ => ScramVersion::Sha256,
+        };
+        let first = ClientFirst::new(version, user, new_nonce());
+        let mut start = auth::sasl_start(&first, options);
+        start.insert("db", source);
+        hs.speculative_authenticate = Some(start);
+        speculative = Some(first);
+    }
+    let cmd = HelloCommand::handshake(&hs, &options.metadata);
+    let raw = conn.run("admin", cmd.body, cmd.legacy, deadline, Phase::Hello).await?;
+    let raw = conn.check_ok(raw)?;
+    let address = conn.address().clone();
+    let handshake_error = |message: String| Error::Handshake { address: address.clone(), message };
+    let doc = Document::try_from(&raw).map_err(|e| handshake_error(e.to_string()))?;
+    let reply = HelloReply::parse(&doc).map_err(|e| handshake_error(e.to_string()))?;
+    if options.load_balanced && reply.service_id.is_none() {
+        conn.close();
+        return Err(handshake_error(LB_NOT_SUPPORTED.to_string()));
+    }
+    let pending = credential.map(|c| PendingAuth {
+        credential: c.clone(),
+        supported_mechanisms: reply.sasl_supported_mechs.clone(),
+        speculative: speculative.zip(reply.speculative_authenticate.clone()),
+    });
+    tracing::debug!(
+        address = %conn.address(),
+        id = conn.id(),
+        max_wire_version = reply.max_wire_version,
+        service_id = ?reply.service_id,
+        "handshake complete"
+    );
+    conn.set_handshake(reply);
+    Ok(pending)
+}

@@ -1,0 +1,358 @@
+//! Everything one connection needs to know: timeouts, TLS, handshake and credential.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use protocol::hello::command::ServerApi;
+use protocol::hello::metadata::{ClientMetadata, DriverInfo};
+use protocol::uri::{AuthMechanism, ConnectionString, Credential, Secret};
+use serde::Serialize;
+
+use super::tls::{self, TlsOptions};
+use crate::{Error, Result};
+
+/// The default `connectTimeoutMS`.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Options for opening connections, validated and with the TLS configuration loaded.
+///
+/// Built with [`ConnectionOptions::builder`] or [`ConnectionOptions::from_connection_string`].
+/// Serialises the plain settings (never the credential or key password); `Debug` redacts
+/// secrets.
+#[derive(Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionOptions {
+    /// `connectTimeoutMS`; `None` means no limit (the option set to 0).
+    pub(crate) connect_timeout: Option<Duration>,
+    /// `socketTimeoutMS`; `None` means no limit.
+    pub(crate) socket_timeout: Option<Duration>,
+    /// TLS settings, when TLS is on.
+    pub(crate) tls: Option<TlsOptions>,
+    /// `appname`.
+    pub(crate) app_name: Option<String>,
+    /// Information appended to the driver metadata.
+    pub(crate) driver_info: Option<DriverInfo>,
+    /// `loadBalanced`.
+    pub(crate) load_balanced: bool,
+    /// The declared Stable API version.
+    pub(crate) server_api: Option<ServerApi>,
+    /// Compressors offered in the handshake.
+    pub(crate) compressors: Vec<String>,
+    #[serde(skip)]
+    pub(crate) credential: Option<Credential>,
+    #[serde(skip)]
+    pub(crate) tls_config: Option<Arc<rustls::ClientConfig>>,
+    #[serde(skip)]
+    pub(crate) metadata: ClientMetadata,
+}
+
+impl fmt::Debug for ConnectionOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Credential's and TlsOptions' Debug redact their passwords.
+        f.debug_struct("ConnectionOptions")
+            .field("connect_timeout", &self.connect_timeout)
+            .field("socket_timeout", &self.socket_timeout)
+            .field("tls", &self.tls)
+            .field("app_name", &self.app_name)
+            .field("driver_info", &self.driver_info)
+            .field("load_balanced", &self.load_balanced)
+            .field("server_api", &self.server_api)
+            .field("compressors", &self.compressors)
+            .field("credential", &self.credential)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConnectionOptions {
+    /// A builder with the defaults: 10 s connect timeout, no socket timeout, no TLS, no
+    /// credential.
+    pub fn builder() -> ConnectionOptionsBuilder {
+        ConnectionOptionsBuilder {
+            connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
+            socket_timeout: None,
+            tls: None,
+            app_name: None,
+            driver_info: None,
+            load_balanced: false,
+            server_api: None,
+            compressors: Vec::new(),
+            credential: None,
+        }
+    }
+
+    /// The options a connection string gives (`connectTimeoutMS`, `socketTimeoutMS`, `tls`/`ssl`
+    /// and the `tls*` options, `appname`, `loadBalanced`, `compressors`, the credential).
+    pub fn from_connection_string(cs: &ConnectionString) -> Result<Self> {
+        Self::builder_from_connection_string(cs).build()
+    }
+
+    /// Like [`ConnectionOptions::from_connection_string`], but returns the builder so code can
+    /// add what a string cannot carry (driver info, a server API, a password).
+    pub fn builder_from_connection_string(cs: &ConnectionString) -> ConnectionOptionsBuilder {
+        let o = &cs.options;
+        let ms = |v: Option<u64>| v.filter(|v| *v > 0).map(Duration::from_millis);
+        let mut b = ConnectionOptions::builder();
+        if let Some(v) = o.connect_timeout_ms {
+            b = b.connect_timeout(ms(Some(v)));
+        }
+        b = b.socket_timeout(ms(o.socket_timeout_ms));
+        if cs.tls_enabled() {
+            let insecure = o.tls_insecure == Some(true);
+            b = b.tls(TlsOptions {
+                ca_file: o.tls_ca_file.clone(),
+                certificate_key_file: o.tls_certificate_key_file.clone(),
+                certificate_key_file_password: o.tls_certificate_key_file_password.clone(),
+                allow_invalid_certificates: insecure || o.tls_allow_invalid_certificates == Some(true),
+                allow_invalid_hostnames: insecure || o.tls_allow_invalid_hostnames == Some(true),
+            });
+        }
+        b.app_name = o.app_name.clone();
+        b.load_balanced = o.load_balanced == Some(true);
+        b.compressors = o.compressors.iter().flatten().map(|c| c.as_str().to_string()).collect();
+        b.credential = cs.credential.clone();
+        b
+    }
+
+    /// `connectTimeoutMS` (`None`: no limit).
+    pub fn connect_timeout(&self) -> Option<Duration> {
+        self.connect_timeout
+    }
+
+    /// `socketTimeoutMS` (`None`: no limit).
+    pub fn socket_timeout(&self) -> Option<Duration> {
+        self.socket_timeout
+    }
+
+    /// The TLS settings, when TLS is on.
+    pub fn tls(&self) -> Option<&TlsOptions> {
+        self.tls.as_ref()
+    }
+
+    /// Whether connections are made in load-balanced mode.
+    pub fn load_balanced(&self) -> bool {
+        self.load_balanced
+    }
+
+    /// The declared Stable API version.
+    pub fn server_api(&self) -> Option<&ServerApi> {
+        self.server_api.as_ref()
+    }
+
+    /// The credential, if any (its `Debug` redacts the password).
+    pub fn credential(&self) -> Option<&Credential> {
+        self.credential.as_ref()
+    }
+
+    /// The client metadata sent in every handshake.
+    pub fn metadata(&self) -> &ClientMetadata {
+        &self.metadata
+    }
+}
+
+/// Builder for [`ConnectionOptions`]; [`ConnectionOptionsBuilder::build`] validates and loads
+/// the TLS files.
+#[must_use]
+#[derive(Clone)]
+pub struct ConnectionOptionsBuilder {
+    connect_timeout: Option<Duration>,
+    socket_timeout: Option<Duration>,
+    tls: Option<TlsOptions>,
+    app_name: Option<String>,
+    driver_info: Option<DriverInfo>,
+    load_balanced: bool,
+    server_api: Option<ServerApi>,
+    compressors: Vec<String>,
+    credential: Option<Credential>,
+}
+
+impl fmt::Debug for ConnectionOptionsBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectionOptionsBuilder")
+            .field("connect_timeout", &self.connect_timeout)
+            .field("socket_timeout", &self.socket_timeout)
+            .field("tls", &self.tls)
+            .field("app_name", &self.app_name)
+            .field("load_balanced", &self.load_balanced)
+            .field("credential", &self.credential)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConnectionOptionsBuilder {
+    /// `connectTimeoutMS`: bounds TCP connect, TLS, handshake and authentication together.
+    /// `None` (or zero) means no limit.
+    pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.connect_timeout = timeout.filter(|t| !t.is_zero());
+        self
+    }
+
+    /// `socketTimeoutMS`: bounds each socket read or write when the caller gives no deadline.
+    pub fn socket_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.socket_timeout = timeout.filter(|t| !t.is_zero());
+        self
+    }
+
+    /// Turns TLS on with these settings.
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// `appname`, at most 128 bytes.
+    pub fn app_name(mut self, name: impl Into<String>) -> Self {
+        self.app_name = Some(name.into());
+        self
+    }
+
+    /// Information a wrapping library appends to the driver metadata.
+    pub fn driver_info(mut self, info: DriverInfo) -> Self {
+        self.driver_info = Some(info);
+        self
+    }
+
+    /// `loadBalanced`.
+    pub fn load_balanced(mut self, on: bool) -> Self {
+        self.load_balanced = on;
+        self
+    }
+
+    /// A Stable API version (the handshake then uses `hello` over OP_MSG).
+    pub fn server_api(mut self, api: ServerApi) -> Self {
+        self.server_api = Some(api);
+        self
+    }
+
+    /// Compressors to offer in the handshake.
+    pub fn compressors(mut self, compressors: Vec<String>) -> Self {
+        self.compressors = compressors;
+        self
+    }
+
+    /// The credential to authenticate with.
+    pub fn credential(mut self, credential: Credential) -> Self {
+        self.credential = Some(credential);
+        self
+    }
+
+    /// A SCRAM credential for `username`/`password` against `source` (default `admin`), the
+    /// mechanism negotiated with the server.
+    pub fn scram(self, username: &str, password: &str, source: Option<&str>) -> Self {
+        self.credential(Credential {
+            username: Some(username.to_string()),
+            password: Some(password.to_string()),
+            source: source.map(str::to_string),
+            mechanism: None,
+            mechanism_properties: None,
+        })
+    }
+
+    /// Sets or replaces the password of the credential (keeps the rest).
+    pub fn password(mut self, password: Secret) -> Self {
+        let mut c = self.credential.take().unwrap_or_default();
+        c.password = Some(password.expose().to_string());
+        self.credential = Some(c);
+        self
+    }
+
+    /// Validates the options and loads the TLS files.
+    pub fn build(self) -> Result<ConnectionOptions> {
+        let invalid = |message: String| Error::InvalidOptions { message };
+        let mut metadata = ClientMetadata::new(self.app_name.clone()).map_err(|e| invalid(e.to_string()))?;
+        if let Some(info) = &self.driver_info {
+            metadata.append(info.clone()).map_err(|e| invalid(e.to_string()))?;
+        }
+        if let Some(c) = &self.credential {
+            match c.mechanism {
+                None | Some(AuthMechanism::ScramSha1 | AuthMechanism::ScramSha256) => {}
+                Some(m) => return Err(invalid(format!("authentication mechanism {m} is not supported"))),
+            }
+            if c.username.as_deref().is_none_or(str::is_empty) {
+                return Err(invalid("SCRAM authentication requires a username".into()));
+            }
+            if c.password.is_none() {
+                return Err(invalid("SCRAM authentication requires a password".into()));
+            }
+        }
+        if let Some(api) = &self.server_api {
+            if api.version != "1" {
+                return Err(invalid(format!("unknown server API version {:?}", api.version)));
+            }
+        }
+        let tls_config = self.tls.as_ref().map(tls::client_config).transpose()?;
+        Ok(ConnectionOptions {
+            connect_timeout: self.connect_timeout,
+            socket_timeout: self.socket_timeout,
+            tls: self.tls,
+            app_name: self.app_name,
+            driver_info: self.driver_info,
+            load_balanced: self.load_balanced,
+            server_api: self.server_api,
+            compressors: self.compressors,
+            credential: self.credential,
+            tls_config,
+            metadata,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_validates() {
+        let o = ConnectionOptions::builder().build().expect("defaults");
+        assert_eq!(o.connect_timeout(), Some(DEFAULT_CONNECT_TIMEOUT));
+        assert_eq!(o.socket_timeout(), None);
+        let o = ConnectionOptions::builder().connect_timeout(Some(Duration::ZERO)).build().expect("zero");
+        assert_eq!(o.connect_timeout(), None);
+
+        let too_long = "x".repeat(129);
+        let e = ConnectionOptions::builder().app_name(too_long).build().expect_err("appname");
+        assert!(matches!(e, Error::InvalidOptions { .. }));
+        let e = ConnectionOptions::builder()
+            .credential(Credential { mechanism: Some(AuthMechanism::Plain), ..Default::default() })
+            .build()
+            .expect_err("mechanism");
+        assert!(e.to_string().contains("PLAIN"), "{e}");
+        let e = ConnectionOptions::builder()
+            .credential(Credential { username: Some("u".into()), ..Default::default() })
+            .build()
+            .expect_err("password");
+        assert!(e.to_string().contains("password"), "{e}");
+        let e = ConnectionOptions::builder()
+            .tls(TlsOptions { ca_file: Some("/nonexistent/ca.pem".into()), ..Default::default() })
+            .build()
+            .expect_err("CA file");
+        assert!(
+            matches!(e, Error::InvalidOptions { ref message } if message.contains("/nonexistent/ca.pem"))
+        );
+        // System roots (or the webpki fallback) load without any file.
+        let o = ConnectionOptions::builder().tls(TlsOptions::default()).build().expect("tls");
+        assert!(o.tls_config.is_some());
+    }
+
+    #[test]
+    fn debug_and_serde_hide_secrets() {
+        let o = ConnectionOptions::builder()
+            .scram("alice", "hunter2-secret", None)
+            .tls(TlsOptions {
+                certificate_key_file_password: Some(Secret::new("key-secret")),
+                allow_invalid_certificates: true,
+                ..Default::default()
+            })
+            .build()
+            .expect("options");
+        for text in [
+            format!("{o:?}"),
+            format!("{o:#?}"),
+            serde_json::to_string(&o).unwrap_or_default(),
+            format!("{:?}", ConnectionOptions::builder().scram("alice", "hunter2-secret", None)),
+        ] {
+            assert!(!text.contains("hunter2-secret"), "{text}");
+            assert!(!text.contains("key-secret"), "{text}");
+        }
+        assert!(format!("{o:?}").contains("alice"));
+    }
+}
