@@ -432,16 +432,21 @@ mod security {
     }
 
     #[tokio::test]
-    async fn wrong_password_fails_with_code_18() {
+    async fn wrong_password_is_an_authentication_error_with_code_18() {
         let cluster = Cluster::standalone().user("alice", PASSWORD).start().expect("start");
-        for mechanism in [None, Some(AuthMechanism::ScramSha1)] {
+        for (mechanism, expected) in
+            [(None, "SCRAM-SHA-256"), (Some(AuthMechanism::ScramSha1), "SCRAM-SHA-1")]
+        {
             let err =
                 Connection::connect(&credential(mechanism, "not-the-password"), request(&cluster.hosts()[0]))
                     .await
                     .expect_err("wrong password");
             match &err {
-                Error::Command { code, .. } => assert_eq!(*code, 18, "{err:?}"),
-                other => panic!("expected code 18, got {other:?}"),
+                Error::Authentication { code, mechanism, .. } => {
+                    assert_eq!(*code, Some(18), "{err:?}");
+                    assert_eq!(mechanism, expected);
+                }
+                other => panic!("expected an authentication error with code 18, got {other:?}"),
             }
             assert!(!format!("{err:?} {err}").contains("not-the-password"));
         }
@@ -499,7 +504,9 @@ mod security {
         let host = &cluster.hosts()[0];
         let mut seen = Vec::new();
         // Negotiated (speculative attempt, then SCRAM-SHA-1 saslStart) and explicit SHA-1.
-        for mechanism in [None, Some(AuthMechanism::ScramSha1)] {
+        for (mechanism, expected) in
+            [(None, "SCRAM-SHA-256"), (Some(AuthMechanism::ScramSha1), "SCRAM-SHA-1")]
+        {
             let options = credential(mechanism, PASSWORD);
             seen.push(format!("{options:?} {options:#?}"));
             let conn = Connection::connect(&options, request(host)).await.expect("auth");

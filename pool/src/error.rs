@@ -106,14 +106,17 @@ pub enum Error {
         /// The error labels.
         labels: Vec<String>,
     },
-    /// Authentication failed: the server refused the credential, or its SCRAM answer did not
-    /// prove it knows the password.
-    #[error("authentication with {address} failed ({mechanism}): {message}")]
+    /// Authentication failed: the server refused the credential (`code` is then its error
+    /// code, for example 18 `AuthenticationFailed`), or its SCRAM answer did not prove it knows
+    /// the password, or it broke the conversation (`code` is `None`).
+    #[error("authentication with {address} failed ({mechanism}): {message}{}", code.map(|c| format!(" (code {c})")).unwrap_or_default())]
     Authentication {
         /// The server.
         address: ServerAddress,
         /// The mechanism, for example `SCRAM-SHA-256`.
         mechanism: String,
+        /// The server's error code, when the server refused.
+        code: Option<i32>,
         /// Why.
         message: String,
     },

@@ -1,10 +1,9 @@
 //! Authentication over an established connection: SCRAM-SHA-1 and SCRAM-SHA-256, with
 //! mechanism negotiation and speculative authentication.
 //!
-//! Errors the server answers with (`ok: 0`, e.g. code 18 `AuthenticationFailed`) are
-//! [`Error::Command`] so the code survives for SDAM; failures the client detects (a bad server
-//! signature, a malformed message) are [`Error::Authentication`]. Passwords never reach a log
-//! line or an error message.
+//! Every failure is [`Error::Authentication`]: with the server's code when it answered `ok: 0`
+//! (e.g. 18 `AuthenticationFailed`), without one when the client detected it (a bad server
+//! signature, a malformed message). Passwords never reach a log line or an error message.
 
 pub mod scram;
 
@@ -78,6 +77,7 @@ fn server_step(conn: &Connection, version: ScramVersion, reply: &Document) -> Re
     let fail = |message: &str| Error::Authentication {
         address: conn.address().clone(),
         mechanism: version.mechanism().to_string(),
+        code: None,
         message: message.to_string(),
     };
     let id = reply.get("conversationId").cloned().ok_or_else(|| fail("reply has no conversationId"))?;
@@ -93,15 +93,23 @@ fn server_step(conn: &Connection, version: ScramVersion, reply: &Document) -> Re
 
 async fn command(
     conn: &mut Connection,
+    version: ScramVersion,
     db: &str,
     body: Document,
     deadline: Option<Instant>,
 ) -> Result<Document> {
     let raw = conn.run(db, body, false, deadline, Phase::Authentication).await?;
-    let raw = conn.check_ok(raw)?;
+    let mechanism = version.mechanism().to_string();
+    let raw = conn.check_ok(raw).map_err(|e| match e {
+        Error::Command { address, code, message, .. } => {
+            Error::Authentication { address, mechanism: mechanism.clone(), code: Some(code), message }
+        }
+        other => other,
+    })?;
     Document::try_from(&raw).map_err(|e| Error::Authentication {
         address: conn.address().clone(),
-        mechanism: "SCRAM".into(),
+        mechanism,
+        code: None,
         message: format!("invalid reply: {e}"),
     })
 }
@@ -122,7 +130,7 @@ pub(crate) async fn authenticate(
         None => {
             let version = negotiate(c.mechanism, pending.supported_mechanisms.as_deref());
             let first = ClientFirst::new(version, user, new_nonce());
-            let reply = command(conn, &db, sasl_start(&first, options), deadline).await?;
+            let reply = command(conn, version, &db, sasl_start(&first, options), deadline).await?;
             (first, reply)
         }
     };
@@ -131,6 +139,7 @@ pub(crate) async fn authenticate(
     let fail = |message: String| Error::Authentication {
         address: address.clone(),
         mechanism: version.mechanism().to_string(),
+        code: None,
         message,
     };
     let (conversation_id, server_first, _) = server_step(conn, version, &server_first_reply)?;
@@ -140,6 +149,7 @@ pub(crate) async fn authenticate(
     drop(password);
     let reply = command(
         conn,
+        version,
         &db,
         sasl_continue(&conversation_id, fin.message.clone().into_bytes(), options),
         deadline,
@@ -155,7 +165,8 @@ pub(crate) async fn authenticate(
             return Err(fail("the server did not finish the conversation".into()));
         }
         let reply =
-            command(conn, &db, sasl_continue(&conversation_id, Vec::new(), options), deadline).await?;
+            command(conn, version, &db, sasl_continue(&conversation_id, Vec::new(), options), deadline)
+                .await?;
         done = server_step(conn, version, &reply)?.2;
     }
     tracing::debug!(address = %conn.address(), id = conn.id(), mechanism = version.mechanism(), "authenticated");
