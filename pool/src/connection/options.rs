@@ -83,6 +83,27 @@ impl ConnectionOptions {
 
     /// The options a connection string gives (`connectTimeoutMS`, `socketTimeoutMS`, `tls`/`ssl`
     /// and the `tls*` options, `appname`, `loadBalanced`, `compressors`, the credential).
+    ///
+    /// ```
+    /// use pool::connection::ConnectionOptions;
+    /// use protocol::uri::ConnectionString;
+    /// use std::time::Duration;
+    ///
+    /// let cs = ConnectionString::parse("mongodb://ann:secret@db.example.com/?connectTimeoutMS=2500&appname=svc")
+    ///     .expect("valid URI");
+    /// let options = ConnectionOptions::from_connection_string(&cs).expect("valid options");
+    /// assert_eq!(options.connect_timeout(), Some(Duration::from_millis(2500)));
+    /// assert!(options.tls().is_none());
+    /// // The password never shows in Debug output.
+    /// assert!(!format!("{options:?}").contains("secret"));
+    ///
+    /// // A CA file that does not exist is caught when the options are built.
+    /// let cs = ConnectionString::parse("mongodb://h/?tls=true&tlsCAFile=/nonexistent/ca.pem").expect("valid URI");
+    /// assert!(matches!(
+    ///     ConnectionOptions::from_connection_string(&cs),
+    ///     Err(pool::Error::InvalidOptions { .. })
+    /// ));
+    /// ```
     pub fn from_connection_string(cs: &ConnectionString) -> Result<Self> {
         Self::builder_from_connection_string(cs).build()
     }
