@@ -159,6 +159,15 @@ pub enum Error {
         /// The server.
         address: ServerAddress,
     },
+    /// A connection was used out of order: a command sent while an exhaust stream is still
+    /// open, or `read_more_to_come` called when no stream is open.
+    #[error("connection to {address} used out of order: {message}")]
+    InvalidState {
+        /// The server.
+        address: ServerAddress,
+        /// What was wrong.
+        message: String,
+    },
     /// No connection became available before the check-out deadline. In load-balanced mode
     /// the message is the one the load-balancers spec gives, with in-use counts.
     #[error("{message}")]

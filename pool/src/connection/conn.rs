@@ -407,7 +407,8 @@ impl Connection {
     /// Reads the next reply of an open exhaust stream, in order.
     pub async fn read_more_to_come(&mut self, deadline: Option<Instant>) -> Result<RawDocumentBuf> {
         let Some(previous) = self.exhaust else {
-            return Err(Error::InvalidOptions {
+            return Err(Error::InvalidState {
+                address: self.address.clone(),
                 message: "read_more_to_come called but no exhaust stream is open".into(),
             });
         };
@@ -480,7 +481,8 @@ impl Connection {
         self.check_open()?;
         if self.exhaust.is_some() {
             // The server is still streaming replies to an earlier request.
-            return Err(Error::InvalidOptions {
+            return Err(Error::InvalidState {
+                address: self.address.clone(),
                 message: "a command was sent while an exhaust stream is still open".into(),
             });
         }
