@@ -17,8 +17,9 @@
 //! repetitions, ours and official interleaved so that load from elsewhere hits both alike.
 //!
 //! `cargo bench -p integration-tests --bench pool_checkout` (or `make bench-pool`);
-//! `POOL_BENCH_REPS` (default 5); `-- --quick` for one repetition. Run without `--bench`
-//! (e.g. `cargo test --all-targets`) it does a small smoke run.
+//! `POOL_BENCH_REPS` (default 11: a run lasts ~50 ms, so single runs are noisy); `-- --quick`
+//! for one repetition. Run without `--bench` (e.g. `cargo test --all-targets`) it does a small
+//! smoke run.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -341,7 +342,11 @@ fn main() {
         let reps = if quick {
             1
         } else {
-            std::env::var("POOL_BENCH_REPS").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(5)
+            std::env::var("POOL_BENCH_REPS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|&n| n > 0)
+                .unwrap_or(11)
         };
         Plan { tasks: 1000, reps, max_connecting: vec![2, 8, 100] }
     };
