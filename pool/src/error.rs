@@ -194,6 +194,29 @@ impl Error {
         )
     }
 
+    /// The error labels: a command error's own labels; for a network error or timeout while
+    /// opening a connection or during its `hello` (TCP connect, TLS handshake I/O, hello), the
+    /// backpressure labels `SystemOverloadedError` and `RetryableError` that CMAP requires the
+    /// pool to add, so SDAM does not clear the pool of an overloaded server. Never added for
+    /// authentication, non-I/O TLS failures (certificates, host names) or established
+    /// connections.
+    pub fn labels(&self) -> Vec<String> {
+        match self {
+            Error::Command { labels, .. } => labels.clone(),
+            Error::Io { phase, .. } | Error::Timeout { phase, .. }
+                if matches!(phase, Phase::TcpConnect | Phase::TlsHandshake | Phase::Hello) =>
+            {
+                vec!["SystemOverloadedError".to_string(), "RetryableError".to_string()]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// True if [`Error::labels`] has `label`.
+    pub fn has_label(&self, label: &str) -> bool {
+        self.labels().iter().any(|l| l == label)
+    }
+
     /// True for a timeout in any phase, including the wait queue.
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Timeout { .. } | Error::WaitQueueTimeout { .. })

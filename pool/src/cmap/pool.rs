@@ -538,7 +538,11 @@ impl<E: Establisher> Inner<E> {
                 }
             }
         };
+        // A caller that drops this future while its connection is being established still
+        // gets its check-out closed by a CheckOutFailed event (one per CheckOutStarted).
+        let abandoned = AbandonedCheckOut { inner: self.clone(), started, armed: true };
         let result = receiver.await;
+        abandoned.disarm();
         let _st = self.state.lock();
         match result {
             Ok(Ok(mut conn)) => {
@@ -771,6 +775,31 @@ impl<E: Establisher> Drop for WaiterGuard<E> {
         let mut st = self.inner.state.lock();
         st.remove_waiter(self.id);
         // The caller stopped waiting (its own timeout, most likely).
+        let e = self.inner.wait_queue_timeout_error(&st, self.started.elapsed());
+        self.inner.emit_failed(CheckOutFailedReason::Timeout, &e, self.started);
+    }
+}
+
+/// Emits `CheckOutFailed` when a check-out future is dropped while its connection is
+/// being established (the caller gave up, most likely on its own deadline).
+struct AbandonedCheckOut<E: Establisher> {
+    inner: Arc<Inner<E>>,
+    started: Instant,
+    armed: bool,
+}
+
+impl<E: Establisher> AbandonedCheckOut<E> {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl<E: Establisher> Drop for AbandonedCheckOut<E> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let st = self.inner.state.lock();
         let e = self.inner.wait_queue_timeout_error(&st, self.started.elapsed());
         self.inner.emit_failed(CheckOutFailedReason::Timeout, &e, self.started);
     }

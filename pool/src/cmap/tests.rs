@@ -424,3 +424,76 @@ async fn pool_and_checkout_future_are_send() {
     let conn = assert_send(pool.check_out(None, CheckoutPurpose::Other)).await.unwrap();
     assert_eq!(conn.id(), 1);
 }
+
+/// Every `CheckOutStarted` ends in exactly one `CheckedOut` or `CheckOutFailed`, also when the
+/// caller drops the check-out while its connection is being established; the connection is
+/// not wasted.
+#[tokio::test(start_paused = true)]
+async fn check_out_abandoned_during_establishment_emits_check_out_failed() {
+    let mock = Mock { delay: Duration::from_millis(100), ..Default::default() };
+    let (pool, events, _) = pool(mock, PoolOptions::default());
+    pool.ready();
+    let gave_up =
+        tokio::time::timeout(Duration::from_millis(30), pool.check_out(None, CheckoutPurpose::Other)).await;
+    assert!(gave_up.is_err());
+    let failed: Vec<_> = events
+        .lock()
+        .iter()
+        .filter_map(|e| match e {
+            CmapEvent::CheckOutFailed { reason, duration, .. } => Some((*reason, *duration)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed, vec![(CheckOutFailedReason::Timeout, Duration::from_millis(30))]);
+    // The establishment finishes and the connection becomes available.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    settle().await;
+    assert_eq!(pool.stats().available, 1);
+    assert_eq!(
+        names(&events),
+        vec![
+            "ConnectionPoolCreated",
+            "ConnectionPoolReady",
+            "ConnectionCheckOutStarted",
+            "ConnectionCreated",
+            "ConnectionCheckOutFailed",
+            "ConnectionReady",
+        ]
+    );
+}
+
+/// CMAP "backpressure-enabled": network errors and timeouts of connection establishment and
+/// hello carry `SystemOverloadedError` and `RetryableError`; authentication, certificate
+/// errors and errors on established connections do not.
+#[tokio::test(start_paused = true)]
+async fn establishment_network_errors_carry_backpressure_labels() {
+    use crate::Phase;
+    let address = ServerAddress::tcp("db", 27017);
+    let io = |phase| Error::Io {
+        address: address.clone(),
+        phase,
+        source: Arc::new(std::io::Error::from(std::io::ErrorKind::UnexpectedEof)),
+    };
+    let timeout = |phase| Error::Timeout { address: address.clone(), phase };
+    for e in [io(Phase::TcpConnect), io(Phase::TlsHandshake), io(Phase::Hello), timeout(Phase::Hello)] {
+        assert_eq!(e.labels(), vec!["SystemOverloadedError", "RetryableError"], "{e:?}");
+        assert!(e.has_label("SystemOverloadedError"));
+    }
+    for e in [
+        io(Phase::Authentication),
+        timeout(Phase::Authentication),
+        io(Phase::Read),
+        timeout(Phase::Write),
+        Error::Tls { address: address.clone(), message: "unknown issuer".into() },
+    ] {
+        assert!(e.labels().is_empty(), "{e:?}");
+    }
+    let command = Error::Command {
+        address: address.clone(),
+        code: 91,
+        code_name: None,
+        message: "shutting down".into(),
+        labels: vec!["RetryableWriteError".into()],
+    };
+    assert_eq!(command.labels(), vec!["RetryableWriteError"]);
+}
