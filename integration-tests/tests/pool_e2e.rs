@@ -274,7 +274,7 @@ async fn pooled_connections_authenticate_over_tls_and_are_reused() {
     let (bad_pool, rx) = pool_with(&cluster.hosts()[0], bad, PoolOptions::default());
     bad_pool.ready();
     let err = checkout(&bad_pool).await.expect_err("bad password");
-    assert!(matches!(err, Error::Command { code: 18, .. }), "{err:?}");
+    assert!(matches!(err, Error::Authentication { code: Some(18), .. }), "{err:?}");
     let events = drain(&rx);
     assert_eq!(closed(&events), vec![(1, ConnectionClosedReason::Error)]);
     assert!(events.iter().any(|e| matches!(
