@@ -64,9 +64,10 @@ pub struct PoolStats {
     pub generation: u32,
 }
 
-/// Called with the error when a background (minPoolSize) establishment fails, so the owner
-/// can run SDAM error handling.
-pub type BackgroundErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
+/// Called with the error and the generation of the failed connection when a background
+/// (minPoolSize) establishment fails, so the owner can run SDAM error handling (which clears
+/// the pool).
+pub type BackgroundErrorHook = Arc<dyn Fn(&Error, u32) + Send + Sync>;
 
 struct Idle<C> {
     meta: ConnMeta,
@@ -302,12 +303,16 @@ impl<E: Establisher> Inner<E> {
                 Err(e) => {
                     if pending.waiter.is_none() {
                         // minPoolSize population failed: the spec hands the error to SDAM,
-                        // which clears the pool; without an SDAM here the pool clears itself
-                        // (outside load-balanced mode, where pre-handshake errors are ignored).
-                        if !self.options.load_balanced() && st.status == PoolState::Ready {
+                        // which clears the pool. With no owner to do that, the pool clears
+                        // itself (outside load-balanced mode, where pre-handshake errors are
+                        // ignored); an owner gets the error and decides.
+                        if self.background_error.is_none()
+                            && !self.options.load_balanced()
+                            && st.status == PoolState::Ready
+                        {
                             self.clear_locked(&mut st, None, false);
                         }
-                        hook_error = Some(e.clone());
+                        hook_error = Some((e.clone(), pending.generation));
                     }
                     pending.cancel.cancel();
                     self.emit(CmapEvent::ConnectionClosed {
@@ -372,8 +377,8 @@ impl<E: Establisher> Inner<E> {
                 }
             }
         }
-        if let (Some(e), Some(hook)) = (hook_error, &self.background_error) {
-            hook(&e);
+        if let (Some((e, generation)), Some(hook)) = (hook_error, &self.background_error) {
+            hook(&e, generation);
         }
     }
 
@@ -947,8 +952,9 @@ impl<E: Establisher> PoolBuilder<E> {
         self
     }
 
-    /// Called with the error when a background minPoolSize establishment fails (the pool has
-    /// already cleared itself, outside load-balanced mode).
+    /// Hands errors of background minPoolSize establishment, with the failed connection's
+    /// generation, to the owner (SDAM error handling), which then clears the pool itself.
+    /// Without a hook the pool clears itself on such an error (outside load-balanced mode).
     pub fn on_background_error(mut self, hook: BackgroundErrorHook) -> Self {
         self.background_error = Some(hook);
         self

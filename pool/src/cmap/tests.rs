@@ -343,19 +343,17 @@ async fn background_keeps_min_pool_size_and_prunes_idle() {
 #[tokio::test(start_paused = true)]
 async fn failed_background_establishment_clears_the_pool() {
     let mock = Mock { failures: AtomicU32::new(1), ..Default::default() };
-    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let events: Events = Arc::default();
     let sink = events.clone();
-    let hook_seen = seen.clone();
     let pool = Pool::builder(ServerAddress::tcp("db", 27017), Arc::new(mock))
         .options(PoolOptions::builder().min_pool_size(1).build().unwrap())
         .event_handler(Arc::new(move |e: &CmapEvent| sink.lock().push(e.clone())))
-        .on_background_error(Arc::new(move |e: &Error| hook_seen.lock().push(e.to_string())))
         .build()
         .unwrap();
     pool.ready();
     settle().await;
     assert_eq!(pool.state(), PoolState::Paused);
+    assert_eq!(pool.generation(None), 1);
     assert_eq!(
         names(&events),
         [
@@ -366,8 +364,44 @@ async fn failed_background_establishment_clears_the_pool() {
             "ConnectionClosed"
         ]
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_background_establishment_goes_to_the_owner_hook() {
+    let mock = Mock { failures: AtomicU32::new(1), ..Default::default() };
+    let seen: Arc<Mutex<Vec<(String, u32)>>> = Arc::default();
+    let events: Events = Arc::default();
+    let sink = events.clone();
+    let hook_seen = seen.clone();
+    let pool = Pool::builder(ServerAddress::tcp("db", 27017), Arc::new(mock))
+        .options(PoolOptions::builder().min_pool_size(1).build().unwrap())
+        .event_handler(Arc::new(move |e: &CmapEvent| sink.lock().push(e.clone())))
+        .on_background_error(Arc::new(move |e: &Error, generation| {
+            hook_seen.lock().push((e.to_string(), generation))
+        }))
+        .build()
+        .unwrap();
+    pool.ready();
+    settle().await;
+    // The owner (SDAM) decides; the pool did not clear itself.
+    assert_eq!(pool.state(), PoolState::Ready);
+    assert_eq!(pool.generation(None), 0);
     assert_eq!(seen.lock().len(), 1);
-    assert!(seen.lock()[0].contains("code 91"));
+    assert!(seen.lock()[0].0.contains("code 91"));
+    assert_eq!(seen.lock()[0].1, 0);
+    // What the owner does after marking the server Unknown.
+    pool.clear(None, false);
+    assert_eq!(pool.state(), PoolState::Paused);
+    assert_eq!(
+        names(&events),
+        [
+            "ConnectionPoolCreated",
+            "ConnectionPoolReady",
+            "ConnectionCreated",
+            "ConnectionClosed",
+            "ConnectionPoolCleared"
+        ]
+    );
 }
 
 #[tokio::test(start_paused = true)]
