@@ -1,1 +1,14 @@
-//! Filled in by a later issue.
+//! Live SDAM as actix actors: the topology actor, and per server a monitor, an RTT pinger and
+//! a pool actor.
+//!
+//! Data flows one way: monitors report [`messages::ServerCheckCompleted`] to the topology
+//! actor, which applies it through the `protocol` SDAM core and publishes an immutable
+//! snapshot; readers never wait on its mailbox.
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod events;
+pub mod messages;
+pub mod rtt_stats;
+
+pub use error::{Error, Result};
