@@ -9,6 +9,12 @@
 pub mod error;
 pub mod events;
 pub mod messages;
+pub mod pool_actor;
 pub mod rtt_stats;
+pub mod sdam_log;
+pub mod snapshot;
+pub mod topology;
 
 pub use error::{Error, Result};
+pub use snapshot::{ServerHandle, TopologySnapshot};
+pub use topology::{MonitorFactory, MonitorHandles, MonitorSpawn, Topology, TopologyActor, TopologyBuilder};

@@ -1,0 +1,61 @@
+//! The immutable view of the topology that the topology actor publishes.
+//!
+//! Readers get it from a `tokio::sync::watch` channel (`borrow()`), never through the actor's
+//! mailbox. A new snapshot is published only when the description changed by SDAM equality
+//! or the set of servers changed.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use actix::Addr;
+use protocol::address::ServerAddress;
+use protocol::sdam::{ServerDescription, ServerType, TopologyDescription};
+
+use crate::pool_actor::{PoolActor, ServerPool};
+use crate::rtt_stats::ServerRtt;
+
+/// What a snapshot holds for one server besides its description.
+#[derive(Debug, Clone)]
+pub struct ServerHandle {
+    /// The server's RTT statistics (live: updated without republishing).
+    pub rtt: ServerRtt,
+    /// The server's pool, for readiness, generation and stats.
+    pub pool: ServerPool,
+    /// The pool actor, for check-outs.
+    pub pool_actor: Addr<PoolActor>,
+}
+
+/// One published state of the topology.
+#[derive(Debug, Clone)]
+pub struct TopologySnapshot {
+    /// The SDAM description.
+    pub description: TopologyDescription,
+    /// Per server in the description, its handles.
+    pub servers: BTreeMap<ServerAddress, ServerHandle>,
+    /// Increases by one with every published snapshot (the first is 0).
+    pub sequence: u64,
+    /// True for the final snapshot, published when the topology closed.
+    pub closed: bool,
+}
+
+impl TopologySnapshot {
+    /// One server's description.
+    pub fn server(&self, address: &ServerAddress) -> Option<&Arc<ServerDescription>> {
+        self.description.server(address)
+    }
+
+    /// One server's handles.
+    pub fn handle(&self, address: &ServerAddress) -> Option<&ServerHandle> {
+        self.servers.get(address)
+    }
+
+    /// The address of the primary, if there is one.
+    pub fn primary(&self) -> Option<&ServerAddress> {
+        self.description.servers().find(|s| s.server_type == ServerType::RsPrimary).map(|s| &s.address)
+    }
+
+    /// The addresses of the servers of type `ty`, ordered.
+    pub fn servers_of_type(&self, ty: ServerType) -> Vec<ServerAddress> {
+        self.description.servers().filter(|s| s.server_type == ty).map(|s| s.address.clone()).collect()
+    }
+}

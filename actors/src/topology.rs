@@ -1,0 +1,755 @@
+//! The topology actor: owns the SDAM [`TopologyDescription`], applies check results and
+//! application errors through the pure `protocol::sdam` core, starts and stops the
+//! per-server actors, keeps pools in step with the description, and publishes immutable
+//! [`TopologySnapshot`]s through a `watch` channel.
+//!
+//! Monitors are created by a [`MonitorFactory`], so the topology can be driven in tests by a
+//! fake monitor that never does I/O: send [`ServerCheckCompleted`] to the actor yourself.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use bson::oid::ObjectId;
+use futures_util::future::{join_all, BoxFuture, FutureExt};
+use pool::cmap::{BackgroundErrorHook, CmapEventHandler, Pool, PoolOptions};
+use pool::connection::{ConnectionEstablisher, ConnectionOptions};
+use protocol::address::ServerAddress;
+use protocol::sdam::app_error::{decide, ApplicationError, ApplicationErrorKind, ErrorPhase};
+use protocol::sdam::events::{SdamEvent, TopologyId};
+use protocol::sdam::{
+    ServerDescription, ServerType, TopologyDescription, TopologySettings, TopologyType, TopologyUpdate,
+};
+use protocol::uri::ConnectionString;
+use protocol::uri::ServerMonitoringMode;
+use tokio::sync::watch;
+
+use crate::events::SdamEventHandler;
+use crate::messages::{
+    ApplicationErrorOccurred, CancelCheck, CheckOutcome, RequestImmediateCheck, ServerCheckCompleted,
+    StopActor,
+};
+use crate::pool_actor::PoolActor;
+use crate::rtt_stats::ServerRtt;
+use crate::sdam_log;
+use crate::snapshot::{ServerHandle, TopologySnapshot};
+use crate::{Error, Result};
+
+/// The heartbeatFrequencyMS minimum of the server-monitoring spec.
+pub const MIN_HEARTBEAT_FREQUENCY: Duration = Duration::from_millis(500);
+
+/// Everything a monitor for one server needs; given to the [`MonitorFactory`].
+#[derive(Clone)]
+pub struct MonitorSpawn {
+    /// The server to monitor.
+    pub address: ServerAddress,
+    /// The topology's id, for events.
+    pub topology_id: TopologyId,
+    /// Where to send check results.
+    pub topology: Recipient<ServerCheckCompleted>,
+    /// Options of the monitoring connections.
+    pub connection_options: Arc<ConnectionOptions>,
+    /// heartbeatFrequencyMS.
+    pub heartbeat_frequency: Duration,
+    /// serverMonitoringMode.
+    pub monitoring_mode: ServerMonitoringMode,
+    /// The server's RTT statistics (the monitor and RTT pinger write them).
+    pub rtt: ServerRtt,
+    /// Receives heartbeat events.
+    pub sdam_handler: Option<Arc<dyn SdamEventHandler>>,
+}
+
+impl std::fmt::Debug for MonitorSpawn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MonitorSpawn")
+            .field("address", &self.address)
+            .field("heartbeat_frequency", &self.heartbeat_frequency)
+            .field("monitoring_mode", &self.monitoring_mode)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How the topology actor talks to a started monitor.
+#[derive(Clone)]
+pub struct MonitorHandles {
+    /// Wakes the monitor for an immediate check.
+    pub request_check: Recipient<RequestImmediateCheck>,
+    /// Cancels its in-flight check.
+    pub cancel_check: Recipient<CancelCheck>,
+    /// Stops it (answers once its connections are closed).
+    pub stop: Recipient<StopActor>,
+}
+
+impl MonitorHandles {
+    /// The handles of an actor that handles all three messages.
+    pub fn of<A>(addr: &Addr<A>) -> Self
+    where
+        A: Actor + Handler<RequestImmediateCheck> + Handler<CancelCheck> + Handler<StopActor>,
+        A::Context: actix::dev::ToEnvelope<A, RequestImmediateCheck>
+            + actix::dev::ToEnvelope<A, CancelCheck>
+            + actix::dev::ToEnvelope<A, StopActor>,
+    {
+        MonitorHandles {
+            request_check: addr.clone().recipient(),
+            cancel_check: addr.clone().recipient(),
+            stop: addr.clone().recipient(),
+        }
+    }
+}
+
+impl std::fmt::Debug for MonitorHandles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MonitorHandles").finish_non_exhaustive()
+    }
+}
+
+/// Starts the monitor of one server (called from inside the topology actor, on its arbiter).
+pub type MonitorFactory = Arc<dyn Fn(MonitorSpawn) -> MonitorHandles + Send + Sync>;
+
+/// Builds a topology. The constructor and [`build`](Self::build) do no I/O.
+#[must_use]
+#[derive(Default)]
+pub struct TopologyBuilder {
+    settings: Option<TopologySettings>,
+    seeds: Option<Vec<ServerAddress>>,
+    heartbeat_frequency: Option<Duration>,
+    connection_options: Option<Result<ConnectionOptions>>,
+    pool_options: Option<Result<PoolOptions>>,
+    monitoring_mode: ServerMonitoringMode,
+    sdam_handler: Option<Arc<dyn SdamEventHandler>>,
+    cmap_handler: Option<Arc<dyn CmapEventHandler>>,
+    monitor_factory: Option<MonitorFactory>,
+    topology_id: Option<TopologyId>,
+}
+
+impl TopologyBuilder {
+    /// An empty builder: give it seeds (or settings) before building.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Settings, connection, pool and monitoring options from a connection string.
+    pub fn from_connection_string(cs: &ConnectionString) -> Self {
+        TopologyBuilder {
+            settings: Some(TopologySettings::from_connection_string(cs)),
+            connection_options: Some(ConnectionOptions::from_connection_string(cs).map_err(Error::Pool)),
+            pool_options: Some(PoolOptions::from_uri_options(&cs.options).map_err(Error::Pool)),
+            monitoring_mode: cs.options.server_monitoring_mode.unwrap_or_default(),
+            ..Self::default()
+        }
+    }
+
+    /// The SDAM settings (seeds, replicaSet, directConnection, loadBalanced, heartbeat, ...).
+    pub fn settings(mut self, settings: TopologySettings) -> Self {
+        self.settings = Some(settings);
+        self
+    }
+
+    /// The seed list (replaces the settings' seeds).
+    pub fn seeds(mut self, seeds: impl IntoIterator<Item = ServerAddress>) -> Self {
+        self.seeds = Some(seeds.into_iter().collect());
+        self
+    }
+
+    /// heartbeatFrequencyMS (at least 500 ms; replaces the settings' value).
+    pub fn heartbeat_frequency(mut self, frequency: Duration) -> Self {
+        self.heartbeat_frequency = Some(frequency);
+        self
+    }
+
+    /// Options for every connection (pooled and monitoring).
+    pub fn connection_options(mut self, options: ConnectionOptions) -> Self {
+        self.connection_options = Some(Ok(options));
+        self
+    }
+
+    /// Options of every server's pool.
+    pub fn pool_options(mut self, options: PoolOptions) -> Self {
+        self.pool_options = Some(Ok(options));
+        self
+    }
+
+    /// serverMonitoringMode (default: auto).
+    pub fn monitoring_mode(mut self, mode: ServerMonitoringMode) -> Self {
+        self.monitoring_mode = mode;
+        self
+    }
+
+    /// Receives SDAM events (topology, server and, through the monitors, heartbeat events).
+    pub fn sdam_event_handler(mut self, handler: Arc<dyn SdamEventHandler>) -> Self {
+        self.sdam_handler = Some(handler);
+        self
+    }
+
+    /// Receives the CMAP events of every pool.
+    pub fn cmap_event_handler(mut self, handler: Arc<dyn CmapEventHandler>) -> Self {
+        self.cmap_handler = Some(handler);
+        self
+    }
+
+    /// Starts the monitors (default: none in load-balanced mode; required otherwise).
+    pub fn monitor_factory(mut self, factory: MonitorFactory) -> Self {
+        self.monitor_factory = Some(factory);
+        self
+    }
+
+    /// The topology id in events (default: a new ObjectId).
+    pub fn topology_id(mut self, id: TopologyId) -> Self {
+        self.topology_id = Some(id);
+        self
+    }
+
+    /// Validates the options and creates the (not yet started) actor.
+    pub fn build(self) -> Result<TopologyActor> {
+        let invalid = |message: String| Error::InvalidOptions { message };
+        let mut settings = self.settings.unwrap_or_else(|| TopologySettings {
+            seeds: Vec::new(),
+            set_name: None,
+            direct_connection: None,
+            load_balanced: false,
+            heartbeat_frequency: protocol::sdam::DEFAULT_HEARTBEAT_FREQUENCY,
+            local_threshold: protocol::sdam::DEFAULT_LOCAL_THRESHOLD,
+            srv_max_hosts: None,
+        });
+        if let Some(seeds) = self.seeds {
+            settings.seeds = seeds;
+        }
+        if let Some(h) = self.heartbeat_frequency {
+            settings.heartbeat_frequency = h;
+        }
+        settings.validate().map_err(|e| invalid(e.to_string()))?;
+        if settings.heartbeat_frequency < MIN_HEARTBEAT_FREQUENCY {
+            return Err(invalid(format!(
+                "heartbeatFrequencyMS must be at least {} ms",
+                MIN_HEARTBEAT_FREQUENCY.as_millis()
+            )));
+        }
+        let lb = settings.load_balanced;
+        let connection_options = match self.connection_options {
+            Some(o) => o?,
+            None => ConnectionOptions::builder().load_balanced(lb).build()?,
+        };
+        let pool_options = match self.pool_options {
+            Some(o) => o?,
+            None => PoolOptions::builder().load_balanced(lb).build()?,
+        };
+        if connection_options.load_balanced() != lb || pool_options.load_balanced() != lb {
+            return Err(invalid(
+                "loadBalanced differs between the topology, connection and pool options".into(),
+            ));
+        }
+        if !lb && self.monitor_factory.is_none() {
+            return Err(invalid("a monitor factory is required outside load-balanced mode".into()));
+        }
+        let id = self.topology_id.unwrap_or_else(|| TopologyId(ObjectId::new()));
+        let (description, opening_events) = TopologyDescription::open(settings, id);
+        Ok(TopologyActor {
+            id,
+            description,
+            opening_events,
+            config: Config {
+                connection_options: Arc::new(connection_options),
+                pool_options,
+                monitoring_mode: self.monitoring_mode,
+                sdam_handler: self.sdam_handler,
+                cmap_handler: self.cmap_handler,
+                monitor_factory: self.monitor_factory,
+            },
+            servers: BTreeMap::new(),
+            publisher: None,
+            checks_requested_at: None,
+            closed: false,
+        })
+    }
+
+    /// Builds and starts the topology (must run inside an actix system).
+    pub fn start(self) -> Result<Topology> {
+        Ok(self.build()?.spawn())
+    }
+}
+
+struct Config {
+    connection_options: Arc<ConnectionOptions>,
+    pool_options: PoolOptions,
+    monitoring_mode: ServerMonitoringMode,
+    sdam_handler: Option<Arc<dyn SdamEventHandler>>,
+    cmap_handler: Option<Arc<dyn CmapEventHandler>>,
+    monitor_factory: Option<MonitorFactory>,
+}
+
+struct ServerEntry {
+    handle: ServerHandle,
+    monitor: Option<MonitorHandles>,
+}
+
+/// The topology actor. Create it with [`TopologyBuilder`].
+pub struct TopologyActor {
+    id: TopologyId,
+    description: TopologyDescription,
+    /// Emitted when the actor starts (construction does no I/O and emits nothing).
+    opening_events: Vec<SdamEvent>,
+    config: Config,
+    servers: BTreeMap<ServerAddress, ServerEntry>,
+    publisher: Option<watch::Sender<Arc<TopologySnapshot>>>,
+    /// The snapshot sequence number when monitors were last asked for an immediate check.
+    checks_requested_at: Option<u64>,
+    closed: bool,
+}
+
+impl std::fmt::Debug for TopologyActor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TopologyActor")
+            .field("id", &self.id)
+            .field("description", &self.description)
+            .field("closed", &self.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TopologyActor {
+    /// The topology id.
+    pub fn id(&self) -> TopologyId {
+        self.id
+    }
+
+    /// The description (before start: the initial one).
+    pub fn description(&self) -> &TopologyDescription {
+        &self.description
+    }
+
+    /// Starts the actor, its servers' pools, pool actors and monitors, and publishes the
+    /// first snapshot. Must run inside an actix system.
+    pub fn spawn(self) -> Topology {
+        let mut receiver = None;
+        let addr = TopologyActor::create(|ctx| {
+            let mut actor = self;
+            let events = std::mem::take(&mut actor.opening_events);
+            actor.emit(events);
+            let addresses: Vec<ServerAddress> = actor.description.addresses().cloned().collect();
+            for a in addresses {
+                actor.start_server(a, ctx);
+            }
+            let (tx, rx) = watch::channel(Arc::new(actor.make_snapshot(0)));
+            actor.publisher = Some(tx);
+            receiver = Some(rx);
+            actor
+        });
+        let receiver = match receiver {
+            Some(r) => r,
+            // `create` runs its closure before returning; this is only for the type.
+            None => {
+                watch::channel(Arc::new(TopologySnapshot {
+                    description: TopologyDescription::new(TopologySettings {
+                        seeds: Vec::new(),
+                        set_name: None,
+                        direct_connection: None,
+                        load_balanced: false,
+                        heartbeat_frequency: protocol::sdam::DEFAULT_HEARTBEAT_FREQUENCY,
+                        local_threshold: protocol::sdam::DEFAULT_LOCAL_THRESHOLD,
+                        srv_max_hosts: None,
+                    }),
+                    servers: BTreeMap::new(),
+                    sequence: 0,
+                    closed: true,
+                }))
+                .1
+            }
+        };
+        Topology { addr, receiver }
+    }
+
+    fn emit(&self, events: Vec<SdamEvent>) {
+        for e in &events {
+            sdam_log::log_event(e);
+            if let Some(h) = &self.config.sdam_handler {
+                h.handle(e);
+            }
+        }
+    }
+
+    fn start_server(&mut self, address: ServerAddress, ctx: &mut Context<Self>) {
+        if self.servers.contains_key(&address) {
+            return;
+        }
+        let weak = ctx.address().downgrade();
+        let hook_address = address.clone();
+        // Errors of background (minPoolSize) establishment are application errors before
+        // the handshake; SDAM decides, with the generation checks.
+        let hook: BackgroundErrorHook = Arc::new(move |error: &pool::Error, generation: u32| {
+            if let Some(topology) = weak.upgrade() {
+                topology.do_send(ApplicationErrorOccurred {
+                    error: application_error(
+                        hook_address.clone(),
+                        error,
+                        generation,
+                        ErrorPhase::ConnectionEstablishment,
+                        None,
+                        None,
+                    ),
+                });
+            }
+        });
+        let mut builder = Pool::builder(
+            address.clone(),
+            ConnectionEstablisher::new((*self.config.connection_options).clone()),
+        )
+        .options(self.config.pool_options.clone())
+        .on_background_error(hook);
+        if let Some(h) = &self.config.cmap_handler {
+            builder = builder.event_handler(h.clone());
+        }
+        let pool = match builder.build() {
+            Ok(p) => p,
+            Err(e) => {
+                // Only possible outside a tokio runtime, which an actor never is.
+                tracing::error!(target: sdam_log::LOG_TARGET, %address, error = %e, "cannot create a pool");
+                return;
+            }
+        };
+        let rtt = ServerRtt::new();
+        let load_balanced = self.description.topology_type() == TopologyType::LoadBalanced;
+        if load_balanced {
+            // Load balancers are never monitored: the pool serves at once.
+            pool.ready();
+        }
+        let pool_actor = PoolActor::new(pool.clone()).start();
+        let monitor = match (&self.config.monitor_factory, load_balanced) {
+            (Some(factory), false) => Some(factory(MonitorSpawn {
+                address: address.clone(),
+                topology_id: self.id,
+                topology: ctx.address().recipient(),
+                connection_options: self.config.connection_options.clone(),
+                heartbeat_frequency: self.description.settings().heartbeat_frequency,
+                monitoring_mode: self.config.monitoring_mode,
+                rtt: rtt.clone(),
+                sdam_handler: self.config.sdam_handler.clone(),
+            })),
+            _ => None,
+        };
+        self.servers.insert(address, ServerEntry { handle: ServerHandle { rtt, pool, pool_actor }, monitor });
+    }
+
+    /// Stops a removed server's actors without waiting for them.
+    fn stop_server(&mut self, address: &ServerAddress) {
+        if let Some(entry) = self.servers.remove(address) {
+            if let Some(m) = entry.monitor {
+                m.stop.do_send(StopActor);
+            }
+            entry.handle.pool.close();
+            entry.handle.pool_actor.do_send(StopActor);
+        }
+    }
+
+    fn make_snapshot(&self, sequence: u64) -> TopologySnapshot {
+        TopologySnapshot {
+            description: self.description.clone(),
+            servers: self.servers.iter().map(|(a, e)| (a.clone(), e.handle.clone())).collect(),
+            sequence,
+            closed: self.closed,
+        }
+    }
+
+    /// Publishes a snapshot if the description (by SDAM equality) or the server set changed.
+    fn publish_if_changed(&mut self) {
+        let Some(tx) = &self.publisher else { return };
+        let previous = tx.borrow().clone();
+        let same_servers = previous.servers.len() == self.servers.len()
+            && previous.servers.keys().zip(self.servers.keys()).all(|(a, b)| a == b);
+        if same_servers && previous.closed == self.closed && previous.description.same_as(&self.description) {
+            return;
+        }
+        let snapshot = Arc::new(self.make_snapshot(previous.sequence + 1));
+        tx.send_replace(snapshot);
+    }
+
+    /// Carries out an applied update: events, starting and stopping servers, pool readiness,
+    /// immediate checks of invalidated primaries.
+    fn carry_out(&mut self, update: &TopologyUpdate, ctx: &mut Context<Self>) {
+        if !update.is_applied() {
+            return;
+        }
+        self.emit(update.events(self.id, &self.description));
+        for a in &update.removed {
+            self.stop_server(a);
+        }
+        for a in &update.added {
+            self.start_server(a.clone(), ctx);
+        }
+        if let (Some(sd), Some(entry)) =
+            (self.description.server(&update.address), self.servers.get(&update.address))
+        {
+            if pool_may_serve(sd.server_type, self.description.topology_type()) {
+                entry.handle.pool.ready();
+            }
+        }
+        for a in &update.check_now {
+            if let Some(m) = self.servers.get(a).and_then(|e| e.monitor.as_ref()) {
+                m.request_check.do_send(RequestImmediateCheck);
+            }
+        }
+    }
+
+    fn finish_close(&mut self) {
+        let events = self.description.close(self.id);
+        self.emit(events);
+        self.publish_if_changed();
+    }
+}
+
+/// The SDAM rule for marking a pool ready after a successful check.
+fn pool_may_serve(ty: ServerType, topology: TopologyType) -> bool {
+    matches!(
+        ty,
+        ServerType::Mongos
+            | ServerType::RsPrimary
+            | ServerType::RsSecondary
+            | ServerType::Standalone
+            | ServerType::LoadBalancer
+    ) || (ty != ServerType::Unknown && topology == TopologyType::Single)
+}
+
+/// Describes a pool or connection error for SDAM error handling.
+pub fn application_error(
+    address: ServerAddress,
+    error: &pool::Error,
+    generation: u32,
+    phase: ErrorPhase,
+    service_id: Option<ObjectId>,
+    max_wire_version: Option<i32>,
+) -> ApplicationError {
+    let kind = match error {
+        pool::Error::Timeout { .. } => ApplicationErrorKind::Timeout,
+        e if e.is_network_error() => ApplicationErrorKind::Network,
+        pool::Error::Command { code, message, .. } => ApplicationErrorKind::Command {
+            code: Some(*code),
+            message: message.clone(),
+            topology_version: None,
+            write_concern: false,
+        },
+        pool::Error::Authentication { code, message, .. } => ApplicationErrorKind::Command {
+            code: *code,
+            message: message.clone(),
+            topology_version: None,
+            write_concern: false,
+        },
+        other => ApplicationErrorKind::Command {
+            code: None,
+            message: other.to_string(),
+            topology_version: None,
+            write_concern: false,
+        },
+    };
+    let phase = match (phase, error) {
+        (ErrorPhase::ConnectionEstablishment, pool::Error::Authentication { .. }) => {
+            ErrorPhase::Authentication
+        }
+        (p, _) => p,
+    };
+    ApplicationError {
+        address,
+        generation,
+        service_id,
+        max_wire_version,
+        phase,
+        kind,
+        labels: error.labels(),
+    }
+}
+
+impl Actor for TopologyActor {
+    type Context = Context<Self>;
+}
+
+impl Handler<ServerCheckCompleted> for TopologyActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: ServerCheckCompleted, ctx: &mut Self::Context) {
+        if self.closed || !self.servers.contains_key(&msg.address) {
+            return;
+        }
+        let now = Some(std::time::Instant::now());
+        let (description, interrupt) = match &msg.outcome {
+            CheckOutcome::Succeeded { reply, average_rtt, .. } => {
+                (ServerDescription::from_hello_reply(msg.address.clone(), reply, *average_rtt, now), false)
+            }
+            CheckOutcome::Failed { error } => (
+                ServerDescription {
+                    last_update_time: now,
+                    ..ServerDescription::new_error(msg.address.clone(), error.to_string(), None)
+                },
+                error.is_timeout(),
+            ),
+        };
+        let failed = description.error.is_some();
+        let update = self.description.apply(description);
+        if !update.is_applied() {
+            tracing::trace!(target: sdam_log::LOG_TARGET, address = %msg.address, outcome = ?update.outcome, "check result ignored");
+            return;
+        }
+        self.carry_out(&update, ctx);
+        if failed {
+            // After marking Unknown, before publishing: nobody selects the server with a
+            // pool of the old generation.
+            if let Some(entry) = self.servers.get(&msg.address) {
+                entry.handle.pool.clear(None, interrupt);
+            }
+        }
+        self.publish_if_changed();
+    }
+}
+
+impl Handler<ApplicationErrorOccurred> for TopologyActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: ApplicationErrorOccurred, ctx: &mut Self::Context) {
+        let error = msg.error;
+        if self.closed {
+            return;
+        }
+        let Some(entry) = self.servers.get(&error.address) else { return };
+        let generation = entry.handle.pool.generation(error.service_id);
+        let decision = decide(&self.description, generation, &error);
+        if let Some(why) = decision.ignored {
+            tracing::trace!(target: sdam_log::LOG_TARGET, address = %error.address, ?why, "application error ignored");
+            return;
+        }
+        if let Some(update) = self.description.apply_error_decision(&decision) {
+            self.carry_out(&update, ctx);
+        }
+        if let Some(entry) = self.servers.get(&error.address) {
+            if let Some(clear) = decision.clear_pool {
+                entry.handle.pool.clear(clear.service_id, clear.interrupt_in_use);
+            }
+            if let Some(m) = &entry.monitor {
+                if decision.cancel_check {
+                    m.cancel_check.do_send(CancelCheck);
+                }
+                if decision.request_immediate_check {
+                    m.request_check.do_send(RequestImmediateCheck);
+                }
+            }
+        }
+        self.publish_if_changed();
+    }
+}
+
+impl Handler<RequestImmediateCheck> for TopologyActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: RequestImmediateCheck, _ctx: &mut Self::Context) {
+        let sequence = self.publisher.as_ref().map(|tx| tx.borrow().sequence);
+        if self.closed || sequence.is_none() || self.checks_requested_at == sequence {
+            // Already asked while this snapshot is current: the monitors are on it.
+            return;
+        }
+        self.checks_requested_at = sequence;
+        for m in self.servers.values().filter_map(|e| e.monitor.as_ref()) {
+            m.request_check.do_send(RequestImmediateCheck);
+        }
+    }
+}
+
+impl Handler<StopActor> for TopologyActor {
+    type Result = ResponseActFuture<Self, ()>;
+
+    fn handle(&mut self, _msg: StopActor, _ctx: &mut Self::Context) -> Self::Result {
+        if self.closed {
+            return Box::pin(actix::fut::ready(()));
+        }
+        self.closed = true;
+        let mut stops: Vec<BoxFuture<'static, ()>> = Vec::new();
+        for entry in self.servers.values() {
+            if let Some(m) = &entry.monitor {
+                let stop = m.stop.clone();
+                stops.push(
+                    async move {
+                        let _ = stop.send(StopActor).await;
+                    }
+                    .boxed(),
+                );
+            }
+            entry.handle.pool.close();
+            let pool_actor = entry.handle.pool_actor.clone();
+            stops.push(
+                async move {
+                    let _ = pool_actor.send(StopActor).await;
+                }
+                .boxed(),
+            );
+        }
+        Box::pin(join_all(stops).into_actor(self).map(|_, act, ctx| {
+            act.servers.clear();
+            act.finish_close();
+            ctx.stop();
+        }))
+    }
+}
+
+/// A handle to a running topology: cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Topology {
+    addr: Addr<TopologyActor>,
+    receiver: watch::Receiver<Arc<TopologySnapshot>>,
+}
+
+impl Topology {
+    /// A builder.
+    pub fn builder() -> TopologyBuilder {
+        TopologyBuilder::new()
+    }
+
+    /// The actor's address.
+    pub fn actor(&self) -> &Addr<TopologyActor> {
+        &self.addr
+    }
+
+    /// The current snapshot (no mailbox round trip).
+    pub fn snapshot(&self) -> Arc<TopologySnapshot> {
+        self.receiver.borrow().clone()
+    }
+
+    /// A receiver of every published snapshot.
+    pub fn watch(&self) -> watch::Receiver<Arc<TopologySnapshot>> {
+        self.receiver.clone()
+    }
+
+    /// Waits until a snapshot satisfies `predicate` (the current one included). `None` if
+    /// `timeout` passes first or the topology closes without satisfying it.
+    pub async fn wait_for(
+        &self,
+        mut predicate: impl FnMut(&TopologySnapshot) -> bool,
+        timeout: Duration,
+    ) -> Option<Arc<TopologySnapshot>> {
+        let mut rx = self.receiver.clone();
+        let wait = async {
+            let found = rx.wait_for(|s| predicate(s) || s.closed).await.ok()?.clone();
+            (!found.closed || predicate(&found)).then_some(found)
+        };
+        tokio::time::timeout(timeout, wait).await.ok().flatten()
+    }
+
+    /// Reports an error an operation saw on a pooled connection.
+    pub async fn report_error(&self, error: ApplicationError) -> Result<()> {
+        self.addr.send(ApplicationErrorOccurred { error }).await.map_err(|_| Error::stopped("topology"))
+    }
+
+    /// Asks every monitor for an immediate check (at most once per snapshot).
+    pub async fn request_immediate_check(&self) -> Result<()> {
+        self.addr.send(RequestImmediateCheck).await.map_err(|_| Error::stopped("topology"))
+    }
+
+    /// Closes the topology: stops every monitor and pool actor, waits for them, emits the
+    /// closing events and publishes a final, empty snapshot. Idempotent.
+    pub async fn close(&self) -> Result<()> {
+        // An actor already gone was closed by someone else; wait for its final snapshot.
+        let _ = self.addr.send(StopActor).await;
+        let mut rx = self.receiver.clone();
+        let closed = rx.wait_for(|s| s.closed).await.is_ok();
+        if closed {
+            Ok(())
+        } else {
+            Err(Error::stopped("topology"))
+        }
+    }
+}
