@@ -9,6 +9,8 @@
 pub mod error;
 pub mod events;
 pub mod messages;
+pub mod monitor;
+pub mod rtt_pinger;
 pub mod rtt_stats;
 
 pub use error::{Error, Result};
