@@ -9,7 +9,9 @@
 pub mod error;
 pub mod events;
 pub mod messages;
+pub mod monitor;
 pub mod pool_actor;
+pub mod rtt_pinger;
 pub mod rtt_stats;
 pub mod sdam_log;
 pub mod snapshot;

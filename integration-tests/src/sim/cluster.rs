@@ -62,9 +62,10 @@ impl CounterCells {
         }
     }
 
-    fn snapshot(&self) -> MemberCounters {
+    fn snapshot(&self, current_connections: usize) -> MemberCounters {
         MemberCounters {
             connections_opened: self.connections_opened.load(Ordering::Relaxed),
+            current_connections: u64::try_from(current_connections).unwrap_or(u64::MAX),
             hellos: self.hellos.load(Ordering::Relaxed),
             awaited_hellos: self.awaited_hellos.load(Ordering::Relaxed),
             commands: self.commands.lock().iter().map(|(k, v)| (k.clone(), *v)).collect(),
@@ -888,10 +889,12 @@ impl Shared {
     /// A snapshot of every counter.
     pub(crate) fn counters(&self) -> Counters {
         let handles = self.state.lock().handles.clone();
-        let members: Vec<MemberCounters> = handles.iter().map(|h| h.counters.snapshot()).collect();
+        let members: Vec<MemberCounters> =
+            handles.iter().map(|h| h.counters.snapshot(h.live_connections.load(Ordering::Acquire))).collect();
         let mut total = MemberCounters::default();
         for m in &members {
             total.connections_opened += m.connections_opened;
+            total.current_connections += m.current_connections;
             total.hellos += m.hellos;
             total.awaited_hellos += m.awaited_hellos;
             for (k, v) in &m.commands {

@@ -96,6 +96,8 @@ pub struct MemberOptions {
 pub struct MemberCounters {
     /// Connections accepted.
     pub connections_opened: u64,
+    /// Connections open right now (accepted and not yet closed).
+    pub current_connections: u64,
     /// Plain (not awaitable) hello/isMaster commands, OP_QUERY included.
     pub hellos: u64,
     /// Awaitable hello replies (each streamed exhaust reply counts).
@@ -119,6 +121,7 @@ impl MemberCounters {
         let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         doc! {
             "connectionsOpened": n(self.connections_opened),
+            "currentConnections": n(self.current_connections),
             "hellos": n(self.hellos),
             "awaitedHellos": n(self.awaited_hellos),
             "commands": commands,

@@ -129,6 +129,8 @@ enum Action {
         name: String,
         req: HelloRequest,
         max_await: Duration,
+        /// The request's topologyVersion: the first reply waits for a change from it.
+        seen: TopologyVersion,
     },
 }
 
@@ -287,12 +289,12 @@ impl Connection {
                     let _ = SinkExt::<Frame>::flush(&mut framed).await;
                     return;
                 }
-                Action::Exhaust { request_id, name, req, max_await } => {
+                Action::Exhaust { request_id, name, req, max_await, seen } => {
                     if unflushed && SinkExt::<Frame>::flush(&mut framed).await.is_err() {
                         return;
                     }
                     unflushed = false;
-                    if !self.exhaust(&mut framed, request_id, &name, &req, max_await).await {
+                    if !self.exhaust(&mut framed, request_id, &name, &req, max_await, seen).await {
                         return;
                     }
                 }
@@ -492,10 +494,11 @@ impl Connection {
         }
         if let Some((seen, max_await)) = req.awaitable {
             self.member.counters.awaited_hellos.fetch_add(1, Ordering::Relaxed);
-            hello::wait_for_change(&self.member, seen, max_await).await;
             if exhaust_allowed {
-                return Action::Exhaust { request_id, name: name.to_owned(), req, max_await };
+                // exhaust() waits, watching for the client hanging up meanwhile.
+                return Action::Exhaust { request_id, name: name.to_owned(), req, max_await, seen };
             }
+            hello::wait_for_change(&self.member, seen, max_await).await;
         } else {
             self.member.counters.hellos.fetch_add(1, Ordering::Relaxed);
         }
@@ -574,11 +577,17 @@ impl Connection {
         name: &str,
         req: &HelloRequest,
         max_await: Duration,
+        seen: TopologyVersion,
     ) -> bool {
         let mut response_to = request_id;
         let no_args = RawDocumentBuf::new();
+        tokio::select! {
+            // The client hung up (a cancelled monitor check): close now, not after max_await.
+            _ = framed.next() => return false,
+            () = hello::wait_for_change(&self.member, seen, max_await) => {}
+        }
         loop {
-            // The wait for this reply already happened (the first one in hello(), later below).
+            // The wait for this reply already happened (the first one above, later below).
             self.delay().await;
             let seen: TopologyVersion = *self.member.topology.borrow();
             if !self.partitioned() {

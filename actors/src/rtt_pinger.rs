@@ -1,0 +1,144 @@
+//! The RTT pinger actor: while its server's monitor streams, measures the round-trip time on a
+//! dedicated connection (server-monitoring spec, "Measuring RTT").
+//!
+//! It sends `hello` every heartbeatFrequencyMS and records each duration in the shared
+//! [`ServerRtt`]. Its errors never change the topology and it publishes no events: on an
+//! error it drops the connection and reconnects on the next round (the monitor owns resets).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{
+    Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, ResponseActFuture, WrapFuture,
+};
+use pool::connection::{Connection, ConnectionOptions};
+use protocol::address::ServerAddress;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::messages::StopActor;
+use crate::monitor::run_hello;
+use crate::rtt_stats::ServerRtt;
+
+/// What an [`RttPingerActor`] needs.
+#[derive(Debug, Clone)]
+pub struct RttPingerOptions {
+    /// The server.
+    pub address: ServerAddress,
+    /// How to open the dedicated connection (never authenticated); its connectTimeoutMS also
+    /// bounds each `hello`.
+    pub connection_options: Arc<ConnectionOptions>,
+    /// The interval between two samples (heartbeatFrequencyMS).
+    pub heartbeat_frequency: Duration,
+    /// Where samples go (shared with the monitor and the topology).
+    pub rtt: ServerRtt,
+    /// Cancelling it stops the pinger at once (the monitor passes its own stop token, so no
+    /// pinger outlives its monitor).
+    pub cancel: CancellationToken,
+}
+
+/// Measures one server's RTT on its own connection while the monitor streams.
+///
+/// Stops on [`StopActor`] (answered once its connection is closed), when the token in its
+/// options is cancelled, or when its last address is dropped.
+#[derive(Debug)]
+pub struct RttPingerActor {
+    options: RttPingerOptions,
+    cancel: CancellationToken,
+    task: Option<JoinHandle<()>>,
+}
+
+impl RttPingerActor {
+    /// A pinger that starts measuring when the actor starts.
+    pub fn new(options: RttPingerOptions) -> Self {
+        let cancel = options.cancel.child_token();
+        RttPingerActor { options, cancel, task: None }
+    }
+}
+
+impl Actor for RttPingerActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let options = self.options.clone();
+        let cancel = self.cancel.clone();
+        // Stop the actor too when the monitor cancels the token.
+        let stop_on_cancel = self.cancel.clone();
+        ctx.spawn(
+            async move { stop_on_cancel.cancelled().await }
+                .into_actor(self)
+                .map(|(), _, ctx: &mut Context<Self>| ctx.stop()),
+        );
+        // A local task: the actor lives on one arbiter thread and so does its connection.
+        self.task = Some(tokio::task::spawn_local(ping_loop(options, cancel)));
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        self.cancel.cancel();
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        tracing::debug!(address = %self.options.address, "RTT pinger stopped");
+    }
+}
+
+impl Handler<StopActor> for RttPingerActor {
+    type Result = ResponseActFuture<Self, ()>;
+
+    fn handle(&mut self, _msg: StopActor, _ctx: &mut Context<Self>) -> Self::Result {
+        self.cancel.cancel();
+        let task = self.task.take();
+        Box::pin(
+            async move {
+                if let Some(task) = task {
+                    // Cancellation interrupts every await in the loop, so this is prompt.
+                    let _ = task.await;
+                }
+            }
+            .into_actor(self)
+            .map(|(), _, ctx| ctx.stop()),
+        )
+    }
+}
+
+async fn ping_loop(options: RttPingerOptions, cancel: CancellationToken) {
+    let mut conn: Option<Connection> = None;
+    loop {
+        let round = async {
+            match conn.as_mut().filter(|c| !c.is_closed()) {
+                None => {
+                    let start = Instant::now();
+                    let c =
+                        Connection::connect_monitoring(&options.connection_options, options.address.clone())
+                            .await?;
+                    // The handshake is the first sample (spec: "RTT of the connection handshake").
+                    options.rtt.add_sample(start.elapsed());
+                    conn = Some(c);
+                }
+                Some(c) => {
+                    let deadline = options.connection_options.connect_timeout().map(|t| Instant::now() + t);
+                    let start = Instant::now();
+                    run_hello(c, None, deadline).await?;
+                    options.rtt.add_sample(start.elapsed());
+                }
+            }
+            Ok::<(), pool::Error>(())
+        };
+        let result = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return,
+            r = round => r,
+        };
+        if let Err(error) = result {
+            // Never reported: the monitor finds out about the server on its own.
+            tracing::debug!(address = %options.address, %error, "RTT ping failed; reconnecting next round");
+            conn = None;
+        }
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => return,
+            () = tokio::time::sleep(options.heartbeat_frequency) => {}
+        }
+    }
+}
