@@ -19,4 +19,7 @@ pub mod topology;
 
 pub use error::{Error, Result};
 pub use snapshot::{ServerHandle, TopologySnapshot};
-pub use topology::{MonitorFactory, MonitorHandles, MonitorSpawn, Topology, TopologyActor, TopologyBuilder};
+pub use topology::{
+    default_monitor_factory, MonitorFactory, MonitorHandles, MonitorSpawn, Topology, TopologyActor,
+    TopologyBuilder,
+};

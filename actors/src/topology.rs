@@ -30,14 +30,14 @@ use crate::messages::{
     ApplicationErrorOccurred, CancelCheck, CheckOutcome, RequestImmediateCheck, ServerCheckCompleted,
     StopActor,
 };
+use crate::monitor::{
+    MonitorActor, MonitorOptions, ServerMonitoringMode as MonitorMode, MIN_HEARTBEAT_FREQUENCY,
+};
 use crate::pool_actor::PoolActor;
 use crate::rtt_stats::ServerRtt;
 use crate::sdam_log;
 use crate::snapshot::{ServerHandle, TopologySnapshot};
 use crate::{Error, Result};
-
-/// The heartbeatFrequencyMS minimum of the server-monitoring spec.
-pub const MIN_HEARTBEAT_FREQUENCY: Duration = Duration::from_millis(500);
 
 /// Everything a monitor for one server needs; given to the [`MonitorFactory`].
 #[derive(Clone)]
@@ -105,7 +105,27 @@ impl std::fmt::Debug for MonitorHandles {
 }
 
 /// Starts the monitor of one server (called from inside the topology actor, on its arbiter).
-pub type MonitorFactory = Arc<dyn Fn(MonitorSpawn) -> MonitorHandles + Send + Sync>;
+/// An error leaves the server unmonitored (it is logged).
+pub type MonitorFactory = Arc<dyn Fn(MonitorSpawn) -> Result<MonitorHandles> + Send + Sync>;
+
+/// The factory of real monitors: a [`MonitorActor`] per server (FaaS detected from the
+/// environment for `serverMonitoringMode=auto`).
+pub fn default_monitor_factory() -> MonitorFactory {
+    Arc::new(|spawn: MonitorSpawn| {
+        let mut options = MonitorOptions::new(spawn.address, spawn.connection_options, spawn.topology);
+        options.heartbeat_frequency = spawn.heartbeat_frequency;
+        options.mode = match spawn.monitoring_mode {
+            ServerMonitoringMode::Stream => MonitorMode::Stream,
+            ServerMonitoringMode::Poll => MonitorMode::Poll,
+            ServerMonitoringMode::Auto => MonitorMode::Auto,
+        };
+        options.event_handler = spawn.sdam_handler;
+        options.rtt = spawn.rtt;
+        options.topology_id = spawn.topology_id;
+        let monitor = MonitorActor::new(options)?.start();
+        Ok(MonitorHandles::of(&monitor))
+    })
+}
 
 /// Builds a topology. The constructor and [`build`](Self::build) do no I/O.
 #[must_use]
@@ -188,7 +208,8 @@ impl TopologyBuilder {
         self
     }
 
-    /// Starts the monitors (default: none in load-balanced mode; required otherwise).
+    /// Starts the monitors (default: [`default_monitor_factory`]; none run in load-balanced
+    /// mode).
     pub fn monitor_factory(mut self, factory: MonitorFactory) -> Self {
         self.monitor_factory = Some(factory);
         self
@@ -239,9 +260,6 @@ impl TopologyBuilder {
                 "loadBalanced differs between the topology, connection and pool options".into(),
             ));
         }
-        if !lb && self.monitor_factory.is_none() {
-            return Err(invalid("a monitor factory is required outside load-balanced mode".into()));
-        }
         let id = self.topology_id.unwrap_or_else(|| TopologyId(ObjectId::new()));
         let (description, opening_events) = TopologyDescription::open(settings, id);
         Ok(TopologyActor {
@@ -254,7 +272,7 @@ impl TopologyBuilder {
                 monitoring_mode: self.monitoring_mode,
                 sdam_handler: self.sdam_handler,
                 cmap_handler: self.cmap_handler,
-                monitor_factory: self.monitor_factory,
+                monitor_factory: self.monitor_factory.unwrap_or_else(default_monitor_factory),
             },
             servers: BTreeMap::new(),
             publisher: None,
@@ -275,7 +293,7 @@ struct Config {
     monitoring_mode: ServerMonitoringMode,
     sdam_handler: Option<Arc<dyn SdamEventHandler>>,
     cmap_handler: Option<Arc<dyn CmapEventHandler>>,
-    monitor_factory: Option<MonitorFactory>,
+    monitor_factory: MonitorFactory,
 }
 
 struct ServerEntry {
@@ -414,8 +432,10 @@ impl TopologyActor {
             pool.ready();
         }
         let pool_actor = PoolActor::new(pool.clone()).start();
-        let monitor = match (&self.config.monitor_factory, load_balanced) {
-            (Some(factory), false) => Some(factory(MonitorSpawn {
+        let monitor = if load_balanced {
+            None
+        } else {
+            let spawned = (self.config.monitor_factory)(MonitorSpawn {
                 address: address.clone(),
                 topology_id: self.id,
                 topology: ctx.address().recipient(),
@@ -424,8 +444,14 @@ impl TopologyActor {
                 monitoring_mode: self.config.monitoring_mode,
                 rtt: rtt.clone(),
                 sdam_handler: self.config.sdam_handler.clone(),
-            })),
-            _ => None,
+            });
+            match spawned {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    tracing::error!(target: sdam_log::LOG_TARGET, %address, error = %e, "cannot start a monitor");
+                    None
+                }
+            }
         };
         self.servers.insert(address, ServerEntry { handle: ServerHandle { rtt, pool, pool_actor }, monitor });
     }
