@@ -352,7 +352,7 @@ impl Checker {
                 }
                 Checked::Reply { reply, raw, awaited } => {
                     self.heartbeat_succeeded(duration, raw, awaited);
-                    self.topology_version = reply.topology_version.clone();
+                    self.topology_version = reply.topology_version;
                     self.last_known = true;
                     let average_rtt = self.options.rtt.average();
                     self.report(CheckOutcome::Succeeded { reply, average_rtt, awaited });
@@ -416,7 +416,7 @@ impl Checker {
         };
         let (conn_id, server_id, more_to_come) =
             (*conn_id, conn.hello_reply().connection_id, conn.more_to_come());
-        let awaitable = self.topology_version.clone().filter(|_| options.streaming_enabled());
+        let awaitable = self.topology_version.filter(|_| options.streaming_enabled());
         let awaited = more_to_come || awaitable.is_some();
         self.heartbeat_started(conn_id, server_id, awaited);
         let Some((conn, _)) = self.conn.as_mut() else {
