@@ -169,6 +169,9 @@ struct Shared {
     wake: Notify,
     /// The in-flight check's token ([`CancelCheck`] cancels it).
     check: Mutex<Option<CancellationToken>>,
+    /// Set by [`CancelCheck`]: the next check opens a new connection (the current one may be
+    /// as bad as the application's).
+    reconnect: AtomicBool,
     /// The RTT pinger, while streaming.
     pinger: Mutex<Option<Addr<RttPingerActor>>>,
 }
@@ -261,6 +264,7 @@ impl Handler<CancelCheck> for MonitorActor {
     type Result = ();
 
     fn handle(&mut self, _msg: CancelCheck, _ctx: &mut Context<Self>) {
+        self.shared.reconnect.store(true, Ordering::Release);
         if let Some(token) = self.shared.check.lock().as_ref() {
             token.cancel();
         }
@@ -352,7 +356,7 @@ impl Checker {
                 }
                 Checked::Reply { reply, raw, awaited } => {
                     self.heartbeat_succeeded(duration, raw, awaited);
-                    self.topology_version = reply.topology_version.clone();
+                    self.topology_version = reply.topology_version;
                     self.last_known = true;
                     let average_rtt = self.options.rtt.average();
                     self.report(CheckOutcome::Succeeded { reply, average_rtt, awaited });
@@ -387,6 +391,9 @@ impl Checker {
     async fn check(&mut self) -> Checked {
         let options = Arc::clone(&self.options);
         let connect_timeout = options.connection_options.connect_timeout();
+        if self.shared.reconnect.swap(false, Ordering::AcqRel) {
+            self.conn = None;
+        }
         if self.conn.as_ref().is_none_or(|(c, _)| c.is_closed()) {
             self.conn = None;
             let id = NEXT_MONITOR_CONNECTION_ID.fetch_add(1, Ordering::Relaxed);
@@ -416,7 +423,7 @@ impl Checker {
         };
         let (conn_id, server_id, more_to_come) =
             (*conn_id, conn.hello_reply().connection_id, conn.more_to_come());
-        let awaitable = self.topology_version.clone().filter(|_| options.streaming_enabled());
+        let awaitable = self.topology_version.filter(|_| options.streaming_enabled());
         let awaited = more_to_come || awaitable.is_some();
         self.heartbeat_started(conn_id, server_id, awaited);
         let Some((conn, _)) = self.conn.as_mut() else {

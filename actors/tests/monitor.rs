@@ -332,3 +332,52 @@ async fn stop_closes_every_connection_promptly() {
     assert_eq!(h.log.lock().len(), reports, "no report after stop");
     assert_eq!(cluster.counters().members[0].connections_opened, 2);
 }
+
+#[actix::test]
+async fn polling_reports_a_stepdown_within_a_heartbeat() {
+    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let heartbeat = Duration::from_millis(800);
+    let monitors: Vec<Harness> =
+        (0..3).map(|i| start(&cluster, i, ServerMonitoringMode::Poll, heartbeat, false)).collect();
+    assert!(
+        wait_until(Duration::from_secs(3), || monitors.iter().all(|h| !succeeded(&h.log).is_empty())).await
+    );
+    for i in 0..3 {
+        assert_eq!(current_connections(&cluster, i), 1, "polling uses one connection on member {i}");
+    }
+    let before: Vec<usize> = monitors.iter().map(|h| h.log.lock().len()).collect();
+    let old_primary = cluster.primary().expect("a primary");
+    let stepped = Instant::now();
+    cluster.step_down(Duration::ZERO);
+    let found = wait_until(Duration::from_secs(3), || {
+        monitors.iter().enumerate().any(|(i, h)| {
+            i != old_primary
+                && h.log.lock().iter().skip(before[i]).any(|(_, m)| {
+                    matches!(&m.outcome, CheckOutcome::Succeeded { reply, .. } if reply.is_writable_primary)
+                })
+        })
+    })
+    .await;
+    let detected = stepped.elapsed();
+    assert!(found, "no poll found the new primary");
+    eprintln!("polling: new primary reported {detected:?} after step_down");
+    assert!(detected < heartbeat + Duration::from_millis(300), "{detected:?}");
+    for h in &monitors {
+        h.monitor.send(StopActor).await.expect("stop");
+    }
+}
+
+#[actix::test]
+async fn cancel_check_while_sleeping_makes_the_next_check_reconnect() {
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    let h = start(&cluster, 0, ServerMonitoringMode::Poll, Duration::from_secs(10), false);
+    assert!(wait_until(Duration::from_secs(3), || succeeded(&h.log).len() == 1).await);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    h.monitor.send(CancelCheck).await.expect("cancel");
+    h.monitor.send(RequestImmediateCheck).await.expect("request");
+    assert!(wait_until(Duration::from_secs(2), || succeeded(&h.log).len() == 2).await);
+    let counters = cluster.counters();
+    assert_eq!(counters.members[0].connections_opened, 2, "the second check used a new connection");
+    assert!(wait_until(Duration::from_secs(1), || current_connections(&cluster, 0) == 1).await);
+    h.monitor.send(StopActor).await.expect("stop");
+}
