@@ -51,7 +51,10 @@ pub struct RequestImmediateCheck;
 
 /// Cancel a monitor's in-flight check and close its connection at once (an application
 /// network error on the same server, per the server-monitoring spec). The monitor then
-/// reconnects and checks again on its own schedule.
+/// reconnects and checks again on its own schedule (after heartbeatFrequencyMS, or sooner on
+/// [`RequestImmediateCheck`]). The cancelled check is not reported as a
+/// [`ServerCheckCompleted`] (the sender already marked the server Unknown); its heartbeat
+/// ends with a failed event. Sent while the monitor sleeps, it makes the next check reconnect.
 #[derive(Debug, Clone, Copy, Default, Message)]
 #[rtype(result = "()")]
 pub struct CancelCheck;

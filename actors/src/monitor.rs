@@ -169,6 +169,9 @@ struct Shared {
     wake: Notify,
     /// The in-flight check's token ([`CancelCheck`] cancels it).
     check: Mutex<Option<CancellationToken>>,
+    /// Set by [`CancelCheck`]: the next check opens a new connection (the current one may be
+    /// as bad as the application's).
+    reconnect: AtomicBool,
     /// The RTT pinger, while streaming.
     pinger: Mutex<Option<Addr<RttPingerActor>>>,
 }
@@ -261,6 +264,7 @@ impl Handler<CancelCheck> for MonitorActor {
     type Result = ();
 
     fn handle(&mut self, _msg: CancelCheck, _ctx: &mut Context<Self>) {
+        self.shared.reconnect.store(true, Ordering::Release);
         if let Some(token) = self.shared.check.lock().as_ref() {
             token.cancel();
         }
@@ -387,6 +391,9 @@ impl Checker {
     async fn check(&mut self) -> Checked {
         let options = Arc::clone(&self.options);
         let connect_timeout = options.connection_options.connect_timeout();
+        if self.shared.reconnect.swap(false, Ordering::AcqRel) {
+            self.conn = None;
+        }
         if self.conn.as_ref().is_none_or(|(c, _)| c.is_closed()) {
             self.conn = None;
             let id = NEXT_MONITOR_CONNECTION_ID.fetch_add(1, Ordering::Relaxed);

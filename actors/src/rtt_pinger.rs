@@ -63,8 +63,9 @@ impl Actor for RttPingerActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         let options = self.options.clone();
         let cancel = self.cancel.clone();
-        // Stop the actor too when the monitor cancels the token.
-        let stop_on_cancel = self.cancel.clone();
+        // Stop the actor too when the monitor cancels its token. (Watching the parent, not our
+        // child token: StopActor cancels the child and must answer before the actor stops.)
+        let stop_on_cancel = self.options.cancel.clone();
         ctx.spawn(
             async move { stop_on_cancel.cancelled().await }
                 .into_actor(self)

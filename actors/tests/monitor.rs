@@ -36,6 +36,7 @@ type Events = Arc<Mutex<Vec<(Instant, SdamEvent)>>>;
 
 struct Harness {
     monitor: Addr<MonitorActor>,
+    rtt: actors::rtt_stats::ServerRtt,
     log: Log,
     events: Events,
 }
@@ -64,8 +65,9 @@ fn start(
     let sink = Arc::clone(&events);
     options.event_handler =
         Some(Arc::new(move |e: &SdamEvent| sink.lock().push((Instant::now(), e.clone()))));
+    let rtt = options.rtt.clone();
     let monitor = MonitorActor::new(options).expect("valid options").start();
-    Harness { monitor, log, events }
+    Harness { monitor, rtt, log, events }
 }
 
 async fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
@@ -190,9 +192,15 @@ async fn streaming_reports_a_stepdown_at_once_with_two_connections_per_server() 
     eprintln!("streaming: new primary reported {detected:?} after step_down");
     // Well under maxAwaitTimeMS (5 s): pushed, not polled.
     assert!(detected < Duration::from_millis(1000), "{detected:?}");
-    // Streamed replies carry the pinger's RTT.
     for h in &monitors {
-        assert!(h.log.lock().iter().all(|(_, m)| !matches!(&m.outcome, CheckOutcome::Failed { .. })));
+        assert!(failures(&h.log).is_empty());
+        // The monitor's handshake plus the pinger's samples: a minimum exists (>= 2 samples).
+        assert!(h.rtt.min() > Duration::ZERO);
+        // Streamed replies carry the RTT measured on the other connections.
+        assert!(h.log.lock().iter().all(|(_, m)| match &m.outcome {
+            CheckOutcome::Succeeded { average_rtt, .. } => average_rtt.is_some(),
+            CheckOutcome::Failed { .. } => false,
+        }));
     }
     let awaited_events = monitors[0]
         .events
@@ -331,4 +339,96 @@ async fn stop_closes_every_connection_promptly() {
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert_eq!(h.log.lock().len(), reports, "no report after stop");
     assert_eq!(cluster.counters().members[0].connections_opened, 2);
+}
+
+#[actix::test]
+async fn polling_reports_a_stepdown_within_a_heartbeat() {
+    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let heartbeat = Duration::from_millis(800);
+    let monitors: Vec<Harness> =
+        (0..3).map(|i| start(&cluster, i, ServerMonitoringMode::Poll, heartbeat, false)).collect();
+    assert!(
+        wait_until(Duration::from_secs(3), || monitors.iter().all(|h| !succeeded(&h.log).is_empty())).await
+    );
+    for i in 0..3 {
+        assert_eq!(current_connections(&cluster, i), 1, "polling uses one connection on member {i}");
+    }
+    let before: Vec<usize> = monitors.iter().map(|h| h.log.lock().len()).collect();
+    let old_primary = cluster.primary().expect("a primary");
+    let stepped = Instant::now();
+    cluster.step_down(Duration::ZERO);
+    let found = wait_until(Duration::from_secs(3), || {
+        monitors.iter().enumerate().any(|(i, h)| {
+            i != old_primary
+                && h.log.lock().iter().skip(before[i]).any(|(_, m)| {
+                    matches!(&m.outcome, CheckOutcome::Succeeded { reply, .. } if reply.is_writable_primary)
+                })
+        })
+    })
+    .await;
+    let detected = stepped.elapsed();
+    assert!(found, "no poll found the new primary");
+    eprintln!("polling: new primary reported {detected:?} after step_down");
+    assert!(detected < heartbeat + Duration::from_millis(300), "{detected:?}");
+    for h in &monitors {
+        h.monitor.send(StopActor).await.expect("stop");
+    }
+}
+
+#[actix::test]
+async fn cancel_check_while_sleeping_makes_the_next_check_reconnect() {
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    let h = start(&cluster, 0, ServerMonitoringMode::Poll, Duration::from_secs(10), false);
+    assert!(wait_until(Duration::from_secs(3), || succeeded(&h.log).len() == 1).await);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    h.monitor.send(CancelCheck).await.expect("cancel");
+    h.monitor.send(RequestImmediateCheck).await.expect("request");
+    assert!(wait_until(Duration::from_secs(2), || succeeded(&h.log).len() == 2).await);
+    let counters = cluster.counters();
+    assert_eq!(counters.members[0].connections_opened, 2, "the second check used a new connection");
+    assert!(wait_until(Duration::from_secs(1), || current_connections(&cluster, 0) == 1).await);
+    h.monitor.send(StopActor).await.expect("stop");
+}
+
+#[actix::test]
+async fn rtt_pinger_samples_every_heartbeat_and_reconnects_after_errors() {
+    use actors::rtt_pinger::{RttPingerActor, RttPingerOptions};
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    let rtt = actors::rtt_stats::ServerRtt::new();
+    let options = RttPingerOptions {
+        address: address(&cluster, 0),
+        connection_options: Arc::new(
+            ConnectionOptions::builder()
+                .connect_timeout(Some(Duration::from_secs(2)))
+                .build()
+                .expect("options"),
+        ),
+        heartbeat_frequency: Duration::from_millis(500),
+        rtt: rtt.clone(),
+        cancel: tokio_util::sync::CancellationToken::new(),
+    };
+    let pinger = RttPingerActor::new(options).start();
+    // The handshake at ~0, hellos at ~0.5 s and ~1 s: 3 hellos on one connection.
+    tokio::time::sleep(Duration::from_millis(1250)).await;
+    let c = cluster.counters().members[0].clone();
+    assert_eq!(c.hellos, 3, "{c:?}");
+    assert_eq!(c.current_connections, 1);
+    assert!(rtt.average().is_some());
+    assert!(rtt.min() > Duration::ZERO);
+    // A failing hello drops the connection; the next round reconnects.
+    cluster
+        .configure_fail_point(
+            0,
+            bson::doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
+            "data": {"failCommands": ["hello", "isMaster"], "closeConnection": true}},
+        )
+        .expect("fail point");
+    assert!(
+        wait_until(Duration::from_secs(3), || cluster.counters().members[0].connections_opened == 2).await
+    );
+    assert!(wait_until(Duration::from_secs(1), || current_connections(&cluster, 0) == 1).await);
+    let stopping = Instant::now();
+    pinger.send(StopActor).await.expect("stop");
+    assert!(stopping.elapsed() < Duration::from_millis(200));
+    assert!(wait_until(Duration::from_secs(1), || current_connections(&cluster, 0) == 0).await);
 }
