@@ -30,9 +30,7 @@ use crate::messages::{
     ApplicationErrorOccurred, CancelCheck, CheckOutcome, RequestImmediateCheck, ServerCheckCompleted,
     StopActor,
 };
-use crate::monitor::{
-    MonitorActor, MonitorOptions, ServerMonitoringMode as MonitorMode, MIN_HEARTBEAT_FREQUENCY,
-};
+use crate::monitor::{MonitorActor, MonitorOptions, MIN_HEARTBEAT_FREQUENCY};
 use crate::pool_actor::PoolActor;
 use crate::rtt_stats::ServerRtt;
 use crate::sdam_log;
@@ -114,11 +112,7 @@ pub fn default_monitor_factory() -> MonitorFactory {
     Arc::new(|spawn: MonitorSpawn| {
         let mut options = MonitorOptions::new(spawn.address, spawn.connection_options, spawn.topology);
         options.heartbeat_frequency = spawn.heartbeat_frequency;
-        options.mode = match spawn.monitoring_mode {
-            ServerMonitoringMode::Stream => MonitorMode::Stream,
-            ServerMonitoringMode::Poll => MonitorMode::Poll,
-            ServerMonitoringMode::Auto => MonitorMode::Auto,
-        };
+        options.mode = spawn.monitoring_mode;
         options.event_handler = spawn.sdam_handler;
         options.rtt = spawn.rtt;
         options.topology_id = spawn.topology_id;
