@@ -368,7 +368,8 @@ impl TopologyActor {
                 .1
             }
         };
-        Topology { addr, receiver }
+        let guard = Arc::new(CloseOnDrop(addr.clone()));
+        Topology { addr, receiver, _guard: guard }
     }
 
     fn emit(&self, events: Vec<SdamEvent>) {
@@ -706,11 +707,27 @@ impl Handler<StopActor> for TopologyActor {
     }
 }
 
+/// Shared by every clone of a [`Topology`]: when the last one goes, the topology closes
+/// (monitors hold strong recipients of the actor, so it would otherwise run forever).
+#[derive(Debug)]
+struct CloseOnDrop(Addr<TopologyActor>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        // Ignored when the actor already stopped (closed explicitly).
+        self.0.do_send(StopActor);
+    }
+}
+
 /// A handle to a running topology: cheap to clone.
+///
+/// Dropping every clone closes the topology in the background, as [`close`](Self::close)
+/// would (addresses taken with [`actor`](Self::actor) do not keep it open).
 #[derive(Debug, Clone)]
 pub struct Topology {
     addr: Addr<TopologyActor>,
     receiver: watch::Receiver<Arc<TopologySnapshot>>,
+    _guard: Arc<CloseOnDrop>,
 }
 
 impl Topology {
