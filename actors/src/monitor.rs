@@ -27,6 +27,7 @@ use protocol::sdam::events::{
     ServerHeartbeatSucceededEvent, TopologyId,
 };
 use protocol::sdam::TopologyVersion;
+use protocol::uri::ServerMonitoringMode;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -47,32 +48,6 @@ pub const MIN_HEARTBEAT_FREQUENCY: Duration = Duration::from_millis(500);
 /// Driver-side ids of monitoring connections, for heartbeat events and logs (the pool
 /// connection's own id is 0 for monitoring connections).
 static NEXT_MONITOR_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
-
-/// `serverMonitoringMode`: which monitoring protocol to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ServerMonitoringMode {
-    /// Stream when the server supports it (it sends `topologyVersion`), else poll.
-    Stream,
-    /// Always poll.
-    Poll,
-    /// Poll on a FaaS platform, stream elsewhere (the default).
-    #[default]
-    Auto,
-}
-
-impl ServerMonitoringMode {
-    /// Parses the URI option value (`stream`, `poll`, `auto`, any case).
-    pub fn parse(value: &str) -> Result<Self> {
-        match value.to_ascii_lowercase().as_str() {
-            "stream" => Ok(Self::Stream),
-            "poll" => Ok(Self::Poll),
-            "auto" => Ok(Self::Auto),
-            other => Err(Error::InvalidOptions {
-                message: format!("serverMonitoringMode must be stream, poll or auto, not {other:?}"),
-            }),
-        }
-    }
-}
 
 /// Everything a [`MonitorActor`] needs.
 ///

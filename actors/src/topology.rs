@@ -30,9 +30,7 @@ use crate::messages::{
     ApplicationErrorOccurred, CancelCheck, CheckOutcome, RequestImmediateCheck, ServerCheckCompleted,
     StopActor,
 };
-use crate::monitor::{
-    MonitorActor, MonitorOptions, ServerMonitoringMode as MonitorMode, MIN_HEARTBEAT_FREQUENCY,
-};
+use crate::monitor::{MonitorActor, MonitorOptions, MIN_HEARTBEAT_FREQUENCY};
 use crate::pool_actor::PoolActor;
 use crate::rtt_stats::ServerRtt;
 use crate::sdam_log;
@@ -114,11 +112,7 @@ pub fn default_monitor_factory() -> MonitorFactory {
     Arc::new(|spawn: MonitorSpawn| {
         let mut options = MonitorOptions::new(spawn.address, spawn.connection_options, spawn.topology);
         options.heartbeat_frequency = spawn.heartbeat_frequency;
-        options.mode = match spawn.monitoring_mode {
-            ServerMonitoringMode::Stream => MonitorMode::Stream,
-            ServerMonitoringMode::Poll => MonitorMode::Poll,
-            ServerMonitoringMode::Auto => MonitorMode::Auto,
-        };
+        options.mode = spawn.monitoring_mode;
         options.event_handler = spawn.sdam_handler;
         options.rtt = spawn.rtt;
         options.topology_id = spawn.topology_id;
@@ -374,7 +368,8 @@ impl TopologyActor {
                 .1
             }
         };
-        Topology { addr, receiver }
+        let guard = Arc::new(CloseOnDrop(addr.clone()));
+        Topology { addr, receiver, _guard: guard }
     }
 
     fn emit(&self, events: Vec<SdamEvent>) {
@@ -712,11 +707,27 @@ impl Handler<StopActor> for TopologyActor {
     }
 }
 
+/// Shared by every clone of a [`Topology`]: when the last one goes, the topology closes
+/// (monitors hold strong recipients of the actor, so it would otherwise run forever).
+#[derive(Debug)]
+struct CloseOnDrop(Addr<TopologyActor>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        // Ignored when the actor already stopped (closed explicitly).
+        self.0.do_send(StopActor);
+    }
+}
+
 /// A handle to a running topology: cheap to clone.
+///
+/// Dropping every clone closes the topology in the background, as [`close`](Self::close)
+/// would (addresses taken with [`actor`](Self::actor) do not keep it open).
 #[derive(Debug, Clone)]
 pub struct Topology {
     addr: Addr<TopologyActor>,
     receiver: watch::Receiver<Arc<TopologySnapshot>>,
+    _guard: Arc<CloseOnDrop>,
 }
 
 impl Topology {

@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use actix::{Actor, Context, Handler};
 use actors::messages::{CheckOutcome, ServerCheckCompleted, StopActor};
-use actors::monitor::{MonitorActor, MonitorOptions, ServerMonitoringMode};
+use actors::monitor::{MonitorActor, MonitorOptions};
 use integration_tests::sim::Cluster;
 use parking_lot::Mutex;
 use pool::connection::ConnectionOptions;
 use protocol::address::ServerAddress;
+use protocol::uri::ServerMonitoringMode;
 
 struct Collector(Arc<Mutex<Vec<ServerCheckCompleted>>>);
 

@@ -6,12 +6,13 @@ use std::time::{Duration, Instant};
 
 use actix::{Actor, Addr, Context, Handler};
 use actors::messages::{CancelCheck, CheckOutcome, RequestImmediateCheck, ServerCheckCompleted, StopActor};
-use actors::monitor::{MonitorActor, MonitorOptions, ServerMonitoringMode};
+use actors::monitor::{MonitorActor, MonitorOptions};
 use integration_tests::sim::Cluster;
 use parking_lot::Mutex;
 use pool::connection::ConnectionOptions;
 use protocol::address::ServerAddress;
 use protocol::sdam::events::SdamEvent;
+use protocol::uri::ServerMonitoringMode;
 
 /// Records every check outcome with its arrival time.
 #[derive(Default)]
