@@ -270,7 +270,6 @@ impl TopologyBuilder {
             },
             servers: BTreeMap::new(),
             publisher: None,
-            checks_requested_at: None,
             closed: false,
         })
     }
@@ -304,8 +303,7 @@ pub struct TopologyActor {
     config: Config,
     servers: BTreeMap<ServerAddress, ServerEntry>,
     publisher: Option<watch::Sender<Arc<TopologySnapshot>>>,
-    /// The snapshot sequence number when monitors were last asked for an immediate check.
-    checks_requested_at: Option<u64>,
+    /// Set once `StopActor` began: later messages change nothing.
     closed: bool,
 }
 
@@ -659,12 +657,12 @@ impl Handler<RequestImmediateCheck> for TopologyActor {
     type Result = ();
 
     fn handle(&mut self, _msg: RequestImmediateCheck, _ctx: &mut Self::Context) {
-        let sequence = self.publisher.as_ref().map(|tx| tx.borrow().sequence);
-        if self.closed || sequence.is_none() || self.checks_requested_at == sequence {
-            // Already asked while this snapshot is current: the monitors are on it.
+        // Every request is passed on: monitors ignore it during a check and keep checks 500 ms
+        // apart, while dropping repeats here would stall a waiter for a whole heartbeat when a
+        // check finds nothing new (no new snapshot).
+        if self.closed {
             return;
         }
-        self.checks_requested_at = sequence;
         for m in self.servers.values().filter_map(|e| e.monitor.as_ref()) {
             m.request_check.do_send(RequestImmediateCheck);
         }

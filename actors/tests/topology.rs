@@ -363,20 +363,23 @@ async fn application_errors_respect_generations() {
 }
 
 #[actix::test]
-async fn immediate_check_requests_fan_out_once_per_snapshot() {
+async fn immediate_check_requests_reach_every_monitor() {
     let (p, s1) = (addr(P), addr(S1));
     let h = Harness::start(TopologyBuilder::new().seeds([p.clone(), s1.clone()]));
-    h.topology.request_immediate_check().await.expect("running");
     h.topology.request_immediate_check().await.expect("running");
     h.settle().await;
     assert_eq!(h.told(&p), ["check"]);
     assert_eq!(h.told(&s1), ["check"]);
-    // A new snapshot allows a new round.
-    h.hello(&p, member(P, true, &[P, S1])).await;
+    // A repeat with no new snapshot is passed on too: the monitors rate-limit checks.
     h.topology.request_immediate_check().await.expect("running");
     h.settle().await;
     assert_eq!(h.told(&p), ["check", "check"]);
+    assert_eq!(h.told(&s1), ["check", "check"]);
     h.topology.close().await.expect("close");
+    // A closed topology asks nobody.
+    let _ = h.topology.request_immediate_check().await;
+    h.settle().await;
+    assert_eq!(h.told(&p).iter().filter(|t| **t == "check").count(), 2);
 }
 
 #[actix::test]
