@@ -12,6 +12,7 @@ use pool::cmap::PoolState;
 use pool::connection::ConnectionOptions;
 use protocol::address::ServerAddress;
 use protocol::sdam::app_error::{ApplicationError, ApplicationErrorKind, ErrorPhase};
+use protocol::sdam::events::SdamEvent;
 use protocol::sdam::{ServerType, TopologySettings, TopologyType};
 use protocol::uri::ServerMonitoringMode;
 
@@ -22,6 +23,7 @@ fn address(cluster: &Cluster, i: usize) -> ServerAddress {
 struct Live {
     topology: Topology,
     monitors_started: Arc<AtomicUsize>,
+    events: crossbeam_channel::Receiver<SdamEvent>,
 }
 
 /// A topology with real monitors, counting how many the factory started.
@@ -29,6 +31,7 @@ fn start(seeds: Vec<ServerAddress>, direct: bool, mode: ServerMonitoringMode, he
     let monitors_started = Arc::new(AtomicUsize::new(0));
     let counter = monitors_started.clone();
     let real = default_monitor_factory();
+    let (sender, events) = crossbeam_channel::unbounded::<SdamEvent>();
     let factory: MonitorFactory = Arc::new(move |spawn| {
         counter.fetch_add(1, Ordering::SeqCst);
         real(spawn)
@@ -48,9 +51,10 @@ fn start(seeds: Vec<ServerAddress>, direct: bool, mode: ServerMonitoringMode, he
         )
         .monitoring_mode(mode)
         .monitor_factory(factory)
+        .sdam_event_handler(Arc::new(sender))
         .start()
         .expect("valid options");
-    Live { topology, monitors_started }
+    Live { topology, monitors_started, events }
 }
 
 fn types(s: &TopologySnapshot) -> Vec<ServerType> {
@@ -179,6 +183,7 @@ async fn killed_member_becomes_unknown_quickly_and_its_pool_is_cleared() {
     let victim = address(&cluster, victim_index);
     let pool = live.topology.snapshot().handle(&victim).map(|h| h.pool.clone()).expect("pool");
     assert_eq!(pool.generation(None), 0);
+    while live.events.try_recv().is_ok() {}
     let killed = Instant::now();
     cluster.kill(victim_index);
     let snap = live
@@ -192,6 +197,16 @@ async fn killed_member_becomes_unknown_quickly_and_its_pool_is_cleared() {
     assert!(snap.server(&victim).and_then(|d| d.error.clone()).is_some());
     assert!(pool.generation(None) >= 1, "the pool was cleared with the update");
     assert_eq!(pool.state(), PoolState::Paused);
+    // The monitor's streaming check ended with the kill, not after maxAwaitTimeMS.
+    let failed = loop {
+        match live.events.recv_timeout(Duration::from_secs(2)) {
+            Ok(SdamEvent::ServerHeartbeatFailed(e)) if e.connection_id.address == victim => break e,
+            Ok(_) => continue,
+            Err(_) => panic!("the in-flight check did not end"),
+        }
+    };
+    assert!(failed.awaited, "it was the streaming check");
+    assert!(killed.elapsed() < Duration::from_millis(1000), "{:?}", killed.elapsed());
     live.topology.close().await.expect("close");
 }
 
@@ -216,8 +231,21 @@ async fn application_network_error_clears_the_pool_with_generation_checks() {
         kind: ApplicationErrorKind::Network,
         labels: Vec::new(),
     };
+    // Streaming: the secondary's monitor is waiting in an awaitable hello (up to 10 s).
+    while live.events.try_recv().is_ok() {}
+    let reported = Instant::now();
     live.topology.report_error(error(0)).await.expect("running");
     assert_eq!(pool.generation(None), 1, "cleared");
+    // Its in-flight check is cancelled at once, not after maxAwaitTimeMS.
+    let cancelled = loop {
+        match live.events.recv_timeout(Duration::from_secs(2)) {
+            Ok(SdamEvent::ServerHeartbeatFailed(e)) if e.connection_id.address == secondary => break e,
+            Ok(_) => continue,
+            Err(_) => panic!("the in-flight check was not cancelled"),
+        }
+    };
+    assert!(cancelled.awaited, "it was the streaming check");
+    assert!(reported.elapsed() < Duration::from_millis(1000), "{:?}", reported.elapsed());
     assert_eq!(live.topology.snapshot().server(&secondary).map(|d| d.server_type), Some(ServerType::Unknown));
     // The cancelled monitor waits out its heartbeat unless asked for a check (as server
     // selection would); then the server comes back and its pool is ready again.
