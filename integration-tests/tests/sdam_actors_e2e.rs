@@ -12,7 +12,7 @@ use pool::cmap::PoolState;
 use pool::connection::ConnectionOptions;
 use protocol::address::ServerAddress;
 use protocol::sdam::app_error::{ApplicationError, ApplicationErrorKind, ErrorPhase};
-use protocol::sdam::events::SdamEvent;
+use protocol::sdam::events::{SdamEvent, ServerHeartbeatFailedEvent};
 use protocol::sdam::{ServerType, TopologySettings, TopologyType};
 use protocol::uri::ServerMonitoringMode;
 
@@ -62,6 +62,17 @@ fn types(s: &TopologySnapshot) -> Vec<ServerType> {
 }
 
 const WAIT: Duration = Duration::from_secs(5);
+
+/// The next heartbeat failure of `address`'s monitor; panics if none comes within 2 s.
+fn next_heartbeat_failure(live: &Live, address: &ServerAddress) -> ServerHeartbeatFailedEvent {
+    loop {
+        match live.events.recv_timeout(Duration::from_secs(2)) {
+            Ok(SdamEvent::ServerHeartbeatFailed(e)) if e.connection_id.address == *address => return e,
+            Ok(_) => continue,
+            Err(_) => panic!("no heartbeat failure for {address}: the in-flight check did not end"),
+        }
+    }
+}
 
 #[actix::test]
 async fn direct_connection_to_one_member() {
@@ -198,14 +209,7 @@ async fn killed_member_becomes_unknown_quickly_and_its_pool_is_cleared() {
     assert!(pool.generation(None) >= 1, "the pool was cleared with the update");
     assert_eq!(pool.state(), PoolState::Paused);
     // The monitor's streaming check ended with the kill, not after maxAwaitTimeMS.
-    let failed = loop {
-        match live.events.recv_timeout(Duration::from_secs(2)) {
-            Ok(SdamEvent::ServerHeartbeatFailed(e)) if e.connection_id.address == victim => break e,
-            Ok(_) => continue,
-            Err(_) => panic!("the in-flight check did not end"),
-        }
-    };
-    assert!(failed.awaited, "it was the streaming check");
+    assert!(next_heartbeat_failure(&live, &victim).awaited, "it was the streaming check");
     assert!(killed.elapsed() < Duration::from_millis(1000), "{:?}", killed.elapsed());
     live.topology.close().await.expect("close");
 }
@@ -237,14 +241,7 @@ async fn application_network_error_clears_the_pool_with_generation_checks() {
     live.topology.report_error(error(0)).await.expect("running");
     assert_eq!(pool.generation(None), 1, "cleared");
     // Its in-flight check is cancelled at once, not after maxAwaitTimeMS.
-    let cancelled = loop {
-        match live.events.recv_timeout(Duration::from_secs(2)) {
-            Ok(SdamEvent::ServerHeartbeatFailed(e)) if e.connection_id.address == secondary => break e,
-            Ok(_) => continue,
-            Err(_) => panic!("the in-flight check was not cancelled"),
-        }
-    };
-    assert!(cancelled.awaited, "it was the streaming check");
+    assert!(next_heartbeat_failure(&live, &secondary).awaited, "it was the streaming check");
     assert!(reported.elapsed() < Duration::from_millis(1000), "{:?}", reported.elapsed());
     assert_eq!(live.topology.snapshot().server(&secondary).map(|d| d.server_type), Some(ServerType::Unknown));
     // The cancelled monitor waits out its heartbeat unless asked for a check (as server
