@@ -63,6 +63,18 @@ fn types(s: &TopologySnapshot) -> Vec<ServerType> {
 
 const WAIT: Duration = Duration::from_secs(5);
 
+/// A 3-member set with streaming monitors, once every member is known.
+async fn streaming_replica_set(heartbeat: Duration) -> (Cluster, Live) {
+    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let seeds = (0..3).map(|i| address(&cluster, i)).collect();
+    let live = start(seeds, false, ServerMonitoringMode::Stream, heartbeat);
+    live.topology
+        .wait_for(|s| s.primary().is_some() && types(s).iter().all(|t| *t != ServerType::Unknown), WAIT)
+        .await
+        .expect("initial discovery");
+    (cluster, live)
+}
+
 /// The next heartbeat failure of `address`'s monitor; panics if none comes within 2 s.
 fn next_heartbeat_failure(live: &Live, address: &ServerAddress) -> ServerHeartbeatFailedEvent {
     loop {
@@ -182,13 +194,7 @@ async fn stepdown_with_polling_is_seen_within_a_heartbeat() {
 
 #[actix::test]
 async fn killed_member_becomes_unknown_quickly_and_its_pool_is_cleared() {
-    let cluster = Cluster::replica_set(3).start().expect("sim");
-    let seeds = (0..3).map(|i| address(&cluster, i)).collect();
-    let live = start(seeds, false, ServerMonitoringMode::Stream, Duration::from_secs(10));
-    live.topology
-        .wait_for(|s| s.primary().is_some() && types(s).iter().all(|t| *t != ServerType::Unknown), WAIT)
-        .await
-        .expect("initial discovery");
+    let (cluster, live) = streaming_replica_set(Duration::from_secs(10)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let victim_index = (0..3).find(|i| Some(*i) != cluster.primary()).expect("a secondary");
     let victim = address(&cluster, victim_index);
@@ -216,13 +222,7 @@ async fn killed_member_becomes_unknown_quickly_and_its_pool_is_cleared() {
 
 #[actix::test]
 async fn application_network_error_clears_the_pool_with_generation_checks() {
-    let cluster = Cluster::replica_set(3).start().expect("sim");
-    let seeds = (0..3).map(|i| address(&cluster, i)).collect();
-    let live = start(seeds, false, ServerMonitoringMode::Stream, Duration::from_secs(10));
-    live.topology
-        .wait_for(|s| s.primary().is_some() && types(s).iter().all(|t| *t != ServerType::Unknown), WAIT)
-        .await
-        .expect("initial discovery");
+    let (cluster, live) = streaming_replica_set(Duration::from_secs(10)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let secondary = address(&cluster, (0..3).find(|i| Some(*i) != cluster.primary()).expect("a secondary"));
     let pool = live.topology.snapshot().handle(&secondary).map(|h| h.pool.clone()).expect("pool");
@@ -292,14 +292,8 @@ async fn reconfig_starts_and_stops_server_actors() {
 
 #[actix::test]
 async fn clean_shutdown_closes_every_connection_promptly() {
-    let cluster = Cluster::replica_set(3).start().expect("sim");
-    let seeds = (0..3).map(|i| address(&cluster, i)).collect();
     // A long heartbeat: closing must not wait out maxAwaitTimeMS.
-    let live = start(seeds, false, ServerMonitoringMode::Stream, Duration::from_secs(30));
-    live.topology
-        .wait_for(|s| s.primary().is_some() && types(s).iter().all(|t| *t != ServerType::Unknown), WAIT)
-        .await
-        .expect("discovery");
+    let (cluster, live) = streaming_replica_set(Duration::from_secs(30)).await;
     // Streaming: monitor + RTT pinger on every member.
     let deadline = Instant::now() + WAIT;
     while cluster.counters().total.current_connections < 6 && Instant::now() < deadline {
