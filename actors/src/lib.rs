@@ -6,6 +6,8 @@
 //! snapshot; readers never wait on its mailbox.
 #![warn(missing_docs)]
 
+pub mod client;
+pub mod command_events;
 pub mod error;
 pub mod events;
 pub mod messages;
@@ -14,6 +16,7 @@ pub mod pool_actor;
 pub mod rtt_pinger;
 pub mod rtt_stats;
 pub mod sdam_log;
+pub mod selection_actor;
 pub mod snapshot;
 pub mod topology;
 

@@ -1,0 +1,5 @@
+//! The `Client` facade. STUB (contract): being written.
+
+pub mod options;
+
+pub use options::ClientOptions;
