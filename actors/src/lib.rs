@@ -11,6 +11,7 @@ pub mod command_events;
 pub mod error;
 pub mod events;
 pub mod messages;
+pub mod metrics;
 pub mod monitor;
 pub mod pool_actor;
 pub mod rtt_pinger;
