@@ -33,14 +33,15 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// Server selection failed: the topology is incompatible or the read preference does not
+    /// fit it (at once), or no suitable server appeared within
+    /// min(serverSelectionTimeoutMS, the operation's remaining time) (the spec's selection
+    /// timeout error, naming the servers and their errors).
+    #[error(transparent)]
+    ServerSelection(#[from] selection::Error),
     /// A connection or pool error outside an operation (for example while building a pool).
     #[error(transparent)]
     Pool(#[from] pool::Error),
-    /// Server selection failed: no suitable server within serverSelectionTimeoutMS (the
-    /// message lists the servers and their errors), an invalid read preference for the
-    /// topology, or an incompatible topology.
-    #[error(transparent)]
-    ServerSelection(#[from] selection::Error),
     /// An operation's connection failed: checking a connection out (pool cleared, wait queue
     /// timeout, establishment error) or a network error or timeout during the round trip.
     /// `labels` includes the ones the client added (`RetryableWriteError` for a retryable write).
