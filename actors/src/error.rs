@@ -49,9 +49,9 @@ pub enum Error {
     Connection {
         /// The server.
         address: ServerAddress,
-        /// What the pool or connection reported.
+        /// What the pool or connection reported (boxed: it is large).
         #[source]
-        source: pool::Error,
+        source: Box<pool::Error>,
         /// The error labels.
         labels: Vec<String>,
     },
@@ -72,14 +72,14 @@ pub enum Error {
     },
     /// A write command succeeded (`ok: 1`) but some of its writes failed (`writeErrors`) or the
     /// write concern was not satisfied (`writeConcernError`).
-    #[error("write failed on {address}: {}", write_failure_message(write_errors, write_concern_error.as_ref()))]
+    #[error("write failed on {address}: {}", write_failure_message(write_errors, write_concern_error.as_deref()))]
     Write {
         /// The server.
         address: ServerAddress,
         /// The failed writes, in order.
         write_errors: Vec<WriteError>,
-        /// The write concern error, if any.
-        write_concern_error: Option<WriteConcernError>,
+        /// The write concern error, if any (boxed: it is rare).
+        write_concern_error: Option<Box<WriteConcernError>>,
         /// The error labels of the reply and of its write concern error.
         labels: Vec<String>,
     },
@@ -161,9 +161,8 @@ impl Error {
             Error::ActorStopped { .. } => ErrorKind::ActorStopped,
             Error::InvalidOptions { .. } => ErrorKind::InvalidOptions,
             Error::ServerSelection(_) => ErrorKind::ServerSelection,
-            Error::Pool(e) | Error::Connection { source: e, .. } if e.is_network_error() => {
-                ErrorKind::Network
-            }
+            Error::Pool(e) if e.is_network_error() => ErrorKind::Network,
+            Error::Connection { source, .. } if source.is_network_error() => ErrorKind::Network,
             Error::Pool(_) | Error::Connection { .. } => ErrorKind::Pool,
             Error::Command { .. } => ErrorKind::Command,
             Error::Write { .. } => ErrorKind::Write,

@@ -246,7 +246,7 @@ impl ClientInner {
         let Some(handle) = snapshot.handle(address) else {
             return Err(Error::Connection {
                 address: address.clone(),
-                source: pool::Error::PoolClosed { address: address.clone() },
+                source: Box::new(pool::Error::PoolClosed { address: address.clone() }),
                 labels: Vec::new(),
             });
         };
@@ -285,7 +285,7 @@ impl ClientInner {
             labels.push(RETRYABLE_WRITE_ERROR.to_string());
         }
         let address = pool_error_address(&e).cloned().unwrap_or_else(|| address.clone());
-        Error::Connection { address, source: e, labels }
+        Error::Connection { address, source: Box::new(e), labels }
     }
 
     /// One attempt on a checked-out connection.
@@ -384,7 +384,7 @@ impl ClientInner {
                     );
                     let _ = self.topology.report_error(app).await;
                 }
-                return Err(Error::Connection { address, source: e, labels: Vec::new() });
+                return Err(Error::Connection { address, source: Box::new(e), labels: Vec::new() });
             }
         };
         let reply = match Document::try_from(raw) {
@@ -485,7 +485,7 @@ fn is_sensitive(name: &str, command: &Document) -> bool {
 /// A network or pool-cleared error of a retryable write gets `RetryableWriteError`.
 fn add_write_labels(e: &mut Error) {
     if let Error::Connection { source, .. } = e {
-        if source.is_network_error() || matches!(source, pool::Error::PoolCleared { .. }) {
+        if source.is_network_error() || matches!(**source, pool::Error::PoolCleared { .. }) {
             e.add_label(RETRYABLE_WRITE_ERROR);
         }
     }
@@ -494,7 +494,7 @@ fn add_write_labels(e: &mut Error) {
 fn is_retryable_read_error(e: &Error) -> bool {
     match e {
         Error::Connection { source, .. } => {
-            source.is_network_error() || matches!(source, pool::Error::PoolCleared { .. })
+            source.is_network_error() || matches!(**source, pool::Error::PoolCleared { .. })
         }
         Error::Command { code, .. } => RETRYABLE_READ_CODES.contains(code),
         _ => false,
@@ -566,10 +566,12 @@ pub(crate) fn classify(address: &ServerAddress, reply: Document, check_write: bo
         })
         .unwrap_or_default();
     let wce_doc = reply.get_document("writeConcernError").ok();
-    let write_concern_error = wce_doc.map(|w| WriteConcernError {
-        code: int_of(w.get("code")).and_then(|c| i32::try_from(c).ok()).unwrap_or(0),
-        code_name: w.get_str("codeName").ok().map(str::to_string),
-        message: w.get_str("errmsg").unwrap_or_default().to_string(),
+    let write_concern_error = wce_doc.map(|w| {
+        Box::new(WriteConcernError {
+            code: int_of(w.get("code")).and_then(|c| i32::try_from(c).ok()).unwrap_or(0),
+            code_name: w.get_str("codeName").ok().map(str::to_string),
+            message: w.get_str("errmsg").unwrap_or_default().to_string(),
+        })
     });
     if write_errors.is_empty() && write_concern_error.is_none() {
         return Ok(reply);
@@ -651,7 +653,7 @@ mod tests {
         assert!(!is_retryable_read_error(&cmd(11000)));
         let net = Error::Connection {
             address: addr(),
-            source: pool::Error::ConnectionClosed { address: addr() },
+            source: Box::new(pool::Error::ConnectionClosed { address: addr() }),
             labels: vec![],
         };
         assert!(is_retryable_read_error(&net));
