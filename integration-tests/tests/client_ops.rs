@@ -429,3 +429,36 @@ async fn dropping_the_last_client_closes_every_connection() {
     drop(client);
     assert_no_connections(&cluster).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_balanced_cursor_keeps_its_connection_pinned() {
+    let s = connect(Cluster::load_balanced(2).start().expect("sim"), "").await;
+    let coll = s.client.database("app").collection("lb");
+    coll.insert_many((0..5).map(|i| doc! {"i": i}).collect()).await.expect("insert");
+    drain(&s.events);
+    let cursor =
+        coll.find(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }).await.expect("find");
+    // Other operations meanwhile use other connections.
+    let (a, b) = tokio::join!(coll.count_documents(doc! {}, None), cursor.try_collect());
+    assert_eq!(a.expect("count"), 5);
+    assert_eq!(b.expect("collect").len(), 5);
+    let events = drain(&s.events);
+    let conn_of = |name: &str| -> Vec<(u32, Option<bson::oid::ObjectId>)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                CommandEvent::Started { command_name, connection, .. } if command_name == name => {
+                    Some((connection.driver_connection_id, connection.service_id))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let find = conn_of("find");
+    let get_mores = conn_of("getMore");
+    assert_eq!(get_mores.len(), 2);
+    assert!(get_mores.iter().all(|c| *c == find[0]), "find {find:?}, getMores {get_mores:?}");
+    assert!(find[0].1.is_some(), "a serviceId");
+    s.client.shutdown().await.expect("shutdown");
+    assert_no_connections(&s.cluster).await;
+}

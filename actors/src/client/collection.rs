@@ -186,7 +186,7 @@ impl Collection {
         }
         let op = self.read_op("find", command, options.read_preference, true);
         let out = self.inner().execute(op).await?;
-        Cursor::new(self.db.client().clone(), self.db.name(), &self.name, out, batch_size)
+        Cursor::new(self.db.client().clone(), self.db.name(), &self.name, out, batch_size).await
     }
 
     /// Finds the first matching document (`limit: 1`, one batch). A retryable read.

@@ -11,7 +11,7 @@ use protocol::ServerAddress;
 use super::operation::{cursor_id, Op, OpOutput, Retry};
 use super::session::ServerSession;
 use super::Client;
-use crate::selection_actor::Criteria;
+use crate::selection_actor::{Criteria, PinConnection, PinId, Selector, TakePinned, Unpin};
 use crate::{Error, Result};
 
 /// The results of a `find`, batch by batch.
@@ -29,7 +29,8 @@ pub struct Cursor {
     buffer: VecDeque<Document>,
     batch_size: Option<u32>,
     session: Option<ServerSession>,
-    pinned: Option<PooledConnection<Connection>>,
+    /// Load-balanced mode: the connection pinned in the selection actor under this pin.
+    pin: Option<PinId>,
 }
 
 impl std::fmt::Debug for Cursor {
@@ -55,7 +56,7 @@ fn batch(reply: &Document, address: &ServerAddress, key: &str) -> Result<(i64, V
 }
 
 impl Cursor {
-    pub(crate) fn new(
+    pub(crate) async fn new(
         client: Client,
         db: &str,
         collection: &str,
@@ -63,9 +64,12 @@ impl Cursor {
         batch_size: Option<u32>,
     ) -> Result<Cursor> {
         let (id, buffer) = batch(&out.reply, &out.address, "firstBatch")?;
-        let mut pinned = out.connection;
-        if let Some(c) = pinned.as_mut() {
-            c.set_purpose(CheckoutPurpose::Cursor);
+        let mut pin = None;
+        if let Some(mut connection) = out.connection {
+            connection.set_purpose(CheckoutPurpose::Cursor);
+            let id = client.inner.selector.new_pin_id();
+            client.inner.selector.actor().send(PinConnection { pin: id, connection }).await??;
+            pin = Some(id);
         }
         let mut cursor = Cursor {
             client,
@@ -76,7 +80,7 @@ impl Cursor {
             buffer,
             batch_size,
             session: out.session,
-            pinned,
+            pin,
         };
         if id == 0 {
             cursor.release();
@@ -96,7 +100,9 @@ impl Cursor {
 
     /// Returns the session and the pinned connection once the cursor is exhausted or dead.
     fn release(&mut self) {
-        self.pinned = None;
+        if let Some(pin) = self.pin.take() {
+            self.client.inner.selector.actor().do_send(Unpin { pin });
+        }
         if let Some(s) = self.session.take() {
             let timeout = self.client.inner.topology.snapshot().description.logical_session_timeout_minutes();
             self.client.inner.sessions.release(s, timeout);
@@ -126,11 +132,19 @@ impl Cursor {
                 check_write: false,
                 opens_cursor: false,
             };
+            let mut pinned = match self.pin {
+                Some(pin) => Some(take_pinned(&self.client.inner.selector, pin).await?),
+                None => None,
+            };
             let result = self
                 .client
                 .inner
-                .execute_on(&self.address, self.pinned.as_mut(), &op, self.session.as_mut())
+                .execute_on(&self.address, pinned.as_mut(), &op, self.session.as_mut())
                 .await;
+            if let (Some(pin), Some(connection)) = (self.pin, pinned) {
+                // Pinned again while the cursor lives (release() unpins at the end).
+                let _ = self.client.inner.selector.actor().send(PinConnection { pin, connection }).await;
+            }
             match result.and_then(|reply| batch(&reply, &self.address, "nextBatch")) {
                 Ok((id, docs)) => {
                     self.id = id;
@@ -160,6 +174,15 @@ impl Cursor {
     }
 }
 
+/// Takes a cursor's pinned connection out of the selection actor for one command.
+async fn take_pinned(selector: &Selector, pin: PinId) -> Result<PooledConnection<Connection>> {
+    selector
+        .actor()
+        .send(TakePinned { pin })
+        .await??
+        .ok_or_else(|| Error::stopped("selection (pinned connection gone)"))
+}
+
 impl Drop for Cursor {
     fn drop(&mut self) {
         if self.id == 0 {
@@ -171,9 +194,13 @@ impl Drop for Cursor {
         let collection = std::mem::take(&mut self.collection);
         let id = self.id;
         let mut session = self.session.take();
-        let mut pinned = self.pinned.take();
+        let pin = self.pin.take();
         let inner = client.inner.clone();
         inner.spawn(async move {
+            let mut pinned = match pin {
+                Some(pin) => take_pinned(&client.inner.selector, pin).await.ok(),
+                None => None,
+            };
             let op = Op {
                 name: "killCursors".into(),
                 db,
