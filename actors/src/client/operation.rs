@@ -415,6 +415,8 @@ impl ClientInner {
                 }
             }
         }
+        // Write errors come in an ok: 1 reply, which the succeeded event carries.
+        let reply_for_event = (handler.is_some() && op.check_write && !redact).then(|| reply.clone());
         let outcome = classify(&address, reply, op.check_write);
         match &outcome {
             Ok(reply) => {
@@ -430,12 +432,11 @@ impl ClientInner {
                     });
                 }
             }
-            Err(e @ Error::Write { .. }) => {
+            Err(Error::Write { .. }) => {
                 // ok: 1: the command succeeded as far as monitoring is concerned.
-                let _ = e;
                 if let (Some(h), Some(c)) = (handler, connection_info.clone()) {
                     h.handle(&CommandEvent::Succeeded {
-                        reply: Document::new(),
+                        reply: reply_for_event.unwrap_or_default(),
                         command_name: command_name.clone(),
                         database_name: op.db.clone(),
                         request_id,
