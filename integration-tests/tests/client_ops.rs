@@ -1,0 +1,464 @@
+//! The `Client` against the simulator: CRUD, cursors, implicit sessions, retryable reads and
+//! writes (network errors and stepdowns), read preferences, errors, the actix message API and
+//! shutdown. Real time (sockets); margins where the machine's load could matter.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actors::client::actor::{CountDocuments, Find, FindOne, InsertOne, RunCommand};
+use actors::command_events::CommandEvent;
+use actors::{Client, ClientOptions, Criteria, ErrorKind, FindOptions};
+use bson::{doc, Bson, Document};
+use integration_tests::sim::Cluster;
+use protocol::sdam::ServerType;
+use protocol::ServerAddress;
+use selection::ReadPreference;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+struct Setup {
+    cluster: Cluster,
+    client: Client,
+    events: crossbeam_channel::Receiver<CommandEvent>,
+}
+
+/// A client of `cluster` (URI options appended), recording command events.
+async fn connect(cluster: Cluster, extra: &str) -> Setup {
+    let uri = cluster.uri();
+    let sep = if uri.contains('?') { "&" } else { "?" };
+    let uri = if extra.is_empty() { uri } else { format!("{uri}{sep}{extra}") };
+    let mut options = ClientOptions::parse(&uri).await.expect("uri");
+    let (tx, events) = crossbeam_channel::unbounded();
+    options.command_event_handler = Some(Arc::new(tx));
+    let client = Client::with_options(options).await.expect("client");
+    Setup { cluster, client, events }
+}
+
+async fn replica_set(extra: &str) -> Setup {
+    let s = connect(Cluster::replica_set(3).start().expect("sim"), extra).await;
+    s.client
+        .topology()
+        .wait_for(|t| t.primary().is_some() && t.servers_of_type(ServerType::RsSecondary).len() == 2, WAIT)
+        .await
+        .expect("discovery");
+    s
+}
+
+fn drain(events: &crossbeam_channel::Receiver<CommandEvent>) -> Vec<CommandEvent> {
+    events.try_iter().collect()
+}
+
+fn started(events: &[CommandEvent], name: &str) -> Vec<(Document, ServerAddress)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            CommandEvent::Started { command, command_name, connection, .. } if command_name == name => {
+                Some((command.clone(), connection.address.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn address(cluster: &Cluster, i: usize) -> ServerAddress {
+    ServerAddress::parse(&cluster.hosts()[i]).expect("host")
+}
+
+async fn assert_no_connections(cluster: &Cluster) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while cluster.counters().total.current_connections > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(cluster.counters().total.current_connections, 0, "every connection closed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crud_round_trip_and_shutdown() {
+    let s = replica_set("").await;
+    let coll = s.client.database("app").collection("people");
+    let one = coll.insert_one(doc! {"name": "ada", "n": 1}).await.expect("insert_one");
+    assert!(matches!(one.inserted_id, Bson::ObjectId(_)));
+    let many = coll
+        .insert_many(vec![doc! {"_id": 2, "name": "bob", "n": 2}, doc! {"name": "cy", "n": 3}])
+        .await
+        .expect("insert_many");
+    assert_eq!(many.inserted_ids.get(&0), Some(&Bson::Int32(2)));
+    assert_eq!(many.inserted_ids.len(), 2);
+    let found = coll.find_one(doc! {"name": "ada"}, FindOptions::default()).await.expect("find_one");
+    assert_eq!(found.as_ref().and_then(|d| d.get_i32("n").ok()), Some(1));
+    assert_eq!(found.and_then(|d| d.get("_id").cloned()), Some(one.inserted_id));
+    assert_eq!(coll.find_one(doc! {"name": "zed"}, FindOptions::default()).await.expect("find_one"), None);
+    let sorted = coll
+        .find(doc! {}, FindOptions { sort: Some(doc! {"n": -1}), ..Default::default() })
+        .await
+        .expect("find")
+        .try_collect()
+        .await
+        .expect("collect");
+    assert_eq!(sorted.iter().map(|d| d.get_i32("n").unwrap_or(0)).collect::<Vec<_>>(), vec![3, 2, 1]);
+    let u =
+        coll.update_one(doc! {"n": {"$gte": 2}}, doc! {"$set": {"seen": true}}).await.expect("update_one");
+    assert_eq!((u.matched_count, u.modified_count, u.upserted_id), (1, 1, None));
+    let u = coll.update_many(doc! {}, doc! {"$inc": {"n": 10}}).await.expect("update_many");
+    assert_eq!((u.matched_count, u.modified_count), (3, 3));
+    assert_eq!(coll.count_documents(doc! {"n": {"$gt": 11}}, None).await.expect("count"), 2);
+    assert_eq!(coll.delete_one(doc! {"name": "bob"}).await.expect("delete_one").deleted_count, 1);
+    assert_eq!(coll.delete_many(doc! {}).await.expect("delete_many").deleted_count, 2);
+    assert_eq!(coll.count_documents(doc! {}, None).await.expect("count"), 0);
+
+    s.client.shutdown().await.expect("shutdown");
+    s.client.shutdown().await.expect("idempotent");
+    assert_no_connections(&s.cluster).await;
+    let e = coll.insert_one(doc! {}).await.expect_err("after shutdown");
+    assert_eq!(e.kind(), ErrorKind::ActorStopped);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cursor_get_more_kill_cursors_and_implicit_sessions() {
+    let s = replica_set("").await;
+    let coll = s.client.database("app").collection("c");
+    coll.insert_many((0..10).map(|i| doc! {"i": i}).collect()).await.expect("insert");
+    drain(&s.events);
+
+    let mut cursor = coll
+        .find(doc! {}, FindOptions { batch_size: Some(3), sort: Some(doc! {"i": 1}), ..Default::default() })
+        .await
+        .expect("find");
+    assert_ne!(cursor.id(), 0);
+    let primary = address(&s.cluster, s.cluster.primary().expect("primary"));
+    assert_eq!(cursor.address(), &primary);
+    let mut got = Vec::new();
+    for _ in 0..5 {
+        got.push(cursor.try_next().await.expect("next").expect("a document").get_i32("i").expect("i"));
+    }
+    assert_eq!(got, vec![0, 1, 2, 3, 4]);
+    let id = cursor.id();
+    drop(cursor);
+    // killCursors is spawned: wait for its events.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut events = Vec::new();
+    while Instant::now() < deadline {
+        events.extend(drain(&s.events));
+        if events.iter().any(
+            |e| matches!(e, CommandEvent::Succeeded { command_name, .. } if command_name == "killCursors"),
+        ) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let finds = started(&events, "find");
+    let get_mores = started(&events, "getMore");
+    let kills = started(&events, "killCursors");
+    assert_eq!(finds.len(), 1);
+    assert_eq!(get_mores.len(), 1, "one getMore for batch two");
+    assert_eq!(kills.len(), 1, "killed on drop");
+    assert_eq!(get_mores[0].0.get_i64("getMore").ok(), Some(id));
+    assert_eq!(get_mores[0].0.get_i64("batchSize").ok(), Some(3));
+    assert_eq!(kills[0].0.get_array("cursors").ok(), Some(&vec![Bson::Int64(id)]));
+    assert!(get_mores.iter().chain(&kills).all(|(_, a)| *a == primary), "same server");
+    // One implicit session for the cursor's life: find, getMore and killCursors share it.
+    let lsid = finds[0].0.get_document("lsid").expect("lsid").clone();
+    assert!(
+        matches!(lsid.get("id"), Some(Bson::Binary(b)) if b.subtype == bson::spec::BinarySubtype::Uuid && b.bytes.len() == 16)
+    );
+    assert_eq!(get_mores[0].0.get_document("lsid").ok(), Some(&lsid));
+    assert_eq!(kills[0].0.get_document("lsid").ok(), Some(&lsid));
+    assert!(finds[0].0.contains_key("$clusterTime"), "cluster time gossip");
+    assert_eq!(finds[0].0.get_str("$db").ok(), Some("app"));
+
+    // The session went back to the pool: the next operation reuses it.
+    coll.find_one(doc! {}, FindOptions::default()).await.expect("find_one");
+    let events = drain(&s.events);
+    assert_eq!(started(&events, "find")[0].0.get_document("lsid").ok(), Some(&lsid), "lsid reused");
+
+    // An exhausted cursor is not killed.
+    let all =
+        coll.find(doc! {}, FindOptions { batch_size: Some(4), ..Default::default() }).await.expect("find");
+    assert_eq!(all.try_collect().await.expect("collect").len(), 10);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let events = drain(&s.events);
+    assert_eq!(started(&events, "getMore").len(), 2);
+    assert_eq!(started(&events, "killCursors").len(), 0);
+    s.client.shutdown().await.expect("shutdown");
+    assert_no_connections(&s.cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retryable_write_and_read_across_a_network_error() {
+    let s = replica_set("").await;
+    let primary = s.cluster.primary().expect("primary");
+    let coll = s.client.database("app").collection("c");
+    coll.insert_one(doc! {"warm": 1}).await.expect("warm up");
+    s.cluster
+        .configure_fail_point(
+            primary,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": {"failCommands": ["insert"], "closeConnection": true}},
+        )
+        .expect("fail point");
+    drain(&s.events);
+    coll.insert_one(doc! {"_id": "x"}).await.expect("retried insert");
+    let events = drain(&s.events);
+    let inserts = started(&events, "insert");
+    assert_eq!(inserts.len(), 2, "one retry");
+    let txn = |d: &Document| d.get_i64("txnNumber").ok();
+    assert!(txn(&inserts[0].0).is_some());
+    assert_eq!(txn(&inserts[0].0), txn(&inserts[1].0), "same txnNumber");
+    assert!(inserts[0].0.get_document("lsid").is_ok());
+    assert_eq!(inserts[0].0.get_document("lsid").ok(), inserts[1].0.get_document("lsid").ok(), "same lsid");
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, CommandEvent::Failed { command_name, .. } if command_name == "insert")));
+    assert_eq!(coll.count_documents(doc! {"_id": "x"}, None).await.expect("count"), 1);
+
+    s.cluster
+        .configure_fail_point(
+            primary,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": {"failCommands": ["find"], "closeConnection": true}},
+        )
+        .expect("fail point");
+    drain(&s.events);
+    let doc = coll.find_one(doc! {"_id": "x"}, FindOptions::default()).await.expect("retried read");
+    assert!(doc.is_some());
+    assert_eq!(started(&drain(&s.events), "find").len(), 2, "one retry");
+
+    // retryReads=false / retryWrites=false: no retry, the network error surfaces.
+    let t =
+        connect(Cluster::replica_set(1).start().expect("sim"), "retryWrites=false&retryReads=false").await;
+    let c = t.client.database("app").collection("c");
+    c.insert_one(doc! {}).await.expect("warm up");
+    t.cluster
+        .configure_fail_point(
+            0,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": {"failCommands": ["insert"], "closeConnection": true}},
+        )
+        .expect("fail point");
+    let e = c.insert_one(doc! {}).await.expect_err("no retry");
+    assert_eq!(e.kind(), ErrorKind::Network);
+    assert_eq!(e.address(), Some(&address(&t.cluster, 0)));
+    assert!(!e.has_label("RetryableWriteError"));
+    s.client.shutdown().await.expect("shutdown");
+    t.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retryable_write_and_read_across_a_stepdown() {
+    // Polling with a long heartbeat: the client learns of the stepdown from the error.
+    let s = replica_set("serverMonitoringMode=poll&heartbeatFrequencyMS=60000").await;
+    let coll = s.client.database("app").collection("c");
+    coll.insert_one(doc! {"_id": 0}).await.expect("warm up");
+    let old = s.cluster.primary().expect("primary");
+    s.cluster.step_down(Duration::from_millis(300));
+    drain(&s.events);
+    let started_at = Instant::now();
+    coll.insert_one(doc! {"_id": 1}).await.expect("retried write");
+    eprintln!("write after stepdown took {:?}", started_at.elapsed());
+    let new = s.cluster.primary().expect("new primary");
+    assert_ne!(new, old);
+    let events = drain(&s.events);
+    let inserts = started(&events, "insert");
+    assert_eq!(inserts.len(), 2, "{events:#?}");
+    assert_eq!(inserts[0].1, address(&s.cluster, old));
+    assert_eq!(inserts[1].1, address(&s.cluster, new), "the retry waited for the new primary");
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, CommandEvent::Failed { failure, .. } if failure.contains("10107"))));
+
+    // A primary read across a stepdown: NotPrimaryNoSecondaryOk, retried on the new primary.
+    let before = s.cluster.primary().expect("primary");
+    s.cluster.step_down(Duration::from_millis(300));
+    drain(&s.events);
+    let found = coll.find_one(doc! {"_id": 1}, FindOptions::default()).await.expect("retried read");
+    assert!(found.is_some());
+    let after = s.cluster.primary().expect("new primary");
+    let finds = started(&drain(&s.events), "find");
+    assert_eq!(finds.len(), 2);
+    assert_eq!(finds[0].1, address(&s.cluster, before));
+    assert_eq!(finds[1].1, address(&s.cluster, after));
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secondary_read_preference_reaches_a_secondary() {
+    let s = replica_set("").await;
+    let db = s.client.database("app");
+    db.collection("c").insert_one(doc! {"a": 1}).await.expect("insert");
+    let secondaries = s.client.topology().snapshot().servers_of_type(ServerType::RsSecondary);
+    drain(&s.events);
+    let reply = db
+        .run_command(doc! {"count": "c"}, Some(Criteria::Read(ReadPreference::SECONDARY)))
+        .await
+        .expect("count on a secondary");
+    assert_eq!(reply.get_f64("ok").ok(), Some(1.0));
+    let events = drain(&s.events);
+    let counts = started(&events, "count");
+    assert_eq!(counts.len(), 1);
+    assert!(secondaries.contains(&counts[0].1), "{:?} is a secondary", counts[0].1);
+    assert_eq!(counts[0].0.get_document("$readPreference").ok(), Some(&doc! {"mode": "secondary"}));
+    // A primary read sends no $readPreference.
+    db.run_command(doc! {"ping": 1}, None).await.expect("ping");
+    let pings = started(&drain(&s.events), "ping");
+    assert!(!pings[0].0.contains_key("$readPreference"));
+    // find with a secondaryPreferred read preference.
+    let found = db
+        .collection("c")
+        .find_one(
+            doc! {},
+            FindOptions { read_preference: Some(ReadPreference::SECONDARY_PREFERRED), ..Default::default() },
+        )
+        .await
+        .expect("find");
+    assert!(found.is_some());
+    let finds = started(&drain(&s.events), "find");
+    assert!(secondaries.contains(&finds[0].1));
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_kind_labels_and_address() {
+    let s = replica_set("").await;
+    let primary = address(&s.cluster, s.cluster.primary().expect("primary"));
+    let coll = s.client.database("app").collection("c");
+    coll.insert_one(doc! {"_id": 1}).await.expect("insert");
+    let e = coll.insert_one(doc! {"_id": 1}).await.expect_err("duplicate");
+    assert_eq!(e.kind(), ErrorKind::Write);
+    assert_eq!(e.code(), Some(11000));
+    assert_eq!(e.address(), Some(&primary));
+    assert!(e.labels().is_empty());
+
+    s.cluster
+        .configure_fail_point(
+            s.cluster.primary().expect("primary"),
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": {"failCommands": ["ping"], "errorCode": 2, "errorLabels": ["Custom"]}},
+        )
+        .expect("fail point");
+    let e = s.client.database("admin").run_command(doc! {"ping": 1}, None).await.expect_err("ok: 0");
+    assert_eq!(e.kind(), ErrorKind::Command);
+    assert_eq!(e.code(), Some(2));
+    assert!(e.has_label("Custom"));
+    assert_eq!(e.labels(), vec!["Custom".to_string()]);
+    assert_eq!(e.address(), Some(&primary));
+    let events = drain(&s.events);
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, CommandEvent::Failed { command_name, .. } if command_name == "ping")));
+
+    // A write concern error with a retryable code is retried once, then surfaces.
+    s.cluster
+        .configure_fail_point(
+            s.cluster.primary().expect("primary"),
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 2}, "data": {"failCommands": ["insert"], "writeConcernError": {"code": 64, "errmsg": "waiting for replication timed out"}}},
+        )
+        .expect("fail point");
+    let e = coll.insert_one(doc! {"_id": 2}).await.expect_err("write concern error");
+    assert_eq!(e.kind(), ErrorKind::Write);
+    assert_eq!(e.code(), Some(64));
+
+    // Selection timeout: a tag set no member has.
+    let t = connect(Cluster::replica_set(2).start().expect("sim"), "serverSelectionTimeoutMS=300").await;
+    let tags: protocol::uri::TagSet = [("dc".to_string(), "nowhere".to_string())].into_iter().collect();
+    let rp = ReadPreference::builder(protocol::uri::ReadPreferenceMode::Secondary)
+        .add_tag_set(tags)
+        .build()
+        .expect("rp");
+    let e = t
+        .client
+        .database("app")
+        .run_command(doc! {"ping": 1}, Some(Criteria::Read(rp)))
+        .await
+        .expect_err("no member has the tags");
+    assert_eq!(e.kind(), ErrorKind::ServerSelection, "{e}");
+    assert_eq!(e.address(), None);
+    s.client.shutdown().await.expect("shutdown");
+    t.client.shutdown().await.expect("shutdown");
+}
+
+#[actix::test]
+async fn actix_message_api_inside_a_system() {
+    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let client = Client::with_uri_str(&cluster.uri()).await.expect("client");
+    let addr = client.actor();
+    let inserted = addr
+        .send(InsertOne::new("app", "c", doc! {"_id": 7, "v": "x"}))
+        .await
+        .expect("mailbox")
+        .expect("insert");
+    assert_eq!(inserted.inserted_id, Bson::Int32(7));
+    let one = addr.send(FindOne::new("app", "c", doc! {"_id": 7})).await.expect("mailbox").expect("find_one");
+    assert_eq!(one.and_then(|d| d.get_str("v").ok().map(str::to_string)).as_deref(), Some("x"));
+    let all = addr
+        .send(Find {
+            database: "app".into(),
+            collection: "c".into(),
+            filter: doc! {},
+            options: FindOptions { batch_size: Some(1), ..Default::default() },
+        })
+        .await
+        .expect("mailbox")
+        .expect("find");
+    assert_eq!(all.len(), 1);
+    let n = addr
+        .send(CountDocuments {
+            database: "app".into(),
+            collection: "c".into(),
+            filter: doc! {},
+            read_preference: None,
+        })
+        .await
+        .expect("mailbox")
+        .expect("count");
+    assert_eq!(n, 1);
+    let reply = addr
+        .send(RunCommand { database: "admin".into(), command: doc! {"ping": 1}, criteria: None })
+        .await
+        .expect("mailbox")
+        .expect("ping");
+    assert_eq!(reply.get_f64("ok").ok(), Some(1.0));
+    // `?` turns a mailbox error into the crate's error.
+    let via_question_mark = async { addr.send(FindOne::new("app", "c", doc! {})).await? }.await;
+    assert!(via_question_mark.expect("find").is_some());
+    client.shutdown().await.expect("shutdown");
+    assert_no_connections(&cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_last_client_closes_every_connection() {
+    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let client = Client::with_uri_str(&cluster.uri()).await.expect("client");
+    client.database("app").collection("c").insert_one(doc! {}).await.expect("insert");
+    assert!(cluster.counters().total.current_connections > 0);
+    drop(client);
+    assert_no_connections(&cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_balanced_cursor_keeps_its_connection_pinned() {
+    let s = connect(Cluster::load_balanced(2).start().expect("sim"), "").await;
+    let coll = s.client.database("app").collection("lb");
+    coll.insert_many((0..5).map(|i| doc! {"i": i}).collect()).await.expect("insert");
+    drain(&s.events);
+    let cursor =
+        coll.find(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }).await.expect("find");
+    // Other operations meanwhile use other connections.
+    let (a, b) = tokio::join!(coll.count_documents(doc! {}, None), cursor.try_collect());
+    assert_eq!(a.expect("count"), 5);
+    assert_eq!(b.expect("collect").len(), 5);
+    let events = drain(&s.events);
+    let conn_of = |name: &str| -> Vec<(u32, Option<bson::oid::ObjectId>)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                CommandEvent::Started { command_name, connection, .. } if command_name == name => {
+                    Some((connection.driver_connection_id, connection.service_id))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let find = conn_of("find");
+    let get_mores = conn_of("getMore");
+    assert_eq!(get_mores.len(), 2);
+    assert!(get_mores.iter().all(|c| *c == find[0]), "find {find:?}, getMores {get_mores:?}");
+    assert!(find[0].1.is_some(), "a serviceId");
+    s.client.shutdown().await.expect("shutdown");
+    assert_no_connections(&s.cluster).await;
+}
