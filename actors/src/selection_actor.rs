@@ -49,7 +49,13 @@ pub struct SelectionRequest {
 impl SelectionRequest {
     /// A request for `criteria` on behalf of `operation`, with no deadline.
     pub fn new(criteria: Criteria, operation: impl Into<String>) -> Self {
-        SelectionRequest { criteria, deprioritized: Vec::new(), operation: operation.into(), operation_id: None, deadline: None }
+        SelectionRequest {
+            criteria,
+            deprioritized: Vec::new(),
+            operation: operation.into(),
+            operation_id: None,
+            deadline: None,
+        }
     }
 }
 
@@ -206,7 +212,12 @@ impl Selector {
     /// Starts a selection actor for `topology` (in the current actix arbiter).
     pub fn start(topology: &Topology, options: SelectorOptions) -> Selector {
         let actor = SelectionActor { topology: topology.clone() }.start();
-        Selector { topology: topology.clone(), actor, options: Arc::new(options), pins: Arc::new(AtomicU64::new(1)) }
+        Selector {
+            topology: topology.clone(),
+            actor,
+            options: Arc::new(options),
+            pins: Arc::new(AtomicU64::new(1)),
+        }
     }
 
     /// Selects a server: from the current snapshot if it can (no mailbox), otherwise by
