@@ -20,6 +20,12 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// Server selection failed: the topology is incompatible or the read preference does not
+    /// fit it (at once), or no suitable server appeared within
+    /// min(serverSelectionTimeoutMS, the operation's remaining time) (the spec's selection
+    /// timeout error, naming the servers and their errors).
+    #[error(transparent)]
+    ServerSelection(#[from] selection::Error),
     /// A connection or pool error.
     #[error(transparent)]
     Pool(#[from] pool::Error),

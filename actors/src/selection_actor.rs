@@ -3,22 +3,34 @@
 //! A selection that the current snapshot can serve never touches the mailbox (the fast
 //! path); the rest wait in the actor's mailbox as waiters, re-evaluated on every snapshot.
 //!
-//! STUB (contract): signatures are fixed; internals are being written.
+//! The pipeline follows the spec's algorithm: suitability (with deprioritized servers left
+//! out unless nothing else is suitable), pool readiness (a paused pool is never returned),
+//! the custom selector (a function, or an actor asked with [`FilterServers`]), the latency
+//! window, then the power of two choices by operation count.
+//!
+//! Waiters are re-evaluated in arrival order on every published snapshot; when one cannot be
+//! served the actor asks the monitors for an immediate check, at most once per snapshot.
+//! Each waiter's deadline is min(started + serverSelectionTimeoutMS, the request's
+//! deadline); a timer fails the expired ones with the spec's error.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
+use pool::cmap::PoolState;
 use pool::cmap::PooledConnection;
 use pool::connection::Connection;
 use protocol::sdam::{ServerDescription, TopologyDescription};
 use protocol::ServerAddress;
-use selection::{ReadPreference, ServerSelector};
+use selection::{ReadPreference, SelectionCriteria, ServerSelector, Servers};
+use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
+use crate::messages::RequestImmediateCheck;
 use crate::snapshot::{ServerHandle, TopologySnapshot};
-use crate::topology::Topology;
+use crate::topology::{Topology, TopologyActor};
 use crate::{Error, Result};
 
 /// What an operation needs from its server: a read with a read preference, or a write.
@@ -110,12 +122,23 @@ impl Default for SelectorOptions {
 /// Incrementing and decrementing wake nobody.
 #[derive(Debug)]
 pub struct OperationGuard {
-    counter: Arc<std::sync::atomic::AtomicUsize>,
+    counter: Arc<AtomicUsize>,
+    gauge: metrics::Gauge,
+}
+
+impl OperationGuard {
+    /// Counts one more operation on the server of `handle`.
+    pub fn new(handle: &ServerHandle) -> Self {
+        handle.operations.fetch_add(1, Ordering::Relaxed);
+        handle.operations_gauge.increment(1.0);
+        OperationGuard { counter: handle.operations.clone(), gauge: handle.operations_gauge.clone() }
+    }
 }
 
 impl Drop for OperationGuard {
     fn drop(&mut self) {
         self.counter.fetch_sub(1, Ordering::Relaxed);
+        self.gauge.decrement(1.0);
     }
 }
 
@@ -175,21 +198,594 @@ pub struct Unpin {
     pub pin: PinId,
 }
 
+const LOG_TARGET: &str = "mongo_actors::server_selection";
+
+/// Shows an actor selector in the log's `selector` string; never filters (the actor does).
+struct ActorSelectorMarker;
+
+impl ServerSelector for ActorSelectorMarker {
+    fn filter<'a>(
+        &self,
+        _topology: &'a TopologyDescription,
+        suitable: Vec<&'a Arc<ServerDescription>>,
+    ) -> Vec<&'a Arc<ServerDescription>> {
+        suitable
+    }
+
+    fn describe(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("custom selector actor")
+    }
+}
+
+static ACTOR_SELECTOR: ActorSelectorMarker = ActorSelectorMarker;
+
+/// The pure criteria of a request, without the custom selector (it runs after readiness).
+fn base_criteria(request: &SelectionRequest) -> SelectionCriteria<'_> {
+    let criteria = match &request.criteria {
+        Criteria::Read(rp) => SelectionCriteria::read(rp),
+        Criteria::Write => SelectionCriteria::write(),
+    };
+    criteria.with_deprioritized(&request.deprioritized)
+}
+
+/// The criteria as logged and named in errors: with the custom selector.
+fn full_criteria<'a>(
+    request: &'a SelectionRequest,
+    custom: Option<&'a CustomSelector>,
+) -> SelectionCriteria<'a> {
+    let criteria = base_criteria(request);
+    match custom {
+        Some(CustomSelector::Function(f)) => criteria.with_selector(f.as_ref()),
+        Some(CustomSelector::Actor(_)) => criteria.with_selector(&ACTOR_SELECTOR),
+        None => criteria,
+    }
+}
+
+fn pool_ready(snapshot: &TopologySnapshot, address: &ServerAddress) -> bool {
+    snapshot.handle(address).is_some_and(|h| h.pool.state() == PoolState::Ready)
+}
+
+/// Steps 2 to 4 up to the actor selector: validation, suitability with deprioritization,
+/// pool readiness, then the function selector if there is one.
+fn candidates<'a>(
+    snapshot: &'a TopologySnapshot,
+    request: &SelectionRequest,
+    custom: Option<&CustomSelector>,
+) -> selection::Result<Servers<'a>> {
+    let mut servers = selection::suitable_servers(&snapshot.description, &base_criteria(request))?;
+    servers.retain(|s| pool_ready(snapshot, &s.address));
+    if let (Some(CustomSelector::Function(f)), false) = (custom, servers.is_empty()) {
+        servers = f.filter(&snapshot.description, servers.into_vec()).into_iter().collect();
+    }
+    Ok(servers)
+}
+
+/// The latency window and the power of two choices by operation count.
+fn choose<'a>(
+    snapshot: &'a TopologySnapshot,
+    mut servers: Servers<'a>,
+) -> Option<&'a Arc<ServerDescription>> {
+    selection::in_latency_window(&snapshot.description, &mut servers);
+    let counts = |a: &ServerAddress| snapshot.handle(a).map_or(0, |h| h.operations.load(Ordering::Relaxed));
+    selection::with_thread_rng(|rng| selection::choose_in_window(&servers, &counts, rng))
+}
+
+/// The chosen server, counted (the guard increments its operation count).
+fn selected(
+    snapshot: &Arc<TopologySnapshot>,
+    description: &Arc<ServerDescription>,
+) -> Option<SelectedServer> {
+    let handle = snapshot.handle(&description.address)?.clone();
+    let guard = OperationGuard::new(&handle);
+    Some(SelectedServer {
+        address: description.address.clone(),
+        description: description.clone(),
+        handle,
+        snapshot: snapshot.clone(),
+        guard,
+    })
+}
+
+/// Keeps the servers the selector actor answered with.
+fn keep(servers: &mut Servers<'_>, addresses: &[ServerAddress]) {
+    servers.retain(|s| addresses.contains(&s.address));
+}
+
+fn owned(servers: &Servers<'_>) -> Vec<Arc<ServerDescription>> {
+    servers.iter().map(|s| Arc::clone(s)).collect()
+}
+
+fn selector_stopped() -> Error {
+    Error::stopped("custom selector")
+}
+
+/// The spec's "Server selection failed" message, for any error (`selection::log` has it for
+/// `selection::Error` only).
+fn log_failed(
+    request: &SelectionRequest,
+    criteria: &SelectionCriteria<'_>,
+    topology: &TopologyDescription,
+    failure: &Error,
+) {
+    tracing::debug!(
+        target: LOG_TARGET,
+        message = "Server selection failed",
+        operation = request.operation.as_str(),
+        operation_id = request.operation_id,
+        selector = %criteria,
+        topology_description = %selection::TopologySummary(topology),
+        failure = %failure,
+    );
+}
+
+fn log_outcome(
+    request: &SelectionRequest,
+    custom: Option<&CustomSelector>,
+    topology: &TopologyDescription,
+    outcome: &Result<SelectedServer>,
+) {
+    if !tracing::enabled!(target: LOG_TARGET, tracing::Level::DEBUG) {
+        return;
+    }
+    let criteria = full_criteria(request, custom);
+    match outcome {
+        Ok(s) => selection::log::selection_succeeded(
+            &request.operation,
+            request.operation_id,
+            &criteria,
+            topology,
+            &s.address,
+        ),
+        Err(e) => log_failed(request, &criteria, topology, e),
+    }
+}
+
+fn log_waiting(
+    request: &SelectionRequest,
+    custom: Option<&CustomSelector>,
+    topology: &TopologyDescription,
+    deadline: Instant,
+) {
+    let remaining = deadline.saturating_duration_since(Instant::now()).as_millis();
+    selection::log::waiting_for_suitable_server(
+        &request.operation,
+        request.operation_id,
+        &full_criteria(request, custom),
+        topology,
+        Some(u64::try_from(remaining).unwrap_or(u64::MAX)),
+    );
+}
+
+/// Records `mongo_actors_server_selection_duration_seconds` (literal labels: no allocation).
+fn record_duration(started: Instant, succeeded: bool, fast: bool) {
+    let seconds = started.elapsed().as_secs_f64();
+    const NAME: &str = "mongo_actors_server_selection_duration_seconds";
+    match (succeeded, fast) {
+        (true, true) => metrics::histogram!(NAME, "outcome" => "succeeded", "path" => "fast").record(seconds),
+        (false, true) => metrics::histogram!(NAME, "outcome" => "failed", "path" => "fast").record(seconds),
+        (true, false) => {
+            metrics::histogram!(NAME, "outcome" => "succeeded", "path" => "waiter").record(seconds)
+        }
+        (false, false) => {
+            metrics::histogram!(NAME, "outcome" => "failed", "path" => "waiter").record(seconds)
+        }
+    }
+}
+
+/// min(started + serverSelectionTimeoutMS, the request's deadline).
+fn deadline_of(started: Instant, timeout: Duration, request: &SelectionRequest) -> Instant {
+    let by_timeout =
+        started.checked_add(timeout).unwrap_or_else(|| started + Duration::from_secs(86_400 * 365));
+    request.deadline.map_or(by_timeout, |d| d.min(by_timeout))
+}
+
+fn timeout_error(
+    snapshot: &TopologySnapshot,
+    request: &SelectionRequest,
+    custom: Option<&CustomSelector>,
+    started: Instant,
+    deadline: Instant,
+) -> Error {
+    Error::ServerSelection(selection::Error::selection_timeout(
+        &snapshot.description,
+        &full_criteria(request, custom),
+        deadline.saturating_duration_since(started),
+    ))
+}
+
+/// A request waiting in the actor.
+struct Waiter {
+    id: u64,
+    request: SelectionRequest,
+    started: Instant,
+    deadline: Instant,
+    reply: oneshot::Sender<Result<SelectedServer>>,
+    /// The snapshot sequence it was last evaluated on.
+    evaluated: Option<u64>,
+    /// A selector actor is filtering for it.
+    filtering: bool,
+    /// "Waiting for suitable server" was logged for its operation.
+    logged_waiting: bool,
+}
+
+/// Queues a request the caller's fast path could not serve (it logged "started" and
+/// "waiting" already).
+struct EnqueueWaiter {
+    request: SelectionRequest,
+    started: Instant,
+    deadline: Instant,
+    reply: oneshot::Sender<Result<SelectedServer>>,
+}
+
+impl Message for EnqueueWaiter {
+    type Result = ();
+}
+
+/// Stops the actor ([`Selector::close`]).
+struct CloseSelector;
+
+impl Message for CloseSelector {
+    type Result = ();
+}
+
 /// The selection actor: holds the waiters and the pinned connections.
 pub struct SelectionActor {
-    topology: Topology,
+    topology: Addr<TopologyActor>,
+    /// The latest snapshot is always read from here; the stream only wakes the actor.
+    receiver: watch::Receiver<Arc<TopologySnapshot>>,
+    options: Arc<SelectorOptions>,
+    waiters: Vec<Waiter>,
+    next_waiter: u64,
+    /// The snapshot sequence an immediate check was last requested for.
+    checked: Option<u64>,
+    timer: Option<(Instant, SpawnHandle)>,
+    /// The waiters gauge's share of this actor.
+    reported_waiters: usize,
+    pins: HashMap<PinId, PooledConnection<Connection>>,
+}
+
+impl std::fmt::Debug for SelectionActor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SelectionActor")
+            .field("waiters", &self.waiters.len())
+            .field("pins", &self.pins.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SelectionActor {
+    fn new(topology: &Topology, options: Arc<SelectorOptions>) -> Self {
+        SelectionActor {
+            topology: topology.actor().clone(),
+            receiver: topology.watch(),
+            options,
+            waiters: Vec::new(),
+            next_waiter: 0,
+            checked: None,
+            timer: None,
+            reported_waiters: 0,
+            pins: HashMap::new(),
+        }
+    }
+
+    fn push_waiter(
+        &mut self,
+        request: SelectionRequest,
+        started: Instant,
+        deadline: Instant,
+        logged_waiting: bool,
+        reply: oneshot::Sender<Result<SelectedServer>>,
+    ) {
+        self.next_waiter += 1;
+        self.waiters.push(Waiter {
+            id: self.next_waiter,
+            request,
+            started,
+            deadline,
+            reply,
+            evaluated: None,
+            filtering: false,
+            logged_waiting,
+        });
+    }
+
+    fn answer(&self, waiter: Waiter, topology: &TopologyDescription, outcome: Result<SelectedServer>) {
+        log_outcome(&waiter.request, self.options.custom_selector.as_ref(), topology, &outcome);
+        record_duration(waiter.started, outcome.is_ok(), false);
+        // A caller that gave up drops the reply, and with it the guard.
+        let _ = waiter.reply.send(outcome);
+    }
+
+    /// One more snapshot could not serve a waiter: log once per operation, ask for a check
+    /// once per snapshot.
+    fn unserved(&mut self, mut waiter: Waiter, snapshot: &TopologySnapshot) {
+        if !waiter.logged_waiting {
+            waiter.logged_waiting = true;
+            log_waiting(
+                &waiter.request,
+                self.options.custom_selector.as_ref(),
+                &snapshot.description,
+                waiter.deadline,
+            );
+        }
+        self.waiters.push(waiter);
+        if self.checked != Some(snapshot.sequence) {
+            self.checked = Some(snapshot.sequence);
+            self.topology.do_send(RequestImmediateCheck);
+        }
+    }
+
+    /// Re-evaluates, in order, the waiters not yet evaluated on the current snapshot.
+    fn evaluate(&mut self, ctx: &mut Context<Self>) {
+        let snapshot = self.receiver.borrow().clone();
+        if snapshot.closed {
+            self.fail_all(|| Error::stopped("topology"));
+            ctx.stop();
+            return;
+        }
+        let now = Instant::now();
+        let custom = self.options.custom_selector.clone();
+        for mut waiter in std::mem::take(&mut self.waiters) {
+            if waiter.reply.is_closed() {
+                continue;
+            }
+            if waiter.filtering || waiter.evaluated == Some(snapshot.sequence) {
+                self.waiters.push(waiter);
+                continue;
+            }
+            waiter.evaluated = Some(snapshot.sequence);
+            let servers = match candidates(&snapshot, &waiter.request, custom.as_ref()) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.answer(waiter, &snapshot.description, Err(Error::ServerSelection(e)));
+                    continue;
+                }
+            };
+            if let (Some(CustomSelector::Actor(recipient)), false) = (&custom, servers.is_empty()) {
+                waiter.filtering = true;
+                self.spawn_filter(ctx, &waiter, recipient.clone(), &snapshot, owned(&servers));
+                self.waiters.push(waiter);
+            } else if let Some(chosen) = choose(&snapshot, servers).and_then(|sd| selected(&snapshot, sd)) {
+                self.answer(waiter, &snapshot.description, Ok(chosen));
+            } else if now >= waiter.deadline {
+                let e = timeout_error(
+                    &snapshot,
+                    &waiter.request,
+                    custom.as_ref(),
+                    waiter.started,
+                    waiter.deadline,
+                );
+                self.answer(waiter, &snapshot.description, Err(e));
+            } else {
+                self.unserved(waiter, &snapshot);
+            }
+        }
+        self.after_change(ctx);
+    }
+
+    /// Asks the selector actor, without blocking this actor; the reply is checked against
+    /// the state then.
+    fn spawn_filter(
+        &mut self,
+        ctx: &mut Context<Self>,
+        waiter: &Waiter,
+        recipient: Recipient<FilterServers>,
+        snapshot: &Arc<TopologySnapshot>,
+        candidates: Vec<Arc<ServerDescription>>,
+    ) {
+        let id = waiter.id;
+        let snapshot = snapshot.clone();
+        let message = FilterServers {
+            topology: snapshot.clone(),
+            candidates,
+            criteria: waiter.request.criteria.clone(),
+        };
+        let fut = async move { recipient.send(message).await };
+        ctx.spawn(fut.into_actor(self).map(move |reply, act, ctx| act.filtered(id, &snapshot, reply, ctx)));
+    }
+
+    fn filtered(
+        &mut self,
+        id: u64,
+        snapshot: &Arc<TopologySnapshot>,
+        reply: std::result::Result<Vec<ServerAddress>, MailboxError>,
+        ctx: &mut Context<Self>,
+    ) {
+        // Expired or abandoned meanwhile: nothing to do.
+        let Some(position) = self.waiters.iter().position(|w| w.id == id) else { return };
+        let mut waiter = self.waiters.remove(position);
+        waiter.filtering = false;
+        let addresses = match reply {
+            Ok(a) => a,
+            Err(_) => {
+                self.answer(waiter, &snapshot.description, Err(selector_stopped()));
+                self.after_change(ctx);
+                return;
+            }
+        };
+        let current = self.receiver.borrow().sequence;
+        if current != snapshot.sequence {
+            // A newer snapshot arrived during the await: evaluate on it instead, in order.
+            self.waiters.insert(position, waiter);
+            self.evaluate(ctx);
+            return;
+        }
+        // Pool readiness may have changed during the await: recompute the candidates.
+        match candidates(snapshot, &waiter.request, None) {
+            Err(e) => self.answer(waiter, &snapshot.description, Err(Error::ServerSelection(e))),
+            Ok(mut servers) => {
+                keep(&mut servers, &addresses);
+                match choose(snapshot, servers).and_then(|sd| selected(snapshot, sd)) {
+                    Some(chosen) => self.answer(waiter, &snapshot.description, Ok(chosen)),
+                    None => {
+                        // Keep arrival order among the waiters.
+                        let len = self.waiters.len();
+                        self.unserved(waiter, snapshot);
+                        let w = self.waiters.remove(len);
+                        self.waiters.insert(position, w);
+                    }
+                }
+            }
+        }
+        self.after_change(ctx);
+    }
+
+    /// Fails the waiters whose deadline passed.
+    fn expire(&mut self, ctx: &mut Context<Self>) {
+        let now = Instant::now();
+        let snapshot = self.receiver.borrow().clone();
+        let custom = self.options.custom_selector.clone();
+        for waiter in std::mem::take(&mut self.waiters) {
+            if waiter.deadline <= now {
+                let e = timeout_error(
+                    &snapshot,
+                    &waiter.request,
+                    custom.as_ref(),
+                    waiter.started,
+                    waiter.deadline,
+                );
+                self.answer(waiter, &snapshot.description, Err(e));
+            } else if !waiter.reply.is_closed() {
+                self.waiters.push(waiter);
+            }
+        }
+        self.after_change(ctx);
+    }
+
+    /// Re-arms the timer for the earliest deadline and updates the waiters gauge.
+    fn after_change(&mut self, ctx: &mut Context<Self>) {
+        let earliest = self.waiters.iter().map(|w| w.deadline).min();
+        if self.timer.as_ref().map(|(at, _)| *at) != earliest {
+            if let Some((_, handle)) = self.timer.take() {
+                ctx.cancel_future(handle);
+            }
+            if let Some(at) = earliest {
+                let handle = ctx.run_later(at.saturating_duration_since(Instant::now()), |act, ctx| {
+                    act.timer = None;
+                    act.expire(ctx);
+                });
+                self.timer = Some((at, handle));
+            }
+        }
+        self.report_waiters();
+    }
+
+    fn report_waiters(&mut self) {
+        let now = self.waiters.len();
+        if now != self.reported_waiters {
+            let gauge = metrics::gauge!("mongo_actors_server_selection_waiters");
+            if now > self.reported_waiters {
+                gauge.increment((now - self.reported_waiters) as f64);
+            } else {
+                gauge.decrement((self.reported_waiters - now) as f64);
+            }
+            self.reported_waiters = now;
+        }
+    }
+
+    fn fail_all(&mut self, error: impl Fn() -> Error) {
+        let snapshot = self.receiver.borrow().clone();
+        for waiter in std::mem::take(&mut self.waiters) {
+            self.answer(waiter, &snapshot.description, Err(error()));
+        }
+        self.report_waiters();
+    }
 }
 
 impl Actor for SelectionActor {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // Every published snapshot wakes the actor (the receiver's current one is read then).
+        let stream = futures_util::stream::unfold(self.receiver.clone(), |mut rx| async move {
+            rx.changed().await.ok()?;
+            let sequence = rx.borrow_and_update().sequence;
+            Some((sequence, rx))
+        });
+        ctx.add_stream(stream);
+    }
+
+    fn stopped(&mut self, _ctx: &mut Self::Context) {
+        self.fail_all(|| Error::stopped("selection"));
+        // Dropping them checks them back in.
+        self.pins.clear();
+    }
+}
+
+impl StreamHandler<u64> for SelectionActor {
+    fn handle(&mut self, _sequence: u64, ctx: &mut Self::Context) {
+        self.evaluate(ctx);
+    }
+
+    fn finished(&mut self, ctx: &mut Self::Context) {
+        // The topology actor is gone without a closing snapshot.
+        self.fail_all(|| Error::stopped("topology"));
+        ctx.stop();
+    }
 }
 
 impl Handler<SelectServer> for SelectionActor {
     type Result = ResponseFuture<Result<SelectedServer>>;
 
-    fn handle(&mut self, _msg: SelectServer, _ctx: &mut Self::Context) -> Self::Result {
-        let _ = &self.topology;
-        Box::pin(async { Err(Error::InvalidOptions { message: "selection actor stub".into() }) })
+    fn handle(&mut self, msg: SelectServer, ctx: &mut Self::Context) -> Self::Result {
+        {
+            let snapshot = self.receiver.borrow();
+            let custom = self.options.custom_selector.as_ref();
+            selection::log::selection_started(
+                &msg.request.operation,
+                msg.request.operation_id,
+                &full_criteria(&msg.request, custom),
+                &snapshot.description,
+            );
+        }
+        let deadline = deadline_of(msg.started, self.options.server_selection_timeout, &msg.request);
+        let (reply, rx) = oneshot::channel();
+        self.push_waiter(msg.request, msg.started, deadline, false, reply);
+        self.evaluate(ctx);
+        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(Error::stopped("selection"))) })
+    }
+}
+
+impl Handler<EnqueueWaiter> for SelectionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: EnqueueWaiter, ctx: &mut Self::Context) {
+        self.push_waiter(msg.request, msg.started, msg.deadline, true, msg.reply);
+        self.evaluate(ctx);
+    }
+}
+
+impl Handler<CloseSelector> for SelectionActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: CloseSelector, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}
+
+impl Handler<PinConnection> for SelectionActor {
+    type Result = Result<()>;
+
+    fn handle(&mut self, msg: PinConnection, _ctx: &mut Self::Context) -> Result<()> {
+        // A connection pinned again under the same pin replaces (and checks in) the old one.
+        self.pins.insert(msg.pin, msg.connection);
+        Ok(())
+    }
+}
+
+impl Handler<TakePinned> for SelectionActor {
+    type Result = Result<Option<PooledConnection<Connection>>>;
+
+    fn handle(&mut self, msg: TakePinned, _ctx: &mut Self::Context) -> Self::Result {
+        Ok(self.pins.remove(&msg.pin))
+    }
+}
+
+impl Handler<Unpin> for SelectionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Unpin, _ctx: &mut Self::Context) {
+        self.pins.remove(&msg.pin);
     }
 }
 
@@ -200,6 +796,7 @@ pub struct Selector {
     actor: Addr<SelectionActor>,
     options: Arc<SelectorOptions>,
     pins: Arc<AtomicU64>,
+    closed: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Selector {
@@ -211,12 +808,14 @@ impl std::fmt::Debug for Selector {
 impl Selector {
     /// Starts a selection actor for `topology` (in the current actix arbiter).
     pub fn start(topology: &Topology, options: SelectorOptions) -> Selector {
-        let actor = SelectionActor { topology: topology.clone() }.start();
+        let options = Arc::new(options);
+        let actor = SelectionActor::new(topology, options.clone()).start();
         Selector {
             topology: topology.clone(),
             actor,
-            options: Arc::new(options),
+            options,
             pins: Arc::new(AtomicU64::new(1)),
+            closed: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -224,7 +823,56 @@ impl Selector {
     /// waiting in the actor's mailbox until a snapshot serves it or the timeout passes.
     pub async fn select(&self, request: SelectionRequest) -> Result<SelectedServer> {
         let started = Instant::now();
-        self.actor.send(SelectServer { request, started }).await.map_err(|_| Error::stopped("selection"))?
+        if self.closed.load(Ordering::Relaxed) || !self.actor.connected() {
+            return Err(Error::stopped("selection"));
+        }
+        let snapshot = self.topology.snapshot();
+        let custom = self.options.custom_selector.as_ref();
+        selection::log::selection_started(
+            &request.operation,
+            request.operation_id,
+            &full_criteria(&request, custom),
+            &snapshot.description,
+        );
+        let attempt = if snapshot.closed {
+            Err(Error::stopped("topology"))
+        } else {
+            match custom {
+                Some(CustomSelector::Actor(recipient)) => {
+                    attempt_with_actor(recipient, &snapshot, &request).await
+                }
+                _ => attempt(&snapshot, &request, custom),
+            }
+        };
+        let outcome = match attempt {
+            Ok(Some(chosen)) => Ok(chosen),
+            Ok(None) => {
+                let deadline = deadline_of(started, self.options.server_selection_timeout, &request);
+                if Instant::now() < deadline {
+                    return self.wait(request, started, deadline, &snapshot).await;
+                }
+                Err(timeout_error(&snapshot, &request, custom, started, deadline))
+            }
+            Err(e) => Err(e),
+        };
+        log_outcome(&request, custom, &snapshot.description, &outcome);
+        record_duration(started, outcome.is_ok(), true);
+        outcome
+    }
+
+    /// The slow path: log "waiting" once for the operation, then wait in the actor.
+    async fn wait(
+        &self,
+        request: SelectionRequest,
+        started: Instant,
+        deadline: Instant,
+        snapshot: &TopologySnapshot,
+    ) -> Result<SelectedServer> {
+        log_waiting(&request, self.options.custom_selector.as_ref(), &snapshot.description, deadline);
+        let (reply, rx) = oneshot::channel();
+        // A stopped actor drops the message, and with it `reply`.
+        self.actor.do_send(EnqueueWaiter { request, started, deadline, reply });
+        rx.await.unwrap_or_else(|_| Err(Error::stopped("selection")))
     }
 
     /// The topology this selector reads.
@@ -247,16 +895,45 @@ impl Selector {
         PinId(self.pins.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// The number of operations in flight on `address`.
+    /// The number of operations in flight on `address` (0 for a server not in the topology).
     pub fn operation_count(&self, address: &ServerAddress) -> usize {
-        let _ = address;
-        0
+        self.topology.snapshot().handle(address).map_or(0, |h| h.operations.load(Ordering::Relaxed))
     }
 
     /// Stops the actor (waiters get [`Error::ActorStopped`]); pinned connections return to
     /// their pools.
-    pub async fn close(&self) {}
+    pub async fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        let _ = self.actor.send(CloseSelector).await;
+    }
 }
 
-#[allow(dead_code)]
-fn _uses(_: &TopologyDescription) {}
+/// One synchronous attempt on `snapshot` (no actor selector).
+fn attempt(
+    snapshot: &Arc<TopologySnapshot>,
+    request: &SelectionRequest,
+    custom: Option<&CustomSelector>,
+) -> Result<Option<SelectedServer>> {
+    let servers = candidates(snapshot, request, custom)?;
+    Ok(choose(snapshot, servers).and_then(|sd| selected(snapshot, sd)))
+}
+
+/// One attempt on `snapshot` with the selector actor, awaited from the caller's task.
+async fn attempt_with_actor(
+    recipient: &Recipient<FilterServers>,
+    snapshot: &Arc<TopologySnapshot>,
+    request: &SelectionRequest,
+) -> Result<Option<SelectedServer>> {
+    let mut servers = candidates(snapshot, request, None)?;
+    if servers.is_empty() {
+        return Ok(None);
+    }
+    let message = FilterServers {
+        topology: snapshot.clone(),
+        candidates: owned(&servers),
+        criteria: request.criteria.clone(),
+    };
+    let addresses = recipient.send(message).await.map_err(|_| selector_stopped())?;
+    keep(&mut servers, &addresses);
+    Ok(choose(snapshot, servers).and_then(|sd| selected(snapshot, sd)))
+}

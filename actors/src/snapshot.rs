@@ -5,6 +5,7 @@
 //! or the set of servers changed.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use actix::Addr;
@@ -23,6 +24,13 @@ pub struct ServerHandle {
     pub pool: ServerPool,
     /// The pool actor, for check-outs.
     pub pool_actor: Addr<PoolActor>,
+    /// The server's `operationCount`: operations selected for it and not yet finished.
+    /// Created once per server and kept while it stays in the topology (every snapshot
+    /// shares it); changed only through `selection_actor::OperationGuard`, waking nobody.
+    pub operations: Arc<AtomicUsize>,
+    /// The `mongo_actors_operations_in_flight{server}` gauge, registered once per server
+    /// so that counting an operation allocates nothing.
+    pub operations_gauge: metrics::Gauge,
 }
 
 /// One published state of the topology.

@@ -446,7 +446,10 @@ impl TopologyActor {
                 }
             }
         };
-        self.servers.insert(address, ServerEntry { handle: ServerHandle { rtt, pool, pool_actor }, monitor });
+        let operations_gauge =
+            metrics::gauge!("mongo_actors_operations_in_flight", "server" => address.to_string());
+        let handle = ServerHandle { rtt, pool, pool_actor, operations: Arc::default(), operations_gauge };
+        self.servers.insert(address, ServerEntry { handle, monitor });
     }
 
     /// Stops a removed server's actors without waiting for them.
