@@ -1,20 +1,33 @@
 //! The one error type of the `actors` crate.
 
+use protocol::ServerAddress;
+
 /// A `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The label of errors a retryable write may retry on.
+pub const RETRYABLE_WRITE_ERROR: &str = "RetryableWriteError";
+/// The label a retry attempt's error carries when it performed no write: the first attempt's
+/// error is then the one returned.
+pub const NO_WRITES_PERFORMED: &str = "NoWritesPerformed";
 
 /// What can go wrong talking to the actors.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The actor that should answer has stopped (the topology was closed, or the actor's
-    /// server left the topology); its mailbox is gone.
+    /// server left the topology); its mailbox is gone. Also returned by a [`Client`] after
+    /// [`Client::shutdown`].
+    ///
+    /// [`Client`]: crate::client::Client
+    /// [`Client::shutdown`]: crate::client::Client::shutdown
     #[error("the {actor} actor has stopped")]
     ActorStopped {
         /// Which actor, for example `topology` or `pool 127.0.0.1:27017`.
         actor: String,
     },
-    /// Options are invalid (checked when the topology is built).
+    /// Options are invalid (checked when the topology or client is built, or when an
+    /// operation's arguments cannot be sent, for example a document that does not serialize).
     #[error("invalid options: {message}")]
     InvalidOptions {
         /// What is wrong.
@@ -26,15 +39,218 @@ pub enum Error {
     /// timeout error, naming the servers and their errors).
     #[error(transparent)]
     ServerSelection(#[from] selection::Error),
-    /// A connection or pool error.
+    /// A connection or pool error outside an operation (for example while building a pool).
     #[error(transparent)]
     Pool(#[from] pool::Error),
+    /// An operation's connection failed: checking a connection out (pool cleared, wait queue
+    /// timeout, establishment error) or a network error or timeout during the round trip.
+    /// `labels` includes the ones the client added (`RetryableWriteError` for a retryable write).
+    #[error("{source} (on {address})")]
+    Connection {
+        /// The server.
+        address: ServerAddress,
+        /// What the pool or connection reported.
+        #[source]
+        source: pool::Error,
+        /// The error labels.
+        labels: Vec<String>,
+    },
+    /// The server answered a command with `ok: 0`.
+    #[error("command failed on {address}: {message} (code {code}{})", code_name.as_deref().map(|n| format!(", {n}")).unwrap_or_default())]
+    Command {
+        /// The server.
+        address: ServerAddress,
+        /// The error code (0 if the server gave none).
+        code: i32,
+        /// The code name, when the server gave one.
+        code_name: Option<String>,
+        /// The error message.
+        message: String,
+        /// The error labels (the server's, plus `RetryableWriteError` when the client added it
+        /// for a pre-4.4 server).
+        labels: Vec<String>,
+    },
+    /// A write command succeeded (`ok: 1`) but some of its writes failed (`writeErrors`) or the
+    /// write concern was not satisfied (`writeConcernError`).
+    #[error("write failed on {address}: {}", write_failure_message(write_errors, write_concern_error.as_ref()))]
+    Write {
+        /// The server.
+        address: ServerAddress,
+        /// The failed writes, in order.
+        write_errors: Vec<WriteError>,
+        /// The write concern error, if any.
+        write_concern_error: Option<WriteConcernError>,
+        /// The error labels of the reply and of its write concern error.
+        labels: Vec<String>,
+    },
+    /// A reply could not be understood (a missing or mistyped field).
+    #[error("invalid reply from {address}: {message}")]
+    InvalidResponse {
+        /// The server.
+        address: ServerAddress,
+        /// What was wrong.
+        message: String,
+    },
+}
+
+/// One failed write of a write command (`writeErrors` entry).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteError {
+    /// The index of the failed statement in the command.
+    pub index: usize,
+    /// The error code (for example 11000 for a duplicate key).
+    pub code: i32,
+    /// The code name, if the server gave one.
+    pub code_name: Option<String>,
+    /// The error message.
+    pub message: String,
+}
+
+/// A `writeConcernError`: the writes happened, but not with the requested durability.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteConcernError {
+    /// The error code.
+    pub code: i32,
+    /// The code name, if the server gave one.
+    pub code_name: Option<String>,
+    /// The error message.
+    pub message: String,
+}
+
+fn write_failure_message(errors: &[WriteError], wce: Option<&WriteConcernError>) -> String {
+    let mut parts: Vec<String> =
+        errors.iter().map(|e| format!("write {} failed: {} (code {})", e.index, e.message, e.code)).collect();
+    if let Some(w) = wce {
+        parts.push(format!("write concern error: {} (code {})", w.message, w.code));
+    }
+    parts.join("; ")
+}
+
+/// What kind of error an [`Error`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`Error::ActorStopped`].
+    ActorStopped,
+    /// [`Error::InvalidOptions`].
+    InvalidOptions,
+    /// Server selection failed ([`Error::ServerSelection`]).
+    ServerSelection,
+    /// A network error or timeout on a connection.
+    Network,
+    /// A pool error that is not a network error (cleared, closed, wait queue timeout), or an
+    /// authentication or handshake failure.
+    Pool,
+    /// [`Error::Command`].
+    Command,
+    /// [`Error::Write`].
+    Write,
+    /// [`Error::InvalidResponse`].
+    InvalidResponse,
 }
 
 impl Error {
     /// The error for a mailbox that is gone.
     pub fn stopped(actor: impl Into<String>) -> Self {
         Error::ActorStopped { actor: actor.into() }
+    }
+
+    /// What kind of error this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::ActorStopped { .. } => ErrorKind::ActorStopped,
+            Error::InvalidOptions { .. } => ErrorKind::InvalidOptions,
+            Error::ServerSelection(_) => ErrorKind::ServerSelection,
+            Error::Pool(e) | Error::Connection { source: e, .. } if e.is_network_error() => {
+                ErrorKind::Network
+            }
+            Error::Pool(_) | Error::Connection { .. } => ErrorKind::Pool,
+            Error::Command { .. } => ErrorKind::Command,
+            Error::Write { .. } => ErrorKind::Write,
+            Error::InvalidResponse { .. } => ErrorKind::InvalidResponse,
+        }
+    }
+
+    /// The error labels (for example `RetryableWriteError`, `TransientTransactionError`).
+    pub fn labels(&self) -> Vec<String> {
+        match self {
+            Error::Pool(e) => e.labels(),
+            Error::Connection { labels, .. }
+            | Error::Command { labels, .. }
+            | Error::Write { labels, .. } => labels.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// True if [`Error::labels`] has `label`.
+    pub fn has_label(&self, label: &str) -> bool {
+        match self {
+            Error::Connection { labels, .. }
+            | Error::Command { labels, .. }
+            | Error::Write { labels, .. } => labels.iter().any(|l| l == label),
+            Error::Pool(e) => e.has_label(label),
+            _ => false,
+        }
+    }
+
+    /// The server the error happened on, when there is one.
+    pub fn address(&self) -> Option<&ServerAddress> {
+        match self {
+            Error::Connection { address, .. }
+            | Error::Command { address, .. }
+            | Error::Write { address, .. }
+            | Error::InvalidResponse { address, .. } => Some(address),
+            Error::Pool(e) => pool_error_address(e),
+            _ => None,
+        }
+    }
+
+    /// The server's error code: a command error's, or the write concern error's (or the
+    /// first write error's) of a write error.
+    pub fn code(&self) -> Option<i32> {
+        match self {
+            Error::Command { code, .. } => Some(*code),
+            Error::Write { write_concern_error: Some(w), .. } => Some(w.code),
+            Error::Write { write_errors, .. } => write_errors.first().map(|w| w.code),
+            _ => None,
+        }
+    }
+
+    /// True for a network error or timeout on a connection.
+    pub fn is_network_error(&self) -> bool {
+        self.kind() == ErrorKind::Network
+    }
+
+    pub(crate) fn add_label(&mut self, label: &str) {
+        if let Error::Connection { labels, .. }
+        | Error::Command { labels, .. }
+        | Error::Write { labels, .. } = self
+        {
+            if !labels.iter().any(|l| l == label) {
+                labels.push(label.to_string());
+            }
+        }
+    }
+}
+
+/// The server of a pool error, for the variants that name one.
+pub(crate) fn pool_error_address(e: &pool::Error) -> Option<&ServerAddress> {
+    use pool::Error as P;
+    match e {
+        P::Io { address, .. }
+        | P::Timeout { address, .. }
+        | P::Tls { address, .. }
+        | P::Handshake { address, .. }
+        | P::Command { address, .. }
+        | P::Authentication { address, .. }
+        | P::Protocol { address, .. }
+        | P::Interrupted { address, .. }
+        | P::ConnectionClosed { address }
+        | P::PoolCleared { address, .. }
+        | P::PoolClosed { address }
+        | P::InvalidState { address, .. }
+        | P::WaitQueueTimeout { address, .. } => Some(address),
+        _ => None,
     }
 }
 

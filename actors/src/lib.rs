@@ -21,7 +21,13 @@ pub mod selection_actor;
 pub mod snapshot;
 pub mod topology;
 
-pub use error::{Error, Result};
+pub use client::actor::ClientActor;
+pub use client::{
+    Client, ClientOptions, Collection, Cursor, Database, DeleteResult, FindOptions, InsertManyResult,
+    InsertOneResult, UpdateResult,
+};
+pub use error::{Error, ErrorKind, Result, WriteConcernError, WriteError};
+pub use selection_actor::{Criteria, Selector};
 pub use snapshot::{ServerHandle, TopologySnapshot};
 pub use topology::{
     default_monitor_factory, MonitorFactory, MonitorHandles, MonitorSpawn, Topology, TopologyActor,

@@ -381,6 +381,20 @@ impl Connection {
         self.round_trip(frame, deadline, Phase::Write, Phase::Read).await
     }
 
+    /// Like [`Connection::send_command`], calling `before_send` with the request id just
+    /// before the request is written (command monitoring's started event needs it).
+    pub async fn send_command_with(
+        &mut self,
+        db: &str,
+        body: impl Into<CommandBody>,
+        deadline: Option<Instant>,
+        before_send: impl FnOnce(i32),
+    ) -> Result<RawDocumentBuf> {
+        let frame = self.msg_frame(db, body.into(), OpMsgFlags::empty())?;
+        before_send(frame.request_id);
+        self.round_trip(frame, deadline, Phase::Write, Phase::Read).await
+    }
+
     /// Like [`Connection::send_command`] but with `exhaustAllowed`: when the reply has
     /// `moreToCome`, read the following replies with [`Connection::read_more_to_come`].
     pub async fn send_exhaust_command(

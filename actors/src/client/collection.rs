@@ -1,0 +1,291 @@
+//! A collection handle and the minimal CRUD operations.
+
+use std::collections::BTreeMap;
+
+use bson::oid::ObjectId;
+use bson::{doc, Bson, Document};
+use selection::ReadPreference;
+
+use super::cursor::Cursor;
+use super::database::Database;
+use super::operation::{read_criteria, Op, Retry};
+use crate::selection_actor::Criteria;
+use crate::{Error, Result};
+
+/// Options of [`Collection::find`] and [`Collection::find_one`].
+#[derive(Debug, Default, Clone)]
+pub struct FindOptions {
+    /// The most documents to return (`find`'s `limit`).
+    pub limit: Option<i64>,
+    /// Documents per batch (the first batch and every `getMore`).
+    pub batch_size: Option<u32>,
+    /// Documents to skip.
+    pub skip: Option<u64>,
+    /// The sort order.
+    pub sort: Option<Document>,
+    /// The fields to return.
+    pub projection: Option<Document>,
+    /// Where to read (default: the client's read preference, primary unless the URI says).
+    pub read_preference: Option<ReadPreference>,
+}
+
+/// The result of [`Collection::insert_one`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct InsertOneResult {
+    /// The `_id` of the document (generated when it had none).
+    pub inserted_id: Bson,
+}
+
+/// The result of [`Collection::insert_many`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct InsertManyResult {
+    /// The `_id` of every document, by its index in the input.
+    pub inserted_ids: BTreeMap<usize, Bson>,
+}
+
+/// The result of [`Collection::update_one`] and [`Collection::update_many`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdateResult {
+    /// Documents the filter matched.
+    pub matched_count: u64,
+    /// Documents changed.
+    pub modified_count: u64,
+    /// The `_id` of an upserted document.
+    pub upserted_id: Option<Bson>,
+}
+
+/// The result of [`Collection::delete_one`] and [`Collection::delete_many`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeleteResult {
+    /// Documents deleted.
+    pub deleted_count: u64,
+}
+
+/// A collection of `bson::Document`s (cheap to clone, no I/O until an operation runs).
+#[derive(Debug, Clone)]
+pub struct Collection {
+    db: Database,
+    name: String,
+}
+
+fn count_of(reply: &Document, key: &str) -> u64 {
+    match reply.get(key) {
+        Some(Bson::Int32(i)) => u64::try_from(*i).unwrap_or(0),
+        Some(Bson::Int64(i)) => u64::try_from(*i).unwrap_or(0),
+        Some(Bson::Double(d)) if *d >= 0.0 => *d as u64,
+        _ => 0,
+    }
+}
+
+impl Collection {
+    pub(crate) fn new(db: Database, name: &str) -> Self {
+        Collection { db, name: name.to_string() }
+    }
+
+    /// The collection's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The database.
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    fn inner(&self) -> &super::ClientInner {
+        &self.db.client().inner
+    }
+
+    fn write_op(&self, name: &'static str, mut command: Document) -> Op {
+        if let Some(wc) = &self.inner().settings.write_concern {
+            command.insert("writeConcern", wc.clone());
+        }
+        Op {
+            name: name.into(),
+            db: self.db.name().to_string(),
+            command,
+            criteria: Criteria::Write,
+            retry: Retry::Write,
+            check_write: true,
+            opens_cursor: false,
+        }
+    }
+
+    fn read_op(&self, name: &'static str, command: Document, rp: Option<ReadPreference>, cursor: bool) -> Op {
+        Op {
+            name: name.into(),
+            db: self.db.name().to_string(),
+            command,
+            criteria: read_criteria(rp, &self.inner().settings.read_preference),
+            retry: Retry::Read,
+            check_write: false,
+            opens_cursor: cursor,
+        }
+    }
+
+    /// Inserts one document (an `_id` is generated when it has none). A retryable write.
+    pub async fn insert_one(&self, doc: Document) -> Result<InsertOneResult> {
+        let mut result = self.insert_many(vec![doc]).await?;
+        let inserted_id = result.inserted_ids.remove(&0).unwrap_or(Bson::Null);
+        Ok(InsertOneResult { inserted_id })
+    }
+
+    /// Inserts documents in order (an `_id` is generated for those that have none), in one
+    /// `insert` command. A retryable write.
+    pub async fn insert_many(&self, docs: Vec<Document>) -> Result<InsertManyResult> {
+        if docs.is_empty() {
+            return Err(Error::InvalidOptions { message: "insert_many needs at least one document".into() });
+        }
+        let mut inserted_ids = BTreeMap::new();
+        let mut documents = Vec::with_capacity(docs.len());
+        for (i, mut d) in docs.into_iter().enumerate() {
+            let id = match d.get("_id") {
+                Some(id) => id.clone(),
+                None => {
+                    let id = Bson::ObjectId(ObjectId::new());
+                    let mut with_id = Document::new();
+                    with_id.insert("_id", id.clone());
+                    with_id.extend(std::mem::take(&mut d));
+                    d = with_id;
+                    id
+                }
+            };
+            inserted_ids.insert(i, id);
+            documents.push(Bson::Document(d));
+        }
+        let op =
+            self.write_op("insert", doc! {"insert": &self.name, "documents": documents, "ordered": true});
+        self.inner().execute(op).await?;
+        Ok(InsertManyResult { inserted_ids })
+    }
+
+    /// Finds documents: the first batch comes with the `find`, the rest with `getMore`s on
+    /// the same server. A retryable read (the `find`, not the `getMore`s).
+    pub async fn find(&self, filter: Document, options: FindOptions) -> Result<Cursor> {
+        let batch_size = options.batch_size;
+        let mut command = doc! {"find": &self.name, "filter": filter};
+        if let Some(s) = &options.sort {
+            command.insert("sort", s.clone());
+        }
+        if let Some(p) = &options.projection {
+            command.insert("projection", p.clone());
+        }
+        if let Some(s) = options.skip {
+            command.insert("skip", i64::try_from(s).unwrap_or(i64::MAX));
+        }
+        if let Some(l) = options.limit {
+            if l < 0 {
+                command.insert("limit", -l);
+                command.insert("singleBatch", true);
+            } else if l > 0 {
+                command.insert("limit", l);
+            }
+        }
+        if let Some(b) = batch_size {
+            command.insert("batchSize", i64::from(b));
+        }
+        let op = self.read_op("find", command, options.read_preference, true);
+        let out = self.inner().execute(op).await?;
+        Cursor::new(self.db.client().clone(), self.db.name(), &self.name, out, batch_size)
+    }
+
+    /// Finds the first matching document (`limit: 1`, one batch). A retryable read.
+    pub async fn find_one(&self, filter: Document, options: FindOptions) -> Result<Option<Document>> {
+        let mut command = doc! {"find": &self.name, "filter": filter, "limit": 1_i64, "singleBatch": true};
+        if let Some(s) = &options.sort {
+            command.insert("sort", s.clone());
+        }
+        if let Some(p) = &options.projection {
+            command.insert("projection", p.clone());
+        }
+        if let Some(s) = options.skip {
+            command.insert("skip", i64::try_from(s).unwrap_or(i64::MAX));
+        }
+        let op = self.read_op("find", command, options.read_preference, false);
+        let out = self.inner().execute(op).await?;
+        let first = out
+            .reply
+            .get_document("cursor")
+            .ok()
+            .and_then(|c| c.get_array("firstBatch").ok())
+            .and_then(|b| b.first())
+            .and_then(Bson::as_document)
+            .cloned();
+        Ok(first)
+    }
+
+    async fn update(&self, filter: Document, update: Document, multi: bool) -> Result<UpdateResult> {
+        let statement = doc! {"q": filter, "u": update, "multi": multi};
+        let mut op =
+            self.write_op("update", doc! {"update": &self.name, "updates": [statement], "ordered": true});
+        if multi {
+            op.retry = Retry::No;
+        }
+        let reply = self.inner().execute(op).await?.reply;
+        let upserted_id = reply
+            .get_array("upserted")
+            .ok()
+            .and_then(|u| u.first())
+            .and_then(Bson::as_document)
+            .and_then(|u| u.get("_id").cloned());
+        Ok(UpdateResult {
+            matched_count: count_of(&reply, "n").saturating_sub(u64::from(upserted_id.is_some())),
+            modified_count: count_of(&reply, "nModified"),
+            upserted_id,
+        })
+    }
+
+    /// Updates the first matching document with an update document (`$set`, ...) or a
+    /// replacement. A retryable write.
+    pub async fn update_one(&self, filter: Document, update: Document) -> Result<UpdateResult> {
+        self.update(filter, update, false).await
+    }
+
+    /// Updates every matching document. Not retryable (multi-document writes are not, per
+    /// the retryable writes spec), so it runs once.
+    pub async fn update_many(&self, filter: Document, update: Document) -> Result<UpdateResult> {
+        self.update(filter, update, true).await
+    }
+
+    async fn delete(&self, filter: Document, limit: i32) -> Result<DeleteResult> {
+        let statement = doc! {"q": filter, "limit": limit};
+        let mut op =
+            self.write_op("delete", doc! {"delete": &self.name, "deletes": [statement], "ordered": true});
+        if limit == 0 {
+            op.retry = Retry::No;
+        }
+        let reply = self.inner().execute(op).await?.reply;
+        Ok(DeleteResult { deleted_count: count_of(&reply, "n") })
+    }
+
+    /// Deletes the first matching document. A retryable write.
+    pub async fn delete_one(&self, filter: Document) -> Result<DeleteResult> {
+        self.delete(filter, 1).await
+    }
+
+    /// Deletes every matching document. Not retryable (a multi-document write).
+    pub async fn delete_many(&self, filter: Document) -> Result<DeleteResult> {
+        self.delete(filter, 0).await
+    }
+
+    /// Counts matching documents with the drivers' `aggregate` pipeline (`$match` then
+    /// `$group`). A retryable read.
+    pub async fn count_documents(
+        &self,
+        filter: Document,
+        read_preference: Option<ReadPreference>,
+    ) -> Result<u64> {
+        let pipeline = vec![doc! {"$match": filter}, doc! {"$group": {"_id": 1, "n": {"$sum": 1}}}];
+        let command = doc! {"aggregate": &self.name, "pipeline": pipeline, "cursor": {}};
+        let op = self.read_op("aggregate", command, read_preference, false);
+        let reply = self.inner().execute(op).await?.reply;
+        let n = reply
+            .get_document("cursor")
+            .ok()
+            .and_then(|c| c.get_array("firstBatch").ok())
+            .and_then(|b| b.first())
+            .and_then(Bson::as_document)
+            .map_or(0, |d| count_of(d, "n"));
+        Ok(n)
+    }
+}

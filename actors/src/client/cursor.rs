@@ -1,0 +1,197 @@
+//! Cursors: batches from `find`, `getMore` on the same server and session, `killCursors` on
+//! drop when not exhausted.
+
+use std::collections::VecDeque;
+
+use bson::{doc, Bson, Document};
+use pool::cmap::{CheckoutPurpose, PooledConnection};
+use pool::connection::Connection;
+use protocol::ServerAddress;
+
+use super::operation::{cursor_id, Op, OpOutput, Retry};
+use super::session::ServerSession;
+use super::Client;
+use crate::selection_actor::Criteria;
+use crate::{Error, Result};
+
+/// The results of a `find`, batch by batch.
+///
+/// When a batch runs out, [`try_next`](Self::try_next) sends a `getMore` to the server that
+/// opened the cursor, with the cursor's session (and, in load-balanced mode, on its pinned
+/// connection). Dropping a cursor that is not exhausted kills it on the server in the
+/// background (errors ignored) and returns its session.
+pub struct Cursor {
+    client: Client,
+    db: String,
+    collection: String,
+    address: ServerAddress,
+    id: i64,
+    buffer: VecDeque<Document>,
+    batch_size: Option<u32>,
+    session: Option<ServerSession>,
+    pinned: Option<PooledConnection<Connection>>,
+}
+
+impl std::fmt::Debug for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cursor")
+            .field("address", &self.address)
+            .field("id", &self.id)
+            .field("buffered", &self.buffer.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn batch(reply: &Document, address: &ServerAddress, key: &str) -> Result<(i64, VecDeque<Document>)> {
+    let cursor = reply.get_document("cursor").map_err(|_| Error::InvalidResponse {
+        address: address.clone(),
+        message: "the reply has no cursor document".into(),
+    })?;
+    let docs = cursor
+        .get_array(key)
+        .map(|a| a.iter().filter_map(Bson::as_document).cloned().collect())
+        .unwrap_or_default();
+    Ok((cursor_id(reply), docs))
+}
+
+impl Cursor {
+    pub(crate) fn new(
+        client: Client,
+        db: &str,
+        collection: &str,
+        out: OpOutput,
+        batch_size: Option<u32>,
+    ) -> Result<Cursor> {
+        let (id, buffer) = batch(&out.reply, &out.address, "firstBatch")?;
+        let mut pinned = out.connection;
+        if let Some(c) = pinned.as_mut() {
+            c.set_purpose(CheckoutPurpose::Cursor);
+        }
+        let mut cursor = Cursor {
+            client,
+            db: db.to_string(),
+            collection: collection.to_string(),
+            address: out.address,
+            id,
+            buffer,
+            batch_size,
+            session: out.session,
+            pinned,
+        };
+        if id == 0 {
+            cursor.release();
+        }
+        Ok(cursor)
+    }
+
+    /// The server's cursor id (0 once exhausted).
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+
+    /// The server the cursor lives on.
+    pub fn address(&self) -> &ServerAddress {
+        &self.address
+    }
+
+    /// Returns the session and the pinned connection once the cursor is exhausted or dead.
+    fn release(&mut self) {
+        self.pinned = None;
+        if let Some(s) = self.session.take() {
+            let timeout = self.client.inner.topology.snapshot().description.logical_session_timeout_minutes();
+            self.client.inner.sessions.release(s, timeout);
+        }
+    }
+
+    /// The next document, sending a `getMore` when the batch is used up; `None` once the
+    /// cursor is exhausted.
+    pub async fn try_next(&mut self) -> Result<Option<Document>> {
+        loop {
+            if let Some(d) = self.buffer.pop_front() {
+                return Ok(Some(d));
+            }
+            if self.id == 0 {
+                return Ok(None);
+            }
+            let mut command = doc! {"getMore": self.id, "collection": &self.collection};
+            if let Some(b) = self.batch_size {
+                command.insert("batchSize", i64::from(b));
+            }
+            let op = Op {
+                name: "getMore".into(),
+                db: self.db.clone(),
+                command,
+                criteria: Criteria::Read(selection::ReadPreference::PRIMARY),
+                retry: Retry::No,
+                check_write: false,
+                opens_cursor: false,
+            };
+            let result = self
+                .client
+                .inner
+                .execute_on(&self.address, self.pinned.as_mut(), &op, self.session.as_mut())
+                .await;
+            match result.and_then(|reply| batch(&reply, &self.address, "nextBatch")) {
+                Ok((id, docs)) => {
+                    self.id = id;
+                    self.buffer = docs;
+                    if id == 0 {
+                        self.release();
+                    }
+                }
+                Err(e) => {
+                    // A cursor whose getMore failed is dead (the server may have closed it;
+                    // network errors left it unreachable): no killCursors.
+                    self.id = 0;
+                    self.release();
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Every remaining document.
+    pub async fn try_collect(mut self) -> Result<Vec<Document>> {
+        let mut all = Vec::new();
+        while let Some(d) = self.try_next().await? {
+            all.push(d);
+        }
+        Ok(all)
+    }
+}
+
+impl Drop for Cursor {
+    fn drop(&mut self) {
+        if self.id == 0 {
+            return;
+        }
+        let client = self.client.clone();
+        let address = self.address.clone();
+        let db = std::mem::take(&mut self.db);
+        let collection = std::mem::take(&mut self.collection);
+        let id = self.id;
+        let mut session = self.session.take();
+        let mut pinned = self.pinned.take();
+        let inner = client.inner.clone();
+        inner.spawn(async move {
+            let op = Op {
+                name: "killCursors".into(),
+                db,
+                command: doc! {"killCursors": collection, "cursors": [id]},
+                criteria: Criteria::Read(selection::ReadPreference::PRIMARY),
+                retry: Retry::No,
+                check_write: false,
+                opens_cursor: false,
+            };
+            let result = client.inner.execute_on(&address, pinned.as_mut(), &op, session.as_mut()).await;
+            if let Err(e) = result {
+                tracing::debug!(%address, cursor = id, error = %e, "killCursors failed (ignored)");
+            }
+            drop(pinned);
+            if let Some(s) = session {
+                let timeout = client.inner.topology.snapshot().description.logical_session_timeout_minutes();
+                client.inner.sessions.release(s, timeout);
+            }
+        });
+    }
+}

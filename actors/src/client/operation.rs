@@ -1,0 +1,664 @@
+//! Running one operation: selection, check-out, the command's global arguments, command
+//! monitoring, reply classification, SDAM error reporting, and the retryable reads and
+//! writes rules (one retry each).
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Instant as StdInstant;
+
+use bson::{Bson, Document, RawDocumentBuf};
+use pool::cmap::{CheckoutPurpose, PooledConnection};
+use pool::connection::{CommandBody, Connection};
+use protocol::sdam::app_error::{classify_state_change, ApplicationErrorKind, ErrorPhase};
+use protocol::sdam::{ServerType, TopologyType};
+use protocol::ServerAddress;
+use selection::ReadPreference;
+
+use super::session::ServerSession;
+use super::ClientInner;
+use crate::command_events::{CommandConnection, CommandEvent};
+use crate::error::{
+    pool_error_address, WriteConcernError, WriteError, NO_WRITES_PERFORMED, RETRYABLE_WRITE_ERROR,
+};
+use crate::selection_actor::{Criteria, SelectionRequest};
+use crate::topology::application_error;
+use crate::{Error, Result};
+
+/// Codes a retryable read retries on (retryable reads spec).
+pub(crate) const RETRYABLE_READ_CODES: [i32; 13] =
+    [11600, 11602, 10107, 13435, 13436, 189, 91, 7, 6, 89, 9001, 262, 134];
+/// Codes the client labels `RetryableWriteError` for servers older than 4.4, which do not
+/// label errors themselves (retryable writes spec).
+pub(crate) const RETRYABLE_WRITE_CODES: [i32; 12] =
+    [11600, 11602, 10107, 13435, 13436, 189, 91, 7, 6, 89, 9001, 262];
+/// Wire version of MongoDB 4.4: from there on the server labels retryable write errors.
+const WIRE_VERSION_4_4: i32 = 9;
+
+/// Commands whose bodies and replies command monitoring redacts.
+const SENSITIVE_COMMANDS: [&str; 9] = [
+    "authenticate",
+    "saslstart",
+    "saslcontinue",
+    "getnonce",
+    "createuser",
+    "updateuser",
+    "copydbgetnonce",
+    "copydbsaslstart",
+    "copydb",
+];
+
+static NEXT_OPERATION_ID: AtomicI64 = AtomicI64::new(1);
+
+/// A fresh operation id, shared by an operation's attempts.
+pub(crate) fn next_operation_id() -> i64 {
+    NEXT_OPERATION_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// How an operation may be retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Retry {
+    /// A retryable read.
+    Read,
+    /// A retryable write (gets a `txnNumber`).
+    Write,
+    /// Never retried.
+    No,
+}
+
+/// One operation to run.
+#[derive(Debug, Clone)]
+pub(crate) struct Op {
+    /// The command's name, for selection logs.
+    pub name: std::borrow::Cow<'static, str>,
+    /// The database.
+    pub db: String,
+    /// The command, without global arguments.
+    pub command: Document,
+    /// Read or write.
+    pub criteria: Criteria,
+    /// Retry rules.
+    pub retry: Retry,
+    /// `writeErrors`/`writeConcernError` in an `ok: 1` reply are errors.
+    pub check_write: bool,
+    /// Keep the session and connection when the reply opens a cursor.
+    pub opens_cursor: bool,
+}
+
+/// What a successful operation leaves.
+pub(crate) struct OpOutput {
+    /// The reply.
+    pub reply: Document,
+    /// The server that answered.
+    pub address: ServerAddress,
+    /// The session, for an operation that opened a cursor (otherwise returned to the pool).
+    pub session: Option<ServerSession>,
+    /// The connection, kept for an open cursor in load-balanced mode.
+    pub connection: Option<PooledConnection<Connection>>,
+}
+
+/// What a single attempt knows about its server.
+struct Target {
+    topology_type: TopologyType,
+    server_type: ServerType,
+}
+
+/// Whether the topology supports sessions, and their timeout.
+fn session_support(topology_type: TopologyType, timeout: Option<i64>) -> Option<Option<i64>> {
+    match (topology_type, timeout) {
+        (_, Some(t)) => Some(Some(t)),
+        (TopologyType::LoadBalanced, None) => Some(None),
+        _ => None,
+    }
+}
+
+impl ClientInner {
+    /// Runs `op` with selection, sessions and retries.
+    pub(crate) async fn execute(&self, op: Op) -> Result<OpOutput> {
+        self.check_open()?;
+        let operation_id = next_operation_id();
+        let mut deprioritized: Vec<ServerAddress> = Vec::new();
+        let mut first_error: Option<Error> = None;
+        let mut session: Option<ServerSession> = None;
+        let mut session_timeout: Option<i64> = None;
+        let mut txn_number: Option<i64> = None;
+        let result = loop {
+            let retrying = first_error.is_some();
+            let request = SelectionRequest {
+                criteria: op.criteria.clone(),
+                deprioritized: deprioritized.clone(),
+                operation: op.name.to_string(),
+                operation_id: Some(operation_id),
+                deadline: None,
+            };
+            let selected = match self.selector.select(request).await {
+                Ok(s) => s,
+                // A retry that finds no server returns the original error.
+                Err(e) => break Err(first_error.take().unwrap_or(e)),
+            };
+            let topology_type = selected.snapshot.description.topology_type();
+            let target = Target { topology_type, server_type: selected.description.server_type };
+            if session.is_none() && !retrying {
+                if let Some(timeout) = session_support(
+                    topology_type,
+                    selected.snapshot.description.logical_session_timeout_minutes(),
+                ) {
+                    session_timeout = timeout;
+                    session = Some(self.sessions.acquire(timeout));
+                }
+            }
+            let retryable = match op.retry {
+                Retry::Read => self.settings.retry_reads,
+                Retry::Write => {
+                    self.settings.retry_writes
+                        && session.is_some()
+                        && target.server_type != ServerType::Standalone
+                        && !self.settings.unacknowledged
+                }
+                Retry::No => false,
+            };
+            if retrying && !retryable {
+                // The new server cannot retry (for example no longer supports sessions).
+                break Err(first_error.take().unwrap_or_else(|| Error::stopped("operation")));
+            }
+            if op.retry == Retry::Write && retryable && txn_number.is_none() {
+                txn_number = session.as_mut().map(ServerSession::next_txn_number);
+            }
+            let address = selected.address.clone();
+            let generation = selected.handle.pool.generation(None);
+            let checked_out = selected.handle.pool.check_out(None, CheckoutPurpose::Other).await;
+            let attempt = match checked_out {
+                Ok(mut conn) => {
+                    let r = self
+                        .attempt(&mut conn, &target, &op, operation_id, session.as_mut(), txn_number)
+                        .await;
+                    r.map(|reply| (reply, conn))
+                }
+                Err(e) => Err(self.check_out_error(&address, e, generation, op.retry == Retry::Write).await),
+            };
+            drop(selected);
+            match attempt {
+                Ok((reply, conn)) => break Ok((reply, address, conn)),
+                Err(mut e) => {
+                    if op.retry == Retry::Write && retryable {
+                        add_write_labels(&mut e);
+                    }
+                    let can_retry = retryable
+                        && match op.retry {
+                            Retry::Read => is_retryable_read_error(&e),
+                            Retry::Write => e.has_label(RETRYABLE_WRITE_ERROR),
+                            Retry::No => false,
+                        };
+                    if let Some(first) = first_error.take() {
+                        // The retry failed: its error, unless it says it wrote nothing.
+                        break Err(if e.has_label(NO_WRITES_PERFORMED) { first } else { e });
+                    }
+                    if !can_retry {
+                        break Err(e);
+                    }
+                    tracing::debug!(operation = %op.name, %address, error = %e, "retrying once");
+                    if topology_type == TopologyType::Sharded {
+                        deprioritized.push(address);
+                    }
+                    first_error = Some(e);
+                }
+            }
+        };
+        match result {
+            Ok((reply, address, conn)) => {
+                let cursor_open = op.opens_cursor && cursor_id(&reply) != 0;
+                let (session, connection) = if cursor_open {
+                    let keep_conn = self.settings.load_balanced.then_some(conn);
+                    (session, keep_conn)
+                } else {
+                    if let Some(s) = session {
+                        self.sessions.release(s, session_timeout);
+                    }
+                    (None, None)
+                };
+                Ok(OpOutput { reply, address, session, connection })
+            }
+            Err(e) => {
+                if let Some(s) = session {
+                    self.sessions.release(s, session_timeout);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Runs one command (never retried) on `address`: a `getMore` or `killCursors` of a
+    /// cursor, on its pinned connection if it has one.
+    pub(crate) async fn execute_on(
+        &self,
+        address: &ServerAddress,
+        connection: Option<&mut PooledConnection<Connection>>,
+        op: &Op,
+        session: Option<&mut ServerSession>,
+    ) -> Result<Document> {
+        self.check_open()?;
+        let operation_id = next_operation_id();
+        let snapshot = self.topology.snapshot();
+        let server_type = snapshot.server(address).map_or(ServerType::Unknown, |d| d.server_type);
+        let target = Target { topology_type: snapshot.description.topology_type(), server_type };
+        if let Some(conn) = connection {
+            return self.attempt(conn, &target, op, operation_id, session, None).await;
+        }
+        let Some(handle) = snapshot.handle(address) else {
+            return Err(Error::Connection {
+                address: address.clone(),
+                source: pool::Error::PoolClosed { address: address.clone() },
+                labels: Vec::new(),
+            });
+        };
+        let pool = handle.pool.clone();
+        drop(snapshot);
+        let generation = pool.generation(None);
+        let mut conn = match pool.check_out(None, CheckoutPurpose::Other).await {
+            Ok(c) => c,
+            Err(e) => return Err(self.check_out_error(address, e, generation, false).await),
+        };
+        self.attempt(&mut conn, &target, op, operation_id, session, None).await
+    }
+
+    /// A check-out failure as an operation error; establishment errors go to SDAM.
+    async fn check_out_error(
+        &self,
+        address: &ServerAddress,
+        e: pool::Error,
+        generation: u32,
+        write: bool,
+    ) -> Error {
+        let establishment = e.is_network_error() || matches!(e, pool::Error::Authentication { .. });
+        if establishment && !matches!(e, pool::Error::PoolCleared { .. }) {
+            let app = application_error(
+                address.clone(),
+                &e,
+                generation,
+                ErrorPhase::ConnectionEstablishment,
+                None,
+                None,
+            );
+            let _ = self.topology.report_error(app).await;
+        }
+        let mut labels = e.labels();
+        if write && (e.is_network_error() || matches!(e, pool::Error::PoolCleared { .. })) {
+            labels.push(RETRYABLE_WRITE_ERROR.to_string());
+        }
+        let address = pool_error_address(&e).cloned().unwrap_or_else(|| address.clone());
+        Error::Connection { address, source: e, labels }
+    }
+
+    /// One attempt on a checked-out connection.
+    async fn attempt(
+        &self,
+        conn: &mut PooledConnection<Connection>,
+        target: &Target,
+        op: &Op,
+        operation_id: i64,
+        session: Option<&mut ServerSession>,
+        txn_number: Option<i64>,
+    ) -> Result<Document> {
+        let mut command = op.command.clone();
+        if let Criteria::Read(rp) = &op.criteria {
+            if let Some(d) = read_preference_document(target, rp) {
+                command.insert("$readPreference", d);
+            }
+        }
+        if let Some(s) = &session {
+            command.insert("lsid", s.lsid.clone());
+        }
+        if let Some(n) = txn_number {
+            command.insert("txnNumber", n);
+        }
+        if target.server_type != ServerType::Standalone {
+            if let Some(ct) = self.cluster_time.lock().clone() {
+                command.insert("$clusterTime", ct);
+            }
+        }
+        command.insert("$db", op.db.clone());
+        let address = conn.address().clone();
+        let handler = self.command_handler.as_ref();
+        let connection_info = handler.map(|_| CommandConnection {
+            address: address.clone(),
+            driver_connection_id: conn.id(),
+            server_connection_id: conn.hello_reply().connection_id,
+            service_id: conn.service_id(),
+        });
+        let command_name = command.keys().next().cloned().unwrap_or_default();
+        let redact = is_sensitive(&command_name, &command);
+        let raw = RawDocumentBuf::try_from(&command).map_err(|e| Error::InvalidOptions {
+            message: format!("the command cannot be serialized: {e}"),
+        })?;
+        let started_doc = match (handler, redact) {
+            (Some(_), false) => Some(command),
+            (Some(_), true) => Some(Document::new()),
+            _ => None,
+        };
+        let started = StdInstant::now();
+        let mut request_id = 0;
+        let result = conn
+            .send_command_with(&op.db, CommandBody::Raw(raw), None, |rid| {
+                request_id = rid;
+                if let (Some(h), Some(cmd), Some(c)) = (handler, started_doc, connection_info.clone()) {
+                    h.handle(&CommandEvent::Started {
+                        command: cmd,
+                        database_name: op.db.clone(),
+                        command_name: command_name.clone(),
+                        request_id: rid,
+                        operation_id,
+                        connection: c,
+                    });
+                }
+            })
+            .await;
+        let failed = |failure: String| {
+            if let (Some(h), Some(c)) = (handler, connection_info.clone()) {
+                h.handle(&CommandEvent::Failed {
+                    failure,
+                    command_name: command_name.clone(),
+                    database_name: op.db.clone(),
+                    request_id,
+                    operation_id,
+                    duration: started.elapsed(),
+                    connection: c,
+                });
+            }
+        };
+        let raw = match result {
+            Ok(r) => r,
+            Err(e) => {
+                failed(e.to_string());
+                if let Some(s) = session {
+                    if e.is_network_error() {
+                        s.dirty = true;
+                    }
+                }
+                if e.is_network_error() {
+                    let app = application_error(
+                        address.clone(),
+                        &e,
+                        conn.generation(),
+                        ErrorPhase::AfterHandshake,
+                        conn.service_id(),
+                        Some(conn.stream_description().max_wire_version),
+                    );
+                    let _ = self.topology.report_error(app).await;
+                }
+                return Err(Error::Connection { address, source: e, labels: Vec::new() });
+            }
+        };
+        let reply = match Document::try_from(raw) {
+            Ok(d) => d,
+            Err(e) => {
+                failed(e.to_string());
+                return Err(Error::InvalidResponse { address, message: e.to_string() });
+            }
+        };
+        if let Some(Bson::Document(ct)) = reply.get("$clusterTime") {
+            self.advance_cluster_time(ct);
+        }
+        let max_wire = conn.stream_description().max_wire_version;
+        // State change errors (ok: 0 or a writeConcernError) go to SDAM.
+        if let Some((kind, labels)) = ApplicationErrorKind::from_response(&reply) {
+            if let ApplicationErrorKind::Command { code, message, .. } = &kind {
+                if classify_state_change(*code, message).is_some() {
+                    let app = protocol::sdam::app_error::ApplicationError {
+                        address: address.clone(),
+                        generation: conn.generation(),
+                        service_id: conn.service_id(),
+                        max_wire_version: Some(max_wire),
+                        phase: ErrorPhase::AfterHandshake,
+                        kind,
+                        labels,
+                    };
+                    let _ = self.topology.report_error(app).await;
+                }
+            }
+        }
+        let outcome = classify(&address, reply, op.check_write);
+        match &outcome {
+            Ok(reply) => {
+                if let (Some(h), Some(c)) = (handler, connection_info.clone()) {
+                    h.handle(&CommandEvent::Succeeded {
+                        reply: if redact { Document::new() } else { reply.clone() },
+                        command_name: command_name.clone(),
+                        database_name: op.db.clone(),
+                        request_id,
+                        operation_id,
+                        duration: started.elapsed(),
+                        connection: c,
+                    });
+                }
+            }
+            Err(e @ Error::Write { .. }) => {
+                // ok: 1: the command succeeded as far as monitoring is concerned.
+                let _ = e;
+                if let (Some(h), Some(c)) = (handler, connection_info.clone()) {
+                    h.handle(&CommandEvent::Succeeded {
+                        reply: Document::new(),
+                        command_name: command_name.clone(),
+                        database_name: op.db.clone(),
+                        request_id,
+                        operation_id,
+                        duration: started.elapsed(),
+                        connection: c,
+                    });
+                }
+            }
+            Err(e) => failed(e.to_string()),
+        }
+        let mut outcome = outcome;
+        if let Err(e) = &mut outcome {
+            if txn_number.is_some() && max_wire < WIRE_VERSION_4_4 {
+                if let Some(code) = e.code() {
+                    if RETRYABLE_WRITE_CODES.contains(&code) {
+                        e.add_label(RETRYABLE_WRITE_ERROR);
+                    }
+                }
+            }
+        }
+        outcome
+    }
+
+    /// Keeps the greatest `$clusterTime` seen.
+    fn advance_cluster_time(&self, ct: &Document) {
+        let ts = |d: &Document| d.get_timestamp("clusterTime").ok().map(|t| (t.time, t.increment));
+        let Some(new) = ts(ct) else { return };
+        let mut current = self.cluster_time.lock();
+        if current.as_ref().and_then(ts).is_none_or(|old| new > old) {
+            *current = Some(ct.clone());
+        }
+    }
+}
+
+/// The `$readPreference` to send for a read, per the server selection spec.
+fn read_preference_document(target: &Target, rp: &ReadPreference) -> Option<Document> {
+    selection::read_preference_for_command(target.topology_type, target.server_type, Some(rp))
+}
+
+fn is_sensitive(name: &str, command: &Document) -> bool {
+    let lower = name.to_ascii_lowercase();
+    SENSITIVE_COMMANDS.contains(&lower.as_str())
+        || (matches!(lower.as_str(), "hello" | "ismaster") && command.contains_key("speculativeAuthenticate"))
+}
+
+/// A network or pool-cleared error of a retryable write gets `RetryableWriteError`.
+fn add_write_labels(e: &mut Error) {
+    if let Error::Connection { source, .. } = e {
+        if source.is_network_error() || matches!(source, pool::Error::PoolCleared { .. }) {
+            e.add_label(RETRYABLE_WRITE_ERROR);
+        }
+    }
+}
+
+fn is_retryable_read_error(e: &Error) -> bool {
+    match e {
+        Error::Connection { source, .. } => {
+            source.is_network_error() || matches!(source, pool::Error::PoolCleared { .. })
+        }
+        Error::Command { code, .. } => RETRYABLE_READ_CODES.contains(code),
+        _ => false,
+    }
+}
+
+/// The id of the cursor a reply opened (0 when none or exhausted).
+pub(crate) fn cursor_id(reply: &Document) -> i64 {
+    match reply.get_document("cursor").ok().and_then(|c| c.get("id")) {
+        Some(Bson::Int64(i)) => *i,
+        Some(Bson::Int32(i)) => i64::from(*i),
+        _ => 0,
+    }
+}
+
+fn string_list(v: Option<&Bson>) -> Vec<String> {
+    v.and_then(Bson::as_array)
+        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+fn int_of(v: Option<&Bson>) -> Option<i64> {
+    match v? {
+        Bson::Int32(i) => Some(i64::from(*i)),
+        Bson::Int64(i) => Some(*i),
+        Bson::Double(d) => Some(*d as i64),
+        _ => None,
+    }
+}
+
+fn is_ok(reply: &Document) -> bool {
+    match reply.get("ok") {
+        Some(Bson::Double(d)) => *d == 1.0,
+        Some(Bson::Int32(i)) => *i == 1,
+        Some(Bson::Int64(i)) => *i == 1,
+        Some(Bson::Boolean(b)) => *b,
+        _ => false,
+    }
+}
+
+/// Turns `ok: 0` into [`Error::Command`] and, for writes, `writeErrors` and
+/// `writeConcernError` into [`Error::Write`].
+pub(crate) fn classify(address: &ServerAddress, reply: Document, check_write: bool) -> Result<Document> {
+    let labels = string_list(reply.get("errorLabels"));
+    if !is_ok(&reply) {
+        return Err(Error::Command {
+            address: address.clone(),
+            code: int_of(reply.get("code")).and_then(|c| i32::try_from(c).ok()).unwrap_or(0),
+            code_name: reply.get_str("codeName").ok().map(str::to_string),
+            message: reply.get_str("errmsg").unwrap_or_default().to_string(),
+            labels,
+        });
+    }
+    if !check_write {
+        return Ok(reply);
+    }
+    let write_errors: Vec<WriteError> = reply
+        .get_array("writeErrors")
+        .map(|a| {
+            a.iter()
+                .filter_map(Bson::as_document)
+                .map(|e| WriteError {
+                    index: int_of(e.get("index")).and_then(|i| usize::try_from(i).ok()).unwrap_or(0),
+                    code: int_of(e.get("code")).and_then(|c| i32::try_from(c).ok()).unwrap_or(0),
+                    code_name: e.get_str("codeName").ok().map(str::to_string),
+                    message: e.get_str("errmsg").unwrap_or_default().to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let wce_doc = reply.get_document("writeConcernError").ok();
+    let write_concern_error = wce_doc.map(|w| WriteConcernError {
+        code: int_of(w.get("code")).and_then(|c| i32::try_from(c).ok()).unwrap_or(0),
+        code_name: w.get_str("codeName").ok().map(str::to_string),
+        message: w.get_str("errmsg").unwrap_or_default().to_string(),
+    });
+    if write_errors.is_empty() && write_concern_error.is_none() {
+        return Ok(reply);
+    }
+    let mut labels = labels;
+    for l in string_list(wce_doc.and_then(|w| w.get("errorLabels"))) {
+        if !labels.contains(&l) {
+            labels.push(l);
+        }
+    }
+    Err(Error::Write { address: address.clone(), write_errors, write_concern_error, labels })
+}
+
+/// The criteria of a read with `rp` (or the client's default).
+pub(crate) fn read_criteria(rp: Option<ReadPreference>, default: &Arc<ReadPreference>) -> Criteria {
+    Criteria::Read(rp.unwrap_or_else(|| (**default).clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::doc;
+
+    use super::*;
+
+    fn addr() -> ServerAddress {
+        ServerAddress::tcp("a", 27017)
+    }
+
+    #[test]
+    fn classify_command_and_write_errors() {
+        let e = classify(
+            &addr(),
+            doc! {"ok": 0.0, "code": 10107, "codeName": "NotWritablePrimary", "errmsg": "not primary", "errorLabels": ["RetryableWriteError"]},
+            true,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::Command);
+        assert_eq!(e.code(), Some(10107));
+        assert!(e.has_label("RetryableWriteError"));
+        assert_eq!(e.address(), Some(&addr()));
+        let e = classify(
+            &addr(),
+            doc! {"ok": 1.0, "n": 0, "writeErrors": [{"index": 0, "code": 11000, "errmsg": "dup"}]},
+            true,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::Write);
+        assert_eq!(e.code(), Some(11000));
+        let e = classify(
+            &addr(),
+            doc! {"ok": 1.0, "n": 1, "writeConcernError": {"code": 91, "errmsg": "shutdown", "errorLabels": ["RetryableWriteError"]}},
+            true,
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), Some(91));
+        assert!(e.has_label("RetryableWriteError"));
+        assert!(classify(&addr(), doc! {"ok": 1, "writeErrors": []}, true).is_ok());
+        assert!(classify(&addr(), doc! {"ok": 1, "writeErrors": [{"code": 1}]}, false).is_ok());
+    }
+
+    #[test]
+    fn redaction() {
+        assert!(is_sensitive("saslStart", &doc! {}));
+        assert!(is_sensitive("hello", &doc! {"speculativeAuthenticate": {}}));
+        assert!(!is_sensitive("hello", &doc! {}));
+        assert!(!is_sensitive("find", &doc! {}));
+    }
+
+    #[test]
+    fn retryable_read_errors() {
+        let cmd = |code| Error::Command {
+            address: addr(),
+            code,
+            code_name: None,
+            message: String::new(),
+            labels: vec![],
+        };
+        assert!(is_retryable_read_error(&cmd(91)));
+        assert!(!is_retryable_read_error(&cmd(11000)));
+        let net = Error::Connection {
+            address: addr(),
+            source: pool::Error::ConnectionClosed { address: addr() },
+            labels: vec![],
+        };
+        assert!(is_retryable_read_error(&net));
+        let mut w = net.clone();
+        add_write_labels(&mut w);
+        assert!(w.has_label(RETRYABLE_WRITE_ERROR));
+        assert_eq!(cursor_id(&doc! {"cursor": {"id": 5_i64}}), 5);
+        assert_eq!(cursor_id(&doc! {"ok": 1}), 0);
+    }
+}
