@@ -154,7 +154,9 @@ impl Driver {
 
     async fn find_one(&self, id: i32) -> Result<bool, String> {
         match self {
-            Driver::Official(c) => c.find_one(doc! { "_id": id }).await.map(|d| d.is_some()).map_err(|e| e.to_string()),
+            Driver::Official(c) => {
+                c.find_one(doc! { "_id": id }).await.map(|d| d.is_some()).map_err(|e| e.to_string())
+            }
             Driver::Ours(c) => c
                 .find_one(doc! { "_id": id }, Default::default())
                 .await
@@ -266,7 +268,8 @@ async fn failover(cluster: &Cluster, driver: &Driver, stepdowns: usize) -> Vec<f
     let seq = Arc::new(AtomicU64::new(0));
     let writers: Vec<_> = (0..WRITERS)
         .map(|_| {
-            let (driver, stop, successes, seq) = (driver.clone(), stop.clone(), successes.clone(), seq.clone());
+            let (driver, stop, successes, seq) =
+                (driver.clone(), stop.clone(), successes.clone(), seq.clone());
             tokio::spawn(async move {
                 while !stop.load(Ordering::Relaxed) {
                     let n = seq.fetch_add(1, Ordering::Relaxed) as i64;
@@ -338,8 +341,7 @@ fn main() {
     // 1. Selection, in an actix System (the selector's actor lives there).
     let cluster = start_rs();
     let uri = cluster.uri();
-    let figures =
-        actix::System::new().block_on(selection_bench(uri, plan.selections));
+    let figures = actix::System::new().block_on(selection_bench(uri, plan.selections));
     cluster.shutdown();
     println!();
     println!("1. fast-path selection, {} selections per case (target: actor <= 2x pure)", plan.selections);

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use actix::{Actor, Context, Handler, Message, MessageResult};
 use actors::command_events::{command_channel, command_recipient, CommandEvent, CommandEventOccurred};
-use actors::events::{cmap_channel, cmap_recipient, sdam_channel, sdam_recipient, CmapEventOccurred, SdamEventOccurred};
+use actors::events::{
+    cmap_channel, cmap_recipient, sdam_channel, sdam_recipient, CmapEventOccurred, SdamEventOccurred,
+};
 use actors::{Client, ClientOptions, ErrorKind, FindOptions};
 use bson::{doc, Document};
 use integration_tests::sim::Cluster;
@@ -176,7 +178,10 @@ async fn each_read_preference_mode_and_tag_set_reaches_the_expected_member() {
     client
         .topology()
         .wait_for(
-            |s| s.primary().map(|p| p.to_string()) == Some(hosts[0].clone()) && s.servers_of_type(protocol::sdam::ServerType::RsSecondary).len() == 2,
+            |s| {
+                s.primary().map(|p| p.to_string()) == Some(hosts[0].clone())
+                    && s.servers_of_type(protocol::sdam::ServerType::RsSecondary).len() == 2
+            },
             WAIT,
         )
         .await
@@ -199,14 +204,27 @@ async fn each_read_preference_mode_and_tag_set_reaches_the_expected_member() {
         ("secondary {dc: west}", rp(Secondary, &[&[("dc", "west")]]), one(2)),
         ("nearest {dc: ny}", rp(Nearest, &[&[("dc", "ny")]]), one(0)),
         ("nearest {dc: west}", rp(Nearest, &[&[("dc", "west")]]), one(2)),
-        ("secondaryPreferred [{dc: mars}, {dc: east}]", rp(SecondaryPreferred, &[&[("dc", "mars")], &[("dc", "east")]]), one(1)),
-        ("secondaryPreferred {dc: mars} falls back to the primary", rp(SecondaryPreferred, &[&[("dc", "mars")]]), primary.clone()),
-        ("primaryPreferred {dc: west} takes the primary", rp(PrimaryPreferred, &[&[("dc", "west")]]), primary.clone()),
+        (
+            "secondaryPreferred [{dc: mars}, {dc: east}]",
+            rp(SecondaryPreferred, &[&[("dc", "mars")], &[("dc", "east")]]),
+            one(1),
+        ),
+        (
+            "secondaryPreferred {dc: mars} falls back to the primary",
+            rp(SecondaryPreferred, &[&[("dc", "mars")]]),
+            primary.clone(),
+        ),
+        (
+            "primaryPreferred {dc: west} takes the primary",
+            rp(PrimaryPreferred, &[&[("dc", "west")]]),
+            primary.clone(),
+        ),
     ];
     for (name, read_preference, expected) in cases {
         let mut seen = BTreeSet::new();
         for _ in 0..6 {
-            let options = FindOptions { read_preference: Some(read_preference.clone()), ..Default::default() };
+            let options =
+                FindOptions { read_preference: Some(read_preference.clone()), ..Default::default() };
             coll.find_one(doc! { "_id": 1 }, options).await.unwrap_or_else(|e| panic!("{name}: {e}"));
             seen.insert(log.last_started("find").expect("a find command event"));
         }
@@ -214,9 +232,12 @@ async fn each_read_preference_mode_and_tag_set_reaches_the_expected_member() {
     }
     // Secondary reads through run_command with criteria too.
     let db = client.database("e2e");
-    db.run_command(doc! { "count": "reads" }, Some(actors::Criteria::Read(rp(Secondary, &[&[("dc", "west")]]))))
-        .await
-        .expect("count on a secondary");
+    db.run_command(
+        doc! { "count": "reads" },
+        Some(actors::Criteria::Read(rp(Secondary, &[&[("dc", "west")]]))),
+    )
+    .await
+    .expect("count on a secondary");
     assert_eq!(log.last_started("count"), Some(hosts[2].clone()));
     client.shutdown().await.expect("shutdown");
 }
@@ -334,7 +355,13 @@ async fn events_reach_crossbeam_receivers_and_actix_recipients() {
     assert!(sdam.contains(&"server_heartbeat_succeeded_event"), "{sdam:?}");
     assert!(sdam.contains(&"server_description_changed_event"), "{sdam:?}");
     let cmap: Vec<_> = cmap_rx.try_iter().map(|e| e.name()).collect();
-    for name in ["ConnectionPoolCreated", "ConnectionPoolReady", "ConnectionCreated", "ConnectionCheckedOut", "ConnectionCheckedIn"] {
+    for name in [
+        "ConnectionPoolCreated",
+        "ConnectionPoolReady",
+        "ConnectionCreated",
+        "ConnectionCheckedOut",
+        "ConnectionCheckedIn",
+    ] {
         assert!(cmap.contains(&name), "{name} missing from {cmap:?}");
     }
     let commands: Vec<_> = command_rx
@@ -360,7 +387,10 @@ async fn events_reach_crossbeam_receivers_and_actix_recipients() {
         if ok {
             break;
         }
-        assert!(start.elapsed() < WAIT, "the recipient did not get every kind: {sdam:?} {cmap:?} {command:?}");
+        assert!(
+            start.elapsed() < WAIT,
+            "the recipient did not get every kind: {sdam:?} {cmap:?} {command:?}"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     client.shutdown().await.expect("shutdown");
@@ -380,38 +410,66 @@ fn snapshotter() -> &'static Snapshotter {
     })
 }
 
-/// The metric `name` with exactly these labels (in any order).
-fn metric(kind: MetricKind, name: &str, labels: &[(&str, &str)]) -> Option<DebugValue> {
-    let mut want: Vec<(String, String)> = labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-    want.sort();
-    snapshotter().snapshot().into_vec().into_iter().find_map(|(key, _, _, value)| {
-        let (k, key) = key.into_parts();
-        let mut got: Vec<(String, String)> =
-            key.labels().map(|l| (l.key().to_owned(), l.value().to_owned())).collect();
-        got.sort();
-        (k == kind && key.name() == name && got == want).then_some(value)
-    })
+type MetricId = (MetricKind, String, Vec<(String, String)>);
+
+/// Totals since the recorder was installed. The debugging recorder's snapshots drain what
+/// they read (counters and gauges are swapped to 0, histograms cleared), so every snapshot
+/// is folded in here: counters and inc/dec gauges are summed, histograms appended, and the
+/// last gauge value seen is kept for `set` gauges.
+#[derive(Default)]
+struct Totals {
+    sums: HashMap<MetricId, f64>,
+    last_gauge: HashMap<MetricId, f64>,
+    histograms: HashMap<MetricId, usize>,
 }
 
-fn gauge(name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    match metric(MetricKind::Gauge, name, labels) {
-        Some(DebugValue::Gauge(v)) => Some(v.into_inner()),
-        _ => None,
+fn totals() -> parking_lot::MutexGuard<'static, Totals> {
+    static TOTALS: OnceLock<Mutex<Totals>> = OnceLock::new();
+    let mut totals = TOTALS.get_or_init(Mutex::default).lock();
+    for (key, _, _, value) in snapshotter().snapshot().into_vec() {
+        let (kind, key) = key.into_parts();
+        let mut labels: Vec<(String, String)> =
+            key.labels().map(|l| (l.key().to_owned(), l.value().to_owned())).collect();
+        labels.sort();
+        let id = (kind, key.name().to_owned(), labels);
+        match value {
+            DebugValue::Counter(n) => *totals.sums.entry(id).or_default() += n as f64,
+            DebugValue::Gauge(v) => {
+                let v = v.into_inner();
+                *totals.sums.entry(id.clone()).or_default() += v;
+                if v != 0.0 {
+                    totals.last_gauge.insert(id, v);
+                }
+            }
+            DebugValue::Histogram(h) => *totals.histograms.entry(id).or_default() += h.len(),
+        }
     }
+    totals
+}
+
+fn id(kind: MetricKind, name: &str, labels: &[(&str, &str)]) -> MetricId {
+    let mut labels: Vec<(String, String)> =
+        labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    labels.sort();
+    (kind, name.to_owned(), labels)
+}
+
+/// An inc/dec gauge's value (None if never recorded).
+fn gauge(name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    totals().sums.get(&id(MetricKind::Gauge, name, labels)).copied()
+}
+
+/// A `set` gauge's last non-zero value.
+fn last_gauge(name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    totals().last_gauge.get(&id(MetricKind::Gauge, name, labels)).copied()
 }
 
 fn counter(name: &str, labels: &[(&str, &str)]) -> u64 {
-    match metric(MetricKind::Counter, name, labels) {
-        Some(DebugValue::Counter(n)) => n,
-        _ => 0,
-    }
+    totals().sums.get(&id(MetricKind::Counter, name, labels)).map_or(0, |v| *v as u64)
 }
 
 fn histogram_len(name: &str, labels: &[(&str, &str)]) -> usize {
-    match metric(MetricKind::Histogram, name, labels) {
-        Some(DebugValue::Histogram(h)) => h.len(),
-        _ => 0,
-    }
+    totals().histograms.get(&id(MetricKind::Histogram, name, labels)).copied().unwrap_or(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -429,7 +487,6 @@ async fn metrics_are_recorded_and_readable_with_a_debugging_recorder() {
     let primary = hosts[cluster.primary().expect("a primary")].clone();
     let server = [("server", primary.as_str())];
 
-    // Snapshots drain histograms: read each once, after everything ran.
     assert!(counter("mongo_actors_commands_total", &[("command", "find"), ("outcome", "succeeded")]) >= 5);
     assert!(counter("mongo_actors_commands_total", &[("command", "insert"), ("outcome", "succeeded")]) >= 5);
     assert!(histogram_len("mongo_actors_command_duration_seconds", &[("command", "find")]) >= 5);
@@ -446,12 +503,20 @@ async fn metrics_are_recorded_and_readable_with_a_debugging_recorder() {
         })
         .await;
     }
-    wait_until("an RTT", || hosts.iter().any(|h| gauge("mongo_actors_server_rtt_seconds", &[("server", h)]).is_some_and(|v| v > 0.0)))
-        .await;
+    wait_until("an RTT", || {
+        hosts
+            .iter()
+            .any(|h| last_gauge("mongo_actors_server_rtt_seconds", &[("server", h)]).is_some_and(|v| v > 0.0))
+    })
+    .await;
     assert!(
-        histogram_len("mongo_actors_server_selection_duration_seconds", &[("outcome", "succeeded"), ("path", "fast")])
-            + histogram_len("mongo_actors_server_selection_duration_seconds", &[("outcome", "succeeded"), ("path", "waiter")])
-            > 0,
+        histogram_len(
+            "mongo_actors_server_selection_duration_seconds",
+            &[("outcome", "succeeded"), ("path", "fast")]
+        ) + histogram_len(
+            "mongo_actors_server_selection_duration_seconds",
+            &[("outcome", "succeeded"), ("path", "waiter")]
+        ) > 0,
         "selection durations"
     );
 
