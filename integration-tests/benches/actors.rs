@@ -341,7 +341,12 @@ fn main() {
     // 1. Selection, in an actix System (the selector's actor lives there).
     let cluster = start_rs();
     let uri = cluster.uri();
-    let figures = actix::System::new().block_on(selection_bench(uri, plan.selections));
+    // On a thread of its own: a System stays current on its thread after block_on, and the
+    // clients below must start their own.
+    let selections = plan.selections;
+    let figures = std::thread::spawn(move || actix::System::new().block_on(selection_bench(uri, selections)))
+        .join()
+        .expect("selection bench");
     cluster.shutdown();
     println!();
     println!("1. fast-path selection, {} selections per case (target: actor <= 2x pure)", plan.selections);
