@@ -2,7 +2,7 @@
 CARGO ?= cargo
 SPEC_ROOT ?= integration-tests/spec-tests
 
-.PHONY: help build test spec fmt fmt-check lint demo ci bench-selection bench-sim bench-pool sim sim-check-python
+.PHONY: help build test spec fmt fmt-check lint demo ci bench-selection bench-sim bench-pool bench-actors sim sim-check-python
 
 help:
 	@echo "make demo    run the main job (for now: the spec conformance runner over the vendored suites)"
@@ -15,6 +15,7 @@ help:
 	@echo "make sim     run the cluster simulator: SIM_ARGS='rs --members 3' (default), 'standalone', 'sharded --mongos 2', 'lb --services 2'"
 	@echo "make sim-check-python  check the simulator with PyMongo (venv in .venv-sim; not part of CI)"
 	@echo "make bench-sim  simulator capacity: raw pipelined pings vs the official driver (release)"
+	@echo "make bench-actors  actors vs pure selection, find_one throughput and stepdown->write time vs the official driver (release)"
 	@echo "make bench-pool  cold-pool check-out: 1,000 concurrent pings, maxPoolSize 100, ours vs the official driver (release)"
 
 build:
@@ -54,6 +55,9 @@ bench-sim:
 
 bench-pool:
 	$(CARGO) bench -p integration-tests --bench pool_checkout
+
+bench-actors:
+	$(CARGO) bench -p integration-tests --bench actors
 
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

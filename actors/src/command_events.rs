@@ -1,12 +1,15 @@
 //! Command monitoring events (the command-logging-and-monitoring spec's started, succeeded
 //! and failed events) and how they reach subscribers.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::Document;
 use protocol::ServerAddress;
 use serde::Serialize;
+
+use crate::events::RecipientHandler;
 
 /// Where a command ran.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -106,5 +109,94 @@ where
 impl CommandEventHandler for crossbeam_channel::Sender<CommandEvent> {
     fn handle(&self, event: &CommandEvent) {
         let _ = self.send(event.clone());
+    }
+}
+
+/// A command event, as an actix message: a `Recipient<CommandEventOccurred>` receives the
+/// client's command events through
+/// [`RecipientHandler`](crate::events::RecipientHandler) or [`command_recipient`].
+#[derive(Debug, Clone, actix::Message)]
+#[rtype(result = "()")]
+pub struct CommandEventOccurred(pub CommandEvent);
+
+impl CommandEventHandler for RecipientHandler<CommandEventOccurred> {
+    fn handle(&self, event: &CommandEvent) {
+        // Never blocks; a stopped subscriber is not the operation's problem.
+        self.recipient().do_send(CommandEventOccurred(event.clone()));
+    }
+}
+
+/// A command handler that sends every event to `recipient`.
+pub fn command_recipient(recipient: actix::Recipient<CommandEventOccurred>) -> Arc<dyn CommandEventHandler> {
+    Arc::new(RecipientHandler::new(recipient))
+}
+
+/// A command handler that sends every event to a crossbeam channel.
+pub fn command_channel(sender: crossbeam_channel::Sender<CommandEvent>) -> Arc<dyn CommandEventHandler> {
+    Arc::new(sender)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix::prelude::*;
+    use bson::doc;
+
+    #[derive(Default)]
+    struct Collector(Vec<CommandEvent>);
+
+    impl Actor for Collector {
+        type Context = Context<Self>;
+    }
+
+    impl Handler<CommandEventOccurred> for Collector {
+        type Result = ();
+        fn handle(&mut self, msg: CommandEventOccurred, _: &mut Context<Self>) {
+            self.0.push(msg.0);
+        }
+    }
+
+    #[derive(Message)]
+    #[rtype(result = "Vec<CommandEvent>")]
+    struct Take;
+
+    impl Handler<Take> for Collector {
+        type Result = MessageResult<Take>;
+        fn handle(&mut self, _: Take, _: &mut Context<Self>) -> Self::Result {
+            MessageResult(std::mem::take(&mut self.0))
+        }
+    }
+
+    fn started() -> CommandEvent {
+        CommandEvent::Started {
+            command: doc! { "ping": 1 },
+            database_name: "admin".into(),
+            command_name: "ping".into(),
+            request_id: 7,
+            operation_id: 7,
+            connection: CommandConnection {
+                address: ServerAddress::parse("a:27017").expect("address"),
+                driver_connection_id: 1,
+                server_connection_id: Some(12),
+                service_id: None,
+            },
+        }
+    }
+
+    #[actix::test]
+    async fn a_recipient_receives_command_events() {
+        let addr = Collector::default().start();
+        let handler = command_recipient(addr.clone().recipient());
+        handler.handle(&started());
+        handler.handle(&started());
+        let got = addr.send(Take).await.expect("collector runs");
+        assert_eq!(got, vec![started(), started()]);
+    }
+
+    #[test]
+    fn a_channel_receives_command_events() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        command_channel(tx).handle(&started());
+        assert_eq!(rx.try_recv().map(|e| e.command_name().to_owned()), Ok("ping".to_owned()));
     }
 }

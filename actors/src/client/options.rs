@@ -28,9 +28,7 @@ pub struct ClientOptions {
 
 impl std::fmt::Debug for ClientOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientOptions")
-            .field("connection_string", &self.connection_string)
-            .finish_non_exhaustive()
+        f.debug_struct("ClientOptions").field("connection_string", &self.connection_string).finish_non_exhaustive()
     }
 }
 

@@ -1,0 +1,442 @@
+//! The actors against the pure functions and against the official `mongodb` crate, in one run
+//! on the simulator (127.0.0.1, port 0): `make bench-actors`.
+//!
+//! 1. Selection: a fast-path selection through `actors::selection_actor::Selector::select`
+//!    (no mailbox) next to the pure `selection::select_server` on the same snapshot of a
+//!    3-member replica set, in ns per selection, for a write (primary) and a nearest read.
+//!    Target: ≤ 2×.
+//! 2. `find_one` throughput: 64 concurrent tasks, each looping `find_one({_id: k})`, ours
+//!    (`actors::Client`) and the official driver's on the same replica set, rounds
+//!    interleaved so that other load hits both alike; ops/s and the ratio. Both sides run
+//!    with their default options (notably the official driver's maxPoolSize is 10, ours 100).
+//!    Target: ≥ 1.2×.
+//! 3. Failover: a steady write load (4 tasks looping `insert_one`), then a stepdown; the time
+//!    from the stepdown to the first successful write started after it (which can only land
+//!    on the new primary), median over 10 stepdowns per side. Target: ≤ the official driver.
+//!
+//! `cargo bench -p integration-tests --bench actors`; `-- --quick` for a short run. Without
+//! `--bench` (e.g. `cargo test --all-targets`) it does a tiny smoke run.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actors::selection_actor::{Criteria, SelectionRequest, Selector, SelectorOptions};
+use actors::TopologyBuilder;
+use bson::{doc, Document};
+use integration_tests::sim::Cluster;
+use parking_lot::Mutex;
+use pool::cmap::PoolState;
+use protocol::sdam::ServerType;
+use protocol::uri::ConnectionString;
+use selection::{select_server, ReadPreference, SelectionCriteria};
+
+const DB: &str = "bench";
+const COLL: &str = "docs";
+const DOCS: i32 = 100;
+const SELECTION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the benchmark runs.
+#[derive(Clone, Copy)]
+struct Plan {
+    selections: u32,
+    tasks: usize,
+    round: Duration,
+    rounds: usize,
+    stepdowns: usize,
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+fn start_rs() -> Cluster {
+    Cluster::replica_set(3).port(0).start().expect("start a 3-member replica set simulator")
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Selection
+
+struct SelectionFigures {
+    name: &'static str,
+    actor_ns: Result<f64, String>,
+    pure_ns: f64,
+}
+
+/// Runs in an actix System: a topology and a selector on the simulator, then both loops.
+async fn selection_bench(uri: String, iterations: u32) -> Vec<SelectionFigures> {
+    let cs = ConnectionString::parse(&uri).expect("uri");
+    let topology = TopologyBuilder::from_connection_string(&cs).start().expect("topology");
+    let ready = topology
+        .wait_for(
+            |s| {
+                s.primary().is_some()
+                    && s.description.servers().count() == 3
+                    && s.description.servers().all(|d| d.server_type != ServerType::Unknown)
+                    && s.servers.values().all(|h| h.pool.state() == PoolState::Ready)
+            },
+            SELECTION_TIMEOUT,
+        )
+        .await;
+    assert!(ready.is_some(), "the topology did not discover the replica set");
+    let selector = Selector::start(&topology, SelectorOptions::default());
+
+    let mut out = Vec::new();
+    let cases: [(&'static str, Criteria, Option<ReadPreference>); 2] = [
+        ("write (primary)", Criteria::Write, None),
+        ("read nearest", Criteria::Read(ReadPreference::NEAREST), Some(ReadPreference::NEAREST)),
+    ];
+    for (name, criteria, rp) in cases {
+        // Ours: through the selector, the guard dropped at once as an operation would.
+        let mut actor_ns = Ok(0.0);
+        for _ in 0..iterations / 10 {
+            if let Err(e) = selector.select(SelectionRequest::new(criteria.clone(), "find")).await {
+                actor_ns = Err(e.to_string());
+                break;
+            }
+        }
+        if actor_ns.is_ok() {
+            let start = Instant::now();
+            for _ in 0..iterations {
+                let selected = selector.select(SelectionRequest::new(criteria.clone(), "find")).await;
+                black_box(selected.map(|s| s.address).ok());
+            }
+            actor_ns = Ok(start.elapsed().as_nanos() as f64 / f64::from(iterations));
+        }
+        // Pure: the same snapshot, reading the same operation counters.
+        let snapshot = topology.snapshot();
+        let criteria = match &rp {
+            Some(rp) => SelectionCriteria::read(rp),
+            None => SelectionCriteria::write(),
+        };
+        let counts = |a: &protocol::ServerAddress| {
+            snapshot.handle(a).map_or(0, |h| h.operations.load(Ordering::Relaxed))
+        };
+        for _ in 0..iterations / 10 {
+            black_box(select_server(&snapshot.description, &criteria, &counts).ok());
+        }
+        let start = Instant::now();
+        for _ in 0..iterations {
+            let chosen = select_server(black_box(&snapshot.description), black_box(&criteria), &counts);
+            black_box(chosen.ok().flatten().map(|s| &s.address));
+        }
+        let pure_ns = start.elapsed().as_nanos() as f64 / f64::from(iterations);
+        out.push(SelectionFigures { name, actor_ns, pure_ns });
+    }
+    selector.close().await;
+    let _ = topology.close().await;
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. find_one throughput and 3. failover: one interface over both drivers.
+
+/// The two operations the benchmark needs, on one client of either driver.
+#[derive(Clone)]
+enum Driver {
+    Official(mongodb::Collection<Document>),
+    Ours(actors::Collection),
+}
+
+impl Driver {
+    fn side(&self) -> &'static str {
+        match self {
+            Driver::Official(_) => "official",
+            Driver::Ours(_) => "ours",
+        }
+    }
+
+    async fn find_one(&self, id: i32) -> Result<bool, String> {
+        match self {
+            Driver::Official(c) => {
+                c.find_one(doc! { "_id": id }).await.map(|d| d.is_some()).map_err(|e| e.to_string())
+            }
+            Driver::Ours(c) => c
+                .find_one(doc! { "_id": id }, Default::default())
+                .await
+                .map(|d| d.is_some())
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    async fn insert(&self, document: Document) -> Result<(), String> {
+        match self {
+            Driver::Official(c) => c.insert_one(document).await.map(drop).map_err(|e| e.to_string()),
+            Driver::Ours(c) => c.insert_one(document).await.map(drop).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// A connected client of either driver, closed with `shutdown`.
+enum Connected {
+    Official(mongodb::Client),
+    Ours(actors::Client),
+}
+
+impl Connected {
+    async fn open(official: bool, uri: &str) -> (Connected, Driver) {
+        if official {
+            let mut options = mongodb::options::ClientOptions::parse(uri).await.expect("uri");
+            options.server_selection_timeout = Some(SELECTION_TIMEOUT);
+            let client = mongodb::Client::with_options(options).expect("official client");
+            let coll = client.database(DB).collection::<Document>(COLL);
+            (Connected::Official(client), Driver::Official(coll))
+        } else {
+            let uri = with_option(uri, "serverSelectionTimeoutMS=10000");
+            let client = actors::Client::with_uri_str(&uri).await.expect("our client");
+            let coll = client.database(DB).collection(COLL);
+            (Connected::Ours(client), Driver::Ours(coll))
+        }
+    }
+
+    async fn shutdown(self) {
+        match self {
+            Connected::Official(c) => c.shutdown().await,
+            Connected::Ours(c) => {
+                if let Err(e) = c.shutdown().await {
+                    println!("ours: shutdown failed: {e}");
+                }
+            }
+        }
+    }
+}
+
+fn with_option(uri: &str, option: &str) -> String {
+    if uri.contains('?') {
+        format!("{uri}&{option}")
+    } else if uri.trim_end_matches('/').matches('/').count() > 2 {
+        format!("{uri}?{option}")
+    } else {
+        format!("{}/?{option}", uri.trim_end_matches('/'))
+    }
+}
+
+/// ops/s of `tasks` tasks looping `find_one` for `round` (after a short warm-up).
+async fn throughput(driver: &Driver, tasks: usize, round: Duration) -> f64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let counting = Arc::new(AtomicBool::new(false));
+    let ops = Arc::new(AtomicU64::new(0));
+    let handles: Vec<_> = (0..tasks)
+        .map(|t| {
+            let (driver, stop, counting, ops) = (driver.clone(), stop.clone(), counting.clone(), ops.clone());
+            tokio::spawn(async move {
+                let mut k = t as i32;
+                while !stop.load(Ordering::Relaxed) {
+                    k = (k + 1) % DOCS;
+                    let found = driver.find_one(k).await?;
+                    if !found {
+                        return Err(format!("document {k} not found"));
+                    }
+                    if counting.load(Ordering::Relaxed) {
+                        ops.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Ok::<(), String>(())
+            })
+        })
+        .collect();
+    tokio::time::sleep(round / 5).await;
+    counting.store(true, Ordering::Relaxed);
+    let start = Instant::now();
+    tokio::time::sleep(round).await;
+    let done = ops.load(Ordering::Relaxed);
+    let elapsed = start.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        match h.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => panic!("{}: find_one failed: {e}", driver.side()),
+            Err(e) => panic!("{}: task panicked: {e}", driver.side()),
+        }
+    }
+    done as f64 / elapsed.as_secs_f64()
+}
+
+/// Stepdowns under a steady write load: the time from each stepdown to the first write
+/// started after it that succeeded, in ms.
+async fn failover(cluster: &Cluster, driver: &Driver, stepdowns: usize) -> Vec<f64> {
+    const WRITERS: usize = 4;
+    let stop = Arc::new(AtomicBool::new(false));
+    // (started, finished) of every successful write.
+    let successes: Arc<Mutex<Vec<(Instant, Instant)>>> = Arc::default();
+    let seq = Arc::new(AtomicU64::new(0));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|_| {
+            let (driver, stop, successes, seq) =
+                (driver.clone(), stop.clone(), successes.clone(), seq.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let n = seq.fetch_add(1, Ordering::Relaxed) as i64;
+                    let started = Instant::now();
+                    match driver.insert(doc! { "w": n }).await {
+                        Ok(()) => successes.lock().push((started, Instant::now())),
+                        // Failed writes are part of a failover; do not spin on them.
+                        Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut times = Vec::with_capacity(stepdowns);
+    for _ in 0..stepdowns {
+        // Steady state first: writes succeed on the current primary.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let old = cluster.primary();
+        let t0 = Instant::now();
+        if let Err(e) = cluster.try_step_down(Duration::ZERO) {
+            println!("{}: step down failed: {e}", driver.side());
+            continue;
+        }
+        let deadline = t0 + Duration::from_secs(15);
+        let first = loop {
+            let found = successes.lock().iter().filter(|(s, _)| *s >= t0).map(|(_, f)| *f).min();
+            if let Some(f) = found {
+                break Some(f);
+            }
+            if Instant::now() > deadline {
+                break None;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        };
+        match first {
+            Some(f) => times.push((f - t0).as_secs_f64() * 1e3),
+            None => println!("{}: no successful write within 15 s of a stepdown", driver.side()),
+        }
+        if cluster.primary() == old {
+            println!("{}: warning: the primary did not change", driver.side());
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        let _ = w.await;
+    }
+    times
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let bench = args.iter().any(|a| a == "--bench");
+    let quick = args.iter().any(|a| a == "--quick");
+    let plan = match (bench, quick) {
+        (false, _) => {
+            Plan { selections: 1_000, tasks: 8, round: Duration::from_millis(200), rounds: 1, stepdowns: 1 }
+        }
+        (true, true) => {
+            Plan { selections: 100_000, tasks: 64, round: Duration::from_secs(1), rounds: 1, stepdowns: 3 }
+        }
+        (true, false) => {
+            Plan { selections: 500_000, tasks: 64, round: Duration::from_secs(3), rounds: 2, stepdowns: 10 }
+        }
+    };
+    let started = Instant::now();
+    let threads = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!("actors bench: 3-member replica set simulator on 127.0.0.1, nproc {threads}");
+
+    // 1. Selection, in an actix System (the selector's actor lives there).
+    let cluster = start_rs();
+    let uri = cluster.uri();
+    // On a thread of its own: a System stays current on its thread after block_on, and the
+    // clients below must start their own.
+    let selections = plan.selections;
+    let figures = std::thread::spawn(move || actix::System::new().block_on(selection_bench(uri, selections)))
+        .join()
+        .expect("selection bench");
+    cluster.shutdown();
+    println!();
+    println!("1. fast-path selection, {} selections per case (target: actor <= 2x pure)", plan.selections);
+    for f in &figures {
+        match &f.actor_ns {
+            Ok(actor) => println!(
+                "   {:<16} actor {:>8.1} ns/op   pure {:>8.1} ns/op   ratio {:.2}x",
+                f.name,
+                actor,
+                f.pure_ns,
+                actor / f.pure_ns
+            ),
+            Err(e) => println!("   {:<16} actor: error: {e}   pure {:>8.1} ns/op", f.name, f.pure_ns),
+        }
+    }
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+
+    // 2. find_one throughput, rounds interleaved.
+    let cluster = start_rs();
+    let uri = cluster.uri();
+    let (mut ours_ops, mut official_ops) = (Vec::new(), Vec::new());
+    runtime.block_on(async {
+        let (seed, driver) = Connected::open(true, &uri).await;
+        for id in 0..DOCS {
+            driver.insert(doc! { "_id": id, "v": "x".repeat(64) }).await.expect("seed insert");
+        }
+        seed.shutdown().await;
+        for _ in 0..plan.rounds {
+            for official in [false, true] {
+                let (client, driver) = Connected::open(official, &uri).await;
+                let ops = throughput(&driver, plan.tasks, plan.round).await;
+                client.shutdown().await;
+                if official { &mut official_ops } else { &mut ours_ops }.push(ops);
+            }
+        }
+    });
+    cluster.shutdown();
+    let (ours, official) = (median(ours_ops.clone()), median(official_ops.clone()));
+    println!();
+    println!(
+        "2. find_one, {} concurrent tasks, {} round(s) of {:.1} s per side (target: ours >= 1.2x official)",
+        plan.tasks,
+        plan.rounds,
+        plan.round.as_secs_f64()
+    );
+    println!("   ours     {ours:>10.0} ops/s   (rounds: {})", fmt_list(&ours_ops, 0));
+    println!("   official {official:>10.0} ops/s   (rounds: {})", fmt_list(&official_ops, 0));
+    println!("   ratio ours/official {:.2}x", ours / official);
+
+    // 3. Failover, each side on its own fresh replica set.
+    let mut failovers = Vec::new();
+    for official in [false, true] {
+        let cluster = start_rs();
+        let uri = cluster.uri();
+        let times = runtime.block_on(async {
+            let (client, driver) = Connected::open(official, &uri).await;
+            // Discovery and a warm pool before the first stepdown.
+            driver.insert(doc! { "warm": 1 }).await.expect("first write");
+            let times = failover(&cluster, &driver, plan.stepdowns).await;
+            client.shutdown().await;
+            times
+        });
+        cluster.shutdown();
+        failovers.push((if official { "official" } else { "ours" }, times));
+    }
+    println!();
+    println!(
+        "3. stepdown -> first successful write (4 writers), {} stepdowns per side (target: ours <= official)",
+        plan.stepdowns
+    );
+    for (side, times) in &failovers {
+        let mut sorted = times.clone();
+        sorted.sort_by(f64::total_cmp);
+        println!(
+            "   {side:<8} median {:>7.1} ms   min {:>7.1}  max {:>7.1}   (n={}; all: {})",
+            median(times.clone()),
+            sorted.first().copied().unwrap_or(f64::NAN),
+            sorted.last().copied().unwrap_or(f64::NAN),
+            times.len(),
+            fmt_list(times, 1)
+        );
+    }
+    if let [(_, ours), (_, official)] = &failovers[..] {
+        println!("   ratio ours/official {:.2}x", median(ours.clone()) / median(official.clone()));
+    }
+    println!();
+    println!("total bench time {:.1} s", started.elapsed().as_secs_f64());
+}
+
+fn fmt_list(values: &[f64], decimals: usize) -> String {
+    values.iter().map(|v| format!("{v:.decimals$}")).collect::<Vec<_>>().join(", ")
+}

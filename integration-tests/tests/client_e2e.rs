@@ -1,0 +1,566 @@
+//! The `Client` end to end against the simulator (127.0.0.1, port 0): failover under a write
+//! load, read preferences (direct connections included), events to crossbeam receivers and
+//! actix Recipients, metrics through a debugging recorder, and a clean shutdown.
+//!
+//! Real time (sockets do not work with paused time), with margins where load could matter.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use actix::{Actor, Context, Handler, Message, MessageResult};
+use actors::command_events::{command_channel, command_recipient, CommandEvent, CommandEventOccurred};
+use actors::events::{
+    cmap_channel, cmap_recipient, sdam_channel, sdam_recipient, CmapEventOccurred, SdamEventOccurred,
+};
+use actors::{Client, ClientOptions, ErrorKind, FindOptions};
+use bson::{doc, Document};
+use integration_tests::sim::Cluster;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use metrics_util::MetricKind;
+use parking_lot::Mutex;
+use pool::cmap::CmapEvent;
+use protocol::sdam::events::SdamEvent;
+use protocol::uri::{ReadPreferenceMode, TagSet};
+use selection::ReadPreference;
+
+const WAIT: Duration = Duration::from_secs(5);
+
+/// Every command event with the instant it arrived.
+#[derive(Clone, Default)]
+struct CommandLog(Arc<Mutex<Vec<(Instant, CommandEvent)>>>);
+
+impl CommandLog {
+    fn handler(&self) -> Arc<dyn actors::command_events::CommandEventHandler> {
+        let log = self.0.clone();
+        Arc::new(move |e: &CommandEvent| log.lock().push((Instant::now(), e.clone())))
+    }
+
+    /// The address of the last `name` command started.
+    fn last_started(&self, name: &str) -> Option<String> {
+        self.0.lock().iter().rev().find_map(|(_, e)| match e {
+            CommandEvent::Started { command_name, connection, .. } if command_name == name => {
+                Some(connection.address.to_string())
+            }
+            _ => None,
+        })
+    }
+
+    /// The first `name` command started at or after `t0` that succeeded: (success instant,
+    /// address).
+    fn first_success_started_after(&self, name: &str, t0: Instant) -> Option<(Instant, String)> {
+        let log = self.0.lock();
+        let started: HashMap<i32, Instant> = log
+            .iter()
+            .filter_map(|(t, e)| match e {
+                CommandEvent::Started { command_name, request_id, .. } if command_name == name => {
+                    Some((*request_id, *t))
+                }
+                _ => None,
+            })
+            .collect();
+        log.iter().find_map(|(t, e)| match e {
+            CommandEvent::Succeeded { command_name, request_id, connection, .. }
+                if command_name == name && started.get(request_id).is_some_and(|s| *s >= t0) =>
+            {
+                Some((*t, connection.address.to_string()))
+            }
+            _ => None,
+        })
+    }
+}
+
+async fn client_with_log(uri: &str) -> (Client, CommandLog) {
+    let log = CommandLog::default();
+    let mut options = ClientOptions::parse(uri).await.expect("uri");
+    options.command_event_handler = Some(log.handler());
+    (Client::with_options(options).await.expect("client"), log)
+}
+
+fn with_options(uri: &str, options: &str) -> String {
+    let base = uri.trim_end_matches('/');
+    match base.split_once('?') {
+        Some(_) => format!("{base}&{options}"),
+        None if base.matches('/').count() > 2 => format!("{base}?{options}"),
+        None => format!("{base}/?{options}"),
+    }
+}
+
+async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < WAIT, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stepdown_under_write_load_first_write_lands_on_the_new_primary_within_a_second() {
+    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let hosts = cluster.hosts();
+    let uri = with_options(&cluster.uri(), "serverMonitoringMode=stream&serverSelectionTimeoutMS=10000");
+    let (client, log) = client_with_log(&uri).await;
+    let coll = client.database("e2e").collection("failover");
+    coll.insert_one(doc! { "warm": 1 }).await.expect("first write");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let seq = Arc::new(AtomicU64::new(0));
+    let writers: Vec<_> = (0..4)
+        .map(|_| {
+            let (coll, stop, seq) = (coll.clone(), stop.clone(), seq.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let n = seq.fetch_add(1, Ordering::Relaxed) as i64;
+                    if coll.insert_one(doc! { "n": n }).await.is_err() {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                }
+            })
+        })
+        .collect();
+
+    let mut times = Vec::new();
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let old = cluster.primary().expect("a primary");
+        let t0 = Instant::now();
+        cluster.try_step_down(Duration::ZERO).expect("step down");
+        let mut first = None;
+        wait_until("a successful write after the stepdown", || {
+            first = log.first_success_started_after("insert", t0);
+            first.is_some()
+        })
+        .await;
+        let (at, address) = first.expect("a success");
+        let new = cluster.primary().expect("a new primary");
+        assert_ne!(new, old, "the simulator elected another member");
+        assert_eq!(address, hosts[new], "the first write after the stepdown ran on the new primary");
+        times.push(at - t0);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.await.expect("writer");
+    }
+    println!("stepdown -> first successful write: {times:?}");
+    for t in &times {
+        assert!(*t < Duration::from_secs(1), "with streaming, failover took {t:?} (>= 1 s): {times:?}");
+    }
+    client.shutdown().await.expect("shutdown");
+}
+
+fn rp(mode: ReadPreferenceMode, tags: &[&[(&str, &str)]]) -> ReadPreference {
+    let tag_sets: Vec<TagSet> = tags
+        .iter()
+        .map(|set| set.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect())
+        .collect();
+    let mut builder = ReadPreference::builder(mode);
+    if !tag_sets.is_empty() {
+        builder = builder.tag_sets(tag_sets);
+    }
+    builder.build().expect("read preference")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_read_preference_mode_and_tag_set_reaches_the_expected_member() {
+    let cluster = Cluster::replica_set(3)
+        .tags(0, doc! { "dc": "ny" })
+        .tags(1, doc! { "dc": "east" })
+        .tags(2, doc! { "dc": "west" })
+        .start()
+        .expect("sim");
+    if cluster.primary() != Some(0) {
+        cluster.try_elect(0).expect("elect member 0");
+    }
+    let hosts = cluster.hosts();
+    let (client, log) = client_with_log(&cluster.uri()).await;
+    // Every member known, with its tags, before asserting where reads go.
+    client
+        .topology()
+        .wait_for(
+            |s| {
+                s.primary().map(|p| p.to_string()) == Some(hosts[0].clone())
+                    && s.servers_of_type(protocol::sdam::ServerType::RsSecondary).len() == 2
+            },
+            WAIT,
+        )
+        .await
+        .expect("discovery");
+    let coll = client.database("e2e").collection("reads");
+    coll.insert_one(doc! { "_id": 1 }).await.expect("insert");
+
+    let primary: BTreeSet<String> = [hosts[0].clone()].into();
+    let secondaries: BTreeSet<String> = [hosts[1].clone(), hosts[2].clone()].into();
+    let all: BTreeSet<String> = hosts.iter().cloned().collect();
+    let one = |i: usize| -> BTreeSet<String> { [hosts[i].clone()].into() };
+    use ReadPreferenceMode::*;
+    let cases: Vec<(&str, ReadPreference, BTreeSet<String>)> = vec![
+        ("primary", rp(Primary, &[]), primary.clone()),
+        ("primaryPreferred", rp(PrimaryPreferred, &[]), primary.clone()),
+        ("secondary", rp(Secondary, &[]), secondaries.clone()),
+        ("secondaryPreferred", rp(SecondaryPreferred, &[]), secondaries.clone()),
+        ("nearest", rp(Nearest, &[]), all.clone()),
+        ("secondary {dc: east}", rp(Secondary, &[&[("dc", "east")]]), one(1)),
+        ("secondary {dc: west}", rp(Secondary, &[&[("dc", "west")]]), one(2)),
+        ("nearest {dc: ny}", rp(Nearest, &[&[("dc", "ny")]]), one(0)),
+        ("nearest {dc: west}", rp(Nearest, &[&[("dc", "west")]]), one(2)),
+        (
+            "secondaryPreferred [{dc: mars}, {dc: east}]",
+            rp(SecondaryPreferred, &[&[("dc", "mars")], &[("dc", "east")]]),
+            one(1),
+        ),
+        (
+            "secondaryPreferred {dc: mars} falls back to the primary",
+            rp(SecondaryPreferred, &[&[("dc", "mars")]]),
+            primary.clone(),
+        ),
+        (
+            "primaryPreferred {dc: west} takes the primary",
+            rp(PrimaryPreferred, &[&[("dc", "west")]]),
+            primary.clone(),
+        ),
+    ];
+    for (name, read_preference, expected) in cases {
+        let mut seen = BTreeSet::new();
+        for _ in 0..6 {
+            let options =
+                FindOptions { read_preference: Some(read_preference.clone()), ..Default::default() };
+            coll.find_one(doc! { "_id": 1 }, options).await.unwrap_or_else(|e| panic!("{name}: {e}"));
+            seen.insert(log.last_started("find").expect("a find command event"));
+        }
+        assert!(seen.is_subset(&expected), "{name}: reads went to {seen:?}, expected within {expected:?}");
+    }
+    // Secondary reads through run_command with criteria too.
+    let db = client.database("e2e");
+    db.run_command(
+        doc! { "count": "reads" },
+        Some(actors::Criteria::Read(rp(Secondary, &[&[("dc", "west")]]))),
+    )
+    .await
+    .expect("count on a secondary");
+    assert_eq!(log.last_started("count"), Some(hosts[2].clone()));
+    client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_connection_reads_from_a_secondary() {
+    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let primary = cluster.primary().expect("a primary");
+    let secondary = (0..3).find(|i| *i != primary).expect("a secondary");
+    let hosts = cluster.hosts();
+    // Seed through the set so the secondary has the document.
+    let (seed, _) = client_with_log(&cluster.uri()).await;
+    seed.database("e2e").collection("direct").insert_one(doc! { "_id": 7 }).await.expect("insert");
+    seed.shutdown().await.expect("shutdown");
+
+    for mode in ["secondaryPreferred", "primaryPreferred"] {
+        let uri = format!("mongodb://{}/?directConnection=true&readPreference={mode}", hosts[secondary]);
+        let (client, log) = client_with_log(&uri).await;
+        let coll = client.database("e2e").collection("direct");
+        let found = coll.find_one(doc! { "_id": 7 }, FindOptions::default()).await;
+        let found = found.unwrap_or_else(|e| panic!("{mode}: read through a direct connection: {e}"));
+        assert_eq!(log.last_started("find"), Some(hosts[secondary].clone()), "{mode}");
+        // Replication in the simulator may lag: what matters is that the secondary answered.
+        if let Some(doc) = found {
+            assert_eq!(doc.get_i32("_id").ok(), Some(7));
+        }
+        // The topology holds that one member only.
+        assert_eq!(client.topology().snapshot().servers.len(), 1, "{mode}");
+        client.shutdown().await.expect("shutdown");
+    }
+}
+
+/// Collects the names of the events it receives.
+#[derive(Default)]
+struct Collector {
+    sdam: Vec<&'static str>,
+    cmap: Vec<&'static str>,
+    command: Vec<String>,
+}
+
+impl Actor for Collector {
+    type Context = Context<Self>;
+}
+
+impl Handler<SdamEventOccurred> for Collector {
+    type Result = ();
+    fn handle(&mut self, msg: SdamEventOccurred, _: &mut Context<Self>) {
+        self.sdam.push(msg.0.name());
+    }
+}
+
+impl Handler<CmapEventOccurred> for Collector {
+    type Result = ();
+    fn handle(&mut self, msg: CmapEventOccurred, _: &mut Context<Self>) {
+        self.cmap.push(msg.0.name());
+    }
+}
+
+impl Handler<CommandEventOccurred> for Collector {
+    type Result = ();
+    fn handle(&mut self, msg: CommandEventOccurred, _: &mut Context<Self>) {
+        let kind = match &msg.0 {
+            CommandEvent::Started { .. } => "started",
+            CommandEvent::Succeeded { .. } => "succeeded",
+            CommandEvent::Failed { .. } => "failed",
+            _ => "other",
+        };
+        self.command.push(format!("{} {kind}", msg.0.command_name()));
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "(Vec<&'static str>, Vec<&'static str>, Vec<String>)")]
+struct Names;
+
+impl Handler<Names> for Collector {
+    type Result = MessageResult<Names>;
+    fn handle(&mut self, _: Names, _: &mut Context<Self>) -> Self::Result {
+        MessageResult((self.sdam.clone(), self.cmap.clone(), self.command.clone()))
+    }
+}
+
+#[actix::test]
+async fn events_reach_crossbeam_receivers_and_actix_recipients() {
+    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let collector = Collector::default().start();
+    let (sdam_tx, sdam_rx) = crossbeam_channel::unbounded::<SdamEvent>();
+    let (cmap_tx, cmap_rx) = crossbeam_channel::unbounded::<CmapEvent>();
+    let (command_tx, command_rx) = crossbeam_channel::unbounded::<CommandEvent>();
+    // Each kind to both subscribers.
+    let (s1, s2) = (sdam_channel(sdam_tx), sdam_recipient(collector.clone().recipient()));
+    let (p1, p2) = (cmap_channel(cmap_tx), cmap_recipient(collector.clone().recipient()));
+    let (c1, c2) = (command_channel(command_tx), command_recipient(collector.clone().recipient()));
+    let mut options = ClientOptions::parse(&cluster.uri()).await.expect("uri");
+    options.sdam_event_handler = Some(Arc::new(move |e: &SdamEvent| {
+        s1.handle(e);
+        s2.handle(e);
+    }));
+    options.cmap_event_handler = Some(Arc::new(move |e: &CmapEvent| {
+        p1.handle(e);
+        p2.handle(e);
+    }));
+    options.command_event_handler = Some(Arc::new(move |e: &CommandEvent| {
+        c1.handle(e);
+        c2.handle(e);
+    }));
+    let client = Client::with_options(options).await.expect("client");
+    let coll = client.database("e2e").collection("events");
+    coll.insert_one(doc! { "_id": 1 }).await.expect("insert");
+    assert!(coll.find_one(doc! { "_id": 1 }, FindOptions::default()).await.expect("find").is_some());
+
+    // Crossbeam.
+    let sdam: Vec<_> = sdam_rx.try_iter().map(|e| e.name()).collect();
+    assert_eq!(sdam.first(), Some(&"topology_opening_event"));
+    assert!(sdam.contains(&"server_heartbeat_succeeded_event"), "{sdam:?}");
+    assert!(sdam.contains(&"server_description_changed_event"), "{sdam:?}");
+    let cmap: Vec<_> = cmap_rx.try_iter().map(|e| e.name()).collect();
+    for name in [
+        "ConnectionPoolCreated",
+        "ConnectionPoolReady",
+        "ConnectionCreated",
+        "ConnectionCheckedOut",
+        "ConnectionCheckedIn",
+    ] {
+        assert!(cmap.contains(&name), "{name} missing from {cmap:?}");
+    }
+    let commands: Vec<_> = command_rx
+        .try_iter()
+        .map(|e| (e.command_name().to_owned(), matches!(e, CommandEvent::Succeeded { .. })))
+        .collect();
+    for name in ["insert", "find"] {
+        assert!(commands.contains(&(name.to_owned(), false)), "{name} started missing: {commands:?}");
+        assert!(commands.contains(&(name.to_owned(), true)), "{name} succeeded missing: {commands:?}");
+    }
+
+    // The Recipient got the same kinds (delivered through its mailbox).
+    let start = Instant::now();
+    loop {
+        let (sdam, cmap, command) = collector.send(Names).await.expect("collector runs");
+        let ok = sdam.first() == Some(&"topology_opening_event")
+            && sdam.contains(&"server_heartbeat_succeeded_event")
+            && cmap.contains(&"ConnectionCheckedOut")
+            && cmap.contains(&"ConnectionCheckedIn")
+            && ["insert started", "insert succeeded", "find started", "find succeeded"]
+                .iter()
+                .all(|n| command.iter().any(|c| c == n));
+        if ok {
+            break;
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "the recipient did not get every kind: {sdam:?} {cmap:?} {command:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    client.shutdown().await.expect("shutdown");
+    // The last SDAM event of a closed topology.
+    let last = sdam_rx.try_iter().last().map(|e| e.name());
+    assert_eq!(last, Some("topology_closed_event"));
+}
+
+/// The debugging recorder, installed once for this test binary.
+fn snapshotter() -> &'static Snapshotter {
+    static SNAPSHOTTER: OnceLock<Snapshotter> = OnceLock::new();
+    SNAPSHOTTER.get_or_init(|| {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        recorder.install().expect("no other recorder in this test binary");
+        snapshotter
+    })
+}
+
+type MetricId = (MetricKind, String, Vec<(String, String)>);
+
+/// Totals since the recorder was installed. The debugging recorder's snapshots drain what
+/// they read (counters and gauges are swapped to 0, histograms cleared), so every snapshot
+/// is folded in here: counters and inc/dec gauges are summed, histograms appended, and the
+/// last gauge value seen is kept for `set` gauges.
+#[derive(Default)]
+struct Totals {
+    sums: HashMap<MetricId, f64>,
+    last_gauge: HashMap<MetricId, f64>,
+    histograms: HashMap<MetricId, usize>,
+}
+
+fn totals() -> parking_lot::MutexGuard<'static, Totals> {
+    static TOTALS: OnceLock<Mutex<Totals>> = OnceLock::new();
+    let mut totals = TOTALS.get_or_init(Mutex::default).lock();
+    for (key, _, _, value) in snapshotter().snapshot().into_vec() {
+        let (kind, key) = key.into_parts();
+        let mut labels: Vec<(String, String)> =
+            key.labels().map(|l| (l.key().to_owned(), l.value().to_owned())).collect();
+        labels.sort();
+        let id = (kind, key.name().to_owned(), labels);
+        match value {
+            DebugValue::Counter(n) => *totals.sums.entry(id).or_default() += n as f64,
+            DebugValue::Gauge(v) => {
+                let v = v.into_inner();
+                *totals.sums.entry(id.clone()).or_default() += v;
+                if v != 0.0 {
+                    totals.last_gauge.insert(id, v);
+                }
+            }
+            DebugValue::Histogram(h) => *totals.histograms.entry(id).or_default() += h.len(),
+        }
+    }
+    totals
+}
+
+fn id(kind: MetricKind, name: &str, labels: &[(&str, &str)]) -> MetricId {
+    let mut labels: Vec<(String, String)> =
+        labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    labels.sort();
+    (kind, name.to_owned(), labels)
+}
+
+/// An inc/dec gauge's value (None if never recorded).
+fn gauge(name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    totals().sums.get(&id(MetricKind::Gauge, name, labels)).copied()
+}
+
+/// A `set` gauge's last non-zero value.
+fn last_gauge(name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    totals().last_gauge.get(&id(MetricKind::Gauge, name, labels)).copied()
+}
+
+fn counter(name: &str, labels: &[(&str, &str)]) -> u64 {
+    totals().sums.get(&id(MetricKind::Counter, name, labels)).map_or(0, |v| *v as u64)
+}
+
+fn histogram_len(name: &str, labels: &[(&str, &str)]) -> usize {
+    totals().histograms.get(&id(MetricKind::Histogram, name, labels)).copied().unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_recorded_and_readable_with_a_debugging_recorder() {
+    // Before the client: handles are resolved when the client first sees a server.
+    let _ = snapshotter();
+    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let hosts = cluster.hosts();
+    let client = Client::with_uri_str(&cluster.uri()).await.expect("client");
+    let coll = client.database("e2e").collection("metrics");
+    for i in 0..5 {
+        coll.insert_one(doc! { "_id": i }).await.expect("insert");
+        coll.find_one(doc! { "_id": i }, FindOptions::default()).await.expect("find");
+    }
+    let primary = hosts[cluster.primary().expect("a primary")].clone();
+    let server = [("server", primary.as_str())];
+
+    assert!(counter("mongo_actors_commands_total", &[("command", "find"), ("outcome", "succeeded")]) >= 5);
+    assert!(counter("mongo_actors_commands_total", &[("command", "insert"), ("outcome", "succeeded")]) >= 5);
+    assert!(histogram_len("mongo_actors_command_duration_seconds", &[("command", "find")]) >= 5);
+    let connections = gauge("mongo_actors_pool_connections", &server).expect("pool gauge");
+    assert!(connections >= 1.0, "pool connections {connections}");
+    wait_until("every connection checked in", || {
+        gauge("mongo_actors_pool_checked_out", &server) == Some(0.0)
+            && gauge("mongo_actors_operations_in_flight", &server).unwrap_or(0.0) == 0.0
+    })
+    .await;
+    for host in &hosts {
+        wait_until("a heartbeat per member", || {
+            counter("mongo_actors_heartbeats_total", &[("server", host), ("outcome", "succeeded")]) >= 1
+        })
+        .await;
+    }
+    wait_until("an RTT", || {
+        hosts
+            .iter()
+            .any(|h| last_gauge("mongo_actors_server_rtt_seconds", &[("server", h)]).is_some_and(|v| v > 0.0))
+    })
+    .await;
+    assert!(
+        histogram_len(
+            "mongo_actors_server_selection_duration_seconds",
+            &[("outcome", "succeeded"), ("path", "fast")]
+        ) + histogram_len(
+            "mongo_actors_server_selection_duration_seconds",
+            &[("outcome", "succeeded"), ("path", "waiter")]
+        ) > 0,
+        "selection durations"
+    );
+
+    client.shutdown().await.expect("shutdown");
+    wait_until("the pool gauge back to 0 after shutdown", || {
+        hosts.iter().all(|h| gauge("mongo_actors_pool_connections", &[("server", h)]).unwrap_or(0.0) == 0.0)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_stops_every_actor_and_closes_every_connection() {
+    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let client = Client::with_uri_str(&cluster.uri()).await.expect("client");
+    let coll = client.database("e2e").collection("shutdown");
+    let docs: Vec<Document> = (0..10).map(|i| doc! { "_id": i }).collect();
+    coll.insert_many(docs).await.expect("insert");
+    // Pools on every data-bearing member, and a cursor left open.
+    for mode in [ReadPreferenceMode::Secondary, ReadPreferenceMode::Secondary, ReadPreferenceMode::Nearest] {
+        let options = FindOptions { read_preference: Some(rp(mode, &[])), ..Default::default() };
+        coll.find_one(doc! {}, options).await.expect("read");
+    }
+    let mut cursor =
+        coll.find(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }).await.expect("find");
+    assert!(cursor.try_next().await.expect("first").is_some());
+    let actor = client.actor();
+    let selection = client.selector().actor().clone();
+    assert!(cluster.counters().total.current_connections > 0);
+
+    client.shutdown().await.expect("shutdown");
+    client.shutdown().await.expect("shutdown is idempotent");
+    drop(cursor);
+
+    assert!(client.topology().snapshot().closed, "the topology published its final snapshot");
+    wait_until("the actors to stop", || !selection.connected() && !actor.connected()).await;
+    wait_until("every connection to close", || cluster.counters().total.current_connections == 0).await;
+    let err = coll.find_one(doc! {}, FindOptions::default()).await.expect_err("the client is shut down");
+    assert_eq!(err.kind(), ErrorKind::ActorStopped, "{err}");
+    let err = actor.send(actors::client::actor::FindOne {
+        database: "e2e".into(),
+        collection: "shutdown".into(),
+        filter: doc! {},
+        options: FindOptions::default(),
+    });
+    // A stopped actor's mailbox refuses the message: a typed error, not a panic.
+    assert!(err.await.is_err());
+}
