@@ -238,7 +238,7 @@ impl Client {
             let selector = Selector::start(&topology, selector_options);
             Ok((topology, selector))
         };
-        let (topology, selector, host) = if System::try_current().is_some() {
+        let (topology, selector, host) = if in_actix_context() {
             let (topology, selector) = build()?;
             (topology, selector, Host::Current { arbiter: actix::Arbiter::current() })
         } else {
@@ -304,7 +304,7 @@ impl Client {
             return addr;
         }
         let client = self.clone();
-        let addr = if System::try_current().is_some() && matches!(self.inner.host, Host::Current { .. }) {
+        let addr = if in_actix_context() && matches!(self.inner.host, Host::Current { .. }) {
             ClientActor::new(client).start()
         } else {
             ClientActor::start_in_arbiter(self.inner.host.arbiter(), move |_| ClientActor::new(client))
@@ -363,4 +363,15 @@ async fn end_sessions(inner: &ClientInner) {
         conn.send_command("admin", cmd, Some(deadline)).await.ok()
     };
     let _ = tokio::time::timeout(Duration::from_millis(600), run).await;
+}
+
+/// Whether the caller runs inside an actix System's arbiter. A System stays "current" on its
+/// thread after `System::block_on` returns, so the runtime flavor is checked too: actix
+/// arbiters run current-thread runtimes, and a multi-thread runtime is never one.
+fn in_actix_context() -> bool {
+    System::try_current().is_some()
+        && matches!(
+            tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()),
+            Ok(tokio::runtime::RuntimeFlavor::CurrentThread)
+        )
 }
