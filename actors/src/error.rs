@@ -20,6 +20,15 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// `mongodb+srv` resolution failed: a DNS lookup failed or found nothing, or the SRV or
+    /// TXT records break the Initial DNS Seedlist Discovery rules.
+    #[error("DNS resolution of '{host}' failed: {message}")]
+    Dns {
+        /// The SRV host of the URI (empty when the resolver itself could not be created).
+        host: String,
+        /// What went wrong.
+        message: String,
+    },
     /// A connection or pool error.
     #[error(transparent)]
     Pool(#[from] pool::Error),
