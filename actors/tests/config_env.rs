@@ -59,7 +59,10 @@ read_preference = "secondaryPreferred"
     std::env::set_var("MONGO_ACTORS_MAX_POOL_SIZE", "20");
     std::env::set_var("MONGO_ACTORS_HEARTBEAT_FREQUENCY_MS", "10");
     let r = ClientOptions::from_config(None, Some(&file)).await;
-    assert!(matches!(r, Err(Error::InvalidOptions { ref message }) if message.contains("heartbeatFrequencyMS")), "{r:?}");
+    assert!(
+        matches!(r, Err(Error::InvalidOptions { ref message }) if message.contains("heartbeatFrequencyMS")),
+        "{r:?}"
+    );
     std::env::remove_var("MONGO_ACTORS_HEARTBEAT_FREQUENCY_MS");
     std::env::set_var("MONGO_ACTORS_MAX_POOLSIZE", "3");
     let r = ClientOptions::from_config(None, Some(&file)).await;

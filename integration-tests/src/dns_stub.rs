@@ -112,8 +112,7 @@ impl DnsStub {
     /// Replaces the TXT records of `name`: one record per entry, each made of several strings
     /// (which the client must concatenate).
     pub fn set_txt_split(&self, name: &str, records: &[Vec<&str>]) {
-        let v: Vec<Vec<String>> =
-            records.iter().map(|r| r.iter().map(|s| s.to_string()).collect()).collect();
+        let v: Vec<Vec<String>> = records.iter().map(|r| r.iter().map(|s| s.to_string()).collect()).collect();
         self.records.lock().txt.insert(key(name), v);
     }
 
@@ -147,13 +146,21 @@ fn answer(request: &[u8], records: &Records) -> Option<Vec<u8>> {
         match query.query_type() {
             RecordType::SRV => {
                 for (target, port) in records.srv.get(&k).into_iter().flatten() {
-                    let target = Name::from_str_relaxed(&format!("{target}.")).ok()?;
-                    reply.add_answer(Record::from_rdata(name.clone(), TTL, RData::SRV(SRV::new(0, 0, *port, target))));
+                    let target = Name::from_str_relaxed(format!("{target}.")).ok()?;
+                    reply.add_answer(Record::from_rdata(
+                        name.clone(),
+                        TTL,
+                        RData::SRV(SRV::new(0, 0, *port, target)),
+                    ));
                 }
             }
             RecordType::TXT => {
                 for strings in records.txt.get(&k).into_iter().flatten() {
-                    reply.add_answer(Record::from_rdata(name.clone(), TTL, RData::TXT(TXT::new(strings.clone()))));
+                    reply.add_answer(Record::from_rdata(
+                        name.clone(),
+                        TTL,
+                        RData::TXT(TXT::new(strings.clone())),
+                    ));
                 }
             }
             RecordType::A => {

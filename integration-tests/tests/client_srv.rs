@@ -137,8 +137,12 @@ async fn srv_max_hosts_during_polling() {
     topology.wait_for(|s| all_mongos(s, &set(std::slice::from_ref(&first))), WAIT).await.expect("discovered");
 
     // The chosen host leaves: exactly one of the others replaces it.
-    let remaining: Vec<(&str, u16)> =
-        names.iter().zip(&ports).map(|(n, p)| (*n, *p)).filter(|(n, p)| format!("{n}:{p}") != first).collect();
+    let remaining: Vec<(&str, u16)> = names
+        .iter()
+        .zip(&ports)
+        .map(|(n, p)| (*n, *p))
+        .filter(|(n, p)| format!("{n}:{p}") != first)
+        .collect();
     assert_eq!(remaining.len(), 2);
     dns.set_srv(SRV_NAME, &remaining);
     let snap = topology

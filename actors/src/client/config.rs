@@ -235,10 +235,9 @@ impl ClientOptions {
 
     /// [`from_config`](Self::from_config) with an already loaded [`ClientConfig`].
     pub async fn from_client_config(uri: Option<&str>, config: ClientConfig) -> Result<ClientOptions> {
-        let uri = uri
-            .map(str::to_string)
-            .or_else(|| config.uri.clone())
-            .ok_or_else(|| invalid("no connection string: pass a uri, or set `uri` in the file or MONGO_ACTORS_URI"))?;
+        let uri = uri.map(str::to_string).or_else(|| config.uri.clone()).ok_or_else(|| {
+            invalid("no connection string: pass a uri, or set `uri` in the file or MONGO_ACTORS_URI")
+        })?;
         let mut builder = ClientOptions::builder();
         let mut cs = protocol::uri::ConnectionString::parse(&uri).map_err(|e| invalid(e.to_string()))?;
         apply_overrides(&mut cs, &config.uri_options()?)?;
@@ -272,7 +271,10 @@ mod tests {
             "c.yaml",
             "uri: mongodb://db1/\napp_name: fromYaml\nretry_writes: false\nread_preference: secondaryPreferred\n",
         );
-        let json = temp_file("c.json", r#"{"uri": "mongodb://db2/", "max_connecting": 4, "heartbeat_frequency_ms": 700}"#);
+        let json = temp_file(
+            "c.json",
+            r#"{"uri": "mongodb://db2/", "max_connecting": 4, "heartbeat_frequency_ms": 700}"#,
+        );
         let c = ClientConfig::load_with_env(Some(&yaml), env(&[])).unwrap();
         let o = ClientOptions::from_client_config(None, c).await.unwrap();
         let opts = &o.connection_string.options;
@@ -288,10 +290,16 @@ mod tests {
 
     #[tokio::test]
     async fn environment_wins_over_file() {
-        let toml = temp_file("p.toml", "uri = \"mongodb://db1/?appname=uri\"\napp_name = \"file\"\nmax_pool_size = 10\n");
+        let toml = temp_file(
+            "p.toml",
+            "uri = \"mongodb://db1/?appname=uri\"\napp_name = \"file\"\nmax_pool_size = 10\n",
+        );
         let c = ClientConfig::load_with_env(
             Some(&toml),
-            env(&[("MONGO_ACTORS_APP_NAME", "env"), ("MONGO_ACTORS_DNS_NAME_SERVERS", "127.0.0.1:53,127.0.0.1:54")]),
+            env(&[
+                ("MONGO_ACTORS_APP_NAME", "env"),
+                ("MONGO_ACTORS_DNS_NAME_SERVERS", "127.0.0.1:53,127.0.0.1:54"),
+            ]),
         )
         .unwrap();
         assert_eq!(c.app_name.as_deref(), Some("env"));
@@ -319,9 +327,15 @@ mod tests {
             assert!(matches!(r, Err(Error::InvalidOptions { .. })), "{name}: {r:?}");
         }
         let unknown_ext = temp_file("g.ini2", "x=1");
-        assert!(matches!(ClientConfig::load_with_env(Some(&unknown_ext), env(&[])), Err(Error::InvalidOptions { .. })));
+        assert!(matches!(
+            ClientConfig::load_with_env(Some(&unknown_ext), env(&[])),
+            Err(Error::InvalidOptions { .. })
+        ));
         let missing = std::env::temp_dir().join("mongo-actors-no-such-file.toml");
-        assert!(matches!(ClientConfig::load_with_env(Some(&missing), env(&[])), Err(Error::InvalidOptions { .. })));
+        assert!(matches!(
+            ClientConfig::load_with_env(Some(&missing), env(&[])),
+            Err(Error::InvalidOptions { .. })
+        ));
         // No URI anywhere.
         let r = ClientOptions::from_client_config(None, ClientConfig::default()).await;
         assert!(matches!(r, Err(Error::InvalidOptions { .. })));

@@ -356,14 +356,21 @@ mod tests {
         assert_eq!(opts.app_name.as_deref(), Some("a b&c"));
         assert_eq!(opts.read_preference, Some(protocol::uri::ReadPreferenceMode::Nearest));
 
-        for (k, v) in [("maxPoolSize", "-1"), ("nope", "1"), ("retryReads", "maybe"), ("directConnection", "x")] {
+        for (k, v) in
+            [("maxPoolSize", "-1"), ("nope", "1"), ("retryReads", "maybe"), ("directConnection", "x")]
+        {
             let e = ClientOptions::builder().uri("mongodb://h").option(k, v).build().await.unwrap_err();
             assert!(matches!(e, Error::InvalidOptions { .. }), "{k}: {e}");
         }
         // Combinations are checked after the overlay.
         let e = ClientOptions::builder().uri("mongodb://a,b").option("directConnection", true).build().await;
         assert!(matches!(e, Err(Error::InvalidOptions { .. })));
-        let e = ClientOptions::builder().uri("mongodb://a").option("minPoolSize", 9).option("maxPoolSize", 3).build().await;
+        let e = ClientOptions::builder()
+            .uri("mongodb://a")
+            .option("minPoolSize", 9)
+            .option("maxPoolSize", 3)
+            .build()
+            .await;
         assert!(matches!(e, Err(Error::InvalidOptions { .. })));
         assert!(matches!(ClientOptions::builder().build().await, Err(Error::InvalidOptions { .. })));
     }

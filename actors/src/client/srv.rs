@@ -138,7 +138,8 @@ impl SrvResolver {
     pub fn new(config: &ResolverConfig) -> Result<Self> {
         let provider = TokioRuntimeProvider::default();
         let mut builder = if config.is_system() {
-            TokioResolver::builder_tokio().map_err(|e| dns_error("", format!("system DNS configuration: {e}")))?
+            TokioResolver::builder_tokio()
+                .map_err(|e| dns_error("", format!("system DNS configuration: {e}")))?
         } else {
             let servers = config
                 .name_servers
@@ -154,7 +155,8 @@ impl SrvResolver {
         if let Some(t) = config.timeout {
             builder.options_mut().timeout = t;
         }
-        let inner = builder.build().map_err(|e| dns_error("", format!("cannot create a DNS resolver: {e}")))?;
+        let inner =
+            builder.build().map_err(|e| dns_error("", format!("cannot create a DNS resolver: {e}")))?;
         Ok(SrvResolver { inner, config: config.clone() })
     }
 
@@ -203,7 +205,7 @@ impl SrvResolver {
     /// gives empty options.
     pub async fn lookup_txt(&self, srv_host: &str) -> Result<TxtOptions> {
         let name =
-            Name::from_str_relaxed(&format!("{srv_host}.")).map_err(|e| dns_error(srv_host, e.to_string()))?;
+            Name::from_str_relaxed(format!("{srv_host}.")).map_err(|e| dns_error(srv_host, e.to_string()))?;
         let lookup = match self.inner.txt_lookup(name).await {
             Ok(l) => l,
             Err(e) if e.is_no_records_found() => return Ok(TxtOptions::default()),
@@ -297,13 +299,20 @@ pub fn parse_txt_record(srv_host: &str, record: &str) -> Result<TxtOptions> {
                 out.load_balanced = Some(match value.as_str() {
                     "true" => true,
                     "false" => false,
-                    v => return Err(dns_error(srv_host, format!("TXT option loadBalanced={v} is not a boolean"))),
+                    v => {
+                        return Err(dns_error(
+                            srv_host,
+                            format!("TXT option loadBalanced={v} is not a boolean"),
+                        ))
+                    }
                 })
             }
             other => {
                 return Err(dns_error(
                     srv_host,
-                    format!("TXT option '{other}' is not allowed (only authSource, replicaSet and loadBalanced)"),
+                    format!(
+                        "TXT option '{other}' is not allowed (only authSource, replicaSet and loadBalanced)"
+                    ),
                 ))
             }
         }
@@ -423,19 +432,29 @@ mod tests {
 
     #[test]
     fn parent_domain_rule() {
-        let ok = validate_srv_hosts("cluster.example.com", hosts(&["a.example.com", "B.EXAMPLE.COM."]), DomainMismatch::Error);
+        let ok = validate_srv_hosts(
+            "cluster.example.com",
+            hosts(&["a.example.com", "B.EXAMPLE.COM."]),
+            DomainMismatch::Error,
+        );
         assert_eq!(ok.unwrap().len(), 2);
         for bad in ["a.evil.com", "example.com", "aexample.com", "a.example.com.evil"] {
-            let e = validate_srv_hosts("cluster.example.com", hosts(&[bad]), DomainMismatch::Error).unwrap_err();
+            let e =
+                validate_srv_hosts("cluster.example.com", hosts(&[bad]), DomainMismatch::Error).unwrap_err();
             assert!(matches!(e, Error::Dns { .. }), "{bad}: {e}");
         }
         // Skip keeps the valid ones.
-        let kept =
-            validate_srv_hosts("cluster.example.com", hosts(&["a.evil.com", "b.example.com"]), DomainMismatch::Skip)
-                .unwrap();
+        let kept = validate_srv_hosts(
+            "cluster.example.com",
+            hosts(&["a.evil.com", "b.example.com"]),
+            DomainMismatch::Skip,
+        )
+        .unwrap();
         assert_eq!(kept, hosts(&["b.example.com"]));
         // None valid: an error even when skipping.
-        assert!(validate_srv_hosts("cluster.example.com", hosts(&["a.evil.com"]), DomainMismatch::Skip).is_err());
+        assert!(
+            validate_srv_hosts("cluster.example.com", hosts(&["a.evil.com"]), DomainMismatch::Skip).is_err()
+        );
         assert!(validate_srv_hosts("cluster.example.com", vec![], DomainMismatch::Error).is_err());
     }
 
@@ -455,7 +474,10 @@ mod tests {
         assert_eq!(t.replica_set.as_deref(), Some("rs0"));
         assert_eq!(t.auth_source.as_deref(), Some("admin"));
         assert_eq!(t.load_balanced, Some(false));
-        assert_eq!(parse_txt_record("h", "authSource=thisDB%2Ffoo").unwrap().auth_source.as_deref(), Some("thisDB/foo"));
+        assert_eq!(
+            parse_txt_record("h", "authSource=thisDB%2Ffoo").unwrap().auth_source.as_deref(),
+            Some("thisDB/foo")
+        );
         for bad in ["ssl=true", "replicaSet", "loadBalanced=yes", "connectTimeoutMS=300"] {
             assert!(matches!(parse_txt_record("h", bad), Err(Error::Dns { .. })), "{bad}");
         }
@@ -467,7 +489,11 @@ mod tests {
         let mut cs = ConnectionString::parse("mongodb+srv://u:p@c.example.com/?replicaSet=uri").unwrap();
         apply_txt(
             &mut cs,
-            TxtOptions { replica_set: Some("txt".into()), auth_source: Some("thisDB".into()), load_balanced: None },
+            TxtOptions {
+                replica_set: Some("txt".into()),
+                auth_source: Some("thisDB".into()),
+                load_balanced: None,
+            },
         )
         .unwrap();
         assert_eq!(cs.options.replica_set.as_deref(), Some("uri"));

@@ -863,7 +863,8 @@ impl TopologyDescription {
             return None;
         }
         let previous = self.clone();
-        let removed: Vec<ServerAddress> = self.servers.keys().filter(|a| !hosts.contains(a)).cloned().collect();
+        let removed: Vec<ServerAddress> =
+            self.servers.keys().filter(|a| !hosts.contains(a)).cloned().collect();
         for a in &removed {
             self.servers.remove(a);
         }
@@ -937,7 +938,10 @@ mod tests {
             ..Default::default()
         });
         for s in seeds {
-            td.apply(reply(s, doc! {"ok": 1, "isWritablePrimary": true, "msg": "isdbgrid", "maxWireVersion": 21}));
+            td.apply(reply(
+                s,
+                doc! {"ok": 1, "isWritablePrimary": true, "msg": "isdbgrid", "maxWireVersion": 21},
+            ));
         }
         td
     }
@@ -979,7 +983,8 @@ mod tests {
         assert!(!rs.polls_srv());
         assert!(rs.apply_srv_hosts(&[a("z:1")]).is_none());
         assert_eq!(addrs(&rs), ["a:27017"]);
-        let mut unknown = TopologyDescription::new(TopologySettings { seeds: vec![a("a:1")], ..Default::default() });
+        let mut unknown =
+            TopologyDescription::new(TopologySettings { seeds: vec![a("a:1")], ..Default::default() });
         assert!(unknown.polls_srv());
         assert!(unknown.apply_srv_hosts(&[a("b:1")]).is_some());
         assert_eq!(addrs(&unknown), ["b:1"]);
