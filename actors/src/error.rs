@@ -39,6 +39,15 @@ pub enum Error {
     /// timeout error, naming the servers and their errors).
     #[error(transparent)]
     ServerSelection(#[from] selection::Error),
+    /// `mongodb+srv` resolution failed: a DNS lookup failed or found nothing, or the SRV or
+    /// TXT records break the Initial DNS Seedlist Discovery rules.
+    #[error("DNS resolution of '{host}' failed: {message}")]
+    Dns {
+        /// The SRV host of the URI (empty when the resolver itself could not be created).
+        host: String,
+        /// What went wrong.
+        message: String,
+    },
     /// A connection or pool error outside an operation (for example while building a pool).
     #[error(transparent)]
     Pool(#[from] pool::Error),
@@ -147,6 +156,8 @@ pub enum ErrorKind {
     Write,
     /// [`Error::InvalidResponse`].
     InvalidResponse,
+    /// [`Error::Dns`].
+    Dns,
 }
 
 impl Error {
@@ -167,6 +178,7 @@ impl Error {
             Error::Command { .. } => ErrorKind::Command,
             Error::Write { .. } => ErrorKind::Write,
             Error::InvalidResponse { .. } => ErrorKind::InvalidResponse,
+            Error::Dns { .. } => ErrorKind::Dns,
         }
     }
 

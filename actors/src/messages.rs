@@ -74,3 +74,17 @@ pub struct ApplicationErrorOccurred {
     /// The error, as the SDAM core classifies it (`protocol::sdam::app_error`).
     pub error: ApplicationError,
 }
+
+/// An SRV rescan found these hosts (sent by the [`SrvPoller`](crate::srv_poller::SrvPoller)
+/// to the topology actor). The actor applies the SDAM rule
+/// ([`TopologyDescription::apply_srv_hosts`](protocol::sdam::TopologyDescription::apply_srv_hosts)):
+/// removed hosts lose their monitor and pool, new ones get them, and the events follow.
+/// Answers whether the server list changed (false too when the topology is neither Unknown
+/// nor Sharded, or closed).
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "bool")]
+pub struct UpdateSrvHosts {
+    /// The valid hosts of the rescan, in random order (the order decides which new hosts a
+    /// positive srvMaxHosts admits).
+    pub hosts: Vec<ServerAddress>,
+}

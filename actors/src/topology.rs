@@ -28,7 +28,7 @@ use tokio::sync::watch;
 use crate::events::SdamEventHandler;
 use crate::messages::{
     ApplicationErrorOccurred, CancelCheck, CheckOutcome, RequestImmediateCheck, ServerCheckCompleted,
-    StopActor,
+    StopActor, UpdateSrvHosts,
 };
 use crate::monitor::{MonitorActor, MonitorOptions, MIN_HEARTBEAT_FREQUENCY};
 use crate::pool_actor::PoolActor;
@@ -669,6 +669,30 @@ impl Handler<RequestImmediateCheck> for TopologyActor {
         for m in self.servers.values().filter_map(|e| e.monitor.as_ref()) {
             m.request_check.do_send(RequestImmediateCheck);
         }
+    }
+}
+
+impl Handler<UpdateSrvHosts> for TopologyActor {
+    type Result = bool;
+
+    fn handle(&mut self, msg: UpdateSrvHosts, ctx: &mut Self::Context) -> bool {
+        if self.closed {
+            return false;
+        }
+        let Some(update) = self.description.apply_srv_hosts(&msg.hosts) else { return false };
+        if !update.changed() {
+            return false;
+        }
+        tracing::debug!(target: sdam_log::LOG_TARGET, added = ?update.added, removed = ?update.removed, "SRV hosts changed");
+        self.emit(update.events(self.id, &self.description));
+        for a in &update.removed {
+            self.stop_server(a);
+        }
+        for a in &update.added {
+            self.start_server(a.clone(), ctx);
+        }
+        self.publish_if_changed();
+        true
     }
 }
 

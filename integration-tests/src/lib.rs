@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod deployment;
+pub mod dns_stub;
 pub mod raw_client;
 pub mod sim;
 pub mod spec;

@@ -24,11 +24,13 @@
 
 pub mod actor;
 pub mod collection;
+pub mod config;
 pub mod cursor;
 pub mod database;
 pub(crate) mod operation;
 pub mod options;
 pub(crate) mod session;
+pub mod srv;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -45,14 +47,17 @@ pub use actor::ClientActor;
 pub use collection::{
     Collection, DeleteResult, FindOptions, InsertManyResult, InsertOneResult, UpdateResult,
 };
+pub use config::ClientConfig;
 pub use cursor::Cursor;
 pub use database::Database;
-pub use options::ClientOptions;
+pub use options::{ClientOptions, ClientOptionsBuilder};
+pub use srv::ResolverConfig;
 
 use self::session::SessionPool;
 use crate::command_events::CommandEventHandler;
 use crate::selection_actor::{Selector, SelectorOptions};
-use crate::topology::{Topology, TopologyBuilder};
+use crate::srv_poller::SrvPoller;
+use crate::topology::Topology;
 use crate::{Error, Result};
 
 /// A MongoDB client: a cheap, cloneable handle (`Send + Sync`) to a topology, its selection
@@ -109,6 +114,8 @@ pub(crate) struct ClientInner {
     pub(crate) cluster_time: Mutex<Option<Document>>,
     pub(crate) command_handler: Option<Arc<dyn CommandEventHandler>>,
     host: Host,
+    /// Keeps the SRV poller's mailbox open while the client lives.
+    _srv_poller: Option<actix::Addr<SrvPoller>>,
     closed: AtomicBool,
     shutdown: OnceCell<()>,
     actor: Mutex<Option<WeakAddr<ClientActor>>>,
@@ -219,8 +226,9 @@ impl Client {
             load_balanced: cs.options.load_balanced.unwrap_or(false),
         };
         let command_handler = crate::metrics::command_handler(options.command_event_handler.clone());
-        let build = move || -> Result<(Topology, Selector)> {
-            let mut builder = TopologyBuilder::from_connection_string(&cs).seeds(cs.hosts.clone());
+        let build = move || -> Result<(Topology, Selector, Option<actix::Addr<SrvPoller>>)> {
+            // Connection options with the host resolver of a custom DNS configuration.
+            let mut builder = options.topology_builder()?.seeds(cs.hosts.clone());
             if let Some(h) = crate::metrics::sdam_handler(options.sdam_event_handler.clone()) {
                 builder = builder.sdam_event_handler(h);
             }
@@ -236,11 +244,13 @@ impl Client {
                 custom_selector: options.custom_selector.clone(),
             };
             let selector = Selector::start(&topology, selector_options);
-            Ok((topology, selector))
+            // `mongodb+srv` only; it stops by itself when the topology closes.
+            let srv_poller = SrvPoller::start(&topology, &options)?;
+            Ok((topology, selector, srv_poller))
         };
-        let (topology, selector, host) = if in_actix_context() {
-            let (topology, selector) = build()?;
-            (topology, selector, Host::Current { arbiter: actix::Arbiter::current() })
+        let (topology, selector, srv_poller, host) = if in_actix_context() {
+            let (topology, selector, srv_poller) = build()?;
+            (topology, selector, srv_poller, Host::Current { arbiter: actix::Arbiter::current() })
         } else {
             let (tx, rx) = tokio::sync::oneshot::channel();
             std::thread::Builder::new()
@@ -250,8 +260,9 @@ impl Client {
                     let ok = system.block_on(async move {
                         let result = build();
                         let ok = result.is_ok();
-                        let _ = tx
-                            .send(result.map(|(t, s)| (t, s, System::current(), actix::Arbiter::current())));
+                        let _ = tx.send(
+                            result.map(|(t, s, p)| (t, s, p, System::current(), actix::Arbiter::current())),
+                        );
                         ok
                     });
                     if ok {
@@ -261,14 +272,15 @@ impl Client {
                 .map_err(|e| Error::InvalidOptions {
                     message: format!("cannot start the client thread: {e}"),
                 })?;
-            let (topology, selector, system, arbiter) =
+            let (topology, selector, srv_poller, system, arbiter) =
                 rx.await.map_err(|_| Error::stopped("client system"))??;
-            (topology, selector, Host::Own { system, arbiter })
+            (topology, selector, srv_poller, Host::Own { system, arbiter })
         };
         Ok(Client {
             inner: Arc::new(ClientInner {
                 topology,
                 selector,
+                _srv_poller: srv_poller,
                 settings,
                 sessions: SessionPool::default(),
                 cluster_time: Mutex::new(None),

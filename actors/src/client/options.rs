@@ -1,13 +1,22 @@
-//! Client options. STUB (contract): H2 extends this file (config files, environment, SRV).
+//! Client options: a connection string plus what a URI cannot carry (custom selector, event
+//! handlers, DNS resolver).
+//!
+//! - [`ClientOptions::parse`]: a URI; `mongodb+srv` is resolved through the system's DNS.
+//! - [`ClientOptions::builder`]: a URI, options overriding the URI's, a DNS resolver, handlers.
+//! - [`ClientOptions::from_config`](super::config): a file and environment variables.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use pool::cmap::CmapEventHandler;
-use protocol::uri::ConnectionString;
+use pool::connection::{ConnectionOptions, HostResolver};
+use protocol::uri::{ConnectionString, UriOptions};
 
+use super::srv::{self, ResolverConfig, SrvInfo, SrvResolver};
 use crate::command_events::CommandEventHandler;
 use crate::events::SdamEventHandler;
 use crate::selection_actor::CustomSelector;
+use crate::topology::TopologyBuilder;
 use crate::{Error, Result};
 
 /// Everything a [`Client`](super::Client) is built from: a parsed connection string (with
@@ -24,19 +33,362 @@ pub struct ClientOptions {
     pub cmap_event_handler: Option<Arc<dyn CmapEventHandler>>,
     /// Receives command events.
     pub command_event_handler: Option<Arc<dyn CommandEventHandler>>,
+    /// The DNS servers for `mongodb+srv` (`None`: the system's).
+    pub resolver_config: Option<ResolverConfig>,
+    /// Resolves host names for every connection (`None`: the system resolver). Set by
+    /// resolution with a custom [`ResolverConfig`], so SRV targets resolve through it too.
+    pub host_resolver: Option<Arc<dyn HostResolver>>,
+    /// For `mongodb+srv`: the SRV host and lookup results the SRV poller needs.
+    pub srv: Option<SrvInfo>,
+    /// The SRV rescan interval (rescanSRVIntervalMS; `None`: 60 s). See
+    /// [`SrvPollerOptions`](crate::srv_poller::SrvPollerOptions).
+    pub srv_rescan_interval: Option<Duration>,
 }
 
 impl std::fmt::Debug for ClientOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientOptions").field("connection_string", &self.connection_string).finish_non_exhaustive()
+        // ConnectionString's Debug redacts passwords (Credential and Secret).
+        f.debug_struct("ClientOptions")
+            .field("connection_string", &self.connection_string)
+            .field("custom_selector", &self.custom_selector.is_some())
+            .field("sdam_event_handler", &self.sdam_event_handler.is_some())
+            .field("cmap_event_handler", &self.cmap_event_handler.is_some())
+            .field("command_event_handler", &self.command_event_handler.is_some())
+            .field("resolver_config", &self.resolver_config)
+            .field("srv", &self.srv)
+            .field("srv_rescan_interval", &self.srv_rescan_interval)
+            .finish()
     }
 }
 
 impl ClientOptions {
-    /// Parses a URI (a `mongodb+srv` URI is resolved through DNS).
+    /// Parses a URI (a `mongodb+srv` URI is resolved through the system's DNS).
+    ///
+    /// ```
+    /// # tokio_test_block_on(async {
+    /// use actors::client::ClientOptions;
+    ///
+    /// let o = ClientOptions::parse("mongodb://alice:s3cret@db1:27017,db2:27017/?appname=svc").await.unwrap();
+    /// assert_eq!(o.connection_string.hosts.len(), 2);
+    /// assert!(!format!("{o:?}").contains("s3cret"));
+    /// assert!(matches!(ClientOptions::parse("http://x").await, Err(actors::Error::InvalidOptions { .. })));
+    /// # });
+    /// # fn tokio_test_block_on(f: impl std::future::Future<Output = ()>) {
+    /// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+    /// # }
+    /// ```
     pub async fn parse(uri: &str) -> Result<ClientOptions> {
-        let connection_string =
-            ConnectionString::parse(uri).map_err(|e| Error::InvalidOptions { message: e.to_string() })?;
-        Ok(ClientOptions { connection_string, ..Default::default() })
+        ClientOptions::builder().uri(uri).build().await
+    }
+
+    /// A builder.
+    pub fn builder() -> ClientOptionsBuilder {
+        ClientOptionsBuilder::default()
+    }
+
+    /// The topology builder for these options: SDAM settings (seeds, replicaSet, srvMaxHosts,
+    /// ...), pool options and connection options with the [`host_resolver`](Self::host_resolver).
+    /// Event handlers are not set: the Client adds them (through `actors::metrics`).
+    pub fn topology_builder(&self) -> Result<TopologyBuilder> {
+        let cs = &self.connection_string;
+        let mut connection = ConnectionOptions::from_connection_string(cs)?;
+        connection.set_host_resolver(self.host_resolver.clone());
+        Ok(TopologyBuilder::from_connection_string(cs).connection_options(connection))
+    }
+}
+
+/// Builds [`ClientOptions`]; [`build`](Self::build) parses, applies the overrides, resolves
+/// `mongodb+srv` and validates.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use actors::client::ClientOptions;
+///
+/// let o = ClientOptions::builder()
+///     .uri("mongodb://db1/?maxPoolSize=5&appname=fromUri")
+///     .option("maxPoolSize", 50)
+///     .app_name("svc")
+///     .build()
+///     .await
+///     .unwrap();
+/// assert_eq!(o.connection_string.options.max_pool_size, Some(50));
+/// assert_eq!(o.connection_string.options.app_name.as_deref(), Some("svc"));
+///
+/// // Invalid values are errors here (a URI would only warn).
+/// let e = ClientOptions::builder().uri("mongodb://db1").option("heartbeatFrequencyMS", 10).build().await;
+/// assert!(matches!(e, Err(actors::Error::InvalidOptions { .. })));
+/// # });
+/// ```
+#[must_use]
+#[derive(Default)]
+pub struct ClientOptionsBuilder {
+    uri: Option<String>,
+    connection_string: Option<ConnectionString>,
+    overrides: Vec<(String, String)>,
+    custom_selector: Option<CustomSelector>,
+    sdam_event_handler: Option<Arc<dyn SdamEventHandler>>,
+    cmap_event_handler: Option<Arc<dyn CmapEventHandler>>,
+    command_event_handler: Option<Arc<dyn CommandEventHandler>>,
+    resolver_config: Option<ResolverConfig>,
+    srv_rescan_interval: Option<Duration>,
+}
+
+impl std::fmt::Debug for ClientOptionsBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URI string may hold a password: never printed.
+        f.debug_struct("ClientOptionsBuilder")
+            .field("uri", &self.uri.as_ref().map(|_| "<redacted>"))
+            .field("connection_string", &self.connection_string)
+            .field("overrides", &self.overrides.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("resolver_config", &self.resolver_config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientOptionsBuilder {
+    /// The connection string to parse (replaces an earlier [`connection_string`](Self::connection_string)).
+    pub fn uri(mut self, uri: impl Into<String>) -> Self {
+        self.uri = Some(uri.into());
+        self.connection_string = None;
+        self
+    }
+
+    /// An already parsed connection string (replaces an earlier [`uri`](Self::uri)).
+    pub fn connection_string(mut self, cs: ConnectionString) -> Self {
+        self.connection_string = Some(cs);
+        self.uri = None;
+        self
+    }
+
+    /// Overrides one URI option, by its connection-string name (case-insensitive, e.g.
+    /// `maxPoolSize`). Values are checked like URI values, but an invalid one fails
+    /// [`build`](Self::build) instead of being ignored with a warning.
+    pub fn option(mut self, name: &str, value: impl ToString) -> Self {
+        self.overrides.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// `appname`.
+    pub fn app_name(self, name: &str) -> Self {
+        self.option("appname", name)
+    }
+
+    /// `maxPoolSize`.
+    pub fn max_pool_size(self, size: u32) -> Self {
+        self.option("maxPoolSize", size)
+    }
+
+    /// `serverSelectionTimeoutMS`.
+    pub fn server_selection_timeout(self, timeout: Duration) -> Self {
+        self.option("serverSelectionTimeoutMS", timeout.as_millis())
+    }
+
+    /// `heartbeatFrequencyMS`.
+    pub fn heartbeat_frequency(self, frequency: Duration) -> Self {
+        self.option("heartbeatFrequencyMS", frequency.as_millis())
+    }
+
+    /// The application's server selector.
+    pub fn custom_selector(mut self, selector: CustomSelector) -> Self {
+        self.custom_selector = Some(selector);
+        self
+    }
+
+    /// Receives SDAM events.
+    pub fn sdam_event_handler(mut self, handler: Arc<dyn SdamEventHandler>) -> Self {
+        self.sdam_event_handler = Some(handler);
+        self
+    }
+
+    /// Receives CMAP events.
+    pub fn cmap_event_handler(mut self, handler: Arc<dyn CmapEventHandler>) -> Self {
+        self.cmap_event_handler = Some(handler);
+        self
+    }
+
+    /// Receives command events.
+    pub fn command_event_handler(mut self, handler: Arc<dyn CommandEventHandler>) -> Self {
+        self.command_event_handler = Some(handler);
+        self
+    }
+
+    /// The DNS servers for `mongodb+srv`. With name servers set, connections also resolve
+    /// host names through them (so SRV targets need no system DNS entry).
+    pub fn resolver_config(mut self, config: ResolverConfig) -> Self {
+        self.resolver_config = Some(config);
+        self
+    }
+
+    /// The SRV rescan interval (default 60 s; at least
+    /// [`MIN_RESCAN_INTERVAL`](crate::srv_poller::MIN_RESCAN_INTERVAL)).
+    pub fn srv_rescan_interval(mut self, interval: Duration) -> Self {
+        self.srv_rescan_interval = Some(interval);
+        self
+    }
+
+    /// Parses the URI, applies the overrides, resolves `mongodb+srv` (SRV and TXT records)
+    /// and validates.
+    ///
+    /// Errors: [`Error::InvalidOptions`] for a bad URI, option or combination,
+    /// [`Error::Dns`] when `mongodb+srv` resolution fails or breaks the spec's rules.
+    pub async fn build(self) -> Result<ClientOptions> {
+        let invalid = |message: String| Error::InvalidOptions { message };
+        let mut cs = match (self.connection_string, self.uri) {
+            (Some(cs), _) => cs,
+            (None, Some(uri)) => ConnectionString::parse(&uri).map_err(|e| invalid(e.to_string()))?,
+            (None, None) => return Err(invalid("a connection string is required".into())),
+        };
+        apply_overrides(&mut cs, &self.overrides)?;
+        if let Some(i) = self.srv_rescan_interval {
+            if i < crate::srv_poller::MIN_RESCAN_INTERVAL {
+                return Err(invalid(format!(
+                    "the SRV rescan interval must be at least {:?}",
+                    crate::srv_poller::MIN_RESCAN_INTERVAL
+                )));
+            }
+        }
+        let mut host_resolver = None;
+        let mut srv_info = None;
+        if cs.is_srv() {
+            let config = self.resolver_config.clone().unwrap_or_default();
+            let resolver = SrvResolver::new(&config)?;
+            srv_info = srv::resolve(&mut cs, &resolver).await?;
+            host_resolver = srv::host_resolver(&resolver);
+        } else if let Some(config) = self.resolver_config.as_ref().filter(|c| !c.is_system()) {
+            let resolver = SrvResolver::new(config)?;
+            host_resolver = srv::host_resolver(&resolver);
+        }
+        Ok(ClientOptions {
+            connection_string: cs,
+            custom_selector: self.custom_selector,
+            sdam_event_handler: self.sdam_event_handler,
+            cmap_event_handler: self.cmap_event_handler,
+            command_event_handler: self.command_event_handler,
+            resolver_config: self.resolver_config,
+            host_resolver,
+            srv: srv_info,
+            srv_rescan_interval: self.srv_rescan_interval,
+        })
+    }
+}
+
+/// Applies `name=value` overrides to a connection string's options, checking each value with
+/// the URI parser and failing on anything it would only warn about. The result is validated
+/// (combinations) again.
+pub(crate) fn apply_overrides(cs: &mut ConnectionString, overrides: &[(String, String)]) -> Result<()> {
+    if overrides.is_empty() {
+        return Ok(());
+    }
+    let invalid = |message: String| Error::InvalidOptions { message };
+    let mut query = String::new();
+    for (name, value) in overrides {
+        if !UriOptions::NAMES.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+            return Err(invalid(format!("unknown option '{name}'")));
+        }
+        if !query.is_empty() {
+            query.push('&');
+        }
+        query.push_str(&encode(name));
+        query.push('=');
+        query.push_str(&encode(value));
+    }
+    // A throwaway URI so that every value goes through the spec's parsing rules; `+srv` keeps
+    // the srv-only options legal when the real string is one.
+    let scheme = if cs.is_srv() { "mongodb+srv://override.invalid" } else { "mongodb://override.invalid" };
+    let parsed =
+        ConnectionString::parse(&format!("{scheme}/?{query}")).map_err(|e| invalid(e.to_string()))?;
+    if let Some(w) = parsed.warnings.first() {
+        return Err(invalid(w.clone()));
+    }
+    cs.options = overlay(&cs.options, &parsed.options)?;
+    if let (Some(source), Some(c)) = (&parsed.options.auth_source, cs.credential.as_mut()) {
+        c.source = Some(source.clone());
+    }
+    cs.validate().map_err(|e| invalid(e.to_string()))
+}
+
+/// `base` with every option `over` sets.
+fn overlay(base: &UriOptions, over: &UriOptions) -> Result<UriOptions> {
+    let to_map = |o: &UriOptions| match serde_json::to_value(o) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        _ => Err(Error::InvalidOptions { message: "options cannot be merged".into() }),
+    };
+    let mut merged = to_map(base)?;
+    for (k, v) in to_map(over)? {
+        if !v.is_null() {
+            merged.insert(k, v);
+        }
+    }
+    serde_json::from_value(serde_json::Value::Object(merged))
+        .map_err(|e| Error::InvalidOptions { message: format!("options cannot be merged: {e}") })
+}
+
+/// Percent-encodes what would break a query string.
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~:,".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn overrides_win_and_are_checked() {
+        let o = ClientOptions::builder()
+            .uri("mongodb://h/?maxPoolSize=5&retryWrites=false&readPreference=secondary")
+            .option("MAXPOOLSIZE", 7)
+            .option("readPreference", "nearest")
+            .option("appname", "a b&c")
+            .build()
+            .await
+            .unwrap();
+        let opts = &o.connection_string.options;
+        assert_eq!(opts.max_pool_size, Some(7));
+        assert_eq!(opts.retry_writes, Some(false));
+        assert_eq!(opts.app_name.as_deref(), Some("a b&c"));
+        assert_eq!(opts.read_preference, Some(protocol::uri::ReadPreferenceMode::Nearest));
+
+        for (k, v) in
+            [("maxPoolSize", "-1"), ("nope", "1"), ("retryReads", "maybe"), ("directConnection", "x")]
+        {
+            let e = ClientOptions::builder().uri("mongodb://h").option(k, v).build().await.unwrap_err();
+            assert!(matches!(e, Error::InvalidOptions { .. }), "{k}: {e}");
+        }
+        // Combinations are checked after the overlay.
+        let e = ClientOptions::builder().uri("mongodb://a,b").option("directConnection", true).build().await;
+        assert!(matches!(e, Err(Error::InvalidOptions { .. })));
+        let e = ClientOptions::builder()
+            .uri("mongodb://a")
+            .option("minPoolSize", 9)
+            .option("maxPoolSize", 3)
+            .build()
+            .await;
+        assert!(matches!(e, Err(Error::InvalidOptions { .. })));
+        assert!(matches!(ClientOptions::builder().build().await, Err(Error::InvalidOptions { .. })));
+    }
+
+    #[tokio::test]
+    async fn debug_hides_passwords() {
+        let b = ClientOptions::builder().uri("mongodb://u:hunter2@h/").option("proxyHost", "p");
+        assert!(!format!("{b:?}").contains("hunter2"));
+        let o = b.build().await.unwrap();
+        assert!(!format!("{o:?}").contains("hunter2"));
+        assert!(!format!("{o:#?}").contains("hunter2"));
+    }
+
+    #[tokio::test]
+    async fn topology_builder_from_options() {
+        let o = ClientOptions::parse("mongodb://h1:1,h2:2/?heartbeatFrequencyMS=600").await.unwrap();
+        let actor = o.topology_builder().unwrap().build().unwrap();
+        assert_eq!(actor.description().addresses().count(), 2);
+        assert_eq!(actor.description().settings().heartbeat_frequency, Duration::from_millis(600));
     }
 }

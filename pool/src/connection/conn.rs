@@ -247,9 +247,18 @@ impl Connection {
             }
         };
         let tcp = guarded(&address, &cancel, deadline, Phase::TcpConnect, async {
-            let tcp = TcpStream::connect((host.as_str(), port))
-                .await
-                .map_err(|e| io_error(&address, Phase::TcpConnect, e))?;
+            let tcp = match &options.host_resolver {
+                None => TcpStream::connect((host.as_str(), port)).await,
+                Some(resolver) => match resolver.resolve(&host, port).await {
+                    Ok(addrs) if addrs.is_empty() => Err(std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!("no address found for {host}"),
+                    )),
+                    Ok(addrs) => TcpStream::connect(&addrs[..]).await,
+                    Err(e) => Err(e),
+                },
+            }
+            .map_err(|e| io_error(&address, Phase::TcpConnect, e))?;
             configure_socket(&tcp).map_err(|e| io_error(&address, Phase::TcpConnect, e))?;
             Ok(tcp)
         })

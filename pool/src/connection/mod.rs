@@ -12,6 +12,7 @@ mod conn;
 mod establisher;
 mod handshake;
 mod options;
+mod resolver;
 mod stream;
 mod tls;
 
@@ -20,4 +21,5 @@ pub use conn::{command_result, CommandBody, Connection, StreamDescription};
 pub use establisher::ConnectionEstablisher;
 pub use handshake::LB_NOT_SUPPORTED;
 pub use options::{ConnectionOptions, ConnectionOptionsBuilder, DEFAULT_CONNECT_TIMEOUT};
+pub use resolver::{HostResolver, SystemResolver};
 pub use tls::TlsOptions;

@@ -9,6 +9,7 @@ use protocol::hello::metadata::{ClientMetadata, DriverInfo};
 use protocol::uri::{AuthMechanism, ConnectionString, Credential, Secret};
 use serde::Serialize;
 
+use super::resolver::HostResolver;
 use super::tls::{self, TlsOptions};
 use crate::{Error, Result};
 
@@ -45,6 +46,9 @@ pub struct ConnectionOptions {
     pub(crate) tls_config: Option<Arc<rustls::ClientConfig>>,
     #[serde(skip)]
     pub(crate) metadata: ClientMetadata,
+    /// Resolves host names; `None` = the system resolver.
+    #[serde(skip)]
+    pub(crate) host_resolver: Option<Arc<dyn HostResolver>>,
 }
 
 impl fmt::Debug for ConnectionOptions {
@@ -60,6 +64,7 @@ impl fmt::Debug for ConnectionOptions {
             .field("server_api", &self.server_api)
             .field("compressors", &self.compressors)
             .field("credential", &self.credential)
+            .field("host_resolver", &self.host_resolver)
             .finish_non_exhaustive()
     }
 }
@@ -78,6 +83,7 @@ impl ConnectionOptions {
             server_api: None,
             compressors: Vec::new(),
             credential: None,
+            host_resolver: None,
         }
     }
 
@@ -169,6 +175,17 @@ impl ConnectionOptions {
     pub fn metadata(&self) -> &ClientMetadata {
         &self.metadata
     }
+
+    /// The host-name resolver, when not the system's.
+    pub fn host_resolver(&self) -> Option<&Arc<dyn HostResolver>> {
+        self.host_resolver.as_ref()
+    }
+
+    /// Replaces the host-name resolver (`None`: the system's); nothing else needs
+    /// validating, so no builder round trip.
+    pub fn set_host_resolver(&mut self, resolver: Option<Arc<dyn HostResolver>>) {
+        self.host_resolver = resolver;
+    }
 }
 
 /// Builder for [`ConnectionOptions`]; [`ConnectionOptionsBuilder::build`] validates and loads
@@ -185,6 +202,7 @@ pub struct ConnectionOptionsBuilder {
     server_api: Option<ServerApi>,
     compressors: Vec<String>,
     credential: Option<Credential>,
+    host_resolver: Option<Arc<dyn HostResolver>>,
 }
 
 impl fmt::Debug for ConnectionOptionsBuilder {
@@ -276,6 +294,13 @@ impl ConnectionOptionsBuilder {
         self
     }
 
+    /// Resolves host names with `resolver` instead of the system resolver (used for
+    /// `mongodb+srv` with a custom DNS resolver).
+    pub fn host_resolver(mut self, resolver: Arc<dyn HostResolver>) -> Self {
+        self.host_resolver = Some(resolver);
+        self
+    }
+
     /// Validates the options and loads the TLS files.
     pub fn build(self) -> Result<ConnectionOptions> {
         let invalid = |message: String| Error::InvalidOptions { message };
@@ -313,6 +338,7 @@ impl ConnectionOptionsBuilder {
             credential: self.credential,
             tls_config,
             metadata,
+            host_resolver: self.host_resolver,
         })
     }
 }

@@ -14,6 +14,6 @@ pub use app_error::{
 pub use events::*;
 pub use server_description::{compare_topology_versions, ServerDescription, ServerType, TopologyVersion};
 pub use topology_description::{
-    TopologyDescription, TopologySettings, TopologyType, TopologyUpdate, UpdateOutcome,
+    SrvHostsUpdate, TopologyDescription, TopologySettings, TopologyType, TopologyUpdate, UpdateOutcome,
     CLIENT_MAX_WIRE_VERSION, CLIENT_MIN_WIRE_VERSION, DEFAULT_HEARTBEAT_FREQUENCY, DEFAULT_LOCAL_THRESHOLD,
 };

@@ -122,7 +122,7 @@ impl TopologySettings {
                 .local_threshold_ms
                 .map(Duration::from_millis)
                 .unwrap_or(DEFAULT_LOCAL_THRESHOLD),
-            srv_max_hosts: None,
+            srv_max_hosts: cs.options.srv_max_hosts,
         }
     }
 
@@ -801,6 +801,89 @@ impl TopologyDescription {
     }
 }
 
+/// What [`TopologyDescription::apply_srv_hosts`] changed, so callers can start and stop
+/// monitors and pools and publish events.
+#[derive(Debug, Clone)]
+pub struct SrvHostsUpdate {
+    /// The topology before the update.
+    pub previous: TopologyDescription,
+    /// Hosts added (as Unknown servers): start monitoring them.
+    pub added: Vec<ServerAddress>,
+    /// Hosts removed: stop monitoring them and close their pools.
+    pub removed: Vec<ServerAddress>,
+}
+
+impl SrvHostsUpdate {
+    /// Whether the server list changed.
+    pub fn changed(&self) -> bool {
+        !self.added.is_empty() || !self.removed.is_empty()
+    }
+
+    /// The events, in the spec's order: ServerOpening for each added server, ServerClosed for
+    /// each removed one, then TopologyDescriptionChanged (if `current` differs from before).
+    pub fn events(&self, topology_id: TopologyId, current: &TopologyDescription) -> Vec<SdamEvent> {
+        let mut out: Vec<SdamEvent> = self
+            .added
+            .iter()
+            .map(|a| SdamEvent::ServerOpening(ServerOpeningEvent { topology_id, address: a.clone() }))
+            .collect();
+        out.extend(
+            self.removed
+                .iter()
+                .map(|a| SdamEvent::ServerClosed(ServerClosedEvent { topology_id, address: a.clone() })),
+        );
+        if !self.previous.same_as(current) {
+            out.push(SdamEvent::TopologyDescriptionChanged(Box::new(TopologyDescriptionChangedEvent {
+                topology_id,
+                previous_description: self.previous.clone(),
+                new_description: current.clone(),
+            })));
+        }
+        out
+    }
+}
+
+impl TopologyDescription {
+    /// Whether SRV polling applies now ("Polling SRV Records for mongos Discovery"): only
+    /// while the topology is Unknown or Sharded.
+    pub fn polls_srv(&self) -> bool {
+        matches!(self.topology_type, TopologyType::Unknown | TopologyType::Sharded)
+    }
+
+    /// Applies the host list of an SRV rescan (the spec's rule for polling results):
+    /// servers no longer listed are removed; listed hosts not yet in the topology are added as
+    /// Unknown servers, but with a positive `srvMaxHosts` only as many as keep the topology at
+    /// `srvMaxHosts` servers, taken in the order given. Pass `hosts` in random order to get the
+    /// spec's random selection; this function stays deterministic.
+    ///
+    /// Returns `None` (and changes nothing) when polling does not apply to the topology type
+    /// or `hosts` is empty (a rescan that found nothing keeps the old hosts).
+    pub fn apply_srv_hosts(&mut self, hosts: &[ServerAddress]) -> Option<SrvHostsUpdate> {
+        if !self.polls_srv() || hosts.is_empty() {
+            return None;
+        }
+        let previous = self.clone();
+        let removed: Vec<ServerAddress> =
+            self.servers.keys().filter(|a| !hosts.contains(a)).cloned().collect();
+        for a in &removed {
+            self.servers.remove(a);
+        }
+        let mut added = Vec::new();
+        let max = self.settings.srv_max_hosts.filter(|m| *m > 0).map(|m| m as usize);
+        for h in hosts {
+            if max.is_some_and(|m| self.servers.len() >= m) {
+                break;
+            }
+            if !self.servers.contains_key(h) {
+                self.servers.insert(h.clone(), Arc::new(ServerDescription::new_unknown(h.clone())));
+                added.push(h.clone());
+            }
+        }
+        self.recompute();
+        Some(SrvHostsUpdate { previous, added, removed })
+    }
+}
+
 /// The compatibility error for one server, if its wire version range does not overlap the
 /// client's. Unknown servers (and load balancers, which report no range) are compatible.
 pub fn compatibility_error(s: &ServerDescription) -> Option<String> {
@@ -846,6 +929,92 @@ mod tests {
         let mut b = [0u8; 12];
         b[11] = n;
         ObjectId::from_bytes(b)
+    }
+
+    fn sharded(seeds: &[&str], srv_max_hosts: Option<u32>) -> TopologyDescription {
+        let mut td = TopologyDescription::new(TopologySettings {
+            seeds: seeds.iter().map(|s| a(s)).collect(),
+            srv_max_hosts,
+            ..Default::default()
+        });
+        for s in seeds {
+            td.apply(reply(
+                s,
+                doc! {"ok": 1, "isWritablePrimary": true, "msg": "isdbgrid", "maxWireVersion": 21},
+            ));
+        }
+        td
+    }
+
+    fn addrs(td: &TopologyDescription) -> Vec<String> {
+        td.addresses().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn srv_hosts_add_and_remove() {
+        let mut td = sharded(&["a:1", "b:1"], None);
+        assert_eq!(td.topology_type(), TopologyType::Sharded);
+        let u = td.apply_srv_hosts(&[a("b:1"), a("c:1")]).expect("applies");
+        assert_eq!(u.added, vec![a("c:1")]);
+        assert_eq!(u.removed, vec![a("a:1")]);
+        assert_eq!(addrs(&td), ["b:1", "c:1"]);
+        // b keeps its (Mongos) description; c starts Unknown.
+        assert_eq!(td.server(&a("b:1")).unwrap().server_type, ServerType::Mongos);
+        assert_eq!(td.server(&a("c:1")).unwrap().server_type, ServerType::Unknown);
+        let id = TopologyId(oid(1));
+        let events = u.events(id, &td);
+        assert!(matches!(&events[0], SdamEvent::ServerOpening(e) if e.address == a("c:1")));
+        assert!(matches!(&events[1], SdamEvent::ServerClosed(e) if e.address == a("a:1")));
+        assert!(matches!(&events[2], SdamEvent::TopologyDescriptionChanged(_)));
+        assert_eq!(events.len(), 3);
+
+        // The same list again changes nothing.
+        let u = td.apply_srv_hosts(&[a("c:1"), a("b:1")]).expect("applies");
+        assert!(!u.changed());
+        assert!(u.events(id, &td).is_empty());
+    }
+
+    #[test]
+    fn srv_hosts_empty_or_not_polling() {
+        let mut td = sharded(&["a:1"], None);
+        assert!(td.apply_srv_hosts(&[]).is_none());
+        assert_eq!(addrs(&td), ["a:1"]);
+        let mut rs = rs(&["a:27017"]);
+        assert!(!rs.polls_srv());
+        assert!(rs.apply_srv_hosts(&[a("z:1")]).is_none());
+        assert_eq!(addrs(&rs), ["a:27017"]);
+        let mut unknown =
+            TopologyDescription::new(TopologySettings { seeds: vec![a("a:1")], ..Default::default() });
+        assert!(unknown.polls_srv());
+        assert!(unknown.apply_srv_hosts(&[a("b:1")]).is_some());
+        assert_eq!(addrs(&unknown), ["b:1"]);
+    }
+
+    #[test]
+    fn srv_hosts_respect_srv_max_hosts() {
+        let mut td = sharded(&["a:1", "b:1"], Some(2));
+        // Nothing removed, the topology is full: no additions.
+        let u = td.apply_srv_hosts(&[a("a:1"), a("b:1"), a("c:1"), a("d:1")]).unwrap();
+        assert!(!u.changed());
+        // One removed: exactly one added, the first of the (caller-shuffled) new hosts.
+        let u = td.apply_srv_hosts(&[a("d:1"), a("b:1"), a("c:1")]).unwrap();
+        assert_eq!(u.removed, vec![a("a:1")]);
+        assert_eq!(u.added, vec![a("d:1")]);
+        assert_eq!(addrs(&td), ["b:1", "d:1"]);
+        // Both removed: two of the three new ones.
+        let u = td.apply_srv_hosts(&[a("e:1"), a("f:1"), a("g:1")]).unwrap();
+        assert_eq!(u.removed.len(), 2);
+        assert_eq!(addrs(&td), ["e:1", "f:1"]);
+        // srvMaxHosts 0 means no limit.
+        let mut td = sharded(&["a:1"], Some(0));
+        td.apply_srv_hosts(&[a("a:1"), a("b:1"), a("c:1")]).unwrap();
+        assert_eq!(addrs(&td).len(), 3);
+    }
+
+    #[test]
+    fn settings_carry_srv_max_hosts() {
+        let cs = ConnectionString::parse("mongodb+srv://x.example.com/?srvMaxHosts=3").unwrap();
+        assert_eq!(TopologySettings::from_connection_string(&cs).srv_max_hosts, Some(3));
     }
 
     fn rs(seeds: &[&str]) -> TopologyDescription {

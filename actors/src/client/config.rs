@@ -1,0 +1,348 @@
+//! Client options from a configuration file and environment variables, through the `config`
+//! crate.
+//!
+//! [`ClientOptions::from_config`] merges, from lowest to highest precedence:
+//! 1. the connection string: the `uri` argument if given, else the `uri` of the file or the
+//!    environment (`MONGO_ACTORS_URI`), with the options in its query string;
+//! 2. the options in the file (TOML, YAML or JSON, chosen by the extension: `.toml`, `.yaml` /
+//!    `.yml`, `.json`);
+//! 3. environment variables `MONGO_ACTORS_<OPTION>` (e.g. `MONGO_ACTORS_MAX_POOL_SIZE=20`).
+//!
+//! Option names are the snake_case forms of the URI option names (see [`ClientConfig`]).
+//! Values are checked with the URI rules, but an invalid value, an unknown key in the file or
+//! an unknown `MONGO_ACTORS_*` variable is an [`Error::InvalidOptions`], never ignored.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::options::{apply_overrides, ClientOptions};
+use super::srv::ResolverConfig;
+use crate::{Error, Result};
+
+/// The environment variable prefix.
+pub const ENV_PREFIX: &str = "MONGO_ACTORS";
+
+/// What a configuration file or the environment can set: `uri` plus URI options under their
+/// snake_case names. `None` = not set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClientConfig {
+    /// The connection string.
+    pub uri: Option<String>,
+    /// `appname`.
+    pub app_name: Option<String>,
+    /// `maxPoolSize`.
+    pub max_pool_size: Option<u32>,
+    /// `minPoolSize`.
+    pub min_pool_size: Option<u32>,
+    /// `maxConnecting`.
+    pub max_connecting: Option<u32>,
+    /// `maxIdleTimeMS`.
+    pub max_idle_time_ms: Option<u64>,
+    /// `waitQueueTimeoutMS`.
+    pub wait_queue_timeout_ms: Option<u64>,
+    /// `serverSelectionTimeoutMS`.
+    pub server_selection_timeout_ms: Option<u64>,
+    /// `heartbeatFrequencyMS`.
+    pub heartbeat_frequency_ms: Option<u64>,
+    /// `localThresholdMS`.
+    pub local_threshold_ms: Option<u64>,
+    /// `connectTimeoutMS`.
+    pub connect_timeout_ms: Option<u64>,
+    /// `socketTimeoutMS`.
+    pub socket_timeout_ms: Option<u64>,
+    /// `timeoutMS`.
+    pub timeout_ms: Option<u64>,
+    /// `retryReads`.
+    pub retry_reads: Option<bool>,
+    /// `retryWrites`.
+    pub retry_writes: Option<bool>,
+    /// `readPreference` (`primary`, `primaryPreferred`, `secondary`, ...).
+    pub read_preference: Option<String>,
+    /// `maxStalenessSeconds`.
+    pub max_staleness_seconds: Option<i64>,
+    /// `readConcernLevel`.
+    pub read_concern_level: Option<String>,
+    /// `w` (a number, `majority` or a tag set name).
+    pub w: Option<String>,
+    /// `wTimeoutMS`.
+    pub w_timeout_ms: Option<u64>,
+    /// `journal`.
+    pub journal: Option<bool>,
+    /// `replicaSet`.
+    pub replica_set: Option<String>,
+    /// `directConnection`.
+    pub direct_connection: Option<bool>,
+    /// `loadBalanced`.
+    pub load_balanced: Option<bool>,
+    /// `serverMonitoringMode` (`stream`, `poll`, `auto`).
+    pub server_monitoring_mode: Option<String>,
+    /// `compressors` (comma-separated).
+    pub compressors: Option<String>,
+    /// `authSource`.
+    pub auth_source: Option<String>,
+    /// `tls`.
+    pub tls: Option<bool>,
+    /// `tlsCAFile`.
+    pub tls_ca_file: Option<String>,
+    /// `tlsCertificateKeyFile`.
+    pub tls_certificate_key_file: Option<String>,
+    /// `tlsAllowInvalidCertificates`.
+    pub tls_allow_invalid_certificates: Option<bool>,
+    /// `tlsAllowInvalidHostnames`.
+    pub tls_allow_invalid_hostnames: Option<bool>,
+    /// `tlsInsecure`.
+    pub tls_insecure: Option<bool>,
+    /// `srvMaxHosts`.
+    pub srv_max_hosts: Option<u32>,
+    /// `srvServiceName`.
+    pub srv_service_name: Option<String>,
+    /// DNS name servers for `mongodb+srv` (`ip:port` strings); empty: the system's.
+    pub dns_name_servers: Option<Vec<String>>,
+}
+
+/// The URI spelling of each [`ClientConfig`] option field.
+const URI_NAMES: [(&str, &str); 34] = [
+    ("app_name", "appname"),
+    ("max_pool_size", "maxPoolSize"),
+    ("min_pool_size", "minPoolSize"),
+    ("max_connecting", "maxConnecting"),
+    ("max_idle_time_ms", "maxIdleTimeMS"),
+    ("wait_queue_timeout_ms", "waitQueueTimeoutMS"),
+    ("server_selection_timeout_ms", "serverSelectionTimeoutMS"),
+    ("heartbeat_frequency_ms", "heartbeatFrequencyMS"),
+    ("local_threshold_ms", "localThresholdMS"),
+    ("connect_timeout_ms", "connectTimeoutMS"),
+    ("socket_timeout_ms", "socketTimeoutMS"),
+    ("timeout_ms", "timeoutMS"),
+    ("retry_reads", "retryReads"),
+    ("retry_writes", "retryWrites"),
+    ("read_preference", "readPreference"),
+    ("max_staleness_seconds", "maxStalenessSeconds"),
+    ("read_concern_level", "readConcernLevel"),
+    ("w", "w"),
+    ("w_timeout_ms", "wTimeoutMS"),
+    ("journal", "journal"),
+    ("replica_set", "replicaSet"),
+    ("direct_connection", "directConnection"),
+    ("load_balanced", "loadBalanced"),
+    ("server_monitoring_mode", "serverMonitoringMode"),
+    ("compressors", "compressors"),
+    ("auth_source", "authSource"),
+    ("tls", "tls"),
+    ("tls_ca_file", "tlsCAFile"),
+    ("tls_certificate_key_file", "tlsCertificateKeyFile"),
+    ("tls_allow_invalid_certificates", "tlsAllowInvalidCertificates"),
+    ("tls_allow_invalid_hostnames", "tlsAllowInvalidHostnames"),
+    ("tls_insecure", "tlsInsecure"),
+    ("srv_max_hosts", "srvMaxHosts"),
+    ("srv_service_name", "srvServiceName"),
+];
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::InvalidOptions { message: message.into() }
+}
+
+impl ClientConfig {
+    /// Loads the file (if any) and the process environment (`MONGO_ACTORS_*`), the
+    /// environment winning.
+    pub fn load(file: Option<&Path>) -> Result<ClientConfig> {
+        Self::load_with_env(file, None)
+    }
+
+    /// Like [`load`](Self::load), with `env` (variable name to value) standing in for the
+    /// process environment when given (for tests).
+    pub fn load_with_env(file: Option<&Path>, env: Option<HashMap<String, String>>) -> Result<ClientConfig> {
+        let mut builder = config::Config::builder();
+        if let Some(path) = file {
+            // The format comes from the extension; an unknown one is an error.
+            builder = builder.add_source(config::File::from(path).required(true));
+        }
+        let environment = config::Environment::with_prefix(ENV_PREFIX)
+            .prefix_separator("_")
+            .try_parsing(true)
+            .list_separator(",")
+            .with_list_parse_key("dns_name_servers")
+            .source(env);
+        builder = builder.add_source(environment);
+        let loaded = builder.build().map_err(|e| invalid(format!("cannot load the configuration: {e}")))?;
+        loaded.try_deserialize().map_err(|e| invalid(format!("invalid configuration: {e}")))
+    }
+
+    /// The options as `(URI name, value)` pairs, in a fixed order.
+    pub fn uri_options(&self) -> Result<Vec<(String, String)>> {
+        let value = serde_json::to_value(self).map_err(|e| invalid(e.to_string()))?;
+        let serde_json::Value::Object(map) = value else { return Ok(Vec::new()) };
+        let mut out = Vec::new();
+        for (field, uri_name) in URI_NAMES {
+            let rendered = match map.get(field) {
+                None | Some(serde_json::Value::Null) => continue,
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+            };
+            out.push((uri_name.to_string(), rendered));
+        }
+        Ok(out)
+    }
+
+    /// The resolver configuration from `dns_name_servers`.
+    pub fn resolver_config(&self) -> Result<Option<ResolverConfig>> {
+        let Some(servers) = &self.dns_name_servers else { return Ok(None) };
+        let addrs = servers
+            .iter()
+            .map(|s| s.trim().parse().map_err(|_| invalid(format!("dns_name_servers: '{s}' is not ip:port"))))
+            .collect::<Result<Vec<std::net::SocketAddr>>>()?;
+        Ok(Some(ResolverConfig::with_name_servers(addrs)))
+    }
+}
+
+impl ClientOptions {
+    /// Options from a connection string, a configuration file and the environment.
+    ///
+    /// Precedence, lowest first: the URI's own options < the file < the environment
+    /// (`MONGO_ACTORS_*`). The `uri` argument, when given, replaces the `uri` of the file and
+    /// of `MONGO_ACTORS_URI`; without any URI this fails. `mongodb+srv` is resolved as in
+    /// [`ClientOptions::parse`] (with `dns_name_servers` if configured).
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use actors::client::ClientOptions;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("mongo-actors-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// let file = dir.join("client.toml");
+    /// std::fs::write(&file, "uri = \"mongodb://db1:27017/?maxPoolSize=5\"\nmax_pool_size = 20\napp_name = \"svc\"\n").unwrap();
+    ///
+    /// let o = ClientOptions::from_config(None, Some(&file)).await.unwrap();
+    /// assert_eq!(o.connection_string.options.max_pool_size, Some(20)); // the file wins over the URI
+    /// assert_eq!(o.connection_string.options.app_name.as_deref(), Some("svc"));
+    ///
+    /// // An explicit URI replaces the file's; the file's options still apply.
+    /// let o = ClientOptions::from_config(Some("mongodb://other:1"), Some(&file)).await.unwrap();
+    /// assert_eq!(o.connection_string.hosts[0].to_string(), "other:1");
+    /// assert_eq!(o.connection_string.options.max_pool_size, Some(20));
+    ///
+    /// std::fs::write(&file, "uri = \"mongodb://db1\"\nmax_pool_size = -3\n").unwrap();
+    /// assert!(matches!(ClientOptions::from_config(None, Some(&file)).await, Err(actors::Error::InvalidOptions { .. })));
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # });
+    /// ```
+    pub async fn from_config(uri: Option<&str>, file: Option<&Path>) -> Result<ClientOptions> {
+        Self::from_client_config(uri, ClientConfig::load(file)?).await
+    }
+
+    /// [`from_config`](Self::from_config) with an already loaded [`ClientConfig`].
+    pub async fn from_client_config(uri: Option<&str>, config: ClientConfig) -> Result<ClientOptions> {
+        let uri = uri.map(str::to_string).or_else(|| config.uri.clone()).ok_or_else(|| {
+            invalid("no connection string: pass a uri, or set `uri` in the file or MONGO_ACTORS_URI")
+        })?;
+        let mut builder = ClientOptions::builder();
+        let mut cs = protocol::uri::ConnectionString::parse(&uri).map_err(|e| invalid(e.to_string()))?;
+        apply_overrides(&mut cs, &config.uri_options()?)?;
+        builder = builder.connection_string(cs);
+        if let Some(r) = config.resolver_config()? {
+            builder = builder.resolver_config(r);
+        }
+        builder.build().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_file(name: &str, contents: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("mongo-actors-config-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, contents).unwrap();
+        path
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> Option<HashMap<String, String>> {
+        Some(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }
+
+    #[tokio::test]
+    async fn yaml_and_json_files() {
+        let yaml = temp_file(
+            "c.yaml",
+            "uri: mongodb://db1/\napp_name: fromYaml\nretry_writes: false\nread_preference: secondaryPreferred\n",
+        );
+        let json = temp_file(
+            "c.json",
+            r#"{"uri": "mongodb://db2/", "max_connecting": 4, "heartbeat_frequency_ms": 700}"#,
+        );
+        let c = ClientConfig::load_with_env(Some(&yaml), env(&[])).unwrap();
+        let o = ClientOptions::from_client_config(None, c).await.unwrap();
+        let opts = &o.connection_string.options;
+        assert_eq!(opts.app_name.as_deref(), Some("fromYaml"));
+        assert_eq!(opts.retry_writes, Some(false));
+        assert_eq!(opts.read_preference, Some(protocol::uri::ReadPreferenceMode::SecondaryPreferred));
+        let c = ClientConfig::load_with_env(Some(&json), env(&[])).unwrap();
+        let o = ClientOptions::from_client_config(None, c).await.unwrap();
+        assert_eq!(o.connection_string.options.max_connecting, Some(4));
+        assert_eq!(o.connection_string.options.heartbeat_frequency_ms, Some(700));
+        assert_eq!(o.connection_string.hosts[0].to_string(), "db2:27017");
+    }
+
+    #[tokio::test]
+    async fn environment_wins_over_file() {
+        let toml = temp_file(
+            "p.toml",
+            "uri = \"mongodb://db1/?appname=uri\"\napp_name = \"file\"\nmax_pool_size = 10\n",
+        );
+        let c = ClientConfig::load_with_env(
+            Some(&toml),
+            env(&[
+                ("MONGO_ACTORS_APP_NAME", "env"),
+                ("MONGO_ACTORS_DNS_NAME_SERVERS", "127.0.0.1:53,127.0.0.1:54"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.app_name.as_deref(), Some("env"));
+        assert_eq!(c.max_pool_size, Some(10));
+        let r = c.resolver_config().unwrap().unwrap();
+        assert_eq!(r.name_servers().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn bad_values_are_typed_errors() {
+        let cases: [(&str, &str); 6] = [
+            ("a.toml", "uri = \"mongodb://h\"\nmax_pool_size = \"many\"\n"),
+            ("b.toml", "uri = \"mongodb://h\"\nunknown_option = 1\n"),
+            ("c.toml", "uri = \"mongodb://h\"\nheartbeat_frequency_ms = 10\n"),
+            ("d.toml", "uri = \"mongodb://h\"\nread_preference = \"closest\"\n"),
+            ("e.toml", "uri = \"nope://h\"\n"),
+            ("f.toml", "not toml at all ==="),
+        ];
+        for (name, contents) in cases {
+            let path = temp_file(name, contents);
+            let r = match ClientConfig::load_with_env(Some(&path), env(&[])) {
+                Ok(c) => ClientOptions::from_client_config(None, c).await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            assert!(matches!(r, Err(Error::InvalidOptions { .. })), "{name}: {r:?}");
+        }
+        let unknown_ext = temp_file("g.ini2", "x=1");
+        assert!(matches!(
+            ClientConfig::load_with_env(Some(&unknown_ext), env(&[])),
+            Err(Error::InvalidOptions { .. })
+        ));
+        let missing = std::env::temp_dir().join("mongo-actors-no-such-file.toml");
+        assert!(matches!(
+            ClientConfig::load_with_env(Some(&missing), env(&[])),
+            Err(Error::InvalidOptions { .. })
+        ));
+        // No URI anywhere.
+        let r = ClientOptions::from_client_config(None, ClientConfig::default()).await;
+        assert!(matches!(r, Err(Error::InvalidOptions { .. })));
+        // Bad environment value.
+        let r = ClientConfig::load_with_env(None, env(&[("MONGO_ACTORS_MAX_POOL_SIZE", "lots")]));
+        assert!(matches!(r, Err(Error::InvalidOptions { .. })));
+        let c = ClientConfig { dns_name_servers: Some(vec!["localhost".into()]), ..Default::default() };
+        assert!(c.resolver_config().is_err());
+    }
+}

@@ -1,0 +1,77 @@
+//! `ClientOptions::from_config` with a TOML file and real process environment variables.
+//! A test binary of its own: the environment is process-wide, so nothing else runs here.
+
+use std::path::PathBuf;
+
+use actors::client::ClientOptions;
+use actors::Error;
+use protocol::uri::ReadPreferenceMode;
+
+fn temp_toml(contents: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mongo-actors-config-env-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("client.toml");
+    std::fs::write(&path, contents).expect("write config");
+    path
+}
+
+// One test function: the steps share (and change) the process environment.
+#[tokio::test]
+async fn toml_file_plus_environment() {
+    let file = temp_toml(
+        r#"
+uri = "mongodb://file-host:27017/?maxPoolSize=5&appname=fromUri&retryReads=false"
+app_name = "fromFile"
+max_pool_size = 10
+server_selection_timeout_ms = 4000
+read_preference = "secondaryPreferred"
+"#,
+    );
+    // SAFETY (edition 2024 wording; a plain call in 2021): no other thread reads the
+    // environment in this test binary.
+    std::env::set_var("MONGO_ACTORS_APP_NAME", "fromEnv");
+    std::env::set_var("MONGO_ACTORS_MAX_POOL_SIZE", "20");
+    std::env::set_var("MONGO_ACTORS_RETRY_WRITES", "false");
+
+    let o = ClientOptions::from_config(None, Some(&file)).await.expect("valid configuration");
+    let opts = &o.connection_string.options;
+    // URI < file < environment.
+    assert_eq!(opts.app_name.as_deref(), Some("fromEnv"));
+    assert_eq!(opts.max_pool_size, Some(20));
+    assert_eq!(opts.retry_writes, Some(false));
+    assert_eq!(opts.server_selection_timeout_ms, Some(4000));
+    assert_eq!(opts.read_preference, Some(ReadPreferenceMode::SecondaryPreferred));
+    assert_eq!(opts.retry_reads, Some(false), "URI options the file does not set stay");
+    assert_eq!(o.connection_string.hosts[0].to_string(), "file-host:27017");
+
+    // MONGO_ACTORS_URI replaces the file's uri; an explicit argument replaces both.
+    std::env::set_var("MONGO_ACTORS_URI", "mongodb://env-host:1/");
+    let o = ClientOptions::from_config(None, Some(&file)).await.expect("valid");
+    assert_eq!(o.connection_string.hosts[0].to_string(), "env-host:1");
+    let o = ClientOptions::from_config(Some("mongodb://arg-host:2/"), Some(&file)).await.expect("valid");
+    assert_eq!(o.connection_string.hosts[0].to_string(), "arg-host:2");
+    assert_eq!(o.connection_string.options.max_pool_size, Some(20));
+
+    // Bad environment values are typed errors.
+    std::env::set_var("MONGO_ACTORS_MAX_POOL_SIZE", "lots");
+    let r = ClientOptions::from_config(None, Some(&file)).await;
+    assert!(matches!(r, Err(Error::InvalidOptions { .. })), "{r:?}");
+    std::env::set_var("MONGO_ACTORS_MAX_POOL_SIZE", "20");
+    std::env::set_var("MONGO_ACTORS_HEARTBEAT_FREQUENCY_MS", "10");
+    let r = ClientOptions::from_config(None, Some(&file)).await;
+    assert!(
+        matches!(r, Err(Error::InvalidOptions { ref message }) if message.contains("heartbeatFrequencyMS")),
+        "{r:?}"
+    );
+    std::env::remove_var("MONGO_ACTORS_HEARTBEAT_FREQUENCY_MS");
+    std::env::set_var("MONGO_ACTORS_MAX_POOLSIZE", "3");
+    let r = ClientOptions::from_config(None, Some(&file)).await;
+    assert!(matches!(r, Err(Error::InvalidOptions { .. })), "a misspelt variable is an error: {r:?}");
+    std::env::remove_var("MONGO_ACTORS_MAX_POOLSIZE");
+
+    // Environment only, no file.
+    let o = ClientOptions::from_config(None, None).await.expect("environment only");
+    assert_eq!(o.connection_string.hosts[0].to_string(), "env-host:1");
+    assert_eq!(o.connection_string.options.app_name.as_deref(), Some("fromEnv"));
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
