@@ -13,8 +13,9 @@
 //! Each waiter's deadline is min(started + serverSelectionTimeoutMS, the request's
 //! deadline); a timer fails the expired ones with the spec's error.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,7 +51,7 @@ pub struct SelectionRequest {
     /// Servers a previous attempt of this operation failed on (retries).
     pub deprioritized: Vec<ServerAddress>,
     /// The operation's command name, for the log messages (`find`, `insert`, ...).
-    pub operation: String,
+    pub operation: Cow<'static, str>,
     /// The operation id shared by an operation's attempts, for the log messages.
     pub operation_id: Option<i64>,
     /// The operation's overall deadline (CSOT `timeoutMS`), if any: selection waits at most
@@ -60,7 +61,7 @@ pub struct SelectionRequest {
 
 impl SelectionRequest {
     /// A request for `criteria` on behalf of `operation`, with no deadline.
-    pub fn new(criteria: Criteria, operation: impl Into<String>) -> Self {
+    pub fn new(criteria: Criteria, operation: impl Into<Cow<'static, str>>) -> Self {
         SelectionRequest {
             criteria,
             deprioritized: Vec::new(),
@@ -122,23 +123,22 @@ impl Default for SelectorOptions {
 /// Incrementing and decrementing wake nobody.
 #[derive(Debug)]
 pub struct OperationGuard {
-    counter: Arc<AtomicUsize>,
-    gauge: metrics::Gauge,
+    handle: Arc<ServerHandle>,
 }
 
 impl OperationGuard {
     /// Counts one more operation on the server of `handle`.
-    pub fn new(handle: &ServerHandle) -> Self {
+    pub fn new(handle: &Arc<ServerHandle>) -> Self {
         handle.operations.fetch_add(1, Ordering::Relaxed);
         handle.operations_gauge.increment(1.0);
-        OperationGuard { counter: handle.operations.clone(), gauge: handle.operations_gauge.clone() }
+        OperationGuard { handle: handle.clone() }
     }
 }
 
 impl Drop for OperationGuard {
     fn drop(&mut self) {
-        self.counter.fetch_sub(1, Ordering::Relaxed);
-        self.gauge.decrement(1.0);
+        self.handle.operations.fetch_sub(1, Ordering::Relaxed);
+        self.handle.operations_gauge.decrement(1.0);
     }
 }
 
@@ -151,7 +151,7 @@ pub struct SelectedServer {
     /// Its description in `snapshot`.
     pub description: Arc<ServerDescription>,
     /// Its pool and RTT handles.
-    pub handle: ServerHandle,
+    pub handle: Arc<ServerHandle>,
     /// The snapshot selection ran on (CSOT takes minRTT from it).
     pub snapshot: Arc<TopologySnapshot>,
     /// Counts the operation until dropped.
@@ -310,7 +310,7 @@ fn log_failed(
     tracing::debug!(
         target: LOG_TARGET,
         message = "Server selection failed",
-        operation = request.operation.as_str(),
+        operation = &*request.operation,
         operation_id = request.operation_id,
         selector = %criteria,
         topology_description = %selection::TopologySummary(topology),

@@ -39,7 +39,7 @@ pub struct TopologySnapshot {
     /// The SDAM description.
     pub description: TopologyDescription,
     /// Per server in the description, its handles.
-    pub servers: BTreeMap<ServerAddress, ServerHandle>,
+    pub servers: BTreeMap<ServerAddress, Arc<ServerHandle>>,
     /// Increases by one with every published snapshot (the first is 0).
     pub sequence: u64,
     /// True for the final snapshot, published when the topology closed.
@@ -53,7 +53,7 @@ impl TopologySnapshot {
     }
 
     /// One server's handles.
-    pub fn handle(&self, address: &ServerAddress) -> Option<&ServerHandle> {
+    pub fn handle(&self, address: &ServerAddress) -> Option<&Arc<ServerHandle>> {
         self.servers.get(address)
     }
 

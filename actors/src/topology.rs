@@ -290,7 +290,7 @@ struct Config {
 }
 
 struct ServerEntry {
-    handle: ServerHandle,
+    handle: Arc<ServerHandle>,
     monitor: Option<MonitorHandles>,
 }
 
@@ -448,7 +448,8 @@ impl TopologyActor {
         };
         let operations_gauge =
             metrics::gauge!("mongo_actors_operations_in_flight", "server" => address.to_string());
-        let handle = ServerHandle { rtt, pool, pool_actor, operations: Arc::default(), operations_gauge };
+        let handle =
+            Arc::new(ServerHandle { rtt, pool, pool_actor, operations: Arc::default(), operations_gauge });
         self.servers.insert(address, ServerEntry { handle, monitor });
     }
 

@@ -162,7 +162,7 @@ fn io_error(a: &str, kind: std::io::ErrorKind) -> pool::Error {
 }
 
 fn write(operation: &str) -> SelectionRequest {
-    SelectionRequest::new(Criteria::Write, operation)
+    SelectionRequest::new(Criteria::Write, operation.to_string())
 }
 
 fn read(rp: ReadPreference) -> SelectionRequest {

@@ -126,7 +126,7 @@ impl ClientInner {
             let request = SelectionRequest {
                 criteria: op.criteria.clone(),
                 deprioritized: deprioritized.clone(),
-                operation: op.name.to_string(),
+                operation: op.name.clone(),
                 operation_id: Some(operation_id),
                 deadline: None,
             };

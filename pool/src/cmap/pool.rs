@@ -7,6 +7,7 @@
 //! spawned task so that a caller giving up does not waste the connection.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -166,8 +167,28 @@ pub(crate) struct Inner<E: Establisher> {
     handler: Option<Arc<dyn CmapEventHandler>>,
     background_error: Option<BackgroundErrorHook>,
     state: Mutex<State<E::Connection>>,
+    /// Mirrors of `state.status` and `state.generation`, written under the lock, so that
+    /// server selection and operations read them without taking it.
+    status_hint: AtomicU8,
+    generation_hint: AtomicU32,
     maintenance: Arc<Notify>,
     runtime: tokio::runtime::Handle,
+}
+
+fn status_code(status: PoolState) -> u8 {
+    match status {
+        PoolState::Paused => 0,
+        PoolState::Ready => 1,
+        PoolState::Closed => 2,
+    }
+}
+
+fn status_of(code: u8) -> PoolState {
+    match code {
+        0 => PoolState::Paused,
+        1 => PoolState::Ready,
+        _ => PoolState::Closed,
+    }
 }
 
 enum Acquired<C: PoolConnection> {
@@ -598,9 +619,11 @@ impl<E: Establisher> Inner<E> {
             _ => {
                 let old = st.generation;
                 st.generation += 1;
+                self.generation_hint.store(st.generation, Ordering::Release);
                 let was_ready = st.status == PoolState::Ready;
                 if !load_balanced {
                     st.status = PoolState::Paused;
+                    self.status_hint.store(status_code(PoolState::Paused), Ordering::Release);
                 }
                 if load_balanced || was_ready {
                     self.emit(CmapEvent::PoolCleared {
@@ -646,6 +669,7 @@ impl<E: Establisher> Inner<E> {
         let mut st = self.state.lock();
         if st.status == PoolState::Paused {
             st.status = PoolState::Ready;
+            self.status_hint.store(status_code(PoolState::Ready), Ordering::Release);
             self.emit(CmapEvent::PoolReady { address: self.address.clone() });
             self.maintenance.notify_one();
         }
@@ -657,6 +681,7 @@ impl<E: Establisher> Inner<E> {
             return;
         }
         st.status = PoolState::Closed;
+        self.status_hint.store(status_code(PoolState::Closed), Ordering::Release);
         while let Some(idle) = st.available.pop_front() {
             self.close_connection(&mut st, &idle.meta, idle.conn, ConnectionClosedReason::PoolClosed, None);
         }
@@ -909,17 +934,18 @@ impl<E: Establisher> Pool<E> {
 
     /// The pool's state.
     pub fn state(&self) -> PoolState {
-        self.inner().state.lock().status
+        status_of(self.inner().status_hint.load(Ordering::Acquire))
     }
 
     /// The current generation: of `service_id` in load-balanced mode (0 for a service with no
     /// connection), of the pool otherwise. Compare with [`PooledConnection::generation`]
     /// before clearing after an error.
     pub fn generation(&self, service_id: Option<ObjectId>) -> u32 {
-        let st = self.inner().state.lock();
         match service_id {
-            Some(sid) if self.options().load_balanced() => st.services.get(&sid).map_or(0, |g| g.generation),
-            _ => st.generation,
+            Some(sid) if self.options().load_balanced() => {
+                self.inner().state.lock().services.get(&sid).map_or(0, |g| g.generation)
+            }
+            _ => self.inner().generation_hint.load(Ordering::Acquire),
         }
     }
 
@@ -984,6 +1010,8 @@ impl<E: Establisher> PoolBuilder<E> {
                 in_use: HashMap::new(),
                 queue: VecDeque::new(),
             }),
+            status_hint: AtomicU8::new(status_code(PoolState::Paused)),
+            generation_hint: AtomicU32::new(0),
             maintenance: maintenance.clone(),
             runtime,
         });
