@@ -146,8 +146,6 @@ impl Drop for OperationGuard {
 /// the guard counting the operation.
 #[derive(Debug)]
 pub struct SelectedServer {
-    /// The server's address.
-    pub address: ServerAddress,
     /// Its description in `snapshot`.
     pub description: Arc<ServerDescription>,
     /// Its pool and RTT handles.
@@ -156,6 +154,13 @@ pub struct SelectedServer {
     pub snapshot: Arc<TopologySnapshot>,
     /// Counts the operation until dropped.
     pub guard: OperationGuard,
+}
+
+impl SelectedServer {
+    /// The server's address (its description's; borrowed, so selecting allocates nothing).
+    pub fn address(&self) -> &ServerAddress {
+        &self.description.address
+    }
 }
 
 /// Queues a selection that the current snapshot cannot serve (the slow path).
@@ -277,13 +282,7 @@ fn selected(
 ) -> Option<SelectedServer> {
     let handle = snapshot.handle(&description.address)?.clone();
     let guard = OperationGuard::new(&handle);
-    Some(SelectedServer {
-        address: description.address.clone(),
-        description: description.clone(),
-        handle,
-        snapshot: snapshot.clone(),
-        guard,
-    })
+    Some(SelectedServer { description: description.clone(), handle, snapshot: snapshot.clone(), guard })
 }
 
 /// Keeps the servers the selector actor answered with.
@@ -334,7 +333,7 @@ fn log_outcome(
             request.operation_id,
             &criteria,
             topology,
-            &s.address,
+            s.address(),
         ),
         Err(e) => log_failed(request, &criteria, topology, e),
     }
@@ -797,6 +796,24 @@ pub struct Selector {
     options: Arc<SelectorOptions>,
     pins: Arc<AtomicU64>,
     closed: Arc<AtomicBool>,
+    fast_path: Arc<FastPathHistograms>,
+}
+
+/// The fast path's duration histograms, registered once with the recorder installed when
+/// the selector starts, so that recording one costs no key building or hashing.
+struct FastPathHistograms {
+    succeeded: metrics::Histogram,
+    failed: metrics::Histogram,
+}
+
+impl FastPathHistograms {
+    fn register() -> Self {
+        const NAME: &str = "mongo_actors_server_selection_duration_seconds";
+        FastPathHistograms {
+            succeeded: metrics::histogram!(NAME, "outcome" => "succeeded", "path" => "fast"),
+            failed: metrics::histogram!(NAME, "outcome" => "failed", "path" => "fast"),
+        }
+    }
 }
 
 impl std::fmt::Debug for Selector {
@@ -816,24 +833,29 @@ impl Selector {
             options,
             pins: Arc::new(AtomicU64::new(1)),
             closed: Arc::new(AtomicBool::new(false)),
+            fast_path: Arc::new(FastPathHistograms::register()),
         }
     }
 
     /// Selects a server: from the current snapshot if it can (no mailbox), otherwise by
     /// waiting in the actor's mailbox until a snapshot serves it or the timeout passes.
     pub async fn select(&self, request: SelectionRequest) -> Result<SelectedServer> {
-        let started = Instant::now();
+        // A std clock for the fast path: tokio's reads its (test-util) clock through a
+        // thread-local; the slow path takes tokio's time, which paused tests control.
+        let started = std::time::Instant::now();
         if self.closed.load(Ordering::Relaxed) || !self.actor.connected() {
             return Err(Error::stopped("selection"));
         }
         let snapshot = self.topology.snapshot();
         let custom = self.options.custom_selector.as_ref();
-        selection::log::selection_started(
-            &request.operation,
-            request.operation_id,
-            &full_criteria(&request, custom),
-            &snapshot.description,
-        );
+        if tracing::enabled!(target: LOG_TARGET, tracing::Level::DEBUG) {
+            selection::log::selection_started(
+                &request.operation,
+                request.operation_id,
+                &full_criteria(&request, custom),
+                &snapshot.description,
+            );
+        }
         let attempt = if snapshot.closed {
             Err(Error::stopped("topology"))
         } else {
@@ -847,16 +869,23 @@ impl Selector {
         let outcome = match attempt {
             Ok(Some(chosen)) => Ok(chosen),
             Ok(None) => {
-                let deadline = deadline_of(started, self.options.server_selection_timeout, &request);
-                if Instant::now() < deadline {
-                    return self.wait(request, started, deadline, &snapshot).await;
+                // The fast path took microseconds: the slow path's clock starts here.
+                let now = Instant::now();
+                let deadline = deadline_of(now, self.options.server_selection_timeout, &request);
+                if now < deadline {
+                    return Box::pin(self.wait(request, now, deadline, &snapshot)).await;
                 }
-                Err(timeout_error(&snapshot, &request, custom, started, deadline))
+                Err(timeout_error(&snapshot, &request, custom, now, deadline))
             }
             Err(e) => Err(e),
         };
         log_outcome(&request, custom, &snapshot.description, &outcome);
-        record_duration(started, outcome.is_ok(), true);
+        let seconds = started.elapsed().as_secs_f64();
+        if outcome.is_ok() {
+            self.fast_path.succeeded.record(seconds);
+        } else {
+            self.fast_path.failed.record(seconds);
+        }
         outcome
     }
 

@@ -171,7 +171,7 @@ fn read(rp: ReadPreference) -> SelectionRequest {
 
 fn host(s: &Result<SelectedServer, Error>) -> String {
     match s {
-        Ok(s) => s.address.to_string(),
+        Ok(s) => s.address().to_string(),
         Err(e) => format!("error: {e}"),
     }
 }
@@ -192,7 +192,7 @@ async fn fast_path_serves_from_the_current_snapshot_and_counts_operations() {
     let selector = h.selector(SelectorOptions::default());
     let checks_before = h.checks(P);
     let first = selector.select(write("insert")).await.expect("primary");
-    assert_eq!(first.address, addr(P));
+    assert_eq!(first.address(), &addr(P));
     assert_eq!(first.snapshot.sequence, h.topology.snapshot().sequence);
     assert_eq!(selector.operation_count(&addr(P)), 1);
     let second = selector.select(write("insert")).await.expect("primary");
@@ -225,12 +225,12 @@ async fn power_of_two_choices_prefers_the_less_busy_secondary() {
         let mut request = read(ReadPreference::SECONDARY);
         request.deprioritized = vec![addr(S2)];
         let s = selector.select(request).await.expect("secondary");
-        assert_eq!(s.address, addr(S1));
+        assert_eq!(s.address(), &addr(S1));
         busy.push(s);
     }
     for _ in 0..20 {
         let s = selector.select(read(ReadPreference::SECONDARY)).await.expect("secondary");
-        assert_eq!(s.address, addr(S2));
+        assert_eq!(s.address(), &addr(S2));
     }
     assert_eq!(selector.operation_count(&addr(S1)), 5);
     drop(busy);
@@ -250,7 +250,7 @@ async fn a_waiter_is_served_as_soon_as_a_primary_appears() {
     let before = Instant::now();
     h.hello(P, member(P, true, 1, doc! {})).await;
     let chosen = waiter.await.expect("task").expect("served");
-    assert_eq!(chosen.address, addr(P));
+    assert_eq!(chosen.address(), &addr(P));
     assert!(Instant::now() - before < Duration::from_millis(50));
     assert_eq!(selector.operation_count(&addr(P)), 1);
 }
@@ -274,7 +274,7 @@ async fn a_thousand_waiters_are_all_served_by_the_snapshot_that_brings_a_primary
     let mut served = Vec::new();
     for t in tasks {
         let s = t.await.expect("task").expect("served");
-        assert_eq!(s.address, addr(P));
+        assert_eq!(s.address(), &addr(P));
         assert_eq!(s.snapshot.sequence, sequence);
         served.push(s);
     }
@@ -313,7 +313,7 @@ async fn expired_waiters_get_the_timeout_error_naming_the_servers_and_their_erro
             assert!(message.contains(P) && message.contains(S1), "{message}");
             assert!(message.contains("refused") && message.contains("reset"), "{message}");
         }
-        other => panic!("expected a selection timeout, got {:?}", other.map(|s| s.address)),
+        other => panic!("expected a selection timeout, got {:?}", other.map(|s| s.address().clone())),
     }
     let (result, at) = by_timeout.await.expect("task");
     let waited = at - t0;
@@ -363,7 +363,7 @@ async fn a_paused_pool_is_never_returned() {
     snapshot.handle(&addr(S1)).expect("s1").pool.clear(None, false);
     for _ in 0..30 {
         let s = selector.select(read(ReadPreference::SECONDARY)).await.expect("secondary");
-        assert_eq!(s.address, addr(S2));
+        assert_eq!(s.address(), &addr(S2));
     }
     snapshot.handle(&addr(S2)).expect("s2").pool.clear(None, false);
     let s = selector.clone();

@@ -163,7 +163,7 @@ impl ClientInner {
             if op.retry == Retry::Write && retryable && txn_number.is_none() {
                 txn_number = session.as_mut().map(ServerSession::next_txn_number);
             }
-            let address = selected.address.clone();
+            let address = selected.address().clone();
             let generation = selected.handle.pool.generation(None);
             let checked_out = selected.handle.pool.check_out(None, CheckoutPurpose::Other).await;
             let attempt = match checked_out {

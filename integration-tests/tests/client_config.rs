@@ -1,0 +1,83 @@
+//! A `Client` built from a TOML file plus environment variables (`ClientOptions::from_config`),
+//! against the simulator. A test binary of its own: the environment is process-wide.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actors::command_events::CommandEvent;
+use actors::{Client, ClientOptions, FindOptions};
+use bson::doc;
+use integration_tests::sim::Cluster;
+use protocol::sdam::ServerType;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn options_from_a_toml_file_and_the_environment_reach_the_cluster() {
+    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let dir = std::env::temp_dir().join(format!("mongo-actors-client-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("client.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "uri = \"{}\"\napp_name = \"fromFile\"\nread_preference = \"primary\"\nserver_selection_timeout_ms = 5000\n",
+            cluster.uri()
+        ),
+    )
+    .expect("write the file");
+    // The environment overrides the file (no other thread of this binary reads it).
+    std::env::set_var("MONGO_ACTORS_APP_NAME", "fromEnv");
+    std::env::set_var("MONGO_ACTORS_READ_PREFERENCE", "secondary");
+
+    let mut options = ClientOptions::from_config(None, Some(&file)).await.expect("valid configuration");
+    assert_eq!(options.connection_string.options.app_name.as_deref(), Some("fromEnv"));
+    assert_eq!(options.connection_string.options.server_selection_timeout_ms, Some(5000));
+    let (tx, events) = crossbeam_channel::unbounded();
+    options.command_event_handler = Some(Arc::new(tx));
+    let client = Client::with_options(options).await.expect("client");
+    client
+        .topology()
+        .wait_for(
+            |t| t.primary().is_some() && t.servers_of_type(ServerType::RsSecondary).len() == 2,
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("discovery");
+    let coll = client.database("app").collection("c");
+    coll.insert_one(doc! {"_id": 1}).await.expect("insert");
+
+    // The app name from the environment reaches the servers: a fail point that matches only
+    // that appName fails the read on every secondary.
+    for (i, host) in cluster.hosts().iter().enumerate() {
+        if Some(i) == cluster.primary() {
+            continue;
+        }
+        cluster
+            .configure_fail_point(
+                i,
+                doc! {"configureFailPoint": "failCommand", "mode": {"times": 2},
+                "data": {"failCommands": ["find"], "errorCode": 2, "appName": "fromEnv"}},
+            )
+            .unwrap_or_else(|e| panic!("fail point on {host}: {e}"));
+    }
+    let err =
+        coll.find_one(doc! {}, FindOptions::default()).await.expect_err("the fail point matched the appName");
+    assert_eq!(err.code(), Some(2), "{err}");
+
+    // The read preference from the environment sends reads to a secondary.
+    let secondaries = client.topology().snapshot().servers_of_type(ServerType::RsSecondary);
+    let finds: Vec<_> = events
+        .try_iter()
+        .filter_map(|e| match e {
+            CommandEvent::Started { command_name, connection, .. } if command_name == "find" => {
+                Some(connection.address)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!finds.is_empty());
+    assert!(
+        finds.iter().all(|a| secondaries.contains(a)),
+        "reads went to {finds:?}, secondaries {secondaries:?}"
+    );
+    client.shutdown().await.expect("shutdown");
+}
