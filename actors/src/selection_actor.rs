@@ -246,8 +246,8 @@ fn full_criteria<'a>(
     }
 }
 
-fn pool_ready(snapshot: &TopologySnapshot, address: &ServerAddress) -> bool {
-    snapshot.handle(address).is_some_and(|h| h.pool.state() == PoolState::Ready)
+fn pool_ready(snapshot: &TopologySnapshot, description: &Arc<ServerDescription>) -> bool {
+    snapshot.handle_of(description).is_some_and(|h| h.pool.state() == PoolState::Ready)
 }
 
 /// Steps 2 to 4 up to the actor selector: validation, suitability with deprioritization,
@@ -258,7 +258,7 @@ fn candidates<'a>(
     custom: Option<&CustomSelector>,
 ) -> selection::Result<Servers<'a>> {
     let mut servers = selection::suitable_servers(&snapshot.description, &base_criteria(request))?;
-    servers.retain(|s| pool_ready(snapshot, &s.address));
+    servers.retain(|s| pool_ready(snapshot, s));
     if let (Some(CustomSelector::Function(f)), false) = (custom, servers.is_empty()) {
         servers = f.filter(&snapshot.description, servers.into_vec()).into_iter().collect();
     }
@@ -280,7 +280,7 @@ fn selected(
     snapshot: &Arc<TopologySnapshot>,
     description: &Arc<ServerDescription>,
 ) -> Option<SelectedServer> {
-    let handle = snapshot.handle(&description.address)?.clone();
+    let handle = snapshot.handle_of(description)?.clone();
     let guard = OperationGuard::new(&handle);
     Some(SelectedServer { description: description.clone(), handle, snapshot: snapshot.clone(), guard })
 }

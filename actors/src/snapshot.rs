@@ -44,9 +44,36 @@ pub struct TopologySnapshot {
     pub sequence: u64,
     /// True for the final snapshot, published when the topology closed.
     pub closed: bool,
+    /// Each server's handle next to its description's pointer: selection finds a handle by
+    /// pointer (or by port first) instead of comparing host strings in the map.
+    index: Vec<(usize, Arc<ServerHandle>)>,
 }
 
 impl TopologySnapshot {
+    /// A snapshot of `description` with the servers' handles.
+    pub fn new(
+        description: TopologyDescription,
+        servers: BTreeMap<ServerAddress, Arc<ServerHandle>>,
+        sequence: u64,
+        closed: bool,
+    ) -> Self {
+        let index = description
+            .servers()
+            .filter_map(|d| servers.get(&d.address).map(|h| (Arc::as_ptr(d) as usize, h.clone())))
+            .collect();
+        TopologySnapshot { description, servers, sequence, closed, index }
+    }
+
+    /// The handle of a server whose description comes from this snapshot (a pointer
+    /// comparison; any other description is looked up by address).
+    pub fn handle_of(&self, description: &Arc<ServerDescription>) -> Option<&Arc<ServerHandle>> {
+        let ptr = Arc::as_ptr(description) as usize;
+        match self.index.iter().find(|(p, _)| *p == ptr) {
+            Some((_, h)) => Some(h),
+            None => self.handle(&description.address),
+        }
+    }
+
     /// One server's description.
     pub fn server(&self, address: &ServerAddress) -> Option<&Arc<ServerDescription>> {
         self.description.server(address)
@@ -54,7 +81,13 @@ impl TopologySnapshot {
 
     /// One server's handles.
     pub fn handle(&self, address: &ServerAddress) -> Option<&Arc<ServerHandle>> {
-        self.servers.get(address)
+        // Ports differ more often than hosts (and compare without a memcmp).
+        let port = address.port();
+        self.index
+            .iter()
+            .map(|(_, h)| h)
+            .find(|h| h.pool.address().port() == port && h.pool.address() == address)
+            .or_else(|| self.servers.get(address))
     }
 
     /// The address of the primary, if there is one.

@@ -349,8 +349,8 @@ impl TopologyActor {
             Some(r) => r,
             // `create` runs its closure before returning; this is only for the type.
             None => {
-                watch::channel(Arc::new(TopologySnapshot {
-                    description: TopologyDescription::new(TopologySettings {
+                watch::channel(Arc::new(TopologySnapshot::new(
+                    TopologyDescription::new(TopologySettings {
                         seeds: Vec::new(),
                         set_name: None,
                         direct_connection: None,
@@ -359,10 +359,10 @@ impl TopologyActor {
                         local_threshold: protocol::sdam::DEFAULT_LOCAL_THRESHOLD,
                         srv_max_hosts: None,
                     }),
-                    servers: BTreeMap::new(),
-                    sequence: 0,
-                    closed: true,
-                }))
+                    BTreeMap::new(),
+                    0,
+                    true,
+                )))
                 .1
             }
         };
@@ -465,12 +465,12 @@ impl TopologyActor {
     }
 
     fn make_snapshot(&self, sequence: u64) -> TopologySnapshot {
-        TopologySnapshot {
-            description: self.description.clone(),
-            servers: self.servers.iter().map(|(a, e)| (a.clone(), e.handle.clone())).collect(),
+        TopologySnapshot::new(
+            self.description.clone(),
+            self.servers.iter().map(|(a, e)| (a.clone(), e.handle.clone())).collect(),
             sequence,
-            closed: self.closed,
-        }
+            self.closed,
+        )
     }
 
     /// Publishes a snapshot if the description (by SDAM equality) or the server set changed.
