@@ -88,6 +88,9 @@ pub(crate) struct Settings {
     /// The URI's read preference (default primary).
     pub read_preference: Arc<ReadPreference>,
     pub load_balanced: bool,
+    /// `timeoutMS` (0 = none): one deadline for the selection, the check-out and the round
+    /// trips of each operation, retries included.
+    pub timeout: Option<Duration>,
 }
 
 /// Where the client's actors live.
@@ -224,6 +227,7 @@ impl Client {
             write_concern,
             read_preference: Arc::new(read_preference),
             load_balanced: cs.options.load_balanced.unwrap_or(false),
+            timeout: cs.options.timeout_ms.filter(|ms| *ms > 0).map(Duration::from_millis),
         };
         let command_handler = crate::metrics::command_handler(options.command_event_handler.clone());
         let build = move || -> Result<(Topology, Selector, Option<actix::Addr<SrvPoller>>)> {

@@ -111,11 +111,21 @@ fn session_support(topology_type: TopologyType, timeout: Option<i64>) -> Option<
     }
 }
 
+/// What identifies one attempt of an operation, and its limit.
+#[derive(Debug, Clone, Copy)]
+struct Attempt {
+    operation_id: i64,
+    txn_number: Option<i64>,
+    /// The operation's `timeoutMS` deadline, for the round trip.
+    deadline: Option<tokio::time::Instant>,
+}
+
 impl ClientInner {
     /// Runs `op` with selection, sessions and retries.
     pub(crate) async fn execute(&self, op: Op) -> Result<OpOutput> {
         self.check_open()?;
         let operation_id = next_operation_id();
+        let deadline = self.settings.timeout.map(|t| tokio::time::Instant::now() + t);
         let mut deprioritized: Vec<ServerAddress> = Vec::new();
         let mut first_error: Option<Error> = None;
         let mut session: Option<ServerSession> = None;
@@ -128,7 +138,7 @@ impl ClientInner {
                 deprioritized: deprioritized.clone(),
                 operation: op.name.clone(),
                 operation_id: Some(operation_id),
-                deadline: None,
+                deadline,
             };
             let selected = match self.selector.select(request).await {
                 Ok(s) => s,
@@ -165,11 +175,11 @@ impl ClientInner {
             }
             let address = selected.address().clone();
             let generation = selected.handle.pool.generation(None);
-            let checked_out = selected.handle.pool.check_out(None, CheckoutPurpose::Other).await;
+            let checked_out = selected.handle.pool.check_out(deadline, CheckoutPurpose::Other).await;
             let attempt = match checked_out {
                 Ok(mut conn) => {
                     let r = self
-                        .attempt(&mut conn, &target, &op, operation_id, session.as_mut(), txn_number)
+                        .attempt(&mut conn, &target, &op, session.as_mut(), Attempt { operation_id, txn_number, deadline })
                         .await;
                     r.map(|reply| (reply, conn))
                 }
@@ -241,7 +251,8 @@ impl ClientInner {
         let server_type = snapshot.server(address).map_or(ServerType::Unknown, |d| d.server_type);
         let target = Target { topology_type: snapshot.description.topology_type(), server_type };
         if let Some(conn) = connection {
-            return self.attempt(conn, &target, op, operation_id, session, None).await;
+            let ids = Attempt { operation_id, txn_number: None, deadline: None };
+            return self.attempt(conn, &target, op, session, ids).await;
         }
         let Some(handle) = snapshot.handle(address) else {
             return Err(Error::Connection {
@@ -257,7 +268,8 @@ impl ClientInner {
             Ok(c) => c,
             Err(e) => return Err(self.check_out_error(address, e, generation, false).await),
         };
-        self.attempt(&mut conn, &target, op, operation_id, session, None).await
+        let ids = Attempt { operation_id, txn_number: None, deadline: None };
+        self.attempt(&mut conn, &target, op, session, ids).await
     }
 
     /// A check-out failure as an operation error; establishment errors go to SDAM.
@@ -294,10 +306,10 @@ impl ClientInner {
         conn: &mut PooledConnection<Connection>,
         target: &Target,
         op: &Op,
-        operation_id: i64,
         session: Option<&mut ServerSession>,
-        txn_number: Option<i64>,
+        attempt: Attempt,
     ) -> Result<Document> {
+        let Attempt { operation_id, txn_number, deadline } = attempt;
         let mut command = op.command.clone();
         if let Criteria::Read(rp) = &op.criteria {
             if let Some(d) = read_preference_document(target, rp) {
@@ -337,7 +349,7 @@ impl ClientInner {
         let started = StdInstant::now();
         let mut request_id = 0;
         let result = conn
-            .send_command_with(&op.db, CommandBody::Raw(raw), None, |rid| {
+            .send_command_with(&op.db, CommandBody::Raw(raw), deadline, |rid| {
                 request_id = rid;
                 if let (Some(h), Some(cmd), Some(c)) = (handler, started_doc, connection_info.clone()) {
                     h.handle(&CommandEvent::Started {
