@@ -128,10 +128,15 @@ pub struct OperationGuard {
 
 impl OperationGuard {
     /// Counts one more operation on the server of `handle`.
-    pub fn new(handle: &Arc<ServerHandle>) -> Self {
+    pub fn new(handle: Arc<ServerHandle>) -> Self {
         handle.operations.fetch_add(1, Ordering::Relaxed);
         handle.operations_gauge.increment(1.0);
-        OperationGuard { handle: handle.clone() }
+        OperationGuard { handle }
+    }
+
+    /// The server's handles.
+    pub fn handle(&self) -> &Arc<ServerHandle> {
+        &self.handle
     }
 }
 
@@ -148,8 +153,6 @@ impl Drop for OperationGuard {
 pub struct SelectedServer {
     /// Its description in `snapshot`.
     pub description: Arc<ServerDescription>,
-    /// Its pool and RTT handles.
-    pub handle: Arc<ServerHandle>,
     /// The snapshot selection ran on (CSOT takes minRTT from it).
     pub snapshot: Arc<TopologySnapshot>,
     /// Counts the operation until dropped.
@@ -160,6 +163,11 @@ impl SelectedServer {
     /// The server's address (its description's; borrowed, so selecting allocates nothing).
     pub fn address(&self) -> &ServerAddress {
         &self.description.address
+    }
+
+    /// Its pool and RTT handles (held by the guard).
+    pub fn handle(&self) -> &Arc<ServerHandle> {
+        self.guard.handle()
     }
 }
 
@@ -280,9 +288,8 @@ fn selected(
     snapshot: &Arc<TopologySnapshot>,
     description: &Arc<ServerDescription>,
 ) -> Option<SelectedServer> {
-    let handle = snapshot.handle_of(description)?.clone();
-    let guard = OperationGuard::new(&handle);
-    Some(SelectedServer { description: description.clone(), handle, snapshot: snapshot.clone(), guard })
+    let guard = OperationGuard::new(snapshot.handle_of(description)?.clone());
+    Some(SelectedServer { description: description.clone(), snapshot: snapshot.clone(), guard })
 }
 
 /// Keeps the servers the selector actor answered with.
@@ -802,6 +809,8 @@ pub struct Selector {
 /// The fast path's duration histograms, registered once with the recorder installed when
 /// the selector starts, so that recording one costs no key building or hashing.
 struct FastPathHistograms {
+    /// False with the no-op recorder: then the fast path reads no clock.
+    timed: bool,
     succeeded: metrics::Histogram,
     failed: metrics::Histogram,
 }
@@ -810,6 +819,9 @@ impl FastPathHistograms {
     fn register() -> Self {
         const NAME: &str = "mongo_actors_server_selection_duration_seconds";
         FastPathHistograms {
+            // metrics' no-op recorder is a unit struct; every recorder that keeps values has
+            // state, so a zero-sized recorder means nothing would be recorded.
+            timed: metrics::with_recorder(|r| std::mem::size_of_val(r) != 0),
             succeeded: metrics::histogram!(NAME, "outcome" => "succeeded", "path" => "fast"),
             failed: metrics::histogram!(NAME, "outcome" => "failed", "path" => "fast"),
         }
@@ -842,7 +854,7 @@ impl Selector {
     pub async fn select(&self, request: SelectionRequest) -> Result<SelectedServer> {
         // A std clock for the fast path: tokio's reads its (test-util) clock through a
         // thread-local; the slow path takes tokio's time, which paused tests control.
-        let started = std::time::Instant::now();
+        let started = self.fast_path.timed.then(std::time::Instant::now);
         if self.closed.load(Ordering::Relaxed) || !self.actor.connected() {
             return Err(Error::stopped("selection"));
         }
@@ -880,11 +892,13 @@ impl Selector {
             Err(e) => Err(e),
         };
         log_outcome(&request, custom, &snapshot.description, &outcome);
-        let seconds = started.elapsed().as_secs_f64();
-        if outcome.is_ok() {
-            self.fast_path.succeeded.record(seconds);
-        } else {
-            self.fast_path.failed.record(seconds);
+        if let Some(started) = started {
+            let seconds = started.elapsed().as_secs_f64();
+            if outcome.is_ok() {
+                self.fast_path.succeeded.record(seconds);
+            } else {
+                self.fast_path.failed.record(seconds);
+            }
         }
         outcome
     }

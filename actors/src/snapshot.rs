@@ -46,7 +46,16 @@ pub struct TopologySnapshot {
     pub closed: bool,
     /// Each server's handle next to its description's pointer: selection finds a handle by
     /// pointer (or by port first) instead of comparing host strings in the map.
-    index: Vec<(usize, Arc<ServerHandle>)>,
+    index: Vec<IndexEntry>,
+}
+
+/// A server's handle, with the addresses of its description and of the description's
+/// `address` field in this snapshot.
+#[derive(Debug, Clone)]
+struct IndexEntry {
+    description: usize,
+    address: usize,
+    handle: Arc<ServerHandle>,
 }
 
 impl TopologySnapshot {
@@ -59,7 +68,13 @@ impl TopologySnapshot {
     ) -> Self {
         let index = description
             .servers()
-            .filter_map(|d| servers.get(&d.address).map(|h| (Arc::as_ptr(d) as usize, h.clone())))
+            .filter_map(|d| {
+                servers.get(&d.address).map(|h| IndexEntry {
+                    description: Arc::as_ptr(d) as usize,
+                    address: std::ptr::from_ref(&d.address) as usize,
+                    handle: h.clone(),
+                })
+            })
             .collect();
         TopologySnapshot { description, servers, sequence, closed, index }
     }
@@ -68,8 +83,8 @@ impl TopologySnapshot {
     /// comparison; any other description is looked up by address).
     pub fn handle_of(&self, description: &Arc<ServerDescription>) -> Option<&Arc<ServerHandle>> {
         let ptr = Arc::as_ptr(description) as usize;
-        match self.index.iter().find(|(p, _)| *p == ptr) {
-            Some((_, h)) => Some(h),
+        match self.index.iter().find(|e| e.description == ptr) {
+            Some(e) => Some(&e.handle),
             None => self.handle(&description.address),
         }
     }
@@ -81,11 +96,16 @@ impl TopologySnapshot {
 
     /// One server's handles.
     pub fn handle(&self, address: &ServerAddress) -> Option<&Arc<ServerHandle>> {
-        // Ports differ more often than hosts (and compare without a memcmp).
+        // Selection passes the descriptions' own addresses: found by pointer. Otherwise
+        // ports differ more often than hosts (and compare without a memcmp).
+        let ptr = std::ptr::from_ref(address) as usize;
+        if let Some(e) = self.index.iter().find(|e| e.address == ptr) {
+            return Some(&e.handle);
+        }
         let port = address.port();
         self.index
             .iter()
-            .map(|(_, h)| h)
+            .map(|e| &e.handle)
             .find(|h| h.pool.address().port() == port && h.pool.address() == address)
             .or_else(|| self.servers.get(address))
     }

@@ -197,7 +197,7 @@ async fn fast_path_serves_from_the_current_snapshot_and_counts_operations() {
     assert_eq!(selector.operation_count(&addr(P)), 1);
     let second = selector.select(write("insert")).await.expect("primary");
     assert_eq!(selector.operation_count(&addr(P)), 2);
-    assert_eq!(first.handle.operations.load(std::sync::atomic::Ordering::Relaxed), 2);
+    assert_eq!(first.handle().operations.load(std::sync::atomic::Ordering::Relaxed), 2);
     drop(first);
     assert_eq!(selector.operation_count(&addr(P)), 1);
     drop(second);

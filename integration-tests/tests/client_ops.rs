@@ -467,14 +467,13 @@ async fn load_balanced_cursor_keeps_its_connection_pinned() {
 async fn timeout_ms_bounds_server_selection() {
     // A port nothing listens on: the server stays Unknown.
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let uri = format!("mongodb://127.0.0.1:{port}/?timeoutMS=300&serverSelectionTimeoutMS=30000&connectTimeoutMS=100");
+    let uri = format!(
+        "mongodb://127.0.0.1:{port}/?timeoutMS=300&serverSelectionTimeoutMS=30000&connectTimeoutMS=100"
+    );
     let client = Client::with_uri_str(&uri).await.expect("client");
     let started = Instant::now();
-    let err = client
-        .database("app")
-        .run_command(doc! {"ping": 1}, None)
-        .await
-        .expect_err("no server to select");
+    let err =
+        client.database("app").run_command(doc! {"ping": 1}, None).await.expect_err("no server to select");
     let elapsed = started.elapsed();
     assert_eq!(err.kind(), ErrorKind::ServerSelection, "{err}");
     assert!(err.to_string().contains(&format!("127.0.0.1:{port}")), "the error names the server: {err}");

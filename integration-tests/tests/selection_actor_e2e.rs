@@ -161,7 +161,8 @@ async fn a_custom_selector_actor_routes_secondary_reads_to_the_east() {
             .expect("east secondary");
         assert_eq!(s.address(), &east);
         // The read really reaches that member.
-        let mut conn = check_out(&s.handle.pool_actor, None, CheckoutPurpose::Other).await.expect("checkout");
+        let mut conn =
+            check_out(&s.handle().pool_actor, None, CheckoutPurpose::Other).await.expect("checkout");
         let reply = conn.send_command("admin", doc! { "hello": 1 }, None).await.expect("hello");
         assert_eq!(reply.get_str("me").ok(), Some(east.to_string().as_str()));
         assert_eq!(reply.get_document("tags").ok().and_then(|t| t.get_str("dc").ok()), Some("east"));
@@ -176,21 +177,21 @@ async fn a_custom_selector_actor_routes_secondary_reads_to_the_east() {
     // Pinning keeps a connection checked out until taken back and unpinned.
     let selector = Selector::start(&topology, SelectorOptions::default());
     let s = selector.select(write(1)).await.expect("primary");
-    let conn = check_out(&s.handle.pool_actor, None, CheckoutPurpose::Other).await.expect("checkout");
+    let conn = check_out(&s.handle().pool_actor, None, CheckoutPurpose::Other).await.expect("checkout");
     let pin = selector.new_pin_id();
     selector.actor().send(PinConnection { pin, connection: conn }).await.expect("mailbox").expect("pinned");
-    assert_eq!(s.handle.pool.stats().in_use, 1);
+    assert_eq!(s.handle().pool.stats().in_use, 1);
     let taken = selector.actor().send(TakePinned { pin }).await.expect("mailbox").expect("taken");
     let conn = taken.expect("pinned connection");
     selector.actor().send(PinConnection { pin, connection: conn }).await.expect("mailbox").expect("pinned");
     selector.actor().send(Unpin { pin }).await.expect("mailbox");
-    assert_eq!(s.handle.pool.stats().in_use, 0, "unpinned: back in the pool");
-    let conn = check_out(&s.handle.pool_actor, None, CheckoutPurpose::Other).await.expect("checkout");
+    assert_eq!(s.handle().pool.stats().in_use, 0, "unpinned: back in the pool");
+    let conn = check_out(&s.handle().pool_actor, None, CheckoutPurpose::Other).await.expect("checkout");
     selector.actor().send(PinConnection { pin, connection: conn }).await.expect("mailbox").expect("pinned");
-    assert_eq!(s.handle.pool.stats().in_use, 1);
+    assert_eq!(s.handle().pool.stats().in_use, 1);
     selector.close().await;
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(s.handle.pool.stats().in_use, 0, "closing the selector checks pinned connections in");
+    assert_eq!(s.handle().pool.stats().in_use, 0, "closing the selector checks pinned connections in");
     drop(s);
     topology.close().await.expect("close");
 }

@@ -174,12 +174,18 @@ impl ClientInner {
                 txn_number = session.as_mut().map(ServerSession::next_txn_number);
             }
             let address = selected.address().clone();
-            let generation = selected.handle.pool.generation(None);
-            let checked_out = selected.handle.pool.check_out(deadline, CheckoutPurpose::Other).await;
+            let generation = selected.handle().pool.generation(None);
+            let checked_out = selected.handle().pool.check_out(deadline, CheckoutPurpose::Other).await;
             let attempt = match checked_out {
                 Ok(mut conn) => {
                     let r = self
-                        .attempt(&mut conn, &target, &op, session.as_mut(), Attempt { operation_id, txn_number, deadline })
+                        .attempt(
+                            &mut conn,
+                            &target,
+                            &op,
+                            session.as_mut(),
+                            Attempt { operation_id, txn_number, deadline },
+                        )
                         .await;
                     r.map(|reply| (reply, conn))
                 }
