@@ -163,16 +163,7 @@ impl Collection {
     /// the same server. A retryable read (the `find`, not the `getMore`s).
     pub async fn find(&self, filter: Document, options: FindOptions) -> Result<Cursor> {
         let batch_size = options.batch_size;
-        let mut command = doc! {"find": &self.name, "filter": filter};
-        if let Some(s) = &options.sort {
-            command.insert("sort", s.clone());
-        }
-        if let Some(p) = &options.projection {
-            command.insert("projection", p.clone());
-        }
-        if let Some(s) = options.skip {
-            command.insert("skip", i64::try_from(s).unwrap_or(i64::MAX));
-        }
+        let mut command = find_command(&self.name, filter, &options);
         if let Some(l) = options.limit {
             if l < 0 {
                 command.insert("limit", -l);
@@ -191,16 +182,9 @@ impl Collection {
 
     /// Finds the first matching document (`limit: 1`, one batch). A retryable read.
     pub async fn find_one(&self, filter: Document, options: FindOptions) -> Result<Option<Document>> {
-        let mut command = doc! {"find": &self.name, "filter": filter, "limit": 1_i64, "singleBatch": true};
-        if let Some(s) = &options.sort {
-            command.insert("sort", s.clone());
-        }
-        if let Some(p) = &options.projection {
-            command.insert("projection", p.clone());
-        }
-        if let Some(s) = options.skip {
-            command.insert("skip", i64::try_from(s).unwrap_or(i64::MAX));
-        }
+        let mut command = find_command(&self.name, filter, &options);
+        command.insert("limit", 1_i64);
+        command.insert("singleBatch", true);
         let op = self.read_op("find", command, options.read_preference, false);
         let out = self.inner().execute(op).await?;
         let first = out
@@ -288,4 +272,19 @@ impl Collection {
             .map_or(0, |d| count_of(d, "n"));
         Ok(n)
     }
+}
+
+/// A `find` with the options both `find` and `find_one` take (sort, projection, skip).
+fn find_command(collection: &str, filter: Document, options: &FindOptions) -> Document {
+    let mut command = doc! {"find": collection, "filter": filter};
+    if let Some(s) = &options.sort {
+        command.insert("sort", s.clone());
+    }
+    if let Some(p) = &options.projection {
+        command.insert("projection", p.clone());
+    }
+    if let Some(s) = options.skip {
+        command.insert("skip", i64::try_from(s).unwrap_or(i64::MAX));
+    }
+    command
 }

@@ -436,34 +436,23 @@ impl ClientInner {
         // Write errors come in an ok: 1 reply, which the succeeded event carries.
         let reply_for_event = (handler.is_some() && op.check_write && !redact).then(|| reply.clone());
         let outcome = classify(&address, reply, op.check_write);
+        let succeeded = |reply: Document| {
+            if let (Some(h), Some(c)) = (handler, connection_info.clone()) {
+                h.handle(&CommandEvent::Succeeded {
+                    reply,
+                    command_name: command_name.clone(),
+                    database_name: op.db.clone(),
+                    request_id,
+                    operation_id,
+                    duration: started.elapsed(),
+                    connection: c,
+                });
+            }
+        };
         match &outcome {
-            Ok(reply) => {
-                if let (Some(h), Some(c)) = (handler, connection_info.clone()) {
-                    h.handle(&CommandEvent::Succeeded {
-                        reply: if redact { Document::new() } else { reply.clone() },
-                        command_name: command_name.clone(),
-                        database_name: op.db.clone(),
-                        request_id,
-                        operation_id,
-                        duration: started.elapsed(),
-                        connection: c,
-                    });
-                }
-            }
-            Err(Error::Write { .. }) => {
-                // ok: 1: the command succeeded as far as monitoring is concerned.
-                if let (Some(h), Some(c)) = (handler, connection_info.clone()) {
-                    h.handle(&CommandEvent::Succeeded {
-                        reply: reply_for_event.unwrap_or_default(),
-                        command_name: command_name.clone(),
-                        database_name: op.db.clone(),
-                        request_id,
-                        operation_id,
-                        duration: started.elapsed(),
-                        connection: c,
-                    });
-                }
-            }
+            Ok(reply) => succeeded(if redact || handler.is_none() { Document::new() } else { reply.clone() }),
+            // ok: 1: the command succeeded as far as monitoring is concerned.
+            Err(Error::Write { .. }) => succeeded(reply_for_event.unwrap_or_default()),
             Err(e) => failed(e.to_string()),
         }
         let mut outcome = outcome;
