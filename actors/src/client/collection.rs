@@ -96,7 +96,7 @@ impl Collection {
         &self.db.client().inner
     }
 
-    fn write_op(&self, name: &'static str, mut command: Document) -> Op {
+    pub(crate) fn write_op(&self, name: &'static str, mut command: Document) -> Op {
         if let Some(wc) = &self.inner().settings.write_concern {
             command.insert("writeConcern", wc.clone());
         }
@@ -111,7 +111,7 @@ impl Collection {
         }
     }
 
-    fn read_op(&self, name: &'static str, command: Document, rp: Option<ReadPreference>, cursor: bool) -> Op {
+    pub(crate) fn read_op(&self, name: &'static str, command: Document, rp: Option<ReadPreference>, cursor: bool) -> Op {
         Op {
             name: name.into(),
             db: self.db.name().to_string(),
@@ -138,18 +138,8 @@ impl Collection {
         }
         let mut inserted_ids = BTreeMap::new();
         let mut documents = Vec::with_capacity(docs.len());
-        for (i, mut d) in docs.into_iter().enumerate() {
-            let id = match d.get("_id") {
-                Some(id) => id.clone(),
-                None => {
-                    let id = Bson::ObjectId(ObjectId::new());
-                    let mut with_id = Document::new();
-                    with_id.insert("_id", id.clone());
-                    with_id.extend(std::mem::take(&mut d));
-                    d = with_id;
-                    id
-                }
-            };
+        for (i, d) in docs.into_iter().enumerate() {
+            let (d, id) = with_id(d);
             inserted_ids.insert(i, id);
             documents.push(Bson::Document(d));
         }
@@ -275,7 +265,24 @@ impl Collection {
 }
 
 /// A `find` with the options both `find` and `find_one` take (sort, projection, skip).
-fn find_command(collection: &str, filter: Document, options: &FindOptions) -> Document {
+/// `doc` with an `_id` first when it has none, and its `_id`.
+pub(crate) fn with_id(doc: Document) -> (Document, Bson) {
+    match doc.get("_id") {
+        Some(id) => {
+            let id = id.clone();
+            (doc, id)
+        }
+        None => {
+            let id = Bson::ObjectId(ObjectId::new());
+            let mut with_id = Document::new();
+            with_id.insert("_id", id.clone());
+            with_id.extend(doc);
+            (with_id, id)
+        }
+    }
+}
+
+pub(crate) fn find_command(collection: &str, filter: Document, options: &FindOptions) -> Document {
     let mut command = doc! {"find": collection, "filter": filter};
     if let Some(s) = &options.sort {
         command.insert("sort", s.clone());

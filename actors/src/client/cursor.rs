@@ -31,6 +31,8 @@ pub struct Cursor {
     session: Option<ServerSession>,
     /// Load-balanced mode: the connection pinned in the selection actor under this pin.
     pin: Option<PinId>,
+    /// A getMore failed with a network error: the pin is released on drop, no killCursors.
+    network_error: bool,
 }
 
 impl std::fmt::Debug for Cursor {
@@ -81,6 +83,7 @@ impl Cursor {
             batch_size,
             session: out.session,
             pin,
+            network_error: false,
         };
         if id == 0 {
             cursor.release();
@@ -155,9 +158,15 @@ impl Cursor {
                 }
                 Err(e) => {
                     // A cursor whose getMore failed is dead (the server may have closed it;
-                    // network errors left it unreachable): no killCursors.
+                    // network errors left it unreachable): no killCursors. After a network
+                    // error a pinned connection stays pinned until the cursor is dropped
+                    // (load-balancer spec).
                     self.id = 0;
-                    self.release();
+                    if e.is_network_error() && self.pin.is_some() {
+                        self.network_error = true;
+                    } else {
+                        self.release();
+                    }
                     return Err(e);
                 }
             }
@@ -186,6 +195,9 @@ async fn take_pinned(selector: &Selector, pin: PinId) -> Result<PooledConnection
 impl Drop for Cursor {
     fn drop(&mut self) {
         if self.id == 0 {
+            if self.network_error {
+                self.release();
+            }
             return;
         }
         let client = self.client.clone();

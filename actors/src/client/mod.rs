@@ -31,6 +31,7 @@ pub(crate) mod operation;
 pub mod options;
 pub(crate) mod session;
 pub mod srv;
+pub mod transaction;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -52,6 +53,7 @@ pub use cursor::Cursor;
 pub use database::Database;
 pub use options::{ClientOptions, ClientOptionsBuilder};
 pub use srv::ResolverConfig;
+pub use transaction::{ClientSession, TransactionState};
 
 use self::session::SessionPool;
 use crate::command_events::CommandEventHandler;

@@ -279,7 +279,7 @@ impl ClientInner {
     }
 
     /// A check-out failure as an operation error; establishment errors go to SDAM.
-    async fn check_out_error(
+    pub(crate) async fn check_out_error(
         &self,
         address: &ServerAddress,
         e: pool::Error,

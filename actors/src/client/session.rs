@@ -24,12 +24,26 @@ pub(crate) struct ServerSession {
     /// A network error happened while it was in use: the server may still hold it, so it is
     /// discarded instead of reused.
     pub dirty: bool,
+    /// A copy lent to a cursor of an explicit session: never returned to the pool.
+    pub borrowed: bool,
 }
 
 impl ServerSession {
     fn new() -> Self {
         let id = Binary::from_uuid(bson::Uuid::new());
-        ServerSession { lsid: doc! { "id": id }, last_use: Instant::now(), txn_number: 0, dirty: false }
+        ServerSession { lsid: doc! { "id": id }, last_use: Instant::now(), txn_number: 0, dirty: false, borrowed: false }
+    }
+
+    /// A copy with the same id for a cursor of an explicit session (the session keeps the
+    /// original; releasing the copy does nothing).
+    pub fn lend(&self) -> ServerSession {
+        ServerSession {
+            lsid: self.lsid.clone(),
+            last_use: self.last_use,
+            txn_number: self.txn_number,
+            dirty: false,
+            borrowed: true,
+        }
     }
 
     /// The next transaction number, for a new retryable write.
@@ -78,7 +92,7 @@ impl SessionPool {
         while idle.back().is_some_and(|s| s.expires_soon(timeout_minutes, now)) {
             idle.pop_back();
         }
-        if !session.dirty {
+        if !session.dirty && !session.borrowed {
             idle.push_front(session);
         }
     }
