@@ -111,7 +111,13 @@ impl Collection {
         }
     }
 
-    pub(crate) fn read_op(&self, name: &'static str, command: Document, rp: Option<ReadPreference>, cursor: bool) -> Op {
+    pub(crate) fn read_op(
+        &self,
+        name: &'static str,
+        command: Document,
+        rp: Option<ReadPreference>,
+        cursor: bool,
+    ) -> Op {
         Op {
             name: name.into(),
             db: self.db.name().to_string(),

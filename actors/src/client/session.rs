@@ -31,7 +31,13 @@ pub(crate) struct ServerSession {
 impl ServerSession {
     fn new() -> Self {
         let id = Binary::from_uuid(bson::Uuid::new());
-        ServerSession { lsid: doc! { "id": id }, last_use: Instant::now(), txn_number: 0, dirty: false, borrowed: false }
+        ServerSession {
+            lsid: doc! { "id": id },
+            last_use: Instant::now(),
+            txn_number: 0,
+            dirty: false,
+            borrowed: false,
+        }
     }
 
     /// A copy with the same id for a cursor of an explicit session (the session keeps the

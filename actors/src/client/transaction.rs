@@ -92,7 +92,9 @@ impl Client {
             let selected = self.inner.selector.select(request).await?;
             timeout = selected.snapshot.description.logical_session_timeout_minutes();
             if timeout.is_none() {
-                return Err(Error::InvalidOptions { message: "the deployment does not support sessions".into() });
+                return Err(Error::InvalidOptions {
+                    message: "the deployment does not support sessions".into(),
+                });
             }
         }
         Ok(ClientSession {
@@ -289,7 +291,10 @@ impl ClientSession {
         let result = inner.execute_on(&address, Some(&mut conn), &op, Some(server)).await;
         let transient = in_txn
             && !end
-            && result.as_ref().err().is_some_and(|e| e.is_network_error() || e.has_label(TRANSIENT_TRANSACTION_ERROR));
+            && result
+                .as_ref()
+                .err()
+                .is_some_and(|e| e.is_network_error() || e.has_label(TRANSIENT_TRANSACTION_ERROR));
         if pin_txn && !transient {
             let pin = *self.pin.get_or_insert_with(|| inner.selector.new_pin_id());
             inner.selector.actor().send(PinConnection { pin, connection: conn }).await??;
@@ -374,7 +379,8 @@ impl Collection {
         }
         let op = self.read_op("find", command, options.read_preference, true);
         let out = session.execute(op).await?;
-        Cursor::new(self.database().client().clone(), self.database().name(), self.name(), out, batch_size).await
+        Cursor::new(self.database().client().clone(), self.database().name(), self.name(), out, batch_size)
+            .await
     }
 }
 

@@ -1,0 +1,216 @@
+//! Load-balanced mode end to end against the simulator's load balancer (two mongos services
+//! behind one port): cursor and transaction pinning, per-service clears, the wait-queue
+//! timeout message and URI validation.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actors::command_events::CommandEvent;
+use actors::{Client, ClientOptions, FindOptions, TransactionState};
+use bson::oid::ObjectId;
+use bson::{doc, Document};
+use integration_tests::sim::Cluster;
+use pool::cmap::CmapEvent;
+
+struct Setup {
+    cluster: Cluster,
+    client: Client,
+    commands: crossbeam_channel::Receiver<CommandEvent>,
+    cmap: crossbeam_channel::Receiver<CmapEvent>,
+}
+
+/// A load-balanced client of two services (URI options appended).
+async fn connect(extra: &str) -> Setup {
+    let cluster = Cluster::load_balanced(2).start().expect("sim");
+    let uri = cluster.uri();
+    let sep = if uri.contains('?') { "&" } else { "?" };
+    let uri = if extra.is_empty() { uri } else { format!("{uri}{sep}{extra}") };
+    let mut options = ClientOptions::parse(&uri).await.expect("uri");
+    let (tx, commands) = crossbeam_channel::unbounded();
+    options.command_event_handler = Some(Arc::new(tx));
+    let (tx, cmap) = crossbeam_channel::unbounded();
+    options.cmap_event_handler = Some(Arc::new(tx));
+    let client = Client::with_options(options).await.expect("client");
+    Setup { cluster, client, commands, cmap }
+}
+
+/// (command name, lsid, driver connection id, serviceId) of every started command.
+fn started(
+    events: &crossbeam_channel::Receiver<CommandEvent>,
+) -> Vec<(String, Option<Document>, u32, Option<ObjectId>)> {
+    events
+        .try_iter()
+        .filter_map(|e| match e {
+            CommandEvent::Started { command, command_name, connection, .. } => Some((
+                command_name,
+                command.get_document("lsid").ok().cloned(),
+                connection.driver_connection_id,
+                connection.service_id,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_pin_one_connection_each() {
+    let s = connect("").await;
+    let coll = s.client.database("app").collection("txn");
+    coll.insert_one(doc! {"_id": 0}).await.expect("insert");
+    let _ = s.commands.try_iter().count();
+    let _ = s.cmap.try_iter().count();
+    let mut a = s.client.start_session().await.expect("session a");
+    let mut b = s.client.start_session().await.expect("session b");
+    a.start_transaction().expect("start a");
+    b.start_transaction().expect("start b");
+    for i in 1..=2 {
+        coll.insert_one_with_session(doc! {"_id": i}, &mut a).await.expect("insert a");
+        coll.insert_one_with_session(doc! {"_id": 10 + i}, &mut b).await.expect("insert b");
+    }
+    assert!(a.is_pinned() && b.is_pinned());
+    a.commit_transaction().await.expect("commit a");
+    b.commit_transaction().await.expect("commit b");
+    assert!(!a.is_pinned() && !b.is_pinned());
+    assert_eq!(a.transaction_state(), TransactionState::Committed);
+    let events = started(&s.commands);
+    let conns_of = |lsid: &Document| -> Vec<(String, u32)> {
+        events.iter().filter(|e| e.1.as_ref() == Some(lsid)).map(|e| (e.0.clone(), e.2)).collect()
+    };
+    let ca = conns_of(a.id().expect("lsid"));
+    let cb = conns_of(b.id().expect("lsid"));
+    let names: Vec<&str> = ca.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(names, ["insert", "insert", "commitTransaction"]);
+    assert_eq!(cb.len(), 3);
+    assert!(ca.iter().all(|c| c.1 == ca[0].1), "{ca:?}");
+    assert!(cb.iter().all(|c| c.1 == cb[0].1), "{cb:?}");
+    assert_ne!(ca[0].1, cb[0].1, "two sessions never share a pinned connection");
+    // One check-out and one check-in per pinned transaction.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let cmap: Vec<CmapEvent> = s.cmap.try_iter().collect();
+    let out = cmap.iter().filter(|e| matches!(e, CmapEvent::CheckedOut { .. })).count();
+    let back = cmap.iter().filter(|e| matches!(e, CmapEvent::CheckedIn { .. })).count();
+    assert_eq!((out, back), (2, 2), "{cmap:?}");
+    assert_eq!(coll.count_documents(doc! {}, None).await.expect("count"), 5);
+    // An aborted transaction leaves nothing behind.
+    a.start_transaction().expect("start again");
+    coll.insert_one_with_session(doc! {"_id": 99}, &mut a).await.expect("insert");
+    a.abort_transaction().await.expect("abort");
+    assert!(!a.is_pinned());
+    assert_eq!(coll.count_documents(doc! {"_id": 99}, None).await.expect("count"), 0);
+    assert!(a.commit_transaction().await.is_err(), "commit after abort");
+    drop((a, b));
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_network_error_clears_only_its_service() {
+    let s = connect("").await;
+    let coll = s.client.database("app").collection("clear");
+    coll.insert_many((0..6).map(|i| doc! {"i": i}).collect()).await.expect("insert");
+    let batch = FindOptions { batch_size: Some(2), ..Default::default() };
+    // Two cursors pin two connections, one per service (the balancer is round-robin).
+    let mut c1 = coll.find(doc! {}, batch.clone()).await.expect("find 1");
+    let mut c2 = coll.find(doc! {}, batch).await.expect("find 2");
+    let finds: Vec<_> = started(&s.commands).into_iter().filter(|e| e.0 == "find").collect();
+    assert_eq!(finds.len(), 2);
+    assert_ne!(finds[0].3, finds[1].3, "two services");
+    let _ = s.cmap.try_iter().count();
+    s.cluster
+        .configure_fail_point(
+            0,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
+            "data": {"failCommands": ["getMore"], "closeConnection": true}},
+        )
+        .expect("fail point");
+    for _ in 0..2 {
+        c1.try_next().await.expect("first batch");
+        c2.try_next().await.expect("first batch");
+    }
+    let (r1, r2) = (c1.try_next().await, c2.try_next().await);
+    let events = started(&s.commands);
+    let get_mores: Vec<_> = events.iter().filter(|e| e.0 == "getMore").collect();
+    assert_eq!(get_mores.len(), 2);
+    let (failed, ok_service, ok_conn) = match (&r1, &r2) {
+        (Err(e), Ok(Some(_))) => {
+            assert!(e.is_network_error(), "{e}");
+            (get_mores[0].3, get_mores[1].3, get_mores[1].2)
+        }
+        (Ok(Some(_)), Err(e)) => {
+            assert!(e.is_network_error(), "{e}");
+            (get_mores[1].3, get_mores[0].3, get_mores[0].2)
+        }
+        other => panic!("one getMore fails: {other:?}"),
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let cmap: Vec<CmapEvent> = s.cmap.try_iter().collect();
+    let cleared: Vec<Option<ObjectId>> = cmap
+        .iter()
+        .filter_map(|e| match e {
+            CmapEvent::PoolCleared { service_id, .. } => Some(*service_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cleared, vec![failed], "only the failed service is cleared");
+    assert!(failed.is_some());
+    // The other service's pinned connection is untouched: its cursor runs to the end on it.
+    assert!(!cmap.iter().any(
+        |e| matches!(e, CmapEvent::ConnectionClosed { connection_id, .. } if *connection_id == ok_conn)
+    ));
+    let (mut ok_cursor, dead) = if r1.is_ok() { (c1, c2) } else { (c2, c1) };
+    drop(dead);
+    let mut rest = 0;
+    while ok_cursor.try_next().await.expect("next").is_some() {
+        rest += 1;
+    }
+    assert_eq!(rest, 3);
+    let later: Vec<_> = started(&s.commands).into_iter().filter(|e| e.0 == "getMore").collect();
+    assert!(later.iter().all(|e| e.2 == ok_conn && e.3 == ok_service), "{later:?}");
+    // The topology never changes in load-balanced mode.
+    assert_eq!(
+        s.client.topology().snapshot().description.topology_type(),
+        protocol::sdam::TopologyType::LoadBalanced
+    );
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_queue_timeout_message_counts_pinned_cursors() {
+    let s = connect("maxPoolSize=1&waitQueueTimeoutMS=100").await;
+    let coll = s.client.database("app").collection("wq");
+    coll.insert_many((0..4).map(|i| doc! {"i": i}).collect()).await.expect("insert");
+    let cursor =
+        coll.find(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }).await.expect("find");
+    let e = coll.count_documents(doc! {}, None).await.expect_err("the only connection is pinned");
+    let text = e.to_string();
+    assert!(
+        text.contains(
+            "Timeout waiting for connection from the connection pool. maxPoolSize: 1, connections in use by \
+             cursors: 1, connections in use by transactions: 0, connections in use by other operations: 0"
+        ),
+        "{text}"
+    );
+    // Closing the cursor gives the connection back.
+    assert_eq!(cursor.try_collect().await.expect("collect").len(), 4);
+    assert_eq!(coll.count_documents(doc! {}, None).await.expect("count"), 4);
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_balanced_uri_validation() {
+    for (uri, says) in [
+        ("mongodb://127.0.0.1:1,127.0.0.1:2/?loadBalanced=true", "multiple hosts"),
+        ("mongodb://127.0.0.1:1/?loadBalanced=true&replicaSet=rs", "replicaSet"),
+        ("mongodb://127.0.0.1:1/?loadBalanced=true&directConnection=true", "directConnection=true"),
+    ] {
+        let e = ClientOptions::parse(uri).await.expect_err(uri);
+        assert!(e.to_string().contains(says), "{uri}: {e}");
+    }
+    // srvMaxHosts needs mongodb+srv; with it, the check runs after the TXT lookup.
+    let mut cs =
+        protocol::uri::ConnectionString::parse("mongodb+srv://lb.example.com/?srvMaxHosts=1").expect("uri");
+    let txt = actors::client::srv::parse_txt_record("lb.example.com", "loadBalanced=true").expect("txt");
+    actors::client::srv::apply_txt(&mut cs, txt).expect("apply");
+    cs.hosts = vec![protocol::ServerAddress::tcp("a.example.com", 27017)];
+    let e = cs.validate().expect_err("srvMaxHosts with loadBalanced");
+    assert!(e.to_string().contains("srvMaxHosts"), "{e}");
+}
