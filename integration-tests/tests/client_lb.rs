@@ -98,6 +98,20 @@ async fn transactions_pin_one_connection_each() {
     assert!(!a.is_pinned());
     assert_eq!(coll.count_documents(doc! {"_id": 99}, None).await.expect("count"), 0);
     assert!(a.commit_transaction().await.is_err(), "commit after abort");
+    // A cursor of an explicit session (outside a transaction) sends the session's lsid with
+    // its getMores, on its pinned connection.
+    let _ = s.commands.try_iter().count();
+    let docs = coll
+        .find_with_session(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }, &mut b)
+        .await
+        .expect("find")
+        .try_collect()
+        .await
+        .expect("collect");
+    assert_eq!(docs.len(), 5);
+    let events = started(&s.commands);
+    assert_eq!(events.iter().filter(|e| e.0 == "getMore").count(), 2);
+    assert!(events.iter().all(|e| e.1.as_ref() == b.id() && e.2 == events[0].2), "{events:?}");
     drop((a, b));
     s.client.shutdown().await.expect("shutdown");
 }
@@ -156,8 +170,21 @@ async fn a_network_error_clears_only_its_service() {
     assert!(!cmap.iter().any(
         |e| matches!(e, CmapEvent::ConnectionClosed { connection_id, .. } if *connection_id == ok_conn)
     ));
+    // After a getMore network error the connection stays pinned to the cursor until it is
+    // closed, and closing it sends no killCursors.
+    let failed_conn = if r1.is_ok() { get_mores[1].2 } else { get_mores[0].2 };
+    let checked_in = |events: &[CmapEvent]| {
+        events
+            .iter()
+            .any(|e| matches!(e, CmapEvent::CheckedIn { connection_id, .. } if *connection_id == failed_conn))
+    };
+    assert!(!checked_in(&cmap), "still pinned: {cmap:?}");
     let (mut ok_cursor, dead) = if r1.is_ok() { (c1, c2) } else { (c2, c1) };
     drop(dead);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let after_close: Vec<CmapEvent> = s.cmap.try_iter().collect();
+    assert!(checked_in(&after_close), "checked in on close: {after_close:?}");
+    assert!(started(&s.commands).is_empty(), "no killCursors");
     let mut rest = 0;
     while ok_cursor.try_next().await.expect("next").is_some() {
         rest += 1;
