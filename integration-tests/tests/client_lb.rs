@@ -241,3 +241,65 @@ async fn load_balanced_uri_validation() {
     let e = cs.validate().expect_err("srvMaxHosts with loadBalanced");
     assert!(e.to_string().contains("srvMaxHosts"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handshake_errors_are_ignored_by_sdam() {
+    let s = connect("retryReads=false").await;
+    for i in 0..2 {
+        s.cluster
+            .configure_fail_point(
+                i,
+                doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
+                "data": {"failCommands": ["hello", "isMaster"], "closeConnection": true}},
+            )
+            .expect("fail point");
+    }
+    // One failed handshake per service (the balancer alternates).
+    for _ in 0..2 {
+        let e =
+            s.client.database("app").run_command(doc! {"ping": 1}, None).await.expect_err("handshake fails");
+        assert!(e.is_network_error(), "{e}");
+    }
+    s.client.database("app").run_command(doc! {"ping": 1}, None).await.expect("next ping");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let cmap: Vec<CmapEvent> = s.cmap.try_iter().collect();
+    assert!(!cmap.iter().any(|e| matches!(e, CmapEvent::PoolCleared { .. })), "{cmap:?}");
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transaction_fields_on_a_replica_set() {
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    let mut options = ClientOptions::parse(&cluster.uri()).await.expect("uri");
+    let (tx, commands) = crossbeam_channel::unbounded();
+    options.command_event_handler = Some(Arc::new(tx));
+    let client = Client::with_options(options).await.expect("client");
+    let coll = client.database("app").collection("rs");
+    let mut session = client.start_session().await.expect("session");
+    assert!(session.commit_transaction().await.is_err(), "no transaction");
+    session.start_transaction().expect("start");
+    assert!(session.start_transaction().is_err(), "already in progress");
+    coll.insert_one_with_session(doc! {"_id": 1}, &mut session).await.expect("insert 1");
+    coll.insert_one_with_session(doc! {"_id": 2}, &mut session).await.expect("insert 2");
+    session.commit_transaction().await.expect("commit");
+    assert!(!session.is_pinned(), "only load-balanced transactions pin");
+    let cmds: Vec<Document> = commands
+        .try_iter()
+        .filter_map(|e| match e {
+            CommandEvent::Started { command, .. } if command.contains_key("lsid") => Some(command),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cmds.len(), 3, "{cmds:?}");
+    let lsid = session.id().expect("lsid");
+    for (i, c) in cmds.iter().enumerate() {
+        assert_eq!(c.get_document("lsid").ok(), Some(lsid));
+        assert_eq!(c.get_i64("txnNumber").ok(), Some(1));
+        assert_eq!(c.get_bool("autocommit").ok(), Some(false));
+        assert_eq!(c.get_bool("startTransaction").ok(), (i == 0).then_some(true), "{c}");
+    }
+    assert!(cmds[2].contains_key("commitTransaction"));
+    assert_eq!(coll.count_documents(doc! {}, None).await.expect("count"), 2);
+    drop(session);
+    client.shutdown().await.expect("shutdown");
+}
