@@ -11,6 +11,7 @@ use bson::oid::ObjectId;
 use bson::{doc, Document};
 use integration_tests::sim::Cluster;
 use pool::cmap::CmapEvent;
+use selection::ReadPreference;
 
 struct Setup {
     cluster: Cluster,
@@ -302,4 +303,31 @@ async fn transaction_fields_on_a_replica_set() {
     assert_eq!(coll.count_documents(doc! {}, None).await.expect("count"), 2);
     drop(session);
     client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_balancers_get_read_preference_as_mongos() {
+    let s = connect("").await;
+    let coll = s.client.database("app").collection("rp");
+    let secondary =
+        FindOptions { read_preference: Some(ReadPreference::SECONDARY_PREFERRED), ..Default::default() };
+    coll.find_one(doc! {}, secondary).await.expect("secondaryPreferred");
+    coll.find_one(doc! {}, FindOptions::default()).await.expect("primary");
+    let finds: Vec<Document> = s
+        .commands
+        .try_iter()
+        .filter_map(|e| match e {
+            CommandEvent::Started { command, command_name, .. } if command_name == "find" => Some(command),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finds.len(), 2);
+    assert_eq!(
+        finds[0].get_document("$readPreference").ok(),
+        Some(&doc! {"mode": "secondaryPreferred"}),
+        "{}",
+        finds[0]
+    );
+    assert!(!finds[1].contains_key("$readPreference"), "primary is not sent: {}", finds[1]);
+    s.client.shutdown().await.expect("shutdown");
 }
