@@ -113,6 +113,23 @@ async fn transactions_pin_one_connection_each() {
     let events = started(&s.commands);
     assert_eq!(events.iter().filter(|e| e.0 == "getMore").count(), 2);
     assert!(events.iter().all(|e| e.1.as_ref() == b.id() && e.2 == events[0].2), "{events:?}");
+    // A cursor in a transaction uses the transaction's pinned connection for its getMores.
+    b.start_transaction().expect("start b again");
+    coll.insert_one_with_session(doc! {"_id": 20}, &mut b).await.expect("insert in txn");
+    let _ = s.commands.try_iter().count();
+    let docs = coll
+        .find_with_session(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }, &mut b)
+        .await
+        .expect("find in txn")
+        .try_collect()
+        .await
+        .expect("collect in txn");
+    assert_eq!(docs.len(), 6, "the transaction sees its own write");
+    b.commit_transaction().await.expect("commit b again");
+    let events = started(&s.commands);
+    let names: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(names, ["find", "getMore", "getMore", "commitTransaction"]);
+    assert!(events.iter().all(|e| e.2 == events[0].2), "{events:?}");
     drop((a, b));
     s.client.shutdown().await.expect("shutdown");
 }

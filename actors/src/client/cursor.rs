@@ -33,6 +33,10 @@ pub struct Cursor {
     pin: Option<PinId>,
     /// A getMore failed with a network error: the pin is released on drop, no killCursors.
     network_error: bool,
+    /// Opened in a load-balanced transaction: `pin` is the session's (never unpinned here),
+    /// getMores carry `txnNumber` and `autocommit: false`, and no killCursors is sent (the
+    /// server closes a transaction's cursors when it ends).
+    in_transaction: bool,
 }
 
 impl std::fmt::Debug for Cursor {
@@ -84,6 +88,7 @@ impl Cursor {
             session: out.session,
             pin,
             network_error: false,
+            in_transaction: false,
         };
         if id == 0 {
             cursor.release();
@@ -101,10 +106,20 @@ impl Cursor {
         &self.address
     }
 
+    /// Makes the cursor use its transaction's pinned connection.
+    pub(crate) fn join_transaction(&mut self, pin: PinId) {
+        if self.id != 0 {
+            self.pin = Some(pin);
+            self.in_transaction = true;
+        }
+    }
+
     /// Returns the session and the pinned connection once the cursor is exhausted or dead.
     fn release(&mut self) {
         if let Some(pin) = self.pin.take() {
-            self.client.inner.selector.actor().do_send(Unpin { pin });
+            if !self.in_transaction {
+                self.client.inner.selector.actor().do_send(Unpin { pin });
+            }
         }
         if let Some(s) = self.session.take() {
             let timeout = self.client.inner.topology.snapshot().description.logical_session_timeout_minutes();
@@ -125,6 +140,10 @@ impl Cursor {
             let mut command = doc! {"getMore": self.id, "collection": &self.collection};
             if let Some(b) = self.batch_size {
                 command.insert("batchSize", i64::from(b));
+            }
+            if let (true, Some(s)) = (self.in_transaction, &self.session) {
+                command.insert("txnNumber", s.txn_number);
+                command.insert("autocommit", false);
             }
             let op = Op {
                 name: "getMore".into(),
@@ -194,8 +213,8 @@ async fn take_pinned(selector: &Selector, pin: PinId) -> Result<PooledConnection
 
 impl Drop for Cursor {
     fn drop(&mut self) {
-        if self.id == 0 {
-            if self.network_error {
+        if self.id == 0 || self.in_transaction {
+            if self.network_error || self.in_transaction {
                 self.release();
             }
             return;

@@ -13,9 +13,12 @@
 //! event, and two sessions never share it. It is unpinned when the commit or abort completes,
 //! when a new transaction starts, or on a `TransientTransactionError`.
 //!
+//! A cursor opened in a load-balanced transaction runs its `getMore`s on the transaction's
+//! connection and sends no `killCursors` (the server closes a transaction's cursors when it
+//! ends); do not iterate it while the session runs another operation.
+//!
 //! Limitations: operations with an explicit session are not retried (commit is retried once
-//! on a retryable error); inside a load-balanced transaction, cursors must fit in their first
-//! batch (their `getMore` cannot use the transaction's connection).
+//! on a retryable error).
 
 use bson::{doc, Document};
 use pool::cmap::{CheckoutPurpose, PooledConnection};
@@ -379,8 +382,19 @@ impl Collection {
         }
         let op = self.read_op("find", command, options.read_preference, true);
         let out = session.execute(op).await?;
-        Cursor::new(self.database().client().clone(), self.database().name(), self.name(), out, batch_size)
-            .await
+        let txn_pin = session.pin.filter(|_| session.in_transaction());
+        let mut cursor = Cursor::new(
+            self.database().client().clone(),
+            self.database().name(),
+            self.name(),
+            out,
+            batch_size,
+        )
+        .await?;
+        if let Some(pin) = txn_pin {
+            cursor.join_transaction(pin);
+        }
+        Ok(cursor)
     }
 }
 
