@@ -348,3 +348,32 @@ async fn load_balancers_get_read_preference_as_mongos() {
     assert!(!finds[1].contains_key("$readPreference"), "primary is not sent: {}", finds[1]);
     s.client.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_session_aborts_its_transaction() {
+    let s = connect("").await;
+    let coll = s.client.database("app").collection("drop");
+    let mut session = s.client.start_session().await.expect("session");
+    session.start_transaction().expect("start");
+    coll.insert_one_with_session(doc! {"_id": 1}, &mut session).await.expect("insert");
+    let cursor = coll
+        .find_with_session(doc! {}, FindOptions { batch_size: Some(0), ..Default::default() }, &mut session)
+        .await
+        .expect("find");
+    drop(session);
+    drop(cursor);
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    let mut events = Vec::new();
+    while !events.iter().any(|e: &(String, _, u32, _)| e.0 == "abortTransaction")
+        && std::time::Instant::now() < deadline
+    {
+        events.extend(started(&s.commands));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let names: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(names, ["insert", "find", "abortTransaction"]);
+    assert!(events.iter().all(|e| e.2 == events[0].2), "the abort runs on the pinned connection: {events:?}");
+    // No killCursors for the transaction's cursor: the names above are exactly these.
+    assert_eq!(coll.count_documents(doc! {}, None).await.expect("count"), 0);
+    s.client.shutdown().await.expect("shutdown");
+}

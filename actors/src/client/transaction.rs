@@ -65,6 +65,9 @@ pub struct ClientSession {
     state: TransactionState,
     /// Load-balanced transaction: its connection, pinned in the selection actor.
     pin: Option<PinId>,
+    /// The copy a drop spawns to abort: dropping it never spawns again (a runtime shutting
+    /// down drops spawned futures at once).
+    aborting_on_drop: bool,
 }
 
 impl std::fmt::Debug for ClientSession {
@@ -106,6 +109,7 @@ impl Client {
             timeout_minutes: timeout,
             state: TransactionState::None,
             pin: None,
+            aborting_on_drop: false,
         })
     }
 }
@@ -331,16 +335,17 @@ impl ClientSession {
 
 impl Drop for ClientSession {
     fn drop(&mut self) {
-        self.unpin();
         if let Some(s) = self.server.take() {
-            if self.state == TransactionState::InProgress {
-                // Best effort: the server aborts it when the session expires otherwise.
+            if self.state == TransactionState::InProgress && !self.aborting_on_drop {
+                // Best effort, on the transaction's pinned connection: the server aborts it
+                // when the session expires otherwise.
                 let mut session = ClientSession {
                     client: self.client.clone(),
                     server: Some(s),
                     timeout_minutes: self.timeout_minutes,
                     state: TransactionState::InProgress,
-                    pin: None,
+                    pin: self.pin.take(),
+                    aborting_on_drop: true,
                 };
                 let inner = self.client.inner.clone();
                 inner.spawn(async move {
@@ -348,8 +353,14 @@ impl Drop for ClientSession {
                 });
                 return;
             }
+            let mut s = s;
+            if self.state == TransactionState::InProgress {
+                // The abort never ran: the server may still hold the transaction.
+                s.dirty = true;
+            }
             self.client.inner.sessions.release(s, self.timeout_minutes);
         }
+        self.unpin();
     }
 }
 
