@@ -237,6 +237,19 @@ async fn wait_queue_timeout_message_counts_pinned_cursors() {
     // Closing the cursor gives the connection back.
     assert_eq!(cursor.try_collect().await.expect("collect").len(), 4);
     assert_eq!(coll.count_documents(doc! {}, None).await.expect("count"), 4);
+    // A transaction's pinned connection counts as in use by transactions.
+    let mut session = s.client.start_session().await.expect("session");
+    session.start_transaction().expect("start");
+    coll.insert_one_with_session(doc! {"i": 4}, &mut session).await.expect("insert");
+    let e = coll.count_documents(doc! {}, None).await.expect_err("pinned by the transaction");
+    assert!(
+        e.to_string().contains(
+            "cursors: 0, connections in use by transactions: 1, connections in use by other operations: 0"
+        ),
+        "{e}"
+    );
+    session.commit_transaction().await.expect("commit");
+    assert_eq!(coll.count_documents(doc! {}, None).await.expect("count"), 5);
     s.client.shutdown().await.expect("shutdown");
 }
 
