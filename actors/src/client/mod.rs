@@ -217,6 +217,13 @@ impl Client {
     /// a dedicated thread and runs its actors there; inside an actix System it uses the
     /// current arbiter.
     pub async fn with_options(mut options: ClientOptions) -> Result<Client> {
+        // The URI parser ignores an invalid timeoutMS with a warning; CSOT makes it an error
+        // (a negative value must not silently mean "no timeout").
+        if let Some(w) =
+            options.connection_string.warnings.iter().find(|w| w.to_ascii_lowercase().contains("'timeoutms'"))
+        {
+            return Err(Error::InvalidOptions { message: w.clone() });
+        }
         if options.connection_string.options.timeout_ms.is_some() {
             // CSOT: timeoutMS replaces socketTimeoutMS, waitQueueTimeoutMS and wTimeoutMS.
             let o = &mut options.connection_string.options;
