@@ -293,3 +293,29 @@ async fn retries_as_long_as_the_deadline_allows() {
     assert_eq!(started(&s.events, "find").len(), 2);
     s.client.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_timeout_ignores_wait_queue_timeout_ms() {
+    let s = standalone("maxPoolSize=1&waitQueueTimeoutMS=100").await;
+    let coll = s.client.database("app").collection("c");
+    coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
+    s.cluster
+        .configure_fail_point(
+            0,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
+            "data": {"failCommands": ["find"], "blockConnection": true, "blockTimeMS": 1500}},
+        )
+        .expect("fail point");
+    let blocker = coll.clone();
+    let blocked = tokio::spawn(async move { blocker.find_one(doc! {}, FindOptions::default()).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let start = Instant::now();
+    let timed = coll.clone().with_timeout(Some(Duration::from_millis(500)));
+    let e = timed.insert_one(doc! {"_id": 2}).await.expect_err("no connection");
+    let elapsed = start.elapsed();
+    assert_timeout(&e);
+    assert!(elapsed >= Duration::from_millis(450), "timeoutMS, not waitQueueTimeoutMS: {elapsed:?}");
+    assert!(elapsed < Duration::from_millis(900), "{elapsed:?}");
+    assert!(blocked.await.expect("task").expect("the blocked find finishes").is_some());
+    s.client.shutdown().await.expect("shutdown");
+}

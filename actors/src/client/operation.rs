@@ -201,7 +201,7 @@ impl ClientInner {
             }
             let address = selected.address().clone();
             let generation = selected.handle().pool.generation(None);
-            let checked_out = selected.handle().pool.check_out(deadline, CheckoutPurpose::Other).await;
+            let checked_out = timeout::check_out(&selected.handle().pool, timeout, deadline).await;
             // CSOT: maxTimeMS from the selected server's minimum RTT, checked after the
             // check-out; a failure here returns the connection to the pool unsent.
             let max_time = checked_out

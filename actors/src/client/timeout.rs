@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+use pool::cmap::{CheckoutPurpose, PooledConnection};
+use pool::connection::Connection;
 use tokio::time::Instant;
 
 use crate::Error;
@@ -43,6 +45,20 @@ pub(crate) fn max_time_ms(deadline: Option<Instant>, min_rtt: Duration) -> Resul
     }
     let ms = (remaining - min_rtt).as_millis();
     Ok(Some(i64::try_from(ms).unwrap_or(i64::MAX).max(1)))
+}
+
+/// Checks a connection out of `pool`: under CSOT (`timeout` set) only the deadline limits
+/// the wait (waitQueueTimeoutMS is ignored).
+pub(crate) async fn check_out(
+    pool: &crate::pool_actor::ServerPool,
+    timeout: Option<Duration>,
+    deadline: Option<Instant>,
+) -> Result<PooledConnection<Connection>, pool::Error> {
+    if timeout.is_some() {
+        pool.check_out_within(deadline, CheckoutPurpose::Other).await
+    } else {
+        pool.check_out(deadline, CheckoutPurpose::Other).await
+    }
 }
 
 /// Whether the deadline has passed.
