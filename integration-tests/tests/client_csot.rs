@@ -319,3 +319,38 @@ async fn a_handle_timeout_ignores_wait_queue_timeout_ms() {
     assert!(blocked.await.expect("task").expect("the blocked find finishes").is_some());
     s.client.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remaining_time_under_min_rtt_fails_without_sending() {
+    // Every RTT sample sees the latency (the minimum is over the last 10).
+    let cluster = Cluster::standalone().start().expect("sim");
+    cluster.set_latency(0, Duration::from_millis(200));
+    let s = connect(cluster, "heartbeatFrequencyMS=500").await;
+    let coll = s.client.database("app").collection("c");
+    coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
+    let address = protocol::ServerAddress::parse(&s.cluster.hosts()[0]).expect("host");
+    let until = Instant::now() + WAIT;
+    let min_rtt = loop {
+        let snapshot = s.client.topology().snapshot();
+        let min = snapshot.handle(&address).map(|h| h.rtt.min()).unwrap_or_default();
+        if min >= Duration::from_millis(150) || Instant::now() > until {
+            break min;
+        }
+        drop(snapshot);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(min_rtt >= Duration::from_millis(150), "the RTT samples reflect the latency: {min_rtt:?}");
+    let _ = started(&s.events, "find");
+    let short = coll.clone().with_timeout(Some(Duration::from_millis(120)));
+    let e = short.find_one(doc! {}, FindOptions::default()).await.expect_err("no time for a round trip");
+    assert_timeout(&e);
+    assert!(started(&s.events, "find").is_empty(), "the command was not sent");
+    // With time to spare, maxTimeMS = remaining − minRTT.
+    let long = coll.clone().with_timeout(Some(Duration::from_millis(3000)));
+    long.find_one(doc! {}, FindOptions::default()).await.expect("find");
+    let ms = max_time(&started(&s.events, "find")[0]).expect("maxTimeMS");
+    let bound = 3000 - i64::try_from(min_rtt.as_millis()).expect("ms");
+    assert!(ms > 0 && ms <= bound, "maxTimeMS {ms} ≤ {bound}");
+    s.cluster.set_latency(0, Duration::ZERO);
+    s.client.shutdown().await.expect("shutdown");
+}
