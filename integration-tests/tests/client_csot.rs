@@ -354,3 +354,22 @@ async fn remaining_time_under_min_rtt_fails_without_sending() {
     s.cluster.set_latency(0, Duration::ZERO);
     s.client.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitoring_never_uses_timeout_ms() {
+    // Every reply takes 200 ms, twice timeoutMS: the monitor and the RTT pinger still succeed.
+    let cluster = Cluster::standalone().start().expect("sim");
+    cluster.set_latency(0, Duration::from_millis(200));
+    let s = connect(cluster, "timeoutMS=100&heartbeatFrequencyMS=500").await;
+    let address = protocol::ServerAddress::parse(&s.cluster.hosts()[0]).expect("host");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let snapshot = s.client.topology().snapshot();
+    let server = snapshot.server(&address).expect("server");
+    assert_eq!(server.server_type, ServerType::Standalone, "still known: {:?}", server.error);
+    assert!(snapshot.handle(&address).expect("handle").rtt.min() >= Duration::from_millis(150));
+    drop(snapshot);
+    // An operation cannot finish within timeoutMS.
+    let e = s.client.database("app").run_command(doc! {"ping": 1}, None).await.expect_err("too slow");
+    assert_timeout(&e);
+    s.client.shutdown().await.expect("shutdown");
+}

@@ -170,5 +170,17 @@ mod tests {
             labels: vec![],
         };
         assert_eq!(convert(wce, t, None).kind(), ErrorKind::Timeout);
+        let we = Error::Write {
+            address: ServerAddress::tcp("a", 1),
+            write_errors: vec![crate::error::WriteError {
+                index: 0,
+                code: 50,
+                code_name: None,
+                message: "w".into(),
+            }],
+            write_concern_error: None,
+            labels: vec![],
+        };
+        assert_eq!(convert(we, t, None).kind(), ErrorKind::Timeout);
     }
 }
