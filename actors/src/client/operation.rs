@@ -242,6 +242,9 @@ impl ClientInner {
                         if !again {
                             break Err(e);
                         }
+                        if topology_type == TopologyType::Sharded {
+                            deprioritized.push(address);
+                        }
                         first_error = Some(e);
                         continue;
                     }
