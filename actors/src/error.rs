@@ -92,6 +92,19 @@ pub enum Error {
         /// The error labels of the reply and of its write concern error.
         labels: Vec<String>,
     },
+    /// An operation ran out of its `timeoutMS` (client-side operations timeout): server
+    /// selection, connection check-out or establishment, the round trip, or the server's
+    /// `MaxTimeMSExpired` (code 50, at the top level, in `writeErrors` or in
+    /// `writeConcernError`). `source` is the underlying error (for example the server
+    /// selection error), and `message` contains its text.
+    #[error("operation timed out: {message}")]
+    Timeout {
+        /// What timed out, with the underlying error's text.
+        message: String,
+        /// The underlying error, when there is one (boxed: it is large).
+        #[source]
+        source: Option<Box<Error>>,
+    },
     /// A reply could not be understood (a missing or mistyped field).
     #[error("invalid reply from {address}: {message}")]
     InvalidResponse {
@@ -158,6 +171,8 @@ pub enum ErrorKind {
     InvalidResponse,
     /// [`Error::Dns`].
     Dns,
+    /// [`Error::Timeout`] (client-side operations timeout).
+    Timeout,
 }
 
 impl Error {
@@ -179,6 +194,7 @@ impl Error {
             Error::Write { .. } => ErrorKind::Write,
             Error::InvalidResponse { .. } => ErrorKind::InvalidResponse,
             Error::Dns { .. } => ErrorKind::Dns,
+            Error::Timeout { .. } => ErrorKind::Timeout,
         }
     }
 
@@ -189,6 +205,7 @@ impl Error {
             Error::Connection { labels, .. }
             | Error::Command { labels, .. }
             | Error::Write { labels, .. } => labels.clone(),
+            Error::Timeout { source: Some(e), .. } => e.labels(),
             _ => Vec::new(),
         }
     }
@@ -200,6 +217,7 @@ impl Error {
             | Error::Command { labels, .. }
             | Error::Write { labels, .. } => labels.iter().any(|l| l == label),
             Error::Pool(e) => e.has_label(label),
+            Error::Timeout { source: Some(e), .. } => e.has_label(label),
             _ => false,
         }
     }
@@ -212,6 +230,7 @@ impl Error {
             | Error::Write { address, .. }
             | Error::InvalidResponse { address, .. } => Some(address),
             Error::Pool(e) => pool_error_address(e),
+            Error::Timeout { source: Some(e), .. } => e.address(),
             _ => None,
         }
     }
@@ -223,6 +242,7 @@ impl Error {
             Error::Command { code, .. } => Some(*code),
             Error::Write { write_concern_error: Some(w), .. } => Some(w.code),
             Error::Write { write_errors, .. } => write_errors.first().map(|w| w.code),
+            Error::Timeout { source: Some(e), .. } => e.code(),
             _ => None,
         }
     }

@@ -25,7 +25,7 @@ pub mod topology;
 pub use client::actor::ClientActor;
 pub use client::{
     Client, ClientOptions, ClientSession, Collection, Cursor, Database, DeleteResult, FindOptions,
-    InsertManyResult, InsertOneResult, TransactionState, UpdateResult,
+    InsertManyResult, InsertOneResult, TimeoutMode, TransactionState, UpdateResult,
 };
 pub use error::{Error, ErrorKind, Result, WriteConcernError, WriteError};
 pub use selection_actor::{Criteria, Selector};

@@ -1,6 +1,7 @@
 //! A collection handle and the minimal CRUD operations.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
@@ -27,6 +28,22 @@ pub struct FindOptions {
     pub projection: Option<Document>,
     /// Where to read (default: the client's read preference, primary unless the URI says).
     pub read_preference: Option<ReadPreference>,
+    /// This operation's `timeoutMS` (CSOT): `None` keeps the collection's, `Some(ZERO)` means
+    /// no limit.
+    pub timeout: Option<Duration>,
+    /// How `timeoutMS` applies to the cursor (default [`TimeoutMode::CursorLifetime`]).
+    pub timeout_mode: Option<TimeoutMode>,
+}
+
+/// How `timeoutMS` applies to a cursor (CSOT `timeoutMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum TimeoutMode {
+    /// One deadline for the `find` and every `getMore` (no `maxTimeMS` on `getMore`).
+    #[default]
+    CursorLifetime,
+    /// The `find` and each `getMore` get a deadline of their own.
+    Iteration,
 }
 
 /// The result of [`Collection::insert_one`].
@@ -66,6 +83,8 @@ pub struct DeleteResult {
 pub struct Collection {
     db: Database,
     name: String,
+    /// CSOT `timeoutMS` (inherited from the database).
+    timeout: Option<Duration>,
 }
 
 fn count_of(reply: &Document, key: &str) -> u64 {
@@ -79,7 +98,28 @@ fn count_of(reply: &Document, key: &str) -> u64 {
 
 impl Collection {
     pub(crate) fn new(db: Database, name: &str) -> Self {
-        Collection { db, name: name.to_string() }
+        let timeout = db.timeout();
+        Collection { db, name: name.to_string(), timeout }
+    }
+
+    /// This handle with `timeoutMS` (client-side operations timeout) for its operations:
+    /// `Some(d)` is one deadline of `d` for each operation (selection, check-out, connection
+    /// establishment, round trips and retries), `Some(Duration::ZERO)` means no limit, and
+    /// `None` keeps the database's value (an outer timeout cannot be unset). For a single
+    /// operation, call it on a clone: `coll.clone().with_timeout(Some(t)).insert_one(d)`.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = super::timeout::inherit(self.timeout, timeout);
+        self
+    }
+
+    /// The `timeoutMS` of this handle's operations (`None`: not set).
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    async fn run(&self, op: Op) -> Result<super::operation::OpOutput> {
+        self.inner().execute_with_timeout(op, self.timeout).await
     }
 
     /// The collection's name.
@@ -98,7 +138,14 @@ impl Collection {
 
     pub(crate) fn write_op(&self, name: &'static str, mut command: Document) -> Op {
         if let Some(wc) = &self.inner().settings.write_concern {
-            command.insert("writeConcern", wc.clone());
+            let mut wc = wc.clone();
+            if self.timeout.is_some() {
+                // CSOT: timeoutMS replaces wTimeoutMS.
+                wc.remove("wtimeout");
+            }
+            if !wc.is_empty() {
+                command.insert("writeConcern", wc);
+            }
         }
         Op {
             name: name.into(),
@@ -151,7 +198,7 @@ impl Collection {
         }
         let op =
             self.write_op("insert", doc! {"insert": &self.name, "documents": documents, "ordered": true});
-        self.inner().execute(op).await?;
+        self.run(op).await?;
         Ok(InsertManyResult { inserted_ids })
     }
 
@@ -172,8 +219,15 @@ impl Collection {
             command.insert("batchSize", i64::from(b));
         }
         let op = self.read_op("find", command, options.read_preference, true);
-        let out = self.inner().execute(op).await?;
-        Cursor::new(self.db.client().clone(), self.db.name(), &self.name, out, batch_size).await
+        let timeout = super::timeout::inherit(self.timeout, options.timeout);
+        let mode = options.timeout_mode.unwrap_or_default();
+        // CURSOR_LIFETIME: the find's deadline is the cursor's.
+        let deadline = super::timeout::deadline(timeout);
+        let out = self.inner().execute_until(op, timeout, deadline).await?;
+        let mut cursor =
+            Cursor::new(self.db.client().clone(), self.db.name(), &self.name, out, batch_size).await?;
+        cursor.set_timeout(timeout, mode, deadline);
+        Ok(cursor)
     }
 
     /// Finds the first matching document (`limit: 1`, one batch). A retryable read.
@@ -182,7 +236,8 @@ impl Collection {
         command.insert("limit", 1_i64);
         command.insert("singleBatch", true);
         let op = self.read_op("find", command, options.read_preference, false);
-        let out = self.inner().execute(op).await?;
+        let timeout = super::timeout::inherit(self.timeout, options.timeout);
+        let out = self.inner().execute_with_timeout(op, timeout).await?;
         let first = out
             .reply
             .get_document("cursor")
@@ -201,7 +256,7 @@ impl Collection {
         if multi {
             op.retry = Retry::No;
         }
-        let reply = self.inner().execute(op).await?.reply;
+        let reply = self.run(op).await?.reply;
         let upserted_id = reply
             .get_array("upserted")
             .ok()
@@ -234,7 +289,7 @@ impl Collection {
         if limit == 0 {
             op.retry = Retry::No;
         }
-        let reply = self.inner().execute(op).await?.reply;
+        let reply = self.run(op).await?.reply;
         Ok(DeleteResult { deleted_count: count_of(&reply, "n") })
     }
 
@@ -258,7 +313,7 @@ impl Collection {
         let pipeline = vec![doc! {"$match": filter}, doc! {"$group": {"_id": 1, "n": {"$sum": 1}}}];
         let command = doc! {"aggregate": &self.name, "pipeline": pipeline, "cursor": {}};
         let op = self.read_op("aggregate", command, read_preference, false);
-        let reply = self.inner().execute(op).await?.reply;
+        let reply = self.run(op).await?.reply;
         let n = reply
             .get_document("cursor")
             .ok()

@@ -266,6 +266,19 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn negative_timeout_ms_is_an_error() {
+        let toml = temp_file("neg.toml", "uri = \"mongodb://db1/\"\ntimeout_ms = -5\n");
+        assert!(ClientConfig::load_with_env(Some(&toml), env(&[])).is_err(), "file");
+        let e = env(&[("MONGO_ACTORS_URI", "mongodb://db1/"), ("MONGO_ACTORS_TIMEOUT_MS", "-5")]);
+        assert!(ClientConfig::load_with_env(None, e).is_err(), "environment");
+        // The URI parser warns (URI options spec); the client refuses it.
+        let e = crate::Client::with_uri_str("mongodb://127.0.0.1:1/?timeoutMS=-5").await.unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidOptions, "URI: {e}");
+        let o = ClientOptions::parse("mongodb://db1/?timeoutMS=0").await.unwrap();
+        assert_eq!(o.connection_string.options.timeout_ms, Some(0));
+    }
+
+    #[tokio::test]
     async fn yaml_and_json_files() {
         let yaml = temp_file(
             "c.yaml",

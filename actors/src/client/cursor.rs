@@ -2,14 +2,17 @@
 //! drop when not exhausted.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use bson::{doc, Bson, Document};
 use pool::cmap::{CheckoutPurpose, PooledConnection};
 use pool::connection::Connection;
 use protocol::ServerAddress;
 
+use super::collection::TimeoutMode;
 use super::operation::{cursor_id, Op, OpOutput, Retry};
 use super::session::ServerSession;
+use super::timeout;
 use super::Client;
 use crate::selection_actor::{Criteria, PinConnection, PinId, Selector, TakePinned, Unpin};
 use crate::{Error, Result};
@@ -37,6 +40,10 @@ pub struct Cursor {
     /// getMores carry `txnNumber` and `autocommit: false`, and no killCursors is sent (the
     /// server closes a transaction's cursors when it ends).
     in_transaction: bool,
+    /// CSOT: the `timeoutMS`, its mode, and the cursor's deadline (CURSOR_LIFETIME).
+    timeout: Option<Duration>,
+    timeout_mode: TimeoutMode,
+    deadline: Option<tokio::time::Instant>,
 }
 
 impl std::fmt::Debug for Cursor {
@@ -89,11 +96,35 @@ impl Cursor {
             pin,
             network_error: false,
             in_transaction: false,
+            timeout: None,
+            timeout_mode: TimeoutMode::default(),
+            deadline: None,
         };
         if id == 0 {
             cursor.release();
         }
         Ok(cursor)
+    }
+
+    /// CSOT: the cursor's `timeoutMS`, mode, and the deadline of its `find` (kept for the
+    /// `getMore`s in CURSOR_LIFETIME mode).
+    pub(crate) fn set_timeout(
+        &mut self,
+        timeout: Option<Duration>,
+        mode: TimeoutMode,
+        deadline: Option<tokio::time::Instant>,
+    ) {
+        self.timeout = timeout;
+        self.timeout_mode = mode;
+        self.deadline = deadline;
+    }
+
+    /// The deadline of the next `getMore`.
+    fn get_more_deadline(&self) -> Option<tokio::time::Instant> {
+        match self.timeout_mode {
+            TimeoutMode::CursorLifetime => self.deadline,
+            TimeoutMode::Iteration => timeout::deadline(self.timeout),
+        }
     }
 
     /// The server's cursor id (0 once exhausted).
@@ -158,11 +189,19 @@ impl Cursor {
                 Some(pin) => Some(take_pinned(&self.client.inner.selector, pin).await?),
                 None => None,
             };
-            let result = self
-                .client
-                .inner
-                .execute_on(&self.address, pinned.as_mut(), &op, self.session.as_mut())
-                .await;
+            let deadline = self.get_more_deadline();
+            let result = if timeout::is_expired(deadline) {
+                Err(Error::Timeout {
+                    message: "the cursor's timeoutMS expired before getMore".into(),
+                    source: None,
+                })
+            } else {
+                self.client
+                    .inner
+                    .execute_on_until(&self.address, pinned.as_mut(), &op, self.session.as_mut(), deadline)
+                    .await
+                    .map_err(|e| timeout::convert(e, self.timeout, deadline))
+            };
             if let (Some(pin), Some(connection)) = (self.pin, pinned) {
                 // Pinned again while the cursor lives (release() unpins at the end).
                 let _ = self.client.inner.selector.actor().send(PinConnection { pin, connection }).await;
@@ -226,6 +265,8 @@ impl Drop for Cursor {
         let id = self.id;
         let mut session = self.session.take();
         let pin = self.pin.take();
+        // close refreshes the timeout: killCursors gets a full timeoutMS of its own.
+        let deadline = timeout::deadline(self.timeout);
         let inner = client.inner.clone();
         inner.spawn(async move {
             let mut pinned = match pin {
@@ -241,7 +282,10 @@ impl Drop for Cursor {
                 check_write: false,
                 opens_cursor: false,
             };
-            let result = client.inner.execute_on(&address, pinned.as_mut(), &op, session.as_mut()).await;
+            let result = client
+                .inner
+                .execute_on_until(&address, pinned.as_mut(), &op, session.as_mut(), deadline)
+                .await;
             if let Err(e) = result {
                 tracing::debug!(%address, cursor = id, error = %e, "killCursors failed (ignored)");
             }

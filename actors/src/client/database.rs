@@ -1,5 +1,7 @@
 //! A database handle.
 
+use std::time::Duration;
+
 use bson::Document;
 
 use super::collection::Collection;
@@ -13,11 +15,29 @@ use crate::Result;
 pub struct Database {
     client: Client,
     name: String,
+    /// CSOT `timeoutMS` (inherited from the client).
+    timeout: Option<Duration>,
 }
 
 impl Database {
     pub(crate) fn new(client: Client, name: &str) -> Self {
-        Database { client, name: name.to_string() }
+        let timeout = client.inner.settings.timeout;
+        Database { client, name: name.to_string(), timeout }
+    }
+
+    /// This handle with `timeoutMS` (client-side operations timeout) set for its operations
+    /// and its collections': `Some(d)` is one deadline of `d` for each operation (selection,
+    /// check-out, connection establishment, round trips and retries), `Some(Duration::ZERO)`
+    /// means no limit, and `None` keeps the client's value (an outer timeout cannot be unset).
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = super::timeout::inherit(self.timeout, timeout);
+        self
+    }
+
+    /// The `timeoutMS` of this handle's operations (`None`: not set).
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
     }
 
     /// The database's name.
@@ -38,6 +58,11 @@ impl Database {
     /// Runs `command` as is (plus `$db`, `lsid`, `$clusterTime` and `$readPreference` as the
     /// server selection spec says), on a server chosen by `criteria` (`None`: a primary
     /// read). Never retried. Returns the reply; `ok: 0` is [`Error::Command`](crate::Error::Command).
+    ///
+    /// With `timeoutMS` set (see [`with_timeout`](Self::with_timeout)), the client appends
+    /// `maxTimeMS` = remaining time − the server's minimum RTT, which replaces a `maxTimeMS`
+    /// the command carries itself; without `timeoutMS`, the command's own `maxTimeMS` is sent
+    /// as is.
     pub async fn run_command(&self, command: Document, criteria: Option<Criteria>) -> Result<Document> {
         let name = command.keys().next().cloned().unwrap_or_default();
         let op = Op {
@@ -49,6 +74,6 @@ impl Database {
             check_write: false,
             opens_cursor: false,
         };
-        Ok(self.client.inner.execute(op).await?.reply)
+        Ok(self.client.inner.execute_with_timeout(op, self.timeout).await?.reply)
     }
 }

@@ -31,6 +31,7 @@ pub(crate) mod operation;
 pub mod options;
 pub(crate) mod session;
 pub mod srv;
+pub(crate) mod timeout;
 pub mod transaction;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,7 +47,7 @@ use tokio::sync::OnceCell;
 
 pub use actor::ClientActor;
 pub use collection::{
-    Collection, DeleteResult, FindOptions, InsertManyResult, InsertOneResult, UpdateResult,
+    Collection, DeleteResult, FindOptions, InsertManyResult, InsertOneResult, TimeoutMode, UpdateResult,
 };
 pub use config::ClientConfig;
 pub use cursor::Cursor;
@@ -90,8 +91,8 @@ pub(crate) struct Settings {
     /// The URI's read preference (default primary).
     pub read_preference: Arc<ReadPreference>,
     pub load_balanced: bool,
-    /// `timeoutMS` (0 = none): one deadline for the selection, the check-out and the round
-    /// trips of each operation, retries included.
+    /// `timeoutMS` (`Some(ZERO)`: CSOT without a limit): one deadline for the selection, the
+    /// check-out and the round trips of each operation, retries included.
     pub timeout: Option<Duration>,
 }
 
@@ -217,7 +218,21 @@ impl Client {
     /// Works in any tokio runtime: without a current actix System, the client starts one on
     /// a dedicated thread and runs its actors there; inside an actix System it uses the
     /// current arbiter.
-    pub async fn with_options(options: ClientOptions) -> Result<Client> {
+    pub async fn with_options(mut options: ClientOptions) -> Result<Client> {
+        // The URI parser ignores an invalid timeoutMS with a warning; CSOT makes it an error
+        // (a negative value must not silently mean "no timeout").
+        if let Some(w) =
+            options.connection_string.warnings.iter().find(|w| w.to_ascii_lowercase().contains("'timeoutms'"))
+        {
+            return Err(Error::InvalidOptions { message: w.clone() });
+        }
+        if options.connection_string.options.timeout_ms.is_some() {
+            // CSOT: timeoutMS replaces socketTimeoutMS, waitQueueTimeoutMS and wTimeoutMS.
+            let o = &mut options.connection_string.options;
+            o.socket_timeout_ms = None;
+            o.wait_queue_timeout_ms = None;
+            o.w_timeout_ms = None;
+        }
         let cs = options.connection_string.clone();
         let read_preference = ReadPreference::from_uri_options(&cs.options)
             .map_err(|e| Error::InvalidOptions { message: e.to_string() })?;
@@ -229,7 +244,7 @@ impl Client {
             write_concern,
             read_preference: Arc::new(read_preference),
             load_balanced: cs.options.load_balanced.unwrap_or(false),
-            timeout: cs.options.timeout_ms.filter(|ms| *ms > 0).map(Duration::from_millis),
+            timeout: cs.options.timeout_ms.map(Duration::from_millis),
         };
         let command_handler = crate::metrics::command_handler(options.command_event_handler.clone());
         let build = move || -> Result<(Topology, Selector, Option<actix::Addr<SrvPoller>>)> {

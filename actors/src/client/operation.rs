@@ -15,7 +15,7 @@ use protocol::ServerAddress;
 use selection::ReadPreference;
 
 use super::session::ServerSession;
-use super::ClientInner;
+use super::{timeout, ClientInner};
 use crate::command_events::{CommandConnection, CommandEvent};
 use crate::error::{
     pool_error_address, WriteConcernError, WriteError, NO_WRITES_PERFORMED, RETRYABLE_WRITE_ERROR,
@@ -118,14 +118,39 @@ struct Attempt {
     txn_number: Option<i64>,
     /// The operation's `timeoutMS` deadline, for the round trip.
     deadline: Option<tokio::time::Instant>,
+    /// CSOT: the `maxTimeMS` to append (remaining time − the server's minimum RTT).
+    max_time_ms: Option<i64>,
 }
 
 impl ClientInner {
-    /// Runs `op` with selection, sessions and retries.
+    /// Runs `op` with selection, sessions and retries, under the client's `timeoutMS`.
+    #[allow(dead_code)] // the entry point for operations without a handle of their own
     pub(crate) async fn execute(&self, op: Op) -> Result<OpOutput> {
+        self.execute_with_timeout(op, self.settings.timeout).await
+    }
+
+    /// Runs `op` with selection, sessions and retries. `timeout` (CSOT, see
+    /// [`super::timeout`]) is one deadline for every step of every attempt; with it, retryable
+    /// operations retry as long as time remains, and timeouts become [`Error::Timeout`].
+    pub(crate) async fn execute_with_timeout(
+        &self,
+        op: Op,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<OpOutput> {
+        let deadline = timeout::deadline(timeout);
+        self.execute_until(op, timeout, deadline).await
+    }
+
+    /// [`execute_with_timeout`](Self::execute_with_timeout) with the deadline already fixed
+    /// (a cursor's lifetime starts before its `find`).
+    pub(crate) async fn execute_until(
+        &self,
+        op: Op,
+        timeout: Option<std::time::Duration>,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<OpOutput> {
         self.check_open()?;
         let operation_id = next_operation_id();
-        let deadline = self.settings.timeout.map(|t| tokio::time::Instant::now() + t);
         let mut deprioritized: Vec<ServerAddress> = Vec::new();
         let mut first_error: Option<Error> = None;
         let mut session: Option<ServerSession> = None;
@@ -142,8 +167,9 @@ impl ClientInner {
             };
             let selected = match self.selector.select(request).await {
                 Ok(s) => s,
-                // A retry that finds no server returns the original error.
-                Err(e) => break Err(first_error.take().unwrap_or(e)),
+                // A retry that finds no server returns the original error (CSOT: as a
+                // timeout once the deadline has passed).
+                Err(e) => break Err(timeout::retry_selection_error(first_error.take(), e, deadline)),
             };
             let topology_type = selected.snapshot.description.topology_type();
             let target = Target { topology_type, server_type: selected.description.server_type };
@@ -175,21 +201,25 @@ impl ClientInner {
             }
             let address = selected.address().clone();
             let generation = selected.handle().pool.generation(None);
-            let checked_out = selected.handle().pool.check_out(deadline, CheckoutPurpose::Other).await;
-            let attempt = match checked_out {
-                Ok(mut conn) => {
-                    let r = self
-                        .attempt(
-                            &mut conn,
-                            &target,
-                            &op,
-                            session.as_mut(),
-                            Attempt { operation_id, txn_number, deadline },
-                        )
-                        .await;
+            let checked_out = timeout::check_out(&selected.handle().pool, timeout, deadline).await;
+            // CSOT: maxTimeMS from the selected server's minimum RTT, checked after the
+            // check-out; a failure here returns the connection to the pool unsent.
+            let max_time = checked_out
+                .as_ref()
+                .ok()
+                .map(|_| timeout::max_time_ms(deadline, selected.handle().rtt.min()))
+                .transpose();
+            let attempt = match (checked_out, max_time) {
+                (Ok(_), Err(e)) => Err(e),
+                (Ok(mut conn), Ok(max_time_ms)) => {
+                    let ids =
+                        Attempt { operation_id, txn_number, deadline, max_time_ms: max_time_ms.flatten() };
+                    let r = self.attempt(&mut conn, &target, &op, session.as_mut(), ids).await;
                     r.map(|reply| (reply, conn))
                 }
-                Err(e) => Err(self.check_out_error(&address, e, generation, op.retry == Retry::Write).await),
+                (Err(e), _) => {
+                    Err(self.check_out_error(&address, e, generation, op.retry == Retry::Write).await)
+                }
             };
             drop(selected);
             match attempt {
@@ -204,9 +234,19 @@ impl ClientInner {
                             Retry::Write => e.has_label(RETRYABLE_WRITE_ERROR),
                             Retry::No => false,
                         };
+                    // CSOT: retry as long as the deadline allows; otherwise once.
+                    let again = can_retry && deadline.is_some() && !timeout::is_expired(deadline);
                     if let Some(first) = first_error.take() {
                         // The retry failed: its error, unless it says it wrote nothing.
-                        break Err(if e.has_label(NO_WRITES_PERFORMED) { first } else { e });
+                        let e = if e.has_label(NO_WRITES_PERFORMED) { first } else { e };
+                        if !again {
+                            break Err(e);
+                        }
+                        if topology_type == TopologyType::Sharded {
+                            deprioritized.push(address);
+                        }
+                        first_error = Some(e);
+                        continue;
                     }
                     if !can_retry {
                         break Err(e);
@@ -237,13 +277,14 @@ impl ClientInner {
                 if let Some(s) = session {
                     self.sessions.release(s, session_timeout);
                 }
-                Err(e)
+                Err(timeout::convert(e, timeout, deadline))
             }
         }
     }
 
     /// Runs one command (never retried) on `address`: a `getMore` or `killCursors` of a
     /// cursor, on its pinned connection if it has one.
+    #[allow(dead_code)] // cursor commands without CSOT
     pub(crate) async fn execute_on(
         &self,
         address: &ServerAddress,
@@ -251,13 +292,26 @@ impl ClientInner {
         op: &Op,
         session: Option<&mut ServerSession>,
     ) -> Result<Document> {
+        self.execute_on_until(address, connection, op, session, None).await
+    }
+
+    /// [`execute_on`](Self::execute_on) under a CSOT deadline for the check-out and the round
+    /// trip (no `maxTimeMS` is appended: cursor commands do not get one).
+    pub(crate) async fn execute_on_until(
+        &self,
+        address: &ServerAddress,
+        connection: Option<&mut PooledConnection<Connection>>,
+        op: &Op,
+        session: Option<&mut ServerSession>,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Document> {
         self.check_open()?;
         let operation_id = next_operation_id();
         let snapshot = self.topology.snapshot();
         let server_type = snapshot.server(address).map_or(ServerType::Unknown, |d| d.server_type);
         let target = Target { topology_type: snapshot.description.topology_type(), server_type };
         if let Some(conn) = connection {
-            let ids = Attempt { operation_id, txn_number: None, deadline: None };
+            let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms: None };
             return self.attempt(conn, &target, op, session, ids).await;
         }
         let Some(handle) = snapshot.handle(address) else {
@@ -270,11 +324,11 @@ impl ClientInner {
         let pool = handle.pool.clone();
         drop(snapshot);
         let generation = pool.generation(None);
-        let mut conn = match pool.check_out(None, CheckoutPurpose::Other).await {
+        let mut conn = match pool.check_out(deadline, CheckoutPurpose::Other).await {
             Ok(c) => c,
             Err(e) => return Err(self.check_out_error(address, e, generation, false).await),
         };
-        let ids = Attempt { operation_id, txn_number: None, deadline: None };
+        let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms: None };
         self.attempt(&mut conn, &target, op, session, ids).await
     }
 
@@ -315,8 +369,12 @@ impl ClientInner {
         session: Option<&mut ServerSession>,
         attempt: Attempt,
     ) -> Result<Document> {
-        let Attempt { operation_id, txn_number, deadline } = attempt;
+        let Attempt { operation_id, txn_number, deadline, max_time_ms } = attempt;
         let mut command = op.command.clone();
+        if let Some(ms) = max_time_ms {
+            // Replaces a maxTimeMS the command carries (documented on run_command).
+            command.insert("maxTimeMS", ms);
+        }
         if let Criteria::Read(rp) = &op.criteria {
             if let Some(d) = read_preference_document(target, rp) {
                 command.insert("$readPreference", d);

@@ -469,9 +469,11 @@ impl<E: Establisher> Inner<E> {
         self: &Arc<Self>,
         deadline: Option<Instant>,
         purpose: CheckoutPurpose,
+        wait_queue_timeout: bool,
     ) -> Result<PooledConnection<E::Connection>> {
         let started = Instant::now();
-        let wait_deadline = earliest(deadline, self.options.wait_queue_timeout().map(|t| started + t));
+        let wait_queue_timeout = self.options.wait_queue_timeout().filter(|_| wait_queue_timeout);
+        let wait_deadline = earliest(deadline, wait_queue_timeout.map(|t| started + t));
         let mut waiter: Option<WaiterGuard<E>> = None;
         let mut first = true;
         let receiver = loop {
@@ -907,7 +909,18 @@ impl<E: Establisher> Pool<E> {
         deadline: Option<Instant>,
         purpose: CheckoutPurpose,
     ) -> Result<PooledConnection<E::Connection>> {
-        self.inner().check_out(deadline, purpose).await
+        self.inner().check_out(deadline, purpose, true).await
+    }
+
+    /// [`check_out`](Self::check_out) for an operation under a client-side operations
+    /// timeout (CSOT): only `deadline` limits the wait (`None`: no limit), the pool's
+    /// waitQueueTimeout is ignored. Establishment still uses min(connectTimeout, `deadline`).
+    pub async fn check_out_within(
+        &self,
+        deadline: Option<Instant>,
+        purpose: CheckoutPurpose,
+    ) -> Result<PooledConnection<E::Connection>> {
+        self.inner().check_out(deadline, purpose, false).await
     }
 
     /// Clears the pool (CMAP clear). Outside load-balanced mode: increments the generation,

@@ -1,0 +1,186 @@
+//! Client-side operations timeout (CSOT): where `timeoutMS` comes from, the deadline it gives
+//! an operation, the `maxTimeMS` sent to the server, and which errors become
+//! [`Error::Timeout`].
+//!
+//! A timeout is an `Option<Duration>` at every level (client, database, collection,
+//! operation): `None` inherits the outer level, `Some(Duration::ZERO)` is "no limit" (but
+//! still CSOT mode), `Some(d)` is a limit of `d`. An inner `None` never unsets an outer value.
+
+use std::time::Duration;
+
+use pool::cmap::{CheckoutPurpose, PooledConnection};
+use pool::connection::Connection;
+use tokio::time::Instant;
+
+use crate::Error;
+
+/// MaxTimeMSExpired.
+pub(crate) const MAX_TIME_MS_EXPIRED: i32 = 50;
+
+/// `inner` over `outer`: `None` inherits, so an outer timeout cannot be unset.
+pub(crate) fn inherit(outer: Option<Duration>, inner: Option<Duration>) -> Option<Duration> {
+    inner.or(outer)
+}
+
+/// The deadline of an operation starting now (`None`: no timeoutMS, or timeoutMS 0).
+pub(crate) fn deadline(timeout: Option<Duration>) -> Option<Instant> {
+    timeout.filter(|t| !t.is_zero()).map(|t| Instant::now() + t)
+}
+
+/// The `maxTimeMS` to append: the remaining time minus the server's minimum RTT, rounded
+/// down to whole milliseconds (at least 1). Fails without sending when the remaining time is
+/// already ≤ minRTT.
+pub(crate) fn max_time_ms(deadline: Option<Instant>, min_rtt: Duration) -> Result<Option<i64>, Error> {
+    let Some(deadline) = deadline else { return Ok(None) };
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    if remaining <= min_rtt {
+        return Err(Error::Timeout {
+            message: format!(
+                "the remaining {} ms of timeoutMS is not more than the server's minimum round trip time ({} ms); the command was not sent",
+                remaining.as_millis(),
+                min_rtt.as_millis()
+            ),
+            source: None,
+        });
+    }
+    let ms = (remaining - min_rtt).as_millis();
+    Ok(Some(i64::try_from(ms).unwrap_or(i64::MAX).max(1)))
+}
+
+/// Checks a connection out of `pool`: under CSOT (`timeout` set) only the deadline limits
+/// the wait (waitQueueTimeoutMS is ignored).
+pub(crate) async fn check_out(
+    pool: &crate::pool_actor::ServerPool,
+    timeout: Option<Duration>,
+    deadline: Option<Instant>,
+) -> Result<PooledConnection<Connection>, pool::Error> {
+    if timeout.is_some() {
+        pool.check_out_within(deadline, CheckoutPurpose::Other).await
+    } else {
+        pool.check_out(deadline, CheckoutPurpose::Other).await
+    }
+}
+
+/// Whether the deadline has passed.
+pub(crate) fn is_expired(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d)
+}
+
+/// A retry's selection failed: the first attempt's error (as a timeout when the deadline
+/// has passed), or the selection error when there was no first attempt.
+pub(crate) fn retry_selection_error(
+    first: Option<Error>,
+    selection: Error,
+    deadline: Option<Instant>,
+) -> Error {
+    match first {
+        Some(e) if is_expired(deadline) => Error::Timeout {
+            message: format!("timeoutMS expired while retrying after: {e}"),
+            source: Some(Box::new(e)),
+        },
+        Some(e) => e,
+        None => selection,
+    }
+}
+
+/// Whether `e` carries MaxTimeMSExpired (top level, a write error or the write concern error).
+fn is_max_time_expired(e: &Error) -> bool {
+    match e {
+        Error::Command { code, .. } => *code == MAX_TIME_MS_EXPIRED,
+        Error::Write { write_errors, write_concern_error, .. } => {
+            write_errors.iter().any(|w| w.code == MAX_TIME_MS_EXPIRED)
+                || write_concern_error.as_ref().is_some_and(|w| w.code == MAX_TIME_MS_EXPIRED)
+        }
+        _ => false,
+    }
+}
+
+/// The error an operation in CSOT mode (`timeout` set) returns: MaxTimeMSExpired, socket and
+/// check-out timeouts, and a server selection failure once the deadline has passed, become
+/// [`Error::Timeout`] wrapping the original; other errors are unchanged.
+pub(crate) fn convert(e: Error, timeout: Option<Duration>, deadline: Option<Instant>) -> Error {
+    if timeout.is_none() {
+        return e;
+    }
+    let what = match &e {
+        Error::Timeout { .. } => return e,
+        e if is_max_time_expired(e) => "the server's maxTimeMS expired",
+        Error::Connection { source, .. } if source.is_timeout() => "the connection timed out",
+        Error::ServerSelection(_) if is_expired(deadline) => "server selection timed out",
+        _ => return e,
+    };
+    Error::Timeout { message: format!("{what}: {e}"), source: Some(Box::new(e)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use protocol::ServerAddress;
+
+    use super::*;
+    use crate::error::{ErrorKind, WriteConcernError};
+
+    #[test]
+    fn inheritance_cannot_unset() {
+        let s = Some(Duration::from_secs(1));
+        assert_eq!(inherit(s, None), s);
+        assert_eq!(inherit(s, Some(Duration::ZERO)), Some(Duration::ZERO));
+        assert_eq!(inherit(None, s), s);
+        assert_eq!(deadline(Some(Duration::ZERO)), None);
+        assert_eq!(deadline(None), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn max_time_is_remaining_minus_rtt() {
+        let d = deadline(Some(Duration::from_millis(500)));
+        assert_eq!(max_time_ms(d, Duration::from_millis(100)).unwrap(), Some(400));
+        assert_eq!(max_time_ms(None, Duration::from_millis(100)).unwrap(), None);
+        let e = max_time_ms(d, Duration::from_millis(500)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Timeout);
+        tokio::time::advance(Duration::from_millis(450)).await;
+        assert_eq!(max_time_ms(d, Duration::from_millis(10)).unwrap(), Some(40));
+        assert!(!is_expired(d));
+        tokio::time::advance(Duration::from_millis(50)).await;
+        assert!(is_expired(d));
+    }
+
+    #[test]
+    fn max_time_expired_becomes_timeout() {
+        let address = ServerAddress::tcp("a", 1);
+        let t = Some(Duration::from_secs(1));
+        let cmd = Error::Command {
+            address: address.clone(),
+            code: 50,
+            code_name: Some("MaxTimeMSExpired".into()),
+            message: "operation exceeded time limit".into(),
+            labels: vec![],
+        };
+        let e = convert(cmd.clone(), t, None);
+        assert_eq!(e.kind(), ErrorKind::Timeout);
+        assert!(e.to_string().contains("operation exceeded time limit"));
+        assert_eq!(e.code(), Some(50));
+        assert_eq!(convert(cmd, None, None).kind(), ErrorKind::Command);
+        let wce = Error::Write {
+            address,
+            write_errors: vec![],
+            write_concern_error: Some(Box::new(WriteConcernError {
+                code: 50,
+                code_name: None,
+                message: "wc".into(),
+            })),
+            labels: vec![],
+        };
+        assert_eq!(convert(wce, t, None).kind(), ErrorKind::Timeout);
+        let we = Error::Write {
+            address: ServerAddress::tcp("a", 1),
+            write_errors: vec![crate::error::WriteError {
+                index: 0,
+                code: 50,
+                code_name: None,
+                message: "w".into(),
+            }],
+            write_concern_error: None,
+            labels: vec![],
+        };
+        assert_eq!(convert(we, t, None).kind(), ErrorKind::Timeout);
+    }
+}

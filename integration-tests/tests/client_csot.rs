@@ -1,0 +1,375 @@
+//! Client-side operations timeout (CSOT) against the simulator: a blocked command times out
+//! within timeoutMS (+50 ms), maxTimeMS = remaining − minRTT is appended, the one deadline
+//! covers server selection, check-out and a slow handshake, MaxTimeMSExpired becomes the
+//! timeout error, and retryable operations retry as long as the deadline allows. Real time
+//! (sockets).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actors::command_events::CommandEvent;
+use actors::{Client, ClientOptions, Criteria, Error, ErrorKind, FindOptions, TimeoutMode};
+use bson::{doc, Bson, Document};
+use integration_tests::sim::Cluster;
+use protocol::sdam::ServerType;
+use selection::ReadPreference;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+struct Setup {
+    cluster: Cluster,
+    client: Client,
+    events: crossbeam_channel::Receiver<CommandEvent>,
+}
+
+async fn connect(cluster: Cluster, extra: &str) -> Setup {
+    let uri = cluster.uri();
+    let sep = if uri.contains('?') { "&" } else { "?" };
+    let uri = if extra.is_empty() { uri } else { format!("{uri}{sep}{extra}") };
+    let mut options = ClientOptions::parse(&uri).await.expect("uri");
+    let (tx, events) = crossbeam_channel::unbounded();
+    options.command_event_handler = Some(Arc::new(tx));
+    let client = Client::with_options(options).await.expect("client");
+    client
+        .topology()
+        .wait_for(|t| !t.servers_of_type(ServerType::Standalone).is_empty() || t.primary().is_some(), WAIT)
+        .await
+        .expect("discovery");
+    Setup { cluster, client, events }
+}
+
+async fn standalone(extra: &str) -> Setup {
+    connect(Cluster::standalone().start().expect("sim"), extra).await
+}
+
+fn started(events: &crossbeam_channel::Receiver<CommandEvent>, name: &str) -> Vec<Document> {
+    events
+        .try_iter()
+        .filter_map(|e| match e {
+            CommandEvent::Started { command, command_name, .. } if command_name == name => Some(command),
+            _ => None,
+        })
+        .collect()
+}
+
+fn max_time(command: &Document) -> Option<i64> {
+    match command.get("maxTimeMS") {
+        Some(Bson::Int64(i)) => Some(*i),
+        Some(Bson::Int32(i)) => Some(i64::from(*i)),
+        _ => None,
+    }
+}
+
+fn assert_timeout(e: &Error) {
+    assert_eq!(e.kind(), ErrorKind::Timeout, "a timeout error: {e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocked_command_times_out_within_timeout_ms() {
+    let s = standalone("timeoutMS=200").await;
+    let coll = s.client.database("app").collection("c");
+    coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
+    s.cluster
+        .configure_fail_point(
+            0,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
+            "data": {"failCommands": ["find"], "blockConnection": true, "blockTimeMS": 1500}},
+        )
+        .expect("fail point");
+    let start = Instant::now();
+    let e = coll.find_one(doc! {}, FindOptions::default()).await.expect_err("timed out");
+    let elapsed = start.elapsed();
+    assert_timeout(&e);
+    assert!(std::error::Error::source(&e).is_some(), "the underlying error is exposed: {e:?}");
+    assert!(elapsed >= Duration::from_millis(150), "not before the deadline: {elapsed:?}");
+    assert!(elapsed < Duration::from_millis(250), "within timeoutMS + 50 ms: {elapsed:?}");
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_time_ms_is_appended_under_timeout_ms_only() {
+    let s = standalone("timeoutMS=1000").await;
+    let db = s.client.database("app");
+    let coll = db.collection("c");
+    coll.insert_one(doc! {"_id": 1}).await.expect("insert");
+    let inserts = started(&s.events, "insert");
+    let ms = max_time(&inserts[0]).expect("maxTimeMS on insert");
+    assert!(ms > 0 && ms <= 1000, "maxTimeMS {ms}");
+
+    // A shorter collection timeout; None cannot unset the client's.
+    let short = coll.clone().with_timeout(Some(Duration::from_millis(300)));
+    short.find_one(doc! {}, FindOptions::default()).await.expect("find");
+    let ms = max_time(&started(&s.events, "find")[0]).expect("maxTimeMS on find");
+    assert!(ms > 0 && ms <= 300, "maxTimeMS {ms}");
+    let inherited = coll.clone().with_timeout(None);
+    assert_eq!(inherited.timeout(), Some(Duration::from_millis(1000)));
+    // An operation's own timeout.
+    let opts = FindOptions { timeout: Some(Duration::from_millis(200)), ..Default::default() };
+    coll.find_one(doc! {}, opts).await.expect("find");
+    let ms = max_time(&started(&s.events, "find")[0]).expect("maxTimeMS");
+    assert!(ms > 0 && ms <= 200, "maxTimeMS {ms}");
+    // 0: no limit, no maxTimeMS; runCommand's own maxTimeMS is replaced under timeoutMS.
+    let unlimited = db.clone().with_timeout(Some(Duration::ZERO));
+    unlimited.run_command(doc! {"ping": 1}, None).await.expect("ping");
+    assert_eq!(max_time(&started(&s.events, "ping")[0]), None);
+    db.run_command(doc! {"ping": 1, "maxTimeMS": 999_999_i64}, None).await.expect("ping");
+    let ms = max_time(&started(&s.events, "ping")[0]).expect("maxTimeMS");
+    assert!(ms <= 1000, "the client's maxTimeMS replaces the command's: {ms}");
+    s.client.shutdown().await.expect("shutdown");
+
+    let s = standalone("").await;
+    let coll = s.client.database("app").collection("c");
+    coll.insert_one(doc! {"_id": 1}).await.expect("insert");
+    coll.find_one(doc! {}, FindOptions::default()).await.expect("find");
+    assert_eq!(max_time(&started(&s.events, "insert")[0]), None, "no timeoutMS, no maxTimeMS");
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cursor_lifetime_get_more_has_no_max_time_ms() {
+    let s = standalone("timeoutMS=2000").await;
+    let coll = s.client.database("app").collection("c");
+    coll.insert_many((0..5).map(|i| doc! {"_id": i}).collect()).await.expect("insert");
+    let opts = FindOptions { batch_size: Some(2), ..Default::default() };
+    let docs = coll.find(doc! {}, opts).await.expect("find").try_collect().await.expect("all");
+    assert_eq!(docs.len(), 5);
+    let get_mores = started(&s.events, "getMore");
+    assert_eq!(get_mores.len(), 2);
+    assert!(get_mores.iter().all(|g| max_time(g).is_none()), "no maxTimeMS on getMore");
+    let opts =
+        FindOptions { batch_size: Some(2), timeout_mode: Some(TimeoutMode::Iteration), ..Default::default() };
+    let docs = coll.find(doc! {}, opts).await.expect("find").try_collect().await.expect("all");
+    assert_eq!(docs.len(), 5);
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadline_covers_server_selection() {
+    let s =
+        connect(Cluster::replica_set(1).start().expect("sim"), "timeoutMS=200&serverSelectionTimeoutMS=5000")
+            .await;
+    let start = Instant::now();
+    let secondary = Criteria::Read(ReadPreference::SECONDARY);
+    let e = s
+        .client
+        .database("app")
+        .run_command(doc! {"ping": 1}, Some(secondary))
+        .await
+        .expect_err("no secondary");
+    let elapsed = start.elapsed();
+    assert_timeout(&e);
+    let source = std::error::Error::source(&e).expect("the selection error");
+    assert!(e.to_string().contains(&source.to_string()), "contains the selection error's text: {e}");
+    match &e {
+        Error::Timeout { source: Some(inner), .. } => assert_eq!(inner.kind(), ErrorKind::ServerSelection),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(elapsed < Duration::from_millis(1000), "timeoutMS, not serverSelectionTimeoutMS: {elapsed:?}");
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadline_covers_check_out() {
+    let s = standalone("timeoutMS=300&maxPoolSize=1").await;
+    let coll = s.client.database("app").collection("c");
+    coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
+    s.cluster
+        .configure_fail_point(
+            0,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
+            "data": {"failCommands": ["find"], "blockConnection": true, "blockTimeMS": 1500}},
+        )
+        .expect("fail point");
+    // The only connection is busy with a blocked find (no limit of its own).
+    let blocker = coll.clone().with_timeout(Some(Duration::ZERO));
+    let blocked = tokio::spawn(async move { blocker.find_one(doc! {}, FindOptions::default()).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let start = Instant::now();
+    let e = coll.insert_one(doc! {"_id": 2}).await.expect_err("no connection");
+    let elapsed = start.elapsed();
+    assert_timeout(&e);
+    match &e {
+        Error::Timeout { source: Some(inner), .. } => assert_eq!(inner.kind(), ErrorKind::Pool, "{inner}"),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(elapsed < Duration::from_millis(600), "within timeoutMS: {elapsed:?}");
+    assert!(blocked.await.expect("task").expect("the blocked find finishes").is_some());
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadline_covers_a_slow_handshake() {
+    let s = standalone("timeoutMS=300&appName=csotHandshake").await;
+    s.cluster
+        .configure_fail_point(
+            0,
+            doc! {"configureFailPoint": "failCommand", "mode": "alwaysOn",
+            "data": {"failCommands": ["hello", "isMaster"], "blockConnection": true, "blockTimeMS": 1500, "appName": "csotHandshake"}},
+        )
+        .expect("fail point");
+    let coll = s.client.database("app").collection("c");
+    let start = Instant::now();
+    let e = coll.insert_one(doc! {"_id": 1}).await.expect_err("handshake too slow");
+    let elapsed = start.elapsed();
+    assert_timeout(&e);
+    assert!(elapsed < Duration::from_millis(800), "within timeoutMS: {elapsed:?}");
+    s.cluster
+        .configure_fail_point(0, doc! {"configureFailPoint": "failCommand", "mode": "off"})
+        .expect("off");
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_time_ms_expired_becomes_the_timeout_error() {
+    let s = standalone("timeoutMS=2000").await;
+    let coll = s.client.database("app").collection("c");
+    s.cluster
+        .configure_fail_point(
+            0,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
+            "data": {"failCommands": ["insert"], "errorCode": 50}},
+        )
+        .expect("fail point");
+    let e = coll.insert_one(doc! {"_id": 1}).await.expect_err("MaxTimeMSExpired");
+    assert_timeout(&e);
+    assert_eq!(e.code(), Some(50));
+    s.cluster
+        .configure_fail_point(
+            0,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
+            "data": {"failCommands": ["insert"], "writeConcernError": {"code": 50, "errmsg": "wc timeout"}}},
+        )
+        .expect("fail point");
+    let e = coll.insert_one(doc! {"_id": 2}).await.expect_err("writeConcernError 50");
+    assert_timeout(&e);
+    s.client.shutdown().await.expect("shutdown");
+
+    // Without timeoutMS it stays a command error.
+    let s = standalone("").await;
+    s.cluster
+        .configure_fail_point(
+            0,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
+            "data": {"failCommands": ["insert"], "errorCode": 50}},
+        )
+        .expect("fail point");
+    let e = s.client.database("app").collection("c").insert_one(doc! {}).await.expect_err("50");
+    assert_eq!(e.kind(), ErrorKind::Command);
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_as_long_as_the_deadline_allows() {
+    let s = connect(Cluster::replica_set(1).start().expect("sim"), "timeoutMS=5000").await;
+    let primary = s.cluster.primary().expect("primary");
+    let coll = s.client.database("app").collection("c");
+    coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
+    s.cluster
+        .configure_fail_point(
+            primary,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 3},
+            "data": {"failCommands": ["find"], "errorCode": 89}},
+        )
+        .expect("fail point");
+    let _ = started(&s.events, "find");
+    let found = coll.find_one(doc! {}, FindOptions::default()).await.expect("retried until it worked");
+    assert!(found.is_some());
+    assert_eq!(started(&s.events, "find").len(), 4, "three failures, then success");
+    s.client.shutdown().await.expect("shutdown");
+
+    // Without timeoutMS: one retry only.
+    let s = connect(Cluster::replica_set(1).start().expect("sim"), "").await;
+    let primary = s.cluster.primary().expect("primary");
+    let coll = s.client.database("app").collection("c");
+    s.cluster
+        .configure_fail_point(
+            primary,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 3},
+            "data": {"failCommands": ["find"], "errorCode": 89}},
+        )
+        .expect("fail point");
+    let e = coll.find_one(doc! {}, FindOptions::default()).await.expect_err("one retry");
+    assert_eq!(e.code(), Some(89));
+    assert_eq!(started(&s.events, "find").len(), 2);
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_timeout_ignores_wait_queue_timeout_ms() {
+    let s = standalone("maxPoolSize=1&waitQueueTimeoutMS=100").await;
+    let coll = s.client.database("app").collection("c");
+    coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
+    s.cluster
+        .configure_fail_point(
+            0,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
+            "data": {"failCommands": ["find"], "blockConnection": true, "blockTimeMS": 1500}},
+        )
+        .expect("fail point");
+    let blocker = coll.clone();
+    let blocked = tokio::spawn(async move { blocker.find_one(doc! {}, FindOptions::default()).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let start = Instant::now();
+    let timed = coll.clone().with_timeout(Some(Duration::from_millis(500)));
+    let e = timed.insert_one(doc! {"_id": 2}).await.expect_err("no connection");
+    let elapsed = start.elapsed();
+    assert_timeout(&e);
+    assert!(elapsed >= Duration::from_millis(450), "timeoutMS, not waitQueueTimeoutMS: {elapsed:?}");
+    assert!(elapsed < Duration::from_millis(900), "{elapsed:?}");
+    assert!(blocked.await.expect("task").expect("the blocked find finishes").is_some());
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remaining_time_under_min_rtt_fails_without_sending() {
+    // Every RTT sample sees the latency (the minimum is over the last 10).
+    let cluster = Cluster::standalone().start().expect("sim");
+    cluster.set_latency(0, Duration::from_millis(200));
+    let s = connect(cluster, "heartbeatFrequencyMS=500").await;
+    let coll = s.client.database("app").collection("c");
+    coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
+    let address = protocol::ServerAddress::parse(&s.cluster.hosts()[0]).expect("host");
+    let until = Instant::now() + WAIT;
+    let min_rtt = loop {
+        let snapshot = s.client.topology().snapshot();
+        let min = snapshot.handle(&address).map(|h| h.rtt.min()).unwrap_or_default();
+        if min >= Duration::from_millis(150) || Instant::now() > until {
+            break min;
+        }
+        drop(snapshot);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(min_rtt >= Duration::from_millis(150), "the RTT samples reflect the latency: {min_rtt:?}");
+    let _ = started(&s.events, "find");
+    let short = coll.clone().with_timeout(Some(Duration::from_millis(120)));
+    let e = short.find_one(doc! {}, FindOptions::default()).await.expect_err("no time for a round trip");
+    assert_timeout(&e);
+    assert!(started(&s.events, "find").is_empty(), "the command was not sent");
+    // With time to spare, maxTimeMS = remaining − minRTT.
+    let long = coll.clone().with_timeout(Some(Duration::from_millis(3000)));
+    long.find_one(doc! {}, FindOptions::default()).await.expect("find");
+    let ms = max_time(&started(&s.events, "find")[0]).expect("maxTimeMS");
+    let bound = 3000 - i64::try_from(min_rtt.as_millis()).expect("ms");
+    assert!(ms > 0 && ms <= bound, "maxTimeMS {ms} ≤ {bound}");
+    s.cluster.set_latency(0, Duration::ZERO);
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monitoring_never_uses_timeout_ms() {
+    // Every reply takes 200 ms, twice timeoutMS: the monitor and the RTT pinger still succeed.
+    let cluster = Cluster::standalone().start().expect("sim");
+    cluster.set_latency(0, Duration::from_millis(200));
+    let s = connect(cluster, "timeoutMS=100&heartbeatFrequencyMS=500").await;
+    let address = protocol::ServerAddress::parse(&s.cluster.hosts()[0]).expect("host");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let snapshot = s.client.topology().snapshot();
+    let server = snapshot.server(&address).expect("server");
+    assert_eq!(server.server_type, ServerType::Standalone, "still known: {:?}", server.error);
+    assert!(snapshot.handle(&address).expect("handle").rtt.min() >= Duration::from_millis(150));
+    drop(snapshot);
+    // An operation cannot finish within timeoutMS.
+    let e = s.client.database("app").run_command(doc! {"ping": 1}, None).await.expect_err("too slow");
+    assert_timeout(&e);
+    s.client.shutdown().await.expect("shutdown");
+}
