@@ -17,6 +17,7 @@ use crate::sim::Cluster;
 enum Event {
     Command(actors::command_events::CommandEvent),
     Cmap(pool::cmap::events::CmapEvent),
+    Sdam(protocol::sdam::events::SdamEvent),
 }
 
 struct ClientEntity {
@@ -171,13 +172,22 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
                 }
             };
             let cmap_sink = events.clone();
+            let observe_cmap = observe.clone();
             let cmap_handler = move |ev: &pool::cmap::events::CmapEvent| {
-                if observe.iter().any(|o| o == cmap_event_name(ev)) {
+                if observe_cmap.iter().any(|o| o == cmap_event_name(ev)) {
                     cmap_sink.lock().push(Event::Cmap(ev.clone()));
+                }
+            };
+            let sdam_sink = events.clone();
+            let observe_sdam = observe.clone();
+            let sdam_handler = move |ev: &protocol::sdam::events::SdamEvent| {
+                if observe_sdam.iter().any(|o| o == sdam_event_name(ev)) {
+                    sdam_sink.lock().push(Event::Sdam(ev.clone()));
                 }
             };
             let options = ClientOptions::builder()
                 .uri(uri)
+                .sdam_event_handler(Arc::new(sdam_handler))
                 .command_event_handler(Arc::new(cmd_handler))
                 .cmap_event_handler(Arc::new(cmap_handler))
                 .build()
@@ -234,8 +244,24 @@ fn cmap_event_name(ev: &pool::cmap::events::CmapEvent) -> &'static str {
     }
 }
 
+fn sdam_event_name(ev: &protocol::sdam::events::SdamEvent) -> &'static str {
+    use protocol::sdam::events::SdamEvent as S;
+    match ev {
+        S::TopologyOpening(_) => "topologyOpeningEvent",
+        S::TopologyClosed(_) => "topologyClosedEvent",
+        S::TopologyDescriptionChanged(_) => "topologyDescriptionChangedEvent",
+        S::ServerOpening(_) => "serverOpeningEvent",
+        S::ServerClosed(_) => "serverClosedEvent",
+        S::ServerDescriptionChanged(_) => "serverDescriptionChangedEvent",
+        S::ServerHeartbeatStarted(_) => "serverHeartbeatStartedEvent",
+        S::ServerHeartbeatSucceeded(_) => "serverHeartbeatSucceededEvent",
+        S::ServerHeartbeatFailed(_) => "serverHeartbeatFailedEvent",
+    }
+}
+
 fn event_name(ev: &Event) -> &'static str {
     match ev {
+        Event::Sdam(s) => sdam_event_name(s),
         Event::Command(c) => command_event_name(c),
         Event::Cmap(c) => cmap_event_name(c),
     }
@@ -441,6 +467,10 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
                 other => return Err(format!("collection operation {other} not supported")),
             })
         }
+        Some(Entity::Client(c)) if name == "close" => {
+            let _ = c.client.shutdown().await;
+            Ok(Ok(None))
+        }
         Some(Entity::Client(_)) => Err(format!("client operation {name} not supported")),
         None => {
             let _ = empty;
@@ -458,6 +488,14 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
             ctx.cluster
                 .configure_fail_point(member, fp.clone())
                 .map_err(|e| format!("configureFailPoint: {e}"))
+        }
+        "createEntities" => {
+            for e in args.get_array("entities").map(|a| a.as_slice()).unwrap_or(&[]) {
+                if let Some(e) = e.as_document() {
+                    Box::pin(create_entity(ctx, e)).await?;
+                }
+            }
+            Ok(())
         }
         "wait" => {
             let ms = args.get("ms").and_then(|v| v.as_i64().or(v.as_i32().map(i64::from))).unwrap_or(0);
@@ -507,7 +545,12 @@ async fn check_events(ctx: &Ctx, expected: &Document) -> R<()> {
             .events
             .lock()
             .iter()
-            .filter(|e| matches!((kind, e), ("command", Event::Command(_)) | ("cmap", Event::Cmap(_))))
+            .filter(|e| {
+                matches!(
+                    (kind, e),
+                    ("command", Event::Command(_)) | ("cmap", Event::Cmap(_)) | ("sdam", Event::Sdam(_))
+                )
+            })
             .cloned()
             .collect();
         let result = compare_events(&want, &actual, ignore_extra);
@@ -559,6 +602,37 @@ fn event_matches(expected: &Document, actual: &Event) -> R<()> {
             actual_doc.insert("databaseName", db.as_str());
             actual_doc.insert("hasServiceId", conn.service_id.is_some());
             actual_doc.insert("hasServerConnectionId", conn.server_connection_id.is_some());
+        }
+        Event::Sdam(ev) => {
+            use protocol::sdam::events::SdamEvent as S;
+            match ev {
+                S::ServerDescriptionChanged(e) => {
+                    actual_doc.insert(
+                        "previousDescription",
+                        doc! {"type": e.previous_description.server_type.as_str()},
+                    );
+                    actual_doc
+                        .insert("newDescription", doc! {"type": e.new_description.server_type.as_str()});
+                }
+                S::TopologyDescriptionChanged(e) => {
+                    actual_doc.insert(
+                        "previousDescription",
+                        doc! {"type": e.previous_description.topology_type().as_str()},
+                    );
+                    actual_doc
+                        .insert("newDescription", doc! {"type": e.new_description.topology_type().as_str()});
+                }
+                S::ServerHeartbeatStarted(e) => {
+                    actual_doc.insert("awaited", e.awaited);
+                }
+                S::ServerHeartbeatSucceeded(e) => {
+                    actual_doc.insert("awaited", e.awaited);
+                }
+                S::ServerHeartbeatFailed(e) => {
+                    actual_doc.insert("awaited", e.awaited);
+                }
+                _ => {}
+            }
         }
         Event::Cmap(ev) => {
             use pool::cmap::events::CmapEvent as C;

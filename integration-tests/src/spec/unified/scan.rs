@@ -16,6 +16,7 @@ const CLIENT_KEYS: &[&str] = &[
     "ignoreCommandMonitoringEvents",
     "useMultipleMongoses",
     "observeSensitiveCommands",
+    "awaitMinPoolSizeMS",
 ];
 const COMMAND_EVENTS: &[&str] = &["commandStartedEvent", "commandSucceededEvent", "commandFailedEvent"];
 /// CMAP event names in the unified format.
@@ -33,11 +34,28 @@ pub const CMAP_EVENTS: &[&str] = &[
     "connectionCheckedInEvent",
 ];
 
+/// SDAM event names in the unified format.
+pub const SDAM_EVENTS: &[&str] = &[
+    "serverDescriptionChangedEvent",
+    "topologyDescriptionChangedEvent",
+    "topologyOpeningEvent",
+    "topologyClosedEvent",
+    "serverHeartbeatStartedEvent",
+    "serverHeartbeatSucceededEvent",
+    "serverHeartbeatFailedEvent",
+];
+
+fn known_event(name: &str) -> bool {
+    COMMAND_EVENTS.contains(&name) || CMAP_EVENTS.contains(&name) || SDAM_EVENTS.contains(&name)
+}
+
 /// Operations and the arguments each accepts.
 fn op_args(name: &str) -> Option<&'static [&'static str]> {
     Some(match name {
         "failPoint" => &["client", "failPoint"],
         "wait" => &["ms"],
+        "createEntities" => &["entities"],
+        "close" => &[],
         "waitForEvent" | "assertEventCount" => &["client", "event", "count"],
         "runCommand" => &["command", "commandName", "readPreference"],
         "createCollection" | "dropCollection" => &["collection"],
@@ -89,7 +107,7 @@ pub fn not_applicable(file: &Document) -> Option<String> {
         for ev in test.get_array("expectEvents").map(|o| o.as_slice()).unwrap_or(&[]) {
             let Some(ev) = ev.as_document() else { continue };
             let kind = ev.get_str("eventType").unwrap_or("command");
-            if kind != "command" && kind != "cmap" {
+            if kind != "command" && kind != "cmap" && kind != "sdam" {
                 return Some(format!("expectEvents of type {kind} are not supported"));
             }
         }
@@ -108,8 +126,8 @@ fn scan_entities(entities: &[Bson]) -> Option<String> {
                 }
                 for ev in spec.get_array("observeEvents").map(|a| a.as_slice()).unwrap_or(&[]) {
                     let name = ev.as_str().unwrap_or("");
-                    if !COMMAND_EVENTS.contains(&name) && !CMAP_EVENTS.contains(&name) {
-                        return Some(format!("observing {name} (SDAM events) is not supported"));
+                    if !known_event(name) {
+                        return Some(format!("observing {name} is not supported"));
                     }
                 }
             }
@@ -155,8 +173,15 @@ fn scan_operation(op: &Document) -> Option<String> {
     if matches!(name, "waitForEvent" | "assertEventCount") {
         let ev = args.and_then(|a| a.get_document("event").ok());
         let ev_name = ev.and_then(|e| e.keys().next()).map(String::as_str).unwrap_or("");
-        if !COMMAND_EVENTS.contains(&ev_name) && !CMAP_EVENTS.contains(&ev_name) {
-            return Some(format!("{name} on {ev_name} (SDAM events) is not supported"));
+        if !known_event(ev_name) {
+            return Some(format!("{name} on {ev_name} is not supported"));
+        }
+    }
+    if name == "createEntities" {
+        if let Some(entities) = args.and_then(|a| a.get_array("entities").ok()) {
+            if let Some(r) = scan_entities(entities) {
+                return Some(r);
+            }
         }
     }
     if name == "failPoint" {
