@@ -27,8 +27,17 @@ struct ClientEntity {
 
 enum Entity {
     Client(ClientEntity),
-    Database { client: String, name: String },
-    Collection { client: String, db: String, name: String },
+    Database {
+        client: String,
+        name: String,
+    },
+    Collection {
+        client: String,
+        db: String,
+        name: String,
+    },
+    /// A cursor from `createFindCursor`; `None` once closed.
+    Cursor(Option<actors::Cursor>),
 }
 
 struct Ctx {
@@ -36,6 +45,8 @@ struct Ctx {
     sharded: bool,
     setup: Client,
     entities: HashMap<String, Entity>,
+    /// The cursor the last `createFindCursor` opened, until it is saved as an entity.
+    new_cursor: Option<actors::Cursor>,
 }
 
 type R<T> = Result<T, String>;
@@ -77,7 +88,8 @@ fn uri_with(base: &str, options: &Document) -> String {
 pub(super) async fn run_test(file: &Document, test: &Document, topology: &str) -> R<()> {
     let cluster = start_cluster(topology)?;
     let setup = Client::with_uri_str(&cluster.uri()).await.map_err(|e| format!("setup client: {e}"))?;
-    let mut ctx = Ctx { cluster, sharded: topology == "sharded", setup, entities: HashMap::new() };
+    let mut ctx =
+        Ctx { cluster, sharded: topology == "sharded", setup, entities: HashMap::new(), new_cursor: None };
     let result = run_in(&mut ctx, file, test).await;
     for e in ctx.entities.values() {
         if let Entity::Client(c) = e {
@@ -288,6 +300,9 @@ async fn run_operation(ctx: &mut Ctx, op: &Document) -> R<()> {
     let empty = Document::new();
     let args = op.get_document("arguments").unwrap_or(&empty);
     let result = execute(ctx, name, object, args).await?;
+    if let (Some(cursor), Ok(id)) = (ctx.new_cursor.take(), op.get_str("saveResultAsEntity")) {
+        ctx.entities.insert(id.to_string(), Entity::Cursor(Some(cursor)));
+    }
     if op.get_bool("ignoreResultAndError").unwrap_or(false) {
         return Ok(());
     }
@@ -382,6 +397,24 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
         return testrunner(ctx, name, args).await.map(|()| Ok(None));
     }
     let filter = args.get_document("filter").cloned().unwrap_or_default();
+    if let Some(Entity::Cursor(cursor)) = ctx.entities.get_mut(object) {
+        return match name {
+            "close" => {
+                // Dropping the cursor kills it on the server.
+                cursor.take();
+                Ok(Ok(None))
+            }
+            "iterateUntilDocumentOrError" => {
+                let Some(c) = cursor.as_mut() else { return Err("cursor is closed".into()) };
+                match c.try_next().await {
+                    Ok(Some(d)) => Ok(Ok(Some(Bson::Document(d)))),
+                    Ok(None) => Err("cursor exhausted before a document".into()),
+                    Err(e) => Ok(Err(e)),
+                }
+            }
+            other => Err(format!("cursor operation {other} not supported")),
+        };
+    }
     match ctx.entities.get(object) {
         Some(Entity::Database { client: c, name: db }) => {
             let db = client(ctx, c)?.client.database(db);
@@ -422,7 +455,7 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
                         Some(Bson::Document(doc! {"insertedIds": ids}))
                     })
                 }
-                "find" | "findOne" => {
+                "find" | "findOne" | "createFindCursor" => {
                     let options = actors::FindOptions {
                         limit: args
                             .get("limit")
@@ -438,6 +471,14 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
                         coll.find_one(filter, options)
                             .await
                             .map(|d| Some(d.map_or(Bson::Null, Bson::Document)))
+                    } else if name == "createFindCursor" {
+                        match coll.find(filter, options).await {
+                            Ok(cursor) => {
+                                ctx.new_cursor = Some(cursor);
+                                Ok(None)
+                            }
+                            Err(e) => Err(e),
+                        }
                     } else {
                         match coll.find(filter, options).await {
                             Ok(cursor) => cursor
@@ -481,6 +522,7 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
             Ok(Ok(None))
         }
         Some(Entity::Client(_)) => Err(format!("client operation {name} not supported")),
+        Some(Entity::Cursor(_)) => Err(format!("cursor operation {name} not supported")),
         None => {
             let _ = empty;
             Err(format!("unknown entity {object}"))

@@ -61,7 +61,10 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
         "createCollection" | "dropCollection" => &["collection"],
         "insertOne" => &["document"],
         "insertMany" => &["documents", "ordered"],
-        "find" | "findOne" => &["filter", "limit", "batchSize", "skip", "sort", "projection"],
+        "iterateUntilDocumentOrError" => &[],
+        "find" | "findOne" | "createFindCursor" => {
+            &["filter", "limit", "batchSize", "skip", "sort", "projection"]
+        }
         "updateOne" | "updateMany" => &["filter", "update"],
         "deleteOne" | "deleteMany" => &["filter"],
         "countDocuments" => &["filter"],
@@ -149,7 +152,7 @@ fn scan_entities(entities: &[Bson]) -> Option<String> {
 
 fn scan_operation(op: &Document) -> Option<String> {
     let name = op.get_str("name").unwrap_or("");
-    if op.contains_key("saveResultAsEntity") {
+    if op.contains_key("saveResultAsEntity") && name != "createFindCursor" {
         return Some("saveResultAsEntity (cursor/change stream entities) is not supported".into());
     }
     let Some(allowed) = op_args(name) else {
