@@ -38,6 +38,8 @@ enum Entity {
     },
     /// A cursor from `createFindCursor`; `None` once closed.
     Cursor(Option<actors::Cursor>),
+    /// A thread: the operations `runOnThread` started on it, awaited by `waitForThread`.
+    Thread(Vec<tokio::task::JoinHandle<R<()>>>),
 }
 
 struct Ctx {
@@ -231,6 +233,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
                 name: spec.get_str("collectionName").map_err(|_| "collection without name")?.to_string(),
             }
         }
+        "thread" => Entity::Thread(Vec::new()),
         other => return Err(format!("entity {other} not supported")),
     };
     ctx.entities.insert(id, entity);
@@ -303,6 +306,11 @@ async fn run_operation(ctx: &mut Ctx, op: &Document) -> R<()> {
     if let (Some(cursor), Ok(id)) = (ctx.new_cursor.take(), op.get_str("saveResultAsEntity")) {
         ctx.entities.insert(id.to_string(), Entity::Cursor(Some(cursor)));
     }
+    check_outcome(op, result)
+}
+
+/// Checks an operation's result or error against its expectResult / expectError.
+fn check_outcome(op: &Document, result: OpResult) -> R<()> {
     if op.get_bool("ignoreResultAndError").unwrap_or(false) {
         return Ok(());
     }
@@ -396,7 +404,6 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
     if object == "testRunner" {
         return testrunner(ctx, name, args).await.map(|()| Ok(None));
     }
-    let filter = args.get_document("filter").cloned().unwrap_or_default();
     if let Some(Entity::Cursor(cursor)) = ctx.entities.get_mut(object) {
         return match name {
             "close" => {
@@ -439,83 +446,10 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
         }
         Some(Entity::Collection { client: c, db, name: coll }) => {
             let coll = client(ctx, c)?.client.database(db).collection(coll);
-            Ok(match name {
-                "insertOne" => coll
-                    .insert_one(args.get_document("document").cloned().unwrap_or_default())
-                    .await
-                    .map(|r| Some(Bson::Document(doc! {"insertedId": r.inserted_id}))),
-                "insertMany" => {
-                    let docs = args
-                        .get_array("documents")
-                        .map(|a| a.iter().filter_map(|d| d.as_document().cloned()).collect())
-                        .unwrap_or_default();
-                    coll.insert_many(docs).await.map(|r| {
-                        let ids: Document =
-                            r.inserted_ids.into_iter().map(|(i, id)| (i.to_string(), id)).collect();
-                        Some(Bson::Document(doc! {"insertedIds": ids}))
-                    })
-                }
-                "find" | "findOne" | "createFindCursor" => {
-                    let options = actors::FindOptions {
-                        limit: args
-                            .get("limit")
-                            .and_then(Bson::as_i64)
-                            .or(args.get_i32("limit").ok().map(i64::from)),
-                        batch_size: args.get_i32("batchSize").ok().and_then(|b| u32::try_from(b).ok()),
-                        skip: args.get_i32("skip").ok().and_then(|b| u64::try_from(b).ok()),
-                        sort: args.get_document("sort").ok().cloned(),
-                        projection: args.get_document("projection").ok().cloned(),
-                        read_preference: None,
-                    };
-                    if name == "findOne" {
-                        coll.find_one(filter, options)
-                            .await
-                            .map(|d| Some(d.map_or(Bson::Null, Bson::Document)))
-                    } else if name == "createFindCursor" {
-                        match coll.find(filter, options).await {
-                            Ok(cursor) => {
-                                ctx.new_cursor = Some(cursor);
-                                Ok(None)
-                            }
-                            Err(e) => Err(e),
-                        }
-                    } else {
-                        match coll.find(filter, options).await {
-                            Ok(cursor) => cursor
-                                .try_collect()
-                                .await
-                                .map(|v| Some(Bson::Array(v.into_iter().map(Bson::Document).collect()))),
-                            Err(e) => Err(e),
-                        }
-                    }
-                }
-                "updateOne" | "updateMany" => {
-                    let update = args.get_document("update").cloned().unwrap_or_default();
-                    let r = if name == "updateOne" {
-                        coll.update_one(filter, update).await
-                    } else {
-                        coll.update_many(filter, update).await
-                    };
-                    r.map(|r| {
-                        let mut d = doc! {"matchedCount": u(r.matched_count), "modifiedCount": u(r.modified_count),
-                            "upsertedCount": u(u64::from(r.upserted_id.is_some()))};
-                        if let Some(id) = r.upserted_id {
-                            d.insert("upsertedId", id);
-                        }
-                        Some(Bson::Document(d))
-                    })
-                }
-                "deleteOne" | "deleteMany" => {
-                    let r = if name == "deleteOne" {
-                        coll.delete_one(filter).await
-                    } else {
-                        coll.delete_many(filter).await
-                    };
-                    r.map(|r| Some(Bson::Document(doc! {"deletedCount": u(r.deleted_count)})))
-                }
-                "countDocuments" => coll.count_documents(filter, None).await.map(|n| Some(u(n))),
-                other => return Err(format!("collection operation {other} not supported")),
-            })
+            let mut cursor = None;
+            let result = collection_op(&coll, name, args, &mut cursor).await;
+            ctx.new_cursor = cursor;
+            result
         }
         Some(Entity::Client(c)) if name == "close" => {
             let _ = c.client.shutdown().await;
@@ -523,6 +457,7 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
         }
         Some(Entity::Client(_)) => Err(format!("client operation {name} not supported")),
         Some(Entity::Cursor(_)) => Err(format!("cursor operation {name} not supported")),
+        Some(Entity::Thread(_)) => Err(format!("thread operation {name} not supported")),
         None => {
             let _ = empty;
             Err(format!("unknown entity {object}"))
@@ -545,6 +480,38 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
                 if let Some(e) = e.as_document() {
                     Box::pin(create_entity(ctx, e)).await?;
                 }
+            }
+            Ok(())
+        }
+        "runOnThread" => {
+            let thread = args.get_str("thread").unwrap_or("").to_string();
+            let op = args.get_document("operation").map_err(|_| "runOnThread without operation")?.clone();
+            let object = op.get_str("object").unwrap_or("");
+            let Some(Entity::Collection { client: c, db, name: coll }) = ctx.entities.get(object) else {
+                return Err(format!("runOnThread supports collection operations only, not on {object}"));
+            };
+            let coll = client(ctx, c)?.client.database(db).collection(coll);
+            let task = tokio::spawn(async move {
+                let name = op.get_str("name").unwrap_or("").to_string();
+                let empty = Document::new();
+                let args = op.get_document("arguments").unwrap_or(&empty);
+                let mut cursor = None;
+                let result = collection_op(&coll, &name, args, &mut cursor).await?;
+                check_outcome(&op, result).map_err(|e| format!("{name} on a thread: {e}"))
+            });
+            match ctx.entities.get_mut(&thread) {
+                Some(Entity::Thread(tasks)) => tasks.push(task),
+                _ => return Err(format!("unknown thread entity {thread}")),
+            }
+            Ok(())
+        }
+        "waitForThread" => {
+            let thread = args.get_str("thread").unwrap_or("");
+            let Some(Entity::Thread(tasks)) = ctx.entities.get_mut(thread) else {
+                return Err(format!("unknown thread entity {thread}"));
+            };
+            for task in std::mem::take(tasks) {
+                task.await.map_err(|e| format!("thread task: {e}"))??;
             }
             Ok(())
         }
@@ -718,4 +685,85 @@ fn event_matches(expected: &Document, actual: &Event) -> R<()> {
 fn lower_first(s: &str) -> String {
     let mut c = s.chars();
     c.next().map(|f| f.to_lowercase().chain(c).collect()).unwrap_or_default()
+}
+
+/// Runs a collection operation (also from `runOnThread` tasks, which own their handles).
+async fn collection_op(
+    coll: &actors::Collection,
+    name: &str,
+    args: &Document,
+    new_cursor: &mut Option<actors::Cursor>,
+) -> R<OpResult> {
+    let filter = args.get_document("filter").cloned().unwrap_or_default();
+    Ok(match name {
+        "insertOne" => coll
+            .insert_one(args.get_document("document").cloned().unwrap_or_default())
+            .await
+            .map(|r| Some(Bson::Document(doc! {"insertedId": r.inserted_id}))),
+        "insertMany" => {
+            let docs = args
+                .get_array("documents")
+                .map(|a| a.iter().filter_map(|d| d.as_document().cloned()).collect())
+                .unwrap_or_default();
+            coll.insert_many(docs).await.map(|r| {
+                let ids: Document = r.inserted_ids.into_iter().map(|(i, id)| (i.to_string(), id)).collect();
+                Some(Bson::Document(doc! {"insertedIds": ids}))
+            })
+        }
+        "find" | "findOne" | "createFindCursor" => {
+            let options = actors::FindOptions {
+                limit: args.get("limit").and_then(Bson::as_i64).or(args.get_i32("limit").ok().map(i64::from)),
+                batch_size: args.get_i32("batchSize").ok().and_then(|b| u32::try_from(b).ok()),
+                skip: args.get_i32("skip").ok().and_then(|b| u64::try_from(b).ok()),
+                sort: args.get_document("sort").ok().cloned(),
+                projection: args.get_document("projection").ok().cloned(),
+                read_preference: None,
+            };
+            if name == "findOne" {
+                coll.find_one(filter, options).await.map(|d| Some(d.map_or(Bson::Null, Bson::Document)))
+            } else if name == "createFindCursor" {
+                match coll.find(filter, options).await {
+                    Ok(cursor) => {
+                        *new_cursor = Some(cursor);
+                        Ok(None)
+                    }
+                    Err(e) => Err(e),
+                }
+            } else {
+                match coll.find(filter, options).await {
+                    Ok(cursor) => cursor
+                        .try_collect()
+                        .await
+                        .map(|v| Some(Bson::Array(v.into_iter().map(Bson::Document).collect()))),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+        "updateOne" | "updateMany" => {
+            let update = args.get_document("update").cloned().unwrap_or_default();
+            let r = if name == "updateOne" {
+                coll.update_one(filter, update).await
+            } else {
+                coll.update_many(filter, update).await
+            };
+            r.map(|r| {
+                let mut d = doc! {"matchedCount": u(r.matched_count), "modifiedCount": u(r.modified_count),
+                "upsertedCount": u(u64::from(r.upserted_id.is_some()))};
+                if let Some(id) = r.upserted_id {
+                    d.insert("upsertedId", id);
+                }
+                Some(Bson::Document(d))
+            })
+        }
+        "deleteOne" | "deleteMany" => {
+            let r = if name == "deleteOne" {
+                coll.delete_one(filter).await
+            } else {
+                coll.delete_many(filter).await
+            };
+            r.map(|r| Some(Bson::Document(doc! {"deletedCount": u(r.deleted_count)})))
+        }
+        "countDocuments" => coll.count_documents(filter, None).await.map(|n| Some(u(n))),
+        other => return Err(format!("collection operation {other} not supported")),
+    })
 }

@@ -54,6 +54,8 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
     Some(match name {
         "failPoint" => &["client", "failPoint"],
         "wait" => &["ms"],
+        "runOnThread" => &["thread", "operation"],
+        "waitForThread" => &["thread"],
         "createEntities" => &["entities"],
         "close" => &[],
         "waitForEvent" | "assertEventCount" => &["client", "event", "count"],
@@ -143,7 +145,7 @@ fn scan_entities(entities: &[Bson]) -> Option<String> {
             }
             "session" => return Some("session entities (explicit sessions) are not supported".into()),
             "bucket" => return Some("GridFS is not supported".into()),
-            "thread" => return Some("thread entities are not supported".into()),
+            "thread" => {}
             other => return Some(format!("{other} entities are not supported")),
         }
     }
@@ -178,6 +180,13 @@ fn scan_operation(op: &Document) -> Option<String> {
         let ev_name = ev.and_then(|e| e.keys().next()).map(String::as_str).unwrap_or("");
         if !known_event(ev_name) {
             return Some(format!("{name} on {ev_name} is not supported"));
+        }
+    }
+    if name == "runOnThread" {
+        if let Some(nested) = args.and_then(|a| a.get_document("operation").ok()) {
+            if let Some(r) = scan_operation(nested) {
+                return Some(r);
+            }
         }
     }
     if name == "createEntities" {
