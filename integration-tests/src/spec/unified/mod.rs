@@ -23,7 +23,7 @@ pub const SUITES: &[(&str, &str)] = &[
 pub const BASELINE_PASSED: &[(&str, usize)] = &[
     ("unified/load-balancers", 2),
     ("unified/client-side-operations-timeout", 0),
-    ("unified/sdam-unified", 23),
+    ("unified/sdam-unified", 26),
 ];
 
 /// The outcome of one file.
@@ -114,16 +114,18 @@ async fn run_tests(file: &Document) -> FileOutcome {
             continue;
         }
         let test_reqs = requirements(test);
-        let Some(topology) = choose_topology(&file_reqs, &test_reqs) else {
+        let Some((topology, auth)) = choose_topology(&file_reqs, &test_reqs) else {
             unmet.push(format!("{desc}: runOnRequirements not satisfiable by the simulator"));
             skipped += 1;
             continue;
         };
         ran += 1;
-        let result =
-            tokio::time::timeout(std::time::Duration::from_secs(20), runner::run_test(file, test, topology))
-                .await
-                .unwrap_or_else(|_| Err("timed out after 20 s".into()));
+        let result = tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            runner::run_test(file, test, topology, auth),
+        )
+        .await
+        .unwrap_or_else(|_| Err("timed out after 20 s".into()));
         if let Err(e) = result {
             return FileOutcome::Failed(format!("test \"{desc}\" ({topology}): {e}"));
         }
@@ -153,7 +155,7 @@ fn requirements(d: &Document) -> Vec<Document> {
 }
 
 /// Whether one runOnRequirement holds for the simulator deployed as `topology`.
-fn requirement_met(r: &Document, topology: &str) -> bool {
+fn requirement_met(r: &Document, topology: &str, auth: bool) -> bool {
     if let Ok(min) = r.get_str("minServerVersion") {
         if SIM_VERSION < version(min) {
             return false;
@@ -179,21 +181,25 @@ fn requirement_met(r: &Document, topology: &str) -> bool {
     if r.get_str("serverless").unwrap_or("allow") == "require" {
         return false;
     }
-    if r.get_bool("auth").unwrap_or(false) || r.get_bool("csfle").unwrap_or(false) {
+    if r.get_bool("auth").is_ok_and(|a| a != auth) || r.get_bool("csfle").unwrap_or(false) {
         return false;
     }
     // Server parameters are not simulated.
     !r.contains_key("serverParameters")
 }
 
-fn reqs_met(reqs: &[Document], topology: &str) -> bool {
-    reqs.is_empty() || reqs.iter().any(|r| requirement_met(r, topology))
+fn reqs_met(reqs: &[Document], topology: &str, auth: bool) -> bool {
+    reqs.is_empty() || reqs.iter().any(|r| requirement_met(r, topology, auth))
 }
 
-fn choose_topology(file: &[Document], test: &[Document]) -> Option<&'static str> {
-    ["replicaset", "single", "sharded", "load-balanced"]
-        .into_iter()
-        .find(|t| reqs_met(file, t) && reqs_met(test, t))
+/// The deployment for a test: a topology, and whether it requires authentication.
+fn choose_topology(file: &[Document], test: &[Document]) -> Option<(&'static str, bool)> {
+    [false, true].into_iter().find_map(|auth| {
+        ["replicaset", "single", "sharded", "load-balanced"]
+            .into_iter()
+            .find(|t| reqs_met(file, t, auth) && reqs_met(test, t, auth))
+            .map(|t| (t, auth))
+    })
 }
 
 /// Runs every unified suite present under `root`.

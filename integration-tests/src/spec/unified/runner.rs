@@ -44,6 +44,7 @@ enum Entity {
 
 struct Ctx {
     cluster: Cluster,
+    auth: bool,
     sharded: bool,
     setup: Client,
     entities: HashMap<String, Entity>,
@@ -53,14 +54,25 @@ struct Ctx {
 
 type R<T> = Result<T, String>;
 
-fn start_cluster(topology: &str) -> R<Cluster> {
+/// The user of deployments that require authentication (the spec's test user).
+const USER: (&str, &str) = ("user", "pencil");
+
+fn start_cluster(topology: &str, auth: bool) -> R<Cluster> {
     let builder = match topology {
         "single" => Cluster::standalone(),
         "sharded" => Cluster::sharded(2),
         "load-balanced" => Cluster::load_balanced(1),
         _ => Cluster::replica_set(3),
     };
+    let builder = if auth { builder.user(USER.0, USER.1) } else { builder };
     builder.start().map_err(|e| format!("simulator did not start: {e}"))
+}
+
+fn with_credentials(uri: &str, auth: bool) -> String {
+    match uri.strip_prefix("mongodb://") {
+        Some(rest) if auth => format!("mongodb://{}:{}@{rest}", USER.0, USER.1),
+        _ => uri.to_string(),
+    }
 }
 
 fn uri_with(base: &str, options: &Document) -> String {
@@ -87,11 +99,19 @@ fn uri_with(base: &str, options: &Document) -> String {
 }
 
 /// Runs one test on a fresh deployment of `topology`.
-pub(super) async fn run_test(file: &Document, test: &Document, topology: &str) -> R<()> {
-    let cluster = start_cluster(topology)?;
-    let setup = Client::with_uri_str(&cluster.uri()).await.map_err(|e| format!("setup client: {e}"))?;
-    let mut ctx =
-        Ctx { cluster, sharded: topology == "sharded", setup, entities: HashMap::new(), new_cursor: None };
+pub(super) async fn run_test(file: &Document, test: &Document, topology: &str, auth: bool) -> R<()> {
+    let cluster = start_cluster(topology, auth)?;
+    let setup = Client::with_uri_str(&with_credentials(&cluster.uri(), auth))
+        .await
+        .map_err(|e| format!("setup client: {e}"))?;
+    let mut ctx = Ctx {
+        cluster,
+        sharded: topology == "sharded",
+        auth,
+        setup,
+        entities: HashMap::new(),
+        new_cursor: None,
+    };
     let result = run_in(&mut ctx, file, test).await;
     for e in ctx.entities.values() {
         if let Entity::Client(c) = e {
@@ -171,7 +191,10 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             } else {
                 ctx.cluster.uri()
             };
-            let uri = uri_with(&base, spec.get_document("uriOptions").unwrap_or(&empty));
+            let uri = uri_with(
+                &with_credentials(&base, ctx.auth),
+                spec.get_document("uriOptions").unwrap_or(&empty),
+            );
             let observe: Vec<String> = spec
                 .get_array("observeEvents")
                 .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
@@ -525,7 +548,7 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
             let event = args.get_document("event").map_err(|_| "no event")?;
             let count = args.get("count").and_then(|v| v.as_i32().map(i64::from).or(v.as_i64())).unwrap_or(1);
             let count = usize::try_from(count).unwrap_or(0);
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
             loop {
                 let n = c.events.lock().iter().filter(|e| event_matches(event, e).is_ok()).count();
                 if name == "assertEventCount" {
@@ -539,7 +562,7 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
                     return Ok(());
                 }
                 if tokio::time::Instant::now() > deadline {
-                    return Err(format!("waited 10 s for {count} events {event}, saw {n}"));
+                    return Err(format!("waited 5 s for {count} events {event}, saw {n}"));
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
