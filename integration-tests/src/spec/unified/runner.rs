@@ -35,6 +35,8 @@ enum Entity {
         client: String,
         db: String,
         name: String,
+        /// From `collectionOptions.readPreference`.
+        read_preference: Option<selection::ReadPreference>,
     },
     /// A cursor from `createFindCursor`; `None` once closed.
     Cursor(Option<actors::Cursor>),
@@ -250,7 +252,21 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             let Some(Entity::Database { client, name }) = ctx.entities.get(db_id) else {
                 return Err(format!("unknown database entity {db_id}"));
             };
+            let read_preference = match spec
+                .get_document("collectionOptions")
+                .and_then(|o| o.get_document("readPreference"))
+                .and_then(|rp| rp.get_str("mode"))
+            {
+                Ok("primary") => Some(selection::ReadPreference::PRIMARY),
+                Ok("primaryPreferred") => Some(selection::ReadPreference::PRIMARY_PREFERRED),
+                Ok("secondary") => Some(selection::ReadPreference::SECONDARY),
+                Ok("secondaryPreferred") => Some(selection::ReadPreference::SECONDARY_PREFERRED),
+                Ok("nearest") => Some(selection::ReadPreference::NEAREST),
+                Ok(other) => return Err(format!("unknown read preference mode {other}")),
+                Err(_) => None,
+            };
             Entity::Collection {
+                read_preference,
                 client: client.clone(),
                 db: name.clone(),
                 name: spec.get_str("collectionName").map_err(|_| "collection without name")?.to_string(),
@@ -467,10 +483,11 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
                 other => return Err(format!("database operation {other} not supported")),
             })
         }
-        Some(Entity::Collection { client: c, db, name: coll }) => {
+        Some(Entity::Collection { client: c, db, name: coll, read_preference }) => {
+            let rp = read_preference.clone();
             let coll = client(ctx, c)?.client.database(db).collection(coll);
             let mut cursor = None;
-            let result = collection_op(&coll, name, args, &mut cursor).await;
+            let result = collection_op(&coll, rp, name, args, &mut cursor).await;
             ctx.new_cursor = cursor;
             result
         }
@@ -510,16 +527,19 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
             let thread = args.get_str("thread").unwrap_or("").to_string();
             let op = args.get_document("operation").map_err(|_| "runOnThread without operation")?.clone();
             let object = op.get_str("object").unwrap_or("");
-            let Some(Entity::Collection { client: c, db, name: coll }) = ctx.entities.get(object) else {
+            let Some(Entity::Collection { client: c, db, name: coll, read_preference }) =
+                ctx.entities.get(object)
+            else {
                 return Err(format!("runOnThread supports collection operations only, not on {object}"));
             };
             let coll = client(ctx, c)?.client.database(db).collection(coll);
+            let rp = read_preference.clone();
             let task = tokio::spawn(async move {
                 let name = op.get_str("name").unwrap_or("").to_string();
                 let empty = Document::new();
                 let args = op.get_document("arguments").unwrap_or(&empty);
                 let mut cursor = None;
-                let result = collection_op(&coll, &name, args, &mut cursor).await?;
+                let result = collection_op(&coll, rp, &name, args, &mut cursor).await?;
                 check_outcome(&op, result).map_err(|e| format!("{name} on a thread: {e}"))
             });
             match ctx.entities.get_mut(&thread) {
@@ -713,6 +733,7 @@ fn lower_first(s: &str) -> String {
 /// Runs a collection operation (also from `runOnThread` tasks, which own their handles).
 async fn collection_op(
     coll: &actors::Collection,
+    read_preference: Option<selection::ReadPreference>,
     name: &str,
     args: &Document,
     new_cursor: &mut Option<actors::Cursor>,
@@ -740,7 +761,7 @@ async fn collection_op(
                 skip: args.get_i32("skip").ok().and_then(|b| u64::try_from(b).ok()),
                 sort: args.get_document("sort").ok().cloned(),
                 projection: args.get_document("projection").ok().cloned(),
-                read_preference: None,
+                read_preference: read_preference.clone(),
             };
             if name == "findOne" {
                 coll.find_one(filter, options).await.map(|d| Some(d.map_or(Bson::Null, Bson::Document)))
@@ -786,7 +807,7 @@ async fn collection_op(
             };
             r.map(|r| Some(Bson::Document(doc! {"deletedCount": u(r.deleted_count)})))
         }
-        "countDocuments" => coll.count_documents(filter, None).await.map(|n| Some(u(n))),
+        "countDocuments" => coll.count_documents(filter, read_preference).await.map(|n| Some(u(n))),
         other => return Err(format!("collection operation {other} not supported")),
     })
 }

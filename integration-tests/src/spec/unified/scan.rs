@@ -137,7 +137,16 @@ fn scan_entities(entities: &[Bson]) -> Option<String> {
                 }
             }
             "database" | "collection" => {
-                if let Some(k) = spec.keys().find(|k| k.ends_with("Options")) {
+                // A collection's read preference mode is supported; other options are not.
+                let mode_only = |o: &Document| {
+                    o.keys().all(|k| k == "readPreference")
+                        && o.get_document("readPreference").is_ok_and(|rp| rp.keys().all(|k| k == "mode"))
+                };
+                if let Some(k) = spec
+                    .keys()
+                    .filter(|k| !(*k == "collectionOptions" && spec.get_document(k).is_ok_and(mode_only)))
+                    .find(|k| k.ends_with("Options"))
+                {
                     return Some(format!(
                         "{kind} entity {k} (read/write concern, timeoutMS) are not supported"
                     ));
