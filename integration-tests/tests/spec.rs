@@ -64,3 +64,28 @@ fn max_staleness() {
 fn cmap() {
     check("cmap");
 }
+
+/// The unified-format suites: the runner completes on every file (panics count as failures,
+/// never abort the run) and at least the recorded baseline of files passes.
+#[test]
+fn unified_suites() {
+    let reports = spec::unified::run_root(&spec::vendored_root(), None);
+    assert_eq!(reports.len(), spec::unified::SUITES.len(), "every vendored unified suite ran");
+    for report in &reports {
+        let failures: Vec<String> = report
+            .files
+            .iter()
+            .filter_map(|(f, o)| match o {
+                spec::unified::FileOutcome::Failed(r) => Some(format!("{}: {r}", f.display())),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            report.passed() >= report.baseline(),
+            "{} (baseline {} passed)\n{}",
+            report.summary(),
+            report.baseline(),
+            failures.join("\n")
+        );
+    }
+}

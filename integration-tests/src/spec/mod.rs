@@ -8,6 +8,7 @@ pub mod cmap;
 pub mod rtt;
 pub mod sdam;
 pub mod selection;
+pub mod unified;
 pub mod uri;
 
 /// Runs one test file; `Err` carries the reason it failed.

@@ -169,6 +169,8 @@ fn matching(
     max: Option<usize>,
 ) -> Result<Vec<Document>, CmdError> {
     let mut out = Vec::new();
+    // A bad filter fails like mongod's, even on an empty or missing collection.
+    store::matches(&Document::new(), filter)?;
     let Some(c) = coll else { return Ok(out) };
     for d in c.iter() {
         if max.is_some_and(|m| out.len() >= m) {

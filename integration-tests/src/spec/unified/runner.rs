@@ -1,0 +1,813 @@
+//! Runs one unified test: a fresh simulated deployment, the entities, the operations, then the
+//! expected events and the outcome.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actors::{Client, ClientOptions};
+use bson::{doc, Bson, Document};
+use parking_lot::Mutex;
+
+use super::matching::matches;
+use crate::sim::Cluster;
+
+/// An observed event.
+#[derive(Debug, Clone)]
+enum Event {
+    Command(actors::command_events::CommandEvent),
+    Cmap(pool::cmap::events::CmapEvent),
+    Sdam(protocol::sdam::events::SdamEvent),
+}
+
+struct ClientEntity {
+    client: Client,
+    events: Arc<Mutex<Vec<Event>>>,
+}
+
+enum Entity {
+    Client(ClientEntity),
+    Database {
+        client: String,
+        name: String,
+    },
+    Collection {
+        client: String,
+        db: String,
+        name: String,
+        /// From `collectionOptions.readPreference`.
+        read_preference: Option<selection::ReadPreference>,
+    },
+    /// A cursor from `createFindCursor`; `None` once closed.
+    Cursor(Option<actors::Cursor>),
+    /// A thread: the operations `runOnThread` started on it, awaited by `waitForThread`.
+    Thread(Vec<tokio::task::JoinHandle<R<()>>>),
+}
+
+struct Ctx {
+    cluster: Cluster,
+    auth: bool,
+    sharded: bool,
+    setup: Client,
+    entities: HashMap<String, Entity>,
+    /// The cursor the last `createFindCursor` opened, until it is saved as an entity.
+    new_cursor: Option<actors::Cursor>,
+}
+
+type R<T> = Result<T, String>;
+
+/// The user of deployments that require authentication (the spec's test user).
+const USER: (&str, &str) = ("user", "pencil");
+
+fn start_cluster(topology: &str, auth: bool) -> R<Cluster> {
+    let builder = match topology {
+        "single" => Cluster::standalone(),
+        "sharded" => Cluster::sharded(2),
+        "load-balanced" => Cluster::load_balanced(1),
+        _ => Cluster::replica_set(3),
+    };
+    let builder = if auth { builder.user(USER.0, USER.1) } else { builder };
+    builder.start().map_err(|e| format!("simulator did not start: {e}"))
+}
+
+fn with_credentials(uri: &str, auth: bool) -> String {
+    match uri.strip_prefix("mongodb://") {
+        Some(rest) if auth => format!("mongodb://{}:{}@{rest}", USER.0, USER.1),
+        _ => uri.to_string(),
+    }
+}
+
+fn uri_with(base: &str, options: &Document) -> String {
+    let mut uri = base.to_string();
+    for (k, v) in options {
+        let value = match v {
+            Bson::String(s) => s.clone(),
+            Bson::Boolean(b) => b.to_string(),
+            Bson::Int32(i) => i.to_string(),
+            Bson::Int64(i) => i.to_string(),
+            Bson::Double(d) => d.to_string(),
+            other => other.to_string(),
+        };
+        let sep = if uri.contains('?') {
+            "&"
+        } else if uri.ends_with('/') {
+            "?"
+        } else {
+            "/?"
+        };
+        uri = format!("{uri}{sep}{k}={value}");
+    }
+    uri
+}
+
+/// Runs one test on a fresh deployment of `topology`.
+pub(super) async fn run_test(file: &Document, test: &Document, topology: &str, auth: bool) -> R<()> {
+    let cluster = start_cluster(topology, auth)?;
+    let setup = Client::with_uri_str(&with_credentials(&cluster.uri(), auth))
+        .await
+        .map_err(|e| format!("setup client: {e}"))?;
+    let mut ctx = Ctx {
+        cluster,
+        sharded: topology == "sharded",
+        auth,
+        setup,
+        entities: HashMap::new(),
+        new_cursor: None,
+    };
+    let result = run_in(&mut ctx, file, test).await;
+    for e in ctx.entities.values() {
+        if let Entity::Client(c) = e {
+            let _ = c.client.shutdown().await;
+        }
+    }
+    let _ = ctx.setup.shutdown().await;
+    ctx.cluster.shutdown();
+    result
+}
+
+async fn run_in(ctx: &mut Ctx, file: &Document, test: &Document) -> R<()> {
+    for data in file.get_array("initialData").map(|a| a.as_slice()).unwrap_or(&[]) {
+        let Some(data) = data.as_document() else { continue };
+        let db = ctx.setup.database(data.get_str("databaseName").unwrap_or("test"));
+        let coll = data.get_str("collectionName").unwrap_or("test");
+        let _ = db.run_command(doc! {"drop": coll}, None).await;
+        let docs: Vec<Document> = data
+            .get_array("documents")
+            .map(|a| a.iter().filter_map(|d| d.as_document().cloned()).collect())
+            .unwrap_or_default();
+        if docs.is_empty() {
+            db.run_command(doc! {"create": coll}, None)
+                .await
+                .map_err(|e| format!("initialData create: {e}"))?;
+        } else {
+            db.collection(coll).insert_many(docs).await.map_err(|e| format!("initialData insert: {e}"))?;
+        }
+    }
+    for e in file.get_array("createEntities").map(|a| a.as_slice()).unwrap_or(&[]) {
+        if let Some(e) = e.as_document() {
+            create_entity(ctx, e).await?;
+        }
+    }
+    for (i, op) in test.get_array("operations").map(|a| a.as_slice()).unwrap_or(&[]).iter().enumerate() {
+        let Some(op) = op.as_document() else { continue };
+        run_operation(ctx, op)
+            .await
+            .map_err(|e| format!("operation {i} ({}): {e}", op.get_str("name").unwrap_or("?")))?;
+    }
+    for expected in test.get_array("expectEvents").map(|a| a.as_slice()).unwrap_or(&[]) {
+        let Some(expected) = expected.as_document() else { continue };
+        check_events(ctx, expected).await?;
+    }
+    for outcome in test.get_array("outcome").map(|a| a.as_slice()).unwrap_or(&[]) {
+        let Some(outcome) = outcome.as_document() else { continue };
+        let coll = ctx
+            .setup
+            .database(outcome.get_str("databaseName").unwrap_or("test"))
+            .collection(outcome.get_str("collectionName").unwrap_or("test"));
+        let options = actors::FindOptions { sort: Some(doc! {"_id": 1}), ..Default::default() };
+        let actual = coll
+            .find(doc! {}, options)
+            .await
+            .map_err(|e| format!("outcome find: {e}"))?
+            .try_collect()
+            .await
+            .map_err(|e| format!("outcome find: {e}"))?;
+        let expected = Bson::Array(outcome.get_array("documents").cloned().unwrap_or_default());
+        let actual = Bson::Array(actual.into_iter().map(Bson::Document).collect());
+        matches(&expected, Some(&actual), false, "outcome").map_err(|e| format!("outcome: {e}"))?;
+    }
+    Ok(())
+}
+
+async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
+    let Some((kind, spec)) = e.iter().next() else { return Ok(()) };
+    let spec = spec.as_document().ok_or("entity spec must be a document")?;
+    let id = spec.get_str("id").map_err(|_| "entity without id")?.to_string();
+    let entity = match kind.as_str() {
+        "client" => {
+            let empty = Document::new();
+            // Sharded with useMultipleMongoses false (the default here): the first mongos only, the
+            // one fail points are set on.
+            let base = if ctx.sharded && !spec.get_bool("useMultipleMongoses").unwrap_or(false) {
+                format!("mongodb://{}/", ctx.cluster.hosts().first().cloned().unwrap_or_default())
+            } else {
+                ctx.cluster.uri()
+            };
+            let uri = uri_with(
+                &with_credentials(&base, ctx.auth),
+                spec.get_document("uriOptions").unwrap_or(&empty),
+            );
+            let observe: Vec<String> = spec
+                .get_array("observeEvents")
+                .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default();
+            let ignore: Vec<String> = spec
+                .get_array("ignoreCommandMonitoringEvents")
+                .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default();
+            let events = Arc::new(Mutex::new(Vec::new()));
+            let cmd_sink = events.clone();
+            let observe_cmd = observe.clone();
+            let cmd_handler = move |ev: &actors::command_events::CommandEvent| {
+                let name = command_event_name(ev);
+                let cmd = ev.command_name();
+                if observe_cmd.iter().any(|o| o == name)
+                    && !ignore.iter().any(|i| i == cmd)
+                    && !matches!(cmd, "configureFailPoint" | "hello" | "isMaster" | "ismaster")
+                {
+                    cmd_sink.lock().push(Event::Command(ev.clone()));
+                }
+            };
+            let cmap_sink = events.clone();
+            let observe_cmap = observe.clone();
+            let cmap_handler = move |ev: &pool::cmap::events::CmapEvent| {
+                if observe_cmap.iter().any(|o| o == cmap_event_name(ev)) {
+                    cmap_sink.lock().push(Event::Cmap(ev.clone()));
+                }
+            };
+            let sdam_sink = events.clone();
+            let observe_sdam = observe.clone();
+            let sdam_handler = move |ev: &protocol::sdam::events::SdamEvent| {
+                if observe_sdam.iter().any(|o| o == sdam_event_name(ev)) {
+                    sdam_sink.lock().push(Event::Sdam(ev.clone()));
+                }
+            };
+            let options = ClientOptions::builder()
+                .uri(uri)
+                .sdam_event_handler(Arc::new(sdam_handler))
+                .command_event_handler(Arc::new(cmd_handler))
+                .cmap_event_handler(Arc::new(cmap_handler))
+                .build()
+                .await
+                .map_err(|e| format!("client {id}: {e}"))?;
+            let client = Client::with_options(options).await.map_err(|e| format!("client {id}: {e}"))?;
+            Entity::Client(ClientEntity { client, events })
+        }
+        "database" => Entity::Database {
+            client: spec.get_str("client").map_err(|_| "database without client")?.to_string(),
+            name: spec.get_str("databaseName").map_err(|_| "database without name")?.to_string(),
+        },
+        "collection" => {
+            let db_id = spec.get_str("database").map_err(|_| "collection without database")?;
+            let Some(Entity::Database { client, name }) = ctx.entities.get(db_id) else {
+                return Err(format!("unknown database entity {db_id}"));
+            };
+            let read_preference = match spec
+                .get_document("collectionOptions")
+                .and_then(|o| o.get_document("readPreference"))
+                .and_then(|rp| rp.get_str("mode"))
+            {
+                Ok("primary") => Some(selection::ReadPreference::PRIMARY),
+                Ok("primaryPreferred") => Some(selection::ReadPreference::PRIMARY_PREFERRED),
+                Ok("secondary") => Some(selection::ReadPreference::SECONDARY),
+                Ok("secondaryPreferred") => Some(selection::ReadPreference::SECONDARY_PREFERRED),
+                Ok("nearest") => Some(selection::ReadPreference::NEAREST),
+                Ok(other) => return Err(format!("unknown read preference mode {other}")),
+                Err(_) => None,
+            };
+            Entity::Collection {
+                read_preference,
+                client: client.clone(),
+                db: name.clone(),
+                name: spec.get_str("collectionName").map_err(|_| "collection without name")?.to_string(),
+            }
+        }
+        "thread" => Entity::Thread(Vec::new()),
+        other => return Err(format!("entity {other} not supported")),
+    };
+    ctx.entities.insert(id, entity);
+    Ok(())
+}
+
+fn command_event_name(ev: &actors::command_events::CommandEvent) -> &'static str {
+    match ev {
+        actors::command_events::CommandEvent::Started { .. } => "commandStartedEvent",
+        actors::command_events::CommandEvent::Succeeded { .. } => "commandSucceededEvent",
+        _ => "commandFailedEvent",
+    }
+}
+
+fn cmap_event_name(ev: &pool::cmap::events::CmapEvent) -> &'static str {
+    use pool::cmap::events::CmapEvent as C;
+    match ev {
+        C::PoolCreated { .. } => "poolCreatedEvent",
+        C::PoolReady { .. } => "poolReadyEvent",
+        C::PoolCleared { .. } => "poolClearedEvent",
+        C::PoolClosed { .. } => "poolClosedEvent",
+        C::ConnectionCreated { .. } => "connectionCreatedEvent",
+        C::ConnectionReady { .. } => "connectionReadyEvent",
+        C::ConnectionClosed { .. } => "connectionClosedEvent",
+        C::CheckOutStarted { .. } => "connectionCheckOutStartedEvent",
+        C::CheckOutFailed { .. } => "connectionCheckOutFailedEvent",
+        C::CheckedOut { .. } => "connectionCheckedOutEvent",
+        C::CheckedIn { .. } => "connectionCheckedInEvent",
+        #[allow(unreachable_patterns)]
+        _ => "unknownCmapEvent",
+    }
+}
+
+fn sdam_event_name(ev: &protocol::sdam::events::SdamEvent) -> &'static str {
+    use protocol::sdam::events::SdamEvent as S;
+    match ev {
+        S::TopologyOpening(_) => "topologyOpeningEvent",
+        S::TopologyClosed(_) => "topologyClosedEvent",
+        S::TopologyDescriptionChanged(_) => "topologyDescriptionChangedEvent",
+        S::ServerOpening(_) => "serverOpeningEvent",
+        S::ServerClosed(_) => "serverClosedEvent",
+        S::ServerDescriptionChanged(_) => "serverDescriptionChangedEvent",
+        S::ServerHeartbeatStarted(_) => "serverHeartbeatStartedEvent",
+        S::ServerHeartbeatSucceeded(_) => "serverHeartbeatSucceededEvent",
+        S::ServerHeartbeatFailed(_) => "serverHeartbeatFailedEvent",
+    }
+}
+
+fn event_name(ev: &Event) -> &'static str {
+    match ev {
+        Event::Sdam(s) => sdam_event_name(s),
+        Event::Command(c) => command_event_name(c),
+        Event::Cmap(c) => cmap_event_name(c),
+    }
+}
+
+fn client<'a>(ctx: &'a Ctx, id: &str) -> R<&'a ClientEntity> {
+    match ctx.entities.get(id) {
+        Some(Entity::Client(c)) => Ok(c),
+        _ => Err(format!("unknown client entity {id}")),
+    }
+}
+
+async fn run_operation(ctx: &mut Ctx, op: &Document) -> R<()> {
+    let name = op.get_str("name").unwrap_or("");
+    let object = op.get_str("object").unwrap_or("");
+    let empty = Document::new();
+    let args = op.get_document("arguments").unwrap_or(&empty);
+    let result = execute(ctx, name, object, args).await?;
+    if let (Some(cursor), Ok(id)) = (ctx.new_cursor.take(), op.get_str("saveResultAsEntity")) {
+        ctx.entities.insert(id.to_string(), Entity::Cursor(Some(cursor)));
+    }
+    check_outcome(op, result)
+}
+
+/// Checks an operation's result or error against its expectResult / expectError.
+fn check_outcome(op: &Document, result: OpResult) -> R<()> {
+    if op.get_bool("ignoreResultAndError").unwrap_or(false) {
+        return Ok(());
+    }
+    match (result, op.get_document("expectError")) {
+        (Ok(_), Ok(_)) => Err("expected an error, the operation succeeded".into()),
+        (Err(e), Ok(expected)) => check_error(&e, expected),
+        (Err(e), Err(_)) => Err(format!("unexpected error: {e}")),
+        (Ok(actual), Err(_)) => match op.get("expectResult") {
+            Some(expected) => {
+                let root = !matches!(expected, Bson::Array(_));
+                let actual = actual.unwrap_or(Bson::Null);
+                if let Bson::Array(_) = expected {
+                    // Documents of a result array are root-level documents too.
+                    let (Bson::Array(e), Bson::Array(a)) = (expected, &actual) else {
+                        return Err(format!("expected {expected}, got {actual}"));
+                    };
+                    if e.len() != a.len() {
+                        return Err(format!("expected {} results, got {}: {actual}", e.len(), a.len()));
+                    }
+                    for (i, (ev, av)) in e.iter().zip(a).enumerate() {
+                        matches(ev, Some(av), true, &format!("result[{i}]"))?;
+                    }
+                    Ok(())
+                } else {
+                    matches(expected, Some(&actual), root, "result")
+                }
+            }
+            None => Ok(()),
+        },
+    }
+}
+
+fn check_error(e: &actors::Error, expected: &Document) -> R<()> {
+    use actors::ErrorKind as K;
+    let text = e.to_string();
+    let server_side = matches!(e.kind(), K::Command | K::Write);
+    if let Ok(want) = expected.get_bool("isClientError") {
+        if want == server_side {
+            return Err(format!("isClientError {want}, got {e}"));
+        }
+    }
+    if let Ok(want) = expected.get_bool("isTimeoutError") {
+        let lower = text.to_lowercase();
+        let timeout = lower.contains("timed out") || lower.contains("timeout") || e.code() == Some(50);
+        if want != timeout {
+            return Err(format!("isTimeoutError {want}, got {e}"));
+        }
+    }
+    if let Ok(s) = expected.get_str("errorContains") {
+        if !text.to_lowercase().contains(&s.to_lowercase()) {
+            return Err(format!("error should contain {s:?}: {e}"));
+        }
+    }
+    if let Some(code) = expected.get("errorCode") {
+        let want = match code {
+            Bson::Int32(i) => i64::from(*i),
+            Bson::Int64(i) => *i,
+            _ => -1,
+        };
+        if e.code().map(i64::from) != Some(want) {
+            return Err(format!("errorCode {want}, got {:?}: {e}", e.code()));
+        }
+    }
+    if let Ok(name) = expected.get_str("errorCodeName") {
+        if !text.contains(name) {
+            return Err(format!("errorCodeName {name}: {e}"));
+        }
+    }
+    let labels = e.labels();
+    for l in expected.get_array("errorLabelsContain").map(|a| a.as_slice()).unwrap_or(&[]) {
+        if !labels.iter().any(|x| Some(x.as_str()) == l.as_str()) {
+            return Err(format!("error labels {labels:?} should contain {l}"));
+        }
+    }
+    for l in expected.get_array("errorLabelsOmit").map(|a| a.as_slice()).unwrap_or(&[]) {
+        if labels.iter().any(|x| Some(x.as_str()) == l.as_str()) {
+            return Err(format!("error labels {labels:?} should omit {l}"));
+        }
+    }
+    Ok(())
+}
+
+type OpResult = Result<Option<Bson>, actors::Error>;
+
+fn u(n: u64) -> Bson {
+    Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<OpResult> {
+    let empty = Document::new();
+    if object == "testRunner" {
+        return testrunner(ctx, name, args).await.map(|()| Ok(None));
+    }
+    if let Some(Entity::Cursor(cursor)) = ctx.entities.get_mut(object) {
+        return match name {
+            "close" => {
+                // Dropping the cursor kills it on the server.
+                cursor.take();
+                Ok(Ok(None))
+            }
+            "iterateUntilDocumentOrError" => {
+                let Some(c) = cursor.as_mut() else { return Err("cursor is closed".into()) };
+                match c.try_next().await {
+                    Ok(Some(d)) => Ok(Ok(Some(Bson::Document(d)))),
+                    Ok(None) => Err("cursor exhausted before a document".into()),
+                    Err(e) => Ok(Err(e)),
+                }
+            }
+            other => Err(format!("cursor operation {other} not supported")),
+        };
+    }
+    match ctx.entities.get(object) {
+        Some(Entity::Database { client: c, name: db }) => {
+            let db = client(ctx, c)?.client.database(db);
+            Ok(match name {
+                "runCommand" => db
+                    .run_command(args.get_document("command").cloned().unwrap_or_default(), None)
+                    .await
+                    .map(|d| Some(Bson::Document(d))),
+                "createCollection" => db
+                    .run_command(doc! {"create": args.get_str("collection").unwrap_or("")}, None)
+                    .await
+                    .map(|_| None),
+                "dropCollection" => {
+                    match db.run_command(doc! {"drop": args.get_str("collection").unwrap_or("")}, None).await
+                    {
+                        Err(e) if e.code() == Some(26) => Ok(None),
+                        r => r.map(|_| None),
+                    }
+                }
+                other => return Err(format!("database operation {other} not supported")),
+            })
+        }
+        Some(Entity::Collection { client: c, db, name: coll, read_preference }) => {
+            let rp = read_preference.clone();
+            let coll = client(ctx, c)?.client.database(db).collection(coll);
+            let mut cursor = None;
+            let result = collection_op(&coll, rp, name, args, &mut cursor).await;
+            ctx.new_cursor = cursor;
+            result
+        }
+        Some(Entity::Client(c)) if name == "close" => {
+            let _ = c.client.shutdown().await;
+            Ok(Ok(None))
+        }
+        Some(Entity::Client(_)) => Err(format!("client operation {name} not supported")),
+        Some(Entity::Cursor(_)) => Err(format!("cursor operation {name} not supported")),
+        Some(Entity::Thread(_)) => Err(format!("thread operation {name} not supported")),
+        None => {
+            let _ = empty;
+            Err(format!("unknown entity {object}"))
+        }
+    }
+}
+
+async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
+    match name {
+        "failPoint" => {
+            let fp = args.get_document("failPoint").map_err(|_| "failPoint without failPoint")?;
+            // Set on the server the operations will use: the primary, the mongos or the LB's service.
+            let member = ctx.cluster.primary().unwrap_or(0);
+            ctx.cluster
+                .configure_fail_point(member, fp.clone())
+                .map_err(|e| format!("configureFailPoint: {e}"))
+        }
+        "createEntities" => {
+            for e in args.get_array("entities").map(|a| a.as_slice()).unwrap_or(&[]) {
+                if let Some(e) = e.as_document() {
+                    Box::pin(create_entity(ctx, e)).await?;
+                }
+            }
+            Ok(())
+        }
+        "runOnThread" => {
+            let thread = args.get_str("thread").unwrap_or("").to_string();
+            let op = args.get_document("operation").map_err(|_| "runOnThread without operation")?.clone();
+            let object = op.get_str("object").unwrap_or("");
+            let Some(Entity::Collection { client: c, db, name: coll, read_preference }) =
+                ctx.entities.get(object)
+            else {
+                return Err(format!("runOnThread supports collection operations only, not on {object}"));
+            };
+            let coll = client(ctx, c)?.client.database(db).collection(coll);
+            let rp = read_preference.clone();
+            let task = tokio::spawn(async move {
+                let name = op.get_str("name").unwrap_or("").to_string();
+                let empty = Document::new();
+                let args = op.get_document("arguments").unwrap_or(&empty);
+                let mut cursor = None;
+                let result = collection_op(&coll, rp, &name, args, &mut cursor).await?;
+                check_outcome(&op, result).map_err(|e| format!("{name} on a thread: {e}"))
+            });
+            match ctx.entities.get_mut(&thread) {
+                Some(Entity::Thread(tasks)) => tasks.push(task),
+                _ => return Err(format!("unknown thread entity {thread}")),
+            }
+            Ok(())
+        }
+        "waitForThread" => {
+            let thread = args.get_str("thread").unwrap_or("");
+            let Some(Entity::Thread(tasks)) = ctx.entities.get_mut(thread) else {
+                return Err(format!("unknown thread entity {thread}"));
+            };
+            for task in std::mem::take(tasks) {
+                task.await.map_err(|e| format!("thread task: {e}"))??;
+            }
+            Ok(())
+        }
+        "wait" => {
+            let ms = args.get("ms").and_then(|v| v.as_i64().or(v.as_i32().map(i64::from))).unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(u64::try_from(ms).unwrap_or(0))).await;
+            Ok(())
+        }
+        "waitForEvent" | "assertEventCount" => {
+            let c = client(ctx, args.get_str("client").unwrap_or(""))?;
+            let event = args.get_document("event").map_err(|_| "no event")?;
+            let count = args.get("count").and_then(|v| v.as_i32().map(i64::from).or(v.as_i64())).unwrap_or(1);
+            let count = usize::try_from(count).unwrap_or(0);
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+            loop {
+                let n = c.events.lock().iter().filter(|e| event_matches(event, e).is_ok()).count();
+                if name == "assertEventCount" {
+                    return if n == count {
+                        Ok(())
+                    } else {
+                        Err(format!("expected {count} events {event}, saw {n}"))
+                    };
+                }
+                if n >= count {
+                    return Ok(());
+                }
+                if tokio::time::Instant::now() > deadline {
+                    return Err(format!("waited 5 s for {count} events {event}, saw {n}"));
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        other => Err(format!("testRunner operation {other} not supported")),
+    }
+}
+
+async fn check_events(ctx: &Ctx, expected: &Document) -> R<()> {
+    let c = client(ctx, expected.get_str("client").unwrap_or(""))?;
+    let kind = expected.get_str("eventType").unwrap_or("command");
+    let ignore_extra = expected.get_bool("ignoreExtraEvents").unwrap_or(false);
+    let want: Vec<&Document> = expected
+        .get_array("events")
+        .map(|a| a.iter().filter_map(Bson::as_document).collect())
+        .unwrap_or_default();
+    // Events may trail the operation's result (check-ins, for example): give them a moment.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+    loop {
+        let actual: Vec<Event> = c
+            .events
+            .lock()
+            .iter()
+            .filter(|e| {
+                matches!(
+                    (kind, e),
+                    ("command", Event::Command(_)) | ("cmap", Event::Cmap(_)) | ("sdam", Event::Sdam(_))
+                )
+            })
+            .cloned()
+            .collect();
+        let result = compare_events(&want, &actual, ignore_extra);
+        if result.is_ok() || tokio::time::Instant::now() > deadline {
+            return result.map_err(|e| {
+                let names: Vec<&str> = actual.iter().map(event_name).collect();
+                format!("{kind} events: {e} (observed: {names:?})")
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn compare_events(want: &[&Document], actual: &[Event], ignore_extra: bool) -> R<()> {
+    if actual.len() < want.len() || (!ignore_extra && actual.len() != want.len()) {
+        return Err(format!("expected {} events, observed {}", want.len(), actual.len()));
+    }
+    for (i, (w, a)) in want.iter().zip(actual).enumerate() {
+        event_matches(w, a).map_err(|e| format!("event {i}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn event_matches(expected: &Document, actual: &Event) -> R<()> {
+    let Some((name, fields)) = expected.iter().next() else { return Err("empty event".into()) };
+    if name != event_name(actual) {
+        return Err(format!("expected {name}, got {}", event_name(actual)));
+    }
+    let empty = Document::new();
+    let fields = fields.as_document().unwrap_or(&empty);
+    let mut actual_doc = Document::new();
+    match actual {
+        Event::Command(ev) => {
+            use actors::command_events::CommandEvent as C;
+            let (db, conn) = match ev {
+                C::Started { command, database_name, connection, .. } => {
+                    actual_doc.insert("command", command.clone());
+                    (database_name, connection)
+                }
+                C::Succeeded { reply, database_name, connection, .. } => {
+                    actual_doc.insert("reply", reply.clone());
+                    (database_name, connection)
+                }
+                C::Failed { database_name, connection, .. } => (database_name, connection),
+                #[allow(unreachable_patterns)]
+                _ => return Err("unknown command event".into()),
+            };
+            actual_doc.insert("commandName", ev.command_name());
+            actual_doc.insert("databaseName", db.as_str());
+            actual_doc.insert("hasServiceId", conn.service_id.is_some());
+            actual_doc.insert("hasServerConnectionId", conn.server_connection_id.is_some());
+        }
+        Event::Sdam(ev) => {
+            use protocol::sdam::events::SdamEvent as S;
+            match ev {
+                S::ServerDescriptionChanged(e) => {
+                    actual_doc.insert(
+                        "previousDescription",
+                        doc! {"type": e.previous_description.server_type.as_str()},
+                    );
+                    actual_doc
+                        .insert("newDescription", doc! {"type": e.new_description.server_type.as_str()});
+                }
+                S::TopologyDescriptionChanged(e) => {
+                    actual_doc.insert(
+                        "previousDescription",
+                        doc! {"type": e.previous_description.topology_type().as_str()},
+                    );
+                    actual_doc
+                        .insert("newDescription", doc! {"type": e.new_description.topology_type().as_str()});
+                }
+                S::ServerHeartbeatStarted(e) => {
+                    actual_doc.insert("awaited", e.awaited);
+                }
+                S::ServerHeartbeatSucceeded(e) => {
+                    actual_doc.insert("awaited", e.awaited);
+                }
+                S::ServerHeartbeatFailed(e) => {
+                    actual_doc.insert("awaited", e.awaited);
+                }
+                _ => {}
+            }
+        }
+        Event::Cmap(ev) => {
+            use pool::cmap::events::CmapEvent as C;
+            match ev {
+                C::PoolCleared { service_id, interrupt_in_use_connections, .. } => {
+                    actual_doc.insert("hasServiceId", service_id.is_some());
+                    actual_doc.insert("interruptInUseConnections", *interrupt_in_use_connections);
+                }
+                C::ConnectionClosed { reason, .. } => {
+                    actual_doc.insert("reason", lower_first(&format!("{reason:?}")));
+                }
+                C::CheckOutFailed { reason, .. } => {
+                    actual_doc.insert("reason", lower_first(&format!("{reason:?}")));
+                }
+                _ => {}
+            }
+        }
+    }
+    for (k, v) in fields {
+        let p = format!("{name}.{k}");
+        // The runner builds only the fields it checks; a driver's descriptions carry more.
+        let root = true;
+        if !actual_doc.contains_key(k) && !matches!(k.as_str(), "command" | "reply") {
+            // Fields the runner cannot observe are not checked only if the file asks for none.
+            return Err(format!("{p}: field not observable by the runner"));
+        }
+        matches(v, actual_doc.get(k), root, &p)?;
+    }
+    Ok(())
+}
+
+fn lower_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_lowercase().chain(c).collect()).unwrap_or_default()
+}
+
+/// Runs a collection operation (also from `runOnThread` tasks, which own their handles).
+async fn collection_op(
+    coll: &actors::Collection,
+    read_preference: Option<selection::ReadPreference>,
+    name: &str,
+    args: &Document,
+    new_cursor: &mut Option<actors::Cursor>,
+) -> R<OpResult> {
+    let filter = args.get_document("filter").cloned().unwrap_or_default();
+    Ok(match name {
+        "insertOne" => coll
+            .insert_one(args.get_document("document").cloned().unwrap_or_default())
+            .await
+            .map(|r| Some(Bson::Document(doc! {"insertedId": r.inserted_id}))),
+        "insertMany" => {
+            let docs = args
+                .get_array("documents")
+                .map(|a| a.iter().filter_map(|d| d.as_document().cloned()).collect())
+                .unwrap_or_default();
+            coll.insert_many(docs).await.map(|r| {
+                let ids: Document = r.inserted_ids.into_iter().map(|(i, id)| (i.to_string(), id)).collect();
+                Some(Bson::Document(doc! {"insertedIds": ids}))
+            })
+        }
+        "find" | "findOne" | "createFindCursor" => {
+            let options = actors::FindOptions {
+                limit: args.get("limit").and_then(Bson::as_i64).or(args.get_i32("limit").ok().map(i64::from)),
+                batch_size: args.get_i32("batchSize").ok().and_then(|b| u32::try_from(b).ok()),
+                skip: args.get_i32("skip").ok().and_then(|b| u64::try_from(b).ok()),
+                sort: args.get_document("sort").ok().cloned(),
+                projection: args.get_document("projection").ok().cloned(),
+                read_preference: read_preference.clone(),
+            };
+            if name == "findOne" {
+                coll.find_one(filter, options).await.map(|d| Some(d.map_or(Bson::Null, Bson::Document)))
+            } else if name == "createFindCursor" {
+                match coll.find(filter, options).await {
+                    Ok(cursor) => {
+                        *new_cursor = Some(cursor);
+                        Ok(None)
+                    }
+                    Err(e) => Err(e),
+                }
+            } else {
+                match coll.find(filter, options).await {
+                    Ok(cursor) => cursor
+                        .try_collect()
+                        .await
+                        .map(|v| Some(Bson::Array(v.into_iter().map(Bson::Document).collect()))),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+        "updateOne" | "updateMany" => {
+            let update = args.get_document("update").cloned().unwrap_or_default();
+            let r = if name == "updateOne" {
+                coll.update_one(filter, update).await
+            } else {
+                coll.update_many(filter, update).await
+            };
+            r.map(|r| {
+                let mut d = doc! {"matchedCount": u(r.matched_count), "modifiedCount": u(r.modified_count),
+                "upsertedCount": u(u64::from(r.upserted_id.is_some()))};
+                if let Some(id) = r.upserted_id {
+                    d.insert("upsertedId", id);
+                }
+                Some(Bson::Document(d))
+            })
+        }
+        "deleteOne" | "deleteMany" => {
+            let r = if name == "deleteOne" {
+                coll.delete_one(filter).await
+            } else {
+                coll.delete_many(filter).await
+            };
+            r.map(|r| Some(Bson::Document(doc! {"deletedCount": u(r.deleted_count)})))
+        }
+        "countDocuments" => coll.count_documents(filter, read_preference).await.map(|n| Some(u(n))),
+        other => return Err(format!("collection operation {other} not supported")),
+    })
+}

@@ -1,0 +1,234 @@
+//! Decides up front whether a file only uses what the runner and the client support. A file
+//! that needs something else is "not applicable" with the reason; everything else runs, and
+//! then passes or fails.
+
+use bson::{Bson, Document};
+
+use super::matching::SUPPORTED_OPERATORS;
+
+/// The newest schema version the runner accepts (features past it are caught by this scan).
+pub const MAX_SCHEMA: (u64, u64) = (1, 27);
+
+const CLIENT_KEYS: &[&str] = &[
+    "id",
+    "uriOptions",
+    "observeEvents",
+    "ignoreCommandMonitoringEvents",
+    "useMultipleMongoses",
+    "observeSensitiveCommands",
+    "awaitMinPoolSizeMS",
+];
+const COMMAND_EVENTS: &[&str] = &["commandStartedEvent", "commandSucceededEvent", "commandFailedEvent"];
+/// CMAP event names in the unified format.
+pub const CMAP_EVENTS: &[&str] = &[
+    "poolCreatedEvent",
+    "poolReadyEvent",
+    "poolClearedEvent",
+    "poolClosedEvent",
+    "connectionCreatedEvent",
+    "connectionReadyEvent",
+    "connectionClosedEvent",
+    "connectionCheckOutStartedEvent",
+    "connectionCheckOutFailedEvent",
+    "connectionCheckedOutEvent",
+    "connectionCheckedInEvent",
+];
+
+/// SDAM event names in the unified format.
+pub const SDAM_EVENTS: &[&str] = &[
+    "serverDescriptionChangedEvent",
+    "topologyDescriptionChangedEvent",
+    "topologyOpeningEvent",
+    "topologyClosedEvent",
+    "serverHeartbeatStartedEvent",
+    "serverHeartbeatSucceededEvent",
+    "serverHeartbeatFailedEvent",
+];
+
+fn known_event(name: &str) -> bool {
+    COMMAND_EVENTS.contains(&name) || CMAP_EVENTS.contains(&name) || SDAM_EVENTS.contains(&name)
+}
+
+/// Operations and the arguments each accepts.
+fn op_args(name: &str) -> Option<&'static [&'static str]> {
+    Some(match name {
+        "failPoint" => &["client", "failPoint"],
+        "wait" => &["ms"],
+        "runOnThread" => &["thread", "operation"],
+        "waitForThread" => &["thread"],
+        "createEntities" => &["entities"],
+        "close" => &[],
+        "waitForEvent" | "assertEventCount" => &["client", "event", "count"],
+        "runCommand" => &["command", "commandName", "readPreference"],
+        "createCollection" | "dropCollection" => &["collection"],
+        "insertOne" => &["document"],
+        "insertMany" => &["documents", "ordered"],
+        "iterateUntilDocumentOrError" => &[],
+        "find" | "findOne" | "createFindCursor" => {
+            &["filter", "limit", "batchSize", "skip", "sort", "projection"]
+        }
+        "updateOne" | "updateMany" => &["filter", "update"],
+        "deleteOne" | "deleteMany" => &["filter"],
+        "countDocuments" => &["filter"],
+        _ => return None,
+    })
+}
+
+fn reason_for_arg(op: &str, arg: &str) -> String {
+    match arg {
+        "session" => "explicit sessions are not supported by the runner".into(),
+        "timeoutMS" => "per-operation timeoutMS is not supported by the runner".into(),
+        _ => format!("argument {arg} of {op} is not supported"),
+    }
+}
+
+/// `Some(reason)` when the file needs something the runner does not have.
+pub fn not_applicable(file: &Document) -> Option<String> {
+    let version = file.get_str("schemaVersion").unwrap_or("1.0");
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    if major != MAX_SCHEMA.0 || minor > MAX_SCHEMA.1 {
+        return Some(format!(
+            "schemaVersion {version} is newer than the runner's {}.{}",
+            MAX_SCHEMA.0, MAX_SCHEMA.1
+        ));
+    }
+    if let Ok(entities) = file.get_array("createEntities") {
+        if let Some(r) = scan_entities(entities) {
+            return Some(r);
+        }
+    }
+    let tests = file.get_array("tests").map(|t| t.as_slice()).unwrap_or(&[]);
+    for test in tests.iter().filter_map(Bson::as_document) {
+        if test.contains_key("expectLogMessages") {
+            return Some("expectLogMessages: log message assertions are not supported".into());
+        }
+        for op in test.get_array("operations").map(|o| o.as_slice()).unwrap_or(&[]) {
+            let Some(op) = op.as_document() else { continue };
+            if let Some(r) = scan_operation(op) {
+                return Some(r);
+            }
+        }
+        for ev in test.get_array("expectEvents").map(|o| o.as_slice()).unwrap_or(&[]) {
+            let Some(ev) = ev.as_document() else { continue };
+            let kind = ev.get_str("eventType").unwrap_or("command");
+            if kind != "command" && kind != "cmap" && kind != "sdam" {
+                return Some(format!("expectEvents of type {kind} are not supported"));
+            }
+        }
+    }
+    scan_operators(&Bson::Document(file.clone()))
+}
+
+fn scan_entities(entities: &[Bson]) -> Option<String> {
+    for e in entities.iter().filter_map(Bson::as_document) {
+        let Some((kind, spec)) = e.iter().next() else { continue };
+        let Some(spec) = spec.as_document() else { continue };
+        match kind.as_str() {
+            "client" => {
+                if let Some(k) = spec.keys().find(|k| !CLIENT_KEYS.contains(&k.as_str())) {
+                    return Some(format!("client entity option {k} is not supported"));
+                }
+                for ev in spec.get_array("observeEvents").map(|a| a.as_slice()).unwrap_or(&[]) {
+                    let name = ev.as_str().unwrap_or("");
+                    if !known_event(name) {
+                        return Some(format!("observing {name} is not supported"));
+                    }
+                }
+            }
+            "database" | "collection" => {
+                // A collection's read preference mode is supported; other options are not.
+                let mode_only = |o: &Document| {
+                    o.keys().all(|k| k == "readPreference")
+                        && o.get_document("readPreference").is_ok_and(|rp| rp.keys().all(|k| k == "mode"))
+                };
+                if let Some(k) = spec
+                    .keys()
+                    .filter(|k| !(*k == "collectionOptions" && spec.get_document(k).is_ok_and(mode_only)))
+                    .find(|k| k.ends_with("Options"))
+                {
+                    return Some(format!(
+                        "{kind} entity {k} (read/write concern, timeoutMS) are not supported"
+                    ));
+                }
+            }
+            "session" => return Some("session entities (explicit sessions) are not supported".into()),
+            "bucket" => return Some("GridFS is not supported".into()),
+            "thread" => {}
+            other => return Some(format!("{other} entities are not supported")),
+        }
+    }
+    None
+}
+
+fn scan_operation(op: &Document) -> Option<String> {
+    let name = op.get_str("name").unwrap_or("");
+    if op.contains_key("saveResultAsEntity") && name != "createFindCursor" {
+        return Some("saveResultAsEntity (cursor/change stream entities) is not supported".into());
+    }
+    let Some(allowed) = op_args(name) else {
+        let why = match name {
+            "createChangeStream" | "watch" => "change streams are not supported".to_string(),
+            "bulkWrite" | "clientBulkWrite" => "bulkWrite is not supported".into(),
+            "startTransaction" | "withTransaction" | "commitTransaction" | "abortTransaction" => {
+                "transactions are not supported by the runner".into()
+            }
+            n if n.starts_with("assertSession") || n.contains("Session") => {
+                "explicit sessions are not supported".into()
+            }
+            n => format!("operation {n} is not supported by the runner"),
+        };
+        return Some(why);
+    };
+    let args = op.get_document("arguments").ok();
+    if let Some(a) = args.and_then(|a| a.keys().find(|k| !allowed.contains(&k.as_str()))) {
+        return Some(reason_for_arg(name, a));
+    }
+    if matches!(name, "waitForEvent" | "assertEventCount") {
+        let ev = args.and_then(|a| a.get_document("event").ok());
+        let ev_name = ev.and_then(|e| e.keys().next()).map(String::as_str).unwrap_or("");
+        if !known_event(ev_name) {
+            return Some(format!("{name} on {ev_name} is not supported"));
+        }
+    }
+    if name == "runOnThread" {
+        if let Some(nested) = args.and_then(|a| a.get_document("operation").ok()) {
+            if let Some(r) = scan_operation(nested) {
+                return Some(r);
+            }
+        }
+    }
+    if name == "createEntities" {
+        if let Some(entities) = args.and_then(|a| a.get_array("entities").ok()) {
+            if let Some(r) = scan_entities(entities) {
+                return Some(r);
+            }
+        }
+    }
+    if name == "failPoint" {
+        if let Some(nested) = args.and_then(|a| a.get_document("failPoint").ok()) {
+            if nested.get_str("configureFailPoint").unwrap_or("") != "failCommand" {
+                return Some("only the failCommand fail point is simulated".into());
+            }
+        }
+    }
+    None
+}
+
+fn scan_operators(b: &Bson) -> Option<String> {
+    match b {
+        Bson::Document(d) => {
+            for (k, v) in d {
+                if k.starts_with("$$") && !SUPPORTED_OPERATORS.contains(&k.as_str()) {
+                    return Some(format!("matching operator {k} is not supported"));
+                }
+                if let Some(r) = scan_operators(v) {
+                    return Some(r);
+                }
+            }
+            None
+        }
+        Bson::Array(a) => a.iter().find_map(scan_operators),
+        _ => None,
+    }
+}
