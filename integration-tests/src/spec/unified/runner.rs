@@ -762,6 +762,7 @@ async fn collection_op(
                 sort: args.get_document("sort").ok().cloned(),
                 projection: args.get_document("projection").ok().cloned(),
                 read_preference: read_preference.clone(),
+                ..Default::default()
             };
             if name == "findOne" {
                 coll.find_one(filter, options).await.map(|d| Some(d.map_or(Bson::Null, Bson::Document)))
