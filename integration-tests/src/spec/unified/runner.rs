@@ -30,6 +30,8 @@ enum Entity {
     Database {
         client: String,
         name: String,
+        /// From `databaseOptions.timeoutMS`.
+        timeout: Option<Duration>,
     },
     Collection {
         client: String,
@@ -37,6 +39,8 @@ enum Entity {
         name: String,
         /// From `collectionOptions.readPreference`.
         read_preference: Option<selection::ReadPreference>,
+        /// The database entity's `timeoutMS`, then `collectionOptions.timeoutMS`.
+        timeouts: (Option<Duration>, Option<Duration>),
     },
     /// A cursor from `createFindCursor`; `None` once closed.
     Cursor(Option<actors::Cursor>),
@@ -213,7 +217,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
                 let cmd = ev.command_name();
                 if observe_cmd.iter().any(|o| o == name)
                     && !ignore.iter().any(|i| i == cmd)
-                    && !matches!(cmd, "configureFailPoint" | "hello" | "isMaster" | "ismaster")
+                    && cmd != "configureFailPoint"
                 {
                     cmd_sink.lock().push(Event::Command(ev.clone()));
                 }
@@ -246,10 +250,11 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
         "database" => Entity::Database {
             client: spec.get_str("client").map_err(|_| "database without client")?.to_string(),
             name: spec.get_str("databaseName").map_err(|_| "database without name")?.to_string(),
+            timeout: spec.get_document("databaseOptions").ok().and_then(timeout_ms),
         },
         "collection" => {
             let db_id = spec.get_str("database").map_err(|_| "collection without database")?;
-            let Some(Entity::Database { client, name }) = ctx.entities.get(db_id) else {
+            let Some(Entity::Database { client, name, timeout }) = ctx.entities.get(db_id) else {
                 return Err(format!("unknown database entity {db_id}"));
             };
             let read_preference = match spec
@@ -267,6 +272,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             };
             Entity::Collection {
                 read_preference,
+                timeouts: (*timeout, spec.get_document("collectionOptions").ok().and_then(timeout_ms)),
                 client: client.clone(),
                 db: name.clone(),
                 name: spec.get_str("collectionName").map_err(|_| "collection without name")?.to_string(),
@@ -277,6 +283,31 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
     };
     ctx.entities.insert(id, entity);
     Ok(())
+}
+
+/// `timeoutMS` of an options or arguments document (0: no limit).
+fn timeout_ms(d: &Document) -> Option<Duration> {
+    let v = d.get("timeoutMS")?;
+    let ms = v.as_i64().or(v.as_i32().map(i64::from)).or(v.as_f64().map(|f| f as i64))?;
+    Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
+}
+
+/// A collection handle with the entity's and the operation's timeouts.
+fn collection_handle(
+    ctx: &Ctx,
+    c: &str,
+    db: &str,
+    coll: &str,
+    timeouts: (Option<Duration>, Option<Duration>),
+    args: &Document,
+) -> R<actors::Collection> {
+    Ok(client(ctx, c)?
+        .client
+        .database(db)
+        .with_timeout(timeouts.0)
+        .collection(coll)
+        .with_timeout(timeouts.1)
+        .with_timeout(timeout_ms(args)))
 }
 
 fn command_event_name(ev: &actors::command_events::CommandEvent) -> &'static str {
@@ -392,8 +423,7 @@ fn check_error(e: &actors::Error, expected: &Document) -> R<()> {
         }
     }
     if let Ok(want) = expected.get_bool("isTimeoutError") {
-        let lower = text.to_lowercase();
-        let timeout = lower.contains("timed out") || lower.contains("timeout") || e.code() == Some(50);
+        let timeout = e.kind() == K::Timeout;
         if want != timeout {
             return Err(format!("isTimeoutError {want}, got {e}"));
         }
@@ -462,30 +492,14 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
         };
     }
     match ctx.entities.get(object) {
-        Some(Entity::Database { client: c, name: db }) => {
-            let db = client(ctx, c)?.client.database(db);
-            Ok(match name {
-                "runCommand" => db
-                    .run_command(args.get_document("command").cloned().unwrap_or_default(), None)
-                    .await
-                    .map(|d| Some(Bson::Document(d))),
-                "createCollection" => db
-                    .run_command(doc! {"create": args.get_str("collection").unwrap_or("")}, None)
-                    .await
-                    .map(|_| None),
-                "dropCollection" => {
-                    match db.run_command(doc! {"drop": args.get_str("collection").unwrap_or("")}, None).await
-                    {
-                        Err(e) if e.code() == Some(26) => Ok(None),
-                        r => r.map(|_| None),
-                    }
-                }
-                other => return Err(format!("database operation {other} not supported")),
-            })
+        Some(Entity::Database { client: c, name: db, timeout }) => {
+            let db =
+                client(ctx, c)?.client.database(db).with_timeout(*timeout).with_timeout(timeout_ms(args));
+            database_op(&db, name, args).await
         }
-        Some(Entity::Collection { client: c, db, name: coll, read_preference }) => {
+        Some(Entity::Collection { client: c, db, name: coll, read_preference, timeouts }) => {
             let rp = read_preference.clone();
-            let coll = client(ctx, c)?.client.database(db).collection(coll);
+            let coll = collection_handle(ctx, c, db, coll, *timeouts, args)?;
             let mut cursor = None;
             let result = collection_op(&coll, rp, name, args, &mut cursor).await;
             ctx.new_cursor = cursor;
@@ -527,19 +541,34 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
             let thread = args.get_str("thread").unwrap_or("").to_string();
             let op = args.get_document("operation").map_err(|_| "runOnThread without operation")?.clone();
             let object = op.get_str("object").unwrap_or("");
-            let Some(Entity::Collection { client: c, db, name: coll, read_preference }) =
-                ctx.entities.get(object)
-            else {
-                return Err(format!("runOnThread supports collection operations only, not on {object}"));
+            let empty = Document::new();
+            let op_args = op.get_document("arguments").unwrap_or(&empty);
+            let target = match ctx.entities.get(object) {
+                Some(Entity::Collection { client: c, db, name: coll, read_preference, timeouts }) => {
+                    Ok((collection_handle(ctx, c, db, coll, *timeouts, op_args)?, read_preference.clone()))
+                }
+                Some(Entity::Database { client: c, name: db, timeout }) => Err(client(ctx, c)?
+                    .client
+                    .database(db)
+                    .with_timeout(*timeout)
+                    .with_timeout(timeout_ms(op_args))),
+                _ => {
+                    return Err(format!(
+                        "runOnThread supports database and collection operations, not on {object}"
+                    ))
+                }
             };
-            let coll = client(ctx, c)?.client.database(db).collection(coll);
-            let rp = read_preference.clone();
             let task = tokio::spawn(async move {
                 let name = op.get_str("name").unwrap_or("").to_string();
                 let empty = Document::new();
                 let args = op.get_document("arguments").unwrap_or(&empty);
-                let mut cursor = None;
-                let result = collection_op(&coll, rp, &name, args, &mut cursor).await?;
+                let result = match target {
+                    Ok((coll, rp)) => {
+                        let mut cursor = None;
+                        collection_op(&coll, rp, &name, args, &mut cursor).await?
+                    }
+                    Err(db) => database_op(&db, &name, args).await?,
+                };
                 check_outcome(&op, result).map_err(|e| format!("{name} on a thread: {e}"))
             });
             match ctx.entities.get_mut(&thread) {
@@ -730,6 +759,27 @@ fn lower_first(s: &str) -> String {
     c.next().map(|f| f.to_lowercase().chain(c).collect()).unwrap_or_default()
 }
 
+/// Runs a database operation (also from `runOnThread` tasks).
+async fn database_op(db: &actors::Database, name: &str, args: &Document) -> R<OpResult> {
+    Ok(match name {
+        "runCommand" => db
+            .run_command(args.get_document("command").cloned().unwrap_or_default(), None)
+            .await
+            .map(|d| Some(Bson::Document(d))),
+        "createCollection" => db
+            .run_command(doc! {"create": args.get_str("collection").unwrap_or("")}, None)
+            .await
+            .map(|_| None),
+        "dropCollection" => {
+            match db.run_command(doc! {"drop": args.get_str("collection").unwrap_or("")}, None).await {
+                Err(e) if e.code() == Some(26) => Ok(None),
+                r => r.map(|_| None),
+            }
+        }
+        other => return Err(format!("database operation {other} not supported")),
+    })
+}
+
 /// Runs a collection operation (also from `runOnThread` tasks, which own their handles).
 async fn collection_op(
     coll: &actors::Collection,
@@ -762,6 +812,11 @@ async fn collection_op(
                 sort: args.get_document("sort").ok().cloned(),
                 projection: args.get_document("projection").ok().cloned(),
                 read_preference: read_preference.clone(),
+                timeout_mode: match args.get_str("timeoutMode") {
+                    Ok("iteration") => Some(actors::TimeoutMode::Iteration),
+                    Ok(_) => Some(actors::TimeoutMode::CursorLifetime),
+                    Err(_) => None,
+                },
                 ..Default::default()
             };
             if name == "findOne" {

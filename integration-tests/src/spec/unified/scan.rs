@@ -65,7 +65,7 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
         "insertMany" => &["documents", "ordered"],
         "iterateUntilDocumentOrError" => &[],
         "find" | "findOne" | "createFindCursor" => {
-            &["filter", "limit", "batchSize", "skip", "sort", "projection"]
+            &["filter", "limit", "batchSize", "skip", "sort", "projection", "timeoutMS", "timeoutMode"]
         }
         "updateOne" | "updateMany" => &["filter", "update"],
         "deleteOne" | "deleteMany" => &["filter"],
@@ -77,7 +77,7 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
 fn reason_for_arg(op: &str, arg: &str) -> String {
     match arg {
         "session" => "explicit sessions are not supported by the runner".into(),
-        "timeoutMS" => "per-operation timeoutMS is not supported by the runner".into(),
+        "timeoutMS" => format!("the client has no per-call timeoutMS for cursor {op}"),
         _ => format!("argument {arg} of {op} is not supported"),
     }
 }
@@ -139,12 +139,15 @@ fn scan_entities(entities: &[Bson]) -> Option<String> {
             "database" | "collection" => {
                 // A collection's read preference mode is supported; other options are not.
                 let mode_only = |o: &Document| {
-                    o.keys().all(|k| k == "readPreference")
-                        && o.get_document("readPreference").is_ok_and(|rp| rp.keys().all(|k| k == "mode"))
+                    o.keys().all(|k| k == "readPreference" || k == "timeoutMS")
+                        && o.get_document("readPreference").map_or(true, |rp| rp.keys().all(|k| k == "mode"))
                 };
                 if let Some(k) = spec
                     .keys()
-                    .filter(|k| !(*k == "collectionOptions" && spec.get_document(k).is_ok_and(mode_only)))
+                    .filter(|k| {
+                        !((*k == "collectionOptions" || *k == "databaseOptions")
+                            && spec.get_document(k).is_ok_and(mode_only))
+                    })
                     .find(|k| k.ends_with("Options"))
                 {
                     return Some(format!(
@@ -166,6 +169,7 @@ fn scan_operation(op: &Document) -> Option<String> {
     if op.contains_key("saveResultAsEntity") && name != "createFindCursor" {
         return Some("saveResultAsEntity (cursor/change stream entities) is not supported".into());
     }
+    let object = op.get_str("object").unwrap_or("");
     let Some(allowed) = op_args(name) else {
         let why = match name {
             "createChangeStream" | "watch" => "change streams are not supported".to_string(),
@@ -176,12 +180,17 @@ fn scan_operation(op: &Document) -> Option<String> {
             n if n.starts_with("assertSession") || n.contains("Session") => {
                 "explicit sessions are not supported".into()
             }
-            n => format!("operation {n} is not supported by the runner"),
+            n if object == "testRunner" => format!("operation {n} is not supported by the runner"),
+            n => format!("the client has no {n} operation"),
         };
         return Some(why);
     };
     let args = op.get_document("arguments").ok();
-    if let Some(a) = args.and_then(|a| a.keys().find(|k| !allowed.contains(&k.as_str()))) {
+    // Every operation on a database or collection takes timeoutMS (CSOT).
+    let timeout_ok = |k: &str| {
+        k == "timeoutMS" && object != "testRunner" && !matches!(name, "close" | "iterateUntilDocumentOrError")
+    };
+    if let Some(a) = args.and_then(|a| a.keys().find(|k| !allowed.contains(&k.as_str()) && !timeout_ok(k))) {
         return Some(reason_for_arg(name, a));
     }
     if matches!(name, "waitForEvent" | "assertEventCount") {
