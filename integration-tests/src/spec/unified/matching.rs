@@ -128,7 +128,8 @@ fn match_operator(op: &str, arg: &Bson, actual: Option<&Bson>, path: &str) -> Re
 }
 
 /// The `$$` operators [`matches`] understands (the scan marks files using others N/A).
-pub const SUPPORTED_OPERATORS: &[&str] = &["$$unsetOrMatches", "$$exists", "$$type", "$$lte"];
+pub const SUPPORTED_OPERATORS: &[&str] =
+    &["$$unsetOrMatches", "$$exists", "$$type", "$$lte", "$$sessionLsid"];
 
 #[cfg(test)]
 mod tests {

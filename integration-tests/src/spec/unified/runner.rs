@@ -44,6 +44,8 @@ enum Entity {
     },
     /// A cursor from `createFindCursor`; `None` once closed.
     Cursor(Option<actors::Cursor>),
+    /// An explicit session; `None` once ended.
+    Session(Option<actors::ClientSession>),
     /// A thread: the operations `runOnThread` started on it, awaited by `waitForThread`.
     Thread(Vec<tokio::task::JoinHandle<R<()>>>),
 }
@@ -54,6 +56,8 @@ struct Ctx {
     sharded: bool,
     setup: Client,
     entities: HashMap<String, Entity>,
+    /// Session ids, kept after `endSession` for `$$sessionLsid`.
+    lsids: HashMap<String, Document>,
     /// The cursor the last `createFindCursor` opened, until it is saved as an entity.
     new_cursor: Option<actors::Cursor>,
 }
@@ -116,6 +120,7 @@ pub(super) async fn run_test(file: &Document, test: &Document, topology: &str, a
         auth,
         setup,
         entities: HashMap::new(),
+        lsids: HashMap::new(),
         new_cursor: None,
     };
     let result = run_in(&mut ctx, file, test).await;
@@ -279,6 +284,15 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             }
         }
         "thread" => Entity::Thread(Vec::new()),
+        "session" => {
+            let c = spec.get_str("client").map_err(|_| "session without client")?;
+            let session =
+                client(ctx, c)?.client.start_session().await.map_err(|e| format!("session {id}: {e}"))?;
+            if let Some(lsid) = session.id() {
+                ctx.lsids.insert(id.clone(), lsid.clone());
+            }
+            Entity::Session(Some(session))
+        }
         other => return Err(format!("entity {other} not supported")),
     };
     ctx.entities.insert(id, entity);
@@ -469,10 +483,54 @@ fn u(n: u64) -> Bson {
 }
 
 async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<OpResult> {
-    let empty = Document::new();
     if object == "testRunner" {
         return testrunner(ctx, name, args).await.map(|()| Ok(None));
     }
+    if let Some(Entity::Session(slot)) = ctx.entities.get_mut(object) {
+        let Some(session) = slot.as_mut() else { return Err(format!("session {object} has ended")) };
+        let result = match name {
+            "startTransaction" => session.start_transaction(),
+            "commitTransaction" => session.commit_transaction().await,
+            "abortTransaction" => session.abort_transaction().await,
+            "endSession" => {
+                if let Some(lsid) = session.id() {
+                    ctx.lsids.insert(object.to_string(), lsid.clone());
+                }
+                slot.take();
+                Ok(())
+            }
+            other => return Err(format!("session operation {other} not supported")),
+        };
+        return Ok(result.map(|()| None));
+    }
+    // An operation with a session takes the session out of its entity for the call.
+    let mut session = match args.get_str("session") {
+        Ok(sid) => match ctx.entities.get_mut(sid) {
+            Some(Entity::Session(slot)) => {
+                Some((sid.to_string(), slot.take().ok_or_else(|| format!("session {sid} has ended"))?))
+            }
+            _ => return Err(format!("unknown session entity {sid}")),
+        },
+        Err(_) => None,
+    };
+    let result = execute_inner(ctx, name, object, args, session.as_mut().map(|(_, s)| s)).await;
+    if let Some((sid, s)) = session {
+        if let Some(lsid) = s.id() {
+            ctx.lsids.insert(sid.clone(), lsid.clone());
+        }
+        ctx.entities.insert(sid, Entity::Session(Some(s)));
+    }
+    result
+}
+
+async fn execute_inner(
+    ctx: &mut Ctx,
+    name: &str,
+    object: &str,
+    args: &Document,
+    session: Option<&mut actors::ClientSession>,
+) -> R<OpResult> {
+    let empty = Document::new();
     if let Some(Entity::Cursor(cursor)) = ctx.entities.get_mut(object) {
         return match name {
             "close" => {
@@ -495,13 +553,29 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
         Some(Entity::Database { client: c, name: db, timeout }) => {
             let db =
                 client(ctx, c)?.client.database(db).with_timeout(*timeout).with_timeout(timeout_ms(args));
-            database_op(&db, name, args).await
+            match session {
+                Some(session) if name == "runCommand" => Ok(db
+                    .run_command_with_session(
+                        args.get_document("command").cloned().unwrap_or_default(),
+                        None,
+                        session,
+                    )
+                    .await
+                    .map(|d| Some(Bson::Document(d)))),
+                Some(_) => Err(format!("{name} with a session is not supported")),
+                None => database_op(&db, name, args).await,
+            }
         }
         Some(Entity::Collection { client: c, db, name: coll, read_preference, timeouts }) => {
             let rp = read_preference.clone();
             let coll = collection_handle(ctx, c, db, coll, *timeouts, args)?;
             let mut cursor = None;
-            let result = collection_op(&coll, rp, name, args, &mut cursor).await;
+            let result = match session {
+                Some(session) => {
+                    collection_op_with_session(&coll, rp, name, args, session, &mut cursor).await
+                }
+                None => collection_op(&coll, rp, name, args, &mut cursor).await,
+            };
             ctx.new_cursor = cursor;
             result
         }
@@ -512,6 +586,7 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
         Some(Entity::Client(_)) => Err(format!("client operation {name} not supported")),
         Some(Entity::Cursor(_)) => Err(format!("cursor operation {name} not supported")),
         Some(Entity::Thread(_)) => Err(format!("thread operation {name} not supported")),
+        Some(Entity::Session(_)) => Err(format!("session operation {name} not supported")),
         None => {
             let _ = empty;
             Err(format!("unknown entity {object}"))
@@ -587,6 +662,18 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
             }
             Ok(())
         }
+        "assertSessionPinned" | "assertSessionUnpinned" => {
+            let sid = args.get_str("session").unwrap_or("");
+            let Some(Entity::Session(Some(session))) = ctx.entities.get(sid) else {
+                return Err(format!("unknown or ended session {sid}"));
+            };
+            let want = name == "assertSessionPinned";
+            if session.is_pinned() == want {
+                Ok(())
+            } else {
+                Err(format!("session {sid}: pinned is {}, expected {want}", session.is_pinned()))
+            }
+        }
         "wait" => {
             let ms = args.get("ms").and_then(|v| v.as_i64().or(v.as_i32().map(i64::from))).unwrap_or(0);
             tokio::time::sleep(Duration::from_millis(u64::try_from(ms).unwrap_or(0))).await;
@@ -624,10 +711,11 @@ async fn check_events(ctx: &Ctx, expected: &Document) -> R<()> {
     let c = client(ctx, expected.get_str("client").unwrap_or(""))?;
     let kind = expected.get_str("eventType").unwrap_or("command");
     let ignore_extra = expected.get_bool("ignoreExtraEvents").unwrap_or(false);
-    let want: Vec<&Document> = expected
+    let want: Vec<Document> = expected
         .get_array("events")
-        .map(|a| a.iter().filter_map(Bson::as_document).collect())
+        .map(|a| a.iter().filter_map(Bson::as_document).map(|d| with_lsids(d, &ctx.lsids)).collect())
         .unwrap_or_default();
+    let want: Vec<&Document> = want.iter().collect();
     // Events may trail the operation's result (check-ins, for example): give them a moment.
     let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
     loop {
@@ -652,6 +740,27 @@ async fn check_events(ctx: &Ctx, expected: &Document) -> R<()> {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Replaces `{"$$sessionLsid": "<session>"}` by the session's id.
+fn with_lsids(d: &Document, lsids: &HashMap<String, Document>) -> Document {
+    fn walk(b: &Bson, lsids: &HashMap<String, Document>) -> Bson {
+        match b {
+            Bson::Document(d) => {
+                if let (1, Ok(sid)) = (d.len(), d.get_str("$$sessionLsid")) {
+                    // An unknown session matches nothing.
+                    return lsids
+                        .get(sid)
+                        .cloned()
+                        .map_or(Bson::String(format!("no session {sid}")), Bson::Document);
+                }
+                Bson::Document(d.iter().map(|(k, v)| (k.clone(), walk(v, lsids))).collect())
+            }
+            Bson::Array(a) => Bson::Array(a.iter().map(|v| walk(v, lsids)).collect()),
+            other => other.clone(),
+        }
+    }
+    d.iter().map(|(k, v)| (k.clone(), walk(v, lsids))).collect()
 }
 
 fn compare_events(want: &[&Document], actual: &[Event], ignore_extra: bool) -> R<()> {
@@ -757,6 +866,47 @@ fn event_matches(expected: &Document, actual: &Event) -> R<()> {
 fn lower_first(s: &str) -> String {
     let mut c = s.chars();
     c.next().map(|f| f.to_lowercase().chain(c).collect()).unwrap_or_default()
+}
+
+/// Runs a collection operation with an explicit session.
+async fn collection_op_with_session(
+    coll: &actors::Collection,
+    read_preference: Option<selection::ReadPreference>,
+    name: &str,
+    args: &Document,
+    session: &mut actors::ClientSession,
+    new_cursor: &mut Option<actors::Cursor>,
+) -> R<OpResult> {
+    let filter = args.get_document("filter").cloned().unwrap_or_default();
+    Ok(match name {
+        "insertOne" => coll
+            .insert_one_with_session(args.get_document("document").cloned().unwrap_or_default(), session)
+            .await
+            .map(|r| Some(Bson::Document(doc! {"insertedId": r.inserted_id}))),
+        "find" | "createFindCursor" => {
+            let options = actors::FindOptions {
+                limit: args.get("limit").and_then(Bson::as_i64).or(args.get_i32("limit").ok().map(i64::from)),
+                batch_size: args.get_i32("batchSize").ok().and_then(|b| u32::try_from(b).ok()),
+                skip: args.get_i32("skip").ok().and_then(|b| u64::try_from(b).ok()),
+                sort: args.get_document("sort").ok().cloned(),
+                projection: args.get_document("projection").ok().cloned(),
+                read_preference,
+                ..Default::default()
+            };
+            match coll.find_with_session(filter, options, session).await {
+                Ok(cursor) if name == "createFindCursor" => {
+                    *new_cursor = Some(cursor);
+                    Ok(None)
+                }
+                Ok(cursor) => cursor
+                    .try_collect()
+                    .await
+                    .map(|v| Some(Bson::Array(v.into_iter().map(Bson::Document).collect()))),
+                Err(e) => Err(e),
+            }
+        }
+        other => return Err(format!("{other} with a session is not supported")),
+    })
 }
 
 /// Runs a database operation (also from `runOnThread` tasks).

@@ -70,6 +70,8 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
         "updateOne" | "updateMany" => &["filter", "update"],
         "deleteOne" | "deleteMany" => &["filter"],
         "countDocuments" => &["filter"],
+        "startTransaction" | "commitTransaction" | "abortTransaction" | "endSession" => &[],
+        "assertSessionPinned" | "assertSessionUnpinned" => &["session"],
         _ => return None,
     })
 }
@@ -77,7 +79,7 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
 fn reason_for_arg(op: &str, arg: &str) -> String {
     match arg {
         "session" => "explicit sessions are not supported by the runner".into(),
-        "timeoutMS" => format!("the client has no per-call timeoutMS for cursor {op}"),
+        "timeoutMS" => format!("the client has no per-call timeoutMS for {op}"),
         _ => format!("argument {arg} of {op} is not supported"),
     }
 }
@@ -155,7 +157,11 @@ fn scan_entities(entities: &[Bson]) -> Option<String> {
                     ));
                 }
             }
-            "session" => return Some("session entities (explicit sessions) are not supported".into()),
+            "session" => {
+                if let Some(k) = spec.keys().find(|k| *k != "id" && *k != "client") {
+                    return Some(format!("session entity option {k} is not supported by the client"));
+                }
+            }
             "bucket" => return Some("GridFS is not supported".into()),
             "thread" => {}
             other => return Some(format!("{other} entities are not supported")),
@@ -174,11 +180,8 @@ fn scan_operation(op: &Document) -> Option<String> {
         let why = match name {
             "createChangeStream" | "watch" => "change streams are not supported".to_string(),
             "bulkWrite" | "clientBulkWrite" => "bulkWrite is not supported".into(),
-            "startTransaction" | "withTransaction" | "commitTransaction" | "abortTransaction" => {
-                "transactions are not supported by the runner".into()
-            }
-            n if n.starts_with("assertSession") || n.contains("Session") => {
-                "explicit sessions are not supported".into()
+            n if n.starts_with("assertSession") || n.starts_with("assertSameLsid") => {
+                format!("operation {n} is not supported by the runner")
             }
             n if object == "testRunner" => format!("operation {n} is not supported by the runner"),
             n => format!("the client has no {n} operation"),
@@ -186,11 +189,31 @@ fn scan_operation(op: &Document) -> Option<String> {
         return Some(why);
     };
     let args = op.get_document("arguments").ok();
+    if args.is_some_and(|a| a.contains_key("session")) {
+        let ok = matches!((object, name), (_, "insertOne" | "find" | "createFindCursor" | "runCommand"))
+            || name.starts_with("assertSession");
+        if !ok {
+            return Some(format!("operation {name} with a session is not supported by the client"));
+        }
+    }
     // Every operation on a database or collection takes timeoutMS (CSOT).
+    let session_ok = |k: &str| k == "session" && !name.starts_with("assertSession");
     let timeout_ok = |k: &str| {
-        k == "timeoutMS" && object != "testRunner" && !matches!(name, "close" | "iterateUntilDocumentOrError")
+        k == "timeoutMS"
+            && object != "testRunner"
+            && !matches!(
+                name,
+                "close"
+                    | "iterateUntilDocumentOrError"
+                    | "startTransaction"
+                    | "commitTransaction"
+                    | "abortTransaction"
+                    | "endSession"
+            )
     };
-    if let Some(a) = args.and_then(|a| a.keys().find(|k| !allowed.contains(&k.as_str()) && !timeout_ok(k))) {
+    if let Some(a) = args
+        .and_then(|a| a.keys().find(|k| !allowed.contains(&k.as_str()) && !timeout_ok(k) && !session_ok(k)))
+    {
         return Some(reason_for_arg(name, a));
     }
     if matches!(name, "waitForEvent" | "assertEventCount") {
