@@ -23,6 +23,8 @@ enum Event {
 struct ClientEntity {
     client: Client,
     events: Arc<Mutex<Vec<Event>>>,
+    /// CheckedOut minus CheckedIn CMAP events, observed or not.
+    checked_out: Arc<std::sync::atomic::AtomicI64>,
 }
 
 enum Entity {
@@ -229,7 +231,19 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             };
             let cmap_sink = events.clone();
             let observe_cmap = observe.clone();
+            let checked_out = Arc::new(std::sync::atomic::AtomicI64::new(0));
+            let counter = checked_out.clone();
             let cmap_handler = move |ev: &pool::cmap::events::CmapEvent| {
+                use std::sync::atomic::Ordering;
+                match ev {
+                    pool::cmap::events::CmapEvent::CheckedOut { .. } => {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                    }
+                    pool::cmap::events::CmapEvent::CheckedIn { .. } => {
+                        counter.fetch_sub(1, Ordering::SeqCst);
+                    }
+                    _ => {}
+                }
                 if observe_cmap.iter().any(|o| o == cmap_event_name(ev)) {
                     cmap_sink.lock().push(Event::Cmap(ev.clone()));
                 }
@@ -250,7 +264,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
                 .await
                 .map_err(|e| format!("client {id}: {e}"))?;
             let client = Client::with_options(options).await.map_err(|e| format!("client {id}: {e}"))?;
-            Entity::Client(ClientEntity { client, events })
+            Entity::Client(ClientEntity { client, events, checked_out })
         }
         "database" => Entity::Database {
             client: spec.get_str("client").map_err(|_| "database without client")?.to_string(),
@@ -661,6 +675,46 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
                 task.await.map_err(|e| format!("thread task: {e}"))??;
             }
             Ok(())
+        }
+        "assertNumberConnectionsCheckedOut" => {
+            let c = client(ctx, args.get_str("client").unwrap_or(""))?;
+            let want =
+                args.get("connections").and_then(|v| v.as_i32().map(i64::from).or(v.as_i64())).unwrap_or(0);
+            // Check-ins may trail the operation's result: give them a moment.
+            let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+            loop {
+                let n = c.checked_out.load(std::sync::atomic::Ordering::SeqCst);
+                if n == want {
+                    return Ok(());
+                }
+                if tokio::time::Instant::now() > deadline {
+                    return Err(format!("expected {want} connections checked out, counted {n}"));
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        "assertSameLsidOnLastTwoCommands" | "assertDifferentLsidOnLastTwoCommands" => {
+            let c = client(ctx, args.get_str("client").unwrap_or(""))?;
+            let lsids: Vec<Option<Bson>> = c
+                .events
+                .lock()
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Command(actors::command_events::CommandEvent::Started { command, .. }) => {
+                        Some(command.get("lsid").cloned())
+                    }
+                    _ => None,
+                })
+                .collect();
+            let [.., a, b] = lsids.as_slice() else {
+                return Err(format!("{name}: fewer than two commandStartedEvents observed"));
+            };
+            let same = a.is_some() && a == b;
+            if same == (name == "assertSameLsidOnLastTwoCommands") {
+                Ok(())
+            } else {
+                Err(format!("{name}: lsids {a:?} and {b:?}"))
+            }
         }
         "assertSessionPinned" | "assertSessionUnpinned" => {
             let sid = args.get_str("session").unwrap_or("");

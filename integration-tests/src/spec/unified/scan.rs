@@ -72,6 +72,8 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
         "countDocuments" => &["filter"],
         "startTransaction" | "commitTransaction" | "abortTransaction" | "endSession" => &[],
         "assertSessionPinned" | "assertSessionUnpinned" => &["session"],
+        "assertNumberConnectionsCheckedOut" => &["client", "connections"],
+        "assertSameLsidOnLastTwoCommands" | "assertDifferentLsidOnLastTwoCommands" => &["client"],
         _ => return None,
     })
 }
