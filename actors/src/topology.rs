@@ -567,6 +567,13 @@ pub fn application_error(
         (ErrorPhase::ConnectionEstablishment, pool::Error::Authentication { .. }) => {
             ErrorPhase::Authentication
         }
+        // A network error or timeout during the SASL conversation: not a possible overload
+        // (the pool adds no backpressure label), so SDAM marks the server Unknown.
+        (
+            ErrorPhase::ConnectionEstablishment,
+            pool::Error::Io { phase: pool::Phase::Authentication, .. }
+            | pool::Error::Timeout { phase: pool::Phase::Authentication, .. },
+        ) => ErrorPhase::Authentication,
         (p, _) => p,
     };
     ApplicationError {
@@ -814,5 +821,39 @@ impl Topology {
         } else {
             Err(Error::stopped("topology"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr() -> ServerAddress {
+        ServerAddress::Tcp { host: "a".into(), port: 27017 }
+    }
+
+    #[test]
+    fn network_error_during_authentication_is_not_an_overload() {
+        let io = pool::Error::Io {
+            address: addr(),
+            phase: pool::Phase::Authentication,
+            source: Arc::new(std::io::Error::from(std::io::ErrorKind::ConnectionReset)),
+        };
+        let app = application_error(addr(), &io, 0, ErrorPhase::ConnectionEstablishment, None, None);
+        assert_eq!(app.phase, ErrorPhase::Authentication);
+        assert!(matches!(app.kind, ApplicationErrorKind::Network));
+        assert!(!app.is_overload());
+
+        let timeout = pool::Error::Timeout { address: addr(), phase: pool::Phase::Authentication };
+        let app = application_error(addr(), &timeout, 0, ErrorPhase::ConnectionEstablishment, None, None);
+        assert_eq!(app.phase, ErrorPhase::Authentication);
+        assert!(matches!(app.kind, ApplicationErrorKind::Timeout));
+        assert!(!app.is_overload());
+
+        // A network error while connecting stays a possible overload.
+        let connect = pool::Error::Timeout { address: addr(), phase: pool::Phase::TcpConnect };
+        let app = application_error(addr(), &connect, 0, ErrorPhase::ConnectionEstablishment, None, None);
+        assert_eq!(app.phase, ErrorPhase::ConnectionEstablishment);
+        assert!(app.is_overload());
     }
 }
