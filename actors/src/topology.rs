@@ -13,7 +13,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use bson::oid::ObjectId;
 use futures_util::future::{join_all, BoxFuture, FutureExt};
-use pool::cmap::{BackgroundErrorHook, CmapEventHandler, Pool, PoolOptions};
+use pool::cmap::{CmapEventHandler, EstablishmentErrorHook, Pool, PoolOptions};
 use pool::connection::{ConnectionEstablisher, ConnectionOptions};
 use protocol::address::ServerAddress;
 use protocol::sdam::app_error::{decide, ApplicationError, ApplicationErrorKind, ErrorPhase};
@@ -385,28 +385,33 @@ impl TopologyActor {
         }
         let weak = ctx.address().downgrade();
         let hook_address = address.clone();
-        // Errors of background (minPoolSize) establishment are application errors before
-        // the handshake; SDAM decides, with the generation checks.
-        let hook: BackgroundErrorHook = Arc::new(move |error: &pool::Error, generation: u32| {
-            if let Some(topology) = weak.upgrade() {
-                topology.do_send(ApplicationErrorOccurred {
-                    error: application_error(
-                        hook_address.clone(),
-                        error,
-                        generation,
-                        ErrorPhase::ConnectionEstablishment,
-                        None,
-                        None,
-                    ),
-                });
+        // Establishment errors (background minPoolSize or a check-out's) are application
+        // errors before the handshake; SDAM decides, with the generation checks. The pool
+        // awaits the handling, so a clear precedes the failed connection's ConnectionClosed.
+        let hook: EstablishmentErrorHook = Arc::new(move |error: &pool::Error, generation: u32| {
+            let topology = weak.upgrade();
+            let error = application_error(
+                hook_address.clone(),
+                error,
+                generation,
+                ErrorPhase::ConnectionEstablishment,
+                None,
+                None,
+            );
+            async move {
+                if let Some(topology) = topology {
+                    // A stopped topology has nothing to update.
+                    let _ = topology.send(ApplicationErrorOccurred { error }).await;
+                }
             }
+            .boxed()
         });
         let mut builder = Pool::builder(
             address.clone(),
             ConnectionEstablisher::new((*self.config.connection_options).clone()),
         )
         .options(self.config.pool_options.clone())
-        .on_background_error(hook);
+        .on_establishment_error(hook);
         if let Some(h) = &self.config.cmap_handler {
             builder = builder.event_handler(h.clone());
         }
