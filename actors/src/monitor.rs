@@ -226,12 +226,14 @@ impl Handler<RequestImmediateCheck> for MonitorActor {
     type Result = ();
 
     fn handle(&mut self, _msg: RequestImmediateCheck, _ctx: &mut Context<Self>) {
-        // Only a sleeping loop is woken; a request during a check is ignored (spec).
-        if self.shared.sleeping.load(Ordering::Acquire) {
-            self.shared.wake.notify_waiters();
-        } else {
-            tracing::trace!(address = %self.options.address, "immediate check ignored: a check is in flight");
+        // A sleeping loop is woken. A request during a check is remembered (one permit):
+        // that check may have started before what the requester waits for (a server
+        // recovering), and its result may change nothing, leaving the requester to time out.
+        // The next check still waits minHeartbeatFrequencyMS.
+        if !self.shared.sleeping.load(Ordering::Acquire) {
+            tracing::trace!(address = %self.options.address, "immediate check requested during a check");
         }
+        self.shared.wake.notify_one();
     }
 }
 

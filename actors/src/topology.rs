@@ -13,7 +13,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use bson::oid::ObjectId;
 use futures_util::future::{join_all, BoxFuture, FutureExt};
-use pool::cmap::{BackgroundErrorHook, CmapEventHandler, Pool, PoolOptions};
+use pool::cmap::{CmapEventHandler, EstablishmentErrorHook, Pool, PoolOptions};
 use pool::connection::{ConnectionEstablisher, ConnectionOptions};
 use protocol::address::ServerAddress;
 use protocol::sdam::app_error::{decide, ApplicationError, ApplicationErrorKind, ErrorPhase};
@@ -385,28 +385,33 @@ impl TopologyActor {
         }
         let weak = ctx.address().downgrade();
         let hook_address = address.clone();
-        // Errors of background (minPoolSize) establishment are application errors before
-        // the handshake; SDAM decides, with the generation checks.
-        let hook: BackgroundErrorHook = Arc::new(move |error: &pool::Error, generation: u32| {
-            if let Some(topology) = weak.upgrade() {
-                topology.do_send(ApplicationErrorOccurred {
-                    error: application_error(
-                        hook_address.clone(),
-                        error,
-                        generation,
-                        ErrorPhase::ConnectionEstablishment,
-                        None,
-                        None,
-                    ),
-                });
+        // Establishment errors (background minPoolSize or a check-out's) are application
+        // errors before the handshake; SDAM decides, with the generation checks. The pool
+        // awaits the handling, so a clear precedes the failed connection's ConnectionClosed.
+        let hook: EstablishmentErrorHook = Arc::new(move |error: &pool::Error, generation: u32| {
+            let topology = weak.upgrade();
+            let error = application_error(
+                hook_address.clone(),
+                error,
+                generation,
+                ErrorPhase::ConnectionEstablishment,
+                None,
+                None,
+            );
+            async move {
+                if let Some(topology) = topology {
+                    // A stopped topology has nothing to update.
+                    let _ = topology.send(ApplicationErrorOccurred { error }).await;
+                }
             }
+            .boxed()
         });
         let mut builder = Pool::builder(
             address.clone(),
             ConnectionEstablisher::new((*self.config.connection_options).clone()),
         )
         .options(self.config.pool_options.clone())
-        .on_background_error(hook);
+        .on_establishment_error(hook);
         if let Some(h) = &self.config.cmap_handler {
             builder = builder.event_handler(h.clone());
         }
@@ -567,6 +572,13 @@ pub fn application_error(
         (ErrorPhase::ConnectionEstablishment, pool::Error::Authentication { .. }) => {
             ErrorPhase::Authentication
         }
+        // A network error or timeout during the SASL conversation: not a possible overload
+        // (the pool adds no backpressure label), so SDAM marks the server Unknown.
+        (
+            ErrorPhase::ConnectionEstablishment,
+            pool::Error::Io { phase: pool::Phase::Authentication, .. }
+            | pool::Error::Timeout { phase: pool::Phase::Authentication, .. },
+        ) => ErrorPhase::Authentication,
         (p, _) => p,
     };
     ApplicationError {
@@ -814,5 +826,39 @@ impl Topology {
         } else {
             Err(Error::stopped("topology"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr() -> ServerAddress {
+        ServerAddress::Tcp { host: "a".into(), port: 27017 }
+    }
+
+    #[test]
+    fn network_error_during_authentication_is_not_an_overload() {
+        let io = pool::Error::Io {
+            address: addr(),
+            phase: pool::Phase::Authentication,
+            source: Arc::new(std::io::Error::from(std::io::ErrorKind::ConnectionReset)),
+        };
+        let app = application_error(addr(), &io, 0, ErrorPhase::ConnectionEstablishment, None, None);
+        assert_eq!(app.phase, ErrorPhase::Authentication);
+        assert!(matches!(app.kind, ApplicationErrorKind::Network));
+        assert!(!app.is_overload());
+
+        let timeout = pool::Error::Timeout { address: addr(), phase: pool::Phase::Authentication };
+        let app = application_error(addr(), &timeout, 0, ErrorPhase::ConnectionEstablishment, None, None);
+        assert_eq!(app.phase, ErrorPhase::Authentication);
+        assert!(matches!(app.kind, ApplicationErrorKind::Timeout));
+        assert!(!app.is_overload());
+
+        // A network error while connecting stays a possible overload.
+        let connect = pool::Error::Timeout { address: addr(), phase: pool::Phase::TcpConnect };
+        let app = application_error(addr(), &connect, 0, ErrorPhase::ConnectionEstablishment, None, None);
+        assert_eq!(app.phase, ErrorPhase::ConnectionEstablishment);
+        assert!(app.is_overload());
     }
 }

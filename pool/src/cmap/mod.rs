@@ -64,4 +64,4 @@ pub use conn::{CheckoutPurpose, PooledConnection};
 pub use establish::{EstablishRequest, Established, Establisher, PoolConnection};
 pub use events::{CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason};
 pub use options::{PoolOptions, PoolOptionsBuilder};
-pub use pool::{BackgroundErrorHook, Pool, PoolBuilder, PoolState, PoolStats};
+pub use pool::{BackgroundErrorHook, EstablishmentErrorHook, Pool, PoolBuilder, PoolState, PoolStats};

@@ -70,6 +70,13 @@ pub struct PoolStats {
 /// the pool).
 pub type BackgroundErrorHook = Arc<dyn Fn(&Error, u32) + Send + Sync>;
 
+/// Called with the error and the generation of the failed connection when any establishment
+/// (background or for a check-out) fails. The pool awaits the returned future before it
+/// reports the connection closed, so SDAM error handling (marking the server Unknown,
+/// clearing the pool) happens first, as CMAP and SDAM require.
+pub type EstablishmentErrorHook =
+    Arc<dyn Fn(&Error, u32) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
+
 struct Idle<C> {
     meta: ConnMeta,
     conn: C,
@@ -166,6 +173,7 @@ pub(crate) struct Inner<E: Establisher> {
     establisher: E,
     handler: Option<Arc<dyn CmapEventHandler>>,
     background_error: Option<BackgroundErrorHook>,
+    establishment_error: Option<EstablishmentErrorHook>,
     state: Mutex<State<E::Connection>>,
     /// Mirrors of `state.status` and `state.generation`, written under the lock, so that
     /// server selection and operations read them without taking it.
@@ -310,6 +318,14 @@ impl<E: Establisher> Inner<E> {
                     reason: "the pool was cleared or closed while the connection was being established".into(),
                 }),
             };
+            if let (Err(e), Some(hook)) = (&result, &inner.establishment_error) {
+                // Still pending (not closed by a clear or close meanwhile): let the owner
+                // handle the error before the connection is reported closed.
+                let generation = inner.state.lock().pending.get(&id).map(|p| p.generation);
+                if let Some(generation) = generation {
+                    hook(e, generation).await;
+                }
+            }
             inner.finish_establishment(id, result);
         });
     }
@@ -328,6 +344,7 @@ impl<E: Establisher> Inner<E> {
                         // itself (outside load-balanced mode, where pre-handshake errors are
                         // ignored); an owner gets the error and decides.
                         if self.background_error.is_none()
+                            && self.establishment_error.is_none()
                             && !self.options.load_balanced()
                             && st.status == PoolState::Ready
                         {
@@ -877,6 +894,7 @@ impl<E: Establisher> Pool<E> {
             options: PoolOptions::default(),
             handler: None,
             background_error: None,
+            establishment_error: None,
         }
     }
 
@@ -976,6 +994,7 @@ pub struct PoolBuilder<E: Establisher> {
     options: PoolOptions,
     handler: Option<Arc<dyn CmapEventHandler>>,
     background_error: Option<BackgroundErrorHook>,
+    establishment_error: Option<EstablishmentErrorHook>,
 }
 
 impl<E: Establisher> PoolBuilder<E> {
@@ -999,6 +1018,15 @@ impl<E: Establisher> PoolBuilder<E> {
         self
     }
 
+    /// Hands every establishment error (background or for a check-out), with the failed
+    /// connection's generation, to the owner, and awaits its handling before emitting the
+    /// connection's `ConnectionClosed`, so a clear it causes is reported first. An owner
+    /// with this hook clears the pool itself, as with [`Self::on_background_error`].
+    pub fn on_establishment_error(mut self, hook: EstablishmentErrorHook) -> Self {
+        self.establishment_error = Some(hook);
+        self
+    }
+
     /// Creates the pool, paused, and emits `PoolCreated`. Must be called inside a tokio
     /// runtime, which runs the background maintenance task and the establishments.
     pub fn build(self) -> Result<Pool<E>> {
@@ -1012,6 +1040,7 @@ impl<E: Establisher> PoolBuilder<E> {
             establisher: self.establisher,
             handler: self.handler,
             background_error: self.background_error,
+            establishment_error: self.establishment_error,
             state: Mutex::new(State {
                 status: PoolState::Paused,
                 generation: 0,

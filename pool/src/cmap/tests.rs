@@ -405,6 +405,51 @@ async fn failed_background_establishment_goes_to_the_owner_hook() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn establishment_error_hook_clears_before_the_connection_is_closed() {
+    let events: Events = Arc::default();
+    let sink = events.clone();
+    let slot: Arc<Mutex<Option<Pool<Arc<Mock>>>>> = Arc::default();
+    let hook_slot = slot.clone();
+    let seen: Arc<Mutex<Vec<u32>>> = Arc::default();
+    let hook_seen = seen.clone();
+    let mock = Arc::new(Mock { failures: AtomicU32::new(1), ..Default::default() });
+    let pool = Pool::builder(ServerAddress::tcp("db", 27017), mock)
+        .event_handler(Arc::new(move |e: &CmapEvent| sink.lock().push(e.clone())))
+        .on_establishment_error(Arc::new(move |_e: &Error, generation| {
+            hook_seen.lock().push(generation);
+            let pool = hook_slot.lock().clone();
+            Box::pin(async move {
+                // The owner handles the error asynchronously (an actor message).
+                tokio::task::yield_now().await;
+                if let Some(pool) = pool {
+                    pool.clear(None, false);
+                }
+            })
+        }))
+        .build()
+        .unwrap();
+    *slot.lock() = Some(pool.clone());
+    pool.ready();
+    let err = pool.check_out(None, CheckoutPurpose::Other).await.unwrap_err();
+    assert!(matches!(err, Error::Command { code: 91, .. }));
+    assert_eq!(*seen.lock(), [0]);
+    assert_eq!(pool.generation(None), 1);
+    assert_eq!(
+        names(&events),
+        [
+            "ConnectionPoolCreated",
+            "ConnectionPoolReady",
+            "ConnectionCheckOutStarted",
+            "ConnectionCreated",
+            "ConnectionPoolCleared",
+            "ConnectionClosed",
+            "ConnectionCheckOutFailed"
+        ]
+    );
+    slot.lock().take();
+}
+
+#[tokio::test(start_paused = true)]
 async fn checkout_on_paused_pool_fails_with_pool_cleared() {
     let (pool, events, _) = pool(Mock::default(), PoolOptions::default());
     let err = pool.check_out(None, CheckoutPurpose::Other).await.unwrap_err();
