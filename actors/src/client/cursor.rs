@@ -215,10 +215,15 @@ impl Cursor {
                     }
                 }
                 Err(e) => {
-                    // A cursor whose getMore failed is dead (the server may have closed it;
-                    // network errors left it unreachable): no killCursors. After a network
-                    // error a pinned connection stays pinned until the cursor is dropped
-                    // (load-balancer spec).
+                    // A client-side timeout leaves the server's cursor open: close still
+                    // kills it (CSOT "close refreshes timeoutMS").
+                    if e.kind() == crate::ErrorKind::Timeout && e.code().is_none() && self.pin.is_none() {
+                        return Err(e);
+                    }
+                    // Any other failed getMore leaves the cursor dead (the server may have
+                    // closed it; network errors left it unreachable): no killCursors. After a
+                    // network error a pinned connection stays pinned until the cursor is
+                    // dropped (load-balancer spec).
                     self.id = 0;
                     if e.is_network_error() && self.pin.is_some() {
                         self.network_error = true;
@@ -229,6 +234,40 @@ impl Cursor {
                 }
             }
         }
+    }
+
+    /// Closes the cursor now: when it is not exhausted, kills it on the server and waits for
+    /// the reply (dropping a cursor does the same in the background, ignoring errors).
+    /// `killCursors` gets a fresh `timeoutMS` (CSOT: close refreshes the timeout), the
+    /// cursor's own unless `timeout` overrides it (`Some(Duration::ZERO)`: no limit).
+    ///
+    /// # Errors
+    /// The `killCursors` failure, if any (the cursor is closed on the client either way).
+    pub async fn close(mut self, timeout: Option<Duration>) -> Result<()> {
+        let Some(kill) = self.take_kill() else { return Ok(()) };
+        let timeout = timeout.map_or(self.timeout, |t| (!t.is_zero()).then_some(t));
+        kill.run(timeout::deadline(timeout)).await.map_err(|e| timeout::convert(e, timeout, None))
+    }
+
+    /// The `killCursors` to send when the cursor is closed, if one is needed; releases the
+    /// session and pin otherwise.
+    fn take_kill(&mut self) -> Option<KillCursor> {
+        if self.id == 0 || self.in_transaction {
+            if self.network_error || self.in_transaction {
+                self.release();
+            }
+            return None;
+        }
+        let id = std::mem::replace(&mut self.id, 0);
+        Some(KillCursor {
+            client: self.client.clone(),
+            address: self.address.clone(),
+            db: std::mem::take(&mut self.db),
+            collection: std::mem::take(&mut self.collection),
+            id,
+            session: self.session.take(),
+            pin: self.pin.take(),
+        })
     }
 
     /// Every remaining document.
@@ -252,48 +291,57 @@ async fn take_pinned(selector: &Selector, pin: PinId) -> Result<PooledConnection
 
 impl Drop for Cursor {
     fn drop(&mut self) {
-        if self.id == 0 || self.in_transaction {
-            if self.network_error || self.in_transaction {
-                self.release();
-            }
-            return;
-        }
-        let client = self.client.clone();
-        let address = self.address.clone();
-        let db = std::mem::take(&mut self.db);
-        let collection = std::mem::take(&mut self.collection);
-        let id = self.id;
-        let mut session = self.session.take();
-        let pin = self.pin.take();
         // close refreshes the timeout: killCursors gets a full timeoutMS of its own.
-        let deadline = timeout::deadline(self.timeout);
-        let inner = client.inner.clone();
-        inner.spawn(async move {
-            let mut pinned = match pin {
-                Some(pin) => take_pinned(&client.inner.selector, pin).await.ok(),
-                None => None,
-            };
-            let op = Op {
-                name: "killCursors".into(),
-                db,
-                command: doc! {"killCursors": collection, "cursors": [id]},
-                criteria: Criteria::Read(selection::ReadPreference::PRIMARY),
-                retry: Retry::No,
-                check_write: false,
-                opens_cursor: false,
-            };
-            let result = client
-                .inner
-                .execute_on_until(&address, pinned.as_mut(), &op, session.as_mut(), deadline)
-                .await;
-            if let Err(e) = result {
-                tracing::debug!(%address, cursor = id, error = %e, "killCursors failed (ignored)");
-            }
-            drop(pinned);
-            if let Some(s) = session {
-                let timeout = client.inner.topology.snapshot().description.logical_session_timeout_minutes();
-                client.inner.sessions.release(s, timeout);
-            }
-        });
+        if let Some(kill) = self.take_kill() {
+            let deadline = timeout::deadline(self.timeout);
+            let inner = self.client.inner.clone();
+            inner.spawn(async move {
+                let _ = kill.run(deadline).await;
+            });
+        }
+    }
+}
+
+/// What `killCursors` needs, taken out of a cursor that is closed before it is exhausted.
+struct KillCursor {
+    client: Client,
+    address: ServerAddress,
+    db: String,
+    collection: String,
+    id: i64,
+    session: Option<ServerSession>,
+    pin: Option<PinId>,
+}
+
+impl KillCursor {
+    /// Sends `killCursors` (on the pinned connection, if any), then returns the session.
+    async fn run(mut self, deadline: Option<tokio::time::Instant>) -> Result<()> {
+        let mut pinned = match self.pin {
+            Some(pin) => take_pinned(&self.client.inner.selector, pin).await.ok(),
+            None => None,
+        };
+        let op = Op {
+            name: "killCursors".into(),
+            db: std::mem::take(&mut self.db),
+            command: doc! {"killCursors": std::mem::take(&mut self.collection), "cursors": [self.id]},
+            criteria: Criteria::Read(selection::ReadPreference::PRIMARY),
+            retry: Retry::No,
+            check_write: false,
+            opens_cursor: false,
+        };
+        let result = self
+            .client
+            .inner
+            .execute_on_until(&self.address, pinned.as_mut(), &op, self.session.as_mut(), deadline)
+            .await;
+        if let Err(e) = &result {
+            tracing::debug!(address = %self.address, cursor = self.id, error = %e, "killCursors failed");
+        }
+        drop(pinned);
+        if let Some(s) = self.session.take() {
+            let timeout = self.client.inner.topology.snapshot().description.logical_session_timeout_minutes();
+            self.client.inner.sessions.release(s, timeout);
+        }
+        result.map(|_| ())
     }
 }

@@ -296,7 +296,7 @@ impl ClientInner {
     }
 
     /// [`execute_on`](Self::execute_on) under a CSOT deadline for the check-out and the round
-    /// trip (no `maxTimeMS` is appended: cursor commands do not get one).
+    /// trip; `maxTimeMS` is appended to every command but `getMore`.
     pub(crate) async fn execute_on_until(
         &self,
         address: &ServerAddress,
@@ -310,8 +310,13 @@ impl ClientInner {
         let snapshot = self.topology.snapshot();
         let server_type = snapshot.server(address).map_or(ServerType::Unknown, |d| d.server_type);
         let target = Target { topology_type: snapshot.description.topology_type(), server_type };
+        // CSOT: every command but getMore gets maxTimeMS (killCursors on close, for one).
+        let max_time_ms = match snapshot.handle(address) {
+            Some(h) if op.name != "getMore" => timeout::max_time_ms(deadline, h.rtt.min())?,
+            _ => None,
+        };
         if let Some(conn) = connection {
-            let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms: None };
+            let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms };
             return self.attempt(conn, &target, op, session, ids).await;
         }
         let Some(handle) = snapshot.handle(address) else {
@@ -328,7 +333,7 @@ impl ClientInner {
             Ok(c) => c,
             Err(e) => return Err(self.check_out_error(address, e, generation, false).await),
         };
-        let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms: None };
+        let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms };
         self.attempt(&mut conn, &target, op, session, ids).await
     }
 

@@ -547,11 +547,10 @@ async fn execute_inner(
     let empty = Document::new();
     if let Some(Entity::Cursor(cursor)) = ctx.entities.get_mut(object) {
         return match name {
-            "close" => {
-                // Dropping the cursor kills it on the server.
-                cursor.take();
-                Ok(Ok(None))
-            }
+            "close" => match cursor.take() {
+                Some(c) => Ok(c.close(timeout_ms(args)).await.map(|()| None)),
+                None => Ok(Ok(None)),
+            },
             "iterateUntilDocumentOrError" => {
                 let Some(c) = cursor.as_mut() else { return Err("cursor is closed".into()) };
                 match c.try_next().await {
