@@ -9,8 +9,12 @@ use actors::{Client, ClientOptions};
 use bson::{doc, Bson, Document};
 use parking_lot::Mutex;
 
+use super::logs;
 use super::matching::matches;
 use crate::sim::Cluster;
+
+#[path = "sdam_ops.rs"]
+mod sdam_ops;
 
 /// An observed event.
 #[derive(Debug, Clone)]
@@ -25,6 +29,8 @@ struct ClientEntity {
     events: Arc<Mutex<Vec<Event>>>,
     /// CheckedOut minus CheckedIn CMAP events, observed or not.
     checked_out: Arc<std::sync::atomic::AtomicI64>,
+    /// From `observeLogMessages`.
+    logs: Option<logs::LogObserver>,
 }
 
 enum Entity {
@@ -50,6 +56,8 @@ enum Entity {
     Session(Option<actors::ClientSession>),
     /// A thread: the operations `runOnThread` started on it, awaited by `waitForThread`.
     Thread(Vec<tokio::task::JoinHandle<R<()>>>),
+    /// From `recordTopologyDescription`.
+    TopologyDescription(protocol::sdam::TopologyDescription),
 }
 
 struct Ctx {
@@ -169,6 +177,10 @@ async fn run_in(ctx: &mut Ctx, file: &Document, test: &Document) -> R<()> {
         let Some(expected) = expected.as_document() else { continue };
         check_events(ctx, expected).await?;
     }
+    for expected in test.get_array("expectLogMessages").map(|a| a.as_slice()).unwrap_or(&[]) {
+        let Some(expected) = expected.as_document() else { continue };
+        logs::check(client(ctx, expected.get_str("client").unwrap_or(""))?.logs.as_ref(), expected).await?;
+    }
     for outcome in test.get_array("outcome").map(|a| a.as_slice()).unwrap_or(&[]) {
         let Some(outcome) = outcome.as_document() else { continue };
         let coll = ctx
@@ -250,7 +262,12 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             };
             let sdam_sink = events.clone();
             let observe_sdam = observe.clone();
+            let log_observer = logs::observer(spec)?;
+            let topology_id = log_observer.as_ref().map(|o| o.topology_id.clone());
             let sdam_handler = move |ev: &protocol::sdam::events::SdamEvent| {
+                if let Some(slot) = &topology_id {
+                    logs::note_topology(slot, ev);
+                }
                 if observe_sdam.iter().any(|o| o == sdam_event_name(ev)) {
                     sdam_sink.lock().push(Event::Sdam(ev.clone()));
                 }
@@ -264,7 +281,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
                 .await
                 .map_err(|e| format!("client {id}: {e}"))?;
             let client = Client::with_options(options).await.map_err(|e| format!("client {id}: {e}"))?;
-            Entity::Client(ClientEntity { client, events, checked_out })
+            Entity::Client(ClientEntity { client, events, checked_out, logs: log_observer })
         }
         "database" => Entity::Database {
             client: spec.get_str("client").map_err(|_| "database without client")?.to_string(),
@@ -600,6 +617,9 @@ async fn execute_inner(
         Some(Entity::Cursor(_)) => Err(format!("cursor operation {name} not supported")),
         Some(Entity::Thread(_)) => Err(format!("thread operation {name} not supported")),
         Some(Entity::Session(_)) => Err(format!("session operation {name} not supported")),
+        Some(Entity::TopologyDescription(_)) => {
+            Err(format!("topologyDescription operation {name} not supported"))
+        }
         None => {
             let _ = empty;
             Err(format!("unknown entity {object}"))
@@ -608,6 +628,9 @@ async fn execute_inner(
 }
 
 async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
+    if let Some(r) = sdam_ops::testrunner_op(ctx, name, args).await {
+        return r;
+    }
     match name {
         "failPoint" => {
             let fp = args.get_document("failPoint").map_err(|_| "failPoint without failPoint")?;
@@ -966,7 +989,7 @@ async fn collection_op_with_session(
 async fn database_op(db: &actors::Database, name: &str, args: &Document) -> R<OpResult> {
     Ok(match name {
         "runCommand" => db
-            .run_command(args.get_document("command").cloned().unwrap_or_default(), None)
+            .run_command(sdam_ops::command(args), sdam_ops::criteria(args)?)
             .await
             .map(|d| Some(Bson::Document(d))),
         "createCollection" => db
