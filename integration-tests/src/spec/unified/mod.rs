@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use bson::{Bson, Document};
 
+mod crud_ops;
 pub mod matching;
 mod runner;
 pub mod scan;
