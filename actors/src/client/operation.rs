@@ -149,6 +149,18 @@ impl ClientInner {
         timeout: Option<std::time::Duration>,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<OpOutput> {
+        self.execute_until_with(op, timeout, deadline, true).await
+    }
+
+    /// [`execute_until`](Self::execute_until); `send_max_time: false` keeps the deadline
+    /// client-side only (a cursor in ITERATION mode sends no `maxTimeMS`).
+    pub(crate) async fn execute_until_with(
+        &self,
+        op: Op,
+        timeout: Option<std::time::Duration>,
+        deadline: Option<tokio::time::Instant>,
+        send_max_time: bool,
+    ) -> Result<OpOutput> {
         self.check_open()?;
         let operation_id = next_operation_id();
         let mut deprioritized: Vec<ServerAddress> = Vec::new();
@@ -212,8 +224,8 @@ impl ClientInner {
             let attempt = match (checked_out, max_time) {
                 (Ok(_), Err(e)) => Err(e),
                 (Ok(mut conn), Ok(max_time_ms)) => {
-                    let ids =
-                        Attempt { operation_id, txn_number, deadline, max_time_ms: max_time_ms.flatten() };
+                    let max_time_ms = max_time_ms.flatten().filter(|_| send_max_time);
+                    let ids = Attempt { operation_id, txn_number, deadline, max_time_ms };
                     let r = self.attempt(&mut conn, &target, &op, session.as_mut(), ids).await;
                     r.map(|reply| (reply, conn))
                 }

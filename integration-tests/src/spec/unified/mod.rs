@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use bson::{Bson, Document};
 
+mod crud_ops;
 mod logs;
 pub mod matching;
 mod runner;

@@ -72,7 +72,7 @@ struct Ctx {
     new_cursor: Option<actors::Cursor>,
 }
 
-type R<T> = Result<T, String>;
+pub(super) type R<T> = Result<T, String>;
 
 /// The user of deployments that require authentication (the spec's test user).
 const USER: (&str, &str) = ("user", "pencil");
@@ -331,7 +331,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
 }
 
 /// `timeoutMS` of an options or arguments document (0: no limit).
-fn timeout_ms(d: &Document) -> Option<Duration> {
+pub(super) fn timeout_ms(d: &Document) -> Option<Duration> {
     let v = d.get("timeoutMS")?;
     let ms = v.as_i64().or(v.as_i32().map(i64::from)).or(v.as_f64().map(|f| f as i64))?;
     Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
@@ -507,7 +507,7 @@ fn check_error(e: &actors::Error, expected: &Document) -> R<()> {
     Ok(())
 }
 
-type OpResult = Result<Option<Bson>, actors::Error>;
+pub(super) type OpResult = Result<Option<Bson>, actors::Error>;
 
 fn u(n: u64) -> Bson {
     Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX))
@@ -593,7 +593,12 @@ async fn execute_inner(
                     .await
                     .map(|d| Some(Bson::Document(d)))),
                 Some(_) => Err(format!("{name} with a session is not supported")),
-                None => database_op(&db, name, args).await,
+                None => {
+                    let mut cursor = None;
+                    let result = database_op(&db, name, args, &mut cursor).await;
+                    ctx.new_cursor = cursor;
+                    result
+                }
             }
         }
         Some(Entity::Collection { client: c, db, name: coll, read_preference, timeouts }) => {
@@ -613,7 +618,7 @@ async fn execute_inner(
             let _ = c.client.shutdown().await;
             Ok(Ok(None))
         }
-        Some(Entity::Client(_)) => Err(format!("client operation {name} not supported")),
+        Some(Entity::Client(c)) => super::crud_ops::client_op(&c.client, name, args).await,
         Some(Entity::Cursor(_)) => Err(format!("cursor operation {name} not supported")),
         Some(Entity::Thread(_)) => Err(format!("thread operation {name} not supported")),
         Some(Entity::Session(_)) => Err(format!("session operation {name} not supported")),
@@ -678,7 +683,7 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
                         let mut cursor = None;
                         collection_op(&coll, rp, &name, args, &mut cursor).await?
                     }
-                    Err(db) => database_op(&db, &name, args).await?,
+                    Err(db) => database_op(&db, &name, args, &mut None).await?,
                 };
                 check_outcome(&op, result).map_err(|e| format!("{name} on a thread: {e}"))
             });
@@ -981,28 +986,32 @@ async fn collection_op_with_session(
                 Err(e) => Err(e),
             }
         }
-        other => return Err(format!("{other} with a session is not supported")),
+        other => {
+            return super::crud_ops::collection_op_with_session(coll, read_preference, other, args, session)
+                .await
+        }
     })
 }
 
 /// Runs a database operation (also from `runOnThread` tasks).
-async fn database_op(db: &actors::Database, name: &str, args: &Document) -> R<OpResult> {
+async fn database_op(
+    db: &actors::Database,
+    name: &str,
+    args: &Document,
+    new_cursor: &mut Option<actors::Cursor>,
+) -> R<OpResult> {
     Ok(match name {
         "runCommand" => db
             .run_command(sdam_ops::command(args), sdam_ops::criteria(args)?)
             .await
             .map(|d| Some(Bson::Document(d))),
-        "createCollection" => db
-            .run_command(doc! {"create": args.get_str("collection").unwrap_or("")}, None)
-            .await
-            .map(|_| None),
         "dropCollection" => {
             match db.run_command(doc! {"drop": args.get_str("collection").unwrap_or("")}, None).await {
                 Err(e) if e.code() == Some(26) => Ok(None),
                 r => r.map(|_| None),
             }
         }
-        other => return Err(format!("database operation {other} not supported")),
+        other => return super::crud_ops::database_op(db, other, args, new_cursor).await,
     })
 }
 
@@ -1043,6 +1052,7 @@ async fn collection_op(
                     Ok(_) => Some(actors::TimeoutMode::CursorLifetime),
                     Err(_) => None,
                 },
+                max_time: super::crud_ops::millis(args, "maxTimeMS"),
                 ..Default::default()
             };
             if name == "findOne" {
@@ -1090,6 +1100,6 @@ async fn collection_op(
             r.map(|r| Some(Bson::Document(doc! {"deletedCount": u(r.deleted_count)})))
         }
         "countDocuments" => coll.count_documents(filter, read_preference).await.map(|n| Some(u(n))),
-        other => return Err(format!("collection operation {other} not supported")),
+        other => return super::crud_ops::collection_op(coll, read_preference, other, args, new_cursor).await,
     })
 }

@@ -61,13 +61,22 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
         "close" => &[],
         "waitForEvent" | "assertEventCount" => &["client", "event", "count"],
         "runCommand" => &["command", "commandName", "readPreference"],
-        "createCollection" | "dropCollection" => &["collection"],
+        "createCollection" => &["collection", "capped", "size", "max"],
+        "dropCollection" => &["collection"],
         "insertOne" => &["document"],
         "insertMany" => &["documents", "ordered"],
         "iterateUntilDocumentOrError" => &[],
-        "find" | "findOne" | "createFindCursor" => {
-            &["filter", "limit", "batchSize", "skip", "sort", "projection", "timeoutMS", "timeoutMode"]
-        }
+        "find" | "findOne" | "createFindCursor" => &[
+            "filter",
+            "limit",
+            "batchSize",
+            "skip",
+            "sort",
+            "projection",
+            "timeoutMS",
+            "timeoutMode",
+            "maxTimeMS",
+        ],
         "updateOne" | "updateMany" => &["filter", "update"],
         "deleteOne" | "deleteMany" => &["filter"],
         "countDocuments" => &["filter"],
@@ -78,7 +87,7 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
         "recordTopologyDescription" => &["client", "id"],
         "assertTopologyType" => &["topologyDescription", "topologyType"],
         "waitForPrimaryChange" => &["client", "priorTopologyDescription", "timeoutMS"],
-        _ => return None,
+        other => return super::crud_ops::op_args(other),
     })
 }
 
@@ -185,7 +194,7 @@ fn scan_entities(entities: &[Bson]) -> Option<String> {
 
 fn scan_operation(op: &Document) -> Option<String> {
     let name = op.get_str("name").unwrap_or("");
-    if op.contains_key("saveResultAsEntity") && name != "createFindCursor" {
+    if op.contains_key("saveResultAsEntity") && name != "createFindCursor" && name != "createCommandCursor" {
         return Some("saveResultAsEntity (cursor/change stream entities) is not supported".into());
     }
     let object = op.get_str("object").unwrap_or("");
@@ -203,8 +212,10 @@ fn scan_operation(op: &Document) -> Option<String> {
     };
     let args = op.get_document("arguments").ok();
     if args.is_some_and(|a| a.contains_key("session")) {
-        let ok = matches!((object, name), (_, "insertOne" | "find" | "createFindCursor" | "runCommand"))
-            || name.starts_with("assertSession");
+        let ok = matches!(
+            (object, name),
+            (_, "insertOne" | "find" | "createFindCursor" | "runCommand" | "countDocuments")
+        ) || name.starts_with("assertSession");
         if !ok {
             return Some(format!("operation {name} with a session is not supported by the client"));
         }
