@@ -54,6 +54,9 @@ enum Entity {
     Cursor(Option<actors::Cursor>),
     /// An explicit session; `None` once ended.
     Session(Option<actors::ClientSession>),
+    /// A GridFS bucket: tests create them next to other entities, but GridFS is not supported,
+    /// so a test that runs an operation on one is not applicable (see scan.rs).
+    Bucket,
     /// A thread: the operations `runOnThread` started on it, awaited by `waitForThread`.
     Thread(Vec<tokio::task::JoinHandle<R<()>>>),
     /// From `recordTopologyDescription`.
@@ -315,6 +318,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             }
         }
         "thread" => Entity::Thread(Vec::new()),
+        "bucket" => Entity::Bucket,
         "session" => {
             let c = spec.get_str("client").map_err(|_| "session without client")?;
             let session =
@@ -621,6 +625,7 @@ async fn execute_inner(
         Some(Entity::Client(c)) => super::crud_ops::client_op(&c.client, name, args).await,
         Some(Entity::Cursor(_)) => Err(format!("cursor operation {name} not supported")),
         Some(Entity::Thread(_)) => Err(format!("thread operation {name} not supported")),
+        Some(Entity::Bucket) => Err(format!("bucket operation {name} not supported (GridFS)")),
         Some(Entity::Session(_)) => Err(format!("session operation {name} not supported")),
         Some(Entity::TopologyDescription(_)) => {
             Err(format!("topologyDescription operation {name} not supported"))
