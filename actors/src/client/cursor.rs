@@ -250,13 +250,24 @@ async fn take_pinned(selector: &Selector, pin: PinId) -> Result<PooledConnection
         .ok_or_else(|| Error::stopped("selection (pinned connection gone)"))
 }
 
-impl Drop for Cursor {
-    fn drop(&mut self) {
+impl Cursor {
+    /// Closes the cursor: kills it on the server (on its pinned connection, if any) and
+    /// returns once that is done and the connection is back in the pool. Like a drop, which
+    /// does the same in the background; a failing `killCursors` is ignored.
+    pub async fn close(mut self) {
+        if let Some(kill) = self.kill() {
+            kill.await;
+        }
+    }
+
+    /// What closing needs done: `None` when nothing is left to kill (the pin and session are
+    /// released at once), else the `killCursors` round trip. Leaves the cursor closed.
+    fn kill(&mut self) -> Option<futures_util::future::BoxFuture<'static, ()>> {
         if self.id == 0 || self.in_transaction {
             if self.network_error || self.in_transaction {
                 self.release();
             }
-            return;
+            return None;
         }
         let client = self.client.clone();
         let address = self.address.clone();
@@ -267,8 +278,8 @@ impl Drop for Cursor {
         let pin = self.pin.take();
         // close refreshes the timeout: killCursors gets a full timeoutMS of its own.
         let deadline = timeout::deadline(self.timeout);
-        let inner = client.inner.clone();
-        inner.spawn(async move {
+        self.id = 0;
+        Some(Box::pin(async move {
             let mut pinned = match pin {
                 Some(pin) => take_pinned(&client.inner.selector, pin).await.ok(),
                 None => None,
@@ -294,6 +305,14 @@ impl Drop for Cursor {
                 let timeout = client.inner.topology.snapshot().description.logical_session_timeout_minutes();
                 client.inner.sessions.release(s, timeout);
             }
-        });
+        }))
+    }
+}
+
+impl Drop for Cursor {
+    fn drop(&mut self) {
+        if let Some(kill) = self.kill() {
+            self.client.inner.spawn(kill);
+        }
     }
 }
