@@ -248,3 +248,37 @@ fn message_matches(expected: &Document, actual: &Document) -> Result<(), String>
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn msg(level: &str, message: &str) -> Document {
+        doc! {"level": level, "component": "topology", "data": {"message": message, "topologyId": "t", "serverPort": 27017_i64}}
+    }
+
+    #[test]
+    fn levels_components_and_data() {
+        let want = doc! {"level": "debug", "component": "topology",
+        "data": {"message": "Starting server monitoring", "serverPort": {"$$type": ["int", "long"]}}};
+        assert!(message_matches(&want, &msg("debug", "Starting server monitoring")).is_ok());
+        assert!(message_matches(&want, &msg("info", "Starting server monitoring")).is_err());
+        assert!(message_matches(&want, &msg("debug", "Stopped server monitoring")).is_err());
+        let other = doc! {"level": "debug", "component": "connection", "data": {}};
+        assert!(message_matches(&other, &msg("debug", "x")).is_err());
+        // "warning" and "warn" are the same severity.
+        assert!(message_matches(&doc! {"level": "warning"}, &doc! {"level": "warn"}).is_ok());
+    }
+
+    #[test]
+    fn extra_messages_only_when_ignored() {
+        let want = doc! {"level": "debug", "data": {"message": "a"}};
+        let actual = vec![msg("debug", "a"), msg("debug", "b")];
+        assert!(compare(&[&want], &actual, false).is_err());
+        assert!(compare(&[&want], &actual, true).is_ok());
+        assert!(compare(&[&want, &want], &actual[..1], true).is_err());
+        assert_eq!(level_name(Level::WARN), "warn");
+        assert!(severity("debug") > severity("error") && severity("bogus").is_none());
+    }
+}

@@ -84,7 +84,8 @@ fn start_cluster(topology: &str, auth: bool) -> R<Cluster> {
     let builder = match topology {
         "single" => Cluster::standalone(),
         "sharded" => Cluster::sharded(2),
-        "load-balanced" => Cluster::load_balanced(1),
+        // Two services, as the spec's multi-mongos LB; single-mongos clients get their own LB.
+        "load-balanced" => Cluster::load_balanced(2),
         _ => Cluster::replica_set(3),
     };
     let builder = if auth { builder.user(USER.0, USER.1) } else { builder };
@@ -214,7 +215,9 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             let empty = Document::new();
             // Sharded with useMultipleMongoses false (the default here): the first mongos only, the
             // one fail points are set on.
-            let base = if ctx.sharded && !spec.get_bool("useMultipleMongoses").unwrap_or(false) {
+            let base = if let Some(base) = sdam_ops::single_lb_uri(ctx, spec)? {
+                base
+            } else if ctx.sharded && !spec.get_bool("useMultipleMongoses").unwrap_or(false) {
                 format!("mongodb://{}/", ctx.cluster.hosts().first().cloned().unwrap_or_default())
             } else {
                 ctx.cluster.uri()

@@ -15,6 +15,7 @@ pub(super) async fn testrunner_op(ctx: &mut Ctx, name: &str, args: &Document) ->
         "recordTopologyDescription" => record(ctx, args),
         "assertTopologyType" => assert_type(ctx, args),
         "waitForPrimaryChange" => wait_for_primary_change(ctx, args).await,
+        "failPoint" if is_lb(ctx) => lb_fail_point(ctx, args).await,
         _ => return None,
     })
 }
@@ -96,4 +97,31 @@ pub(super) fn command(args: &Document) -> Document {
     }
     ordered.extend(command.into_iter().filter(|(k, _)| k != name));
     ordered
+}
+
+fn is_lb(ctx: &Ctx) -> bool {
+    ctx.cluster.uri().contains("loadBalanced=true")
+}
+
+/// LB deployments: a client without `useMultipleMongoses` connects through a load balancer
+/// in front of the first service only, like the spec's SINGLE_MONGOS_LB_URI.
+pub(super) fn single_lb_uri(ctx: &Ctx, spec: &Document) -> R<Option<String>> {
+    if !is_lb(ctx) || spec.get_bool("useMultipleMongoses").unwrap_or(false) {
+        return Ok(None);
+    }
+    let addr = ctx.cluster.single_service_lb(0).map_err(|e| format!("single-service LB: {e}"))?;
+    Ok(Some(format!("mongodb://{addr}/?loadBalanced=true")))
+}
+
+/// LB deployments: the fail point is set through the named client, so it lands on the service
+/// that client's connection reaches (the unified format's rule; the services differ).
+async fn lb_fail_point(ctx: &Ctx, args: &Document) -> R<()> {
+    let c = client(ctx, args.get_str("client").unwrap_or(""))?;
+    let fp = args.get_document("failPoint").map_err(|_| "failPoint without failPoint")?;
+    c.client
+        .database("admin")
+        .run_command(fp.clone(), None)
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("configureFailPoint: {e}"))
 }
