@@ -246,8 +246,9 @@ impl ClientInner {
                             Retry::Write => e.has_label(RETRYABLE_WRITE_ERROR),
                             Retry::No => false,
                         };
-                    // CSOT: retry as long as the deadline allows; otherwise once.
-                    let again = can_retry && deadline.is_some() && !timeout::is_expired(deadline);
+                    // CSOT: retry as long as the deadline allows (timeoutMS 0: no limit);
+                    // otherwise once.
+                    let again = can_retry && timeout.is_some() && !timeout::is_expired(deadline);
                     if let Some(first) = first_error.take() {
                         // The retry failed: its error, unless it says it wrote nothing.
                         let e = if e.has_label(NO_WRITES_PERFORMED) { first } else { e };

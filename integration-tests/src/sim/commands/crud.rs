@@ -669,19 +669,32 @@ fn find_and_modify(db: &str, cmd: &Document, store: &mut Store, ops: &mut Ops) -
 }
 
 fn aggregate(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> {
-    let coll = match cmd.get("aggregate") {
-        Some(Bson::String(s)) => s.as_str(),
-        _ => {
-            return Err(CmdError::new(
-                40324,
-                "Location40324",
-                "database-level aggregations are not supported by the simulator",
-            ))
-        }
-    };
     let pipeline = match cmd.get("pipeline") {
-        Some(Bson::Array(p)) => p,
+        Some(Bson::Array(p)) => p.as_slice(),
         _ => return Err(CmdError::bad("'pipeline' option must be specified as an array")),
+    };
+    // `aggregate: 1` runs on the database: its first stage makes the documents.
+    let (coll, source, pipeline) = match cmd.get("aggregate") {
+        Some(Bson::String(s)) => (s.as_str(), None, pipeline),
+        Some(n) if number(Some(n)) == Some(1) => {
+            let first = pipeline.first().and_then(Bson::as_document).and_then(|d| d.iter().next());
+            let docs = match first {
+                Some((name, Bson::Array(docs))) if name == "$documents" => {
+                    docs.iter().filter_map(Bson::as_document).cloned().collect()
+                }
+                // No other client's sessions or operations are visible in the simulator.
+                Some((name, _)) if name == "$listLocalSessions" || name == "$currentOp" => Vec::new(),
+                _ => {
+                    return Err(CmdError::new(
+                        40324,
+                        "Location40324",
+                        "a database-level aggregate starts with $documents, $listLocalSessions or $currentOp in the simulator",
+                    ))
+                }
+            };
+            ("$cmd.aggregate", Some(docs), &pipeline[1..])
+        }
+        _ => return Err(CmdError::bad("aggregate needs a collection name or 1")),
     };
     let Ok(cursor_opts) = cmd.get_document("cursor") else {
         return Err(CmdError::bad(
@@ -689,8 +702,8 @@ fn aggregate(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> 
         ));
     };
     let batch = usize_opt(cursor_opts.get("batchSize"));
-    let mut docs: Vec<Document> =
-        store.coll(db, coll).map(|c| c.iter().cloned().collect()).unwrap_or_default();
+    let mut docs: Vec<Document> = source
+        .unwrap_or_else(|| store.coll(db, coll).map(|c| c.iter().cloned().collect()).unwrap_or_default());
     for stage in pipeline {
         let Bson::Document(stage) = stage else {
             return Err(CmdError::bad("each pipeline stage must be an object"));
