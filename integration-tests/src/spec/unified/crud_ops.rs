@@ -51,6 +51,16 @@ pub(super) fn millis(args: &Document, key: &str) -> Option<Duration> {
     Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
 }
 
+/// The `cursorType` argument.
+pub(super) fn cursor_type(args: &Document) -> Option<CursorType> {
+    match args.get_str("cursorType") {
+        Ok("tailable") => Some(CursorType::Tailable),
+        Ok("tailableAwait") => Some(CursorType::TailableAwait),
+        Ok(_) => Some(CursorType::NonTailable),
+        Err(_) => None,
+    }
+}
+
 fn batch_size(args: &Document) -> Option<u32> {
     let v = args.get("batchSize")?;
     v.as_i64().or(v.as_i32().map(i64::from)).and_then(|b| u32::try_from(b).ok())
@@ -271,12 +281,7 @@ pub(super) async fn database_op(
         "runCursorCommand" | "createCommandCursor" => {
             let options = RunCursorCommandOptions {
                 batch_size: batch_size(args),
-                cursor_type: match args.get_str("cursorType") {
-                    Ok("tailable") => Some(CursorType::Tailable),
-                    Ok("tailableAwait") => Some(CursorType::TailableAwait),
-                    Ok(_) => Some(CursorType::NonTailable),
-                    Err(_) => None,
-                },
+                cursor_type: cursor_type(args),
                 timeout_mode: timeout_mode(args),
                 ..Default::default()
             };
