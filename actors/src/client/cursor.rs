@@ -214,6 +214,11 @@ impl Cursor {
                         self.release();
                     }
                 }
+                Err(e) if e.kind() == crate::ErrorKind::Timeout && self.pin.is_none() => {
+                    // CSOT: the client gave up waiting; the server's cursor lives on, so the
+                    // cursor may be iterated again, and closing it kills it.
+                    return Err(e);
+                }
                 Err(e) => {
                     // A cursor whose getMore failed is dead (the server may have closed it;
                     // network errors left it unreachable): no killCursors. After a network
@@ -250,50 +255,95 @@ async fn take_pinned(selector: &Selector, pin: PinId) -> Result<PooledConnection
         .ok_or_else(|| Error::stopped("selection (pinned connection gone)"))
 }
 
+/// What killing a cursor on the server needs, taken out of the cursor.
+struct Kill {
+    client: Client,
+    address: ServerAddress,
+    db: String,
+    collection: String,
+    id: i64,
+    session: Option<ServerSession>,
+    pin: Option<PinId>,
+    /// CSOT: the refreshed timeout of the `killCursors` (sent as `maxTimeMS` too).
+    timeout: Option<Duration>,
+}
+
+impl Kill {
+    /// Sends `killCursors` (errors ignored: the server reaps the cursor eventually), then
+    /// returns the pinned connection and the session.
+    async fn run(self) {
+        let Kill { client, address, db, collection, id, mut session, pin, timeout } = self;
+        let mut pinned = match pin {
+            Some(pin) => take_pinned(&client.inner.selector, pin).await.ok(),
+            None => None,
+        };
+        let op = Op {
+            name: "killCursors".into(),
+            db,
+            command: doc! {"killCursors": collection, "cursors": [id]},
+            criteria: Criteria::Read(selection::ReadPreference::PRIMARY),
+            retry: Retry::No,
+            check_write: false,
+            opens_cursor: false,
+        };
+        let deadline = timeout::deadline(timeout);
+        let result = client
+            .inner
+            .execute_on_with(&address, pinned.as_mut(), &op, session.as_mut(), deadline, deadline.is_some())
+            .await;
+        if let Err(e) = result {
+            tracing::debug!(%address, cursor = id, error = %e, "killCursors failed (ignored)");
+        }
+        drop(pinned);
+        if let Some(s) = session {
+            let timeout = client.inner.topology.snapshot().description.logical_session_timeout_minutes();
+            client.inner.sessions.release(s, timeout);
+        }
+    }
+}
+
+impl Cursor {
+    /// The `killCursors` to send for a live cursor (`None` when there is nothing to kill);
+    /// the cursor is left exhausted.
+    fn take_kill(&mut self, timeout: Option<Duration>) -> Option<Kill> {
+        if self.id == 0 || self.in_transaction {
+            return None;
+        }
+        let kill = Kill {
+            client: self.client.clone(),
+            address: self.address.clone(),
+            db: std::mem::take(&mut self.db),
+            collection: std::mem::take(&mut self.collection),
+            id: self.id,
+            session: self.session.take(),
+            pin: self.pin.take(),
+            timeout,
+        };
+        self.id = 0;
+        Some(kill)
+    }
+
+    /// Closes the cursor: a live one is killed on the server (`killCursors`, errors ignored)
+    /// and its session and pinned connection are returned. `timeout` is the `timeoutMS` of
+    /// the `killCursors` (`None`: the cursor's own, refreshed: a full timeoutMS for close).
+    pub async fn close(mut self, timeout: Option<Duration>) {
+        let timeout = timeout::inherit(self.timeout, timeout);
+        if let Some(kill) = self.take_kill(timeout) {
+            kill.run().await;
+        }
+    }
+}
+
 impl Drop for Cursor {
     fn drop(&mut self) {
-        if self.id == 0 || self.in_transaction {
+        // close refreshes the timeout: killCursors gets a full timeoutMS of its own.
+        let Some(kill) = self.take_kill(self.timeout) else {
             if self.network_error || self.in_transaction {
                 self.release();
             }
             return;
-        }
-        let client = self.client.clone();
-        let address = self.address.clone();
-        let db = std::mem::take(&mut self.db);
-        let collection = std::mem::take(&mut self.collection);
-        let id = self.id;
-        let mut session = self.session.take();
-        let pin = self.pin.take();
-        // close refreshes the timeout: killCursors gets a full timeoutMS of its own.
-        let deadline = timeout::deadline(self.timeout);
-        let inner = client.inner.clone();
-        inner.spawn(async move {
-            let mut pinned = match pin {
-                Some(pin) => take_pinned(&client.inner.selector, pin).await.ok(),
-                None => None,
-            };
-            let op = Op {
-                name: "killCursors".into(),
-                db,
-                command: doc! {"killCursors": collection, "cursors": [id]},
-                criteria: Criteria::Read(selection::ReadPreference::PRIMARY),
-                retry: Retry::No,
-                check_write: false,
-                opens_cursor: false,
-            };
-            let result = client
-                .inner
-                .execute_on_until(&address, pinned.as_mut(), &op, session.as_mut(), deadline)
-                .await;
-            if let Err(e) = result {
-                tracing::debug!(%address, cursor = id, error = %e, "killCursors failed (ignored)");
-            }
-            drop(pinned);
-            if let Some(s) = session {
-                let timeout = client.inner.topology.snapshot().description.logical_session_timeout_minutes();
-                client.inner.sessions.release(s, timeout);
-            }
-        });
+        };
+        let inner = self.client.inner.clone();
+        inner.spawn(kill.run());
     }
 }

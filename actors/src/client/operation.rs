@@ -318,13 +318,31 @@ impl ClientInner {
         session: Option<&mut ServerSession>,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<Document> {
+        self.execute_on_with(address, connection, op, session, deadline, false).await
+    }
+
+    /// [`execute_on_until`](Self::execute_on_until); `send_max_time` appends `maxTimeMS` from
+    /// the deadline (a `killCursors` under CSOT).
+    pub(crate) async fn execute_on_with(
+        &self,
+        address: &ServerAddress,
+        connection: Option<&mut PooledConnection<Connection>>,
+        op: &Op,
+        session: Option<&mut ServerSession>,
+        deadline: Option<tokio::time::Instant>,
+        send_max_time: bool,
+    ) -> Result<Document> {
         self.check_open()?;
         let operation_id = next_operation_id();
         let snapshot = self.topology.snapshot();
         let server_type = snapshot.server(address).map_or(ServerType::Unknown, |d| d.server_type);
         let target = Target { topology_type: snapshot.description.topology_type(), server_type };
+        let max_time_ms = match snapshot.handle(address) {
+            Some(h) if send_max_time => timeout::max_time_ms(deadline, h.rtt.min())?,
+            _ => None,
+        };
         if let Some(conn) = connection {
-            let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms: None };
+            let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms };
             return self.attempt(conn, &target, op, session, ids).await;
         }
         let Some(handle) = snapshot.handle(address) else {
@@ -341,7 +359,7 @@ impl ClientInner {
             Ok(c) => c,
             Err(e) => return Err(self.check_out_error(address, e, generation, false).await),
         };
-        let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms: None };
+        let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms };
         self.attempt(&mut conn, &target, op, session, ids).await
     }
 

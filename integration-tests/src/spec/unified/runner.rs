@@ -562,8 +562,9 @@ async fn execute_inner(
     if let Some(Entity::Cursor(cursor)) = ctx.entities.get_mut(object) {
         return match name {
             "close" => {
-                // Dropping the cursor kills it on the server.
-                cursor.take();
+                if let Some(c) = cursor.take() {
+                    c.close(timeout_ms(args)).await;
+                }
                 Ok(Ok(None))
             }
             "iterateUntilDocumentOrError" => {

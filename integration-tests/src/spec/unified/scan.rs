@@ -218,8 +218,7 @@ fn scan_operation(op: &Document) -> Option<String> {
             && object != "testRunner"
             && !matches!(
                 name,
-                "close"
-                    | "iterateUntilDocumentOrError"
+                "iterateUntilDocumentOrError"
                     | "startTransaction"
                     | "commitTransaction"
                     | "abortTransaction"
