@@ -366,3 +366,54 @@ async fn retries_and_timeouts() {
     assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
     assert!(started.elapsed() < Duration::from_millis(390), "{:?}", started.elapsed());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_tailable_and_session_count() {
+    let s = replica_set("").await;
+    let coll = seed(&s).await;
+    // close() awaits the killCursors; under timeoutMS it carries maxTimeMS.
+    let options = FindOptions { batch_size: Some(2), ..Default::default() };
+    let cursor = coll
+        .clone()
+        .with_timeout(Some(Duration::from_secs(3)))
+        .find(doc! {}, options.clone())
+        .await
+        .expect("find");
+    let id = cursor.id();
+    assert_ne!(id, 0);
+    cursor.close(None).await;
+    let kill = s.started("killCursors");
+    assert_eq!(kill.len(), 1);
+    assert_eq!(kill[0].get_array("cursors").ok(), Some(&vec![Bson::Int64(id)]));
+    assert!(max_time(&kill[0]).is_some_and(|m| m > 2000 && m <= 3000), "{:?}", kill[0]);
+    coll.find(doc! {}, options).await.expect("find").close(None).await;
+    assert_eq!(max_time(&s.started("killCursors")[0]), None, "no timeoutMS: no maxTimeMS");
+
+    // Tailable cursors: the flags, ITERATION by default (no maxTimeMS), no CURSOR_LIFETIME.
+    let t = Some(Duration::from_secs(3));
+    let tailable = FindOptions {
+        cursor_type: Some(CursorType::Tailable),
+        timeout: t,
+        batch_size: Some(1),
+        ..Default::default()
+    };
+    let mut cursor = coll.find(doc! {}, tailable.clone()).await.expect("tailable find");
+    assert!(cursor.try_next().await.expect("next").is_some());
+    let find = s.started("find");
+    assert_eq!(find[0].get_bool("tailable").ok(), Some(true));
+    assert!(!find[0].contains_key("awaitData") && max_time(&find[0]).is_none(), "{:?}", find[0]);
+    let lifetime = FindOptions { timeout_mode: Some(TimeoutMode::CursorLifetime), ..tailable };
+    assert_eq!(coll.find(doc! {}, lifetime).await.unwrap_err().kind(), ErrorKind::InvalidOptions);
+    drop(cursor);
+
+    // countDocuments with an explicit session sends its lsid.
+    let mut session = s.client.start_session().await.expect("session");
+    let lsid = session.id().cloned().expect("lsid");
+    let _ = s.started("aggregate");
+    let n = coll
+        .count_documents_with_session(doc! {"kind": "odd"}, ReadOptions::default(), &mut session)
+        .await
+        .expect("count");
+    assert_eq!(n, 3);
+    assert_eq!(s.started("aggregate")[0].get_document("lsid").ok(), Some(&lsid));
+}
