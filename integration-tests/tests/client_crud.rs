@@ -207,14 +207,21 @@ async fn indexes_collections_and_databases() {
     assert_eq!(max_time(&created[1]), Some(3000));
     assert!(!created[0].contains_key("txnNumber"), "index commands are not retryable writes");
     let names = coll.list_index_names(None).await.expect("list_index_names");
-    assert!(names.contains(&"_id_".to_string()), "{names:?}");
+    assert_eq!(names, vec!["_id_", "kind_1_n_-1", "by_tags"]);
+    let _ = s.started("getMore");
+    let options = ListOptions { batch_size: Some(1), ..Default::default() };
+    let specs = coll.list_indexes(options).await.expect("list_indexes").try_collect().await.expect("collect");
+    assert_eq!(specs[1].get_document("key").ok(), Some(&doc! {"kind": 1, "n": -1}));
+    assert_eq!(s.started("getMore").len(), 2, "batches of one index");
     coll.drop_index("by_tags", CommandOptions::default()).await.expect("drop_index");
+    assert_eq!(coll.list_index_names(None).await.expect("names"), vec!["_id_", "kind_1_n_-1"]);
+    let e = coll.drop_index("by_tags", CommandOptions::default()).await.unwrap_err();
+    assert_eq!(e.code(), Some(27), "IndexNotFound: {e}");
     coll.drop_indexes(CommandOptions::default()).await.expect("drop_indexes");
+    assert_eq!(coll.list_index_names(None).await.expect("names"), vec!["_id_"]);
     let dropped = s.started("dropIndexes");
-    assert_eq!(
-        dropped.iter().map(|d| d.get_str("index").unwrap_or("")).collect::<Vec<_>>(),
-        vec!["by_tags", "*"]
-    );
+    let dropped: Vec<&str> = dropped.iter().map(|d| d.get_str("index").unwrap_or("")).collect();
+    assert_eq!(dropped, vec!["by_tags", "by_tags", "*"]);
     assert_eq!(
         coll.drop_index("*", CommandOptions::default()).await.unwrap_err().kind(),
         ErrorKind::InvalidOptions

@@ -310,29 +310,68 @@ fn exec(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Resu
                     format!("ns does not exist: {db}.{coll}"),
                 ));
             }
-            let docs = vec![doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}];
-            Ok(Exec::Cursor { ns: format!("{db}.{coll}"), docs, batch: None, single: false })
+            let docs = store.coll(db, coll).map(store::Collection::indexes).unwrap_or_default();
+            let batch = cmd.get_document("cursor").ok().and_then(|c| usize_opt(c.get("batchSize")));
+            Ok(Exec::Cursor { ns: format!("{db}.{coll}"), docs, batch, single: false })
         }
         "createIndexes" => {
             let coll = coll_name(cmd, "createIndexes")?;
-            let n = match cmd.get("indexes") {
-                Some(Bson::Array(a)) => a.len(),
+            let specs = match cmd.get("indexes") {
+                Some(Bson::Array(a)) => a.clone(),
                 _ => return Err(CmdError::bad("createIndexes needs an indexes array")),
             };
             let created = !store.has_coll(db, coll);
             if created {
-                store.coll_mut(db, coll);
                 ops.push(|| Op::Create { db: db.to_owned(), coll: coll.to_owned() });
             }
-            // Indexes are accepted but not maintained: every query is a collection scan.
+            // Indexes are listed but not maintained: every query is a collection scan.
+            let c = store.coll_mut(db, coll);
+            let before = c.indexes().len();
+            for spec in specs {
+                let Bson::Document(spec) = spec else {
+                    return Err(CmdError::bad("an index spec must be a document"));
+                };
+                if !spec.contains_key("key") || !spec.contains_key("name") {
+                    return Err(CmdError::bad("an index spec needs key and name"));
+                }
+                let mut full = doc! {"v": 2};
+                full.extend(spec);
+                c.add_index(full);
+            }
             Ok(Exec::Reply(doc! {
-                "numIndexesBefore": 1,
-                "numIndexesAfter": i32_of(1 + n),
+                "numIndexesBefore": i32_of(before),
+                "numIndexesAfter": i32_of(c.indexes().len()),
                 "createdCollectionAutomatically": created,
                 "ok": 1.0,
             }))
         }
-        "dropIndexes" => Ok(Exec::Reply(doc! {"nIndexesWas": 1, "ok": 1.0})),
+        "dropIndexes" => {
+            let coll = coll_name(cmd, "dropIndexes")?;
+            let Some(c) = store.coll(db, coll) else {
+                return Err(CmdError::new(26, "NamespaceNotFound", format!("ns not found {db}.{coll}")));
+            };
+            let was = c.indexes().len();
+            // By name, or by key pattern.
+            let index = match cmd.get("index") {
+                Some(Bson::String(n)) => n.clone(),
+                Some(Bson::Document(key)) => c
+                    .indexes()
+                    .iter()
+                    .find(|i| i.get_document("key").ok() == Some(key))
+                    .and_then(|i| i.get_str("name").ok().map(str::to_owned))
+                    .unwrap_or_default(),
+                _ => return Err(CmdError::bad("dropIndexes needs an index name or key pattern")),
+            };
+            let index = index.as_str();
+            if !store.coll_mut(db, coll).drop_index(index) {
+                return Err(CmdError::new(
+                    27,
+                    "IndexNotFound",
+                    format!("index not found with name [{index}]"),
+                ));
+            }
+            Ok(Exec::Reply(doc! {"nIndexesWas": i32_of(was), "ok": 1.0}))
+        }
         other => Err(CmdError::new(59, "CommandNotFound", format!("no such command: '{other}'"))),
     }
 }
