@@ -37,6 +37,9 @@ pub struct FindOptions {
     pub timeout_mode: Option<TimeoutMode>,
     /// Legacy `maxTimeMS` for the `find` (ignored when `timeoutMS` is set).
     pub max_time: Option<Duration>,
+    /// A tailable cursor (`find` only): it defaults to [`TimeoutMode::Iteration`] and refuses
+    /// [`TimeoutMode::CursorLifetime`].
+    pub cursor_type: Option<super::crud::CursorType>,
 }
 
 /// How `timeoutMS` applies to a cursor (CSOT `timeoutMode`).
@@ -223,13 +226,23 @@ impl Collection {
             command.insert("batchSize", i64::from(b));
         }
         let timeout = super::timeout::inherit(self.timeout, options.timeout);
-        let mode = super::crud::cursor_mode(timeout, options.timeout_mode)?;
+        let (mode, send_max_time) =
+            super::crud::cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
+        match options.cursor_type {
+            Some(super::crud::CursorType::Tailable) => {
+                command.insert("tailable", true);
+            }
+            Some(super::crud::CursorType::TailableAwait) => {
+                command.insert("tailable", true);
+                command.insert("awaitData", true);
+            }
+            _ => {}
+        }
         legacy_max_time(&mut command, options.max_time, timeout);
         let op = self.read_op("find", command, options.read_preference, true);
         // CURSOR_LIFETIME: the find's deadline is the cursor's, and the find gets maxTimeMS;
         // ITERATION: the deadline is client-side only.
         let deadline = super::timeout::deadline(timeout);
-        let send_max_time = mode == TimeoutMode::CursorLifetime;
         let out = self.inner().execute_until_with(op, timeout, deadline, send_max_time).await?;
         let mut cursor =
             Cursor::new(self.db.client().clone(), self.db.name(), &self.name, out, batch_size).await?;
@@ -243,7 +256,7 @@ impl Collection {
         command.insert("limit", 1_i64);
         command.insert("singleBatch", true);
         let timeout = super::timeout::inherit(self.timeout, options.timeout);
-        super::crud::cursor_mode(timeout, options.timeout_mode)?;
+        super::crud::cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
         legacy_max_time(&mut command, options.max_time, timeout);
         let op = self.read_op("find", command, options.read_preference, false);
         let out = self.inner().execute_with_timeout(op, timeout).await?;

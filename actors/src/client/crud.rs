@@ -242,12 +242,10 @@ async fn open_cursor(
     collection: &str,
     op: Op,
     timeout: Option<Duration>,
-    mode: Option<TimeoutMode>,
+    (mode, send_max_time): (TimeoutMode, bool),
     batch_size: Option<u32>,
 ) -> Result<Cursor> {
-    let mode = cursor_mode(timeout, mode)?;
     let deadline = timeout::deadline(timeout);
-    let send_max_time = mode == TimeoutMode::CursorLifetime;
     let out = client.inner.execute_until_with(op, timeout, deadline, send_max_time).await?;
     let collection = ns_collection(&out.reply).unwrap_or_else(|| collection.to_string());
     let mut cursor = Cursor::new(client.clone(), db, &collection, out, batch_size).await?;
@@ -255,14 +253,34 @@ async fn open_cursor(
     Ok(cursor)
 }
 
-/// The cursor's timeout mode: an explicit mode needs a `timeoutMS` (CSOT).
-pub(crate) fn cursor_mode(timeout: Option<Duration>, mode: Option<TimeoutMode>) -> Result<TimeoutMode> {
-    match (mode, timeout) {
-        (Some(_), None) => Err(Error::InvalidOptions {
-            message: "timeoutMode needs timeoutMS (on the operation, collection, database or client)".into(),
-        }),
-        (m, _) => Ok(m.unwrap_or_default()),
+/// The cursor's timeout mode and whether its first command carries `maxTimeMS` (CSOT): an
+/// explicit mode needs a `timeoutMS`; tailable cursors default to ITERATION and refuse
+/// CURSOR_LIFETIME; in ITERATION mode only a tailable awaitData cursor's first command gets
+/// `maxTimeMS`.
+pub(crate) fn cursor_mode(
+    timeout: Option<Duration>,
+    mode: Option<TimeoutMode>,
+    cursor_type: Option<CursorType>,
+) -> Result<(TimeoutMode, bool)> {
+    let cursor_type = cursor_type.unwrap_or_default();
+    let tailable = cursor_type != CursorType::NonTailable;
+    if tailable && mode == Some(TimeoutMode::CursorLifetime) {
+        return Err(Error::InvalidOptions {
+            message: "a tailable cursor cannot use timeoutMode CURSOR_LIFETIME".into(),
+        });
     }
+    if mode.is_some() && timeout.is_none() {
+        return Err(Error::InvalidOptions {
+            message: "timeoutMode needs timeoutMS (on the operation, collection, database or client)".into(),
+        });
+    }
+    let mode = match mode {
+        Some(m) => m,
+        None if tailable => TimeoutMode::Iteration,
+        None => TimeoutMode::CursorLifetime,
+    };
+    let send_max_time = mode == TimeoutMode::CursorLifetime || cursor_type == CursorType::TailableAwait;
+    Ok((mode, send_max_time))
 }
 
 fn has_write_stage(pipeline: &[Document]) -> bool {
@@ -341,8 +359,8 @@ impl Collection {
         let default_rp = &self.client().inner.settings.read_preference;
         let db = self.database().name();
         let op = aggregate_op(Bson::String(self.name().into()), db, pipeline, &options, timeout, default_rp)?;
-        open_cursor(self.client(), db, self.name(), op, timeout, options.timeout_mode, options.batch_size)
-            .await
+        let mode = cursor_mode(timeout, options.timeout_mode, None)?;
+        open_cursor(self.client(), db, self.name(), op, timeout, mode, options.batch_size).await
     }
 
     /// Counts matching documents with the legacy `count` command (prefer
@@ -564,8 +582,8 @@ impl Collection {
         let op = coll.read_op("listIndexes", command, Some(ReadPreference::PRIMARY), true);
         let db = self.database().name();
         let timeout = coll.timeout();
-        open_cursor(self.client(), db, self.name(), op, timeout, options.timeout_mode, options.batch_size)
-            .await
+        let mode = cursor_mode(timeout, options.timeout_mode, None)?;
+        open_cursor(self.client(), db, self.name(), op, timeout, mode, options.batch_size).await
     }
 
     /// The names of the collection's indexes. A retryable read on the primary.
@@ -603,7 +621,7 @@ impl Database {
         let timeout = timeout::inherit(self.timeout(), options.timeout);
         let default_rp = &self.client().inner.settings.read_preference;
         let op = aggregate_op(Bson::Int32(1), self.name(), pipeline, &options, timeout, default_rp)?;
-        let mode = options.timeout_mode;
+        let mode = cursor_mode(timeout, options.timeout_mode, None)?;
         open_cursor(self.client(), self.name(), "$cmd.aggregate", op, timeout, mode, options.batch_size).await
     }
 
@@ -622,7 +640,8 @@ impl Database {
         let criteria = Criteria::Read(ReadPreference::PRIMARY);
         let op = plain_op("listCollections", self.name(), command, criteria, Retry::Read, true);
         let (db, batch) = (self.name(), options.batch_size);
-        open_cursor(self.client(), db, "$cmd.listCollections", op, timeout, options.timeout_mode, batch).await
+        let mode = cursor_mode(timeout, options.timeout_mode, None)?;
+        open_cursor(self.client(), db, "$cmd.listCollections", op, timeout, mode, batch).await
     }
 
     /// The names of the database's collections matching `filter`. A retryable read.
@@ -644,13 +663,7 @@ impl Database {
         options: RunCursorCommandOptions,
     ) -> Result<Cursor> {
         let timeout = timeout::inherit(self.timeout(), options.timeout);
-        let tailable = options.cursor_type.is_some_and(|t| t != CursorType::NonTailable);
-        if tailable && options.timeout_mode == Some(TimeoutMode::CursorLifetime) {
-            return Err(Error::InvalidOptions {
-                message: "a tailable cursor cannot use timeoutMode CURSOR_LIFETIME".into(),
-            });
-        }
-        let mode = options.timeout_mode.or((tailable && timeout.is_some()).then_some(TimeoutMode::Iteration));
+        let mode = cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
         let name = command.keys().next().cloned().unwrap_or_default();
         let collection = command.get_str(&name).unwrap_or_default().to_string();
         let rp = options.read_preference.clone().unwrap_or(ReadPreference::PRIMARY);

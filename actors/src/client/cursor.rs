@@ -214,16 +214,16 @@ impl Cursor {
                         self.release();
                     }
                 }
+                Err(e) if e.kind() == crate::ErrorKind::Timeout && self.pin.is_none() => {
+                    // CSOT: the client gave up waiting; the server's cursor lives on, so the
+                    // cursor may be iterated again, and closing it kills it.
+                    return Err(e);
+                }
                 Err(e) => {
-                    // A client-side timeout leaves the server's cursor open: close still
-                    // kills it (CSOT "close refreshes timeoutMS").
-                    if e.kind() == crate::ErrorKind::Timeout && e.code().is_none() && self.pin.is_none() {
-                        return Err(e);
-                    }
-                    // Any other failed getMore leaves the cursor dead (the server may have
-                    // closed it; network errors left it unreachable): no killCursors. After a
-                    // network error a pinned connection stays pinned until the cursor is
-                    // dropped (load-balancer spec).
+                    // A cursor whose getMore failed is dead (the server may have closed it;
+                    // network errors left it unreachable): no killCursors. After a network
+                    // error a pinned connection stays pinned until the cursor is dropped
+                    // (load-balancer spec).
                     self.id = 0;
                     if e.is_network_error() && self.pin.is_some() {
                         self.network_error = true;
@@ -234,40 +234,6 @@ impl Cursor {
                 }
             }
         }
-    }
-
-    /// Closes the cursor now: when it is not exhausted, kills it on the server and waits for
-    /// the reply (dropping a cursor does the same in the background, ignoring errors).
-    /// `killCursors` gets a fresh `timeoutMS` (CSOT: close refreshes the timeout), the
-    /// cursor's own unless `timeout` overrides it (`Some(Duration::ZERO)`: no limit).
-    ///
-    /// # Errors
-    /// The `killCursors` failure, if any (the cursor is closed on the client either way).
-    pub async fn close(mut self, timeout: Option<Duration>) -> Result<()> {
-        let Some(kill) = self.take_kill() else { return Ok(()) };
-        let timeout = timeout.map_or(self.timeout, |t| (!t.is_zero()).then_some(t));
-        kill.run(timeout::deadline(timeout)).await.map_err(|e| timeout::convert(e, timeout, None))
-    }
-
-    /// The `killCursors` to send when the cursor is closed, if one is needed; releases the
-    /// session and pin otherwise.
-    fn take_kill(&mut self) -> Option<KillCursor> {
-        if self.id == 0 || self.in_transaction {
-            if self.network_error || self.in_transaction {
-                self.release();
-            }
-            return None;
-        }
-        let id = std::mem::replace(&mut self.id, 0);
-        Some(KillCursor {
-            client: self.client.clone(),
-            address: self.address.clone(),
-            db: std::mem::take(&mut self.db),
-            collection: std::mem::take(&mut self.collection),
-            id,
-            session: self.session.take(),
-            pin: self.pin.take(),
-        })
     }
 
     /// Every remaining document.
@@ -289,21 +255,8 @@ async fn take_pinned(selector: &Selector, pin: PinId) -> Result<PooledConnection
         .ok_or_else(|| Error::stopped("selection (pinned connection gone)"))
 }
 
-impl Drop for Cursor {
-    fn drop(&mut self) {
-        // close refreshes the timeout: killCursors gets a full timeoutMS of its own.
-        if let Some(kill) = self.take_kill() {
-            let deadline = timeout::deadline(self.timeout);
-            let inner = self.client.inner.clone();
-            inner.spawn(async move {
-                let _ = kill.run(deadline).await;
-            });
-        }
-    }
-}
-
-/// What `killCursors` needs, taken out of a cursor that is closed before it is exhausted.
-struct KillCursor {
+/// What killing a cursor on the server needs, taken out of the cursor.
+struct Kill {
     client: Client,
     address: ServerAddress,
     db: String,
@@ -311,37 +264,86 @@ struct KillCursor {
     id: i64,
     session: Option<ServerSession>,
     pin: Option<PinId>,
+    /// CSOT: the refreshed timeout of the `killCursors` (sent as `maxTimeMS` too).
+    timeout: Option<Duration>,
 }
 
-impl KillCursor {
-    /// Sends `killCursors` (on the pinned connection, if any), then returns the session.
-    async fn run(mut self, deadline: Option<tokio::time::Instant>) -> Result<()> {
-        let mut pinned = match self.pin {
-            Some(pin) => take_pinned(&self.client.inner.selector, pin).await.ok(),
+impl Kill {
+    /// Sends `killCursors` (errors ignored: the server reaps the cursor eventually), then
+    /// returns the pinned connection and the session.
+    async fn run(self) {
+        let Kill { client, address, db, collection, id, mut session, pin, timeout } = self;
+        let mut pinned = match pin {
+            Some(pin) => take_pinned(&client.inner.selector, pin).await.ok(),
             None => None,
         };
         let op = Op {
             name: "killCursors".into(),
-            db: std::mem::take(&mut self.db),
-            command: doc! {"killCursors": std::mem::take(&mut self.collection), "cursors": [self.id]},
+            db,
+            command: doc! {"killCursors": collection, "cursors": [id]},
             criteria: Criteria::Read(selection::ReadPreference::PRIMARY),
             retry: Retry::No,
             check_write: false,
             opens_cursor: false,
         };
-        let result = self
-            .client
+        let deadline = timeout::deadline(timeout);
+        let result = client
             .inner
-            .execute_on_until(&self.address, pinned.as_mut(), &op, self.session.as_mut(), deadline)
+            .execute_on_with(&address, pinned.as_mut(), &op, session.as_mut(), deadline, deadline.is_some())
             .await;
-        if let Err(e) = &result {
-            tracing::debug!(address = %self.address, cursor = self.id, error = %e, "killCursors failed");
+        if let Err(e) = result {
+            tracing::debug!(%address, cursor = id, error = %e, "killCursors failed (ignored)");
         }
         drop(pinned);
-        if let Some(s) = self.session.take() {
-            let timeout = self.client.inner.topology.snapshot().description.logical_session_timeout_minutes();
-            self.client.inner.sessions.release(s, timeout);
+        if let Some(s) = session {
+            let timeout = client.inner.topology.snapshot().description.logical_session_timeout_minutes();
+            client.inner.sessions.release(s, timeout);
         }
-        result.map(|_| ())
+    }
+}
+
+impl Cursor {
+    /// The `killCursors` to send for a live cursor (`None` when there is nothing to kill);
+    /// the cursor is left exhausted.
+    fn take_kill(&mut self, timeout: Option<Duration>) -> Option<Kill> {
+        if self.id == 0 || self.in_transaction {
+            return None;
+        }
+        let kill = Kill {
+            client: self.client.clone(),
+            address: self.address.clone(),
+            db: std::mem::take(&mut self.db),
+            collection: std::mem::take(&mut self.collection),
+            id: self.id,
+            session: self.session.take(),
+            pin: self.pin.take(),
+            timeout,
+        };
+        self.id = 0;
+        Some(kill)
+    }
+
+    /// Closes the cursor: a live one is killed on the server (`killCursors`, errors ignored)
+    /// and its session and pinned connection are returned. `timeout` is the `timeoutMS` of
+    /// the `killCursors` (`None`: the cursor's own, refreshed: a full timeoutMS for close).
+    pub async fn close(mut self, timeout: Option<Duration>) {
+        let timeout = timeout::inherit(self.timeout, timeout);
+        if let Some(kill) = self.take_kill(timeout) {
+            kill.run().await;
+        }
+    }
+}
+
+impl Drop for Cursor {
+    fn drop(&mut self) {
+        // close refreshes the timeout: killCursors gets a full timeoutMS of its own.
+        let Some(kill) = self.take_kill(self.timeout) else {
+            if self.network_error || self.in_transaction {
+                self.release();
+            }
+            return;
+        };
+        let inner = self.client.inner.clone();
+        inner.spawn(kill.run());
     }
 }

@@ -246,9 +246,8 @@ impl ClientInner {
                             Retry::Write => e.has_label(RETRYABLE_WRITE_ERROR),
                             Retry::No => false,
                         };
-                    // CSOT (timeoutMS set, 0 included): retry as long as the deadline allows
-                    // (with 0, until an attempt succeeds, fails for good, or selection times
-                    // out); otherwise once.
+                    // CSOT: retry as long as the deadline allows (timeoutMS 0: no limit);
+                    // otherwise once.
                     let again = can_retry && timeout.is_some() && !timeout::is_expired(deadline);
                     if let Some(first) = first_error.take() {
                         // The retry failed: its error, unless it says it wrote nothing.
@@ -319,14 +318,27 @@ impl ClientInner {
         session: Option<&mut ServerSession>,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<Document> {
+        self.execute_on_with(address, connection, op, session, deadline, false).await
+    }
+
+    /// [`execute_on_until`](Self::execute_on_until); `send_max_time` appends `maxTimeMS` from
+    /// the deadline (a `killCursors` under CSOT).
+    pub(crate) async fn execute_on_with(
+        &self,
+        address: &ServerAddress,
+        connection: Option<&mut PooledConnection<Connection>>,
+        op: &Op,
+        session: Option<&mut ServerSession>,
+        deadline: Option<tokio::time::Instant>,
+        send_max_time: bool,
+    ) -> Result<Document> {
         self.check_open()?;
         let operation_id = next_operation_id();
         let snapshot = self.topology.snapshot();
         let server_type = snapshot.server(address).map_or(ServerType::Unknown, |d| d.server_type);
         let target = Target { topology_type: snapshot.description.topology_type(), server_type };
-        // CSOT: every command but getMore gets maxTimeMS (killCursors on close, for one).
         let max_time_ms = match snapshot.handle(address) {
-            Some(h) if op.name != "getMore" => timeout::max_time_ms(deadline, h.rtt.min())?,
+            Some(h) if send_max_time => timeout::max_time_ms(deadline, h.rtt.min())?,
             _ => None,
         };
         if let Some(conn) = connection {

@@ -69,9 +69,40 @@ pub(crate) struct Collection {
     docs: BTreeMap<u64, Document>,
     ids: HashMap<IdKey, u64>,
     next_seq: u64,
+    /// Secondary index specs (`{v, key, name, ...}`): listed, never used by queries, and
+    /// kept on the member that created them only (not replicated).
+    indexes: Vec<Document>,
 }
 
 impl Collection {
+    /// Every index spec, `_id_` first.
+    pub(crate) fn indexes(&self) -> Vec<Document> {
+        let mut all = vec![bson::doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}];
+        all.extend(self.indexes.iter().cloned());
+        all
+    }
+
+    /// Adds an index spec unless one of that name exists; whether it was added.
+    pub(crate) fn add_index(&mut self, spec: Document) -> bool {
+        let name = spec.get_str("name").unwrap_or("").to_owned();
+        if name == "_id_" || self.indexes.iter().any(|i| i.get_str("name").ok() == Some(name.as_str())) {
+            return false;
+        }
+        self.indexes.push(spec);
+        true
+    }
+
+    /// Drops the index `name` (`*`: every secondary index); whether anything matched.
+    pub(crate) fn drop_index(&mut self, name: &str) -> bool {
+        if name == "*" {
+            self.indexes.clear();
+            return true;
+        }
+        let before = self.indexes.len();
+        self.indexes.retain(|i| i.get_str("name").ok() != Some(name));
+        before != self.indexes.len()
+    }
+
     /// Number of documents.
     pub(crate) fn len(&self) -> usize {
         self.docs.len()

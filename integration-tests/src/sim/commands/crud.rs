@@ -315,29 +315,68 @@ fn exec(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Resu
                     format!("ns does not exist: {db}.{coll}"),
                 ));
             }
-            let docs = vec![doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}];
-            Ok(Exec::Cursor { ns: format!("{db}.{coll}"), docs, batch: None, single: false })
+            let docs = store.coll(db, coll).map(store::Collection::indexes).unwrap_or_default();
+            let batch = cmd.get_document("cursor").ok().and_then(|c| usize_opt(c.get("batchSize")));
+            Ok(Exec::Cursor { ns: format!("{db}.{coll}"), docs, batch, single: false })
         }
         "createIndexes" => {
             let coll = coll_name(cmd, "createIndexes")?;
-            let n = match cmd.get("indexes") {
-                Some(Bson::Array(a)) => a.len(),
+            let specs = match cmd.get("indexes") {
+                Some(Bson::Array(a)) => a.clone(),
                 _ => return Err(CmdError::bad("createIndexes needs an indexes array")),
             };
             let created = !store.has_coll(db, coll);
             if created {
-                store.coll_mut(db, coll);
                 ops.push(|| Op::Create { db: db.to_owned(), coll: coll.to_owned() });
             }
-            // Indexes are accepted but not maintained: every query is a collection scan.
+            // Indexes are listed but not maintained: every query is a collection scan.
+            let c = store.coll_mut(db, coll);
+            let before = c.indexes().len();
+            for spec in specs {
+                let Bson::Document(spec) = spec else {
+                    return Err(CmdError::bad("an index spec must be a document"));
+                };
+                if !spec.contains_key("key") || !spec.contains_key("name") {
+                    return Err(CmdError::bad("an index spec needs key and name"));
+                }
+                let mut full = doc! {"v": 2};
+                full.extend(spec);
+                c.add_index(full);
+            }
             Ok(Exec::Reply(doc! {
-                "numIndexesBefore": 1,
-                "numIndexesAfter": i32_of(1 + n),
+                "numIndexesBefore": i32_of(before),
+                "numIndexesAfter": i32_of(c.indexes().len()),
                 "createdCollectionAutomatically": created,
                 "ok": 1.0,
             }))
         }
-        "dropIndexes" => Ok(Exec::Reply(doc! {"nIndexesWas": 1, "ok": 1.0})),
+        "dropIndexes" => {
+            let coll = coll_name(cmd, "dropIndexes")?;
+            let Some(c) = store.coll(db, coll) else {
+                return Err(CmdError::new(26, "NamespaceNotFound", format!("ns not found {db}.{coll}")));
+            };
+            let was = c.indexes().len();
+            // By name, or by key pattern.
+            let index = match cmd.get("index") {
+                Some(Bson::String(n)) => n.clone(),
+                Some(Bson::Document(key)) => c
+                    .indexes()
+                    .iter()
+                    .find(|i| i.get_document("key").ok() == Some(key))
+                    .and_then(|i| i.get_str("name").ok().map(str::to_owned))
+                    .unwrap_or_default(),
+                _ => return Err(CmdError::bad("dropIndexes needs an index name or key pattern")),
+            };
+            let index = index.as_str();
+            if !store.coll_mut(db, coll).drop_index(index) {
+                return Err(CmdError::new(
+                    27,
+                    "IndexNotFound",
+                    format!("index not found with name [{index}]"),
+                ));
+            }
+            Ok(Exec::Reply(doc! {"nIndexesWas": i32_of(was), "ok": 1.0}))
+        }
         other => Err(CmdError::new(59, "CommandNotFound", format!("no such command: '{other}'"))),
     }
 }
@@ -674,19 +713,32 @@ fn find_and_modify(db: &str, cmd: &Document, store: &mut Store, ops: &mut Ops) -
 }
 
 fn aggregate(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> {
-    let coll = match cmd.get("aggregate") {
-        Some(Bson::String(s)) => s.as_str(),
-        _ => {
-            return Err(CmdError::new(
-                40324,
-                "Location40324",
-                "database-level aggregations are not supported by the simulator",
-            ))
-        }
-    };
     let pipeline = match cmd.get("pipeline") {
-        Some(Bson::Array(p)) => p,
+        Some(Bson::Array(p)) => p.as_slice(),
         _ => return Err(CmdError::bad("'pipeline' option must be specified as an array")),
+    };
+    // `aggregate: 1` runs on the database: its first stage makes the documents.
+    let (coll, source, pipeline) = match cmd.get("aggregate") {
+        Some(Bson::String(s)) => (s.as_str(), None, pipeline),
+        Some(n) if number(Some(n)) == Some(1) => {
+            let first = pipeline.first().and_then(Bson::as_document).and_then(|d| d.iter().next());
+            let docs = match first {
+                Some((name, Bson::Array(docs))) if name == "$documents" => {
+                    docs.iter().filter_map(Bson::as_document).cloned().collect()
+                }
+                // No other client's sessions or operations are visible in the simulator.
+                Some((name, _)) if name == "$listLocalSessions" || name == "$currentOp" => Vec::new(),
+                _ => {
+                    return Err(CmdError::new(
+                        40324,
+                        "Location40324",
+                        "a database-level aggregate starts with $documents, $listLocalSessions or $currentOp in the simulator",
+                    ))
+                }
+            };
+            ("$cmd.aggregate", Some(docs), &pipeline[1..])
+        }
+        _ => return Err(CmdError::bad("aggregate needs a collection name or 1")),
     };
     let Ok(cursor_opts) = cmd.get_document("cursor") else {
         return Err(CmdError::bad(
@@ -694,8 +746,8 @@ fn aggregate(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> 
         ));
     };
     let batch = usize_opt(cursor_opts.get("batchSize"));
-    let mut docs: Vec<Document> =
-        store.coll(db, coll).map(|c| c.iter().cloned().collect()).unwrap_or_default();
+    let mut docs: Vec<Document> = source
+        .unwrap_or_else(|| store.coll(db, coll).map(|c| c.iter().cloned().collect()).unwrap_or_default());
     for stage in pipeline {
         let Bson::Document(stage) = stage else {
             return Err(CmdError::bad("each pipeline stage must be an object"));

@@ -51,6 +51,16 @@ pub(super) fn millis(args: &Document, key: &str) -> Option<Duration> {
     Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
 }
 
+/// The `cursorType` argument.
+pub(super) fn cursor_type(args: &Document) -> Option<CursorType> {
+    match args.get_str("cursorType") {
+        Ok("tailable") => Some(CursorType::Tailable),
+        Ok("tailableAwait") => Some(CursorType::TailableAwait),
+        Ok(_) => Some(CursorType::NonTailable),
+        Err(_) => None,
+    }
+}
+
 fn batch_size(args: &Document) -> Option<u32> {
     let v = args.get("batchSize")?;
     v.as_i64().or(v.as_i32().map(i64::from)).and_then(|b| u32::try_from(b).ok())
@@ -85,6 +95,18 @@ fn strings(v: Vec<String>) -> Option<Bson> {
 
 fn count(n: u64) -> Option<Bson> {
     Some(Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)))
+}
+
+/// The `command` argument with `commandName` first (the JSON loader may not keep key order).
+fn command_first(args: &Document) -> Document {
+    let command = args.get_document("command").cloned().unwrap_or_default();
+    let Ok(name) = args.get_str("commandName") else { return command };
+    let mut ordered = Document::new();
+    if let Some(v) = command.get(name) {
+        ordered.insert(name, v.clone());
+    }
+    ordered.extend(command.into_iter().filter(|(k, _)| k != name));
+    ordered
 }
 
 /// Every document of a cursor, or the cursor itself for `createCommandCursor`.
@@ -259,16 +281,11 @@ pub(super) async fn database_op(
         "runCursorCommand" | "createCommandCursor" => {
             let options = RunCursorCommandOptions {
                 batch_size: batch_size(args),
-                cursor_type: match args.get_str("cursorType") {
-                    Ok("tailable") => Some(CursorType::Tailable),
-                    Ok("tailableAwait") => Some(CursorType::TailableAwait),
-                    Ok(_) => Some(CursorType::NonTailable),
-                    Err(_) => None,
-                },
+                cursor_type: cursor_type(args),
                 timeout_mode: timeout_mode(args),
                 ..Default::default()
             };
-            let command = args.get_document("command").cloned().unwrap_or_default();
+            let command = command_first(args);
             let keep = name == "createCommandCursor";
             cursor_result(db.run_cursor_command(command, options).await, keep, new_cursor).await
         }

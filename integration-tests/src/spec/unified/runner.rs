@@ -428,6 +428,20 @@ async fn run_operation(ctx: &mut Ctx, op: &Document) -> R<()> {
     if let (Some(cursor), Ok(id)) = (ctx.new_cursor.take(), op.get_str("saveResultAsEntity")) {
         ctx.entities.insert(id.to_string(), Entity::Cursor(Some(cursor)));
     }
+    if let (Ok(id), "createCollection") = (op.get_str("saveResultAsEntity"), name) {
+        // The new collection as an entity, with the database's options.
+        if let Some(Entity::Database { client, name: db, timeout }) = ctx.entities.get(object) {
+            let coll = args.get_str("collection").unwrap_or("").to_string();
+            let entity = Entity::Collection {
+                client: client.clone(),
+                db: db.clone(),
+                name: coll,
+                read_preference: None,
+                timeouts: (*timeout, None),
+            };
+            ctx.entities.insert(id.to_string(), entity);
+        }
+    }
     check_outcome(op, result)
 }
 
@@ -571,10 +585,12 @@ async fn execute_inner(
     let empty = Document::new();
     if let Some(Entity::Cursor(cursor)) = ctx.entities.get_mut(object) {
         return match name {
-            "close" => match cursor.take() {
-                Some(c) => Ok(c.close(timeout_ms(args)).await.map(|()| None)),
-                None => Ok(Ok(None)),
-            },
+            "close" => {
+                if let Some(c) = cursor.take() {
+                    c.close(timeout_ms(args)).await;
+                }
+                Ok(Ok(None))
+            }
             "iterateUntilDocumentOrError" => {
                 let Some(c) = cursor.as_mut() else { return Err("cursor is closed".into()) };
                 match c.try_next().await {
@@ -1061,6 +1077,7 @@ async fn collection_op(
                     Err(_) => None,
                 },
                 max_time: super::crud_ops::millis(args, "maxTimeMS"),
+                cursor_type: super::crud_ops::cursor_type(args),
                 ..Default::default()
             };
             if name == "findOne" {

@@ -76,6 +76,7 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
             "timeoutMS",
             "timeoutMode",
             "maxTimeMS",
+            "cursorType",
         ],
         "updateOne" | "updateMany" => &["filter", "update"],
         "deleteOne" | "deleteMany" => &["filter"],
@@ -229,7 +230,8 @@ fn scan_entities(entities: &[Bson]) -> Option<String> {
 
 fn scan_operation(op: &Document) -> Option<String> {
     let name = op.get_str("name").unwrap_or("");
-    if op.contains_key("saveResultAsEntity") && name != "createFindCursor" && name != "createCommandCursor" {
+    let saves = ["createFindCursor", "createCommandCursor", "createCollection"];
+    if op.contains_key("saveResultAsEntity") && !saves.contains(&name) {
         return Some("saveResultAsEntity (cursor/change stream entities) is not supported".into());
     }
     let object = op.get_str("object").unwrap_or("");

@@ -1,0 +1,426 @@
+//! The rest of the CRUD API against the simulator: aggregate, count, estimated count,
+//! distinct, findOneAndX, replaceOne, indexes, list operations, runCursorCommand,
+//! createCollection with options, listDatabases; their legacy `maxTimeMS`, CSOT (`maxTimeMS`
+//! from timeoutMS, timeout errors, cursor timeout modes) and retryable reads and writes.
+//! Real time (sockets).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actors::command_events::CommandEvent;
+use actors::{
+    AggregateOptions, Client, ClientOptions, CommandOptions, CountOptions, CreateCollectionOptions,
+    CursorType, ErrorKind, FindOneAndModifyOptions, FindOptions, IndexOptions, ListDatabasesOptions,
+    ListOptions, ReadOptions, ReplaceOptions, ReturnDocument, RunCursorCommandOptions, TimeoutMode,
+};
+use bson::{doc, Bson, Document};
+use integration_tests::sim::Cluster;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+struct Setup {
+    cluster: Cluster,
+    client: Client,
+    events: crossbeam_channel::Receiver<CommandEvent>,
+}
+
+async fn replica_set(extra: &str) -> Setup {
+    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let uri = cluster.uri();
+    let sep = if uri.contains('?') { "&" } else { "?" };
+    let uri = if extra.is_empty() { uri } else { format!("{uri}{sep}{extra}") };
+    let mut options = ClientOptions::parse(&uri).await.expect("uri");
+    let (tx, events) = crossbeam_channel::unbounded();
+    options.command_event_handler = Some(Arc::new(tx));
+    let client = Client::with_options(options).await.expect("client");
+    client.topology().wait_for(|t| t.primary().is_some(), WAIT).await.expect("discovery");
+    Setup { cluster, client, events }
+}
+
+impl Setup {
+    fn fail(&self, data: Document, times: i32) {
+        let member = self.cluster.primary().expect("primary");
+        self.cluster
+            .configure_fail_point(
+                member,
+                doc! {"configureFailPoint": "failCommand", "mode": {"times": times}, "data": data},
+            )
+            .expect("fail point");
+    }
+
+    /// The commands started since the last call, by name.
+    fn started(&self, name: &str) -> Vec<Document> {
+        self.events
+            .try_iter()
+            .filter_map(|e| match e {
+                CommandEvent::Started { command, command_name, .. } if command_name == name => Some(command),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn max_time(command: &Document) -> Option<i64> {
+    match command.get("maxTimeMS") {
+        Some(Bson::Int64(i)) => Some(*i),
+        Some(Bson::Int32(i)) => Some(i64::from(*i)),
+        _ => None,
+    }
+}
+
+async fn seed(s: &Setup) -> actors::Collection {
+    let coll = s.client.database("app").collection("items");
+    let docs = (1..=5).map(
+        |i| doc! {"_id": i, "kind": if i % 2 == 0 { "even" } else { "odd" }, "tags": ["t", format!("t{i}")]},
+    );
+    coll.insert_many(docs.collect()).await.expect("insert");
+    coll
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aggregate_count_and_distinct() {
+    let s = replica_set("").await;
+    let coll = seed(&s).await;
+    let pipeline = vec![
+        doc! {"$match": {"_id": {"$gte": 2}}},
+        doc! {"$group": {"_id": "$kind", "n": {"$sum": 1}}},
+        doc! {"$sort": {"_id": 1}},
+    ];
+    let groups = coll.aggregate(pipeline, AggregateOptions::default()).await.expect("aggregate");
+    let groups = groups.try_collect().await.expect("collect");
+    assert_eq!(groups, vec![doc! {"_id": "even", "n": 2}, doc! {"_id": "odd", "n": 2}]);
+
+    // A small batch size: the rest comes with getMores naming the collection.
+    let _ = s.started("getMore");
+    let options = AggregateOptions { batch_size: Some(2), ..Default::default() };
+    let all = coll.aggregate(vec![doc! {"$sort": {"_id": -1}}], options).await.expect("aggregate");
+    let ids: Vec<i32> =
+        all.try_collect().await.expect("collect").iter().map(|d| d.get_i32("_id").unwrap()).collect();
+    assert_eq!(ids, vec![5, 4, 3, 2, 1]);
+    let get_mores = s.started("getMore");
+    assert_eq!(get_mores.len(), 2);
+    assert_eq!(get_mores[0].get_str("collection").ok(), Some("items"));
+
+    let options = CountOptions {
+        skip: Some(1),
+        limit: Some(2),
+        max_time: Some(Duration::from_secs(7)),
+        ..Default::default()
+    };
+    assert_eq!(coll.count(doc! {"kind": "odd"}, options).await.expect("count"), 2);
+    let count = s.started("count");
+    assert_eq!(count[0].get_document("query").ok(), Some(&doc! {"kind": "odd"}));
+    assert_eq!(max_time(&count[0]), Some(7000), "the legacy maxTimeMS is sent as is");
+
+    assert_eq!(coll.estimated_document_count(ReadOptions::default()).await.expect("estimate"), 5);
+    assert!(!s.started("count")[0].contains_key("query"));
+    let n = coll
+        .count_documents_with(doc! {"kind": "even"}, ReadOptions::default())
+        .await
+        .expect("countDocuments");
+    assert_eq!(n, 2);
+
+    let values =
+        coll.distinct("tags", doc! {"_id": {"$lte": 2}}, ReadOptions::default()).await.expect("distinct");
+    assert_eq!(values, vec![Bson::from("t"), Bson::from("t1"), Bson::from("t2")]);
+    let kinds = coll.distinct("kind", doc! {}, ReadOptions::default()).await.expect("distinct");
+    assert_eq!(kinds, vec![Bson::from("even"), Bson::from("odd")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn find_and_modify_and_replace() {
+    let s = replica_set("").await;
+    let coll = seed(&s).await;
+    let options = FindOneAndModifyOptions { sort: Some(doc! {"_id": -1}), ..Default::default() };
+    let deleted = coll.find_one_and_delete(doc! {"kind": "odd"}, options).await.expect("delete");
+    assert_eq!(deleted.and_then(|d| d.get_i32("_id").ok()), Some(5));
+    let fam = s.started("findAndModify");
+    assert_eq!(fam[0].get_bool("remove").ok(), Some(true));
+    assert!(fam[0].contains_key("txnNumber"), "a retryable write");
+
+    let before = coll
+        .find_one_and_update(doc! {"_id": 1}, doc! {"$set": {"x": 1}}, FindOneAndModifyOptions::default())
+        .await
+        .expect("update");
+    assert_eq!(before.map(|d| d.contains_key("x")), Some(false), "the document before the change");
+    let options = FindOneAndModifyOptions {
+        return_document: Some(ReturnDocument::After),
+        projection: Some(doc! {"x": 1}),
+        ..Default::default()
+    };
+    let after =
+        coll.find_one_and_update(doc! {"_id": 1}, doc! {"$inc": {"x": 1}}, options).await.expect("update");
+    assert_eq!(after, Some(doc! {"_id": 1, "x": 2}));
+
+    let options = FindOneAndModifyOptions {
+        upsert: Some(true),
+        return_document: Some(ReturnDocument::After),
+        ..Default::default()
+    };
+    let upserted = coll.find_one_and_replace(doc! {"_id": 9}, doc! {"y": 9}, options).await.expect("replace");
+    assert_eq!(upserted, Some(doc! {"_id": 9, "y": 9}));
+    let none = coll
+        .find_one_and_replace(doc! {"_id": 99}, doc! {"y": 1}, FindOneAndModifyOptions::default())
+        .await
+        .expect("replace");
+    assert_eq!(none, None);
+
+    let r = coll
+        .replace_one(doc! {"_id": 2}, doc! {"z": 2}, ReplaceOptions::default())
+        .await
+        .expect("replace_one");
+    assert_eq!((r.matched_count, r.modified_count, r.upserted_id), (1, 1, None));
+    assert_eq!(
+        coll.find_one(doc! {"_id": 2}, FindOptions::default()).await.expect("find"),
+        Some(doc! {"_id": 2, "z": 2})
+    );
+    let options = ReplaceOptions { upsert: Some(true), ..Default::default() };
+    let r = coll.replace_one(doc! {"_id": 20}, doc! {"z": 20}, options).await.expect("upsert");
+    assert_eq!((r.matched_count, r.upserted_id), (0, Some(Bson::Int32(20))));
+
+    // Replacements may not use operators, updates must.
+    let e = coll.replace_one(doc! {}, doc! {"$set": {"a": 1}}, ReplaceOptions::default()).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidOptions);
+    let e = coll
+        .find_one_and_update(doc! {}, doc! {"a": 1}, FindOneAndModifyOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidOptions);
+    assert!(s.started("update").len() == 2, "the invalid calls sent nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn indexes_collections_and_databases() {
+    let s = replica_set("").await;
+    let coll = seed(&s).await;
+    let name =
+        coll.create_index(doc! {"kind": 1, "n": -1}, IndexOptions::default()).await.expect("create_index");
+    assert_eq!(name, "kind_1_n_-1");
+    let named = IndexOptions {
+        name: Some("by_tags".into()),
+        max_time: Some(Duration::from_secs(3)),
+        ..Default::default()
+    };
+    assert_eq!(coll.create_index(doc! {"tags": 1}, named).await.expect("create_index"), "by_tags");
+    let created = s.started("createIndexes");
+    assert_eq!(created[0].get_array("indexes").ok().map(Vec::len), Some(1));
+    assert_eq!(max_time(&created[1]), Some(3000));
+    assert!(!created[0].contains_key("txnNumber"), "index commands are not retryable writes");
+    let names = coll.list_index_names(None).await.expect("list_index_names");
+    assert_eq!(names, vec!["_id_", "kind_1_n_-1", "by_tags"]);
+    let _ = s.started("getMore");
+    let options = ListOptions { batch_size: Some(1), ..Default::default() };
+    let specs = coll.list_indexes(options).await.expect("list_indexes").try_collect().await.expect("collect");
+    assert_eq!(specs[1].get_document("key").ok(), Some(&doc! {"kind": 1, "n": -1}));
+    assert_eq!(s.started("getMore").len(), 2, "batches of one index");
+    coll.drop_index("by_tags", CommandOptions::default()).await.expect("drop_index");
+    assert_eq!(coll.list_index_names(None).await.expect("names"), vec!["_id_", "kind_1_n_-1"]);
+    let e = coll.drop_index("by_tags", CommandOptions::default()).await.unwrap_err();
+    assert_eq!(e.code(), Some(27), "IndexNotFound: {e}");
+    coll.drop_indexes(CommandOptions::default()).await.expect("drop_indexes");
+    assert_eq!(coll.list_index_names(None).await.expect("names"), vec!["_id_"]);
+    let dropped = s.started("dropIndexes");
+    let dropped: Vec<&str> = dropped.iter().map(|d| d.get_str("index").unwrap_or("")).collect();
+    assert_eq!(dropped, vec!["by_tags", "by_tags", "*"]);
+    assert_eq!(
+        coll.drop_index("*", CommandOptions::default()).await.unwrap_err().kind(),
+        ErrorKind::InvalidOptions
+    );
+
+    let db = s.client.database("app");
+    let capped =
+        CreateCollectionOptions { capped: Some(true), size: Some(4096), max: Some(3), ..Default::default() };
+    db.create_collection("log", capped).await.expect("create");
+    let create = s.started("create");
+    assert_eq!(create[0].get_bool("capped").ok(), Some(true));
+    assert_eq!(create[0].get_i64("size").ok(), Some(4096));
+    assert_eq!(create[0].get_i64("max").ok(), Some(3));
+    let e = db.create_collection("log", CreateCollectionOptions::default()).await.unwrap_err();
+    assert_eq!(e.code(), Some(48), "NamespaceExists");
+
+    let mut names = db.list_collection_names(doc! {}, None).await.expect("names");
+    names.sort();
+    assert_eq!(names, vec!["items", "log"]);
+    let options = ListOptions { batch_size: Some(1), ..Default::default() };
+    let listed = db
+        .list_collections(doc! {"name": "log"}, options)
+        .await
+        .expect("list")
+        .try_collect()
+        .await
+        .expect("collect");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].get_str("type").ok(), Some("collection"));
+
+    s.client.database("other").collection("c").insert_one(doc! {"a": 1}).await.expect("insert");
+    let dbs = s.client.list_database_names(doc! {}, None).await.expect("names");
+    assert!(dbs.contains(&"app".to_string()) && dbs.contains(&"other".to_string()), "{dbs:?}");
+    let only =
+        s.client.list_databases(doc! {"name": "other"}, ListDatabasesOptions::default()).await.expect("list");
+    assert_eq!(only.len(), 1);
+    assert!(only[0].contains_key("sizeOnDisk"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_cursor_command_and_timeout_modes() {
+    let s = replica_set("").await;
+    seed(&s).await;
+    let db = s.client.database("app");
+    let options = RunCursorCommandOptions { batch_size: Some(2), ..Default::default() };
+    let cursor = db.run_cursor_command(doc! {"find": "items", "batchSize": 1}, options).await.expect("run");
+    assert_eq!(cursor.try_collect().await.expect("collect").len(), 5);
+    let get_mores = s.started("getMore");
+    assert_eq!(get_mores.len(), 2, "1 + 2 + 2 documents");
+    assert_eq!(get_mores[0].get_i64("batchSize").ok(), Some(2));
+
+    // timeoutMode needs a timeoutMS; tailable cursors refuse CURSOR_LIFETIME. Nothing is sent.
+    let mode = Some(TimeoutMode::CursorLifetime);
+    let options = RunCursorCommandOptions { timeout_mode: mode, ..Default::default() };
+    let e = db.run_cursor_command(doc! {"find": "items"}, options).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidOptions);
+    let options = RunCursorCommandOptions {
+        timeout_mode: mode,
+        cursor_type: Some(CursorType::TailableAwait),
+        timeout: Some(Duration::from_secs(5)),
+        ..Default::default()
+    };
+    assert_eq!(
+        db.run_cursor_command(doc! {"find": "items"}, options).await.unwrap_err().kind(),
+        ErrorKind::InvalidOptions
+    );
+    let coll = db.collection("items");
+    let options = FindOptions { timeout_mode: mode, ..Default::default() };
+    assert_eq!(coll.find(doc! {}, options).await.unwrap_err().kind(), ErrorKind::InvalidOptions);
+    let options = ListOptions { timeout_mode: mode, ..Default::default() };
+    assert_eq!(coll.list_indexes(options).await.unwrap_err().kind(), ErrorKind::InvalidOptions);
+    let options = AggregateOptions {
+        timeout_mode: Some(TimeoutMode::Iteration),
+        timeout: Some(Duration::from_secs(5)),
+        ..Default::default()
+    };
+    let e = coll.aggregate(vec![doc! {"$out": "copy"}], options).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidOptions);
+    assert!(s.started("find").is_empty() && s.started("aggregate").is_empty());
+
+    // ITERATION: no maxTimeMS on the first command; CURSOR_LIFETIME: maxTimeMS from timeoutMS.
+    let t = Some(Duration::from_secs(5));
+    let options =
+        AggregateOptions { timeout: t, timeout_mode: Some(TimeoutMode::Iteration), ..Default::default() };
+    coll.aggregate(vec![], options).await.expect("aggregate").try_collect().await.expect("collect");
+    let options = AggregateOptions { timeout: t, ..Default::default() };
+    coll.aggregate(vec![], options).await.expect("aggregate").try_collect().await.expect("collect");
+    let sent = s.started("aggregate");
+    assert_eq!(max_time(&sent[0]), None);
+    assert!(max_time(&sent[1]).is_some_and(|m| m > 4000 && m <= 5000), "{:?}", sent[1]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_max_time_yields_to_timeout_ms() {
+    let s = replica_set("").await;
+    let coll = seed(&s).await;
+    let legacy = Some(Duration::from_millis(50_000));
+    let read = ReadOptions { max_time: legacy, ..Default::default() };
+    coll.distinct("kind", doc! {}, read.clone()).await.expect("distinct");
+    assert_eq!(max_time(&s.started("distinct")[0]), Some(50_000));
+    let find = FindOptions { max_time: legacy, ..Default::default() };
+    coll.find_one(doc! {}, find.clone()).await.expect("find_one");
+    assert_eq!(max_time(&s.started("find")[0]), Some(50_000));
+
+    // With timeoutMS (here per call, then on the handle) the legacy value is ignored.
+    let read = ReadOptions { timeout: Some(Duration::from_secs(2)), ..read };
+    coll.distinct("kind", doc! {}, read).await.expect("distinct");
+    assert!(max_time(&s.started("distinct")[0]).is_some_and(|m| m <= 2000));
+    let timed = coll.clone().with_timeout(Some(Duration::ZERO));
+    timed.find_one(doc! {}, find).await.expect("find_one");
+    assert_eq!(max_time(&s.started("find")[0]), None, "timeoutMS 0: no maxTimeMS at all");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_and_timeouts() {
+    let s = replica_set("").await;
+    let coll = seed(&s).await;
+    // A retryable read: one network error, then success on the retry.
+    s.fail(doc! {"failCommands": ["distinct"], "closeConnection": true}, 1);
+    let v = coll.distinct("kind", doc! {}, ReadOptions::default()).await.expect("retried distinct");
+    assert_eq!(v.len(), 2);
+    assert_eq!(s.started("distinct").len(), 2);
+
+    // A retryable write: the retry carries the same txnNumber.
+    s.fail(
+        doc! {"failCommands": ["findAndModify"], "errorCode": 91, "errorLabels": ["RetryableWriteError"]},
+        1,
+    );
+    let d = coll
+        .find_one_and_delete(doc! {"_id": 1}, FindOneAndModifyOptions::default())
+        .await
+        .expect("retried findAndModify");
+    assert_eq!(d.and_then(|d| d.get_i32("_id").ok()), Some(1));
+    let sent = s.started("findAndModify");
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0].get("txnNumber"), sent[1].get("txnNumber"));
+
+    // Index commands are not retried.
+    s.fail(doc! {"failCommands": ["createIndexes"], "closeConnection": true}, 1);
+    let e = coll.create_index(doc! {"a": 1}, IndexOptions::default()).await.unwrap_err();
+    assert!(e.is_network_error(), "{e}");
+    assert_eq!(s.started("createIndexes").len(), 1);
+
+    // CSOT: a blocked aggregate fails with a timeout error within timeoutMS.
+    s.fail(doc! {"failCommands": ["aggregate"], "blockConnection": true, "blockTimeMS": 400}, 1);
+    let options = AggregateOptions { timeout: Some(Duration::from_millis(150)), ..Default::default() };
+    let started = std::time::Instant::now();
+    let e = coll.aggregate(vec![], options).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+    assert!(started.elapsed() < Duration::from_millis(390), "{:?}", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_tailable_and_session_count() {
+    let s = replica_set("").await;
+    let coll = seed(&s).await;
+    // close() awaits the killCursors; under timeoutMS it carries maxTimeMS.
+    let options = FindOptions { batch_size: Some(2), ..Default::default() };
+    let cursor = coll
+        .clone()
+        .with_timeout(Some(Duration::from_secs(3)))
+        .find(doc! {}, options.clone())
+        .await
+        .expect("find");
+    let id = cursor.id();
+    assert_ne!(id, 0);
+    cursor.close(None).await;
+    let kill = s.started("killCursors");
+    assert_eq!(kill.len(), 1);
+    assert_eq!(kill[0].get_array("cursors").ok(), Some(&vec![Bson::Int64(id)]));
+    assert!(max_time(&kill[0]).is_some_and(|m| m > 2000 && m <= 3000), "{:?}", kill[0]);
+    coll.find(doc! {}, options).await.expect("find").close(None).await;
+    assert_eq!(max_time(&s.started("killCursors")[0]), None, "no timeoutMS: no maxTimeMS");
+
+    // Tailable cursors: the flags, ITERATION by default (no maxTimeMS), no CURSOR_LIFETIME.
+    let t = Some(Duration::from_secs(3));
+    let tailable = FindOptions {
+        cursor_type: Some(CursorType::Tailable),
+        timeout: t,
+        batch_size: Some(1),
+        ..Default::default()
+    };
+    let mut cursor = coll.find(doc! {}, tailable.clone()).await.expect("tailable find");
+    assert!(cursor.try_next().await.expect("next").is_some());
+    let find = s.started("find");
+    assert_eq!(find[0].get_bool("tailable").ok(), Some(true));
+    assert!(!find[0].contains_key("awaitData") && max_time(&find[0]).is_none(), "{:?}", find[0]);
+    let lifetime = FindOptions { timeout_mode: Some(TimeoutMode::CursorLifetime), ..tailable };
+    assert_eq!(coll.find(doc! {}, lifetime).await.unwrap_err().kind(), ErrorKind::InvalidOptions);
+    drop(cursor);
+
+    // countDocuments with an explicit session sends its lsid.
+    let mut session = s.client.start_session().await.expect("session");
+    let lsid = session.id().cloned().expect("lsid");
+    let _ = s.started("aggregate");
+    let n = coll
+        .count_documents_with_session(doc! {"kind": "odd"}, ReadOptions::default(), &mut session)
+        .await
+        .expect("count");
+    assert_eq!(n, 3);
+    assert_eq!(s.started("aggregate")[0].get_document("lsid").ok(), Some(&lsid));
+}
