@@ -219,6 +219,11 @@ impl Cursor {
                     // cursor may be iterated again, and closing it kills it.
                     return Err(e);
                 }
+                Err(e) if self.pin.is_some() && !e.is_network_error() => {
+                    // Load-balanced: after a command error the connection stays pinned, and
+                    // closing the cursor kills it on that connection (load-balancers spec).
+                    return Err(e);
+                }
                 Err(e) => {
                     // A cursor whose getMore failed is dead (the server may have closed it;
                     // network errors left it unreachable): no killCursors. After a network
