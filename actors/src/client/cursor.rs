@@ -37,8 +37,7 @@ pub struct Cursor {
     /// A getMore failed with a network error: the pin is released on drop, no killCursors.
     network_error: bool,
     /// Opened in a load-balanced transaction: `pin` is the session's (never unpinned here),
-    /// getMores carry `txnNumber` and `autocommit: false`, and no killCursors is sent (the
-    /// server closes a transaction's cursors when it ends).
+    /// and getMores and killCursors carry `txnNumber` and `autocommit: false`.
     in_transaction: bool,
     /// CSOT: the `timeoutMS`, its mode, and the cursor's deadline (CURSOR_LIFETIME).
     timeout: Option<Duration>,
@@ -250,50 +249,98 @@ async fn take_pinned(selector: &Selector, pin: PinId) -> Result<PooledConnection
         .ok_or_else(|| Error::stopped("selection (pinned connection gone)"))
 }
 
-impl Drop for Cursor {
-    fn drop(&mut self) {
-        if self.id == 0 || self.in_transaction {
+/// What killing a cursor needs once the cursor is gone.
+struct Kill {
+    client: Client,
+    address: ServerAddress,
+    db: String,
+    collection: String,
+    id: i64,
+    session: Option<ServerSession>,
+    pin: Option<PinId>,
+    in_transaction: bool,
+    deadline: Option<tokio::time::Instant>,
+}
+
+impl Kill {
+    /// Sends `killCursors` (errors ignored) and returns the session. In a load-balanced
+    /// transaction it runs on the transaction's connection (with `txnNumber` and
+    /// `autocommit: false`), which stays pinned to the session.
+    async fn run(self) {
+        let Kill { client, address, db, collection, id, mut session, pin, in_transaction, deadline } = self;
+        let mut pinned = match pin {
+            Some(pin) => take_pinned(&client.inner.selector, pin).await.ok(),
+            None => None,
+        };
+        let mut command = doc! {"killCursors": collection, "cursors": [id]};
+        if let (true, Some(s)) = (in_transaction, &session) {
+            command.insert("txnNumber", s.txn_number);
+            command.insert("autocommit", false);
+        }
+        let op = Op {
+            name: "killCursors".into(),
+            db,
+            command,
+            criteria: Criteria::Read(selection::ReadPreference::PRIMARY),
+            retry: Retry::No,
+            check_write: false,
+            opens_cursor: false,
+        };
+        let result =
+            client.inner.execute_on_until(&address, pinned.as_mut(), &op, session.as_mut(), deadline).await;
+        if let Err(e) = result {
+            tracing::debug!(%address, cursor = id, error = %e, "killCursors failed (ignored)");
+        }
+        if let (true, Some(pin), Some(connection)) = (in_transaction, pin, pinned.take()) {
+            let _ = client.inner.selector.actor().send(PinConnection { pin, connection }).await;
+        }
+        drop(pinned);
+        if let Some(s) = session {
+            let timeout = client.inner.topology.snapshot().description.logical_session_timeout_minutes();
+            client.inner.sessions.release(s, timeout);
+        }
+    }
+}
+
+impl Cursor {
+    /// What a `killCursors` for this cursor needs, when it is still open on the server (the
+    /// session and pin move out of the cursor).
+    fn take_kill(&mut self) -> Option<Kill> {
+        if self.id == 0 {
             if self.network_error || self.in_transaction {
                 self.release();
             }
-            return;
+            return None;
         }
-        let client = self.client.clone();
-        let address = self.address.clone();
-        let db = std::mem::take(&mut self.db);
-        let collection = std::mem::take(&mut self.collection);
-        let id = self.id;
-        let mut session = self.session.take();
-        let pin = self.pin.take();
-        // close refreshes the timeout: killCursors gets a full timeoutMS of its own.
-        let deadline = timeout::deadline(self.timeout);
-        let inner = client.inner.clone();
-        inner.spawn(async move {
-            let mut pinned = match pin {
-                Some(pin) => take_pinned(&client.inner.selector, pin).await.ok(),
-                None => None,
-            };
-            let op = Op {
-                name: "killCursors".into(),
-                db,
-                command: doc! {"killCursors": collection, "cursors": [id]},
-                criteria: Criteria::Read(selection::ReadPreference::PRIMARY),
-                retry: Retry::No,
-                check_write: false,
-                opens_cursor: false,
-            };
-            let result = client
-                .inner
-                .execute_on_until(&address, pinned.as_mut(), &op, session.as_mut(), deadline)
-                .await;
-            if let Err(e) = result {
-                tracing::debug!(%address, cursor = id, error = %e, "killCursors failed (ignored)");
-            }
-            drop(pinned);
-            if let Some(s) = session {
-                let timeout = client.inner.topology.snapshot().description.logical_session_timeout_minutes();
-                client.inner.sessions.release(s, timeout);
-            }
-        });
+        let id = std::mem::take(&mut self.id);
+        Some(Kill {
+            client: self.client.clone(),
+            address: self.address.clone(),
+            db: std::mem::take(&mut self.db),
+            collection: std::mem::take(&mut self.collection),
+            id,
+            session: self.session.take(),
+            pin: self.pin.take(),
+            in_transaction: self.in_transaction,
+            // close refreshes the timeout: killCursors gets a full timeoutMS of its own.
+            deadline: timeout::deadline(self.timeout),
+        })
+    }
+
+    /// Closes the cursor: a cursor still open on the server is killed (`killCursors`, errors
+    /// ignored) before this returns. Dropping a cursor does the same in the background.
+    pub async fn close(mut self) {
+        if let Some(kill) = self.take_kill() {
+            kill.run().await;
+        }
+    }
+}
+
+impl Drop for Cursor {
+    fn drop(&mut self) {
+        if let Some(kill) = self.take_kill() {
+            let inner = self.client.inner.clone();
+            inner.spawn(kill.run());
+        }
     }
 }

@@ -775,12 +775,14 @@ impl<E: Establisher> ReturnTo<E::Connection> for Inner<E> {
         if announced {
             self.emit(CmapEvent::CheckedIn { address: self.address.clone(), connection_id: meta.id });
         }
+        // A connection broken by a network error closes for the error even when that error
+        // also cleared the pool.
         let reason = if st.status == PoolState::Closed {
             Some(ConnectionClosedReason::PoolClosed)
-        } else if st.is_stale(&meta) {
-            Some(ConnectionClosedReason::Stale)
         } else if conn.is_closed() {
             Some(ConnectionClosedReason::Error)
+        } else if st.is_stale(&meta) {
+            Some(ConnectionClosedReason::Stale)
         } else {
             None
         };

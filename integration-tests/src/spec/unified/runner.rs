@@ -12,6 +12,9 @@ use parking_lot::Mutex;
 use super::matching::matches;
 use crate::sim::Cluster;
 
+#[path = "sessions.rs"]
+mod sessions;
+
 /// An observed event.
 #[derive(Debug, Clone)]
 enum Event {
@@ -300,8 +303,11 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
         "thread" => Entity::Thread(Vec::new()),
         "session" => {
             let c = spec.get_str("client").map_err(|_| "session without client")?;
-            let session =
-                client(ctx, c)?.client.start_session().await.map_err(|e| format!("session {id}: {e}"))?;
+            let session = client(ctx, c)?
+                .client
+                .start_session_with_options(sessions::session_options(spec))
+                .await
+                .map_err(|e| format!("session {id}: {e}"))?;
             if let Some(lsid) = session.id() {
                 ctx.lsids.insert(id.clone(), lsid.clone());
             }
@@ -500,6 +506,11 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
     if object == "testRunner" {
         return testrunner(ctx, name, args).await.map(|()| Ok(None));
     }
+    if matches!(ctx.entities.get(object), Some(Entity::Session(_))) {
+        if let Some(result) = sessions::session_op(ctx, object, name, args).await {
+            return result;
+        }
+    }
     if let Some(Entity::Session(slot)) = ctx.entities.get_mut(object) {
         let Some(session) = slot.as_mut() else { return Err(format!("session {object} has ended")) };
         let result = match name {
@@ -548,8 +559,9 @@ async fn execute_inner(
     if let Some(Entity::Cursor(cursor)) = ctx.entities.get_mut(object) {
         return match name {
             "close" => {
-                // Dropping the cursor kills it on the server.
-                cursor.take();
+                if let Some(c) = cursor.take() {
+                    c.close().await;
+                }
                 Ok(Ok(None))
             }
             "iterateUntilDocumentOrError" => {
@@ -612,6 +624,9 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
     match name {
         "failPoint" => {
             let fp = args.get_document("failPoint").map_err(|_| "failPoint without failPoint")?;
+            if let Some(result) = sessions::fail_point_through_client(ctx, args, fp).await {
+                return result;
+            }
             // Set on the server the operations will use: the primary, the mongos or the LB's service.
             let member = ctx.cluster.primary().unwrap_or(0);
             ctx.cluster
