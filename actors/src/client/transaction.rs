@@ -448,6 +448,18 @@ impl ClientSession {
         }
     }
 
+    /// Ends the session: aborts a transaction in progress, gives a pinned connection back to
+    /// its pool before returning, and returns the server session to the pool. Dropping the
+    /// session does the same in the background.
+    pub async fn end_session(mut self) {
+        if self.state == TransactionState::InProgress {
+            let _ = self.abort_transaction().await;
+        }
+        if let Some(pin) = self.pin.take() {
+            let _ = self.client.inner.selector.actor().send(Unpin { pin }).await;
+        }
+    }
+
     fn in_transaction(&self) -> bool {
         matches!(self.state, TransactionState::Starting | TransactionState::InProgress)
     }
