@@ -24,6 +24,11 @@ pub mod topology;
 
 pub use client::actor::ClientActor;
 pub use client::{
+    AggregateOptions, CommandOptions, CountOptions, CreateCollectionOptions, CursorType,
+    FindOneAndModifyOptions, IndexOptions, ListDatabasesOptions, ListOptions, ReadOptions, ReplaceOptions,
+    ReturnDocument, RunCursorCommandOptions,
+};
+pub use client::{
     Client, ClientOptions, ClientSession, Collection, Cursor, Database, DeleteResult, FindOptions,
     InsertManyResult, InsertOneResult, TimeoutMode, TransactionState, UpdateResult,
 };

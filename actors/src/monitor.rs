@@ -510,11 +510,12 @@ impl Checker {
         self.current = (driver, server, awaited);
         let a = &self.options.address;
         tracing::debug!(
-            topology_id = %self.options.topology_id.0,
-            server_host = a.host(),
-            server_port = a.port(),
-            driver_connection_id = driver,
-            server_connection_id = server,
+            target: crate::sdam_log::LOG_TARGET,
+            topologyId = %self.options.topology_id.0,
+            serverHost = a.host(),
+            serverPort = a.port().unwrap_or(27017),
+            driverConnectionId = driver,
+            serverConnectionId = server,
             awaited,
             "Server heartbeat started"
         );
@@ -528,13 +529,14 @@ impl Checker {
         let (driver, server) = self.connection_ids();
         let a = &self.options.address;
         tracing::debug!(
-            topology_id = %self.options.topology_id.0,
-            server_host = a.host(),
-            server_port = a.port(),
-            driver_connection_id = driver,
-            server_connection_id = server,
+            target: crate::sdam_log::LOG_TARGET,
+            topologyId = %self.options.topology_id.0,
+            serverHost = a.host(),
+            serverPort = a.port().unwrap_or(27017),
+            driverConnectionId = driver,
+            serverConnectionId = server,
             awaited,
-            duration_ms = duration.as_secs_f64() * 1000.0,
+            durationMS = duration.as_secs_f64() * 1000.0,
             reply = %bson::Bson::Document(reply.clone()).into_relaxed_extjson(),
             "Server heartbeat succeeded"
         );
@@ -550,13 +552,14 @@ impl Checker {
         let (driver, server) = self.connection_ids();
         let a = &self.options.address;
         tracing::debug!(
-            topology_id = %self.options.topology_id.0,
-            server_host = a.host(),
-            server_port = a.port(),
-            driver_connection_id = driver,
-            server_connection_id = server,
+            target: crate::sdam_log::LOG_TARGET,
+            topologyId = %self.options.topology_id.0,
+            serverHost = a.host(),
+            serverPort = a.port().unwrap_or(27017),
+            driverConnectionId = driver,
+            serverConnectionId = server,
             awaited,
-            duration_ms = duration.as_secs_f64() * 1000.0,
+            durationMS = duration.as_secs_f64() * 1000.0,
             failure,
             "Server heartbeat failed"
         );

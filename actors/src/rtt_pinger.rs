@@ -109,13 +109,19 @@ async fn ping_loop(options: RttPingerOptions, cancel: CancellationToken) {
         let round = async {
             match conn.as_mut().filter(|c| !c.is_closed()) {
                 None => {
-                    let start = Instant::now();
-                    let c =
+                    // Unlike the spec's pseudocode, the handshake is not a sample: it includes the
+                    // TCP (and TLS) setup, and the monitor already counted its own handshake. The
+                    // first sample is a plain hello on the new connection, as pymongo does, so
+                    // minRTT needs two real round trips before CSOT short-circuits on it.
+                    let mut c =
                         Connection::connect_monitoring(&options.connection_options, options.address.clone())
                             .await?;
-                    // The handshake is the first sample (spec: "RTT of the connection handshake").
-                    options.rtt.add_sample(start.elapsed());
+                    let deadline = options.connection_options.connect_timeout().map(|t| Instant::now() + t);
+                    let start = Instant::now();
+                    let sent = run_hello(&mut c, None, deadline).await;
                     conn = Some(c);
+                    sent?;
+                    options.rtt.add_sample(start.elapsed());
                 }
                 Some(c) => {
                     let deadline = options.connection_options.connect_timeout().map(|t| Instant::now() + t);

@@ -388,24 +388,25 @@ impl TopologyActor {
         // Establishment errors (background minPoolSize or a check-out's) are application
         // errors before the handshake; SDAM decides, with the generation checks. The pool
         // awaits the handling, so a clear precedes the failed connection's ConnectionClosed.
-        let hook: EstablishmentErrorHook = Arc::new(move |error: &pool::Error, generation: u32| {
-            let topology = weak.upgrade();
-            let error = application_error(
-                hook_address.clone(),
-                error,
-                generation,
-                ErrorPhase::ConnectionEstablishment,
-                None,
-                None,
-            );
-            async move {
-                if let Some(topology) = topology {
-                    // A stopped topology has nothing to update.
-                    let _ = topology.send(ApplicationErrorOccurred { error }).await;
+        let hook: EstablishmentErrorHook =
+            Arc::new(move |error: &pool::Error, generation: u32, service_id| {
+                let topology = weak.upgrade();
+                let error = application_error(
+                    hook_address.clone(),
+                    error,
+                    generation,
+                    ErrorPhase::ConnectionEstablishment,
+                    service_id,
+                    None,
+                );
+                async move {
+                    if let Some(topology) = topology {
+                        // A stopped topology has nothing to update.
+                        let _ = topology.send(ApplicationErrorOccurred { error }).await;
+                    }
                 }
-            }
-            .boxed()
-        });
+                .boxed()
+            });
         let mut builder = Pool::builder(
             address.clone(),
             ConnectionEstablisher::new((*self.config.connection_options).clone()),

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::{Actor, ActorContext, Context, Handler};
-use actors::messages::{CancelCheck, CheckOutcome, RequestImmediateCheck, ServerCheckCompleted, StopActor};
+use actors::messages::{CheckOutcome, ServerCheckCompleted};
 use actors::selection_actor::{
     Criteria, CustomSelector, FilterServers, SelectServer, SelectedServer, SelectionRequest, Selector,
     SelectorOptions,
 };
-use actors::{Error, MonitorFactory, MonitorHandles, MonitorSpawn, Topology, TopologyBuilder};
+use actors::{Error, Topology, TopologyBuilder};
 use bson::{doc, oid::ObjectId, Document};
 use parking_lot::Mutex;
 use protocol::address::ServerAddress;
@@ -19,35 +19,8 @@ use protocol::uri::ReadPreferenceMode;
 use selection::ReadPreference;
 use tokio::time::Instant;
 
-type Log = Arc<Mutex<Vec<(ServerAddress, &'static str)>>>;
-
-struct FakeMonitor {
-    address: ServerAddress,
-    log: Log,
-}
-
-impl Actor for FakeMonitor {
-    type Context = Context<Self>;
-}
-
-impl Handler<RequestImmediateCheck> for FakeMonitor {
-    type Result = ();
-    fn handle(&mut self, _: RequestImmediateCheck, _: &mut Context<Self>) {
-        self.log.lock().push((self.address.clone(), "check"));
-    }
-}
-
-impl Handler<CancelCheck> for FakeMonitor {
-    type Result = ();
-    fn handle(&mut self, _: CancelCheck, _: &mut Context<Self>) {}
-}
-
-impl Handler<StopActor> for FakeMonitor {
-    type Result = ();
-    fn handle(&mut self, _: StopActor, ctx: &mut Context<Self>) {
-        ctx.stop();
-    }
-}
+mod common;
+use common::{fake_monitors, Log};
 
 struct Harness {
     topology: Topology,
@@ -58,13 +31,7 @@ impl Harness {
     fn start(seeds: &[&str]) -> Harness {
         tokio::time::pause();
         let log: Log = Arc::default();
-        let factory: MonitorFactory = {
-            let log = log.clone();
-            Arc::new(move |spawn: MonitorSpawn| {
-                let addr = FakeMonitor { address: spawn.address, log: log.clone() }.start();
-                Ok(MonitorHandles::of(&addr))
-            })
-        };
+        let factory = fake_monitors(&log, &Arc::default());
         let topology = TopologyBuilder::new()
             .seeds(seeds.iter().map(|s| addr(s)))
             .monitor_factory(factory)

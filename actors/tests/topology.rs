@@ -4,12 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, ActorContext, Context, Handler};
-use actors::messages::{
-    ApplicationErrorOccurred, CancelCheck, CheckOutcome, RequestImmediateCheck, ServerCheckCompleted,
-    StopActor,
-};
-use actors::{Error, MonitorFactory, MonitorHandles, MonitorSpawn, Topology, TopologyBuilder};
+use actors::messages::{ApplicationErrorOccurred, CheckOutcome, ServerCheckCompleted};
+use actors::{Error, MonitorFactory, Topology, TopologyBuilder};
 use bson::{doc, oid::ObjectId, Document};
 use parking_lot::Mutex;
 use pool::cmap::{CmapEvent, PoolOptions, PoolState};
@@ -20,39 +16,8 @@ use protocol::sdam::app_error::{ApplicationError, ApplicationErrorKind, ErrorPha
 use protocol::sdam::events::SdamEvent;
 use protocol::sdam::{ServerType, TopologySettings, TopologyType, TopologyVersion};
 
-/// What the fake monitors were told, in order: (server, message).
-type Log = Arc<Mutex<Vec<(ServerAddress, &'static str)>>>;
-
-struct FakeMonitor {
-    address: ServerAddress,
-    log: Log,
-}
-
-impl Actor for FakeMonitor {
-    type Context = Context<Self>;
-}
-
-impl Handler<RequestImmediateCheck> for FakeMonitor {
-    type Result = ();
-    fn handle(&mut self, _: RequestImmediateCheck, _: &mut Context<Self>) {
-        self.log.lock().push((self.address.clone(), "check"));
-    }
-}
-
-impl Handler<CancelCheck> for FakeMonitor {
-    type Result = ();
-    fn handle(&mut self, _: CancelCheck, _: &mut Context<Self>) {
-        self.log.lock().push((self.address.clone(), "cancel"));
-    }
-}
-
-impl Handler<StopActor> for FakeMonitor {
-    type Result = ();
-    fn handle(&mut self, _: StopActor, ctx: &mut Context<Self>) {
-        self.log.lock().push((self.address.clone(), "stop"));
-        ctx.stop();
-    }
-}
+mod common;
+use common::{fake_monitors, Log};
 
 struct Harness {
     topology: Topology,
@@ -69,15 +34,7 @@ impl Harness {
         let log: Log = Arc::default();
         let (sdam_tx, sdam) = crossbeam_channel::unbounded();
         let (cmap_tx, cmap) = crossbeam_channel::unbounded();
-        let factory: MonitorFactory = {
-            let spawned = spawned.clone();
-            let log = log.clone();
-            Arc::new(move |spawn: MonitorSpawn| {
-                spawned.lock().push(spawn.address.clone());
-                let addr = FakeMonitor { address: spawn.address, log: log.clone() }.start();
-                Ok(MonitorHandles::of(&addr))
-            })
-        };
+        let factory = fake_monitors(&log, &spawned);
         let topology = builder
             .monitor_factory(factory)
             .sdam_event_handler(Arc::new(sdam_tx))

@@ -144,6 +144,53 @@ async fn cursor_lifetime_get_more_has_no_max_time_ms() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_after_a_get_more_timeout_kills_the_cursor_with_a_fresh_timeout() {
+    let s = standalone("").await;
+    let coll = s.client.database("app").collection("c");
+    coll.insert_many((0..5).map(|i| doc! {"_id": i}).collect()).await.expect("insert");
+    s.cluster
+        .configure_fail_point(
+            0,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
+            "data": {"failCommands": ["getMore"], "blockConnection": true, "blockTimeMS": 250}},
+        )
+        .expect("fail point");
+    let opts =
+        FindOptions { batch_size: Some(2), timeout: Some(Duration::from_millis(200)), ..Default::default() };
+    let mut cursor = coll.find(doc! {}, opts).await.expect("find");
+    let id = cursor.id();
+    assert_ne!(id, 0);
+    assert!(cursor.try_next().await.expect("first").is_some());
+    assert!(cursor.try_next().await.expect("second").is_some());
+    let e = cursor.try_next().await.expect_err("the getMore times out");
+    assert_timeout(&e);
+    assert_eq!(cursor.id(), id, "a client-side timeout leaves the server's cursor open");
+    // The cursor's 200 ms are spent, but close gets a fresh timeoutMS for killCursors.
+    cursor.close(None).await.expect("close");
+    let kills = started(&s.events, "killCursors");
+    assert_eq!(kills.len(), 1, "one killCursors");
+    assert_eq!(kills[0].get_array("cursors").expect("cursors"), &vec![Bson::Int64(id)]);
+    let max = max_time(&kills[0]).expect("killCursors carries maxTimeMS");
+    assert!(max > 0 && max <= 200, "maxTimeMS from the refreshed 200 ms: {max}");
+
+    // An override for close: killCursors blocked 250 ms fits in 400 ms, not in the cursor's 200.
+    s.cluster
+        .configure_fail_point(
+            0,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": 2},
+            "data": {"failCommands": ["killCursors"], "blockConnection": true, "blockTimeMS": 250}},
+        )
+        .expect("fail point");
+    let opts =
+        FindOptions { batch_size: Some(2), timeout: Some(Duration::from_millis(200)), ..Default::default() };
+    let cursor = coll.find(doc! {}, opts.clone()).await.expect("find");
+    cursor.close(Some(Duration::from_millis(400))).await.expect("close within the override");
+    let cursor = coll.find(doc! {}, opts).await.expect("find");
+    assert_timeout(&cursor.close(None).await.expect_err("250 ms is over the cursor's 200 ms"));
+    s.client.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deadline_covers_server_selection() {
     let s =
         connect(Cluster::replica_set(1).start().expect("sim"), "timeoutMS=200&serverSelectionTimeoutMS=5000")

@@ -378,7 +378,7 @@ async fn dropping_a_session_aborts_its_transaction() {
         .await
         .expect("find");
     // Closing the transaction's cursor kills it on the pinned connection.
-    cursor.close().await;
+    cursor.close(None).await.expect("close");
     drop(session);
     let deadline = std::time::Instant::now() + Duration::from_secs(3);
     let mut events = Vec::new();

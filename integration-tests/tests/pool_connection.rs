@@ -23,6 +23,7 @@ fn request(host: &str) -> EstablishRequest {
         generation: 0,
         deadline: None,
         cancel: CancellationToken::new(),
+        service_id: Default::default(),
     }
 }
 

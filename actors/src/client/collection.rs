@@ -7,6 +7,7 @@ use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
 use selection::ReadPreference;
 
+use super::crud::legacy_max_time;
 use super::cursor::Cursor;
 use super::database::Database;
 use super::operation::{read_criteria, Op, Retry};
@@ -31,8 +32,11 @@ pub struct FindOptions {
     /// This operation's `timeoutMS` (CSOT): `None` keeps the collection's, `Some(ZERO)` means
     /// no limit.
     pub timeout: Option<Duration>,
-    /// How `timeoutMS` applies to the cursor (default [`TimeoutMode::CursorLifetime`]).
+    /// How `timeoutMS` applies to the cursor (default [`TimeoutMode::CursorLifetime`]; setting
+    /// it needs a `timeoutMS`).
     pub timeout_mode: Option<TimeoutMode>,
+    /// Legacy `maxTimeMS` for the `find` (ignored when `timeoutMS` is set).
+    pub max_time: Option<Duration>,
 }
 
 /// How `timeoutMS` applies to a cursor (CSOT `timeoutMode`).
@@ -87,7 +91,7 @@ pub struct Collection {
     timeout: Option<Duration>,
 }
 
-fn count_of(reply: &Document, key: &str) -> u64 {
+pub(crate) fn count_of(reply: &Document, key: &str) -> u64 {
     match reply.get(key) {
         Some(Bson::Int32(i)) => u64::try_from(*i).unwrap_or(0),
         Some(Bson::Int64(i)) => u64::try_from(*i).unwrap_or(0),
@@ -218,12 +222,15 @@ impl Collection {
         if let Some(b) = batch_size {
             command.insert("batchSize", i64::from(b));
         }
-        let op = self.read_op("find", command, options.read_preference, true);
         let timeout = super::timeout::inherit(self.timeout, options.timeout);
-        let mode = options.timeout_mode.unwrap_or_default();
-        // CURSOR_LIFETIME: the find's deadline is the cursor's.
+        let mode = super::crud::cursor_mode(timeout, options.timeout_mode)?;
+        legacy_max_time(&mut command, options.max_time, timeout);
+        let op = self.read_op("find", command, options.read_preference, true);
+        // CURSOR_LIFETIME: the find's deadline is the cursor's, and the find gets maxTimeMS;
+        // ITERATION: the deadline is client-side only.
         let deadline = super::timeout::deadline(timeout);
-        let out = self.inner().execute_until(op, timeout, deadline).await?;
+        let send_max_time = mode == TimeoutMode::CursorLifetime;
+        let out = self.inner().execute_until_with(op, timeout, deadline, send_max_time).await?;
         let mut cursor =
             Cursor::new(self.db.client().clone(), self.db.name(), &self.name, out, batch_size).await?;
         cursor.set_timeout(timeout, mode, deadline);
@@ -235,8 +242,10 @@ impl Collection {
         let mut command = find_command(&self.name, filter, &options);
         command.insert("limit", 1_i64);
         command.insert("singleBatch", true);
-        let op = self.read_op("find", command, options.read_preference, false);
         let timeout = super::timeout::inherit(self.timeout, options.timeout);
+        super::crud::cursor_mode(timeout, options.timeout_mode)?;
+        legacy_max_time(&mut command, options.max_time, timeout);
+        let op = self.read_op("find", command, options.read_preference, false);
         let out = self.inner().execute_with_timeout(op, timeout).await?;
         let first = out
             .reply

@@ -214,10 +214,15 @@ impl Cursor {
                     }
                 }
                 Err(e) => {
-                    // A cursor whose getMore failed is dead (the server may have closed it;
-                    // network errors left it unreachable): no killCursors. After a network
-                    // error a pinned connection stays pinned until the cursor is dropped
-                    // (load-balancer spec).
+                    // A client-side timeout leaves the server's cursor open: close still
+                    // kills it (CSOT "close refreshes timeoutMS").
+                    if e.kind() == crate::ErrorKind::Timeout && e.code().is_none() && self.pin.is_none() {
+                        return Err(e);
+                    }
+                    // Any other failed getMore leaves the cursor dead (the server may have
+                    // closed it; network errors left it unreachable): no killCursors. After a
+                    // network error a pinned connection stays pinned until the cursor is
+                    // dropped (load-balancer spec).
                     self.id = 0;
                     if e.is_network_error() && self.pin.is_some() {
                         self.network_error = true;
@@ -228,6 +233,41 @@ impl Cursor {
                 }
             }
         }
+    }
+
+    /// Closes the cursor now: when it is not exhausted, kills it on the server and waits for
+    /// the reply (dropping a cursor does the same in the background, ignoring errors).
+    /// `killCursors` gets a fresh `timeoutMS` (CSOT: close refreshes the timeout), the
+    /// cursor's own unless `timeout` overrides it (`Some(Duration::ZERO)`: no limit).
+    ///
+    /// # Errors
+    /// The `killCursors` failure, if any (the cursor is closed on the client either way).
+    pub async fn close(mut self, timeout: Option<Duration>) -> Result<()> {
+        let Some(kill) = self.take_kill() else { return Ok(()) };
+        let timeout = timeout.map_or(self.timeout, |t| (!t.is_zero()).then_some(t));
+        kill.run(timeout::deadline(timeout)).await.map_err(|e| timeout::convert(e, timeout, None))
+    }
+
+    /// The `killCursors` to send when the cursor is closed, if one is needed; releases the
+    /// session and pin otherwise.
+    fn take_kill(&mut self) -> Option<KillCursor> {
+        if self.id == 0 {
+            if self.network_error || self.in_transaction {
+                self.release();
+            }
+            return None;
+        }
+        let id = std::mem::replace(&mut self.id, 0);
+        Some(KillCursor {
+            client: self.client.clone(),
+            address: self.address.clone(),
+            db: std::mem::take(&mut self.db),
+            collection: std::mem::take(&mut self.collection),
+            id,
+            session: self.session.take(),
+            pin: self.pin.take(),
+            in_transaction: self.in_transaction,
+        })
     }
 
     /// Every remaining document.
@@ -249,8 +289,21 @@ async fn take_pinned(selector: &Selector, pin: PinId) -> Result<PooledConnection
         .ok_or_else(|| Error::stopped("selection (pinned connection gone)"))
 }
 
-/// What killing a cursor needs once the cursor is gone.
-struct Kill {
+impl Drop for Cursor {
+    fn drop(&mut self) {
+        // close refreshes the timeout: killCursors gets a full timeoutMS of its own.
+        if let Some(kill) = self.take_kill() {
+            let deadline = timeout::deadline(self.timeout);
+            let inner = self.client.inner.clone();
+            inner.spawn(async move {
+                let _ = kill.run(deadline).await;
+            });
+        }
+    }
+}
+
+/// What `killCursors` needs, taken out of a cursor that is closed before it is exhausted.
+struct KillCursor {
     client: Client,
     address: ServerAddress,
     db: String,
@@ -258,89 +311,49 @@ struct Kill {
     id: i64,
     session: Option<ServerSession>,
     pin: Option<PinId>,
+    /// Opened in a load-balanced transaction: the pin is the session's and stays.
     in_transaction: bool,
-    deadline: Option<tokio::time::Instant>,
 }
 
-impl Kill {
-    /// Sends `killCursors` (errors ignored) and returns the session. In a load-balanced
-    /// transaction it runs on the transaction's connection (with `txnNumber` and
-    /// `autocommit: false`), which stays pinned to the session.
-    async fn run(self) {
-        let Kill { client, address, db, collection, id, mut session, pin, in_transaction, deadline } = self;
-        let mut pinned = match pin {
-            Some(pin) => take_pinned(&client.inner.selector, pin).await.ok(),
+impl KillCursor {
+    /// Sends `killCursors` (on the pinned connection, if any), then returns the session. In
+    /// a load-balanced transaction it carries `txnNumber` and `autocommit: false` and the
+    /// connection stays pinned to the session.
+    async fn run(mut self, deadline: Option<tokio::time::Instant>) -> Result<()> {
+        let mut pinned = match self.pin {
+            Some(pin) => take_pinned(&self.client.inner.selector, pin).await.ok(),
             None => None,
         };
-        let mut command = doc! {"killCursors": collection, "cursors": [id]};
-        if let (true, Some(s)) = (in_transaction, &session) {
+        let mut command = doc! {"killCursors": std::mem::take(&mut self.collection), "cursors": [self.id]};
+        if let (true, Some(s)) = (self.in_transaction, &self.session) {
             command.insert("txnNumber", s.txn_number);
             command.insert("autocommit", false);
         }
         let op = Op {
             name: "killCursors".into(),
-            db,
+            db: std::mem::take(&mut self.db),
             command,
             criteria: Criteria::Read(selection::ReadPreference::PRIMARY),
             retry: Retry::No,
             check_write: false,
             opens_cursor: false,
         };
-        let result =
-            client.inner.execute_on_until(&address, pinned.as_mut(), &op, session.as_mut(), deadline).await;
-        if let Err(e) = result {
-            tracing::debug!(%address, cursor = id, error = %e, "killCursors failed (ignored)");
+        let result = self
+            .client
+            .inner
+            .execute_on_until(&self.address, pinned.as_mut(), &op, self.session.as_mut(), deadline)
+            .await;
+        if let Err(e) = &result {
+            tracing::debug!(address = %self.address, cursor = self.id, error = %e, "killCursors failed");
         }
-        if let (true, Some(pin), Some(connection)) = (in_transaction, pin, pinned.take()) {
-            let _ = client.inner.selector.actor().send(PinConnection { pin, connection }).await;
+        if let (true, Some(pin), Some(connection)) = (self.in_transaction, self.pin, pinned.take()) {
+            let _ = self.client.inner.selector.actor().send(PinConnection { pin, connection }).await;
         }
         drop(pinned);
-        if let Some(s) = session {
-            let timeout = client.inner.topology.snapshot().description.logical_session_timeout_minutes();
-            client.inner.sessions.release(s, timeout);
+        if let Some(s) = self.session.take() {
+            let timeout = self.client.inner.topology.snapshot().description.logical_session_timeout_minutes();
+            self.client.inner.sessions.release(s, timeout);
         }
-    }
-}
-
-impl Cursor {
-    /// What a `killCursors` for this cursor needs, when it is still open on the server (the
-    /// session and pin move out of the cursor).
-    fn take_kill(&mut self) -> Option<Kill> {
-        if self.id == 0 {
-            if self.network_error || self.in_transaction {
-                self.release();
-            }
-            return None;
-        }
-        let id = std::mem::take(&mut self.id);
-        Some(Kill {
-            client: self.client.clone(),
-            address: self.address.clone(),
-            db: std::mem::take(&mut self.db),
-            collection: std::mem::take(&mut self.collection),
-            id,
-            session: self.session.take(),
-            pin: self.pin.take(),
-            in_transaction: self.in_transaction,
-            // close refreshes the timeout: killCursors gets a full timeoutMS of its own.
-            deadline: timeout::deadline(self.timeout),
-        })
-    }
-
-    /// Closes the cursor: a cursor still open on the server is killed (`killCursors`, errors
-    /// ignored) before this returns. Dropping a cursor does the same in the background.
-    pub async fn close(mut self) {
-        if let Some(kill) = self.take_kill() {
-            kill.run().await;
-        }
-    }
-}
-
-impl Drop for Cursor {
-    fn drop(&mut self) {
-        if let Some(kill) = self.take_kill() {
-            let inner = self.client.inner.clone();
-            inner.spawn(kill.run());
-        }
+        result.map(|_| ())
     }
 }

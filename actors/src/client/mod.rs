@@ -25,6 +25,7 @@
 pub mod actor;
 pub mod collection;
 pub mod config;
+pub mod crud;
 pub mod cursor;
 pub mod database;
 pub(crate) mod operation;
@@ -50,6 +51,11 @@ pub use collection::{
     Collection, DeleteResult, FindOptions, InsertManyResult, InsertOneResult, TimeoutMode, UpdateResult,
 };
 pub use config::ClientConfig;
+pub use crud::{
+    AggregateOptions, CommandOptions, CountOptions, CreateCollectionOptions, CursorType,
+    FindOneAndModifyOptions, IndexOptions, ListDatabasesOptions, ListOptions, ReadOptions, ReplaceOptions,
+    ReturnDocument, RunCursorCommandOptions,
+};
 pub use cursor::Cursor;
 pub use database::Database;
 pub use options::{ClientOptions, ClientOptionsBuilder};

@@ -149,6 +149,18 @@ impl ClientInner {
         timeout: Option<std::time::Duration>,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<OpOutput> {
+        self.execute_until_with(op, timeout, deadline, true).await
+    }
+
+    /// [`execute_until`](Self::execute_until); `send_max_time: false` keeps the deadline
+    /// client-side only (a cursor in ITERATION mode sends no `maxTimeMS`).
+    pub(crate) async fn execute_until_with(
+        &self,
+        op: Op,
+        timeout: Option<std::time::Duration>,
+        deadline: Option<tokio::time::Instant>,
+        send_max_time: bool,
+    ) -> Result<OpOutput> {
         self.check_open()?;
         let operation_id = next_operation_id();
         let mut deprioritized: Vec<ServerAddress> = Vec::new();
@@ -212,8 +224,8 @@ impl ClientInner {
             let attempt = match (checked_out, max_time) {
                 (Ok(_), Err(e)) => Err(e),
                 (Ok(mut conn), Ok(max_time_ms)) => {
-                    let ids =
-                        Attempt { operation_id, txn_number, deadline, max_time_ms: max_time_ms.flatten() };
+                    let max_time_ms = max_time_ms.flatten().filter(|_| send_max_time);
+                    let ids = Attempt { operation_id, txn_number, deadline, max_time_ms };
                     let r = self.attempt(&mut conn, &target, &op, session.as_mut(), ids).await;
                     r.map(|reply| (reply, conn))
                 }
@@ -234,8 +246,10 @@ impl ClientInner {
                             Retry::Write => e.has_label(RETRYABLE_WRITE_ERROR),
                             Retry::No => false,
                         };
-                    // CSOT: retry as long as the deadline allows; otherwise once.
-                    let again = can_retry && deadline.is_some() && !timeout::is_expired(deadline);
+                    // CSOT (timeoutMS set, 0 included): retry as long as the deadline allows
+                    // (with 0, until an attempt succeeds, fails for good, or selection times
+                    // out); otherwise once.
+                    let again = can_retry && timeout.is_some() && !timeout::is_expired(deadline);
                     if let Some(first) = first_error.take() {
                         // The retry failed: its error, unless it says it wrote nothing.
                         let e = if e.has_label(NO_WRITES_PERFORMED) { first } else { e };
@@ -296,7 +310,7 @@ impl ClientInner {
     }
 
     /// [`execute_on`](Self::execute_on) under a CSOT deadline for the check-out and the round
-    /// trip (no `maxTimeMS` is appended: cursor commands do not get one).
+    /// trip; `maxTimeMS` is appended to every command but `getMore`.
     pub(crate) async fn execute_on_until(
         &self,
         address: &ServerAddress,
@@ -310,8 +324,13 @@ impl ClientInner {
         let snapshot = self.topology.snapshot();
         let server_type = snapshot.server(address).map_or(ServerType::Unknown, |d| d.server_type);
         let target = Target { topology_type: snapshot.description.topology_type(), server_type };
+        // CSOT: every command but getMore gets maxTimeMS (killCursors on close, for one).
+        let max_time_ms = match snapshot.handle(address) {
+            Some(h) if op.name != "getMore" => timeout::max_time_ms(deadline, h.rtt.min())?,
+            _ => None,
+        };
         if let Some(conn) = connection {
-            let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms: None };
+            let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms };
             return self.attempt(conn, &target, op, session, ids).await;
         }
         let Some(handle) = snapshot.handle(address) else {
@@ -328,7 +347,7 @@ impl ClientInner {
             Ok(c) => c,
             Err(e) => return Err(self.check_out_error(address, e, generation, false).await),
         };
-        let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms: None };
+        let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms };
         self.attempt(&mut conn, &target, op, session, ids).await
     }
 

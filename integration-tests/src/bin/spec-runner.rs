@@ -53,8 +53,13 @@ fn main() -> ExitCode {
         for (file, outcome) in &report.files {
             let name = file.strip_prefix(&root).unwrap_or(file);
             match outcome {
-                spec::unified::FileOutcome::Passed { ran, skipped } => {
-                    println!("  PASS {} ({ran} tests, {skipped} skipped)", name.display())
+                spec::unified::FileOutcome::Passed { ran, skipped, not_applicable } => {
+                    let na = if not_applicable.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {} not applicable: {}", not_applicable.len(), not_applicable.join("; "))
+                    };
+                    println!("  PASS {} ({ran} tests, {skipped} skipped{na})", name.display())
                 }
                 spec::unified::FileOutcome::Failed(reason) => println!("  FAIL {}: {reason}", name.display()),
                 spec::unified::FileOutcome::NotApplicable(reason) => {

@@ -428,6 +428,8 @@ pub(crate) struct Shared {
     pub lb_addr: Mutex<Option<String>>,
     pub lb_next: AtomicUsize,
     pub lb_listener: Mutex<Option<AbortHandle>>,
+    /// Load balancers in front of one service each ([`Shared::single_service_lb`]).
+    pub single_lbs: Mutex<Vec<AbortHandle>>,
     pub closed: AtomicBool,
 }
 
@@ -497,6 +499,7 @@ impl Shared {
             lb_addr: Mutex::new(None),
             lb_next: AtomicUsize::new(0),
             lb_listener: Mutex::new(None),
+            single_lbs: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
         }
     }
@@ -571,7 +574,7 @@ impl Shared {
         }
         if let Some(l) = lb {
             let shared = Arc::clone(self);
-            let task = self.handle.spawn(async move { super::lb::run(shared, l).await });
+            let task = self.handle.spawn(async move { super::lb::run(shared, l, None).await });
             *self.lb_listener.lock() = Some(task.abort_handle());
         }
         if self.kind == Kind::ReplicaSet {
@@ -904,12 +907,32 @@ impl Shared {
         Counters { members, total }
     }
 
+    /// Starts another load balancer, in front of service `i` only (the spec tests' single-mongos
+    /// LB next to the multi-mongos one); returns its `host:port`.
+    pub(crate) fn single_service_lb(self: &Arc<Self>, i: usize) -> Result<String, SimError> {
+        if self.kind != Kind::LoadBalanced {
+            return Err(SimError::InvalidState(
+                "a single-service load balancer needs an LB deployment".into(),
+            ));
+        }
+        self.member(i).ok_or(SimError::NoSuchMember(i))?;
+        let l = bind(0)?;
+        let addr = l.local_addr().map_err(SimError::Io)?.to_string();
+        let shared = Arc::clone(self);
+        let task = self.handle.spawn(async move { super::lb::run(shared, l, Some(i)).await });
+        self.single_lbs.lock().push(task.abort_handle());
+        Ok(addr)
+    }
+
     /// Stops everything: every listener and connection closes.
     pub(crate) fn close(&self) {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
         if let Some(l) = self.lb_listener.lock().take() {
+            l.abort();
+        }
+        for l in self.single_lbs.lock().drain(..) {
             l.abort();
         }
         let handles = self.state.lock().handles.clone();

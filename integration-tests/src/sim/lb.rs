@@ -1,5 +1,6 @@
 //! The load balancer: one port; each accepted connection is assigned a mongos service
-//! round-robin (skipping killed services) and served as that service.
+//! round-robin (skipping killed services) and served as that service. A single-service load
+//! balancer sends every connection to its one service.
 
 use std::net::TcpListener as StdTcpListener;
 use std::sync::atomic::Ordering;
@@ -10,8 +11,8 @@ use tokio::net::TcpListener;
 
 use super::cluster::Shared;
 
-/// Accepts connections on the load balancer port until aborted.
-pub(crate) async fn run(shared: Arc<Shared>, listener: StdTcpListener) {
+/// Accepts connections on the load balancer port until aborted; `only`: the one service.
+pub(crate) async fn run(shared: Arc<Shared>, listener: StdTcpListener, only: Option<usize>) {
     let listener = match TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => {
@@ -31,10 +32,14 @@ pub(crate) async fn run(shared: Arc<Shared>, listener: StdTcpListener) {
         let member = {
             let st = shared.state.lock();
             let n = st.members.len();
-            (0..n).find_map(|_| {
-                let i = shared.lb_next.fetch_add(1, Ordering::Relaxed) % n;
-                st.members[i].alive.then(|| Arc::clone(&st.handles[i]))
-            })
+            if let Some(i) = only {
+                st.members.get(i).filter(|m| m.alive).and_then(|_| st.handles.get(i).cloned())
+            } else {
+                (0..n).find_map(|_| {
+                    let i = shared.lb_next.fetch_add(1, Ordering::Relaxed) % n;
+                    st.members[i].alive.then(|| Arc::clone(&st.handles[i]))
+                })
+            }
         };
         match member {
             Some(member) => {

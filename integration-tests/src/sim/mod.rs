@@ -483,6 +483,12 @@ impl Cluster {
         warn_err("set_tags", self.shared.set_tags(i, tags));
     }
 
+    /// LB deployments: starts a second load balancer that sends every connection to service
+    /// `i`; returns its `host:port` (connect with `loadBalanced=true`).
+    pub fn single_service_lb(&self, i: usize) -> Result<String, SimError> {
+        self.shared.single_service_lb(i)
+    }
+
     /// Configures a fail point on member `i`, with the same document as the
     /// `configureFailPoint` command.
     pub fn configure_fail_point(&self, i: usize, command: Document) -> Result<(), SimError> {

@@ -340,6 +340,7 @@ pub(crate) fn matches(doc: &Document, filter: &Document) -> Result<bool, StoreEr
                 }
             }
             "$comment" => true,
+            "$where" => where_clause(cond)?.1,
             k if k.starts_with('$') => {
                 return Err(StoreError::bad_value(format!("unknown top level operator: {k}")));
             }
@@ -360,6 +361,48 @@ pub(crate) fn matches(doc: &Document, filter: &Document) -> Result<bool, StoreEr
         }
     }
     Ok(true)
+}
+
+/// The JavaScript `$where` forms the spec tests use: `sleep(<ms>) || <bool>` and `<bool>`.
+/// Returns the milliseconds to sleep and the result. The sleep itself happens before the
+/// command runs (see [`where_sleep`]): the store is not async.
+pub(crate) fn where_clause(js: &Bson) -> Result<(u64, bool), StoreError> {
+    let unsupported =
+        || StoreError::bad_value(format!("$where: only sleep(ms) || true/false is simulated: {js}"));
+    let Bson::String(js) = js else { return Err(unsupported()) };
+    let js = js.trim();
+    let (sleep, rest) = match js.strip_prefix("sleep(").and_then(|r| r.split_once(')')) {
+        Some((ms, rest)) => {
+            let ms = ms.trim().parse::<u64>().map_err(|_| unsupported())?;
+            (ms, rest.trim().strip_prefix("||").ok_or_else(unsupported)?.trim())
+        }
+        None => (0, js),
+    };
+    match rest {
+        "true" => Ok((sleep, true)),
+        "false" => Ok((sleep, false)),
+        _ => Err(unsupported()),
+    }
+}
+
+/// The total time the `$where` clauses anywhere in `cmd` sleep (once per clause, not per
+/// document examined).
+pub(crate) fn where_sleep(cmd: &Bson) -> std::time::Duration {
+    let ms = match cmd {
+        Bson::Document(d) => d
+            .iter()
+            .map(|(k, v)| {
+                if k == "$where" {
+                    where_clause(v).map_or(0, |(ms, _)| ms)
+                } else {
+                    u64::try_from(where_sleep(v).as_millis()).unwrap_or(0)
+                }
+            })
+            .sum(),
+        Bson::Array(a) => a.iter().map(|v| u64::try_from(where_sleep(v).as_millis()).unwrap_or(0)).sum(),
+        _ => 0,
+    };
+    std::time::Duration::from_millis(ms)
 }
 
 fn match_operators(values: &[&Bson], ops: &Document) -> Result<bool, StoreError> {
@@ -734,5 +777,16 @@ mod tests {
         sort(&mut docs, &doc! {"a": -1, "b": 1}).unwrap_or_default();
         assert_eq!(docs[0], doc! {"a": 2, "b": 0});
         assert_eq!(docs[1], doc! {"a": 1, "b": 1});
+    }
+
+    #[test]
+    fn where_sleep_forms() {
+        assert_eq!(where_clause(&Bson::from("sleep(2000) || true")).ok(), Some((2000, true)));
+        assert_eq!(where_clause(&Bson::from("false")).ok(), Some((0, false)));
+        assert!(where_clause(&Bson::from("this.a > 1")).is_err());
+        let cmd = Bson::Document(doc! {"update": "c", "updates": [{"q": {"$where": "sleep(30) || true"}}]});
+        assert_eq!(where_sleep(&cmd), std::time::Duration::from_millis(30));
+        let d = doc! {"a": 1};
+        assert!(matches(&d, &doc! {"$where": "sleep(0) || true", "a": 1}).unwrap_or(false));
     }
 }

@@ -24,6 +24,10 @@ pub struct EstablishRequest {
     /// Cancelled when the pool is cleared with `interruptInUseConnections` or closed; the
     /// attempt, and later every round trip on the connection, must stop at once.
     pub cancel: CancellationToken,
+    /// Set by the establisher to the handshake's `serviceId` (load balanced) once the
+    /// handshake completed, so a later establishment error (authentication) is attributed
+    /// to that service.
+    pub service_id: std::sync::Arc<std::sync::OnceLock<ObjectId>>,
 }
 
 /// A freshly established connection and what its handshake told the pool.

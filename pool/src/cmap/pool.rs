@@ -70,12 +70,13 @@ pub struct PoolStats {
 /// the pool).
 pub type BackgroundErrorHook = Arc<dyn Fn(&Error, u32) + Send + Sync>;
 
-/// Called with the error and the generation of the failed connection when any establishment
-/// (background or for a check-out) fails. The pool awaits the returned future before it
+/// Called with the error, the generation of the failed connection and, when its handshake
+/// completed in load-balanced mode, its `serviceId` (the generation is then the service's),
+/// when any establishment (background or for a check-out) fails. The pool awaits the returned future before it
 /// reports the connection closed, so SDAM error handling (marking the server Unknown,
 /// clearing the pool) happens first, as CMAP and SDAM require.
 pub type EstablishmentErrorHook =
-    Arc<dyn Fn(&Error, u32) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
+    Arc<dyn Fn(&Error, u32, Option<ObjectId>) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
 
 struct Idle<C> {
     meta: ConnMeta,
@@ -305,7 +306,15 @@ impl<E: Establisher> Inner<E> {
         st.pending
             .insert(id, Pending { generation, cancel: cancel.clone(), created: Instant::now(), waiter });
         self.emit(CmapEvent::ConnectionCreated { address: self.address.clone(), connection_id: id });
-        let request = EstablishRequest { address: self.address.clone(), id, generation, deadline, cancel };
+        let service_slot = Arc::new(std::sync::OnceLock::new());
+        let request = EstablishRequest {
+            address: self.address.clone(),
+            id,
+            generation,
+            deadline,
+            cancel,
+            service_id: service_slot.clone(),
+        };
         let inner = Arc::clone(self);
         self.runtime.spawn(async move {
             let cancel = request.cancel.clone();
@@ -321,9 +330,18 @@ impl<E: Establisher> Inner<E> {
             if let (Err(e), Some(hook)) = (&result, &inner.establishment_error) {
                 // Still pending (not closed by a clear or close meanwhile): let the owner
                 // handle the error before the connection is reported closed.
-                let generation = inner.state.lock().pending.get(&id).map(|p| p.generation);
+                let service_id = service_slot.get().copied();
+                let generation = {
+                    let st = inner.state.lock();
+                    st.pending.get(&id).map(|p| match service_id {
+                        Some(sid) if inner.options.load_balanced() => {
+                            st.services.get(&sid).map_or(0, |g| g.generation)
+                        }
+                        _ => p.generation,
+                    })
+                };
                 if let Some(generation) = generation {
-                    hook(e, generation).await;
+                    hook(e, generation, service_id).await;
                 }
             }
             inner.finish_establishment(id, result);

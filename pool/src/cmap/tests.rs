@@ -415,7 +415,7 @@ async fn establishment_error_hook_clears_before_the_connection_is_closed() {
     let mock = Arc::new(Mock { failures: AtomicU32::new(1), ..Default::default() });
     let pool = Pool::builder(ServerAddress::tcp("db", 27017), mock)
         .event_handler(Arc::new(move |e: &CmapEvent| sink.lock().push(e.clone())))
-        .on_establishment_error(Arc::new(move |_e: &Error, generation| {
+        .on_establishment_error(Arc::new(move |_e: &Error, generation, _service_id| {
             hook_seen.lock().push(generation);
             let pool = hook_slot.lock().clone();
             Box::pin(async move {

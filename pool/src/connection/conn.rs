@@ -199,6 +199,7 @@ impl Connection {
     /// [`Error::Interrupted`] when `request.cancel` fires (as does every later round trip).
     pub async fn connect(options: &ConnectionOptions, request: EstablishRequest) -> Result<Connection> {
         let deadline = min_deadline(request.deadline, options.connect_timeout.map(|t| Instant::now() + t));
+        let service_slot = request.service_id.clone();
         let mut conn = Self::open(
             options,
             request.address,
@@ -210,6 +211,9 @@ impl Connection {
         )
         .await?;
         let reply = handshake::handshake(&mut conn, options, deadline).await?;
+        if let Some(sid) = conn.service_id {
+            let _ = service_slot.set(sid);
+        }
         if let Some(pending) = reply {
             super::auth::authenticate(&mut conn, options, pending, deadline).await?;
         }

@@ -267,6 +267,11 @@ pub fn decide(
     }
     let load_balanced = topology.topology_type() == TopologyType::LoadBalanced;
     let unknown = || ServerDescription::new_error(error.address.clone(), error.description(), None);
+    // Load balanced: errors before the handshake completed (no serviceId yet) are not SDAM
+    // errors (load-balancers spec, "Initial Handshake Errors").
+    if load_balanced && error.service_id.is_none() {
+        return ErrorDecision::ignore(IgnoredBecause::NotRelevant);
+    }
 
     if error.state_change().is_some() {
         let code = match &error.kind {
@@ -484,5 +489,8 @@ mod decision_tests {
         let d = decide(&td, 0, &e);
         assert!(d.mark_unknown.is_none() && !d.request_immediate_check);
         assert_eq!(d.clear_pool, Some(ClearPool { service_id: Some(sid), interrupt_in_use: false }));
+        // A shutdown error in the handshake's hello (no serviceId yet) is ignored.
+        e.service_id = None;
+        assert_eq!(decide(&td, 0, &command(91, None, 13)).ignored, Some(IgnoredBecause::NotRelevant));
     }
 }

@@ -15,6 +15,7 @@ pub(crate) fn handles(name: &str) -> bool {
         name,
         "configureFailPoint"
             | "replSetStepDown"
+            | "replSetFreeze"
             | "replSetGetStatus"
             | "replSetGetConfig"
             | "serverStatus"
@@ -77,6 +78,19 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
             let secs = number(cmd.get("replSetStepDown")).unwrap_or(60).max(1);
             let secs = Duration::from_secs(u64::try_from(secs).unwrap_or(60));
             shared.step_down(Duration::ZERO, Some(secs)).map_err(sim_err)?;
+            ok()
+        }
+        "replSetFreeze" => {
+            if shared.kind != Kind::ReplicaSet {
+                return Err(CmdError::new(76, "NoReplicationEnabled", "not running with --replSet"));
+            }
+            if shared.primary() == Some(ctx.member.index) {
+                return Err(CmdError::new(95, "NotSecondary", "cannot freeze node when primary"));
+            }
+            // 0 unfreezes: the member may stand for election again at once.
+            let secs = u64::try_from(number(cmd.get("replSetFreeze")).unwrap_or(0)).unwrap_or(0);
+            let until = (secs > 0).then(|| std::time::Instant::now() + Duration::from_secs(secs));
+            shared.state.lock().members[ctx.member.index].stepped_down_until = until;
             ok()
         }
         "simStepDown" => {

@@ -52,6 +52,11 @@ pub(crate) enum Exec {
 /// Runs a CRUD command: role check, transaction routing, execution, oplog, write concern.
 pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
     let cmd = ctx.document()?;
+    // `$where: "sleep(ms) || true"` keeps the connection busy, as the spec tests expect.
+    let sleep = store::where_sleep(&Bson::Document(cmd.clone()));
+    if !sleep.is_zero() {
+        tokio::time::sleep(sleep).await;
+    }
     let access = access(ctx.name);
     let wc = WriteConcern::parse(&cmd)?;
     let txn_args = TxnArgs::parse(&cmd)?;

@@ -123,13 +123,32 @@ fn match_operator(op: &str, arg: &Bson, actual: Option<&Bson>, path: &str) -> Re
             (Some(x), Some(y)) if y <= x => Ok(()),
             _ => Err(format!("{path}: expected <= {arg}, got {actual:?}")),
         },
+        // A string of extended JSON (a logged reply) matched as a document.
+        "$$matchAsDocument" => {
+            let Some(Bson::String(s)) = actual else {
+                return Err(format!("{path}: expected a JSON string, got {actual:?}"));
+            };
+            let parsed = serde_json::from_str::<serde_json::Value>(s)
+                .map_err(|e| e.to_string())
+                .and_then(|v| Bson::try_from(v).map_err(|e| e.to_string()))
+                .map_err(|e| format!("{path}: not extended JSON ({e}): {s}"))?;
+            matches(arg, Some(&parsed), false, path)
+        }
+        "$$matchAsRoot" => matches(arg, actual, true, path),
         other => Err(format!("{path}: matching operator {other} not supported by the runner")),
     }
 }
 
 /// The `$$` operators [`matches`] understands (the scan marks files using others N/A).
-pub const SUPPORTED_OPERATORS: &[&str] =
-    &["$$unsetOrMatches", "$$exists", "$$type", "$$lte", "$$sessionLsid"];
+pub const SUPPORTED_OPERATORS: &[&str] = &[
+    "$$unsetOrMatches",
+    "$$exists",
+    "$$type",
+    "$$lte",
+    "$$sessionLsid",
+    "$$matchAsDocument",
+    "$$matchAsRoot",
+];
 
 #[cfg(test)]
 mod tests {
@@ -153,5 +172,18 @@ mod tests {
         assert!(matches(&e, Some(&bson!({"a": 1, "b": 1})), true, "").is_err());
         assert!(matches(&e, Some(&bson!({"b": "x"})), true, "").is_err());
         assert!(matches(&e, Some(&bson!({"b": 1, "c": 4})), true, "").is_err());
+    }
+
+    #[test]
+    fn match_as_document_parses_extended_json() {
+        let e = Bson::Document(doc! {"reply": {"$$matchAsDocument": {"$$matchAsRoot": {"ok": 1}}}});
+        let reply =
+            r#"{"ok":1,"topologyVersion":{"processId":{"$oid":"6b034b0757354215089a522b"},"counter":0}}"#;
+        assert!(matches(&e, Some(&bson!({ "reply": reply })), true, "").is_ok());
+        assert!(matches(&e, Some(&bson!({"reply": "{\"ok\":0}"})), true, "").is_err());
+        assert!(matches(&e, Some(&bson!({"reply": "not json"})), true, "").is_err());
+        // Without $$matchAsRoot the parsed document admits no extra keys.
+        let strict = Bson::Document(doc! {"reply": {"$$matchAsDocument": {"ok": 1}}});
+        assert!(matches(&strict, Some(&bson!({ "reply": reply })), true, "").is_err());
     }
 }

@@ -9,9 +9,12 @@ use actors::{Client, ClientOptions};
 use bson::{doc, Bson, Document};
 use parking_lot::Mutex;
 
+use super::logs;
 use super::matching::matches;
 use crate::sim::Cluster;
 
+#[path = "sdam_ops.rs"]
+mod sdam_ops;
 #[path = "sessions.rs"]
 mod sessions;
 
@@ -28,6 +31,8 @@ struct ClientEntity {
     events: Arc<Mutex<Vec<Event>>>,
     /// CheckedOut minus CheckedIn CMAP events, observed or not.
     checked_out: Arc<std::sync::atomic::AtomicI64>,
+    /// From `observeLogMessages`.
+    logs: Option<logs::LogObserver>,
 }
 
 enum Entity {
@@ -51,8 +56,13 @@ enum Entity {
     Cursor(Option<actors::Cursor>),
     /// An explicit session; `None` once ended.
     Session(Option<actors::ClientSession>),
+    /// A GridFS bucket: tests create them next to other entities, but GridFS is not supported,
+    /// so a test that runs an operation on one is not applicable (see scan.rs).
+    Bucket,
     /// A thread: the operations `runOnThread` started on it, awaited by `waitForThread`.
     Thread(Vec<tokio::task::JoinHandle<R<()>>>),
+    /// From `recordTopologyDescription`.
+    TopologyDescription(protocol::sdam::TopologyDescription),
 }
 
 struct Ctx {
@@ -67,7 +77,7 @@ struct Ctx {
     new_cursor: Option<actors::Cursor>,
 }
 
-type R<T> = Result<T, String>;
+pub(super) type R<T> = Result<T, String>;
 
 /// The user of deployments that require authentication (the spec's test user).
 const USER: (&str, &str) = ("user", "pencil");
@@ -76,7 +86,8 @@ fn start_cluster(topology: &str, auth: bool) -> R<Cluster> {
     let builder = match topology {
         "single" => Cluster::standalone(),
         "sharded" => Cluster::sharded(2),
-        "load-balanced" => Cluster::load_balanced(1),
+        // Two services, as the spec's multi-mongos LB; single-mongos clients get their own LB.
+        "load-balanced" => Cluster::load_balanced(2),
         _ => Cluster::replica_set(3),
     };
     let builder = if auth { builder.user(USER.0, USER.1) } else { builder };
@@ -172,6 +183,10 @@ async fn run_in(ctx: &mut Ctx, file: &Document, test: &Document) -> R<()> {
         let Some(expected) = expected.as_document() else { continue };
         check_events(ctx, expected).await?;
     }
+    for expected in test.get_array("expectLogMessages").map(|a| a.as_slice()).unwrap_or(&[]) {
+        let Some(expected) = expected.as_document() else { continue };
+        logs::check(client(ctx, expected.get_str("client").unwrap_or(""))?.logs.as_ref(), expected).await?;
+    }
     for outcome in test.get_array("outcome").map(|a| a.as_slice()).unwrap_or(&[]) {
         let Some(outcome) = outcome.as_document() else { continue };
         let coll = ctx
@@ -202,7 +217,9 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             let empty = Document::new();
             // Sharded with useMultipleMongoses false (the default here): the first mongos only, the
             // one fail points are set on.
-            let base = if ctx.sharded && !spec.get_bool("useMultipleMongoses").unwrap_or(false) {
+            let base = if let Some(base) = sdam_ops::single_lb_uri(ctx, spec)? {
+                base
+            } else if ctx.sharded && !spec.get_bool("useMultipleMongoses").unwrap_or(false) {
                 format!("mongodb://{}/", ctx.cluster.hosts().first().cloned().unwrap_or_default())
             } else {
                 ctx.cluster.uri()
@@ -253,7 +270,12 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             };
             let sdam_sink = events.clone();
             let observe_sdam = observe.clone();
+            let log_observer = logs::observer(spec)?;
+            let topology_id = log_observer.as_ref().map(|o| o.topology_id.clone());
             let sdam_handler = move |ev: &protocol::sdam::events::SdamEvent| {
+                if let Some(slot) = &topology_id {
+                    logs::note_topology(slot, ev);
+                }
                 if observe_sdam.iter().any(|o| o == sdam_event_name(ev)) {
                     sdam_sink.lock().push(Event::Sdam(ev.clone()));
                 }
@@ -267,7 +289,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
                 .await
                 .map_err(|e| format!("client {id}: {e}"))?;
             let client = Client::with_options(options).await.map_err(|e| format!("client {id}: {e}"))?;
-            Entity::Client(ClientEntity { client, events, checked_out })
+            Entity::Client(ClientEntity { client, events, checked_out, logs: log_observer })
         }
         "database" => Entity::Database {
             client: spec.get_str("client").map_err(|_| "database without client")?.to_string(),
@@ -301,6 +323,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             }
         }
         "thread" => Entity::Thread(Vec::new()),
+        "bucket" => Entity::Bucket,
         "session" => {
             let c = spec.get_str("client").map_err(|_| "session without client")?;
             let session = client(ctx, c)?
@@ -320,7 +343,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
 }
 
 /// `timeoutMS` of an options or arguments document (0: no limit).
-fn timeout_ms(d: &Document) -> Option<Duration> {
+pub(super) fn timeout_ms(d: &Document) -> Option<Duration> {
     let v = d.get("timeoutMS")?;
     let ms = v.as_i64().or(v.as_i32().map(i64::from)).or(v.as_f64().map(|f| f as i64))?;
     Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
@@ -496,7 +519,7 @@ fn check_error(e: &actors::Error, expected: &Document) -> R<()> {
     Ok(())
 }
 
-type OpResult = Result<Option<Bson>, actors::Error>;
+pub(super) type OpResult = Result<Option<Bson>, actors::Error>;
 
 fn u(n: u64) -> Bson {
     Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX))
@@ -558,12 +581,10 @@ async fn execute_inner(
     let empty = Document::new();
     if let Some(Entity::Cursor(cursor)) = ctx.entities.get_mut(object) {
         return match name {
-            "close" => {
-                if let Some(c) = cursor.take() {
-                    c.close().await;
-                }
-                Ok(Ok(None))
-            }
+            "close" => match cursor.take() {
+                Some(c) => Ok(c.close(timeout_ms(args)).await.map(|()| None)),
+                None => Ok(Ok(None)),
+            },
             "iterateUntilDocumentOrError" => {
                 let Some(c) = cursor.as_mut() else { return Err("cursor is closed".into()) };
                 match c.try_next().await {
@@ -589,7 +610,12 @@ async fn execute_inner(
                     .await
                     .map(|d| Some(Bson::Document(d)))),
                 Some(_) => Err(format!("{name} with a session is not supported")),
-                None => database_op(&db, name, args).await,
+                None => {
+                    let mut cursor = None;
+                    let result = database_op(&db, name, args, &mut cursor).await;
+                    ctx.new_cursor = cursor;
+                    result
+                }
             }
         }
         Some(Entity::Collection { client: c, db, name: coll, read_preference, timeouts }) => {
@@ -609,10 +635,14 @@ async fn execute_inner(
             let _ = c.client.shutdown().await;
             Ok(Ok(None))
         }
-        Some(Entity::Client(_)) => Err(format!("client operation {name} not supported")),
+        Some(Entity::Client(c)) => super::crud_ops::client_op(&c.client, name, args).await,
         Some(Entity::Cursor(_)) => Err(format!("cursor operation {name} not supported")),
         Some(Entity::Thread(_)) => Err(format!("thread operation {name} not supported")),
+        Some(Entity::Bucket) => Err(format!("bucket operation {name} not supported (GridFS)")),
         Some(Entity::Session(_)) => Err(format!("session operation {name} not supported")),
+        Some(Entity::TopologyDescription(_)) => {
+            Err(format!("topologyDescription operation {name} not supported"))
+        }
         None => {
             let _ = empty;
             Err(format!("unknown entity {object}"))
@@ -621,6 +651,9 @@ async fn execute_inner(
 }
 
 async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
+    if let Some(r) = sdam_ops::testrunner_op(ctx, name, args).await {
+        return r;
+    }
     match name {
         "failPoint" => {
             let fp = args.get_document("failPoint").map_err(|_| "failPoint without failPoint")?;
@@ -671,7 +704,7 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
                         let mut cursor = None;
                         collection_op(&coll, rp, &name, args, &mut cursor).await?
                     }
-                    Err(db) => database_op(&db, &name, args).await?,
+                    Err(db) => database_op(&db, &name, args, &mut None).await?,
                 };
                 check_outcome(&op, result).map_err(|e| format!("{name} on a thread: {e}"))
             });
@@ -974,28 +1007,32 @@ async fn collection_op_with_session(
                 Err(e) => Err(e),
             }
         }
-        other => return Err(format!("{other} with a session is not supported")),
+        other => {
+            return super::crud_ops::collection_op_with_session(coll, read_preference, other, args, session)
+                .await
+        }
     })
 }
 
 /// Runs a database operation (also from `runOnThread` tasks).
-async fn database_op(db: &actors::Database, name: &str, args: &Document) -> R<OpResult> {
+async fn database_op(
+    db: &actors::Database,
+    name: &str,
+    args: &Document,
+    new_cursor: &mut Option<actors::Cursor>,
+) -> R<OpResult> {
     Ok(match name {
         "runCommand" => db
-            .run_command(args.get_document("command").cloned().unwrap_or_default(), None)
+            .run_command(sdam_ops::command(args), sdam_ops::criteria(args)?)
             .await
             .map(|d| Some(Bson::Document(d))),
-        "createCollection" => db
-            .run_command(doc! {"create": args.get_str("collection").unwrap_or("")}, None)
-            .await
-            .map(|_| None),
         "dropCollection" => {
             match db.run_command(doc! {"drop": args.get_str("collection").unwrap_or("")}, None).await {
                 Err(e) if e.code() == Some(26) => Ok(None),
                 r => r.map(|_| None),
             }
         }
-        other => return Err(format!("database operation {other} not supported")),
+        other => return super::crud_ops::database_op(db, other, args, new_cursor).await,
     })
 }
 
@@ -1036,6 +1073,7 @@ async fn collection_op(
                     Ok(_) => Some(actors::TimeoutMode::CursorLifetime),
                     Err(_) => None,
                 },
+                max_time: super::crud_ops::millis(args, "maxTimeMS"),
                 ..Default::default()
             };
             if name == "findOne" {
@@ -1083,6 +1121,6 @@ async fn collection_op(
             r.map(|r| Some(Bson::Document(doc! {"deletedCount": u(r.deleted_count)})))
         }
         "countDocuments" => coll.count_documents(filter, read_preference).await.map(|n| Some(u(n))),
-        other => return Err(format!("collection operation {other} not supported")),
+        other => return super::crud_ops::collection_op(coll, read_preference, other, args, new_cursor).await,
     })
 }

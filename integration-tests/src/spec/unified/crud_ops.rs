@@ -1,0 +1,300 @@
+//! The CRUD operations beyond the runner's basic ones: aggregate, count, distinct,
+//! findOneAndX, replaceOne, index and list operations, runCursorCommand, createCollection
+//! with options, and the client's listDatabases (the runner's fallbacks call these).
+
+use std::time::Duration;
+
+use actors::{
+    AggregateOptions, CommandOptions, CountOptions, CreateCollectionOptions, CursorType,
+    FindOneAndModifyOptions, IndexOptions, ListDatabasesOptions, ListOptions, ReadOptions, ReplaceOptions,
+    ReturnDocument, RunCursorCommandOptions, TimeoutMode,
+};
+use bson::{doc, Bson, Document};
+
+use super::runner::{timeout_ms, OpResult, R};
+
+/// Operations this file runs on collections, databases, clients (for scan.rs): name and
+/// accepted arguments (`timeoutMS` and `session` are checked by the scan itself).
+pub(super) fn op_args(name: &str) -> Option<&'static [&'static str]> {
+    Some(match name {
+        "aggregate" => &["pipeline", "batchSize", "maxTimeMS", "timeoutMode"],
+        "count" => &["filter", "skip", "limit", "maxTimeMS"],
+        "estimatedDocumentCount" => &["maxTimeMS"],
+        "distinct" => &["fieldName", "filter", "maxTimeMS"],
+        "findOneAndDelete" => &["filter", "sort", "projection", "maxTimeMS"],
+        "findOneAndReplace" => {
+            &["filter", "replacement", "sort", "projection", "upsert", "returnDocument", "maxTimeMS"]
+        }
+        "findOneAndUpdate" => {
+            &["filter", "update", "sort", "projection", "upsert", "returnDocument", "maxTimeMS"]
+        }
+        "replaceOne" => &["filter", "replacement", "upsert"],
+        "createIndex" => &["keys", "name", "unique", "maxTimeMS"],
+        "dropIndex" => &["name", "maxTimeMS"],
+        "dropIndexes" => &["maxTimeMS"],
+        "listIndexes" => &["batchSize", "timeoutMode"],
+        "listIndexNames" => &[],
+        "listCollections" => &["filter", "batchSize", "timeoutMode"],
+        "listCollectionNames" => &["filter"],
+        "listDatabases" => &["filter"],
+        "listDatabaseNames" => &[],
+        "runCursorCommand" | "createCommandCursor" => {
+            &["command", "commandName", "batchSize", "cursorType", "timeoutMode"]
+        }
+        _ => return None,
+    })
+}
+
+pub(super) fn millis(args: &Document, key: &str) -> Option<Duration> {
+    let v = args.get(key)?;
+    let ms = v.as_i64().or(v.as_i32().map(i64::from)).or(v.as_f64().map(|f| f as i64))?;
+    Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
+}
+
+fn batch_size(args: &Document) -> Option<u32> {
+    let v = args.get("batchSize")?;
+    v.as_i64().or(v.as_i32().map(i64::from)).and_then(|b| u32::try_from(b).ok())
+}
+
+fn unsigned(args: &Document, key: &str) -> Option<u64> {
+    let v = args.get(key)?;
+    v.as_i64().or(v.as_i32().map(i64::from)).and_then(|b| u64::try_from(b).ok())
+}
+
+fn timeout_mode(args: &Document) -> Option<TimeoutMode> {
+    match args.get_str("timeoutMode") {
+        Ok("iteration") => Some(TimeoutMode::Iteration),
+        Ok(_) => Some(TimeoutMode::CursorLifetime),
+        Err(_) => None,
+    }
+}
+
+fn pipeline(args: &Document) -> Vec<Document> {
+    args.get_array("pipeline")
+        .map(|a| a.iter().filter_map(|d| d.as_document().cloned()).collect())
+        .unwrap_or_default()
+}
+
+fn docs(v: Vec<Document>) -> Option<Bson> {
+    Some(Bson::Array(v.into_iter().map(Bson::Document).collect()))
+}
+
+fn strings(v: Vec<String>) -> Option<Bson> {
+    Some(Bson::Array(v.into_iter().map(Bson::String).collect()))
+}
+
+fn count(n: u64) -> Option<Bson> {
+    Some(Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)))
+}
+
+/// Every document of a cursor, or the cursor itself for `createCommandCursor`.
+async fn cursor_result(
+    cursor: actors::Result<actors::Cursor>,
+    keep: bool,
+    new_cursor: &mut Option<actors::Cursor>,
+) -> OpResult {
+    let cursor = cursor?;
+    if keep {
+        *new_cursor = Some(cursor);
+        return Ok(None);
+    }
+    Ok(docs(cursor.try_collect().await?))
+}
+
+fn find_and_modify_options(args: &Document) -> FindOneAndModifyOptions {
+    FindOneAndModifyOptions {
+        sort: args.get_document("sort").ok().cloned(),
+        projection: args.get_document("projection").ok().cloned(),
+        upsert: args.get_bool("upsert").ok(),
+        return_document: match args.get_str("returnDocument") {
+            Ok("After") => Some(ReturnDocument::After),
+            Ok(_) => Some(ReturnDocument::Before),
+            Err(_) => None,
+        },
+        max_time: millis(args, "maxTimeMS"),
+        timeout: None,
+    }
+}
+
+fn update_result(r: actors::UpdateResult) -> Option<Bson> {
+    let upserted = u64::from(r.upserted_id.is_some());
+    let mut d = doc! {"matchedCount": count(r.matched_count), "modifiedCount": count(r.modified_count),
+    "upsertedCount": count(upserted)};
+    if let Some(id) = r.upserted_id {
+        d.insert("upsertedId", id);
+    }
+    Some(Bson::Document(d))
+}
+
+/// Runs a collection operation of this file (the handle carries the operation's timeoutMS).
+pub(super) async fn collection_op(
+    coll: &actors::Collection,
+    read_preference: Option<selection::ReadPreference>,
+    name: &str,
+    args: &Document,
+    new_cursor: &mut Option<actors::Cursor>,
+) -> R<OpResult> {
+    let filter = args.get_document("filter").cloned().unwrap_or_default();
+    let max_time = millis(args, "maxTimeMS");
+    let read = ReadOptions { max_time, read_preference: read_preference.clone(), timeout: None };
+    Ok(match name {
+        "aggregate" => {
+            let options = AggregateOptions {
+                batch_size: batch_size(args),
+                max_time,
+                read_preference,
+                timeout: None,
+                timeout_mode: timeout_mode(args),
+            };
+            cursor_result(coll.aggregate(pipeline(args), options).await, false, new_cursor).await
+        }
+        "count" => {
+            let options = CountOptions {
+                skip: unsigned(args, "skip"),
+                limit: unsigned(args, "limit"),
+                max_time,
+                read_preference,
+                timeout: None,
+            };
+            coll.count(filter, options).await.map(count)
+        }
+        "estimatedDocumentCount" => coll.estimated_document_count(read).await.map(count),
+        "distinct" => coll
+            .distinct(args.get_str("fieldName").unwrap_or(""), filter, read)
+            .await
+            .map(|v| Some(Bson::Array(v))),
+        "findOneAndDelete" | "findOneAndReplace" | "findOneAndUpdate" => {
+            let options = find_and_modify_options(args);
+            let r = match name {
+                "findOneAndDelete" => coll.find_one_and_delete(filter, options).await,
+                "findOneAndReplace" => {
+                    let replacement = args.get_document("replacement").cloned().unwrap_or_default();
+                    coll.find_one_and_replace(filter, replacement, options).await
+                }
+                _ => {
+                    let update = args.get_document("update").cloned().unwrap_or_default();
+                    coll.find_one_and_update(filter, update, options).await
+                }
+            };
+            r.map(|d| Some(d.map_or(Bson::Null, Bson::Document)))
+        }
+        "replaceOne" => {
+            let replacement = args.get_document("replacement").cloned().unwrap_or_default();
+            let options = ReplaceOptions { upsert: args.get_bool("upsert").ok(), timeout: None };
+            coll.replace_one(filter, replacement, options).await.map(update_result)
+        }
+        "createIndex" => {
+            let options = IndexOptions {
+                name: args.get_str("name").ok().map(str::to_owned),
+                unique: args.get_bool("unique").ok(),
+                max_time,
+                timeout: None,
+            };
+            let keys = args.get_document("keys").cloned().unwrap_or_default();
+            coll.create_index(keys, options).await.map(|n| Some(Bson::String(n)))
+        }
+        "dropIndex" => {
+            let options = CommandOptions { max_time, timeout: None };
+            coll.drop_index(args.get_str("name").unwrap_or(""), options).await.map(|()| None)
+        }
+        "dropIndexes" => coll.drop_indexes(CommandOptions { max_time, timeout: None }).await.map(|()| None),
+        "listIndexes" => {
+            let options = ListOptions {
+                batch_size: batch_size(args),
+                timeout_mode: timeout_mode(args),
+                ..Default::default()
+            };
+            cursor_result(coll.list_indexes(options).await, false, new_cursor).await
+        }
+        "listIndexNames" => coll.list_index_names(None).await.map(strings),
+        other => return Err(format!("collection operation {other} not supported")),
+    })
+}
+
+/// Runs a collection operation of this file with an explicit session.
+pub(super) async fn collection_op_with_session(
+    coll: &actors::Collection,
+    read_preference: Option<selection::ReadPreference>,
+    name: &str,
+    args: &Document,
+    session: &mut actors::ClientSession,
+) -> R<OpResult> {
+    let filter = args.get_document("filter").cloned().unwrap_or_default();
+    Ok(match name {
+        "countDocuments" => {
+            let options = ReadOptions { max_time: millis(args, "maxTimeMS"), read_preference, timeout: None };
+            coll.count_documents_with_session(filter, options, session).await.map(count)
+        }
+        other => return Err(format!("{other} with a session is not supported")),
+    })
+}
+
+/// Runs a database operation of this file (the handle carries the operation's timeoutMS).
+pub(super) async fn database_op(
+    db: &actors::Database,
+    name: &str,
+    args: &Document,
+    new_cursor: &mut Option<actors::Cursor>,
+) -> R<OpResult> {
+    let filter = args.get_document("filter").cloned().unwrap_or_default();
+    Ok(match name {
+        "aggregate" => {
+            let options = AggregateOptions {
+                batch_size: batch_size(args),
+                max_time: millis(args, "maxTimeMS"),
+                timeout_mode: timeout_mode(args),
+                ..Default::default()
+            };
+            cursor_result(db.aggregate(pipeline(args), options).await, false, new_cursor).await
+        }
+        "listCollections" => {
+            let options = ListOptions {
+                batch_size: batch_size(args),
+                timeout_mode: timeout_mode(args),
+                ..Default::default()
+            };
+            cursor_result(db.list_collections(filter, options).await, false, new_cursor).await
+        }
+        "listCollectionNames" => db.list_collection_names(filter, None).await.map(strings),
+        "runCursorCommand" | "createCommandCursor" => {
+            let options = RunCursorCommandOptions {
+                batch_size: batch_size(args),
+                cursor_type: match args.get_str("cursorType") {
+                    Ok("tailable") => Some(CursorType::Tailable),
+                    Ok("tailableAwait") => Some(CursorType::TailableAwait),
+                    Ok(_) => Some(CursorType::NonTailable),
+                    Err(_) => None,
+                },
+                timeout_mode: timeout_mode(args),
+                ..Default::default()
+            };
+            let command = args.get_document("command").cloned().unwrap_or_default();
+            let keep = name == "createCommandCursor";
+            cursor_result(db.run_cursor_command(command, options).await, keep, new_cursor).await
+        }
+        "createCollection" => {
+            let options = CreateCollectionOptions {
+                capped: args.get_bool("capped").ok(),
+                size: unsigned(args, "size"),
+                max: unsigned(args, "max"),
+                timeout: None,
+            };
+            db.create_collection(args.get_str("collection").unwrap_or(""), options).await.map(|()| None)
+        }
+        other => return Err(format!("database operation {other} not supported")),
+    })
+}
+
+/// Runs a client operation of this file.
+pub(super) async fn client_op(client: &actors::Client, name: &str, args: &Document) -> R<OpResult> {
+    let filter = args.get_document("filter").cloned().unwrap_or_default();
+    let timeout = timeout_ms(args);
+    Ok(match name {
+        "listDatabases" => {
+            let options = ListDatabasesOptions { timeout, ..Default::default() };
+            client.list_databases(filter, options).await.map(docs)
+        }
+        "listDatabaseNames" => client.list_database_names(filter, timeout).await.map(strings),
+        other => return Err(format!("client operation {other} not supported")),
+    })
+}
