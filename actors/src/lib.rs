@@ -32,6 +32,7 @@ pub use client::{
     Client, ClientOptions, ClientSession, Collection, Cursor, Database, DeleteResult, FindOptions,
     InsertManyResult, InsertOneResult, TimeoutMode, TransactionState, UpdateResult,
 };
+pub use client::{EndTransactionOptions, SessionOptions, WithTransactionOptions};
 pub use error::{Error, ErrorKind, Result, WriteConcernError, WriteError};
 pub use selection_actor::{Criteria, Selector};
 pub use snapshot::{ServerHandle, TopologySnapshot};

@@ -415,7 +415,7 @@ impl Collection {
     ) -> Result<u64> {
         let coll = self.with_op_timeout(options.timeout);
         let op = coll.count_documents_op(filter, &options);
-        let reply = session.execute(op).await?.reply;
+        let reply = session.execute(op, coll.timeout()).await?.reply;
         Ok(first_batch(&reply).first().map_or(0, |d| count_of(d, "n")))
     }
 

@@ -37,8 +37,7 @@ pub struct Cursor {
     /// A getMore failed with a network error: the pin is released on drop, no killCursors.
     network_error: bool,
     /// Opened in a load-balanced transaction: `pin` is the session's (never unpinned here),
-    /// getMores carry `txnNumber` and `autocommit: false`, and no killCursors is sent (the
-    /// server closes a transaction's cursors when it ends).
+    /// and getMores and killCursors carry `txnNumber` and `autocommit: false`.
     in_transaction: bool,
     /// CSOT: the `timeoutMS`, its mode, and the cursor's deadline (CURSOR_LIFETIME).
     timeout: Option<Duration>,
@@ -260,7 +259,7 @@ async fn take_pinned(selector: &Selector, pin: PinId) -> Result<PooledConnection
         .ok_or_else(|| Error::stopped("selection (pinned connection gone)"))
 }
 
-/// What killing a cursor on the server needs, taken out of the cursor.
+/// A `killCursors` to send for a cursor closed before it was exhausted.
 struct Kill {
     client: Client,
     address: ServerAddress,
@@ -271,21 +270,30 @@ struct Kill {
     pin: Option<PinId>,
     /// CSOT: the refreshed timeout of the `killCursors` (sent as `maxTimeMS` too).
     timeout: Option<Duration>,
+    /// Opened in a load-balanced transaction: the pin is the session's and stays.
+    in_transaction: bool,
 }
 
 impl Kill {
     /// Sends `killCursors` (errors ignored: the server reaps the cursor eventually), then
-    /// returns the pinned connection and the session.
+    /// returns the pinned connection and the session. In a load-balanced transaction it
+    /// carries `txnNumber` and `autocommit: false`, and the connection stays pinned to the
+    /// session.
     async fn run(self) {
-        let Kill { client, address, db, collection, id, mut session, pin, timeout } = self;
+        let Kill { client, address, db, collection, id, mut session, pin, timeout, in_transaction } = self;
         let mut pinned = match pin {
             Some(pin) => take_pinned(&client.inner.selector, pin).await.ok(),
             None => None,
         };
+        let mut command = doc! {"killCursors": collection, "cursors": [id]};
+        if let (true, Some(s)) = (in_transaction, &session) {
+            command.insert("txnNumber", s.txn_number);
+            command.insert("autocommit", false);
+        }
         let op = Op {
             name: "killCursors".into(),
             db,
-            command: doc! {"killCursors": collection, "cursors": [id]},
+            command,
             criteria: Criteria::Read(selection::ReadPreference::PRIMARY),
             retry: Retry::No,
             check_write: false,
@@ -299,6 +307,9 @@ impl Kill {
         if let Err(e) = result {
             tracing::debug!(%address, cursor = id, error = %e, "killCursors failed (ignored)");
         }
+        if let (true, Some(pin), Some(connection)) = (in_transaction, pin, pinned.take()) {
+            let _ = client.inner.selector.actor().send(PinConnection { pin, connection }).await;
+        }
         drop(pinned);
         if let Some(s) = session {
             let timeout = client.inner.topology.snapshot().description.logical_session_timeout_minutes();
@@ -311,7 +322,7 @@ impl Cursor {
     /// The `killCursors` to send for a live cursor (`None` when there is nothing to kill);
     /// the cursor is left exhausted.
     fn take_kill(&mut self, timeout: Option<Duration>) -> Option<Kill> {
-        if self.id == 0 || self.in_transaction {
+        if self.id == 0 {
             return None;
         }
         let kill = Kill {
@@ -323,6 +334,7 @@ impl Cursor {
             session: self.session.take(),
             pin: self.pin.take(),
             timeout,
+            in_transaction: self.in_transaction,
         };
         self.id = 0;
         Some(kill)

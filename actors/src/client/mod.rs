@@ -60,7 +60,9 @@ pub use cursor::Cursor;
 pub use database::Database;
 pub use options::{ClientOptions, ClientOptionsBuilder};
 pub use srv::ResolverConfig;
-pub use transaction::{ClientSession, TransactionState};
+pub use transaction::{
+    ClientSession, EndTransactionOptions, SessionOptions, TransactionState, WithTransactionOptions,
+};
 
 use self::session::SessionPool;
 use crate::command_events::CommandEventHandler;

@@ -363,6 +363,26 @@ impl ClientInner {
         self.attempt(&mut conn, &target, op, session, ids).await
     }
 
+    /// One command (never retried) on a connection the caller holds, with a CSOT deadline for
+    /// the round trip and the `maxTimeMS` to append (explicit-session commands).
+    pub(crate) async fn execute_on_connection(
+        &self,
+        conn: &mut PooledConnection<Connection>,
+        op: &Op,
+        session: Option<&mut ServerSession>,
+        deadline: Option<tokio::time::Instant>,
+        max_time_ms: Option<i64>,
+    ) -> Result<Document> {
+        self.check_open()?;
+        let operation_id = next_operation_id();
+        let snapshot = self.topology.snapshot();
+        let server_type = snapshot.server(conn.address()).map_or(ServerType::Unknown, |d| d.server_type);
+        let target = Target { topology_type: snapshot.description.topology_type(), server_type };
+        drop(snapshot);
+        let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms };
+        self.attempt(conn, &target, op, session, ids).await
+    }
+
     /// A check-out failure as an operation error; establishment errors go to SDAM.
     pub(crate) async fn check_out_error(
         &self,

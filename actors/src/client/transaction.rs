@@ -10,27 +10,36 @@
 //! collection's write concern is only sent with `commitTransaction` / `abortTransaction`.
 //! In load-balanced mode the transaction pins one connection (checked out with
 //! [`CheckoutPurpose::Transaction`]) for all its commands: one check-out and one check-in
-//! event, and two sessions never share it. It is unpinned when the commit or abort completes,
-//! when a new transaction starts, or on a `TransientTransactionError`.
+//! event, and two sessions never share it. It stays pinned after a commit (which may be
+//! repeated) and is unpinned by an abort, a network or `TransientTransactionError` error, the
+//! next transaction, the next operation outside a transaction, or the end of the session.
 //!
-//! A cursor opened in a load-balanced transaction runs its `getMore`s on the transaction's
-//! connection and sends no `killCursors` (the server closes a transaction's cursors when it
-//! ends); do not iterate it while the session runs another operation.
+//! A cursor opened in a load-balanced transaction runs its `getMore`s and `killCursors` on the
+//! transaction's connection; do not iterate it while the session runs another operation.
 //!
-//! Limitations: operations with an explicit session are not retried (commit is retried once
-//! on a retryable error).
+//! CSOT: an operation with a session runs under its handle's timeoutMS (selection, check-out,
+//! round trip, `maxTimeMS`); commit and abort under the call's, else the session's default
+//! timeout ([`SessionOptions::default_timeout`], else the client's).
+//! [`ClientSession::with_transaction`] applies one deadline to its whole run.
+//!
+//! Limitations: operations with an explicit session are not retried (commit and abort are
+//! retried once on a retryable error).
+
+use std::time::Duration;
 
 use bson::{doc, Document};
+use futures_util::future::BoxFuture;
 use pool::cmap::{CheckoutPurpose, PooledConnection};
 use pool::connection::Connection;
 use protocol::ServerAddress;
+use tokio::time::Instant;
 
 use super::collection::{Collection, FindOptions, InsertOneResult};
 use super::cursor::Cursor;
 use super::database::Database;
 use super::operation::{cursor_id, next_operation_id, Op, OpOutput, Retry};
 use super::session::ServerSession;
-use super::Client;
+use super::{timeout, Client};
 use crate::error::RETRYABLE_WRITE_ERROR;
 use crate::selection_actor::{Criteria, PinConnection, PinId, SelectionRequest, TakePinned, Unpin};
 use crate::{Error, Result};
@@ -39,6 +48,10 @@ use crate::{Error, Result};
 pub const TRANSIENT_TRANSACTION_ERROR: &str = "TransientTransactionError";
 /// The label of commit errors whose outcome is unknown.
 pub const UNKNOWN_TRANSACTION_COMMIT_RESULT: &str = "UnknownTransactionCommitResult";
+
+/// How long [`ClientSession::with_transaction`] retries without a timeoutMS (convenient
+/// transactions API).
+const WITH_TRANSACTION_LIMIT: Duration = Duration::from_secs(120);
 
 /// Where a session's transaction stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +69,39 @@ pub enum TransactionState {
     Aborted,
 }
 
+/// Options of [`Client::start_session_with_options`].
+#[derive(Debug, Clone, Default)]
+pub struct SessionOptions {
+    /// `defaultTimeoutMS`: the timeoutMS of [`ClientSession::commit_transaction`],
+    /// [`ClientSession::abort_transaction`] and [`ClientSession::with_transaction`] when the
+    /// call sets none (`Some(Duration::ZERO)`: no limit). `None` inherits the client's.
+    pub default_timeout: Option<Duration>,
+}
+
+/// Options of [`ClientSession::commit_transaction_with`] and
+/// [`ClientSession::abort_transaction_with`].
+#[derive(Debug, Clone, Default)]
+pub struct EndTransactionOptions {
+    /// timeoutMS of this call (`Some(Duration::ZERO)`: no limit); `None` uses the session's
+    /// default timeout.
+    pub timeout: Option<Duration>,
+}
+
+/// Options of [`ClientSession::with_transaction`].
+#[derive(Debug, Clone, Default)]
+pub struct WithTransactionOptions {
+    /// timeoutMS of the whole call, retries included (`Some(Duration::ZERO)`: no limit);
+    /// `None` uses the session's default timeout. Without any, retries stop after 120 s.
+    pub timeout: Option<Duration>,
+}
+
+/// The timeout a running `with_transaction` applies to its callback's operations.
+#[derive(Debug, Clone, Copy)]
+struct CallbackTimeout {
+    timeout: Option<Duration>,
+    deadline: Option<Instant>,
+}
+
 /// An explicit session: a server session owned until drop, with at most one transaction at
 /// a time. Not for concurrent use (operations take `&mut`).
 pub struct ClientSession {
@@ -63,7 +109,14 @@ pub struct ClientSession {
     server: Option<ServerSession>,
     timeout_minutes: Option<i64>,
     state: TransactionState,
-    /// Load-balanced transaction: its connection, pinned in the selection actor.
+    /// The session's timeoutMS for commit / abort / with_transaction (the client's when the
+    /// options set none).
+    default_timeout: Option<Duration>,
+    /// Set while `with_transaction` runs with a timeout: its operations share its deadline.
+    callback_timeout: Option<CallbackTimeout>,
+    /// Load-balanced transaction: its connection, pinned in the selection actor. Kept after
+    /// commit (a commit may be repeated) until the next transaction, the next operation
+    /// outside a transaction, an abort, a transient error, or the end of the session.
     pin: Option<PinId>,
     /// The copy a drop spawns to abort: dropping it never spawns again (a runtime shutting
     /// down drops spawned futures at once).
@@ -88,14 +141,31 @@ impl Client {
     /// [`Error::InvalidOptions`] when the deployment does not support sessions; selection
     /// errors.
     pub async fn start_session(&self) -> Result<ClientSession> {
+        self.start_session_with_options(SessionOptions::default()).await
+    }
+
+    /// [`start_session`](Self::start_session) with options. The wait for session support is
+    /// limited by the client's timeoutMS (never the session's).
+    ///
+    /// # Errors
+    /// As [`start_session`](Self::start_session).
+    pub async fn start_session_with_options(&self, options: SessionOptions) -> Result<ClientSession> {
         self.inner.check_open()?;
         let mut timeout = self.inner.topology.snapshot().description.logical_session_timeout_minutes();
         if timeout.is_none() && !self.inner.settings.load_balanced {
-            let request = SelectionRequest::new(
+            let mut request = SelectionRequest::new(
                 Criteria::Read(selection::ReadPreference::PRIMARY_PREFERRED),
                 "startSession",
             );
-            let selected = self.inner.selector.select(request).await?;
+            let client_timeout = self.inner.settings.timeout;
+            request.deadline = timeout::deadline(client_timeout);
+            let deadline = request.deadline;
+            let selected = self
+                .inner
+                .selector
+                .select(request)
+                .await
+                .map_err(|e| timeout::convert(e, client_timeout, deadline))?;
             timeout = selected.snapshot.description.logical_session_timeout_minutes();
             if timeout.is_none() {
                 return Err(Error::InvalidOptions {
@@ -108,6 +178,8 @@ impl Client {
             server: Some(self.inner.sessions.acquire(timeout)),
             timeout_minutes: timeout,
             state: TransactionState::None,
+            default_timeout: timeout::inherit(self.inner.settings.timeout, options.default_timeout),
+            callback_timeout: None,
             pin: None,
             aborting_on_drop: false,
         })
@@ -116,6 +188,12 @@ impl Client {
 
 fn state_error(message: &str) -> Error {
     Error::InvalidOptions { message: message.to_string() }
+}
+
+/// A commit or abort error that says the transaction may be retried, or that the connection
+/// is not usable for it any more.
+fn releases_pin(e: &Error) -> bool {
+    e.is_network_error() || e.has_label(TRANSIENT_TRANSACTION_ERROR)
 }
 
 impl ClientSession {
@@ -134,6 +212,11 @@ impl ClientSession {
         self.pin.is_some()
     }
 
+    /// The session's timeoutMS for commit, abort and `with_transaction` (`None`: not set).
+    pub fn default_timeout(&self) -> Option<Duration> {
+        self.default_timeout
+    }
+
     /// Starts a transaction: the next command carries `startTransaction: true`.
     ///
     /// # Errors
@@ -149,13 +232,34 @@ impl ClientSession {
         Ok(())
     }
 
-    /// Commits the transaction (nothing is sent when no command ran in it). Retried once on
-    /// a retryable error; the connection is unpinned when the commit completes.
+    /// Commits the transaction (nothing is sent when no command ran in it), under the
+    /// session's default timeout. Retried once on a retryable error. In load-balanced mode
+    /// the connection stays pinned (a commit may be repeated) unless the commit fails with a
+    /// network or transient error.
     ///
     /// # Errors
     /// [`Error::InvalidOptions`] without a transaction; the server's or the network's error,
-    /// labelled `UnknownTransactionCommitResult` when the outcome is unknown.
+    /// labelled `UnknownTransactionCommitResult` when the outcome is unknown;
+    /// [`Error::Timeout`] when the timeout expires.
     pub async fn commit_transaction(&mut self) -> Result<()> {
+        self.commit_transaction_with(EndTransactionOptions::default()).await
+    }
+
+    /// [`commit_transaction`](Self::commit_transaction) with a timeout of its own.
+    ///
+    /// # Errors
+    /// As [`commit_transaction`](Self::commit_transaction).
+    pub async fn commit_transaction_with(&mut self, options: EndTransactionOptions) -> Result<()> {
+        let (timeout, deadline) = match (options.timeout, self.callback_timeout) {
+            (Some(t), _) => (Some(t), timeout::deadline(Some(t))),
+            // Inside with_transaction: its deadline.
+            (None, Some(c)) => (c.timeout, c.deadline),
+            (None, None) => (self.default_timeout, timeout::deadline(self.default_timeout)),
+        };
+        self.commit_until(timeout, deadline).await
+    }
+
+    async fn commit_until(&mut self, timeout: Option<Duration>, deadline: Option<Instant>) -> Result<()> {
         match self.state {
             TransactionState::None => return Err(state_error("no transaction started")),
             TransactionState::Aborted => {
@@ -167,31 +271,50 @@ impl ClientSession {
             }
             TransactionState::InProgress | TransactionState::Committed => {}
         }
-        let mut result = self.end_command("commitTransaction").await;
+        let mut result = self.end_command("commitTransaction", timeout, deadline, true).await;
         if let Err(e) = &result {
             if e.is_network_error() || e.has_label(RETRYABLE_WRITE_ERROR) {
-                // The retry may go to another connection.
+                // The retry goes to another connection, which is not pinned.
                 self.unpin();
-                result = self.end_command("commitTransaction").await;
+                result = self.end_command("commitTransaction", timeout, deadline, false).await;
             }
         }
-        self.unpin();
         self.state = TransactionState::Committed;
         result.map(|_| ()).map_err(|mut e| {
-            if e.is_network_error() || e.has_label(RETRYABLE_WRITE_ERROR) {
+            if e.is_network_error()
+                || e.has_label(RETRYABLE_WRITE_ERROR)
+                || e.kind() == crate::ErrorKind::Timeout
+            {
                 e.add_label(UNKNOWN_TRANSACTION_COMMIT_RESULT);
             }
             e
         })
     }
 
-    /// Aborts the transaction (nothing is sent when no command ran in it). Errors of the
-    /// `abortTransaction` command are ignored, as the transactions spec says; the connection
-    /// is unpinned.
+    /// Aborts the transaction (nothing is sent when no command ran in it), under the
+    /// session's default timeout. Errors of the `abortTransaction` command are ignored, as
+    /// the transactions spec says; the connection is unpinned.
     ///
     /// # Errors
     /// [`Error::InvalidOptions`] without a transaction in progress.
     pub async fn abort_transaction(&mut self) -> Result<()> {
+        self.abort_transaction_with(EndTransactionOptions::default()).await
+    }
+
+    /// [`abort_transaction`](Self::abort_transaction) with a timeout of its own.
+    ///
+    /// # Errors
+    /// As [`abort_transaction`](Self::abort_transaction).
+    pub async fn abort_transaction_with(&mut self, options: EndTransactionOptions) -> Result<()> {
+        let (timeout, deadline) = match (options.timeout, self.callback_timeout) {
+            (Some(t), _) => (Some(t), timeout::deadline(Some(t))),
+            (None, Some(c)) => (c.timeout, c.deadline),
+            (None, None) => (self.default_timeout, timeout::deadline(self.default_timeout)),
+        };
+        self.abort_until(timeout, deadline).await
+    }
+
+    async fn abort_until(&mut self, timeout: Option<Duration>, deadline: Option<Instant>) -> Result<()> {
         match self.state {
             TransactionState::None => return Err(state_error("no transaction started")),
             TransactionState::Committed => {
@@ -204,12 +327,137 @@ impl ClientSession {
             }
             TransactionState::InProgress => {}
         }
-        if let Err(e) = self.end_command("abortTransaction").await {
+        let mut result = self.end_command("abortTransaction", timeout, deadline, true).await;
+        if let Err(e) = &result {
+            if e.is_network_error() || e.has_label(RETRYABLE_WRITE_ERROR) {
+                self.unpin();
+                result = self.end_command("abortTransaction", timeout, deadline, false).await;
+            }
+        }
+        if let Err(e) = result {
             tracing::debug!(error = %e, "abortTransaction failed (ignored)");
         }
         self.unpin();
         self.state = TransactionState::Aborted;
         Ok(())
+    }
+
+    /// Runs `callback` in a transaction and commits it (the convenient transactions API):
+    /// the whole transaction is retried on a `TransientTransactionError`, the commit on an
+    /// `UnknownTransactionCommitResult`, until the timeout (the options', else the session's
+    /// default timeout) expires, or for 120 s without one. The callback's operations with
+    /// this session share that deadline; one on a handle whose timeoutMS differs from the
+    /// client's fails with [`Error::InvalidOptions`]. Operations without the session do not
+    /// get the deadline. When the callback fails the transaction is aborted under a fresh
+    /// timeout.
+    ///
+    /// ```no_run
+    /// # async fn example(client: actors::Client) -> actors::Result<()> {
+    /// use futures_util::FutureExt;
+    /// let coll = client.database("app").collection("people");
+    /// let mut session = client.start_session().await?;
+    /// session
+    ///     .with_transaction(
+    ///         &coll,
+    ///         |session, coll| {
+    ///             async move {
+    ///                 coll.insert_one_with_session(bson::doc! {"name": "Ada"}, session).await?;
+    ///                 Ok(())
+    ///             }
+    ///             .boxed()
+    ///         },
+    ///         Default::default(),
+    ///     )
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// The callback's error (after the abort), the commit's error, or [`Error::Timeout`]
+    /// (wrapping the last error) when the timeout expires between retries;
+    /// [`Error::InvalidOptions`] when a transaction is already in progress.
+    pub async fn with_transaction<R, C, F>(
+        &mut self,
+        mut context: C,
+        mut callback: F,
+        options: WithTransactionOptions,
+    ) -> Result<R>
+    where
+        F: for<'b> FnMut(&'b mut ClientSession, &'b mut C) -> BoxFuture<'b, Result<R>>,
+    {
+        let timeout = timeout::inherit(self.default_timeout, options.timeout);
+        let deadline = timeout::deadline(timeout);
+        let started = Instant::now();
+        let time_left = || match (timeout, deadline) {
+            (Some(_), Some(d)) => Instant::now() < d,
+            (Some(_), None) => true,
+            _ => started.elapsed() < WITH_TRANSACTION_LIMIT,
+        };
+        let out_of_time = |e: Error| match timeout {
+            Some(_) if e.kind() != crate::ErrorKind::Timeout => Error::Timeout {
+                message: format!("timeoutMS expired while retrying the transaction after: {e}"),
+                source: Some(Box::new(e)),
+            },
+            _ => e,
+        };
+        'transaction: loop {
+            self.start_transaction()?;
+            self.callback_timeout =
+                timeout.map(|timeout| CallbackTimeout { timeout: Some(timeout), deadline });
+            let ret = callback(self, &mut context).await;
+            self.callback_timeout = None;
+            let ret = match ret {
+                Ok(r) => r,
+                Err(e) => {
+                    if self.in_transaction() {
+                        // A fresh timeout: the transaction must not stay open on the server.
+                        let _ = self.abort_until(timeout, timeout::deadline(timeout)).await;
+                    }
+                    if e.has_label(TRANSIENT_TRANSACTION_ERROR) {
+                        if time_left() {
+                            continue 'transaction;
+                        }
+                        return Err(out_of_time(e));
+                    }
+                    return Err(e);
+                }
+            };
+            if !self.in_transaction() {
+                // The callback committed or aborted itself.
+                return Ok(ret);
+            }
+            loop {
+                let result = self.commit_until(timeout, deadline).await;
+                let Err(e) = result else { return Ok(ret) };
+                let max_time_expired = e.code() == Some(timeout::MAX_TIME_MS_EXPIRED);
+                if e.has_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && !max_time_expired {
+                    if time_left() {
+                        continue;
+                    }
+                    return Err(out_of_time(e));
+                }
+                if e.has_label(TRANSIENT_TRANSACTION_ERROR) {
+                    if time_left() {
+                        continue 'transaction;
+                    }
+                    return Err(out_of_time(e));
+                }
+                return Err(e);
+            }
+        }
+    }
+
+    /// Ends the session: aborts a transaction in progress, gives a pinned connection back to
+    /// its pool before returning, and returns the server session to the pool. Dropping the
+    /// session does the same in the background.
+    pub async fn end_session(mut self) {
+        if self.state == TransactionState::InProgress {
+            let _ = self.abort_transaction().await;
+        }
+        if let Some(pin) = self.pin.take() {
+            let _ = self.client.inner.selector.actor().send(Unpin { pin }).await;
+        }
     }
 
     fn in_transaction(&self) -> bool {
@@ -222,10 +470,23 @@ impl ClientSession {
         }
     }
 
-    async fn end_command(&mut self, name: &'static str) -> Result<Document> {
+    async fn end_command(
+        &mut self,
+        name: &'static str,
+        timeout: Option<Duration>,
+        deadline: Option<Instant>,
+        may_pin: bool,
+    ) -> Result<Document> {
         let mut command = doc! { name: 1 };
         if let Some(wc) = &self.client.inner.settings.write_concern {
-            command.insert("writeConcern", wc.clone());
+            let mut wc = wc.clone();
+            if timeout.is_some() {
+                // CSOT: timeoutMS replaces wTimeoutMS.
+                wc.remove("wtimeout");
+            }
+            if !wc.is_empty() {
+                command.insert("writeConcern", wc);
+            }
         }
         let op = Op {
             name: name.into(),
@@ -236,17 +497,49 @@ impl ClientSession {
             check_write: true,
             opens_cursor: false,
         };
-        Ok(self.execute(op).await?.reply)
+        Ok(self.execute_until(op, timeout, deadline, may_pin).await?.reply)
+    }
+
+    /// Runs `op` with this session under `timeout` (the operation's handle's timeoutMS; inside
+    /// `with_transaction`, the transaction's deadline instead).
+    pub(crate) async fn execute(&mut self, op: Op, timeout: Option<Duration>) -> Result<OpOutput> {
+        let (timeout, deadline) = match self.callback_timeout {
+            Some(c) => {
+                if timeout != self.client.inner.settings.timeout {
+                    return Err(Error::InvalidOptions {
+                        message: "timeoutMS cannot be set for an operation inside with_transaction".into(),
+                    });
+                }
+                (c.timeout, c.deadline)
+            }
+            None => (timeout, timeout::deadline(timeout)),
+        };
+        self.execute_until(op, timeout, deadline, true).await
     }
 
     /// Runs `op` with this session: its `lsid`, and inside a transaction its `txnNumber`,
     /// `autocommit: false` and (first command) `startTransaction: true`, on the transaction's
-    /// pinned connection in load-balanced mode. Not retried.
-    pub(crate) async fn execute(&mut self, mut op: Op) -> Result<OpOutput> {
+    /// pinned connection in load-balanced mode (`may_pin`: false for a retried commit, which
+    /// leaves its connection unpinned). Not retried. CSOT: `deadline` limits the selection,
+    /// the check-out and the round trip, and gives the `maxTimeMS`.
+    async fn execute_until(
+        &mut self,
+        mut op: Op,
+        timeout: Option<Duration>,
+        deadline: Option<Instant>,
+        may_pin: bool,
+    ) -> Result<OpOutput> {
         let inner = self.client.inner.clone();
         inner.check_open()?;
         let end = matches!(op.name.as_ref(), "commitTransaction" | "abortTransaction");
         let in_txn = self.in_transaction() || end;
+        if !in_txn {
+            // An operation outside a transaction releases the last transaction's connection,
+            // back in the pool before this operation checks one out.
+            if let Some(pin) = self.pin.take() {
+                inner.selector.actor().send(Unpin { pin }).await?;
+            }
+        }
         let load_balanced = inner.settings.load_balanced;
         let server = self.server.as_mut().ok_or_else(|| state_error("the session has ended"))?;
         if in_txn {
@@ -266,7 +559,7 @@ impl ClientSession {
         } else if op.retry == Retry::Write && inner.settings.retry_writes && !inner.settings.unacknowledged {
             op.command.insert("txnNumber", server.next_txn_number());
         }
-        let pin_txn = in_txn && load_balanced;
+        let pin_txn = in_txn && load_balanced && may_pin;
         let pinned = match self.pin {
             Some(pin) if pin_txn => inner.selector.actor().send(TakePinned { pin }).await??,
             _ => None,
@@ -279,45 +572,65 @@ impl ClientSession {
             None => {
                 let mut request = SelectionRequest::new(op.criteria.clone(), op.name.clone());
                 request.operation_id = Some(next_operation_id());
-                request.deadline = inner.settings.timeout.map(|t| tokio::time::Instant::now() + t);
-                let deadline = request.deadline;
-                let selected = inner.selector.select(request).await?;
+                request.deadline = deadline;
+                let selected = inner
+                    .selector
+                    .select(request)
+                    .await
+                    .map_err(|e| timeout::convert(e, timeout, deadline))?;
                 let address = selected.address().clone();
                 let purpose = if pin_txn { CheckoutPurpose::Transaction } else { CheckoutPurpose::Other };
-                let generation = selected.handle().pool.generation(None);
-                let conn = match selected.handle().pool.check_out(deadline, purpose).await {
+                let pool = &selected.handle().pool;
+                let generation = pool.generation(None);
+                let checked_out = if timeout.is_some() {
+                    // CSOT: only the deadline limits the wait.
+                    pool.check_out_within(deadline, purpose).await
+                } else {
+                    pool.check_out(deadline, purpose).await
+                };
+                let conn = match checked_out {
                     Ok(c) => c,
-                    Err(e) => return Err(inner.check_out_error(&address, e, generation, false).await),
+                    Err(e) => {
+                        let e = inner.check_out_error(&address, e, generation, false).await;
+                        return Err(timeout::convert(e, timeout, deadline));
+                    }
                 };
                 (conn, address)
             }
         };
-        if self.state == TransactionState::Starting {
-            self.state = TransactionState::InProgress;
-        }
-        let result = inner.execute_on(&address, Some(&mut conn), &op, Some(server)).await;
-        let transient = in_txn
-            && !end
-            && result
-                .as_ref()
-                .err()
-                .is_some_and(|e| e.is_network_error() || e.has_label(TRANSIENT_TRANSACTION_ERROR));
-        if pin_txn && !transient {
+        let min_rtt = inner.topology.snapshot().handle(&address).map(|h| h.rtt.min()).unwrap_or_default();
+        let result = match timeout::max_time_ms(deadline, min_rtt) {
+            Ok(max_time_ms) => {
+                if self.state == TransactionState::Starting {
+                    self.state = TransactionState::InProgress;
+                }
+                inner.execute_on_connection(&mut conn, &op, Some(server), deadline, max_time_ms).await
+            }
+            Err(e) => Err(e),
+        };
+        let release = match result.as_ref().err() {
+            Some(e) if end => releases_pin(e),
+            Some(e) if in_txn => e.is_network_error() || e.has_label(TRANSIENT_TRANSACTION_ERROR),
+            _ => false,
+        };
+        let transient = in_txn && !end && release;
+        if pin_txn && !release {
             let pin = *self.pin.get_or_insert_with(|| inner.selector.new_pin_id());
             inner.selector.actor().send(PinConnection { pin, connection: conn }).await??;
-            return self.output(result, address, None);
+            return self.output(result, address, None, timeout, deadline);
         }
-        if transient {
+        if release {
             self.unpin();
         }
         let keep = load_balanced && !in_txn && op.opens_cursor;
         let connection = keep.then_some(conn);
-        self.output(result, address, connection).map_err(|mut e| {
+        let result = result.map_err(|mut e| {
             if transient {
                 e.add_label(TRANSIENT_TRANSACTION_ERROR);
             }
             e
-        })
+        });
+        self.output(result, address, connection, timeout, deadline)
     }
 
     fn output(
@@ -325,8 +638,10 @@ impl ClientSession {
         result: Result<Document>,
         address: ServerAddress,
         connection: Option<PooledConnection<Connection>>,
+        timeout: Option<Duration>,
+        deadline: Option<Instant>,
     ) -> Result<OpOutput> {
-        let reply = result?;
+        let reply = result.map_err(|e| timeout::convert(e, timeout, deadline))?;
         let open = cursor_id(&reply) != 0;
         let session = open.then(|| self.server.as_ref().map(ServerSession::lend)).flatten();
         Ok(OpOutput { reply, address, session, connection: connection.filter(|_| open) })
@@ -344,6 +659,8 @@ impl Drop for ClientSession {
                     server: Some(s),
                     timeout_minutes: self.timeout_minutes,
                     state: TransactionState::InProgress,
+                    default_timeout: self.default_timeout,
+                    callback_timeout: None,
                     pin: self.pin.take(),
                     aborting_on_drop: true,
                 };
@@ -374,7 +691,7 @@ impl Collection {
     ) -> Result<InsertOneResult> {
         let (doc, inserted_id) = super::collection::with_id(doc);
         let op = self.write_op("insert", doc! {"insert": self.name(), "documents": [doc], "ordered": true});
-        session.execute(op).await?;
+        session.execute(op, self.timeout()).await?;
         Ok(InsertOneResult { inserted_id })
     }
 
@@ -392,7 +709,7 @@ impl Collection {
             command.insert("batchSize", i64::from(b));
         }
         let op = self.read_op("find", command, options.read_preference, true);
-        let out = session.execute(op).await?;
+        let out = session.execute(op, timeout::inherit(self.timeout(), options.timeout)).await?;
         let txn_pin = session.pin.filter(|_| session.in_transaction());
         let mut cursor = Cursor::new(
             self.database().client().clone(),
@@ -428,6 +745,6 @@ impl Database {
             check_write: false,
             opens_cursor: false,
         };
-        Ok(session.execute(op).await?.reply)
+        Ok(session.execute(op, self.timeout()).await?.reply)
     }
 }

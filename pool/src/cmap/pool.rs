@@ -793,14 +793,16 @@ impl<E: Establisher> ReturnTo<E::Connection> for Inner<E> {
         if announced {
             self.emit(CmapEvent::CheckedIn { address: self.address.clone(), connection_id: meta.id });
         }
-        // A connection that failed is closed for its error even when a clear it caused has
-        // also made it stale (load-balancers spec: cursors.json).
+        // A connection broken by a network error closes for the error even when that error
+        // also cleared the pool; one a clear interrupted is stale.
         let reason = if st.status == PoolState::Closed {
             Some(ConnectionClosedReason::PoolClosed)
-        } else if conn.is_closed() {
+        } else if conn.is_closed() && !meta.cancel.is_cancelled() {
             Some(ConnectionClosedReason::Error)
         } else if st.is_stale(&meta) {
             Some(ConnectionClosedReason::Stale)
+        } else if conn.is_closed() {
+            Some(ConnectionClosedReason::Error)
         } else {
             None
         };

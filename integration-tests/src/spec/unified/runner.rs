@@ -15,6 +15,8 @@ use crate::sim::Cluster;
 
 #[path = "sdam_ops.rs"]
 mod sdam_ops;
+#[path = "sessions.rs"]
+mod sessions;
 
 /// An observed event.
 #[derive(Debug, Clone)]
@@ -324,8 +326,11 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
         "bucket" => Entity::Bucket,
         "session" => {
             let c = spec.get_str("client").map_err(|_| "session without client")?;
-            let session =
-                client(ctx, c)?.client.start_session().await.map_err(|e| format!("session {id}: {e}"))?;
+            let session = client(ctx, c)?
+                .client
+                .start_session_with_options(sessions::session_options(spec))
+                .await
+                .map_err(|e| format!("session {id}: {e}"))?;
             if let Some(lsid) = session.id() {
                 ctx.lsids.insert(id.clone(), lsid.clone());
             }
@@ -538,6 +543,11 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
     if object == "testRunner" {
         return testrunner(ctx, name, args).await.map(|()| Ok(None));
     }
+    if matches!(ctx.entities.get(object), Some(Entity::Session(_))) {
+        if let Some(result) = sessions::session_op(ctx, object, name, args).await {
+            return result;
+        }
+    }
     if let Some(Entity::Session(slot)) = ctx.entities.get_mut(object) {
         let Some(session) = slot.as_mut() else { return Err(format!("session {object} has ended")) };
         let result = match name {
@@ -663,6 +673,9 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
     match name {
         "failPoint" => {
             let fp = args.get_document("failPoint").map_err(|_| "failPoint without failPoint")?;
+            if let Some(result) = sessions::fail_point_through_client(ctx, args, fp).await {
+                return result;
+            }
             // Set on the server the operations will use: the primary, the mongos or the LB's service.
             let member = ctx.cluster.primary().unwrap_or(0);
             ctx.cluster

@@ -81,7 +81,9 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
         "updateOne" | "updateMany" => &["filter", "update"],
         "deleteOne" | "deleteMany" => &["filter"],
         "countDocuments" => &["filter"],
-        "startTransaction" | "commitTransaction" | "abortTransaction" | "endSession" => &[],
+        "startTransaction" | "endSession" => &[],
+        "commitTransaction" | "abortTransaction" => &["timeoutMS"],
+        "withTransaction" => &["callback", "timeoutMS"],
         "assertSessionPinned" | "assertSessionUnpinned" => &["session"],
         "assertNumberConnectionsCheckedOut" => &["client", "connections"],
         "assertSameLsidOnLastTwoCommands" | "assertDifferentLsidOnLastTwoCommands" => &["client"],
@@ -215,8 +217,13 @@ fn scan_entities(entities: &[Bson]) -> Option<String> {
                 }
             }
             "session" => {
-                if let Some(k) = spec.keys().find(|k| *k != "id" && *k != "client") {
+                if let Some(k) = spec.keys().find(|k| *k != "id" && *k != "client" && *k != "sessionOptions")
+                {
                     return Some(format!("session entity option {k} is not supported by the client"));
+                }
+                let options = spec.get_document("sessionOptions").map(|o| o.keys().collect::<Vec<_>>());
+                if let Some(k) = options.unwrap_or_default().into_iter().find(|k| *k != "defaultTimeoutMS") {
+                    return Some(format!("session option {k} is not supported by the client"));
                 }
             }
             // Created as a placeholder; operations on it are not applicable (GridFS).
@@ -281,6 +288,13 @@ fn scan_operation(op: &Document) -> Option<String> {
         let ev_name = ev.and_then(|e| e.keys().next()).map(String::as_str).unwrap_or("");
         if !known_event(ev_name) {
             return Some(format!("{name} on {ev_name} is not supported"));
+        }
+    }
+    if name == "withTransaction" {
+        for nested in args.and_then(|a| a.get_array("callback").ok()).map(|a| a.as_slice()).unwrap_or(&[]) {
+            if let Some(r) = nested.as_document().and_then(scan_operation) {
+                return Some(r);
+            }
         }
     }
     if name == "runOnThread" {
