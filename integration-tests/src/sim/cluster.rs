@@ -199,6 +199,10 @@ pub(crate) struct State {
     pub next_cursor_id: i64,
     /// Open transactions by lsid bytes.
     pub txns: HashMap<Vec<u8>, Txn>,
+    /// The reply of each executed retryable write, by (lsid bytes, txnNumber): a retry of
+    /// the same statement gets it again instead of writing twice (mongod's session table,
+    /// which survives failovers).
+    pub retried_writes: HashMap<(Vec<u8>, i64), Document>,
 }
 
 impl State {
@@ -482,6 +486,7 @@ impl Shared {
             cursors: HashMap::new(),
             next_cursor_id: 0x1000_0000,
             txns: HashMap::new(),
+            retried_writes: HashMap::new(),
         };
         Shared {
             security: Security::default(),

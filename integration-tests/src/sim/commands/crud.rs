@@ -87,12 +87,24 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
                 (exec, Ops::new(false))
             }
             _ => {
+                // A retried retryable write gets the first attempt's reply (the statement
+                // already ran, maybe after the client gave up waiting for it).
+                let retry_key = txn_args
+                    .as_ref()
+                    .filter(|_| access == Access::Write && super::retryable_write(&cmd))
+                    .map(|t| (t.lsid.clone(), t.number));
+                if let Some(reply) = retry_key.as_ref().and_then(|k| st.retried_writes.get(k)) {
+                    return Ok(reply.clone());
+                }
                 if access == Access::Write {
                     wc.check(shared, &st)?;
                 }
                 let mut ops = Ops::new(shared.kind == Kind::ReplicaSet);
                 let store = st.store_mut(shared.kind, i).ok_or_else(|| CmdError::bad("no such member"))?;
                 let exec = exec(ctx, &cmd, store, &mut ops)?;
+                if let (Some(key), Exec::Reply(reply)) = (retry_key, &exec) {
+                    st.retried_writes.insert(key, reply.clone());
+                }
                 (exec, ops)
             }
         };
