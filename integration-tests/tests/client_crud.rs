@@ -4,37 +4,21 @@
 //! from timeoutMS, timeout errors, cursor timeout modes) and retryable reads and writes.
 //! Real time (sockets).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use actors::command_events::CommandEvent;
 use actors::{
-    AggregateOptions, Client, ClientOptions, CommandOptions, CountOptions, CreateCollectionOptions,
-    CursorType, ErrorKind, FindOneAndModifyOptions, FindOptions, IndexOptions, ListDatabasesOptions,
-    ListOptions, ReadOptions, ReplaceOptions, ReturnDocument, RunCursorCommandOptions, TimeoutMode,
+    AggregateOptions, CommandOptions, CountOptions, CreateCollectionOptions, CursorType, ErrorKind,
+    FindOneAndModifyOptions, FindOptions, IndexOptions, ListDatabasesOptions, ListOptions, ReadOptions,
+    ReplaceOptions, ReturnDocument, RunCursorCommandOptions, TimeoutMode,
 };
 use bson::{doc, Bson, Document};
-use integration_tests::sim::Cluster;
 
-const WAIT: Duration = Duration::from_secs(10);
-
-struct Setup {
-    cluster: Cluster,
-    client: Client,
-    events: crossbeam_channel::Receiver<CommandEvent>,
-}
+mod support;
+use support::{max_time, replica_set_with_primary, Setup};
 
 async fn replica_set(extra: &str) -> Setup {
-    let cluster = Cluster::replica_set(3).start().expect("sim");
-    let uri = cluster.uri();
-    let sep = if uri.contains('?') { "&" } else { "?" };
-    let uri = if extra.is_empty() { uri } else { format!("{uri}{sep}{extra}") };
-    let mut options = ClientOptions::parse(&uri).await.expect("uri");
-    let (tx, events) = crossbeam_channel::unbounded();
-    options.command_event_handler = Some(Arc::new(tx));
-    let client = Client::with_options(options).await.expect("client");
-    client.topology().wait_for(|t| t.primary().is_some(), WAIT).await.expect("discovery");
-    Setup { cluster, client, events }
+    replica_set_with_primary(3, extra).await
 }
 
 impl Setup {
@@ -57,14 +41,6 @@ impl Setup {
                 _ => None,
             })
             .collect()
-    }
-}
-
-fn max_time(command: &Document) -> Option<i64> {
-    match command.get("maxTimeMS") {
-        Some(Bson::Int64(i)) => Some(*i),
-        Some(Bson::Int32(i)) => Some(i64::from(*i)),
-        _ => None,
     }
 }
 

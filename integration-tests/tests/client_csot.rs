@@ -4,38 +4,27 @@
 //! timeout error, and retryable operations retry as long as the deadline allows. Real time
 //! (sockets).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actors::command_events::CommandEvent;
-use actors::{Client, ClientOptions, Criteria, Error, ErrorKind, FindOptions, TimeoutMode};
+use actors::{Criteria, Error, ErrorKind, FindOptions, TimeoutMode};
 use bson::{doc, Bson, Document};
 use integration_tests::sim::Cluster;
 use protocol::sdam::ServerType;
 use selection::ReadPreference;
 
-const WAIT: Duration = Duration::from_secs(10);
+mod support;
+use support::{max_time, Setup, WAIT};
 
-struct Setup {
-    cluster: Cluster,
-    client: Client,
-    events: crossbeam_channel::Receiver<CommandEvent>,
-}
-
+/// A client of `cluster` that has discovered its standalone or primary.
 async fn connect(cluster: Cluster, extra: &str) -> Setup {
-    let uri = cluster.uri();
-    let sep = if uri.contains('?') { "&" } else { "?" };
-    let uri = if extra.is_empty() { uri } else { format!("{uri}{sep}{extra}") };
-    let mut options = ClientOptions::parse(&uri).await.expect("uri");
-    let (tx, events) = crossbeam_channel::unbounded();
-    options.command_event_handler = Some(Arc::new(tx));
-    let client = Client::with_options(options).await.expect("client");
-    client
+    let s = support::connect(cluster, extra).await;
+    s.client
         .topology()
         .wait_for(|t| !t.servers_of_type(ServerType::Standalone).is_empty() || t.primary().is_some(), WAIT)
         .await
         .expect("discovery");
-    Setup { cluster, client, events }
+    s
 }
 
 async fn standalone(extra: &str) -> Setup {
@@ -50,14 +39,6 @@ fn started(events: &crossbeam_channel::Receiver<CommandEvent>, name: &str) -> Ve
             _ => None,
         })
         .collect()
-}
-
-fn max_time(command: &Document) -> Option<i64> {
-    match command.get("maxTimeMS") {
-        Some(Bson::Int64(i)) => Some(*i),
-        Some(Bson::Int32(i)) => Some(i64::from(*i)),
-        _ => None,
-    }
 }
 
 fn assert_timeout(e: &Error) {

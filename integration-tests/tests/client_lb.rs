@@ -13,26 +13,12 @@ use integration_tests::sim::Cluster;
 use pool::cmap::CmapEvent;
 use selection::ReadPreference;
 
-struct Setup {
-    cluster: Cluster,
-    client: Client,
-    commands: crossbeam_channel::Receiver<CommandEvent>,
-    cmap: crossbeam_channel::Receiver<CmapEvent>,
-}
+mod support;
+use support::Setup;
 
 /// A load-balanced client of two services (URI options appended).
 async fn connect(extra: &str) -> Setup {
-    let cluster = Cluster::load_balanced(2).start().expect("sim");
-    let uri = cluster.uri();
-    let sep = if uri.contains('?') { "&" } else { "?" };
-    let uri = if extra.is_empty() { uri } else { format!("{uri}{sep}{extra}") };
-    let mut options = ClientOptions::parse(&uri).await.expect("uri");
-    let (tx, commands) = crossbeam_channel::unbounded();
-    options.command_event_handler = Some(Arc::new(tx));
-    let (tx, cmap) = crossbeam_channel::unbounded();
-    options.cmap_event_handler = Some(Arc::new(tx));
-    let client = Client::with_options(options).await.expect("client");
-    Setup { cluster, client, commands, cmap }
+    support::connect(Cluster::load_balanced(2).start().expect("sim"), extra).await
 }
 
 /// (command name, lsid, driver connection id, serviceId) of every started command.
@@ -58,7 +44,7 @@ async fn transactions_pin_one_connection_each() {
     let s = connect("").await;
     let coll = s.client.database("app").collection("txn");
     coll.insert_one(doc! {"_id": 0}).await.expect("insert");
-    let _ = s.commands.try_iter().count();
+    let _ = s.events.try_iter().count();
     let _ = s.cmap.try_iter().count();
     let mut a = s.client.start_session().await.expect("session a");
     let mut b = s.client.start_session().await.expect("session b");
@@ -74,7 +60,7 @@ async fn transactions_pin_one_connection_each() {
     // A commit keeps the connection pinned (it may be repeated), per the LB spec.
     assert!(a.is_pinned() && b.is_pinned());
     assert_eq!(a.transaction_state(), TransactionState::Committed);
-    let events = started(&s.commands);
+    let events = started(&s.events);
     let conns_of = |lsid: &Document| -> Vec<(String, u32)> {
         events.iter().filter(|e| e.1.as_ref() == Some(lsid)).map(|e| (e.0.clone(), e.2)).collect()
     };
@@ -102,7 +88,7 @@ async fn transactions_pin_one_connection_each() {
     assert!(a.commit_transaction().await.is_err(), "commit after abort");
     // A cursor of an explicit session (outside a transaction) sends the session's lsid with
     // its getMores, on its pinned connection.
-    let _ = s.commands.try_iter().count();
+    let _ = s.events.try_iter().count();
     let docs = coll
         .find_with_session(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }, &mut b)
         .await
@@ -111,13 +97,13 @@ async fn transactions_pin_one_connection_each() {
         .await
         .expect("collect");
     assert_eq!(docs.len(), 5);
-    let events = started(&s.commands);
+    let events = started(&s.events);
     assert_eq!(events.iter().filter(|e| e.0 == "getMore").count(), 2);
     assert!(events.iter().all(|e| e.1.as_ref() == b.id() && e.2 == events[0].2), "{events:?}");
     // A cursor in a transaction uses the transaction's pinned connection for its getMores.
     b.start_transaction().expect("start b again");
     coll.insert_one_with_session(doc! {"_id": 20}, &mut b).await.expect("insert in txn");
-    let _ = s.commands.try_iter().count();
+    let _ = s.events.try_iter().count();
     let docs = coll
         .find_with_session(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }, &mut b)
         .await
@@ -127,7 +113,7 @@ async fn transactions_pin_one_connection_each() {
         .expect("collect in txn");
     assert_eq!(docs.len(), 6, "the transaction sees its own write");
     b.commit_transaction().await.expect("commit b again");
-    let events = started(&s.commands);
+    let events = started(&s.events);
     let names: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
     assert_eq!(names, ["find", "getMore", "getMore", "commitTransaction"]);
     assert!(events.iter().all(|e| e.2 == events[0].2), "{events:?}");
@@ -144,7 +130,7 @@ async fn a_network_error_clears_only_its_service() {
     // Two cursors pin two connections, one per service (the balancer is round-robin).
     let mut c1 = coll.find(doc! {}, batch.clone()).await.expect("find 1");
     let mut c2 = coll.find(doc! {}, batch).await.expect("find 2");
-    let finds: Vec<_> = started(&s.commands).into_iter().filter(|e| e.0 == "find").collect();
+    let finds: Vec<_> = started(&s.events).into_iter().filter(|e| e.0 == "find").collect();
     assert_eq!(finds.len(), 2);
     assert_ne!(finds[0].3, finds[1].3, "two services");
     let _ = s.cmap.try_iter().count();
@@ -160,7 +146,7 @@ async fn a_network_error_clears_only_its_service() {
         c2.try_next().await.expect("first batch");
     }
     let (r1, r2) = (c1.try_next().await, c2.try_next().await);
-    let events = started(&s.commands);
+    let events = started(&s.events);
     let get_mores: Vec<_> = events.iter().filter(|e| e.0 == "getMore").collect();
     assert_eq!(get_mores.len(), 2);
     let (failed, ok_service, ok_conn) = match (&r1, &r2) {
@@ -203,13 +189,13 @@ async fn a_network_error_clears_only_its_service() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     let after_close: Vec<CmapEvent> = s.cmap.try_iter().collect();
     assert!(checked_in(&after_close), "checked in on close: {after_close:?}");
-    assert!(started(&s.commands).is_empty(), "no killCursors");
+    assert!(started(&s.events).is_empty(), "no killCursors");
     let mut rest = 0;
     while ok_cursor.try_next().await.expect("next").is_some() {
         rest += 1;
     }
     assert_eq!(rest, 3);
-    let later: Vec<_> = started(&s.commands).into_iter().filter(|e| e.0 == "getMore").collect();
+    let later: Vec<_> = started(&s.events).into_iter().filter(|e| e.0 == "getMore").collect();
     assert!(later.iter().all(|e| e.2 == ok_conn && e.3 == ok_service), "{later:?}");
     // The topology never changes in load-balanced mode.
     assert_eq!(
@@ -348,7 +334,7 @@ async fn load_balancers_get_read_preference_as_mongos() {
     coll.find_one(doc! {}, secondary).await.expect("secondaryPreferred");
     coll.find_one(doc! {}, FindOptions::default()).await.expect("primary");
     let finds: Vec<Document> = s
-        .commands
+        .events
         .try_iter()
         .filter_map(|e| match e {
             CommandEvent::Started { command, command_name, .. } if command_name == "find" => Some(command),
@@ -385,7 +371,7 @@ async fn dropping_a_session_aborts_its_transaction() {
     while !events.iter().any(|e: &(String, _, u32, _)| e.0 == "abortTransaction")
         && std::time::Instant::now() < deadline
     {
-        events.extend(started(&s.commands));
+        events.extend(started(&s.events));
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let names: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();

@@ -2,37 +2,19 @@
 //! writes (network errors and stepdowns), read preferences, errors, the actix message API and
 //! shutdown. Real time (sockets); margins where the machine's load could matter.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actors::client::actor::{CountDocuments, Find, FindOne, InsertOne, RunCommand};
 use actors::command_events::CommandEvent;
-use actors::{Client, ClientOptions, Criteria, ErrorKind, FindOptions};
+use actors::{Client, Criteria, ErrorKind, FindOptions};
 use bson::{doc, Bson, Document};
 use integration_tests::sim::Cluster;
 use protocol::sdam::ServerType;
 use protocol::ServerAddress;
 use selection::ReadPreference;
 
-const WAIT: Duration = Duration::from_secs(10);
-
-struct Setup {
-    cluster: Cluster,
-    client: Client,
-    events: crossbeam_channel::Receiver<CommandEvent>,
-}
-
-/// A client of `cluster` (URI options appended), recording command events.
-async fn connect(cluster: Cluster, extra: &str) -> Setup {
-    let uri = cluster.uri();
-    let sep = if uri.contains('?') { "&" } else { "?" };
-    let uri = if extra.is_empty() { uri } else { format!("{uri}{sep}{extra}") };
-    let mut options = ClientOptions::parse(&uri).await.expect("uri");
-    let (tx, events) = crossbeam_channel::unbounded();
-    options.command_event_handler = Some(Arc::new(tx));
-    let client = Client::with_options(options).await.expect("client");
-    Setup { cluster, client, events }
-}
+mod support;
+use support::{connect, Setup, WAIT};
 
 async fn replica_set(extra: &str) -> Setup {
     let s = connect(Cluster::replica_set(3).start().expect("sim"), extra).await;

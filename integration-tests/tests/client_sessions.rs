@@ -3,37 +3,21 @@
 //! (`maxTimeMS`, timeout errors); a timeoutMS set inside the callback is rejected. Real time
 //! (sockets).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actors::command_events::CommandEvent;
 use actors::{
-    Client, ClientOptions, ClientSession, Collection, EndTransactionOptions, Error, ErrorKind, FindOptions,
-    SessionOptions, TransactionState, WithTransactionOptions,
+    ClientSession, Collection, EndTransactionOptions, Error, ErrorKind, FindOptions, SessionOptions,
+    TransactionState, WithTransactionOptions,
 };
 use bson::{doc, Bson, Document};
 use futures_util::future::BoxFuture;
-use integration_tests::sim::Cluster;
 
-const WAIT: Duration = Duration::from_secs(10);
-
-struct Setup {
-    cluster: Cluster,
-    client: Client,
-    events: crossbeam_channel::Receiver<CommandEvent>,
-}
+mod support;
+use support::{replica_set_with_primary, Setup};
 
 async fn replica_set(extra: &str) -> Setup {
-    let cluster = Cluster::replica_set(1).start().expect("sim");
-    let uri = cluster.uri();
-    let sep = if uri.contains('?') { "&" } else { "?" };
-    let uri = if extra.is_empty() { uri } else { format!("{uri}{sep}{extra}") };
-    let mut options = ClientOptions::parse(&uri).await.expect("uri");
-    let (tx, events) = crossbeam_channel::unbounded();
-    options.command_event_handler = Some(Arc::new(tx));
-    let client = Client::with_options(options).await.expect("client");
-    client.topology().wait_for(|t| t.primary().is_some(), WAIT).await.expect("discovery");
-    Setup { cluster, client, events }
+    replica_set_with_primary(1, extra).await
 }
 
 /// Started commands: (name, command).

@@ -78,6 +78,23 @@ pub struct UpdateResult {
     pub upserted_id: Option<Bson>,
 }
 
+impl UpdateResult {
+    /// The counts and upserted id of an `update` reply with one statement.
+    pub(crate) fn from_reply(reply: &Document) -> UpdateResult {
+        let upserted_id = reply
+            .get_array("upserted")
+            .ok()
+            .and_then(|u| u.first())
+            .and_then(Bson::as_document)
+            .and_then(|u| u.get("_id").cloned());
+        UpdateResult {
+            matched_count: count_of(reply, "n").saturating_sub(u64::from(upserted_id.is_some())),
+            modified_count: count_of(reply, "nModified"),
+            upserted_id,
+        }
+    }
+}
+
 /// The result of [`Collection::delete_one`] and [`Collection::delete_many`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeleteResult {
@@ -279,17 +296,7 @@ impl Collection {
             op.retry = Retry::No;
         }
         let reply = self.run(op).await?.reply;
-        let upserted_id = reply
-            .get_array("upserted")
-            .ok()
-            .and_then(|u| u.first())
-            .and_then(Bson::as_document)
-            .and_then(|u| u.get("_id").cloned());
-        Ok(UpdateResult {
-            matched_count: count_of(&reply, "n").saturating_sub(u64::from(upserted_id.is_some())),
-            modified_count: count_of(&reply, "nModified"),
-            upserted_id,
-        })
+        Ok(UpdateResult::from_reply(&reply))
     }
 
     /// Updates the first matching document with an update document (`$set`, ...) or a

@@ -513,17 +513,7 @@ impl Collection {
         let op =
             coll.write_op("update", doc! {"update": self.name(), "updates": [statement], "ordered": true});
         let reply = coll.run_op(op).await?;
-        let upserted_id = reply
-            .get_array("upserted")
-            .ok()
-            .and_then(|u| u.first())
-            .and_then(Bson::as_document)
-            .and_then(|u| u.get("_id").cloned());
-        Ok(UpdateResult {
-            matched_count: count_of(&reply, "n").saturating_sub(u64::from(upserted_id.is_some())),
-            modified_count: count_of(&reply, "nModified"),
-            upserted_id,
-        })
+        Ok(UpdateResult::from_reply(&reply))
     }
 
     /// Creates an index on `keys` (`{"field": 1}`); returns its name. Not retried.

@@ -295,21 +295,9 @@ impl ClientInner {
         }
     }
 
-    /// Runs one command (never retried) on `address`: a `getMore` or `killCursors` of a
-    /// cursor, on its pinned connection if it has one.
-    #[allow(dead_code)] // cursor commands without CSOT
-    pub(crate) async fn execute_on(
-        &self,
-        address: &ServerAddress,
-        connection: Option<&mut PooledConnection<Connection>>,
-        op: &Op,
-        session: Option<&mut ServerSession>,
-    ) -> Result<Document> {
-        self.execute_on_until(address, connection, op, session, None).await
-    }
-
-    /// [`execute_on`](Self::execute_on) under a CSOT deadline for the check-out and the round
-    /// trip; `maxTimeMS` is appended to every command but `getMore`.
+    /// Runs one command (never retried) on `address`, on the pinned connection if there is
+    /// one (a cursor's `getMore`), under a CSOT deadline for the check-out and the round trip;
+    /// no `maxTimeMS` is appended.
     pub(crate) async fn execute_on_until(
         &self,
         address: &ServerAddress,
