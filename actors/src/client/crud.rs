@@ -594,7 +594,7 @@ impl Collection {
 }
 
 /// A replacement document may not use update operators.
-fn check_replacement(d: &Document) -> Result<()> {
+pub(super) fn check_replacement(d: &Document) -> Result<()> {
     if d.keys().next().is_some_and(|k| k.starts_with('$')) {
         return Err(Error::InvalidOptions {
             message: "a replacement document cannot contain update operators".into(),
@@ -604,7 +604,7 @@ fn check_replacement(d: &Document) -> Result<()> {
 }
 
 /// An update document must use update operators.
-fn check_update(d: &Document) -> Result<()> {
+pub(super) fn check_update(d: &Document) -> Result<()> {
     if !d.keys().next().is_some_and(|k| k.starts_with('$')) {
         return Err(Error::InvalidOptions {
             message: "an update document must contain update operators".into(),

@@ -238,7 +238,7 @@ fn scan_operation(op: &Document) -> Option<String> {
     let Some(allowed) = op_args(name) else {
         let why = match name {
             "createChangeStream" | "watch" => "change streams are not supported".to_string(),
-            "bulkWrite" | "clientBulkWrite" => "bulkWrite is not supported".into(),
+            "clientBulkWrite" => "client bulkWrite is not supported".into(),
             n if n.starts_with("assertSession") || n.starts_with("assertSameLsid") => {
                 format!("operation {n} is not supported by the runner")
             }
