@@ -587,3 +587,53 @@ async fn bulk_write_retries_and_one_deadline() {
     assert_eq!(err.kind(), ErrorKind::Network, "{err:?}");
     assert_eq!(seen.started("update").len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tailable_await_max_await_time() {
+    let s = replica_set("").await;
+    let coll = seed(&s).await;
+    let mut seen = Seen::new(&s);
+    // maxAwaitTimeMS must be less than timeoutMS.
+    let too_long = FindOptions {
+        cursor_type: Some(CursorType::TailableAwait),
+        timeout: Some(Duration::from_millis(50)),
+        max_await_time: Some(Duration::from_millis(50)),
+        ..Default::default()
+    };
+    assert_eq!(coll.find(doc! {}, too_long).await.unwrap_err().kind(), ErrorKind::InvalidOptions);
+    let options = AggregateOptions {
+        timeout: Some(Duration::from_millis(50)),
+        max_await_time: Some(Duration::from_millis(80)),
+        ..Default::default()
+    };
+    assert_eq!(coll.aggregate(vec![], options).await.unwrap_err().kind(), ErrorKind::InvalidOptions);
+
+    // The getMore waits maxAwaitTimeMS for data (the cursor stays open) and sends it as
+    // maxTimeMS; the remaining timeoutMS caps it.
+    let options = FindOptions {
+        cursor_type: Some(CursorType::TailableAwait),
+        timeout: Some(Duration::from_millis(1000)),
+        max_await_time: Some(Duration::from_millis(60)),
+        batch_size: Some(5),
+        ..Default::default()
+    };
+    let mut cursor = coll.find(doc! {}, options).await.expect("find");
+    for _ in 0..5 {
+        assert!(cursor.try_next().await.expect("next").is_some());
+    }
+    let started = std::time::Instant::now();
+    assert_eq!(cursor.try_next_once().await.expect("one getMore"), None);
+    assert!(started.elapsed() >= Duration::from_millis(55), "{:?}", started.elapsed());
+    assert_ne!(cursor.id(), 0);
+    let get_more = seen.started("getMore");
+    assert_eq!(get_more.len(), 1);
+    assert_eq!(max_time(&get_more[0]), Some(60));
+
+    // try_next keeps sending getMores under one timeoutMS until it runs out.
+    let err = cursor.try_next().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err:?}");
+    let get_more = seen.started("getMore");
+    assert!(get_more.len() >= 10, "{}", get_more.len());
+    let last = max_time(get_more.last().expect("getMore")).expect("maxTimeMS");
+    assert!(last < 60, "the last getMore gets the remaining time: {last}");
+}

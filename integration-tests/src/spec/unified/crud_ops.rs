@@ -17,7 +17,7 @@ use super::runner::{timeout_ms, OpResult, R};
 /// accepted arguments (`timeoutMS` and `session` are checked by the scan itself).
 pub(super) fn op_args(name: &str) -> Option<&'static [&'static str]> {
     Some(match name {
-        "aggregate" => &["pipeline", "batchSize", "maxTimeMS", "timeoutMode"],
+        "aggregate" => &["pipeline", "batchSize", "maxTimeMS", "timeoutMode", "maxAwaitTimeMS"],
         "count" => &["filter", "skip", "limit", "maxTimeMS"],
         "estimatedDocumentCount" => &["maxTimeMS"],
         "distinct" => &["fieldName", "filter", "maxTimeMS"],
@@ -226,6 +226,7 @@ pub(super) async fn collection_op(
                 read_preference,
                 timeout: None,
                 timeout_mode: timeout_mode(args),
+                max_await_time: millis(args, "maxAwaitTimeMS"),
             };
             cursor_result(coll.aggregate(pipeline(args), options).await, false, new_cursor).await
         }
@@ -329,6 +330,7 @@ pub(super) async fn database_op(
                 batch_size: batch_size(args),
                 max_time: millis(args, "maxTimeMS"),
                 timeout_mode: timeout_mode(args),
+                max_await_time: millis(args, "maxAwaitTimeMS"),
                 ..Default::default()
             };
             cursor_result(db.aggregate(pipeline(args), options).await, false, new_cursor).await

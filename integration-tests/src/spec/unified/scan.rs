@@ -65,7 +65,7 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
         "dropCollection" => &["collection"],
         "insertOne" => &["document"],
         "insertMany" => &["documents", "ordered"],
-        "iterateUntilDocumentOrError" => &[],
+        "iterateUntilDocumentOrError" | "iterateOnce" => &[],
         "find" | "findOne" | "createFindCursor" => &[
             "filter",
             "limit",
@@ -77,6 +77,7 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
             "timeoutMode",
             "maxTimeMS",
             "cursorType",
+            "maxAwaitTimeMS",
         ],
         "updateOne" | "updateMany" => &["filter", "update"],
         "deleteOne" | "deleteMany" => &["filter"],
@@ -265,6 +266,7 @@ fn scan_operation(op: &Document) -> Option<String> {
             && !matches!(
                 name,
                 "iterateUntilDocumentOrError"
+                    | "iterateOnce"
                     | "startTransaction"
                     | "commitTransaction"
                     | "abortTransaction"
