@@ -28,6 +28,7 @@ pub use client::{
     FindOneAndModifyOptions, IndexOptions, ListDatabasesOptions, ListOptions, ReadOptions, ReplaceOptions,
     ReturnDocument, RunCursorCommandOptions,
 };
+pub use client::{BulkWriteOptions, BulkWriteResult, WriteModel};
 pub use client::{
     Client, ClientOptions, ClientSession, Collection, Cursor, Database, DeleteResult, FindOptions,
     InsertManyResult, InsertOneResult, TimeoutMode, TransactionState, UpdateResult,

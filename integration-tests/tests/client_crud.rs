@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use actors::command_events::CommandEvent;
 use actors::{
-    AggregateOptions, CommandOptions, CountOptions, CreateCollectionOptions, CursorType, ErrorKind,
-    FindOneAndModifyOptions, FindOptions, IndexOptions, ListDatabasesOptions, ListOptions, ReadOptions,
-    ReplaceOptions, ReturnDocument, RunCursorCommandOptions, TimeoutMode,
+    AggregateOptions, BulkWriteOptions, CommandOptions, CountOptions, CreateCollectionOptions, CursorType,
+    ErrorKind, FindOneAndModifyOptions, FindOptions, IndexOptions, ListDatabasesOptions, ListOptions,
+    ReadOptions, ReplaceOptions, ReturnDocument, RunCursorCommandOptions, TimeoutMode, WriteModel,
 };
 use bson::{doc, Bson, Document};
 
@@ -399,4 +399,216 @@ async fn close_tailable_and_session_count() {
         .expect("count");
     assert_eq!(n, 3);
     assert_eq!(s.started("aggregate")[0].get_document("lsid").ok(), Some(&lsid));
+}
+
+/// Started commands kept by name: `Setup::started` drops the events of other names.
+struct Seen<'a> {
+    s: &'a Setup,
+    seen: Vec<(String, Document)>,
+}
+
+impl<'a> Seen<'a> {
+    /// Starts after every command so far.
+    fn new(s: &'a Setup) -> Self {
+        s.started("");
+        Seen { s, seen: Vec::new() }
+    }
+
+    /// The commands named `name` started since the last call for that name.
+    fn started(&mut self, name: &str) -> Vec<Document> {
+        self.seen.extend(self.s.events.try_iter().filter_map(|e| match e {
+            CommandEvent::Started { command, command_name, .. } => Some((command_name, command)),
+            _ => None,
+        }));
+        let (hit, rest): (Vec<_>, Vec<_>) = self.seen.drain(..).partition(|(n, _)| n == name);
+        self.seen = rest;
+        hit.into_iter().map(|(_, c)| c).collect()
+    }
+}
+
+fn bulk_models() -> Vec<WriteModel> {
+    vec![
+        WriteModel::InsertOne { document: doc! {"_id": 10, "kind": "new"} },
+        WriteModel::InsertOne { document: doc! {"_id": 11, "kind": "new"} },
+        WriteModel::UpdateOne { filter: doc! {"_id": 1}, update: doc! {"$set": {"x": 1}}, upsert: None },
+        WriteModel::UpdateMany {
+            filter: doc! {"kind": "even"},
+            update: doc! {"$set": {"x": 2}},
+            upsert: None,
+        },
+        WriteModel::ReplaceOne {
+            filter: doc! {"_id": 99},
+            replacement: doc! {"kind": "up"},
+            upsert: Some(true),
+        },
+        WriteModel::DeleteOne { filter: doc! {"_id": 3} },
+        WriteModel::InsertOne { document: doc! {"kind": "generated"} },
+        WriteModel::DeleteMany { filter: doc! {"kind": "new"} },
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_write_batches_counts_and_ids() {
+    let s = replica_set("").await;
+    let coll = seed(&s).await;
+    let mut seen = Seen::new(&s);
+    seen.started("insert");
+    let r = coll.bulk_write(bulk_models(), BulkWriteOptions::default()).await.expect("bulk");
+    assert_eq!(
+        (r.inserted_count, r.matched_count, r.modified_count, r.deleted_count, r.upserted_count),
+        (3, 3, 3, 3, 1)
+    );
+    assert_eq!(r.upserted_ids.keys().copied().collect::<Vec<_>>(), vec![4]);
+    assert_eq!(r.upserted_ids[&4], Bson::Int32(99));
+    assert_eq!(r.inserted_ids.keys().copied().collect::<Vec<_>>(), vec![0, 1, 6]);
+    assert_eq!(r.inserted_ids[&0], Bson::Int32(10));
+    assert!(matches!(r.inserted_ids[&6], Bson::ObjectId(_)));
+    // Ordered: insert(2), update(3), delete(1), insert(1), delete(1).
+    let inserts = seen.started("insert");
+    assert_eq!(
+        inserts.iter().map(|c| c.get_array("documents").map_or(0, Vec::len)).collect::<Vec<_>>(),
+        [2, 1]
+    );
+    let updates = seen.started("update");
+    assert_eq!(updates.len(), 1);
+    assert_eq!(updates[0].get_array("updates").map(Vec::len).ok(), Some(3));
+    assert_eq!(seen.started("delete").len(), 2);
+    let left = coll.count_documents(doc! {}, None).await.expect("count");
+    assert_eq!(left, 6); // 5 + 3 inserted + 1 upserted - 1 - 2
+
+    // Unordered: one command per kind.
+    let r = coll
+        .bulk_write(bulk_models(), BulkWriteOptions { ordered: Some(false), timeout: None })
+        .await
+        .expect("unordered");
+    assert_eq!(seen.started("insert").len(), 1);
+    assert_eq!(seen.started("delete").len(), 1);
+    assert_eq!(seen.started("update")[0].get_bool("ordered").ok(), Some(false));
+    assert_eq!(r.deleted_count, 2); // _id 3 is gone already; the two new ones
+    assert_eq!(r.upserted_count, 0);
+    assert_eq!(r.matched_count, 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_write_errors_use_model_indexes() {
+    let s = replica_set("").await;
+    let coll = seed(&s).await;
+    let models = vec![
+        WriteModel::DeleteOne { filter: doc! {"_id": 5} },
+        WriteModel::InsertOne { document: doc! {"_id": 20} },
+        WriteModel::InsertOne { document: doc! {"_id": 1} },
+        WriteModel::InsertOne { document: doc! {"_id": 21} },
+        WriteModel::DeleteOne { filter: doc! {"_id": 4} },
+    ];
+    let err = coll.bulk_write(models.clone(), BulkWriteOptions::default()).await.expect_err("dup");
+    let actors::Error::Write { write_errors, .. } = &err else { panic!("{err:?}") };
+    assert_eq!(write_errors.iter().map(|e| (e.index, e.code)).collect::<Vec<_>>(), [(2, 11000)]);
+    // Stopped: 21 not inserted, 4 not deleted.
+    assert_eq!(coll.count_documents(doc! {"_id": {"$in": [4, 20, 21]}}, None).await.expect("count"), 2);
+
+    let err = coll
+        .bulk_write(models, BulkWriteOptions { ordered: Some(false), timeout: None })
+        .await
+        .expect_err("dups");
+    let actors::Error::Write { write_errors, .. } = &err else { panic!("{err:?}") };
+    assert_eq!(write_errors.iter().map(|e| (e.index, e.code)).collect::<Vec<_>>(), [(1, 11000), (2, 11000)]);
+    assert_eq!(coll.count_documents(doc! {"_id": {"$in": [4, 20, 21]}}, None).await.expect("count"), 2);
+
+    let err = coll.bulk_write(Vec::new(), BulkWriteOptions::default()).await.expect_err("empty");
+    assert_eq!(err.kind(), ErrorKind::InvalidOptions);
+    let bad = vec![WriteModel::UpdateOne { filter: doc! {}, update: doc! {"x": 1}, upsert: None }];
+    let err = coll.bulk_write(bad, BulkWriteOptions::default()).await.expect_err("not an update");
+    assert_eq!(err.kind(), ErrorKind::InvalidOptions);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_write_retries_and_one_deadline() {
+    let s = replica_set("").await;
+    let coll = seed(&s).await;
+    let mut seen = Seen::new(&s);
+    // timeoutMS covers the whole bulk: each command takes 120 ms of a 200 ms budget.
+    s.fail(doc! {"failCommands": ["insert", "update"], "blockConnection": true, "blockTimeMS": 120}, 2);
+    let models = vec![
+        WriteModel::InsertOne { document: doc! {"_id": 31} },
+        WriteModel::ReplaceOne { filter: doc! {"_id": 31}, replacement: doc! {"x": 1}, upsert: None },
+    ];
+    let options = BulkWriteOptions { ordered: None, timeout: Some(Duration::from_millis(200)) };
+    let err = coll.bulk_write(models, options).await.expect_err("timeout");
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err:?}");
+    let inserts = seen.started("insert");
+    let updates = seen.started("update");
+    assert_eq!((inserts.len(), updates.len()), (1, 1), "{err:?}");
+    let insert = max_time(&inserts[0]).expect("insert maxTimeMS");
+    let update = max_time(&updates[0]).expect("update maxTimeMS");
+    assert!(insert <= 200 && update <= 200 - 100, "insert {insert} ms, update {update} ms");
+
+    // A single-statement batch is retried with the same txnNumber.
+    s.fail(doc! {"failCommands": ["insert"], "closeConnection": true}, 1);
+    let models = vec![WriteModel::InsertOne { document: doc! {"_id": 30} }];
+    let r = coll.bulk_write(models, BulkWriteOptions::default()).await.expect("retried");
+    assert_eq!(r.inserted_count, 1);
+    let inserts = seen.started("insert");
+    assert_eq!(inserts.len(), 2);
+    assert_eq!(inserts[0].get("txnNumber"), inserts[1].get("txnNumber"));
+    assert!(inserts[0].get("txnNumber").is_some());
+
+    // A batch with a multi update is not.
+    s.fail(doc! {"failCommands": ["update"], "closeConnection": true}, 1);
+    let models = vec![
+        WriteModel::UpdateOne { filter: doc! {"_id": 1}, update: doc! {"$set": {"y": 1}}, upsert: None },
+        WriteModel::UpdateMany { filter: doc! {}, update: doc! {"$set": {"y": 2}}, upsert: None },
+    ];
+    let err = coll.bulk_write(models, BulkWriteOptions::default()).await.expect_err("not retried");
+    assert_eq!(err.kind(), ErrorKind::Network, "{err:?}");
+    assert_eq!(seen.started("update").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tailable_await_max_await_time() {
+    let s = replica_set("").await;
+    let coll = seed(&s).await;
+    let mut seen = Seen::new(&s);
+    // maxAwaitTimeMS must be less than timeoutMS.
+    let too_long = FindOptions {
+        cursor_type: Some(CursorType::TailableAwait),
+        timeout: Some(Duration::from_millis(50)),
+        max_await_time: Some(Duration::from_millis(50)),
+        ..Default::default()
+    };
+    assert_eq!(coll.find(doc! {}, too_long).await.unwrap_err().kind(), ErrorKind::InvalidOptions);
+    let options = AggregateOptions {
+        timeout: Some(Duration::from_millis(50)),
+        max_await_time: Some(Duration::from_millis(80)),
+        ..Default::default()
+    };
+    assert_eq!(coll.aggregate(vec![], options).await.unwrap_err().kind(), ErrorKind::InvalidOptions);
+
+    // The getMore waits maxAwaitTimeMS for data (the cursor stays open) and sends it as
+    // maxTimeMS; the remaining timeoutMS caps it.
+    let options = FindOptions {
+        cursor_type: Some(CursorType::TailableAwait),
+        timeout: Some(Duration::from_millis(1000)),
+        max_await_time: Some(Duration::from_millis(60)),
+        batch_size: Some(5),
+        ..Default::default()
+    };
+    let mut cursor = coll.find(doc! {}, options).await.expect("find");
+    for _ in 0..5 {
+        assert!(cursor.try_next().await.expect("next").is_some());
+    }
+    let started = std::time::Instant::now();
+    assert_eq!(cursor.try_next_once().await.expect("one getMore"), None);
+    assert!(started.elapsed() >= Duration::from_millis(55), "{:?}", started.elapsed());
+    assert_ne!(cursor.id(), 0);
+    let get_more = seen.started("getMore");
+    assert_eq!(get_more.len(), 1);
+    assert_eq!(max_time(&get_more[0]), Some(60));
+
+    // try_next keeps sending getMores under one timeoutMS until it runs out.
+    let err = cursor.try_next().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err:?}");
+    let get_more = seen.started("getMore");
+    assert!(get_more.len() >= 10, "{}", get_more.len());
+    let last = max_time(get_more.last().expect("getMore")).expect("maxTimeMS");
+    assert!(last < 60, "the last getMore gets the remaining time: {last}");
 }

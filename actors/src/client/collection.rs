@@ -40,6 +40,10 @@ pub struct FindOptions {
     /// A tailable cursor (`find` only): it defaults to [`TimeoutMode::Iteration`] and refuses
     /// [`TimeoutMode::CursorLifetime`].
     pub cursor_type: Option<super::crud::CursorType>,
+    /// `maxAwaitTimeMS` of a [`CursorType::TailableAwait`](super::crud::CursorType) cursor:
+    /// the `maxTimeMS` of its `getMore`s (capped by the remaining `timeoutMS`; must be less
+    /// than a non-zero `timeoutMS`).
+    pub max_await_time: Option<Duration>,
 }
 
 /// How `timeoutMS` applies to a cursor (CSOT `timeoutMode`).
@@ -245,6 +249,7 @@ impl Collection {
         let timeout = super::timeout::inherit(self.timeout, options.timeout);
         let (mode, send_max_time) =
             super::crud::cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
+        super::crud::check_max_await(timeout, options.max_await_time)?;
         match options.cursor_type {
             Some(super::crud::CursorType::Tailable) => {
                 command.insert("tailable", true);
@@ -264,6 +269,9 @@ impl Collection {
         let mut cursor =
             Cursor::new(self.db.client().clone(), self.db.name(), &self.name, out, batch_size).await?;
         cursor.set_timeout(timeout, mode, deadline);
+        if options.cursor_type == Some(super::crud::CursorType::TailableAwait) {
+            cursor.set_max_await(options.max_await_time);
+        }
         Ok(cursor)
     }
 

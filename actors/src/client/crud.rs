@@ -34,6 +34,9 @@ pub struct AggregateOptions {
     pub timeout: Option<Duration>,
     /// How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
     pub timeout_mode: Option<TimeoutMode>,
+    /// `maxAwaitTimeMS`: the `maxTimeMS` of the `getMore`s (capped by the remaining
+    /// `timeoutMS`; must be less than a non-zero `timeoutMS`).
+    pub max_await_time: Option<Duration>,
 }
 
 /// Options of [`Collection::count`] (the legacy `count` command).
@@ -253,6 +256,21 @@ async fn open_cursor(
     Ok(cursor)
 }
 
+/// CSOT: `maxAwaitTimeMS` must be less than a non-zero `timeoutMS` (or an empty awaitData
+/// batch could never arrive in time).
+pub(crate) fn check_max_await(timeout: Option<Duration>, max_await: Option<Duration>) -> Result<()> {
+    match (timeout, max_await) {
+        (Some(t), Some(a)) if !t.is_zero() && a >= t => Err(Error::InvalidOptions {
+            message: format!(
+                "maxAwaitTimeMS ({} ms) must be less than timeoutMS ({} ms)",
+                a.as_millis(),
+                t.as_millis()
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The cursor's timeout mode and whether its first command carries `maxTimeMS` (CSOT): an
 /// explicit mode needs a `timeoutMS`; tailable cursors default to ITERATION and refuse
 /// CURSOR_LIFETIME; in ITERATION mode only a tailable awaitData cursor's first command gets
@@ -360,7 +378,11 @@ impl Collection {
         let db = self.database().name();
         let op = aggregate_op(Bson::String(self.name().into()), db, pipeline, &options, timeout, default_rp)?;
         let mode = cursor_mode(timeout, options.timeout_mode, None)?;
-        open_cursor(self.client(), db, self.name(), op, timeout, mode, options.batch_size).await
+        check_max_await(timeout, options.max_await_time)?;
+        let mut cursor =
+            open_cursor(self.client(), db, self.name(), op, timeout, mode, options.batch_size).await?;
+        cursor.set_max_await(options.max_await_time);
+        Ok(cursor)
     }
 
     /// Counts matching documents with the legacy `count` command (prefer
@@ -584,7 +606,7 @@ impl Collection {
 }
 
 /// A replacement document may not use update operators.
-fn check_replacement(d: &Document) -> Result<()> {
+pub(super) fn check_replacement(d: &Document) -> Result<()> {
     if d.keys().next().is_some_and(|k| k.starts_with('$')) {
         return Err(Error::InvalidOptions {
             message: "a replacement document cannot contain update operators".into(),
@@ -594,7 +616,7 @@ fn check_replacement(d: &Document) -> Result<()> {
 }
 
 /// An update document must use update operators.
-fn check_update(d: &Document) -> Result<()> {
+pub(super) fn check_update(d: &Document) -> Result<()> {
     if !d.keys().next().is_some_and(|k| k.starts_with('$')) {
         return Err(Error::InvalidOptions {
             message: "an update document must contain update operators".into(),
@@ -612,7 +634,12 @@ impl Database {
         let default_rp = &self.client().inner.settings.read_preference;
         let op = aggregate_op(Bson::Int32(1), self.name(), pipeline, &options, timeout, default_rp)?;
         let mode = cursor_mode(timeout, options.timeout_mode, None)?;
-        open_cursor(self.client(), self.name(), "$cmd.aggregate", op, timeout, mode, options.batch_size).await
+        check_max_await(timeout, options.max_await_time)?;
+        let mut cursor =
+            open_cursor(self.client(), self.name(), "$cmd.aggregate", op, timeout, mode, options.batch_size)
+                .await?;
+        cursor.set_max_await(options.max_await_time);
+        Ok(cursor)
     }
 
     /// The database's collections (one document each) through a cursor. A retryable read on

@@ -43,6 +43,9 @@ pub struct Cursor {
     timeout: Option<Duration>,
     timeout_mode: TimeoutMode,
     deadline: Option<tokio::time::Instant>,
+    /// `maxAwaitTimeMS` of a tailable awaitData cursor: the getMores' `maxTimeMS` (capped by
+    /// the remaining `timeoutMS`).
+    max_await: Option<Duration>,
 }
 
 impl std::fmt::Debug for Cursor {
@@ -98,6 +101,7 @@ impl Cursor {
             timeout: None,
             timeout_mode: TimeoutMode::default(),
             deadline: None,
+            max_await: None,
         };
         if id == 0 {
             cursor.release();
@@ -118,7 +122,14 @@ impl Cursor {
         self.deadline = deadline;
     }
 
-    /// The deadline of the next `getMore`.
+    /// `maxAwaitTimeMS`: the `maxTimeMS` of every `getMore` (CSOT: at most the remaining
+    /// `timeoutMS` minus the server's minimum RTT).
+    pub(crate) fn set_max_await(&mut self, max_await: Option<Duration>) {
+        self.max_await = max_await;
+    }
+
+    /// The deadline of the `getMore`s of one `try_next` call (ITERATION: `timeoutMS` from
+    /// the call's start).
     fn get_more_deadline(&self) -> Option<tokio::time::Instant> {
         match self.timeout_mode {
             TimeoutMode::CursorLifetime => self.deadline,
@@ -157,9 +168,11 @@ impl Cursor {
         }
     }
 
-    /// The next document, sending a `getMore` when the batch is used up; `None` once the
-    /// cursor is exhausted.
+    /// The next document, sending `getMore`s while the batches come back empty (a tailable
+    /// cursor); `None` once the cursor is exhausted. In ITERATION mode one `timeoutMS` covers
+    /// the whole call.
     pub async fn try_next(&mut self) -> Result<Option<Document>> {
+        let deadline = self.get_more_deadline();
         loop {
             if let Some(d) = self.buffer.pop_front() {
                 return Ok(Some(d));
@@ -167,77 +180,99 @@ impl Cursor {
             if self.id == 0 {
                 return Ok(None);
             }
-            let mut command = doc! {"getMore": self.id, "collection": &self.collection};
-            if let Some(b) = self.batch_size {
-                command.insert("batchSize", i64::from(b));
-            }
-            if let (true, Some(s)) = (self.in_transaction, &self.session) {
-                command.insert("txnNumber", s.txn_number);
-                command.insert("autocommit", false);
-            }
-            let op = Op {
-                name: "getMore".into(),
-                db: self.db.clone(),
-                command,
-                criteria: Criteria::Read(selection::ReadPreference::PRIMARY),
-                retry: Retry::No,
-                check_write: false,
-                opens_cursor: false,
-            };
-            let mut pinned = match self.pin {
-                Some(pin) => Some(take_pinned(&self.client.inner.selector, pin).await?),
-                None => None,
-            };
+            self.get_more(deadline).await?;
+        }
+    }
+
+    /// The next document with at most one `getMore` (`tryNext`): `None` when that batch was
+    /// empty (a tailable cursor with no new data) or the cursor is exhausted.
+    pub async fn try_next_once(&mut self) -> Result<Option<Document>> {
+        if self.buffer.is_empty() && self.id != 0 {
             let deadline = self.get_more_deadline();
-            let result = if timeout::is_expired(deadline) {
-                Err(Error::Timeout {
-                    message: "the cursor's timeoutMS expired before getMore".into(),
-                    source: None,
-                })
-            } else {
-                self.client
-                    .inner
-                    .execute_on_until(&self.address, pinned.as_mut(), &op, self.session.as_mut(), deadline)
-                    .await
-                    .map_err(|e| timeout::convert(e, self.timeout, deadline))
-            };
-            if let (Some(pin), Some(connection)) = (self.pin, pinned) {
-                // Pinned again while the cursor lives (release() unpins at the end).
-                let _ = self.client.inner.selector.actor().send(PinConnection { pin, connection }).await;
+            self.get_more(deadline).await?;
+        }
+        Ok(self.buffer.pop_front())
+    }
+
+    /// One `getMore` under `deadline`; its batch replaces the buffer.
+    async fn get_more(&mut self, deadline: Option<tokio::time::Instant>) -> Result<()> {
+        let mut command = doc! {"getMore": self.id, "collection": &self.collection};
+        if let Some(b) = self.batch_size {
+            command.insert("batchSize", i64::from(b));
+        }
+        if let Some(max_await) = self.max_await {
+            let await_ms = i64::try_from(max_await.as_millis()).unwrap_or(i64::MAX);
+            let snapshot = self.client.inner.topology.snapshot();
+            let min_rtt = snapshot.handle(&self.address).map(|h| h.rtt.min()).unwrap_or_default();
+            let ms = timeout::max_time_ms(deadline, min_rtt)?.map_or(await_ms, |ms| ms.min(await_ms));
+            command.insert("maxTimeMS", ms);
+        }
+        if let (true, Some(s)) = (self.in_transaction, &self.session) {
+            command.insert("txnNumber", s.txn_number);
+            command.insert("autocommit", false);
+        }
+        let op = Op {
+            name: "getMore".into(),
+            db: self.db.clone(),
+            command,
+            criteria: Criteria::Read(selection::ReadPreference::PRIMARY),
+            retry: Retry::No,
+            check_write: false,
+            opens_cursor: false,
+        };
+        let mut pinned = match self.pin {
+            Some(pin) => Some(take_pinned(&self.client.inner.selector, pin).await?),
+            None => None,
+        };
+        let result = if timeout::is_expired(deadline) {
+            Err(Error::Timeout {
+                message: "the cursor's timeoutMS expired before getMore".into(),
+                source: None,
+            })
+        } else {
+            self.client
+                .inner
+                .execute_on_until(&self.address, pinned.as_mut(), &op, self.session.as_mut(), deadline)
+                .await
+                .map_err(|e| timeout::convert(e, self.timeout, deadline))
+        };
+        if let (Some(pin), Some(connection)) = (self.pin, pinned) {
+            // Pinned again while the cursor lives (release() unpins at the end).
+            let _ = self.client.inner.selector.actor().send(PinConnection { pin, connection }).await;
+        }
+        match result.and_then(|reply| batch(&reply, &self.address, "nextBatch")) {
+            Ok((id, docs)) => {
+                self.id = id;
+                self.buffer = docs;
+                if id == 0 {
+                    self.release();
+                }
             }
-            match result.and_then(|reply| batch(&reply, &self.address, "nextBatch")) {
-                Ok((id, docs)) => {
-                    self.id = id;
-                    self.buffer = docs;
-                    if id == 0 {
-                        self.release();
-                    }
+            Err(e) if e.kind() == crate::ErrorKind::Timeout && self.pin.is_none() => {
+                // CSOT: the client gave up waiting; the server's cursor lives on, so the
+                // cursor may be iterated again, and closing it kills it.
+                return Err(e);
+            }
+            Err(e) if self.pin.is_some() && !e.is_network_error() => {
+                // Load-balanced: after a command error the connection stays pinned, and
+                // closing the cursor kills it on that connection (load-balancers spec).
+                return Err(e);
+            }
+            Err(e) => {
+                // A cursor whose getMore failed is dead (the server may have closed it;
+                // network errors left it unreachable): no killCursors. After a network
+                // error a pinned connection stays pinned until the cursor is dropped
+                // (load-balancer spec).
+                self.id = 0;
+                if e.is_network_error() && self.pin.is_some() {
+                    self.network_error = true;
+                } else {
+                    self.release();
                 }
-                Err(e) if e.kind() == crate::ErrorKind::Timeout && self.pin.is_none() => {
-                    // CSOT: the client gave up waiting; the server's cursor lives on, so the
-                    // cursor may be iterated again, and closing it kills it.
-                    return Err(e);
-                }
-                Err(e) if self.pin.is_some() && !e.is_network_error() => {
-                    // Load-balanced: after a command error the connection stays pinned, and
-                    // closing the cursor kills it on that connection (load-balancers spec).
-                    return Err(e);
-                }
-                Err(e) => {
-                    // A cursor whose getMore failed is dead (the server may have closed it;
-                    // network errors left it unreachable): no killCursors. After a network
-                    // error a pinned connection stays pinned until the cursor is dropped
-                    // (load-balancer spec).
-                    self.id = 0;
-                    if e.is_network_error() && self.pin.is_some() {
-                        self.network_error = true;
-                    } else {
-                        self.release();
-                    }
-                    return Err(e);
-                }
+                return Err(e);
             }
         }
+        Ok(())
     }
 
     /// Every remaining document.

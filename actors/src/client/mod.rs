@@ -23,6 +23,7 @@
 //! ```
 
 pub mod actor;
+pub mod bulk;
 pub mod collection;
 pub mod config;
 pub mod crud;
@@ -47,6 +48,7 @@ use selection::ReadPreference;
 use tokio::sync::OnceCell;
 
 pub use actor::ClientActor;
+pub use bulk::{BulkWriteOptions, BulkWriteResult, WriteModel};
 pub use collection::{
     Collection, DeleteResult, FindOptions, InsertManyResult, InsertOneResult, TimeoutMode, UpdateResult,
 };

@@ -439,7 +439,9 @@ impl Connection {
             self.delay().await;
             doc
         };
-        let doc = match max_time(body) {
+        // A getMore's maxTimeMS is how long an awaitData cursor waits for data, not a limit.
+        let limit = if name == "getMore" { None } else { max_time(body) };
+        let doc = match limit {
             Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| max_time_expired()),
             None => work.await,
         };

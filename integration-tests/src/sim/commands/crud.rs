@@ -62,7 +62,8 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
     let txn_args = TxnArgs::parse(&cmd)?;
     let shared = ctx.shared;
     let i = ctx.member.index;
-    let (mut reply, pending) = {
+    let mut await_data = None;
+    let (mut reply, pending) = 'locked: {
         let mut st = shared.state.lock();
         check_role(shared, &st, i, access, &cmd)?;
         if shared.kind == Kind::Standalone && cmd.contains_key("txnNumber") {
@@ -73,7 +74,11 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
             ));
         }
         match ctx.name {
-            "getMore" => return cursor::get_more(&mut st, i, ctx.db, &cmd),
+            "getMore" => {
+                let (reply, wait) = cursor::get_more(&mut st, i, ctx.db, &cmd)?;
+                await_data = wait;
+                break 'locked (reply, None);
+            }
             "killCursors" => return Ok(cursor::kill(&mut st, &cmd)),
             _ => {}
         }
@@ -111,10 +116,16 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
         let pending = if ops.count > 0 { log_write(shared, &mut st, i, ops.list) } else { None };
         let reply = match exec {
             Exec::Reply(d) => d,
-            Exec::Cursor { ns, docs, batch, single } => cursor::open(&mut st, i, ns, docs, batch, single),
+            Exec::Cursor { ns, docs, batch, single } => {
+                cursor::open(&mut st, i, ns, docs, batch, single, cursor::tailable_of(ctx.name, &cmd))
+            }
         };
         (reply, pending)
     };
+    if let Some(w) = await_data {
+        // An awaitData getMore with no data: the server waits for its maxTimeMS.
+        tokio::time::sleep(w).await;
+    }
     if let Some(p) = pending {
         if let Some(wce) = wait_write_concern(shared, p, &wc).await {
             reply.insert("writeConcernError", wce);

@@ -1,6 +1,7 @@
 //! Server-side cursors: find/aggregate/list* results returned in batches through getMore.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use bson::{doc, Bson, Document};
 
@@ -17,6 +18,16 @@ pub(crate) struct Cursor {
     pub member: usize,
     pub ns: String,
     pub docs: VecDeque<Document>,
+    /// A tailable cursor stays open when it runs out (the sim adds no new data to it).
+    pub tailable: bool,
+    /// A tailable awaitData cursor: a getMore with nothing to return waits its maxTimeMS.
+    pub await_data: bool,
+}
+
+/// `(tailable, awaitData)` of a `find` command.
+pub(crate) fn tailable_of(name: &str, cmd: &Document) -> (bool, bool) {
+    let tailable = name == "find" && cmd.get_bool("tailable").unwrap_or(false);
+    (tailable, tailable && cmd.get_bool("awaitData").unwrap_or(false))
 }
 
 fn take(docs: &mut VecDeque<Document>, n: usize) -> Vec<Bson> {
@@ -32,27 +43,29 @@ pub(crate) fn open(
     docs: Vec<Document>,
     batch: Option<usize>,
     single: bool,
+    (tailable, await_data): (bool, bool),
 ) -> Document {
     let mut docs = VecDeque::from(docs);
     let first = take(&mut docs, batch.unwrap_or(DEFAULT_FIRST_BATCH));
-    let id = if single || docs.is_empty() {
+    let id = if single || (docs.is_empty() && !tailable) {
         0
     } else {
         st.next_cursor_id += 1;
         let id = st.next_cursor_id;
-        st.cursors.insert(id, Cursor { member, ns: ns.clone(), docs });
+        st.cursors.insert(id, Cursor { member, ns: ns.clone(), docs, tailable, await_data });
         id
     };
     doc! {"cursor": {"firstBatch": first, "id": id, "ns": ns}, "ok": 1.0}
 }
 
-/// `getMore`: the next batch (everything left by default).
+/// `getMore`: the next batch (everything left by default), and how long to wait before
+/// replying (an empty batch of an awaitData cursor: its `maxTimeMS`, 1 s by default).
 pub(crate) fn get_more(
     st: &mut State,
     member: usize,
     db: &str,
     cmd: &Document,
-) -> Result<Document, CmdError> {
+) -> Result<(Document, Option<Duration>), CmdError> {
     let id = match cmd.get("getMore") {
         Some(Bson::Int64(id)) => *id,
         Some(Bson::Int32(id)) => i64::from(*id),
@@ -72,13 +85,21 @@ pub(crate) fn get_more(
     }
     let next = take(&mut cursor.docs, batch.unwrap_or(usize::MAX));
     let ns = cursor.ns.clone();
-    let id = if cursor.docs.is_empty() {
+    let wait = (next.is_empty() && cursor.await_data).then(|| {
+        let ms = match cmd.get("maxTimeMS") {
+            Some(Bson::Int32(n)) => u64::try_from(*n).unwrap_or(0),
+            Some(Bson::Int64(n)) => u64::try_from(*n).unwrap_or(0),
+            _ => 1000,
+        };
+        Duration::from_millis(ms)
+    });
+    let id = if cursor.docs.is_empty() && !cursor.tailable {
         st.cursors.remove(&id);
         0
     } else {
         id
     };
-    Ok(doc! {"cursor": {"nextBatch": next, "id": id, "ns": ns}, "ok": 1.0})
+    Ok((doc! {"cursor": {"nextBatch": next, "id": id, "ns": ns}, "ok": 1.0}, wait))
 }
 
 /// `killCursors`.

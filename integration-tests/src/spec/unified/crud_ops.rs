@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use actors::{
-    AggregateOptions, CommandOptions, CountOptions, CreateCollectionOptions, CursorType,
+    AggregateOptions, BulkWriteOptions, CommandOptions, CountOptions, CreateCollectionOptions, CursorType,
     FindOneAndModifyOptions, IndexOptions, ListDatabasesOptions, ListOptions, ReadOptions, ReplaceOptions,
-    ReturnDocument, RunCursorCommandOptions, TimeoutMode,
+    ReturnDocument, RunCursorCommandOptions, TimeoutMode, WriteModel,
 };
 use bson::{doc, Bson, Document};
 
@@ -17,7 +17,7 @@ use super::runner::{timeout_ms, OpResult, R};
 /// accepted arguments (`timeoutMS` and `session` are checked by the scan itself).
 pub(super) fn op_args(name: &str) -> Option<&'static [&'static str]> {
     Some(match name {
-        "aggregate" => &["pipeline", "batchSize", "maxTimeMS", "timeoutMode"],
+        "aggregate" => &["pipeline", "batchSize", "maxTimeMS", "timeoutMode", "maxAwaitTimeMS"],
         "count" => &["filter", "skip", "limit", "maxTimeMS"],
         "estimatedDocumentCount" => &["maxTimeMS"],
         "distinct" => &["fieldName", "filter", "maxTimeMS"],
@@ -29,6 +29,7 @@ pub(super) fn op_args(name: &str) -> Option<&'static [&'static str]> {
             &["filter", "update", "sort", "projection", "upsert", "returnDocument", "maxTimeMS"]
         }
         "replaceOne" => &["filter", "replacement", "upsert"],
+        "bulkWrite" => &["requests", "ordered"],
         "createIndex" => &["keys", "name", "unique", "maxTimeMS"],
         "dropIndex" => &["name", "maxTimeMS"],
         "dropIndexes" => &["maxTimeMS"],
@@ -148,6 +149,64 @@ fn update_result(r: actors::UpdateResult) -> Option<Bson> {
     Some(Bson::Document(d))
 }
 
+/// The `requests` of a `bulkWrite` (options the client lacks, such as `collation`, fail the
+/// operation).
+fn write_models(args: &Document) -> R<Vec<WriteModel>> {
+    let mut models = Vec::new();
+    for r in args.get_array("requests").map_err(|_| "bulkWrite needs requests".to_string())? {
+        let r = r.as_document().ok_or("a bulkWrite request must be a document")?;
+        let (kind, m) = r.iter().next().ok_or("an empty bulkWrite request")?;
+        let m = m.as_document().ok_or("a bulkWrite model must be a document")?;
+        let allowed: &[&str] = match kind.as_str() {
+            "insertOne" => &["document"],
+            "updateOne" | "updateMany" => &["filter", "update", "upsert"],
+            "replaceOne" => &["filter", "replacement", "upsert"],
+            _ => &["filter"],
+        };
+        if let Some(k) = m.keys().find(|k| !allowed.contains(&k.as_str())) {
+            return Err(format!("bulkWrite {kind} argument {k} is not supported"));
+        }
+        let doc_of = |k: &str| {
+            m.get_document(k).cloned().map_err(|_| format!("bulkWrite {kind} needs a {k} document"))
+        };
+        let upsert = m.get_bool("upsert").ok();
+        models.push(match kind.as_str() {
+            "insertOne" => WriteModel::InsertOne { document: doc_of("document")? },
+            "updateOne" => {
+                WriteModel::UpdateOne { filter: doc_of("filter")?, update: doc_of("update")?, upsert }
+            }
+            "updateMany" => {
+                WriteModel::UpdateMany { filter: doc_of("filter")?, update: doc_of("update")?, upsert }
+            }
+            "replaceOne" => WriteModel::ReplaceOne {
+                filter: doc_of("filter")?,
+                replacement: doc_of("replacement")?,
+                upsert,
+            },
+            "deleteOne" => WriteModel::DeleteOne { filter: doc_of("filter")? },
+            "deleteMany" => WriteModel::DeleteMany { filter: doc_of("filter")? },
+            other => return Err(format!("bulkWrite model {other} is not supported")),
+        });
+    }
+    Ok(models)
+}
+
+/// A `BulkWriteResult` as the unified format expects it (ids keyed by the model index).
+fn bulk_result(r: actors::BulkWriteResult) -> Option<Bson> {
+    let ids = |m: std::collections::BTreeMap<usize, Bson>| {
+        m.into_iter().map(|(i, id)| (i.to_string(), id)).collect::<Document>()
+    };
+    Some(Bson::Document(doc! {
+        "insertedCount": count(r.inserted_count),
+        "matchedCount": count(r.matched_count),
+        "modifiedCount": count(r.modified_count),
+        "deletedCount": count(r.deleted_count),
+        "upsertedCount": count(r.upserted_count),
+        "upsertedIds": ids(r.upserted_ids),
+        "insertedIds": ids(r.inserted_ids),
+    }))
+}
+
 /// Runs a collection operation of this file (the handle carries the operation's timeoutMS).
 pub(super) async fn collection_op(
     coll: &actors::Collection,
@@ -167,6 +226,7 @@ pub(super) async fn collection_op(
                 read_preference,
                 timeout: None,
                 timeout_mode: timeout_mode(args),
+                max_await_time: millis(args, "maxAwaitTimeMS"),
             };
             cursor_result(coll.aggregate(pipeline(args), options).await, false, new_cursor).await
         }
@@ -204,6 +264,11 @@ pub(super) async fn collection_op(
             let replacement = args.get_document("replacement").cloned().unwrap_or_default();
             let options = ReplaceOptions { upsert: args.get_bool("upsert").ok(), timeout: None };
             coll.replace_one(filter, replacement, options).await.map(update_result)
+        }
+        "bulkWrite" => {
+            let models = write_models(args)?;
+            let options = BulkWriteOptions { ordered: args.get_bool("ordered").ok(), timeout: None };
+            coll.bulk_write(models, options).await.map(bulk_result)
         }
         "createIndex" => {
             let options = IndexOptions {
@@ -265,6 +330,7 @@ pub(super) async fn database_op(
                 batch_size: batch_size(args),
                 max_time: millis(args, "maxTimeMS"),
                 timeout_mode: timeout_mode(args),
+                max_await_time: millis(args, "maxAwaitTimeMS"),
                 ..Default::default()
             };
             cursor_result(db.aggregate(pipeline(args), options).await, false, new_cursor).await

@@ -609,6 +609,10 @@ async fn execute_inner(
                     Err(e) => Ok(Err(e)),
                 }
             }
+            "iterateOnce" => {
+                let Some(c) = cursor.as_mut() else { return Err("cursor is closed".into()) };
+                Ok(c.try_next_once().await.map(|d| d.map(Bson::Document)))
+            }
             other => Err(format!("cursor operation {other} not supported")),
         };
     }
@@ -1091,6 +1095,7 @@ async fn collection_op(
                 },
                 max_time: super::crud_ops::millis(args, "maxTimeMS"),
                 cursor_type: super::crud_ops::cursor_type(args),
+                max_await_time: super::crud_ops::millis(args, "maxAwaitTimeMS"),
                 ..Default::default()
             };
             if name == "findOne" {

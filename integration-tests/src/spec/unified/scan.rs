@@ -65,7 +65,7 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
         "dropCollection" => &["collection"],
         "insertOne" => &["document"],
         "insertMany" => &["documents", "ordered"],
-        "iterateUntilDocumentOrError" => &[],
+        "iterateUntilDocumentOrError" | "iterateOnce" => &[],
         "find" | "findOne" | "createFindCursor" => &[
             "filter",
             "limit",
@@ -77,6 +77,7 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
             "timeoutMode",
             "maxTimeMS",
             "cursorType",
+            "maxAwaitTimeMS",
         ],
         "updateOne" | "updateMany" => &["filter", "update"],
         "deleteOne" | "deleteMany" => &["filter"],
@@ -245,7 +246,7 @@ fn scan_operation(op: &Document) -> Option<String> {
     let Some(allowed) = op_args(name) else {
         let why = match name {
             "createChangeStream" | "watch" => "change streams are not supported".to_string(),
-            "bulkWrite" | "clientBulkWrite" => "bulkWrite is not supported".into(),
+            "clientBulkWrite" => "client bulkWrite is not supported".into(),
             n if n.starts_with("assertSession") || n.starts_with("assertSameLsid") => {
                 format!("operation {n} is not supported by the runner")
             }
@@ -272,6 +273,7 @@ fn scan_operation(op: &Document) -> Option<String> {
             && !matches!(
                 name,
                 "iterateUntilDocumentOrError"
+                    | "iterateOnce"
                     | "startTransaction"
                     | "commitTransaction"
                     | "abortTransaction"

@@ -1,0 +1,267 @@
+//! The CRUD spec's collection-level `bulkWrite`: a list of inserts, updates, replaces and
+//! deletes sent as few `insert`/`update`/`delete` commands as the order allows.
+//!
+//! Ordered (the default): consecutive models of the same kind share a command, commands run
+//! in order, and the first write error stops the bulk. Unordered: models are grouped by kind
+//! (inserts, then updates, then deletes) and every command runs; the write errors of all of
+//! them are reported together. A `timeoutMS` is one deadline for the whole bulk. Each
+//! command is a retryable write unless it holds a multi-document update or delete.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bson::{doc, Bson, Document};
+
+use super::collection::{count_of, with_id, Collection};
+use super::operation::Retry;
+use super::timeout;
+use crate::error::{WriteConcernError, WriteError};
+use crate::{Error, Result};
+
+/// The most statements per command (the servers' `maxWriteBatchSize`).
+const MAX_BATCH: usize = 100_000;
+
+/// One write of [`Collection::bulk_write`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteModel {
+    /// Inserts `document` (an `_id` is generated when it has none).
+    InsertOne {
+        /// The document.
+        document: Document,
+    },
+    /// Updates the first document matching `filter` with update operators.
+    UpdateOne {
+        /// Which documents.
+        filter: Document,
+        /// The update (`$set`, ...).
+        update: Document,
+        /// Insert a document when none matches.
+        upsert: Option<bool>,
+    },
+    /// Updates every document matching `filter` (makes its command non-retryable).
+    UpdateMany {
+        /// Which documents.
+        filter: Document,
+        /// The update (`$set`, ...).
+        update: Document,
+        /// Insert a document when none matches.
+        upsert: Option<bool>,
+    },
+    /// Replaces the first document matching `filter`.
+    ReplaceOne {
+        /// Which document.
+        filter: Document,
+        /// The new document (no update operators).
+        replacement: Document,
+        /// Insert `replacement` when none matches.
+        upsert: Option<bool>,
+    },
+    /// Deletes the first document matching `filter`.
+    DeleteOne {
+        /// Which document.
+        filter: Document,
+    },
+    /// Deletes every document matching `filter` (makes its command non-retryable).
+    DeleteMany {
+        /// Which documents.
+        filter: Document,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Insert,
+    Update,
+    Delete,
+}
+
+impl WriteModel {
+    fn kind(&self) -> Kind {
+        match self {
+            WriteModel::InsertOne { .. } => Kind::Insert,
+            WriteModel::DeleteOne { .. } | WriteModel::DeleteMany { .. } => Kind::Delete,
+            _ => Kind::Update,
+        }
+    }
+
+    /// The command statement, the generated `_id` of an insert, and whether it is multi.
+    fn statement(self) -> Result<(Document, Option<Bson>, bool)> {
+        let update = |filter: Document, u: Document, upsert: Option<bool>, multi: bool| {
+            let mut s = doc! {"q": filter, "u": u, "multi": multi};
+            if let Some(u) = upsert {
+                s.insert("upsert", u);
+            }
+            s
+        };
+        Ok(match self {
+            WriteModel::InsertOne { document } => {
+                let (d, id) = with_id(document);
+                (d, Some(id), false)
+            }
+            WriteModel::UpdateOne { filter, update: u, upsert } => {
+                super::crud::check_update(&u)?;
+                (update(filter, u, upsert, false), None, false)
+            }
+            WriteModel::UpdateMany { filter, update: u, upsert } => {
+                super::crud::check_update(&u)?;
+                (update(filter, u, upsert, true), None, true)
+            }
+            WriteModel::ReplaceOne { filter, replacement, upsert } => {
+                super::crud::check_replacement(&replacement)?;
+                (update(filter, replacement, upsert, false), None, false)
+            }
+            WriteModel::DeleteOne { filter } => (doc! {"q": filter, "limit": 1}, None, false),
+            WriteModel::DeleteMany { filter } => (doc! {"q": filter, "limit": 0}, None, true),
+        })
+    }
+}
+
+/// Options of [`Collection::bulk_write`].
+#[derive(Debug, Default, Clone)]
+pub struct BulkWriteOptions {
+    /// Stop at the first write error, running the writes in order (`None`: `true`).
+    pub ordered: Option<bool>,
+    /// This bulk's `timeoutMS`, one deadline for every command (`None`: the handle's).
+    pub timeout: Option<Duration>,
+}
+
+/// The result of [`Collection::bulk_write`]. Ids are keyed by the model's index.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct BulkWriteResult {
+    /// Documents inserted by `InsertOne` models.
+    pub inserted_count: u64,
+    /// Documents matched by updates and replaces (upserts excluded).
+    pub matched_count: u64,
+    /// Documents changed by updates and replaces.
+    pub modified_count: u64,
+    /// Documents deleted.
+    pub deleted_count: u64,
+    /// Documents upserted.
+    pub upserted_count: u64,
+    /// The `_id` of every upserted document.
+    pub upserted_ids: BTreeMap<usize, Bson>,
+    /// The `_id` of every `InsertOne` document (sent; see `inserted_count` for how many
+    /// the server inserted).
+    pub inserted_ids: BTreeMap<usize, Bson>,
+}
+
+/// Statements of one command, with the model index of each.
+struct Batch {
+    kind: Kind,
+    statements: Vec<Document>,
+    indexes: Vec<usize>,
+    multi: bool,
+}
+
+/// Groups the models into commands: consecutive same-kind models when ordered, by kind
+/// otherwise; at most [`MAX_BATCH`] statements each.
+fn batches(models: Vec<WriteModel>, ordered: bool, result: &mut BulkWriteResult) -> Result<Vec<Batch>> {
+    let mut tagged: Vec<(usize, WriteModel)> = models.into_iter().enumerate().collect();
+    if !ordered {
+        // A stable sort keeps each kind's models in their order.
+        tagged.sort_by_key(|(_, m)| m.kind());
+    }
+    let mut out: Vec<Batch> = Vec::new();
+    for (index, model) in tagged {
+        let kind = model.kind();
+        let (statement, id, multi) = model.statement()?;
+        if let Some(id) = id {
+            result.inserted_ids.insert(index, id);
+        }
+        match out.last_mut() {
+            Some(b) if b.kind == kind && b.statements.len() < MAX_BATCH => {
+                b.statements.push(statement);
+                b.indexes.push(index);
+                b.multi |= multi;
+            }
+            _ => out.push(Batch { kind, statements: vec![statement], indexes: vec![index], multi }),
+        }
+    }
+    Ok(out)
+}
+
+impl Collection {
+    /// Runs inserts, updates, replaces and deletes in as few commands as the order allows
+    /// (see the module docs). Write errors come back as one [`Error::Write`] whose indexes
+    /// are the models' indexes (ordered: the first one; unordered: all of them; a write
+    /// concern error does not stop the bulk and is reported at the end). Other errors
+    /// (network, timeout, command) stop the bulk at once.
+    pub async fn bulk_write(
+        &self,
+        models: Vec<WriteModel>,
+        options: BulkWriteOptions,
+    ) -> Result<BulkWriteResult> {
+        if models.is_empty() {
+            return Err(Error::InvalidOptions { message: "bulk_write needs at least one write".into() });
+        }
+        let ordered = options.ordered.unwrap_or(true);
+        let mut result = BulkWriteResult::default();
+        let batches = batches(models, ordered, &mut result)?;
+        let coll = self.clone().with_timeout(timeout::inherit(self.timeout(), options.timeout));
+        let timeout = coll.timeout();
+        let deadline = timeout::deadline(timeout);
+        let mut write_errors: Vec<WriteError> = Vec::new();
+        let mut write_concern_error: Option<Box<WriteConcernError>> = None;
+        let mut failure: Option<(protocol::ServerAddress, Vec<String>)> = None;
+        for batch in batches {
+            let (name, key, field) = match batch.kind {
+                Kind::Insert => ("insert", "insert", "documents"),
+                Kind::Update => ("update", "update", "updates"),
+                Kind::Delete => ("delete", "delete", "deletes"),
+            };
+            let statements: Vec<Bson> = batch.statements.into_iter().map(Bson::Document).collect();
+            let mut op = coll.write_op(name, doc! {key: coll.name(), field: statements, "ordered": ordered});
+            if batch.multi {
+                op.retry = Retry::No;
+            }
+            let reply = match coll.database().client().inner.execute_until(op, timeout, deadline).await {
+                Ok(out) => out.reply,
+                Err(Error::Write { address, write_errors: errors, write_concern_error: wce, labels }) => {
+                    let stop = ordered && !errors.is_empty();
+                    write_errors.extend(errors.into_iter().map(|mut e| {
+                        e.index = batch.indexes.get(e.index).copied().unwrap_or(e.index);
+                        e
+                    }));
+                    if write_concern_error.is_none() {
+                        write_concern_error = wce;
+                    }
+                    failure = Some((address, labels));
+                    if stop {
+                        break;
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let n = count_of(&reply, "n");
+            match batch.kind {
+                Kind::Insert => result.inserted_count += n,
+                Kind::Delete => result.deleted_count += n,
+                Kind::Update => {
+                    let upserted = reply.get_array("upserted").map(Vec::as_slice).unwrap_or_default();
+                    let mut ups = 0_u64;
+                    for u in upserted.iter().filter_map(Bson::as_document) {
+                        let i = count_of(u, "index");
+                        let index = usize::try_from(i)
+                            .ok()
+                            .and_then(|i| batch.indexes.get(i).copied())
+                            .unwrap_or_default();
+                        if let Some(id) = u.get("_id") {
+                            result.upserted_ids.insert(index, id.clone());
+                        }
+                        ups += 1;
+                    }
+                    result.upserted_count += ups;
+                    result.matched_count += n.saturating_sub(ups);
+                    result.modified_count += count_of(&reply, "nModified");
+                }
+            }
+        }
+        match failure {
+            Some((address, labels)) => {
+                Err(Error::Write { address, write_errors, write_concern_error, labels })
+            }
+            None => Ok(result),
+        }
+    }
+}
