@@ -23,11 +23,13 @@ pub const SUITES: &[(&str, &str)] = &[
 ];
 
 /// Files of each vendored unified suite known to pass: the runner's regression floor
-/// (`tests/spec.rs` and `spec-runner` fail when fewer pass).
+/// (`tests/spec.rs` and `spec-runner` fail when fewer pass). It sits a little under the
+/// counts of a quiet machine (LB 7, CSOT 21, SDAM 36): some files time 50–100 ms windows on
+/// real time, and a loaded 2-core CI machine must not turn one slow run into a red build.
 pub const BASELINE_PASSED: &[(&str, usize)] = &[
     ("unified/load-balancers", 7),
-    ("unified/client-side-operations-timeout", 16),
-    ("unified/sdam-unified", 36),
+    ("unified/client-side-operations-timeout", 19),
+    ("unified/sdam-unified", 35),
 ];
 
 /// The outcome of one file.
