@@ -98,18 +98,6 @@ fn count(n: u64) -> Option<Bson> {
     Some(Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)))
 }
 
-/// The `command` argument with `commandName` first (the JSON loader may not keep key order).
-fn command_first(args: &Document) -> Document {
-    let command = args.get_document("command").cloned().unwrap_or_default();
-    let Ok(name) = args.get_str("commandName") else { return command };
-    let mut ordered = Document::new();
-    if let Some(v) = command.get(name) {
-        ordered.insert(name, v.clone());
-    }
-    ordered.extend(command.into_iter().filter(|(k, _)| k != name));
-    ordered
-}
-
 /// Every document of a cursor, or the cursor itself for `createCommandCursor`.
 async fn cursor_result(
     cursor: actors::Result<actors::Cursor>,
@@ -351,7 +339,7 @@ pub(super) async fn database_op(
                 timeout_mode: timeout_mode(args),
                 ..Default::default()
             };
-            let command = command_first(args);
+            let command = super::command_with_name_first(args);
             let keep = name == "createCommandCursor";
             cursor_result(db.run_cursor_command(command, options).await, keep, new_cursor).await
         }

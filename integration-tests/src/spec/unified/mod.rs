@@ -163,6 +163,20 @@ async fn run_tests(file: &Document) -> FileOutcome {
     FileOutcome::Passed { ran, skipped, not_applicable }
 }
 
+/// The `command` argument of `runCommand`/`runCursorCommand` with `commandName` as its first
+/// key: JSON objects are read without their key order, and the server takes the first key as
+/// the command's name.
+fn command_with_name_first(args: &Document) -> Document {
+    let command = args.get_document("command").cloned().unwrap_or_default();
+    let Ok(name) = args.get_str("commandName") else { return command };
+    let mut ordered = Document::new();
+    if let Some(v) = command.get(name) {
+        ordered.insert(name, v.clone());
+    }
+    ordered.extend(command.into_iter().filter(|(k, _)| k != name));
+    ordered
+}
+
 /// The simulator's server version (mongod 7.0 semantics).
 const SIM_VERSION: (u64, u64, u64) = (7, 0, 14);
 

@@ -1043,7 +1043,7 @@ async fn database_op(
 ) -> R<OpResult> {
     Ok(match name {
         "runCommand" => db
-            .run_command(sdam_ops::command(args), sdam_ops::criteria(args)?)
+            .run_command(super::command_with_name_first(args), sdam_ops::criteria(args)?)
             .await
             .map(|d| Some(Bson::Document(d))),
         "dropCollection" => {

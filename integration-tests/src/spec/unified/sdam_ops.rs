@@ -86,19 +86,6 @@ pub(super) fn criteria(args: &Document) -> R<Option<actors::Criteria>> {
     Ok(Some(actors::Criteria::Read(mode)))
 }
 
-/// `runCommand`'s command with `commandName` as its first key: JSON objects are read without
-/// their key order, and the server takes the first key as the command's name.
-pub(super) fn command(args: &Document) -> Document {
-    let command = args.get_document("command").cloned().unwrap_or_default();
-    let Ok(name) = args.get_str("commandName") else { return command };
-    let mut ordered = Document::new();
-    if let Some(v) = command.get(name) {
-        ordered.insert(name, v.clone());
-    }
-    ordered.extend(command.into_iter().filter(|(k, _)| k != name));
-    ordered
-}
-
 fn is_lb(ctx: &Ctx) -> bool {
     ctx.cluster.uri().contains("loadBalanced=true")
 }
