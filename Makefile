@@ -22,7 +22,7 @@ build:
 	$(CARGO) build --workspace --all-targets
 
 test:
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace --no-fail-fast
 
 spec:
 	$(CARGO) run -q -p integration-tests --bin spec-runner -- --root $(SPEC_ROOT)
