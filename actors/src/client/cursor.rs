@@ -232,7 +232,7 @@ impl Cursor {
         } else {
             self.client
                 .inner
-                .execute_on_until(&self.address, pinned.as_mut(), &op, self.session.as_mut(), deadline)
+                .execute_on_with(&self.address, pinned.as_mut(), &op, self.session.as_mut(), deadline, false)
                 .await
                 .map_err(|e| timeout::convert(e, self.timeout, deadline))
         };

@@ -296,21 +296,9 @@ impl ClientInner {
     }
 
     /// Runs one command (never retried) on `address`, on the pinned connection if there is
-    /// one (a cursor's `getMore`), under a CSOT deadline for the check-out and the round trip;
-    /// no `maxTimeMS` is appended.
-    pub(crate) async fn execute_on_until(
-        &self,
-        address: &ServerAddress,
-        connection: Option<&mut PooledConnection<Connection>>,
-        op: &Op,
-        session: Option<&mut ServerSession>,
-        deadline: Option<tokio::time::Instant>,
-    ) -> Result<Document> {
-        self.execute_on_with(address, connection, op, session, deadline, false).await
-    }
-
-    /// [`execute_on_until`](Self::execute_on_until); `send_max_time` appends `maxTimeMS` from
-    /// the deadline (a `killCursors` under CSOT).
+    /// one (a cursor's `getMore` or `killCursors`), under a CSOT deadline for the check-out and
+    /// the round trip; `send_max_time` appends `maxTimeMS` from the deadline (a `killCursors`
+    /// under CSOT; never a `getMore`).
     pub(crate) async fn execute_on_with(
         &self,
         address: &ServerAddress,
