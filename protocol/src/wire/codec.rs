@@ -85,6 +85,27 @@ impl Decoder for MessageCodec {
         let frame = src.split_to(len);
         decode_validated(&header, &frame).map(Some)
     }
+
+    /// At end of stream, leftover bytes are a frame cut short: an `UnexpectedEof` I/O error that
+    /// says how much arrived, rather than tokio-util's generic "bytes remaining on stream".
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>> {
+        match self.decode(src)? {
+            Some(frame) => Ok(Some(frame)),
+            None if src.is_empty() => Ok(None),
+            None => {
+                let expected = src
+                    .first_chunk::<4>()
+                    .map(|b| format!("of {}", i32::from_le_bytes(*b)))
+                    .unwrap_or_else(|| "of a header".to_string());
+                let got = src.len();
+                src.clear();
+                Err(Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("connection closed mid-frame: {got} bytes {expected}"),
+                )))
+            }
+        }
+    }
 }
 
 impl Encoder<&Frame> for MessageCodec {

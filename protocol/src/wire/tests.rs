@@ -434,6 +434,28 @@ fn codec_partial_input_then_frames() {
 }
 
 #[test]
+fn codec_eof_mid_frame_is_unexpected_eof() {
+    let bytes = encode(&frame(OpMsg::new(ping())), false);
+    let mut codec = MessageCodec::new();
+    let mut src = BytesMut::from(&bytes[..bytes.len() - 3]);
+    match codec.decode_eof(&mut src) {
+        Err(Error::Io(e)) => {
+            assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+            let expected = format!("{} bytes of {}", bytes.len() - 3, bytes.len());
+            assert!(e.to_string().contains(&expected), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Half a header too; a clean end of stream is not an error.
+    let mut src = BytesMut::from(&bytes[..2]);
+    assert!(matches!(codec.decode_eof(&mut src), Err(Error::Io(_))));
+    assert!(codec.decode_eof(&mut BytesMut::new()).unwrap().is_none());
+    // A complete frame at EOF still decodes.
+    let mut src = BytesMut::from(&bytes[..]);
+    assert!(codec.decode_eof(&mut src).unwrap().is_some());
+}
+
+#[test]
 fn codec_reserves_for_the_frame() {
     let f = frame(OpMsg::new(rawdoc! { "pad": "y".repeat(5000) }));
     let bytes = encode(&f, false);
