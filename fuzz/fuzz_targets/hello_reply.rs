@@ -21,12 +21,8 @@ fuzz_target!(|data: &[u8]| {
 
     let parsed = HelloReply::parse(&doc);
     let address = ServerAddress::parse("a:27017").expect("valid address");
-    let sd = ServerDescription::from_hello_document(
-        address.clone(),
-        &doc,
-        Some(Duration::from_millis(5)),
-        None,
-    );
+    let sd =
+        ServerDescription::from_hello_document(address.clone(), &doc, Some(Duration::from_millis(5)), None);
     if parsed.is_err() {
         assert_eq!(sd.server_type, ServerType::Unknown, "malformed reply gave a known server");
         assert!(sd.error.is_some(), "malformed reply left no error");
