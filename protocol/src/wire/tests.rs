@@ -466,6 +466,19 @@ fn codec_reserves_for_the_frame() {
 }
 
 #[test]
+fn codec_does_not_reserve_a_huge_frame_up_front() {
+    // Only a header announcing 40 MB (under the 48 MB limit): a hostile server sending such
+    // headers on many connections must not make each reserve 40 MB.
+    let mut header = BytesMut::new();
+    MessageHeader { message_length: 40_000_000, request_id: 1, response_to: 0, op_code: OpCode::Msg }
+        .write_to(&mut header);
+    let mut codec = MessageCodec::new();
+    let mut src = header.clone();
+    assert!(codec.decode(&mut src).unwrap().is_none());
+    assert!(src.capacity() <= 2 * 1024 * 1024, "reserved {}", src.capacity());
+}
+
+#[test]
 fn codec_rejects_bad_length_immediately() {
     let mut codec = MessageCodec::new().with_max_message_size(1024);
     let mut src = BytesMut::from(&le(2048)[..]);
