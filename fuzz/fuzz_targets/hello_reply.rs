@@ -1,6 +1,7 @@
-//! Hello reply parsing on arbitrary BSON: `HelloReply::parse`, the server description built from
-//! it, and the SDAM state machine applying that description to a replica-set topology. No input
-//! may panic; a malformed reply must become an Unknown server with an error.
+//! Server reply parsing on arbitrary BSON: `HelloReply::parse`, the server description built from
+//! it, the SDAM state machine applying that description to a replica-set topology, and the SDAM
+//! error classification of a command reply. No input may panic; a malformed hello reply must
+//! become an Unknown server with an error.
 #![no_main]
 
 use std::time::Duration;
@@ -8,7 +9,9 @@ use std::time::Duration;
 use bson::Document;
 use libfuzzer_sys::fuzz_target;
 use protocol::hello::reply::HelloReply;
-use protocol::sdam::{ServerDescription, ServerType, TopologyDescription, TopologySettings};
+use protocol::sdam::{
+    ApplicationErrorKind, ServerDescription, ServerType, TopologyDescription, TopologySettings,
+};
 use protocol::uri::ConnectionString;
 use protocol::ServerAddress;
 
@@ -18,6 +21,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let Ok(doc) = Document::from_reader(data) else { return };
+
+    // The same bytes as any command's reply: what SDAM reads from an error response.
+    let _ = ApplicationErrorKind::from_response(&doc);
 
     let parsed = HelloReply::parse(&doc);
     let address = ServerAddress::parse("a:27017").expect("valid address");
