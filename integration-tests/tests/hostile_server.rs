@@ -283,14 +283,15 @@ async fn bad_hello_replies_fail_the_handshake() {
 
 /// A sharded client over a good simulated mongos and a hostile one that answers hello properly
 /// but garbles every command: commands routed to the hostile one fail with typed network
-/// errors, its connections are closed, and the good mongos keeps serving.
+/// errors (socketTimeoutMS bounds the reply that never ends), its connections are closed, and
+/// the good mongos keeps serving.
 #[actix::test]
 async fn client_keeps_serving_the_other_mongos() {
-    for bad in [WrongResponseTo, InvalidBson, Truncated] {
+    for bad in [WrongResponseTo, OversizedLength, Truncated, InvalidBson, NeverEnds] {
         let cluster = Cluster::sharded(1).start().expect("sim");
         let hostile = Hostile::start(bad, Target::Commands).await;
         let uri = format!(
-            "mongodb://{},{}/?retryReads=false&retryWrites=false&serverSelectionTimeoutMS=5000",
+            "mongodb://{},{}/?retryReads=false&retryWrites=false&serverSelectionTimeoutMS=5000&socketTimeoutMS=1000",
             cluster.hosts()[0],
             hostile.address
         );
@@ -303,7 +304,10 @@ async fn client_keeps_serving_the_other_mongos() {
 
         let db = client.database("admin");
         let (mut ok, mut failed) = (0, 0);
-        for _ in 0..40 {
+        // A read timeout does not mark a server Unknown (SDAM: a slow reply is not a dead
+        // server), so every command routed to the silent one waits out socketTimeoutMS.
+        let commands = if bad == NeverEnds { 16 } else { 40 };
+        for _ in 0..commands {
             match db.run_command(doc! {"ping": 1}, None).await {
                 Ok(reply) => {
                     assert_eq!(
@@ -315,7 +319,10 @@ async fn client_keeps_serving_the_other_mongos() {
                 Err(e) => {
                     assert_eq!(e.kind(), ErrorKind::Network, "{bad:?}: {e:?}");
                     match &e {
-                        actors::Error::Connection { address, .. } => assert_eq!(address, &hostile.address),
+                        actors::Error::Connection { address, source, .. } => {
+                            assert_eq!(address, &hostile.address);
+                            assert_typed(bad, Phase::Read, source);
+                        }
                         other => panic!("{bad:?}: {other:?}"),
                     }
                     failed += 1;
@@ -326,8 +333,8 @@ async fn client_keeps_serving_the_other_mongos() {
         // Selection picks either mongos until the first failure, so the hostile one was hit.
         assert!(failed > 0, "{bad:?}: no command reached the hostile mongos");
         eprintln!("{bad:?}: {ok} ok, {failed} typed failures");
-        assert_eq!(failed, hostile.sent.load(Ordering::SeqCst), "{bad:?}: one failure per bad reply");
         assert!(hostile.wait_closed(failed).await, "{bad:?}: bad connections left open");
+        assert_eq!(failed, hostile.sent.load(Ordering::SeqCst), "{bad:?}: one failure per bad reply");
         // After all that, the client still works: the good mongos answers a write.
         let coll = client.database("db").collection("c");
         let mut inserted = false;
