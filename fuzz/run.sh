@@ -12,7 +12,10 @@ TARGETS="${FUZZ_TARGETS:-wire_decode hello_reply connection_string}"
 
 if ! rustup run nightly rustc --version >/dev/null 2>&1; then
     echo "fuzz: installing the nightly toolchain (cargo-fuzz needs it for -Zsanitizer)"
-    rustup toolchain install nightly --profile minimal
+    rustup toolchain install nightly --profile minimal || {
+        echo "fuzz: no nightly toolchain and none could be installed; cargo-fuzz needs one" >&2
+        exit 2
+    }
 fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
     echo "fuzz: installing cargo-fuzz"
