@@ -2,13 +2,14 @@
 CARGO ?= cargo
 SPEC_ROOT ?= integration-tests/spec-tests
 
-.PHONY: help build test spec fmt fmt-check lint demo ci bench-selection bench-sim bench-pool bench-actors sim sim-check-python
+.PHONY: help fuzz build test spec fmt fmt-check lint demo ci bench-selection bench-sim bench-pool bench-actors sim sim-check-python
 
 help:
 	@echo "make demo    run the main job (for now: the spec conformance runner over the vendored suites)"
 	@echo "make test    run every test in the workspace (what CI runs)"
 	@echo "make spec    run the spec runner; SPEC_ROOT=DIR to run another upstream-layout directory"
 	@echo "make build   build the workspace"
+	@echo "make fuzz    run each cargo-fuzz target for FUZZ_SECONDS (default 60); installs nightly + cargo-fuzz if missing"
 	@echo "make fmt     format the code"
 	@echo "make lint    clippy with -D warnings"
 	@echo "make bench-selection  criterion benchmark of server selection (ns per selection)"
@@ -26,6 +27,11 @@ test:
 
 spec:
 	$(CARGO) run -q -p integration-tests --bin spec-runner -- --root $(SPEC_ROOT)
+
+# Fuzz targets live in fuzz/ (outside the workspace; nightly + cargo-fuzz).
+FUZZ_SECONDS ?= 60
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 
 fmt:
 	$(CARGO) fmt --all

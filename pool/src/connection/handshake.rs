@@ -52,9 +52,14 @@ pub(crate) async fn handshake(
     }
     let cmd = HelloCommand::handshake(&hs, &options.metadata);
     let raw = conn.run("admin", cmd.body, cmd.legacy, deadline, Phase::Hello).await?;
-    let raw = conn.check_ok(raw)?;
     let address = conn.address().clone();
     let handshake_error = |message: String| Error::Handshake { address: address.clone(), message };
+    // Without `ok` this is not a hello reply at all, not a failed command (code 0, no message).
+    if !matches!(raw.get("ok"), Ok(Some(_))) {
+        conn.close();
+        return Err(handshake_error("the hello reply has no 'ok' field".into()));
+    }
+    let raw = conn.check_ok(raw)?;
     let doc = Document::try_from(&raw).map_err(|e| handshake_error(e.to_string()))?;
     let reply = HelloReply::parse(&doc).map_err(|e| handshake_error(e.to_string()))?;
     if options.load_balanced && reply.service_id.is_none() {

@@ -7,6 +7,9 @@ use super::{check_message_length, decode_validated, encode_frame, Frame, Message
 use super::{DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN};
 use crate::error::{Error, Result};
 
+/// The most the decoder reserves for a frame before its bytes arrive.
+const MAX_UPFRONT_RESERVE: usize = 1024 * 1024;
+
 /// Frames MongoDB wire messages for `tokio_util::codec::Framed`.
 ///
 /// Decoding yields [`Frame`]s, rejecting bad headers before buffering the body. After the
@@ -77,13 +80,36 @@ impl Decoder for MessageCodec {
         let header = MessageHeader::parse(src, self.max_message_size)?;
         let len = header.len();
         if src.len() < len {
-            // Room for exactly the rest of this frame; the length is bounded by the max.
-            src.reserve(len - src.len());
+            // Room for the rest of this frame, up to a cap: a peer that sends only a header
+            // announcing maxMessageSizeBytes must not make every connection allocate that much.
+            // Larger frames grow the buffer as their bytes actually arrive.
+            src.reserve((len - src.len()).min(MAX_UPFRONT_RESERVE));
             return Ok(None);
         }
         // O(1): hands the frame's bytes over without copying; the rest stays in `src`.
         let frame = src.split_to(len);
         decode_validated(&header, &frame).map(Some)
+    }
+
+    /// At end of stream, leftover bytes are a frame cut short: an `UnexpectedEof` I/O error that
+    /// says how much arrived, rather than tokio-util's generic "bytes remaining on stream".
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>> {
+        match self.decode(src)? {
+            Some(frame) => Ok(Some(frame)),
+            None if src.is_empty() => Ok(None),
+            None => {
+                let expected = src
+                    .first_chunk::<4>()
+                    .map(|b| format!("of {}", i32::from_le_bytes(*b)))
+                    .unwrap_or_else(|| "of a header".to_string());
+                let got = src.len();
+                src.clear();
+                Err(Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("connection closed mid-frame: {got} bytes {expected}"),
+                )))
+            }
+        }
     }
 }
 

@@ -434,6 +434,28 @@ fn codec_partial_input_then_frames() {
 }
 
 #[test]
+fn codec_eof_mid_frame_is_unexpected_eof() {
+    let bytes = encode(&frame(OpMsg::new(ping())), false);
+    let mut codec = MessageCodec::new();
+    let mut src = BytesMut::from(&bytes[..bytes.len() - 3]);
+    match codec.decode_eof(&mut src) {
+        Err(Error::Io(e)) => {
+            assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+            let expected = format!("{} bytes of {}", bytes.len() - 3, bytes.len());
+            assert!(e.to_string().contains(&expected), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Half a header too; a clean end of stream is not an error.
+    let mut src = BytesMut::from(&bytes[..2]);
+    assert!(matches!(codec.decode_eof(&mut src), Err(Error::Io(_))));
+    assert!(codec.decode_eof(&mut BytesMut::new()).unwrap().is_none());
+    // A complete frame at EOF still decodes.
+    let mut src = BytesMut::from(&bytes[..]);
+    assert!(codec.decode_eof(&mut src).unwrap().is_some());
+}
+
+#[test]
 fn codec_reserves_for_the_frame() {
     let f = frame(OpMsg::new(rawdoc! { "pad": "y".repeat(5000) }));
     let bytes = encode(&f, false);
@@ -441,6 +463,19 @@ fn codec_reserves_for_the_frame() {
     let mut src = BytesMut::from(&bytes[..16]);
     assert!(codec.decode(&mut src).unwrap().is_none());
     assert!(src.capacity() >= bytes.len());
+}
+
+#[test]
+fn codec_does_not_reserve_a_huge_frame_up_front() {
+    // Only a header announcing 40 MB (under the 48 MB limit): a hostile server sending such
+    // headers on many connections must not make each reserve 40 MB.
+    let mut header = BytesMut::new();
+    MessageHeader { message_length: 40_000_000, request_id: 1, response_to: 0, op_code: OpCode::Msg }
+        .write_to(&mut header);
+    let mut codec = MessageCodec::new();
+    let mut src = header.clone();
+    assert!(codec.decode(&mut src).unwrap().is_none());
+    assert!(src.capacity() <= 2 * 1024 * 1024, "reserved {}", src.capacity());
 }
 
 #[test]
