@@ -103,7 +103,7 @@ fn select_explains_tags_and_type_in_json() {
     };
     // The primary fails the type rule, the west secondary the tag rule; the east one is chosen.
     assert!(
-        candidate(&hosts[0])["dropped"].as_str().is_some_and(|r| r.contains("RSPrimary is not eligible")),
+        candidate(&hosts[0])["dropped"].as_str().is_some_and(|r| r.contains("primary is never used")),
         "{out}"
     );
     assert!(

@@ -196,10 +196,14 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
     let stepdown_after = options.duration / 2;
     let mut stepdown_at: Option<Instant> = None;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
     while workload_start.elapsed() < options.duration {
         let mut log = Vec::new();
         tokio::select! {
             _ = tick.tick() => {}
+            // Ctrl-C ends the workload early; the timeline and summary still print.
+            _ = &mut ctrl_c => break,
             changed = rx.changed() => {
                 if changed.is_err() {
                     break;

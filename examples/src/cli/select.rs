@@ -97,6 +97,8 @@ pub struct Explanation {
     pub invalid: Option<String>,
     /// Every server, with the reason it was dropped if it was.
     pub candidates: Vec<Candidate>,
+    /// The read preference's tag sets, in order.
+    pub tag_sets: Vec<TagSet>,
     /// The tag set that was applied (the first that matched an eligible server).
     pub matched_tag_set: Option<TagSet>,
     /// The latency window: the fastest RTT and the threshold.
@@ -160,11 +162,7 @@ pub fn explain(snapshot: &TopologySnapshot, rp: &ReadPreference) -> Explanation 
                 },
             };
             if !ok {
-                c.dropped = Some(format!(
-                    "type {} is not eligible for {} in a {ty}",
-                    c.server_type.as_str(),
-                    mode.as_str()
-                ));
+                c.dropped = Some(type_reason(c.server_type, mode, ty, has_primary));
             }
         }
         let replica_set =
@@ -248,9 +246,30 @@ pub fn explain(snapshot: &TopologySnapshot, rp: &ReadPreference) -> Explanation 
         read_preference: rp.to_string(),
         invalid,
         candidates,
+        tag_sets: rp.tag_sets().to_vec(),
         matched_tag_set,
         window,
         chosen,
+    }
+}
+
+/// Why a server of type `server` is not eligible for `mode` in a topology of type `ty`.
+fn type_reason(server: ServerType, mode: ReadPreferenceMode, ty: TopologyType, has_primary: bool) -> String {
+    let replica_set = matches!(ty, TopologyType::ReplicaSetWithPrimary | TopologyType::ReplicaSetNoPrimary);
+    match (server, mode) {
+        (ServerType::RsSecondary, ReadPreferenceMode::Primary) if replica_set => {
+            "not the primary (mode primary)".into()
+        }
+        (ServerType::RsSecondary, ReadPreferenceMode::PrimaryPreferred) if replica_set && has_primary => {
+            "a primary is available (primaryPreferred)".into()
+        }
+        (ServerType::RsPrimary, ReadPreferenceMode::SecondaryPreferred) if replica_set => {
+            "the primary is used only when no secondary is eligible (secondaryPreferred)".into()
+        }
+        (ServerType::RsPrimary, ReadPreferenceMode::Secondary) if replica_set => {
+            "the primary is never used for mode secondary".into()
+        }
+        _ => format!("type {} is not eligible for {} in a {ty}", server.as_str(), mode.as_str()),
     }
 }
 
@@ -276,8 +295,12 @@ pub fn to_text(e: &Explanation) -> Vec<String> {
     }
     out.push(String::new());
     out.push("2. eligibility (type, staleness, tags)".into());
-    if let Some(set) = &e.matched_tag_set {
-        out.push(format!("   tag set applied: {}", tags_string(set)));
+    for set in &e.tag_sets {
+        if Some(set) == e.matched_tag_set.as_ref() {
+            out.push(format!("   tag set applied: {}", tags_string(set)));
+            break;
+        }
+        out.push(format!("   tag set {} matches no eligible server", tags_string(set)));
     }
     for c in &e.candidates {
         match &c.dropped {
@@ -334,6 +357,7 @@ pub fn to_json(e: &Explanation) -> Value {
             "inWindow": c.dropped.is_none(),
             "dropped": c.dropped,
         })).collect::<Vec<_>>(),
+        "tagSets": e.tag_sets,
         "matchedTagSet": e.matched_tag_set,
         "latencyWindow": e.window.map(|(f, t)| json!({"fastestMs": ms_f(f), "thresholdMs": ms_f(t), "maxMs": ms_f(f.saturating_add(t))})),
         "chosen": e.chosen.as_ref().map(|a| a.to_string()),
@@ -370,4 +394,40 @@ pub async fn run(options: SelectOptions) -> Result<(), CliError> {
     }
     client.shutdown().await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_modes_and_tag_sets() {
+        assert_eq!(parse_mode("secondaryPreferred").ok(), Some(ReadPreferenceMode::SecondaryPreferred));
+        assert_eq!(parse_mode("NEAREST").ok(), Some(ReadPreferenceMode::Nearest));
+        assert!(parse_mode("closest").is_err());
+        let set = parse_tag_set("dc:east, rack:1").ok();
+        let expected: TagSet =
+            [("dc".to_string(), "east".to_string()), ("rack".to_string(), "1".to_string())].into();
+        assert_eq!(set, Some(expected));
+        assert_eq!(parse_tag_set("").ok(), Some(TagSet::new()));
+        assert!(parse_tag_set("dc").is_err());
+    }
+
+    #[test]
+    fn builds_and_validates_the_read_preference() {
+        let options = SelectOptions {
+            uri: String::new(),
+            mode: "secondary".into(),
+            tags: vec!["dc:east".into(), String::new()],
+            max_staleness: Some(120),
+            json: false,
+            wait: Duration::ZERO,
+        };
+        let rp = read_preference(&options).ok();
+        assert_eq!(rp.as_ref().map(|r| r.tag_sets().len()), Some(2));
+        assert_eq!(rp.and_then(|r| r.max_staleness_seconds()), Some(120));
+        // The builder's validation: tags and maxStaleness are not allowed with primary.
+        let primary = SelectOptions { mode: "primary".into(), ..options };
+        assert!(read_preference(&primary).is_err());
+    }
 }
