@@ -250,7 +250,9 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
             }
         }
         let force = !log.is_empty();
-        view.update(&log, &render(&snapshot), force);
+        let mut table = vec![status(&*shared.lock().await, workload_start.elapsed())];
+        table.extend(render(&snapshot));
+        view.update(&log, &table, force);
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for t in tasks {
@@ -265,14 +267,22 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
     if stepdown_at.is_some() {
         println!();
         println!("failover timeline (from the stepdown of {}):", offset_addr(&timeline.old_primary));
-        println!("  stepdown                      +0.0 ms");
-        println!("  detected                      {}", offset(timeline.detected));
-        println!(
-            "  new primary selected          {} ({})",
+        let step = |name: &str, at: String, what: &str| println!("  {name:<24}{at:<14}{what}");
+        step("stepdown", "+0.0 ms".into(), "the simulator's primary stepped down");
+        step("detected", offset(timeline.detected), "the client's topology no longer shows it as primary");
+        step(
+            "new primary selected",
             offset(timeline.new_primary_selected),
-            offset_addr(&timeline.new_primary)
+            &format!(
+                "{} is primary in the client's topology (selectable)",
+                offset_addr(&timeline.new_primary)
+            ),
         );
-        println!("  first successful write        {}", offset(timeline.first_write));
+        step(
+            "first successful write",
+            offset(timeline.first_write),
+            "the first write started after the stepdown, acknowledged",
+        );
     }
     println!();
     println!(
@@ -289,7 +299,7 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
         total += stats.ok + failed;
         let errors: Vec<String> = stats.errors.iter().map(|(k, n)| format!("{k}: {n}")).collect();
         let (p50, p99) = (stats.percentile(0.5), stats.percentile(0.99));
-        println!(
+        let line = format!(
             "  {:<24} {:>7} {:>7} {:>10} {:>10}  {}",
             name,
             stats.ok,
@@ -298,6 +308,7 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
             p99.map_or_else(|| "-".into(), ms),
             errors.join(", ")
         );
+        println!("{}", line.trim_end());
     }
     drop(s);
     println!("  {total} operations in {}", ms(started.elapsed()));
@@ -306,6 +317,20 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
         c.shutdown();
     }
     Ok(())
+}
+
+/// The workload's progress line above the table.
+fn status(shared: &Shared, elapsed: Duration) -> String {
+    let (mut reads, mut writes, mut failed) = (0, 0, 0);
+    for (name, stats) in &shared.stats {
+        if name == "write" {
+            writes += stats.ok;
+        } else {
+            reads += stats.ok;
+        }
+        failed += stats.errors.values().sum::<u64>();
+    }
+    format!("[{:>5.1} s] reads {reads}, writes {writes}, failed {failed}", elapsed.as_secs_f64())
 }
 
 fn offset_addr(a: &Option<ServerAddress>) -> String {
