@@ -11,11 +11,11 @@ use actors::{Client, ClientOptions, Collection, FindOptions};
 use bson::doc;
 use integration_tests::sim::Cluster;
 use protocol::address::ServerAddress;
-use protocol::sdam::ServerType;
+use protocol::sdam::{SdamEvent, ServerType};
 use selection::ReadPreference;
 use tokio::sync::Mutex;
 
-use super::table::{render, LiveView};
+use super::table::{discovered, render, LiveView};
 use super::{ms, CliError};
 
 /// What `demo` runs.
@@ -123,23 +123,25 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
         Some(_) => println!("started an embedded 3-member replica set: {uri}"),
         None => println!("connecting to {uri} (no stepdown against a real deployment)"),
     }
-    let client = Client::with_options(ClientOptions::parse(&uri).await?).await?;
+    let probe = Arc::new(std::sync::Mutex::new(Probe::default()));
+    let mut client_options = ClientOptions::parse(&uri).await?;
+    let events = probe.clone();
+    client_options.sdam_event_handler =
+        Some(Arc::new(move |e: &SdamEvent| events.lock().map_or((), |mut p| p.on_event(e))));
+    let client = Client::with_options(client_options).await?;
     let topology = client.topology().clone();
-    let discovered = topology
-        .wait_for(
-            |s| {
-                s.description.servers().next().is_some()
-                    && s.description.servers().all(|d| d.server_type != ServerType::Unknown)
-            },
-            Duration::from_secs(10),
-        )
-        .await
-        .ok_or("the deployment was not discovered within 10 s")?;
+    // A real deployment may have a member down: go on once any data-bearing server is known.
+    let snapshot = match topology.wait_for(discovered, Duration::from_secs(10)).await {
+        Some(s) => s,
+        None => Some(topology.snapshot())
+            .filter(|s| s.description.servers().any(|d| d.server_type.is_data_bearing()))
+            .ok_or("no data-bearing server was discovered within 10 s")?,
+    };
     println!(
         "connected in {}: {} with {} servers",
         ms(started.elapsed()),
-        discovered.description.topology_type(),
-        discovered.description.servers().count()
+        snapshot.description.topology_type(),
+        snapshot.description.servers().count()
     );
     let run_id = bson::oid::ObjectId::new();
     let collection: Collection =
@@ -214,43 +216,51 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
         if let (Some(cluster), None) = (&cluster, stepdown_at) {
             if workload_start.elapsed() >= stepdown_after {
                 timeline.old_primary = snapshot.primary().cloned();
+                if let Ok(mut p) = probe.lock() {
+                    p.old_primary = timeline.old_primary.clone();
+                    p.armed = true;
+                }
                 let now = Instant::now();
                 stepdown_at = Some(now);
                 shared.lock().await.stepdown_at = Some(now);
                 cluster.step_down(Duration::ZERO);
                 log.push(format!(
-                    "[{:>8}] stepdown of {}",
-                    ms(started.elapsed()),
+                    "{} stepdown of {}",
+                    stamp(started.elapsed()),
                     timeline.old_primary.as_ref().map_or("?".to_string(), |a| a.to_string())
                 ));
             }
         }
         if let Some(at) = stepdown_at {
-            let primary = snapshot.primary().cloned();
-            if timeline.detected.is_none() && primary != timeline.old_primary {
-                timeline.detected = Some(at.elapsed());
-                log.push(format!("[{:>8}] client detected the stepdown", ms(started.elapsed())));
-            }
-            if timeline.new_primary_selected.is_none() && primary.is_some() && primary != timeline.old_primary
-            {
-                timeline.new_primary_selected = Some(at.elapsed());
-                timeline.new_primary = primary.clone();
+            // The SDAM events' times: the moment the topology actor applied the change, before
+            // any operation could select the new primary.
+            let (detected, new_primary) =
+                probe.lock().map(|p| (p.detected, p.new_primary.clone())).unwrap_or_default();
+            if let (None, Some(d)) = (timeline.detected, detected) {
+                timeline.detected = Some(d.saturating_duration_since(at));
                 log.push(format!(
-                    "[{:>8}] new primary {} in the client's topology (selectable)",
-                    ms(started.elapsed()),
-                    primary.map(|a| a.to_string()).unwrap_or_default()
+                    "{} client detected the stepdown",
+                    stamp(d.saturating_duration_since(started))
                 ));
+            }
+            if let (None, Some((address, t))) = (timeline.new_primary_selected, new_primary) {
+                timeline.new_primary_selected = Some(t.saturating_duration_since(at));
+                log.push(format!(
+                    "{} new primary {address} in the client's topology (selectable)",
+                    stamp(t.saturating_duration_since(started))
+                ));
+                timeline.new_primary = Some(address);
             }
             if timeline.first_write.is_none() {
                 if let Some(w) = shared.lock().await.first_write_after {
                     timeline.first_write = Some(w.saturating_duration_since(at));
                     let when = w.saturating_duration_since(started);
-                    log.push(format!("[{:>8}] first successful write after the stepdown", ms(when)));
+                    log.push(format!("{} first successful write after the stepdown", stamp(when)));
                 }
             }
         }
         let force = !log.is_empty();
-        let mut table = vec![status(&*shared.lock().await, workload_start.elapsed())];
+        let mut table = vec![status(&*shared.lock().await, started.elapsed())];
         table.extend(render(&snapshot));
         view.update(&log, &table, force);
     }
@@ -319,6 +329,42 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Timestamps the failover from SDAM events, in the topology actor's handler (armed at the
+/// stepdown).
+#[derive(Debug, Default)]
+struct Probe {
+    armed: bool,
+    old_primary: Option<ServerAddress>,
+    /// The old primary stopped being primary in the client's view (or another one replaced it).
+    detected: Option<Instant>,
+    /// Another server became the primary.
+    new_primary: Option<(ServerAddress, Instant)>,
+}
+
+impl Probe {
+    fn on_event(&mut self, event: &SdamEvent) {
+        let SdamEvent::ServerDescriptionChanged(e) = event else { return };
+        if !self.armed {
+            return;
+        }
+        let now = Instant::now();
+        let old = self.old_primary.as_ref() == Some(&e.address);
+        let primary = e.new_description.server_type == ServerType::RsPrimary;
+        if old && !primary && self.detected.is_none() {
+            self.detected = Some(now);
+        }
+        if !old && primary && self.new_primary.is_none() {
+            self.new_primary = Some((e.address.clone(), now));
+            self.detected.get_or_insert(now);
+        }
+    }
+}
+
+/// A time since the start, for log lines: `[  1.012 s]`.
+fn stamp(d: Duration) -> String {
+    format!("[{:>7.3} s]", d.as_secs_f64())
+}
+
 /// The workload's progress line above the table.
 fn status(shared: &Shared, elapsed: Duration) -> String {
     let (mut reads, mut writes, mut failed) = (0, 0, 0);
@@ -330,7 +376,7 @@ fn status(shared: &Shared, elapsed: Duration) -> String {
         }
         failed += stats.errors.values().sum::<u64>();
     }
-    format!("[{:>5.1} s] reads {reads}, writes {writes}, failed {failed}", elapsed.as_secs_f64())
+    format!("{} reads {reads}, writes {writes}, failed {failed}", stamp(elapsed))
 }
 
 fn offset_addr(a: &Option<ServerAddress>) -> String {

@@ -371,13 +371,7 @@ pub async fn run(options: SelectOptions) -> Result<(), CliError> {
     let topology = client.topology().clone();
     // Every seed and discovered member checked once (or the wait ends): a fair picture.
     let snapshot = topology
-        .wait_for(
-            |s| {
-                s.description.servers().next().is_some()
-                    && s.description.servers().all(|d| d.server_type != ServerType::Unknown)
-            },
-            options.wait,
-        )
+        .wait_for(super::table::discovered, options.wait)
         .await
         .unwrap_or_else(|| topology.snapshot());
     // RTT averages need a few samples beyond the first check.

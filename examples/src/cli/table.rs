@@ -5,6 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
 
 use actors::TopologySnapshot;
+use protocol::sdam::{ServerType, TopologyType};
 
 use super::ms;
 
@@ -46,6 +47,15 @@ pub fn render(snapshot: &TopologySnapshot) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// Whether discovery settled: every server was checked once (none `Unknown` or
+/// `PossiblePrimary`) and a replica set has its primary.
+pub fn discovered(snapshot: &TopologySnapshot) -> bool {
+    let d = &snapshot.description;
+    d.servers().next().is_some()
+        && d.servers().all(|s| !matches!(s.server_type, ServerType::Unknown | ServerType::PossiblePrimary))
+        && d.topology_type() != TopologyType::ReplicaSetNoPrimary
 }
 
 /// Draws the table at the bottom of the output: on a terminal each redraw replaces the last
