@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use actors::command_events::CommandEvent;
 use actors::{Client, ClientOptions, Collection, FindOptions};
 use bson::doc;
 use integration_tests::sim::Cluster;
@@ -128,6 +129,25 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
     let events = probe.clone();
     client_options.sdam_event_handler =
         Some(Arc::new(move |e: &SdamEvent| events.lock().map_or((), |mut p| p.on_event(e))));
+    // Which server each find and insert was sent to, by read preference: the wire's
+    // `$readPreference` (none means primary).
+    let served: Served = Arc::default();
+    let sent = served.clone();
+    client_options.command_event_handler = Some(Arc::new(move |e: &CommandEvent| {
+        if let CommandEvent::Started { command, command_name, connection, .. } = e {
+            let label = match command_name.as_str() {
+                "insert" => "write".to_string(),
+                "find" => {
+                    let mode = command.get_document("$readPreference").and_then(|rp| rp.get_str("mode"));
+                    format!("read {}", mode.unwrap_or("primary"))
+                }
+                _ => return,
+            };
+            if let Ok(mut m) = sent.lock() {
+                *m.entry(label).or_default().entry(connection.address.clone()).or_default() += 1;
+            }
+        }
+    }));
     let client = Client::with_options(client_options).await?;
     let topology = client.topology().clone();
     // A real deployment may have a member down: go on once any data-bearing server is known.
@@ -322,12 +342,23 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
     }
     drop(s);
     println!("  {total} operations in {}", ms(started.elapsed()));
+    println!();
+    println!("commands sent per server (command started events, retries included):");
+    if let Ok(m) = served.lock() {
+        for (label, servers) in m.iter() {
+            let per: Vec<String> = servers.iter().map(|(a, n)| format!("{a} {n}")).collect();
+            println!("  {label:<24} {}", per.join(", "));
+        }
+    }
     client.shutdown().await?;
     if let Some(c) = cluster {
         c.shutdown();
     }
     Ok(())
 }
+
+/// Commands started per operation label and server.
+type Served = Arc<std::sync::Mutex<BTreeMap<String, BTreeMap<ServerAddress, u64>>>>;
 
 /// Timestamps the failover from SDAM events, in the topology actor's handler (armed at the
 /// stepdown).
