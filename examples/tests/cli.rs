@@ -162,3 +162,25 @@ fn watch_prints_events_and_the_table() {
     assert!(out.lines().filter(|l| l.contains("RSSecondary") && l.contains(" ms")).count() >= 2, "{out}");
     assert!(out.contains("topology closed"), "{out}");
 }
+
+#[test]
+fn watch_json_prints_event_and_topology_lines() {
+    let cluster = Cluster::replica_set(3).start().expect("simulator");
+    let uri = cluster.uri();
+    let out = run(&["watch", &uri, "--duration", "1.2", "--json"]);
+    let lines: Vec<serde_json::Value> =
+        out.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect();
+    let names: Vec<&str> = lines.iter().filter_map(|l| l["event"]["name"].as_str()).collect();
+    assert_eq!(names.first(), Some(&"topology_opening_event"), "{out}");
+    assert_eq!(names.last(), Some(&"topology_closed_event"), "{out}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["event"]["name"] == "server_description_changed_event"
+                && l["event"]["to"] == "RSPrimary"),
+        "{out}"
+    );
+    let last = lines.iter().rev().find(|l| l.get("topology").is_some()).expect("a topology line");
+    assert_eq!(last["topology"]["servers"].as_array().map(Vec::len), Some(3), "{out}");
+    assert!(!names.iter().any(|n| n.contains("heartbeat")), "{out}");
+}

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! mongo-actors demo [--uri URI] [--duration 10] [--plain]
-//! mongo-actors watch URI [--duration S] [--heartbeats] [--plain]
+//! mongo-actors watch URI [--duration S] [--heartbeats] [--plain] [--json]
 //! mongo-actors select URI --read-preference secondary --tags dc:east --max-staleness 120 [--json]
 //! ```
 
@@ -53,6 +53,9 @@ enum Command {
         /// Print tables one after another instead of redrawing in place.
         #[arg(long)]
         plain: bool,
+        /// JSON lines for scripts: each event, and the table every second.
+        #[arg(long)]
+        json: bool,
     },
     /// Explains one server selection step by step.
     Select {
@@ -90,12 +93,15 @@ async fn main() -> ExitCode {
             }
             Err(e) => Err(e.into()),
         },
-        Command::Watch { uri, duration, heartbeats, plain } => match duration.map(seconds).transpose() {
-            Ok(duration) => {
-                watch::run(watch::WatchOptions { uri, duration, heartbeats, in_place: !plain }).await
+        Command::Watch { uri, duration, heartbeats, plain, json } => {
+            match duration.map(seconds).transpose() {
+                Ok(duration) => {
+                    watch::run(watch::WatchOptions { uri, duration, heartbeats, in_place: !plain, json })
+                        .await
+                }
+                Err(e) => Err(e.into()),
             }
-            Err(e) => Err(e.into()),
-        },
+        }
         Command::Select { uri, read_preference, tags, max_staleness, json, wait } => match seconds(wait) {
             Ok(wait) => {
                 select::run(select::SelectOptions {

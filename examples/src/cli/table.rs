@@ -49,6 +49,33 @@ pub fn render(snapshot: &TopologySnapshot) -> Vec<String> {
     lines
 }
 
+/// The table as JSON: the topology type and one object per server.
+pub fn to_json(snapshot: &TopologySnapshot) -> serde_json::Value {
+    let ms_f = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    let servers: Vec<serde_json::Value> = snapshot
+        .description
+        .servers()
+        .map(|d| {
+            let h = snapshot.handle_of(d);
+            let stats = h.map(|h| h.pool.stats());
+            serde_json::json!({
+                "address": d.address.to_string(),
+                "type": d.server_type.as_str(),
+                "rttAvgMs": h.and_then(|h| h.rtt.average()).map(ms_f),
+                "rttMinMs": h.map(|h| h.rtt.min()).filter(|m| !m.is_zero()).map(ms_f),
+                "poolInUse": stats.as_ref().map(|s| s.in_use),
+                "poolIdle": stats.as_ref().map(|s| s.available),
+                "inFlight": h.map(|h| h.operations.load(Ordering::Relaxed)),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "topologyType": snapshot.description.topology_type().to_string(),
+        "sequence": snapshot.sequence,
+        "servers": servers,
+    })
+}
+
 /// Whether discovery settled: every server was checked once (none `Unknown` or
 /// `PossiblePrimary`) and a replica set has its primary.
 pub fn discovered(snapshot: &TopologySnapshot) -> bool {

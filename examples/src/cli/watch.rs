@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use actors::{Client, ClientOptions};
 use protocol::sdam::events::SdamEvent;
 
-use super::table::{render, LiveView};
+use super::table::{render, to_json, LiveView};
 use super::{ms, CliError};
 
 /// What `watch` runs.
@@ -20,6 +20,9 @@ pub struct WatchOptions {
     pub heartbeats: bool,
     /// Redraw the table in place (when stdout is a terminal).
     pub in_place: bool,
+    /// Print JSON lines instead: `{"t": s, "event": {..}}` per event and
+    /// `{"t": s, "topology": {..}}` every second.
+    pub json: bool,
 }
 
 /// One line for an event (`None` for heartbeats unless asked for).
@@ -69,6 +72,45 @@ pub fn describe(event: &SdamEvent, heartbeats: bool) -> Option<String> {
     })
 }
 
+/// An event as JSON (`None` for heartbeats unless asked for): its spec name, the server, and
+/// the types before and after a change.
+pub fn event_json(event: &SdamEvent, heartbeats: bool) -> Option<serde_json::Value> {
+    let mut v = serde_json::json!({"name": event.name()});
+    match event {
+        SdamEvent::TopologyDescriptionChanged(e) => {
+            v["from"] = e.previous_description.topology_type().to_string().into();
+            v["to"] = e.new_description.topology_type().to_string().into();
+        }
+        SdamEvent::ServerOpening(e) => v["address"] = e.address.to_string().into(),
+        SdamEvent::ServerClosed(e) => v["address"] = e.address.to_string().into(),
+        SdamEvent::ServerDescriptionChanged(e) => {
+            v["address"] = e.address.to_string().into();
+            v["from"] = e.previous_description.server_type.as_str().into();
+            v["to"] = e.new_description.server_type.as_str().into();
+            v["error"] = e.new_description.error.clone().into();
+        }
+        SdamEvent::ServerHeartbeatStarted(e) if heartbeats => {
+            v["address"] = e.connection_id.address.to_string().into();
+            v["awaited"] = e.awaited.into();
+        }
+        SdamEvent::ServerHeartbeatSucceeded(e) if heartbeats => {
+            v["address"] = e.connection_id.address.to_string().into();
+            v["durationMs"] = (e.duration.as_secs_f64() * 1000.0).into();
+            v["awaited"] = e.awaited.into();
+        }
+        SdamEvent::ServerHeartbeatFailed(e) if heartbeats => {
+            v["address"] = e.connection_id.address.to_string().into();
+            v["durationMs"] = (e.duration.as_secs_f64() * 1000.0).into();
+            v["failure"] = e.failure.clone().into();
+        }
+        SdamEvent::ServerHeartbeatStarted(_)
+        | SdamEvent::ServerHeartbeatSucceeded(_)
+        | SdamEvent::ServerHeartbeatFailed(_) => return None,
+        _ => {}
+    }
+    Some(v)
+}
+
 /// Runs `watch`, printing to stdout.
 pub async fn run(options: WatchOptions) -> Result<(), CliError> {
     let started = Instant::now();
@@ -76,6 +118,9 @@ pub async fn run(options: WatchOptions) -> Result<(), CliError> {
     let mut client_options = ClientOptions::parse(&options.uri).await?;
     client_options.sdam_event_handler = Some(actors::events::sdam_channel(tx));
     let client = Client::with_options(client_options).await?;
+    if options.json {
+        return run_json(options, client, events, started).await;
+    }
     let topology = client.topology().clone();
     let mut rx = topology.watch();
     let mut view = LiveView::new(options.in_place, 10);
@@ -114,5 +159,45 @@ pub async fn run(options: WatchOptions) -> Result<(), CliError> {
         .collect();
     view.update(&log, &last, true);
     view.finish();
+    Ok(())
+}
+
+/// `watch --json`: JSON lines, events as they come and the table every second.
+async fn run_json(
+    options: WatchOptions,
+    client: Client,
+    events: crossbeam_channel::Receiver<SdamEvent>,
+    started: Instant,
+) -> Result<(), CliError> {
+    let t = || (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+    let print_events = |events: &crossbeam_channel::Receiver<SdamEvent>| {
+        for e in events.try_iter() {
+            if let Some(v) = event_json(&e, options.heartbeats) {
+                println!("{}", serde_json::json!({"t": t(), "event": v}));
+            }
+        }
+    };
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    let mut ticks: u64 = 0;
+    loop {
+        if options.duration.is_some_and(|d| started.elapsed() >= d) {
+            break;
+        }
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = &mut ctrl_c => break,
+        }
+        print_events(&events);
+        if ticks % 10 == 0 {
+            println!("{}", serde_json::json!({"t": t(), "topology": to_json(&client.topology().snapshot())}));
+        }
+        ticks += 1;
+    }
+    let last = to_json(&client.topology().snapshot());
+    client.shutdown().await?;
+    print_events(&events);
+    println!("{}", serde_json::json!({"t": t(), "topology": last}));
     Ok(())
 }
