@@ -369,15 +369,12 @@ pub async fn run(options: SelectOptions) -> Result<(), CliError> {
     let rp = read_preference(&options)?;
     let client = Client::with_options(ClientOptions::parse(&options.uri).await?).await?;
     let topology = client.topology().clone();
-    // Every seed and discovered member checked once (or the wait ends): a fair picture.
-    let snapshot = topology
-        .wait_for(super::table::discovered, options.wait)
-        .await
-        .unwrap_or_else(|| topology.snapshot());
-    // RTT averages need a few samples beyond the first check.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let snapshot =
-        if snapshot.sequence == topology.snapshot().sequence { snapshot } else { topology.snapshot() };
+    // Every seed and discovered member checked once (or the wait ends): a fair picture. A
+    // discovered deployment gets a moment more for the RTT pingers' samples.
+    if topology.wait_for(super::table::discovered, options.wait).await.is_some() {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let snapshot = topology.snapshot();
     let explanation = explain(&snapshot, &rp);
     if options.json {
         println!("{}", serde_json::to_string_pretty(&to_json(&explanation))?);
