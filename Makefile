@@ -2,10 +2,12 @@
 CARGO ?= cargo
 SPEC_ROOT ?= integration-tests/spec-tests
 
-.PHONY: help fuzz build test spec fmt fmt-check lint demo ci bench-selection bench-sim bench-pool bench-actors sim sim-check-python
+.PHONY: help fuzz build test spec fmt fmt-check lint demo watch ci bench-selection bench-sim bench-pool bench-actors sim sim-check-python
 
 help:
-	@echo "make demo    run the main job (for now: the spec conformance runner over the vendored suites)"
+	@echo "make demo    the main job: an embedded 3-member replica set, a workload, a live topology table, a stepdown and its failover timeline"
+	@echo "             DEMO_ARGS='--duration 20' or DEMO_ARGS='--uri mongodb://...' (a real deployment: no stepdown)"
+	@echo "make watch URI=mongodb://...  the live topology table and SDAM events (mongo-actors watch)"
 	@echo "make test    run every test in the workspace (what CI runs)"
 	@echo "make spec    run the spec runner; SPEC_ROOT=DIR to run another upstream-layout directory"
 	@echo "make build   build the workspace"
@@ -68,7 +70,14 @@ bench-actors:
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# Until the simulator and client land, the main job is the conformance run.
-demo: spec
+# The main job: the `mongo-actors demo` binary (examples crate). `mongo-actors --help` lists
+# the tools (watch, select).
+DEMO_ARGS ?=
+demo:
+	$(CARGO) run -q -p mongo-actors-examples --bin mongo-actors -- demo $(DEMO_ARGS)
+
+URI ?=
+watch:
+	$(CARGO) run -q -p mongo-actors-examples --bin mongo-actors -- watch $(URI)
 
 ci: fmt-check test lint

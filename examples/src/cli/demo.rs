@@ -1,0 +1,415 @@
+//! `mongo-actors demo`: starts an embedded simulated 3-member replica set (or connects to
+//! `--uri`), runs a read/write workload with several read preferences under a live topology
+//! table, steps the primary down halfway (simulator only), and prints the failover timeline
+//! and a summary.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actors::command_events::CommandEvent;
+use actors::{Client, ClientOptions, Collection, FindOptions};
+use bson::doc;
+use integration_tests::sim::Cluster;
+use protocol::address::ServerAddress;
+use protocol::sdam::{SdamEvent, ServerType};
+use selection::ReadPreference;
+use tokio::sync::Mutex;
+
+use super::table::{discovered, render, LiveView};
+use super::{ms, CliError};
+
+/// What `demo` runs.
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    /// A real deployment instead of the embedded simulator (no stepdown then).
+    pub uri: Option<String>,
+    /// How long the workload runs.
+    pub duration: Duration,
+    /// Concurrent writer tasks.
+    pub writers: usize,
+    /// Concurrent reader tasks (each cycles through the read preferences).
+    pub readers: usize,
+    /// Redraw the table in place (when stdout is a terminal).
+    pub in_place: bool,
+}
+
+impl Default for DemoOptions {
+    fn default() -> Self {
+        DemoOptions { uri: None, duration: Duration::from_secs(10), writers: 2, readers: 4, in_place: true }
+    }
+}
+
+/// The read preferences the readers cycle through.
+fn read_preferences() -> Vec<(&'static str, ReadPreference)> {
+    vec![
+        ("primary", ReadPreference::PRIMARY),
+        ("primaryPreferred", ReadPreference::PRIMARY_PREFERRED),
+        ("secondary", ReadPreference::SECONDARY),
+        ("secondaryPreferred", ReadPreference::SECONDARY_PREFERRED),
+        ("nearest", ReadPreference::NEAREST),
+    ]
+}
+
+/// Outcomes of one kind of operation.
+#[derive(Debug, Default)]
+struct OpStats {
+    ok: u64,
+    errors: BTreeMap<String, u64>,
+    latencies: Vec<Duration>,
+}
+
+impl OpStats {
+    fn record(&mut self, took: Duration, result: Result<(), actors::Error>) {
+        match result {
+            Ok(()) => {
+                self.ok += 1;
+                self.latencies.push(took);
+            }
+            Err(e) => *self.errors.entry(format!("{:?}", e.kind())).or_default() += 1,
+        }
+    }
+
+    fn percentile(&mut self, p: f64) -> Option<Duration> {
+        if self.latencies.is_empty() {
+            return None;
+        }
+        self.latencies.sort_unstable();
+        let i = ((self.latencies.len() - 1) as f64 * p).round() as usize;
+        self.latencies.get(i).copied()
+    }
+}
+
+/// Shared between the workload tasks and the reporter.
+#[derive(Debug, Default)]
+struct Shared {
+    stats: BTreeMap<String, OpStats>,
+    /// Set once the stepdown is issued: the first write started after it and acknowledged.
+    stepdown_at: Option<Instant>,
+    first_write_after: Option<Instant>,
+}
+
+/// The failover timeline, as offsets from the stepdown.
+#[derive(Debug, Default, Clone)]
+pub struct Timeline {
+    /// The primary that stepped down.
+    pub old_primary: Option<ServerAddress>,
+    /// The elected primary.
+    pub new_primary: Option<ServerAddress>,
+    /// The client's topology stopped showing the old primary as primary.
+    pub detected: Option<Duration>,
+    /// The client's topology showed the new primary (selection can pick it).
+    pub new_primary_selected: Option<Duration>,
+    /// A write started after the stepdown was acknowledged.
+    pub first_write: Option<Duration>,
+}
+
+fn offset(d: Option<Duration>) -> String {
+    d.map_or_else(|| "not seen".to_string(), |d| format!("+{}", ms(d)))
+}
+
+/// Runs the demo, printing to stdout.
+pub async fn run(options: DemoOptions) -> Result<(), CliError> {
+    let started = Instant::now();
+    let cluster = match &options.uri {
+        Some(_) => None,
+        None => Some(Cluster::replica_set(3).start()?),
+    };
+    let uri = match (&options.uri, &cluster) {
+        (Some(u), _) => u.clone(),
+        (None, Some(c)) => c.uri(),
+        (None, None) => return Err("no deployment".into()),
+    };
+    match &cluster {
+        Some(_) => println!("started an embedded 3-member replica set: {uri}"),
+        None => println!("connecting to {uri} (no stepdown against a real deployment)"),
+    }
+    let probe = Arc::new(std::sync::Mutex::new(Probe::default()));
+    let mut client_options = ClientOptions::parse(&uri).await?;
+    let events = probe.clone();
+    client_options.sdam_event_handler =
+        Some(Arc::new(move |e: &SdamEvent| events.lock().map_or((), |mut p| p.on_event(e))));
+    // Which server each find and insert was sent to, by read preference: the wire's
+    // `$readPreference` (none means primary).
+    let served: Served = Arc::default();
+    let sent = served.clone();
+    client_options.command_event_handler = Some(Arc::new(move |e: &CommandEvent| {
+        if let CommandEvent::Started { command, command_name, connection, .. } = e {
+            let label = match command_name.as_str() {
+                "insert" => "write".to_string(),
+                "find" => {
+                    let mode = command.get_document("$readPreference").and_then(|rp| rp.get_str("mode"));
+                    format!("read {}", mode.unwrap_or("primary"))
+                }
+                _ => return,
+            };
+            if let Ok(mut m) = sent.lock() {
+                *m.entry(label).or_default().entry(connection.address.clone()).or_default() += 1;
+            }
+        }
+    }));
+    let client = Client::with_options(client_options).await?;
+    let topology = client.topology().clone();
+    // A real deployment may have a member down: go on once any data-bearing server is known.
+    let snapshot = match topology.wait_for(discovered, Duration::from_secs(10)).await {
+        Some(s) => s,
+        None => Some(topology.snapshot())
+            .filter(|s| s.description.servers().any(|d| d.server_type.is_data_bearing()))
+            .ok_or("no data-bearing server was discovered within 10 s")?,
+    };
+    println!(
+        "connected in {}: {} with {} servers",
+        ms(started.elapsed()),
+        snapshot.description.topology_type(),
+        snapshot.description.servers().count()
+    );
+    let run_id = bson::oid::ObjectId::new();
+    let collection: Collection =
+        client.database("mongo_actors_demo").collection("demo").with_timeout(Some(Duration::from_secs(5)));
+    let shared = Arc::new(Mutex::new(Shared::default()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for w in 0..options.writers {
+        let (collection, shared, stop) = (collection.clone(), shared.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut n: u64 = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n += 1;
+                let t = Instant::now();
+                let result = collection
+                    .insert_one(doc! {"run": run_id, "writer": w as i64, "n": n as i64})
+                    .await
+                    .map(|_| ());
+                let done = Instant::now();
+                let mut s = shared.lock().await;
+                if result.is_ok() && s.first_write_after.is_none() && s.stepdown_at.is_some_and(|at| t >= at)
+                {
+                    s.first_write_after = Some(done);
+                }
+                s.stats.entry("write".into()).or_default().record(done - t, result);
+                drop(s);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }));
+    }
+    for r in 0..options.readers {
+        let (collection, shared, stop) = (collection.clone(), shared.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            let prefs = read_preferences();
+            let mut i = r;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let (name, rp) = &prefs[i % prefs.len()];
+                i += 1;
+                let t = Instant::now();
+                let options = FindOptions { read_preference: Some(rp.clone()), ..Default::default() };
+                let result = collection.find_one(doc! {"run": run_id}, options).await.map(|_| ());
+                let took = t.elapsed();
+                shared.lock().await.stats.entry(format!("read {name}")).or_default().record(took, result);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }));
+    }
+
+    // The stepdown, halfway (simulator only), and the topology changes that follow it.
+    let mut timeline = Timeline::default();
+    let mut view = LiveView::new(options.in_place, 10);
+    let mut rx = topology.watch();
+    let workload_start = Instant::now();
+    let stepdown_after = options.duration / 2;
+    let mut stepdown_at: Option<Instant> = None;
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    while workload_start.elapsed() < options.duration {
+        let mut log = Vec::new();
+        tokio::select! {
+            _ = tick.tick() => {}
+            // Ctrl-C ends the workload early; the timeline and summary still print.
+            _ = &mut ctrl_c => break,
+            changed = rx.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+            }
+        }
+        let snapshot = rx.borrow_and_update().clone();
+        if let (Some(cluster), None) = (&cluster, stepdown_at) {
+            if workload_start.elapsed() >= stepdown_after {
+                timeline.old_primary = snapshot.primary().cloned();
+                if let Ok(mut p) = probe.lock() {
+                    p.old_primary = timeline.old_primary.clone();
+                    p.armed = true;
+                }
+                let now = Instant::now();
+                stepdown_at = Some(now);
+                shared.lock().await.stepdown_at = Some(now);
+                cluster.step_down(Duration::ZERO);
+                log.push(format!(
+                    "{} stepdown of {}",
+                    stamp(started.elapsed()),
+                    timeline.old_primary.as_ref().map_or("?".to_string(), |a| a.to_string())
+                ));
+            }
+        }
+        if let Some(at) = stepdown_at {
+            // The SDAM events' times: the moment the topology actor applied the change, before
+            // any operation could select the new primary.
+            let (detected, new_primary) =
+                probe.lock().map(|p| (p.detected, p.new_primary.clone())).unwrap_or_default();
+            if let (None, Some(d)) = (timeline.detected, detected) {
+                timeline.detected = Some(d.saturating_duration_since(at));
+                log.push(format!(
+                    "{} client detected the stepdown",
+                    stamp(d.saturating_duration_since(started))
+                ));
+            }
+            if let (None, Some((address, t))) = (timeline.new_primary_selected, new_primary) {
+                timeline.new_primary_selected = Some(t.saturating_duration_since(at));
+                log.push(format!(
+                    "{} new primary {address} in the client's topology (selectable)",
+                    stamp(t.saturating_duration_since(started))
+                ));
+                timeline.new_primary = Some(address);
+            }
+            if timeline.first_write.is_none() {
+                if let Some(w) = shared.lock().await.first_write_after {
+                    timeline.first_write = Some(w.saturating_duration_since(at));
+                    let when = w.saturating_duration_since(started);
+                    log.push(format!("{} first successful write after the stepdown", stamp(when)));
+                }
+            }
+        }
+        let force = !log.is_empty();
+        let mut table = vec![status(&*shared.lock().await, started.elapsed())];
+        table.extend(render(&snapshot));
+        view.update(&log, &table, force);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in tasks {
+        let _ = t.await;
+    }
+    if let (Some(at), None) = (stepdown_at, timeline.first_write) {
+        timeline.first_write = shared.lock().await.first_write_after.map(|w| w.saturating_duration_since(at));
+    }
+    view.update(&[], &render(&topology.snapshot()), true);
+    view.finish();
+
+    if stepdown_at.is_some() {
+        println!();
+        println!("failover timeline (from the stepdown of {}):", offset_addr(&timeline.old_primary));
+        let step = |name: &str, at: String, what: &str| println!("  {name:<24}{at:<14}{what}");
+        step("stepdown", "+0.0 ms".into(), "the simulator's primary stepped down");
+        step("detected", offset(timeline.detected), "the client's topology no longer shows it as primary");
+        step(
+            "new primary selected",
+            offset(timeline.new_primary_selected),
+            &format!(
+                "{} is primary in the client's topology (selectable)",
+                offset_addr(&timeline.new_primary)
+            ),
+        );
+        step(
+            "first successful write",
+            offset(timeline.first_write),
+            "the first write started after the stepdown, acknowledged",
+        );
+    }
+    println!();
+    println!(
+        "summary ({} of workload, {} writers, {} readers):",
+        ms(options.duration),
+        options.writers,
+        options.readers
+    );
+    println!("  {:<24} {:>7} {:>7} {:>10} {:>10}  errors", "operation", "ok", "failed", "p50", "p99");
+    let mut s = shared.lock().await;
+    let mut total = 0;
+    for (name, stats) in s.stats.iter_mut() {
+        let failed: u64 = stats.errors.values().sum();
+        total += stats.ok + failed;
+        let errors: Vec<String> = stats.errors.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+        let (p50, p99) = (stats.percentile(0.5), stats.percentile(0.99));
+        let line = format!(
+            "  {:<24} {:>7} {:>7} {:>10} {:>10}  {}",
+            name,
+            stats.ok,
+            failed,
+            p50.map_or_else(|| "-".into(), ms),
+            p99.map_or_else(|| "-".into(), ms),
+            errors.join(", ")
+        );
+        println!("{}", line.trim_end());
+    }
+    drop(s);
+    println!("  {total} operations in {}", ms(started.elapsed()));
+    println!();
+    println!("commands sent per server (command started events, retries included):");
+    if let Ok(m) = served.lock() {
+        for (label, servers) in m.iter() {
+            let per: Vec<String> = servers.iter().map(|(a, n)| format!("{a} {n}")).collect();
+            println!("  {label:<24} {}", per.join(", "));
+        }
+    }
+    client.shutdown().await?;
+    if let Some(c) = cluster {
+        c.shutdown();
+    }
+    Ok(())
+}
+
+/// Commands started per operation label and server.
+type Served = Arc<std::sync::Mutex<BTreeMap<String, BTreeMap<ServerAddress, u64>>>>;
+
+/// Timestamps the failover from SDAM events, in the topology actor's handler (armed at the
+/// stepdown).
+#[derive(Debug, Default)]
+struct Probe {
+    armed: bool,
+    old_primary: Option<ServerAddress>,
+    /// The old primary stopped being primary in the client's view (or another one replaced it).
+    detected: Option<Instant>,
+    /// Another server became the primary.
+    new_primary: Option<(ServerAddress, Instant)>,
+}
+
+impl Probe {
+    fn on_event(&mut self, event: &SdamEvent) {
+        let SdamEvent::ServerDescriptionChanged(e) = event else { return };
+        if !self.armed {
+            return;
+        }
+        let now = Instant::now();
+        let old = self.old_primary.as_ref() == Some(&e.address);
+        let primary = e.new_description.server_type == ServerType::RsPrimary;
+        if old && !primary && self.detected.is_none() {
+            self.detected = Some(now);
+        }
+        if !old && primary && self.new_primary.is_none() {
+            self.new_primary = Some((e.address.clone(), now));
+            self.detected.get_or_insert(now);
+        }
+    }
+}
+
+/// A time since the start, for log lines: `[  1.012 s]`.
+fn stamp(d: Duration) -> String {
+    format!("[{:>7.3} s]", d.as_secs_f64())
+}
+
+/// The workload's progress line above the table.
+fn status(shared: &Shared, elapsed: Duration) -> String {
+    let (mut reads, mut writes, mut failed) = (0, 0, 0);
+    for (name, stats) in &shared.stats {
+        if name == "write" {
+            writes += stats.ok;
+        } else {
+            reads += stats.ok;
+        }
+        failed += stats.errors.values().sum::<u64>();
+    }
+    format!("{} reads {reads}, writes {writes}, failed {failed}", stamp(elapsed))
+}
+
+fn offset_addr(a: &Option<ServerAddress>) -> String {
+    a.as_ref().map_or_else(|| "unknown".to_string(), |a| a.to_string())
+}
