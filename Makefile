@@ -17,6 +17,7 @@ help:
 	@echo "make bench-sim  simulator capacity: raw pipelined pings vs the official driver (release)"
 	@echo "make bench-actors  actors vs pure selection, find_one throughput and stepdown->write time vs the official driver (release)"
 	@echo "make bench-pool  cold-pool check-out: 1,000 concurrent pings, maxPoolSize 100, ours vs the official driver (release)"
+	@echo "make examples  run every example once with --smoke against its embedded simulator"
 
 build:
 	$(CARGO) build --workspace --all-targets
@@ -66,3 +67,7 @@ lint:
 demo: spec
 
 ci: fmt-check test lint
+
+.PHONY: examples
+examples:
+	$(CARGO) test -p mongo-actors-examples --test smoke

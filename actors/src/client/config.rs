@@ -279,6 +279,19 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn timeout_ms_from_the_file_and_the_environment_applies() {
+        // timeoutMS is not in the uri-options table; the override list must still accept it.
+        let toml = temp_file("csot.toml", "uri = \"mongodb://db1/?timeoutMS=100\"\ntimeout_ms = 2000\n");
+        let config = ClientConfig::load_with_env(Some(&toml), env(&[])).unwrap();
+        let o = ClientOptions::from_client_config(None, config).await.unwrap();
+        assert_eq!(o.connection_string.options.timeout_ms, Some(2000));
+        let config =
+            ClientConfig::load_with_env(Some(&toml), env(&[("MONGO_ACTORS_TIMEOUT_MS", "0")])).unwrap();
+        let o = ClientOptions::from_client_config(None, config).await.unwrap();
+        assert_eq!(o.connection_string.options.timeout_ms, Some(0));
+    }
+
+    #[tokio::test]
     async fn yaml_and_json_files() {
         let yaml = temp_file(
             "c.yaml",

@@ -262,9 +262,9 @@ pub struct UriOptions {
 }
 
 impl UriOptions {
-    /// Every option name of the uri-options table, spelled as the spec spells it. Each has a
+    /// Every option name of the uri-options table (plus CSOT's `timeoutMS`), spelled as the spec spells it. Each has a
     /// field here (`ssl` shares `tls`); keys are matched ASCII case-insensitively.
-    pub const NAMES: [&'static str; 48] = [
+    pub const NAMES: [&'static str; 49] = [
         "appname",
         "authMechanism",
         "authMechanismProperties",
@@ -300,6 +300,7 @@ impl UriOptions {
         "srvMaxHosts",
         "srvServiceName",
         "ssl",
+        "timeoutMS",
         "tls",
         "tlsAllowInvalidCertificates",
         "tlsAllowInvalidHostnames",
