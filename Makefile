@@ -70,4 +70,5 @@ ci: fmt-check test lint
 
 .PHONY: examples
 examples:
+	$(CARGO) build -p mongo-actors-examples --examples
 	$(CARGO) test -p mongo-actors-examples --test smoke

@@ -1,6 +1,7 @@
 //! Runs every example with `--smoke` against its embedded simulator (127.0.0.1, port 0) and
-//! checks it exits 0 after printing `smoke ok`. `cargo test` builds the examples first; they sit
-//! in `target/<profile>/examples/`, next to this test's `deps/` directory.
+//! checks it exits 0 after printing `smoke ok`. `cargo test -p mongo-actors-examples` builds the
+//! examples first (with `--test smoke` alone it does not: `make examples` builds them); they sit in
+//! `target/<profile>/examples/`, next to this test's `deps/` directory.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -23,7 +24,7 @@ fn smoke(name: &str) {
     let path = example(name);
     assert!(
         path.exists(),
-        "{} not built (run through `cargo test -p mongo-actors-examples`)",
+        "{} not built (`cargo build -p mongo-actors-examples --examples`)",
         path.display()
     );
     let mut child = Command::new(&path)
