@@ -1,11 +1,13 @@
 //! TLS with a CA file: the embedded replica set serves only TLS with a certificate signed by a
 //! freshly generated CA, and the client trusts that CA through `tlsCAFile`. The same client
 //! without the CA file (system roots) refuses the servers: certificates are verified unless you
-//! opt out.
+//! opt out. With `--mutual` the servers also require a client certificate, which the client
+//! presents through `tlsCertificateKeyFile` (certificate then key, PEM).
 //!
 //! ```text
 //! cargo run -p mongo-actors-examples --example tls
-//! cargo run -p mongo-actors-examples --example tls -- --uri 'mongodb://db.example:27017/?tls=true' --ca-file ca.pem
+//! cargo run -p mongo-actors-examples --example tls -- --mutual
+//! cargo run -p mongo-actors-examples --example tls -- --uri 'mongodb://db.example:27017/?tls=true' --ca-file ca.pem [--client-cert me.pem]
 //! cargo run -p mongo-actors-examples --example tls -- --smoke
 //! ```
 
@@ -32,7 +34,9 @@ async fn main() -> Result<(), BoxError> {
     let args = Args::from_env();
     // The certificates' files live in a temp directory removed when `certs` drops.
     let certs = if args.uri.is_none() { Some(TestCerts::try_generate()?) } else { None };
+    let mutual = args.rest_has("--mutual");
     let cluster = match &certs {
+        Some(c) if mutual => Some(Cluster::replica_set(3).tls(c.sim_tls_with_client_auth()).start()?),
         Some(c) => Some(Cluster::replica_set(3).tls(c.sim_tls()).start()?),
         None => None,
     };
@@ -42,10 +46,16 @@ async fn main() -> Result<(), BoxError> {
         .value("--ca-file")
         .map(str::to_string)
         .or_else(|| certs.as_ref().map(|c| c.ca_file().display().to_string()));
-    let uri = match &ca_file {
+    let mut uri = match &ca_file {
         Some(ca) => with_option(&base, "tlsCAFile", ca),
         None => base.clone(),
     };
+    let client_cert = args.value("--client-cert").map(str::to_string).or_else(|| {
+        certs.as_ref().filter(|_| mutual).map(|c| c.client_cert_key_file().display().to_string())
+    });
+    if let Some(file) = &client_cert {
+        uri = with_option(&uri, "tlsCertificateKeyFile", file);
+    }
     println!("connecting to {uri}");
 
     let client = Client::with_uri_str(&uri).await?;

@@ -38,6 +38,11 @@ impl Args {
         parsed
     }
 
+    /// Whether a flag without a value (e.g. `--mutual`) was given.
+    pub fn rest_has(&self, flag: &str) -> bool {
+        self.rest.iter().any(|a| a == flag)
+    }
+
     /// The value after `flag` (e.g. `--listen 127.0.0.1:8080`), if given.
     pub fn value(&self, flag: &str) -> Option<&str> {
         let i = self.rest.iter().position(|a| a == flag)?;
@@ -90,6 +95,8 @@ mod tests {
         assert!(a.smoke);
         assert_eq!(a.value("--listen"), Some("x:1"));
         assert_eq!(a.value("--other"), None);
+        assert!(a.rest_has("--listen"));
+        assert!(!a.rest_has("--mutual"));
         assert!(!Args::parse(Vec::new()).smoke);
     }
 }

@@ -20,6 +20,10 @@ fn example(name: &str) -> PathBuf {
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn smoke(name: &str) {
+    smoke_with(name, &[]);
+}
+
+fn smoke_with(name: &str, extra: &[&str]) {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let path = example(name);
     assert!(
@@ -29,6 +33,7 @@ fn smoke(name: &str) {
     );
     let mut child = Command::new(&path)
         .arg("--smoke")
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -86,6 +91,11 @@ fn config_file() {
 #[test]
 fn tls() {
     smoke("tls");
+}
+
+#[test]
+fn tls_with_client_certificates() {
+    smoke_with("tls", &["--mutual"]);
 }
 
 #[test]
