@@ -64,10 +64,11 @@ async fn main() -> Result<(), BoxError> {
 
     let client = Client::with_options(options).await?;
     let settings = client.database("app").collection("settings");
-    settings.insert_one(doc! {"_id": "theme", "value": "dark"}).await?;
+    // A generated _id, so runs against the same deployment do not collide.
+    let id = settings.insert_one(doc! {"key": "theme", "value": "dark"}).await?.inserted_id;
     // The configured default is secondaryPreferred; read our own write from the primary.
     let read = FindOptions { read_preference: Some(ReadPreference::PRIMARY), ..FindOptions::default() };
-    let found = settings.find_one(doc! {"_id": "theme"}, read).await?;
+    let found = settings.find_one(doc! {"_id": id}, read).await?;
     println!("read back: {found:?}");
     if args.smoke {
         check(found.as_ref().and_then(|d| d.get_str("value").ok()) == Some("dark"), "read back the write")?;

@@ -45,14 +45,16 @@ async fn count_visits(client: web::Data<Client>, page: web::Path<String>) -> Htt
 }
 
 async fn smoke(addr: &str) -> Result<(), BoxError> {
+    // Pages of their own, so a smoke run against a real deployment (`--uri`) can be repeated.
+    let page = format!("smoke-{}", bson::oid::ObjectId::new());
     for _ in 0..3 {
-        let (status, body) = http_request(addr, "POST", "/visits/home").await?;
+        let (status, body) = http_request(addr, "POST", &format!("/visits/{page}")).await?;
         check(status == 200 && body.contains("inserted"), format!("POST: {status} {body}"))?;
     }
-    let (status, body) = http_request(addr, "GET", "/visits/home").await?;
-    println!("GET /visits/home -> {status} {body}");
+    let (status, body) = http_request(addr, "GET", &format!("/visits/{page}")).await?;
+    println!("GET /visits/{page} -> {status} {body}");
     check(status == 200 && body.contains("\"visits\":3"), format!("GET: {status} {body}"))?;
-    let (status, body) = http_request(addr, "GET", "/visits/other").await?;
+    let (status, body) = http_request(addr, "GET", &format!("/visits/{page}-other")).await?;
     check(status == 200 && body.contains("\"visits\":0"), format!("GET other: {status} {body}"))?;
     Ok(())
 }
