@@ -20,6 +20,7 @@ help:
 	@echo "make bench-sim  simulator capacity: raw pipelined pings vs the official driver (release)"
 	@echo "make bench-actors  actors vs pure selection, find_one throughput and stepdown->write time vs the official driver (release)"
 	@echo "make bench-pool  cold-pool check-out: 1,000 concurrent pings, maxPoolSize 100, ours vs the official driver (release)"
+	@echo "make examples  run every example once with --smoke against its embedded simulator"
 
 build:
 	$(CARGO) build --workspace --all-targets
@@ -81,3 +82,8 @@ watch:
 	$(CARGO) run -q -p mongo-actors-examples --bin mongo-actors -- watch $(URI)
 
 ci: fmt-check test lint
+
+.PHONY: examples
+examples:
+	$(CARGO) build -p mongo-actors-examples --examples
+	$(CARGO) test -p mongo-actors-examples --test smoke

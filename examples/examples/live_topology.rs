@@ -6,6 +6,7 @@
 //! ```text
 //! cargo run -p mongo-actors-examples --example live_topology
 //! cargo run -p mongo-actors-examples --example live_topology -- --measure 10
+//! cargo run -p mongo-actors-examples --example live_topology -- --smoke   # fails unless both stepdowns are seen
 //! ```
 
 use std::time::{Duration, Instant};
@@ -68,7 +69,10 @@ async fn show() -> Result<(), Box<dyn std::error::Error>> {
         let name = old.as_ref().map(|a| a.to_string()).unwrap_or_default();
         println!("-- stepping down {name}");
         cluster.step_down(Duration::ZERO);
-        topology.wait_for(|s| s.primary().is_some() && s.primary() != old.as_ref(), WAIT).await;
+        topology
+            .wait_for(|s| s.primary().is_some() && s.primary() != old.as_ref(), WAIT)
+            .await
+            .ok_or("no new primary after the stepdown")?;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     println!("-- closing");
@@ -152,6 +156,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let runs = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(10).max(1);
             measure(runs).await
         }
-        None => show().await,
+        None => {
+            show().await?;
+            // `--smoke` (the examples' test): the run above failed unless both stepdowns were seen.
+            if args.iter().any(|a| a == "--smoke") {
+                println!("smoke ok");
+            }
+            Ok(())
+        }
     }
 }

@@ -1,0 +1,111 @@
+//! The client's metrics (see the README's "Events and metrics") exported to Prometheus with
+//! `metrics-exporter-prometheus`: install the recorder before building the client, then serve
+//! `PrometheusHandle::render()` on `/metrics` (here with actix-web).
+//!
+//! ```text
+//! cargo run -p mongo-actors-examples --example prometheus              # then curl 127.0.0.1:9898/metrics
+//! cargo run -p mongo-actors-examples --example prometheus -- --uri 'mongodb://...' --listen 0.0.0.0:9898
+//! cargo run -p mongo-actors-examples --example prometheus -- --smoke   # scrapes itself once and checks
+//! ```
+
+use std::time::Duration;
+
+use actix_web::{web, App, HttpResponse, HttpServer};
+use actors::{Client, Criteria};
+use bson::doc;
+use integration_tests::sim::Cluster;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use mongo_actors_examples::{check, http_request, Args, BoxError};
+use selection::ReadPreference;
+
+async fn scrape(handle: web::Data<PrometheusHandle>) -> HttpResponse {
+    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(handle.render())
+}
+
+/// A few writes and reads with two read preferences, so every metric family has samples.
+async fn workload(client: &Client, round: u32) -> Result<(), actors::Error> {
+    let coll = client.database("app").collection("metrics_demo");
+    coll.insert_one(doc! {"round": round}).await?;
+    coll.count_documents(doc! {}, Some(ReadPreference::SECONDARY_PREFERRED)).await?;
+    client
+        .database("admin")
+        .run_command(doc! {"ping": 1}, Some(Criteria::Read(ReadPreference::NEAREST)))
+        .await?;
+    Ok(())
+}
+
+#[actix_web::main]
+async fn main() -> Result<(), BoxError> {
+    let args = Args::from_env();
+    // First: the client looks the recorder up when it records.
+    let handle = PrometheusBuilder::new().install_recorder()?;
+    let cluster = if args.uri.is_none() { Some(Cluster::replica_set(3).start()?) } else { None };
+    let uri = args.uri.clone().or_else(|| cluster.as_ref().map(Cluster::uri)).ok_or("no uri")?;
+    let client = Client::with_uri_str(&uri).await?;
+
+    let data = web::Data::new(handle.clone());
+    let listen = args.value("--listen").unwrap_or(if args.smoke { "127.0.0.1:0" } else { "127.0.0.1:9898" });
+    let server =
+        HttpServer::new(move || App::new().app_data(data.clone()).route("/metrics", web::get().to(scrape)))
+            .workers(1)
+            .bind(listen)?;
+    let addr = server.addrs().first().ok_or("not listening")?.to_string();
+    let server = server.run();
+    let server_handle = server.handle();
+    let running = actix_web::rt::spawn(server);
+    println!("metrics on http://{addr}/metrics (database: {uri})");
+
+    let result = if args.smoke {
+        let r = async {
+            for round in 0..10 {
+                workload(&client, round).await?;
+            }
+            let (status, body) = http_request(&addr, "GET", "/metrics").await?;
+            let ours: Vec<&str> = body.lines().filter(|l| l.starts_with("mongo_actors_")).collect();
+            for line in ours.iter().filter(|l| l.contains("commands_total") || l.contains("pool_connections"))
+            {
+                println!("{line}");
+            }
+            check(status == 200, format!("scrape status {status}"))?;
+            for name in [
+                "mongo_actors_commands_total",
+                "mongo_actors_command_duration_seconds",
+                "mongo_actors_server_selection_duration_seconds",
+                "mongo_actors_heartbeats_total",
+                "mongo_actors_pool_connections",
+            ] {
+                check(ours.iter().any(|l| l.starts_with(name)), format!("{name} missing from the scrape"))?;
+            }
+            check(
+                ours.iter().any(|l| l.starts_with("mongo_actors_commands_total") && l.contains("insert")),
+                "no insert counted",
+            )?;
+            Ok::<_, BoxError>(())
+        }
+        .await;
+        server_handle.stop(true).await;
+        r
+    } else {
+        let mut round = 0;
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => break,
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {
+                    if let Err(e) = workload(&client, round).await {
+                        eprintln!("workload: {e}");
+                    }
+                    round += 1;
+                }
+            }
+        }
+        server_handle.stop(true).await;
+        Ok(())
+    };
+    let _ = running.await;
+    client.shutdown().await?;
+    result?;
+    if args.smoke {
+        println!("smoke ok");
+    }
+    Ok(())
+}

@@ -1,0 +1,104 @@
+//! Runs every example with `--smoke` against its embedded simulator (127.0.0.1, port 0) and
+//! checks it exits 0 after printing `smoke ok`. `cargo test -p mongo-actors-examples` builds the
+//! examples first (with `--test smoke` alone it does not: `make examples` builds them); they sit in
+//! `target/<profile>/examples/`, next to this test's `deps/` directory.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>");
+    dir.join("examples").join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// One example at a time: each starts a simulator, and timing checks (RTTs, elections) are
+/// steadier on a busy machine when they do not compete.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn smoke(name: &str) {
+    smoke_with(name, &[]);
+}
+
+fn smoke_with(name: &str, extra: &[&str]) {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let path = example(name);
+    assert!(
+        path.exists(),
+        "{} not built (`cargo build -p mongo-actors-examples --examples`)",
+        path.display()
+    );
+    let mut child = Command::new(&path)
+        .arg("--smoke")
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the example");
+    // Drain both pipes on threads so a chatty example cannot block on a full pipe.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    // A hung example fails the test instead of hanging it.
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll the example") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(90) {
+            let _ = child.kill();
+            panic!("{name} --smoke did not finish in 90 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stdout = stdout.join().expect("stdout reader");
+    let stderr = stderr.join().expect("stderr reader");
+    assert!(status.success(), "{name} --smoke failed ({status}):\n{stdout}\n{stderr}");
+    assert!(stdout.lines().any(|l| l == "smoke ok"), "{name}: no `smoke ok`:\n{stdout}\n{stderr}");
+}
+
+#[test]
+fn web_service() {
+    smoke("web_service");
+}
+
+#[test]
+fn custom_selector() {
+    smoke("custom_selector");
+}
+
+#[test]
+fn prometheus() {
+    smoke("prometheus");
+}
+
+#[test]
+fn config_file() {
+    smoke("config_file");
+}
+
+#[test]
+fn tls() {
+    smoke("tls");
+}
+
+#[test]
+fn tls_with_client_certificates() {
+    smoke_with("tls", &["--mutual"]);
+}
+
+#[test]
+fn live_topology() {
+    smoke("live_topology");
+}
