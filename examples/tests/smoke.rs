@@ -69,6 +69,11 @@ fn smoke_with(name: &str, extra: &[&str]) {
 }
 
 #[test]
+fn first_client() {
+    smoke("first_client");
+}
+
+#[test]
 fn web_service() {
     smoke("web_service");
 }

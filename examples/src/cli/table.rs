@@ -118,7 +118,7 @@ impl LiveView {
         for line in log {
             let _ = writeln!(out, "{line}");
         }
-        let show = self.in_place || force || self.redraws % self.plain_every == 0;
+        let show = self.in_place || force || self.redraws.is_multiple_of(self.plain_every);
         self.redraws += 1;
         if show {
             for line in table {

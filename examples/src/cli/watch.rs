@@ -190,7 +190,7 @@ async fn run_json(
             _ = &mut ctrl_c => break,
         }
         print_events(&events);
-        if ticks % 10 == 0 {
+        if ticks.is_multiple_of(10) {
             println!("{}", serde_json::json!({"t": t(), "topology": to_json(&client.topology().snapshot())}));
         }
         ticks += 1;
