@@ -377,3 +377,44 @@ async fn shutdown_closes_everything() {
     assert!(RawClient::connect(&hosts[0]).await.is_err());
     cluster.shutdown();
 }
+
+/// Found by the chaos soak: a retryable write that ran on a primary which was killed before
+/// replicating it is rolled back; its retry (same lsid and txnNumber) on the new primary must
+/// run it again, not return the first attempt's reply for a write that no longer exists.
+#[tokio::test]
+async fn retried_write_after_rollback_runs_again() {
+    let cluster = Cluster::replica_set(3).replication_lag(Duration::from_secs(30)).start().expect("start");
+    let hosts = cluster.hosts();
+    let lsid = doc! {"id": Bson::Binary(bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![7; 16] })};
+    let insert = doc! {"insert": "c", "documents": [{"_id": "retried"}], "lsid": lsid, "txnNumber": 1_i64};
+    let mut p = client(&hosts[0]).await;
+    let r = p.command("db", insert.clone()).await.expect("insert");
+    assert!(ok(&r) && r.get_i32("n").ok() == Some(1), "{r}");
+    cluster.kill(0);
+    cluster.elect(1);
+    let mut n = client(&hosts[1]).await;
+    let r = n.command("db", insert).await.expect("retry");
+    assert!(ok(&r) && r.get_i32("n").ok() == Some(1), "{r}");
+    let count = n.command("db", doc! {"count": "c"}).await.expect("count");
+    assert_eq!(count.get_i32("n").ok(), Some(1), "the retried write is on the new primary: {count}");
+}
+
+/// A retry of a write that is not majority-committed yet waits for the write concern of the
+/// first attempt, as mongod does, instead of acknowledging at once.
+#[tokio::test]
+async fn retried_write_waits_for_majority() {
+    let lag = Duration::from_millis(400);
+    let cluster = Cluster::replica_set(3).replication_lag(lag).start().expect("start");
+    let hosts = cluster.hosts();
+    let lsid = doc! {"id": Bson::Binary(bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![8; 16] })};
+    let insert = doc! {"insert": "c", "documents": [{"_id": 1}], "lsid": lsid, "txnNumber": 1_i64};
+    let mut p = client(&hosts[0]).await;
+    let r = p.command("db", insert.clone()).await.expect("w1 insert");
+    assert!(ok(&r), "{r}");
+    let mut majority = insert;
+    majority.insert("writeConcern", doc! {"w": "majority"});
+    let start = Instant::now();
+    let r = p.command("db", majority).await.expect("retry");
+    assert!(ok(&r) && !r.contains_key("writeConcernError"), "{r}");
+    assert!(start.elapsed() >= lag - Duration::from_millis(100), "acknowledged after {:?}", start.elapsed());
+}

@@ -199,10 +199,11 @@ pub(crate) struct State {
     pub next_cursor_id: i64,
     /// Open transactions by lsid bytes.
     pub txns: HashMap<Vec<u8>, Txn>,
-    /// The reply of each executed retryable write, by (lsid bytes, txnNumber): a retry of
-    /// the same statement gets it again instead of writing twice (mongod's session table,
-    /// which survives failovers).
-    pub retried_writes: HashMap<(Vec<u8>, i64), Document>,
+    /// The reply of each executed retryable write and its oplog position (if it wrote), by
+    /// (lsid bytes, txnNumber): a retry of the same statement gets the reply again instead of
+    /// writing twice (mongod's session table, which survives failovers but is rolled back
+    /// with the write).
+    pub retried_writes: HashMap<(Vec<u8>, i64), (Document, Option<super::commands::PendingWrite>)>,
 }
 
 impl State {
