@@ -66,3 +66,10 @@ lint:
 demo: spec
 
 ci: fmt-check test lint
+
+# Chaos soak: faults under w:majority writes and mixed reads, then lost-write, timing and leak
+# checks; CHAOS_ARGS='--duration 5m --members 5 --seed 42' to change it.
+CHAOS_ARGS ?= --duration 60s
+.PHONY: chaos
+chaos:
+	$(CARGO) run -q -p integration-tests --bin chaos -- $(CHAOS_ARGS)

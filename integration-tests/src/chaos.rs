@@ -563,18 +563,18 @@ fn inject_faults(cluster: &Cluster, options: &Options, until: Instant) -> BTreeM
             let killed = pending.iter().any(|(_, u)| matches!(u, Undo::Restart(_)));
             let partitioned = pending.iter().any(|(_, u)| matches!(u, Undo::Unpartition(_)));
             let busy = |m: usize| {
-                pending.iter().any(|(_, u)| matches!(u, Undo::Restart(x) | Undo::Unpartition(x) | Undo::NoLatency(x) if *x == m))
+                pending.iter().any(|(_, u)| matches!(u, Undo::Restart(x) | Undo::Unpartition(x) if *x == m))
             };
-            // Half of the member-targeted faults hit the primary.
+            // Most member-targeted faults hit the primary: that is where writes can be lost.
             let member = match cluster.primary() {
-                Some(p) if rng.below(2) == 0 => p,
+                Some(p) if rng.below(4) != 0 => p,
                 _ => rng.below(n) as usize,
             };
-            let kind = match rng.below(5) {
-                1 if !killed && !busy(member) => "kill",
-                2 if !partitioned && !busy(member) => "partition",
-                3 if !busy(member) => "latency",
-                4 => "failCommand",
+            let kind = match rng.below(8) {
+                2 | 3 if !killed && !busy(member) => "kill",
+                4 if !partitioned && !busy(member) => "partition",
+                5 => "latency",
+                6 | 7 => "failCommand",
                 _ => "stepdown",
             };
             let done = match kind {

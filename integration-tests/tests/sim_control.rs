@@ -418,3 +418,31 @@ async fn retried_write_waits_for_majority() {
     assert!(ok(&r) && !r.contains_key("writeConcernError"), "{r}");
     assert!(start.elapsed() >= lag - Duration::from_millis(100), "acknowledged after {:?}", start.elapsed());
 }
+
+/// Found with the chaos soak: secondaries replicate from live members only, so the entries of
+/// a killed primary that no live member has never reach them (before, the shared oplog kept
+/// replicating them, so no write was ever rolled back after a kill).
+#[tokio::test]
+async fn dead_primary_entries_do_not_replicate() {
+    let lag = Duration::from_millis(100);
+    let cluster = Cluster::replica_set(3)
+        .replication_lag(lag)
+        .election_timeout(Duration::from_secs(2))
+        .start()
+        .expect("start");
+    let hosts = cluster.hosts();
+    let mut p = client(&hosts[0]).await;
+    let r = p
+        .command("db", doc! {"insert": "c", "documents": [{"_id": 1}], "writeConcern": {"w": 1}})
+        .await
+        .expect("insert");
+    assert!(ok(&r), "{r}");
+    cluster.kill(0);
+    tokio::time::sleep(lag * 4).await;
+    let mut s = client(&hosts[1]).await;
+    let read = doc! {"count": "c", "$readPreference": {"mode": "secondary"}};
+    assert_eq!(s.command("db", read).await.expect("count").get_i32("n").ok(), Some(0));
+    // The next primary does not have it either.
+    cluster.elect(1);
+    assert_eq!(s.command("db", doc! {"count": "c"}).await.expect("count").get_i32("n").ok(), Some(0));
+}

@@ -258,6 +258,10 @@ impl State {
         let mut changed = false;
         let mut next_due: Option<Instant> = None;
         let primary = self.primary;
+        // Secondaries fetch entries from a live member: those of a dead primary that no live
+        // member has are out of reach (and rolled back by the next election), as in mongod.
+        let source = self.members.iter().filter(|m| m.alive && m.data_bearing()).map(|m| m.applied).max();
+        let end = end.min(source.unwrap_or(0));
         let State { members, oplog, .. } = self;
         for (i, m) in members.iter_mut().enumerate() {
             if Some(i) == primary || !m.alive || !m.data_bearing() {
