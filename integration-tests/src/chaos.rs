@@ -202,7 +202,8 @@ struct Tally {
     writes: AtomicU64,
     reads: AtomicU64,
     reads_ok: AtomicU64,
-    acked: Mutex<Vec<i64>>,
+    /// Acknowledged ids with when the insert started and ended (since the start of the run).
+    acked: Mutex<Vec<(i64, Duration, Duration)>>,
     errors: Mutex<BTreeMap<String, u64>>,
     slow: Mutex<Vec<String>>,
     slowest: Mutex<Duration>,
@@ -314,6 +315,7 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     let mut tasks = Vec::new();
     for w in 0..options.writers {
         let (coll, stop, next_id, tally) = (coll.clone(), stop.clone(), next_id.clone(), tally.clone());
+        let started = started;
         tasks.push(runtime.spawn(async move {
             while !stop.load(Ordering::Relaxed) {
                 let id = i64::try_from(next_id.fetch_add(1, Ordering::Relaxed)).unwrap_or(i64::MAX);
@@ -323,7 +325,7 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
                     .await;
                 tally.timed("insert", t.elapsed(), limit);
                 match r {
-                    Ok(Ok(_)) => tally.acked.lock().push(id),
+                    Ok(Ok(_)) => tally.acked.lock().push((id, t - started, started.elapsed())),
                     Ok(Err(e)) => tally.error(format!("{:?}", e.kind())),
                     Err(_) => tally.error("Hang".into()),
                 }
@@ -360,7 +362,8 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     }
 
     // The faults, on this thread (the simulator's control API is synchronous and quick).
-    report.faults = inject_faults(&cluster, options, started + options.duration);
+    let (faults, timeline) = inject_faults(&cluster, options, started, started + options.duration);
+    report.faults = faults;
     stop.store(true, Ordering::Relaxed);
     report.seconds = started.elapsed().as_secs_f64();
     runtime.block_on(async {
@@ -382,18 +385,31 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     }
 
     // Every acknowledged write must be on the primary.
-    let acked: Vec<i64> = tally.acked.lock().clone();
+    let acked: Vec<(i64, Duration, Duration)> = tally.acked.lock().clone();
     let found = runtime.block_on(read_all(&coll, options.settle));
     match found {
         Ok(found) => {
-            let missing: Vec<i64> = acked.iter().copied().filter(|id| !found.contains(id)).collect();
+            let missing: Vec<&(i64, Duration, Duration)> =
+                acked.iter().filter(|(id, ..)| !found.contains(id)).collect();
             report.lost = missing.len() as u64;
             if !missing.is_empty() {
-                let sample: Vec<String> = missing.iter().take(10).map(ToString::to_string).collect();
+                let sample: Vec<String> = missing
+                    .iter()
+                    .take(10)
+                    .map(|(id, a, b)| format!("{id} ({:.3}-{:.3} s)", a.as_secs_f64(), b.as_secs_f64()))
+                    .collect();
+                // The faults around the first loss, to help reproduce it.
+                let (_, a, b) = missing[0];
+                let near: Vec<String> = timeline
+                    .iter()
+                    .filter(|(t, _)| *t + Duration::from_secs(3) >= *a && *t <= *b + Duration::from_secs(1))
+                    .map(|(t, f)| format!("{:.3} s {f}", t.as_secs_f64()))
+                    .collect();
                 report.failures.push(format!(
-                    "{} acknowledged writes are not on the primary (e.g. _id {})",
+                    "{} acknowledged writes are not on the primary: _id (insert start-end) {}; faults around the first: {}",
                     missing.len(),
-                    sample.join(", ")
+                    sample.join(", "),
+                    near.join("; ")
                 ));
             }
         }
@@ -534,7 +550,13 @@ enum Undo {
 
 /// Injects random faults until `until`; returns how many of each kind. At most one member is
 /// down and one partitioned at a time, so a majority stays reachable most of the time.
-fn inject_faults(cluster: &Cluster, options: &Options, until: Instant) -> BTreeMap<&'static str, u64> {
+fn inject_faults(
+    cluster: &Cluster,
+    options: &Options,
+    started: Instant,
+    until: Instant,
+) -> (BTreeMap<&'static str, u64>, Vec<(Duration, String)>) {
+    let mut timeline: Vec<(Duration, String)> = Vec::new();
     let mut rng = Rng::new(options.seed);
     let mut faults: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut pending: Vec<(Instant, Undo)> = Vec::new();
@@ -547,6 +569,7 @@ fn inject_faults(cluster: &Cluster, options: &Options, until: Instant) -> BTreeM
         while i < pending.len() {
             if pending[i].0 <= now {
                 let (_, undo) = pending.swap_remove(i);
+                timeline.push((now - started, undo.describe()));
                 match undo {
                     Undo::Restart(m) => cluster.restart(m),
                     Undo::Unpartition(m) => cluster.partition(m, false),
@@ -577,6 +600,7 @@ fn inject_faults(cluster: &Cluster, options: &Options, until: Instant) -> BTreeM
                 6 | 7 => "failCommand",
                 _ => "stepdown",
             };
+            let primary = cluster.primary();
             let done = match kind {
                 "stepdown" => cluster.try_step_down(rng.millis(0, 400)).is_ok(),
                 "kill" => {
@@ -612,6 +636,8 @@ fn inject_faults(cluster: &Cluster, options: &Options, until: Instant) -> BTreeM
             };
             if done {
                 *faults.entry(kind).or_default() += 1;
+                let target = if kind == "stepdown" { String::new() } else { format!(" member {member}") };
+                timeline.push((now - started, format!("{kind}{target} (primary {primary:?})")));
             }
             next = now + rng.millis(200, 900);
         }
@@ -625,5 +651,15 @@ fn inject_faults(cluster: &Cluster, options: &Options, until: Instant) -> BTreeM
             Undo::NoLatency(m) => cluster.set_latency(m, Duration::ZERO),
         }
     }
-    faults
+    (faults, timeline)
+}
+
+impl Undo {
+    fn describe(&self) -> String {
+        match self {
+            Undo::Restart(m) => format!("restart member {m}"),
+            Undo::Unpartition(m) => format!("unpartition member {m}"),
+            Undo::NoLatency(m) => format!("no latency on member {m}"),
+        }
+    }
 }

@@ -394,6 +394,8 @@ impl State {
             }
             oplog.truncate(target);
         }
+        // The session table is rolled back with the writes it records: their retries run again.
+        self.retried_writes.retain(|_, (_, p)| p.is_none_or(|p| p.end <= target));
         self.term += 1;
         self.primary = Some(i);
         // Like mongod, a new primary writes a no-op in its term.
