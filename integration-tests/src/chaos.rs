@@ -302,8 +302,11 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     let limit = options.timeout + SLACK;
 
     let client = runtime.block_on(async {
-        let client_options =
-            actors::ClientOptions::builder().uri(uri.clone()).cmap_event_handler(Arc::new(handler)).build().await?;
+        let client_options = actors::ClientOptions::builder()
+            .uri(uri.clone())
+            .cmap_event_handler(Arc::new(handler))
+            .build()
+            .await?;
         Client::with_options(client_options).await
     })?;
     let coll = client.database(DB).collection(COLL);
@@ -315,14 +318,16 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     let mut tasks = Vec::new();
     for w in 0..options.writers {
         let (coll, stop, next_id, tally) = (coll.clone(), stop.clone(), next_id.clone(), tally.clone());
-        let started = started;
         tasks.push(runtime.spawn(async move {
             while !stop.load(Ordering::Relaxed) {
                 let id = i64::try_from(next_id.fetch_add(1, Ordering::Relaxed)).unwrap_or(i64::MAX);
                 tally.writes.fetch_add(1, Ordering::Relaxed);
                 let t = Instant::now();
-                let r = tokio::time::timeout(limit + Duration::from_secs(5), coll.insert_one(doc! {"_id": id, "w": w as i64}))
-                    .await;
+                let r = tokio::time::timeout(
+                    limit + Duration::from_secs(5),
+                    coll.insert_one(doc! {"_id": id, "w": w as i64}),
+                )
+                .await;
                 tally.timed("insert", t.elapsed(), limit);
                 match r {
                     Ok(Ok(_)) => tally.acked.lock().push((id, t - started, started.elapsed())),
@@ -346,8 +351,11 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
                 tally.reads.fetch_add(1, Ordering::Relaxed);
                 let t = Instant::now();
                 let options = FindOptions { read_preference: Some(rp.clone()), ..FindOptions::default() };
-                let r = tokio::time::timeout(limit + Duration::from_secs(5), coll.find_one(doc! {"_id": id}, options))
-                    .await;
+                let r = tokio::time::timeout(
+                    limit + Duration::from_secs(5),
+                    coll.find_one(doc! {"_id": id}, options),
+                )
+                .await;
                 tally.timed("find_one", t.elapsed(), limit);
                 match r {
                     Ok(Ok(_)) => {
@@ -522,7 +530,9 @@ fn connection_mismatch(cluster: &Cluster, hosts: &[String], counts: &Mutex<PoolC
         let pool = counts.open.get(host).copied().unwrap_or(0);
         let expected = u64::try_from(pool).unwrap_or(0) + MONITORING_PER_MEMBER;
         if pool < 0 || open != expected {
-            problems.push(format!("member {i}: {open} open on the server, expected {pool} pooled + 2 monitoring"));
+            problems.push(format!(
+                "member {i}: {open} open on the server, expected {pool} pooled + 2 monitoring"
+            ));
         }
         let out = counts.checked_out.get(host).copied().unwrap_or(0);
         if out != 0 {
@@ -622,8 +632,12 @@ fn inject_faults(
                     let data = match rng.below(3) {
                         0 => doc! {"failCommands": ["insert", "find"], "closeConnection": true},
                         // PrimarySteppedDown and HostUnreachable: retryable, labelled by the server.
-                        1 => doc! {"failCommands": ["insert"], "errorCode": 189, "errorLabels": ["RetryableWriteError"]},
-                        _ => doc! {"failCommands": ["find", "insert"], "errorCode": 6, "errorLabels": ["RetryableWriteError"]},
+                        1 => {
+                            doc! {"failCommands": ["insert"], "errorCode": 189, "errorLabels": ["RetryableWriteError"]}
+                        }
+                        _ => {
+                            doc! {"failCommands": ["find", "insert"], "errorCode": 6, "errorLabels": ["RetryableWriteError"]}
+                        }
                     };
                     let times = 1 + rng.below(3) as i64;
                     cluster

@@ -244,7 +244,8 @@ impl PendingWrite {
     /// Whether the write's oplog entry is gone: truncated, or replaced by another primary's.
     /// Entries before the oplog's base were trimmed, which only happens once majority-committed.
     pub(crate) fn rolled_back(&self, st: &State) -> bool {
-        st.oplog.end() < self.end || (self.end >= st.oplog.base() && st.oplog.optime_at(self.end).ts != self.ts)
+        st.oplog.end() < self.end
+            || (self.end >= st.oplog.base() && st.oplog.optime_at(self.end).ts != self.ts)
     }
 }
 
