@@ -230,6 +230,14 @@ impl Tally {
     }
 }
 
+/// The error's kind; for a timeout, also what timed out (`Timeout/ServerSelection`, ...).
+fn error_kind(e: &actors::Error) -> String {
+    match e {
+        actors::Error::Timeout { source: Some(source), .. } => format!("Timeout/{:?}", source.kind()),
+        e => format!("{:?}", e.kind()),
+    }
+}
+
 /// The read preferences readers cycle through.
 fn read_preferences() -> [(&'static str, ReadPreference); 5] {
     [
@@ -331,7 +339,7 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
                 tally.timed("insert", t.elapsed(), limit);
                 match r {
                     Ok(Ok(_)) => tally.acked.lock().push((id, t - started, started.elapsed())),
-                    Ok(Err(e)) => tally.error(format!("{:?}", e.kind())),
+                    Ok(Err(e)) => tally.error(error_kind(&e)),
                     Err(_) => tally.error("Hang".into()),
                 }
                 tokio::time::sleep(Duration::from_millis(2)).await;
@@ -361,7 +369,7 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
                     Ok(Ok(_)) => {
                         tally.reads_ok.fetch_add(1, Ordering::Relaxed);
                     }
-                    Ok(Err(e)) => tally.error(format!("{:?}", e.kind())),
+                    Ok(Err(e)) => tally.error(error_kind(&e)),
                     Err(_) => tally.error("Hang".into()),
                 }
                 tokio::time::sleep(Duration::from_millis(2)).await;
@@ -629,10 +637,17 @@ fn inject_faults(
                     true
                 }
                 _ => {
-                    let data = match rng.below(3) {
+                    let data = match rng.below(5) {
                         0 => doc! {"failCommands": ["insert", "find"], "closeConnection": true},
+                        // Handshakes and heartbeats fail: monitors reconnect, pools are cleared.
+                        1 => doc! {"failCommands": ["hello", "isMaster"], "closeConnection": true},
+                        // A reply that comes after timeoutMS: the client must give up on time
+                        // and close that connection.
+                        2 => {
+                            doc! {"failCommands": ["insert", "find"], "blockConnection": true, "blockTimeMS": 3000}
+                        }
                         // PrimarySteppedDown and HostUnreachable: retryable, labelled by the server.
-                        1 => {
+                        3 => {
                             doc! {"failCommands": ["insert"], "errorCode": 189, "errorLabels": ["RetryableWriteError"]}
                         }
                         _ => {
