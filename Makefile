@@ -20,6 +20,7 @@ help:
 	@echo "make bench-sim  simulator capacity: raw pipelined pings vs the official driver (release)"
 	@echo "make bench-actors  actors vs pure selection, find_one throughput and stepdown->write time vs the official driver (release)"
 	@echo "make bench-pool  cold-pool check-out: 1,000 concurrent pings, maxPoolSize 100, ours vs the official driver (release)"
+	@echo "make chaos   a 60 s chaos soak (CHAOS_ARGS='--duration 5m --members 5 --seed 42'): faults under w:majority writes, then lost-write, timing and leak checks"
 	@echo "make examples  run every example once with --smoke against its embedded simulator"
 
 build:
@@ -87,3 +88,10 @@ ci: fmt-check test lint
 examples:
 	$(CARGO) build -p mongo-actors-examples --examples
 	$(CARGO) test -p mongo-actors-examples --test smoke
+
+# Chaos soak: faults under w:majority writes and mixed reads, then lost-write, timing and leak
+# checks; CHAOS_ARGS='--duration 5m --members 5 --seed 42' to change it.
+CHAOS_ARGS ?= --duration 60s
+.PHONY: chaos
+chaos:
+	$(CARGO) run -q -p integration-tests --bin chaos -- $(CHAOS_ARGS)

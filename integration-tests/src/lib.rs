@@ -4,6 +4,7 @@
 
 #![warn(missing_docs)]
 
+pub mod chaos;
 pub mod deployment;
 pub mod dns_stub;
 pub mod raw_client;

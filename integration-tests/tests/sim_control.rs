@@ -377,3 +377,116 @@ async fn shutdown_closes_everything() {
     assert!(RawClient::connect(&hosts[0]).await.is_err());
     cluster.shutdown();
 }
+
+/// Found by the chaos soak: a retryable write that ran on a primary which was killed before
+/// replicating it is rolled back; its retry (same lsid and txnNumber) on the new primary must
+/// run it again, not return the first attempt's reply for a write that no longer exists.
+#[tokio::test]
+async fn retried_write_after_rollback_runs_again() {
+    let cluster = Cluster::replica_set(3).replication_lag(Duration::from_secs(30)).start().expect("start");
+    let hosts = cluster.hosts();
+    let lsid = doc! {"id": Bson::Binary(bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![7; 16] })};
+    let insert = doc! {"insert": "c", "documents": [{"_id": "retried"}], "lsid": lsid, "txnNumber": 1_i64};
+    let mut p = client(&hosts[0]).await;
+    let r = p.command("db", insert.clone()).await.expect("insert");
+    assert!(ok(&r) && r.get_i32("n").ok() == Some(1), "{r}");
+    cluster.kill(0);
+    cluster.elect(1);
+    let mut n = client(&hosts[1]).await;
+    let r = n.command("db", insert).await.expect("retry");
+    assert!(ok(&r) && r.get_i32("n").ok() == Some(1), "{r}");
+    let count = n.command("db", doc! {"count": "c"}).await.expect("count");
+    assert_eq!(count.get_i32("n").ok(), Some(1), "the retried write is on the new primary: {count}");
+}
+
+/// A retry of a write that is not majority-committed yet waits for the write concern of the
+/// first attempt, as mongod does, instead of acknowledging at once.
+#[tokio::test]
+async fn retried_write_waits_for_majority() {
+    let lag = Duration::from_millis(400);
+    let cluster = Cluster::replica_set(3).replication_lag(lag).start().expect("start");
+    let hosts = cluster.hosts();
+    let lsid = doc! {"id": Bson::Binary(bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![8; 16] })};
+    let insert = doc! {"insert": "c", "documents": [{"_id": 1}], "lsid": lsid, "txnNumber": 1_i64};
+    let mut p = client(&hosts[0]).await;
+    let r = p.command("db", insert.clone()).await.expect("w1 insert");
+    assert!(ok(&r), "{r}");
+    let mut majority = insert;
+    majority.insert("writeConcern", doc! {"w": "majority"});
+    let start = Instant::now();
+    let r = p.command("db", majority).await.expect("retry");
+    assert!(ok(&r) && !r.contains_key("writeConcernError"), "{r}");
+    assert!(start.elapsed() >= lag - Duration::from_millis(100), "acknowledged after {:?}", start.elapsed());
+}
+
+/// Found with the chaos soak: secondaries replicate from live members only, so the entries of
+/// a killed primary that no live member has never reach them (before, the shared oplog kept
+/// replicating them, so no write was ever rolled back after a kill).
+#[tokio::test]
+async fn dead_primary_entries_do_not_replicate() {
+    let lag = Duration::from_millis(100);
+    let cluster = Cluster::replica_set(3)
+        .replication_lag(lag)
+        .election_timeout(Duration::from_secs(2))
+        .start()
+        .expect("start");
+    let hosts = cluster.hosts();
+    let mut p = client(&hosts[0]).await;
+    let r = p
+        .command("db", doc! {"insert": "c", "documents": [{"_id": 1}], "writeConcern": {"w": 1}})
+        .await
+        .expect("insert");
+    assert!(ok(&r), "{r}");
+    cluster.kill(0);
+    tokio::time::sleep(lag * 4).await;
+    let mut s = client(&hosts[1]).await;
+    let read = doc! {"count": "c", "$readPreference": {"mode": "secondary"}};
+    assert_eq!(s.command("db", read).await.expect("count").get_i32("n").ok(), Some(0));
+    // The next primary does not have it either.
+    cluster.elect(1);
+    assert_eq!(s.command("db", doc! {"count": "c"}).await.expect("count").get_i32("n").ok(), Some(0));
+}
+
+/// The session table is rolled back with the write: a retry that comes after the rolled-back
+/// oplog position was refilled by the new primary, replicated everywhere and trimmed still runs
+/// the write again.
+#[tokio::test]
+async fn retried_write_after_rollback_and_trim_runs_again() {
+    let cluster = Cluster::replica_set(3).start().expect("start");
+    let hosts = cluster.hosts();
+    // Only member 0 gets the write: the others are down.
+    cluster.kill(1);
+    cluster.kill(2);
+    let lsid = doc! {"id": Bson::Binary(bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![9; 16] })};
+    let insert = doc! {"insert": "c", "documents": [{"_id": "retried"}], "lsid": lsid, "txnNumber": 1_i64};
+    let mut p = client(&hosts[0]).await;
+    let r = p.command("db", insert.clone()).await.expect("insert");
+    assert!(ok(&r) && r.get_i32("n").ok() == Some(1), "{r}");
+    cluster.kill(0);
+    cluster.restart(1);
+    cluster.restart(2);
+    eventually("a new primary", || cluster.primary().is_some_and(|p| p != 0)).await;
+    let primary = cluster.primary().expect("primary");
+    let mut n = client(&hosts[primary]).await;
+    for i in 0..3 {
+        let r = n
+            .command("db", doc! {"insert": "c", "documents": [{"_id": i}], "writeConcern": {"w": "majority"}})
+            .await
+            .expect("filler");
+        assert!(ok(&r) && !r.contains_key("writeConcernError"), "{r}");
+    }
+    // Member 0 comes back, catches up; every member has the new entries (they get trimmed).
+    cluster.restart(0);
+    let mut old = client(&hosts[0]).await;
+    let read = doc! {"count": "c", "$readPreference": {"mode": "secondary"}};
+    for _ in 0..200 {
+        if old.command("db", read.clone()).await.expect("count").get_i32("n").ok() == Some(3) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let r = n.command("db", insert).await.expect("retry");
+    assert!(ok(&r) && r.get_i32("n").ok() == Some(1), "{r}");
+    let count = n.command("db", doc! {"count": "c", "query": {"_id": "retried"}}).await.expect("count");
+    assert_eq!(count.get_i32("n").ok(), Some(1), "the retried write is on the new primary: {count}");
+}

@@ -199,10 +199,11 @@ pub(crate) struct State {
     pub next_cursor_id: i64,
     /// Open transactions by lsid bytes.
     pub txns: HashMap<Vec<u8>, Txn>,
-    /// The reply of each executed retryable write, by (lsid bytes, txnNumber): a retry of
-    /// the same statement gets it again instead of writing twice (mongod's session table,
-    /// which survives failovers).
-    pub retried_writes: HashMap<(Vec<u8>, i64), Document>,
+    /// The reply of each executed retryable write and its oplog position (if it wrote), by
+    /// (lsid bytes, txnNumber): a retry of the same statement gets the reply again instead of
+    /// writing twice (mongod's session table, which survives failovers but is rolled back
+    /// with the write).
+    pub retried_writes: HashMap<(Vec<u8>, i64), (Document, Option<super::commands::PendingWrite>)>,
 }
 
 impl State {
@@ -257,6 +258,10 @@ impl State {
         let mut changed = false;
         let mut next_due: Option<Instant> = None;
         let primary = self.primary;
+        // Secondaries fetch entries from a live member: those of a dead primary that no live
+        // member has are out of reach (and rolled back by the next election), as in mongod.
+        let source = self.members.iter().filter(|m| m.alive && m.data_bearing()).map(|m| m.applied).max();
+        let end = end.min(source.unwrap_or(0));
         let State { members, oplog, .. } = self;
         for (i, m) in members.iter_mut().enumerate() {
             if Some(i) == primary || !m.alive || !m.data_bearing() {
@@ -389,6 +394,8 @@ impl State {
             }
             oplog.truncate(target);
         }
+        // The session table is rolled back with the writes it records: their retries run again.
+        self.retried_writes.retain(|_, (_, p)| p.is_none_or(|p| p.end <= target));
         self.term += 1;
         self.primary = Some(i);
         // Like mongod, a new primary writes a no-op in its term.

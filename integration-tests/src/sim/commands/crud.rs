@@ -63,6 +63,7 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
     let shared = ctx.shared;
     let i = ctx.member.index;
     let mut await_data = None;
+    let mut retry_key = None;
     let (mut reply, pending) = 'locked: {
         let mut st = shared.state.lock();
         check_role(shared, &st, i, access, &cmd)?;
@@ -94,12 +95,21 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
             _ => {
                 // A retried retryable write gets the first attempt's reply (the statement
                 // already ran, maybe after the client gave up waiting for it).
-                let retry_key = txn_args
+                // Like mongod's session table, the entry is rolled back with the write it
+                // records (the retry then runs it again), and a retry waits for the write
+                // concern of the write it answers for.
+                retry_key = txn_args
                     .as_ref()
                     .filter(|_| access == Access::Write && super::retryable_write(&cmd))
                     .map(|t| (t.lsid.clone(), t.number));
-                if let Some(reply) = retry_key.as_ref().and_then(|k| st.retried_writes.get(k)) {
-                    return Ok(reply.clone());
+                if let Some(key) = retry_key.as_ref() {
+                    match st.retried_writes.get(key) {
+                        Some((_, Some(p))) if p.rolled_back(&st) => {
+                            st.retried_writes.remove(key);
+                        }
+                        Some((reply, p)) => break 'locked (reply.clone(), *p),
+                        None => {}
+                    }
                 }
                 if access == Access::Write {
                     wc.check(shared, &st)?;
@@ -107,13 +117,13 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
                 let mut ops = Ops::new(shared.kind == Kind::ReplicaSet);
                 let store = st.store_mut(shared.kind, i).ok_or_else(|| CmdError::bad("no such member"))?;
                 let exec = exec(ctx, &cmd, store, &mut ops)?;
-                if let (Some(key), Exec::Reply(reply)) = (retry_key, &exec) {
-                    st.retried_writes.insert(key, reply.clone());
-                }
                 (exec, ops)
             }
         };
         let pending = if ops.count > 0 { log_write(shared, &mut st, i, ops.list) } else { None };
+        if let (Some(key), Exec::Reply(reply)) = (retry_key.take(), &exec) {
+            st.retried_writes.insert(key, (reply.clone(), pending));
+        }
         let reply = match exec {
             Exec::Reply(d) => d,
             Exec::Cursor { ns, docs, batch, single } => {

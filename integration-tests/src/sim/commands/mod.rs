@@ -240,6 +240,15 @@ pub(crate) struct PendingWrite {
     pub ts: Timestamp,
 }
 
+impl PendingWrite {
+    /// Whether the write's oplog entry is gone: truncated, or replaced by another primary's.
+    /// Entries before the oplog's base were trimmed, which only happens once majority-committed.
+    pub(crate) fn rolled_back(&self, st: &State) -> bool {
+        st.oplog.end() < self.end
+            || (self.end >= st.oplog.base() && st.oplog.optime_at(self.end).ts != self.ts)
+    }
+}
+
 /// Waits until `wc` is satisfied for `write`; returns a `writeConcernError` document on
 /// timeout or when the write was rolled back.
 pub(crate) async fn wait_write_concern(
@@ -255,17 +264,17 @@ pub(crate) async fn wait_write_concern(
         {
             let st = shared.state.lock();
             let need = wc.needed(&st)?;
-            if st.acked(write.end) >= need {
-                return None;
-            }
-            let rolled_back = st.oplog.end() < write.end
-                || (write.end > st.oplog.base() && st.oplog.optime_at(write.end).ts != write.ts);
-            if rolled_back {
+            // Rollback first: once another primary's entries fill the same oplog positions,
+            // `acked(end)` counts members that have those entries, not this write.
+            if write.rolled_back(&st) {
                 return Some(doc! {
                     "code": 11602,
                     "codeName": "InterruptedDueToReplStateChange",
                     "errmsg": "operation was interrupted because the write was rolled back",
                 });
+            }
+            if st.acked(write.end) >= need {
+                return None;
             }
         }
         let changed = async {

@@ -1,0 +1,694 @@
+//! The chaos soak behind `make chaos`: a bounded run against an embedded simulated replica set
+//! with random faults (stepdowns, member kills and restarts, partitions, added latency,
+//! `failCommand` network and state-change errors) under concurrent `w: "majority"` writes, each
+//! with a unique `_id`, and reads with mixed read preferences, through one [`actors::Client`]
+//! with `timeoutMS`.
+//!
+//! At the end, with every fault healed, [`run`] checks:
+//! - every acknowledged write is on the final primary (read with primary read preference);
+//! - no panic happened (a panic hook counts them);
+//! - every operation finished, or failed with a typed error, within `timeoutMS` + 100 ms;
+//! - each member's open connections equal the pool's open connections (from CMAP events) plus
+//!   the two monitoring connections (streaming monitor and RTT pinger), with nothing checked out;
+//! - after `Client::shutdown`, the simulator sees no connection, the client's actix thread has
+//!   exited and the workload runtime has no live task.
+//!
+//! [`Report::summary`] is the one-line summary; [`Report::failures`] lists failed checks.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Once};
+use std::time::{Duration, Instant};
+
+use actors::{Client, Collection, FindOptions};
+use bson::{doc, Bson};
+use parking_lot::Mutex;
+use pool::cmap::CmapEvent;
+use selection::ReadPreference;
+
+use crate::sim::{Cluster, SimError};
+
+const DB: &str = "chaos";
+const COLL: &str = "writes";
+/// The slack the contract allows over `timeoutMS` for an operation to finish or fail.
+const SLACK: Duration = Duration::from_millis(100);
+/// Monitoring connections per member: the streaming monitor and the RTT pinger.
+const MONITORING_PER_MEMBER: u64 = 2;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// How long the faulted workload runs (healing and the checks come after).
+    pub duration: Duration,
+    /// Replica-set members (3 or 5 make sense).
+    pub members: usize,
+    /// The client's `timeoutMS`.
+    pub timeout: Duration,
+    /// Concurrent writer tasks.
+    pub writers: usize,
+    /// Concurrent reader tasks.
+    pub readers: usize,
+    /// Seed of the fault schedule (the workload's interleaving still varies between runs).
+    pub seed: u64,
+    /// How long the checks wait for connections to settle.
+    pub settle: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            duration: Duration::from_secs(60),
+            members: 3,
+            timeout: Duration::from_secs(2),
+            writers: 8,
+            readers: 4,
+            seed: 0,
+            settle: Duration::from_secs(20),
+        }
+    }
+}
+
+/// Errors that stop the soak before its checks (the simulator or a runtime cannot start).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChaosError {
+    /// The simulator failed.
+    #[error("simulator: {0}")]
+    Sim(#[from] SimError),
+    /// A runtime or thread could not be created.
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+    /// The client could not be built.
+    #[error("client: {0}")]
+    Client(#[from] actors::Error),
+}
+
+/// What a run measured.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// The options' seed.
+    pub seed: u64,
+    /// Seconds of faulted workload.
+    pub seconds: f64,
+    /// Members of the replica set.
+    pub members: usize,
+    /// Writes attempted.
+    pub writes: u64,
+    /// Writes acknowledged (`insert_one` returned `Ok`).
+    pub acked: u64,
+    /// Reads attempted.
+    pub reads: u64,
+    /// Reads that succeeded.
+    pub reads_ok: u64,
+    /// Failed operations by error kind.
+    pub errors: BTreeMap<String, u64>,
+    /// Faults injected, by kind.
+    pub faults: BTreeMap<&'static str, u64>,
+    /// Acknowledged writes missing from the final primary.
+    pub lost: u64,
+    /// The slowest operation's wall time.
+    pub slowest: Duration,
+    /// Panics seen by the hook.
+    pub panics: u64,
+    /// Failed checks, one line each (empty = the run passed).
+    pub failures: Vec<String>,
+}
+
+impl Report {
+    /// Whether every check passed.
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+
+    /// The one-line summary.
+    pub fn summary(&self) -> String {
+        let errors: Vec<String> = self.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        let faults: Vec<String> = self.faults.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        format!(
+            "chaos: {:.1} s, {} members, seed {}: ops {} (writes {}, acked {}; reads {}, ok {}), errors {} {{{}}}, \
+             faults {} {{{}}}, lost writes {}, slowest op {} ms, panics {}: {}",
+            self.seconds,
+            self.members,
+            self.seed,
+            self.writes + self.reads,
+            self.writes,
+            self.acked,
+            self.reads,
+            self.reads_ok,
+            self.errors.values().sum::<u64>(),
+            errors.join(", "),
+            self.faults.values().sum::<u64>(),
+            faults.join(", "),
+            self.lost,
+            self.slowest.as_millis(),
+            self.panics,
+            if self.passed() { "OK".to_string() } else { format!("FAILED ({} checks)", self.failures.len()) },
+        )
+    }
+}
+
+static PANICS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts panics on every thread (then runs the previous hook, which prints them).
+fn install_panic_counter() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.fetch_add(1, Ordering::SeqCst);
+            previous(info);
+        }));
+    });
+}
+
+/// A small xorshift64* generator: the fault schedule only needs to be reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+
+    fn millis(&mut self, lo: u64, hi: u64) -> Duration {
+        Duration::from_millis(lo + self.below(hi.saturating_sub(lo) + 1))
+    }
+}
+
+/// Live client connections per server address, from CMAP events.
+#[derive(Default)]
+struct PoolCounts {
+    open: HashMap<String, i64>,
+    checked_out: HashMap<String, i64>,
+}
+
+/// Shared workload tallies.
+#[derive(Default)]
+struct Tally {
+    writes: AtomicU64,
+    reads: AtomicU64,
+    reads_ok: AtomicU64,
+    /// Acknowledged ids with when the insert started and ended (since the start of the run).
+    acked: Mutex<Vec<(i64, Duration, Duration)>>,
+    errors: Mutex<BTreeMap<String, u64>>,
+    slow: Mutex<Vec<String>>,
+    slowest: Mutex<Duration>,
+}
+
+impl Tally {
+    fn timed(&self, what: &str, elapsed: Duration, limit: Duration) {
+        {
+            let mut s = self.slowest.lock();
+            *s = (*s).max(elapsed);
+        }
+        if elapsed > limit {
+            let mut slow = self.slow.lock();
+            if slow.len() < 20 {
+                slow.push(format!("{what} took {} ms (limit {} ms)", elapsed.as_millis(), limit.as_millis()));
+            } else if slow.len() == 20 {
+                slow.push("more slow operations not listed".into());
+            }
+        }
+    }
+
+    fn error(&self, kind: String) {
+        *self.errors.lock().entry(kind).or_default() += 1;
+    }
+}
+
+/// The error's kind; for a timeout, also what timed out (`Timeout/ServerSelection`, ...).
+fn error_kind(e: &actors::Error) -> String {
+    match e {
+        actors::Error::Timeout { source: Some(source), .. } => format!("Timeout/{:?}", source.kind()),
+        e => format!("{:?}", e.kind()),
+    }
+}
+
+/// The read preferences readers cycle through.
+fn read_preferences() -> [(&'static str, ReadPreference); 5] {
+    [
+        ("primary", ReadPreference::PRIMARY),
+        ("primaryPreferred", ReadPreference::PRIMARY_PREFERRED),
+        ("secondary", ReadPreference::SECONDARY),
+        ("secondaryPreferred", ReadPreference::SECONDARY_PREFERRED),
+        ("nearest", ReadPreference::NEAREST),
+    ]
+}
+
+fn threads_named(name: &str) -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return 0 };
+    dir.filter_map(Result::ok)
+        .filter(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim_end() == name))
+        .count()
+}
+
+/// Runs the soak; the report says whether its checks passed. Call it outside any async runtime.
+pub fn run(options: &Options) -> Result<Report, ChaosError> {
+    install_panic_counter();
+    let panics_before = PANICS.load(Ordering::SeqCst);
+    let client_threads_before = threads_named("mongo-actors");
+    let mut report = Report { seed: options.seed, members: options.members, ..Report::default() };
+
+    // A little replication lag, so that writes can be rolled back and w:majority must wait.
+    let cluster = Arc::new(
+        Cluster::replica_set(options.members)
+            .port(0)
+            .replication_lag(Duration::from_millis(5))
+            .election_timeout(Duration::from_millis(200))
+            .start()?,
+    );
+    let hosts = cluster.hosts();
+    let uri = format!(
+        "mongodb://{}/?replicaSet=rs0&w=majority&timeoutMS={}&appName=chaos",
+        hosts.join(","),
+        options.timeout.as_millis()
+    );
+
+    let counts = Arc::new(Mutex::new(PoolCounts::default()));
+    let handler = {
+        let counts = counts.clone();
+        move |e: &CmapEvent| {
+            let mut c = counts.lock();
+            match e {
+                CmapEvent::ConnectionCreated { address, .. } => {
+                    *c.open.entry(address.to_string()).or_default() += 1;
+                }
+                CmapEvent::ConnectionClosed { address, .. } => {
+                    *c.open.entry(address.to_string()).or_default() -= 1;
+                }
+                CmapEvent::CheckedOut { address, .. } => {
+                    *c.checked_out.entry(address.to_string()).or_default() += 1;
+                }
+                CmapEvent::CheckedIn { address, .. } => {
+                    *c.checked_out.entry(address.to_string()).or_default() -= 1;
+                }
+                _ => {}
+            }
+        }
+    };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("chaos-workload")
+        .enable_all()
+        .build()?;
+    let tally = Arc::new(Tally::default());
+    let limit = options.timeout + SLACK;
+
+    let client = runtime.block_on(async {
+        let client_options = actors::ClientOptions::builder()
+            .uri(uri.clone())
+            .cmap_event_handler(Arc::new(handler))
+            .build()
+            .await?;
+        Client::with_options(client_options).await
+    })?;
+    let coll = client.database(DB).collection(COLL);
+
+    // The workload.
+    let stop = Arc::new(AtomicBool::new(false));
+    let next_id = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for w in 0..options.writers {
+        let (coll, stop, next_id, tally) = (coll.clone(), stop.clone(), next_id.clone(), tally.clone());
+        tasks.push(runtime.spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let id = i64::try_from(next_id.fetch_add(1, Ordering::Relaxed)).unwrap_or(i64::MAX);
+                tally.writes.fetch_add(1, Ordering::Relaxed);
+                let t = Instant::now();
+                let r = tokio::time::timeout(
+                    limit + Duration::from_secs(5),
+                    coll.insert_one(doc! {"_id": id, "w": w as i64}),
+                )
+                .await;
+                tally.timed("insert", t.elapsed(), limit);
+                match r {
+                    Ok(Ok(_)) => tally.acked.lock().push((id, t - started, started.elapsed())),
+                    Ok(Err(e)) => tally.error(error_kind(&e)),
+                    Err(_) => tally.error("Hang".into()),
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }));
+    }
+    for r in 0..options.readers {
+        let (coll, stop, next_id, tally) = (coll.clone(), stop.clone(), next_id.clone(), tally.clone());
+        tasks.push(runtime.spawn(async move {
+            let prefs = read_preferences();
+            let mut k = r;
+            while !stop.load(Ordering::Relaxed) {
+                k += 1;
+                let (_name, rp) = &prefs[k % prefs.len()];
+                let id = i64::try_from(next_id.load(Ordering::Relaxed).saturating_sub(1 + (k as u64 % 50)))
+                    .unwrap_or(0);
+                tally.reads.fetch_add(1, Ordering::Relaxed);
+                let t = Instant::now();
+                let options = FindOptions { read_preference: Some(rp.clone()), ..FindOptions::default() };
+                let r = tokio::time::timeout(
+                    limit + Duration::from_secs(5),
+                    coll.find_one(doc! {"_id": id}, options),
+                )
+                .await;
+                tally.timed("find_one", t.elapsed(), limit);
+                match r {
+                    Ok(Ok(_)) => {
+                        tally.reads_ok.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(Err(e)) => tally.error(error_kind(&e)),
+                    Err(_) => tally.error("Hang".into()),
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }));
+    }
+
+    // The faults, on this thread (the simulator's control API is synchronous and quick).
+    let (faults, timeline) = inject_faults(&cluster, options, started, started + options.duration);
+    report.faults = faults;
+    stop.store(true, Ordering::Relaxed);
+    report.seconds = started.elapsed().as_secs_f64();
+    runtime.block_on(async {
+        for t in tasks {
+            if let Err(e) = t.await {
+                tally.error(format!("TaskFailed({e})"));
+            }
+        }
+    });
+
+    // Heal everything; wait for a primary.
+    heal(&cluster, options.members);
+    let healed = Instant::now();
+    while cluster.primary().is_none() && healed.elapsed() < options.settle {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if cluster.primary().is_none() {
+        report.failures.push("no primary after healing".into());
+    }
+
+    // Every acknowledged write must be on the primary.
+    let acked: Vec<(i64, Duration, Duration)> = tally.acked.lock().clone();
+    let found = runtime.block_on(read_all(&coll, options.settle));
+    match found {
+        Ok(found) => {
+            let missing: Vec<&(i64, Duration, Duration)> =
+                acked.iter().filter(|(id, ..)| !found.contains(id)).collect();
+            report.lost = missing.len() as u64;
+            if !missing.is_empty() {
+                let sample: Vec<String> = missing
+                    .iter()
+                    .take(10)
+                    .map(|(id, a, b)| format!("{id} ({:.3}-{:.3} s)", a.as_secs_f64(), b.as_secs_f64()))
+                    .collect();
+                // The faults around the first loss, to help reproduce it.
+                let (_, a, b) = missing[0];
+                let near: Vec<String> = timeline
+                    .iter()
+                    .filter(|(t, _)| *t + Duration::from_secs(3) >= *a && *t <= *b + Duration::from_secs(1))
+                    .map(|(t, f)| format!("{:.3} s {f}", t.as_secs_f64()))
+                    .collect();
+                report.failures.push(format!(
+                    "{} acknowledged writes are not on the primary: _id (insert start-end) {}; faults around the first: {}",
+                    missing.len(),
+                    sample.join(", "),
+                    near.join("; ")
+                ));
+            }
+        }
+        Err(e) => report.failures.push(format!("reading back the writes failed: {e}")),
+    }
+
+    // Connections settle: per member, the pool's connections plus monitoring, nothing checked out.
+    let deadline = Instant::now() + options.settle;
+    let mut last = String::new();
+    let settled = loop {
+        match connection_mismatch(&cluster, &hosts, &counts) {
+            None => break true,
+            Some(m) => last = m,
+        }
+        if Instant::now() >= deadline {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    if !settled {
+        report.failures.push(format!("connections did not settle: {last}"));
+    }
+
+    // Shut the client down: every connection closes, its actix thread ends, no task is left.
+    if let Err(e) = runtime.block_on(client.shutdown()) {
+        report.failures.push(format!("client shutdown failed: {e}"));
+    }
+    drop(coll);
+    drop(client);
+    let deadline = Instant::now() + options.settle;
+    loop {
+        let open = cluster.counters().total.current_connections;
+        let threads = threads_named("mongo-actors").saturating_sub(client_threads_before);
+        let tasks = runtime.metrics().num_alive_tasks();
+        if open == 0 && threads == 0 && tasks == 0 {
+            break;
+        }
+        if Instant::now() >= deadline {
+            report.failures.push(format!(
+                "after shutdown: {open} connections still open on the simulator, {threads} client threads, \
+                 {tasks} live tasks"
+            ));
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    report.writes = tally.writes.load(Ordering::Relaxed);
+    report.reads = tally.reads.load(Ordering::Relaxed);
+    report.reads_ok = tally.reads_ok.load(Ordering::Relaxed);
+    report.acked = acked.len() as u64;
+    report.errors = tally.errors.lock().clone();
+    report.slowest = *tally.slowest.lock();
+    if report.errors.contains_key("Hang") {
+        report.failures.push("some operations hung (no result 5 s after timeoutMS)".into());
+    }
+    report.failures.extend(tally.slow.lock().iter().cloned());
+    if let Some(k) = report.errors.keys().find(|k| k.starts_with("TaskFailed")) {
+        report.failures.push(format!("a workload task failed: {k}"));
+    }
+    report.panics = PANICS.load(Ordering::SeqCst) - panics_before;
+    if report.panics > 0 {
+        report.failures.push(format!("{} panics", report.panics));
+    }
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    cluster.shutdown();
+    Ok(report)
+}
+
+/// Every `_id` of the collection, read from the primary (retrying while the set settles).
+async fn read_all(coll: &Collection, within: Duration) -> Result<HashSet<i64>, actors::Error> {
+    let deadline = Instant::now() + within;
+    loop {
+        let options = FindOptions {
+            read_preference: Some(ReadPreference::PRIMARY),
+            projection: Some(doc! {"_id": 1}),
+            batch_size: Some(10_000),
+            timeout: Some(Duration::from_secs(10)),
+            ..FindOptions::default()
+        };
+        let result = async { coll.find(doc! {}, options).await?.try_collect().await }.await;
+        match result {
+            Ok(docs) => {
+                return Ok(docs
+                    .iter()
+                    .filter_map(|d| match d.get("_id") {
+                        Some(Bson::Int64(i)) => Some(*i),
+                        Some(Bson::Int32(i)) => Some(i64::from(*i)),
+                        _ => None,
+                    })
+                    .collect())
+            }
+            Err(e) if Instant::now() < deadline => {
+                tracing::info!(error = %e, "read-back failed; retrying");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// `None` when every member's open connections are the pool's plus monitoring and nothing is
+/// checked out; otherwise what differs.
+fn connection_mismatch(cluster: &Cluster, hosts: &[String], counts: &Mutex<PoolCounts>) -> Option<String> {
+    let sim = cluster.counters();
+    let counts = counts.lock();
+    let mut problems = Vec::new();
+    for (i, host) in hosts.iter().enumerate() {
+        let open = sim.members.get(i).map_or(0, |m| m.current_connections);
+        let pool = counts.open.get(host).copied().unwrap_or(0);
+        let expected = u64::try_from(pool).unwrap_or(0) + MONITORING_PER_MEMBER;
+        if pool < 0 || open != expected {
+            problems.push(format!(
+                "member {i}: {open} open on the server, expected {pool} pooled + 2 monitoring"
+            ));
+        }
+        let out = counts.checked_out.get(host).copied().unwrap_or(0);
+        if out != 0 {
+            problems.push(format!("member {i}: {out} connections still checked out"));
+        }
+    }
+    (!problems.is_empty()).then(|| problems.join("; "))
+}
+
+/// Undoes every fault (killed members were restarted by [`inject_faults`]): no partition, no latency, no fail point.
+fn heal(cluster: &Cluster, members: usize) {
+    for i in 0..members {
+        cluster.partition(i, false);
+        cluster.set_latency(i, Duration::ZERO);
+        let _ = cluster.configure_fail_point(i, doc! {"configureFailPoint": "failCommand", "mode": "off"});
+    }
+}
+
+/// A fault to undo later.
+enum Undo {
+    Restart(usize),
+    Unpartition(usize),
+    NoLatency(usize),
+}
+
+/// Injects random faults until `until`; returns how many of each kind. At most one member is
+/// down and one partitioned at a time, so a majority stays reachable most of the time.
+fn inject_faults(
+    cluster: &Cluster,
+    options: &Options,
+    started: Instant,
+    until: Instant,
+) -> (BTreeMap<&'static str, u64>, Vec<(Duration, String)>) {
+    let mut timeline: Vec<(Duration, String)> = Vec::new();
+    let mut rng = Rng::new(options.seed);
+    let mut faults: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut pending: Vec<(Instant, Undo)> = Vec::new();
+    let n = options.members as u64;
+    let mut next = Instant::now() + rng.millis(300, 800);
+    loop {
+        let now = Instant::now();
+        // Undo what is due.
+        let mut i = 0;
+        while i < pending.len() {
+            if pending[i].0 <= now {
+                let (_, undo) = pending.swap_remove(i);
+                timeline.push((now - started, undo.describe()));
+                match undo {
+                    Undo::Restart(m) => cluster.restart(m),
+                    Undo::Unpartition(m) => cluster.partition(m, false),
+                    Undo::NoLatency(m) => cluster.set_latency(m, Duration::ZERO),
+                }
+            } else {
+                i += 1;
+            }
+        }
+        if now >= until {
+            break;
+        }
+        if now >= next {
+            let killed = pending.iter().any(|(_, u)| matches!(u, Undo::Restart(_)));
+            let partitioned = pending.iter().any(|(_, u)| matches!(u, Undo::Unpartition(_)));
+            let busy = |m: usize| {
+                pending.iter().any(|(_, u)| matches!(u, Undo::Restart(x) | Undo::Unpartition(x) if *x == m))
+            };
+            // Most member-targeted faults hit the primary: that is where writes can be lost.
+            let member = match cluster.primary() {
+                Some(p) if rng.below(4) != 0 => p,
+                _ => rng.below(n) as usize,
+            };
+            let kind = match rng.below(8) {
+                2 | 3 if !killed && !busy(member) => "kill",
+                4 if !partitioned && !busy(member) => "partition",
+                5 => "latency",
+                6 | 7 => "failCommand",
+                _ => "stepdown",
+            };
+            let primary = cluster.primary();
+            let done = match kind {
+                "stepdown" => cluster.try_step_down(rng.millis(0, 400)).is_ok(),
+                "kill" => {
+                    let ok = cluster.try_kill(member).is_ok();
+                    pending.push((now + rng.millis(500, 3000), Undo::Restart(member)));
+                    ok
+                }
+                "partition" => {
+                    cluster.partition(member, true);
+                    pending.push((now + rng.millis(300, 2500), Undo::Unpartition(member)));
+                    true
+                }
+                "latency" => {
+                    cluster.set_latency(member, rng.millis(20, 800));
+                    pending.push((now + rng.millis(500, 4000), Undo::NoLatency(member)));
+                    true
+                }
+                _ => {
+                    let data = match rng.below(5) {
+                        0 => doc! {"failCommands": ["insert", "find"], "closeConnection": true},
+                        // Handshakes and heartbeats fail: monitors reconnect, pools are cleared.
+                        1 => doc! {"failCommands": ["hello", "isMaster"], "closeConnection": true},
+                        // A reply that comes after timeoutMS: the client must give up on time
+                        // and close that connection.
+                        2 => {
+                            doc! {"failCommands": ["insert", "find"], "blockConnection": true, "blockTimeMS": 3000}
+                        }
+                        // PrimarySteppedDown and HostUnreachable: retryable, labelled by the server.
+                        3 => {
+                            doc! {"failCommands": ["insert"], "errorCode": 189, "errorLabels": ["RetryableWriteError"]}
+                        }
+                        _ => {
+                            doc! {"failCommands": ["find", "insert"], "errorCode": 6, "errorLabels": ["RetryableWriteError"]}
+                        }
+                    };
+                    let times = 1 + rng.below(3) as i64;
+                    cluster
+                        .configure_fail_point(
+                            member,
+                            doc! {"configureFailPoint": "failCommand", "mode": {"times": times}, "data": data},
+                        )
+                        .is_ok()
+                }
+            };
+            if done {
+                *faults.entry(kind).or_default() += 1;
+                let target = if kind == "stepdown" { String::new() } else { format!(" member {member}") };
+                timeline.push((now - started, format!("{kind}{target} (primary {primary:?})")));
+            }
+            next = now + rng.millis(200, 900);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Restart a killed member right away (healing does the rest).
+    for (_, undo) in pending {
+        match undo {
+            Undo::Restart(m) => cluster.restart(m),
+            Undo::Unpartition(m) => cluster.partition(m, false),
+            Undo::NoLatency(m) => cluster.set_latency(m, Duration::ZERO),
+        }
+    }
+    (faults, timeline)
+}
+
+impl Undo {
+    fn describe(&self) -> String {
+        match self {
+            Undo::Restart(m) => format!("restart member {m}"),
+            Undo::Unpartition(m) => format!("unpartition member {m}"),
+            Undo::NoLatency(m) => format!("no latency on member {m}"),
+        }
+    }
+}
