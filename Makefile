@@ -66,3 +66,9 @@ lint:
 demo: spec
 
 ci: fmt-check test lint
+
+# Every benchmark scenario against the official driver in one release run; writes BENCHMARKS.md.
+# BENCH_QUICK=1 for a ~1-2 min run (same scenarios, shorter).
+.PHONY: bench
+bench:
+	$(CARGO) bench -p integration-tests --bench suite -- $(if $(filter 1,$(BENCH_QUICK)),--quick,)
