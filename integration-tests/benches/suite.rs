@@ -98,7 +98,7 @@ impl Plan {
                 raw: sim_bench::Timing { warmup: Duration::from_secs(1), measure: Duration::from_secs(3) },
                 stepdowns: 20,
                 burst: 1000,
-                burst_reps: 5,
+                burst_reps: 11,
                 mongos: 1000,
                 idle: Duration::from_secs(60),
             },
@@ -262,17 +262,19 @@ fn machine() -> Vec<String> {
         .unwrap_or(f64::NAN);
     let os = first_line_with("/etc/os-release", "PRETTY_NAME").unwrap_or_else(|| "unknown OS".into());
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     vec![
         format!("CPU: {model}, {cpus} logical CPU(s) (available to this process: {})", nproc()),
         format!("Memory: {:.1} GiB", mem_kib / 1024.0 / 1024.0),
         format!("OS: {os}, Linux {}", kernel.trim()),
         format!("Rust: {}, release profile (`cargo bench`)", pool_bench::rustc_version()),
-        format!(
-            "Load average at start (1/5/15 min): {}",
-            load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
-        ),
+        format!("Load average at start (1/5/15 min): {}", load_average()),
     ]
+}
+
+/// The 1, 5 and 15 minute load averages: other work on the machine shows up here.
+fn load_average() -> String {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
 fn nproc() -> usize {
@@ -332,12 +334,19 @@ fn write_file(plan: &Plan, rows: &[Row], extra: &[String], total: Duration, mach
          simulator's own limit, not with a real mongod.\n"
     );
     let _ = writeln!(out, "## Results\n");
+    let _ = writeln!(
+        out,
+        "ours/official above 1 means ours is higher: better for throughput, worse for latency, \
+         memory, CPU and connections. Load average at the end of the run: {}.\n",
+        load_average()
+    );
     out.push_str(&table(rows));
     let _ = writeln!(out, "\n## How each figure is measured\n");
     for e in extra {
         let _ = writeln!(out, "- {e}");
     }
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../BENCHMARKS.md");
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = manifest.parent().unwrap_or(manifest).join("BENCHMARKS.md");
     match std::fs::write(&path, out) {
         Ok(()) => println!("wrote {}", path.display()),
         Err(e) => println!("could not write {}: {e}", path.display()),
