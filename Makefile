@@ -20,6 +20,7 @@ help:
 	@echo "make bench-sim  simulator capacity: raw pipelined pings vs the official driver (release)"
 	@echo "make bench-actors  actors vs pure selection, find_one throughput and stepdown->write time vs the official driver (release)"
 	@echo "make bench-pool  cold-pool check-out: 1,000 concurrent pings, maxPoolSize 100, ours vs the official driver (release)"
+	@echo "make bench   every benchmark vs the official mongodb crate in one release run; writes BENCHMARKS.md (BENCH_QUICK=1: short)"
 	@echo "make chaos   a 60 s chaos soak (CHAOS_ARGS='--duration 5m --members 5 --seed 42'): faults under w:majority writes, then lost-write, timing and leak checks"
 	@echo "make examples  run every example once with --smoke against its embedded simulator"
 
@@ -95,3 +96,9 @@ CHAOS_ARGS ?= --duration 60s
 .PHONY: chaos
 chaos:
 	$(CARGO) run -q -p integration-tests --bin chaos -- $(CHAOS_ARGS)
+
+# Every benchmark scenario against the official driver in one release run; writes BENCHMARKS.md.
+# BENCH_QUICK=1 for a ~1-2 min run (same scenarios, shorter).
+.PHONY: bench
+bench:
+	$(CARGO) bench -p integration-tests --bench suite -- $(if $(filter 1,$(BENCH_QUICK)),--quick,)

@@ -32,9 +32,9 @@ use protocol::sdam::ServerType;
 use protocol::uri::ConnectionString;
 use selection::{select_server, ReadPreference, SelectionCriteria};
 
-const DB: &str = "bench";
-const COLL: &str = "docs";
-const DOCS: i32 = 100;
+pub(crate) const DB: &str = "bench";
+pub(crate) const COLL: &str = "docs";
+pub(crate) const DOCS: i32 = 100;
 const SELECTION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the benchmark runs.
@@ -47,7 +47,7 @@ struct Plan {
     stepdowns: usize,
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
+pub(crate) fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     match values.len() {
         0 => f64::NAN,
@@ -56,21 +56,21 @@ fn median(mut values: Vec<f64>) -> f64 {
     }
 }
 
-fn start_rs() -> Cluster {
+pub(crate) fn start_rs() -> Cluster {
     Cluster::replica_set(3).port(0).start().expect("start a 3-member replica set simulator")
 }
 
 // ---------------------------------------------------------------------------------------
 // 1. Selection
 
-struct SelectionFigures {
-    name: &'static str,
-    actor_ns: Result<f64, String>,
-    pure_ns: f64,
+pub(crate) struct SelectionFigures {
+    pub(crate) name: &'static str,
+    pub(crate) actor_ns: Result<f64, String>,
+    pub(crate) pure_ns: f64,
 }
 
 /// Runs in an actix System: a topology and a selector on the simulator, then both loops.
-async fn selection_bench(uri: String, iterations: u32) -> Vec<SelectionFigures> {
+pub(crate) async fn selection_bench(uri: String, iterations: u32) -> Vec<SelectionFigures> {
     let cs = ConnectionString::parse(&uri).expect("uri");
     let topology = TopologyBuilder::from_connection_string(&cs).start().expect("topology");
     let ready = topology
@@ -139,7 +139,7 @@ async fn selection_bench(uri: String, iterations: u32) -> Vec<SelectionFigures> 
 
 /// The two operations the benchmark needs, on one client of either driver.
 #[derive(Clone)]
-enum Driver {
+pub(crate) enum Driver {
     Official(mongodb::Collection<Document>),
     Ours(actors::Collection),
 }
@@ -152,7 +152,7 @@ impl Driver {
         }
     }
 
-    async fn find_one(&self, id: i32) -> Result<bool, String> {
+    pub(crate) async fn find_one(&self, id: i32) -> Result<bool, String> {
         match self {
             Driver::Official(c) => {
                 c.find_one(doc! { "_id": id }).await.map(|d| d.is_some()).map_err(|e| e.to_string())
@@ -165,7 +165,7 @@ impl Driver {
         }
     }
 
-    async fn insert(&self, document: Document) -> Result<(), String> {
+    pub(crate) async fn insert(&self, document: Document) -> Result<(), String> {
         match self {
             Driver::Official(c) => c.insert_one(document).await.map(drop).map_err(|e| e.to_string()),
             Driver::Ours(c) => c.insert_one(document).await.map(drop).map_err(|e| e.to_string()),
@@ -174,13 +174,13 @@ impl Driver {
 }
 
 /// A connected client of either driver, closed with `shutdown`.
-enum Connected {
+pub(crate) enum Connected {
     Official(mongodb::Client),
     Ours(actors::Client),
 }
 
 impl Connected {
-    async fn open(official: bool, uri: &str) -> (Connected, Driver) {
+    pub(crate) async fn open(official: bool, uri: &str) -> (Connected, Driver) {
         if official {
             let mut options = mongodb::options::ClientOptions::parse(uri).await.expect("uri");
             options.server_selection_timeout = Some(SELECTION_TIMEOUT);
@@ -195,7 +195,7 @@ impl Connected {
         }
     }
 
-    async fn shutdown(self) {
+    pub(crate) async fn shutdown(self) {
         match self {
             Connected::Official(c) => c.shutdown().await,
             Connected::Ours(c) => {
@@ -218,7 +218,7 @@ fn with_option(uri: &str, option: &str) -> String {
 }
 
 /// ops/s of `tasks` tasks looping `find_one` for `round` (after a short warm-up).
-async fn throughput(driver: &Driver, tasks: usize, round: Duration) -> f64 {
+pub(crate) async fn throughput(driver: &Driver, tasks: usize, round: Duration) -> f64 {
     let stop = Arc::new(AtomicBool::new(false));
     let counting = Arc::new(AtomicBool::new(false));
     let ops = Arc::new(AtomicU64::new(0));
@@ -260,7 +260,7 @@ async fn throughput(driver: &Driver, tasks: usize, round: Duration) -> f64 {
 
 /// Stepdowns under a steady write load: the time from each stepdown to the first write
 /// started after it that succeeded, in ms.
-async fn failover(cluster: &Cluster, driver: &Driver, stepdowns: usize) -> Vec<f64> {
+pub(crate) async fn failover(cluster: &Cluster, driver: &Driver, stepdowns: usize) -> Vec<f64> {
     const WRITERS: usize = 4;
     let stop = Arc::new(AtomicBool::new(false));
     // (started, finished) of every successful write.

@@ -37,7 +37,7 @@ use pool::connection::{ConnectionEstablisher, ConnectionOptions};
 use protocol::ServerAddress;
 use tokio::sync::watch;
 
-const MAX_POOL_SIZE: u32 = 100;
+pub(crate) const MAX_POOL_SIZE: u32 = 100;
 const OP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What the benchmark runs.
@@ -50,48 +50,48 @@ struct Plan {
 
 /// Connection counts shared with the event handlers.
 #[derive(Default)]
-struct ConnCounters {
-    created: AtomicU64,
+pub(crate) struct ConnCounters {
+    pub(crate) created: AtomicU64,
     connecting: AtomicU64,
     peak_connecting: AtomicU64,
 }
 
 impl ConnCounters {
-    fn on_created(&self) {
+    pub(crate) fn on_created(&self) {
         self.created.fetch_add(1, Ordering::Relaxed);
         let now = self.connecting.fetch_add(1, Ordering::Relaxed) + 1;
         self.peak_connecting.fetch_max(now, Ordering::Relaxed);
     }
 
-    fn on_ready_or_failed(&self) {
+    pub(crate) fn on_ready_or_failed(&self) {
         // Saturating: a closed connection that was already ready must not wrap around.
         let _ = self.connecting.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
     }
 }
 
 /// The raw figures of one run.
-struct Run {
-    checkout: Vec<Duration>,
-    op: Vec<Duration>,
-    wall: Duration,
-    created: u64,
-    sim_opened: u64,
-    peak_connecting: u64,
+pub(crate) struct Run {
+    pub(crate) checkout: Vec<Duration>,
+    pub(crate) op: Vec<Duration>,
+    pub(crate) wall: Duration,
+    pub(crate) created: u64,
+    pub(crate) sim_opened: u64,
+    pub(crate) peak_connecting: u64,
 }
 
 /// The figures of one run, or their medians over runs.
 #[derive(Clone, Copy, Default)]
-struct Figures {
-    co_p50: f64,
-    co_p99: f64,
-    co_max: f64,
-    op_p50: f64,
-    op_p99: f64,
-    op_max: f64,
-    wall: f64,
-    created: f64,
-    sim_opened: f64,
-    peak_connecting: f64,
+pub(crate) struct Figures {
+    pub(crate) co_p50: f64,
+    pub(crate) co_p99: f64,
+    pub(crate) co_max: f64,
+    pub(crate) op_p50: f64,
+    pub(crate) op_p99: f64,
+    pub(crate) op_max: f64,
+    pub(crate) wall: f64,
+    pub(crate) created: f64,
+    pub(crate) sim_opened: f64,
+    pub(crate) peak_connecting: f64,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -135,7 +135,7 @@ fn median(mut values: Vec<f64>) -> f64 {
     }
 }
 
-fn medians(runs: &[Figures]) -> Figures {
+pub(crate) fn medians(runs: &[Figures]) -> Figures {
     let m = |f: fn(&Figures) -> f64| median(runs.iter().map(f).collect());
     Figures {
         co_p50: m(|f| f.co_p50),
@@ -151,13 +151,13 @@ fn medians(runs: &[Figures]) -> Figures {
     }
 }
 
-fn start_sim() -> Cluster {
+pub(crate) fn start_sim() -> Cluster {
     Cluster::standalone().port(0).start().expect("start a standalone simulator")
 }
 
 /// Spawns `tasks` copies of `op` behind one gate, opens it, and returns the per-task results
 /// and the wall time from the gate opening to the last task's end.
-async fn run_gated<F, Fut, T>(tasks: usize, op: F) -> (Vec<T>, Duration)
+pub(crate) async fn run_gated<F, Fut, T>(tasks: usize, op: F) -> (Vec<T>, Duration)
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<T, String>> + Send + 'static,
@@ -241,7 +241,7 @@ async fn ours(cluster: &Cluster, tasks: usize, max_connecting: u32) -> Run {
 }
 
 /// The official driver: `run_command(ping)` from every task on one cold client.
-async fn official(cluster: &Cluster, tasks: usize, max_connecting: u32) -> Run {
+pub(crate) async fn official(cluster: &Cluster, tasks: usize, max_connecting: u32) -> Run {
     let counters = Arc::new(ConnCounters::default());
     let checkouts = Arc::new(Mutex::new(Vec::with_capacity(tasks)));
     let pool_ready = Arc::new(AtomicU64::new(0));
@@ -304,7 +304,66 @@ async fn official(cluster: &Cluster, tasks: usize, max_connecting: u32) -> Run {
     }
 }
 
-fn rustc_version() -> String {
+/// Ours at the client level (for `make bench`): `run_command(ping)` from every task on one
+/// cold `actors::Client` with maxPoolSize 100 and its default maxConnecting (2), after
+/// discovery (pool ready, no connection yet). Check-out latency is the `CheckedOut` events'
+/// duration, as on the official side.
+// Used by suite.rs (`make bench`), not by this bench's own table.
+#[allow(dead_code)]
+pub(crate) async fn ours_client(cluster: &Cluster, tasks: usize) -> Run {
+    let counters = Arc::new(ConnCounters::default());
+    let checkouts = Arc::new(Mutex::new(Vec::with_capacity(tasks)));
+    let pool_ready = Arc::new(AtomicU64::new(0));
+    let (c, co, ready) = (counters.clone(), checkouts.clone(), pool_ready.clone());
+    let handler = move |event: &CmapEvent| match event {
+        CmapEvent::PoolReady { .. } => ready.store(1, Ordering::Release),
+        CmapEvent::ConnectionCreated { .. } => c.on_created(),
+        CmapEvent::ConnectionReady { .. } | CmapEvent::ConnectionClosed { .. } => c.on_ready_or_failed(),
+        CmapEvent::CheckedOut { duration, .. } => co.lock().push(*duration),
+        _ => {}
+    };
+    let options = actors::ClientOptions::builder()
+        .uri(cluster.uri())
+        .max_pool_size(MAX_POOL_SIZE)
+        .server_selection_timeout(OP_TIMEOUT)
+        .cmap_event_handler(Arc::new(handler))
+        .build()
+        .await
+        .expect("options");
+    let client = actors::Client::with_options(options).await.expect("our client");
+    let waited = Instant::now();
+    while pool_ready.load(Ordering::Acquire) == 0 {
+        assert!(waited.elapsed() < OP_TIMEOUT, "our client did not discover the simulator");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(counters.created.load(Ordering::Relaxed), 0, "the pool must start empty");
+
+    let db = client.database("admin");
+    let (op, wall) = run_gated(tasks, || {
+        let db = db.clone();
+        async move {
+            let start = Instant::now();
+            db.run_command(doc! { "ping": 1 }, None).await.map_err(|e| e.to_string())?;
+            Ok(start.elapsed())
+        }
+    })
+    .await;
+    let sim_opened = cluster.counters().total.connections_opened;
+    if let Err(e) = client.shutdown().await {
+        println!("ours: shutdown failed: {e}");
+    }
+    let checkout = std::mem::take(&mut *checkouts.lock());
+    Run {
+        checkout,
+        op,
+        wall,
+        created: counters.created.load(Ordering::Relaxed),
+        sim_opened,
+        peak_connecting: counters.peak_connecting.load(Ordering::Relaxed),
+    }
+}
+
+pub(crate) fn rustc_version() -> String {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     std::process::Command::new(rustc)
         .arg("--version")

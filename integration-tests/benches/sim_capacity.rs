@@ -25,15 +25,15 @@ use integration_tests::sim::Cluster;
 use mongodb::options::ClientOptions;
 use protocol::wire::{Frame, Message, OpMsg};
 
-const RAW_CONNECTIONS: usize = 8;
-const RAW_IN_FLIGHT: usize = 32;
+pub(crate) const RAW_CONNECTIONS: usize = 8;
+pub(crate) const RAW_IN_FLIGHT: usize = 32;
 const DRIVER_TASKS: usize = 64;
 
 /// How long to warm up and to measure.
 #[derive(Clone, Copy)]
-struct Timing {
-    warmup: Duration,
-    measure: Duration,
+pub(crate) struct Timing {
+    pub(crate) warmup: Duration,
+    pub(crate) measure: Duration,
 }
 
 fn env_secs(name: &str, default: f64) -> Duration {
@@ -62,16 +62,21 @@ where
 
 /// (a) Pipelined pings over raw connections.
 async fn raw_ops(address: &str, timing: Timing) -> f64 {
+    raw_ops_cmd(address, timing, doc! { "ping": 1, "$db": "admin" }).await
+}
+
+/// Pipelined `command` (with its `$db`) over raw connections: the simulator's capacity for
+/// that request.
+pub(crate) async fn raw_ops_cmd(address: &str, timing: Timing, command: bson::Document) -> f64 {
     let count = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();
     for _ in 0..RAW_CONNECTIONS {
         let conn = RawClient::connect_with_timeout(address, Duration::from_secs(5)).await.expect("connect");
-        let (count, stop) = (count.clone(), stop.clone());
+        let (count, stop, command) = (count.clone(), stop.clone(), command.clone());
         workers.push(async move {
             let mut framed = conn.into_framed();
-            let ping =
-                OpMsg::from_document(&doc! { "ping": 1, "$db": "admin" }).map_err(|e| e.to_string())?;
+            let ping = OpMsg::from_document(&command).map_err(|e| e.to_string())?;
             for _ in 0..RAW_IN_FLIGHT {
                 framed.feed(Frame::request(ping.clone())).await.map_err(|e| e.to_string())?;
             }

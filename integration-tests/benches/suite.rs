@@ -1,0 +1,677 @@
+//! `make bench`: every benchmark scenario of the project in one release run, ours
+//! (`actors::Client`) next to the official `mongodb` crate on the same simulator, a table of
+//! ratios on stdout, and the same table written into `BENCHMARKS.md` at the workspace root
+//! (with the machine, the command and the date).
+//!
+//! Scenarios (the code is shared with the per-topic benches `actors.rs`, `pool_checkout.rs`
+//! and `sim_capacity.rs`, included as modules):
+//! 1. `find_one` throughput with 1, 16 and 64 concurrent tasks on a 3-member replica set,
+//!    rounds interleaved, plus the simulator's raw capacity for the same `find` (pipelined).
+//! 2. Failover: stepdown -> first successful write, median and max over 20 stepdowns per side.
+//! 3. Pool burst: 1,000 simultaneous pings on a cold client (maxPoolSize 100): p50/p99 latency
+//!    and connections opened.
+//! 4. Monitoring scale: a sharded cluster of 1,000 mongos seeds, idle 60 s per client, each
+//!    client in a child process (this binary re-run with `--monitor-child`): resident memory,
+//!    CPU seconds and connections opened.
+//! 5. Fast-path selection through the actors, as a ratio to the pure function.
+//!
+//! `cargo bench -p integration-tests --bench suite` (full, a few minutes); `-- --quick` (or
+//! `BENCH_QUICK=1 make bench`) for ~1-2 minutes. Without `--bench` (`cargo test
+//! --all-targets`) it does a tiny smoke run and writes no file.
+
+#[allow(dead_code)]
+#[path = "actors.rs"]
+mod actors_bench;
+#[allow(dead_code)]
+#[path = "pool_checkout.rs"]
+mod pool_bench;
+#[allow(dead_code)]
+#[path = "sim_capacity.rs"]
+mod sim_bench;
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Write as _};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use actors_bench::{median, Connected, DOCS};
+use bson::doc;
+use integration_tests::sim::Cluster;
+
+/// What one run measures.
+#[derive(Clone)]
+struct Plan {
+    mode: &'static str,
+    selections: u32,
+    task_counts: Vec<usize>,
+    round: Duration,
+    rounds: usize,
+    raw: sim_bench::Timing,
+    stepdowns: usize,
+    burst: usize,
+    burst_reps: usize,
+    mongos: usize,
+    idle: Duration,
+}
+
+impl Plan {
+    fn new(bench: bool, quick: bool) -> Plan {
+        match (bench, quick) {
+            (false, _) => Plan {
+                mode: "smoke",
+                selections: 1_000,
+                task_counts: vec![1, 8],
+                round: Duration::from_millis(200),
+                rounds: 1,
+                raw: sim_bench::Timing {
+                    warmup: Duration::from_millis(50),
+                    measure: Duration::from_millis(200),
+                },
+                stepdowns: 1,
+                burst: 100,
+                burst_reps: 1,
+                mongos: 10,
+                idle: Duration::from_secs(1),
+            },
+            (true, true) => Plan {
+                mode: "quick",
+                selections: 100_000,
+                task_counts: vec![1, 16, 64],
+                round: Duration::from_secs(1),
+                rounds: 1,
+                raw: sim_bench::Timing {
+                    warmup: Duration::from_millis(300),
+                    measure: Duration::from_secs(1),
+                },
+                stepdowns: 5,
+                burst: 1000,
+                burst_reps: 1,
+                mongos: 1000,
+                idle: Duration::from_secs(10),
+            },
+            (true, false) => Plan {
+                mode: "full",
+                selections: 500_000,
+                task_counts: vec![1, 16, 64],
+                round: Duration::from_secs(3),
+                rounds: 2,
+                raw: sim_bench::Timing { warmup: Duration::from_secs(1), measure: Duration::from_secs(3) },
+                stepdowns: 20,
+                burst: 1000,
+                burst_reps: 11,
+                mongos: 1000,
+                idle: Duration::from_secs(60),
+            },
+        }
+    }
+}
+
+/// One line of the result table.
+struct Row {
+    scenario: String,
+    metric: String,
+    ours: String,
+    official: String,
+    /// ours / official, or another ratio explained in `note`.
+    ratio: String,
+    note: String,
+}
+
+fn row(scenario: &str, metric: &str, ours: String, official: String, ratio: f64, note: &str) -> Row {
+    Row {
+        scenario: scenario.into(),
+        metric: metric.into(),
+        ours,
+        official,
+        ratio: if ratio.is_finite() { format!("{ratio:.2}x") } else { "-".into() },
+        note: note.into(),
+    }
+}
+
+fn f0(v: f64) -> String {
+    format!("{v:.0}")
+}
+
+fn f1(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+fn f2(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+// ---------------------------------------------------------------------------------------
+// Monitoring scale: a child process per client.
+
+/// What a monitoring child reports on its `RESULT` line.
+#[derive(Default, Clone, Copy)]
+struct ChildFigures {
+    rss_before_kib: f64,
+    rss_kib: f64,
+    hwm_kib: f64,
+    cpu_s: f64,
+}
+
+fn proc_status_kib(field: &str) -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(f64::NAN)
+}
+
+/// User + system CPU seconds of this process (clock ticks of 1/100 s, Linux's USER_HZ).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at the state, field 3.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    // utime is field 14, stime 15: indices 11 and 12 after the state (field 3).
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// The child: connect one client to `uri`, stay idle for `secs`, print the figures, then wait
+/// for the parent (which reads the simulator's counters meanwhile) to close stdin.
+fn monitor_child(side: &str, uri: &str, idle: Duration) {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let mut figures = ChildFigures { rss_before_kib: proc_status_kib("VmRSS:"), ..Default::default() };
+    let cpu0 = cpu_seconds();
+    runtime.block_on(async {
+        let client = if side == "official" {
+            let options = mongodb::options::ClientOptions::parse(uri).await.expect("uri");
+            let client = mongodb::Client::with_options(options).expect("official client");
+            Connected::Official(client)
+        } else {
+            let options = actors::ClientOptions::builder().uri(uri).build().await.expect("options");
+            Connected::Ours(actors::Client::with_options(options).await.expect("our client"))
+        };
+        tokio::time::sleep(idle).await;
+        figures.rss_kib = proc_status_kib("VmRSS:");
+        figures.hwm_kib = proc_status_kib("VmHWM:");
+        figures.cpu_s = cpu_seconds() - cpu0;
+        println!(
+            "RESULT {} {} {} {}",
+            figures.rss_before_kib, figures.rss_kib, figures.hwm_kib, figures.cpu_s
+        );
+        let _ = std::io::stdout().flush();
+        // Hold the connections until the parent has read the simulator's counters.
+        let _ = tokio::task::spawn_blocking(|| std::io::stdin().lines().count()).await;
+        client.shutdown().await;
+    });
+}
+
+/// Figures of one side of the monitoring scenario.
+struct MonitorFigures {
+    child: ChildFigures,
+    opened: u64,
+    open_at_end: u64,
+    hellos: u64,
+}
+
+fn run_monitor_child(cluster: &Cluster, side: &str, idle: Duration) -> Result<MonitorFigures, String> {
+    let before = cluster.counters().total;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut child = Command::new(exe)
+        .args(["--monitor-child", side, &cluster.uri(), &idle.as_millis().to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("spawn: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut result = None;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.map_err(|e| e.to_string())?;
+        if let Some(rest) = line.strip_prefix("RESULT ") {
+            let v: Vec<f64> = rest.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            if let [rss_before_kib, rss_kib, hwm_kib, cpu_s] = v[..] {
+                result = Some(ChildFigures { rss_before_kib, rss_kib, hwm_kib, cpu_s });
+            }
+            break;
+        }
+    }
+    let at_end = cluster.counters().total;
+    drop(child.stdin.take());
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let child_figures = result.ok_or_else(|| format!("{side}: the child printed no result ({status})"))?;
+    Ok(MonitorFigures {
+        child: child_figures,
+        opened: at_end.connections_opened - before.connections_opened,
+        open_at_end: at_end.current_connections.saturating_sub(before.current_connections),
+        hellos: (at_end.hellos + at_end.awaited_hellos) - (before.hellos + before.awaited_hellos),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// The machine and the file.
+
+fn first_line_with(path: &str, prefix: &str) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text.lines().find(|l| l.starts_with(prefix))?;
+    Some(line.split_once([':', '=']).map_or(line, |(_, v)| v).trim().trim_matches('"').to_owned())
+}
+
+fn machine() -> Vec<String> {
+    let cpus = std::fs::read_to_string("/proc/cpuinfo")
+        .map(|s| s.lines().filter(|l| l.starts_with("processor")).count())
+        .unwrap_or(0);
+    let model = first_line_with("/proc/cpuinfo", "model name").unwrap_or_else(|| "unknown CPU".into());
+    let mem_kib: f64 = first_line_with("/proc/meminfo", "MemTotal")
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN);
+    let os = first_line_with("/etc/os-release", "PRETTY_NAME").unwrap_or_else(|| "unknown OS".into());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    vec![
+        format!("CPU: {model}, {cpus} logical CPU(s) (available to this process: {})", nproc()),
+        format!("Memory: {:.1} GiB", mem_kib / 1024.0 / 1024.0),
+        format!("OS: {os}, Linux {}", kernel.trim()),
+        format!("Rust: {}, release profile (`cargo bench`)", pool_bench::rustc_version()),
+        format!("Load average at start (1/5/15 min): {}", load_average()),
+    ]
+}
+
+/// The 1, 5 and 15 minute load averages: other work on the machine shows up here.
+fn load_average() -> String {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+fn nproc() -> usize {
+    std::thread::available_parallelism().map_or(0, |n| n.get())
+}
+
+fn utc_now() -> String {
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|| "unknown date".into())
+}
+
+fn table(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "| scenario | metric | ours | official | ours/official | note |");
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---|");
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            r.scenario, r.metric, r.ours, r.official, r.ratio, r.note
+        );
+    }
+    out
+}
+
+fn write_file(plan: &Plan, rows: &[Row], extra: &[String], total: Duration, machine: &[String]) {
+    let command = if plan.mode == "quick" { "BENCH_QUICK=1 make bench" } else { "make bench" };
+    let cargo = if plan.mode == "quick" {
+        "cargo bench -p integration-tests --bench suite -- --quick"
+    } else {
+        "cargo bench -p integration-tests --bench suite"
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "# Benchmarks: mongo-actors vs the official `mongodb` crate\n");
+    let _ = writeln!(
+        out,
+        "Generated by `{command}` (= `{cargo}`) on {}, {} mode, in {:.0} s. \
+         Regenerate with the same command; this file is overwritten.\n",
+        utc_now(),
+        plan.mode,
+        total.as_secs_f64()
+    );
+    let _ = writeln!(out, "## Machine\n");
+    for m in machine {
+        let _ = writeln!(out, "- {m}");
+    }
+    let _ = writeln!(
+        out,
+        "\nBoth clients run in the same process against the same in-process simulator \
+         (`integration_tests::sim`, 127.0.0.1, port 0, 2 runtime threads), so they share the \
+         machine's cores with it: the figures compare the clients with each other and with the \
+         simulator's own limit, not with a real mongod.\n"
+    );
+    let _ = writeln!(out, "## Results\n");
+    let _ = writeln!(
+        out,
+        "ours/official above 1 means ours is higher: better for throughput, worse for latency, \
+         memory, CPU and connections. Load average at the end of the run: {}.\n",
+        load_average()
+    );
+    out.push_str(&table(rows));
+    let _ = writeln!(out, "\n## How each figure is measured\n");
+    for e in extra {
+        let _ = writeln!(out, "- {e}");
+    }
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = manifest.parent().unwrap_or(manifest).join("BENCHMARKS.md");
+    match std::fs::write(&path, out) {
+        Ok(()) => println!("wrote {}", path.display()),
+        Err(e) => println!("could not write {}: {e}", path.display()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--monitor-child") {
+        let (side, uri) = (&args[i + 1], &args[i + 2]);
+        let idle = Duration::from_millis(args[i + 3].parse().expect("idle ms"));
+        monitor_child(side, uri, idle);
+        return;
+    }
+    let bench = args.iter().any(|a| a == "--bench");
+    let quick = args.iter().any(|a| a == "--quick") || std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1");
+    let plan = Plan::new(bench, quick);
+    let machine = machine();
+    println!("mongo-actors bench suite, {} mode", plan.mode);
+    for m in &machine {
+        println!("  {m}");
+    }
+    let started = Instant::now();
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+
+    // 1. find_one throughput, and the simulator's raw capacity for the same find.
+    let cluster = actors_bench::start_rs();
+    let uri = cluster.uri();
+    let primary = cluster.hosts()[cluster.primary().unwrap_or(0)].clone();
+    let mut throughput: Vec<(usize, Vec<f64>, Vec<f64>)> = Vec::new();
+    let raw = runtime.block_on(async {
+        let (seed, driver) = Connected::open(true, &uri).await;
+        for id in 0..DOCS {
+            driver.insert(doc! { "_id": id, "v": "x".repeat(64) }).await.expect("seed insert");
+        }
+        seed.shutdown().await;
+        for &tasks in &plan.task_counts {
+            let (mut ours, mut official) = (Vec::new(), Vec::new());
+            for _ in 0..plan.rounds {
+                for is_official in [false, true] {
+                    let (client, driver) = Connected::open(is_official, &uri).await;
+                    let ops = actors_bench::throughput(&driver, tasks, plan.round).await;
+                    client.shutdown().await;
+                    if is_official { &mut official } else { &mut ours }.push(ops);
+                }
+            }
+            println!(
+                "find_one {tasks:>2} tasks: ours {:.0} ops/s, official {:.0} ops/s",
+                median(ours.clone()),
+                median(official.clone())
+            );
+            throughput.push((tasks, ours, official));
+        }
+        let find = doc! {
+            "find": actors_bench::COLL, "filter": { "_id": 7 }, "limit": 1, "singleBatch": true,
+            "$db": actors_bench::DB,
+        };
+        sim_bench::raw_ops_cmd(&primary, plan.raw, find).await
+    });
+    cluster.shutdown();
+    println!("simulator raw find capacity: {raw:.0} ops/s");
+    for (tasks, ours, official) in &throughput {
+        let (o, d) = (median(ours.clone()), median(official.clone()));
+        rows.push(row(
+            "find_one throughput",
+            &format!("{tasks} task(s), ops/s"),
+            f0(o),
+            f0(d),
+            o / d,
+            &format!("{:.0}% / {:.0}% of the simulator's raw capacity", 100.0 * o / raw, 100.0 * d / raw),
+        ));
+    }
+    rows.push(row(
+        "simulator raw capacity",
+        "same find, ops/s",
+        f0(raw),
+        f0(raw),
+        f64::NAN,
+        &format!(
+            "{} connections x {} pipelined requests, no client logic: the ceiling for both",
+            sim_bench::RAW_CONNECTIONS,
+            sim_bench::RAW_IN_FLIGHT
+        ),
+    ));
+    notes.push(format!(
+        "find_one throughput: a 3-member replica set with {DOCS} documents; N tasks loop \
+         `find_one({{_id: k}})` (primary reads) for {:.0} s after a {:.1} s warm-up; {} round(s) per side, \
+         ours and official interleaved, median of rounds. Default options on both sides (the \
+         official maxPoolSize is 10, ours 100). Raw capacity: the same `find` sent pipelined on \
+         raw connections to the primary.",
+        plan.round.as_secs_f64(),
+        plan.round.as_secs_f64() / 5.0,
+        plan.rounds
+    ));
+
+    // 2. Failover, each side on its own replica set.
+    let mut failovers = Vec::new();
+    for is_official in [false, true] {
+        let cluster = actors_bench::start_rs();
+        let uri = cluster.uri();
+        let times = runtime.block_on(async {
+            let (client, driver) = Connected::open(is_official, &uri).await;
+            driver.insert(doc! { "warm": 1 }).await.expect("first write");
+            let times = actors_bench::failover(&cluster, &driver, plan.stepdowns).await;
+            client.shutdown().await;
+            times
+        });
+        cluster.shutdown();
+        println!(
+            "failover {}: {} times, median {:.1} ms",
+            if is_official { "official" } else { "ours" },
+            times.len(),
+            median(times.clone())
+        );
+        failovers.push(times);
+    }
+    let max = |v: &Vec<f64>| v.iter().copied().fold(f64::NAN, f64::max);
+    let (o, d) = (&failovers[0], &failovers[1]);
+    let n = format!("n = {} / {} stepdowns", o.len(), d.len());
+    rows.push(row(
+        "failover",
+        "stepdown -> first write, median ms",
+        f1(median(o.clone())),
+        f1(median(d.clone())),
+        median(o.clone()) / median(d.clone()),
+        &n,
+    ));
+    rows.push(row(
+        "failover",
+        "stepdown -> first write, max ms",
+        f1(max(o)),
+        f1(max(d)),
+        max(o) / max(d),
+        "lower is better",
+    ));
+    notes.push(format!(
+        "Failover: a fresh 3-member replica set per side, 4 tasks looping `insert_one`; {} \
+         stepdowns (300 ms apart), each timed from the stepdown to the end of the first write \
+         started after it that succeeded.",
+        plan.stepdowns
+    ));
+
+    // 3. Pool burst on a cold client.
+    let (mut ours_runs, mut official_runs) = (Vec::new(), Vec::new());
+    for _ in 0..plan.burst_reps {
+        let cluster = pool_bench::start_sim();
+        let run = runtime.block_on(pool_bench::ours_client(&cluster, plan.burst));
+        cluster.shutdown();
+        ours_runs.push(pool_bench::Figures::from(run));
+        let cluster = pool_bench::start_sim();
+        let run = runtime.block_on(pool_bench::official(&cluster, plan.burst, 2));
+        cluster.shutdown();
+        official_runs.push(pool_bench::Figures::from(run));
+    }
+    let (o, d) = (pool_bench::medians(&ours_runs), pool_bench::medians(&official_runs));
+    println!(
+        "pool burst: ours p50 {:.2} ms p99 {:.2} ms, official p50 {:.2} ms p99 {:.2} ms",
+        o.op_p50, o.op_p99, d.op_p50, d.op_p99
+    );
+    let scenario = format!("pool burst ({} ops, cold)", plan.burst);
+    rows.push(row(
+        &scenario,
+        "op latency p50, ms",
+        f2(o.op_p50),
+        f2(d.op_p50),
+        o.op_p50 / d.op_p50,
+        "lower is better",
+    ));
+    rows.push(row(
+        &scenario,
+        "op latency p99, ms",
+        f2(o.op_p99),
+        f2(d.op_p99),
+        o.op_p99 / d.op_p99,
+        "lower is better",
+    ));
+    rows.push(row(
+        &scenario,
+        "wall time, ms",
+        f1(o.wall),
+        f1(d.wall),
+        o.wall / d.wall,
+        "gate open -> last op done",
+    ));
+    rows.push(row(
+        &scenario,
+        "pool connections opened",
+        f0(o.created),
+        f0(d.created),
+        o.created / d.created,
+        &format!("maxPoolSize {}", pool_bench::MAX_POOL_SIZE),
+    ));
+    rows.push(row(
+        &scenario,
+        "check-out latency p99, ms",
+        f2(o.co_p99),
+        f2(d.co_p99),
+        o.co_p99 / d.co_p99,
+        "CheckedOut event durations",
+    ));
+    notes.push(format!(
+        "Pool burst: a fresh standalone simulator and a fresh client per run, discovery done \
+         and the pool ready but empty before the clock starts; {} tasks wait on one gate, then \
+         each runs `ping` once. maxPoolSize 100 and maxConnecting 2 on both sides. Medians over \
+         {} run(s) per side, interleaved. Connections opened = the pools' ConnectionCreated events.",
+        plan.burst, plan.burst_reps
+    ));
+
+    // 4. Monitoring scale, each client in its own child process.
+    let build = Instant::now();
+    match Cluster::sharded(plan.mongos).port(0).start() {
+        Ok(cluster) => {
+            println!("{} mongos started in {:.1} s", plan.mongos, build.elapsed().as_secs_f64());
+            let ours = run_monitor_child(&cluster, "ours", plan.idle);
+            let official = run_monitor_child(&cluster, "official", plan.idle);
+            cluster.shutdown();
+            match (ours, official) {
+                (Ok(o), Ok(d)) => {
+                    let mib = |k: f64| k / 1024.0;
+                    let scenario =
+                        format!("monitoring {} mongos, {:.0} s idle", plan.mongos, plan.idle.as_secs_f64());
+                    rows.push(row(
+                        &scenario,
+                        "resident memory at end, MiB",
+                        f1(mib(o.child.rss_kib)),
+                        f1(mib(d.child.rss_kib)),
+                        o.child.rss_kib / d.child.rss_kib,
+                        &format!(
+                            "process before the client: {:.1} / {:.1} MiB",
+                            mib(o.child.rss_before_kib),
+                            mib(d.child.rss_before_kib)
+                        ),
+                    ));
+                    rows.push(row(
+                        &scenario,
+                        "peak resident memory, MiB",
+                        f1(mib(o.child.hwm_kib)),
+                        f1(mib(d.child.hwm_kib)),
+                        o.child.hwm_kib / d.child.hwm_kib,
+                        "VmHWM",
+                    ));
+                    rows.push(row(
+                        &scenario,
+                        "CPU seconds (user+sys)",
+                        f2(o.child.cpu_s),
+                        f2(d.child.cpu_s),
+                        o.child.cpu_s / d.child.cpu_s,
+                        "client process only",
+                    ));
+                    rows.push(row(
+                        &scenario,
+                        "connections opened",
+                        o.opened.to_string(),
+                        d.opened.to_string(),
+                        o.opened as f64 / d.opened as f64,
+                        &format!("still open at the end: {} / {}", o.open_at_end, d.open_at_end),
+                    ));
+                    rows.push(row(
+                        &scenario,
+                        "hellos served by the simulator",
+                        o.hellos.to_string(),
+                        d.hellos.to_string(),
+                        o.hellos as f64 / d.hellos as f64,
+                        "plain + awaited",
+                    ));
+                    println!("monitoring: ours rss {:.1} MiB cpu {:.2} s conns {}; official rss {:.1} MiB cpu {:.2} s conns {}", mib(o.child.rss_kib), o.child.cpu_s, o.opened, mib(d.child.rss_kib), d.child.cpu_s, d.opened);
+                }
+                (o, d) => println!("monitoring scale failed: ours {:?}, official {:?}", o.err(), d.err()),
+            }
+        }
+        Err(e) => println!("monitoring scale: could not start {} mongos: {e}", plan.mongos),
+    }
+    notes.push(format!(
+        "Monitoring scale: a sharded simulator with {} mongos on 127.0.0.1 (all listed as seeds \
+         in the URI, default options otherwise). Each client runs alone in a child process \
+         (this bench binary re-run with `--monitor-child`), idle for {:.0} s after it is created; \
+         the child reports its VmRSS/VmHWM and user+system CPU from /proc/self, and the parent \
+         reads the simulator's connection and hello counters before the child shuts down.",
+        plan.mongos,
+        plan.idle.as_secs_f64()
+    ));
+
+    // 5. Fast-path selection, in an actix System on a thread of its own.
+    let cluster = actors_bench::start_rs();
+    let uri = cluster.uri();
+    let selections = plan.selections;
+    let figures = std::thread::spawn(move || {
+        actix::System::new().block_on(actors_bench::selection_bench(uri, selections))
+    })
+    .join()
+    .expect("selection bench");
+    cluster.shutdown();
+    for f in &figures {
+        match &f.actor_ns {
+            Ok(actor) => {
+                println!("selection {}: actor {actor:.1} ns, pure {:.1} ns", f.name, f.pure_ns);
+                rows.push(Row {
+                    scenario: "fast-path selection".into(),
+                    metric: format!("{}, ns/selection", f.name),
+                    ours: format!("{actor:.1} (actors)"),
+                    official: format!("{:.1} (pure fn)", f.pure_ns),
+                    ratio: format!("{:.2}x", actor / f.pure_ns),
+                    note: "ratio = through the actors / pure `select_server`".into(),
+                });
+            }
+            Err(e) => println!("selection {}: error {e}", f.name),
+        }
+    }
+    notes.push(format!(
+        "Fast-path selection: `Selector::select` (no mailbox round trip on the fast path) vs \
+         the pure `selection::select_server` on the same topology snapshot of a 3-member \
+         replica set, {} selections per case. This row compares our two layers, not the \
+         official driver (which has no public selection API).",
+        plan.selections
+    ));
+
+    let total = started.elapsed();
+    println!();
+    print!("{}", table(&rows));
+    println!("\ntotal {:.1} s", total.as_secs_f64());
+    if bench {
+        write_file(&plan, &rows, &notes, total, &machine);
+    }
+}
