@@ -293,9 +293,18 @@ pub(crate) async fn official(cluster: &Cluster, tasks: usize, max_connecting: u3
     .await;
     let sim_opened = cluster.counters().total.connections_opened;
     client.shutdown().await;
-    let checkout = std::mem::take(&mut *checkouts.lock());
+    client_run(&counters, &checkouts, (op, wall), sim_opened)
+}
+
+/// A client-level run's figures, once its client has shut down.
+fn client_run(
+    counters: &ConnCounters,
+    checkouts: &Mutex<Vec<Duration>>,
+    (op, wall): (Vec<Duration>, Duration),
+    sim_opened: u64,
+) -> Run {
     Run {
-        checkout,
+        checkout: std::mem::take(&mut *checkouts.lock()),
         op,
         wall,
         created: counters.created.load(Ordering::Relaxed),
@@ -352,15 +361,7 @@ pub(crate) async fn ours_client(cluster: &Cluster, tasks: usize) -> Run {
     if let Err(e) = client.shutdown().await {
         println!("ours: shutdown failed: {e}");
     }
-    let checkout = std::mem::take(&mut *checkouts.lock());
-    Run {
-        checkout,
-        op,
-        wall,
-        created: counters.created.load(Ordering::Relaxed),
-        sim_opened,
-        peak_connecting: counters.peak_connecting.load(Ordering::Relaxed),
-    }
+    client_run(&counters, &checkouts, (op, wall), sim_opened)
 }
 
 pub(crate) fn rustc_version() -> String {
