@@ -274,11 +274,11 @@ pub(crate) async fn official(cluster: &Cluster, tasks: usize, max_connecting: u3
     }));
     let client = mongodb::Client::with_options(options).expect("client");
     // Discovery before the clock starts: the pool is ready but holds no connection.
-    let waited = Instant::now();
-    while pool_ready.load(Ordering::Acquire) == 0 || discovered.load(Ordering::Acquire) == 0 {
-        assert!(waited.elapsed() < OP_TIMEOUT, "the official client did not discover the simulator");
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    wait_until(
+        || pool_ready.load(Ordering::Acquire) != 0 && discovered.load(Ordering::Acquire) != 0,
+        "official",
+    )
+    .await;
     assert_eq!(counters.created.load(Ordering::Relaxed), 0, "the pool must start empty");
 
     let db = client.database("admin");
@@ -294,6 +294,15 @@ pub(crate) async fn official(cluster: &Cluster, tasks: usize, max_connecting: u3
     let sim_opened = cluster.counters().total.connections_opened;
     client.shutdown().await;
     client_run(&counters, &checkouts, (op, wall), sim_opened)
+}
+
+/// Polls `discovered` until the client has discovered the simulator (pool ready, still empty).
+async fn wait_until(discovered: impl Fn() -> bool, side: &str) {
+    let waited = Instant::now();
+    while !discovered() {
+        assert!(waited.elapsed() < OP_TIMEOUT, "{side}: the client did not discover the simulator");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
 }
 
 /// A client-level run's figures, once its client has shut down.
@@ -340,11 +349,7 @@ pub(crate) async fn ours_client(cluster: &Cluster, tasks: usize) -> Run {
         .await
         .expect("options");
     let client = actors::Client::with_options(options).await.expect("our client");
-    let waited = Instant::now();
-    while pool_ready.load(Ordering::Acquire) == 0 {
-        assert!(waited.elapsed() < OP_TIMEOUT, "our client did not discover the simulator");
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    wait_until(|| pool_ready.load(Ordering::Acquire) != 0, "ours").await;
     assert_eq!(counters.created.load(Ordering::Relaxed), 0, "the pool must start empty");
 
     let db = client.database("admin");

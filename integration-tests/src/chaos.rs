@@ -24,6 +24,8 @@ use actors::{Client, Collection, FindOptions};
 use bson::{doc, Bson};
 use parking_lot::Mutex;
 use pool::cmap::CmapEvent;
+use selection::rand::rngs::SmallRng;
+use selection::rand::{RngExt, SeedableRng};
 use selection::ReadPreference;
 
 use crate::sim::{Cluster, SimError};
@@ -161,32 +163,9 @@ fn install_panic_counter() {
     });
 }
 
-/// A small xorshift64* generator: the fault schedule only needs to be reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
-
-    fn millis(&mut self, lo: u64, hi: u64) -> Duration {
-        Duration::from_millis(lo + self.below(hi.saturating_sub(lo) + 1))
-    }
+/// Milliseconds in `lo..=hi`, from the seeded fault schedule.
+fn millis(rng: &mut SmallRng, lo: u64, hi: u64) -> Duration {
+    Duration::from_millis(rng.random_range(lo..=hi.max(lo)))
 }
 
 /// Live client connections per server address, from CMAP events.
@@ -575,11 +554,11 @@ fn inject_faults(
     until: Instant,
 ) -> (BTreeMap<&'static str, u64>, Vec<(Duration, String)>) {
     let mut timeline: Vec<(Duration, String)> = Vec::new();
-    let mut rng = Rng::new(options.seed);
+    let mut rng = SmallRng::seed_from_u64(options.seed);
     let mut faults: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut pending: Vec<(Instant, Undo)> = Vec::new();
-    let n = options.members as u64;
-    let mut next = Instant::now() + rng.millis(300, 800);
+    let n = options.members;
+    let mut next = Instant::now() + millis(&mut rng, 300, 800);
     loop {
         let now = Instant::now();
         // Undo what is due.
@@ -608,10 +587,10 @@ fn inject_faults(
             };
             // Most member-targeted faults hit the primary: that is where writes can be lost.
             let member = match cluster.primary() {
-                Some(p) if rng.below(4) != 0 => p,
-                _ => rng.below(n) as usize,
+                Some(p) if rng.random_range(0..4) != 0 => p,
+                _ => rng.random_range(0..n),
             };
-            let kind = match rng.below(8) {
+            let kind = match rng.random_range(0..8) {
                 2 | 3 if !killed && !busy(member) => "kill",
                 4 if !partitioned && !busy(member) => "partition",
                 5 => "latency",
@@ -620,24 +599,24 @@ fn inject_faults(
             };
             let primary = cluster.primary();
             let done = match kind {
-                "stepdown" => cluster.try_step_down(rng.millis(0, 400)).is_ok(),
+                "stepdown" => cluster.try_step_down(millis(&mut rng, 0, 400)).is_ok(),
                 "kill" => {
                     let ok = cluster.try_kill(member).is_ok();
-                    pending.push((now + rng.millis(500, 3000), Undo::Restart(member)));
+                    pending.push((now + millis(&mut rng, 500, 3000), Undo::Restart(member)));
                     ok
                 }
                 "partition" => {
                     cluster.partition(member, true);
-                    pending.push((now + rng.millis(300, 2500), Undo::Unpartition(member)));
+                    pending.push((now + millis(&mut rng, 300, 2500), Undo::Unpartition(member)));
                     true
                 }
                 "latency" => {
-                    cluster.set_latency(member, rng.millis(20, 800));
-                    pending.push((now + rng.millis(500, 4000), Undo::NoLatency(member)));
+                    cluster.set_latency(member, millis(&mut rng, 20, 800));
+                    pending.push((now + millis(&mut rng, 500, 4000), Undo::NoLatency(member)));
                     true
                 }
                 _ => {
-                    let data = match rng.below(5) {
+                    let data = match rng.random_range(0..5) {
                         0 => doc! {"failCommands": ["insert", "find"], "closeConnection": true},
                         // Handshakes and heartbeats fail: monitors reconnect, pools are cleared.
                         1 => doc! {"failCommands": ["hello", "isMaster"], "closeConnection": true},
@@ -654,7 +633,7 @@ fn inject_faults(
                             doc! {"failCommands": ["find", "insert"], "errorCode": 6, "errorLabels": ["RetryableWriteError"]}
                         }
                     };
-                    let times = 1 + rng.below(3) as i64;
+                    let times = rng.random_range(1..=3_i64);
                     cluster
                         .configure_fail_point(
                             member,
@@ -668,7 +647,7 @@ fn inject_faults(
                 let target = if kind == "stepdown" { String::new() } else { format!(" member {member}") };
                 timeline.push((now - started, format!("{kind}{target} (primary {primary:?})")));
             }
-            next = now + rng.millis(200, 900);
+            next = now + millis(&mut rng, 200, 900);
         }
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -250,13 +250,18 @@ impl ClientSession {
     /// # Errors
     /// As [`commit_transaction`](Self::commit_transaction).
     pub async fn commit_transaction_with(&mut self, options: EndTransactionOptions) -> Result<()> {
-        let (timeout, deadline) = match (options.timeout, self.callback_timeout) {
+        let (timeout, deadline) = self.end_timeout(&options);
+        self.commit_until(timeout, deadline).await
+    }
+
+    /// The timeout of a commit or abort and its deadline: the call's own, else the
+    /// enclosing `with_transaction`'s deadline, else the session's default.
+    fn end_timeout(&self, options: &EndTransactionOptions) -> (Option<Duration>, Option<Instant>) {
+        match (options.timeout, self.callback_timeout) {
             (Some(t), _) => (Some(t), timeout::deadline(Some(t))),
-            // Inside with_transaction: its deadline.
             (None, Some(c)) => (c.timeout, c.deadline),
             (None, None) => (self.default_timeout, timeout::deadline(self.default_timeout)),
-        };
-        self.commit_until(timeout, deadline).await
+        }
     }
 
     async fn commit_until(&mut self, timeout: Option<Duration>, deadline: Option<Instant>) -> Result<()> {
@@ -306,11 +311,7 @@ impl ClientSession {
     /// # Errors
     /// As [`abort_transaction`](Self::abort_transaction).
     pub async fn abort_transaction_with(&mut self, options: EndTransactionOptions) -> Result<()> {
-        let (timeout, deadline) = match (options.timeout, self.callback_timeout) {
-            (Some(t), _) => (Some(t), timeout::deadline(Some(t))),
-            (None, Some(c)) => (c.timeout, c.deadline),
-            (None, None) => (self.default_timeout, timeout::deadline(self.default_timeout)),
-        };
+        let (timeout, deadline) = self.end_timeout(&options);
         self.abort_until(timeout, deadline).await
     }
 
