@@ -24,15 +24,15 @@ pub mod topology;
 
 pub use client::actor::ClientActor;
 pub use client::{
+    options_without_effect, Client, ClientOptions, ClientSession, Collection, Cursor, Database, DeleteResult,
+    FindOptions, InsertManyResult, InsertOneResult, TimeoutMode, TransactionState, UpdateResult,
+};
+pub use client::{
     AggregateOptions, CommandOptions, CountOptions, CreateCollectionOptions, CursorType,
     FindOneAndModifyOptions, IndexOptions, ListDatabasesOptions, ListOptions, ReadOptions, ReplaceOptions,
     ReturnDocument, RunCursorCommandOptions,
 };
 pub use client::{BulkWriteOptions, BulkWriteResult, WriteModel};
-pub use client::{
-    Client, ClientOptions, ClientSession, Collection, Cursor, Database, DeleteResult, FindOptions,
-    InsertManyResult, InsertOneResult, TimeoutMode, TransactionState, UpdateResult,
-};
 pub use client::{EndTransactionOptions, SessionOptions, WithTransactionOptions};
 pub use error::{Error, ErrorKind, Result, WriteConcernError, WriteError};
 pub use selection_actor::{Criteria, Selector};

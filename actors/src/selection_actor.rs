@@ -308,6 +308,7 @@ fn selector_stopped() -> Error {
 /// The spec's "Server selection failed" message, for any error (`selection::log` has it for
 /// `selection::Error` only).
 fn log_failed(
+    topology_id: &str,
     request: &SelectionRequest,
     criteria: &SelectionCriteria<'_>,
     topology: &TopologyDescription,
@@ -316,15 +317,17 @@ fn log_failed(
     tracing::debug!(
         target: LOG_TARGET,
         message = "Server selection failed",
+        topologyId = topology_id,
         operation = &*request.operation,
-        operation_id = request.operation_id,
+        operationId = request.operation_id,
         selector = %criteria,
-        topology_description = %selection::TopologySummary(topology),
+        topologyDescription = %selection::TopologySummary(topology),
         failure = %failure,
     );
 }
 
 fn log_outcome(
+    topology_id: &str,
     request: &SelectionRequest,
     custom: Option<&CustomSelector>,
     topology: &TopologyDescription,
@@ -336,17 +339,19 @@ fn log_outcome(
     let criteria = full_criteria(request, custom);
     match outcome {
         Ok(s) => selection::log::selection_succeeded(
+            Some(topology_id),
             &request.operation,
             request.operation_id,
             &criteria,
             topology,
             s.address(),
         ),
-        Err(e) => log_failed(request, &criteria, topology, e),
+        Err(e) => log_failed(topology_id, request, &criteria, topology, e),
     }
 }
 
 fn log_waiting(
+    topology_id: &str,
     request: &SelectionRequest,
     custom: Option<&CustomSelector>,
     topology: &TopologyDescription,
@@ -354,6 +359,7 @@ fn log_waiting(
 ) {
     let remaining = deadline.saturating_duration_since(Instant::now()).as_millis();
     selection::log::waiting_for_suitable_server(
+        Some(topology_id),
         &request.operation,
         request.operation_id,
         &full_criteria(request, custom),
@@ -448,6 +454,8 @@ pub struct SelectionActor {
     /// The waiters gauge's share of this actor.
     reported_waiters: usize,
     pins: HashMap<PinId, PooledConnection<Connection>>,
+    /// The topology's id, in every selection log message (`topologyId`).
+    topology_id: Arc<str>,
 }
 
 impl std::fmt::Debug for SelectionActor {
@@ -471,6 +479,7 @@ impl SelectionActor {
             timer: None,
             reported_waiters: 0,
             pins: HashMap::new(),
+            topology_id: topology.id().0.to_string().into(),
         }
     }
 
@@ -496,7 +505,13 @@ impl SelectionActor {
     }
 
     fn answer(&self, waiter: Waiter, topology: &TopologyDescription, outcome: Result<SelectedServer>) {
-        log_outcome(&waiter.request, self.options.custom_selector.as_ref(), topology, &outcome);
+        log_outcome(
+            &self.topology_id,
+            &waiter.request,
+            self.options.custom_selector.as_ref(),
+            topology,
+            &outcome,
+        );
         record_duration(waiter.started, outcome.is_ok(), false);
         // A caller that gave up drops the reply, and with it the guard.
         let _ = waiter.reply.send(outcome);
@@ -508,6 +523,7 @@ impl SelectionActor {
         if !waiter.logged_waiting {
             waiter.logged_waiting = true;
             log_waiting(
+                &self.topology_id,
                 &waiter.request,
                 self.options.custom_selector.as_ref(),
                 &snapshot.description,
@@ -738,6 +754,7 @@ impl Handler<SelectServer> for SelectionActor {
             let snapshot = self.receiver.borrow();
             let custom = self.options.custom_selector.as_ref();
             selection::log::selection_started(
+                Some(&self.topology_id),
                 &msg.request.operation,
                 msg.request.operation_id,
                 &full_criteria(&msg.request, custom),
@@ -804,6 +821,8 @@ pub struct Selector {
     pins: Arc<AtomicU64>,
     closed: Arc<AtomicBool>,
     fast_path: Arc<FastPathHistograms>,
+    /// The topology's id, in every selection log message (`topologyId`).
+    topology_id: Arc<str>,
 }
 
 /// The fast path's duration histograms, registered once with the recorder installed when
@@ -846,6 +865,7 @@ impl Selector {
             pins: Arc::new(AtomicU64::new(1)),
             closed: Arc::new(AtomicBool::new(false)),
             fast_path: Arc::new(FastPathHistograms::register()),
+            topology_id: topology.id().0.to_string().into(),
         }
     }
 
@@ -862,6 +882,7 @@ impl Selector {
         let custom = self.options.custom_selector.as_ref();
         if tracing::enabled!(target: LOG_TARGET, tracing::Level::DEBUG) {
             selection::log::selection_started(
+                Some(&self.topology_id),
                 &request.operation,
                 request.operation_id,
                 &full_criteria(&request, custom),
@@ -891,7 +912,7 @@ impl Selector {
             }
             Err(e) => Err(e),
         };
-        log_outcome(&request, custom, &snapshot.description, &outcome);
+        log_outcome(&self.topology_id, &request, custom, &snapshot.description, &outcome);
         if let Some(started) = started {
             let seconds = started.elapsed().as_secs_f64();
             if outcome.is_ok() {
@@ -911,7 +932,13 @@ impl Selector {
         deadline: Instant,
         snapshot: &TopologySnapshot,
     ) -> Result<SelectedServer> {
-        log_waiting(&request, self.options.custom_selector.as_ref(), &snapshot.description, deadline);
+        log_waiting(
+            &self.topology_id,
+            &request,
+            self.options.custom_selector.as_ref(),
+            &snapshot.description,
+            deadline,
+        );
         let (reply, rx) = oneshot::channel();
         // A stopped actor drops the message, and with it `reply`.
         self.actor.do_send(EnqueueWaiter { request, started, deadline, reply });

@@ -331,6 +331,7 @@ impl TopologyActor {
     /// Starts the actor, its servers' pools, pool actors and monitors, and publishes the
     /// first snapshot. Must run inside an actix system.
     pub fn spawn(self) -> Topology {
+        let id = self.id;
         let mut receiver = None;
         let addr = TopologyActor::create(|ctx| {
             let mut actor = self;
@@ -367,7 +368,7 @@ impl TopologyActor {
             }
         };
         let guard = Arc::new(CloseOnDrop(addr.clone()));
-        Topology { addr, receiver, _guard: guard }
+        Topology { id, addr, receiver, _guard: guard }
     }
 
     fn emit(&self, events: Vec<SdamEvent>) {
@@ -412,6 +413,7 @@ impl TopologyActor {
             ConnectionEstablisher::new((*self.config.connection_options).clone()),
         )
         .options(self.config.pool_options.clone())
+        .topology_id(self.id.0.to_string())
         .on_establishment_error(hook);
         if let Some(h) = &self.config.cmap_handler {
             builder = builder.event_handler(h.clone());
@@ -764,6 +766,7 @@ impl Drop for CloseOnDrop {
 /// would (addresses taken with [`actor`](Self::actor) do not keep it open).
 #[derive(Debug, Clone)]
 pub struct Topology {
+    id: TopologyId,
     addr: Addr<TopologyActor>,
     receiver: watch::Receiver<Arc<TopologySnapshot>>,
     _guard: Arc<CloseOnDrop>,
@@ -773,6 +776,11 @@ impl Topology {
     /// A builder.
     pub fn builder() -> TopologyBuilder {
         TopologyBuilder::new()
+    }
+
+    /// The topology's id (the `topologyId` of its events and log messages).
+    pub fn id(&self) -> TopologyId {
+        self.id
     }
 
     /// The actor's address.

@@ -94,7 +94,7 @@ impl Plan {
                 selections: 500_000,
                 task_counts: vec![1, 16, 64],
                 round: Duration::from_secs(3),
-                rounds: 2,
+                rounds: 5,
                 raw: sim_bench::Timing { warmup: Duration::from_secs(1), measure: Duration::from_secs(3) },
                 stepdowns: 20,
                 burst: 1000,
@@ -126,6 +126,16 @@ fn row(scenario: &str, metric: &str, ours: String, official: String, ratio: f64,
         ratio: if ratio.is_finite() { format!("{ratio:.2}x") } else { "-".into() },
         note: note.into(),
     }
+}
+
+/// maxPoolSize given to both clients in the throughput rows.
+const EQUAL_MAX_POOL_SIZE: u32 = 100;
+
+/// `min-max` of a set of figures.
+fn spread(values: &[f64]) -> String {
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{min:.0}-{max:.0}")
 }
 
 fn f0(v: f64) -> String {
@@ -378,7 +388,8 @@ fn main() {
 
     // 1. find_one throughput, and the simulator's raw capacity for the same find.
     let cluster = actors_bench::start_rs();
-    let uri = cluster.uri();
+    // The same pool options on both sides (the defaults differ: official maxPoolSize 10, ours 100).
+    let uri = format!("{}&maxPoolSize={EQUAL_MAX_POOL_SIZE}&maxConnecting=2", cluster.uri());
     let primary = cluster.hosts()[cluster.primary().unwrap_or(0)].clone();
     let mut throughput: Vec<(usize, Vec<f64>, Vec<f64>)> = Vec::new();
     let raw = runtime.block_on(async {
@@ -389,8 +400,10 @@ fn main() {
         seed.shutdown().await;
         for &tasks in &plan.task_counts {
             let (mut ours, mut official) = (Vec::new(), Vec::new());
-            for _ in 0..plan.rounds {
-                for is_official in [false, true] {
+            for round in 0..plan.rounds {
+                // Alternate who goes first, so neither side always meets a warmer simulator.
+                let order = if round % 2 == 0 { [false, true] } else { [true, false] };
+                for is_official in order {
                     let (client, driver) = Connected::open(is_official, &uri).await;
                     let ops = actors_bench::throughput(&driver, tasks, plan.round).await;
                     client.shutdown().await;
@@ -420,7 +433,13 @@ fn main() {
             f0(o),
             f0(d),
             o / d,
-            &format!("{:.0}% / {:.0}% of the simulator's raw capacity", 100.0 * o / raw, 100.0 * d / raw),
+            &format!(
+                "ours {} / official {} (min-max of rounds); {:.0}% / {:.0}% of the simulator's raw capacity",
+                spread(ours),
+                spread(official),
+                100.0 * o / raw,
+                100.0 * d / raw
+            ),
         ));
     }
     rows.push(row(
@@ -438,9 +457,10 @@ fn main() {
     notes.push(format!(
         "find_one throughput: a 3-member replica set with {DOCS} documents; N tasks loop \
          `find_one({{_id: k}})` (primary reads) for {:.0} s after a {:.1} s warm-up; {} round(s) per side, \
-         ours and official interleaved, median of rounds. Default options on both sides (the \
-         official maxPoolSize is 10, ours 100). Raw capacity: the same `find` sent pipelined on \
-         raw connections to the primary.",
+         ours and official interleaved with the first side alternating, median of rounds with \
+         the min-max spread. Both clients get the same URI options: maxPoolSize {EQUAL_MAX_POOL_SIZE}, \
+         maxConnecting 2. Raw capacity: the same `find` sent pipelined on raw connections to the \
+         primary.",
         plan.round.as_secs_f64(),
         plan.round.as_secs_f64() / 5.0,
         plan.rounds

@@ -213,7 +213,7 @@ impl Write for Buffer {
 impl Buffer {
     fn count(&self, id: i64, message: &str) -> usize {
         let text = String::from_utf8_lossy(&self.0.lock()).to_string();
-        let tag = format!("operation_id={id} ");
+        let tag = format!("operationId={id} ");
         text.lines().filter(|l| l.contains(&tag) && l.contains(message)).count()
     }
 }

@@ -95,6 +95,7 @@ impl fmt::Display for TagList<'_> {
 
 /// Logs "Server selection started" (debug).
 pub fn selection_started(
+    topology_id: Option<&str>,
     operation: &str,
     operation_id: Option<i64>,
     criteria: &SelectionCriteria<'_>,
@@ -103,15 +104,17 @@ pub fn selection_started(
     tracing::debug!(
         target: "mongo_actors::server_selection",
         message = "Server selection started",
+        topologyId = topology_id,
         operation,
-        operation_id,
+        operationId = operation_id,
         selector = %criteria,
-        topology_description = %TopologySummary(topology),
+        topologyDescription = %TopologySummary(topology),
     );
 }
 
 /// Logs "Server selection succeeded" (debug) for the selected server.
 pub fn selection_succeeded(
+    topology_id: Option<&str>,
     operation: &str,
     operation_id: Option<i64>,
     criteria: &SelectionCriteria<'_>,
@@ -121,17 +124,19 @@ pub fn selection_succeeded(
     tracing::debug!(
         target: "mongo_actors::server_selection",
         message = "Server selection succeeded",
+        topologyId = topology_id,
         operation,
-        operation_id,
+        operationId = operation_id,
         selector = %criteria,
-        topology_description = %TopologySummary(topology),
-        server_host = selected.host(),
-        server_port = selected.port(),
+        topologyDescription = %TopologySummary(topology),
+        serverHost = selected.host(),
+        serverPort = selected.port(),
     );
 }
 
 /// Logs "Server selection failed" (debug) with the error the caller will return.
 pub fn selection_failed(
+    topology_id: Option<&str>,
     operation: &str,
     operation_id: Option<i64>,
     criteria: &SelectionCriteria<'_>,
@@ -141,10 +146,11 @@ pub fn selection_failed(
     tracing::debug!(
         target: "mongo_actors::server_selection",
         message = "Server selection failed",
+        topologyId = topology_id,
         operation,
-        operation_id,
+        operationId = operation_id,
         selector = %criteria,
-        topology_description = %TopologySummary(topology),
+        topologyDescription = %TopologySummary(topology),
         failure = %failure,
     );
 }
@@ -152,6 +158,7 @@ pub fn selection_failed(
 /// Logs "Waiting for suitable server to become available" (info); the caller logs it once
 /// per operation.
 pub fn waiting_for_suitable_server(
+    topology_id: Option<&str>,
     operation: &str,
     operation_id: Option<i64>,
     criteria: &SelectionCriteria<'_>,
@@ -161,10 +168,11 @@ pub fn waiting_for_suitable_server(
     tracing::info!(
         target: "mongo_actors::server_selection",
         message = "Waiting for suitable server to become available",
+        topologyId = topology_id,
         operation,
-        operation_id,
+        operationId = operation_id,
         selector = %criteria,
-        topology_description = %TopologySummary(topology),
-        remaining_time_ms,
+        topologyDescription = %TopologySummary(topology),
+        remainingTimeMS = remaining_time_ms,
     );
 }

@@ -189,10 +189,18 @@ impl Collection {
     pub(crate) fn read_op(
         &self,
         name: &'static str,
-        command: Document,
+        mut command: Document,
         rp: Option<ReadPreference>,
         cursor: bool,
     ) -> Op {
+        // The commands that take a read concern (listIndexes, say, does not).
+        if let (Some(rc), "find" | "aggregate" | "count" | "distinct") =
+            (&self.inner().settings.read_concern, name)
+        {
+            if !command.contains_key("readConcern") {
+                command.insert("readConcern", rc.clone());
+            }
+        }
         Op {
             name: name.into(),
             db: self.db.name().to_string(),

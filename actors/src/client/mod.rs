@@ -60,7 +60,7 @@ pub use crud::{
 };
 pub use cursor::Cursor;
 pub use database::Database;
-pub use options::{ClientOptions, ClientOptionsBuilder};
+pub use options::{options_without_effect, ClientOptions, ClientOptionsBuilder};
 pub use srv::ResolverConfig;
 pub use transaction::{
     ClientSession, EndTransactionOptions, SessionOptions, TransactionState, WithTransactionOptions,
@@ -98,6 +98,9 @@ pub(crate) struct Settings {
     pub unacknowledged: bool,
     /// The URI's write concern, sent with every write command.
     pub write_concern: Option<Document>,
+    /// `{level: readConcernLevel}` from the URI, sent with every read command that takes a
+    /// read concern (find, aggregate, count, distinct) and with a transaction's first command.
+    pub read_concern: Option<Document>,
     /// The URI's read preference (default primary).
     pub read_preference: Arc<ReadPreference>,
     pub load_balanced: bool,
@@ -236,6 +239,17 @@ impl Client {
         {
             return Err(Error::InvalidOptions { message: w.clone() });
         }
+        // Nothing the URI says is dropped without a word: what the parser ignored (unknown keys,
+        // bad values) and what this client does not act on is logged once, at warning level.
+        for w in options
+            .connection_string
+            .warnings
+            .iter()
+            .cloned()
+            .chain(options_without_effect(&options.connection_string)?)
+        {
+            tracing::warn!(target: "mongo_actors::client", "{w}");
+        }
         if options.connection_string.options.timeout_ms.is_some() {
             // CSOT: timeoutMS replaces socketTimeoutMS, waitQueueTimeoutMS and wTimeoutMS.
             let o = &mut options.connection_string.options;
@@ -252,6 +266,7 @@ impl Client {
             retry_writes: cs.options.retry_writes.unwrap_or(true),
             unacknowledged: matches!(cs.options.w, Some(Acknowledgment::Nodes(0))),
             write_concern,
+            read_concern: cs.options.read_concern_level.as_ref().map(|l| bson::doc! {"level": l.as_str()}),
             read_preference: Arc::new(read_preference),
             load_balanced: cs.options.load_balanced.unwrap_or(false),
             timeout: cs.options.timeout_ms.map(Duration::from_millis),

@@ -336,6 +336,65 @@ fn encode(s: &str) -> String {
     out
 }
 
+/// Options the URI may carry that this client parses but does not act on, each with what
+/// happens instead; the client logs each as a warning once, when it starts. `Err` for options
+/// whose silent fallback would do something else than the user asked: an authentication
+/// mechanism other than SCRAM, and a proxy (connections would go around it).
+pub fn options_without_effect(cs: &ConnectionString) -> Result<Vec<String>> {
+    use protocol::uri::AuthMechanism;
+    let o = &cs.options;
+    let invalid = |message: String| Error::InvalidOptions { message };
+    if let Some(m) = cs.credential.as_ref().and_then(|c| c.mechanism) {
+        if !matches!(m, AuthMechanism::ScramSha1 | AuthMechanism::ScramSha256) {
+            return Err(invalid(format!(
+                "authMechanism {}: this client authenticates with SCRAM-SHA-1 and SCRAM-SHA-256 only",
+                m.as_str()
+            )));
+        }
+    }
+    if o.proxy_host.is_some()
+        || o.proxy_port.is_some()
+        || o.proxy_username.is_some()
+        || o.proxy_password.is_some()
+    {
+        return Err(invalid(
+            "proxyHost, proxyPort, proxyUsername, proxyPassword: SOCKS5 proxies are not supported by this client"
+                .into(),
+        ));
+    }
+    let mut out = Vec::new();
+    let mut note = |set: bool, what: &str| {
+        if set {
+            out.push(what.to_string());
+        }
+    };
+    note(
+        o.compressors.as_ref().is_some_and(|c| !c.is_empty()),
+        "compressors: OP_COMPRESSED is not supported yet, so no compressor is offered to the server; messages go uncompressed",
+    );
+    note(
+        o.zlib_compression_level.is_some(),
+        "zlibCompressionLevel: compression is not supported yet; messages go uncompressed",
+    );
+    note(
+        o.server_selection_try_once.is_some(),
+        "serverSelectionTryOnce: only single-threaded drivers use it; selection waits up to serverSelectionTimeoutMS",
+    );
+    note(
+        o.enable_overload_retargeting.is_some(),
+        "enableOverloadRetargeting: client backpressure is not implemented; overloaded servers are not avoided",
+    );
+    note(
+        o.max_adaptive_retries.is_some(),
+        "maxAdaptiveRetries: client backpressure is not implemented; retries follow the retryable reads and writes rules",
+    );
+    note(
+        o.tls_disable_certificate_revocation_check.is_some() || o.tls_disable_ocsp_endpoint_check.is_some(),
+        "tlsDisableCertificateRevocationCheck, tlsDisableOCSPEndpointCheck: this client never checks certificate revocation (OCSP or CRL)",
+    );
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

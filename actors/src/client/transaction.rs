@@ -548,6 +548,16 @@ impl ClientSession {
                 // Only commit and abort carry a write concern in a transaction.
                 op.command.remove("writeConcern");
             }
+            // The client's read concern goes with the transaction's first command only,
+            // whatever that command is.
+            match (&inner.settings.read_concern, self.state == TransactionState::Starting && !end) {
+                (Some(rc), true) => {
+                    op.command.insert("readConcern", rc.clone());
+                }
+                _ => {
+                    op.command.remove("readConcern");
+                }
+            }
             op.command.insert("txnNumber", server.txn_number);
             if self.state == TransactionState::Starting {
                 op.command.insert("startTransaction", true);

@@ -1,12 +1,27 @@
-//! Runs the official MongoDB spec tests found under a root directory with the upstream layout.
+//! Runs the official MongoDB spec tests found under a root directory with the upstream layout,
+//! and judges what did not pass against the expected-failures list.
 //!
-//! `cargo run -p integration-tests --bin spec-runner -- --root DIR`
+//! `cargo run -p integration-tests --bin spec-runner -- --root DIR [--suite NAME] [--expected FILE]`
+//!
+//! Exit status: 0 when every failure is listed and no listed file or test passed, 1 otherwise,
+//! 2 on bad arguments. Everything that did not pass is printed by name.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
-use integration_tests::spec;
+use clap::{Parser, ValueEnum};
+use integration_tests::spec::{self, expected::ExpectedFailures};
+
+/// Which suites to run.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Kind {
+    /// Every suite.
+    All,
+    /// The suites that need no deployment.
+    Pure,
+    /// The unified-format suites.
+    Unified,
+}
 
 /// Runs every suite the runner knows that is present under the root.
 #[derive(Debug, Parser)]
@@ -19,6 +34,13 @@ struct Args {
     /// Run only the suites whose name contains this string.
     #[arg(long)]
     suite: Option<String>,
+    /// The expected-failures list (paths relative to the root). Defaults to the simulator's
+    /// list in the repository.
+    #[arg(long)]
+    expected: Option<PathBuf>,
+    /// Which kind of suites to run.
+    #[arg(long, value_enum, default_value = "all")]
+    kind: Kind,
 }
 
 fn main() -> ExitCode {
@@ -28,62 +50,28 @@ fn main() -> ExitCode {
         eprintln!("spec-runner: {} is not a directory", root.display());
         return ExitCode::from(2);
     }
-    let mut failed = 0;
-    let mut ran = 0;
-    for suite in spec::suites() {
-        if args.suite.as_deref().is_some_and(|f| !suite.name.contains(f)) {
-            continue;
+    let list_path = args.expected.unwrap_or_else(spec::expected::simulator_list);
+    let list = match ExpectedFailures::load(&list_path) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("spec-runner: {e}");
+            return ExitCode::from(2);
         }
-        let Some(report) = spec::run_suite(&root, &suite) else { continue };
-        ran += 1;
-        println!("{}", report.summary());
-        for (file, reason) in &report.failures {
-            let name = file.strip_prefix(&root).unwrap_or(file);
-            println!("  FAIL {}: {}", name.display(), reason);
-        }
-        failed += report.failures.len();
-    }
-    // The unified-format suites: one result per file (passed, failed or not applicable). They
-    // have known failures, so the exit status only fails when fewer files pass than the
-    // recorded baseline; every failure is still printed.
-    let mut below_baseline = false;
-    for report in spec::unified::run_root(&root, args.suite.as_deref()) {
-        ran += 1;
-        println!("{}", report.summary());
-        for (file, outcome) in &report.files {
-            let name = file.strip_prefix(&root).unwrap_or(file);
-            match outcome {
-                spec::unified::FileOutcome::Passed { ran, skipped, not_applicable } => {
-                    let na = if not_applicable.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; {} not applicable: {}", not_applicable.len(), not_applicable.join("; "))
-                    };
-                    println!("  PASS {} ({ran} tests, {skipped} skipped{na})", name.display())
-                }
-                spec::unified::FileOutcome::Failed(reason) => println!("  FAIL {}: {reason}", name.display()),
-                spec::unified::FileOutcome::NotApplicable(reason) => {
-                    println!("  N/A  {}: {reason}", name.display())
-                }
-            }
-        }
-        if report.passed() < report.baseline() {
-            println!(
-                "  {}: {} passed, below the baseline of {}",
-                report.name,
-                report.passed(),
-                report.baseline()
-            );
-            below_baseline = true;
-        }
-    }
-    if ran == 0 {
+    };
+    let kind = match args.kind {
+        Kind::All => spec::Kind::All,
+        Kind::Pure => spec::Kind::Pure,
+        Kind::Unified => spec::Kind::Unified,
+    };
+    let Some(verdict) =
+        spec::run_and_judge(&root, &list, args.suite.as_deref(), kind, &mut |l| println!("{l}"))
+    else {
         eprintln!("spec-runner: no known suite under {}", root.display());
         return ExitCode::from(2);
-    }
-    if failed > 0 || below_baseline {
-        ExitCode::FAILURE
-    } else {
+    };
+    if verdict.ok() {
         ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }

@@ -91,8 +91,9 @@ pub(crate) fn reply(
     connection_id: i64,
     req: &HelloRequest,
     lb_connection: bool,
+    first_hello: bool,
 ) -> Result<Document, CmdError> {
-    if lb_connection && !req.load_balanced {
+    if lb_connection && first_hello && !req.load_balanced {
         return Err(CmdError::new(
             2,
             "BadValue",

@@ -95,7 +95,7 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin>(
     let mut conn = Connection {
         shared,
         member,
-        info: ConnInfo { id, app_name: None, lb },
+        info: ConnInfo { id, app_name: None, lb, hello_seen: false },
         cluster_time_cache: Mutex::new(None),
         auth: Mutex::new(ConnAuth::default()),
     };
@@ -469,8 +469,10 @@ impl Connection {
         }
     }
 
-    fn hello_doc(&self, req: &HelloRequest) -> Document {
-        hello::reply(&self.shared, &self.member, self.info.id, req, self.info.lb)
+    fn hello_doc(&mut self, req: &HelloRequest) -> Document {
+        let first = !self.info.hello_seen;
+        self.info.hello_seen = true;
+        hello::reply(&self.shared, &self.member, self.info.id, req, self.info.lb, first)
             .unwrap_or_else(|e| e.to_document())
     }
 

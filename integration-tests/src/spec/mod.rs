@@ -5,6 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 pub mod cmap;
+pub mod expected;
 pub mod rtt;
 pub mod sdam;
 pub mod selection;
@@ -71,16 +72,15 @@ pub fn suites() -> Vec<Suite> {
 pub struct SuiteReport {
     /// The suite's name.
     pub name: String,
-    /// Files that passed.
-    pub passed: usize,
-    /// Files that failed, with the reason.
-    pub failures: Vec<(PathBuf, String)>,
+    /// One record per file.
+    pub records: Vec<expected::Record>,
 }
 
 impl SuiteReport {
     /// The report's summary line: `<suite>: N passed, M failed`.
     pub fn summary(&self) -> String {
-        format!("{}: {} passed, {} failed", self.name, self.passed, self.failures.len())
+        let passed = self.records.iter().filter(|r| r.status == expected::Status::Passed).count();
+        format!("{}: {} passed, {} failed", self.name, passed, self.records.len() - passed)
     }
 }
 
@@ -114,17 +114,69 @@ pub fn run_suite(root: &Path, suite: &Suite) -> Option<SuiteReport> {
     for file in json_files(&dir) {
         let result = catch_unwind(AssertUnwindSafe(|| (suite.run_file)(&file)))
             .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&p))));
-        match result {
-            Ok(()) => report.passed += 1,
-            Err(reason) => report.failures.push((file, reason)),
-        }
+        report.records.push(expected::Record {
+            path: expected::relative(root, &file),
+            test: None,
+            topology: None,
+            status: result.map_or_else(expected::Status::Failed, |()| expected::Status::Passed),
+            retried: None,
+        });
     }
     Some(report)
 }
 
-/// Runs every known suite present under `root`.
-pub fn run_root(root: &Path) -> Vec<SuiteReport> {
-    suites().iter().filter_map(|s| run_suite(root, s)).collect()
+/// Which suites a run covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The suites that run without a deployment (SDAM, selection, URI, CMAP...).
+    Pure,
+    /// The unified-format suites, each test against simulated deployments.
+    Unified,
+    /// Both.
+    All,
+}
+
+/// Runs the suites of `kind` present under `root` (those whose name contains `filter`),
+/// prints each suite's summary and then, by name, everything that did not pass, judged
+/// against `list`. The run is good when the verdict is `ok()`. Returns `None` when no known
+/// suite is under `root`.
+pub fn run_and_judge(
+    root: &Path,
+    list: &expected::ExpectedFailures,
+    filter: Option<&str>,
+    kind: Kind,
+    out: &mut dyn FnMut(&str),
+) -> Option<expected::Verdict> {
+    let mut records = Vec::new();
+    let mut ran = 0;
+    if kind != Kind::Unified {
+        for suite in suites() {
+            if filter.is_some_and(|f| !suite.name.contains(f)) {
+                continue;
+            }
+            let Some(report) = run_suite(root, &suite) else { continue };
+            ran += 1;
+            out(&report.summary());
+            records.extend(report.records);
+        }
+    }
+    if kind != Kind::Pure {
+        for report in unified::run_root(root, filter, out) {
+            ran += 1;
+            out(&report.summary());
+            records.extend(report.records);
+        }
+    }
+    if ran == 0 {
+        return None;
+    }
+    let verdict = list.judge(&records);
+    out(&format!("what did not pass, judged against {}:", list.source));
+    for line in verdict.lines() {
+        out(&line);
+    }
+    out(&format!("spec verdict: {} ({})", if verdict.ok() { "OK" } else { "FAILED" }, verdict.summary()));
+    Some(verdict)
 }
 
 fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {

@@ -34,7 +34,7 @@ fn ms(d: std::time::Duration) -> f64 {
 }
 
 /// Logs the message that goes with `event`.
-pub(crate) fn log_event(event: &CmapEvent) {
+pub(crate) fn log_event(event: &CmapEvent, topology_id: Option<&str>) {
     if !tracing::enabled!(target: LOG_TARGET, tracing::Level::DEBUG) {
         return;
     }
@@ -46,6 +46,7 @@ pub(crate) fn log_event(event: &CmapEvent) {
             let given = options.given();
             tracing::debug!(
                 target: LOG_TARGET,
+                topologyId = topology_id,
                 serverHost = server_host,
                 serverPort = server_port,
                 maxIdleTimeMS = given.given_max_idle_time_ms(),
@@ -57,11 +58,12 @@ pub(crate) fn log_event(event: &CmapEvent) {
             );
         }
         CmapEvent::PoolReady { .. } => {
-            tracing::debug!(target: LOG_TARGET, serverHost = server_host, serverPort = server_port, "Connection pool ready");
+            tracing::debug!(target: LOG_TARGET, topologyId = topology_id, serverHost = server_host, serverPort = server_port, "Connection pool ready");
         }
         CmapEvent::PoolCleared { service_id, .. } => {
             tracing::debug!(
                 target: LOG_TARGET,
+                topologyId = topology_id,
                 serverHost = server_host,
                 serverPort = server_port,
                 serviceId = service_id.map(|s| s.to_hex()),
@@ -69,11 +71,12 @@ pub(crate) fn log_event(event: &CmapEvent) {
             );
         }
         CmapEvent::PoolClosed { .. } => {
-            tracing::debug!(target: LOG_TARGET, serverHost = server_host, serverPort = server_port, "Connection pool closed");
+            tracing::debug!(target: LOG_TARGET, topologyId = topology_id, serverHost = server_host, serverPort = server_port, "Connection pool closed");
         }
         CmapEvent::ConnectionCreated { connection_id, .. } => {
             tracing::debug!(
                 target: LOG_TARGET,
+                topologyId = topology_id,
                 serverHost = server_host,
                 serverPort = server_port,
                 driverConnectionId = connection_id,
@@ -83,6 +86,7 @@ pub(crate) fn log_event(event: &CmapEvent) {
         CmapEvent::ConnectionReady { connection_id, duration, .. } => {
             tracing::debug!(
                 target: LOG_TARGET,
+                topologyId = topology_id,
                 serverHost = server_host,
                 serverPort = server_port,
                 driverConnectionId = connection_id,
@@ -93,6 +97,7 @@ pub(crate) fn log_event(event: &CmapEvent) {
         CmapEvent::ConnectionClosed { connection_id, reason, error, .. } => {
             tracing::debug!(
                 target: LOG_TARGET,
+                topologyId = topology_id,
                 serverHost = server_host,
                 serverPort = server_port,
                 driverConnectionId = connection_id,
@@ -104,6 +109,7 @@ pub(crate) fn log_event(event: &CmapEvent) {
         CmapEvent::CheckOutStarted { .. } => {
             tracing::debug!(
                 target: LOG_TARGET,
+                topologyId = topology_id,
                 serverHost = server_host,
                 serverPort = server_port,
                 "Connection checkout started"
@@ -112,6 +118,7 @@ pub(crate) fn log_event(event: &CmapEvent) {
         CmapEvent::CheckOutFailed { reason, error, duration, .. } => {
             tracing::debug!(
                 target: LOG_TARGET,
+                topologyId = topology_id,
                 serverHost = server_host,
                 serverPort = server_port,
                 reason = failed_reason(*reason),
@@ -123,6 +130,7 @@ pub(crate) fn log_event(event: &CmapEvent) {
         CmapEvent::CheckedOut { connection_id, duration, .. } => {
             tracing::debug!(
                 target: LOG_TARGET,
+                topologyId = topology_id,
                 serverHost = server_host,
                 serverPort = server_port,
                 driverConnectionId = connection_id,
@@ -133,6 +141,7 @@ pub(crate) fn log_event(event: &CmapEvent) {
         CmapEvent::CheckedIn { connection_id, .. } => {
             tracing::debug!(
                 target: LOG_TARGET,
+                topologyId = topology_id,
                 serverHost = server_host,
                 serverPort = server_port,
                 driverConnectionId = connection_id,
@@ -174,7 +183,7 @@ mod tests {
             .without_time()
             .with_writer(move || writer.clone())
             .finish();
-        tracing::subscriber::with_default(subscriber, || log_event(event));
+        tracing::subscriber::with_default(subscriber, || log_event(event, None));
         let bytes = buf.0.lock().map(|b| b.clone()).unwrap_or_default();
         String::from_utf8_lossy(&bytes).into_owned()
     }

@@ -170,6 +170,8 @@ impl<C: PoolConnection> State<C> {
 
 pub(crate) struct Inner<E: Establisher> {
     address: ServerAddress,
+    /// Added to every log message as `topologyId`, so one client's messages can be told apart.
+    topology_id: Option<String>,
     options: PoolOptions,
     establisher: E,
     handler: Option<Arc<dyn CmapEventHandler>>,
@@ -215,7 +217,7 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 
 impl<E: Establisher> Inner<E> {
     fn emit(&self, event: CmapEvent) {
-        log_event(&event);
+        log_event(&event, self.topology_id.as_deref());
         if let Some(h) = &self.handler {
             h.handle(&event);
         }
@@ -917,6 +919,7 @@ impl<E: Establisher> Pool<E> {
             handler: None,
             background_error: None,
             establishment_error: None,
+            topology_id: None,
         }
     }
 
@@ -1012,6 +1015,7 @@ impl<E: Establisher> Pool<E> {
 #[must_use]
 pub struct PoolBuilder<E: Establisher> {
     address: ServerAddress,
+    topology_id: Option<String>,
     establisher: E,
     options: PoolOptions,
     handler: Option<Arc<dyn CmapEventHandler>>,
@@ -1029,6 +1033,13 @@ impl<E: Establisher> PoolBuilder<E> {
     /// Receives every CMAP event of the pool.
     pub fn event_handler(mut self, handler: Arc<dyn CmapEventHandler>) -> Self {
         self.handler = Some(handler);
+        self
+    }
+
+    /// The id of the topology that owns the pool: every log message of the pool carries it
+    /// as `topologyId`, so the messages of several clients in one process can be told apart.
+    pub fn topology_id(mut self, id: impl Into<String>) -> Self {
+        self.topology_id = Some(id.into());
         self
     }
 
@@ -1058,6 +1069,7 @@ impl<E: Establisher> PoolBuilder<E> {
         let maintenance = Arc::new(Notify::new());
         let inner = Arc::new(Inner {
             address: self.address,
+            topology_id: self.topology_id,
             options: self.options,
             establisher: self.establisher,
             handler: self.handler,

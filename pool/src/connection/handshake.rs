@@ -28,7 +28,6 @@ pub(crate) async fn handshake(
     let mut hs = HandshakeOptions {
         load_balanced: options.load_balanced,
         server_api: options.server_api.clone(),
-        compressors: options.compressors.clone(),
         ..Default::default()
     };
     let credential = options.credential.as_ref().filter(|_| !conn.is_monitoring());

@@ -38,8 +38,6 @@ pub struct ConnectionOptions {
     pub(crate) load_balanced: bool,
     /// The declared Stable API version.
     pub(crate) server_api: Option<ServerApi>,
-    /// Compressors offered in the handshake.
-    pub(crate) compressors: Vec<String>,
     #[serde(skip)]
     pub(crate) credential: Option<Credential>,
     #[serde(skip)]
@@ -62,7 +60,6 @@ impl fmt::Debug for ConnectionOptions {
             .field("driver_info", &self.driver_info)
             .field("load_balanced", &self.load_balanced)
             .field("server_api", &self.server_api)
-            .field("compressors", &self.compressors)
             .field("credential", &self.credential)
             .field("host_resolver", &self.host_resolver)
             .finish_non_exhaustive()
@@ -81,14 +78,15 @@ impl ConnectionOptions {
             driver_info: None,
             load_balanced: false,
             server_api: None,
-            compressors: Vec::new(),
             credential: None,
             host_resolver: None,
         }
     }
 
     /// The options a connection string gives (`connectTimeoutMS`, `socketTimeoutMS`, `tls`/`ssl`
-    /// and the `tls*` options, `appname`, `loadBalanced`, `compressors`, the credential).
+    /// and the `tls*` options, `appname`, `loadBalanced`, the credential). `compressors` is not
+    /// taken: OP_COMPRESSED is not supported yet, so no compressor is offered in the handshake
+    /// (the client warns when the URI names some).
     ///
     /// ```
     /// use pool::connection::ConnectionOptions;
@@ -136,7 +134,6 @@ impl ConnectionOptions {
         }
         b.app_name = o.app_name.clone();
         b.load_balanced = o.load_balanced == Some(true);
-        b.compressors = o.compressors.iter().flatten().map(|c| c.as_str().to_string()).collect();
         b.credential = cs.credential.clone();
         b
     }
@@ -200,7 +197,6 @@ pub struct ConnectionOptionsBuilder {
     driver_info: Option<DriverInfo>,
     load_balanced: bool,
     server_api: Option<ServerApi>,
-    compressors: Vec<String>,
     credential: Option<Credential>,
     host_resolver: Option<Arc<dyn HostResolver>>,
 }
@@ -259,12 +255,6 @@ impl ConnectionOptionsBuilder {
     /// A Stable API version (the handshake then uses `hello` over OP_MSG).
     pub fn server_api(mut self, api: ServerApi) -> Self {
         self.server_api = Some(api);
-        self
-    }
-
-    /// Compressors to offer in the handshake.
-    pub fn compressors(mut self, compressors: Vec<String>) -> Self {
-        self.compressors = compressors;
         self
     }
 
@@ -334,7 +324,6 @@ impl ConnectionOptionsBuilder {
             driver_info: self.driver_info,
             load_balanced: self.load_balanced,
             server_api: self.server_api,
-            compressors: self.compressors,
             credential: self.credential,
             tls_config,
             metadata,

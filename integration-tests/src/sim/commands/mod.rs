@@ -72,6 +72,9 @@ pub(crate) struct ConnInfo {
     pub app_name: Option<String>,
     /// Accepted through the load balancer.
     pub lb: bool,
+    /// A hello was answered on this connection: as mongos does, only the first hello of a
+    /// load-balanced connection must carry `loadBalanced: true`.
+    pub hello_seen: bool,
 }
 
 /// Everything a command implementation needs.

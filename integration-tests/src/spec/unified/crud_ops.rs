@@ -112,19 +112,20 @@ async fn cursor_result(
     Ok(docs(cursor.try_collect().await?))
 }
 
-fn find_and_modify_options(args: &Document) -> FindOneAndModifyOptions {
-    FindOneAndModifyOptions {
+fn find_and_modify_options(args: &Document) -> Result<FindOneAndModifyOptions, String> {
+    Ok(FindOneAndModifyOptions {
         sort: args.get_document("sort").ok().cloned(),
         projection: args.get_document("projection").ok().cloned(),
         upsert: args.get_bool("upsert").ok(),
         return_document: match args.get_str("returnDocument") {
             Ok("After") => Some(ReturnDocument::After),
-            Ok(_) => Some(ReturnDocument::Before),
+            Ok("Before") => Some(ReturnDocument::Before),
+            Ok(other) => return Err(format!("returnDocument must be Before or After, not {other:?}")),
             Err(_) => None,
         },
         max_time: millis(args, "maxTimeMS"),
         timeout: None,
-    }
+    })
 }
 
 fn update_result(r: actors::UpdateResult) -> Option<Bson> {
@@ -234,7 +235,7 @@ pub(super) async fn collection_op(
             .await
             .map(|v| Some(Bson::Array(v))),
         "findOneAndDelete" | "findOneAndReplace" | "findOneAndUpdate" => {
-            let options = find_and_modify_options(args);
+            let options = find_and_modify_options(args)?;
             let r = match name {
                 "findOneAndDelete" => coll.find_one_and_delete(filter, options).await,
                 "findOneAndReplace" => {

@@ -1,7 +1,8 @@
 //! `observeLogMessages` and `expectLogMessages`: the client's `tracing` output captured per
 //! client. A process-wide subscriber records the client crates' events while some client
-//! observes logs; a client's messages are those carrying its topology id (every `topology`
-//! component message does), so several clients in one test do not mix.
+//! observes logs; a client's messages are those carrying its topology id (every `topology`,
+//! `serverSelection` and `connection` message has a `topologyId`), so several clients in one
+//! test do not mix.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -23,8 +24,9 @@ const COMPONENTS: &[(&str, &str)] = &[
     ("connection", "mongo_actors::connection"),
 ];
 
-/// Components whose every message names its topology, so it can be attributed to one client.
-pub const ATTRIBUTABLE: &[&str] = &["topology"];
+/// Components whose every message names its topology (`topologyId`), so it can be
+/// attributed to one client.
+pub const ATTRIBUTABLE: &[&str] = &["topology", "serverSelection", "connection"];
 
 /// One captured message.
 #[derive(Debug, Clone)]

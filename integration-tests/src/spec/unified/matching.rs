@@ -113,7 +113,9 @@ fn match_operator(op: &str, arg: &Bson, actual: Option<&Bson>, path: &str) -> Re
                 _ => return Err(format!("{path}: bad $$type argument {arg}")),
             };
             let t = type_name(a);
-            if names.iter().any(|n| *n == t || (*n == "number" && number(a).is_some())) {
+            // "number" is the alias of int, long, double and decimal.
+            let is_number = number(a).is_some() || matches!(a, Bson::Decimal128(_));
+            if names.iter().any(|n| *n == t || (*n == "number" && is_number)) {
                 Ok(())
             } else {
                 Err(format!("{path}: expected type {arg}, got {t} ({a})"))

@@ -1,13 +1,16 @@
 //! The unified test format runner: runs unified-format spec files against the simulator, one
-//! fresh simulated deployment per test. One result per file: passed, failed, or not applicable
-//! (the file needs a feature the runner or the client does not have; the reason is given).
-//! A test that needs such a feature is not applicable on its own, with its reason: the file's
-//! other tests still run, and the file passes only if they all pass.
+//! fresh simulated deployment per test and topology. Every test runs on each topology its
+//! runOnRequirements allow (replica set, standalone, sharded, load-balanced), and each gives a
+//! record: passed, failed, unsupported (it needs a feature the runner or the client does not
+//! have, with the reason) or not run (the spec excludes every deployment). What does not pass
+//! must be on the expected-failures list (`super::expected`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use bson::{Bson, Document};
+
+use super::expected::{self, Record, Status, TOPOLOGIES};
 
 mod crud_ops;
 mod logs;
@@ -20,147 +23,159 @@ pub const SUITES: &[(&str, &str)] = &[
     ("unified/load-balancers", "load-balancers/tests"),
     ("unified/client-side-operations-timeout", "client-side-operations-timeout/tests"),
     ("unified/sdam-unified", "server-discovery-and-monitoring/tests/unified"),
+    ("unified/cmap-logging", "connection-monitoring-and-pooling/tests/logging"),
+    ("unified/server-selection-logging", "server-selection/tests/logging"),
+    ("unified/runner-valid-pass", "unified-test-format/tests/valid-pass"),
+    ("unified/runner-valid-fail", "unified-test-format/tests/valid-fail"),
 ];
 
-/// Files of each vendored unified suite known to pass: the runner's regression floor
-/// (`tests/spec.rs` and `spec-runner` fail when fewer pass). It sits a little under the
-/// counts of a quiet machine (LB 7, CSOT 21, SDAM 36): some files time 50–100 ms windows on
-/// real time, and a loaded 2-core CI machine must not turn one slow run into a red build.
-pub const BASELINE_PASSED: &[(&str, usize)] = &[
-    ("unified/load-balancers", 7),
-    ("unified/client-side-operations-timeout", 19),
-    ("unified/sdam-unified", 35),
-];
-
-/// The outcome of one file.
-#[derive(Debug, Clone, PartialEq)]
-pub enum FileOutcome {
-    /// Every applicable test passed (`skipped` tests had unmet runOnRequirements).
-    Passed {
-        /// Tests run.
-        ran: usize,
-        /// Tests skipped for their runOnRequirements.
-        skipped: usize,
-        /// Tests that need a feature the runner or client does not have, each with the reason
-        /// (the file's other tests ran and passed).
-        not_applicable: Vec<String>,
-    },
-    /// A test failed; the reason names it.
-    Failed(String),
-    /// The file needs a feature the runner or client does not have.
-    NotApplicable(String),
-}
+/// The outcome of one file: a record per test and topology (or one for the whole file when it
+/// cannot run at all).
+pub type FileRecords = Vec<Record>;
 
 /// The result of one unified suite.
 #[derive(Debug, Default)]
 pub struct UnifiedReport {
     /// The suite's name.
     pub name: String,
-    /// Every file with its outcome.
-    pub files: Vec<(PathBuf, FileOutcome)>,
+    /// Every file's records, in file order.
+    pub records: Vec<Record>,
 }
 
 impl UnifiedReport {
-    /// Files that passed.
-    pub fn passed(&self) -> usize {
-        self.files.iter().filter(|(_, o)| matches!(o, FileOutcome::Passed { .. })).count()
+    /// The (file, topology) pairs that ran, each with whether every test of it passed.
+    pub fn pairs(&self) -> Vec<((String, &'static str), bool)> {
+        let mut pairs: Vec<((String, &'static str), bool)> = Vec::new();
+        for r in &self.records {
+            let (Some(topology), false) = (r.topology, matches!(r.status, Status::NotRun(_))) else {
+                continue;
+            };
+            let key = (r.path.clone(), topology);
+            let passed = r.status == Status::Passed;
+            match pairs.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, ok)) => *ok &= passed,
+                None => pairs.push((key, passed)),
+            }
+        }
+        pairs
     }
-    /// Files that failed.
-    pub fn failed(&self) -> usize {
-        self.files.iter().filter(|(_, o)| matches!(o, FileOutcome::Failed(_))).count()
-    }
-    /// Files that passed with some tests not applicable.
-    pub fn partly_applicable(&self) -> usize {
-        self.files
-            .iter()
-            .filter(|(_, o)| matches!(o, FileOutcome::Passed { not_applicable, .. } if !not_applicable.is_empty()))
-            .count()
-    }
-    /// Files not applicable.
-    pub fn not_applicable(&self) -> usize {
-        self.files.iter().filter(|(_, o)| matches!(o, FileOutcome::NotApplicable(_))).count()
-    }
-    /// `<suite>: N passed (P with tests not applicable), M failed, K not applicable`.
+
+    /// `<suite>: F files, (file, topology) pairs P passed, Q did not; tests T passed, U did not, N not run`.
     pub fn summary(&self) -> String {
+        let pairs = self.pairs();
+        let files: std::collections::BTreeSet<&str> = self.records.iter().map(|r| r.path.as_str()).collect();
+        let count = |f: fn(&Status) -> bool| self.records.iter().filter(|r| f(&r.status)).count();
+        let by_topology: Vec<String> = TOPOLOGIES
+            .iter()
+            .filter_map(|t| {
+                let of: Vec<bool> = pairs.iter().filter(|((_, pt), _)| pt == t).map(|(_, ok)| *ok).collect();
+                (!of.is_empty()).then(|| format!("{t} {}/{}", of.iter().filter(|ok| **ok).count(), of.len()))
+            })
+            .collect();
         format!(
-            "{}: {} passed ({} with tests not applicable), {} failed, {} not applicable",
+            "{}: {} files; (file, topology) pairs: {} passed, {} did not pass [{}]; tests: {} passed, {} failed, {} unsupported, {} not run",
             self.name,
-            self.passed(),
-            self.partly_applicable(),
-            self.failed(),
-            self.not_applicable()
+            files.len(),
+            pairs.iter().filter(|(_, ok)| *ok).count(),
+            pairs.iter().filter(|(_, ok)| !*ok).count(),
+            by_topology.join(", "),
+            count(|s| *s == Status::Passed),
+            count(|s| matches!(s, Status::Failed(_))),
+            count(|s| matches!(s, Status::Unsupported(_))),
+            count(|s| matches!(s, Status::NotRun(_))),
         )
     }
-    /// The recorded floor of passing files for this suite.
-    pub fn baseline(&self) -> usize {
-        BASELINE_PASSED.iter().find(|(n, _)| *n == self.name).map_or(0, |(_, b)| *b)
-    }
 }
 
-/// Runs one unified file. Panics count as failures.
-pub fn run_file(path: &Path) -> FileOutcome {
-    catch_unwind(AssertUnwindSafe(|| run_file_inner(path)))
-        .unwrap_or_else(|p| FileOutcome::Failed(format!("panicked: {}", super::panic_message(&p))))
-}
-
-fn run_file_inner(path: &Path) -> FileOutcome {
+/// Runs one unified file under `root`: every test on every topology its runOnRequirements
+/// allow. A failed test is run once more (the runner drives live deployments on real time);
+/// the retry is recorded. Files under `valid-fail/` must fail: there a failure passes and a
+/// pass fails.
+pub fn run_file(root: &Path, path: &Path) -> FileRecords {
+    let rel = expected::relative(root, path);
+    let record = |test: Option<String>, topology, status| Record {
+        path: rel.clone(),
+        test,
+        topology,
+        status,
+        retried: None,
+    };
     let file = match super::load_json(path).and_then(|v| super::extjson_to_document(&v)) {
         Ok(f) => f,
-        Err(e) => return FileOutcome::Failed(e),
+        Err(e) => return vec![record(None, None, Status::Failed(e))],
     };
+    // A valid-fail file must fail: a runner that refuses its schema version, an operation or
+    // an argument it does not know fails it, as it should. Entities the client lacks (client
+    // encryption, say) are not such a refusal: those stay unsupported.
+    let must_fail = rel.contains("/valid-fail/");
+    if must_fail && scan::schema_unsupported(&file).is_some() {
+        return vec![record(None, None, Status::Passed)];
+    }
     if let Some(reason) = scan::not_applicable(&file) {
-        return FileOutcome::NotApplicable(reason);
+        return vec![record(None, None, Status::Unsupported(reason))];
     }
     let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
-        Err(e) => return FileOutcome::Failed(format!("cannot start a runtime: {e}")),
+        Err(e) => return vec![record(None, None, Status::Failed(format!("cannot start a runtime: {e}")))],
     };
-    rt.block_on(run_tests(&file))
-}
-
-async fn run_tests(file: &Document) -> FileOutcome {
-    let file_reqs = requirements(file);
+    let file_reqs = requirements(&file);
     let tests = file.get_array("tests").map(|t| t.as_slice()).unwrap_or(&[]);
-    let (mut ran, mut skipped) = (0, 0);
-    let mut unmet = Vec::new();
-    let mut not_applicable = Vec::new();
+    let mut records = Vec::new();
+    if tests.is_empty() {
+        records.push(record(None, None, Status::NotRun("the file has no tests".into())));
+    }
     for test in tests.iter().filter_map(Bson::as_document) {
-        let desc = test.get_str("description").unwrap_or("?");
-        if let Some(reason) = scan::test_not_applicable(file, test) {
-            not_applicable.push(format!("\"{desc}\": {reason}"));
+        let desc = test.get_str("description").unwrap_or("?").to_string();
+        if let Some(reason) = scan::test_not_applicable(&file, test) {
+            let status = if must_fail { Status::Passed } else { Status::Unsupported(reason) };
+            records.push(record(Some(desc), None, status));
             continue;
         }
         if let Ok(reason) = test.get_str("skipReason") {
-            unmet.push(format!("{desc}: skipped upstream ({reason})"));
-            skipped += 1;
+            records.push(record(
+                Some(desc),
+                None,
+                Status::Unsupported(format!("skipped upstream: {reason}")),
+            ));
             continue;
         }
         let test_reqs = requirements(test);
-        let Some((topology, auth)) = choose_topology(&file_reqs, &test_reqs) else {
-            unmet.push(format!("{desc}: runOnRequirements not satisfiable by the simulator"));
-            skipped += 1;
-            continue;
+        let deployments = match deployments(&file_reqs, &test_reqs) {
+            Ok(d) => d,
+            Err(status) => {
+                records.push(record(Some(desc), None, status));
+                continue;
+            }
         };
-        ran += 1;
-        let result = tokio::time::timeout(
-            std::time::Duration::from_secs(20),
-            runner::run_test(file, test, topology, auth),
-        )
-        .await
-        .unwrap_or_else(|_| Err("timed out after 20 s".into()));
-        if let Err(e) = result {
-            return FileOutcome::Failed(format!("test \"{desc}\" ({topology}): {e}"));
+        for (topology, auth) in deployments {
+            let attempt = || {
+                let result = catch_unwind(AssertUnwindSafe(|| {
+                    rt.block_on(async {
+                        tokio::time::timeout(
+                            std::time::Duration::from_secs(30),
+                            runner::run_test(&file, test, topology, auth),
+                        )
+                        .await
+                        .unwrap_or_else(|_| Err("timed out after 30 s".into()))
+                    })
+                }))
+                .unwrap_or_else(|p| Err(format!("panicked: {}", super::panic_message(&p))));
+                match (result, must_fail) {
+                    (Ok(()), false) | (Err(_), true) => Status::Passed,
+                    (Err(e), false) => Status::Failed(e),
+                    (Ok(()), true) => Status::Failed("a valid-fail test must fail, and it passed".into()),
+                }
+            };
+            let mut r = record(Some(desc.clone()), Some(topology), attempt());
+            // Timing is the only reason to try again, and a valid-fail pass is not timing.
+            if let (Status::Failed(first), false) = (&r.status, must_fail) {
+                r.retried = Some(first.clone());
+                r.status = attempt();
+            }
+            records.push(r);
         }
     }
-    if ran == 0 {
-        unmet.extend(not_applicable);
-        return FileOutcome::NotApplicable(if unmet.is_empty() {
-            "no tests".into()
-        } else {
-            unmet.join("; ")
-        });
-    }
-    FileOutcome::Passed { ran, skipped, not_applicable }
+    records
 }
 
 /// The `command` argument of `runCommand`/`runCursorCommand` with `commandName` as its first
@@ -191,11 +206,19 @@ fn requirements(d: &Document) -> Vec<Document> {
         .unwrap_or_default()
 }
 
+/// Why a runOnRequirement does not hold.
+enum Unmet {
+    /// The spec says not to run the test on this deployment.
+    Excluded(String),
+    /// The requirement asks something the simulator cannot answer.
+    Unknown(String),
+}
+
 /// Whether one runOnRequirement holds for the simulator deployed as `topology`.
-fn requirement_met(r: &Document, topology: &str, auth: bool) -> bool {
+fn requirement_met(r: &Document, topology: &str, auth: bool) -> Result<(), Unmet> {
     if let Ok(min) = r.get_str("minServerVersion") {
         if SIM_VERSION < version(min) {
-            return false;
+            return Err(Unmet::Excluded(format!("minServerVersion {min}")));
         }
     }
     if let Ok(max) = r.get_str("maxServerVersion") {
@@ -203,7 +226,7 @@ fn requirement_met(r: &Document, topology: &str, auth: bool) -> bool {
         // "7.0" as a maximum admits every 7.0.x.
         let sim = if max.split('.').count() < 3 { (SIM_VERSION.0, SIM_VERSION.1, 0) } else { SIM_VERSION };
         if sim > m {
-            return false;
+            return Err(Unmet::Excluded(format!("maxServerVersion {max}")));
         }
     }
     if let Ok(topologies) = r.get_array("topologies") {
@@ -212,35 +235,82 @@ fn requirement_met(r: &Document, topology: &str, auth: bool) -> bool {
             .filter_map(Bson::as_str)
             .any(|t| t == topology || (t == "sharded-replicaset" && topology == "sharded"));
         if !ok {
-            return false;
+            return Err(Unmet::Excluded(format!("topologies {topologies:?}")));
         }
     }
     if r.get_str("serverless").unwrap_or("allow") == "require" {
-        return false;
+        return Err(Unmet::Excluded("serverless: require".into()));
     }
-    if r.get_bool("auth").is_ok_and(|a| a != auth) || r.get_bool("csfle").unwrap_or(false) {
-        return false;
+    if r.get_bool("auth").is_ok_and(|a| a != auth) {
+        return Err(Unmet::Excluded(format!("auth: {}", !auth)));
     }
-    // Server parameters are not simulated.
-    !r.contains_key("serverParameters")
+    if r.get_bool("csfle").unwrap_or(false) {
+        return Err(Unmet::Unknown("csfle: true (client-side field level encryption)".into()));
+    }
+    if let Ok(p) = r.get_document("serverParameters") {
+        return Err(Unmet::Unknown(format!("serverParameters {p} (not simulated)")));
+    }
+    Ok(())
 }
 
-fn reqs_met(reqs: &[Document], topology: &str, auth: bool) -> bool {
-    reqs.is_empty() || reqs.iter().any(|r| requirement_met(r, topology, auth))
+fn reqs_met(reqs: &[Document], topology: &str, auth: bool) -> Result<(), Unmet> {
+    if reqs.is_empty() {
+        return Ok(());
+    }
+    let mut why = None;
+    for r in reqs {
+        match requirement_met(r, topology, auth) {
+            Ok(()) => return Ok(()),
+            // An unknown requirement explains more than an exclusion.
+            Err(u @ Unmet::Unknown(_)) => why = Some(u),
+            Err(u) => {
+                if why.is_none() {
+                    why = Some(u);
+                }
+            }
+        }
+    }
+    Err(why.unwrap_or_else(|| Unmet::Excluded("no requirement".into())))
 }
 
-/// The deployment for a test: a topology, and whether it requires authentication.
-fn choose_topology(file: &[Document], test: &[Document]) -> Option<(&'static str, bool)> {
-    [false, true].into_iter().find_map(|auth| {
-        ["replicaset", "single", "sharded", "load-balanced"]
-            .into_iter()
-            .find(|t| reqs_met(file, t, auth) && reqs_met(test, t, auth))
-            .map(|t| (t, auth))
+/// The deployments a test runs on: every topology its file's and its own runOnRequirements
+/// allow, each without authentication if allowed, else with it. `Err` holds the record's
+/// status when there is none: not run when the spec excludes every deployment, unsupported
+/// when a requirement asks what the simulator cannot answer.
+fn deployments(file: &[Document], test: &[Document]) -> Result<Vec<(&'static str, bool)>, Status> {
+    let mut out = Vec::new();
+    let mut unknown = None;
+    let mut excluded = Vec::new();
+    for topology in ["replicaset", "single", "sharded", "load-balanced"] {
+        for auth in [false, true] {
+            match reqs_met(file, topology, auth).and_then(|()| reqs_met(test, topology, auth)) {
+                Ok(()) => {
+                    out.push((topology, auth));
+                    break;
+                }
+                Err(Unmet::Unknown(w)) => unknown = Some(w),
+                Err(Unmet::Excluded(w)) => {
+                    if !auth {
+                        excluded.push(format!("{topology}: {w}"));
+                    }
+                }
+            }
+        }
+    }
+    if !out.is_empty() {
+        return Ok(out);
+    }
+    Err(match unknown {
+        Some(w) => Status::Unsupported(format!("runOnRequirements: {w}")),
+        None => {
+            Status::NotRun(format!("runOnRequirements exclude every deployment ({})", excluded.join("; ")))
+        }
     })
 }
 
-/// Runs every unified suite present under `root`.
-pub fn run_root(root: &Path, filter: Option<&str>) -> Vec<UnifiedReport> {
+/// Runs every unified suite present under `root` (those whose name contains `filter`, if
+/// given), printing each file's line to `progress` as it finishes.
+pub fn run_root(root: &Path, filter: Option<&str>, progress: &mut dyn FnMut(&str)) -> Vec<UnifiedReport> {
     let mut reports = Vec::new();
     for (name, dir) in SUITES {
         if filter.is_some_and(|f| !name.contains(f)) {
@@ -250,10 +320,18 @@ pub fn run_root(root: &Path, filter: Option<&str>) -> Vec<UnifiedReport> {
         if !dir.is_dir() {
             continue;
         }
-        let mut report = UnifiedReport { name: (*name).to_string(), files: Vec::new() };
+        let mut report = UnifiedReport { name: (*name).to_string(), records: Vec::new() };
         for file in super::json_files(&dir) {
-            let outcome = run_file(&file);
-            report.files.push((file, outcome));
+            let started = std::time::Instant::now();
+            let records = run_file(root, &file);
+            let passed = records.iter().filter(|r| r.status == Status::Passed).count();
+            progress(&format!(
+                "  {} ({} records, {passed} passed, {:.1} s)",
+                expected::relative(root, &file),
+                records.len(),
+                started.elapsed().as_secs_f64()
+            ));
+            report.records.extend(records);
         }
         reports.push(report);
     }

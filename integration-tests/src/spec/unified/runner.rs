@@ -75,6 +75,10 @@ struct Ctx {
     lsids: HashMap<String, Document>,
     /// The cursor the last `createFindCursor` opened, until it is saved as an entity.
     new_cursor: Option<actors::Cursor>,
+    /// The test sets fail points: its clients get a short heartbeatFrequencyMS, as the
+    /// unified format allows, unless they set their own. A fail point on `hello` otherwise
+    /// waits for the streaming monitor's next reply, up to the default 10 s.
+    fail_points: bool,
 }
 
 pub(super) type R<T> = Result<T, String>;
@@ -138,6 +142,7 @@ pub(super) async fn run_test(file: &Document, test: &Document, topology: &str, a
         entities: HashMap::new(),
         lsids: HashMap::new(),
         new_cursor: None,
+        fail_points: format!("{test}").contains("FailPoint\""),
     };
     let result = run_in(&mut ctx, file, test).await;
     for e in ctx.entities.values() {
@@ -219,15 +224,22 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             // one fail points are set on.
             let base = if let Some(base) = sdam_ops::single_lb_uri(ctx, spec)? {
                 base
-            } else if ctx.sharded && !spec.get_bool("useMultipleMongoses").unwrap_or(false) {
+            } else if (ctx.sharded && !spec.get_bool("useMultipleMongoses").unwrap_or(false))
+                || spec
+                    .get_document("uriOptions")
+                    .and_then(|o| o.get_bool("directConnection"))
+                    .unwrap_or(false)
+            {
+                // directConnection=true takes one host.
                 format!("mongodb://{}/", ctx.cluster.hosts().first().cloned().unwrap_or_default())
             } else {
                 ctx.cluster.uri()
             };
-            let uri = uri_with(
-                &with_credentials(&base, ctx.auth),
-                spec.get_document("uriOptions").unwrap_or(&empty),
-            );
+            let mut uri_options = spec.get_document("uriOptions").unwrap_or(&empty).clone();
+            if ctx.fail_points && !uri_options.contains_key("heartbeatFrequencyMS") {
+                uri_options.insert("heartbeatFrequencyMS", 500);
+            }
+            let uri = uri_with(&with_credentials(&base, ctx.auth), &uri_options);
             let observe: Vec<String> = spec
                 .get_array("observeEvents")
                 .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
@@ -239,12 +251,28 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             let events = Arc::new(Mutex::new(Vec::new()));
             let cmd_sink = events.clone();
             let observe_cmd = observe.clone();
+            let observe_sensitive = spec.get_bool("observeSensitiveCommands").unwrap_or(false);
+            // Request ids of redacted (security-sensitive) commands: their started event has an
+            // empty body, which no other command has; replies and failures follow by id.
+            let sensitive = Mutex::new(std::collections::HashSet::new());
             let cmd_handler = move |ev: &actors::command_events::CommandEvent| {
+                use actors::command_events::CommandEvent as C;
                 let name = command_event_name(ev);
                 let cmd = ev.command_name();
+                let redacted = match ev {
+                    C::Started { command, request_id, .. } if command.is_empty() => {
+                        sensitive.lock().insert(*request_id);
+                        true
+                    }
+                    C::Succeeded { request_id, .. } | C::Failed { request_id, .. } => {
+                        sensitive.lock().remove(request_id)
+                    }
+                    _ => false,
+                };
                 if observe_cmd.iter().any(|o| o == name)
                     && !ignore.iter().any(|i| i == cmd)
                     && cmd != "configureFailPoint"
+                    && (observe_sensitive || !redacted)
                 {
                     cmd_sink.lock().push(Event::Command(ev.clone()));
                 }
@@ -292,7 +320,11 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             Entity::Client(ClientEntity { client, events, checked_out, logs: log_observer })
         }
         "database" => Entity::Database {
-            client: spec.get_str("client").map_err(|_| "database without client")?.to_string(),
+            client: {
+                let c = spec.get_str("client").map_err(|_| "database without client")?;
+                client(ctx, c)?;
+                c.to_string()
+            },
             name: spec.get_str("databaseName").map_err(|_| "database without name")?.to_string(),
             timeout: spec.get_document("databaseOptions").ok().and_then(timeout_ms),
         },
@@ -323,7 +355,13 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             }
         }
         "thread" => Entity::Thread(Vec::new()),
-        "bucket" => Entity::Bucket,
+        "bucket" => {
+            let db = spec.get_str("database").map_err(|_| "bucket without database")?;
+            if !matches!(ctx.entities.get(db), Some(Entity::Database { .. })) {
+                return Err(format!("unknown database entity {db}"));
+            }
+            Entity::Bucket
+        }
         "session" => {
             let c = spec.get_str("client").map_err(|_| "session without client")?;
             let session = client(ctx, c)?
@@ -540,6 +578,10 @@ fn u(n: u64) -> Bson {
 }
 
 async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<OpResult> {
+    // The CRUD spec's required argument: a malformed operation is the test's error.
+    if matches!(name, "find" | "findOne" | "createFindCursor") && !args.contains_key("filter") {
+        return Err(format!("{name} requires a filter"));
+    }
     if object == "testRunner" {
         return testrunner(ctx, name, args).await.map(|()| Ok(None));
     }
@@ -746,8 +788,10 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
         }
         "assertNumberConnectionsCheckedOut" => {
             let c = client(ctx, args.get_str("client").unwrap_or(""))?;
-            let want =
-                args.get("connections").and_then(|v| v.as_i32().map(i64::from).or(v.as_i64())).unwrap_or(0);
+            let want = args
+                .get("connections")
+                .and_then(|v| v.as_i32().map(i64::from).or(v.as_i64()))
+                .ok_or("assertNumberConnectionsCheckedOut needs an integer connections argument")?;
             // Check-ins may trail the operation's result: give them a moment.
             let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
             loop {
@@ -806,7 +850,8 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
             let event = args.get_document("event").map_err(|_| "no event")?;
             let count = args.get("count").and_then(|v| v.as_i32().map(i64::from).or(v.as_i64())).unwrap_or(1);
             let count = usize::try_from(count).unwrap_or(0);
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+            // The spec's limit for waitForEvent.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
             loop {
                 let n = c.events.lock().iter().filter(|e| event_matches(event, e).is_ok()).count();
                 if name == "assertEventCount" {
@@ -820,7 +865,7 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
                     return Ok(());
                 }
                 if tokio::time::Instant::now() > deadline {
-                    return Err(format!("waited 5 s for {count} events {event}, saw {n}"));
+                    return Err(format!("waited 10 s for {count} events {event}, saw {n}"));
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }

@@ -103,16 +103,23 @@ fn reason_for_arg(op: &str, arg: &str) -> String {
     }
 }
 
-/// `Some(reason)` when the file needs something the runner does not have.
-pub fn not_applicable(file: &Document) -> Option<String> {
+/// `Some(reason)` when the runner does not take the file's schema version.
+pub fn schema_unsupported(file: &Document) -> Option<String> {
     let version = file.get_str("schemaVersion").unwrap_or("1.0");
     let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
     let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    if major != MAX_SCHEMA.0 || minor > MAX_SCHEMA.1 {
-        return Some(format!(
-            "schemaVersion {version} is newer than the runner's {}.{}",
+    (major != MAX_SCHEMA.0 || minor > MAX_SCHEMA.1).then(|| {
+        format!(
+            "schemaVersion {version} is not supported (the runner takes 1.0 to {}.{})",
             MAX_SCHEMA.0, MAX_SCHEMA.1
-        ));
+        )
+    })
+}
+
+/// `Some(reason)` when the file needs something the runner does not have.
+pub fn not_applicable(file: &Document) -> Option<String> {
+    if let Some(r) = schema_unsupported(file) {
+        return Some(r);
     }
     if let Ok(entities) = file.get_array("createEntities") {
         if let Some(r) = scan_entities(entities) {
