@@ -362,36 +362,33 @@ pub fn options_without_effect(cs: &ConnectionString) -> Result<Vec<String>> {
                 .into(),
         ));
     }
-    let mut out = Vec::new();
-    let mut note = |set: bool, what: &str| {
-        if set {
-            out.push(what.to_string());
-        }
-    };
-    note(
-        o.compressors.as_ref().is_some_and(|c| !c.is_empty()),
-        "compressors: OP_COMPRESSED is not supported yet, so no compressor is offered to the server; messages go uncompressed",
-    );
-    note(
-        o.zlib_compression_level.is_some(),
-        "zlibCompressionLevel: compression is not supported yet; messages go uncompressed",
-    );
-    note(
-        o.server_selection_try_once.is_some(),
-        "serverSelectionTryOnce: only single-threaded drivers use it; selection waits up to serverSelectionTimeoutMS",
-    );
-    note(
-        o.enable_overload_retargeting.is_some(),
-        "enableOverloadRetargeting: client backpressure is not implemented; overloaded servers are not avoided",
-    );
-    note(
-        o.max_adaptive_retries.is_some(),
-        "maxAdaptiveRetries: client backpressure is not implemented; retries follow the retryable reads and writes rules",
-    );
-    note(
-        o.tls_disable_certificate_revocation_check.is_some() || o.tls_disable_ocsp_endpoint_check.is_some(),
-        "tlsDisableCertificateRevocationCheck, tlsDisableOCSPEndpointCheck: this client never checks certificate revocation (OCSP or CRL)",
-    );
+    let table: [(bool, &str); 6] = [
+        (
+            o.compressors.as_ref().is_some_and(|c| !c.is_empty()),
+            "compressors: OP_COMPRESSED is not supported yet, so no compressor is offered to the server; messages go uncompressed",
+        ),
+        (
+            o.zlib_compression_level.is_some(),
+            "zlibCompressionLevel: compression is not supported yet; messages go uncompressed",
+        ),
+        (
+            o.server_selection_try_once.is_some(),
+            "serverSelectionTryOnce: only single-threaded drivers use it; selection waits up to serverSelectionTimeoutMS",
+        ),
+        (
+            o.enable_overload_retargeting.is_some(),
+            "enableOverloadRetargeting: client backpressure is not implemented; overloaded servers are not avoided",
+        ),
+        (
+            o.max_adaptive_retries.is_some(),
+            "maxAdaptiveRetries: client backpressure is not implemented; retries follow the retryable reads and writes rules",
+        ),
+        (
+            o.tls_disable_certificate_revocation_check.is_some() || o.tls_disable_ocsp_endpoint_check.is_some(),
+            "tlsDisableCertificateRevocationCheck, tlsDisableOCSPEndpointCheck: this client never checks certificate revocation (OCSP or CRL)",
+        ),
+    ];
+    let out = table.into_iter().filter(|(set, _)| *set).map(|(_, what)| what.to_string()).collect();
     Ok(out)
 }
 

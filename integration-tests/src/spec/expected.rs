@@ -56,17 +56,22 @@ pub struct Record {
 impl Record {
     /// `path[ :: test][ @topology]`, the form the list uses.
     pub fn name(&self) -> String {
-        let mut s = self.path.clone();
-        if let Some(t) = &self.test {
-            s.push_str(" :: ");
-            s.push_str(t);
-        }
-        if let Some(t) = self.topology {
-            s.push_str(" @");
-            s.push_str(t);
-        }
-        s
+        display_name(&self.path, self.test.as_deref(), self.topology)
     }
+}
+
+/// `path[ :: test][ @topology]`.
+fn display_name(path: &str, test: Option<&str>, topology: Option<&str>) -> String {
+    let mut s = path.to_string();
+    if let Some(t) = test {
+        s.push_str(" :: ");
+        s.push_str(t);
+    }
+    if let Some(t) = topology {
+        s.push_str(" @");
+        s.push_str(t);
+    }
+    s
 }
 
 /// The path of `file` relative to `root`, with `/` separators.
@@ -98,16 +103,7 @@ impl Entry {
     }
 
     fn name(&self) -> String {
-        let mut s = self.path.clone();
-        if let Some(t) = &self.test {
-            s.push_str(" :: ");
-            s.push_str(t);
-        }
-        if let Some(t) = &self.topology {
-            s.push_str(" @");
-            s.push_str(t);
-        }
-        s
+        display_name(&self.path, self.test.as_deref(), self.topology.as_deref())
     }
 }
 
