@@ -392,7 +392,7 @@ fn main() {
     let uri = format!("{}&maxPoolSize={EQUAL_MAX_POOL_SIZE}&maxConnecting=2", cluster.uri());
     let primary = cluster.hosts()[cluster.primary().unwrap_or(0)].clone();
     let mut throughput: Vec<(usize, Vec<f64>, Vec<f64>)> = Vec::new();
-    let raw = runtime.block_on(async {
+    let (raw, ceilings) = runtime.block_on(async {
         let (seed, driver) = Connected::open(true, &uri).await;
         for id in 0..DOCS {
             driver.insert(doc! { "_id": id, "v": "x".repeat(64) }).await.expect("seed insert");
@@ -421,11 +421,25 @@ fn main() {
             "find": actors_bench::COLL, "filter": { "_id": 7 }, "limit": 1, "singleBatch": true,
             "$db": actors_bench::DB,
         };
-        sim_bench::raw_ops_cmd(&primary, plan.raw, find).await
+        let mut ceilings = Vec::new();
+        for &tasks in &plan.task_counts {
+            ceilings.push(sim_bench::raw_serial_ops_cmd(&primary, plan.raw, find.clone(), tasks).await);
+        }
+        (sim_bench::raw_ops_cmd(&primary, plan.raw, find).await, ceilings)
     });
     cluster.shutdown();
     println!("simulator raw find capacity: {raw:.0} ops/s");
-    for (tasks, ours, official) in &throughput {
+    for ((tasks, _, _), ceiling) in throughput.iter().zip(&ceilings) {
+        rows.push(row(
+            "no-pipelining ceiling",
+            &format!("{tasks} connection(s), ops/s"),
+            f0(*ceiling),
+            f0(*ceiling),
+            f64::NAN,
+            "raw connections, one request in flight each, the same find: what a driver can reach",
+        ));
+    }
+    for ((tasks, ours, official), ceiling) in throughput.iter().zip(&ceilings) {
         let (o, d) = (median(ours.clone()), median(official.clone()));
         rows.push(row(
             "find_one throughput",
@@ -434,9 +448,12 @@ fn main() {
             f0(d),
             o / d,
             &format!(
-                "ours {} / official {} (min-max of rounds); {:.0}% / {:.0}% of the simulator's raw capacity",
+                "ours {} / official {} (min-max of rounds); {:.0}% / {:.0}% of the no-pipelining ceiling, \
+                 {:.0}% / {:.0}% of the pipelined capacity",
                 spread(ours),
                 spread(official),
+                100.0 * o / ceiling,
+                100.0 * d / ceiling,
                 100.0 * o / raw,
                 100.0 * d / raw
             ),
