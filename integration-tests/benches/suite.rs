@@ -220,6 +220,84 @@ struct MonitorFigures {
     hellos: u64,
 }
 
+/// The child of the instructions scenario: one client, one warm-up `find_one`, then `ops`
+/// sequential `find_one({_id: k})`, then shutdown.
+fn find_child(side: &str, uri: &str, ops: usize) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let (client, driver) = Connected::open(side == "official", uri).await;
+        assert!(driver.find_one(0).await.expect("warm-up find_one"), "document 0 is there");
+        for i in 0..ops {
+            let id = i32::try_from(i % DOCS as usize).unwrap_or(0);
+            driver.find_one(id).await.expect("find_one");
+        }
+        client.shutdown().await;
+    });
+}
+
+/// Installs valgrind when it is missing and this process may (root, Debian's packages).
+fn ensure_valgrind() -> Result<(), String> {
+    let present = || Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
+    if present() {
+        return Ok(());
+    }
+    println!("valgrind is missing: installing it with apt-get");
+    let _ = Command::new("apt-get").args(["update", "-qq"]).status();
+    let _ = Command::new("apt-get").args(["install", "-y", "-qq", "valgrind"]).status();
+    if present() {
+        Ok(())
+    } else {
+        Err("valgrind is not installed and apt-get could not install it".into())
+    }
+}
+
+/// Instructions of one `--find-child` run under callgrind.
+fn child_instructions(uri: &str, side: &str, ops: usize) -> Result<u64, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out_file = std::env::temp_dir().join(format!("mongo-actors-callgrind-{}.out", std::process::id()));
+    let output = Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", out_file.display()))
+        .arg(&exe)
+        .args(["--find-child", side, uri, &ops.to_string()])
+        .output()
+        .map_err(|e| format!("valgrind: {e}"))?;
+    let _ = std::fs::remove_file(&out_file);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        return Err(format!("the {side} child failed: {}", stderr.lines().last().unwrap_or("")));
+    }
+    stderr
+        .lines()
+        .find_map(|l| l.split("Collected :").nth(1))
+        .and_then(|n| n.trim().parse().ok())
+        .ok_or_else(|| format!("no instruction count in callgrind's output for {side}"))
+}
+
+/// Client instructions per `find_one`, ours and official.
+fn instructions_per_find_one(few: usize, many: usize) -> Result<(f64, f64), String> {
+    ensure_valgrind()?;
+    let cluster = Cluster::standalone().start().map_err(|e| format!("simulator: {e}"))?;
+    let uri = cluster.uri();
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let (seed, driver) = Connected::open(true, &uri).await;
+        for id in 0..DOCS {
+            driver.insert(doc! { "_id": id, "v": "x".repeat(64) }).await.expect("seed insert");
+        }
+        seed.shutdown().await;
+    });
+    let per_op = |side: &str| -> Result<f64, String> {
+        let a = child_instructions(&uri, side, few)?;
+        let b = child_instructions(&uri, side, many)?;
+        Ok((b.saturating_sub(a)) as f64 / (many - few) as f64)
+    };
+    let result = per_op("ours").and_then(|o| per_op("official").map(|d| (o, d)));
+    cluster.shutdown();
+    result
+}
+
 fn run_monitor_child(cluster: &Cluster, side: &str, idle: Duration) -> Result<MonitorFigures, String> {
     let before = cluster.counters().total;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -373,6 +451,11 @@ fn main() {
         monitor_child(side, uri, idle);
         return;
     }
+    if let Some(i) = args.iter().position(|a| a == "--find-child") {
+        let ops: usize = args[i + 3].parse().expect("ops");
+        find_child(&args[i + 1], &args[i + 2], ops);
+        return;
+    }
     let bench = args.iter().any(|a| a == "--bench");
     let quick = args.iter().any(|a| a == "--quick") || std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1");
     let plan = Plan::new(bench, quick);
@@ -482,6 +565,35 @@ fn main() {
         plan.round.as_secs_f64() / 5.0,
         plan.rounds
     ));
+
+    // 1b. Client instructions per find_one, each client in its own process under callgrind.
+    let (few, many) = if plan.mode == "smoke" { (20, 120) } else { (200, 2200) };
+    match instructions_per_find_one(few, many) {
+        Ok((ours, official)) => {
+            println!("instructions per find_one: ours {ours:.0}, official {official:.0}");
+            rows.push(row(
+                "client CPU cost",
+                "instructions per find_one",
+                f0(ours),
+                f0(official),
+                ours / official,
+                "callgrind, client process only; target <= 0.40x",
+            ));
+            notes.push(format!(
+                "Instructions per find_one: each client runs in its own process (this bench binary, \
+                 `--find-child`) under `valgrind --tool=callgrind` against a standalone simulator in \
+                 the bench process: one task doing sequential `find_one({{_id: k}})` after one warm-up \
+                 operation. The figure is (instructions at {many} ops - instructions at {few} ops) / \
+                 {}; start-up and shutdown cancel out. It does not move with machine load: the \
+                 figure to track across changes. Target: <= 0.40x the official driver.",
+                many - few
+            ));
+        }
+        Err(e) => {
+            println!("instructions per find_one: not measured: {e}");
+            notes.push(format!("Instructions per find_one: not measured: {e}."));
+        }
+    }
 
     // 2. Failover, each side on its own replica set.
     let mut failovers = Vec::new();
