@@ -5,8 +5,13 @@
 //!
 //! Scenarios (the code is shared with the per-topic benches `actors.rs`, `pool_checkout.rs`
 //! and `sim_capacity.rs`, included as modules):
-//! 1. `find_one` throughput with 1, 16 and 64 concurrent tasks on a 3-member replica set,
-//!    rounds interleaved, plus the simulator's raw capacity for the same `find` (pipelined).
+//! 1. `find_one` throughput with 1, 16 and 64 concurrent tasks on a 3-member replica set, the
+//!    same URI options on both sides (maxPoolSize 100, maxConnecting 2), 5 rounds per side with
+//!    the first side alternating, median and min-max; next to it the no-pipelining ceiling (as
+//!    many raw connections as tasks, one request in flight each) and the simulator's pipelined
+//!    capacity for the same `find`.
+//!    1b. Client instructions per `find_one` under callgrind, each client in a child process
+//!    (this binary re-run with `--find-child`).
 //! 2. Failover: stepdown -> first successful write, median and max over 20 stepdowns per side.
 //! 3. Pool burst: 1,000 simultaneous pings on a cold client (maxPoolSize 100): p50/p99 latency
 //!    and connections opened.
@@ -393,7 +398,14 @@ fn table(rows: &[Row]) -> String {
     out
 }
 
-fn write_file(plan: &Plan, rows: &[Row], extra: &[String], total: Duration, machine: &[String]) {
+fn write_file(
+    plan: &Plan,
+    rows: &[Row],
+    extra: &[String],
+    targets: &[String],
+    total: Duration,
+    machine: &[String],
+) {
     let command = if plan.mode == "quick" { "BENCH_QUICK=1 make bench" } else { "make bench" };
     let cargo = if plan.mode == "quick" {
         "cargo bench -p integration-tests --bench suite -- --quick"
@@ -429,6 +441,12 @@ fn write_file(plan: &Plan, rows: &[Row], extra: &[String], total: Duration, mach
         load_average()
     );
     out.push_str(&table(rows));
+    let _ = writeln!(out, "\n## Targets\n");
+    let _ =
+        writeln!(out, "The targets this project has set for itself; a missed one is reported, not hidden.\n");
+    for t in targets {
+        let _ = writeln!(out, "- {t}");
+    }
     let _ = writeln!(out, "\n## How each figure is measured\n");
     for e in extra {
         let _ = writeln!(out, "- {e}");
@@ -467,6 +485,11 @@ fn main() {
     let started = Instant::now();
     let mut rows = Vec::new();
     let mut notes = Vec::new();
+    // The project's own targets, each with the measured figure and whether it is met.
+    let mut targets: Vec<String> = Vec::new();
+    let mut target = |what: &str, measured: f64, met: bool| {
+        targets.push(format!("{what}: measured {measured:.2}x, {}", if met { "met" } else { "**missed**" }));
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
 
     // 1. find_one throughput, and the simulator's raw capacity for the same find.
@@ -524,6 +547,11 @@ fn main() {
     }
     for ((tasks, ours, official), ceiling) in throughput.iter().zip(&ceilings) {
         let (o, d) = (median(ours.clone()), median(official.clone()));
+        target(
+            &format!("find_one throughput, {tasks} task(s), >= 1.30x the official driver at equal pool size"),
+            o / d,
+            o / d >= 1.3,
+        );
         rows.push(row(
             "find_one throughput",
             &format!("{tasks} task(s), ops/s"),
@@ -571,6 +599,11 @@ fn main() {
     match instructions_per_find_one(few, many) {
         Ok((ours, official)) => {
             println!("instructions per find_one: ours {ours:.0}, official {official:.0}");
+            target(
+                "client instructions per find_one <= 0.40x the official driver",
+                ours / official,
+                ours / official <= 0.4,
+            );
             rows.push(row(
                 "client CPU cost",
                 "instructions per find_one",
@@ -796,6 +829,12 @@ fn main() {
         match &f.actor_ns {
             Ok(actor) => {
                 println!("selection {}: actor {actor:.1} ns, pure {:.1} ns", f.name, f.pure_ns);
+                let ratio = actor / f.pure_ns;
+                target(
+                    &format!("fast-path selection ({}) <= 1.50x the pure function", f.name),
+                    ratio,
+                    ratio <= 1.5,
+                );
                 rows.push(Row {
                     scenario: "fast-path selection".into(),
                     metric: format!("{}, ns/selection", f.name),
@@ -819,8 +858,12 @@ fn main() {
     let total = started.elapsed();
     println!();
     print!("{}", table(&rows));
+    println!("\ntargets:");
+    for t in &targets {
+        println!("- {t}");
+    }
     println!("\ntotal {:.1} s", total.as_secs_f64());
     if bench {
-        write_file(&plan, &rows, &notes, total, &machine);
+        write_file(&plan, &rows, &notes, &targets, total, &machine);
     }
 }
