@@ -1,13 +1,13 @@
 //! Cold-pool check-out: 1,000 concurrent operations on an empty pool with maxPoolSize 100,
-//! ours (`pool::cmap::Pool` over `pool::connection::ConnectionEstablisher`) next to the
-//! official `mongodb` crate, against the simulator.
+//! ours (`actors::Client`) next to the official `mongodb` crate, against the simulator.
 //!
-//! Each repetition starts a fresh standalone simulator (127.0.0.1, port 0) and a fresh pool or
-//! client, so every run begins with no connection: the cold start is what is measured. Ours:
-//! each task checks out a connection (timed on its own), runs one `ping` round trip on it and
-//! checks it in. Official: each task runs `run_command({ping: 1})` on one database, after
-//! the client has discovered the server (our pool is marked ready before the clock starts
-//! too, so neither side pays for discovery). All tasks wait on one gate and start together.
+//! Each repetition starts a fresh standalone simulator (127.0.0.1, port 0) and a fresh client,
+//! so every run begins with no connection: the cold start is what is measured. On both sides
+//! each task runs `run_command({ping: 1})` on one database through a client with the same
+//! maxPoolSize and maxConnecting, after the client has discovered the server (neither side
+//! pays for discovery). All tasks wait on one gate and start together. A third line, `pool
+//! only`, runs our bare `pool::cmap::Pool` (check-out, one `ping` on the connection, check-in):
+//! the pool's own share, not compared with anything.
 //!
 //! Per run: p50/p99/max of check-out latency (ours: measured around `check_out`; official:
 //! the `duration` of its `ConnectionCheckedOut` events) and of whole-operation latency, the
@@ -322,13 +322,11 @@ fn client_run(
     }
 }
 
-/// Ours at the client level (for `make bench`): `run_command(ping)` from every task on one
-/// cold `actors::Client` with maxPoolSize 100 and its default maxConnecting (2), after
+/// Ours at the client level, the same operation as the official side: `run_command(ping)`
+/// from every task on one cold `actors::Client` with maxPoolSize 100 and `max_connecting`, after
 /// discovery (pool ready, no connection yet). Check-out latency is the `CheckedOut` events'
 /// duration, as on the official side.
-// Used by suite.rs (`make bench`), not by this bench's own table.
-#[allow(dead_code)]
-pub(crate) async fn ours_client(cluster: &Cluster, tasks: usize) -> Run {
+pub(crate) async fn ours_client(cluster: &Cluster, tasks: usize, max_connecting: u32) -> Run {
     let counters = Arc::new(ConnCounters::default());
     let checkouts = Arc::new(Mutex::new(Vec::with_capacity(tasks)));
     let pool_ready = Arc::new(AtomicU64::new(0));
@@ -343,6 +341,7 @@ pub(crate) async fn ours_client(cluster: &Cluster, tasks: usize) -> Run {
     let options = actors::ClientOptions::builder()
         .uri(cluster.uri())
         .max_pool_size(MAX_POOL_SIZE)
+        .option("maxConnecting", max_connecting)
         .server_selection_timeout(OP_TIMEOUT)
         .cmap_event_handler(Arc::new(handler))
         .build()
@@ -428,16 +427,21 @@ fn main() {
     );
 
     let mut ours_runs: Vec<Vec<Figures>> = vec![Vec::new(); plan.max_connecting.len()];
+    let mut pool_runs: Vec<Vec<Figures>> = vec![Vec::new(); plan.max_connecting.len()];
     let mut official_runs: Vec<Vec<Figures>> = vec![Vec::new(); plan.max_connecting.len()];
     let started = Instant::now();
     for _ in 0..plan.reps {
         for (i, &mc) in plan.max_connecting.iter().enumerate() {
             // A fresh simulator per run, started and stopped outside the async context.
             let cluster = start_sim();
-            let run = runtime.block_on(ours(&cluster, plan.tasks, mc));
+            let run = runtime.block_on(ours_client(&cluster, plan.tasks, mc));
             cluster.shutdown();
             assert!(run.created <= u64::from(MAX_POOL_SIZE), "ours opened {} connections", run.created);
             ours_runs[i].push(run.into());
+            let cluster = start_sim();
+            let run = runtime.block_on(ours(&cluster, plan.tasks, mc));
+            cluster.shutdown();
+            pool_runs[i].push(run.into());
             let cluster = start_sim();
             let run = runtime.block_on(official(&cluster, plan.tasks, mc));
             cluster.shutdown();
@@ -460,6 +464,7 @@ fn main() {
         let (o, d) = (medians(&ours_runs[i]), medians(&official_runs[i]));
         row("ours", mc, &o);
         row("official", mc, &d);
+        row("pool only", mc, &medians(&pool_runs[i]));
         summaries.push((mc, o, d));
     }
     println!();
@@ -476,8 +481,10 @@ fn main() {
     }
     println!();
     println!(
-        "official check-out = its ConnectionCheckedOut durations; sim conns include the official \
-         driver's monitoring connections; peak = most connections being established at once. \
+        "ours and official both run `run_command(ping)` through a client (check-out = the \
+         CheckedOut event durations); `pool only` is our bare pool (check-out, ping on the \
+         connection, check-in), not compared. sim conns include each client's monitoring \
+         connections; peak = most connections being established at once. \
          Total bench time {:.1} s.",
         started.elapsed().as_secs_f64()
     );

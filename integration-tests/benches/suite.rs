@@ -679,7 +679,7 @@ fn main() {
     let (mut ours_runs, mut official_runs) = (Vec::new(), Vec::new());
     for _ in 0..plan.burst_reps {
         let cluster = pool_bench::start_sim();
-        let run = runtime.block_on(pool_bench::ours_client(&cluster, plan.burst));
+        let run = runtime.block_on(pool_bench::ours_client(&cluster, plan.burst, 2));
         cluster.shutdown();
         ours_runs.push(pool_bench::Figures::from(run));
         let cluster = pool_bench::start_sim();
