@@ -68,20 +68,45 @@ async fn raw_ops(address: &str, timing: Timing) -> f64 {
 /// Pipelined `command` (with its `$db`) over raw connections: the simulator's capacity for
 /// that request.
 pub(crate) async fn raw_ops_cmd(address: &str, timing: Timing, command: bson::Document) -> f64 {
+    raw_cmd(address, timing, command, RAW_CONNECTIONS, RAW_IN_FLIGHT).await
+}
+
+/// The ceiling a driver can reach: `connections` raw connections, each with one request in
+/// flight at a time (send, wait for the reply, send again: no pipelining, as drivers do), all
+/// sending `command`. No client logic at all: no selection, no pool, no sessions.
+// Used by the suite bench, which includes this file as a module.
+#[allow(dead_code)]
+pub(crate) async fn raw_serial_ops_cmd(
+    address: &str,
+    timing: Timing,
+    command: bson::Document,
+    connections: usize,
+) -> f64 {
+    raw_cmd(address, timing, command, connections, 1).await
+}
+
+/// `command` over `connections` raw connections with `in_flight` requests on each.
+async fn raw_cmd(
+    address: &str,
+    timing: Timing,
+    command: bson::Document,
+    connections: usize,
+    in_flight_per_connection: usize,
+) -> f64 {
     let count = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();
-    for _ in 0..RAW_CONNECTIONS {
+    for _ in 0..connections {
         let conn = RawClient::connect_with_timeout(address, Duration::from_secs(5)).await.expect("connect");
         let (count, stop, command) = (count.clone(), stop.clone(), command.clone());
         workers.push(async move {
             let mut framed = conn.into_framed();
             let ping = OpMsg::from_document(&command).map_err(|e| e.to_string())?;
-            for _ in 0..RAW_IN_FLIGHT {
+            for _ in 0..in_flight_per_connection {
                 framed.feed(Frame::request(ping.clone())).await.map_err(|e| e.to_string())?;
             }
             SinkExt::<Frame>::flush(&mut framed).await.map_err(|e| e.to_string())?;
-            let mut in_flight = RAW_IN_FLIGHT;
+            let mut in_flight = in_flight_per_connection;
             while in_flight > 0 {
                 let reply = tokio::time::timeout(Duration::from_secs(10), framed.next())
                     .await
@@ -103,46 +128,6 @@ pub(crate) async fn raw_ops_cmd(address: &str, timing: Timing, command: bson::Do
                 if framed.read_buffer().is_empty() {
                     SinkExt::<Frame>::flush(&mut framed).await.map_err(|e| e.to_string())?;
                 }
-            }
-            Ok(())
-        });
-    }
-    measure(timing, count, stop, workers).await
-}
-
-/// The ceiling a driver can reach: `connections` raw connections, each with one request in
-/// flight at a time (send, wait for the reply, send again: no pipelining, as drivers do), all
-/// sending `command`. No client logic at all: no selection, no pool, no sessions.
-// Used by the suite bench, which includes this file as a module.
-#[allow(dead_code)]
-pub(crate) async fn raw_serial_ops_cmd(
-    address: &str,
-    timing: Timing,
-    command: bson::Document,
-    connections: usize,
-) -> f64 {
-    let count = Arc::new(AtomicU64::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut workers = Vec::new();
-    for _ in 0..connections {
-        let conn = RawClient::connect_with_timeout(address, Duration::from_secs(5)).await.expect("connect");
-        let (count, stop, command) = (count.clone(), stop.clone(), command.clone());
-        workers.push(async move {
-            let mut framed = conn.into_framed();
-            let request = OpMsg::from_document(&command).map_err(|e| e.to_string())?;
-            while !stop.load(Ordering::Relaxed) {
-                SinkExt::<Frame>::send(&mut framed, Frame::request(request.clone()))
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let reply = tokio::time::timeout(Duration::from_secs(10), framed.next())
-                    .await
-                    .map_err(|_| "no reply within 10 s".to_string())?
-                    .ok_or("connection closed")?
-                    .map_err(|e| e.to_string())?;
-                if !matches!(reply.message, Message::Msg(_)) {
-                    return Err(format!("unexpected reply {:?}", reply.message.op_code()));
-                }
-                count.fetch_add(1, Ordering::Relaxed);
             }
             Ok(())
         });
