@@ -136,11 +136,26 @@ fn row(scenario: &str, metric: &str, ours: String, official: String, ratio: f64,
 /// maxPoolSize given to both clients in the throughput rows.
 const EQUAL_MAX_POOL_SIZE: u32 = 100;
 
-/// `min-max` of a set of figures.
-fn spread(values: &[f64]) -> String {
+/// `min-max` of a set of figures, with `digits` decimals.
+fn spread_with(values: &[f64], digits: usize) -> String {
     let min = values.iter().copied().fold(f64::INFINITY, f64::min);
     let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!("{min:.0}-{max:.0}")
+    format!("{min:.digits$}-{max:.digits$}")
+}
+
+/// `min-max` of a set of figures, whole numbers.
+fn spread(values: &[f64]) -> String {
+    spread_with(values, 0)
+}
+
+/// `; min-max ours a-b / official c-d` of one figure of per-run results.
+fn run_spread(
+    ours: &[pool_bench::Figures],
+    official: &[pool_bench::Figures],
+    f: fn(&pool_bench::Figures) -> f64,
+) -> String {
+    let of = |runs: &[pool_bench::Figures]| spread_with(&runs.iter().map(f).collect::<Vec<_>>(), 2);
+    format!("; min-max of runs: ours {} / official {}", of(ours), of(official))
 }
 
 fn f0(v: f64) -> String {
@@ -651,7 +666,13 @@ fn main() {
     }
     let max = |v: &Vec<f64>| v.iter().copied().fold(f64::NAN, f64::max);
     let (o, d) = (&failovers[0], &failovers[1]);
-    let n = format!("n = {} / {} stepdowns", o.len(), d.len());
+    let n = format!(
+        "n = {} / {} stepdowns; min-max ours {} / official {}",
+        o.len(),
+        d.len(),
+        spread_with(o, 1),
+        spread_with(d, 1)
+    );
     rows.push(row(
         "failover",
         "stepdown -> first write, median ms",
@@ -677,16 +698,22 @@ fn main() {
 
     // 3. Pool burst on a cold client.
     let (mut ours_runs, mut official_runs) = (Vec::new(), Vec::new());
-    for _ in 0..plan.burst_reps {
-        let cluster = pool_bench::start_sim();
-        let run = runtime.block_on(pool_bench::ours_client(&cluster, plan.burst, 2));
-        cluster.shutdown();
-        ours_runs.push(pool_bench::Figures::from(run));
-        let cluster = pool_bench::start_sim();
-        let run = runtime.block_on(pool_bench::official(&cluster, plan.burst, 2));
-        cluster.shutdown();
-        official_runs.push(pool_bench::Figures::from(run));
+    for rep in 0..plan.burst_reps {
+        // Alternate who goes first.
+        let order = if rep % 2 == 0 { [false, true] } else { [true, false] };
+        for is_official in order {
+            let cluster = pool_bench::start_sim();
+            let run = if is_official {
+                runtime.block_on(pool_bench::official(&cluster, plan.burst, 2))
+            } else {
+                runtime.block_on(pool_bench::ours_client(&cluster, plan.burst, 2))
+            };
+            cluster.shutdown();
+            if is_official { &mut official_runs } else { &mut ours_runs }
+                .push(pool_bench::Figures::from(run));
+        }
     }
+    let rs = |f: fn(&pool_bench::Figures) -> f64| run_spread(&ours_runs, &official_runs, f);
     let (o, d) = (pool_bench::medians(&ours_runs), pool_bench::medians(&official_runs));
     println!(
         "pool burst: ours p50 {:.2} ms p99 {:.2} ms, official p50 {:.2} ms p99 {:.2} ms",
@@ -699,7 +726,7 @@ fn main() {
         f2(o.op_p50),
         f2(d.op_p50),
         o.op_p50 / d.op_p50,
-        "lower is better",
+        &format!("lower is better{}", rs(|f| f.op_p50)),
     ));
     rows.push(row(
         &scenario,
@@ -707,7 +734,7 @@ fn main() {
         f2(o.op_p99),
         f2(d.op_p99),
         o.op_p99 / d.op_p99,
-        "lower is better",
+        &format!("lower is better{}", rs(|f| f.op_p99)),
     ));
     rows.push(row(
         &scenario,
@@ -715,7 +742,7 @@ fn main() {
         f1(o.wall),
         f1(d.wall),
         o.wall / d.wall,
-        "gate open -> last op done",
+        &format!("gate open -> last op done{}", rs(|f| f.wall)),
     ));
     rows.push(row(
         &scenario,
@@ -723,7 +750,7 @@ fn main() {
         f0(o.created),
         f0(d.created),
         o.created / d.created,
-        &format!("maxPoolSize {}", pool_bench::MAX_POOL_SIZE),
+        &format!("maxPoolSize {}{}", pool_bench::MAX_POOL_SIZE, rs(|f| f.created)),
     ));
     rows.push(row(
         &scenario,
@@ -731,13 +758,13 @@ fn main() {
         f2(o.co_p99),
         f2(d.co_p99),
         o.co_p99 / d.co_p99,
-        "CheckedOut event durations",
+        &format!("CheckedOut event durations{}", rs(|f| f.co_p99)),
     ));
     notes.push(format!(
         "Pool burst: a fresh standalone simulator and a fresh client per run, discovery done \
          and the pool ready but empty before the clock starts; {} tasks wait on one gate, then \
          each runs `ping` once. maxPoolSize 100 and maxConnecting 2 on both sides. Medians over \
-         {} run(s) per side, interleaved. Connections opened = the pools' ConnectionCreated events.",
+         {} run(s) per side, interleaved with the first side alternating, with the min-max of runs. Connections opened = the pools' ConnectionCreated events.",
         plan.burst, plan.burst_reps
     ));
 
