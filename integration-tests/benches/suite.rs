@@ -57,6 +57,8 @@ struct Plan {
     burst_reps: usize,
     mongos: usize,
     idle: Duration,
+    /// Runs per side of the monitoring scenario.
+    monitor_runs: usize,
 }
 
 impl Plan {
@@ -77,6 +79,7 @@ impl Plan {
                 burst_reps: 1,
                 mongos: 10,
                 idle: Duration::from_secs(1),
+                monitor_runs: 1,
             },
             (true, true) => Plan {
                 mode: "quick",
@@ -93,6 +96,7 @@ impl Plan {
                 burst_reps: 1,
                 mongos: 1000,
                 idle: Duration::from_secs(10),
+                monitor_runs: 1,
             },
             (true, false) => Plan {
                 mode: "full",
@@ -106,6 +110,7 @@ impl Plan {
                 burst_reps: 11,
                 mongos: 1000,
                 idle: Duration::from_secs(60),
+                monitor_runs: 3,
             },
         }
     }
@@ -542,22 +547,37 @@ fn main() {
             "find": actors_bench::COLL, "filter": { "_id": 7 }, "limit": 1, "singleBatch": true,
             "$db": actors_bench::DB,
         };
-        let mut ceilings = Vec::new();
-        for &tasks in &plan.task_counts {
-            ceilings.push(sim_bench::raw_serial_ops_cmd(&primary, plan.raw, find.clone(), tasks).await);
+        // As many measurements of each ceiling as rounds per side, for a median and a spread.
+        let mut ceilings = vec![Vec::new(); plan.task_counts.len()];
+        let mut raw = Vec::new();
+        for _ in 0..plan.rounds {
+            for (i, &tasks) in plan.task_counts.iter().enumerate() {
+                ceilings[i]
+                    .push(sim_bench::raw_serial_ops_cmd(&primary, plan.raw, find.clone(), tasks).await);
+            }
+            raw.push(sim_bench::raw_ops_cmd(&primary, plan.raw, find.clone()).await);
         }
-        (sim_bench::raw_ops_cmd(&primary, plan.raw, find).await, ceilings)
+        (raw, ceilings)
     });
     cluster.shutdown();
+    let raw_runs = raw;
+    let raw = median(raw_runs.clone());
+    let ceiling_runs = ceilings;
+    let ceilings: Vec<f64> = ceiling_runs.iter().map(|c| median(c.clone())).collect();
     println!("simulator raw find capacity: {raw:.0} ops/s");
-    for ((tasks, _, _), ceiling) in throughput.iter().zip(&ceilings) {
+    for (((tasks, _, _), ceiling), runs) in throughput.iter().zip(&ceilings).zip(&ceiling_runs) {
         rows.push(row(
             "no-pipelining ceiling",
             &format!("{tasks} connection(s), ops/s"),
             f0(*ceiling),
             f0(*ceiling),
             f64::NAN,
-            "raw connections, one request in flight each, the same find: what a driver can reach",
+            &format!(
+                "raw connections, one request in flight each, the same find: what a driver can reach; \
+                 median of {} measurement(s), min-max {}",
+                runs.len(),
+                spread(runs)
+            ),
         ));
     }
     for ((tasks, ours, official), ceiling) in throughput.iter().zip(&ceilings) {
@@ -592,9 +612,12 @@ fn main() {
         f0(raw),
         f64::NAN,
         &format!(
-            "{} connections x {} pipelined requests, no client logic: the ceiling for both",
+            "{} connections x {} pipelined requests, no client logic: the ceiling for both; \
+             median of {} measurement(s), min-max {}",
             sim_bench::RAW_CONNECTIONS,
-            sim_bench::RAW_IN_FLIGHT
+            sim_bench::RAW_IN_FLIGHT,
+            raw_runs.len(),
+            spread(&raw_runs)
         ),
     ));
     notes.push(format!(
@@ -773,61 +796,75 @@ fn main() {
     match Cluster::sharded(plan.mongos).port(0).start() {
         Ok(cluster) => {
             println!("{} mongos started in {:.1} s", plan.mongos, build.elapsed().as_secs_f64());
-            let ours = run_monitor_child(&cluster, "ours", plan.idle);
-            let official = run_monitor_child(&cluster, "official", plan.idle);
+            // Several runs per side, the first side alternating; each figure is the median of
+            // runs with its min-max.
+            let (mut ours, mut official) = (Vec::new(), Vec::new());
+            let mut failed = None;
+            for run in 0..plan.monitor_runs {
+                let order = if run % 2 == 0 { ["ours", "official"] } else { ["official", "ours"] };
+                for side in order {
+                    match run_monitor_child(&cluster, side, plan.idle) {
+                        Ok(f) => if side == "ours" { &mut ours } else { &mut official }.push(f),
+                        Err(e) => failed = Some(format!("{side}: {e}")),
+                    }
+                }
+            }
             cluster.shutdown();
-            match (ours, official) {
-                (Ok(o), Ok(d)) => {
+            match failed {
+                None if !ours.is_empty() && !official.is_empty() => {
                     let mib = |k: f64| k / 1024.0;
                     let scenario =
                         format!("monitoring {} mongos, {:.0} s idle", plan.mongos, plan.idle.as_secs_f64());
-                    rows.push(row(
-                        &scenario,
-                        "resident memory at end, MiB",
-                        f1(mib(o.child.rss_kib)),
-                        f1(mib(d.child.rss_kib)),
-                        o.child.rss_kib / d.child.rss_kib,
-                        &format!(
-                            "process before the client: {:.1} / {:.1} MiB",
-                            mib(o.child.rss_before_kib),
-                            mib(d.child.rss_before_kib)
-                        ),
-                    ));
-                    rows.push(row(
-                        &scenario,
-                        "peak resident memory, MiB",
-                        f1(mib(o.child.hwm_kib)),
-                        f1(mib(d.child.hwm_kib)),
-                        o.child.hwm_kib / d.child.hwm_kib,
-                        "VmHWM",
-                    ));
-                    rows.push(row(
-                        &scenario,
-                        "CPU seconds (user+sys)",
-                        f2(o.child.cpu_s),
-                        f2(d.child.cpu_s),
-                        o.child.cpu_s / d.child.cpu_s,
-                        "client process only",
-                    ));
-                    rows.push(row(
-                        &scenario,
-                        "connections opened",
-                        o.opened.to_string(),
-                        d.opened.to_string(),
-                        o.opened as f64 / d.opened as f64,
-                        &format!("still open at the end: {} / {}", o.open_at_end, d.open_at_end),
-                    ));
-                    rows.push(row(
-                        &scenario,
-                        "hellos served by the simulator",
-                        o.hellos.to_string(),
-                        d.hellos.to_string(),
-                        o.hellos as f64 / d.hellos as f64,
-                        "plain + awaited",
-                    ));
-                    println!("monitoring: ours rss {:.1} MiB cpu {:.2} s conns {}; official rss {:.1} MiB cpu {:.2} s conns {}", mib(o.child.rss_kib), o.child.cpu_s, o.opened, mib(d.child.rss_kib), d.child.cpu_s, d.opened);
+                    let mut add =
+                        |metric: &str, f: &dyn Fn(&MonitorFigures) -> f64, digits: usize, note: &str| {
+                            let o: Vec<f64> = ours.iter().map(f).collect();
+                            let d: Vec<f64> = official.iter().map(f).collect();
+                            let (mo, md) = (median(o.clone()), median(d.clone()));
+                            let note = format!(
+                                "{note}{}min-max of {} run(s): ours {} / official {}",
+                                if note.is_empty() { "" } else { "; " },
+                                o.len(),
+                                spread_with(&o, digits),
+                                spread_with(&d, digits)
+                            );
+                            rows.push(row(
+                                &scenario,
+                                metric,
+                                format!("{mo:.digits$}"),
+                                format!("{md:.digits$}"),
+                                mo / md,
+                                &note,
+                            ));
+                        };
+                    let before = |runs: &[MonitorFigures]| {
+                        median(runs.iter().map(|f| mib(f.child.rss_before_kib)).collect())
+                    };
+                    let before_note = format!(
+                        "process before the client: {:.1} / {:.1} MiB",
+                        before(&ours),
+                        before(&official)
+                    );
+                    add("resident memory at end, MiB", &|f| mib(f.child.rss_kib), 1, &before_note);
+                    add("peak resident memory, MiB", &|f| mib(f.child.hwm_kib), 1, "VmHWM");
+                    add("CPU seconds (user+sys)", &|f| f.child.cpu_s, 2, "client process only");
+                    add("connections opened", &|f| f.opened as f64, 0, "");
+                    add("connections still open at the end", &|f| f.open_at_end as f64, 0, "");
+                    add("hellos served by the simulator", &|f| f.hellos as f64, 0, "plain + awaited");
+                    let m = |runs: &[MonitorFigures], f: fn(&MonitorFigures) -> f64| {
+                        median(runs.iter().map(f).collect())
+                    };
+                    println!(
+                        "monitoring (median of {} run(s)): ours rss {:.1} MiB cpu {:.2} s conns {:.0}; official rss {:.1} MiB cpu {:.2} s conns {:.0}",
+                        ours.len(),
+                        mib(m(&ours, |f| f.child.rss_kib)),
+                        m(&ours, |f| f.child.cpu_s),
+                        m(&ours, |f| f.opened as f64),
+                        mib(m(&official, |f| f.child.rss_kib)),
+                        m(&official, |f| f.child.cpu_s),
+                        m(&official, |f| f.opened as f64)
+                    );
                 }
-                (o, d) => println!("monitoring scale failed: ours {:?}, official {:?}", o.err(), d.err()),
+                failed => println!("monitoring scale failed: {failed:?}"),
             }
         }
         Err(e) => println!("monitoring scale: could not start {} mongos: {e}", plan.mongos),
@@ -837,9 +874,11 @@ fn main() {
          in the URI, default options otherwise). Each client runs alone in a child process \
          (this bench binary re-run with `--monitor-child`), idle for {:.0} s after it is created; \
          the child reports its VmRSS/VmHWM and user+system CPU from /proc/self, and the parent \
-         reads the simulator's connection and hello counters before the child shuts down.",
+         reads the simulator's connection and hello counters before the child shuts down. \
+         {} run(s) per side, the first side alternating; medians with the min-max of runs.",
         plan.mongos,
-        plan.idle.as_secs_f64()
+        plan.idle.as_secs_f64(),
+        plan.monitor_runs
     ));
 
     // 5. Fast-path selection, in an actix System on a thread of its own.

@@ -218,8 +218,21 @@ def check_simple(topology, binary, args):
             insert_find(client, topology)
             return f"via {sim.uri}"
 
+    @scenario(topology, "compressors=zlib")
+    def zlib():
+        # The simulator agrees to zlib and compresses its replies; PyMongo must read them.
+        with MongoClient(sim.uri, compressors="zlib", **CLIENT_OPTS) as client:
+            insert_find(client, topology)
+            big = client["sim_check"]["zlib"]
+            big.insert_one({"_id": 1, "x": "z" * 100_000})
+            assert len(big.find_one({"_id": 1})["x"]) == 100_000
+            counters = client.admin.command("simCounters")["total"]
+            assert counters["compressedReplies"] >= 2, f"no compressed replies: {counters}"
+            return f"{counters['compressedReplies']} compressed replies"
+
     try:
         run()
+        zlib()
     finally:
         sim.stop()
 

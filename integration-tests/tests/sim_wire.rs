@@ -244,10 +244,14 @@ async fn compressed_and_malformed_messages() {
     let cluster = Cluster::standalone().start().expect("start");
     let addr = cluster.hosts()[0].clone();
 
-    // OP_COMPRESSED: an error reply, then the connection is closed.
+    // OP_COMPRESSED with a compressor the simulator lacks (snappy): an error reply, then the
+    // connection is closed.
     let mut c = client(&addr).await;
     let mut msg = Vec::new();
-    let body = [0u8; 9]; // originalOpcode, uncompressedSize, compressorId
+    let mut body = Vec::new(); // originalOpcode, uncompressedSize, compressorId
+    body.extend_from_slice(&2013_i32.to_le_bytes());
+    body.extend_from_slice(&0_i32.to_le_bytes());
+    body.push(1);
     msg.extend_from_slice(&(16 + body.len() as i32).to_le_bytes());
     msg.extend_from_slice(&77_i32.to_le_bytes());
     msg.extend_from_slice(&0_i32.to_le_bytes());
@@ -257,7 +261,7 @@ async fn compressed_and_malformed_messages() {
     let r = c.read().await.expect("error reply");
     assert_eq!(r.response_to, 77);
     assert_eq!(r.document.get_f64("ok").ok(), Some(0.0));
-    assert!(r.document.get_str("errmsg").is_ok_and(|m| m.contains("OP_COMPRESSED")));
+    assert!(r.document.get_str("errmsg").is_ok_and(|m| m.contains("compressor id 1")), "{:?}", r.document);
     assert!(c.closed_within(Duration::from_secs(5)).await);
 
     // Garbage: closed without a reply.
@@ -367,4 +371,82 @@ async fn ping_throughput() {
         total += t.await.expect("join");
     }
     println!("pings/s: {:.0}", total as f64 / duration.as_secs_f64());
+}
+
+/// One request on a plain socket, returning the reply's opcode, its compressor id (for
+/// OP_COMPRESSED) and its decoded body.
+async fn raw_round_trip(
+    sock: &mut tokio::net::TcpStream,
+    cmd: Document,
+    compress: Option<protocol::wire::WireCompressor>,
+) -> (i32, Option<u8>, Document) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let frame = RawClient::msg_frame("db", cmd, OpMsgFlags::empty(), Vec::new()).expect("frame");
+    let mut out = bytes::BytesMut::new();
+    match compress {
+        Some(c) => protocol::wire::encode_compressed_frame(&frame, c, &mut out, 48_000_000, false),
+        None => protocol::wire::encode_frame(&frame, &mut out, 48_000_000, false),
+    }
+    .expect("encode");
+    sock.write_all(&out).await.expect("write");
+    let mut header = [0u8; 16];
+    tokio::time::timeout(Duration::from_secs(5), sock.read_exact(&mut header))
+        .await
+        .expect("reply")
+        .expect("read");
+    let len = i32::from_le_bytes(header[0..4].try_into().unwrap()) as usize;
+    let op = i32::from_le_bytes(header[12..16].try_into().unwrap());
+    let mut rest = vec![0u8; len - 16];
+    sock.read_exact(&mut rest).await.expect("read body");
+    let id = (op == 2012).then(|| rest[8]);
+    let mut all = header.to_vec();
+    all.extend_from_slice(&rest);
+    let reply = protocol::wire::decode_frame(&all, 48_000_000).expect("decode");
+    assert_eq!(reply.response_to, frame.request_id);
+    let protocol::wire::Message::Msg(m) = reply.message else { panic!("not an OP_MSG") };
+    (op, id, m.body_document().expect("body"))
+}
+
+/// The simulator compresses whenever a client offers a compressor it has: zlib is agreed in
+/// the handshake, every later reply but hello's is compressed, and compressed requests are
+/// read. snappy and zstd are not agreed (the simulator does not implement them yet).
+#[tokio::test]
+async fn compression_is_negotiated_in_hello() {
+    use protocol::wire::WireCompressor;
+    let cluster = Cluster::replica_set(1).start().expect("start");
+    let addr = cluster.hosts()[0].clone();
+    let mut sock = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let (op, _, h) =
+        raw_round_trip(&mut sock, doc! {"hello": 1, "compression": ["snappy", "zstd", "zlib"]}, None).await;
+    assert_eq!(op, 2013, "a hello reply is never compressed");
+    assert_eq!(h.get_array("compression").unwrap(), &vec![Bson::from("zlib")]);
+    // An uncompressed request gets a zlib reply.
+    let (op, id, r) = raw_round_trip(&mut sock, doc! {"ping": 1}, None).await;
+    assert_eq!((op, id), (2012, Some(2)));
+    assert_eq!(r.get_f64("ok").ok(), Some(1.0));
+    // Compressed requests (zlib and noop) are read; the replies stay zlib.
+    let big = "x".repeat(20_000);
+    let (op, id, r) = raw_round_trip(
+        &mut sock,
+        doc! {"insert": "c", "documents": [{"_id": 1, "big": &big}]},
+        Some(WireCompressor::Zlib { level: 9 }),
+    )
+    .await;
+    assert_eq!((op, id, r.get_i32("n").ok()), (2012, Some(2), Some(1)), "{r:?}");
+    let (op, id, r) =
+        raw_round_trip(&mut sock, doc! {"find": "c", "filter": {"_id": 1}}, Some(WireCompressor::Noop)).await;
+    assert_eq!((op, id), (2012, Some(2)));
+    let first =
+        r.get_document("cursor").unwrap().get_array("firstBatch").unwrap()[0].as_document().unwrap().clone();
+    assert_eq!(first.get_str("big").unwrap(), big);
+    // A later hello on the same connection is still answered uncompressed.
+    let (op, _, _) = raw_round_trip(&mut sock, doc! {"hello": 1}, None).await;
+    assert_eq!(op, 2013);
+
+    // Without an offer (or with only compressors it lacks) nothing is compressed.
+    let mut sock = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let (_, _, h) = raw_round_trip(&mut sock, doc! {"hello": 1, "compression": ["snappy"]}, None).await;
+    assert!(!h.contains_key("compression"), "{h:?}");
+    let (op, _, _) = raw_round_trip(&mut sock, doc! {"ping": 1}, None).await;
+    assert_eq!(op, 2013);
 }

@@ -51,10 +51,15 @@ pub enum Error {
         /// The offending bits (only the unknown required ones).
         flags: u32,
     },
-    /// An OP_COMPRESSED (2012) message was received or asked for. This crate never negotiates
-    /// compression, so a peer that sends one is violating the handshake.
-    #[error("OP_COMPRESSED messages are not supported (compression is never negotiated)")]
-    CompressionNotSupported,
+    /// An OP_COMPRESSED (2012) message used a compressor this crate cannot (de)compress:
+    /// snappy (1) and zstd (3) today, or an id the OP_COMPRESSED spec does not define.
+    #[error("OP_COMPRESSED with unsupported compressor id {id}")]
+    UnsupportedCompressor {
+        /// The `compressorId` byte.
+        id: u8,
+        /// The message's `requestID`, so a server can answer it with an error.
+        request_id: i32,
+    },
     /// A document in a message was not valid BSON, or could not be encoded.
     #[error("invalid BSON: {0}")]
     InvalidBson(String),

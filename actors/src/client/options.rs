@@ -365,7 +365,7 @@ pub fn options_without_effect(cs: &ConnectionString) -> Result<Vec<String>> {
     let table: [(bool, &str); 6] = [
         (
             o.compressors.as_ref().is_some_and(|c| !c.is_empty()),
-            "compressors: OP_COMPRESSED is not supported yet, so no compressor is offered to the server; messages go uncompressed",
+            "compressors: this client does not negotiate compression yet, so no compressor is offered to the server; messages go uncompressed",
         ),
         (
             o.zlib_compression_level.is_some(),

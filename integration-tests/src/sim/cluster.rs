@@ -47,6 +47,7 @@ pub(crate) struct CounterCells {
     pub connections_opened: AtomicU64,
     pub hellos: AtomicU64,
     pub awaited_hellos: AtomicU64,
+    pub compressed_replies: AtomicU64,
     pub commands: Mutex<HashMap<String, u64>>,
 }
 
@@ -68,6 +69,7 @@ impl CounterCells {
             current_connections: u64::try_from(current_connections).unwrap_or(u64::MAX),
             hellos: self.hellos.load(Ordering::Relaxed),
             awaited_hellos: self.awaited_hellos.load(Ordering::Relaxed),
+            compressed_replies: self.compressed_replies.load(Ordering::Relaxed),
             commands: self.commands.lock().iter().map(|(k, v)| (k.clone(), *v)).collect(),
         }
     }
@@ -912,6 +914,7 @@ impl Shared {
             total.current_connections += m.current_connections;
             total.hellos += m.hellos;
             total.awaited_hellos += m.awaited_hellos;
+            total.compressed_replies += m.compressed_replies;
             for (k, v) in &m.commands {
                 *total.commands.entry(k.clone()).or_insert(0) += v;
             }

@@ -21,6 +21,8 @@ pub(crate) struct HelloRequest {
     pub awaitable: Option<(TopologyVersion, Duration)>,
     /// `client.application.name` of the handshake.
     pub app_name: Option<String>,
+    /// `compression`: the compressors the client offers, in its order of preference.
+    pub compression: Vec<String>,
 }
 
 /// Whether a command name is a hello.
@@ -70,7 +72,40 @@ pub(crate) fn parse(name: &str, body: &RawDocument) -> HelloRequest {
         load_balanced: truthy(get("loadBalanced")),
         awaitable,
         app_name,
+        compression: body
+            .get_array("compression")
+            .map(|a| a.into_iter().filter_map(|v| v.ok()?.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default(),
     }
+}
+
+/// The compressor the simulator agrees to from a client's offer: the first it can use.
+/// snappy and zstd are not implemented yet; like a mongod started without them, the
+/// simulator leaves them out of its answer.
+pub(crate) fn negotiate_compression(
+    offer: &[String],
+) -> Option<(&'static str, protocol::wire::WireCompressor)> {
+    offer.iter().find_map(|name| match name.as_str() {
+        "zlib" => Some(("zlib", protocol::wire::WireCompressor::Zlib { level: -1 })),
+        _ => None,
+    })
+}
+
+/// Commands (and so replies) the OP_COMPRESSED spec forbids compressing.
+pub(crate) fn never_compressed(name: &str) -> bool {
+    is_hello(name)
+        || matches!(
+            name,
+            "saslStart"
+                | "saslContinue"
+                | "getnonce"
+                | "authenticate"
+                | "createUser"
+                | "updateUser"
+                | "copydbSaslStart"
+                | "copydbgetnonce"
+                | "copydb"
+        )
 }
 
 /// Waits until member's topologyVersion differs from `seen` or `max` elapses. Returns at once

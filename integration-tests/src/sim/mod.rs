@@ -102,6 +102,8 @@ pub struct MemberCounters {
     pub hellos: u64,
     /// Awaitable hello replies (each streamed exhaust reply counts).
     pub awaited_hellos: u64,
+    /// Replies sent as OP_COMPRESSED (after a client offered a compressor the simulator has).
+    pub compressed_replies: u64,
     /// Commands received, by name as sent (hello included).
     pub commands: BTreeMap<String, u64>,
 }
@@ -124,6 +126,7 @@ impl MemberCounters {
             "currentConnections": n(self.current_connections),
             "hellos": n(self.hellos),
             "awaitedHellos": n(self.awaited_hellos),
+            "compressedReplies": n(self.compressed_replies),
             "commands": commands,
         }
     }

@@ -11,7 +11,7 @@ use bson::raw::cstr;
 use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, RawDocument, RawDocumentBuf, Timestamp};
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use parking_lot::Mutex;
-use protocol::wire::{Frame, Message, MessageCodec, OpMsg, OpMsgFlags, OpQuery, OpReply};
+use protocol::wire::{CompressedFrame, Frame, Message, MessageCodec, OpMsg, OpMsgFlags, OpQuery, OpReply};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::codec::Framed;
@@ -95,7 +95,7 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin>(
     let mut conn = Connection {
         shared,
         member,
-        info: ConnInfo { id, app_name: None, lb, hello_seen: false },
+        info: ConnInfo { id, app_name: None, lb, hello_seen: false, compressor: None },
         cluster_time_cache: Mutex::new(None),
         auth: Mutex::new(ConnAuth::default()),
     };
@@ -263,8 +263,8 @@ impl Connection {
             let frame = match next {
                 None => return,
                 Some(Ok(f)) => f,
-                Some(Err(protocol::Error::CompressionNotSupported)) => {
-                    self.reject_compressed(&mut framed).await;
+                Some(Err(protocol::Error::UnsupportedCompressor { id, request_id })) => {
+                    self.reject_compressed(&mut framed, id, request_id).await;
                     return;
                 }
                 Some(Err(protocol::Error::Io(e))) => {
@@ -276,9 +276,20 @@ impl Connection {
                     return;
                 }
             };
+            let compressible = match &frame.message {
+                Message::Msg(m) => first_key(&m.body).is_some_and(|n| !hello::never_compressed(n)),
+                _ => false,
+            };
             match self.handle(frame).await {
                 Action::Reply(f) => {
-                    if let Err(e) = framed.feed(f).await {
+                    let fed = match self.info.compressor.filter(|_| compressible) {
+                        Some(compressor) => {
+                            self.member.counters.compressed_replies.fetch_add(1, Ordering::Relaxed);
+                            framed.feed(CompressedFrame { frame: f, compressor }).await
+                        }
+                        None => framed.feed(f).await,
+                    };
+                    if let Err(e) = fed {
                         tracing::debug!(error = %e, "write failed; closing");
                         return;
                     }
@@ -302,22 +313,19 @@ impl Connection {
         }
     }
 
-    /// OP_COMPRESSED was never negotiated: answer with a clear error, then close.
-    async fn reject_compressed<S: AsyncRead + AsyncWrite + Unpin>(&self, framed: &mut Conn<S>) {
-        let request_id = framed
-            .read_buffer()
-            .get(4..8)
-            .and_then(|b| <[u8; 4]>::try_from(b).ok())
-            .map_or(0, i32::from_le_bytes);
+    /// OP_COMPRESSED with a compressor the simulator lacks: answer with a clear error, then close.
+    async fn reject_compressed<S: AsyncRead + AsyncWrite + Unpin>(
+        &self,
+        framed: &mut Conn<S>,
+        id: u8,
+        request_id: i32,
+    ) {
         tracing::warn!(
             member = self.member.index,
-            "OP_COMPRESSED received but compression was never negotiated; closing"
+            id,
+            "OP_COMPRESSED with an unsupported compressor; closing"
         );
-        let err = CmdError::new(
-            2,
-            "BadValue",
-            "OP_COMPRESSED is not supported: no compressor was negotiated in the handshake",
-        );
+        let err = CmdError::new(2, "BadValue", format!("OP_COMPRESSED compressor id {id} is not supported"));
         if let Some(f) = self.reply_frame(request_id, err.to_document(), OpMsgFlags::empty()) {
             let _ = framed.send(f).await;
         }
@@ -472,8 +480,16 @@ impl Connection {
     fn hello_doc(&mut self, req: &HelloRequest) -> Document {
         let first = !self.info.hello_seen;
         self.info.hello_seen = true;
-        hello::reply(&self.shared, &self.member, self.info.id, req, self.info.lb, first)
-            .unwrap_or_else(|e| e.to_document())
+        match hello::reply(&self.shared, &self.member, self.info.id, req, self.info.lb, first) {
+            Ok(mut doc) => {
+                if let Some((name, c)) = hello::negotiate_compression(&req.compression) {
+                    self.info.compressor = Some(c);
+                    doc.insert("compression", vec![name]);
+                }
+                doc
+            }
+            Err(e) => e.to_document(),
+        }
     }
 
     async fn hello(

@@ -3,7 +3,10 @@
 use bytes::BytesMut;
 use tokio_util::codec::{Decoder, Encoder};
 
-use super::{check_message_length, decode_validated, encode_frame, Frame, MessageHeader};
+use super::CompressedFrame;
+use super::{
+    check_message_length, decode_validated, encode_compressed_frame, encode_frame, Frame, MessageHeader,
+};
 use super::{DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN};
 use crate::error::{Error, Result};
 
@@ -88,7 +91,7 @@ impl Decoder for MessageCodec {
         }
         // O(1): hands the frame's bytes over without copying; the rest stays in `src`.
         let frame = src.split_to(len);
-        decode_validated(&header, &frame).map(Some)
+        decode_validated(&header, &frame, self.max_message_size).map(Some)
     }
 
     /// At end of stream, leftover bytes are a frame cut short: an `UnexpectedEof` I/O error that
@@ -126,5 +129,19 @@ impl Encoder<Frame> for MessageCodec {
 
     fn encode(&mut self, frame: Frame, dst: &mut BytesMut) -> Result<()> {
         encode_frame(&frame, dst, self.max_message_size, self.checksum_on_encode)
+    }
+}
+
+impl Encoder<CompressedFrame> for MessageCodec {
+    type Error = Error;
+
+    fn encode(&mut self, item: CompressedFrame, dst: &mut BytesMut) -> Result<()> {
+        encode_compressed_frame(
+            &item.frame,
+            item.compressor,
+            dst,
+            self.max_message_size,
+            self.checksum_on_encode,
+        )
     }
 }

@@ -13,7 +13,7 @@ pub enum OpCode {
     Reply = 1,
     /// OP_QUERY (2004): legacy query, still used for the legacy hello.
     Query = 2004,
-    /// OP_COMPRESSED (2012): recognised only so it can be rejected with a clear error.
+    /// OP_COMPRESSED (2012): another message, compressed.
     Compressed = 2012,
     /// OP_MSG (2013): everything else.
     Msg = 2013,
@@ -93,8 +93,7 @@ impl MessageHeader {
     /// read; the body need not be present yet).
     ///
     /// Errors: fewer than 16 bytes ([`Error::MalformedFrame`]), a bad length (see
-    /// [`check_message_length`]), an unknown opcode ([`Error::UnknownOpcode`]), OP_COMPRESSED
-    /// ([`Error::CompressionNotSupported`]), or a length too small to hold the opcode's fixed
+    /// [`check_message_length`]), an unknown opcode ([`Error::UnknownOpcode`]), or a length too small to hold the opcode's fixed
     /// fields ([`Error::InvalidMessageLength`]).
     pub fn parse(bytes: &[u8], max_message_size: usize) -> Result<Self> {
         let Some(h) = bytes.first_chunk::<HEADER_LEN>() else {
@@ -104,9 +103,6 @@ impl MessageHeader {
         let message_length = field(0);
         let len = check_message_length(message_length, max_message_size)?;
         let op_code = OpCode::from_i32(field(12))?;
-        if op_code == OpCode::Compressed {
-            return Err(Error::CompressionNotSupported);
-        }
         if len < op_code.min_message_len() {
             return Err(Error::InvalidMessageLength { length: message_length });
         }

@@ -13,10 +13,12 @@
 //!
 //! Decoding never panics. Every document is fully validated (recursively) before it is handed
 //! out as a [`bson::RawDocumentBuf`], so later accessors cannot hit malformed BSON.
-//! OP_COMPRESSED (2012) is rejected with [`Error::CompressionNotSupported`].
+//! OP_COMPRESSED (2012) is decoded transparently (noop and zlib; other compressors are
+//! [`Error::UnsupportedCompressor`]) and written by [`encode_compressed_frame`].
 
 mod bson_check;
 mod codec;
+mod compressed;
 mod flags;
 mod header;
 mod legacy;
@@ -28,6 +30,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use bytes::{BufMut, BytesMut};
 
 pub use codec::MessageCodec;
+pub use compressed::{encode_compressed_frame, CompressedFrame, WireCompressor};
 pub use header::{check_message_length, MessageHeader, OpCode};
 pub use legacy::{OpQuery, OpReply, QueryFlags, ReplyFlags};
 pub use op_msg::{DocumentSequence, OpMsg, OpMsgFlags};
@@ -156,17 +159,16 @@ pub fn decode_frame(bytes: &[u8], max_message_size: usize) -> Result<Frame> {
             format!("{what}: header says {} bytes, got {}", header.len(), bytes.len()),
         ));
     }
-    decode_validated(&header, bytes)
+    decode_validated(&header, bytes, max_message_size)
 }
 
 /// Decodes a message whose header has been validated and whose length matches `bytes`.
-fn decode_validated(header: &MessageHeader, bytes: &[u8]) -> Result<Frame> {
+fn decode_validated(header: &MessageHeader, bytes: &[u8], max_message_size: usize) -> Result<Frame> {
     let message = match header.op_code {
         OpCode::Msg => Message::Msg(OpMsg::decode(bytes)?),
         OpCode::Query => Message::Query(OpQuery::decode(bytes)?),
         OpCode::Reply => Message::Reply(OpReply::decode(bytes)?),
-        // MessageHeader::parse already rejects this; kept for exhaustiveness.
-        OpCode::Compressed => return Err(Error::CompressionNotSupported),
+        OpCode::Compressed => return compressed::decode_compressed(header, bytes, max_message_size),
     };
     Ok(Frame { request_id: header.request_id, response_to: header.response_to, message })
 }

@@ -75,6 +75,9 @@ pub(crate) struct ConnInfo {
     /// A hello was answered on this connection: as mongos does, only the first hello of a
     /// load-balanced connection must carry `loadBalanced: true`.
     pub hello_seen: bool,
+    /// The compressor agreed in the handshake: every reply but those the OP_COMPRESSED spec
+    /// exempts is compressed with it, whether or not the request was.
+    pub compressor: Option<protocol::wire::WireCompressor>,
 }
 
 /// Everything a command implementation needs.

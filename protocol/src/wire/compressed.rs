@@ -1,0 +1,149 @@
+//! OP_COMPRESSED (2012): a header, the original opcode, the uncompressed size, a compressor id
+//! and the compressed bytes of the original message without its header.
+//!
+//! noop (0) and zlib (2) are supported in both directions; snappy (1) and zstd (3) are refused
+//! with [`Error::UnsupportedCompressor`].
+
+use std::io::{Read, Write};
+
+use bytes::{BufMut, BytesMut};
+
+use super::{decode_validated, encode_frame, Frame, MessageHeader, OpCode, HEADER_LEN};
+use crate::error::{Error, Result};
+use crate::uri::Compressor;
+
+/// The fixed fields after the header: originalOpcode, uncompressedSize, compressorId.
+const PREFIX_LEN: usize = 4 + 4 + 1;
+
+/// How a message is compressed on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WireCompressor {
+    /// The noop compressor (id 0): the body is carried as is.
+    Noop,
+    /// zlib (id 2) at a level from -1 (the library default) to 9.
+    Zlib {
+        /// `zlibCompressionLevel`; -1 is the library default.
+        level: i32,
+    },
+}
+
+impl WireCompressor {
+    /// The compressor for a negotiated name, if this crate can compress with it.
+    pub fn negotiable(c: Compressor, zlib_level: Option<i32>) -> Option<Self> {
+        match c {
+            Compressor::Zlib => Some(WireCompressor::Zlib { level: zlib_level.unwrap_or(-1) }),
+            Compressor::Snappy | Compressor::Zstd => None,
+        }
+    }
+
+    /// The `compressorId` byte.
+    pub fn id(self) -> u8 {
+        match self {
+            WireCompressor::Noop => 0,
+            WireCompressor::Zlib { .. } => 2,
+        }
+    }
+}
+
+/// A frame to be sent as OP_COMPRESSED (see [`encode_compressed_frame`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompressedFrame {
+    /// The message to compress.
+    pub frame: Frame,
+    /// How to compress it.
+    pub compressor: WireCompressor,
+}
+
+/// Encodes `frame` as OP_COMPRESSED at the end of `dst`.
+///
+/// The message is first encoded as usual (so its own size and checksum rules apply); the
+/// compressed message must also fit in `max_message_size`. On error `dst` is left unchanged.
+pub fn encode_compressed_frame(
+    frame: &Frame,
+    compressor: WireCompressor,
+    dst: &mut BytesMut,
+    max_message_size: usize,
+    add_checksum: bool,
+) -> Result<()> {
+    let mut plain = BytesMut::new();
+    encode_frame(frame, &mut plain, max_message_size, add_checksum)?;
+    let body = &plain[HEADER_LEN..];
+    let compressed;
+    let payload: &[u8] = match compressor {
+        WireCompressor::Noop => body,
+        WireCompressor::Zlib { level } => {
+            // Level -1 is zlib's default (6); anything else is clamped to 0..=9.
+            let level = if level < 0 { 6 } else { level.min(9) as u32 };
+            let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(level));
+            enc.write_all(body).map_err(Error::Io)?;
+            compressed = enc.finish().map_err(Error::Io)?;
+            &compressed
+        }
+    };
+    let total = HEADER_LEN + PREFIX_LEN + payload.len();
+    let too_large = Error::MessageTooLarge { length: total, max: max_message_size };
+    if total > max_message_size {
+        return Err(too_large);
+    }
+    let message_length = i32::try_from(total).map_err(|_| too_large)?;
+    let original = frame.message.op_code().as_i32();
+    dst.reserve(total);
+    MessageHeader {
+        message_length,
+        request_id: frame.request_id,
+        response_to: frame.response_to,
+        op_code: OpCode::Compressed,
+    }
+    .write_to(dst);
+    dst.put_i32_le(original);
+    // Fits: the plain message passed the size check above.
+    dst.put_i32_le(body.len() as i32);
+    dst.put_u8(compressor.id());
+    dst.put_slice(payload);
+    Ok(())
+}
+
+/// Decodes an OP_COMPRESSED message (header already validated, `bytes` the whole message).
+pub(super) fn decode_compressed(
+    header: &MessageHeader,
+    bytes: &[u8],
+    max_message_size: usize,
+) -> Result<Frame> {
+    let rest = &bytes[HEADER_LEN..];
+    let field = |i: usize| i32::from_le_bytes([rest[i], rest[i + 1], rest[i + 2], rest[i + 3]]);
+    let original = OpCode::from_i32(field(0))?;
+    if original == OpCode::Compressed {
+        return Err(Error::malformed("OP_COMPRESSED", "originalOpcode is OP_COMPRESSED"));
+    }
+    let size = usize::try_from(field(4))
+        .map_err(|_| Error::malformed("OP_COMPRESSED", format!("negative uncompressedSize {}", field(4))))?;
+    if size.saturating_add(HEADER_LEN) > max_message_size {
+        return Err(Error::MessageTooLarge { length: size + HEADER_LEN, max: max_message_size });
+    }
+    let id = rest[8];
+    let data = &rest[PREFIX_LEN..];
+    let mut plain = BytesMut::with_capacity(HEADER_LEN + size);
+    MessageHeader { message_length: (HEADER_LEN + size) as i32, op_code: original, ..*header }
+        .write_to(&mut plain);
+    match id {
+        0 => plain.put_slice(data),
+        2 => {
+            // Read at most one byte more than announced, so a zlib bomb cannot grow the buffer.
+            let mut out = Vec::with_capacity(size);
+            flate2::read::ZlibDecoder::new(data)
+                .take(size as u64 + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| Error::malformed("OP_COMPRESSED", format!("zlib: {e}")))?;
+            plain.put_slice(&out);
+        }
+        id => return Err(Error::UnsupportedCompressor { id, request_id: header.request_id }),
+    }
+    if plain.len() != HEADER_LEN + size {
+        return Err(Error::malformed(
+            "OP_COMPRESSED",
+            format!("uncompressedSize is {size}, the data holds {}", plain.len() - HEADER_LEN),
+        ));
+    }
+    let inner = MessageHeader::parse(&plain, max_message_size)?;
+    decode_validated(&inner, &plain, max_message_size)
+}
