@@ -1,52 +1,87 @@
 //! No URI option is accepted and then silently ignored: every option of
-//! `UriOptions::NAMES` either acts (the table below says where, and the tests after it check
-//! the ones added by hand) or makes the client warn, or is refused with `InvalidOptions`.
+//! `UriOptions::NAMES` either acts, and a test observes what it changes (the table below
+//! names the test; most are in this file, each comparing a client with the option against
+//! one without), or makes the client warn, or is refused with `InvalidOptions`.
 
 mod support;
 
-use actors::{options_without_effect, Error, FindOptions};
-use bson::doc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actors::command_events::CommandEvent;
+use actors::{options_without_effect, Client, ClientOptions, Error, FindOptions};
+use bson::{doc, Bson, Document};
+use integration_tests::sim::testing::TestCerts;
+use integration_tests::sim::Cluster;
+use pool::cmap::{CmapEvent, ConnectionClosedReason};
+use protocol::sdam::TopologyType;
 use protocol::uri::{ConnectionString, UriOptions};
 
-/// Where each option that acts is used.
-const ACTS: &[(&str, &str)] = &[
-    ("appname", "handshake metadata (client.application.name)"),
-    ("authMechanism", "SCRAM-SHA-1 or SCRAM-SHA-256 (any other is refused, see below)"),
-    ("authSource", "the credential's database"),
-    ("connectTimeoutMS", "TCP connect and handshake deadline"),
-    ("directConnection", "initial topology type Single"),
-    ("heartbeatFrequencyMS", "monitor interval"),
-    ("journal", "writeConcern.j"),
-    ("loadBalanced", "load-balanced topology and handshake"),
-    ("localThresholdMS", "selection latency window"),
-    ("maxConnecting", "pool: connections established at once"),
-    ("maxIdleTimeMS", "pool: idle connections closed"),
-    ("maxPoolSize", "pool size"),
-    ("maxStalenessSeconds", "read preference staleness"),
-    ("minPoolSize", "pool: kept-open connections"),
-    ("readConcernLevel", "readConcern on find, aggregate, count, distinct and a transaction's first command"),
-    ("readPreference", "the default read preference"),
-    ("readPreferenceTags", "read preference tag sets"),
-    ("replicaSet", "initial topology type ReplicaSetNoPrimary and set name checks"),
-    ("retryReads", "retryable reads"),
-    ("retryWrites", "retryable writes"),
-    ("serverMonitoringMode", "streaming or polling monitors"),
-    ("serverSelectionTimeoutMS", "selection deadline"),
-    ("socketTimeoutMS", "round-trip deadline"),
-    ("srvMaxHosts", "SRV host count"),
-    ("srvServiceName", "SRV service name"),
-    ("ssl", "TLS (alias of tls)"),
-    ("timeoutMS", "CSOT deadline"),
-    ("tls", "TLS"),
-    ("tlsAllowInvalidCertificates", "TLS verification"),
-    ("tlsAllowInvalidHostnames", "TLS verification"),
-    ("tlsCAFile", "TLS roots"),
-    ("tlsCertificateKeyFile", "TLS client certificate"),
-    ("tlsCertificateKeyFilePassword", "TLS client key"),
-    ("tlsInsecure", "TLS verification"),
-    ("w", "writeConcern.w"),
-    ("waitQueueTimeoutMS", "check-out deadline"),
-    ("wTimeoutMS", "writeConcern.wtimeout"),
+/// Each option that acts: where it acts, and the test that observes the change it makes
+/// (`name` for a test in this file, `file.rs::name` for one in another test file of this
+/// crate, `crate/path.rs::name` for a unit test elsewhere in the workspace).
+const ACTS: &[(&str, &str, &str)] = &[
+    ("appname", "handshake metadata (client.application.name)", "appname_reaches_the_server"),
+    (
+        "authMechanism",
+        "SCRAM-SHA-1 or SCRAM-SHA-256 (any other is refused)",
+        "auth_options_pick_mechanism_and_source",
+    ),
+    ("authSource", "the credential's database", "auth_options_pick_mechanism_and_source"),
+    ("connectTimeoutMS", "TCP connect and handshake deadline", "connect_timeout_bounds_a_silent_server"),
+    (
+        "directConnection",
+        "initial topology type Single",
+        "direct_connection_and_replica_set_shape_the_topology",
+    ),
+    ("heartbeatFrequencyMS", "monitor interval", "heartbeat_frequency_and_monitoring_mode"),
+    ("journal", "writeConcern.j", "write_concern_options_are_sent"),
+    ("loadBalanced", "load-balanced topology and handshake", "load_balanced_mode"),
+    ("localThresholdMS", "selection latency window", "local_threshold_widens_the_latency_window"),
+    (
+        "maxConnecting",
+        "pool: connections established at once",
+        "max_connecting_limits_concurrent_establishment",
+    ),
+    ("maxIdleTimeMS", "pool: idle connections closed", "max_idle_time_closes_idle_connections"),
+    ("maxPoolSize", "pool size", "max_pool_size_and_wait_queue_timeout"),
+    ("maxStalenessSeconds", "read preference staleness", "read_preference_options_route_reads"),
+    ("minPoolSize", "pool: kept-open connections", "min_pool_size_opens_connections"),
+    (
+        "readConcernLevel",
+        "readConcern on find, aggregate, count, distinct and a transaction's first command",
+        "read_concern_level_goes_with_reads_only",
+    ),
+    ("readPreference", "the default read preference", "read_preference_options_route_reads"),
+    ("readPreferenceTags", "read preference tag sets", "read_preference_options_route_reads"),
+    (
+        "replicaSet",
+        "initial topology type ReplicaSetNoPrimary and set name checks",
+        "direct_connection_and_replica_set_shape_the_topology",
+    ),
+    ("retryReads", "retryable reads", "retry_options"),
+    ("retryWrites", "retryable writes", "retry_options"),
+    ("serverMonitoringMode", "streaming or polling monitors", "heartbeat_frequency_and_monitoring_mode"),
+    ("serverSelectionTimeoutMS", "selection deadline", "server_selection_timeout_bounds_selection"),
+    ("socketTimeoutMS", "round-trip deadline", "socket_timeout_and_timeout_ms"),
+    ("srvMaxHosts", "SRV host count", "client_srv.rs::srv_max_hosts_during_polling"),
+    ("srvServiceName", "SRV service name", "client_srv.rs::resolution_rules_through_the_stub"),
+    ("ssl", "TLS (alias of tls)", "tls_options_control_verification"),
+    ("timeoutMS", "CSOT deadline", "socket_timeout_and_timeout_ms"),
+    ("tls", "TLS", "tls_options_control_verification"),
+    ("tlsAllowInvalidCertificates", "TLS verification", "tls_options_control_verification"),
+    ("tlsAllowInvalidHostnames", "TLS verification", "tls_options_control_verification"),
+    ("tlsCAFile", "TLS roots", "tls_options_control_verification"),
+    ("tlsCertificateKeyFile", "TLS client certificate", "tls_options_control_verification"),
+    (
+        "tlsCertificateKeyFilePassword",
+        "TLS client key",
+        "pool/src/connection/tls.rs::plain_and_encrypted_client_keys",
+    ),
+    ("tlsInsecure", "TLS verification", "tls_options_control_verification"),
+    ("w", "writeConcern.w", "write_concern_options_are_sent"),
+    ("waitQueueTimeoutMS", "check-out deadline", "max_pool_size_and_wait_queue_timeout"),
+    ("wTimeoutMS", "writeConcern.wtimeout", "write_concern_options_are_sent"),
 ];
 
 /// A valid value for each option.
@@ -69,7 +104,7 @@ fn sample(name: &str) -> &'static str {
 fn every_uri_option_acts_warns_or_is_refused() {
     let mut unaccounted = Vec::new();
     for name in UriOptions::NAMES {
-        let acts = ACTS.iter().any(|(n, _)| *n == name);
+        let acts = ACTS.iter().any(|(n, _, _)| *n == name);
         let value = sample(name);
         if value.is_empty() {
             // Options that act: covered by their own tests (the spec suites, the client tests).
@@ -163,4 +198,608 @@ async fn compressors_do_not_break_operations() {
         assert_eq!(s.cluster.counters().total.compressed_replies, 0, "{compressors}: nothing was offered");
         s.client.shutdown().await.unwrap();
     }
+}
+
+/// Every test ACTS names exists.
+#[test]
+fn every_acting_option_names_a_test_that_exists() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (name, _, observed) in ACTS {
+        let (file, test) = match observed.rsplit_once("::") {
+            Some((file, test)) if file.contains('/') => (root.join("..").join(file), test),
+            Some((file, test)) => (root.join("tests").join(file), test),
+            None => (root.join("tests/options_effect.rs"), *observed),
+        };
+        let source =
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{name}: {}: {e}", file.display()));
+        assert!(source.contains(&format!("fn {test}(")), "{name}: no fn {test} in {}", file.display());
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// What each acting option changes, with the option against without it.
+
+/// A client of `uri` recording command and CMAP events.
+struct Observed {
+    client: Client,
+    events: crossbeam_channel::Receiver<CommandEvent>,
+    cmap: crossbeam_channel::Receiver<CmapEvent>,
+}
+
+impl Observed {
+    async fn open(uri: &str) -> Observed {
+        let mut options = ClientOptions::parse(uri).await.expect("uri");
+        let (tx, events) = crossbeam_channel::unbounded();
+        options.command_event_handler = Some(Arc::new(tx));
+        let (tx, cmap) = crossbeam_channel::unbounded();
+        options.cmap_event_handler = Some(Arc::new(tx));
+        Observed { client: Client::with_options(options).await.expect("client"), events, cmap }
+    }
+
+    /// `cluster`'s URI with `extra` appended.
+    async fn of(cluster: &Cluster, extra: &str) -> Observed {
+        Observed::open(&with(&cluster.uri(), extra)).await
+    }
+
+    async fn primary(cluster: &Cluster, extra: &str) -> Observed {
+        let o = Observed::of(cluster, extra).await;
+        o.client.topology().wait_for(|t| t.primary().is_some(), support::WAIT).await.expect("discovery");
+        o
+    }
+
+    /// The started commands named `name` since the last call: (command, server address).
+    fn started(&self, name: &str) -> Vec<(Document, String)> {
+        self.events
+            .try_iter()
+            .filter_map(|e| match e {
+                CommandEvent::Started { command, command_name, connection, .. } if command_name == name => {
+                    Some((command, connection.address.to_string()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    async fn ping(&self) -> actors::Result<Document> {
+        self.client.database("admin").run_command(doc! {"ping": 1}, None).await
+    }
+
+    async fn close(self) {
+        self.client.shutdown().await.expect("shutdown");
+    }
+}
+
+fn with(uri: &str, extra: &str) -> String {
+    if extra.is_empty() {
+        return uri.to_owned();
+    }
+    let sep = if uri.contains('?') {
+        '&'
+    } else if uri.ends_with('/') {
+        '?'
+    } else {
+        '/'
+    };
+    if sep == '/' {
+        format!("{uri}/?{extra}")
+    } else {
+        format!("{uri}{sep}{extra}")
+    }
+}
+
+fn fail_point(cluster: &Cluster, member: usize, mode: Bson, data: Document) {
+    cluster
+        .configure_fail_point(member, doc! {"configureFailPoint": "failCommand", "mode": mode, "data": data})
+        .expect("fail point");
+}
+
+fn primary_index(cluster: &Cluster) -> usize {
+    cluster.primary().expect("a primary")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_concern_options_are_sent() {
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    for (extra, expected) in [
+        ("", None),
+        (
+            "w=majority&journal=true&wTimeoutMS=1500",
+            Some(doc! {"w": "majority", "j": true, "wtimeout": 1500_i64}),
+        ),
+        ("w=1&journal=false", Some(doc! {"w": 1, "j": false})),
+    ] {
+        let c = Observed::primary(&cluster, extra).await;
+        c.client.database("db").collection("c").insert_one(doc! {"x": 1}).await.expect("insert");
+        let (insert, _) = c.started("insert").remove(0);
+        let mut sent = insert.get_document("writeConcern").ok().cloned();
+        // Compare numbers whatever their BSON width.
+        if let Some(wc) = sent.as_mut() {
+            if let Some(t) = wc.get("wtimeout").and_then(Bson::as_i32) {
+                wc.insert("wtimeout", i64::from(t));
+            }
+        }
+        assert_eq!(sent, expected, "{extra}: {insert}");
+        c.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_preference_options_route_reads() {
+    let cluster =
+        Cluster::replica_set(3).tags(1, doc! {"dc": "ny"}).tags(2, doc! {"dc": "sf"}).start().expect("sim");
+    let hosts = cluster.hosts();
+    let primary = hosts[primary_index(&cluster)].clone();
+    let sf = hosts[2].clone();
+    let coll = |c: &Observed| c.client.database("db").collection("c");
+
+    let plain = Observed::primary(&cluster, "").await;
+    for _ in 0..5 {
+        coll(&plain).find_one(doc! {}, FindOptions::default()).await.expect("find");
+    }
+    for (command, address) in plain.started("find") {
+        assert_eq!(address, primary);
+        assert!(command
+            .get_document("$readPreference")
+            .map_or(true, |rp| rp.get_str("mode").ok() == Some("primary")));
+    }
+    plain.close().await;
+
+    let tagged = Observed::primary(
+        &cluster,
+        "readPreference=secondary&readPreferenceTags=dc:sf&maxStalenessSeconds=90",
+    )
+    .await;
+    tagged
+        .client
+        .topology()
+        .wait_for(
+            |t| {
+                t.description
+                    .servers()
+                    .filter(|s| s.server_type == protocol::sdam::ServerType::RsSecondary)
+                    .count()
+                    == 2
+            },
+            support::WAIT,
+        )
+        .await
+        .expect("secondaries");
+    for _ in 0..5 {
+        coll(&tagged).find_one(doc! {}, FindOptions::default()).await.expect("find");
+    }
+    let finds = tagged.started("find");
+    assert_eq!(finds.len(), 5);
+    for (command, address) in finds {
+        assert_eq!(address, sf, "only the dc:sf secondary matches");
+        assert_eq!(
+            command.get_document("$readPreference").expect("$readPreference"),
+            &doc! {"mode": "secondary", "tags": [{"dc": "sf"}], "maxStalenessSeconds": 90_i64}
+        );
+    }
+    tagged.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appname_reaches_the_server() {
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    fail_point(
+        &cluster,
+        0,
+        "alwaysOn".into(),
+        doc! {"failCommands": ["ping"], "errorCode": 2, "appName": "opt-app"},
+    );
+    let other = Observed::primary(&cluster, "appname=other-app").await;
+    other.ping().await.expect("another app name is not failed");
+    let named = Observed::primary(&cluster, "appname=opt-app").await;
+    let err = named.ping().await.expect_err("the fail point matches the app name");
+    assert!(matches!(err, Error::Command { code: 2, .. }), "{err:?}");
+    other.close().await;
+    named.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_connection_and_replica_set_shape_the_topology() {
+    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let hosts = cluster.hosts();
+    let secondary =
+        hosts.iter().enumerate().find(|(i, _)| *i != primary_index(&cluster)).expect("secondary").1;
+
+    // replicaSet from a secondary seed: the whole set, with its primary.
+    let set = Observed::open(&format!("mongodb://{secondary}/?replicaSet=rs0")).await;
+    let t = set
+        .client
+        .topology()
+        .wait_for(|t| t.primary().is_some() && t.description.servers().count() == 3, support::WAIT)
+        .await
+        .expect("the set is discovered");
+    assert_eq!(t.description.topology_type(), TopologyType::ReplicaSetWithPrimary);
+    set.close().await;
+
+    // directConnection=true to the same seed: Single, that server only.
+    let direct = Observed::open(&format!("mongodb://{secondary}/?directConnection=true")).await;
+    let t = direct
+        .client
+        .topology()
+        .wait_for(
+            |t| t.description.servers().any(|s| s.server_type == protocol::sdam::ServerType::RsSecondary),
+            support::WAIT,
+        )
+        .await
+        .expect("the secondary is checked");
+    assert_eq!(t.description.topology_type(), TopologyType::Single);
+    assert_eq!(t.description.servers().count(), 1);
+    direct.close().await;
+
+    // Another set name: the seed is removed.
+    let wrong = Observed::open(&format!("mongodb://{secondary}/?replicaSet=other")).await;
+    let t = wrong
+        .client
+        .topology()
+        .wait_for(|t| t.description.servers().count() == 0, support::WAIT)
+        .await
+        .expect("the member of another set is removed");
+    assert_eq!(t.description.topology_type(), TopologyType::ReplicaSetNoPrimary);
+    wrong.close().await;
+}
+
+/// Plain and awaited hellos the simulator served to one client over `window`, after discovery.
+async fn hellos(extra: &str, window: Duration) -> (u64, u64) {
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    let c = Observed::primary(&cluster, extra).await;
+    let before = cluster.counters().total;
+    tokio::time::sleep(window).await;
+    let after = cluster.counters().total;
+    c.close().await;
+    (after.hellos - before.hellos, after.awaited_hellos)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeat_frequency_and_monitoring_mode() {
+    let window = Duration::from_millis(1600);
+    let (fast, awaited) = hellos("serverMonitoringMode=poll&heartbeatFrequencyMS=500", window).await;
+    assert!(fast >= 2, "polling every 500 ms: {fast} hellos in {window:?}");
+    assert_eq!(awaited, 0, "polling never sends an awaitable hello");
+    let (slow, _) = hellos("serverMonitoringMode=poll", window).await;
+    assert!(slow <= 1, "polling every 10 s (the default): {slow} hellos in {window:?}");
+    let (_, awaited) = hellos("serverMonitoringMode=stream", window).await;
+    assert!(awaited >= 1, "streaming: an awaitable hello");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_balanced_mode() {
+    let cluster = Cluster::load_balanced(1).start().expect("sim");
+    assert!(cluster.uri().contains("loadBalanced=true"), "{}", cluster.uri());
+    let lb = Observed::open(&cluster.uri()).await;
+    lb.ping().await.expect("ping through the load balancer");
+    assert_eq!(lb.client.topology().snapshot().description.topology_type(), TopologyType::LoadBalanced);
+    let (ping, _) = lb.started("ping").remove(0);
+    assert!(ping.contains_key("ping"));
+    lb.close().await;
+    // Without loadBalanced=true the same address is an ordinary (single-seed) deployment.
+    let plain = Observed::open(&cluster.uri().replace("loadBalanced=true", "directConnection=true")).await;
+    let _ = plain
+        .client
+        .topology()
+        .wait_for(
+            |t| {
+                t.description
+                    .servers()
+                    .any(|s| s.error.is_some() || s.server_type != protocol::sdam::ServerType::Unknown)
+            },
+            support::WAIT,
+        )
+        .await;
+    assert_ne!(plain.client.topology().snapshot().description.topology_type(), TopologyType::LoadBalanced);
+    plain.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_threshold_widens_the_latency_window() {
+    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let hosts = cluster.hosts();
+    let slow = (0..3).find(|i| *i != primary_index(&cluster)).expect("a secondary");
+    cluster.set_latency(slow, Duration::from_millis(60));
+    let mut reached = Vec::new();
+    for extra in ["", "&localThresholdMS=500"] {
+        let c =
+            Observed::primary(&cluster, &format!("readPreference=nearest&heartbeatFrequencyMS=500{extra}"))
+                .await;
+        // Every member checked, with round-trip times from a few heartbeats.
+        c.client
+            .topology()
+            .wait_for(
+                |t| t.description.servers().filter(|s| s.round_trip_time.is_some()).count() == 3,
+                support::WAIT,
+            )
+            .await
+            .expect("all checked");
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        for _ in 0..30 {
+            c.client
+                .database("db")
+                .collection("c")
+                .find_one(doc! {}, FindOptions::default())
+                .await
+                .expect("find");
+        }
+        reached.push(c.started("find").iter().filter(|(_, a)| *a == hosts[slow]).count());
+        c.close().await;
+    }
+    assert_eq!(reached[0], 0, "the default 15 ms window leaves out a member 60 ms slower");
+    assert!(reached[1] > 0, "a 500 ms window includes it: {reached:?}");
+}
+
+/// Pending establishments over a client's first `window`, from its CMAP events: (created, most
+/// at once).
+fn establishment(cmap: &crossbeam_channel::Receiver<CmapEvent>) -> (usize, usize) {
+    let (mut created, mut pending, mut most) = (0, 0usize, 0);
+    for e in cmap.try_iter() {
+        match e {
+            CmapEvent::ConnectionCreated { .. } => {
+                created += 1;
+                pending += 1;
+                most = most.max(pending);
+            }
+            CmapEvent::ConnectionReady { .. } | CmapEvent::ConnectionClosed { .. } => {
+                pending = pending.saturating_sub(1)
+            }
+            _ => {}
+        }
+    }
+    (created, most)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn min_pool_size_opens_connections() {
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    let plain = Observed::primary(&cluster, "").await;
+    let kept = Observed::primary(&cluster, "minPoolSize=3").await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(establishment(&plain.cmap).0, 0, "no operation, no connection");
+    assert_eq!(establishment(&kept.cmap).0, 3, "minPoolSize=3 opens three");
+    plain.close().await;
+    kept.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_connecting_limits_concurrent_establishment() {
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    let mut most = Vec::new();
+    for extra in ["minPoolSize=4", "minPoolSize=4&maxConnecting=1"] {
+        // Slow handshakes make establishments overlap when they may.
+        cluster.set_latency(0, Duration::from_millis(100));
+        let c = Observed::primary(&cluster, extra).await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let (created, at_once) = establishment(&c.cmap);
+        assert_eq!(created, 4, "{extra}");
+        most.push(at_once);
+        c.close().await;
+    }
+    assert_eq!(most, vec![2, 1], "the default maxConnecting is 2; maxConnecting=1 allows one at a time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_idle_time_closes_idle_connections() {
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    let mut idle_closed = Vec::new();
+    for extra in ["", "maxIdleTimeMS=200"] {
+        let c = Observed::primary(&cluster, extra).await;
+        c.ping().await.expect("ping");
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        c.ping().await.expect("ping");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let closed = c
+            .cmap
+            .try_iter()
+            .filter(|e| matches!(e, CmapEvent::ConnectionClosed { reason: ConnectionClosedReason::Idle, .. }))
+            .count();
+        idle_closed.push(closed);
+        c.close().await;
+    }
+    assert_eq!(idle_closed[0], 0);
+    assert!(idle_closed[1] >= 1, "{idle_closed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_pool_size_and_wait_queue_timeout() {
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    for (extra, second_waits) in [("", false), ("maxPoolSize=1&waitQueueTimeoutMS=200", true)] {
+        fail_point(
+            &cluster,
+            0,
+            doc! {"times": 1}.into(),
+            doc! {"failCommands": ["ping"], "blockConnection": true, "blockTimeMS": 1500},
+        );
+        let c = Arc::new(Observed::primary(&cluster, extra).await);
+        let blocked = tokio::spawn({
+            let c = c.clone();
+            async move { c.ping().await }
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let started = Instant::now();
+        let second = c.ping().await;
+        if second_waits {
+            let err = second.expect_err("the only connection is busy");
+            assert!(
+                matches!(&err, Error::Connection { source, .. } if matches!(**source, pool::Error::WaitQueueTimeout { .. })),
+                "{err:?}"
+            );
+            assert!(started.elapsed() < Duration::from_millis(1000), "{:?}", started.elapsed());
+        } else {
+            second.expect("a second connection");
+            assert!(started.elapsed() < Duration::from_millis(1000), "{:?}", started.elapsed());
+        }
+        blocked.await.expect("task").expect("the blocked ping ends");
+        let c = Arc::into_inner(c).expect("one owner");
+        c.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn socket_timeout_and_timeout_ms() {
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    let block = || {
+        fail_point(
+            &cluster,
+            0,
+            doc! {"times": 1}.into(),
+            doc! {"failCommands": ["ping"], "blockConnection": true, "blockTimeMS": 1200},
+        )
+    };
+    // Without either option the blocked ping waits it out.
+    let plain = Observed::primary(&cluster, "").await;
+    block();
+    plain.ping().await.expect("no deadline");
+    let (ping, _) = plain.started("ping").remove(0);
+    assert_eq!(support::max_time(&ping), None);
+    plain.close().await;
+
+    let socket = Observed::primary(&cluster, "socketTimeoutMS=300").await;
+    block();
+    let started = Instant::now();
+    let err = socket.ping().await.expect_err("socketTimeoutMS");
+    assert!(matches!(err, Error::Connection { .. }), "{err:?}");
+    assert!(started.elapsed() < Duration::from_millis(1100), "{:?}", started.elapsed());
+    socket.close().await;
+
+    let csot = Observed::primary(&cluster, "timeoutMS=300").await;
+    block();
+    let started = Instant::now();
+    let err = csot.ping().await.expect_err("timeoutMS");
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    assert!(started.elapsed() < Duration::from_millis(1100), "{:?}", started.elapsed());
+    let (ping, _) = csot.started("ping").remove(0);
+    assert!(support::max_time(&ping).is_some_and(|ms| ms <= 300), "{ping}");
+    csot.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_selection_timeout_bounds_selection() {
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    let host = &cluster.hosts()[0];
+    let mut took = Vec::new();
+    for ms in [200, 1200] {
+        let c = Observed::open(&format!("mongodb://{host}/?replicaSet=other&serverSelectionTimeoutMS={ms}"))
+            .await;
+        let started = Instant::now();
+        let err = c.ping().await.expect_err("no member of set 'other'");
+        assert!(matches!(err, Error::ServerSelection(_)), "{err:?}");
+        took.push(started.elapsed());
+        c.close().await;
+    }
+    assert!(took[0] >= Duration::from_millis(200) && took[0] < Duration::from_millis(1000), "{took:?}");
+    assert!(took[1] >= Duration::from_millis(1200), "{took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_timeout_bounds_a_silent_server() {
+    // Accepts connections and never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = listener.accept().await {
+            held.push(sock);
+        }
+    });
+    let failed_within = |ms: u64, wait: Duration| async move {
+        let c =
+            Observed::open(&format!("mongodb://{addr}/?directConnection=true&connectTimeoutMS={ms}")).await;
+        let seen =
+            c.client.topology().wait_for(|t| t.description.servers().any(|s| s.error.is_some()), wait).await;
+        c.close().await;
+        seen.is_some()
+    };
+    assert!(failed_within(200, Duration::from_secs(3)).await, "connectTimeoutMS=200 gives up");
+    assert!(!failed_within(5000, Duration::from_millis(1000)).await, "connectTimeoutMS=5000 still waits");
+    holder.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_options() {
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    let close_once = |cmd: &str| {
+        fail_point(
+            &cluster,
+            0,
+            doc! {"times": 1}.into(),
+            doc! {"failCommands": [cmd], "closeConnection": true},
+        )
+    };
+    for (extra, retried) in [("", true), ("retryReads=false&retryWrites=false", false)] {
+        let c = Observed::primary(&cluster, extra).await;
+        let coll = c.client.database("db").collection("c");
+        close_once("find");
+        let found = coll.find_one(doc! {}, FindOptions::default()).await;
+        assert_eq!(found.is_ok(), retried, "{extra}: {found:?}");
+        assert_eq!(c.started("find").len(), if retried { 2 } else { 1 }, "{extra}");
+        close_once("insert");
+        let inserted = coll.insert_one(doc! {"x": 1}).await;
+        assert_eq!(inserted.is_ok(), retried, "{extra}: {inserted:?}");
+        let inserts = c.started("insert");
+        assert_eq!(inserts.len(), if retried { 2 } else { 1 }, "{extra}");
+        assert_eq!(inserts[0].0.contains_key("txnNumber"), retried, "{extra}: {}", inserts[0].0);
+        c.close().await;
+    }
+}
+
+/// A ping through a fresh client of `uri` (selection gives up after 1 s).
+async fn ping_via(uri: &str) -> actors::Result<Document> {
+    let c = Observed::open(&with(uri, "serverSelectionTimeoutMS=1000")).await;
+    let r = c.ping().await;
+    c.close().await;
+    r
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_options_control_verification() {
+    let certs = TestCerts::generate();
+    let ca = certs.ca_file().display().to_string();
+    let cluster = Cluster::standalone().tls(certs.sim_tls()).start().expect("sim");
+    let base = format!("mongodb://{}/?directConnection=true", cluster.hosts()[0]);
+    let at = |extra: &str| with(&base, extra);
+    ping_via(&at(&format!("tls=true&tlsCAFile={ca}"))).await.expect("tls with the CA");
+    ping_via(&at(&format!("ssl=true&tlsCAFile={ca}"))).await.expect("ssl is tls");
+    ping_via(&at("")).await.expect_err("plaintext to a TLS server");
+    ping_via(&at("tls=true")).await.expect_err("the test CA is not a system root");
+    ping_via(&at("tls=true&tlsAllowInvalidCertificates=true")).await.expect("no verification");
+    ping_via(&at("tls=true&tlsInsecure=true")).await.expect("no verification");
+
+    // A certificate from the CA for another name: only tlsAllowInvalidHostnames accepts it.
+    let wrong = Cluster::standalone().tls(certs.sim_tls_wrong_name()).start().expect("sim");
+    let wrong_at =
+        |extra: &str| with(&format!("mongodb://{}/?directConnection=true", wrong.hosts()[0]), extra);
+    ping_via(&wrong_at(&format!("tls=true&tlsCAFile={ca}"))).await.expect_err("the name does not match");
+    ping_via(&wrong_at(&format!("tls=true&tlsCAFile={ca}&tlsAllowInvalidHostnames=true")))
+        .await
+        .expect("names not checked, chain checked");
+
+    // A server that requires a client certificate.
+    let mtls = Cluster::standalone().tls(certs.sim_tls_with_client_auth()).start().expect("sim");
+    let mtls_at = |extra: &str| with(&format!("mongodb://{}/?directConnection=true", mtls.hosts()[0]), extra);
+    ping_via(&mtls_at(&format!("tls=true&tlsCAFile={ca}"))).await.expect_err("no client certificate");
+    let key = certs.client_cert_key_file().display().to_string();
+    ping_via(&mtls_at(&format!("tls=true&tlsCAFile={ca}&tlsCertificateKeyFile={key}")))
+        .await
+        .expect("with the client certificate");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_options_pick_mechanism_and_source() {
+    let cluster =
+        Cluster::standalone().user_with_mechanisms("u", "p", &["SCRAM-SHA-1"]).start().expect("sim");
+    let host = &cluster.hosts()[0];
+    let insert = |extra: &'static str| {
+        let uri = format!("mongodb://u:p@{host}/?directConnection=true&serverSelectionTimeoutMS=1000{extra}");
+        async move {
+            let c = Observed::open(&uri).await;
+            let r = c.client.database("db").collection("c").insert_one(doc! {"x": 1}).await;
+            c.close().await;
+            r
+        }
+    };
+    insert("").await.expect("negotiated SCRAM-SHA-1");
+    insert("&authMechanism=SCRAM-SHA-1").await.expect("the user's mechanism");
+    insert("&authMechanism=SCRAM-SHA-256").await.expect_err("a mechanism the user lacks");
+    insert("&authSource=other").await.expect_err("the user is not in 'other'");
 }

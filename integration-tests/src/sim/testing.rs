@@ -37,6 +37,11 @@ pub struct TestCerts {
     pub client_cert_pem: String,
     /// The client's private key (PKCS#8 PEM).
     pub client_key_pem: String,
+    /// A server certificate from the same CA for another name only (`other-host.invalid`),
+    /// to check host name verification.
+    pub wrong_name_cert_pem: String,
+    /// Its private key (PKCS#8 PEM).
+    pub wrong_name_key_pem: String,
     dir: PathBuf,
     ca_file: PathBuf,
     client_cert_key_file: PathBuf,
@@ -76,6 +81,13 @@ impl TestCerts {
         let server_key = KeyPair::generate().map_err(gen)?;
         let server_cert = server_params.signed_by(&server_key, &issuer).map_err(gen)?;
 
+        let mut wrong_params = CertificateParams::new(vec!["other-host.invalid".to_owned()]).map_err(gen)?;
+        wrong_params.distinguished_name.push(DnType::CommonName, "other-host.invalid");
+        wrong_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        wrong_params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        let wrong_key = KeyPair::generate().map_err(gen)?;
+        let wrong_cert = wrong_params.signed_by(&wrong_key, &issuer).map_err(gen)?;
+
         let mut client_params = CertificateParams::new(Vec::<String>::new()).map_err(gen)?;
         client_params.distinguished_name.push(DnType::CommonName, "mongo-sim-client");
         client_params.distinguished_name.push(DnType::OrganizationName, "mongo-actors");
@@ -99,6 +111,8 @@ impl TestCerts {
             server_key_pem: server_key.serialize_pem(),
             client_cert_pem: client_cert.pem(),
             client_key_pem: client_key.serialize_pem(),
+            wrong_name_cert_pem: wrong_cert.pem(),
+            wrong_name_key_pem: wrong_key.serialize_pem(),
             ca_file: dir.join("ca.pem"),
             client_cert_key_file: dir.join("client.pem"),
             server_cert_key_file: dir.join("server.pem"),
@@ -117,6 +131,15 @@ impl TestCerts {
         SimTls {
             cert_chain_pem: self.server_cert_pem.clone(),
             key_pem: self.server_key_pem.clone(),
+            client_ca_pem: None,
+        }
+    }
+
+    /// Server TLS settings with a certificate from this CA that does not name `127.0.0.1`.
+    pub fn sim_tls_wrong_name(&self) -> SimTls {
+        SimTls {
+            cert_chain_pem: self.wrong_name_cert_pem.clone(),
+            key_pem: self.wrong_name_key_pem.clone(),
             client_ca_pem: None,
         }
     }
