@@ -299,8 +299,8 @@ fn child_instructions(uri: &str, side: &str, ops: usize) -> Result<u64, String> 
         .ok_or_else(|| format!("no instruction count in callgrind's output for {side}"))
 }
 
-/// Client instructions per `find_one`, ours and official.
-fn instructions_per_find_one(few: usize, many: usize) -> Result<(f64, f64), String> {
+/// Client instructions per `find_one`, ours and official: one figure per run.
+fn instructions_per_find_one(few: usize, many: usize, runs: usize) -> Result<(Vec<f64>, Vec<f64>), String> {
     ensure_valgrind()?;
     let cluster = Cluster::standalone().start().map_err(|e| format!("simulator: {e}"))?;
     let uri = cluster.uri();
@@ -313,10 +313,14 @@ fn instructions_per_find_one(few: usize, many: usize) -> Result<(f64, f64), Stri
         }
         seed.shutdown().await;
     });
-    let per_op = |side: &str| -> Result<f64, String> {
-        let a = child_instructions(&uri, side, few)?;
-        let b = child_instructions(&uri, side, many)?;
-        Ok((b.saturating_sub(a)) as f64 / (many - few) as f64)
+    let per_op = |side: &str| -> Result<Vec<f64>, String> {
+        (0..runs)
+            .map(|_| {
+                let a = child_instructions(&uri, side, few)?;
+                let b = child_instructions(&uri, side, many)?;
+                Ok((b.saturating_sub(a)) as f64 / (many - few) as f64)
+            })
+            .collect()
     };
     let result = per_op("ours").and_then(|o| per_op("official").map(|d| (o, d)));
     cluster.shutdown();
@@ -634,8 +638,10 @@ fn main() {
 
     // 1b. Client instructions per find_one, each client in its own process under callgrind.
     let (few, many) = if plan.mode == "smoke" { (20, 120) } else { (200, 2200) };
-    match instructions_per_find_one(few, many) {
-        Ok((ours, official)) => {
+    let instr_runs = if plan.mode == "full" { 2 } else { 1 };
+    match instructions_per_find_one(few, many, instr_runs) {
+        Ok((ours_runs, official_runs)) => {
+            let (ours, official) = (median(ours_runs.clone()), median(official_runs.clone()));
             println!("instructions per find_one: ours {ours:.0}, official {official:.0}");
             target(
                 "client instructions per find_one <= 0.40x the official driver",
@@ -648,7 +654,12 @@ fn main() {
                 f0(ours),
                 f0(official),
                 ours / official,
-                "callgrind, client process only; target <= 0.40x",
+                &format!(
+                    "callgrind, client process only; target <= 0.40x; min-max of {} run(s): ours {} / official {}",
+                    ours_runs.len(),
+                    spread(&ours_runs),
+                    spread(&official_runs)
+                ),
             ));
             notes.push(format!(
                 "Instructions per find_one: each client runs in its own process (this bench binary, \
@@ -884,41 +895,54 @@ fn main() {
     // 5. Fast-path selection, in an actix System on a thread of its own.
     let cluster = actors_bench::start_rs();
     let uri = cluster.uri();
-    let selections = plan.selections;
-    let figures = std::thread::spawn(move || {
-        actix::System::new().block_on(actors_bench::selection_bench(uri, selections))
+    let (selections, runs) = (plan.selections, plan.rounds);
+    // `runs` measurements of each case, for a median and a spread.
+    let all = std::thread::spawn(move || {
+        actix::System::new().block_on(async move {
+            let mut all = Vec::new();
+            for _ in 0..runs {
+                all.push(actors_bench::selection_bench(uri.clone(), selections).await);
+            }
+            all
+        })
     })
     .join()
     .expect("selection bench");
     cluster.shutdown();
-    for f in &figures {
-        match &f.actor_ns {
-            Ok(actor) => {
-                println!("selection {}: actor {actor:.1} ns, pure {:.1} ns", f.name, f.pure_ns);
-                let ratio = actor / f.pure_ns;
-                target(
-                    &format!("fast-path selection ({}) <= 1.50x the pure function", f.name),
-                    ratio,
-                    ratio <= 1.5,
-                );
-                rows.push(Row {
-                    scenario: "fast-path selection".into(),
-                    metric: format!("{}, ns/selection", f.name),
-                    ours: format!("{actor:.1} (actors)"),
-                    official: format!("{:.1} (pure fn)", f.pure_ns),
-                    ratio: format!("{:.2}x", actor / f.pure_ns),
-                    note: "ratio = through the actors / pure `select_server`".into(),
-                });
-            }
-            Err(e) => println!("selection {}: error {e}", f.name),
+    let cases: Vec<&'static str> =
+        all.first().map(|f| f.iter().map(|c| c.name).collect()).unwrap_or_default();
+    for name in cases {
+        let of_case = || all.iter().flat_map(|run| run.iter().filter(|c| c.name == name));
+        if let Some(e) = of_case().find_map(|c| c.actor_ns.as_ref().err()) {
+            println!("selection {name}: error {e}");
+            continue;
         }
+        let actor_runs: Vec<f64> = of_case().filter_map(|c| c.actor_ns.as_ref().ok().copied()).collect();
+        let pure_runs: Vec<f64> = of_case().map(|c| c.pure_ns).collect();
+        let (actor, pure) = (median(actor_runs.clone()), median(pure_runs.clone()));
+        println!("selection {name}: actor {actor:.1} ns, pure {pure:.1} ns");
+        let ratio = actor / pure;
+        target(&format!("fast-path selection ({name}) <= 1.50x the pure function"), ratio, ratio <= 1.5);
+        rows.push(Row {
+            scenario: "fast-path selection".into(),
+            metric: format!("{name}, ns/selection"),
+            ours: format!("{actor:.1} (actors)"),
+            official: format!("{pure:.1} (pure fn)"),
+            ratio: format!("{ratio:.2}x"),
+            note: format!(
+                "ratio = through the actors / pure `select_server`; min-max of {} run(s): actors {} / pure {}",
+                actor_runs.len(),
+                spread_with(&actor_runs, 1),
+                spread_with(&pure_runs, 1)
+            ),
+        });
     }
     notes.push(format!(
         "Fast-path selection: `Selector::select` (no mailbox round trip on the fast path) vs \
          the pure `selection::select_server` on the same topology snapshot of a 3-member \
-         replica set, {} selections per case. This row compares our two layers, not the \
-         official driver (which has no public selection API).",
-        plan.selections
+         replica set, {} selections per case, {} run(s) (median, min-max). This row compares our \
+         two layers, not the official driver (which has no public selection API).",
+        plan.selections, plan.rounds
     ));
 
     let total = started.elapsed();
