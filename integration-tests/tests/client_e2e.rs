@@ -22,6 +22,7 @@ use metrics_util::MetricKind;
 use parking_lot::Mutex;
 use pool::cmap::CmapEvent;
 use protocol::sdam::events::SdamEvent;
+use protocol::sdam::ServerType;
 use protocol::uri::{ReadPreferenceMode, TagSet};
 use selection::ReadPreference;
 
@@ -145,6 +146,70 @@ async fn stepdown_under_write_load_first_write_lands_on_the_new_primary_within_a
     println!("stepdown -> first successful write: {times:?}");
     for t in &times {
         assert!(*t < Duration::from_secs(1), "with streaming, failover took {t:?} (>= 1 s): {times:?}");
+    }
+    client.shutdown().await.expect("shutdown");
+}
+
+/// SDAM with topologyVersion: under a write workload, the NotWritablePrimary errors of writes
+/// still in flight to a stepped-down primary carry its topologyVersion (as mongod 4.4+ sends
+/// it), are recognised as stale once the monitor has seen the stepdown, and so do not mark
+/// it Unknown again: it is an RSSecondary in the client's topology within a second, and stays
+/// one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stepped_down_primary_is_a_secondary_within_a_second_under_write_load() {
+    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let hosts = cluster.hosts();
+    let (client, _log) = client_with_log(&cluster.uri()).await;
+    let coll = client.database("e2e").collection("stepdown");
+    coll.insert_one(doc! { "warm": 1 }).await.expect("first write");
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..8)
+        .map(|_| {
+            let (coll, stop) = (coll.clone(), stop.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    if coll.insert_one(doc! { "x": 1 }).await.is_err() {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                }
+            })
+        })
+        .collect();
+    let type_of = |address: &str| {
+        let snapshot = client.topology().snapshot();
+        let found =
+            snapshot.description.servers().find(|s| s.address.to_string() == address).map(|s| s.server_type);
+        found
+    };
+    let mut times = Vec::new();
+    for gap in [Duration::ZERO, Duration::from_millis(300), Duration::ZERO] {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let old = hosts[cluster.primary().expect("a primary")].clone();
+        let t0 = Instant::now();
+        cluster.try_step_down(gap).expect("step down");
+        let start = Instant::now();
+        while type_of(&old) != Some(ServerType::RsSecondary) {
+            assert!(start.elapsed() < WAIT, "{old} never became a secondary: {:?}", type_of(&old));
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        times.push(t0.elapsed());
+        // Stale errors from writes still in flight do not flip it back.
+        for _ in 0..40 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert_eq!(type_of(&old), Some(ServerType::RsSecondary), "{old} after {:?}", t0.elapsed());
+        }
+        wait_until("a new primary in the client's topology", || {
+            client.topology().snapshot().primary().is_some_and(|p| p.to_string() != old)
+        })
+        .await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.await.expect("writer");
+    }
+    println!("stepdown -> old primary seen as a secondary: {times:?}");
+    for t in &times {
+        assert!(*t < Duration::from_secs(1), "took {t:?}: {times:?}");
     }
     client.shutdown().await.expect("shutdown");
 }

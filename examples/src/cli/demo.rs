@@ -13,7 +13,7 @@ use bson::doc;
 use integration_tests::sim::Cluster;
 use protocol::address::ServerAddress;
 use protocol::sdam::{SdamEvent, ServerType};
-use selection::ReadPreference;
+use selection::{ReadPreference, SelectionCriteria};
 use tokio::sync::Mutex;
 
 use super::table::{discovered, render, LiveView};
@@ -55,6 +55,8 @@ fn read_preferences() -> Vec<(&'static str, ReadPreference)> {
 #[derive(Debug, Default)]
 struct OpStats {
     ok: u64,
+    /// Reads not sent because no server in the topology suited their read preference then.
+    skipped: u64,
     errors: BTreeMap<String, u64>,
     latencies: Vec<Duration>,
 }
@@ -84,6 +86,8 @@ impl OpStats {
 #[derive(Debug, Default)]
 struct Shared {
     stats: BTreeMap<String, OpStats>,
+    /// Lines for the live view's log (printed once each).
+    notes: Vec<String>,
     /// Set once the stepdown is issued: the first write started after it and acknowledged.
     stepdown_at: Option<Instant>,
     first_write_after: Option<Instant>,
@@ -102,6 +106,8 @@ pub struct Timeline {
     pub new_primary_selected: Option<Duration>,
     /// A write started after the stepdown was acknowledged.
     pub first_write: Option<Duration>,
+    /// The client's topology showed the old primary as a secondary.
+    pub old_primary_secondary: Option<Duration>,
 }
 
 fn offset(d: Option<Duration>) -> String {
@@ -194,12 +200,31 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
     }
     for r in 0..options.readers {
         let (collection, shared, stop) = (collection.clone(), shared.clone(), stop.clone());
+        let topology = topology.clone();
         tasks.push(tokio::spawn(async move {
             let prefs = read_preferences();
             let mut i = r;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let (name, rp) = &prefs[i % prefs.len()];
                 i += 1;
+                // A mode no server suits right now (secondary on a single-member set, say)
+                // would wait out its timeout and stall this reader's other modes: skip it.
+                let snapshot = topology.snapshot();
+                let servable =
+                    selection::suitable_servers(&snapshot.description, &SelectionCriteria::read(rp))
+                        .is_ok_and(|servers| !servers.is_empty());
+                if !servable {
+                    let mut s = shared.lock().await;
+                    let stats = s.stats.entry(format!("read {name}")).or_default();
+                    stats.skipped += 1;
+                    if stats.skipped == 1 {
+                        let note = format!("read {name}: skipped while no server suits it");
+                        s.notes.push(note);
+                    }
+                    drop(s);
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    continue;
+                }
                 let t = Instant::now();
                 let options = FindOptions { read_preference: Some(rp.clone()), ..Default::default() };
                 let result = collection.find_one(doc! {"run": run_id}, options).await.map(|_| ());
@@ -271,6 +296,18 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
                 ));
                 timeline.new_primary = Some(address);
             }
+            if timeline.old_primary_secondary.is_none() {
+                let old = timeline.old_primary.as_ref().and_then(|a| snapshot.server(a));
+                if old.is_some_and(|d| d.server_type == ServerType::RsSecondary) {
+                    let d = at.elapsed();
+                    timeline.old_primary_secondary = Some(d);
+                    log.push(format!(
+                        "{} old primary {} is a secondary in the client's topology",
+                        stamp((at + d).saturating_duration_since(started)),
+                        offset_addr(&timeline.old_primary)
+                    ));
+                }
+            }
             if timeline.first_write.is_none() {
                 if let Some(w) = shared.lock().await.first_write_after {
                     timeline.first_write = Some(w.saturating_duration_since(at));
@@ -279,6 +316,11 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
                 }
             }
         }
+        log.extend(
+            std::mem::take(&mut shared.lock().await.notes)
+                .into_iter()
+                .map(|n| format!("{} {n}", stamp(started.elapsed()))),
+        );
         let force = !log.is_empty();
         let mut table = vec![status(&*shared.lock().await, started.elapsed())];
         table.extend(render(&snapshot));
@@ -313,6 +355,11 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
             offset(timeline.first_write),
             "the first write started after the stepdown, acknowledged",
         );
+        step(
+            "old primary secondary",
+            offset(timeline.old_primary_secondary),
+            "the old primary is a secondary in the client's topology (the table's view)",
+        );
     }
     println!();
     println!(
@@ -321,7 +368,10 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
         options.writers,
         options.readers
     );
-    println!("  {:<24} {:>7} {:>7} {:>10} {:>10}  errors", "operation", "ok", "failed", "p50", "p99");
+    println!(
+        "  {:<24} {:>7} {:>7} {:>7} {:>10} {:>10}  errors",
+        "operation", "ok", "failed", "skipped", "p50", "p99"
+    );
     let mut s = shared.lock().await;
     let mut total = 0;
     for (name, stats) in s.stats.iter_mut() {
@@ -330,10 +380,11 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
         let errors: Vec<String> = stats.errors.iter().map(|(k, n)| format!("{k}: {n}")).collect();
         let (p50, p99) = (stats.percentile(0.5), stats.percentile(0.99));
         let line = format!(
-            "  {:<24} {:>7} {:>7} {:>10} {:>10}  {}",
+            "  {:<24} {:>7} {:>7} {:>7} {:>10} {:>10}  {}",
             name,
             stats.ok,
             failed,
+            stats.skipped,
             p50.map_or_else(|| "-".into(), ms),
             p99.map_or_else(|| "-".into(), ms),
             errors.join(", ")

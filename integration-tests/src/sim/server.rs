@@ -456,7 +456,39 @@ impl Connection {
         if msg.more_to_come() || self.partitioned() {
             return Action::Nothing;
         }
+        let mut doc = doc;
+        self.add_topology_version(&mut doc);
         self.reply_frame(request_id, doc, OpMsgFlags::empty()).map_or(Action::Close, Action::Reply)
+    }
+
+    /// As mongod 4.4+ does on a replica set member, a NotPrimary error (at the top level or as
+    /// the write concern error) carries the member's current `topologyVersion`, so that a
+    /// client can tell it from a stale one (SDAM: an error no newer than what the client knows
+    /// is ignored). Shutdown errors carry none (mongod adds it only while quiescing), nor do
+    /// mongos and standalones.
+    fn add_topology_version(&self, doc: &mut Document) {
+        const NOT_PRIMARY: [i32; 5] = [10107, 13435, 13436, 11602, 189];
+        if self.shared.kind != Kind::ReplicaSet || doc.contains_key("topologyVersion") {
+            return;
+        }
+        let code = |d: &Document| match d.get("code") {
+            Some(bson::Bson::Int32(c)) => Some(*c),
+            Some(bson::Bson::Int64(c)) => i32::try_from(*c).ok(),
+            Some(bson::Bson::Double(c)) => Some(*c as i32),
+            _ => None,
+        };
+        let failed = matches!(doc.get("ok"), Some(bson::Bson::Double(ok)) if *ok == 0.0)
+            || matches!(doc.get("ok"), Some(bson::Bson::Int32(0)));
+        let not_primary = (failed && code(doc).is_some_and(|c| NOT_PRIMARY.contains(&c)))
+            || doc
+                .get_document("writeConcernError")
+                .ok()
+                .and_then(code)
+                .is_some_and(|c| NOT_PRIMARY.contains(&c));
+        if not_primary {
+            let tv = *self.member.topology.borrow();
+            doc.insert("topologyVersion", doc! {"processId": tv.process_id, "counter": tv.counter});
+        }
     }
 
     /// Applies a triggered fail point to a hello: `Err(action)` short-circuits.
