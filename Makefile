@@ -8,7 +8,8 @@ help:
 	@echo "make demo    the main job: an embedded 3-member replica set, a workload, a live topology table, a stepdown and its failover timeline"
 	@echo "             DEMO_ARGS='--duration 20' or DEMO_ARGS='--uri mongodb://...' (a real deployment: no stepdown)"
 	@echo "make watch URI=mongodb://...  the live topology table and SDAM events (mongo-actors watch)"
-	@echo "make test    run every test in the workspace (what CI runs)"
+	@echo "make test    run every test in the workspace, then the peer tier (what CI runs)"
+	@echo "make test-peer  the client's end-to-end tests, the examples and the demo against SecantusDB (pip, in .venv-peer)"
 	@echo "make spec    run the spec runner; SPEC_ROOT=DIR to run another upstream-layout directory"
 	@echo "make build   build the workspace"
 	@echo "make fuzz    run each cargo-fuzz target for FUZZ_SECONDS (default 60); installs nightly + cargo-fuzz if missing"
@@ -29,6 +30,12 @@ build:
 
 test:
 	$(CARGO) test --workspace --no-fail-fast
+	$(MAKE) test-peer
+
+# The peer tier alone: the client against SecantusDB (installed in .venv-peer), replica set and standalone.
+.PHONY: test-peer
+test-peer:
+	CARGO=$(CARGO) integration-tests/peer/run.sh
 
 spec:
 	$(CARGO) run -q -p integration-tests --bin spec-runner -- --root $(SPEC_ROOT)

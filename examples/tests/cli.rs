@@ -187,3 +187,47 @@ fn watch_json_prints_event_and_topology_lines() {
     assert_eq!(last["topology"]["servers"].as_array().map(Vec::len), Some(3), "{out}");
     assert!(!names.iter().any(|n| n.contains("heartbeat")), "{out}");
 }
+
+/// The demo against the deployment `MONGODB_URI` names (the peer tier runs it against
+/// SecantusDB, a single-member replica set and a standalone): no stepdown there, and every
+/// read preference the deployment can serve makes progress; a mode it cannot serve (secondary
+/// without a secondary) is skipped with a line saying so, instead of stalling the readers.
+#[test]
+fn demo_against_an_external_deployment() {
+    let Some(uri) = std::env::var("MONGODB_URI").ok().filter(|u| !u.trim().is_empty()) else {
+        not_applicable("NOT APPLICABLE demo_against_an_external_deployment: MONGODB_URI is not set");
+        return;
+    };
+    let out = run(&["demo", "--uri", &uri, "--duration", "4", "--plain"]);
+    assert!(!out.contains("failover timeline"), "no stepdown on a real deployment:\n{out}");
+    let summary = |op: &str| -> (u64, u64, u64) {
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(op))
+            .unwrap_or_else(|| panic!("no summary line for '{op}' in\n{out}"));
+        let n: Vec<u64> = line.split_whitespace().filter_map(|w| w.parse().ok()).take(3).collect();
+        (n[0], n[1], n[2])
+    };
+    let (ok, failed, _) = summary("write");
+    assert!(ok > 0 && failed == 0, "writes: {ok} ok, {failed} failed\n{out}");
+    for mode in ["primary ", "primaryPreferred", "secondaryPreferred", "nearest"] {
+        let (ok, failed, skipped) = summary(&format!("read {mode}"));
+        assert!(
+            ok > 0 && failed == 0 && skipped == 0,
+            "read {mode}: {ok} ok, {failed} failed, {skipped} skipped\n{out}"
+        );
+    }
+    // A single member has no secondary: those reads are skipped, with the reason printed.
+    let (ok, failed, skipped) = summary("read secondary ");
+    assert_eq!(failed, 0, "{out}");
+    assert!(
+        ok > 0 || (skipped > 0 && out.contains("read secondary: skipped while no server suits it")),
+        "{out}"
+    );
+}
+
+/// Past the test harness's capture, so the report is in every log.
+fn not_applicable(line: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}

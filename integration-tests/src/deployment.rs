@@ -53,9 +53,11 @@ pub fn real_mode() -> bool {
     env_uri(URI_ENV).is_some()
 }
 
-/// Prints that `test` is skipped and why, in one recognisable line.
+/// Prints that `test` does not apply to this deployment and why, in one recognisable line,
+/// straight to stderr (past the test harness's capture, so it is in every log).
 pub fn print_skip(test: &str, reason: &str) {
-    println!("SKIPPED {test}: {reason}");
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "NOT APPLICABLE {test}: {reason}");
 }
 
 impl Deployment {
@@ -143,6 +145,61 @@ impl Deployment {
             }
         }
         Err(last_error.unwrap_or_else(|| "no seeds".into()))
+    }
+
+    /// Runs `configureFailPoint` (`command` is the whole command document) on the primary:
+    /// through the simulator's control on a simulator, as an admin command on a real
+    /// deployment (which must allow test commands, as mongod's `enableTestCommands` or
+    /// SecantusDB's `--enable-test-commands` do).
+    pub async fn configure_fail_point(&self, command: Document) -> Result<(), Error> {
+        match self {
+            Deployment::Sim(cluster) => {
+                let member = cluster.primary().or_else(|| (cluster.hosts().len() == 1).then_some(0));
+                Ok(cluster.configure_fail_point(member.ok_or("no primary")?, command)?)
+            }
+            Deployment::Real(_) => {
+                let primary = match self.primary().await? {
+                    Some(p) => p,
+                    None => self.seeds().into_iter().next().ok_or("no seeds")?,
+                };
+                let reply = raw_client::run_command(&primary, "admin", command, COMMAND_TIMEOUT).await?;
+                check_ok(&reply, "configureFailPoint")
+            }
+        }
+    }
+
+    /// The members of the replica set as its first answering seed's `hello` lists them
+    /// (`hosts`); empty for a standalone or a mongos.
+    pub async fn replica_set_members(&self) -> Result<Vec<String>, Error> {
+        let mut last_error: Option<Error> = None;
+        for seed in self.seeds() {
+            match raw_client::hello(&seed, COMMAND_TIMEOUT).await {
+                Ok(reply) => {
+                    let hosts = reply.get_array("hosts").map(|h| h.as_slice()).unwrap_or(&[]);
+                    return Ok(hosts.iter().filter_map(|h| h.as_str().map(str::to_owned)).collect());
+                }
+                Err(e) => last_error = Some(e.into()),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| "no seeds".into()))
+    }
+
+    /// Whether this deployment is a replica set of at least `members` members; otherwise
+    /// prints that `test` does not apply (`NOT APPLICABLE ...`) and returns false. Always true
+    /// for the simulator, which the test builds to size.
+    pub async fn has_members_or_not_applicable(&self, test: &str, members: usize) -> Result<bool, Error> {
+        if self.sim().is_some() {
+            return Ok(true);
+        }
+        let hosts = self.replica_set_members().await?;
+        if hosts.len() >= members {
+            return Ok(true);
+        }
+        print_skip(
+            test,
+            &format!("needs a replica set of at least {members} members; {URI_ENV} has {}", hosts.len()),
+        );
+        Ok(false)
     }
 
     /// Makes the primary step down and waits (up to `timeout`) until a *different* member is

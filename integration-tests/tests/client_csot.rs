@@ -50,7 +50,7 @@ async fn blocked_command_times_out_within_timeout_ms() {
     let s = standalone("timeoutMS=200").await;
     let coll = s.client.database("app").collection("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             0,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
@@ -129,7 +129,7 @@ async fn close_after_a_get_more_timeout_kills_the_cursor_with_a_fresh_timeout() 
     let s = standalone("").await;
     let coll = s.client.database("app").collection("c");
     coll.insert_many((0..5).map(|i| doc! {"_id": i}).collect()).await.expect("insert");
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             0,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
@@ -155,7 +155,7 @@ async fn close_after_a_get_more_timeout_kills_the_cursor_with_a_fresh_timeout() 
     assert!(max > 0 && max <= 200, "maxTimeMS from the refreshed 200 ms: {max}");
 
     // An override for close: killCursors blocked 250 ms fits in 400 ms, not in the cursor's 200.
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             0,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 2},
@@ -217,7 +217,7 @@ async fn deadline_covers_check_out() {
     let s = standalone("timeoutMS=300&maxPoolSize=1").await;
     let coll = s.client.database("app").collection("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             0,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
@@ -244,7 +244,7 @@ async fn deadline_covers_check_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deadline_covers_a_slow_handshake() {
     let s = standalone("timeoutMS=300&appName=csotHandshake").await;
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             0,
             doc! {"configureFailPoint": "failCommand", "mode": "alwaysOn",
@@ -257,7 +257,7 @@ async fn deadline_covers_a_slow_handshake() {
     let elapsed = start.elapsed();
     assert_timeout(&e);
     assert!(elapsed < Duration::from_millis(800), "within timeoutMS: {elapsed:?}");
-    s.cluster
+    s.cluster()
         .configure_fail_point(0, doc! {"configureFailPoint": "failCommand", "mode": "off"})
         .expect("off");
     s.client.shutdown().await.expect("shutdown");
@@ -267,7 +267,7 @@ async fn deadline_covers_a_slow_handshake() {
 async fn max_time_ms_expired_becomes_the_timeout_error() {
     let s = standalone("timeoutMS=2000").await;
     let coll = s.client.database("app").collection("c");
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             0,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
@@ -277,7 +277,7 @@ async fn max_time_ms_expired_becomes_the_timeout_error() {
     let e = coll.insert_one(doc! {"_id": 1}).await.expect_err("MaxTimeMSExpired");
     assert_timeout(&e);
     assert_eq!(e.code(), Some(50));
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             0,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
@@ -290,7 +290,7 @@ async fn max_time_ms_expired_becomes_the_timeout_error() {
 
     // Without timeoutMS it stays a command error.
     let s = standalone("").await;
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             0,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
@@ -305,10 +305,10 @@ async fn max_time_ms_expired_becomes_the_timeout_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_as_long_as_the_deadline_allows() {
     let s = connect(Cluster::replica_set(1).start().expect("sim"), "timeoutMS=5000").await;
-    let primary = s.cluster.primary().expect("primary");
+    let primary = s.cluster().primary().expect("primary");
     let coll = s.client.database("app").collection("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             primary,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 3},
@@ -323,9 +323,9 @@ async fn retries_as_long_as_the_deadline_allows() {
 
     // Without timeoutMS: one retry only.
     let s = connect(Cluster::replica_set(1).start().expect("sim"), "").await;
-    let primary = s.cluster.primary().expect("primary");
+    let primary = s.cluster().primary().expect("primary");
     let coll = s.client.database("app").collection("c");
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             primary,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 3},
@@ -343,7 +343,7 @@ async fn a_handle_timeout_ignores_wait_queue_timeout_ms() {
     let s = standalone("maxPoolSize=1&waitQueueTimeoutMS=100").await;
     let coll = s.client.database("app").collection("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             0,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
@@ -372,7 +372,7 @@ async fn remaining_time_under_min_rtt_fails_without_sending() {
     let s = connect(cluster, "heartbeatFrequencyMS=500").await;
     let coll = s.client.database("app").collection("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
-    let address = protocol::ServerAddress::parse(&s.cluster.hosts()[0]).expect("host");
+    let address = protocol::ServerAddress::parse(&s.cluster().hosts()[0]).expect("host");
     let until = Instant::now() + WAIT;
     let min_rtt = loop {
         let snapshot = s.client.topology().snapshot();
@@ -395,7 +395,7 @@ async fn remaining_time_under_min_rtt_fails_without_sending() {
     let ms = max_time(&started(&s.events, "find")[0]).expect("maxTimeMS");
     let bound = 3000 - i64::try_from(min_rtt.as_millis()).expect("ms");
     assert!(ms > 0 && ms <= bound, "maxTimeMS {ms} ≤ {bound}");
-    s.cluster.set_latency(0, Duration::ZERO);
+    s.cluster().set_latency(0, Duration::ZERO);
     s.client.shutdown().await.expect("shutdown");
 }
 
@@ -405,7 +405,7 @@ async fn monitoring_never_uses_timeout_ms() {
     let cluster = Cluster::standalone().start().expect("sim");
     cluster.set_latency(0, Duration::from_millis(200));
     let s = connect(cluster, "timeoutMS=100&heartbeatFrequencyMS=500").await;
-    let address = protocol::ServerAddress::parse(&s.cluster.hosts()[0]).expect("host");
+    let address = protocol::ServerAddress::parse(&s.cluster().hosts()[0]).expect("host");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let snapshot = s.client.topology().snapshot();
     let server = snapshot.server(&address).expect("server");

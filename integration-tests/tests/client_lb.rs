@@ -134,7 +134,7 @@ async fn a_network_error_clears_only_its_service() {
     assert_eq!(finds.len(), 2);
     assert_ne!(finds[0].3, finds[1].3, "two services");
     let _ = s.cmap.try_iter().count();
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             0,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
@@ -267,7 +267,7 @@ async fn load_balanced_uri_validation() {
 async fn handshake_errors_are_ignored_by_sdam() {
     let s = connect("retryReads=false").await;
     for i in 0..2 {
-        s.cluster
+        s.cluster()
             .configure_fail_point(
                 i,
                 doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},

@@ -90,7 +90,7 @@ async fn crud_round_trip_and_shutdown() {
 
     s.client.shutdown().await.expect("shutdown");
     s.client.shutdown().await.expect("idempotent");
-    assert_no_connections(&s.cluster).await;
+    assert_no_connections(s.cluster()).await;
     let e = coll.insert_one(doc! {}).await.expect_err("after shutdown");
     assert_eq!(e.kind(), ErrorKind::ActorStopped);
 }
@@ -107,7 +107,7 @@ async fn cursor_get_more_kill_cursors_and_implicit_sessions() {
         .await
         .expect("find");
     assert_ne!(cursor.id(), 0);
-    let primary = address(&s.cluster, s.cluster.primary().expect("primary"));
+    let primary = address(s.cluster(), s.cluster().primary().expect("primary"));
     assert_eq!(cursor.address(), &primary);
     let mut got = Vec::new();
     for _ in 0..5 {
@@ -162,16 +162,16 @@ async fn cursor_get_more_kill_cursors_and_implicit_sessions() {
     assert_eq!(started(&events, "getMore").len(), 2);
     assert_eq!(started(&events, "killCursors").len(), 0);
     s.client.shutdown().await.expect("shutdown");
-    assert_no_connections(&s.cluster).await;
+    assert_no_connections(s.cluster()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retryable_write_and_read_across_a_network_error() {
     let s = replica_set("").await;
-    let primary = s.cluster.primary().expect("primary");
+    let primary = s.cluster().primary().expect("primary");
     let coll = s.client.database("app").collection("c");
     coll.insert_one(doc! {"warm": 1}).await.expect("warm up");
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             primary,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": {"failCommands": ["insert"], "closeConnection": true}},
@@ -192,7 +192,7 @@ async fn retryable_write_and_read_across_a_network_error() {
         .any(|e| matches!(e, CommandEvent::Failed { command_name, .. } if command_name == "insert")));
     assert_eq!(coll.count_documents(doc! {"_id": "x"}, None).await.expect("count"), 1);
 
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             primary,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": {"failCommands": ["find"], "closeConnection": true}},
@@ -208,7 +208,7 @@ async fn retryable_write_and_read_across_a_network_error() {
         connect(Cluster::replica_set(1).start().expect("sim"), "retryWrites=false&retryReads=false").await;
     let c = t.client.database("app").collection("c");
     c.insert_one(doc! {}).await.expect("warm up");
-    t.cluster
+    t.cluster()
         .configure_fail_point(
             0,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": {"failCommands": ["insert"], "closeConnection": true}},
@@ -216,7 +216,7 @@ async fn retryable_write_and_read_across_a_network_error() {
         .expect("fail point");
     let e = c.insert_one(doc! {}).await.expect_err("no retry");
     assert_eq!(e.kind(), ErrorKind::Network);
-    assert_eq!(e.address(), Some(&address(&t.cluster, 0)));
+    assert_eq!(e.address(), Some(&address(t.cluster(), 0)));
     assert!(!e.has_label("RetryableWriteError"));
     s.client.shutdown().await.expect("shutdown");
     t.client.shutdown().await.expect("shutdown");
@@ -228,34 +228,34 @@ async fn retryable_write_and_read_across_a_stepdown() {
     let s = replica_set("serverMonitoringMode=poll&heartbeatFrequencyMS=60000").await;
     let coll = s.client.database("app").collection("c");
     coll.insert_one(doc! {"_id": 0}).await.expect("warm up");
-    let old = s.cluster.primary().expect("primary");
-    s.cluster.step_down(Duration::from_millis(300));
+    let old = s.cluster().primary().expect("primary");
+    s.cluster().step_down(Duration::from_millis(300));
     drain(&s.events);
     let started_at = Instant::now();
     coll.insert_one(doc! {"_id": 1}).await.expect("retried write");
     eprintln!("write after stepdown took {:?}", started_at.elapsed());
-    let new = s.cluster.primary().expect("new primary");
+    let new = s.cluster().primary().expect("new primary");
     assert_ne!(new, old);
     let events = drain(&s.events);
     let inserts = started(&events, "insert");
     assert_eq!(inserts.len(), 2, "{events:#?}");
-    assert_eq!(inserts[0].1, address(&s.cluster, old));
-    assert_eq!(inserts[1].1, address(&s.cluster, new), "the retry waited for the new primary");
+    assert_eq!(inserts[0].1, address(s.cluster(), old));
+    assert_eq!(inserts[1].1, address(s.cluster(), new), "the retry waited for the new primary");
     assert!(events
         .iter()
         .any(|e| matches!(e, CommandEvent::Failed { failure, .. } if failure.contains("10107"))));
 
     // A primary read across a stepdown: NotPrimaryNoSecondaryOk, retried on the new primary.
-    let before = s.cluster.primary().expect("primary");
-    s.cluster.step_down(Duration::from_millis(300));
+    let before = s.cluster().primary().expect("primary");
+    s.cluster().step_down(Duration::from_millis(300));
     drain(&s.events);
     let found = coll.find_one(doc! {"_id": 1}, FindOptions::default()).await.expect("retried read");
     assert!(found.is_some());
-    let after = s.cluster.primary().expect("new primary");
+    let after = s.cluster().primary().expect("new primary");
     let finds = started(&drain(&s.events), "find");
     assert_eq!(finds.len(), 2);
-    assert_eq!(finds[0].1, address(&s.cluster, before));
-    assert_eq!(finds[1].1, address(&s.cluster, after));
+    assert_eq!(finds[0].1, address(s.cluster(), before));
+    assert_eq!(finds[1].1, address(s.cluster(), after));
     s.client.shutdown().await.expect("shutdown");
 }
 
@@ -298,7 +298,7 @@ async fn secondary_read_preference_reaches_a_secondary() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_kind_labels_and_address() {
     let s = replica_set("").await;
-    let primary = address(&s.cluster, s.cluster.primary().expect("primary"));
+    let primary = address(s.cluster(), s.cluster().primary().expect("primary"));
     let coll = s.client.database("app").collection("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("insert");
     let e = coll.insert_one(doc! {"_id": 1}).await.expect_err("duplicate");
@@ -307,9 +307,9 @@ async fn error_kind_labels_and_address() {
     assert_eq!(e.address(), Some(&primary));
     assert!(e.labels().is_empty());
 
-    s.cluster
+    s.cluster()
         .configure_fail_point(
-            s.cluster.primary().expect("primary"),
+            s.cluster().primary().expect("primary"),
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": {"failCommands": ["ping"], "errorCode": 2, "errorLabels": ["Custom"]}},
         )
         .expect("fail point");
@@ -325,9 +325,9 @@ async fn error_kind_labels_and_address() {
         .any(|e| matches!(e, CommandEvent::Failed { command_name, .. } if command_name == "ping")));
 
     // A write concern error with a retryable code is retried once, then surfaces.
-    s.cluster
+    s.cluster()
         .configure_fail_point(
-            s.cluster.primary().expect("primary"),
+            s.cluster().primary().expect("primary"),
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 2}, "data": {"failCommands": ["insert"], "writeConcernError": {"code": 64, "errmsg": "waiting for replication timed out"}}},
         )
         .expect("fail point");
@@ -442,7 +442,7 @@ async fn load_balanced_cursor_keeps_its_connection_pinned() {
     assert!(get_mores.iter().all(|c| *c == find[0]), "find {find:?}, getMores {get_mores:?}");
     assert!(find[0].1.is_some(), "a serviceId");
     s.client.shutdown().await.expect("shutdown");
-    assert_no_connections(&s.cluster).await;
+    assert_no_connections(s.cluster()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -76,7 +76,7 @@ async fn with_transaction_commits_the_callback_work() {
 async fn with_transaction_retries_a_transient_error() {
     let s = replica_set("").await;
     let coll = s.client.database("app").collection("c");
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             0,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
@@ -101,7 +101,7 @@ async fn with_transaction_retries_a_transient_error() {
 async fn with_transaction_stops_retrying_at_its_timeout() {
     let s = replica_set("").await;
     let coll = s.client.database("app").collection("c");
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             0,
             doc! {"configureFailPoint": "failCommand", "mode": "alwaysOn",
@@ -120,7 +120,7 @@ async fn with_transaction_stops_retrying_at_its_timeout() {
     let inserts = cmds.iter().filter(|(n, _)| n == "insert").count();
     assert!(inserts >= 3, "several attempts: {:?}", names(&cmds));
     assert!(cmds.iter().filter(|(n, _)| n == "insert").all(|(_, c)| has_max_time(c)));
-    s.cluster
+    s.cluster()
         .configure_fail_point(0, doc! {"configureFailPoint": "failCommand", "mode": "off"})
         .expect("off");
     s.client.shutdown().await.expect("shutdown");
@@ -162,7 +162,7 @@ async fn session_and_call_timeouts_reach_commit_and_abort() {
     // The session's default timeout: a blocked commit times out.
     session.start_transaction().expect("start");
     coll.insert_one_with_session(doc! {"_id": 1}, &mut session).await.expect("insert");
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             0,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
@@ -179,7 +179,7 @@ async fn session_and_call_timeouts_reach_commit_and_abort() {
     // A per-call timeout overrides it (no limit: the blocked abort completes).
     session.start_transaction().expect("start");
     coll.insert_one_with_session(doc! {"_id": 2}, &mut session).await.expect("insert");
-    s.cluster
+    s.cluster()
         .configure_fail_point(
             0,
             doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},

@@ -195,7 +195,7 @@ async fn compressors_do_not_break_operations() {
         let found = coll.find_one(doc! {"_id": 1}, FindOptions::default()).await.unwrap().unwrap();
         assert_eq!(found.get_str("x").unwrap().len(), 4096);
         assert_eq!(coll.count_documents(doc! {}, None).await.unwrap(), 1);
-        assert_eq!(s.cluster.counters().total.compressed_replies, 0, "{compressors}: nothing was offered");
+        assert_eq!(s.cluster().counters().total.compressed_replies, 0, "{compressors}: nothing was offered");
         s.client.shutdown().await.unwrap();
     }
 }

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The peer tier: the client against SecantusDB, an independent MongoDB-compatible server by a
+# third party (PyPI SecantusDB, pinned below), once as a single-member replica set `secantus`
+# and once as a standalone. It installs the server in a git-ignored venv (.venv-peer), starts it
+# on a free 127.0.0.1 port, runs the tests that take a deployment from MONGODB_URI against it,
+# and stops it by its process id, also on failure. `make test-peer` runs this alone; `make test`
+# runs it after the workspace's tests.
+#
+# PEER_TESTS overrides the test targets (cargo test arguments).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+VENV=${VENV_PEER:-.venv-peer}
+VERSION=0.7.0b3
+CARGO=${CARGO:-cargo}
+
+installed=$("$VENV/bin/python" -m pip show SecantusDB 2>/dev/null || true)
+if ! grep -qx "Version: $VERSION" <<<"$installed"; then
+  echo "peer: installing SecantusDB==$VERSION into $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "SecantusDB==$VERSION"
+fi
+
+PID=""
+LOG=""
+stop() {
+  if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
+    kill "$PID" 2>/dev/null || true
+    wait "$PID" 2>/dev/null || true
+  fi
+  PID=""
+}
+cleanup() {
+  stop
+  [ -n "$LOG" ] && rm -f "$LOG"
+}
+trap cleanup EXIT
+
+# start rs|standalone: starts the server and sets URI.
+start() {
+  local mode=$1 port extra=()
+  port=$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  [ "$mode" = standalone ] && extra=(--standalone)
+  LOG=$(mktemp)
+  "$VENV/bin/secantusd-py" --host 127.0.0.1 --port "$port" --storage-path :memory: \
+    --enable-test-commands --log-level WARNING "${extra[@]}" >"$LOG" 2>&1 &
+  PID=$!
+  for _ in $(seq 1 300); do
+    if "$VENV/bin/python" -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2).close()" 2>/dev/null; then
+      break
+    fi
+    if ! kill -0 "$PID" 2>/dev/null; then
+      echo "peer: secantusd-py ($mode) exited:"; cat "$LOG"; exit 1
+    fi
+    sleep 0.1
+  done
+  if [ "$mode" = standalone ]; then
+    URI="mongodb://127.0.0.1:$port/?directConnection=true"
+  else
+    URI="mongodb://127.0.0.1:$port/?replicaSet=secantus"
+  fi
+  echo "peer: SecantusDB $VERSION ($mode) at $URI, pid $PID"
+}
+
+# One at a time: tests share the server, and failCommand is one fail point per server.
+TESTS=${PEER_TESTS:-"-p integration-tests --test client_crud --test official_driver -p mongo-actors-examples --test smoke --test cli"}
+status=0
+for mode in rs standalone; do
+  start "$mode"
+  # shellcheck disable=SC2086
+  if ! MONGODB_URI="$URI" PEER_MODE="$mode" $CARGO test --no-fail-fast $TESTS -- --test-threads=1; then
+    echo "peer ($mode): FAILED"
+    echo "--- secantusd-py log (last 30 lines)"; tail -30 "$LOG"
+    status=1
+  fi
+  stop
+done
+exit $status
