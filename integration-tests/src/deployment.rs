@@ -147,15 +147,17 @@ impl Deployment {
         Err(last_error.unwrap_or_else(|| "no seeds".into()))
     }
 
-    /// Runs `configureFailPoint` (`command` is the whole command document) on the primary:
+    /// Runs `configureFailPoint` (`command` is the whole command document) on the primary (or
+    /// the first member when there is none):
     /// through the simulator's control on a simulator, as an admin command on a real
     /// deployment (which must allow test commands, as mongod's `enableTestCommands` or
     /// SecantusDB's `--enable-test-commands` do).
     pub async fn configure_fail_point(&self, command: Document) -> Result<(), Error> {
         match self {
+            // The primary; else the first member (a standalone, the first mongos, the first
+            // service behind a load balancer: where single-mongos clients go).
             Deployment::Sim(cluster) => {
-                let member = cluster.primary().or_else(|| (cluster.hosts().len() == 1).then_some(0));
-                Ok(cluster.configure_fail_point(member.ok_or("no primary")?, command)?)
+                Ok(cluster.configure_fail_point(cluster.primary().unwrap_or(0), command)?)
             }
             Deployment::Real(_) => {
                 let primary = match self.primary().await? {

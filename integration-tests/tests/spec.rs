@@ -10,7 +10,8 @@ use integration_tests::spec::{self, expected::ExpectedFailures, Kind};
 
 fn check(kind: Kind) {
     let list = ExpectedFailures::load(&spec::expected::simulator_list()).expect("the expected-failures list");
-    let verdict = spec::run_and_judge(&spec::vendored_root(), &list, None, kind, &mut |l| {
+    let target = spec::unified::Target::Simulator;
+    let verdict = spec::run_and_judge(&spec::vendored_root(), &list, None, kind, &target, &mut |l| {
         // Straight to the process's stderr: the harness captures only print! and eprint!.
         let _ = writeln!(std::io::stderr(), "[spec {kind:?}] {l}");
     })

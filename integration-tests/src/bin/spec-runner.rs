@@ -1,7 +1,7 @@
 //! Runs the official MongoDB spec tests found under a root directory with the upstream layout,
 //! and judges what did not pass against the expected-failures list.
 //!
-//! `cargo run -p integration-tests --bin spec-runner -- --root DIR [--suite NAME] [--expected FILE]`
+//! `cargo run -p integration-tests --bin spec-runner -- --root DIR [--suite NAME] [--expected FILE] [--uri URI]`
 //!
 //! Exit status: 0 when every failure is listed and no listed file or test passed, 1 otherwise,
 //! 2 on bad arguments. Everything that did not pass is printed by name.
@@ -41,6 +41,11 @@ struct Args {
     /// Which kind of suites to run.
     #[arg(long, value_enum, default_value = "all")]
     kind: Kind,
+    /// Run the unified suites against this deployment instead of the simulator: its topology
+    /// and version (hello, buildInfo) decide which tests apply; fail points go through
+    /// `configureFailPoint` (the server must allow test commands).
+    #[arg(long)]
+    uri: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -63,8 +68,24 @@ fn main() -> ExitCode {
         Kind::Pure => spec::Kind::Pure,
         Kind::Unified => spec::Kind::Unified,
     };
+    let target = match &args.uri {
+        None => spec::unified::Target::Simulator,
+        Some(uri) => match spec::unified::External::probe(uri) {
+            Ok(e) => {
+                println!(
+                    "external deployment: {} ({}, server {}.{}.{})",
+                    e.uri, e.topology, e.version.0, e.version.1, e.version.2
+                );
+                spec::unified::Target::External(e)
+            }
+            Err(e) => {
+                eprintln!("spec-runner: {uri}: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
     let Some(verdict) =
-        spec::run_and_judge(&root, &list, args.suite.as_deref(), kind, &mut |l| println!("{l}"))
+        spec::run_and_judge(&root, &list, args.suite.as_deref(), kind, &target, &mut |l| println!("{l}"))
     else {
         eprintln!("spec-runner: no known suite under {}", root.display());
         return ExitCode::from(2);

@@ -72,9 +72,22 @@ pub(crate) struct Collection {
     /// Secondary index specs (`{v, key, name, ...}`): listed, never used by queries, and
     /// kept on the member that created them only (not replicated).
     indexes: Vec<Document>,
+    /// Created with `capped: true` (tailable cursors need it); like the index specs, known
+    /// to the member that created it only.
+    capped: bool,
 }
 
 impl Collection {
+    /// Whether it was created capped.
+    pub(crate) fn is_capped(&self) -> bool {
+        self.capped
+    }
+
+    /// Marks it capped (`create` with `capped: true`; the size limits are not enforced).
+    pub(crate) fn set_capped(&mut self) {
+        self.capped = true;
+    }
+
     /// Every index spec, `_id_` first.
     pub(crate) fn indexes(&self) -> Vec<Document> {
         let mut all = vec![bson::doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}];

@@ -145,6 +145,7 @@ pub fn run_and_judge(
     list: &expected::ExpectedFailures,
     filter: Option<&str>,
     kind: Kind,
+    target: &unified::Target,
     out: &mut dyn FnMut(&str),
 ) -> Option<expected::Verdict> {
     let mut records = Vec::new();
@@ -161,7 +162,7 @@ pub fn run_and_judge(
         }
     }
     if kind != Kind::Pure {
-        for report in unified::run_root(root, filter, out) {
+        for report in unified::run_root(root, filter, target, out) {
             ran += 1;
             out(&report.summary());
             records.extend(report.records);

@@ -273,7 +273,10 @@ fn exec(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Resu
                     format!("Collection {db}.{coll} already exists."),
                 ));
             }
-            store.coll_mut(db, coll);
+            let created = store.coll_mut(db, coll);
+            if cmd.get_bool("capped").unwrap_or(false) {
+                created.set_capped();
+            }
             ops.push(|| Op::Create { db: db.to_owned(), coll: coll.to_owned() });
             Ok(Exec::Reply(doc! {"ok": 1.0}))
         }
@@ -449,6 +452,14 @@ fn insert(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
 
 fn find(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> {
     let coll = coll_name(cmd, "find")?;
+    // As mongod: a tailable cursor needs a capped collection (a missing one just finds nothing).
+    if cursor::tailable_of("find", cmd).0 && store.coll(db, coll).is_some_and(|c| !c.is_capped()) {
+        return Err(CmdError::new(
+            2,
+            "BadValue",
+            format!("error processing query: tailable cursor requested on non capped collection {db}.{coll}"),
+        ));
+    }
     let filter = cmd.get_document("filter").cloned().unwrap_or_default();
     let sort = cmd.get_document("sort").ok().filter(|s| !s.is_empty());
     let skip = usize_opt(cmd.get("skip")).unwrap_or(0);

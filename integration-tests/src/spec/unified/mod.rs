@@ -29,6 +29,61 @@ pub const SUITES: &[(&str, &str)] = &[
     ("unified/runner-valid-fail", "unified-test-format/tests/valid-fail"),
 ];
 
+/// Where the unified tests run.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// A fresh simulated deployment per test and topology (every topology the requirements
+    /// allow).
+    Simulator,
+    /// One external deployment (`spec-runner --uri`), probed once: each test runs on it when
+    /// its requirements allow its topology and version.
+    External(External),
+}
+
+/// An external deployment, as its first seed describes itself.
+#[derive(Clone, Debug)]
+pub struct External {
+    /// The connection string every client of the tests starts from.
+    pub uri: String,
+    /// `single`, `replicaset`, `sharded` or `load-balanced`.
+    pub topology: &'static str,
+    /// `buildInfo.version`.
+    pub version: (u64, u64, u64),
+    /// The connection string carries credentials.
+    pub auth: bool,
+}
+
+impl External {
+    /// Asks the deployment's first seed for `hello` and `buildInfo`.
+    pub fn probe(uri: &str) -> Result<External, String> {
+        let seed = crate::deployment::seeds_of(uri).into_iter().next().ok_or("no host in the URI")?;
+        let rt =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+        let timeout = std::time::Duration::from_secs(10);
+        let (hello, build) = rt.block_on(async {
+            let hello = crate::raw_client::hello(&seed, timeout).await.map_err(|e| format!("hello: {e}"))?;
+            let build = crate::raw_client::run_command(&seed, "admin", bson::doc! {"buildInfo": 1}, timeout)
+                .await
+                .map_err(|e| format!("buildInfo: {e}"))?;
+            Ok::<_, String>((hello, build))
+        })?;
+        let topology = if uri.contains("loadBalanced=true") {
+            "load-balanced"
+        } else if hello.get_str("msg").ok() == Some("isdbgrid") {
+            "sharded"
+        } else if hello.contains_key("setName") && !uri.contains("directConnection=true") {
+            "replicaset"
+        } else {
+            "single"
+        };
+        let version =
+            version(build.get_str("version").map_err(|_| format!("buildInfo has no version: {build}"))?);
+        let auth =
+            uri.strip_prefix("mongodb://").and_then(|r| r.split('/').next()).is_some_and(|h| h.contains('@'));
+        Ok(External { uri: uri.to_owned(), topology, version, auth })
+    }
+}
+
 /// The outcome of one file: a record per test and topology (or one for the whole file when it
 /// cannot run at all).
 pub type FileRecords = Vec<Record>;
@@ -91,7 +146,7 @@ impl UnifiedReport {
 /// allow. A failed test is run once more (the runner drives live deployments on real time);
 /// the retry is recorded. Files under `valid-fail/` must fail: there a failure passes and a
 /// pass fails.
-pub fn run_file(root: &Path, path: &Path) -> FileRecords {
+pub fn run_file(root: &Path, path: &Path, target: &Target) -> FileRecords {
     let rel = expected::relative(root, path);
     let record = |test: Option<String>, topology, status| Record {
         path: rel.clone(),
@@ -140,7 +195,7 @@ pub fn run_file(root: &Path, path: &Path) -> FileRecords {
             continue;
         }
         let test_reqs = requirements(test);
-        let deployments = match deployments(&file_reqs, &test_reqs) {
+        let deployments = match deployments(&file_reqs, &test_reqs, target) {
             Ok(d) => d,
             Err(status) => {
                 records.push(record(Some(desc), None, status));
@@ -153,7 +208,7 @@ pub fn run_file(root: &Path, path: &Path) -> FileRecords {
                     rt.block_on(async {
                         tokio::time::timeout(
                             std::time::Duration::from_secs(30),
-                            runner::run_test(&file, test, topology, auth),
+                            runner::run_test(&file, test, topology, auth, target),
                         )
                         .await
                         .unwrap_or_else(|_| Err("timed out after 30 s".into()))
@@ -214,17 +269,23 @@ enum Unmet {
     Unknown(String),
 }
 
-/// Whether one runOnRequirement holds for the simulator deployed as `topology`.
-fn requirement_met(r: &Document, topology: &str, auth: bool) -> Result<(), Unmet> {
+/// Whether one runOnRequirement holds for a server of `server_version` deployed as `topology`.
+fn requirement_met(
+    r: &Document,
+    topology: &str,
+    auth: bool,
+    server_version: (u64, u64, u64),
+) -> Result<(), Unmet> {
+    let sim_version = server_version;
     if let Ok(min) = r.get_str("minServerVersion") {
-        if SIM_VERSION < version(min) {
+        if sim_version < version(min) {
             return Err(Unmet::Excluded(format!("minServerVersion {min}")));
         }
     }
     if let Ok(max) = r.get_str("maxServerVersion") {
         let m = version(max);
         // "7.0" as a maximum admits every 7.0.x.
-        let sim = if max.split('.').count() < 3 { (SIM_VERSION.0, SIM_VERSION.1, 0) } else { SIM_VERSION };
+        let sim = if max.split('.').count() < 3 { (sim_version.0, sim_version.1, 0) } else { sim_version };
         if sim > m {
             return Err(Unmet::Excluded(format!("maxServerVersion {max}")));
         }
@@ -253,13 +314,18 @@ fn requirement_met(r: &Document, topology: &str, auth: bool) -> Result<(), Unmet
     Ok(())
 }
 
-fn reqs_met(reqs: &[Document], topology: &str, auth: bool) -> Result<(), Unmet> {
+fn reqs_met(
+    reqs: &[Document],
+    topology: &str,
+    auth: bool,
+    server_version: (u64, u64, u64),
+) -> Result<(), Unmet> {
     if reqs.is_empty() {
         return Ok(());
     }
     let mut why = None;
     for r in reqs {
-        match requirement_met(r, topology, auth) {
+        match requirement_met(r, topology, auth, server_version) {
             Ok(()) => return Ok(()),
             // An unknown requirement explains more than an exclusion.
             Err(u @ Unmet::Unknown(_)) => why = Some(u),
@@ -277,13 +343,26 @@ fn reqs_met(reqs: &[Document], topology: &str, auth: bool) -> Result<(), Unmet> 
 /// allow, each without authentication if allowed, else with it. `Err` holds the record's
 /// status when there is none: not run when the spec excludes every deployment, unsupported
 /// when a requirement asks what the simulator cannot answer.
-fn deployments(file: &[Document], test: &[Document]) -> Result<Vec<(&'static str, bool)>, Status> {
+fn deployments(
+    file: &[Document],
+    test: &[Document],
+    target: &Target,
+) -> Result<Vec<(&'static str, bool)>, Status> {
     let mut out = Vec::new();
     let mut unknown = None;
     let mut excluded = Vec::new();
-    for topology in ["replicaset", "single", "sharded", "load-balanced"] {
-        for auth in [false, true] {
-            match reqs_met(file, topology, auth).and_then(|()| reqs_met(test, topology, auth)) {
+    // An external deployment is what it is: one topology, with or without credentials.
+    let (topologies, auths, server_version): (Vec<&'static str>, Vec<bool>, _) = match target {
+        Target::Simulator => {
+            (vec!["replicaset", "single", "sharded", "load-balanced"], vec![false, true], SIM_VERSION)
+        }
+        Target::External(e) => (vec![e.topology], vec![e.auth], e.version),
+    };
+    for topology in topologies {
+        for &auth in &auths {
+            match reqs_met(file, topology, auth, server_version)
+                .and_then(|()| reqs_met(test, topology, auth, server_version))
+            {
                 Ok(()) => {
                     out.push((topology, auth));
                     break;
@@ -310,7 +389,12 @@ fn deployments(file: &[Document], test: &[Document]) -> Result<Vec<(&'static str
 
 /// Runs every unified suite present under `root` (those whose name contains `filter`, if
 /// given), printing each file's line to `progress` as it finishes.
-pub fn run_root(root: &Path, filter: Option<&str>, progress: &mut dyn FnMut(&str)) -> Vec<UnifiedReport> {
+pub fn run_root(
+    root: &Path,
+    filter: Option<&str>,
+    target: &Target,
+    progress: &mut dyn FnMut(&str),
+) -> Vec<UnifiedReport> {
     let mut reports = Vec::new();
     for (name, dir) in SUITES {
         if filter.is_some_and(|f| !name.contains(f)) {
@@ -323,7 +407,7 @@ pub fn run_root(root: &Path, filter: Option<&str>, progress: &mut dyn FnMut(&str
         let mut report = UnifiedReport { name: (*name).to_string(), records: Vec::new() };
         for file in super::json_files(&dir) {
             let started = std::time::Instant::now();
-            let records = run_file(root, &file);
+            let records = run_file(root, &file, target);
             let passed = records.iter().filter(|r| r.status == Status::Passed).count();
             progress(&format!(
                 "  {} ({} records, {passed} passed, {:.1} s)",

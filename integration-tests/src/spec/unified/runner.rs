@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 
 use super::logs;
 use super::matching::matches;
+use crate::deployment::Deployment;
 use crate::sim::Cluster;
 
 #[path = "sdam_ops.rs"]
@@ -65,9 +66,15 @@ enum Entity {
     TopologyDescription(protocol::sdam::TopologyDescription),
 }
 
-struct Ctx {
-    cluster: Cluster,
+pub(super) struct Ctx {
+    /// A fresh simulator, or the external deployment of `spec-runner --uri`.
+    cluster: Deployment,
+    /// Add the test user's credentials to every client's URI (simulators started with auth;
+    /// an external URI carries its own).
     auth: bool,
+    /// `failCommand`-style fail points set on an external deployment, turned off after the test
+    /// (a simulator is thrown away instead).
+    fail_points_set: Vec<String>,
     sharded: bool,
     setup: Client,
     entities: HashMap<String, Entity>,
@@ -128,14 +135,28 @@ fn uri_with(base: &str, options: &Document) -> String {
     uri
 }
 
-/// Runs one test on a fresh deployment of `topology`.
-pub(super) async fn run_test(file: &Document, test: &Document, topology: &str, auth: bool) -> R<()> {
-    let cluster = start_cluster(topology, auth)?;
+/// Runs one test on a fresh simulated deployment of `topology`, or on the external one.
+pub(super) async fn run_test(
+    file: &Document,
+    test: &Document,
+    topology: &str,
+    auth: bool,
+    target: &super::Target,
+) -> R<()> {
+    let (cluster, auth) = match target {
+        super::Target::Simulator => (Deployment::Sim(start_cluster(topology, auth)?), auth),
+        super::Target::External(e) => (Deployment::Real(e.uri.clone()), false),
+    };
     let setup = Client::with_uri_str(&with_credentials(&cluster.uri(), auth))
         .await
         .map_err(|e| format!("setup client: {e}"))?;
+    if cluster.is_real() {
+        // Transactions a previous test left open would hold locks (the unified format's advice).
+        let _ = setup.database("admin").run_command(doc! {"killAllSessions": []}, None).await;
+    }
     let mut ctx = Ctx {
         cluster,
+        fail_points_set: Vec::new(),
         sharded: topology == "sharded",
         auth,
         setup,
@@ -150,8 +171,13 @@ pub(super) async fn run_test(file: &Document, test: &Document, topology: &str, a
             let _ = c.client.shutdown().await;
         }
     }
+    for name in std::mem::take(&mut ctx.fail_points_set) {
+        let _ = ctx.cluster.configure_fail_point(doc! {"configureFailPoint": name, "mode": "off"}).await;
+    }
     let _ = ctx.setup.shutdown().await;
-    ctx.cluster.shutdown();
+    if let Some(sim) = ctx.cluster.sim() {
+        sim.shutdown();
+    }
     result
 }
 
@@ -165,11 +191,16 @@ async fn run_in(ctx: &mut Ctx, file: &Document, test: &Document) -> R<()> {
             .get_array("documents")
             .map(|a| a.iter().filter_map(|d| d.as_document().cloned()).collect())
             .unwrap_or_default();
-        if docs.is_empty() {
-            db.run_command(doc! {"create": coll}, None)
-                .await
-                .map_err(|e| format!("initialData create: {e}"))?;
-        } else {
+        // The format: create the collection (with `createOptions`, a capped one say) when
+        // options are given or there are no documents, then insert the documents.
+        let create_options = data.get_document("createOptions").ok();
+        if docs.is_empty() || create_options.is_some() {
+            let mut create = doc! {"create": coll};
+            create.extend(create_options.cloned().unwrap_or_default());
+            create.insert("writeConcern", doc! {"w": "majority"});
+            db.run_command(create, None).await.map_err(|e| format!("initialData create: {e}"))?;
+        }
+        if !docs.is_empty() {
             db.collection(coll).insert_many(docs).await.map_err(|e| format!("initialData insert: {e}"))?;
         }
     }
@@ -231,7 +262,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
                     .unwrap_or(false)
             {
                 // directConnection=true takes one host.
-                format!("mongodb://{}/", ctx.cluster.hosts().first().cloned().unwrap_or_default())
+                format!("mongodb://{}/", ctx.cluster.seeds().first().cloned().unwrap_or_default())
             } else {
                 ctx.cluster.uri()
             };
@@ -723,10 +754,10 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
                 return result;
             }
             // Set on the server the operations will use: the primary, the mongos or the LB's service.
-            let member = ctx.cluster.primary().unwrap_or(0);
-            ctx.cluster
-                .configure_fail_point(member, fp.clone())
-                .map_err(|e| format!("configureFailPoint: {e}"))
+            if let Ok(name) = fp.get_str("configureFailPoint") {
+                ctx.fail_points_set.push(name.to_owned());
+            }
+            ctx.cluster.configure_fail_point(fp.clone()).await.map_err(|e| format!("configureFailPoint: {e}"))
         }
         "createEntities" => {
             for e in args.get_array("entities").map(|a| a.as_slice()).unwrap_or(&[]) {

@@ -96,7 +96,8 @@ pub(super) fn single_lb_uri(ctx: &Ctx, spec: &Document) -> R<Option<String>> {
     if !is_lb(ctx) || spec.get_bool("useMultipleMongoses").unwrap_or(false) {
         return Ok(None);
     }
-    let addr = ctx.cluster.single_service_lb(0).map_err(|e| format!("single-service LB: {e}"))?;
+    let sim = ctx.cluster.sim().ok_or("a single-service load balancer needs the simulator")?;
+    let addr = sim.single_service_lb(0).map_err(|e| format!("single-service LB: {e}"))?;
     Ok(Some(format!("mongodb://{addr}/?loadBalanced=true")))
 }
 
