@@ -244,6 +244,20 @@ impl Deployment {
     }
 }
 
+/// `uri` with the URI options `options` (`a=1&b=2`) appended, after `?` or `&` as the URI
+/// needs; `uri` unchanged when `options` is empty.
+pub fn with_options(uri: &str, options: &str) -> String {
+    if options.is_empty() {
+        uri.to_owned()
+    } else if uri.contains('?') {
+        format!("{uri}&{options}")
+    } else if uri.ends_with('/') {
+        format!("{uri}?{options}")
+    } else {
+        format!("{uri}/?{options}")
+    }
+}
+
 /// Fails unless `reply` has `ok: 1`.
 fn check_ok(reply: &Document, what: &str) -> Result<(), Error> {
     let ok = match reply.get("ok") {

@@ -270,21 +270,7 @@ impl Observed {
 }
 
 fn with(uri: &str, extra: &str) -> String {
-    if extra.is_empty() {
-        return uri.to_owned();
-    }
-    let sep = if uri.contains('?') {
-        '&'
-    } else if uri.ends_with('/') {
-        '?'
-    } else {
-        '/'
-    };
-    if sep == '/' {
-        format!("{uri}/?{extra}")
-    } else {
-        format!("{uri}{sep}{extra}")
-    }
+    integration_tests::deployment::with_options(uri, extra)
 }
 
 fn fail_point(cluster: &Cluster, member: usize, mode: Bson, data: Document) {

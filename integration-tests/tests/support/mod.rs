@@ -93,14 +93,7 @@ pub async fn connect_to(deployment: Deployment, extra: &str) -> Setup {
     let uri = deployment.uri();
     let extra = if extra.contains("appname=") { extra.to_owned() } else { format!("appname={tag}&{extra}") };
     let extra = extra.trim_end_matches('&');
-    let sep = if uri.contains('?') {
-        "&"
-    } else if uri.ends_with('/') {
-        "?"
-    } else {
-        "/?"
-    };
-    let uri = format!("{uri}{sep}{extra}");
+    let uri = integration_tests::deployment::with_options(&uri, extra);
     let mut options = ClientOptions::parse(&uri).await.expect("uri");
     let (tx, events) = crossbeam_channel::unbounded();
     options.command_event_handler = Some(Arc::new(tx));

@@ -123,14 +123,7 @@ fn uri_with(base: &str, options: &Document) -> String {
             Bson::Double(d) => d.to_string(),
             other => other.to_string(),
         };
-        let sep = if uri.contains('?') {
-            "&"
-        } else if uri.ends_with('/') {
-            "?"
-        } else {
-            "/?"
-        };
-        uri = format!("{uri}{sep}{k}={value}");
+        uri = crate::deployment::with_options(&uri, &format!("{k}={value}"));
     }
     uri
 }
