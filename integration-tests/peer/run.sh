@@ -62,7 +62,8 @@ start() {
 }
 
 # One at a time: tests share the server, and failCommand is one fail point per server.
-TESTS=${PEER_TESTS:-"-p integration-tests --test client_crud --test official_driver -p mongo-actors-examples --test smoke --test cli"}
+# --workspace keeps the features of `cargo test --workspace`, so nothing is rebuilt.
+TESTS=${PEER_TESTS:-"--workspace --test client_crud --test official_driver --test smoke --test cli"}
 status=0
 for mode in rs standalone; do
   start "$mode"
