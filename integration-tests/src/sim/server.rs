@@ -467,24 +467,15 @@ impl Connection {
     /// is ignored). Shutdown errors carry none (mongod adds it only while quiescing), nor do
     /// mongos and standalones.
     fn add_topology_version(&self, doc: &mut Document) {
-        const NOT_PRIMARY: [i32; 5] = [10107, 13435, 13436, 11602, 189];
+        const NOT_PRIMARY: [i64; 5] = [10107, 13435, 13436, 11602, 189];
         if self.shared.kind != Kind::ReplicaSet || doc.contains_key("topologyVersion") {
             return;
         }
-        let code = |d: &Document| match d.get("code") {
-            Some(bson::Bson::Int32(c)) => Some(*c),
-            Some(bson::Bson::Int64(c)) => i32::try_from(*c).ok(),
-            Some(bson::Bson::Double(c)) => Some(*c as i32),
-            _ => None,
-        };
-        let failed = matches!(doc.get("ok"), Some(bson::Bson::Double(ok)) if *ok == 0.0)
-            || matches!(doc.get("ok"), Some(bson::Bson::Int32(0)));
-        let not_primary = (failed && code(doc).is_some_and(|c| NOT_PRIMARY.contains(&c)))
-            || doc
-                .get_document("writeConcernError")
-                .ok()
-                .and_then(code)
-                .is_some_and(|c| NOT_PRIMARY.contains(&c));
+        let not_primary =
+            |d: &Document| commands::number(d.get("code")).is_some_and(|c| NOT_PRIMARY.contains(&c));
+        let failed = commands::number(doc.get("ok")) == Some(0);
+        let not_primary =
+            (failed && not_primary(doc)) || doc.get_document("writeConcernError").is_ok_and(not_primary);
         if not_primary {
             let tv = *self.member.topology.borrow();
             doc.insert("topologyVersion", doc! {"processId": tv.process_id, "counter": tv.counter});

@@ -303,7 +303,7 @@ pub(crate) async fn wait_write_concern(
 }
 
 /// A numeric command argument as i64; doubles are truncated, as mongod does for counts and limits.
-pub(super) fn number(v: Option<&Bson>) -> Option<i64> {
+pub(crate) fn number(v: Option<&Bson>) -> Option<i64> {
     match v? {
         Bson::Int32(i) => Some(i64::from(*i)),
         Bson::Int64(i) => Some(*i),
