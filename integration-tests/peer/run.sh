@@ -2,8 +2,10 @@
 # The peer tier: the client against SecantusDB, an independent MongoDB-compatible server by a
 # third party (PyPI SecantusDB, pinned below), once as a single-member replica set `secantus`
 # and once as a standalone. It installs the server in a git-ignored venv (.venv-peer), starts it
-# on a free 127.0.0.1 port, runs the tests that take a deployment from MONGODB_URI against it,
-# and stops it by its process id, also on failure. `make test-peer` runs this alone; `make test`
+# on a free 127.0.0.1 port, runs the tests that take a deployment from MONGODB_URI against it
+# (the client's end-to-end tests, the examples' smoke runs and the demo, and the vendored unified
+# suites judged against expected-failures/client.txt + secantusdb.txt), and stops it by its
+# process id, also on failure. `make test-peer` runs this alone; `make test`
 # runs it after the workspace's tests.
 #
 # PEER_TESTS overrides the test targets (cargo test arguments).
@@ -54,7 +56,9 @@ start() {
     sleep 0.1
   done
   if [ "$mode" = standalone ]; then
-    URI="mongodb://127.0.0.1:$port/?directConnection=true"
+    # A plain seed, as the official drivers' test harnesses give a standalone: the client
+    # discovers it (Unknown, then Single); the unified SDAM tests expect exactly that.
+    URI="mongodb://127.0.0.1:$port/"
   else
     URI="mongodb://127.0.0.1:$port/?replicaSet=secantus"
   fi
@@ -63,12 +67,12 @@ start() {
 
 # One at a time: tests share the server, and failCommand is one fail point per server.
 # --workspace keeps the features of `cargo test --workspace`, so nothing is rebuilt.
-TESTS=${PEER_TESTS:-"--workspace --test client_crud --test official_driver --test smoke --test cli"}
+TESTS=${PEER_TESTS:-"--workspace --test client_crud --test official_driver --test smoke --test cli --test spec"}
 status=0
 for mode in rs standalone; do
   start "$mode"
   # shellcheck disable=SC2086
-  if ! MONGODB_URI="$URI" PEER_MODE="$mode" $CARGO test --no-fail-fast $TESTS -- --test-threads=1; then
+  if ! MONGODB_URI="$URI" PEER_MODE="$mode" SPEC_EXPECTED=secantusdb $CARGO test --no-fail-fast $TESTS -- --test-threads=1; then
     echo "peer ($mode): FAILED"
     echo "--- secantusd-py log (last 30 lines)"; tail -30 "$LOG"
     status=1

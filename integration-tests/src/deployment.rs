@@ -73,6 +73,15 @@ impl Deployment {
         }
     }
 
+    /// `MONGODB_URI` if set (whatever its topology), otherwise a simulated standalone: for
+    /// tests that need one server to talk to and nothing more.
+    pub fn standalone() -> Result<Self, Error> {
+        match env_uri(URI_ENV) {
+            Some(uri) => Ok(Deployment::Real(uri)),
+            None => Ok(Deployment::Sim(Cluster::standalone().start()?)),
+        }
+    }
+
     /// `MONGODB_SHARDED_URI` if set; otherwise a simulated cluster with `mongos` routers, or
     /// `None` (skip) in real mode.
     pub fn sharded(mongos: usize) -> Result<Option<Self>, Error> {

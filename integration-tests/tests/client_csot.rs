@@ -1,14 +1,17 @@
-//! Client-side operations timeout (CSOT) against the simulator: a blocked command times out
+//! Client-side operations timeout (CSOT) against the simulator or `MONGODB_URI`: a blocked command times out
 //! within timeoutMS (+50 ms), maxTimeMS = remaining − minRTT is appended, the one deadline
 //! covers server selection, check-out and a slow handshake, MaxTimeMSExpired becomes the
 //! timeout error, and retryable operations retry as long as the deadline allows. Real time
-//! (sockets).
+//! (sockets). Fail points go through `configureFailPoint`; the tests that need the simulator's
+//! latency control say they do not apply to a real deployment.
 
 use std::time::{Duration, Instant};
 
 use actors::command_events::CommandEvent;
 use actors::{Criteria, Error, ErrorKind, FindOptions, TimeoutMode};
 use bson::{doc, Bson, Document};
+use integration_tests::deployment::{self, Deployment};
+use integration_tests::raw_client::RawClient;
 use integration_tests::sim::Cluster;
 use protocol::sdam::ServerType;
 use selection::ReadPreference;
@@ -16,19 +19,47 @@ use selection::ReadPreference;
 mod support;
 use support::{max_time, Setup, WAIT};
 
-/// A client of `cluster` that has discovered its standalone or primary.
-async fn connect(cluster: Cluster, extra: &str) -> Setup {
-    let s = support::connect(cluster, extra).await;
+/// A client of `deployment` that has discovered its standalone or primary.
+async fn connect(deployment: Deployment, extra: &str) -> Setup {
+    let s = support::connect_to(deployment, extra).await;
     s.client
         .topology()
-        .wait_for(|t| !t.servers_of_type(ServerType::Standalone).is_empty() || t.primary().is_some(), WAIT)
+        .wait_for(
+            |t| {
+                !t.servers_of_type(ServerType::Standalone).is_empty()
+                    || !t.servers_of_type(ServerType::Mongos).is_empty()
+                    || t.primary().is_some()
+            },
+            WAIT,
+        )
         .await
         .expect("discovery");
     s
 }
 
+/// A simulated standalone, or `MONGODB_URI`.
 async fn standalone(extra: &str) -> Setup {
-    connect(Cluster::standalone().start().expect("sim"), extra).await
+    connect(Deployment::standalone().expect("deployment"), extra).await
+}
+
+/// A simulated standalone with `configure` applied, or `None` after saying that `test` needs
+/// the simulator's controls (`what`).
+async fn sim_standalone(
+    test: &str,
+    what: &str,
+    configure: impl FnOnce(&Cluster),
+    extra: &str,
+) -> Option<Setup> {
+    if deployment::real_mode() {
+        deployment::print_skip(
+            test,
+            &format!("needs the simulator ({what}); {} is set", deployment::URI_ENV),
+        );
+        return None;
+    }
+    let cluster = Cluster::standalone().start().expect("sim");
+    configure(&cluster);
+    Some(connect(Deployment::Sim(cluster), extra).await)
 }
 
 fn started(events: &crossbeam_channel::Receiver<CommandEvent>, name: &str) -> Vec<Document> {
@@ -48,15 +79,13 @@ fn assert_timeout(e: &Error) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocked_command_times_out_within_timeout_ms() {
     let s = standalone("timeoutMS=200").await;
-    let coll = s.client.database("app").collection("c");
+    let coll = s.database("app").collection("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
-    s.cluster()
-        .configure_fail_point(
-            0,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
-            "data": {"failCommands": ["find"], "blockConnection": true, "blockTimeMS": 1500}},
-        )
-        .expect("fail point");
+    s.fail_point(
+        bson::bson!({"times": 1}),
+        doc! {"failCommands": ["find"], "blockConnection": true, "blockTimeMS": 1500},
+    )
+    .await;
     let start = Instant::now();
     let e = coll.find_one(doc! {}, FindOptions::default()).await.expect_err("timed out");
     let elapsed = start.elapsed();
@@ -70,7 +99,7 @@ async fn blocked_command_times_out_within_timeout_ms() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_time_ms_is_appended_under_timeout_ms_only() {
     let s = standalone("timeoutMS=1000").await;
-    let db = s.client.database("app");
+    let db = s.database("app");
     let coll = db.collection("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("insert");
     let inserts = started(&s.events, "insert");
@@ -99,7 +128,7 @@ async fn max_time_ms_is_appended_under_timeout_ms_only() {
     s.client.shutdown().await.expect("shutdown");
 
     let s = standalone("").await;
-    let coll = s.client.database("app").collection("c");
+    let coll = s.database("app").collection("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("insert");
     coll.find_one(doc! {}, FindOptions::default()).await.expect("find");
     assert_eq!(max_time(&started(&s.events, "insert")[0]), None, "no timeoutMS, no maxTimeMS");
@@ -109,7 +138,7 @@ async fn max_time_ms_is_appended_under_timeout_ms_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cursor_lifetime_get_more_has_no_max_time_ms() {
     let s = standalone("timeoutMS=2000").await;
-    let coll = s.client.database("app").collection("c");
+    let coll = s.database("app").collection("c");
     coll.insert_many((0..5).map(|i| doc! {"_id": i}).collect()).await.expect("insert");
     let opts = FindOptions { batch_size: Some(2), ..Default::default() };
     let docs = coll.find(doc! {}, opts).await.expect("find").try_collect().await.expect("all");
@@ -127,15 +156,13 @@ async fn cursor_lifetime_get_more_has_no_max_time_ms() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_after_a_get_more_timeout_kills_the_cursor_with_a_fresh_timeout() {
     let s = standalone("").await;
-    let coll = s.client.database("app").collection("c");
+    let coll = s.database("app").collection("c");
     coll.insert_many((0..5).map(|i| doc! {"_id": i}).collect()).await.expect("insert");
-    s.cluster()
-        .configure_fail_point(
-            0,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
-            "data": {"failCommands": ["getMore"], "blockConnection": true, "blockTimeMS": 250}},
-        )
-        .expect("fail point");
+    s.fail_point(
+        bson::bson!({"times": 1}),
+        doc! {"failCommands": ["getMore"], "blockConnection": true, "blockTimeMS": 250},
+    )
+    .await;
     let opts =
         FindOptions { batch_size: Some(2), timeout: Some(Duration::from_millis(200)), ..Default::default() };
     let mut cursor = coll.find(doc! {}, opts).await.expect("find");
@@ -155,13 +182,11 @@ async fn close_after_a_get_more_timeout_kills_the_cursor_with_a_fresh_timeout() 
     assert!(max > 0 && max <= 200, "maxTimeMS from the refreshed 200 ms: {max}");
 
     // An override for close: killCursors blocked 250 ms fits in 400 ms, not in the cursor's 200.
-    s.cluster()
-        .configure_fail_point(
-            0,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 2},
-            "data": {"failCommands": ["killCursors"], "blockConnection": true, "blockTimeMS": 250}},
-        )
-        .expect("fail point");
+    s.fail_point(
+        bson::bson!({"times": 2}),
+        doc! {"failCommands": ["killCursors"], "blockConnection": true, "blockTimeMS": 250},
+    )
+    .await;
     let opts =
         FindOptions { batch_size: Some(2), timeout: Some(Duration::from_millis(200)), ..Default::default() };
     let outcomes = |events: &crossbeam_channel::Receiver<CommandEvent>| -> Vec<&'static str> {
@@ -189,9 +214,26 @@ async fn close_after_a_get_more_timeout_kills_the_cursor_with_a_fresh_timeout() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deadline_covers_server_selection() {
-    let s =
-        connect(Cluster::replica_set(1).start().expect("sim"), "timeoutMS=200&serverSelectionTimeoutMS=5000")
-            .await;
+    let test = "client_csot::deadline_covers_server_selection";
+    let s = connect(
+        Deployment::replica_set(1, |b| b).expect("deployment"),
+        "timeoutMS=200&serverSelectionTimeoutMS=5000",
+    )
+    .await;
+    // It needs a replica set with a primary and no secondary to select.
+    let snapshot = s.client.topology().snapshot();
+    let is_set = snapshot.primary().is_some();
+    let members = snapshot.description.servers().count();
+    drop(snapshot);
+    if !is_set || members != 1 {
+        deployment::print_skip(
+            test,
+            &format!(
+                "needs a replica set with no secondary; this one has {members} member(s) (set: {is_set})"
+            ),
+        );
+        return;
+    }
     let start = Instant::now();
     let secondary = Criteria::Read(ReadPreference::SECONDARY);
     let e = s
@@ -215,15 +257,13 @@ async fn deadline_covers_server_selection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deadline_covers_check_out() {
     let s = standalone("timeoutMS=300&maxPoolSize=1").await;
-    let coll = s.client.database("app").collection("c");
+    let coll = s.database("app").collection("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
-    s.cluster()
-        .configure_fail_point(
-            0,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
-            "data": {"failCommands": ["find"], "blockConnection": true, "blockTimeMS": 1500}},
-        )
-        .expect("fail point");
+    s.fail_point(
+        bson::bson!({"times": 1}),
+        doc! {"failCommands": ["find"], "blockConnection": true, "blockTimeMS": 1500},
+    )
+    .await;
     // The only connection is busy with a blocked find (no limit of its own).
     let blocker = coll.clone().with_timeout(Some(Duration::ZERO));
     let blocked = tokio::spawn(async move { blocker.find_one(doc! {}, FindOptions::default()).await });
@@ -243,78 +283,79 @@ async fn deadline_covers_check_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deadline_covers_a_slow_handshake() {
-    let s = standalone("timeoutMS=300&appName=csotHandshake").await;
-    s.cluster()
-        .configure_fail_point(
-            0,
-            doc! {"configureFailPoint": "failCommand", "mode": "alwaysOn",
-            "data": {"failCommands": ["hello", "isMaster"], "blockConnection": true, "blockTimeMS": 1500, "appName": "csotHandshake"}},
-        )
-        .expect("fail point");
-    let coll = s.client.database("app").collection("c");
+    let s = standalone("timeoutMS=300").await;
+    let app = s.tag.clone();
+    s.fail_point(
+        bson::bson!("alwaysOn"),
+        doc! {"failCommands": ["hello", "isMaster"], "blockConnection": true, "blockTimeMS": 1500, "appName": &app},
+    )
+    .await;
+    let coll = s.database("app").collection("c");
+    if s.deployment.is_real() && !legacy_hello_is_blocked(&s, &app).await {
+        deployment::print_skip(
+            "client_csot::deadline_covers_a_slow_handshake",
+            "the server's failCommand does not block the legacy isMaster a handshake sends (mongod's does): \
+             a new connection's isMaster was answered at once",
+        );
+        s.fail_point_off().await;
+        return;
+    }
     let start = Instant::now();
     let e = coll.insert_one(doc! {"_id": 1}).await.expect_err("handshake too slow");
     let elapsed = start.elapsed();
     assert_timeout(&e);
     assert!(elapsed < Duration::from_millis(800), "within timeoutMS: {elapsed:?}");
-    s.cluster()
-        .configure_fail_point(0, doc! {"configureFailPoint": "failCommand", "mode": "off"})
-        .expect("off");
+    s.fail_point_off().await;
     s.client.shutdown().await.expect("shutdown");
+}
+
+/// Whether a new connection's handshake `isMaster` (the legacy hello, with client metadata
+/// naming `app`) is held by the server for longer than 500 ms, as the fail point asks.
+async fn legacy_hello_is_blocked(s: &Setup, app: &str) -> bool {
+    let target = match s.deployment.primary().await {
+        Ok(Some(p)) => p,
+        _ => s.deployment.seeds()[0].clone(),
+    };
+    let Ok(mut raw) = RawClient::connect(&target).await else { return false };
+    raw.set_timeout(Duration::from_millis(500));
+    let hello = doc! {
+        "isMaster": 1,
+        "client": {"application": {"name": app}, "driver": {"name": "probe", "version": "0"}, "os": {"type": "linux"}},
+    };
+    raw.legacy_command("admin", hello).await.is_err()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_time_ms_expired_becomes_the_timeout_error() {
     let s = standalone("timeoutMS=2000").await;
-    let coll = s.client.database("app").collection("c");
-    s.cluster()
-        .configure_fail_point(
-            0,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
-            "data": {"failCommands": ["insert"], "errorCode": 50}},
-        )
-        .expect("fail point");
+    let coll = s.database("app").collection("c");
+    s.fail_point(bson::bson!({"times": 1}), doc! {"failCommands": ["insert"], "errorCode": 50}).await;
     let e = coll.insert_one(doc! {"_id": 1}).await.expect_err("MaxTimeMSExpired");
     assert_timeout(&e);
     assert_eq!(e.code(), Some(50));
-    s.cluster()
-        .configure_fail_point(
-            0,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
-            "data": {"failCommands": ["insert"], "writeConcernError": {"code": 50, "errmsg": "wc timeout"}}},
-        )
-        .expect("fail point");
+    s.fail_point(
+        bson::bson!({"times": 1}),
+        doc! {"failCommands": ["insert"], "writeConcernError": {"code": 50, "errmsg": "wc timeout"}},
+    )
+    .await;
     let e = coll.insert_one(doc! {"_id": 2}).await.expect_err("writeConcernError 50");
     assert_timeout(&e);
     s.client.shutdown().await.expect("shutdown");
 
     // Without timeoutMS it stays a command error.
     let s = standalone("").await;
-    s.cluster()
-        .configure_fail_point(
-            0,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
-            "data": {"failCommands": ["insert"], "errorCode": 50}},
-        )
-        .expect("fail point");
-    let e = s.client.database("app").collection("c").insert_one(doc! {}).await.expect_err("50");
+    s.fail_point(bson::bson!({"times": 1}), doc! {"failCommands": ["insert"], "errorCode": 50}).await;
+    let e = s.database("app").collection("c").insert_one(doc! {}).await.expect_err("50");
     assert_eq!(e.kind(), ErrorKind::Command);
     s.client.shutdown().await.expect("shutdown");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_as_long_as_the_deadline_allows() {
-    let s = connect(Cluster::replica_set(1).start().expect("sim"), "timeoutMS=5000").await;
-    let primary = s.cluster().primary().expect("primary");
-    let coll = s.client.database("app").collection("c");
+    let s = connect(Deployment::replica_set(1, |b| b).expect("deployment"), "timeoutMS=5000").await;
+    let coll = s.database("app").collection("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
-    s.cluster()
-        .configure_fail_point(
-            primary,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 3},
-            "data": {"failCommands": ["find"], "errorCode": 89}},
-        )
-        .expect("fail point");
+    s.fail_point(bson::bson!({"times": 3}), doc! {"failCommands": ["find"], "errorCode": 89}).await;
     let _ = started(&s.events, "find");
     let found = coll.find_one(doc! {}, FindOptions::default()).await.expect("retried until it worked");
     assert!(found.is_some());
@@ -322,16 +363,9 @@ async fn retries_as_long_as_the_deadline_allows() {
     s.client.shutdown().await.expect("shutdown");
 
     // Without timeoutMS: one retry only.
-    let s = connect(Cluster::replica_set(1).start().expect("sim"), "").await;
-    let primary = s.cluster().primary().expect("primary");
-    let coll = s.client.database("app").collection("c");
-    s.cluster()
-        .configure_fail_point(
-            primary,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 3},
-            "data": {"failCommands": ["find"], "errorCode": 89}},
-        )
-        .expect("fail point");
+    let s = connect(Deployment::replica_set(1, |b| b).expect("deployment"), "").await;
+    let coll = s.database("app").collection("c");
+    s.fail_point(bson::bson!({"times": 3}), doc! {"failCommands": ["find"], "errorCode": 89}).await;
     let e = coll.find_one(doc! {}, FindOptions::default()).await.expect_err("one retry");
     assert_eq!(e.code(), Some(89));
     assert_eq!(started(&s.events, "find").len(), 2);
@@ -341,15 +375,13 @@ async fn retries_as_long_as_the_deadline_allows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handle_timeout_ignores_wait_queue_timeout_ms() {
     let s = standalone("maxPoolSize=1&waitQueueTimeoutMS=100").await;
-    let coll = s.client.database("app").collection("c");
+    let coll = s.database("app").collection("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
-    s.cluster()
-        .configure_fail_point(
-            0,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
-            "data": {"failCommands": ["find"], "blockConnection": true, "blockTimeMS": 1500}},
-        )
-        .expect("fail point");
+    s.fail_point(
+        bson::bson!({"times": 1}),
+        doc! {"failCommands": ["find"], "blockConnection": true, "blockTimeMS": 1500},
+    )
+    .await;
     let blocker = coll.clone();
     let blocked = tokio::spawn(async move { blocker.find_one(doc! {}, FindOptions::default()).await });
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -367,12 +399,19 @@ async fn a_handle_timeout_ignores_wait_queue_timeout_ms() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remaining_time_under_min_rtt_fails_without_sending() {
     // Every RTT sample sees the latency (the minimum is over the last 10).
-    let cluster = Cluster::standalone().start().expect("sim");
-    cluster.set_latency(0, Duration::from_millis(200));
-    let s = connect(cluster, "heartbeatFrequencyMS=500").await;
-    let coll = s.client.database("app").collection("c");
+    let Some(s) = sim_standalone(
+        "client_csot::remaining_time_under_min_rtt_fails_without_sending",
+        "latency on every reply",
+        |c| c.set_latency(0, Duration::from_millis(200)),
+        "heartbeatFrequencyMS=500",
+    )
+    .await
+    else {
+        return;
+    };
+    let coll = s.database("app").collection("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
-    let address = protocol::ServerAddress::parse(&s.cluster().hosts()[0]).expect("host");
+    let address = protocol::ServerAddress::parse(&s.deployment.seeds()[0]).expect("host");
     let until = Instant::now() + WAIT;
     let min_rtt = loop {
         let snapshot = s.client.topology().snapshot();
@@ -402,10 +441,17 @@ async fn remaining_time_under_min_rtt_fails_without_sending() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monitoring_never_uses_timeout_ms() {
     // Every reply takes 200 ms, twice timeoutMS: the monitor and the RTT pinger still succeed.
-    let cluster = Cluster::standalone().start().expect("sim");
-    cluster.set_latency(0, Duration::from_millis(200));
-    let s = connect(cluster, "timeoutMS=100&heartbeatFrequencyMS=500").await;
-    let address = protocol::ServerAddress::parse(&s.cluster().hosts()[0]).expect("host");
+    let Some(s) = sim_standalone(
+        "client_csot::monitoring_never_uses_timeout_ms",
+        "latency on every reply",
+        |c| c.set_latency(0, Duration::from_millis(200)),
+        "timeoutMS=100&heartbeatFrequencyMS=500",
+    )
+    .await
+    else {
+        return;
+    };
+    let address = protocol::ServerAddress::parse(&s.deployment.seeds()[0]).expect("host");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let snapshot = s.client.topology().snapshot();
     let server = snapshot.server(&address).expect("server");
@@ -413,7 +459,7 @@ async fn monitoring_never_uses_timeout_ms() {
     assert!(snapshot.handle(&address).expect("handle").rtt.min() >= Duration::from_millis(150));
     drop(snapshot);
     // An operation cannot finish within timeoutMS.
-    let e = s.client.database("app").run_command(doc! {"ping": 1}, None).await.expect_err("too slow");
+    let e = s.database("app").run_command(doc! {"ping": 1}, None).await.expect_err("too slow");
     assert_timeout(&e);
     s.client.shutdown().await.expect("shutdown");
 }

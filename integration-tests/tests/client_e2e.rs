@@ -1,6 +1,8 @@
-//! The `Client` end to end against the simulator (127.0.0.1, port 0): failover under a write
-//! load, read preferences (direct connections included), events to crossbeam receivers and
-//! actix Recipients, metrics through a debugging recorder, and a clean shutdown.
+//! The `Client` end to end against the simulator (127.0.0.1, port 0) or `MONGODB_URI`:
+//! failover under a write load, read preferences (direct connections included), events to
+//! crossbeam receivers and actix Recipients, metrics through a debugging recorder, and a clean
+//! shutdown. Repeated stepdowns and member tags are the simulator's controls: those tests say
+//! they do not apply to a real deployment.
 //!
 //! Real time (sockets do not work with paused time), with margins where load could matter.
 
@@ -16,6 +18,7 @@ use actors::events::{
 };
 use actors::{Client, ClientOptions, ErrorKind, FindOptions};
 use bson::{doc, Document};
+use integration_tests::deployment::{self, Deployment};
 use integration_tests::sim::Cluster;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::MetricKind;
@@ -88,6 +91,33 @@ fn with_options(uri: &str, options: &str) -> String {
     }
 }
 
+/// A simulator `start` builds, or `None` after printing that `test` needs its `what`.
+fn sim_only(test: &str, what: &str, start: impl FnOnce() -> Cluster) -> Option<Cluster> {
+    if deployment::real_mode() {
+        deployment::print_skip(
+            test,
+            &format!("needs the simulator ({what}); {} is set", deployment::URI_ENV),
+        );
+        return None;
+    }
+    Some(start())
+}
+
+/// The database a test writes to: `e2e`, or one of its own on a real deployment (runs must not
+/// see each other's documents).
+fn e2e_db(d: &Deployment) -> String {
+    if d.is_real() {
+        format!("e2e_{}", bson::oid::ObjectId::new())
+    } else {
+        "e2e".to_owned()
+    }
+}
+
+/// The servers the client knows (`host:port`).
+fn known_hosts(client: &Client) -> Vec<String> {
+    client.topology().snapshot().description.servers().map(|s| s.address.to_string()).collect()
+}
+
 async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
@@ -98,7 +128,13 @@ async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stepdown_under_write_load_first_write_lands_on_the_new_primary_within_a_second() {
-    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let Some(cluster) = sim_only(
+        "client_e2e::stepdown_under_write_load_first_write_lands_on_the_new_primary_within_a_second",
+        "three stepdowns in a second each, through its elections; replSetStepDown keeps a member out for 60 s",
+        || Cluster::replica_set(3).start().expect("sim"),
+    ) else {
+        return;
+    };
     let hosts = cluster.hosts();
     let uri = with_options(&cluster.uri(), "serverMonitoringMode=stream&serverSelectionTimeoutMS=10000");
     let (client, log) = client_with_log(&uri).await;
@@ -157,7 +193,13 @@ async fn stepdown_under_write_load_first_write_lands_on_the_new_primary_within_a
 /// one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stepped_down_primary_is_a_secondary_within_a_second_under_write_load() {
-    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let Some(cluster) = sim_only(
+        "client_e2e::stepped_down_primary_is_a_secondary_within_a_second_under_write_load",
+        "three stepdowns in a second each, through its elections; replSetStepDown keeps a member out for 60 s",
+        || Cluster::replica_set(3).start().expect("sim"),
+    ) else {
+        return;
+    };
     let hosts = cluster.hosts();
     let (client, _log) = client_with_log(&cluster.uri()).await;
     let coll = client.database("e2e").collection("stepdown");
@@ -228,12 +270,20 @@ fn rp(mode: ReadPreferenceMode, tags: &[&[(&str, &str)]]) -> ReadPreference {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_read_preference_mode_and_tag_set_reaches_the_expected_member() {
-    let cluster = Cluster::replica_set(3)
-        .tags(0, doc! { "dc": "ny" })
-        .tags(1, doc! { "dc": "east" })
-        .tags(2, doc! { "dc": "west" })
-        .start()
-        .expect("sim");
+    let Some(cluster) = sim_only(
+        "client_e2e::each_read_preference_mode_and_tag_set_reaches_the_expected_member",
+        "member tags it sets, and the member it elects",
+        || {
+            Cluster::replica_set(3)
+                .tags(0, doc! { "dc": "ny" })
+                .tags(1, doc! { "dc": "east" })
+                .tags(2, doc! { "dc": "west" })
+                .start()
+                .expect("sim")
+        },
+    ) else {
+        return;
+    };
     if cluster.primary() != Some(0) {
         cluster.try_elect(0).expect("elect member 0");
     }
@@ -309,22 +359,27 @@ async fn each_read_preference_mode_and_tag_set_reaches_the_expected_member() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_direct_connection_reads_from_a_secondary() {
-    let cluster = Cluster::replica_set(3).start().expect("sim");
-    let primary = cluster.primary().expect("a primary");
-    let secondary = (0..3).find(|i| *i != primary).expect("a secondary");
-    let hosts = cluster.hosts();
+    let deployment = Deployment::replica_set(3, |b| b).expect("deployment");
+    let test = "client_e2e::a_direct_connection_reads_from_a_secondary";
+    if !deployment.has_members_or_not_applicable(test, 2).await.expect("members") {
+        return;
+    }
+    let primary = deployment.primary().await.expect("hello").expect("a primary");
+    let members = deployment.replica_set_members().await.expect("hello");
+    let secondary = members.into_iter().find(|m| *m != primary).expect("a secondary");
+    let db = e2e_db(&deployment);
     // Seed through the set so the secondary has the document.
-    let (seed, _) = client_with_log(&cluster.uri()).await;
-    seed.database("e2e").collection("direct").insert_one(doc! { "_id": 7 }).await.expect("insert");
+    let (seed, _) = client_with_log(&deployment.uri()).await;
+    seed.database(&db).collection("direct").insert_one(doc! { "_id": 7 }).await.expect("insert");
     seed.shutdown().await.expect("shutdown");
 
     for mode in ["secondaryPreferred", "primaryPreferred"] {
-        let uri = format!("mongodb://{}/?directConnection=true&readPreference={mode}", hosts[secondary]);
+        let uri = format!("mongodb://{secondary}/?directConnection=true&readPreference={mode}");
         let (client, log) = client_with_log(&uri).await;
-        let coll = client.database("e2e").collection("direct");
+        let coll = client.database(&db).collection("direct");
         let found = coll.find_one(doc! { "_id": 7 }, FindOptions::default()).await;
         let found = found.unwrap_or_else(|e| panic!("{mode}: read through a direct connection: {e}"));
-        assert_eq!(log.last_started("find"), Some(hosts[secondary].clone()), "{mode}");
+        assert_eq!(log.last_started("find"), Some(secondary.clone()), "{mode}");
         // Replication in the simulator may lag: what matters is that the secondary answered.
         if let Some(doc) = found {
             assert_eq!(doc.get_i32("_id").ok(), Some(7));
@@ -387,7 +442,7 @@ impl Handler<Names> for Collector {
 
 #[actix::test]
 async fn events_reach_crossbeam_receivers_and_actix_recipients() {
-    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let deployment = Deployment::replica_set(3, |b| b).expect("deployment");
     let collector = Collector::default().start();
     let (sdam_tx, sdam_rx) = crossbeam_channel::unbounded::<SdamEvent>();
     let (cmap_tx, cmap_rx) = crossbeam_channel::unbounded::<CmapEvent>();
@@ -396,7 +451,7 @@ async fn events_reach_crossbeam_receivers_and_actix_recipients() {
     let (s1, s2) = (sdam_channel(sdam_tx), sdam_recipient(collector.clone().recipient()));
     let (p1, p2) = (cmap_channel(cmap_tx), cmap_recipient(collector.clone().recipient()));
     let (c1, c2) = (command_channel(command_tx), command_recipient(collector.clone().recipient()));
-    let mut options = ClientOptions::parse(&cluster.uri()).await.expect("uri");
+    let mut options = ClientOptions::parse(&deployment.uri()).await.expect("uri");
     options.sdam_event_handler = Some(Arc::new(move |e: &SdamEvent| {
         s1.handle(e);
         s2.handle(e);
@@ -410,7 +465,7 @@ async fn events_reach_crossbeam_receivers_and_actix_recipients() {
         c2.handle(e);
     }));
     let client = Client::with_options(options).await.expect("client");
-    let coll = client.database("e2e").collection("events");
+    let coll = client.database(&e2e_db(&deployment)).collection("events");
     coll.insert_one(doc! { "_id": 1 }).await.expect("insert");
     assert!(coll.find_one(doc! { "_id": 1 }, FindOptions::default()).await.expect("find").is_some());
 
@@ -541,15 +596,17 @@ fn histogram_len(name: &str, labels: &[(&str, &str)]) -> usize {
 async fn metrics_are_recorded_and_readable_with_a_debugging_recorder() {
     // Before the client: handles are resolved when the client first sees a server.
     let _ = snapshotter();
-    let cluster = Cluster::replica_set(3).start().expect("sim");
-    let hosts = cluster.hosts();
-    let client = Client::with_uri_str(&cluster.uri()).await.expect("client");
-    let coll = client.database("e2e").collection("metrics");
+    let deployment = Deployment::replica_set(3, |b| b).expect("deployment");
+    let client = Client::with_uri_str(&deployment.uri()).await.expect("client");
+    let coll = client.database(&e2e_db(&deployment)).collection("metrics");
     for i in 0..5 {
         coll.insert_one(doc! { "_id": i }).await.expect("insert");
         coll.find_one(doc! { "_id": i }, FindOptions::default()).await.expect("find");
     }
-    let primary = hosts[cluster.primary().expect("a primary")].clone();
+    let hosts = known_hosts(&client);
+    // Where the writes went: the primary, or a standalone's only server.
+    let primary =
+        client.topology().snapshot().primary().map(|p| p.to_string()).unwrap_or_else(|| hosts[0].clone());
     let server = [("server", primary.as_str())];
 
     assert!(counter("mongo_actors_commands_total", &[("command", "find"), ("outcome", "succeeded")]) >= 5);
@@ -594,13 +651,19 @@ async fn metrics_are_recorded_and_readable_with_a_debugging_recorder() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_stops_every_actor_and_closes_every_connection() {
-    let cluster = Cluster::replica_set(3).start().expect("sim");
-    let client = Client::with_uri_str(&cluster.uri()).await.expect("client");
-    let coll = client.database("e2e").collection("shutdown");
+    let deployment = Deployment::replica_set(3, |b| b).expect("deployment");
+    let client = Client::with_uri_str(&deployment.uri()).await.expect("client");
+    let coll = client.database(&e2e_db(&deployment)).collection("shutdown");
     let docs: Vec<Document> = (0..10).map(|i| doc! { "_id": i }).collect();
     coll.insert_many(docs).await.expect("insert");
-    // Pools on every data-bearing member, and a cursor left open.
-    for mode in [ReadPreferenceMode::Secondary, ReadPreferenceMode::Secondary, ReadPreferenceMode::Nearest] {
+    // Pools on every data-bearing member (the simulator's three; a real deployment may have no
+    // secondary), and a cursor left open.
+    let modes = if deployment.is_real() {
+        vec![ReadPreferenceMode::Nearest]
+    } else {
+        vec![ReadPreferenceMode::Secondary, ReadPreferenceMode::Secondary, ReadPreferenceMode::Nearest]
+    };
+    for mode in modes {
         let options = FindOptions { read_preference: Some(rp(mode, &[])), ..Default::default() };
         coll.find_one(doc! {}, options).await.expect("read");
     }
@@ -609,7 +672,9 @@ async fn shutdown_stops_every_actor_and_closes_every_connection() {
     assert!(cursor.try_next().await.expect("first").is_some());
     let actor = client.actor();
     let selection = client.selector().actor().clone();
-    assert!(cluster.counters().total.current_connections > 0);
+    if let Some(cluster) = deployment.sim() {
+        assert!(cluster.counters().total.current_connections > 0);
+    }
 
     client.shutdown().await.expect("shutdown");
     client.shutdown().await.expect("shutdown is idempotent");
@@ -617,7 +682,9 @@ async fn shutdown_stops_every_actor_and_closes_every_connection() {
 
     assert!(client.topology().snapshot().closed, "the topology published its final snapshot");
     wait_until("the actors to stop", || !selection.connected() && !actor.connected()).await;
-    wait_until("every connection to close", || cluster.counters().total.current_connections == 0).await;
+    if let Some(cluster) = deployment.sim() {
+        wait_until("every connection to close", || cluster.counters().total.current_connections == 0).await;
+    }
     let err = coll.find_one(doc! {}, FindOptions::default()).await.expect_err("the client is shut down");
     assert_eq!(err.kind(), ErrorKind::ActorStopped, "{err}");
     let err = actor.send(actors::client::actor::FindOne {

@@ -1,6 +1,8 @@
-//! The `Client` against the simulator: CRUD, cursors, implicit sessions, retryable reads and
-//! writes (network errors and stepdowns), read preferences, errors, the actix message API and
-//! shutdown. Real time (sockets); margins where the machine's load could matter.
+//! The `Client` against the simulator or `MONGODB_URI`: CRUD, cursors, implicit sessions,
+//! retryable reads and writes (network errors and stepdowns), read preferences, errors, the
+//! actix message API and shutdown. Real time (sockets); margins where the machine's load could
+//! matter. Connection counts are the simulator's; a test that needs more members than the
+//! deployment has, or the simulator's counters, says it does not apply.
 
 use std::time::{Duration, Instant};
 
@@ -8,22 +10,61 @@ use actors::client::actor::{CountDocuments, Find, FindOne, InsertOne, RunCommand
 use actors::command_events::CommandEvent;
 use actors::{Client, Criteria, ErrorKind, FindOptions};
 use bson::{doc, Bson, Document};
+use integration_tests::deployment::{self, Deployment};
 use integration_tests::sim::Cluster;
 use protocol::sdam::ServerType;
 use protocol::ServerAddress;
 use selection::ReadPreference;
 
 mod support;
-use support::{connect, Setup, WAIT};
+use support::{connect_to, Setup, WAIT};
 
+/// A client of a simulated 3-member set (once it knows all three), or of `MONGODB_URI` (once it
+/// knows where writes go).
 async fn replica_set(extra: &str) -> Setup {
-    let s = connect(Cluster::replica_set(3).start().expect("sim"), extra).await;
+    let s = connect_to(Deployment::replica_set(3, |b| b).expect("deployment"), extra).await;
+    let real = s.deployment.is_real();
     s.client
         .topology()
-        .wait_for(|t| t.primary().is_some() && t.servers_of_type(ServerType::RsSecondary).len() == 2, WAIT)
+        .wait_for(
+            |t| {
+                if real {
+                    writable_in(t).is_some()
+                } else {
+                    t.primary().is_some() && t.servers_of_type(ServerType::RsSecondary).len() == 2
+                }
+            },
+            WAIT,
+        )
         .await
         .expect("discovery");
     s
+}
+
+/// Where writes go: the primary, a standalone or a mongos.
+fn writable_in(t: &actors::TopologySnapshot) -> Option<ServerAddress> {
+    t.description
+        .servers()
+        .find(|d| {
+            matches!(d.server_type, ServerType::RsPrimary | ServerType::Standalone | ServerType::Mongos)
+        })
+        .map(|d| d.address.clone())
+}
+
+fn writable(s: &Setup) -> ServerAddress {
+    writable_in(&s.client.topology().snapshot()).expect("a writable server")
+}
+
+/// Whether the deployment is a replica set (it has a primary).
+fn is_replica_set(s: &Setup) -> bool {
+    s.client.topology().snapshot().primary().is_some()
+}
+
+/// The simulator's connection count drops to zero (nothing to count on a real deployment).
+async fn assert_no_connections_if_sim(s: &Setup) {
+    if let Some(cluster) = s.deployment.sim() {
+        assert_no_connections(cluster).await;
+    }
 }
 
 fn drain(events: &crossbeam_channel::Receiver<CommandEvent>) -> Vec<CommandEvent> {
@@ -42,10 +83,6 @@ fn started(events: &[CommandEvent], name: &str) -> Vec<(Document, ServerAddress)
         .collect()
 }
 
-fn address(cluster: &Cluster, i: usize) -> ServerAddress {
-    ServerAddress::parse(&cluster.hosts()[i]).expect("host")
-}
-
 async fn assert_no_connections(cluster: &Cluster) {
     let deadline = Instant::now() + Duration::from_secs(3);
     while cluster.counters().total.current_connections > 0 && Instant::now() < deadline {
@@ -57,7 +94,7 @@ async fn assert_no_connections(cluster: &Cluster) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crud_round_trip_and_shutdown() {
     let s = replica_set("").await;
-    let coll = s.client.database("app").collection("people");
+    let coll = s.database("app").collection("people");
     let one = coll.insert_one(doc! {"name": "ada", "n": 1}).await.expect("insert_one");
     assert!(matches!(one.inserted_id, Bson::ObjectId(_)));
     let many = coll
@@ -90,7 +127,7 @@ async fn crud_round_trip_and_shutdown() {
 
     s.client.shutdown().await.expect("shutdown");
     s.client.shutdown().await.expect("idempotent");
-    assert_no_connections(s.cluster()).await;
+    assert_no_connections_if_sim(&s).await;
     let e = coll.insert_one(doc! {}).await.expect_err("after shutdown");
     assert_eq!(e.kind(), ErrorKind::ActorStopped);
 }
@@ -98,7 +135,8 @@ async fn crud_round_trip_and_shutdown() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cursor_get_more_kill_cursors_and_implicit_sessions() {
     let s = replica_set("").await;
-    let coll = s.client.database("app").collection("c");
+    let db = s.database("app");
+    let coll = db.collection("c");
     coll.insert_many((0..10).map(|i| doc! {"i": i}).collect()).await.expect("insert");
     drain(&s.events);
 
@@ -107,7 +145,7 @@ async fn cursor_get_more_kill_cursors_and_implicit_sessions() {
         .await
         .expect("find");
     assert_ne!(cursor.id(), 0);
-    let primary = address(s.cluster(), s.cluster().primary().expect("primary"));
+    let primary = writable(&s);
     assert_eq!(cursor.address(), &primary);
     let mut got = Vec::new();
     for _ in 0..5 {
@@ -145,8 +183,10 @@ async fn cursor_get_more_kill_cursors_and_implicit_sessions() {
     );
     assert_eq!(get_mores[0].0.get_document("lsid").ok(), Some(&lsid));
     assert_eq!(kills[0].0.get_document("lsid").ok(), Some(&lsid));
-    assert!(finds[0].0.contains_key("$clusterTime"), "cluster time gossip");
-    assert_eq!(finds[0].0.get_str("$db").ok(), Some("app"));
+    if is_replica_set(&s) {
+        assert!(finds[0].0.contains_key("$clusterTime"), "cluster time gossip");
+    }
+    assert_eq!(finds[0].0.get_str("$db").ok(), Some(db.name()));
 
     // The session went back to the pool: the next operation reuses it.
     coll.find_one(doc! {}, FindOptions::default()).await.expect("find_one");
@@ -162,21 +202,21 @@ async fn cursor_get_more_kill_cursors_and_implicit_sessions() {
     assert_eq!(started(&events, "getMore").len(), 2);
     assert_eq!(started(&events, "killCursors").len(), 0);
     s.client.shutdown().await.expect("shutdown");
-    assert_no_connections(s.cluster()).await;
+    assert_no_connections_if_sim(&s).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retryable_write_and_read_across_a_network_error() {
     let s = replica_set("").await;
-    let primary = s.cluster().primary().expect("primary");
-    let coll = s.client.database("app").collection("c");
+    if !s.replica_set_or_not_applicable(
+        "client_ops::retryable_write_and_read_across_a_network_error",
+        "retryable writes",
+    ) {
+        return;
+    }
+    let coll = s.database("app").collection("c");
     coll.insert_one(doc! {"warm": 1}).await.expect("warm up");
-    s.cluster()
-        .configure_fail_point(
-            primary,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": {"failCommands": ["insert"], "closeConnection": true}},
-        )
-        .expect("fail point");
+    s.fail_point(bson::bson!({"times": 1}), doc! {"failCommands": ["insert"], "closeConnection": true}).await;
     drain(&s.events);
     coll.insert_one(doc! {"_id": "x"}).await.expect("retried insert");
     let events = drain(&s.events);
@@ -192,31 +232,26 @@ async fn retryable_write_and_read_across_a_network_error() {
         .any(|e| matches!(e, CommandEvent::Failed { command_name, .. } if command_name == "insert")));
     assert_eq!(coll.count_documents(doc! {"_id": "x"}, None).await.expect("count"), 1);
 
-    s.cluster()
-        .configure_fail_point(
-            primary,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": {"failCommands": ["find"], "closeConnection": true}},
-        )
-        .expect("fail point");
+    s.fail_point(bson::bson!({"times": 1}), doc! {"failCommands": ["find"], "closeConnection": true}).await;
     drain(&s.events);
     let doc = coll.find_one(doc! {"_id": "x"}, FindOptions::default()).await.expect("retried read");
     assert!(doc.is_some());
     assert_eq!(started(&drain(&s.events), "find").len(), 2, "one retry");
 
     // retryReads=false / retryWrites=false: no retry, the network error surfaces.
-    let t =
-        connect(Cluster::replica_set(1).start().expect("sim"), "retryWrites=false&retryReads=false").await;
-    let c = t.client.database("app").collection("c");
+    let t = connect_to(
+        Deployment::replica_set(1, |b| b).expect("deployment"),
+        "retryWrites=false&retryReads=false",
+    )
+    .await;
+    let c = t.database("app").collection("c");
     c.insert_one(doc! {}).await.expect("warm up");
-    t.cluster()
-        .configure_fail_point(
-            0,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": {"failCommands": ["insert"], "closeConnection": true}},
-        )
-        .expect("fail point");
+    // Where the insert goes (the network error marks it Unknown).
+    let target = writable(&t);
+    t.fail_point(bson::bson!({"times": 1}), doc! {"failCommands": ["insert"], "closeConnection": true}).await;
     let e = c.insert_one(doc! {}).await.expect_err("no retry");
     assert_eq!(e.kind(), ErrorKind::Network);
-    assert_eq!(e.address(), Some(&address(t.cluster(), 0)));
+    assert_eq!(e.address(), Some(&target));
     assert!(!e.has_label("RetryableWriteError"));
     s.client.shutdown().await.expect("shutdown");
     t.client.shutdown().await.expect("shutdown");
@@ -226,43 +261,74 @@ async fn retryable_write_and_read_across_a_network_error() {
 async fn retryable_write_and_read_across_a_stepdown() {
     // Polling with a long heartbeat: the client learns of the stepdown from the error.
     let s = replica_set("serverMonitoringMode=poll&heartbeatFrequencyMS=60000").await;
-    let coll = s.client.database("app").collection("c");
+    let test = "client_ops::retryable_write_and_read_across_a_stepdown";
+    if !s.deployment.has_members_or_not_applicable(test, 2).await.expect("members") {
+        return;
+    }
+    let coll = s.database("app").collection("c");
     coll.insert_one(doc! {"_id": 0}).await.expect("warm up");
-    let old = s.cluster().primary().expect("primary");
-    s.cluster().step_down(Duration::from_millis(300));
+    let old = step_down(&s).await;
     drain(&s.events);
     let started_at = Instant::now();
     coll.insert_one(doc! {"_id": 1}).await.expect("retried write");
     eprintln!("write after stepdown took {:?}", started_at.elapsed());
-    let new = s.cluster().primary().expect("new primary");
+    let new = primary_now(&s).await;
     assert_ne!(new, old);
     let events = drain(&s.events);
     let inserts = started(&events, "insert");
     assert_eq!(inserts.len(), 2, "{events:#?}");
-    assert_eq!(inserts[0].1, address(s.cluster(), old));
-    assert_eq!(inserts[1].1, address(s.cluster(), new), "the retry waited for the new primary");
+    assert_eq!(inserts[0].1, old);
+    assert_eq!(inserts[1].1, new, "the retry waited for the new primary");
     assert!(events
         .iter()
         .any(|e| matches!(e, CommandEvent::Failed { failure, .. } if failure.contains("10107"))));
 
     // A primary read across a stepdown: NotPrimaryNoSecondaryOk, retried on the new primary.
-    let before = s.cluster().primary().expect("primary");
-    s.cluster().step_down(Duration::from_millis(300));
+    let before = step_down(&s).await;
     drain(&s.events);
     let found = coll.find_one(doc! {"_id": 1}, FindOptions::default()).await.expect("retried read");
     assert!(found.is_some());
-    let after = s.cluster().primary().expect("new primary");
+    let after = primary_now(&s).await;
     let finds = started(&drain(&s.events), "find");
     assert_eq!(finds.len(), 2);
-    assert_eq!(finds[0].1, address(s.cluster(), before));
-    assert_eq!(finds[1].1, address(s.cluster(), after));
+    assert_eq!(finds[0].1, before);
+    assert_eq!(finds[1].1, after);
     s.client.shutdown().await.expect("shutdown");
+}
+
+/// Makes the primary step down and returns it: the simulator's, with 300 ms before the next
+/// election; a real set's through `replSetStepDown` (its secondaries elect a new primary).
+async fn step_down(s: &Setup) -> ServerAddress {
+    let old = primary_now(s).await;
+    match s.deployment.sim() {
+        Some(cluster) => cluster.step_down(Duration::from_millis(300)),
+        None => {
+            s.deployment.step_down(Duration::from_secs(30)).await.expect("step down");
+        }
+    }
+    old
+}
+
+/// The primary as the deployment reports it (`hello`), waiting through an election.
+async fn primary_now(s: &Setup) -> ServerAddress {
+    let until = Instant::now() + WAIT;
+    loop {
+        if let Ok(Some(p)) = s.deployment.primary().await {
+            return ServerAddress::parse(&p).expect("host");
+        }
+        assert!(Instant::now() < until, "no primary");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secondary_read_preference_reaches_a_secondary() {
     let s = replica_set("").await;
-    let db = s.client.database("app");
+    let test = "client_ops::secondary_read_preference_reaches_a_secondary";
+    if !s.deployment.has_members_or_not_applicable(test, 2).await.expect("members") {
+        return;
+    }
+    let db = s.database("app");
     db.collection("c").insert_one(doc! {"a": 1}).await.expect("insert");
     let secondaries = s.client.topology().snapshot().servers_of_type(ServerType::RsSecondary);
     drain(&s.events);
@@ -298,8 +364,8 @@ async fn secondary_read_preference_reaches_a_secondary() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_kind_labels_and_address() {
     let s = replica_set("").await;
-    let primary = address(s.cluster(), s.cluster().primary().expect("primary"));
-    let coll = s.client.database("app").collection("c");
+    let primary = writable(&s);
+    let coll = s.database("app").collection("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("insert");
     let e = coll.insert_one(doc! {"_id": 1}).await.expect_err("duplicate");
     assert_eq!(e.kind(), ErrorKind::Write);
@@ -307,12 +373,11 @@ async fn error_kind_labels_and_address() {
     assert_eq!(e.address(), Some(&primary));
     assert!(e.labels().is_empty());
 
-    s.cluster()
-        .configure_fail_point(
-            s.cluster().primary().expect("primary"),
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": {"failCommands": ["ping"], "errorCode": 2, "errorLabels": ["Custom"]}},
-        )
-        .expect("fail point");
+    s.fail_point(
+        bson::bson!({"times": 1}),
+        doc! {"failCommands": ["ping"], "errorCode": 2, "errorLabels": ["Custom"]},
+    )
+    .await;
     let e = s.client.database("admin").run_command(doc! {"ping": 1}, None).await.expect_err("ok: 0");
     assert_eq!(e.kind(), ErrorKind::Command);
     assert_eq!(e.code(), Some(2));
@@ -325,18 +390,24 @@ async fn error_kind_labels_and_address() {
         .any(|e| matches!(e, CommandEvent::Failed { command_name, .. } if command_name == "ping")));
 
     // A write concern error with a retryable code is retried once, then surfaces.
-    s.cluster()
-        .configure_fail_point(
-            s.cluster().primary().expect("primary"),
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 2}, "data": {"failCommands": ["insert"], "writeConcernError": {"code": 64, "errmsg": "waiting for replication timed out"}}},
-        )
-        .expect("fail point");
+    s.fail_point(bson::bson!({"times": 2}), doc! {"failCommands": ["insert"], "writeConcernError": {"code": 64, "errmsg": "waiting for replication timed out"}}).await;
     let e = coll.insert_one(doc! {"_id": 2}).await.expect_err("write concern error");
     assert_eq!(e.kind(), ErrorKind::Write);
     assert_eq!(e.code(), Some(64));
 
-    // Selection timeout: a tag set no member has.
-    let t = connect(Cluster::replica_set(2).start().expect("sim"), "serverSelectionTimeoutMS=300").await;
+    s.fail_point_off().await;
+    // Selection timeout: a tag set no member has (a standalone ignores read preferences).
+    if !is_replica_set(&s) {
+        deployment::print_skip(
+            "client_ops::error_kind_labels_and_address (its selection-timeout part)",
+            "needs a replica set: a standalone ignores read preferences",
+        );
+        s.client.shutdown().await.expect("shutdown");
+        return;
+    }
+    let t =
+        connect_to(Deployment::replica_set(2, |b| b).expect("deployment"), "serverSelectionTimeoutMS=300")
+            .await;
     let tags: protocol::uri::TagSet = [("dc".to_string(), "nowhere".to_string())].into_iter().collect();
     let rp = ReadPreference::builder(protocol::uri::ReadPreferenceMode::Secondary)
         .add_tag_set(tags)
@@ -356,20 +427,23 @@ async fn error_kind_labels_and_address() {
 
 #[actix::test]
 async fn actix_message_api_inside_a_system() {
-    let cluster = Cluster::replica_set(3).start().expect("sim");
-    let client = Client::with_uri_str(&cluster.uri()).await.expect("client");
+    let deployment = Deployment::replica_set(3, |b| b).expect("deployment");
+    let client = Client::with_uri_str(&deployment.uri()).await.expect("client");
     let addr = client.actor();
+    // A database of its own on a real deployment (runs must not see each other's documents).
+    let app = if deployment.is_real() { format!("app_{}", bson::oid::ObjectId::new()) } else { "app".into() };
+    let app = app.as_str();
     let inserted = addr
-        .send(InsertOne::new("app", "c", doc! {"_id": 7, "v": "x"}))
+        .send(InsertOne::new(app, "c", doc! {"_id": 7, "v": "x"}))
         .await
         .expect("mailbox")
         .expect("insert");
     assert_eq!(inserted.inserted_id, Bson::Int32(7));
-    let one = addr.send(FindOne::new("app", "c", doc! {"_id": 7})).await.expect("mailbox").expect("find_one");
+    let one = addr.send(FindOne::new(app, "c", doc! {"_id": 7})).await.expect("mailbox").expect("find_one");
     assert_eq!(one.and_then(|d| d.get_str("v").ok().map(str::to_string)).as_deref(), Some("x"));
     let all = addr
         .send(Find {
-            database: "app".into(),
+            database: app.into(),
             collection: "c".into(),
             filter: doc! {},
             options: FindOptions { batch_size: Some(1), ..Default::default() },
@@ -380,7 +454,7 @@ async fn actix_message_api_inside_a_system() {
     assert_eq!(all.len(), 1);
     let n = addr
         .send(CountDocuments {
-            database: "app".into(),
+            database: app.into(),
             collection: "c".into(),
             filter: doc! {},
             read_preference: None,
@@ -396,15 +470,23 @@ async fn actix_message_api_inside_a_system() {
         .expect("ping");
     assert_eq!(reply.get_f64("ok").ok(), Some(1.0));
     // `?` turns a mailbox error into the crate's error.
-    let via_question_mark = async { addr.send(FindOne::new("app", "c", doc! {})).await? }.await;
+    let via_question_mark = async { addr.send(FindOne::new(app, "c", doc! {})).await? }.await;
     assert!(via_question_mark.expect("find").is_some());
     client.shutdown().await.expect("shutdown");
-    assert_no_connections(&cluster).await;
+    if let Some(cluster) = deployment.sim() {
+        assert_no_connections(cluster).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_last_client_closes_every_connection() {
-    let cluster = Cluster::replica_set(3).start().expect("sim");
+    let Some(cluster) = support::sim_only(
+        "client_ops::dropping_the_last_client_closes_every_connection",
+        "its connection counters",
+        || Cluster::replica_set(3).start().expect("sim"),
+    ) else {
+        return;
+    };
     let client = Client::with_uri_str(&cluster.uri()).await.expect("client");
     client.database("app").collection("c").insert_one(doc! {}).await.expect("insert");
     assert!(cluster.counters().total.current_connections > 0);
@@ -414,8 +496,15 @@ async fn dropping_the_last_client_closes_every_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_balanced_cursor_keeps_its_connection_pinned() {
-    let s = connect(Cluster::load_balanced(2).start().expect("sim"), "").await;
-    let coll = s.client.database("app").collection("lb");
+    let Some(deployment) = Deployment::load_balanced(2).expect("deployment") else {
+        deployment::print_skip(
+            "client_ops::load_balanced_cursor_keeps_its_connection_pinned",
+            &format!("needs a load balancer; {} is not set", deployment::LB_URI_ENV),
+        );
+        return;
+    };
+    let s = connect_to(deployment, "").await;
+    let coll = s.database("app").collection("lb");
     coll.insert_many((0..5).map(|i| doc! {"i": i}).collect()).await.expect("insert");
     drain(&s.events);
     let cursor =
@@ -442,7 +531,7 @@ async fn load_balanced_cursor_keeps_its_connection_pinned() {
     assert!(get_mores.iter().all(|c| *c == find[0]), "find {find:?}, getMores {get_mores:?}");
     assert!(find[0].1.is_some(), "a serviceId");
     s.client.shutdown().await.expect("shutdown");
-    assert_no_connections(s.cluster()).await;
+    assert_no_connections_if_sim(&s).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-//! Explicit sessions against the simulator: `with_transaction` commits, retries a transient
+//! Explicit sessions against the simulator or `MONGODB_URI` (not a standalone): `with_transaction` commits, retries a transient
 //! error and stops at its timeout; session and per-call timeouts reach commit and abort
 //! (`maxTimeMS`, timeout errors); a timeoutMS set inside the callback is rejected. Real time
 //! (sockets).
@@ -16,8 +16,11 @@ use futures_util::future::BoxFuture;
 mod support;
 use support::{replica_set_with_primary, Setup};
 
-async fn replica_set(extra: &str) -> Setup {
-    replica_set_with_primary(1, extra).await
+/// A client of a one-member replica set (or of `MONGODB_URI`), or `None` after saying the test
+/// does not apply (a standalone has no transactions).
+async fn replica_set(test: &str, extra: &str) -> Option<Setup> {
+    let s = replica_set_with_primary(1, extra).await;
+    s.replica_set_or_not_applicable(test, "transactions").then_some(s)
 }
 
 /// Started commands: (name, command).
@@ -52,8 +55,10 @@ fn insert_two<'b>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_transaction_commits_the_callback_work() {
-    let s = replica_set("").await;
-    let coll = s.client.database("app").collection("c");
+    let Some(s) = replica_set("client_sessions::with_transaction_commits_the_callback_work", "").await else {
+        return;
+    };
+    let coll = s.database("app").collection("c");
     let mut session = s.client.start_session().await.expect("session");
     let n = session
         .with_transaction(coll.clone(), insert_two, WithTransactionOptions::default())
@@ -74,15 +79,11 @@ async fn with_transaction_commits_the_callback_work() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_transaction_retries_a_transient_error() {
-    let s = replica_set("").await;
-    let coll = s.client.database("app").collection("c");
-    s.cluster()
-        .configure_fail_point(
-            0,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
-            "data": {"failCommands": ["insert"], "errorCode": 112}},
-        )
-        .expect("fail point");
+    let Some(s) = replica_set("client_sessions::with_transaction_retries_a_transient_error", "").await else {
+        return;
+    };
+    let coll = s.database("app").collection("c");
+    s.fail_point(bson::bson!({"times": 1}), doc! {"failCommands": ["insert"], "errorCode": 112}).await;
     let mut session = s.client.start_session().await.expect("session");
     let n = session
         .with_transaction(coll.clone(), insert_two, WithTransactionOptions::default())
@@ -99,15 +100,16 @@ async fn with_transaction_retries_a_transient_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_transaction_stops_retrying_at_its_timeout() {
-    let s = replica_set("").await;
-    let coll = s.client.database("app").collection("c");
-    s.cluster()
-        .configure_fail_point(
-            0,
-            doc! {"configureFailPoint": "failCommand", "mode": "alwaysOn",
-            "data": {"failCommands": ["insert"], "errorCode": 112, "blockConnection": true, "blockTimeMS": 20}},
-        )
-        .expect("fail point");
+    let Some(s) = replica_set("client_sessions::with_transaction_stops_retrying_at_its_timeout", "").await
+    else {
+        return;
+    };
+    let coll = s.database("app").collection("c");
+    s.fail_point(
+        bson::bson!("alwaysOn"),
+        doc! {"failCommands": ["insert"], "errorCode": 112, "blockConnection": true, "blockTimeMS": 20},
+    )
+    .await;
     let mut session = s.client.start_session().await.expect("session");
     let start = Instant::now();
     let options = WithTransactionOptions { timeout: Some(Duration::from_millis(300)) };
@@ -120,9 +122,7 @@ async fn with_transaction_stops_retrying_at_its_timeout() {
     let inserts = cmds.iter().filter(|(n, _)| n == "insert").count();
     assert!(inserts >= 3, "several attempts: {:?}", names(&cmds));
     assert!(cmds.iter().filter(|(n, _)| n == "insert").all(|(_, c)| has_max_time(c)));
-    s.cluster()
-        .configure_fail_point(0, doc! {"configureFailPoint": "failCommand", "mode": "off"})
-        .expect("off");
+    s.fail_point_off().await;
     s.client.shutdown().await.expect("shutdown");
 }
 
@@ -139,8 +139,12 @@ fn insert_with_own_timeout<'b>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_set_inside_the_callback_is_rejected() {
-    let s = replica_set("timeoutMS=2000").await;
-    let coll = s.client.database("app").collection("c");
+    let Some(s) =
+        replica_set("client_sessions::a_timeout_set_inside_the_callback_is_rejected", "timeoutMS=2000").await
+    else {
+        return;
+    };
+    let coll = s.database("app").collection("c");
     let mut session = s.client.start_session().await.expect("session");
     let e = session
         .with_transaction(coll, insert_with_own_timeout, WithTransactionOptions::default())
@@ -154,21 +158,22 @@ async fn a_timeout_set_inside_the_callback_is_rejected() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_and_call_timeouts_reach_commit_and_abort() {
-    let s = replica_set("").await;
-    let coll = s.client.database("app").collection("c");
+    let Some(s) = replica_set("client_sessions::session_and_call_timeouts_reach_commit_and_abort", "").await
+    else {
+        return;
+    };
+    let coll = s.database("app").collection("c");
     let options = SessionOptions { default_timeout: Some(Duration::from_millis(200)) };
     let mut session = s.client.start_session_with_options(options).await.expect("session");
     assert_eq!(session.default_timeout(), Some(Duration::from_millis(200)));
     // The session's default timeout: a blocked commit times out.
     session.start_transaction().expect("start");
     coll.insert_one_with_session(doc! {"_id": 1}, &mut session).await.expect("insert");
-    s.cluster()
-        .configure_fail_point(
-            0,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
-            "data": {"failCommands": ["commitTransaction"], "blockConnection": true, "blockTimeMS": 600}},
-        )
-        .expect("fail point");
+    s.fail_point(
+        bson::bson!({"times": 1}),
+        doc! {"failCommands": ["commitTransaction"], "blockConnection": true, "blockTimeMS": 600},
+    )
+    .await;
     let start = Instant::now();
     let e = session.commit_transaction().await.expect_err("timed out");
     assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
@@ -179,13 +184,11 @@ async fn session_and_call_timeouts_reach_commit_and_abort() {
     // A per-call timeout overrides it (no limit: the blocked abort completes).
     session.start_transaction().expect("start");
     coll.insert_one_with_session(doc! {"_id": 2}, &mut session).await.expect("insert");
-    s.cluster()
-        .configure_fail_point(
-            0,
-            doc! {"configureFailPoint": "failCommand", "mode": {"times": 1},
-            "data": {"failCommands": ["abortTransaction"], "blockConnection": true, "blockTimeMS": 300}},
-        )
-        .expect("fail point");
+    s.fail_point(
+        bson::bson!({"times": 1}),
+        doc! {"failCommands": ["abortTransaction"], "blockConnection": true, "blockTimeMS": 300},
+    )
+    .await;
     let _ = started(&s.events);
     let start = Instant::now();
     session

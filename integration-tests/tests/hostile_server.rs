@@ -348,3 +348,77 @@ async fn client_keeps_serving_the_other_mongos() {
         client.shutdown().await.expect("shutdown");
     }
 }
+
+/// How a streaming server sets `responseTo` on the replies after the first.
+#[derive(Clone, Copy)]
+enum StreamIds {
+    /// The previous reply's id, as OP_MSG (and mongod) say.
+    PreviousReply,
+    /// The request that opened the stream, as SecantusDB does.
+    OpeningRequest,
+    /// Neither: a reply to something else.
+    Unrelated,
+}
+
+/// A server that answers the handshake, then streams `n` hello replies with `moreToCome` to the
+/// next request, numbering their `responseTo` as `ids` says.
+async fn streaming_server(ids: StreamIds, n: usize) -> ServerAddress {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        let Ok((socket, _)) = listener.accept().await else { return };
+        let mut framed = Framed::new(socket, MessageCodec::new());
+        let Some(Ok(handshake)) = framed.next().await else { return };
+        if framed.send(reply_to(&handshake, &mongos_hello())).await.is_err() {
+            return;
+        }
+        let Some(Ok(request)) = framed.next().await else { return };
+        let mut previous = request.request_id;
+        for i in 0..n {
+            let body = OpMsg::from_document(&mongos_hello())
+                .expect("msg")
+                .with_flags(protocol::wire::OpMsgFlags::MORE_TO_COME);
+            let response_to = match ids {
+                _ if i == 0 => request.request_id,
+                StreamIds::PreviousReply => previous,
+                StreamIds::OpeningRequest => request.request_id,
+                StreamIds::Unrelated => previous.wrapping_add(1000),
+            };
+            let frame = Frame::reply(response_to, body);
+            previous = frame.request_id;
+            if framed.send(frame).await.is_err() {
+                return;
+            }
+        }
+        // Keep the socket open until the client is done.
+        let _ = framed.next().await;
+    });
+    ServerAddress::parse(&format!("127.0.0.1:{port}")).expect("address")
+}
+
+/// Follow-up replies of an exhaust stream are accepted whether they answer the previous reply
+/// (OP_MSG) or the request that opened the stream (SecantusDB); anything else is a typed
+/// protocol error that closes the connection.
+#[tokio::test]
+async fn exhaust_streams_accept_either_numbering_and_refuse_strangers() {
+    let deadline = || Some(Instant::now() + Duration::from_secs(5));
+    for ids in [StreamIds::PreviousReply, StreamIds::OpeningRequest] {
+        let address = streaming_server(ids, 4).await;
+        let mut conn = Connection::connect(&options(), request(&address)).await.expect("connect");
+        let first = conn.send_exhaust_command("admin", doc! {"hello": 1}, deadline()).await.expect("first");
+        assert_eq!(first.get_bool("isWritablePrimary").ok(), Some(true));
+        for i in 1..4 {
+            assert!(conn.more_to_come());
+            let next = conn.read_more_to_come(deadline()).await.unwrap_or_else(|e| panic!("reply {i}: {e}"));
+            assert_eq!(next.get_bool("isWritablePrimary").ok(), Some(true));
+        }
+        assert!(!conn.is_closed());
+    }
+    let address = streaming_server(StreamIds::Unrelated, 2).await;
+    let mut conn = Connection::connect(&options(), request(&address)).await.expect("connect");
+    conn.send_exhaust_command("admin", doc! {"hello": 1}, deadline()).await.expect("first");
+    let err = conn.read_more_to_come(deadline()).await.expect_err("a reply to another request");
+    assert!(matches!(err, Error::Protocol { .. }), "{err:?}");
+    assert!(err.to_string().contains("responseTo"), "{err}");
+    assert!(conn.is_closed());
+}

@@ -1,17 +1,47 @@
 //! Runs the spec runner over the vendored spec tests and judges the results against the
-//! expected-failures list (`integration-tests/expected-failures/simulator.txt`): a failure the
-//! list does not name fails, and so does a listed file or test that passed. Everything that did
-//! not pass is written to stderr by name in every run (past the test harness's capture, so it
-//! is in the CI log).
+//! expected-failures lists (`integration-tests/expected-failures/`): a failure the lists do not
+//! name fails, and so does a listed file or test that passed. Everything that did not pass is
+//! written to stderr by name in every run (past the test harness's capture, so it is in the CI
+//! log).
+//!
+//! The unified suites run on the simulator, judged against `client.txt` + `simulator.txt`. With
+//! `MONGODB_URI` set they run against that deployment instead, judged against `client.txt` plus
+//! the list `SPEC_EXPECTED` names (a file name in `expected-failures/`, as the peer tier's
+//! `secantusdb`, or a path), if any.
 
 use std::io::Write;
+use std::path::PathBuf;
 
-use integration_tests::spec::{self, expected::ExpectedFailures, Kind};
+use integration_tests::deployment;
+use integration_tests::spec::{self, expected, expected::ExpectedFailures, Kind};
 
-fn check(kind: Kind) {
-    let list = ExpectedFailures::load(&spec::expected::simulator_list()).expect("the expected-failures list");
-    let target = spec::unified::Target::Simulator;
-    let verdict = spec::run_and_judge(&spec::vendored_root(), &list, None, kind, &target, &mut |l| {
+/// The lists and the target the unified suites run with.
+fn unified_target() -> (Vec<PathBuf>, spec::unified::Target) {
+    let Some(uri) = std::env::var(deployment::URI_ENV).ok().filter(|u| !u.trim().is_empty()) else {
+        return (vec![expected::client_list(), expected::simulator_list()], spec::unified::Target::Simulator);
+    };
+    let mut lists = vec![expected::client_list()];
+    if let Some(extra) = std::env::var("SPEC_EXPECTED").ok().filter(|e| !e.is_empty()) {
+        let path = PathBuf::from(&extra);
+        lists.push(if path.exists() { path } else { expected::list_path(&extra) });
+    }
+    let external =
+        spec::unified::External::probe(uri.trim()).expect("the deployment answers hello and buildInfo");
+    let _ = writeln!(
+        std::io::stderr(),
+        "[spec Unified] against {} ({}, server {}.{}.{})",
+        external.uri,
+        external.topology,
+        external.version.0,
+        external.version.1,
+        external.version.2
+    );
+    (lists, spec::unified::Target::External(external))
+}
+
+fn check(kind: Kind, lists: &[PathBuf], target: &spec::unified::Target) {
+    let list = ExpectedFailures::load_all(lists).expect("the expected-failures lists");
+    let verdict = spec::run_and_judge(&spec::vendored_root(), &list, None, kind, target, &mut |l| {
         // Straight to the process's stderr: the harness captures only print! and eprint!.
         let _ = writeln!(std::io::stderr(), "[spec {kind:?}] {l}");
     })
@@ -20,15 +50,22 @@ fn check(kind: Kind) {
 }
 
 /// The suites that need no deployment: SDAM, server selection, max staleness, connection
-/// strings, URI options, CMAP.
+/// strings, URI options, CMAP. They do not depend on the deployment, so an external one does
+/// not run them again.
 #[test]
 fn pure_suites() {
-    check(Kind::Pure);
+    if deployment::real_mode() {
+        deployment::print_skip("spec::pure_suites", "needs no deployment; the simulator run covers it");
+        return;
+    }
+    let lists = [expected::client_list(), expected::simulator_list()];
+    check(Kind::Pure, &lists, &spec::unified::Target::Simulator);
 }
 
-/// The unified-format suites, every test on every topology the simulator serves that its
+/// The unified-format suites, every test on every topology the deployment serves that its
 /// runOnRequirements allow.
 #[test]
 fn unified_suites() {
-    check(Kind::Unified);
+    let (lists, target) = unified_target();
+    check(Kind::Unified, &lists, &target);
 }

@@ -1,7 +1,7 @@
 //! Runs the official MongoDB spec tests found under a root directory with the upstream layout,
 //! and judges what did not pass against the expected-failures list.
 //!
-//! `cargo run -p integration-tests --bin spec-runner -- --root DIR [--suite NAME] [--expected FILE] [--uri URI]`
+//! `cargo run -p integration-tests --bin spec-runner -- --root DIR [--suite NAME] [--expected FILE]... [--uri URI]`
 //!
 //! Exit status: 0 when every failure is listed and no listed file or test passed, 1 otherwise,
 //! 2 on bad arguments. Everything that did not pass is printed by name.
@@ -34,10 +34,11 @@ struct Args {
     /// Run only the suites whose name contains this string.
     #[arg(long)]
     suite: Option<String>,
-    /// The expected-failures list (paths relative to the root). Defaults to the simulator's
-    /// list in the repository.
+    /// An expected-failures list (paths relative to the root); give it more than once to read
+    /// several lists as one. Defaults to the repository's `client.txt` (what the client lacks)
+    /// plus, on the simulator, `simulator.txt`.
     #[arg(long)]
-    expected: Option<PathBuf>,
+    expected: Vec<PathBuf>,
     /// Which kind of suites to run.
     #[arg(long, value_enum, default_value = "all")]
     kind: Kind,
@@ -55,8 +56,14 @@ fn main() -> ExitCode {
         eprintln!("spec-runner: {} is not a directory", root.display());
         return ExitCode::from(2);
     }
-    let list_path = args.expected.unwrap_or_else(spec::expected::simulator_list);
-    let list = match ExpectedFailures::load(&list_path) {
+    let lists = if !args.expected.is_empty() {
+        args.expected.clone()
+    } else if args.uri.is_some() {
+        vec![spec::expected::client_list()]
+    } else {
+        vec![spec::expected::client_list(), spec::expected::simulator_list()]
+    };
+    let list = match ExpectedFailures::load_all(&lists) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("spec-runner: {e}");

@@ -91,6 +91,8 @@ pub struct Entry {
     pub topology: Option<String>,
     /// Why it does not pass.
     pub reason: String,
+    /// The list it stands in (for messages).
+    pub source: String,
     /// The line number in the list.
     pub line: usize,
 }
@@ -107,10 +109,11 @@ impl Entry {
     }
 }
 
-/// The expected-failures list.
+/// The expected-failures list: one file, or several read as one (what the client lacks on
+/// every server, plus what one server does differently).
 #[derive(Debug, Clone, Default)]
 pub struct ExpectedFailures {
-    /// Where it was read from (for messages).
+    /// Where it was read from (for messages): the files, joined with ` + `.
     pub source: String,
     /// Its entries, in order.
     pub entries: Vec<Entry>,
@@ -122,6 +125,33 @@ impl ExpectedFailures {
         let text =
             std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Reads several lists as one. The same entry in two of them is an error: each failure has
+    /// one reason.
+    pub fn load_all(paths: &[std::path::PathBuf]) -> Result<Self, String> {
+        let mut all = Self::default();
+        for path in paths {
+            let list = Self::load(path)?;
+            for e in list.entries {
+                if let Some(dup) = all.entries.iter().find(|d| d.name() == e.name()) {
+                    return Err(format!(
+                        "{}:{}: the same entry stands in {}:{}: {}",
+                        e.source,
+                        e.line,
+                        dup.source,
+                        dup.line,
+                        e.name()
+                    ));
+                }
+                all.entries.push(e);
+            }
+            if !all.source.is_empty() {
+                all.source.push_str(" + ");
+            }
+            all.source.push_str(&list.source);
+        }
+        Ok(all)
     }
 
     /// Parses a list; a malformed line is an error naming it.
@@ -153,8 +183,14 @@ impl ExpectedFailures {
             if path.is_empty() || path.contains(' ') || !path.ends_with(".json") {
                 return Err(at("the path must be a .json file relative to the spec root"));
             }
-            let entry =
-                Entry { path: path.to_string(), test, topology, reason: reason.to_string(), line: i + 1 };
+            let entry = Entry {
+                path: path.to_string(),
+                test,
+                topology,
+                reason: reason.to_string(),
+                source: source.to_string(),
+                line: i + 1,
+            };
             if let Some(dup) = entries.iter().find(|e| e.name() == entry.name()) {
                 return Err(at(&format!("the same entry stands on line {}", dup.line)));
             }
@@ -199,7 +235,7 @@ impl ExpectedFailures {
                 verdict.stale.push(format!(
                     "{} ({}:{}): listed as not passing, but it passed: remove the line",
                     e.name(),
-                    self.source,
+                    e.source,
                     e.line
                 ));
             }
@@ -254,9 +290,24 @@ impl Verdict {
     }
 }
 
-/// The list of the vendored suites on the simulator.
+/// `integration-tests/expected-failures/<name>.txt`.
+pub fn list_path(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("expected-failures").join(format!("{name}.txt"))
+}
+
+/// What the client and the runner lack, whatever the server: every run uses this list.
+pub fn client_list() -> std::path::PathBuf {
+    list_path("client")
+}
+
+/// Where the simulator differs from mongod.
 pub fn simulator_list() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("expected-failures").join("simulator.txt")
+    list_path("simulator")
+}
+
+/// Where SecantusDB (the peer tier's server) differs from mongod, with the evidence.
+pub fn secantusdb_list() -> std::path::PathBuf {
+    list_path("secantusdb")
 }
 
 #[cfg(test)]
@@ -282,6 +333,25 @@ mod tests {
         assert!(ExpectedFailures::parse("a/b.json\n", "t").unwrap_err().contains("t:1"));
         assert!(ExpectedFailures::parse("a/b.json | \n", "t").is_err());
         assert!(ExpectedFailures::parse("a/b.json | x\na/b.json | y\n", "t").unwrap_err().contains("line 1"));
+    }
+
+    #[test]
+    fn several_lists_read_as_one_and_name_their_file() {
+        let dir = std::env::temp_dir().join(format!("expected-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b, c) = (dir.join("a.txt"), dir.join("b.txt"), dir.join("c.txt"));
+        std::fs::write(&a, "f.json :: t1 | client lacks it\n").unwrap();
+        std::fs::write(&b, "# server\ng.json | server differs\n").unwrap();
+        std::fs::write(&c, "f.json :: t1 | again\n").unwrap();
+        let list = ExpectedFailures::load_all(&[a.clone(), b.clone()]).unwrap();
+        assert_eq!(list.entries.len(), 2);
+        assert_eq!(list.entries[1].source, b.display().to_string());
+        assert_eq!(list.entries[1].line, 2);
+        let v = list.judge(&[rec("g.json", Some("x"), Some("single"), Status::Passed)]);
+        assert!(v.stale[0].contains(&format!("{}:2", b.display())), "{:?}", v.stale);
+        let err = ExpectedFailures::load_all(&[a.clone(), c.clone()]).unwrap_err();
+        assert!(err.contains("the same entry stands in"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

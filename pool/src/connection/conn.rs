@@ -95,8 +95,8 @@ pub struct Connection {
     closed: bool,
     socket_timeout: Option<Duration>,
     server_api: Option<ServerApi>,
-    /// The request id of the last reply that had `moreToCome` set (exhaust stream open).
-    exhaust: Option<i32>,
+    /// The open exhaust stream, if the last reply had `moreToCome` set.
+    exhaust: Option<Exhaust>,
     monitoring: bool,
 }
 
@@ -150,6 +150,15 @@ fn io_error(address: &ServerAddress, phase: Phase, e: std::io::Error) -> Error {
         return Error::Tls { address: address.clone(), message: e.to_string() };
     }
     Error::Io { address: address.clone(), phase, source: Arc::new(e) }
+}
+
+/// Which `responseTo` a reply may carry.
+#[derive(Debug, Clone, Copy)]
+struct Exhaust {
+    /// The request that opened the exchange.
+    request: i32,
+    /// The request's id, or in an exhaust stream the previous reply's.
+    previous: i32,
 }
 
 fn codec_error(address: &ServerAddress, phase: Phase, e: protocol::Error) -> Error {
@@ -433,7 +442,7 @@ impl Connection {
 
     /// Reads the next reply of an open exhaust stream, in order.
     pub async fn read_more_to_come(&mut self, deadline: Option<Instant>) -> Result<RawDocumentBuf> {
-        let Some(previous) = self.exhaust else {
+        let Some(stream) = self.exhaust else {
             return Err(Error::InvalidState {
                 address: self.address.clone(),
                 message: "read_more_to_come called but no exhaust stream is open".into(),
@@ -441,7 +450,7 @@ impl Connection {
         };
         self.check_open()?;
         let deadline = self.step_deadline(deadline);
-        let result = self.read_reply(previous, deadline, Phase::Read).await;
+        let result = self.read_reply(stream, deadline, Phase::Read).await;
         if result.is_err() {
             self.closed = true;
         }
@@ -521,7 +530,8 @@ impl Connection {
             })
             .await?;
             let read_deadline = self.step_deadline(deadline);
-            self.read_reply(request_id, read_deadline, read_phase).await
+            let expect = Exhaust { request: request_id, previous: request_id };
+            self.read_reply(expect, read_deadline, read_phase).await
         }
         .await;
         if let Err(e) = &result {
@@ -531,9 +541,14 @@ impl Connection {
         result
     }
 
+    /// Reads one reply. `expect.previous` is the id its `responseTo` must carry: the request's,
+    /// or in an exhaust stream the previous reply's, as OP_MSG says. Some servers (SecantusDB)
+    /// answer every streamed reply to the request that opened the stream instead; that is
+    /// accepted too, as the official drivers do (they do not check streamed replies at all),
+    /// since nothing else can be in flight on a streaming connection.
     async fn read_reply(
         &mut self,
-        response_to: i32,
+        expect: Exhaust,
         deadline: Option<Instant>,
         phase: Phase,
     ) -> Result<RawDocumentBuf> {
@@ -554,15 +569,17 @@ impl Connection {
             }
         })
         .await?;
-        if frame.response_to != response_to {
+        if frame.response_to != expect.previous && frame.response_to != expect.request {
             return Err(self.protocol_error(protocol::Error::malformed(
                 "reply",
-                format!("responseTo {} does not match request {response_to}", frame.response_to),
+                format!("responseTo {} does not match request {}", frame.response_to, expect.previous),
             )));
         }
         match frame.message {
             Message::Msg(msg) => {
-                self.exhaust = msg.more_to_come().then_some(frame.request_id);
+                self.exhaust = msg
+                    .more_to_come()
+                    .then_some(Exhaust { request: expect.request, previous: frame.request_id });
                 Ok(msg.body)
             }
             Message::Reply(reply) => {

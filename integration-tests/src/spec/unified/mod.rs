@@ -186,6 +186,11 @@ pub fn run_file(root: &Path, path: &Path, target: &Target) -> FileRecords {
             records.push(record(Some(desc), None, status));
             continue;
         }
+        if let (Target::Simulator, Some(name)) = (target, scan::other_fail_point(test)) {
+            let why = format!("only the failCommand fail point is simulated; this test sets {name}");
+            records.push(record(Some(desc), None, Status::Unsupported(why)));
+            continue;
+        }
         if let Ok(reason) = test.get_str("skipReason") {
             records.push(record(
                 Some(desc),

@@ -882,7 +882,15 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
                     return if n == count {
                         Ok(())
                     } else {
-                        Err(format!("expected {count} events {event}, saw {n}"))
+                        // Which events they were says why (a second Unknown: from what error?).
+                        let seen: Vec<String> = c
+                            .events
+                            .lock()
+                            .iter()
+                            .filter(|e| event_matches(event, e).is_ok())
+                            .map(brief)
+                            .collect();
+                        Err(format!("expected {count} events {event}, saw {n}: {seen:?}"))
                     };
                 }
                 if n >= count {
@@ -895,6 +903,21 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
             }
         }
         other => Err(format!("testRunner operation {other} not supported")),
+    }
+}
+
+/// One event in a line: a server description change as `old -> new (error)`.
+fn brief(e: &Event) -> String {
+    use protocol::sdam::events::SdamEvent;
+    match e {
+        Event::Sdam(SdamEvent::ServerDescriptionChanged(c)) => format!(
+            "{}: {:?} -> {:?} ({})",
+            c.address,
+            c.previous_description.server_type,
+            c.new_description.server_type,
+            c.new_description.error.as_deref().unwrap_or("no error")
+        ),
+        other => format!("{other:?}").chars().take(300).collect(),
     }
 }
 

@@ -320,14 +320,27 @@ fn scan_operation(op: &Document) -> Option<String> {
             }
         }
     }
-    if name == "failPoint" {
-        if let Some(nested) = args.and_then(|a| a.get_document("failPoint").ok()) {
-            if nested.get_str("configureFailPoint").unwrap_or("") != "failCommand" {
-                return Some("only the failCommand fail point is simulated".into());
+    None
+}
+
+/// The first fail point a test configures that is not `failCommand` (the simulator has only
+/// that one; a real server may have others).
+pub fn other_fail_point(test: &Document) -> Option<String> {
+    fn find(b: &Bson) -> Option<String> {
+        match b {
+            Bson::Document(d) => {
+                if let Ok(name) = d.get_str("configureFailPoint") {
+                    if name != "failCommand" {
+                        return Some(name.to_string());
+                    }
+                }
+                d.values().find_map(find)
             }
+            Bson::Array(a) => a.iter().find_map(find),
+            _ => None,
         }
     }
-    None
+    find(&Bson::Document(test.clone()))
 }
 
 fn scan_operators(b: &Bson) -> Option<String> {
