@@ -8,7 +8,7 @@
 # process id, also on failure. `make test-peer` runs this alone; `make test`
 # runs it after the workspace's tests.
 #
-# PEER_TESTS overrides the test targets (cargo test arguments).
+# TESTS overrides the test targets (cargo test arguments; see docker/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 VENV=${VENV_PEER:-.venv-peer}
@@ -65,14 +65,11 @@ start() {
   echo "peer: SecantusDB $VERSION ($mode) at $URI, pid $PID"
 }
 
-# One at a time: tests share the server, and failCommand is one fail point per server.
-# --workspace keeps the features of `cargo test --workspace`, so nothing is rebuilt.
-TESTS=${PEER_TESTS:-"--workspace --test client_crud --test official_driver --test smoke --test cli --test spec"}
 status=0
 for mode in rs standalone; do
   start "$mode"
-  # shellcheck disable=SC2086
-  if ! MONGODB_URI="$URI" PEER_MODE="$mode" SPEC_EXPECTED=secantusdb $CARGO test --no-fail-fast $TESTS -- --test-threads=1; then
+  # The same script a real deployment is tested with (docker/run.sh), so its path is exercised.
+  if ! SPEC_EXPECTED=secantusdb CARGO="$CARGO" integration-tests/docker/run.sh --uri "$URI"; then
     echo "peer ($mode): FAILED"
     echo "--- secantusd-py log (last 30 lines)"; tail -30 "$LOG"
     status=1

@@ -179,6 +179,25 @@ impl Deployment {
         }
     }
 
+    /// Runs `configureFailPoint` (`command` is the whole command document) on the member
+    /// `host` (`host:port`, as `hello` names it).
+    pub async fn configure_fail_point_on(&self, host: &str, command: Document) -> Result<(), Error> {
+        match self {
+            Deployment::Sim(cluster) => {
+                let i = cluster
+                    .hosts()
+                    .iter()
+                    .position(|h| h == host)
+                    .ok_or_else(|| format!("no member {host}"))?;
+                Ok(cluster.configure_fail_point(i, command)?)
+            }
+            Deployment::Real(_) => {
+                let reply = raw_client::run_command(host, "admin", command, COMMAND_TIMEOUT).await?;
+                check_ok(&reply, "configureFailPoint")
+            }
+        }
+    }
+
     /// The members of the replica set as its first answering seed's `hello` lists them
     /// (`hosts`); empty for a standalone or a mongos.
     pub async fn replica_set_members(&self) -> Result<Vec<String>, Error> {

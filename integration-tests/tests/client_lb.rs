@@ -1,14 +1,16 @@
 //! Load-balanced mode end to end against the simulator's load balancer (two mongos services
 //! behind one port): cursor and transaction pinning, per-service clears, the wait-queue
-//! timeout message and URI validation.
+//! timeout message and URI validation. With `MONGODB_URI` set they run against
+//! `MONGODB_LB_URI` (a real load balancer) or say they do not apply; the tests that need two
+//! services the simulator controls one by one need the simulator.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use actors::command_events::CommandEvent;
-use actors::{Client, ClientOptions, FindOptions, TransactionState};
+use actors::{ClientOptions, FindOptions, TransactionState};
 use bson::oid::ObjectId;
 use bson::{doc, Document};
+use integration_tests::deployment::{self, Deployment};
 use integration_tests::sim::Cluster;
 use pool::cmap::CmapEvent;
 use selection::ReadPreference;
@@ -16,9 +18,26 @@ use selection::ReadPreference;
 mod support;
 use support::Setup;
 
-/// A load-balanced client of two services (URI options appended).
-async fn connect(extra: &str) -> Setup {
-    support::connect(Cluster::load_balanced(2).start().expect("sim"), extra).await
+/// A load-balanced client of two simulated services, or of `MONGODB_LB_URI` (URI options
+/// appended); `None` after saying that `test` does not apply when there is no load balancer.
+async fn connect(test: &str, extra: &str) -> Option<Setup> {
+    let Some(deployment) = Deployment::load_balanced(2).expect("deployment") else {
+        deployment::print_skip(
+            test,
+            &format!("needs a load balancer; {} is not set", deployment::LB_URI_ENV),
+        );
+        return None;
+    };
+    Some(support::connect_to(deployment, extra).await)
+}
+
+/// A client of two simulated services behind the simulator's balancer, or `None` after saying
+/// that `test` needs them (it controls each service).
+async fn connect_sim(test: &str, extra: &str) -> Option<Setup> {
+    let cluster = support::sim_only(test, "two services it controls one by one", || {
+        Cluster::load_balanced(2).start().expect("sim")
+    })?;
+    Some(support::connect(cluster, extra).await)
 }
 
 /// (command name, lsid, driver connection id, serviceId) of every started command.
@@ -41,8 +60,8 @@ fn started(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transactions_pin_one_connection_each() {
-    let s = connect("").await;
-    let coll = s.client.database("app").collection("txn");
+    let Some(s) = connect("client_lb::transactions_pin_one_connection_each", "").await else { return };
+    let coll = s.database("app").collection("txn");
     coll.insert_one(doc! {"_id": 0}).await.expect("insert");
     let _ = s.events.try_iter().count();
     let _ = s.cmap.try_iter().count();
@@ -123,8 +142,8 @@ async fn transactions_pin_one_connection_each() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_network_error_clears_only_its_service() {
-    let s = connect("").await;
-    let coll = s.client.database("app").collection("clear");
+    let Some(s) = connect_sim("client_lb::a_network_error_clears_only_its_service", "").await else { return };
+    let coll = s.database("app").collection("clear");
     coll.insert_many((0..6).map(|i| doc! {"i": i}).collect()).await.expect("insert");
     let batch = FindOptions { batch_size: Some(2), ..Default::default() };
     // Two cursors pin two connections, one per service (the balancer is round-robin).
@@ -207,8 +226,15 @@ async fn a_network_error_clears_only_its_service() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_queue_timeout_message_counts_pinned_cursors() {
-    let s = connect("maxPoolSize=1&waitQueueTimeoutMS=100").await;
-    let coll = s.client.database("app").collection("wq");
+    let Some(s) = connect(
+        "client_lb::wait_queue_timeout_message_counts_pinned_cursors",
+        "maxPoolSize=1&waitQueueTimeoutMS=100",
+    )
+    .await
+    else {
+        return;
+    };
+    let coll = s.database("app").collection("wq");
     coll.insert_many((0..4).map(|i| doc! {"i": i}).collect()).await.expect("insert");
     let cursor =
         coll.find(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }).await.expect("find");
@@ -265,7 +291,10 @@ async fn load_balanced_uri_validation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handshake_errors_are_ignored_by_sdam() {
-    let s = connect("retryReads=false").await;
+    let Some(s) = connect_sim("client_lb::handshake_errors_are_ignored_by_sdam", "retryReads=false").await
+    else {
+        return;
+    };
     for i in 0..2 {
         s.cluster()
             .configure_fail_point(
@@ -277,11 +306,10 @@ async fn handshake_errors_are_ignored_by_sdam() {
     }
     // One failed handshake per service (the balancer alternates).
     for _ in 0..2 {
-        let e =
-            s.client.database("app").run_command(doc! {"ping": 1}, None).await.expect_err("handshake fails");
+        let e = s.database("app").run_command(doc! {"ping": 1}, None).await.expect_err("handshake fails");
         assert!(e.is_network_error(), "{e}");
     }
-    s.client.database("app").run_command(doc! {"ping": 1}, None).await.expect("next ping");
+    s.database("app").run_command(doc! {"ping": 1}, None).await.expect("next ping");
     tokio::time::sleep(Duration::from_millis(50)).await;
     let cmap: Vec<CmapEvent> = s.cmap.try_iter().collect();
     assert!(!cmap.iter().any(|e| matches!(e, CmapEvent::PoolCleared { .. })), "{cmap:?}");
@@ -290,12 +318,12 @@ async fn handshake_errors_are_ignored_by_sdam() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transaction_fields_on_a_replica_set() {
-    let cluster = Cluster::replica_set(1).start().expect("sim");
-    let mut options = ClientOptions::parse(&cluster.uri()).await.expect("uri");
-    let (tx, commands) = crossbeam_channel::unbounded();
-    options.command_event_handler = Some(Arc::new(tx));
-    let client = Client::with_options(options).await.expect("client");
-    let coll = client.database("app").collection("rs");
+    let s = support::replica_set_with_primary(1, "").await;
+    if !s.replica_set_or_not_applicable("client_lb::transaction_fields_on_a_replica_set", "transactions") {
+        return;
+    }
+    let Setup { client, events: commands, .. } = &s;
+    let coll = s.database("app").collection("rs");
     let mut session = client.start_session().await.expect("session");
     assert!(session.commit_transaction().await.is_err(), "no transaction");
     session.start_transaction().expect("start");
@@ -327,8 +355,10 @@ async fn transaction_fields_on_a_replica_set() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_balancers_get_read_preference_as_mongos() {
-    let s = connect("").await;
-    let coll = s.client.database("app").collection("rp");
+    let Some(s) = connect("client_lb::load_balancers_get_read_preference_as_mongos", "").await else {
+        return;
+    };
+    let coll = s.database("app").collection("rp");
     let secondary =
         FindOptions { read_preference: Some(ReadPreference::SECONDARY_PREFERRED), ..Default::default() };
     coll.find_one(doc! {}, secondary).await.expect("secondaryPreferred");
@@ -354,8 +384,8 @@ async fn load_balancers_get_read_preference_as_mongos() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_a_session_aborts_its_transaction() {
-    let s = connect("").await;
-    let coll = s.client.database("app").collection("drop");
+    let Some(s) = connect("client_lb::dropping_a_session_aborts_its_transaction", "").await else { return };
+    let coll = s.database("app").collection("drop");
     let mut session = s.client.start_session().await.expect("session");
     session.start_transaction().expect("start");
     coll.insert_one_with_session(doc! {"_id": 1}, &mut session).await.expect("insert");

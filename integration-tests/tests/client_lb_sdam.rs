@@ -1,6 +1,8 @@
 //! Load-balanced SDAM error handling against the simulator: handshake errors are ignored, an
 //! authentication error after the handshake clears only its service; the single-service load
-//! balancer; `Cursor::close` returns once the pinned connection is back.
+//! balancer; `Cursor::close` returns once the pinned connection is back. With `MONGODB_URI`
+//! set, the tests that control the simulator's services say they do not apply; the cursor test
+//! runs against `MONGODB_LB_URI` if it is set.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +11,7 @@ use actors::command_events::CommandEvent;
 use actors::{Client, ClientOptions, FindOptions};
 use bson::doc;
 use bson::oid::ObjectId;
+use integration_tests::deployment::{self, Deployment};
 use integration_tests::sim::Cluster;
 use pool::cmap::CmapEvent;
 
@@ -26,6 +29,19 @@ async fn client(uri: &str) -> Setup {
     options.cmap_event_handler = Some(Arc::new(tx));
     let client = Client::with_options(options).await.expect("client");
     Setup { client, commands, cmap }
+}
+
+/// A simulated load balancer `start` builds, or `None` after saying that `test` needs the
+/// simulator (`what`).
+fn sim_only(test: &str, what: &str, start: impl FnOnce() -> Cluster) -> Option<Cluster> {
+    if deployment::real_mode() {
+        deployment::print_skip(
+            test,
+            &format!("needs the simulator ({what}); {} is set", deployment::URI_ENV),
+        );
+        return None;
+    }
+    Some(start())
 }
 
 /// The serviceId of every started command named `name`.
@@ -53,7 +69,13 @@ fn cleared(events: &[CmapEvent]) -> Vec<Option<ObjectId>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_state_change_error_in_the_handshake_is_ignored() {
-    let cluster = Cluster::load_balanced(2).start().expect("sim");
+    let Some(cluster) = sim_only(
+        "client_lb_sdam::a_state_change_error_in_the_handshake_is_ignored",
+        "fail points on each service behind its balancer",
+        || Cluster::load_balanced(2).start().expect("sim"),
+    ) else {
+        return;
+    };
     let s = client(&format!("{}&retryReads=false", cluster.uri())).await;
     for i in 0..2 {
         cluster
@@ -77,7 +99,13 @@ async fn a_state_change_error_in_the_handshake_is_ignored() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_auth_error_after_the_handshake_clears_only_its_service() {
-    let cluster = Cluster::load_balanced(2).user("user", "pencil").start().expect("sim");
+    let Some(cluster) = sim_only(
+        "client_lb_sdam::an_auth_error_after_the_handshake_clears_only_its_service",
+        "a user it creates and fail points on each service",
+        || Cluster::load_balanced(2).user("user", "pencil").start().expect("sim"),
+    ) else {
+        return;
+    };
     let lb = cluster.single_service_lb(1).expect("single-service LB");
     let s = client(&format!("mongodb://user:pencil@{lb}/?loadBalanced=true&retryReads=false")).await;
     cluster
@@ -105,7 +133,13 @@ async fn an_auth_error_after_the_handshake_clears_only_its_service() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_single_service_lb_reaches_one_service_only() {
-    let cluster = Cluster::load_balanced(2).start().expect("sim");
+    let Some(cluster) = sim_only(
+        "client_lb_sdam::the_single_service_lb_reaches_one_service_only",
+        "its single-service balancer",
+        || Cluster::load_balanced(2).start().expect("sim"),
+    ) else {
+        return;
+    };
     let lb = cluster.single_service_lb(0).expect("single-service LB");
     assert_ne!(Some(&lb), cluster.hosts().first());
     let s = client(&format!("mongodb://{lb}/?loadBalanced=true")).await;
@@ -134,9 +168,16 @@ fn cmap_created(events: &[CmapEvent]) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_a_cursor_returns_after_its_connection_is_checked_in() {
-    let cluster = Cluster::load_balanced(2).start().expect("sim");
-    let s = client(&cluster.uri()).await;
-    let coll = s.client.database("app").collection("close");
+    let Some(deployment) = Deployment::load_balanced(2).expect("deployment") else {
+        deployment::print_skip(
+            "client_lb_sdam::closing_a_cursor_returns_after_its_connection_is_checked_in",
+            &format!("needs a load balancer; {} is not set", deployment::LB_URI_ENV),
+        );
+        return;
+    };
+    let s = client(&deployment.uri()).await;
+    let db = if deployment.is_real() { format!("app_{}", ObjectId::new()) } else { "app".to_owned() };
+    let coll = s.client.database(&db).collection("close");
     coll.insert_many((0..3).map(|i| doc! {"i": i}).collect()).await.expect("insert");
     let cursor =
         coll.find(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }).await.expect("find");

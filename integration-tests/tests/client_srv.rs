@@ -1,7 +1,9 @@
 //! `mongodb+srv` end to end against a DNS stub on 127.0.0.1 (no real resolver is used): SRV
 //! and TXT resolution through `ClientOptions`, discovery of simulated mongos through the
 //! topology (SRV targets such as `a.cluster.test` resolve through the stub too), and SRV
-//! polling adding and removing a mongos when the records change.
+//! polling adding and removing a mongos when the records change. The discovery tests start and
+//! stop the simulator's mongos behind the stub: with `MONGODB_URI` set they say they do not
+//! apply.
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
@@ -11,6 +13,7 @@ use std::time::Duration;
 use actors::client::{ClientOptions, ResolverConfig};
 use actors::srv_poller::SrvPoller;
 use actors::{Error, TopologySnapshot};
+use integration_tests::deployment;
 use integration_tests::dns_stub::DnsStub;
 use integration_tests::sim::Cluster;
 use protocol::sdam::events::SdamEvent;
@@ -21,6 +24,21 @@ const SRV_NAME: &str = "_mongodb._tcp.cluster.test";
 
 fn port(cluster: &Cluster, i: usize) -> u16 {
     cluster.hosts()[i].rsplit(':').next().and_then(|p| p.parse().ok()).expect("sim port")
+}
+
+/// Three simulated mongos, or `None` after saying that `test` needs them.
+fn sharded_sim(test: &str) -> Option<Cluster> {
+    if deployment::real_mode() {
+        deployment::print_skip(
+            test,
+            &format!(
+                "needs the simulator (mongos it names in the DNS stub's SRV records); {} is set",
+                deployment::URI_ENV
+            ),
+        );
+        return None;
+    }
+    Some(Cluster::sharded(3).start().expect("sim"))
 }
 
 fn stub() -> DnsStub {
@@ -53,7 +71,7 @@ fn set(items: &[String]) -> BTreeSet<String> {
 
 #[actix::test]
 async fn srv_discovery_and_polling() {
-    let cluster = Cluster::sharded(3).start().expect("sim");
+    let Some(cluster) = sharded_sim("client_srv::srv_discovery_and_polling") else { return };
     let (p0, p1, p2) = (port(&cluster, 0), port(&cluster, 1), port(&cluster, 2));
     let dns = stub();
     dns.set_srv(SRV_NAME, &[("a.cluster.test", p0), ("b.cluster.test", p1)]);
@@ -118,7 +136,7 @@ async fn srv_discovery_and_polling() {
 
 #[actix::test]
 async fn srv_max_hosts_during_polling() {
-    let cluster = Cluster::sharded(3).start().expect("sim");
+    let Some(cluster) = sharded_sim("client_srv::srv_max_hosts_during_polling") else { return };
     let ports: Vec<u16> = (0..3).map(|i| port(&cluster, i)).collect();
     let names = ["a.cluster.test", "b.cluster.test", "c.cluster.test"];
     let dns = stub();

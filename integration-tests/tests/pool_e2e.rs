@@ -1,7 +1,10 @@
 //! End-to-end tests of the CMAP pool (`pool::cmap::Pool<ConnectionEstablisher>`) over real
 //! connections to the simulator: interrupting clears, authentication and TLS, reuse,
 //! minPoolSize and maxIdleTimeMS maintenance, a killed server, the wait queue deadline and
-//! load-balanced per-service clears.
+//! load-balanced per-service clears. With `MONGODB_URI` set the pools connect to its primary
+//! (or standalone) instead, fail points go through `configureFailPoint`, and the tests that need
+//! the simulator (TLS and users it sets up, killing a server, a load balancer) say they do not
+//! apply; connection counts are the simulator's.
 //!
 //! Real sockets do not work with paused time, so these use short real timeouts with wide
 //! margins.
@@ -10,6 +13,7 @@ use std::time::Duration;
 
 use bson::{doc, Document};
 use crossbeam_channel::{unbounded, Receiver, Sender};
+use integration_tests::deployment::{self, Deployment};
 use integration_tests::sim::testing::TestCerts;
 use integration_tests::sim::Cluster;
 use pool::cmap::{
@@ -88,12 +92,45 @@ async fn run(conn: &mut Connection, db: &str, cmd: Document) -> Result<bson::Raw
     conn.check_ok(reply)
 }
 
+/// Blocks this test's next ping (app name `pool-e2e`) for `ms`.
 fn block_ping(ms: i32) -> Document {
     doc! {
         "configureFailPoint": "failCommand",
         "mode": {"times": 1},
-        "data": {"failCommands": ["ping"], "blockConnection": true, "blockTimeMS": ms},
+        "data": {"failCommands": ["ping"], "blockConnection": true, "blockTimeMS": ms, "appName": "pool-e2e"},
     }
+}
+
+/// A simulated standalone or `MONGODB_URI`, and the server its pools connect to (the primary,
+/// or the first seed of a standalone).
+async fn server() -> (Deployment, String) {
+    let deployment = Deployment::standalone().expect("deployment");
+    // No hello to the simulator: the tests count its connections.
+    let host = match &deployment {
+        Deployment::Sim(cluster) => cluster.hosts()[0].clone(),
+        Deployment::Real(_) => match deployment.primary().await {
+            Ok(Some(p)) => p,
+            _ => deployment.seeds()[0].clone(),
+        },
+    };
+    (deployment, host)
+}
+
+/// A simulated `start`, or `None` after saying that `test` needs the simulator (`what`).
+fn sim_only(test: &str, what: &str, start: impl FnOnce() -> Cluster) -> Option<Cluster> {
+    if deployment::real_mode() {
+        deployment::print_skip(
+            test,
+            &format!("needs the simulator ({what}); {} is set", deployment::URI_ENV),
+        );
+        return None;
+    }
+    Some(start())
+}
+
+/// Connections the simulator has opened (`None` on a real deployment).
+fn opened(d: &Deployment) -> Option<u64> {
+    d.sim().map(|c| c.counters().total.connections_opened)
 }
 
 fn closed(events: &[CmapEvent]) -> Vec<(u32, ConnectionClosedReason)> {
@@ -112,15 +149,15 @@ fn count(events: &[CmapEvent], name: &str) -> usize {
 
 #[tokio::test]
 async fn clear_with_interrupt_stops_the_in_flight_command_and_pauses() {
-    let cluster = Cluster::standalone().start().expect("start");
-    let (pool, rx) = pool_with(&cluster.hosts()[0], conn_options(), PoolOptions::default());
+    let (deployment, host) = server().await;
+    let (pool, rx) = pool_with(&host, conn_options(), PoolOptions::default());
     pool.ready();
     let mut conn = checkout(&pool).await.expect("check out");
     assert_eq!((conn.id(), conn.generation()), (1, 0));
     run(&mut conn, "admin", doc! {"ping": 1}).await.expect("ping");
 
     // The next ping blocks for 5 s on the server.
-    cluster.configure_fail_point(0, block_ping(5000)).expect("fail point");
+    deployment.configure_fail_point(block_ping(5000)).await.expect("fail point");
     let task = tokio::spawn(async move {
         let result = conn.send_command("admin", doc! {"ping": 1}, None).await;
         (conn, result, Instant::now())
@@ -177,16 +214,18 @@ async fn clear_with_interrupt_stops_the_in_flight_command_and_pauses() {
     let mut conn = checkout(&pool).await.expect("check out after ready");
     assert_eq!((conn.id(), conn.generation()), (2, 1));
     run(&mut conn, "admin", doc! {"ping": 1}).await.expect("ping on the new connection");
-    assert_eq!(cluster.counters().total.connections_opened, 2);
+    if let Some(n) = opened(&deployment) {
+        assert_eq!(n, 2);
+    }
 }
 
 #[tokio::test]
 async fn clear_without_interrupt_lets_the_command_finish_and_closes_at_check_in() {
-    let cluster = Cluster::standalone().start().expect("start");
-    let (pool, rx) = pool_with(&cluster.hosts()[0], conn_options(), PoolOptions::default());
+    let (deployment, host) = server().await;
+    let (pool, rx) = pool_with(&host, conn_options(), PoolOptions::default());
     pool.ready();
     let mut conn = checkout(&pool).await.expect("check out");
-    cluster.configure_fail_point(0, block_ping(400)).expect("fail point");
+    deployment.configure_fail_point(block_ping(400)).await.expect("fail point");
     let started = Instant::now();
     let task = tokio::spawn(async move {
         let result = run(&mut conn, "admin", doc! {"ping": 1}).await;
@@ -220,7 +259,13 @@ const PASSWORD: &str = "pool-e2e-pa55word";
 #[tokio::test]
 async fn pooled_connections_authenticate_over_tls_and_are_reused() {
     let certs = TestCerts::generate();
-    let cluster = Cluster::standalone().tls(certs.sim_tls()).user("alice", PASSWORD).start().expect("start");
+    let Some(cluster) = sim_only(
+        "pool_e2e::pooled_connections_authenticate_over_tls_and_are_reused",
+        "TLS certificates and a user it sets up",
+        || Cluster::standalone().tls(certs.sim_tls()).user("alice", PASSWORD).start().expect("start"),
+    ) else {
+        return;
+    };
     let options = ConnectionOptions::builder()
         .connect_timeout(Some(Duration::from_secs(5)))
         .tls(TlsOptions { ca_file: Some(certs.ca_file().display().to_string()), ..Default::default() })
@@ -285,22 +330,22 @@ async fn pooled_connections_authenticate_over_tls_and_are_reused() {
 
 #[tokio::test]
 async fn min_pool_size_populates_and_max_idle_time_prunes() {
-    let cluster = Cluster::standalone().start().expect("start");
+    let (deployment, host) = server().await;
     let options = PoolOptions::builder()
         .min_pool_size(2)
         .max_idle_time(Duration::from_millis(1000))
         .maintenance_interval(Some(Duration::from_millis(50)))
         .build()
         .expect("pool options");
-    let (pool, rx) = pool_with(&cluster.hosts()[0], conn_options(), options);
+    let (pool, rx) = pool_with(&host, conn_options(), options);
     // Paused: nothing is populated yet.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(pool.stats().total, 0);
-    assert_eq!(cluster.counters().total.connections_opened, 0);
+    assert_eq!(opened(&deployment).unwrap_or(0), 0);
 
     pool.ready();
     eventually(Duration::from_secs(5), "two available connections", || pool.stats().available == 2).await;
-    assert_eq!(cluster.counters().total.connections_opened, 2);
+    assert_eq!(opened(&deployment).unwrap_or(2), 2);
     let events = drain(&rx);
     let names: Vec<_> = events.iter().map(CmapEvent::name).collect();
     // PoolReady comes before any background creation.
@@ -314,7 +359,7 @@ async fn min_pool_size_populates_and_max_idle_time_prunes() {
     run(&mut conn, "admin", doc! {"ping": 1}).await.expect("ping");
     drop(conn);
     assert!(started.elapsed() < Duration::from_millis(1000));
-    assert_eq!(cluster.counters().total.connections_opened, 2);
+    assert_eq!(opened(&deployment).unwrap_or(2), 2);
 
     // After maxIdleTimeMS both are closed as idle, and minPoolSize opens replacements.
     let events = events_until(&rx, Duration::from_secs(5), |e| {
@@ -325,12 +370,18 @@ async fn min_pool_size_populates_and_max_idle_time_prunes() {
     idle.sort_unstable_by_key(|c| c.0);
     assert_eq!(idle, vec![(1, ConnectionClosedReason::Idle), (2, ConnectionClosedReason::Idle)]);
     eventually(Duration::from_secs(5), "replacements available", || pool.stats().available == 2).await;
-    assert!(cluster.counters().total.connections_opened >= 4);
+    assert!(opened(&deployment).unwrap_or(4) >= 4);
 }
 
 #[tokio::test]
 async fn killed_server_fails_check_outs_until_restart_clear_and_ready() {
-    let cluster = Cluster::standalone().start().expect("start");
+    let Some(cluster) = sim_only(
+        "pool_e2e::killed_server_fails_check_outs_until_restart_clear_and_ready",
+        "killing and restarting a server",
+        || Cluster::standalone().start().expect("start"),
+    ) else {
+        return;
+    };
     let options = PoolOptions::builder().connect_timeout(Duration::from_secs(2)).build().expect("options");
     let (pool, rx) = pool_with(&cluster.hosts()[0], conn_options(), options);
     pool.ready();
@@ -376,9 +427,9 @@ async fn killed_server_fails_check_outs_until_restart_clear_and_ready() {
 
 #[tokio::test]
 async fn wait_queue_deadline_with_a_held_connection() {
-    let cluster = Cluster::standalone().start().expect("start");
+    let (deployment, host) = server().await;
     let options = PoolOptions::builder().max_pool_size(1).build().expect("options");
-    let (pool, rx) = pool_with(&cluster.hosts()[0], conn_options(), options);
+    let (pool, rx) = pool_with(&host, conn_options(), options);
     pool.ready();
     let held = checkout(&pool).await.expect("check out");
 
@@ -398,14 +449,14 @@ async fn wait_queue_deadline_with_a_held_connection() {
         .wait_queue_timeout(Duration::from_millis(100))
         .build()
         .expect("options");
-    let (other, _other_rx) = pool_with(&cluster.hosts()[0], conn_options(), options);
+    let (other, _other_rx) = pool_with(&host, conn_options(), options);
     other.ready();
     let _held_too = other.check_out(None, CheckoutPurpose::Other).await.expect("check out");
     let err = other.check_out(None, CheckoutPurpose::Other).await.expect_err("timeout");
     assert!(matches!(err, Error::WaitQueueTimeout { .. }), "{err:?}");
 
     // No extra connection was opened by either pool.
-    assert_eq!(cluster.counters().total.connections_opened, 2);
+    assert_eq!(opened(&deployment).unwrap_or(2), 2);
     assert_eq!(pool.stats().total, 1);
     let events = drain(&rx);
     assert_eq!(count(&events, "ConnectionCreated"), 1);
@@ -430,7 +481,13 @@ async fn wait_queue_deadline_with_a_held_connection() {
 
 #[tokio::test]
 async fn load_balanced_clear_for_one_service() {
-    let cluster = Cluster::load_balanced(2).start().expect("start");
+    let Some(cluster) = sim_only(
+        "pool_e2e::load_balanced_clear_for_one_service",
+        "a load balancer in front of two services",
+        || Cluster::load_balanced(2).start().expect("start"),
+    ) else {
+        return;
+    };
     let conn = ConnectionOptions::builder()
         .connect_timeout(Some(Duration::from_secs(5)))
         .load_balanced(true)

@@ -199,6 +199,11 @@ impl ExpectedFailures {
         Ok(Self { source: source.to_string(), entries })
     }
 
+    /// Whether an entry names this result's file, test and topology (whatever its status).
+    pub fn covers(&self, r: &Record) -> bool {
+        self.entries.iter().any(|e| e.covers(r))
+    }
+
     /// Compares results with the list.
     pub fn judge(&self, records: &[Record]) -> Verdict {
         let mut verdict = Verdict::default();

@@ -162,7 +162,7 @@ pub fn run_and_judge(
         }
     }
     if kind != Kind::Pure {
-        for report in unified::run_root(root, filter, target, out) {
+        for report in unified::run_root(root, filter, target, Some(list), out) {
             ran += 1;
             out(&report.summary());
             records.extend(report.records);

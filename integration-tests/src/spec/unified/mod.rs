@@ -146,7 +146,15 @@ impl UnifiedReport {
 /// allow. A failed test is run once more (the runner drives live deployments on real time);
 /// the retry is recorded. Files under `valid-fail/` must fail: there a failure passes and a
 /// pass fails.
-pub fn run_file(root: &Path, path: &Path, target: &Target) -> FileRecords {
+///
+/// A test that fails is run once more (timing is the only reason to), unless `listed` names it
+/// as expected to fail: a second run of a known failure only costs time.
+pub fn run_file(
+    root: &Path,
+    path: &Path,
+    target: &Target,
+    listed: Option<&expected::ExpectedFailures>,
+) -> FileRecords {
     let rel = expected::relative(root, path);
     let record = |test: Option<String>, topology, status| Record {
         path: rel.clone(),
@@ -228,7 +236,8 @@ pub fn run_file(root: &Path, path: &Path, target: &Target) -> FileRecords {
             };
             let mut r = record(Some(desc.clone()), Some(topology), attempt());
             // Timing is the only reason to try again, and a valid-fail pass is not timing.
-            if let (Status::Failed(first), false) = (&r.status, must_fail) {
+            let known = listed.is_some_and(|l| l.covers(&r));
+            if let (Status::Failed(first), false, false) = (&r.status, must_fail, known) {
                 r.retried = Some(first.clone());
                 r.status = attempt();
             }
@@ -398,6 +407,7 @@ pub fn run_root(
     root: &Path,
     filter: Option<&str>,
     target: &Target,
+    listed: Option<&expected::ExpectedFailures>,
     progress: &mut dyn FnMut(&str),
 ) -> Vec<UnifiedReport> {
     let mut reports = Vec::new();
@@ -412,7 +422,7 @@ pub fn run_root(
         let mut report = UnifiedReport { name: (*name).to_string(), records: Vec::new() };
         for file in super::json_files(&dir) {
             let started = std::time::Instant::now();
-            let records = run_file(root, &file, target);
+            let records = run_file(root, &file, target, listed);
             let passed = records.iter().filter(|r| r.status == Status::Passed).count();
             progress(&format!(
                 "  {} ({} records, {passed} passed, {:.1} s)",
