@@ -60,6 +60,16 @@ pub fn print_skip(test: &str, reason: &str) {
     let _ = writeln!(std::io::stderr(), "NOT APPLICABLE {test}: {reason}");
 }
 
+/// A simulator `start` builds, or `None` in real mode after printing that `test` does not
+/// apply because it needs the simulator's controls (`what`: kill, latency, counters, ...).
+pub fn sim_only(test: &str, what: &str, start: impl FnOnce() -> Cluster) -> Option<Cluster> {
+    if real_mode() {
+        print_skip(test, &format!("needs the simulator ({what}); {URI_ENV} is set"));
+        return None;
+    }
+    Some(start())
+}
+
 impl Deployment {
     /// `MONGODB_URI` if set, otherwise a simulated replica set `rs0` built by `configure` from
     /// `Cluster::replica_set(members)`.

@@ -50,14 +50,7 @@ async fn sim_standalone(
     configure: impl FnOnce(&Cluster),
     extra: &str,
 ) -> Option<Setup> {
-    if deployment::real_mode() {
-        deployment::print_skip(
-            test,
-            &format!("needs the simulator ({what}); {} is set", deployment::URI_ENV),
-        );
-        return None;
-    }
-    let cluster = Cluster::standalone().start().expect("sim");
+    let cluster = deployment::sim_only(test, what, || Cluster::standalone().start().expect("sim"))?;
     configure(&cluster);
     Some(connect(Deployment::Sim(cluster), extra).await)
 }

@@ -91,18 +91,6 @@ fn with_options(uri: &str, options: &str) -> String {
     }
 }
 
-/// A simulator `start` builds, or `None` after printing that `test` needs its `what`.
-fn sim_only(test: &str, what: &str, start: impl FnOnce() -> Cluster) -> Option<Cluster> {
-    if deployment::real_mode() {
-        deployment::print_skip(
-            test,
-            &format!("needs the simulator ({what}); {} is set", deployment::URI_ENV),
-        );
-        return None;
-    }
-    Some(start())
-}
-
 /// The database a test writes to: `e2e`, or one of its own on a real deployment (runs must not
 /// see each other's documents).
 fn e2e_db(d: &Deployment) -> String {
@@ -128,7 +116,7 @@ async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stepdown_under_write_load_first_write_lands_on_the_new_primary_within_a_second() {
-    let Some(cluster) = sim_only(
+    let Some(cluster) = deployment::sim_only(
         "client_e2e::stepdown_under_write_load_first_write_lands_on_the_new_primary_within_a_second",
         "three stepdowns in a second each, through its elections; replSetStepDown keeps a member out for 60 s",
         || Cluster::replica_set(3).start().expect("sim"),
@@ -193,7 +181,7 @@ async fn stepdown_under_write_load_first_write_lands_on_the_new_primary_within_a
 /// one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stepped_down_primary_is_a_secondary_within_a_second_under_write_load() {
-    let Some(cluster) = sim_only(
+    let Some(cluster) = deployment::sim_only(
         "client_e2e::stepped_down_primary_is_a_secondary_within_a_second_under_write_load",
         "three stepdowns in a second each, through its elections; replSetStepDown keeps a member out for 60 s",
         || Cluster::replica_set(3).start().expect("sim"),
@@ -270,7 +258,7 @@ fn rp(mode: ReadPreferenceMode, tags: &[&[(&str, &str)]]) -> ReadPreference {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_read_preference_mode_and_tag_set_reaches_the_expected_member() {
-    let Some(cluster) = sim_only(
+    let Some(cluster) = deployment::sim_only(
         "client_e2e::each_read_preference_mode_and_tag_set_reaches_the_expected_member",
         "member tags it sets, and the member it elects",
         || {

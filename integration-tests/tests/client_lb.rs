@@ -34,7 +34,7 @@ async fn connect(test: &str, extra: &str) -> Option<Setup> {
 /// A client of two simulated services behind the simulator's balancer, or `None` after saying
 /// that `test` needs them (it controls each service).
 async fn connect_sim(test: &str, extra: &str) -> Option<Setup> {
-    let cluster = support::sim_only(test, "two services it controls one by one", || {
+    let cluster = deployment::sim_only(test, "two services it controls one by one", || {
         Cluster::load_balanced(2).start().expect("sim")
     })?;
     Some(support::connect(cluster, extra).await)

@@ -31,19 +31,6 @@ async fn client(uri: &str) -> Setup {
     Setup { client, commands, cmap }
 }
 
-/// A simulated load balancer `start` builds, or `None` after saying that `test` needs the
-/// simulator (`what`).
-fn sim_only(test: &str, what: &str, start: impl FnOnce() -> Cluster) -> Option<Cluster> {
-    if deployment::real_mode() {
-        deployment::print_skip(
-            test,
-            &format!("needs the simulator ({what}); {} is set", deployment::URI_ENV),
-        );
-        return None;
-    }
-    Some(start())
-}
-
 /// The serviceId of every started command named `name`.
 fn services_of(events: &[CommandEvent], name: &str) -> Vec<Option<ObjectId>> {
     events
@@ -69,7 +56,7 @@ fn cleared(events: &[CmapEvent]) -> Vec<Option<ObjectId>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_state_change_error_in_the_handshake_is_ignored() {
-    let Some(cluster) = sim_only(
+    let Some(cluster) = deployment::sim_only(
         "client_lb_sdam::a_state_change_error_in_the_handshake_is_ignored",
         "fail points on each service behind its balancer",
         || Cluster::load_balanced(2).start().expect("sim"),
@@ -99,7 +86,7 @@ async fn a_state_change_error_in_the_handshake_is_ignored() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_auth_error_after_the_handshake_clears_only_its_service() {
-    let Some(cluster) = sim_only(
+    let Some(cluster) = deployment::sim_only(
         "client_lb_sdam::an_auth_error_after_the_handshake_clears_only_its_service",
         "a user it creates and fail points on each service",
         || Cluster::load_balanced(2).user("user", "pencil").start().expect("sim"),
@@ -133,7 +120,7 @@ async fn an_auth_error_after_the_handshake_clears_only_its_service() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_single_service_lb_reaches_one_service_only() {
-    let Some(cluster) = sim_only(
+    let Some(cluster) = deployment::sim_only(
         "client_lb_sdam::the_single_service_lb_reaches_one_service_only",
         "its single-service balancer",
         || Cluster::load_balanced(2).start().expect("sim"),

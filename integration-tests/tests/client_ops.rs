@@ -480,7 +480,7 @@ async fn actix_message_api_inside_a_system() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_last_client_closes_every_connection() {
-    let Some(cluster) = support::sim_only(
+    let Some(cluster) = deployment::sim_only(
         "client_ops::dropping_the_last_client_closes_every_connection",
         "its connection counters",
         || Cluster::replica_set(3).start().expect("sim"),

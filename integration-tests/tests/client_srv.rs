@@ -28,17 +28,9 @@ fn port(cluster: &Cluster, i: usize) -> u16 {
 
 /// Three simulated mongos, or `None` after saying that `test` needs them.
 fn sharded_sim(test: &str) -> Option<Cluster> {
-    if deployment::real_mode() {
-        deployment::print_skip(
-            test,
-            &format!(
-                "needs the simulator (mongos it names in the DNS stub's SRV records); {} is set",
-                deployment::URI_ENV
-            ),
-        );
-        return None;
-    }
-    Some(Cluster::sharded(3).start().expect("sim"))
+    deployment::sim_only(test, "mongos it names in the DNS stub's SRV records", || {
+        Cluster::sharded(3).start().expect("sim")
+    })
 }
 
 fn stub() -> DnsStub {

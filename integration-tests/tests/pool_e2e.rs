@@ -116,18 +116,6 @@ async fn server() -> (Deployment, String) {
     (deployment, host)
 }
 
-/// A simulated `start`, or `None` after saying that `test` needs the simulator (`what`).
-fn sim_only(test: &str, what: &str, start: impl FnOnce() -> Cluster) -> Option<Cluster> {
-    if deployment::real_mode() {
-        deployment::print_skip(
-            test,
-            &format!("needs the simulator ({what}); {} is set", deployment::URI_ENV),
-        );
-        return None;
-    }
-    Some(start())
-}
-
 /// Connections the simulator has opened (`None` on a real deployment).
 fn opened(d: &Deployment) -> Option<u64> {
     d.sim().map(|c| c.counters().total.connections_opened)
@@ -259,7 +247,7 @@ const PASSWORD: &str = "pool-e2e-pa55word";
 #[tokio::test]
 async fn pooled_connections_authenticate_over_tls_and_are_reused() {
     let certs = TestCerts::generate();
-    let Some(cluster) = sim_only(
+    let Some(cluster) = deployment::sim_only(
         "pool_e2e::pooled_connections_authenticate_over_tls_and_are_reused",
         "TLS certificates and a user it sets up",
         || Cluster::standalone().tls(certs.sim_tls()).user("alice", PASSWORD).start().expect("start"),
@@ -375,7 +363,7 @@ async fn min_pool_size_populates_and_max_idle_time_prunes() {
 
 #[tokio::test]
 async fn killed_server_fails_check_outs_until_restart_clear_and_ready() {
-    let Some(cluster) = sim_only(
+    let Some(cluster) = deployment::sim_only(
         "pool_e2e::killed_server_fails_check_outs_until_restart_clear_and_ready",
         "killing and restarting a server",
         || Cluster::standalone().start().expect("start"),
@@ -481,7 +469,7 @@ async fn wait_queue_deadline_with_a_held_connection() {
 
 #[tokio::test]
 async fn load_balanced_clear_for_one_service() {
-    let Some(cluster) = sim_only(
+    let Some(cluster) = deployment::sim_only(
         "pool_e2e::load_balanced_clear_for_one_service",
         "a load balancer in front of two services",
         || Cluster::load_balanced(2).start().expect("start"),

@@ -97,19 +97,6 @@ impl Setup {
     }
 }
 
-/// A simulator `start` builds, or `None` on a real deployment after printing that `test` does
-/// not apply because it needs the simulator's controls (`what`).
-pub fn sim_only(test: &str, what: &str, start: impl FnOnce() -> Cluster) -> Option<Cluster> {
-    if integration_tests::deployment::real_mode() {
-        integration_tests::deployment::print_skip(
-            test,
-            &format!("needs the simulator ({what}); {} is set", integration_tests::deployment::URI_ENV),
-        );
-        return None;
-    }
-    Some(start())
-}
-
 /// A client of `deployment`, with URI options `extra` (`a=1&b=2`) appended.
 pub async fn connect_to(deployment: Deployment, extra: &str) -> Setup {
     let tag = format!("t{}", &bson::oid::ObjectId::new().to_hex()[16..]);
