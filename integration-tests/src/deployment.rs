@@ -11,9 +11,9 @@
 //!
 //! In real mode, a topology with no URI of its own is not started as a simulator either: the
 //! constructors return `Ok(None)` and the test prints why it is skipped. So is a test that needs
-//! simulator-only controls (see [`Deployment::sim_or_skip`]). A real deployment is only ever
-//! reached through the standard commands `hello` and `replSetStepDown`, without credentials or
-//! TLS (see [`crate::raw_client`]); the test's own client uses whatever the URI says.
+//! simulator-only controls (see [`sim_only`]). The helpers reach a real deployment only through
+//! the standard commands `hello`, `replSetStepDown` and `configureFailPoint`, without credentials
+//! or TLS (see [`crate::raw_client`]); the test's own client uses whatever the URI says.
 
 use std::time::{Duration, Instant};
 
@@ -141,15 +141,6 @@ impl Deployment {
             Deployment::Sim(cluster) => Some(cluster),
             Deployment::Real(_) => None,
         }
-    }
-
-    /// The simulator, or `None` after printing that `test` is skipped because it needs
-    /// simulator-only controls (`what`).
-    pub fn sim_or_skip(&self, test: &str, what: &str) -> Option<&Cluster> {
-        if self.sim().is_none() {
-            print_skip(test, &format!("needs the simulator ({what}); {URI_ENV} is set"));
-        }
-        self.sim()
     }
 
     /// The current primary (`host:port`) as reported by `hello` on the first seed that
