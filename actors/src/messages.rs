@@ -43,8 +43,9 @@ pub enum CheckOutcome {
 }
 
 /// Ask a monitor to check its server now (selection found no suitable server, or an
-/// application error said the server changed state). Ignored while a check is in flight;
-/// never makes checks closer than 500 ms apart.
+/// application error said the server changed state). A request during a check is remembered
+/// (at most one): a check starts as soon as that one ends, since it may have started before
+/// what the requester waits for. Never makes checks closer than 500 ms apart.
 #[derive(Debug, Clone, Copy, Default, Message)]
 #[rtype(result = "()")]
 pub struct RequestImmediateCheck;

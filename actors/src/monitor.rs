@@ -10,12 +10,21 @@
 //! The check loop runs as a local task owned by the actor; handlers never block. Cancelling
 //! the per-check token ([`CancelCheck`]) or the actor's stop token ([`StopActor`]) drops the
 //! in-flight I/O at once, which closes the connection without waiting out maxAwaitTimeMS.
+//!
+//! Supervised: a check loop that ends or panics on its own takes the actor down, and the
+//! actix [`Supervisor`](actix::Supervisor) it runs under (see [`MonitorActor::start_supervised`])
+//! restarts it with fresh state and a new loop, so its server is never left unchecked. After
+//! [`StopActor`] the actor retires instead: restarted, it stays idle until its last address
+//! is dropped.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, ActorFutureExt, Addr, Context, Handler, Recipient, ResponseActFuture, WrapFuture};
+use actix::{
+    Actor, ActorContext, ActorFutureExt, Addr, AsyncContext, Context, Handler, Message, Recipient,
+    ResponseActFuture, Supervised, Supervisor, WeakAddr, WrapFuture,
+};
 use bson::Document;
 use parking_lot::Mutex;
 use pool::connection::{Connection, ConnectionOptions};
@@ -149,6 +158,8 @@ struct Shared {
     reconnect: AtomicBool,
     /// The RTT pinger, while streaming.
     pinger: Mutex<Option<Addr<RttPingerActor>>>,
+    /// Set by [`PanicCheckLoop`].
+    panic: AtomicBool,
 }
 
 /// Monitors one server. Handles [`RequestImmediateCheck`], [`CancelCheck`] and [`StopActor`].
@@ -160,7 +171,39 @@ pub struct MonitorActor {
     shared: Arc<Shared>,
     stop: CancellationToken,
     task: Option<JoinHandle<()>>,
+    /// Counts the check loops started: a loop's end is only news from the current one.
+    generation: u64,
+    /// [`StopActor`] was handled: a restart leaves the actor idle.
+    retired: bool,
 }
+
+/// Sent by a check loop as it ends, however it ends (its guard's drop).
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "()")]
+struct CheckLoopEnded {
+    generation: u64,
+}
+
+/// Tells the actor when its check loop ends, even by a panic (dropped while unwinding).
+struct LoopGuard {
+    monitor: WeakAddr<MonitorActor>,
+    generation: u64,
+}
+
+impl Drop for LoopGuard {
+    fn drop(&mut self) {
+        if let Some(monitor) = self.monitor.upgrade() {
+            monitor.do_send(CheckLoopEnded { generation: self.generation });
+        }
+    }
+}
+
+/// Makes the current check loop panic at its next turn, as a bug would (for tests of the
+/// supervision).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default, Message)]
+#[rtype(result = "()")]
+pub struct PanicCheckLoop;
 
 impl std::fmt::Debug for MonitorActor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -178,7 +221,15 @@ impl MonitorActor {
             shared: Arc::new(Shared::default()),
             stop: CancellationToken::new(),
             task: None,
+            generation: 0,
+            retired: false,
         })
+    }
+
+    /// Starts the actor under an actix [`Supervisor`] on the current arbiter: a check loop
+    /// that dies is restarted.
+    pub fn start_supervised(self) -> Addr<Self> {
+        Supervisor::start(move |_| self)
     }
 
     /// The monitored server.
@@ -194,7 +245,12 @@ impl MonitorActor {
 impl Actor for MonitorActor {
     type Context = Context<Self>;
 
-    fn started(&mut self, _ctx: &mut Context<Self>) {
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if self.retired {
+            return;
+        }
+        self.generation += 1;
+        let guard = LoopGuard { monitor: ctx.address().downgrade(), generation: self.generation };
         let checker = Checker {
             options: Arc::clone(&self.options),
             shared: Arc::clone(&self.shared),
@@ -206,7 +262,10 @@ impl Actor for MonitorActor {
         };
         // Local: the connection stays on this arbiter's thread, and the pinger actor can be
         // started from the loop.
-        self.task = Some(tokio::task::spawn_local(checker.run()));
+        self.task = Some(tokio::task::spawn_local(async move {
+            let _guard = guard;
+            checker.run().await;
+        }));
         tracing::debug!(address = %self.options.address, "monitor started");
     }
 
@@ -219,6 +278,44 @@ impl Actor for MonitorActor {
             pinger.do_send(StopActor);
         }
         tracing::debug!(address = %self.options.address, "monitor stopped");
+    }
+}
+
+impl Supervised for MonitorActor {
+    fn restarting(&mut self, _ctx: &mut Context<Self>) {
+        // What the dead loop shared goes with it: a new token, new shared state (its pinger
+        // was stopped with the actor).
+        self.stop = CancellationToken::new();
+        self.shared = Arc::new(Shared::default());
+        self.task = None;
+        if !self.retired {
+            tracing::warn!(address = %self.options.address, "restarting the monitor");
+        }
+    }
+}
+
+impl Handler<CheckLoopEnded> for MonitorActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: CheckLoopEnded, ctx: &mut Context<Self>) {
+        if msg.generation != self.generation || self.stop.is_cancelled() || self.retired {
+            return;
+        }
+        // Ended without being stopped: a bug. Stopping lets the supervisor restart us.
+        tracing::error!(address = %self.options.address, "the monitor's check loop ended on its own");
+        ctx.stop();
+    }
+}
+
+impl Handler<PanicCheckLoop> for MonitorActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: PanicCheckLoop, _ctx: &mut Context<Self>) {
+        self.shared.panic.store(true, Ordering::Release);
+        self.shared.wake.notify_one();
+        if let Some(token) = self.shared.check.lock().as_ref() {
+            token.cancel();
+        }
     }
 }
 
@@ -252,6 +349,7 @@ impl Handler<StopActor> for MonitorActor {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, _msg: StopActor, _ctx: &mut Context<Self>) -> Self::Result {
+        self.retired = true;
         self.stop.cancel();
         let task = self.task.take();
         let pinger = self.stop_pinger();
@@ -266,7 +364,7 @@ impl Handler<StopActor> for MonitorActor {
                 }
             }
             .into_actor(self)
-            .map(|(), _, ctx| actix::ActorContext::stop(ctx)),
+            .map(|(), _, ctx| ctx.stop()),
         )
     }
 }
@@ -306,6 +404,7 @@ impl Checker {
     async fn run(mut self) {
         let streaming_enabled = self.options.streaming_enabled();
         while !self.stop.is_cancelled() {
+            assert!(!self.shared.panic.load(Ordering::Acquire), "PanicCheckLoop: the check loop panics");
             let token = self.stop.child_token();
             *self.shared.check.lock() = Some(token.clone());
             let start = Instant::now();

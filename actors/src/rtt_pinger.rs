@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::{
-    Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, ResponseActFuture, WrapFuture,
+    Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Message, ResponseActFuture,
+    WeakAddr, WrapFuture,
 };
 use pool::connection::{Connection, ConnectionOptions};
 use protocol::address::ServerAddress;
@@ -71,8 +72,14 @@ impl Actor for RttPingerActor {
                 .into_actor(self)
                 .map(|(), _, ctx: &mut Context<Self>| ctx.stop()),
         );
-        // A local task: the actor lives on one arbiter thread and so does its connection.
-        self.task = Some(tokio::task::spawn_local(ping_loop(options, cancel)));
+        // A local task: the actor lives on one arbiter thread and so does its connection. A
+        // loop that ends on its own (a bug) takes the actor down; the monitor starts a new
+        // pinger at its next streamed reply.
+        let guard = LoopGuard(ctx.address().downgrade());
+        self.task = Some(tokio::task::spawn_local(async move {
+            let _guard = guard;
+            ping_loop(options, cancel).await;
+        }));
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
@@ -81,6 +88,32 @@ impl Actor for RttPingerActor {
             task.abort();
         }
         tracing::debug!(address = %self.options.address, "RTT pinger stopped");
+    }
+}
+
+/// Sent by the ping loop as it ends, however it ends (its guard's drop).
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "()")]
+struct PingLoopEnded;
+
+struct LoopGuard(WeakAddr<RttPingerActor>);
+
+impl Drop for LoopGuard {
+    fn drop(&mut self) {
+        if let Some(pinger) = self.0.upgrade() {
+            pinger.do_send(PingLoopEnded);
+        }
+    }
+}
+
+impl Handler<PingLoopEnded> for RttPingerActor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: PingLoopEnded, ctx: &mut Context<Self>) {
+        if !self.cancel.is_cancelled() {
+            tracing::error!(address = %self.options.address, "the RTT pinger's loop ended on its own");
+            ctx.stop();
+        }
     }
 }
 

@@ -116,7 +116,7 @@ pub fn default_monitor_factory() -> MonitorFactory {
         options.event_handler = spawn.sdam_handler;
         options.rtt = spawn.rtt;
         options.topology_id = spawn.topology_id;
-        let monitor = MonitorActor::new(options)?.start();
+        let monitor = MonitorActor::new(options)?.start_supervised();
         Ok(MonitorHandles::of(&monitor))
     })
 }
@@ -676,9 +676,9 @@ impl Handler<RequestImmediateCheck> for TopologyActor {
     type Result = ();
 
     fn handle(&mut self, _msg: RequestImmediateCheck, _ctx: &mut Self::Context) {
-        // Every request is passed on: monitors ignore it during a check and keep checks 500 ms
-        // apart, while dropping repeats here would stall a waiter for a whole heartbeat when a
-        // check finds nothing new (no new snapshot).
+        // Every request is passed on: monitors remember one made during a check and keep
+        // checks 500 ms apart, while dropping repeats here would stall a waiter for a whole
+        // heartbeat when a check finds nothing new (no new snapshot).
         if self.closed {
             return;
         }

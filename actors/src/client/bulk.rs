@@ -13,8 +13,9 @@ use std::time::Duration;
 use bson::{doc, Bson, Document};
 
 use super::collection::{count_of, with_id, Collection};
-use super::operation::Retry;
+use super::operation::{Limits, Retry};
 use super::timeout;
+use super::transaction::ClientSession;
 use crate::error::{WriteConcernError, WriteError};
 use crate::{Error, Result};
 
@@ -191,6 +192,26 @@ impl Collection {
         models: Vec<WriteModel>,
         options: BulkWriteOptions,
     ) -> Result<BulkWriteResult> {
+        self.bulk_write_in(models, options, None).await
+    }
+
+    /// [`bulk_write`](Self::bulk_write) with an explicit session (in its transaction, if
+    /// any): every command of the bulk carries it.
+    pub async fn bulk_write_with_session(
+        &self,
+        models: Vec<WriteModel>,
+        options: BulkWriteOptions,
+        session: &mut ClientSession,
+    ) -> Result<BulkWriteResult> {
+        self.bulk_write_in(models, options, Some(session)).await
+    }
+
+    async fn bulk_write_in(
+        &self,
+        models: Vec<WriteModel>,
+        options: BulkWriteOptions,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<BulkWriteResult> {
         if models.is_empty() {
             return Err(Error::InvalidOptions { message: "bulk_write needs at least one write".into() });
         }
@@ -214,25 +235,29 @@ impl Collection {
             if batch.multi {
                 op.retry = Retry::No;
             }
-            let reply = match coll.database().client().inner.execute_until(op, timeout, deadline).await {
-                Ok(out) => out.reply,
-                Err(Error::Write { address, write_errors: errors, write_concern_error: wce, labels }) => {
-                    let stop = ordered && !errors.is_empty();
-                    write_errors.extend(errors.into_iter().map(|mut e| {
-                        e.index = batch.indexes.get(e.index).copied().unwrap_or(e.index);
-                        e
-                    }));
-                    if write_concern_error.is_none() {
-                        write_concern_error = wce;
+            let limits = Limits::until(timeout, deadline);
+            let reply =
+                match super::transaction::run(coll.database().client(), op, limits, session.as_deref_mut())
+                    .await
+                {
+                    Ok(out) => out.reply,
+                    Err(Error::Write { address, write_errors: errors, write_concern_error: wce, labels }) => {
+                        let stop = ordered && !errors.is_empty();
+                        write_errors.extend(errors.into_iter().map(|mut e| {
+                            e.index = batch.indexes.get(e.index).copied().unwrap_or(e.index);
+                            e
+                        }));
+                        if write_concern_error.is_none() {
+                            write_concern_error = wce;
+                        }
+                        failure = Some((address, labels));
+                        if stop {
+                            break;
+                        }
+                        continue;
                     }
-                    failure = Some((address, labels));
-                    if stop {
-                        break;
-                    }
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
+                    Err(e) => return Err(e),
+                };
             let n = count_of(&reply, "n");
             match batch.kind {
                 Kind::Insert => result.inserted_count += n,

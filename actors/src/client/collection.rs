@@ -10,7 +10,8 @@ use selection::ReadPreference;
 use super::crud::legacy_max_time;
 use super::cursor::Cursor;
 use super::database::Database;
-use super::operation::{read_criteria, Op, Retry};
+use super::operation::{read_criteria, Limits, Op, OpOutput, Retry};
+use super::transaction::ClientSession;
 use crate::selection_actor::Criteria;
 use crate::{Error, Result};
 
@@ -146,8 +147,9 @@ impl Collection {
         self.timeout
     }
 
-    async fn run(&self, op: Op) -> Result<super::operation::OpOutput> {
-        self.inner().execute_with_timeout(op, self.timeout).await
+    /// Runs `op` under this handle's timeout, with `session` or an implicit one.
+    pub(crate) async fn run(&self, op: Op, session: Option<&mut ClientSession>) -> Result<OpOutput> {
+        super::transaction::run(self.db.client(), op, Limits::new(self.timeout), session).await
     }
 
     /// The collection's name.
@@ -165,15 +167,8 @@ impl Collection {
     }
 
     pub(crate) fn write_op(&self, name: &'static str, mut command: Document) -> Op {
-        if let Some(wc) = &self.inner().settings.write_concern {
-            let mut wc = wc.clone();
-            if self.timeout.is_some() {
-                // CSOT: timeoutMS replaces wTimeoutMS.
-                wc.remove("wtimeout");
-            }
-            if !wc.is_empty() {
-                command.insert("writeConcern", wc);
-            }
+        if let Some(wc) = super::transaction::write_concern(&self.inner().settings, self.timeout) {
+            command.insert("writeConcern", wc);
         }
         Op {
             name: name.into(),
@@ -214,7 +209,24 @@ impl Collection {
 
     /// Inserts one document (an `_id` is generated when it has none). A retryable write.
     pub async fn insert_one(&self, doc: Document) -> Result<InsertOneResult> {
-        let mut result = self.insert_many(vec![doc]).await?;
+        self.insert_one_in(doc, None).await
+    }
+
+    /// [`insert_one`](Self::insert_one) with an explicit session (in its transaction, if any).
+    pub async fn insert_one_with_session(
+        &self,
+        doc: Document,
+        session: &mut ClientSession,
+    ) -> Result<InsertOneResult> {
+        self.insert_one_in(doc, Some(session)).await
+    }
+
+    async fn insert_one_in(
+        &self,
+        doc: Document,
+        session: Option<&mut ClientSession>,
+    ) -> Result<InsertOneResult> {
+        let mut result = self.insert_many_in(vec![doc], session).await?;
         let inserted_id = result.inserted_ids.remove(&0).unwrap_or(Bson::Null);
         Ok(InsertOneResult { inserted_id })
     }
@@ -222,6 +234,24 @@ impl Collection {
     /// Inserts documents in order (an `_id` is generated for those that have none), in one
     /// `insert` command. A retryable write.
     pub async fn insert_many(&self, docs: Vec<Document>) -> Result<InsertManyResult> {
+        self.insert_many_in(docs, None).await
+    }
+
+    /// [`insert_many`](Self::insert_many) with an explicit session (in its transaction, if
+    /// any).
+    pub async fn insert_many_with_session(
+        &self,
+        docs: Vec<Document>,
+        session: &mut ClientSession,
+    ) -> Result<InsertManyResult> {
+        self.insert_many_in(docs, Some(session)).await
+    }
+
+    async fn insert_many_in(
+        &self,
+        docs: Vec<Document>,
+        session: Option<&mut ClientSession>,
+    ) -> Result<InsertManyResult> {
         if docs.is_empty() {
             return Err(Error::InvalidOptions { message: "insert_many needs at least one document".into() });
         }
@@ -234,13 +264,33 @@ impl Collection {
         }
         let op =
             self.write_op("insert", doc! {"insert": &self.name, "documents": documents, "ordered": true});
-        self.run(op).await?;
+        self.run(op, session).await?;
         Ok(InsertManyResult { inserted_ids })
     }
 
     /// Finds documents: the first batch comes with the `find`, the rest with `getMore`s on
     /// the same server. A retryable read (the `find`, not the `getMore`s).
     pub async fn find(&self, filter: Document, options: FindOptions) -> Result<Cursor> {
+        self.find_in(filter, options, None).await
+    }
+
+    /// [`find`](Self::find) with an explicit session (in its transaction, if any). The
+    /// cursor's `getMore`s use the session's id.
+    pub async fn find_with_session(
+        &self,
+        filter: Document,
+        options: FindOptions,
+        session: &mut ClientSession,
+    ) -> Result<Cursor> {
+        self.find_in(filter, options, Some(session)).await
+    }
+
+    async fn find_in(
+        &self,
+        filter: Document,
+        options: FindOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Cursor> {
         let batch_size = options.batch_size;
         let mut command = find_command(&self.name, filter, &options);
         if let Some(l) = options.limit {
@@ -255,8 +305,7 @@ impl Collection {
             command.insert("batchSize", i64::from(b));
         }
         let timeout = super::timeout::inherit(self.timeout, options.timeout);
-        let (mode, send_max_time) =
-            super::crud::cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
+        let mode = super::crud::cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
         super::crud::check_max_await(timeout, options.max_await_time)?;
         match options.cursor_type {
             Some(super::crud::CursorType::Tailable) => {
@@ -270,13 +319,9 @@ impl Collection {
         }
         legacy_max_time(&mut command, options.max_time, timeout);
         let op = self.read_op("find", command, options.read_preference, true);
-        // CURSOR_LIFETIME: the find's deadline is the cursor's, and the find gets maxTimeMS;
-        // ITERATION: the deadline is client-side only.
-        let deadline = super::timeout::deadline(timeout);
-        let out = self.inner().execute_until_with(op, timeout, deadline, send_max_time).await?;
-        let mut cursor =
-            Cursor::new(self.db.client().clone(), self.db.name(), &self.name, out, batch_size).await?;
-        cursor.set_timeout(timeout, mode, deadline);
+        let open =
+            super::crud::OpenCursor { db: self.db.name(), collection: &self.name, timeout, mode, batch_size };
+        let mut cursor = open.run(self.db.client(), op, session).await?;
         if options.cursor_type == Some(super::crud::CursorType::TailableAwait) {
             cursor.set_max_await(options.max_await_time);
         }
@@ -285,6 +330,25 @@ impl Collection {
 
     /// Finds the first matching document (`limit: 1`, one batch). A retryable read.
     pub async fn find_one(&self, filter: Document, options: FindOptions) -> Result<Option<Document>> {
+        self.find_one_in(filter, options, None).await
+    }
+
+    /// [`find_one`](Self::find_one) with an explicit session (in its transaction, if any).
+    pub async fn find_one_with_session(
+        &self,
+        filter: Document,
+        options: FindOptions,
+        session: &mut ClientSession,
+    ) -> Result<Option<Document>> {
+        self.find_one_in(filter, options, Some(session)).await
+    }
+
+    async fn find_one_in(
+        &self,
+        filter: Document,
+        options: FindOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Option<Document>> {
         let mut command = find_command(&self.name, filter, &options);
         command.insert("limit", 1_i64);
         command.insert("singleBatch", true);
@@ -292,81 +356,116 @@ impl Collection {
         super::crud::cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
         legacy_max_time(&mut command, options.max_time, timeout);
         let op = self.read_op("find", command, options.read_preference, false);
-        let out = self.inner().execute_with_timeout(op, timeout).await?;
-        let first = out
-            .reply
-            .get_document("cursor")
-            .ok()
-            .and_then(|c| c.get_array("firstBatch").ok())
-            .and_then(|b| b.first())
-            .and_then(Bson::as_document)
-            .cloned();
-        Ok(first)
+        let out = super::transaction::run(self.db.client(), op, Limits::new(timeout), session).await?;
+        Ok(super::crud::first_batch(&out.reply).into_iter().next())
     }
 
-    async fn update(&self, filter: Document, update: Document, multi: bool) -> Result<UpdateResult> {
+    async fn update(
+        &self,
+        filter: Document,
+        update: Document,
+        multi: bool,
+        session: Option<&mut ClientSession>,
+    ) -> Result<UpdateResult> {
         let statement = doc! {"q": filter, "u": update, "multi": multi};
         let mut op =
             self.write_op("update", doc! {"update": &self.name, "updates": [statement], "ordered": true});
         if multi {
             op.retry = Retry::No;
         }
-        let reply = self.run(op).await?.reply;
+        let reply = self.run(op, session).await?.reply;
         Ok(UpdateResult::from_reply(&reply))
     }
 
     /// Updates the first matching document with an update document (`$set`, ...) or a
     /// replacement. A retryable write.
     pub async fn update_one(&self, filter: Document, update: Document) -> Result<UpdateResult> {
-        self.update(filter, update, false).await
+        self.update(filter, update, false, None).await
+    }
+
+    /// [`update_one`](Self::update_one) with an explicit session (in its transaction, if any).
+    pub async fn update_one_with_session(
+        &self,
+        filter: Document,
+        update: Document,
+        session: &mut ClientSession,
+    ) -> Result<UpdateResult> {
+        self.update(filter, update, false, Some(session)).await
     }
 
     /// Updates every matching document. Not retryable (multi-document writes are not, per
     /// the retryable writes spec), so it runs once.
     pub async fn update_many(&self, filter: Document, update: Document) -> Result<UpdateResult> {
-        self.update(filter, update, true).await
+        self.update(filter, update, true, None).await
     }
 
-    async fn delete(&self, filter: Document, limit: i32) -> Result<DeleteResult> {
+    /// [`update_many`](Self::update_many) with an explicit session (in its transaction, if
+    /// any).
+    pub async fn update_many_with_session(
+        &self,
+        filter: Document,
+        update: Document,
+        session: &mut ClientSession,
+    ) -> Result<UpdateResult> {
+        self.update(filter, update, true, Some(session)).await
+    }
+
+    async fn delete(
+        &self,
+        filter: Document,
+        limit: i32,
+        session: Option<&mut ClientSession>,
+    ) -> Result<DeleteResult> {
         let statement = doc! {"q": filter, "limit": limit};
         let mut op =
             self.write_op("delete", doc! {"delete": &self.name, "deletes": [statement], "ordered": true});
         if limit == 0 {
             op.retry = Retry::No;
         }
-        let reply = self.run(op).await?.reply;
+        let reply = self.run(op, session).await?.reply;
         Ok(DeleteResult { deleted_count: count_of(&reply, "n") })
     }
 
     /// Deletes the first matching document. A retryable write.
     pub async fn delete_one(&self, filter: Document) -> Result<DeleteResult> {
-        self.delete(filter, 1).await
+        self.delete(filter, 1, None).await
+    }
+
+    /// [`delete_one`](Self::delete_one) with an explicit session (in its transaction, if any).
+    pub async fn delete_one_with_session(
+        &self,
+        filter: Document,
+        session: &mut ClientSession,
+    ) -> Result<DeleteResult> {
+        self.delete(filter, 1, Some(session)).await
     }
 
     /// Deletes every matching document. Not retryable (a multi-document write).
     pub async fn delete_many(&self, filter: Document) -> Result<DeleteResult> {
-        self.delete(filter, 0).await
+        self.delete(filter, 0, None).await
+    }
+
+    /// [`delete_many`](Self::delete_many) with an explicit session (in its transaction, if
+    /// any).
+    pub async fn delete_many_with_session(
+        &self,
+        filter: Document,
+        session: &mut ClientSession,
+    ) -> Result<DeleteResult> {
+        self.delete(filter, 0, Some(session)).await
     }
 
     /// Counts matching documents with the drivers' `aggregate` pipeline (`$match` then
-    /// `$group`). A retryable read.
+    /// `$group`). A retryable read. With options or a session:
+    /// [`count_documents_with`](Self::count_documents_with),
+    /// [`count_documents_with_session`](Self::count_documents_with_session).
     pub async fn count_documents(
         &self,
         filter: Document,
         read_preference: Option<ReadPreference>,
     ) -> Result<u64> {
-        let pipeline = vec![doc! {"$match": filter}, doc! {"$group": {"_id": 1, "n": {"$sum": 1}}}];
-        let command = doc! {"aggregate": &self.name, "pipeline": pipeline, "cursor": {}};
-        let op = self.read_op("aggregate", command, read_preference, false);
-        let reply = self.run(op).await?.reply;
-        let n = reply
-            .get_document("cursor")
-            .ok()
-            .and_then(|c| c.get_array("firstBatch").ok())
-            .and_then(|b| b.first())
-            .and_then(Bson::as_document)
-            .map_or(0, |d| count_of(d, "n"));
-        Ok(n)
+        let options = super::crud::ReadOptions { read_preference, ..Default::default() };
+        self.count_documents_with(filter, options).await
     }
 }
 

@@ -14,7 +14,7 @@ use selection::ReadPreference;
 use super::collection::{count_of, Collection, TimeoutMode, UpdateResult};
 use super::cursor::Cursor;
 use super::database::Database;
-use super::operation::{read_criteria, Op, Retry};
+use super::operation::{read_criteria, Limits, Op, Retry};
 use super::timeout;
 use super::transaction::ClientSession;
 use super::Client;
@@ -220,7 +220,7 @@ fn plain_op(name: &str, db: &str, command: Document, criteria: Criteria, retry: 
 }
 
 /// The first batch's documents of a cursor reply (for single-batch results).
-fn first_batch(reply: &Document) -> Vec<Document> {
+pub(crate) fn first_batch(reply: &Document) -> Vec<Document> {
     reply
         .get_document("cursor")
         .ok()
@@ -236,24 +236,43 @@ fn ns_collection(reply: &Document) -> Option<String> {
     ns.split_once('.').map(|(_, c)| c.to_string())
 }
 
-/// Runs a command that opens a cursor under the CSOT rules: a `timeout_mode` needs a
-/// `timeoutMS`; CURSOR_LIFETIME sends `maxTimeMS` on the first command and keeps one
-/// deadline for every `getMore`, ITERATION sends none and gives each `getMore` a full timeout.
-async fn open_cursor(
-    client: &Client,
-    db: &str,
-    collection: &str,
-    op: Op,
-    timeout: Option<Duration>,
-    (mode, send_max_time): (TimeoutMode, bool),
-    batch_size: Option<u32>,
-) -> Result<Cursor> {
-    let deadline = timeout::deadline(timeout);
-    let out = client.inner.execute_until_with(op, timeout, deadline, send_max_time).await?;
-    let collection = ns_collection(&out.reply).unwrap_or_else(|| collection.to_string());
-    let mut cursor = Cursor::new(client.clone(), db, &collection, out, batch_size).await?;
-    cursor.set_timeout(timeout, mode, deadline);
-    Ok(cursor)
+/// Where a command that opens a cursor runs, and its CSOT rules: CURSOR_LIFETIME sends
+/// `maxTimeMS` on the first command and keeps one deadline for every `getMore`; ITERATION
+/// sends none (but a tailable awaitData cursor's first command does) and gives each
+/// `getMore` a full timeout.
+pub(crate) struct OpenCursor<'a> {
+    /// The database.
+    pub db: &'a str,
+    /// The collection the `getMore`s name, unless the reply's `ns` names another.
+    pub collection: &'a str,
+    /// The `timeoutMS`.
+    pub timeout: Option<Duration>,
+    /// From [`cursor_mode`].
+    pub mode: (TimeoutMode, bool),
+    /// `batchSize` of the `getMore`s.
+    pub batch_size: Option<u32>,
+}
+
+impl OpenCursor<'_> {
+    /// Runs `op` (with `session`, or an implicit one the cursor keeps) and opens its cursor;
+    /// in a load-balanced transaction the cursor uses the transaction's connection.
+    pub(crate) async fn run(
+        self,
+        client: &Client,
+        op: Op,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<Cursor> {
+        let (mode, send_max_time) = self.mode;
+        let limits = Limits::new(self.timeout).sending_max_time(send_max_time);
+        let out = super::transaction::run(client, op, limits, session.as_deref_mut()).await?;
+        let collection = ns_collection(&out.reply).unwrap_or_else(|| self.collection.to_string());
+        let mut cursor = Cursor::new(client.clone(), self.db, &collection, out, self.batch_size).await?;
+        cursor.set_timeout(self.timeout, mode, limits.deadline);
+        if let Some(session) = session.filter(|s| s.in_transaction()) {
+            cursor.join_transaction(session.transaction_pin());
+        }
+        Ok(cursor)
+    }
 }
 
 /// CSOT: `maxAwaitTimeMS` must be less than a non-zero `timeoutMS` (or an empty awaitData
@@ -365,13 +384,32 @@ impl Collection {
         self.clone().with_timeout(timeout)
     }
 
-    async fn run_op(&self, op: Op) -> Result<Document> {
-        Ok(self.client().inner.execute_with_timeout(op, self.timeout()).await?.reply)
+    async fn run_op(&self, op: Op, session: Option<&mut ClientSession>) -> Result<Document> {
+        Ok(self.run(op, session).await?.reply)
     }
 
     /// Runs an aggregation pipeline on this collection; the results come through a cursor.
     /// A retryable read, except a pipeline ending in `$out` or `$merge` (a write, run once).
     pub async fn aggregate(&self, pipeline: Vec<Document>, options: AggregateOptions) -> Result<Cursor> {
+        self.aggregate_in(pipeline, options, None).await
+    }
+
+    /// [`aggregate`](Self::aggregate) with an explicit session (in its transaction, if any).
+    pub async fn aggregate_with_session(
+        &self,
+        pipeline: Vec<Document>,
+        options: AggregateOptions,
+        session: &mut ClientSession,
+    ) -> Result<Cursor> {
+        self.aggregate_in(pipeline, options, Some(session)).await
+    }
+
+    async fn aggregate_in(
+        &self,
+        pipeline: Vec<Document>,
+        options: AggregateOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Cursor> {
         let coll = self.with_op_timeout(options.timeout);
         let timeout = coll.timeout();
         let default_rp = &self.client().inner.settings.read_preference;
@@ -379,8 +417,8 @@ impl Collection {
         let op = aggregate_op(Bson::String(self.name().into()), db, pipeline, &options, timeout, default_rp)?;
         let mode = cursor_mode(timeout, options.timeout_mode, None)?;
         check_max_await(timeout, options.max_await_time)?;
-        let mut cursor =
-            open_cursor(self.client(), db, self.name(), op, timeout, mode, options.batch_size).await?;
+        let open = OpenCursor { db, collection: self.name(), timeout, mode, batch_size: options.batch_size };
+        let mut cursor = open.run(self.client(), op, session).await?;
         cursor.set_max_await(options.max_await_time);
         Ok(cursor)
     }
@@ -388,6 +426,25 @@ impl Collection {
     /// Counts matching documents with the legacy `count` command (prefer
     /// [`count_documents`](Self::count_documents)). A retryable read.
     pub async fn count(&self, filter: Document, options: CountOptions) -> Result<u64> {
+        self.count_in(filter, options, None).await
+    }
+
+    /// [`count`](Self::count) with an explicit session (in its transaction, if any).
+    pub async fn count_with_session(
+        &self,
+        filter: Document,
+        options: CountOptions,
+        session: &mut ClientSession,
+    ) -> Result<u64> {
+        self.count_in(filter, options, Some(session)).await
+    }
+
+    async fn count_in(
+        &self,
+        filter: Document,
+        options: CountOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<u64> {
         let coll = self.with_op_timeout(options.timeout);
         let mut command = doc! {"count": self.name(), "query": filter};
         if let Some(s) = options.skip {
@@ -398,36 +455,43 @@ impl Collection {
         }
         legacy_max_time(&mut command, options.max_time, coll.timeout());
         let op = coll.read_op("count", command, options.read_preference, false);
-        Ok(count_of(&coll.run_op(op).await?, "n"))
+        Ok(count_of(&coll.run_op(op, session).await?, "n"))
     }
 
     /// The collection's document count from its metadata (the `count` command without a
     /// filter). A retryable read.
     pub async fn estimated_document_count(&self, options: ReadOptions) -> Result<u64> {
+        self.estimated_document_count_in(options, None).await
+    }
+
+    /// [`estimated_document_count`](Self::estimated_document_count) with an explicit session.
+    pub async fn estimated_document_count_with_session(
+        &self,
+        options: ReadOptions,
+        session: &mut ClientSession,
+    ) -> Result<u64> {
+        self.estimated_document_count_in(options, Some(session)).await
+    }
+
+    async fn estimated_document_count_in(
+        &self,
+        options: ReadOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<u64> {
         let coll = self.with_op_timeout(options.timeout);
         let mut command = doc! {"count": self.name()};
         legacy_max_time(&mut command, options.max_time, coll.timeout());
         let op = coll.read_op("count", command, options.read_preference, false);
-        Ok(count_of(&coll.run_op(op).await?, "n"))
+        Ok(count_of(&coll.run_op(op, session).await?, "n"))
     }
 
     /// [`count_documents`](Self::count_documents) with a legacy `max_time` and a per-call
     /// timeout. A retryable read.
     pub async fn count_documents_with(&self, filter: Document, options: ReadOptions) -> Result<u64> {
-        let coll = self.with_op_timeout(options.timeout);
-        let op = coll.count_documents_op(filter, &options);
-        let reply = coll.run_op(op).await?;
-        Ok(first_batch(&reply).first().map_or(0, |d| count_of(d, "n")))
+        self.count_documents_in(filter, options, None).await
     }
 
-    fn count_documents_op(&self, filter: Document, options: &ReadOptions) -> Op {
-        let pipeline = vec![doc! {"$match": filter}, doc! {"$group": {"_id": 1, "n": {"$sum": 1}}}];
-        let mut command = doc! {"aggregate": self.name(), "pipeline": pipeline, "cursor": {}};
-        legacy_max_time(&mut command, options.max_time, self.timeout());
-        self.read_op("aggregate", command, options.read_preference.clone(), false)
-    }
-
-    /// [`count_documents`](Self::count_documents) with an explicit session (in its
+    /// [`count_documents_with`](Self::count_documents_with) with an explicit session (in its
     /// transaction, if any).
     pub async fn count_documents_with_session(
         &self,
@@ -435,20 +499,53 @@ impl Collection {
         options: ReadOptions,
         session: &mut ClientSession,
     ) -> Result<u64> {
+        self.count_documents_in(filter, options, Some(session)).await
+    }
+
+    async fn count_documents_in(
+        &self,
+        filter: Document,
+        options: ReadOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<u64> {
         let coll = self.with_op_timeout(options.timeout);
-        let op = coll.count_documents_op(filter, &options);
-        let reply = session.execute(op, coll.timeout()).await?.reply;
+        let pipeline = vec![doc! {"$match": filter}, doc! {"$group": {"_id": 1, "n": {"$sum": 1}}}];
+        let mut command = doc! {"aggregate": self.name(), "pipeline": pipeline, "cursor": {}};
+        legacy_max_time(&mut command, options.max_time, coll.timeout());
+        let op = coll.read_op("aggregate", command, options.read_preference, false);
+        let reply = coll.run_op(op, session).await?;
         Ok(first_batch(&reply).first().map_or(0, |d| count_of(d, "n")))
     }
 
     /// The distinct values of `field` among matching documents (array elements count one by
     /// one). A retryable read.
     pub async fn distinct(&self, field: &str, filter: Document, options: ReadOptions) -> Result<Vec<Bson>> {
+        self.distinct_in(field, filter, options, None).await
+    }
+
+    /// [`distinct`](Self::distinct) with an explicit session (in its transaction, if any).
+    pub async fn distinct_with_session(
+        &self,
+        field: &str,
+        filter: Document,
+        options: ReadOptions,
+        session: &mut ClientSession,
+    ) -> Result<Vec<Bson>> {
+        self.distinct_in(field, filter, options, Some(session)).await
+    }
+
+    async fn distinct_in(
+        &self,
+        field: &str,
+        filter: Document,
+        options: ReadOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Vec<Bson>> {
         let coll = self.with_op_timeout(options.timeout);
         let mut command = doc! {"distinct": self.name(), "key": field, "query": filter};
         legacy_max_time(&mut command, options.max_time, coll.timeout());
         let op = coll.read_op("distinct", command, options.read_preference, false);
-        let reply = coll.run_op(op).await?;
+        let reply = coll.run_op(op, session).await?;
         Ok(reply.get_array("values").cloned().unwrap_or_default())
     }
 
@@ -457,6 +554,7 @@ impl Collection {
         filter: Document,
         change: Option<Document>,
         options: FindOneAndModifyOptions,
+        session: Option<&mut ClientSession>,
     ) -> Result<Option<Document>> {
         let coll = self.with_op_timeout(options.timeout);
         let mut command = doc! {"findAndModify": self.name(), "query": filter};
@@ -480,7 +578,7 @@ impl Collection {
         }
         legacy_max_time(&mut command, options.max_time, coll.timeout());
         let op = coll.write_op("findAndModify", command);
-        let reply = coll.run_op(op).await?;
+        let reply = coll.run_op(op, session).await?;
         Ok(reply.get_document("value").ok().cloned())
     }
 
@@ -490,7 +588,18 @@ impl Collection {
         filter: Document,
         options: FindOneAndModifyOptions,
     ) -> Result<Option<Document>> {
-        self.find_and_modify(filter, None, options).await
+        self.find_and_modify(filter, None, options, None).await
+    }
+
+    /// [`find_one_and_delete`](Self::find_one_and_delete) with an explicit session (in its
+    /// transaction, if any).
+    pub async fn find_one_and_delete_with_session(
+        &self,
+        filter: Document,
+        options: FindOneAndModifyOptions,
+        session: &mut ClientSession,
+    ) -> Result<Option<Document>> {
+        self.find_and_modify(filter, None, options, Some(session)).await
     }
 
     /// Replaces the first matching document; returns it as it was (or as it is, with
@@ -503,7 +612,20 @@ impl Collection {
         options: FindOneAndModifyOptions,
     ) -> Result<Option<Document>> {
         check_replacement(&replacement)?;
-        self.find_and_modify(filter, Some(replacement), options).await
+        self.find_and_modify(filter, Some(replacement), options, None).await
+    }
+
+    /// [`find_one_and_replace`](Self::find_one_and_replace) with an explicit session (in its
+    /// transaction, if any).
+    pub async fn find_one_and_replace_with_session(
+        &self,
+        filter: Document,
+        replacement: Document,
+        options: FindOneAndModifyOptions,
+        session: &mut ClientSession,
+    ) -> Result<Option<Document>> {
+        check_replacement(&replacement)?;
+        self.find_and_modify(filter, Some(replacement), options, Some(session)).await
     }
 
     /// Updates the first matching document with update operators; returns it as it was (or
@@ -515,7 +637,20 @@ impl Collection {
         options: FindOneAndModifyOptions,
     ) -> Result<Option<Document>> {
         check_update(&update)?;
-        self.find_and_modify(filter, Some(update), options).await
+        self.find_and_modify(filter, Some(update), options, None).await
+    }
+
+    /// [`find_one_and_update`](Self::find_one_and_update) with an explicit session (in its
+    /// transaction, if any).
+    pub async fn find_one_and_update_with_session(
+        &self,
+        filter: Document,
+        update: Document,
+        options: FindOneAndModifyOptions,
+        session: &mut ClientSession,
+    ) -> Result<Option<Document>> {
+        check_update(&update)?;
+        self.find_and_modify(filter, Some(update), options, Some(session)).await
     }
 
     /// Replaces the first matching document (the replacement may not contain update
@@ -526,6 +661,27 @@ impl Collection {
         replacement: Document,
         options: ReplaceOptions,
     ) -> Result<UpdateResult> {
+        self.replace_one_in(filter, replacement, options, None).await
+    }
+
+    /// [`replace_one`](Self::replace_one) with an explicit session (in its transaction, if any).
+    pub async fn replace_one_with_session(
+        &self,
+        filter: Document,
+        replacement: Document,
+        options: ReplaceOptions,
+        session: &mut ClientSession,
+    ) -> Result<UpdateResult> {
+        self.replace_one_in(filter, replacement, options, Some(session)).await
+    }
+
+    async fn replace_one_in(
+        &self,
+        filter: Document,
+        replacement: Document,
+        options: ReplaceOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<UpdateResult> {
         check_replacement(&replacement)?;
         let coll = self.with_op_timeout(options.timeout);
         let mut statement = doc! {"q": filter, "u": replacement, "multi": false};
@@ -534,12 +690,32 @@ impl Collection {
         }
         let op =
             coll.write_op("update", doc! {"update": self.name(), "updates": [statement], "ordered": true});
-        let reply = coll.run_op(op).await?;
+        let reply = coll.run_op(op, session).await?;
         Ok(UpdateResult::from_reply(&reply))
     }
 
     /// Creates an index on `keys` (`{"field": 1}`); returns its name. Not retried.
     pub async fn create_index(&self, keys: Document, options: IndexOptions) -> Result<String> {
+        self.create_index_in(keys, options, None).await
+    }
+
+    /// [`create_index`](Self::create_index) with an explicit session (in its transaction, if
+    /// any).
+    pub async fn create_index_with_session(
+        &self,
+        keys: Document,
+        options: IndexOptions,
+        session: &mut ClientSession,
+    ) -> Result<String> {
+        self.create_index_in(keys, options, Some(session)).await
+    }
+
+    async fn create_index_in(
+        &self,
+        keys: Document,
+        options: IndexOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<String> {
         if keys.is_empty() {
             return Err(Error::InvalidOptions { message: "an index needs at least one key".into() });
         }
@@ -553,38 +729,90 @@ impl Collection {
         legacy_max_time(&mut command, options.max_time, coll.timeout());
         let mut op = coll.write_op("createIndexes", command);
         op.retry = Retry::No;
-        coll.run_op(op).await?;
+        coll.run_op(op, session).await?;
         Ok(name)
     }
 
     /// Drops the index `name`. Not retried.
     pub async fn drop_index(&self, name: &str, options: CommandOptions) -> Result<()> {
+        self.drop_index_in(name, options, None).await
+    }
+
+    /// [`drop_index`](Self::drop_index) with an explicit session (in its transaction, if any).
+    pub async fn drop_index_with_session(
+        &self,
+        name: &str,
+        options: CommandOptions,
+        session: &mut ClientSession,
+    ) -> Result<()> {
+        self.drop_index_in(name, options, Some(session)).await
+    }
+
+    async fn drop_index_in(
+        &self,
+        name: &str,
+        options: CommandOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<()> {
         if name == "*" {
             return Err(Error::InvalidOptions {
                 message: "drop_index(\"*\") would drop every index: use drop_indexes".into(),
             });
         }
-        self.drop_indexes_named(Bson::String(name.into()), options).await
+        self.drop_indexes_named(Bson::String(name.into()), options, session).await
     }
 
     /// Drops every index but `_id`'s. Not retried.
     pub async fn drop_indexes(&self, options: CommandOptions) -> Result<()> {
-        self.drop_indexes_named(Bson::String("*".into()), options).await
+        self.drop_indexes_named(Bson::String("*".into()), options, None).await
     }
 
-    async fn drop_indexes_named(&self, index: Bson, options: CommandOptions) -> Result<()> {
+    /// [`drop_indexes`](Self::drop_indexes) with an explicit session (in its transaction, if
+    /// any).
+    pub async fn drop_indexes_with_session(
+        &self,
+        options: CommandOptions,
+        session: &mut ClientSession,
+    ) -> Result<()> {
+        self.drop_indexes_named(Bson::String("*".into()), options, Some(session)).await
+    }
+
+    async fn drop_indexes_named(
+        &self,
+        index: Bson,
+        options: CommandOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<()> {
         let coll = self.with_op_timeout(options.timeout);
         let mut command = doc! {"dropIndexes": self.name(), "index": index};
         legacy_max_time(&mut command, options.max_time, coll.timeout());
         let mut op = coll.write_op("dropIndexes", command);
         op.retry = Retry::No;
-        coll.run_op(op).await?;
+        coll.run_op(op, session).await?;
         Ok(())
     }
 
     /// The collection's indexes (one document each) through a cursor. A retryable read on
     /// the primary.
     pub async fn list_indexes(&self, options: ListOptions) -> Result<Cursor> {
+        self.list_indexes_in(options, None).await
+    }
+
+    /// [`list_indexes`](Self::list_indexes) with an explicit session (in its transaction, if
+    /// any).
+    pub async fn list_indexes_with_session(
+        &self,
+        options: ListOptions,
+        session: &mut ClientSession,
+    ) -> Result<Cursor> {
+        self.list_indexes_in(options, Some(session)).await
+    }
+
+    async fn list_indexes_in(
+        &self,
+        options: ListOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Cursor> {
         let coll = self.with_op_timeout(options.timeout);
         let mut cursor = Document::new();
         if let Some(b) = options.batch_size {
@@ -595,12 +823,25 @@ impl Collection {
         let db = self.database().name();
         let timeout = coll.timeout();
         let mode = cursor_mode(timeout, options.timeout_mode, None)?;
-        open_cursor(self.client(), db, self.name(), op, timeout, mode, options.batch_size).await
+        let open = OpenCursor { db, collection: self.name(), timeout, mode, batch_size: options.batch_size };
+        open.run(self.client(), op, session).await
     }
 
     /// The names of the collection's indexes. A retryable read on the primary.
     pub async fn list_index_names(&self, timeout: Option<Duration>) -> Result<Vec<String>> {
         let cursor = self.list_indexes(ListOptions { timeout, ..Default::default() }).await?;
+        Ok(names(cursor.try_collect().await?))
+    }
+
+    /// [`list_index_names`](Self::list_index_names) with an explicit session (in its
+    /// transaction, if any).
+    pub async fn list_index_names_with_session(
+        &self,
+        timeout: Option<Duration>,
+        session: &mut ClientSession,
+    ) -> Result<Vec<String>> {
+        let options = ListOptions { timeout, ..Default::default() };
+        let cursor = self.list_indexes_in(options, Some(session)).await?;
         Ok(names(cursor.try_collect().await?))
     }
 }
@@ -630,14 +871,38 @@ impl Database {
     /// `$currentOp` or `$documents`); the results come through a cursor. A retryable read,
     /// except a pipeline ending in `$out` or `$merge`.
     pub async fn aggregate(&self, pipeline: Vec<Document>, options: AggregateOptions) -> Result<Cursor> {
+        self.aggregate_in(pipeline, options, None).await
+    }
+
+    /// [`aggregate`](Self::aggregate) with an explicit session (in its transaction, if any).
+    pub async fn aggregate_with_session(
+        &self,
+        pipeline: Vec<Document>,
+        options: AggregateOptions,
+        session: &mut ClientSession,
+    ) -> Result<Cursor> {
+        self.aggregate_in(pipeline, options, Some(session)).await
+    }
+
+    async fn aggregate_in(
+        &self,
+        pipeline: Vec<Document>,
+        options: AggregateOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Cursor> {
         let timeout = timeout::inherit(self.timeout(), options.timeout);
         let default_rp = &self.client().inner.settings.read_preference;
         let op = aggregate_op(Bson::Int32(1), self.name(), pipeline, &options, timeout, default_rp)?;
         let mode = cursor_mode(timeout, options.timeout_mode, None)?;
         check_max_await(timeout, options.max_await_time)?;
-        let mut cursor =
-            open_cursor(self.client(), self.name(), "$cmd.aggregate", op, timeout, mode, options.batch_size)
-                .await?;
+        let open = OpenCursor {
+            db: self.name(),
+            collection: "$cmd.aggregate",
+            timeout,
+            mode,
+            batch_size: options.batch_size,
+        };
+        let mut cursor = open.run(self.client(), op, session).await?;
         cursor.set_max_await(options.max_await_time);
         Ok(cursor)
     }
@@ -645,6 +910,26 @@ impl Database {
     /// The database's collections (one document each) through a cursor. A retryable read on
     /// the primary.
     pub async fn list_collections(&self, filter: Document, options: ListOptions) -> Result<Cursor> {
+        self.list_collections_in(filter, options, None).await
+    }
+
+    /// [`list_collections`](Self::list_collections) with an explicit session (in its
+    /// transaction, if any).
+    pub async fn list_collections_with_session(
+        &self,
+        filter: Document,
+        options: ListOptions,
+        session: &mut ClientSession,
+    ) -> Result<Cursor> {
+        self.list_collections_in(filter, options, Some(session)).await
+    }
+
+    async fn list_collections_in(
+        &self,
+        filter: Document,
+        options: ListOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Cursor> {
         let timeout = timeout::inherit(self.timeout(), options.timeout);
         let mut cursor = Document::new();
         if let Some(b) = options.batch_size {
@@ -656,9 +941,15 @@ impl Database {
         }
         let criteria = Criteria::Read(ReadPreference::PRIMARY);
         let op = plain_op("listCollections", self.name(), command, criteria, Retry::Read, true);
-        let (db, batch) = (self.name(), options.batch_size);
         let mode = cursor_mode(timeout, options.timeout_mode, None)?;
-        open_cursor(self.client(), db, "$cmd.listCollections", op, timeout, mode, batch).await
+        let open = OpenCursor {
+            db: self.name(),
+            collection: "$cmd.listCollections",
+            timeout,
+            mode,
+            batch_size: options.batch_size,
+        };
+        open.run(self.client(), op, session).await
     }
 
     /// The names of the database's collections matching `filter`. A retryable read.
@@ -671,6 +962,18 @@ impl Database {
         Ok(names(self.list_collections(filter, options).await?.try_collect().await?))
     }
 
+    /// [`list_collection_names`](Self::list_collection_names) with an explicit session (in
+    /// its transaction, if any).
+    pub async fn list_collection_names_with_session(
+        &self,
+        filter: Document,
+        timeout: Option<Duration>,
+        session: &mut ClientSession,
+    ) -> Result<Vec<String>> {
+        let options = ListOptions { name_only: Some(true), timeout, ..Default::default() };
+        Ok(names(self.list_collections_in(filter, options, Some(session)).await?.try_collect().await?))
+    }
+
     /// Runs `command`, which opens a cursor (a `find`, `aggregate`, ...), and returns the
     /// cursor; its `getMore`s use `options.batch_size`. Never retried. Tailable cursors
     /// default to [`TimeoutMode::Iteration`] and refuse [`TimeoutMode::CursorLifetime`].
@@ -679,17 +982,64 @@ impl Database {
         command: Document,
         options: RunCursorCommandOptions,
     ) -> Result<Cursor> {
+        self.run_cursor_command_in(command, options, None).await
+    }
+
+    /// [`run_cursor_command`](Self::run_cursor_command) with an explicit session (in its
+    /// transaction, if any).
+    pub async fn run_cursor_command_with_session(
+        &self,
+        command: Document,
+        options: RunCursorCommandOptions,
+        session: &mut ClientSession,
+    ) -> Result<Cursor> {
+        self.run_cursor_command_in(command, options, Some(session)).await
+    }
+
+    async fn run_cursor_command_in(
+        &self,
+        command: Document,
+        options: RunCursorCommandOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Cursor> {
         let timeout = timeout::inherit(self.timeout(), options.timeout);
         let mode = cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
         let name = command.keys().next().cloned().unwrap_or_default();
         let collection = command.get_str(&name).unwrap_or_default().to_string();
         let rp = options.read_preference.clone().unwrap_or(ReadPreference::PRIMARY);
         let op = plain_op(&name, self.name(), command, Criteria::Read(rp), Retry::No, true);
-        open_cursor(self.client(), self.name(), &collection, op, timeout, mode, options.batch_size).await
+        let open = OpenCursor {
+            db: self.name(),
+            collection: &collection,
+            timeout,
+            mode,
+            batch_size: options.batch_size,
+        };
+        open.run(self.client(), op, session).await
     }
 
     /// Creates the collection `name` (capped with `capped`, `size` and `max`). Not retried.
     pub async fn create_collection(&self, name: &str, options: CreateCollectionOptions) -> Result<()> {
+        self.create_collection_in(name, options, None).await
+    }
+
+    /// [`create_collection`](Self::create_collection) with an explicit session (in its
+    /// transaction, if any).
+    pub async fn create_collection_with_session(
+        &self,
+        name: &str,
+        options: CreateCollectionOptions,
+        session: &mut ClientSession,
+    ) -> Result<()> {
+        self.create_collection_in(name, options, Some(session)).await
+    }
+
+    async fn create_collection_in(
+        &self,
+        name: &str,
+        options: CreateCollectionOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<()> {
         let timeout = timeout::inherit(self.timeout(), options.timeout);
         let mut command = doc! {"create": name};
         if let Some(c) = options.capped {
@@ -701,17 +1051,11 @@ impl Database {
         if let Some(m) = options.max {
             command.insert("max", int(m));
         }
-        if let Some(wc) = &self.client().inner.settings.write_concern {
-            let mut wc = wc.clone();
-            if timeout.is_some() {
-                wc.remove("wtimeout");
-            }
-            if !wc.is_empty() {
-                command.insert("writeConcern", wc);
-            }
+        if let Some(wc) = super::transaction::write_concern(&self.client().inner.settings, timeout) {
+            command.insert("writeConcern", wc);
         }
         let op = plain_op("create", self.name(), command, Criteria::Write, Retry::No, false);
-        self.client().inner.execute_with_timeout(op, timeout).await?;
+        super::transaction::run(self.client(), op, Limits::new(timeout), session).await?;
         Ok(())
     }
 }
@@ -724,6 +1068,26 @@ impl Client {
         filter: Document,
         options: ListDatabasesOptions,
     ) -> Result<Vec<Document>> {
+        self.list_databases_in(filter, options, None).await
+    }
+
+    /// [`list_databases`](Self::list_databases) with an explicit session (in its transaction,
+    /// if any).
+    pub async fn list_databases_with_session(
+        &self,
+        filter: Document,
+        options: ListDatabasesOptions,
+        session: &mut ClientSession,
+    ) -> Result<Vec<Document>> {
+        self.list_databases_in(filter, options, Some(session)).await
+    }
+
+    async fn list_databases_in(
+        &self,
+        filter: Document,
+        options: ListDatabasesOptions,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Vec<Document>> {
         let timeout = timeout::inherit(self.inner.settings.timeout, options.timeout);
         let mut command = doc! {"listDatabases": 1, "filter": filter};
         if let Some(n) = options.name_only {
@@ -734,7 +1098,7 @@ impl Client {
         }
         let criteria = Criteria::Read(ReadPreference::PRIMARY);
         let op = plain_op("listDatabases", "admin", command, criteria, Retry::Read, false);
-        let reply = self.inner.execute_with_timeout(op, timeout).await?.reply;
+        let reply = super::transaction::run(self, op, Limits::new(timeout), session).await?.reply;
         Ok(reply
             .get_array("databases")
             .map(|a| a.iter().filter_map(Bson::as_document).cloned().collect())
@@ -749,5 +1113,16 @@ impl Client {
     ) -> Result<Vec<String>> {
         let options = ListDatabasesOptions { name_only: Some(true), timeout, ..Default::default() };
         Ok(names(self.list_databases(filter, options).await?))
+    }
+
+    /// [`list_database_names`](Self::list_database_names) with an explicit session.
+    pub async fn list_database_names_with_session(
+        &self,
+        filter: Document,
+        timeout: Option<Duration>,
+        session: &mut ClientSession,
+    ) -> Result<Vec<String>> {
+        let options = ListDatabasesOptions { name_only: Some(true), timeout, ..Default::default() };
+        Ok(names(self.list_databases_in(filter, options, Some(session)).await?))
     }
 }

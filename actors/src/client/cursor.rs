@@ -10,7 +10,7 @@ use pool::connection::Connection;
 use protocol::ServerAddress;
 
 use super::collection::TimeoutMode;
-use super::operation::{cursor_id, Op, OpOutput, Retry};
+use super::operation::{cursor_id, Binding, Limits, Op, OpOutput, Retry, SessionUse};
 use super::session::ServerSession;
 use super::timeout;
 use super::Client;
@@ -36,8 +36,8 @@ pub struct Cursor {
     pin: Option<PinId>,
     /// A getMore failed with a network error: the pin is released on drop, no killCursors.
     network_error: bool,
-    /// Opened in a load-balanced transaction: `pin` is the session's (never unpinned here),
-    /// and getMores and killCursors carry `txnNumber` and `autocommit: false`.
+    /// Opened in a transaction: getMores and killCursors carry its `txnNumber` and
+    /// `autocommit: false`, and `pin` (load-balanced) is the session's, never unpinned here.
     in_transaction: bool,
     /// CSOT: the `timeoutMS`, its mode, and the cursor's deadline (CURSOR_LIFETIME).
     timeout: Option<Duration>,
@@ -147,10 +147,13 @@ impl Cursor {
         &self.address
     }
 
-    /// Makes the cursor use its transaction's pinned connection.
-    pub(crate) fn join_transaction(&mut self, pin: PinId) {
+    /// Makes the cursor part of its session's transaction, on the transaction's pinned
+    /// connection in load-balanced mode.
+    pub(crate) fn join_transaction(&mut self, pin: Option<PinId>) {
         if self.id != 0 {
-            self.pin = Some(pin);
+            if pin.is_some() {
+                self.pin = pin;
+            }
             self.in_transaction = true;
         }
     }
@@ -207,10 +210,6 @@ impl Cursor {
             let ms = timeout::max_time_ms(deadline, min_rtt)?.map_or(await_ms, |ms| ms.min(await_ms));
             command.insert("maxTimeMS", ms);
         }
-        if let (true, Some(s)) = (self.in_transaction, &self.session) {
-            command.insert("txnNumber", s.txn_number);
-            command.insert("autocommit", false);
-        }
         let op = Op {
             name: "getMore".into(),
             db: self.db.clone(),
@@ -230,11 +229,15 @@ impl Cursor {
                 source: None,
             })
         } else {
-            self.client
-                .inner
-                .execute_on_with(&self.address, pinned.as_mut(), &op, self.session.as_mut(), deadline, false)
-                .await
-                .map_err(|e| timeout::convert(e, self.timeout, deadline))
+            let limits = Limits::until(self.timeout, deadline).sending_max_time(false);
+            let mut starting = false;
+            let binding = Binding {
+                session: session_use(self.session.as_mut(), self.in_transaction, &mut starting),
+                server: Some(&self.address),
+                connection: self.pin.is_some().then_some(&mut pinned),
+                purpose: CheckoutPurpose::Other,
+            };
+            self.client.inner.execute(op, limits, binding).await.map(|out| out.reply)
         };
         if let (Some(pin), Some(connection)) = (self.pin, pinned) {
             // Pinned again while the cursor lives (release() unpins at the end).
@@ -285,6 +288,19 @@ impl Cursor {
     }
 }
 
+/// The session a cursor's command sends: its transaction's statement, or the session as is.
+fn session_use<'a>(
+    session: Option<&'a mut ServerSession>,
+    in_transaction: bool,
+    starting: &'a mut bool,
+) -> SessionUse<'a> {
+    match session {
+        Some(session) if in_transaction => SessionUse::Transaction { session, starting },
+        Some(session) => SessionUse::Given(session),
+        None => SessionUse::None,
+    }
+}
+
 /// Takes a cursor's pinned connection out of the selection actor for one command.
 async fn take_pinned(selector: &Selector, pin: PinId) -> Result<PooledConnection<Connection>> {
     selector
@@ -320,11 +336,7 @@ impl Kill {
             Some(pin) => take_pinned(&client.inner.selector, pin).await.ok(),
             None => None,
         };
-        let mut command = doc! {"killCursors": collection, "cursors": [id]};
-        if let (true, Some(s)) = (in_transaction, &session) {
-            command.insert("txnNumber", s.txn_number);
-            command.insert("autocommit", false);
-        }
+        let command = doc! {"killCursors": collection, "cursors": [id]};
         let op = Op {
             name: "killCursors".into(),
             db,
@@ -334,11 +346,15 @@ impl Kill {
             check_write: false,
             opens_cursor: false,
         };
-        let deadline = timeout::deadline(timeout);
-        let result = client
-            .inner
-            .execute_on_with(&address, pinned.as_mut(), &op, session.as_mut(), deadline, deadline.is_some())
-            .await;
+        let limits = Limits::new(timeout);
+        let mut starting = false;
+        let binding = Binding {
+            session: session_use(session.as_mut(), in_transaction, &mut starting),
+            server: Some(&address),
+            connection: pin.is_some().then_some(&mut pinned),
+            purpose: CheckoutPurpose::Other,
+        };
+        let result = client.inner.execute(op, limits, binding).await;
         if let Err(e) = result {
             tracing::debug!(%address, cursor = id, error = %e, "killCursors failed (ignored)");
         }

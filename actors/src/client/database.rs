@@ -5,7 +5,8 @@ use std::time::Duration;
 use bson::Document;
 
 use super::collection::Collection;
-use super::operation::{Op, Retry};
+use super::operation::{Limits, Op, Retry};
+use super::transaction::ClientSession;
 use super::Client;
 use crate::selection_actor::Criteria;
 use crate::Result;
@@ -64,6 +65,26 @@ impl Database {
     /// the command carries itself; without `timeoutMS`, the command's own `maxTimeMS` is sent
     /// as is.
     pub async fn run_command(&self, command: Document, criteria: Option<Criteria>) -> Result<Document> {
+        self.run_command_in(command, criteria, None).await
+    }
+
+    /// [`run_command`](Self::run_command) with an explicit session (in its transaction, if
+    /// any).
+    pub async fn run_command_with_session(
+        &self,
+        command: Document,
+        criteria: Option<Criteria>,
+        session: &mut ClientSession,
+    ) -> Result<Document> {
+        self.run_command_in(command, criteria, Some(session)).await
+    }
+
+    async fn run_command_in(
+        &self,
+        command: Document,
+        criteria: Option<Criteria>,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Document> {
         let name = command.keys().next().cloned().unwrap_or_default();
         let op = Op {
             name: name.into(),
@@ -74,6 +95,6 @@ impl Database {
             check_write: false,
             opens_cursor: false,
         };
-        Ok(self.client.inner.execute_with_timeout(op, self.timeout).await?.reply)
+        Ok(super::transaction::run(&self.client, op, Limits::new(self.timeout), session).await?.reply)
     }
 }

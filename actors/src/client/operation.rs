@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
-use std::time::Instant as StdInstant;
+use std::time::{Duration, Instant as StdInstant};
 
 use bson::{Bson, Document, RawDocumentBuf};
 use pool::cmap::{CheckoutPurpose, PooledConnection};
@@ -13,6 +13,7 @@ use protocol::sdam::app_error::{classify_state_change, ApplicationErrorKind, Err
 use protocol::sdam::{ServerType, TopologyType};
 use protocol::ServerAddress;
 use selection::ReadPreference;
+use tokio::time::Instant;
 
 use super::session::ServerSession;
 use super::{timeout, ClientInner};
@@ -20,7 +21,8 @@ use crate::command_events::{CommandConnection, CommandEvent};
 use crate::error::{
     pool_error_address, WriteConcernError, WriteError, NO_WRITES_PERFORMED, RETRYABLE_WRITE_ERROR,
 };
-use crate::selection_actor::{Criteria, SelectionRequest};
+use crate::selection_actor::{Criteria, SelectedServer, SelectionRequest};
+use crate::snapshot::{ServerHandle, TopologySnapshot};
 use crate::topology::application_error;
 use crate::{Error, Result};
 
@@ -116,121 +118,203 @@ fn session_support(topology_type: TopologyType, timeout: Option<i64>) -> Option<
 struct Attempt {
     operation_id: i64,
     txn_number: Option<i64>,
+    /// A transaction's statement: `Some(first)`, where `first` sends `startTransaction`.
+    transaction: Option<bool>,
     /// The operation's `timeoutMS` deadline, for the round trip.
-    deadline: Option<tokio::time::Instant>,
+    deadline: Option<Instant>,
     /// CSOT: the `maxTimeMS` to append (remaining time − the server's minimum RTT).
     max_time_ms: Option<i64>,
 }
 
+/// An operation's CSOT limits (see [`super::timeout`]): its `timeoutMS`, the one deadline of
+/// every step of every attempt, and whether the command carries the remaining time as
+/// `maxTimeMS`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub timeout: Option<Duration>,
+    pub deadline: Option<Instant>,
+    pub send_max_time: bool,
+}
+
+impl Limits {
+    /// `timeout` from now.
+    pub(crate) fn new(timeout: Option<Duration>) -> Limits {
+        Limits::until(timeout, timeout::deadline(timeout))
+    }
+
+    /// A deadline fixed earlier (a cursor's lifetime starts with its first command).
+    pub(crate) fn until(timeout: Option<Duration>, deadline: Option<Instant>) -> Limits {
+        Limits { timeout, deadline, send_max_time: true }
+    }
+
+    /// With `send: false` the deadline stays client-side: no `maxTimeMS` (a cursor in
+    /// ITERATION mode, a `getMore`).
+    #[must_use]
+    pub(crate) fn sending_max_time(self, send: bool) -> Limits {
+        Limits { send_max_time: send, ..self }
+    }
+}
+
+/// The session an operation sends.
+#[derive(Debug)]
+pub(crate) enum SessionUse<'a> {
+    /// An implicit session from the pool when the deployment supports sessions, given back
+    /// when the operation ends (or kept by the cursor it opens).
+    Implicit,
+    /// No session (a cursor opened without one).
+    None,
+    /// The caller's: an explicit session outside a transaction, or a cursor's.
+    Given(&'a mut ServerSession),
+    /// A statement of an explicit session's transaction: `txnNumber`, `autocommit: false`,
+    /// and `startTransaction: true` while `starting` (cleared once sent). Never retried.
+    Transaction { session: &'a mut ServerSession, starting: &'a mut bool },
+}
+
+/// Where an operation runs and the session it sends.
+#[derive(Debug)]
+pub(crate) struct Binding<'a> {
+    /// The session.
+    pub session: SessionUse<'a>,
+    /// `Some`: this server (a cursor's); `None`: the one server selection chooses.
+    pub server: Option<&'a ServerAddress>,
+    /// A pinned connection (load-balanced cursors and transactions): the operation runs on
+    /// the connection it holds, or on one checked out for it, and leaves that connection
+    /// here for the caller to pin again (or drop).
+    pub connection: Option<&'a mut Option<PooledConnection<Connection>>>,
+    /// What a connection checked out for the operation is for.
+    pub purpose: CheckoutPurpose,
+}
+
+impl Binding<'_> {
+    /// An implicit session, on a server selection chooses.
+    pub(crate) fn implicit() -> Binding<'static> {
+        Binding {
+            session: SessionUse::Implicit,
+            server: None,
+            connection: None,
+            purpose: CheckoutPurpose::Other,
+        }
+    }
+}
+
+/// Where one attempt runs.
+struct Located {
+    address: ServerAddress,
+    target: Target,
+    /// The server's pool and RTT (`None`: a pinned connection to a server that left).
+    handle: Option<Arc<ServerHandle>>,
+    /// The connection, when the operation brought one.
+    pinned: Option<PooledConnection<Connection>>,
+    /// Session support (see [`session_support`]).
+    sessions: Option<Option<i64>>,
+    /// Counts the operation against its server (selection's operationCount) until dropped.
+    selected: Option<SelectedServer>,
+}
+
 impl ClientInner {
-    /// Runs `op` with selection, sessions and retries, under the client's `timeoutMS`.
-    #[allow(dead_code)] // the entry point for operations without a handle of their own
-    pub(crate) async fn execute(&self, op: Op) -> Result<OpOutput> {
-        self.execute_with_timeout(op, self.settings.timeout).await
-    }
-
-    /// Runs `op` with selection, sessions and retries. `timeout` (CSOT, see
-    /// [`super::timeout`]) is one deadline for every step of every attempt; with it, retryable
-    /// operations retry as long as time remains, and timeouts become [`Error::Timeout`].
-    pub(crate) async fn execute_with_timeout(
-        &self,
-        op: Op,
-        timeout: Option<std::time::Duration>,
-    ) -> Result<OpOutput> {
-        let deadline = timeout::deadline(timeout);
-        self.execute_until(op, timeout, deadline).await
-    }
-
-    /// [`execute_with_timeout`](Self::execute_with_timeout) with the deadline already fixed
-    /// (a cursor's lifetime starts before its `find`).
-    pub(crate) async fn execute_until(
-        &self,
-        op: Op,
-        timeout: Option<std::time::Duration>,
-        deadline: Option<tokio::time::Instant>,
-    ) -> Result<OpOutput> {
-        self.execute_until_with(op, timeout, deadline, true).await
-    }
-
-    /// [`execute_until`](Self::execute_until); `send_max_time: false` keeps the deadline
-    /// client-side only (a cursor in ITERATION mode sends no `maxTimeMS`).
-    pub(crate) async fn execute_until_with(
-        &self,
-        op: Op,
-        timeout: Option<std::time::Duration>,
-        deadline: Option<tokio::time::Instant>,
-        send_max_time: bool,
-    ) -> Result<OpOutput> {
+    /// Runs `op`, the one way every operation runs: server selection (or the server and
+    /// connection `binding` pins), check-out, the session's fields, the command's global
+    /// arguments, command monitoring, reply classification, SDAM error reporting, and the
+    /// retryable reads and writes rules, all under `limits`. With a `timeoutMS`, retryable
+    /// operations retry as long as time remains (otherwise once), and timeouts become
+    /// [`Error::Timeout`].
+    pub(crate) async fn execute(&self, op: Op, limits: Limits, binding: Binding<'_>) -> Result<OpOutput> {
         self.check_open()?;
+        let Binding { mut session, server, mut connection, purpose } = binding;
+        let Limits { timeout, deadline, send_max_time } = limits;
         let operation_id = next_operation_id();
-        let mut deprioritized: Vec<ServerAddress> = Vec::new();
-        let mut first_error: Option<Error> = None;
-        let mut session: Option<ServerSession> = None;
+        let in_transaction = matches!(session, SessionUse::Transaction { .. });
+        let mut implicit: Option<ServerSession> = None;
         let mut session_timeout: Option<i64> = None;
         let mut txn_number: Option<i64> = None;
+        let mut deprioritized: Vec<ServerAddress> = Vec::new();
+        let mut first_error: Option<Error> = None;
         let result = loop {
             let retrying = first_error.is_some();
-            let request = SelectionRequest {
-                criteria: op.criteria.clone(),
-                deprioritized: deprioritized.clone(),
-                operation: op.name.clone(),
-                operation_id: Some(operation_id),
-                deadline,
+            let located = match connection.as_deref_mut().and_then(Option::take) {
+                Some(conn) => self.locate_pinned(conn),
+                None => match self.locate(&op, server, &deprioritized, operation_id, deadline).await {
+                    Ok(l) => l,
+                    // A retry that finds no server returns the original error (CSOT: as a
+                    // timeout once the deadline has passed).
+                    Err(e) => break Err(timeout::retry_selection_error(first_error.take(), e, deadline)),
+                },
             };
-            let selected = match self.selector.select(request).await {
-                Ok(s) => s,
-                // A retry that finds no server returns the original error (CSOT: as a
-                // timeout once the deadline has passed).
-                Err(e) => break Err(timeout::retry_selection_error(first_error.take(), e, deadline)),
-            };
-            let topology_type = selected.snapshot.description.topology_type();
-            let target = Target { topology_type, server_type: selected.description.server_type };
-            if session.is_none() && !retrying {
-                if let Some(timeout) = session_support(
-                    topology_type,
-                    selected.snapshot.description.logical_session_timeout_minutes(),
-                ) {
+            let Located { address, target, handle, pinned, sessions, selected } = located;
+            if matches!(session, SessionUse::Implicit) && implicit.is_none() && !retrying {
+                if let Some(timeout) = sessions {
                     session_timeout = timeout;
-                    session = Some(self.sessions.acquire(timeout));
+                    implicit = Some(self.sessions.acquire(timeout));
                 }
             }
-            let retryable = match op.retry {
-                Retry::Read => self.settings.retry_reads,
-                Retry::Write => {
-                    self.settings.retry_writes
-                        && session.is_some()
-                        && target.server_type != ServerType::Standalone
-                        && !self.settings.unacknowledged
-                }
-                Retry::No => false,
-            };
+            let has_session = implicit.is_some() || matches!(session, SessionUse::Given(_));
+            let retryable = !in_transaction
+                && match op.retry {
+                    Retry::Read => self.settings.retry_reads,
+                    Retry::Write => {
+                        self.settings.retry_writes
+                            && has_session
+                            && target.server_type != ServerType::Standalone
+                            && !self.settings.unacknowledged
+                    }
+                    Retry::No => false,
+                };
             if retrying && !retryable {
                 // The new server cannot retry (for example no longer supports sessions).
                 break Err(first_error.take().unwrap_or_else(|| Error::stopped("operation")));
             }
             if op.retry == Retry::Write && retryable && txn_number.is_none() {
-                txn_number = session.as_mut().map(ServerSession::next_txn_number);
+                txn_number = match &mut session {
+                    SessionUse::Implicit => implicit.as_mut().map(ServerSession::next_txn_number),
+                    SessionUse::Given(s) => Some(s.next_txn_number()),
+                    _ => None,
+                };
             }
-            let address = selected.address().clone();
-            let generation = selected.handle().pool.generation(None);
-            let checked_out = timeout::check_out(&selected.handle().pool, timeout, deadline).await;
-            // CSOT: maxTimeMS from the selected server's minimum RTT, checked after the
-            // check-out; a failure here returns the connection to the pool unsent.
-            let max_time = checked_out
-                .as_ref()
-                .ok()
-                .map(|_| timeout::max_time_ms(deadline, selected.handle().rtt.min()))
-                .transpose();
-            let attempt = match (checked_out, max_time) {
-                (Ok(_), Err(e)) => Err(e),
-                (Ok(mut conn), Ok(max_time_ms)) => {
-                    let max_time_ms = max_time_ms.flatten().filter(|_| send_max_time);
-                    let ids = Attempt { operation_id, txn_number, deadline, max_time_ms };
-                    let r = self.attempt(&mut conn, &target, &op, session.as_mut(), ids).await;
-                    r.map(|reply| (reply, conn))
+            let checked_out = match (pinned, &handle) {
+                (Some(conn), _) => Ok(conn),
+                (None, Some(handle)) => {
+                    let generation = handle.pool.generation(None);
+                    match timeout::check_out(&handle.pool, timeout, deadline, purpose).await {
+                        Ok(conn) => Ok(conn),
+                        Err(e) => {
+                            Err(self.check_out_error(&address, e, generation, op.retry == Retry::Write).await)
+                        }
+                    }
                 }
-                (Err(e), _) => {
-                    Err(self.check_out_error(&address, e, generation, op.retry == Retry::Write).await)
+                (None, None) => Err(pool_closed(&address)),
+            };
+            let attempt = match checked_out {
+                Err(e) => Err(e),
+                Ok(mut conn) => {
+                    // CSOT: maxTimeMS from the server's minimum RTT, checked after the
+                    // check-out; a failure here returns the connection unsent.
+                    let min_rtt = handle.as_ref().map(|h| h.rtt.min()).unwrap_or_default();
+                    let reply = match timeout::max_time_ms(deadline, min_rtt) {
+                        Err(e) => Err(e),
+                        Ok(max_time_ms) => {
+                            let (server_session, transaction, txn_number) = match &mut session {
+                                SessionUse::Implicit => (implicit.as_mut(), None, txn_number),
+                                SessionUse::None => (None, None, txn_number),
+                                SessionUse::Given(s) => (Some(&mut **s), None, txn_number),
+                                SessionUse::Transaction { session, starting } => {
+                                    let number = session.txn_number;
+                                    (Some(&mut **session), Some(std::mem::take(*starting)), Some(number))
+                                }
+                            };
+                            let max_time_ms = max_time_ms.filter(|_| send_max_time);
+                            let ids =
+                                Attempt { operation_id, txn_number, transaction, deadline, max_time_ms };
+                            self.attempt(&mut conn, &target, &op, server_session, ids).await
+                        }
+                    };
+                    // A pinned operation leaves its connection to the caller.
+                    match connection.as_deref_mut() {
+                        Some(slot) => {
+                            *slot = Some(conn);
+                            reply.map(|r| (r, None))
+                        }
+                        None => reply.map(|r| (r, Some(conn))),
+                    }
                 }
             };
             drop(selected);
@@ -255,7 +339,7 @@ impl ClientInner {
                         if !again {
                             break Err(e);
                         }
-                        if topology_type == TopologyType::Sharded {
+                        if target.topology_type == TopologyType::Sharded {
                             deprioritized.push(address);
                         }
                         first_error = Some(e);
@@ -265,98 +349,89 @@ impl ClientInner {
                         break Err(e);
                     }
                     tracing::debug!(operation = %op.name, %address, error = %e, "retrying once");
-                    if topology_type == TopologyType::Sharded {
+                    if target.topology_type == TopologyType::Sharded {
                         deprioritized.push(address);
                     }
                     first_error = Some(e);
                 }
             }
         };
-        match result {
+        let output = match result {
             Ok((reply, address, conn)) => {
                 let cursor_open = op.opens_cursor && cursor_id(&reply) != 0;
-                let (session, connection) = if cursor_open {
-                    let keep_conn = self.settings.load_balanced.then_some(conn);
-                    (session, keep_conn)
-                } else {
-                    if let Some(s) = session {
-                        self.sessions.release(s, session_timeout);
-                    }
-                    (None, None)
+                // An open cursor keeps the session (an explicit one lends a copy of its id)
+                // and, in load-balanced mode, the connection.
+                let session = match (&session, cursor_open) {
+                    (_, false) | (SessionUse::None, _) => None,
+                    (SessionUse::Implicit, true) => implicit.take(),
+                    (SessionUse::Given(s), true) => Some(s.lend()),
+                    (SessionUse::Transaction { session, .. }, true) => Some(session.lend()),
                 };
+                let connection = conn.filter(|_| cursor_open && self.settings.load_balanced);
                 Ok(OpOutput { reply, address, session, connection })
             }
-            Err(e) => {
-                if let Some(s) = session {
-                    self.sessions.release(s, session_timeout);
-                }
-                Err(timeout::convert(e, timeout, deadline))
-            }
+            Err(e) => Err(timeout::convert(e, timeout, deadline)),
+        };
+        if let Some(s) = implicit {
+            self.sessions.release(s, session_timeout);
         }
+        output
     }
 
-    /// Runs one command (never retried) on `address`, on the pinned connection if there is
-    /// one (a cursor's `getMore` or `killCursors`), under a CSOT deadline for the check-out and
-    /// the round trip; `send_max_time` appends `maxTimeMS` from the deadline (a `killCursors`
-    /// under CSOT; never a `getMore`).
-    pub(crate) async fn execute_on_with(
+    /// Selects the server for one attempt, or finds the one the operation names.
+    async fn locate(
         &self,
-        address: &ServerAddress,
-        connection: Option<&mut PooledConnection<Connection>>,
         op: &Op,
-        session: Option<&mut ServerSession>,
-        deadline: Option<tokio::time::Instant>,
-        send_max_time: bool,
-    ) -> Result<Document> {
-        self.check_open()?;
-        let operation_id = next_operation_id();
-        let snapshot = self.topology.snapshot();
-        let server_type = snapshot.server(address).map_or(ServerType::Unknown, |d| d.server_type);
-        let target = Target { topology_type: snapshot.description.topology_type(), server_type };
-        let max_time_ms = match snapshot.handle(address) {
-            Some(h) if send_max_time => timeout::max_time_ms(deadline, h.rtt.min())?,
-            _ => None,
-        };
-        if let Some(conn) = connection {
-            let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms };
-            return self.attempt(conn, &target, op, session, ids).await;
-        }
-        let Some(handle) = snapshot.handle(address) else {
-            return Err(Error::Connection {
+        server: Option<&ServerAddress>,
+        deprioritized: &[ServerAddress],
+        operation_id: i64,
+        deadline: Option<Instant>,
+    ) -> Result<Located> {
+        if let Some(address) = server {
+            let snapshot = self.topology.snapshot();
+            let Some(handle) = snapshot.handle(address) else { return Err(pool_closed(address)) };
+            return Ok(Located {
                 address: address.clone(),
-                source: Box::new(pool::Error::PoolClosed { address: address.clone() }),
-                labels: Vec::new(),
+                target: target_in(&snapshot, address),
+                handle: Some(handle.clone()),
+                pinned: None,
+                sessions: sessions_in(&snapshot),
+                selected: None,
             });
+        }
+        let request = SelectionRequest {
+            criteria: op.criteria.clone(),
+            deprioritized: deprioritized.to_vec(),
+            operation: op.name.clone(),
+            operation_id: Some(operation_id),
+            deadline,
         };
-        let pool = handle.pool.clone();
-        drop(snapshot);
-        let generation = pool.generation(None);
-        let mut conn = match pool.check_out(deadline, CheckoutPurpose::Other).await {
-            Ok(c) => c,
-            Err(e) => return Err(self.check_out_error(address, e, generation, false).await),
-        };
-        let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms };
-        self.attempt(&mut conn, &target, op, session, ids).await
+        let selected = self.selector.select(request).await?;
+        Ok(Located {
+            address: selected.address().clone(),
+            target: Target {
+                topology_type: selected.snapshot.description.topology_type(),
+                server_type: selected.description.server_type,
+            },
+            handle: Some(selected.handle().clone()),
+            pinned: None,
+            sessions: sessions_in(&selected.snapshot),
+            selected: Some(selected),
+        })
     }
 
-    /// One command (never retried) on a connection the caller holds, with a CSOT deadline for
-    /// the round trip and the `maxTimeMS` to append (explicit-session commands).
-    pub(crate) async fn execute_on_connection(
-        &self,
-        conn: &mut PooledConnection<Connection>,
-        op: &Op,
-        session: Option<&mut ServerSession>,
-        deadline: Option<tokio::time::Instant>,
-        max_time_ms: Option<i64>,
-    ) -> Result<Document> {
-        self.check_open()?;
-        let operation_id = next_operation_id();
+    /// Where a pinned connection runs.
+    fn locate_pinned(&self, conn: PooledConnection<Connection>) -> Located {
         let snapshot = self.topology.snapshot();
-        let server_type = snapshot.server(conn.address()).map_or(ServerType::Unknown, |d| d.server_type);
-        let target = Target { topology_type: snapshot.description.topology_type(), server_type };
-        drop(snapshot);
-        let ids = Attempt { operation_id, txn_number: None, deadline, max_time_ms };
-        self.attempt(conn, &target, op, session, ids).await
+        let address = conn.address().clone();
+        Located {
+            target: target_in(&snapshot, &address),
+            handle: snapshot.handle(&address).cloned(),
+            pinned: Some(conn),
+            sessions: sessions_in(&snapshot),
+            selected: None,
+            address,
+        }
     }
 
     /// A check-out failure as an operation error; establishment errors go to SDAM.
@@ -396,7 +471,7 @@ impl ClientInner {
         session: Option<&mut ServerSession>,
         attempt: Attempt,
     ) -> Result<Document> {
-        let Attempt { operation_id, txn_number, deadline, max_time_ms } = attempt;
+        let Attempt { operation_id, txn_number, transaction, deadline, max_time_ms } = attempt;
         let mut command = op.command.clone();
         if let Some(ms) = max_time_ms {
             // Replaces a maxTimeMS the command carries (documented on run_command).
@@ -412,6 +487,12 @@ impl ClientInner {
         }
         if let Some(n) = txn_number {
             command.insert("txnNumber", n);
+        }
+        if let Some(first) = transaction {
+            if first {
+                command.insert("startTransaction", true);
+            }
+            command.insert("autocommit", false);
         }
         if target.server_type != ServerType::Standalone {
             if let Some(ct) = self.cluster_time.lock().clone() {
@@ -562,6 +643,29 @@ impl ClientInner {
             *current = Some(ct.clone());
         }
     }
+}
+
+/// The error of an operation whose server has left the topology (its pool is gone).
+fn pool_closed(address: &ServerAddress) -> Error {
+    Error::Connection {
+        address: address.clone(),
+        source: Box::new(pool::Error::PoolClosed { address: address.clone() }),
+        labels: Vec::new(),
+    }
+}
+
+/// What `snapshot` says of `address`.
+fn target_in(snapshot: &TopologySnapshot, address: &ServerAddress) -> Target {
+    let server_type = snapshot.server(address).map_or(ServerType::Unknown, |d| d.server_type);
+    Target { topology_type: snapshot.description.topology_type(), server_type }
+}
+
+/// Session support in `snapshot` (see [`session_support`]).
+fn sessions_in(snapshot: &TopologySnapshot) -> Option<Option<i64>> {
+    session_support(
+        snapshot.description.topology_type(),
+        snapshot.description.logical_session_timeout_minutes(),
+    )
 }
 
 /// The `$readPreference` to send for a read, per the server selection spec.

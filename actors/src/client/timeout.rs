@@ -53,11 +53,12 @@ pub(crate) async fn check_out(
     pool: &crate::pool_actor::ServerPool,
     timeout: Option<Duration>,
     deadline: Option<Instant>,
+    purpose: CheckoutPurpose,
 ) -> Result<PooledConnection<Connection>, pool::Error> {
     if timeout.is_some() {
-        pool.check_out_within(deadline, CheckoutPurpose::Other).await
+        pool.check_out_within(deadline, purpose).await
     } else {
-        pool.check_out(deadline, CheckoutPurpose::Other).await
+        pool.check_out(deadline, purpose).await
     }
 }
 

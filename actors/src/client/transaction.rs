@@ -22,22 +22,19 @@
 //! timeout ([`SessionOptions::default_timeout`], else the client's).
 //! [`ClientSession::with_transaction`] applies one deadline to its whole run.
 //!
-//! Limitations: operations with an explicit session are not retried (commit and abort are
-//! retried once on a retryable error).
+//! Every operation has a `*_with_session` twin, and runs through the client's one executor
+//! either way: outside a transaction an explicit session's operations are retried as
+//! implicit ones are; a transaction's statements are not (commit and abort are retried once
+//! on a retryable error).
 
 use std::time::Duration;
 
 use bson::{doc, Document};
 use futures_util::future::BoxFuture;
-use pool::cmap::{CheckoutPurpose, PooledConnection};
-use pool::connection::Connection;
-use protocol::ServerAddress;
+use pool::cmap::CheckoutPurpose;
 use tokio::time::Instant;
 
-use super::collection::{Collection, FindOptions, InsertOneResult};
-use super::cursor::Cursor;
-use super::database::Database;
-use super::operation::{cursor_id, next_operation_id, Op, OpOutput, Retry};
+use super::operation::{Binding, Limits, Op, OpOutput, Retry, SessionUse};
 use super::session::ServerSession;
 use super::{timeout, Client};
 use crate::error::RETRYABLE_WRITE_ERROR;
@@ -190,10 +187,14 @@ fn state_error(message: &str) -> Error {
     Error::InvalidOptions { message: message.to_string() }
 }
 
-/// A commit or abort error that says the transaction may be retried, or that the connection
-/// is not usable for it any more.
+/// An error that says the transaction may be retried, or that its connection is not usable
+/// for it any more (also under a timeout that wraps it).
 fn releases_pin(e: &Error) -> bool {
-    e.is_network_error() || e.has_label(TRANSIENT_TRANSACTION_ERROR)
+    let network = match e {
+        Error::Timeout { source: Some(source), .. } => source.is_network_error(),
+        e => e.is_network_error(),
+    };
+    network || e.has_label(TRANSIENT_TRANSACTION_ERROR)
 }
 
 impl ClientSession {
@@ -461,7 +462,14 @@ impl ClientSession {
         }
     }
 
-    fn in_transaction(&self) -> bool {
+    /// The pinned connection of a load-balanced transaction in progress (its cursors run
+    /// their `getMore`s on it).
+    pub(crate) fn transaction_pin(&self) -> Option<PinId> {
+        self.pin.filter(|_| self.in_transaction())
+    }
+
+    /// Whether a transaction is starting or in progress.
+    pub(crate) fn in_transaction(&self) -> bool {
         matches!(self.state, TransactionState::Starting | TransactionState::InProgress)
     }
 
@@ -479,15 +487,8 @@ impl ClientSession {
         may_pin: bool,
     ) -> Result<Document> {
         let mut command = doc! { name: 1 };
-        if let Some(wc) = &self.client.inner.settings.write_concern {
-            let mut wc = wc.clone();
-            if timeout.is_some() {
-                // CSOT: timeoutMS replaces wTimeoutMS.
-                wc.remove("wtimeout");
-            }
-            if !wc.is_empty() {
-                command.insert("writeConcern", wc);
-            }
+        if let Some(wc) = write_concern(&self.client.inner.settings, timeout) {
+            command.insert("writeConcern", wc);
         }
         let op = Op {
             name: name.into(),
@@ -498,38 +499,32 @@ impl ClientSession {
             check_write: true,
             opens_cursor: false,
         };
-        Ok(self.execute_until(op, timeout, deadline, may_pin).await?.reply)
+        Ok(self.run(op, Limits::until(timeout, deadline), may_pin).await?.reply)
     }
 
-    /// Runs `op` with this session under `timeout` (the operation's handle's timeoutMS; inside
+    /// Runs `op` with this session under `limits` (the operation's handle's timeoutMS; inside
     /// `with_transaction`, the transaction's deadline instead).
-    pub(crate) async fn execute(&mut self, op: Op, timeout: Option<Duration>) -> Result<OpOutput> {
-        let (timeout, deadline) = match self.callback_timeout {
+    pub(crate) async fn execute(&mut self, op: Op, limits: Limits) -> Result<OpOutput> {
+        let limits = match self.callback_timeout {
             Some(c) => {
-                if timeout != self.client.inner.settings.timeout {
+                if limits.timeout != self.client.inner.settings.timeout {
                     return Err(Error::InvalidOptions {
                         message: "timeoutMS cannot be set for an operation inside with_transaction".into(),
                     });
                 }
-                (c.timeout, c.deadline)
+                Limits { timeout: c.timeout, deadline: c.deadline, ..limits }
             }
-            None => (timeout, timeout::deadline(timeout)),
+            None => limits,
         };
-        self.execute_until(op, timeout, deadline, true).await
+        self.run(op, limits, true).await
     }
 
-    /// Runs `op` with this session: its `lsid`, and inside a transaction its `txnNumber`,
-    /// `autocommit: false` and (first command) `startTransaction: true`, on the transaction's
-    /// pinned connection in load-balanced mode (`may_pin`: false for a retried commit, which
-    /// leaves its connection unpinned). Not retried. CSOT: `deadline` limits the selection,
-    /// the check-out and the round trip, and gives the `maxTimeMS`.
-    async fn execute_until(
-        &mut self,
-        mut op: Op,
-        timeout: Option<Duration>,
-        deadline: Option<Instant>,
-        may_pin: bool,
-    ) -> Result<OpOutput> {
+    /// Runs `op` through the client's executor with this session: its `lsid`, and inside a
+    /// transaction its `txnNumber`, `autocommit: false` and (first statement)
+    /// `startTransaction: true`, on the transaction's pinned connection in load-balanced mode
+    /// (`may_pin`: false for a retried commit, which leaves its connection unpinned).
+    /// Outside a transaction the retryable reads and writes rules apply as without a session.
+    async fn run(&mut self, mut op: Op, limits: Limits, may_pin: bool) -> Result<OpOutput> {
         let inner = self.client.inner.clone();
         inner.check_open()?;
         let end = matches!(op.name.as_ref(), "commitTransaction" | "abortTransaction");
@@ -541,121 +536,102 @@ impl ClientSession {
                 inner.selector.actor().send(Unpin { pin }).await?;
             }
         }
-        let load_balanced = inner.settings.load_balanced;
-        let server = self.server.as_mut().ok_or_else(|| state_error("the session has ended"))?;
         if in_txn {
-            if !end {
-                // Only commit and abort carry a write concern in a transaction.
-                op.command.remove("writeConcern");
-            }
-            // The client's read concern goes with the transaction's first command only,
-            // whatever that command is.
-            match (&inner.settings.read_concern, self.state == TransactionState::Starting && !end) {
-                (Some(rc), true) => {
-                    op.command.insert("readConcern", rc.clone());
-                }
-                _ => {
-                    op.command.remove("readConcern");
-                }
-            }
-            op.command.insert("txnNumber", server.txn_number);
-            if self.state == TransactionState::Starting {
-                op.command.insert("startTransaction", true);
-            }
-            op.command.insert("autocommit", false);
-            if let Criteria::Read(_) = op.criteria {
-                // Reads in a transaction go to the primary.
-                op.criteria = Criteria::Read(selection::ReadPreference::PRIMARY);
-            }
-        } else if op.retry == Retry::Write && inner.settings.retry_writes && !inner.settings.unacknowledged {
-            op.command.insert("txnNumber", server.next_txn_number());
+            statement(&mut op, &inner.settings, self.state == TransactionState::Starting && !end, end);
         }
-        let pin_txn = in_txn && load_balanced && may_pin;
-        let pinned = match self.pin {
+        let pin_txn = in_txn && inner.settings.load_balanced && may_pin;
+        let mut pinned = match self.pin {
             Some(pin) if pin_txn => inner.selector.actor().send(TakePinned { pin }).await??,
             _ => None,
         };
-        let (mut conn, address) = match pinned {
-            Some(c) => {
-                let address = c.address().clone();
-                (c, address)
-            }
-            None => {
-                let mut request = SelectionRequest::new(op.criteria.clone(), op.name.clone());
-                request.operation_id = Some(next_operation_id());
-                request.deadline = deadline;
-                let selected = inner
-                    .selector
-                    .select(request)
-                    .await
-                    .map_err(|e| timeout::convert(e, timeout, deadline))?;
-                let address = selected.address().clone();
-                let purpose = if pin_txn { CheckoutPurpose::Transaction } else { CheckoutPurpose::Other };
-                let pool = &selected.handle().pool;
-                let generation = pool.generation(None);
-                let checked_out = if timeout.is_some() {
-                    // CSOT: only the deadline limits the wait.
-                    pool.check_out_within(deadline, purpose).await
-                } else {
-                    pool.check_out(deadline, purpose).await
-                };
-                let conn = match checked_out {
-                    Ok(c) => c,
-                    Err(e) => {
-                        let e = inner.check_out_error(&address, e, generation, false).await;
-                        return Err(timeout::convert(e, timeout, deadline));
-                    }
-                };
-                (conn, address)
-            }
+        let mut starting = self.state == TransactionState::Starting;
+        let server = self.server.as_mut().ok_or_else(|| state_error("the session has ended"))?;
+        let binding = Binding {
+            session: if in_txn {
+                SessionUse::Transaction { session: server, starting: &mut starting }
+            } else {
+                SessionUse::Given(server)
+            },
+            server: None,
+            connection: pin_txn.then_some(&mut pinned),
+            purpose: if pin_txn { CheckoutPurpose::Transaction } else { CheckoutPurpose::Other },
         };
-        let min_rtt = inner.topology.snapshot().handle(&address).map(|h| h.rtt.min()).unwrap_or_default();
-        let result = match timeout::max_time_ms(deadline, min_rtt) {
-            Ok(max_time_ms) => {
-                if self.state == TransactionState::Starting {
-                    self.state = TransactionState::InProgress;
-                }
-                inner.execute_on_connection(&mut conn, &op, Some(server), deadline, max_time_ms).await
-            }
-            Err(e) => Err(e),
-        };
+        let result = inner.execute(op, limits, binding).await;
+        if self.state == TransactionState::Starting && !starting {
+            self.state = TransactionState::InProgress;
+        }
         let release = match result.as_ref().err() {
-            Some(e) if end => releases_pin(e),
-            Some(e) if in_txn => e.is_network_error() || e.has_label(TRANSIENT_TRANSACTION_ERROR),
+            Some(e) if in_txn => releases_pin(e),
             _ => false,
         };
-        let transient = in_txn && !end && release;
-        if pin_txn && !release {
+        if let Some(connection) = pinned.filter(|_| !release) {
             let pin = *self.pin.get_or_insert_with(|| inner.selector.new_pin_id());
-            inner.selector.actor().send(PinConnection { pin, connection: conn }).await??;
-            return self.output(result, address, None, timeout, deadline);
+            inner.selector.actor().send(PinConnection { pin, connection }).await??;
         }
         if release {
             self.unpin();
         }
-        let keep = load_balanced && !in_txn && op.opens_cursor;
-        let connection = keep.then_some(conn);
-        let result = result.map_err(|mut e| {
-            if transient {
-                e.add_label(TRANSIENT_TRANSACTION_ERROR);
+        result.map_err(|mut e| {
+            if in_txn && !end && release {
+                // A statement that failed on the network may be retried with the whole
+                // transaction.
+                label_root(&mut e, TRANSIENT_TRANSACTION_ERROR);
             }
             e
-        });
-        self.output(result, address, connection, timeout, deadline)
+        })
     }
+}
 
-    fn output(
-        &self,
-        result: Result<Document>,
-        address: ServerAddress,
-        connection: Option<PooledConnection<Connection>>,
-        timeout: Option<Duration>,
-        deadline: Option<Instant>,
-    ) -> Result<OpOutput> {
-        let reply = result.map_err(|e| timeout::convert(e, timeout, deadline))?;
-        let open = cursor_id(&reply) != 0;
-        let session = open.then(|| self.server.as_ref().map(ServerSession::lend)).flatten();
-        Ok(OpOutput { reply, address, session, connection: connection.filter(|_| open) })
+/// The client's write concern for a command under `timeout` (CSOT: `timeoutMS` replaces
+/// `wtimeout`); `None` when there is nothing to send.
+pub(crate) fn write_concern(settings: &super::Settings, timeout: Option<Duration>) -> Option<Document> {
+    let mut wc = settings.write_concern.clone()?;
+    if timeout.is_some() {
+        wc.remove("wtimeout");
+    }
+    (!wc.is_empty()).then_some(wc)
+}
+
+/// Makes `op` a statement of a transaction: only commit and abort carry a write concern, the
+/// client's read concern goes with the first statement only (whatever it is), and reads go
+/// to the primary.
+fn statement(op: &mut Op, settings: &super::Settings, first: bool, end: bool) {
+    if !end {
+        op.command.remove("writeConcern");
+    }
+    match (&settings.read_concern, first) {
+        (Some(rc), true) => {
+            op.command.insert("readConcern", rc.clone());
+        }
+        _ => {
+            op.command.remove("readConcern");
+        }
+    }
+    if let Criteria::Read(_) = op.criteria {
+        op.criteria = Criteria::Read(selection::ReadPreference::PRIMARY);
+    }
+}
+
+/// Labels `e`, or the error a timeout wraps (whose labels the timeout reports).
+fn label_root(e: &mut Error, label: &str) {
+    match e {
+        Error::Timeout { source: Some(source), .. } => source.add_label(label),
+        e => e.add_label(label),
+    }
+}
+
+/// Runs `op` with `session` (explicit, maybe in a transaction) or an implicit one.
+pub(crate) async fn run(
+    client: &Client,
+    op: Op,
+    limits: Limits,
+    session: Option<&mut ClientSession>,
+) -> Result<OpOutput> {
+    match session {
+        // Boxed: the implicit path (every operation without a session) keeps a future no
+        // larger than the executor's own.
+        Some(session) => Box::pin(session.execute(op, limits)).await,
+        None => client.inner.execute(op, limits, Binding::implicit()).await,
     }
 }
 
@@ -689,73 +665,5 @@ impl Drop for ClientSession {
             self.client.inner.sessions.release(s, self.timeout_minutes);
         }
         self.unpin();
-    }
-}
-
-impl Collection {
-    /// [`insert_one`](Self::insert_one) with an explicit session (in its transaction, if
-    /// any). Not retried.
-    pub async fn insert_one_with_session(
-        &self,
-        doc: Document,
-        session: &mut ClientSession,
-    ) -> Result<InsertOneResult> {
-        let (doc, inserted_id) = super::collection::with_id(doc);
-        let op = self.write_op("insert", doc! {"insert": self.name(), "documents": [doc], "ordered": true});
-        session.execute(op, self.timeout()).await?;
-        Ok(InsertOneResult { inserted_id })
-    }
-
-    /// [`find`](Self::find) with an explicit session. The cursor's `getMore`s use the
-    /// session's id.
-    pub async fn find_with_session(
-        &self,
-        filter: Document,
-        options: FindOptions,
-        session: &mut ClientSession,
-    ) -> Result<Cursor> {
-        let batch_size = options.batch_size;
-        let mut command = super::collection::find_command(self.name(), filter, &options);
-        if let Some(b) = batch_size {
-            command.insert("batchSize", i64::from(b));
-        }
-        let op = self.read_op("find", command, options.read_preference, true);
-        let out = session.execute(op, timeout::inherit(self.timeout(), options.timeout)).await?;
-        let txn_pin = session.pin.filter(|_| session.in_transaction());
-        let mut cursor = Cursor::new(
-            self.database().client().clone(),
-            self.database().name(),
-            self.name(),
-            out,
-            batch_size,
-        )
-        .await?;
-        if let Some(pin) = txn_pin {
-            cursor.join_transaction(pin);
-        }
-        Ok(cursor)
-    }
-}
-
-impl Database {
-    /// [`run_command`](Self::run_command) with an explicit session (in its transaction, if
-    /// any).
-    pub async fn run_command_with_session(
-        &self,
-        command: Document,
-        criteria: Option<Criteria>,
-        session: &mut ClientSession,
-    ) -> Result<Document> {
-        let name = command.keys().next().cloned().unwrap_or_default();
-        let op = Op {
-            name: name.into(),
-            db: self.name().to_string(),
-            command,
-            criteria: criteria.unwrap_or(Criteria::Read(selection::ReadPreference::PRIMARY)),
-            retry: Retry::No,
-            check_write: false,
-            opens_cursor: false,
-        };
-        Ok(session.execute(op, self.timeout()).await?.reply)
     }
 }

@@ -203,6 +203,7 @@ pub(super) async fn collection_op(
     name: &str,
     args: &Document,
     new_cursor: &mut Option<actors::Cursor>,
+    session: Option<&mut actors::ClientSession>,
 ) -> R<OpResult> {
     let filter = args.get_document("filter").cloned().unwrap_or_default();
     let max_time = millis(args, "maxTimeMS");
@@ -217,7 +218,12 @@ pub(super) async fn collection_op(
                 timeout_mode: timeout_mode(args),
                 max_await_time: millis(args, "maxAwaitTimeMS"),
             };
-            cursor_result(coll.aggregate(pipeline(args), options).await, false, new_cursor).await
+            cursor_result(
+                with_session!(session, coll, aggregate / aggregate_with_session(pipeline(args), options)),
+                false,
+                new_cursor,
+            )
+            .await
         }
         "count" => {
             let options = CountOptions {
@@ -227,24 +233,44 @@ pub(super) async fn collection_op(
                 read_preference,
                 timeout: None,
             };
-            coll.count(filter, options).await.map(count)
+            with_session!(session, coll, count / count_with_session(filter, options)).map(count)
         }
-        "estimatedDocumentCount" => coll.estimated_document_count(read).await.map(count),
-        "distinct" => coll
-            .distinct(args.get_str("fieldName").unwrap_or(""), filter, read)
-            .await
-            .map(|v| Some(Bson::Array(v))),
+        "estimatedDocumentCount" => with_session!(
+            session,
+            coll,
+            estimated_document_count / estimated_document_count_with_session(read)
+        )
+        .map(count),
+        "distinct" => with_session!(
+            session,
+            coll,
+            distinct / distinct_with_session(args.get_str("fieldName").unwrap_or(""), filter, read)
+        )
+        .map(|v| Some(Bson::Array(v))),
         "findOneAndDelete" | "findOneAndReplace" | "findOneAndUpdate" => {
             let options = find_and_modify_options(args)?;
             let r = match name {
-                "findOneAndDelete" => coll.find_one_and_delete(filter, options).await,
+                "findOneAndDelete" => with_session!(
+                    session,
+                    coll,
+                    find_one_and_delete / find_one_and_delete_with_session(filter, options)
+                ),
                 "findOneAndReplace" => {
                     let replacement = args.get_document("replacement").cloned().unwrap_or_default();
-                    coll.find_one_and_replace(filter, replacement, options).await
+                    with_session!(
+                        session,
+                        coll,
+                        find_one_and_replace
+                            / find_one_and_replace_with_session(filter, replacement, options)
+                    )
                 }
                 _ => {
                     let update = args.get_document("update").cloned().unwrap_or_default();
-                    coll.find_one_and_update(filter, update, options).await
+                    with_session!(
+                        session,
+                        coll,
+                        find_one_and_update / find_one_and_update_with_session(filter, update, options)
+                    )
                 }
             };
             r.map(|d| Some(d.map_or(Bson::Null, Bson::Document)))
@@ -252,12 +278,14 @@ pub(super) async fn collection_op(
         "replaceOne" => {
             let replacement = args.get_document("replacement").cloned().unwrap_or_default();
             let options = ReplaceOptions { upsert: args.get_bool("upsert").ok(), timeout: None };
-            coll.replace_one(filter, replacement, options).await.map(update_result)
+            with_session!(session, coll, replace_one / replace_one_with_session(filter, replacement, options))
+                .map(update_result)
         }
         "bulkWrite" => {
             let models = write_models(args)?;
             let options = BulkWriteOptions { ordered: args.get_bool("ordered").ok(), timeout: None };
-            coll.bulk_write(models, options).await.map(bulk_result)
+            with_session!(session, coll, bulk_write / bulk_write_with_session(models, options))
+                .map(bulk_result)
         }
         "createIndex" => {
             let options = IndexOptions {
@@ -267,41 +295,41 @@ pub(super) async fn collection_op(
                 timeout: None,
             };
             let keys = args.get_document("keys").cloned().unwrap_or_default();
-            coll.create_index(keys, options).await.map(|n| Some(Bson::String(n)))
+            with_session!(session, coll, create_index / create_index_with_session(keys, options))
+                .map(|n| Some(Bson::String(n)))
         }
         "dropIndex" => {
             let options = CommandOptions { max_time, timeout: None };
-            coll.drop_index(args.get_str("name").unwrap_or(""), options).await.map(|()| None)
+            with_session!(
+                session,
+                coll,
+                drop_index / drop_index_with_session(args.get_str("name").unwrap_or(""), options)
+            )
+            .map(|()| None)
         }
-        "dropIndexes" => coll.drop_indexes(CommandOptions { max_time, timeout: None }).await.map(|()| None),
+        "dropIndexes" => with_session!(
+            session,
+            coll,
+            drop_indexes / drop_indexes_with_session(CommandOptions { max_time, timeout: None })
+        )
+        .map(|()| None),
         "listIndexes" => {
             let options = ListOptions {
                 batch_size: batch_size(args),
                 timeout_mode: timeout_mode(args),
                 ..Default::default()
             };
-            cursor_result(coll.list_indexes(options).await, false, new_cursor).await
+            cursor_result(
+                with_session!(session, coll, list_indexes / list_indexes_with_session(options)),
+                false,
+                new_cursor,
+            )
+            .await
         }
-        "listIndexNames" => coll.list_index_names(None).await.map(strings),
+        "listIndexNames" => {
+            with_session!(session, coll, list_index_names / list_index_names_with_session(None)).map(strings)
+        }
         other => return Err(format!("collection operation {other} not supported")),
-    })
-}
-
-/// Runs a collection operation of this file with an explicit session.
-pub(super) async fn collection_op_with_session(
-    coll: &actors::Collection,
-    read_preference: Option<selection::ReadPreference>,
-    name: &str,
-    args: &Document,
-    session: &mut actors::ClientSession,
-) -> R<OpResult> {
-    let filter = args.get_document("filter").cloned().unwrap_or_default();
-    Ok(match name {
-        "countDocuments" => {
-            let options = ReadOptions { max_time: millis(args, "maxTimeMS"), read_preference, timeout: None };
-            coll.count_documents_with_session(filter, options, session).await.map(count)
-        }
-        other => return Err(format!("{other} with a session is not supported")),
     })
 }
 
@@ -311,6 +339,7 @@ pub(super) async fn database_op(
     name: &str,
     args: &Document,
     new_cursor: &mut Option<actors::Cursor>,
+    session: Option<&mut actors::ClientSession>,
 ) -> R<OpResult> {
     let filter = args.get_document("filter").cloned().unwrap_or_default();
     Ok(match name {
@@ -322,7 +351,12 @@ pub(super) async fn database_op(
                 max_await_time: millis(args, "maxAwaitTimeMS"),
                 ..Default::default()
             };
-            cursor_result(db.aggregate(pipeline(args), options).await, false, new_cursor).await
+            cursor_result(
+                with_session!(session, db, aggregate / aggregate_with_session(pipeline(args), options)),
+                false,
+                new_cursor,
+            )
+            .await
         }
         "listCollections" => {
             let options = ListOptions {
@@ -330,9 +364,19 @@ pub(super) async fn database_op(
                 timeout_mode: timeout_mode(args),
                 ..Default::default()
             };
-            cursor_result(db.list_collections(filter, options).await, false, new_cursor).await
+            cursor_result(
+                with_session!(session, db, list_collections / list_collections_with_session(filter, options)),
+                false,
+                new_cursor,
+            )
+            .await
         }
-        "listCollectionNames" => db.list_collection_names(filter, None).await.map(strings),
+        "listCollectionNames" => with_session!(
+            session,
+            db,
+            list_collection_names / list_collection_names_with_session(filter, None)
+        )
+        .map(strings),
         "runCursorCommand" | "createCommandCursor" => {
             let options = RunCursorCommandOptions {
                 batch_size: batch_size(args),
@@ -342,7 +386,16 @@ pub(super) async fn database_op(
             };
             let command = super::command_with_name_first(args);
             let keep = name == "createCommandCursor";
-            cursor_result(db.run_cursor_command(command, options).await, keep, new_cursor).await
+            cursor_result(
+                with_session!(
+                    session,
+                    db,
+                    run_cursor_command / run_cursor_command_with_session(command, options)
+                ),
+                keep,
+                new_cursor,
+            )
+            .await
         }
         "createCollection" => {
             let options = CreateCollectionOptions {
@@ -351,22 +404,39 @@ pub(super) async fn database_op(
                 max: unsigned(args, "max"),
                 timeout: None,
             };
-            db.create_collection(args.get_str("collection").unwrap_or(""), options).await.map(|()| None)
+            with_session!(
+                session,
+                db,
+                create_collection
+                    / create_collection_with_session(args.get_str("collection").unwrap_or(""), options)
+            )
+            .map(|()| None)
         }
         other => return Err(format!("database operation {other} not supported")),
     })
 }
 
 /// Runs a client operation of this file.
-pub(super) async fn client_op(client: &actors::Client, name: &str, args: &Document) -> R<OpResult> {
+pub(super) async fn client_op(
+    client: &actors::Client,
+    name: &str,
+    args: &Document,
+    session: Option<&mut actors::ClientSession>,
+) -> R<OpResult> {
     let filter = args.get_document("filter").cloned().unwrap_or_default();
     let timeout = timeout_ms(args);
     Ok(match name {
         "listDatabases" => {
             let options = ListDatabasesOptions { timeout, ..Default::default() };
-            client.list_databases(filter, options).await.map(docs)
+            with_session!(session, client, list_databases / list_databases_with_session(filter, options))
+                .map(docs)
         }
-        "listDatabaseNames" => client.list_database_names(filter, timeout).await.map(strings),
+        "listDatabaseNames" => with_session!(
+            session,
+            client,
+            list_database_names / list_database_names_with_session(filter, timeout)
+        )
+        .map(strings),
         other => return Err(format!("client operation {other} not supported")),
     })
 }

@@ -12,6 +12,17 @@ use bson::{Bson, Document};
 
 use super::expected::{self, Record, Status, TOPOLOGIES};
 
+/// Calls `$recv.$plain(args)`, or with a session its twin `$recv.$twin(args, session)`:
+/// every operation runs the same way with and without an explicit session.
+macro_rules! with_session {
+    ($session:expr, $recv:expr, $plain:ident / $twin:ident ($($arg:expr),* $(,)?)) => {
+        match $session {
+            Some(session) => $recv.$twin($($arg,)* session).await,
+            None => $recv.$plain($($arg),*).await,
+        }
+    };
+}
+
 mod crud_ops;
 mod logs;
 pub mod matching;
@@ -219,9 +230,11 @@ pub fn run_file(
             let attempt = || {
                 let result = catch_unwind(AssertUnwindSafe(|| {
                     rt.block_on(async {
+                        // Boxed: a test's future holds its operations' (large in debug
+                        // builds); on the heap it cannot overflow this thread's stack.
                         tokio::time::timeout(
                             std::time::Duration::from_secs(30),
-                            runner::run_test(&file, test, topology, auth, target),
+                            Box::pin(runner::run_test(&file, test, topology, auth, target)),
                         )
                         .await
                         .unwrap_or_else(|_| Err("timed out after 30 s".into()))

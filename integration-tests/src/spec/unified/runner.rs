@@ -686,34 +686,18 @@ async fn execute_inner(
         Some(Entity::Database { client: c, name: db, timeout }) => {
             let db =
                 client(ctx, c)?.client.database(db).with_timeout(*timeout).with_timeout(timeout_ms(args));
-            match session {
-                Some(session) if name == "runCommand" => Ok(db
-                    .run_command_with_session(
-                        args.get_document("command").cloned().unwrap_or_default(),
-                        None,
-                        session,
-                    )
-                    .await
-                    .map(|d| Some(Bson::Document(d)))),
-                Some(_) => Err(format!("{name} with a session is not supported")),
-                None => {
-                    let mut cursor = None;
-                    let result = database_op(&db, name, args, &mut cursor).await;
-                    ctx.new_cursor = cursor;
-                    result
-                }
-            }
+            let mut cursor = None;
+            // Boxed: an operation's future is large in debug builds, and the runner's
+            // match would hold every kind of it on the stack at once.
+            let result = Box::pin(database_op(&db, name, args, &mut cursor, session)).await;
+            ctx.new_cursor = cursor;
+            result
         }
         Some(Entity::Collection { client: c, db, name: coll, read_preference, timeouts }) => {
             let rp = read_preference.clone();
             let coll = collection_handle(ctx, c, db, coll, *timeouts, args)?;
             let mut cursor = None;
-            let result = match session {
-                Some(session) => {
-                    collection_op_with_session(&coll, rp, name, args, session, &mut cursor).await
-                }
-                None => collection_op(&coll, rp, name, args, &mut cursor).await,
-            };
+            let result = Box::pin(collection_op(&coll, rp, name, args, &mut cursor, session)).await;
             ctx.new_cursor = cursor;
             result
         }
@@ -721,7 +705,7 @@ async fn execute_inner(
             let _ = c.client.shutdown().await;
             Ok(Ok(None))
         }
-        Some(Entity::Client(c)) => super::crud_ops::client_op(&c.client, name, args).await,
+        Some(Entity::Client(c)) => Box::pin(super::crud_ops::client_op(&c.client, name, args, session)).await,
         Some(Entity::Cursor(_)) => Err(format!("cursor operation {name} not supported")),
         Some(Entity::Thread(_)) => Err(format!("thread operation {name} not supported")),
         Some(Entity::Bucket) => Err(format!("bucket operation {name} not supported (GridFS)")),
@@ -788,9 +772,9 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
                 let result = match target {
                     Ok((coll, rp)) => {
                         let mut cursor = None;
-                        collection_op(&coll, rp, &name, args, &mut cursor).await?
+                        Box::pin(collection_op(&coll, rp, &name, args, &mut cursor, None)).await?
                     }
-                    Err(db) => database_op(&db, &name, args, &mut None).await?,
+                    Err(db) => Box::pin(database_op(&db, &name, args, &mut None, None)).await?,
                 };
                 check_outcome(&op, result).map_err(|e| format!("{name} on a thread: {e}"))
             });
@@ -1082,69 +1066,28 @@ fn lower_first(s: &str) -> String {
     c.next().map(|f| f.to_lowercase().chain(c).collect()).unwrap_or_default()
 }
 
-/// Runs a collection operation with an explicit session.
-async fn collection_op_with_session(
-    coll: &actors::Collection,
-    read_preference: Option<selection::ReadPreference>,
-    name: &str,
-    args: &Document,
-    session: &mut actors::ClientSession,
-    new_cursor: &mut Option<actors::Cursor>,
-) -> R<OpResult> {
-    let filter = args.get_document("filter").cloned().unwrap_or_default();
-    Ok(match name {
-        "insertOne" => coll
-            .insert_one_with_session(args.get_document("document").cloned().unwrap_or_default(), session)
-            .await
-            .map(|r| Some(Bson::Document(doc! {"insertedId": r.inserted_id}))),
-        "find" | "createFindCursor" => {
-            let options = actors::FindOptions {
-                limit: args.get("limit").and_then(Bson::as_i64).or(args.get_i32("limit").ok().map(i64::from)),
-                batch_size: args.get_i32("batchSize").ok().and_then(|b| u32::try_from(b).ok()),
-                skip: args.get_i32("skip").ok().and_then(|b| u64::try_from(b).ok()),
-                sort: args.get_document("sort").ok().cloned(),
-                projection: args.get_document("projection").ok().cloned(),
-                read_preference,
-                ..Default::default()
-            };
-            match coll.find_with_session(filter, options, session).await {
-                Ok(cursor) if name == "createFindCursor" => {
-                    *new_cursor = Some(cursor);
-                    Ok(None)
-                }
-                Ok(cursor) => cursor
-                    .try_collect()
-                    .await
-                    .map(|v| Some(Bson::Array(v.into_iter().map(Bson::Document).collect()))),
-                Err(e) => Err(e),
-            }
-        }
-        other => {
-            return super::crud_ops::collection_op_with_session(coll, read_preference, other, args, session)
-                .await
-        }
-    })
-}
-
 /// Runs a database operation (also from `runOnThread` tasks).
 async fn database_op(
     db: &actors::Database,
     name: &str,
     args: &Document,
     new_cursor: &mut Option<actors::Cursor>,
+    session: Option<&mut actors::ClientSession>,
 ) -> R<OpResult> {
     Ok(match name {
-        "runCommand" => db
-            .run_command(super::command_with_name_first(args), sdam_ops::criteria(args)?)
-            .await
-            .map(|d| Some(Bson::Document(d))),
+        "runCommand" => {
+            let (command, criteria) = (super::command_with_name_first(args), sdam_ops::criteria(args)?);
+            with_session!(session, db, run_command / run_command_with_session(command, criteria))
+                .map(|d| Some(Bson::Document(d)))
+        }
         "dropCollection" => {
-            match db.run_command(doc! {"drop": args.get_str("collection").unwrap_or("")}, None).await {
+            let command = doc! {"drop": args.get_str("collection").unwrap_or("")};
+            match with_session!(session, db, run_command / run_command_with_session(command, None)) {
                 Err(e) if e.code() == Some(26) => Ok(None),
                 r => r.map(|_| None),
             }
         }
-        other => return super::crud_ops::database_op(db, other, args, new_cursor).await,
+        other => return super::crud_ops::database_op(db, other, args, new_cursor, session).await,
     })
 }
 
@@ -1155,19 +1098,21 @@ async fn collection_op(
     name: &str,
     args: &Document,
     new_cursor: &mut Option<actors::Cursor>,
+    session: Option<&mut actors::ClientSession>,
 ) -> R<OpResult> {
     let filter = args.get_document("filter").cloned().unwrap_or_default();
     Ok(match name {
-        "insertOne" => coll
-            .insert_one(args.get_document("document").cloned().unwrap_or_default())
-            .await
-            .map(|r| Some(Bson::Document(doc! {"insertedId": r.inserted_id}))),
+        "insertOne" => {
+            let document = args.get_document("document").cloned().unwrap_or_default();
+            with_session!(session, coll, insert_one / insert_one_with_session(document))
+        }
+        .map(|r| Some(Bson::Document(doc! {"insertedId": r.inserted_id}))),
         "insertMany" => {
             let docs = args
                 .get_array("documents")
                 .map(|a| a.iter().filter_map(|d| d.as_document().cloned()).collect())
                 .unwrap_or_default();
-            coll.insert_many(docs).await.map(|r| {
+            with_session!(session, coll, insert_many / insert_many_with_session(docs)).map(|r| {
                 let ids: Document = r.inserted_ids.into_iter().map(|(i, id)| (i.to_string(), id)).collect();
                 Some(Bson::Document(doc! {"insertedIds": ids}))
             })
@@ -1191,9 +1136,10 @@ async fn collection_op(
                 ..Default::default()
             };
             if name == "findOne" {
-                coll.find_one(filter, options).await.map(|d| Some(d.map_or(Bson::Null, Bson::Document)))
+                with_session!(session, coll, find_one / find_one_with_session(filter, options))
+                    .map(|d| Some(d.map_or(Bson::Null, Bson::Document)))
             } else if name == "createFindCursor" {
-                match coll.find(filter, options).await {
+                match with_session!(session, coll, find / find_with_session(filter, options)) {
                     Ok(cursor) => {
                         *new_cursor = Some(cursor);
                         Ok(None)
@@ -1201,7 +1147,7 @@ async fn collection_op(
                     Err(e) => Err(e),
                 }
             } else {
-                match coll.find(filter, options).await {
+                match with_session!(session, coll, find / find_with_session(filter, options)) {
                     Ok(cursor) => cursor
                         .try_collect()
                         .await
@@ -1213,9 +1159,9 @@ async fn collection_op(
         "updateOne" | "updateMany" => {
             let update = args.get_document("update").cloned().unwrap_or_default();
             let r = if name == "updateOne" {
-                coll.update_one(filter, update).await
+                with_session!(session, coll, update_one / update_one_with_session(filter, update))
             } else {
-                coll.update_many(filter, update).await
+                with_session!(session, coll, update_many / update_many_with_session(filter, update))
             };
             r.map(|r| {
                 let mut d = doc! {"matchedCount": u(r.matched_count), "modifiedCount": u(r.modified_count),
@@ -1228,13 +1174,24 @@ async fn collection_op(
         }
         "deleteOne" | "deleteMany" => {
             let r = if name == "deleteOne" {
-                coll.delete_one(filter).await
+                with_session!(session, coll, delete_one / delete_one_with_session(filter))
             } else {
-                coll.delete_many(filter).await
+                with_session!(session, coll, delete_many / delete_many_with_session(filter))
             };
             r.map(|r| Some(Bson::Document(doc! {"deletedCount": u(r.deleted_count)})))
         }
-        "countDocuments" => coll.count_documents(filter, read_preference).await.map(|n| Some(u(n))),
-        other => return super::crud_ops::collection_op(coll, read_preference, other, args, new_cursor).await,
+        "countDocuments" => {
+            let options = actors::ReadOptions {
+                max_time: super::crud_ops::millis(args, "maxTimeMS"),
+                read_preference,
+                timeout: None,
+            };
+            with_session!(session, coll, count_documents_with / count_documents_with_session(filter, options))
+                .map(|n| Some(u(n)))
+        }
+        other => {
+            return super::crud_ops::collection_op(coll, read_preference, other, args, new_cursor, session)
+                .await
+        }
     })
 }

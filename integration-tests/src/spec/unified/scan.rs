@@ -263,16 +263,8 @@ fn scan_operation(op: &Document) -> Option<String> {
         return Some(why);
     };
     let args = op.get_document("arguments").ok();
-    if args.is_some_and(|a| a.contains_key("session")) {
-        let ok = matches!(
-            (object, name),
-            (_, "insertOne" | "find" | "createFindCursor" | "runCommand" | "countDocuments")
-        ) || name.starts_with("assertSession");
-        if !ok {
-            return Some(format!("operation {name} with a session is not supported by the client"));
-        }
-    }
-    // Every operation on a database or collection takes timeoutMS (CSOT).
+    // Every operation takes a session (its `*_with_session` twin), and every operation on a
+    // database or collection takes timeoutMS (CSOT).
     let session_ok = |k: &str| k == "session" && !name.starts_with("assertSession");
     let timeout_ok = |k: &str| {
         k == "timeoutMS"
