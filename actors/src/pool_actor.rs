@@ -1,57 +1,47 @@
-//! The pool actor: one per server, wrapping a CMAP [`Pool`].
+//! The pool actor: one per server, owning a CMAP [`Pool`] and its background work.
 //!
-//! The pool itself is thread-safe; the actor gives it a mailbox so that other actors (the
-//! selection actor, operations) address it like every other per-server actor, and so that
-//! its lifetime follows the server's membership in the topology. The topology actor calls
-//! `ready`/`clear` on the pool handle directly, because CMAP wants both synchronized with the
-//! description update, which a mailbox hop would not be.
+//! Which paths are messages and which are shared-state fast paths, and why:
+//!
+//! - **Background work is this actor's**: maxIdleTimeMS reaping and minPoolSize population
+//!   run as one maintenance pass ([`Pool::maintain`]) on the actor's timer (every
+//!   `maintenance_interval`) and whenever the pool asks for one ([`Pool::maintenance_wanted`]:
+//!   it became ready, was cleared or closed, or a background establishment ended), as
+//!   [`Maintain`] messages. The establishments a pass starts run on the actor's arbiter.
+//!   Stopping the actor (by [`StopActor`], or at the first pass after its last address went
+//!   with the server) closes the pool.
+//! - **Check-out is a fast path on the shared handle**, as selection is: operations call
+//!   [`Pool::check_out`] on the `Arc` the topology snapshot carries, with no mailbox hop.
+//! - **`ready` and `clear` are synchronous calls by the topology actor**, made while it
+//!   updates the server's description: the SDAM spec wants a pool cleared in step with the
+//!   description that marks its server Unknown, which a message would not be.
+
+use std::time::Duration;
 
 use actix::prelude::*;
-use bson::oid::ObjectId;
-use pool::cmap::{CheckoutPurpose, Pool, PooledConnection};
-use pool::connection::{Connection, ConnectionEstablisher};
+use pool::cmap::Pool;
+use pool::connection::ConnectionEstablisher;
 use protocol::address::ServerAddress;
-use tokio::time::Instant;
 
 use crate::messages::StopActor;
-use crate::Error;
 
 /// The pool type every pool actor wraps.
 pub type ServerPool = Pool<ConnectionEstablisher>;
 
-/// Check a connection out of the pool. Never blocks the actor: the wait runs in a future.
-#[derive(Debug, Clone, Copy, Message)]
-#[rtype(result = "Result<PooledConnection<Connection>, Error>")]
-pub struct CheckOut {
-    /// The caller's limit (see [`Pool::check_out`]).
-    pub deadline: Option<Instant>,
-    /// What the connection is for.
-    pub purpose: CheckoutPurpose,
-}
-
-/// Clear the pool (CMAP clear).
-#[derive(Debug, Clone, Copy, Message)]
-#[rtype(result = "()")]
-pub struct ClearPool {
-    /// In load-balanced mode, the service whose connections are cleared.
-    pub service_id: Option<ObjectId>,
-    /// Whether checked-out connections are interrupted too.
-    pub interrupt_in_use_connections: bool,
-}
-
-/// Mark the pool ready.
+/// Run one maintenance pass on the pool (the actor's timer and the pool's requests send it).
 #[derive(Debug, Clone, Copy, Default, Message)]
 #[rtype(result = "()")]
-pub struct MarkPoolReady;
+pub struct Maintain;
 
-/// Owns one server's pool. Stopping the actor closes the pool.
+/// Owns one server's pool and its background work. Stopping the actor closes the pool.
 #[derive(Debug)]
 pub struct PoolActor {
     pool: ServerPool,
 }
 
 impl PoolActor {
-    /// An actor for `pool` (not started).
+    /// An actor for `pool` (not started). The pool should be built with
+    /// [`PoolBuilder::maintained_by_owner`](pool::cmap::PoolBuilder::maintained_by_owner):
+    /// otherwise its own task maintains it as well.
     pub fn new(pool: ServerPool) -> Self {
         PoolActor { pool }
     }
@@ -60,10 +50,31 @@ impl PoolActor {
     pub fn address(&self) -> &ServerAddress {
         self.pool.address()
     }
+
+    fn maintain(&mut self, ctx: &mut Context<Self>) {
+        // Closed, or nobody holds our address any more (our timer and stream would keep an
+        // orphan alive): stop, which closes the pool.
+        if !ctx.connected() || !self.pool.maintain() {
+            ctx.stop();
+        }
+    }
 }
 
 impl Actor for PoolActor {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        if let Some(interval) = self.pool.options().maintenance_interval() {
+            ctx.run_interval(interval.max(Duration::from_millis(1)), |act, ctx| act.maintain(ctx));
+        }
+        // The pool's requests for a pass, as a stream of messages to ourselves.
+        let pool = self.pool.clone();
+        let wanted = futures_util::stream::unfold(pool, |pool| async move {
+            pool.maintenance_wanted().await;
+            Some((Maintain, pool))
+        });
+        ctx.add_stream(wanted);
+    }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
         // Whatever stopped us (StopActor, or every address dropped), the pool goes with us.
@@ -71,28 +82,21 @@ impl Actor for PoolActor {
     }
 }
 
-impl Handler<CheckOut> for PoolActor {
-    type Result = ResponseFuture<Result<PooledConnection<Connection>, Error>>;
+impl Handler<Maintain> for PoolActor {
+    type Result = ();
 
-    fn handle(&mut self, msg: CheckOut, _ctx: &mut Self::Context) -> Self::Result {
-        let pool = self.pool.clone();
-        Box::pin(async move { pool.check_out(msg.deadline, msg.purpose).await.map_err(Error::Pool) })
+    fn handle(&mut self, _msg: Maintain, ctx: &mut Self::Context) {
+        self.maintain(ctx);
     }
 }
 
-impl Handler<ClearPool> for PoolActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: ClearPool, _ctx: &mut Self::Context) {
-        self.pool.clear(msg.service_id, msg.interrupt_in_use_connections);
+impl StreamHandler<Maintain> for PoolActor {
+    fn handle(&mut self, _msg: Maintain, ctx: &mut Self::Context) {
+        self.maintain(ctx);
     }
-}
 
-impl Handler<MarkPoolReady> for PoolActor {
-    type Result = ();
-
-    fn handle(&mut self, _msg: MarkPoolReady, _ctx: &mut Self::Context) {
-        self.pool.ready();
+    fn finished(&mut self, _ctx: &mut Self::Context) {
+        // The stream never ends on its own; without this the actor would stop with it.
     }
 }
 
@@ -102,18 +106,5 @@ impl Handler<StopActor> for PoolActor {
     fn handle(&mut self, _msg: StopActor, ctx: &mut Self::Context) {
         self.pool.close();
         ctx.stop();
-    }
-}
-
-/// Checks a connection out through a pool actor; a stopped actor gives
-/// [`Error::ActorStopped`].
-pub async fn check_out(
-    actor: &Addr<PoolActor>,
-    deadline: Option<Instant>,
-    purpose: CheckoutPurpose,
-) -> Result<PooledConnection<Connection>, Error> {
-    match actor.send(CheckOut { deadline, purpose }).await {
-        Ok(result) => result,
-        Err(_) => Err(Error::stopped("pool")),
     }
 }

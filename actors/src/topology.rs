@@ -414,7 +414,8 @@ impl TopologyActor {
         )
         .options(self.config.pool_options.clone())
         .topology_id(self.id.0.to_string())
-        .on_establishment_error(hook);
+        .on_establishment_error(hook)
+        .maintained_by_owner();
         if let Some(h) = &self.config.cmap_handler {
             builder = builder.event_handler(h.clone());
         }

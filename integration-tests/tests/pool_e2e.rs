@@ -520,3 +520,36 @@ async fn load_balanced_clear_for_one_service() {
     assert_eq!((c.id(), c.service_id()), (idb, Some(sb)));
     run(&mut c, "admin", doc! {"ping": 1}).await.expect("ping");
 }
+
+/// A pool its owner maintains does no background work of its own: its `PoolActor` runs
+/// minPoolSize population on the actor's timer and when the pool asks (it became ready), and
+/// stopping the actor closes the pool.
+#[actix::test]
+async fn the_pool_actor_runs_its_pools_background_work() {
+    use actix::Actor;
+    let (_deployment, host) = server().await;
+    let options = PoolOptions::builder()
+        .min_pool_size(2)
+        .maintenance_interval(Some(Duration::from_millis(50)))
+        .build()
+        .expect("pool options");
+    let (tx, rx): (Sender<CmapEvent>, Receiver<CmapEvent>) = unbounded();
+    let pool = Pool::builder(
+        ServerAddress::parse(&host).expect("address"),
+        ConnectionEstablisher::new(conn_options()),
+    )
+    .options(options)
+    .event_handler(Arc::new(tx))
+    .maintained_by_owner()
+    .build()
+    .expect("pool");
+    pool.ready();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(pool.stats().total, 0, "no task of the pool's own populates it");
+    let actor = actors::pool_actor::PoolActor::new(pool.clone()).start();
+    eventually(Duration::from_secs(5), "two available connections", || pool.stats().available == 2).await;
+    assert_eq!(count(&drain(&rx), "ConnectionReady"), 2);
+    actor.send(actors::messages::StopActor).await.expect("stopped");
+    assert_eq!(pool.state(), PoolState::Closed, "stopping the actor closes its pool");
+    eventually(Duration::from_secs(2), "connections closed", || pool.stats().total == 0).await;
+}

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::{Actor, Context, Handler};
-use actors::pool_actor::check_out;
 use actors::selection_actor::{
     Criteria, CustomSelector, FilterServers, PinConnection, SelectionRequest, Selector, SelectorOptions,
     TakePinned, Unpin,
@@ -161,8 +160,7 @@ async fn a_custom_selector_actor_routes_secondary_reads_to_the_east() {
             .expect("east secondary");
         assert_eq!(s.address(), &east);
         // The read really reaches that member.
-        let mut conn =
-            check_out(&s.handle().pool_actor, None, CheckoutPurpose::Other).await.expect("checkout");
+        let mut conn = s.handle().pool.check_out(None, CheckoutPurpose::Other).await.expect("checkout");
         let reply = conn.send_command("admin", doc! { "hello": 1 }, None).await.expect("hello");
         assert_eq!(reply.get_str("me").ok(), Some(east.to_string().as_str()));
         assert_eq!(reply.get_document("tags").ok().and_then(|t| t.get_str("dc").ok()), Some("east"));
@@ -177,7 +175,7 @@ async fn a_custom_selector_actor_routes_secondary_reads_to_the_east() {
     // Pinning keeps a connection checked out until taken back and unpinned.
     let selector = Selector::start(&topology, SelectorOptions::default());
     let s = selector.select(write(1)).await.expect("primary");
-    let conn = check_out(&s.handle().pool_actor, None, CheckoutPurpose::Other).await.expect("checkout");
+    let conn = s.handle().pool.check_out(None, CheckoutPurpose::Other).await.expect("checkout");
     let pin = selector.new_pin_id();
     selector.actor().send(PinConnection { pin, connection: conn }).await.expect("mailbox").expect("pinned");
     assert_eq!(s.handle().pool.stats().in_use, 1);
@@ -186,7 +184,7 @@ async fn a_custom_selector_actor_routes_secondary_reads_to_the_east() {
     selector.actor().send(PinConnection { pin, connection: conn }).await.expect("mailbox").expect("pinned");
     selector.actor().send(Unpin { pin }).await.expect("mailbox");
     assert_eq!(s.handle().pool.stats().in_use, 0, "unpinned: back in the pool");
-    let conn = check_out(&s.handle().pool_actor, None, CheckoutPurpose::Other).await.expect("checkout");
+    let conn = s.handle().pool.check_out(None, CheckoutPurpose::Other).await.expect("checkout");
     selector.actor().send(PinConnection { pin, connection: conn }).await.expect("mailbox").expect("pinned");
     assert_eq!(s.handle().pool.stats().in_use, 1);
     selector.close().await;

@@ -919,6 +919,7 @@ impl<E: Establisher> Pool<E> {
             handler: None,
             background_error: None,
             establishment_error: None,
+            owner_maintains: false,
             topology_id: None,
         }
     }
@@ -977,6 +978,20 @@ impl<E: Establisher> Pool<E> {
         self.inner().clear_locked(&mut st, service_id, interrupt_in_use_connections);
     }
 
+    /// One maintenance pass: closes perished idle connections (maxIdleTimeMS, stale
+    /// generations), then starts establishing connections up to minPoolSize (as many as
+    /// maxConnecting allows now). False once the pool is closed. Run by the pool's own task,
+    /// or by its owner (see [`PoolBuilder::maintained_by_owner`]).
+    pub fn maintain(&self) -> bool {
+        self.inner().run_maintenance()
+    }
+
+    /// Completes when the pool wants a maintenance pass before the next interval (it became
+    /// ready, was cleared or closed, or a background establishment ended).
+    pub async fn maintenance_wanted(&self) {
+        self.inner().maintenance.notified().await;
+    }
+
     /// Marks the pool ready (no-op unless paused).
     pub fn ready(&self) {
         self.inner().ready();
@@ -1021,9 +1036,18 @@ pub struct PoolBuilder<E: Establisher> {
     handler: Option<Arc<dyn CmapEventHandler>>,
     background_error: Option<BackgroundErrorHook>,
     establishment_error: Option<EstablishmentErrorHook>,
+    owner_maintains: bool,
 }
 
 impl<E: Establisher> PoolBuilder<E> {
+    /// The owner runs the background maintenance ([`Pool::maintain`] every
+    /// [`PoolOptions::maintenance_interval`] and when [`Pool::maintenance_wanted`] fires)
+    /// instead of a task of the pool's own: an actor that owns the pool's background work.
+    pub fn maintained_by_owner(mut self) -> Self {
+        self.owner_maintains = true;
+        self
+    }
+
     /// The pool options (default: [`PoolOptions::default`]).
     pub fn options(mut self, options: PoolOptions) -> Self {
         self.options = options;
@@ -1092,7 +1116,8 @@ impl<E: Establisher> PoolBuilder<E> {
             runtime,
         });
         inner.emit(CmapEvent::PoolCreated { address: inner.address.clone(), options: inner.options.clone() });
-        if let Some(interval) = inner.options.maintenance_interval() {
+        let own_task = !self.owner_maintains;
+        if let Some(interval) = inner.options.maintenance_interval().filter(|_| own_task) {
             let weak = Arc::downgrade(&inner);
             inner.runtime.spawn(async move {
                 loop {
