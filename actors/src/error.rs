@@ -1,5 +1,6 @@
 //! The one error type of the `actors` crate.
 
+pub use protocol::reply::{ServerError, WriteConcernError, WriteError};
 use protocol::ServerAddress;
 
 /// A `Result` with [`Error`].
@@ -64,33 +65,17 @@ pub enum Error {
         /// The error labels.
         labels: Vec<String>,
     },
-    /// The server answered a command with `ok: 0`.
-    #[error("command failed on {address}: {message} (code {code}{})", code_name.as_deref().map(|n| format!(", {n}")).unwrap_or_default())]
+    /// The server reported an error in its reply: the command failed (`ok: 0`;
+    /// [`ErrorKind::Command`]), or it ran and some of its writes failed (`writeErrors`) or its
+    /// write concern was not satisfied (`writeConcernError`; [`ErrorKind::Write`]).
+    /// `error.labels` includes the ones the client added (`RetryableWriteError` for a
+    /// retryable write).
+    #[error("{} on {address}: {error}", if error.command_failed { "command failed" } else { "write failed" })]
     Command {
         /// The server.
         address: ServerAddress,
-        /// The error code (0 if the server gave none).
-        code: i32,
-        /// The code name, when the server gave one.
-        code_name: Option<String>,
-        /// The error message.
-        message: String,
-        /// The error labels (the server's, plus `RetryableWriteError` when the client added it
-        /// for a pre-4.4 server).
-        labels: Vec<String>,
-    },
-    /// A write command succeeded (`ok: 1`) but some of its writes failed (`writeErrors`) or the
-    /// write concern was not satisfied (`writeConcernError`).
-    #[error("write failed on {address}: {}", write_failure_message(write_errors, write_concern_error.as_deref()))]
-    Write {
-        /// The server.
-        address: ServerAddress,
-        /// The failed writes, in order.
-        write_errors: Vec<WriteError>,
-        /// The write concern error, if any (boxed: it is rare).
-        write_concern_error: Option<Box<WriteConcernError>>,
-        /// The error labels of the reply and of its write concern error.
-        labels: Vec<String>,
+        /// What the server said ([`protocol::reply`] parsed it; boxed: it is large).
+        error: Box<ServerError>,
     },
     /// An operation ran out of its `timeoutMS` (client-side operations timeout): server
     /// selection, connection check-out or establishment, the round trip, or the server's
@@ -115,39 +100,6 @@ pub enum Error {
     },
 }
 
-/// One failed write of a write command (`writeErrors` entry).
-#[derive(Debug, Clone, PartialEq)]
-pub struct WriteError {
-    /// The index of the failed statement in the command.
-    pub index: usize,
-    /// The error code (for example 11000 for a duplicate key).
-    pub code: i32,
-    /// The code name, if the server gave one.
-    pub code_name: Option<String>,
-    /// The error message.
-    pub message: String,
-}
-
-/// A `writeConcernError`: the writes happened, but not with the requested durability.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WriteConcernError {
-    /// The error code.
-    pub code: i32,
-    /// The code name, if the server gave one.
-    pub code_name: Option<String>,
-    /// The error message.
-    pub message: String,
-}
-
-fn write_failure_message(errors: &[WriteError], wce: Option<&WriteConcernError>) -> String {
-    let mut parts: Vec<String> =
-        errors.iter().map(|e| format!("write {} failed: {} (code {})", e.index, e.message, e.code)).collect();
-    if let Some(w) = wce {
-        parts.push(format!("write concern error: {} (code {})", w.message, w.code));
-    }
-    parts.join("; ")
-}
-
 /// What kind of error an [`Error`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -163,9 +115,10 @@ pub enum ErrorKind {
     /// A pool error that is not a network error (cleared, closed, wait queue timeout), or an
     /// authentication or handshake failure.
     Pool,
-    /// [`Error::Command`].
+    /// [`Error::Command`]: the command failed (`ok: 0`).
     Command,
-    /// [`Error::Write`].
+    /// [`Error::Command`]: the command ran, and some writes failed or the write concern was
+    /// not satisfied.
     Write,
     /// [`Error::InvalidResponse`].
     InvalidResponse,
@@ -190,8 +143,8 @@ impl Error {
             Error::Pool(e) if e.is_network_error() => ErrorKind::Network,
             Error::Connection { source, .. } if source.is_network_error() => ErrorKind::Network,
             Error::Pool(_) | Error::Connection { .. } => ErrorKind::Pool,
-            Error::Command { .. } => ErrorKind::Command,
-            Error::Write { .. } => ErrorKind::Write,
+            Error::Command { error, .. } if error.command_failed => ErrorKind::Command,
+            Error::Command { .. } => ErrorKind::Write,
             Error::InvalidResponse { .. } => ErrorKind::InvalidResponse,
             Error::Dns { .. } => ErrorKind::Dns,
             Error::Timeout { .. } => ErrorKind::Timeout,
@@ -202,9 +155,8 @@ impl Error {
     pub fn labels(&self) -> Vec<String> {
         match self {
             Error::Pool(e) => e.labels(),
-            Error::Connection { labels, .. }
-            | Error::Command { labels, .. }
-            | Error::Write { labels, .. } => labels.clone(),
+            Error::Connection { labels, .. } => labels.clone(),
+            Error::Command { error, .. } => error.labels.clone(),
             Error::Timeout { source: Some(e), .. } => e.labels(),
             _ => Vec::new(),
         }
@@ -213,9 +165,8 @@ impl Error {
     /// True if [`Error::labels`] has `label`.
     pub fn has_label(&self, label: &str) -> bool {
         match self {
-            Error::Connection { labels, .. }
-            | Error::Command { labels, .. }
-            | Error::Write { labels, .. } => labels.iter().any(|l| l == label),
+            Error::Connection { labels, .. } => labels.iter().any(|l| l == label),
+            Error::Command { error, .. } => error.has_label(label),
             Error::Pool(e) => e.has_label(label),
             Error::Timeout { source: Some(e), .. } => e.has_label(label),
             _ => false,
@@ -227,7 +178,6 @@ impl Error {
         match self {
             Error::Connection { address, .. }
             | Error::Command { address, .. }
-            | Error::Write { address, .. }
             | Error::InvalidResponse { address, .. } => Some(address),
             Error::Pool(e) => pool_error_address(e),
             Error::Timeout { source: Some(e), .. } => e.address(),
@@ -239,9 +189,7 @@ impl Error {
     /// first write error's) of a write error.
     pub fn code(&self) -> Option<i32> {
         match self {
-            Error::Command { code, .. } => Some(*code),
-            Error::Write { write_concern_error: Some(w), .. } => Some(w.code),
-            Error::Write { write_errors, .. } => write_errors.first().map(|w| w.code),
+            Error::Command { error, .. } => error.code(),
             Error::Timeout { source: Some(e), .. } => e.code(),
             _ => None,
         }
@@ -253,13 +201,21 @@ impl Error {
     }
 
     pub(crate) fn add_label(&mut self, label: &str) {
-        if let Error::Connection { labels, .. }
-        | Error::Command { labels, .. }
-        | Error::Write { labels, .. } = self
-        {
-            if !labels.iter().any(|l| l == label) {
+        match self {
+            Error::Connection { labels, .. } if !labels.iter().any(|l| l == label) => {
                 labels.push(label.to_string());
             }
+            Error::Command { error, .. } => error.add_label(label),
+            _ => {}
+        }
+    }
+
+    /// The server's error of a reply (`ok: 0`, or failed writes).
+    pub fn server_error(&self) -> Option<&ServerError> {
+        match self {
+            Error::Command { error, .. } => Some(error),
+            Error::Timeout { source: Some(e), .. } => e.server_error(),
+            _ => None,
         }
     }
 }

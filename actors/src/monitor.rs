@@ -11,11 +11,9 @@
 //! the per-check token ([`CancelCheck`]) or the actor's stop token ([`StopActor`]) drops the
 //! in-flight I/O at once, which closes the connection without waiting out maxAwaitTimeMS.
 //!
-//! Supervised: a check loop that ends or panics on its own takes the actor down, and the
-//! actix [`Supervisor`](actix::Supervisor) it runs under (see [`MonitorActor::start_supervised`])
-//! restarts it with fresh state and a new loop, so its server is never left unchecked. After
-//! [`StopActor`] the actor retires instead: restarted, it stays idle until its last address
-//! is dropped.
+//! Supervised by the topology: a check loop that ends or panics on its own takes the actor
+//! down, and the topology actor, which looks for stopped monitors every heartbeat, starts a
+//! new one for the server, so the server is never left unchecked.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -23,7 +21,7 @@ use std::time::Duration;
 
 use actix::{
     Actor, ActorContext, ActorFutureExt, Addr, AsyncContext, Context, Handler, Message, Recipient,
-    ResponseActFuture, Supervised, Supervisor, WeakAddr, WrapFuture,
+    ResponseActFuture, WeakAddr, WrapFuture,
 };
 use bson::Document;
 use parking_lot::Mutex;
@@ -48,8 +46,7 @@ use crate::rtt_pinger::{RttPingerActor, RttPingerOptions};
 use crate::rtt_stats::ServerRtt;
 use crate::{Error, Result};
 
-/// The default heartbeatFrequencyMS for a multi-threaded or asynchronous client.
-pub const DEFAULT_HEARTBEAT_FREQUENCY: Duration = Duration::from_secs(10);
+pub use protocol::sdam::DEFAULT_HEARTBEAT_FREQUENCY;
 
 /// minHeartbeatFrequencyMS: checks are never closer than this; fixed by the spec.
 pub const MIN_HEARTBEAT_FREQUENCY: Duration = Duration::from_millis(500);
@@ -171,29 +168,20 @@ pub struct MonitorActor {
     shared: Arc<Shared>,
     stop: CancellationToken,
     task: Option<JoinHandle<()>>,
-    /// Counts the check loops started: a loop's end is only news from the current one.
-    generation: u64,
-    /// [`StopActor`] was handled: a restart leaves the actor idle.
-    retired: bool,
 }
 
-/// Sent by a check loop as it ends, however it ends (its guard's drop).
+/// Sent by the check loop as it ends, however it ends (its guard's drop).
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]
-struct CheckLoopEnded {
-    generation: u64,
-}
+struct CheckLoopEnded;
 
 /// Tells the actor when its check loop ends, even by a panic (dropped while unwinding).
-struct LoopGuard {
-    monitor: WeakAddr<MonitorActor>,
-    generation: u64,
-}
+struct LoopGuard(WeakAddr<MonitorActor>);
 
 impl Drop for LoopGuard {
     fn drop(&mut self) {
-        if let Some(monitor) = self.monitor.upgrade() {
-            monitor.do_send(CheckLoopEnded { generation: self.generation });
+        if let Some(monitor) = self.0.upgrade() {
+            monitor.do_send(CheckLoopEnded);
         }
     }
 }
@@ -221,15 +209,7 @@ impl MonitorActor {
             shared: Arc::new(Shared::default()),
             stop: CancellationToken::new(),
             task: None,
-            generation: 0,
-            retired: false,
         })
-    }
-
-    /// Starts the actor under an actix [`Supervisor`] on the current arbiter: a check loop
-    /// that dies is restarted.
-    pub fn start_supervised(self) -> Addr<Self> {
-        Supervisor::start(move |_| self)
     }
 
     /// The monitored server.
@@ -246,11 +226,7 @@ impl Actor for MonitorActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        if self.retired {
-            return;
-        }
-        self.generation += 1;
-        let guard = LoopGuard { monitor: ctx.address().downgrade(), generation: self.generation };
+        let guard = LoopGuard(ctx.address().downgrade());
         let checker = Checker {
             options: Arc::clone(&self.options),
             shared: Arc::clone(&self.shared),
@@ -281,27 +257,14 @@ impl Actor for MonitorActor {
     }
 }
 
-impl Supervised for MonitorActor {
-    fn restarting(&mut self, _ctx: &mut Context<Self>) {
-        // What the dead loop shared goes with it: a new token, new shared state (its pinger
-        // was stopped with the actor).
-        self.stop = CancellationToken::new();
-        self.shared = Arc::new(Shared::default());
-        self.task = None;
-        if !self.retired {
-            tracing::warn!(address = %self.options.address, "restarting the monitor");
-        }
-    }
-}
-
 impl Handler<CheckLoopEnded> for MonitorActor {
     type Result = ();
 
-    fn handle(&mut self, msg: CheckLoopEnded, ctx: &mut Context<Self>) {
-        if msg.generation != self.generation || self.stop.is_cancelled() || self.retired {
+    fn handle(&mut self, _msg: CheckLoopEnded, ctx: &mut Context<Self>) {
+        if self.stop.is_cancelled() {
             return;
         }
-        // Ended without being stopped: a bug. Stopping lets the supervisor restart us.
+        // Ended without being stopped: a bug. Stopping lets the topology start a new monitor.
         tracing::error!(address = %self.options.address, "the monitor's check loop ended on its own");
         ctx.stop();
     }
@@ -349,7 +312,6 @@ impl Handler<StopActor> for MonitorActor {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, _msg: StopActor, _ctx: &mut Context<Self>) -> Self::Result {
-        self.retired = true;
         self.stop.cancel();
         let task = self.task.take();
         let pinger = self.stop_pinger();

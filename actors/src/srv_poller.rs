@@ -21,7 +21,7 @@ use actix::prelude::*;
 use actix::WeakAddr;
 use protocol::sdam::TopologyType;
 
-use crate::client::srv::{shuffle, DomainMismatch, ResolverConfig, SrvInfo, SrvResolver};
+use crate::client::srv::{DomainMismatch, ResolverConfig, SrvInfo, SrvResolver};
 use crate::client::ClientOptions;
 use crate::messages::{StopActor, UpdateSrvHosts};
 use crate::topology::{Topology, TopologyActor};
@@ -148,7 +148,7 @@ impl SrvPoller {
             match result {
                 Ok(lookup) => {
                     let mut hosts = lookup.hosts;
-                    shuffle(&mut hosts);
+                    selection::with_thread_rng(|rng| selection::rand::seq::SliceRandom::shuffle(hosts.as_mut_slice(), rng));
                     match act.topology.upgrade() {
                         Some(topology) => topology.do_send(UpdateSrvHosts { hosts }),
                         None => {

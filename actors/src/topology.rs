@@ -37,6 +37,11 @@ use crate::sdam_log;
 use crate::snapshot::{ServerHandle, TopologySnapshot};
 use crate::{Error, Result};
 
+/// The handshake's `platform`: the language, and the runtime this client runs on.
+pub(crate) fn platform() -> String {
+    format!("Rust ({}) / actix", std::env::consts::FAMILY)
+}
+
 /// Everything a monitor for one server needs; given to the [`MonitorFactory`].
 #[derive(Clone)]
 pub struct MonitorSpawn {
@@ -116,7 +121,7 @@ pub fn default_monitor_factory() -> MonitorFactory {
         options.event_handler = spawn.sdam_handler;
         options.rtt = spawn.rtt;
         options.topology_id = spawn.topology_id;
-        let monitor = MonitorActor::new(options)?.start_supervised();
+        let monitor = MonitorActor::new(options)?.start();
         Ok(MonitorHandles::of(&monitor))
     })
 }
@@ -147,7 +152,12 @@ impl TopologyBuilder {
     pub fn from_connection_string(cs: &ConnectionString) -> Self {
         TopologyBuilder {
             settings: Some(TopologySettings::from_connection_string(cs)),
-            connection_options: Some(ConnectionOptions::from_connection_string(cs).map_err(Error::Pool)),
+            connection_options: Some(
+                ConnectionOptions::builder_from_connection_string(cs)
+                    .platform(platform())
+                    .build()
+                    .map_err(Error::Pool),
+            ),
             pool_options: Some(PoolOptions::from_uri_options(&cs.options).map_err(Error::Pool)),
             monitoring_mode: cs.options.server_monitoring_mode.unwrap_or_default(),
             ..Self::default()
@@ -243,7 +253,7 @@ impl TopologyBuilder {
         let lb = settings.load_balanced;
         let connection_options = match self.connection_options {
             Some(o) => o?,
-            None => ConnectionOptions::builder().load_balanced(lb).build()?,
+            None => ConnectionOptions::builder().load_balanced(lb).platform(platform()).build()?,
         };
         let pool_options = match self.pool_options {
             Some(o) => o?,
@@ -434,32 +444,60 @@ impl TopologyActor {
             pool.ready();
         }
         let pool_actor = PoolActor::new(pool.clone()).start();
-        let monitor = if load_balanced {
-            None
-        } else {
-            let spawned = (self.config.monitor_factory)(MonitorSpawn {
-                address: address.clone(),
-                topology_id: self.id,
-                topology: ctx.address().recipient(),
-                connection_options: self.config.connection_options.clone(),
-                heartbeat_frequency: self.description.settings().heartbeat_frequency,
-                monitoring_mode: self.config.monitoring_mode,
-                rtt: rtt.clone(),
-                sdam_handler: self.config.sdam_handler.clone(),
-            });
-            match spawned {
-                Ok(m) => Some(m),
-                Err(e) => {
-                    tracing::error!(target: sdam_log::LOG_TARGET, %address, error = %e, "cannot start a monitor");
-                    None
-                }
-            }
-        };
+        let monitor = if load_balanced { None } else { self.spawn_monitor(&address, &rtt, ctx) };
         let operations_gauge =
             metrics::gauge!("mongo_actors_operations_in_flight", "server" => address.to_string());
         let handle =
             Arc::new(ServerHandle { rtt, pool, pool_actor, operations: Arc::default(), operations_gauge });
         self.servers.insert(address, ServerEntry { handle, monitor });
+    }
+
+    /// Starts the monitor of `address` through the factory (`None`, logged, when it fails).
+    fn spawn_monitor(
+        &self,
+        address: &ServerAddress,
+        rtt: &ServerRtt,
+        ctx: &mut Context<Self>,
+    ) -> Option<MonitorHandles> {
+        let spawned = (self.config.monitor_factory)(MonitorSpawn {
+            address: address.clone(),
+            topology_id: self.id,
+            topology: ctx.address().recipient(),
+            connection_options: self.config.connection_options.clone(),
+            heartbeat_frequency: self.description.settings().heartbeat_frequency,
+            monitoring_mode: self.config.monitoring_mode,
+            rtt: rtt.clone(),
+            sdam_handler: self.config.sdam_handler.clone(),
+        });
+        match spawned {
+            Ok(m) => Some(m),
+            Err(e) => {
+                tracing::error!(target: sdam_log::LOG_TARGET, %address, error = %e, "cannot start a monitor");
+                None
+            }
+        }
+    }
+
+    /// Supervision: a monitor that stopped without being told to (its check loop died) is
+    /// replaced, so its server is checked again.
+    fn restart_stopped_monitors(&mut self, ctx: &mut Context<Self>) {
+        if self.closed {
+            return;
+        }
+        let stopped: Vec<ServerAddress> = self
+            .servers
+            .iter()
+            .filter(|(_, e)| e.monitor.as_ref().is_some_and(|m| !m.stop.connected()))
+            .map(|(a, _)| a.clone())
+            .collect();
+        for address in stopped {
+            tracing::warn!(target: sdam_log::LOG_TARGET, %address, "the monitor stopped on its own; starting a new one");
+            let Some(rtt) = self.servers.get(&address).map(|e| e.handle.rtt.clone()) else { continue };
+            let monitor = self.spawn_monitor(&address, &rtt, ctx);
+            if let Some(entry) = self.servers.get_mut(&address) {
+                entry.monitor = monitor;
+            }
+        }
     }
 
     /// Stops a removed server's actors without waiting for them.
@@ -553,10 +591,10 @@ pub fn application_error(
     let kind = match error {
         pool::Error::Timeout { .. } => ApplicationErrorKind::Timeout,
         e if e.is_network_error() => ApplicationErrorKind::Network,
-        pool::Error::Command { code, message, .. } => ApplicationErrorKind::Command {
-            code: Some(*code),
-            message: message.clone(),
-            topology_version: None,
+        pool::Error::Command { error, .. } => ApplicationErrorKind::Command {
+            code: error.code,
+            message: error.message.clone(),
+            topology_version: error.topology_version,
             write_concern: false,
         },
         pool::Error::Authentication { code, message, .. } => ApplicationErrorKind::Command {
@@ -598,6 +636,12 @@ pub fn application_error(
 
 impl Actor for TopologyActor {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // Monitors are checked for once a heartbeat (at least once a second).
+        let every = self.description.settings().heartbeat_frequency.min(std::time::Duration::from_secs(1));
+        ctx.run_interval(every, |act, ctx| act.restart_stopped_monitors(ctx));
+    }
 }
 
 impl Handler<ServerCheckCompleted> for TopologyActor {

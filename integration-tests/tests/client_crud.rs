@@ -530,7 +530,8 @@ async fn bulk_write_errors_use_model_indexes() {
         WriteModel::DeleteOne { filter: doc! {"_id": 4} },
     ];
     let err = coll.bulk_write(models.clone(), BulkWriteOptions::default()).await.expect_err("dup");
-    let actors::Error::Write { write_errors, .. } = &err else { panic!("{err:?}") };
+    assert_eq!(err.kind(), ErrorKind::Write);
+    let write_errors = &err.server_error().expect("the server's error").write_errors;
     assert_eq!(write_errors.iter().map(|e| (e.index, e.code)).collect::<Vec<_>>(), [(2, 11000)]);
     // Stopped: 21 not inserted, 4 not deleted.
     assert_eq!(coll.count_documents(doc! {"_id": {"$in": [4, 20, 21]}}, None).await.expect("count"), 2);
@@ -539,7 +540,8 @@ async fn bulk_write_errors_use_model_indexes() {
         .bulk_write(models, BulkWriteOptions { ordered: Some(false), timeout: None })
         .await
         .expect_err("dups");
-    let actors::Error::Write { write_errors, .. } = &err else { panic!("{err:?}") };
+    assert_eq!(err.kind(), ErrorKind::Write);
+    let write_errors = &err.server_error().expect("the server's error").write_errors;
     assert_eq!(write_errors.iter().map(|e| (e.index, e.code)).collect::<Vec<_>>(), [(1, 11000), (2, 11000)]);
     assert_eq!(coll.count_documents(doc! {"_id": {"$in": [4, 20, 21]}}, None).await.expect("count"), 2);
 

@@ -67,8 +67,7 @@ fn start(
     options.event_handler =
         Some(Arc::new(move |e: &SdamEvent| sink.lock().push((Instant::now(), e.clone()))));
     let rtt = options.rtt.clone();
-    // As the topology starts it: supervised.
-    let monitor = MonitorActor::new(options).expect("valid options").start_supervised();
+    let monitor = MonitorActor::new(options).expect("valid options").start();
     Harness { monitor, rtt, log, events }
 }
 
@@ -338,15 +337,27 @@ async fn stop_closes_every_connection_promptly() {
     h.monitor.send(StopActor).await.expect("stop");
     let took = stopping.elapsed();
     assert!(took < Duration::from_millis(200), "StopActor took {took:?}");
+    assert!(!h.monitor.connected());
     assert!(wait_until(Duration::from_secs(1), || current_connections(&cluster, 0) == 0).await);
     let reports = h.log.lock().len();
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert_eq!(h.log.lock().len(), reports, "no report after stop");
-    assert_eq!(cluster.counters().members[0].connections_opened, 2, "retired: never restarted");
-    // Supervised, a stopped monitor stays retired (idle) until its last address goes.
-    let weak = h.monitor.downgrade();
-    drop(h);
-    assert!(wait_until(Duration::from_secs(1), || weak.upgrade().is_none()).await, "gone with its addresses");
+    assert_eq!(cluster.counters().members[0].connections_opened, 2);
+}
+
+#[actix::test]
+async fn a_check_loop_that_panics_stops_its_monitor() {
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    let h = start(&cluster, 0, ServerMonitoringMode::Stream, Duration::from_millis(500), false);
+    assert!(
+        wait_until(Duration::from_secs(5), || succeeded(&h.log).iter().any(|(_, a)| *a)).await,
+        "streaming"
+    );
+    h.monitor.send(PanicCheckLoop).await.expect("delivered");
+    // The actor goes down with its loop (its supervisor, the topology, starts a new one),
+    // and takes its connections and RTT pinger with it.
+    assert!(wait_until(Duration::from_secs(2), || !h.monitor.connected()).await, "stopped");
+    assert!(wait_until(Duration::from_secs(2), || current_connections(&cluster, 0) == 0).await);
 }
 
 #[actix::test]
@@ -440,33 +451,4 @@ async fn rtt_pinger_samples_every_heartbeat_and_reconnects_after_errors() {
     pinger.send(StopActor).await.expect("stop");
     assert!(stopping.elapsed() < Duration::from_millis(200));
     assert!(wait_until(Duration::from_secs(1), || current_connections(&cluster, 0) == 0).await);
-}
-
-#[actix::test]
-async fn a_check_loop_that_panics_is_restarted_and_checks_again() {
-    let cluster = Cluster::replica_set(1).start().expect("sim");
-    let h = start(&cluster, 0, ServerMonitoringMode::Stream, Duration::from_millis(500), false);
-    assert!(
-        wait_until(Duration::from_secs(5), || succeeded(&h.log).iter().any(|(_, a)| *a)).await,
-        "streaming"
-    );
-    let opened = cluster.counters().members[0].connections_opened;
-    h.monitor.send(PanicCheckLoop).await.expect("delivered");
-    let panicked_at = Instant::now();
-    // The supervisor restarts the actor with a new loop: a new connection, a new handshake
-    // (not awaited), then streaming again.
-    let checked_again = wait_until(Duration::from_secs(5), || {
-        let ok = succeeded(&h.log);
-        ok.iter().any(|(t, a)| *t > panicked_at && !*a) && ok.iter().any(|(t, a)| *t > panicked_at && *a)
-    })
-    .await;
-    assert!(checked_again, "checked again after the panic: {:?}", succeeded(&h.log));
-    assert!(h.monitor.connected(), "the same address still reaches the restarted monitor");
-    assert!(cluster.counters().members[0].connections_opened > opened, "the new loop reconnected");
-    // A restarted monitor stops as any other: every connection closes, and it stays stopped.
-    h.monitor.send(StopActor).await.expect("stopped");
-    assert!(wait_until(Duration::from_secs(2), || current_connections(&cluster, 0) == 0).await);
-    let reports = h.log.lock().len();
-    tokio::time::sleep(Duration::from_millis(1200)).await;
-    assert_eq!(h.log.lock().len(), reports, "no check after StopActor");
 }

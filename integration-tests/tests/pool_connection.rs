@@ -65,7 +65,7 @@ async fn handshake_and_round_trip() {
     // ok: 0 comes back as a document; check_ok turns it into Error::Command.
     let reply = conn.send_command("admin", doc! {"noSuchCommand": 1}, deadline).await.expect("reply");
     match conn.check_ok(reply) {
-        Err(Error::Command { code, .. }) => assert_eq!(code, 59),
+        Err(Error::Command { error, .. }) => assert_eq!(error.code, Some(59)),
         other => panic!("expected a command error, got {other:?}"),
     }
     assert!(!conn.is_closed(), "a command error does not close the connection");
@@ -463,7 +463,7 @@ mod security {
         assert!(conn.hello_reply().speculative_authenticate.is_none());
         assert!(conn.hello_reply().sasl_supported_mechs.is_none());
         match find(&mut conn).await {
-            Err(Error::Command { code, .. }) => assert_eq!(code, 13, "Unauthorized"),
+            Err(Error::Command { error, .. }) => assert_eq!(error.code, Some(13), "Unauthorized"),
             other => panic!("expected Unauthorized, got {other:?}"),
         }
     }

@@ -228,3 +228,55 @@ async fn dropping_every_handle_closes_the_topology() {
     assert!(matches!(closed, Ok(Ok(_))), "a final closed snapshot is published");
     assert!(wait_until(Duration::from_secs(1), || !actor.connected()).await, "the actor stopped");
 }
+
+/// Supervision: a monitor whose check loop dies stops, and the topology starts a new one for
+/// its server, which is then checked again.
+#[actix::test]
+async fn a_monitor_whose_check_loop_dies_is_replaced() {
+    use actix::Actor;
+    use actors::monitor::{MonitorActor, MonitorOptions, PanicCheckLoop};
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    let started: Started = Arc::default();
+    let sink = Arc::clone(&started);
+    let actors: Arc<Mutex<Vec<actix::Addr<MonitorActor>>>> = Arc::default();
+    let kept = Arc::clone(&actors);
+    // The default factory's monitors, keeping their addresses to kill a check loop.
+    let factory: MonitorFactory = Arc::new(move |spawn: actors::MonitorSpawn| {
+        let mut options = MonitorOptions::new(spawn.address, spawn.connection_options, spawn.topology);
+        options.heartbeat_frequency = spawn.heartbeat_frequency;
+        options.mode = spawn.monitoring_mode;
+        options.event_handler = spawn.sdam_handler;
+        options.rtt = spawn.rtt;
+        options.topology_id = spawn.topology_id;
+        let monitor = MonitorActor::new(options)?.start();
+        kept.lock().push(monitor.clone());
+        Ok(MonitorHandles::of(&monitor))
+    });
+    let seeds = cluster.hosts().iter().map(|h| ServerAddress::parse(h).expect("sim host")).collect();
+    let topology = TopologyBuilder::new()
+        .settings(TopologySettings {
+            seeds,
+            heartbeat_frequency: Duration::from_millis(500),
+            ..TopologySettings::default()
+        })
+        .monitor_factory(factory)
+        .sdam_event_handler(Arc::new(move |e: &SdamEvent| {
+            if let SdamEvent::ServerHeartbeatStarted(h) = e {
+                sink.lock().push((Instant::now(), h.awaited));
+            }
+        }))
+        .start()
+        .expect("valid options");
+    let live = Live { topology, started, monitors: Arc::default() };
+    discovered(&live, 1).await;
+    let first = actors.lock()[0].clone();
+    first.send(PanicCheckLoop).await.expect("delivered");
+    let panicked_at = Instant::now();
+    assert!(wait_until(Duration::from_secs(2), || !first.connected()).await, "the monitor stopped");
+    assert!(wait_until(WAIT, || actors.lock().len() == 2).await, "the topology started a new monitor");
+    let checked_again = wait_until(WAIT, || live.started.lock().iter().any(|(t, _)| *t > panicked_at)).await;
+    assert!(checked_again, "the server is checked again");
+    assert!(actors.lock()[1].connected());
+    live.topology.close().await.expect("close");
+    assert!(wait_until(Duration::from_secs(1), || actors.lock().iter().all(|a| !a.connected())).await);
+}

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use bson::oid::ObjectId;
 use protocol::address::ServerAddress;
+use protocol::reply::ServerError;
 
 /// A `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -92,19 +93,14 @@ pub enum Error {
         /// Why.
         message: String,
     },
-    /// The server answered a command with `ok: 0`.
-    #[error("command failed on {address}: {message} (code {code}{})", code_name.as_deref().map(|n| format!(", {n}")).unwrap_or_default())]
+    /// The server answered a command with `ok: 0` (handshake, authentication, or a command
+    /// the connection's caller checked with [`Connection::check_ok`](crate::connection::Connection::check_ok)).
+    #[error("command failed on {address}: {error}")]
     Command {
         /// The server.
         address: ServerAddress,
-        /// The error code.
-        code: i32,
-        /// The code name, when the server gave one.
-        code_name: Option<String>,
-        /// The error message.
-        message: String,
-        /// The error labels.
-        labels: Vec<String>,
+        /// What the server said ([`protocol::reply`] parsed it; boxed: it is large).
+        error: Box<ServerError>,
     },
     /// Authentication failed: the server refused the credential (`code` is then its error
     /// code, for example 18 `AuthenticationFailed`), or its SCRAM answer did not prove it knows
@@ -202,7 +198,7 @@ impl Error {
     /// connections.
     pub fn labels(&self) -> Vec<String> {
         match self {
-            Error::Command { labels, .. } => labels.clone(),
+            Error::Command { error, .. } => error.labels.clone(),
             Error::Io { phase, .. } | Error::Timeout { phase, .. }
                 if matches!(phase, Phase::TcpConnect | Phase::TlsHandshake | Phase::Hello) =>
             {

@@ -12,3 +12,14 @@ pub mod error;
 pub use error::{Error, Phase, Result};
 pub mod cmap;
 pub mod connection;
+
+/// The earlier of two optional deadlines (`None`: no limit).
+pub(crate) fn earliest(
+    a: Option<tokio::time::Instant>,
+    b: Option<tokio::time::Instant>,
+) -> Option<tokio::time::Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}

@@ -82,6 +82,15 @@ pub enum Error {
     /// example a password given for `MONGODB-X509` or a missing username for `GSSAPI`.
     #[error("invalid credential: {0}")]
     InvalidCredential(String),
+    /// The SRV or TXT records of a `mongodb+srv` host break the Initial DNS Seedlist Discovery
+    /// rules ([`crate::uri::seedlist`]).
+    #[error("the DNS records of '{host}' are not a valid seed list: {message}")]
+    Seedlist {
+        /// The SRV host.
+        host: String,
+        /// Which rule they break.
+        message: String,
+    },
     /// An I/O error surfaced through the codec (tokio-util codecs require this conversion).
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),

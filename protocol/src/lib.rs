@@ -5,6 +5,7 @@
 //! - [`sdam`]: server and topology descriptions, the SDAM state machine, application
 //!   error classification and SDAM events.
 //! - [`uri`]: connection strings and their options.
+//! - [`reply`]: what a command reply means (server errors and the specs' code lists).
 //!
 //! Every fallible function returns the crate's single [`Error`] type.
 
@@ -13,6 +14,7 @@
 pub mod address;
 pub mod error;
 pub mod hello;
+pub mod reply;
 pub mod sdam;
 pub mod uri;
 pub mod wire;

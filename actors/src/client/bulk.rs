@@ -16,7 +16,7 @@ use super::collection::{count_of, with_id, Collection};
 use super::operation::{Limits, Retry};
 use super::timeout;
 use super::transaction::ClientSession;
-use crate::error::{WriteConcernError, WriteError};
+use crate::error::{ServerError, WriteConcernError, WriteError};
 use crate::{Error, Result};
 
 /// The most statements per command (the servers' `maxWriteBatchSize`).
@@ -183,7 +183,7 @@ fn batches(models: Vec<WriteModel>, ordered: bool, result: &mut BulkWriteResult)
 
 impl Collection {
     /// Runs inserts, updates, replaces and deletes in as few commands as the order allows
-    /// (see the module docs). Write errors come back as one [`Error::Write`] whose indexes
+    /// (see the module docs). Write errors come back as one [`Error::Command`] of kind [`ErrorKind::Write`](crate::ErrorKind::Write) whose indexes
     /// are the models' indexes (ordered: the first one; unordered: all of them; a write
     /// concern error does not stop the bulk and is reported at the end). Other errors
     /// (network, timeout, command) stop the bulk at once.
@@ -222,7 +222,7 @@ impl Collection {
         let timeout = coll.timeout();
         let deadline = timeout::deadline(timeout);
         let mut write_errors: Vec<WriteError> = Vec::new();
-        let mut write_concern_error: Option<Box<WriteConcernError>> = None;
+        let mut write_concern_error: Option<WriteConcernError> = None;
         let mut failure: Option<(protocol::ServerAddress, Vec<String>)> = None;
         for batch in batches {
             let (name, key, field) = match batch.kind {
@@ -241,7 +241,9 @@ impl Collection {
                     .await
                 {
                     Ok(out) => out.reply,
-                    Err(Error::Write { address, write_errors: errors, write_concern_error: wce, labels }) => {
+                    Err(Error::Command { address, error }) if !error.command_failed => {
+                        let ServerError { write_errors: errors, write_concern_error: wce, labels, .. } =
+                            *error;
                         let stop = ordered && !errors.is_empty();
                         write_errors.extend(errors.into_iter().map(|mut e| {
                             e.index = batch.indexes.get(e.index).copied().unwrap_or(e.index);
@@ -284,7 +286,9 @@ impl Collection {
         }
         match failure {
             Some((address, labels)) => {
-                Err(Error::Write { address, write_errors, write_concern_error, labels })
+                let error =
+                    ServerError { write_errors, write_concern_error, labels, ..ServerError::default() };
+                Err(Error::Command { address, error: Box::new(error) })
             }
             None => Ok(result),
         }

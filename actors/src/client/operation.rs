@@ -9,6 +9,7 @@ use std::time::{Duration, Instant as StdInstant};
 use bson::{Bson, Document, RawDocumentBuf};
 use pool::cmap::{CheckoutPurpose, PooledConnection};
 use pool::connection::{CommandBody, Connection};
+use protocol::reply::{RETRYABLE_READ_CODES, RETRYABLE_WRITE_CODES};
 use protocol::sdam::app_error::{classify_state_change, ApplicationErrorKind, ErrorPhase};
 use protocol::sdam::{ServerType, TopologyType};
 use protocol::ServerAddress;
@@ -18,21 +19,12 @@ use tokio::time::Instant;
 use super::session::ServerSession;
 use super::{timeout, ClientInner};
 use crate::command_events::{CommandConnection, CommandEvent};
-use crate::error::{
-    pool_error_address, WriteConcernError, WriteError, NO_WRITES_PERFORMED, RETRYABLE_WRITE_ERROR,
-};
+use crate::error::{pool_error_address, NO_WRITES_PERFORMED, RETRYABLE_WRITE_ERROR};
 use crate::selection_actor::{Criteria, SelectedServer, SelectionRequest};
 use crate::snapshot::{ServerHandle, TopologySnapshot};
 use crate::topology::application_error;
 use crate::{Error, Result};
 
-/// Codes a retryable read retries on (retryable reads spec).
-pub(crate) const RETRYABLE_READ_CODES: [i32; 13] =
-    [11600, 11602, 10107, 13435, 13436, 189, 91, 7, 6, 89, 9001, 262, 134];
-/// Codes the client labels `RetryableWriteError` for servers older than 4.4, which do not
-/// label errors themselves (retryable writes spec).
-pub(crate) const RETRYABLE_WRITE_CODES: [i32; 12] =
-    [11600, 11602, 10107, 13435, 13436, 189, 91, 7, 6, 89, 9001, 262];
 /// Wire version of MongoDB 4.4: from there on the server labels retryable write errors.
 const WIRE_VERSION_4_4: i32 = 9;
 
@@ -582,10 +574,17 @@ impl ClientInner {
             self.advance_cluster_time(ct);
         }
         let max_wire = conn.stream_description().max_wire_version;
+        let error = protocol::reply::reply_error(&reply);
         // State change errors (ok: 0 or a writeConcernError) go to SDAM.
-        if let Some((kind, labels)) = ApplicationErrorKind::from_response(&reply) {
-            if let ApplicationErrorKind::Command { code, message, .. } = &kind {
-                if classify_state_change(*code, message).is_some() {
+        if let Some(e) = &error {
+            let code = if e.command_failed { e.code } else { e.write_concern_error.as_ref().map(|w| w.code) };
+            let message = e
+                .write_concern_error
+                .as_ref()
+                .filter(|_| !e.command_failed)
+                .map_or(&e.message, |w| &w.message);
+            if classify_state_change(code, message).is_some() {
+                if let Some((kind, labels)) = ApplicationErrorKind::from_server_error((**e).clone()) {
                     let app = protocol::sdam::app_error::ApplicationError {
                         address: address.clone(),
                         generation: conn.generation(),
@@ -599,9 +598,6 @@ impl ClientInner {
                 }
             }
         }
-        // Write errors come in an ok: 1 reply, which the succeeded event carries.
-        let reply_for_event = (handler.is_some() && op.check_write && !redact).then(|| reply.clone());
-        let outcome = classify(&address, reply, op.check_write);
         let succeeded = |reply: Document| {
             if let (Some(h), Some(c)) = (handler, connection_info.clone()) {
                 h.handle(&CommandEvent::Succeeded {
@@ -615,23 +611,24 @@ impl ClientInner {
                 });
             }
         };
-        match &outcome {
-            Ok(reply) => succeeded(if redact || handler.is_none() { Document::new() } else { reply.clone() }),
+        // Write errors and write concern errors fail only writes.
+        let Some(mut error) = error.filter(|e| e.command_failed || op.check_write) else {
+            succeeded(if redact || handler.is_none() { Document::new() } else { reply.clone() });
+            return Ok(reply);
+        };
+        let legacy_server = txn_number.is_some() && max_wire < WIRE_VERSION_4_4;
+        if legacy_server && error.code().is_some_and(|c| RETRYABLE_WRITE_CODES.contains(&c)) {
+            error.add_label(RETRYABLE_WRITE_ERROR);
+        }
+        let command_failed = error.command_failed;
+        let e = Error::Command { address, error };
+        if command_failed {
+            failed(e.to_string());
+        } else {
             // ok: 1: the command succeeded as far as monitoring is concerned.
-            Err(Error::Write { .. }) => succeeded(reply_for_event.unwrap_or_default()),
-            Err(e) => failed(e.to_string()),
+            succeeded(if redact || handler.is_none() { Document::new() } else { reply });
         }
-        let mut outcome = outcome;
-        if let Err(e) = &mut outcome {
-            if txn_number.is_some() && max_wire < WIRE_VERSION_4_4 {
-                if let Some(code) = e.code() {
-                    if RETRYABLE_WRITE_CODES.contains(&code) {
-                        e.add_label(RETRYABLE_WRITE_ERROR);
-                    }
-                }
-            }
-        }
-        outcome
+        Err(e)
     }
 
     /// Keeps the greatest `$clusterTime` seen.
@@ -693,7 +690,9 @@ fn is_retryable_read_error(e: &Error) -> bool {
         Error::Connection { source, .. } => {
             source.is_network_error() || matches!(**source, pool::Error::PoolCleared { .. })
         }
-        Error::Command { code, .. } => RETRYABLE_READ_CODES.contains(code),
+        Error::Command { error, .. } => {
+            error.command_failed && error.code.is_some_and(|c| RETRYABLE_READ_CODES.contains(&c))
+        }
         _ => false,
     }
 }
@@ -705,81 +704,6 @@ pub(crate) fn cursor_id(reply: &Document) -> i64 {
         Some(Bson::Int32(i)) => i64::from(*i),
         _ => 0,
     }
-}
-
-fn string_list(v: Option<&Bson>) -> Vec<String> {
-    v.and_then(Bson::as_array)
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
-}
-
-fn int_of(v: Option<&Bson>) -> Option<i64> {
-    match v? {
-        Bson::Int32(i) => Some(i64::from(*i)),
-        Bson::Int64(i) => Some(*i),
-        Bson::Double(d) => Some(*d as i64),
-        _ => None,
-    }
-}
-
-fn is_ok(reply: &Document) -> bool {
-    match reply.get("ok") {
-        Some(Bson::Double(d)) => *d == 1.0,
-        Some(Bson::Int32(i)) => *i == 1,
-        Some(Bson::Int64(i)) => *i == 1,
-        Some(Bson::Boolean(b)) => *b,
-        _ => false,
-    }
-}
-
-/// Turns `ok: 0` into [`Error::Command`] and, for writes, `writeErrors` and
-/// `writeConcernError` into [`Error::Write`].
-pub(crate) fn classify(address: &ServerAddress, reply: Document, check_write: bool) -> Result<Document> {
-    let labels = string_list(reply.get("errorLabels"));
-    if !is_ok(&reply) {
-        return Err(Error::Command {
-            address: address.clone(),
-            code: int_of(reply.get("code")).and_then(|c| i32::try_from(c).ok()).unwrap_or(0),
-            code_name: reply.get_str("codeName").ok().map(str::to_string),
-            message: reply.get_str("errmsg").unwrap_or_default().to_string(),
-            labels,
-        });
-    }
-    if !check_write {
-        return Ok(reply);
-    }
-    let write_errors: Vec<WriteError> = reply
-        .get_array("writeErrors")
-        .map(|a| {
-            a.iter()
-                .filter_map(Bson::as_document)
-                .map(|e| WriteError {
-                    index: int_of(e.get("index")).and_then(|i| usize::try_from(i).ok()).unwrap_or(0),
-                    code: int_of(e.get("code")).and_then(|c| i32::try_from(c).ok()).unwrap_or(0),
-                    code_name: e.get_str("codeName").ok().map(str::to_string),
-                    message: e.get_str("errmsg").unwrap_or_default().to_string(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let wce_doc = reply.get_document("writeConcernError").ok();
-    let write_concern_error = wce_doc.map(|w| {
-        Box::new(WriteConcernError {
-            code: int_of(w.get("code")).and_then(|c| i32::try_from(c).ok()).unwrap_or(0),
-            code_name: w.get_str("codeName").ok().map(str::to_string),
-            message: w.get_str("errmsg").unwrap_or_default().to_string(),
-        })
-    });
-    if write_errors.is_empty() && write_concern_error.is_none() {
-        return Ok(reply);
-    }
-    let mut labels = labels;
-    for l in string_list(wce_doc.and_then(|w| w.get("errorLabels"))) {
-        if !labels.contains(&l) {
-            labels.push(l);
-        }
-    }
-    Err(Error::Write { address: address.clone(), write_errors, write_concern_error, labels })
 }
 
 /// The criteria of a read with `rp` (or the client's default).
@@ -797,36 +721,33 @@ mod tests {
         ServerAddress::tcp("a", 27017)
     }
 
+    fn error_of(reply: Document) -> Error {
+        let error = protocol::reply::reply_error(&reply).expect("an error reply");
+        Error::Command { address: addr(), error }
+    }
+
     #[test]
-    fn classify_command_and_write_errors() {
-        let e = classify(
-            &addr(),
+    fn command_and_write_errors() {
+        let e = error_of(
             doc! {"ok": 0.0, "code": 10107, "codeName": "NotWritablePrimary", "errmsg": "not primary", "errorLabels": ["RetryableWriteError"]},
-            true,
-        )
-        .unwrap_err();
+        );
         assert_eq!(e.kind(), crate::error::ErrorKind::Command);
         assert_eq!(e.code(), Some(10107));
         assert!(e.has_label("RetryableWriteError"));
         assert_eq!(e.address(), Some(&addr()));
-        let e = classify(
-            &addr(),
-            doc! {"ok": 1.0, "n": 0, "writeErrors": [{"index": 0, "code": 11000, "errmsg": "dup"}]},
-            true,
-        )
-        .unwrap_err();
+        assert_eq!(e.to_string(), "command failed on a:27017: not primary (code 10107, NotWritablePrimary)");
+        let e =
+            error_of(doc! {"ok": 1.0, "n": 0, "writeErrors": [{"index": 0, "code": 11000, "errmsg": "dup"}]});
         assert_eq!(e.kind(), crate::error::ErrorKind::Write);
         assert_eq!(e.code(), Some(11000));
-        let e = classify(
-            &addr(),
+        assert_eq!(e.to_string(), "write failed on a:27017: write 0 failed: dup (code 11000)");
+        let mut e = error_of(
             doc! {"ok": 1.0, "n": 1, "writeConcernError": {"code": 91, "errmsg": "shutdown", "errorLabels": ["RetryableWriteError"]}},
-            true,
-        )
-        .unwrap_err();
+        );
         assert_eq!(e.code(), Some(91));
         assert!(e.has_label("RetryableWriteError"));
-        assert!(classify(&addr(), doc! {"ok": 1, "writeErrors": []}, true).is_ok());
-        assert!(classify(&addr(), doc! {"ok": 1, "writeErrors": [{"code": 1}]}, false).is_ok());
+        e.add_label("Another");
+        assert_eq!(e.labels(), ["RetryableWriteError", "Another"]);
     }
 
     #[test]
@@ -841,10 +762,7 @@ mod tests {
     fn retryable_read_errors() {
         let cmd = |code| Error::Command {
             address: addr(),
-            code,
-            code_name: None,
-            message: String::new(),
-            labels: vec![],
+            error: Box::new(protocol::reply::ServerError::command(code, "")),
         };
         assert!(is_retryable_read_error(&cmd(91)));
         assert!(!is_retryable_read_error(&cmd(11000)));

@@ -91,7 +91,9 @@ impl ClientOptions {
     /// Event handlers are not set: the Client adds them (through `actors::metrics`).
     pub fn topology_builder(&self) -> Result<TopologyBuilder> {
         let cs = &self.connection_string;
-        let mut connection = ConnectionOptions::from_connection_string(cs)?;
+        let mut connection = ConnectionOptions::builder_from_connection_string(cs)
+            .platform(crate::topology::platform())
+            .build()?;
         connection.set_host_resolver(self.host_resolver.clone());
         Ok(TopologyBuilder::from_connection_string(cs).connection_options(connection))
     }

@@ -14,9 +14,6 @@ use tokio::time::Instant;
 
 use crate::Error;
 
-/// MaxTimeMSExpired.
-pub(crate) const MAX_TIME_MS_EXPIRED: i32 = 50;
-
 /// `inner` over `outer`: `None` inherits, so an outer timeout cannot be unset.
 pub(crate) fn inherit(outer: Option<Duration>, inner: Option<Duration>) -> Option<Duration> {
     inner.or(outer)
@@ -86,14 +83,7 @@ pub(crate) fn retry_selection_error(
 
 /// Whether `e` carries MaxTimeMSExpired (top level, a write error or the write concern error).
 fn is_max_time_expired(e: &Error) -> bool {
-    match e {
-        Error::Command { code, .. } => *code == MAX_TIME_MS_EXPIRED,
-        Error::Write { write_errors, write_concern_error, .. } => {
-            write_errors.iter().any(|w| w.code == MAX_TIME_MS_EXPIRED)
-                || write_concern_error.as_ref().is_some_and(|w| w.code == MAX_TIME_MS_EXPIRED)
-        }
-        _ => false,
-    }
+    matches!(e, Error::Command { error, .. } if error.is_max_time_expired())
 }
 
 /// The error an operation in CSOT mode (`timeout` set) returns: MaxTimeMSExpired, socket and
@@ -118,7 +108,7 @@ mod tests {
     use protocol::ServerAddress;
 
     use super::*;
-    use crate::error::{ErrorKind, WriteConcernError};
+    use crate::error::{ErrorKind, ServerError, WriteConcernError};
 
     #[test]
     fn inheritance_cannot_unset() {
@@ -148,40 +138,34 @@ mod tests {
     fn max_time_expired_becomes_timeout() {
         let address = ServerAddress::tcp("a", 1);
         let t = Some(Duration::from_secs(1));
-        let cmd = Error::Command {
-            address: address.clone(),
-            code: 50,
-            code_name: Some("MaxTimeMSExpired".into()),
-            message: "operation exceeded time limit".into(),
-            labels: vec![],
-        };
+        let mut error = ServerError::command(50, "operation exceeded time limit");
+        error.code_name = Some("MaxTimeMSExpired".into());
+        let cmd = Error::Command { address: address.clone(), error: Box::new(error) };
         let e = convert(cmd.clone(), t, None);
         assert_eq!(e.kind(), ErrorKind::Timeout);
         assert!(e.to_string().contains("operation exceeded time limit"));
         assert_eq!(e.code(), Some(50));
         assert_eq!(convert(cmd, None, None).kind(), ErrorKind::Command);
-        let wce = Error::Write {
-            address,
-            write_errors: vec![],
-            write_concern_error: Some(Box::new(WriteConcernError {
+        let wce = ServerError {
+            write_concern_error: Some(WriteConcernError {
                 code: 50,
-                code_name: None,
                 message: "wc".into(),
-            })),
-            labels: vec![],
+                ..Default::default()
+            }),
+            ..Default::default()
         };
+        let wce = Error::Command { address, error: Box::new(wce) };
         assert_eq!(convert(wce, t, None).kind(), ErrorKind::Timeout);
-        let we = Error::Write {
-            address: ServerAddress::tcp("a", 1),
+        let we = ServerError {
             write_errors: vec![crate::error::WriteError {
                 index: 0,
                 code: 50,
                 code_name: None,
                 message: "w".into(),
             }],
-            write_concern_error: None,
-            labels: vec![],
+            ..Default::default()
         };
+        let we = Error::Command { address: ServerAddress::tcp("a", 1), error: Box::new(we) };
         assert_eq!(convert(we, t, None).kind(), ErrorKind::Timeout);
     }
 }

@@ -432,7 +432,7 @@ impl ClientSession {
             loop {
                 let result = self.commit_until(timeout, deadline).await;
                 let Err(e) = result else { return Ok(ret) };
-                let max_time_expired = e.code() == Some(timeout::MAX_TIME_MS_EXPIRED);
+                let max_time_expired = e.code() == Some(protocol::reply::MAX_TIME_MS_EXPIRED);
                 if e.has_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && !max_time_expired {
                     if time_left() {
                         continue;

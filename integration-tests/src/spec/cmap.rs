@@ -169,10 +169,10 @@ impl Establisher for MockEstablisher {
                 if let Some(code) = fp.error_code {
                     return Err(pool::Error::Command {
                         address,
-                        code,
-                        code_name: None,
-                        message: "failCommand fail point".into(),
-                        labels: Vec::new(),
+                        error: Box::new(protocol::reply::ServerError::command(
+                            code,
+                            "failCommand fail point",
+                        )),
                     });
                 }
             }

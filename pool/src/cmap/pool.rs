@@ -208,12 +208,7 @@ enum Acquired<C: PoolConnection> {
     Nothing,
 }
 
-fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
+use crate::earliest;
 
 impl<E: Establisher> Inner<E> {
     fn emit(&self, event: CmapEvent) {

@@ -56,10 +56,7 @@ impl Establisher for Arc<Mock> {
                 this.failures.fetch_sub(1, Ordering::SeqCst);
                 return Err(Error::Command {
                     address: request.address,
-                    code: 91,
-                    code_name: None,
-                    message: "shutting down".into(),
-                    labels: vec![],
+                    error: Box::new(protocol::reply::ServerError::command(91, "shutting down")),
                 });
             }
             let closed = Arc::new(AtomicBool::new(false));
@@ -431,7 +428,7 @@ async fn establishment_error_hook_clears_before_the_connection_is_closed() {
     *slot.lock() = Some(pool.clone());
     pool.ready();
     let err = pool.check_out(None, CheckoutPurpose::Other).await.unwrap_err();
-    assert!(matches!(err, Error::Command { code: 91, .. }));
+    assert!(matches!(&err, Error::Command { error, .. } if error.code == Some(91)));
     assert_eq!(*seen.lock(), [0]);
     assert_eq!(pool.generation(None), 1);
     assert_eq!(
@@ -567,12 +564,8 @@ async fn establishment_network_errors_carry_backpressure_labels() {
     ] {
         assert!(e.labels().is_empty(), "{e:?}");
     }
-    let command = Error::Command {
-        address: address.clone(),
-        code: 91,
-        code_name: None,
-        message: "shutting down".into(),
-        labels: vec!["RetryableWriteError".into()],
-    };
+    let mut error = protocol::reply::ServerError::command(91, "shutting down");
+    error.add_label("RetryableWriteError");
+    let command = Error::Command { address: address.clone(), error: Box::new(error) };
     assert_eq!(command.labels(), vec!["RetryableWriteError"]);
 }

@@ -48,7 +48,9 @@ impl StreamDescription {
     fn from_reply(r: &HelloReply) -> Self {
         StreamDescription {
             max_bson_object_size: r.max_bson_object_size.unwrap_or(16 * 1024 * 1024),
-            max_message_size_bytes: r.max_message_size_bytes.unwrap_or(48_000_000),
+            max_message_size_bytes: r
+                .max_message_size_bytes
+                .unwrap_or(protocol::wire::DEFAULT_MAX_MESSAGE_SIZE as i64),
             max_write_batch_size: r.max_write_batch_size.unwrap_or(100_000),
             min_wire_version: r.min_wire_version,
             max_wire_version: r.max_wire_version,
@@ -168,38 +170,12 @@ fn codec_error(address: &ServerAddress, phase: Phase, e: protocol::Error) -> Err
     }
 }
 
-/// The earlier of two optional deadlines.
-pub(crate) fn min_deadline(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
 /// Turns an `ok: 0` reply into [`Error::Command`]; an `ok: 1` reply is returned unchanged.
 pub fn command_result(address: &ServerAddress, reply: RawDocumentBuf) -> Result<RawDocumentBuf> {
-    let ok = match reply.get("ok") {
-        Ok(Some(v)) => match v {
-            bson::RawBsonRef::Double(d) => d == 1.0,
-            bson::RawBsonRef::Int32(i) => i == 1,
-            bson::RawBsonRef::Int64(i) => i == 1,
-            bson::RawBsonRef::Boolean(b) => b,
-            _ => false,
-        },
-        _ => false,
-    };
-    if ok {
-        return Ok(reply);
+    match protocol::reply::check_raw_reply(&reply) {
+        Ok(()) => Ok(reply),
+        Err(error) => Err(Error::Command { address: address.clone(), error }),
     }
-    let code = reply.get_i32("code").ok().unwrap_or(0);
-    let code_name = reply.get_str("codeName").ok().map(str::to_string);
-    let message = reply.get_str("errmsg").ok().unwrap_or("").to_string();
-    let labels = reply
-        .get_array("errorLabels")
-        .ok()
-        .map(|a| a.into_iter().filter_map(|v| v.ok()?.as_str().map(str::to_string)).collect())
-        .unwrap_or_default();
-    Err(Error::Command { address: address.clone(), code, code_name, message, labels })
 }
 
 impl Connection {
@@ -207,7 +183,7 @@ impl Connection {
     /// before the earlier of `request.deadline` and connectTimeoutMS, and stops with
     /// [`Error::Interrupted`] when `request.cancel` fires (as does every later round trip).
     pub async fn connect(options: &ConnectionOptions, request: EstablishRequest) -> Result<Connection> {
-        let deadline = min_deadline(request.deadline, options.connect_timeout.map(|t| Instant::now() + t));
+        let deadline = crate::earliest(request.deadline, options.connect_timeout.map(|t| Instant::now() + t));
         let service_slot = request.service_id.clone();
         let mut conn = Self::open(
             options,
@@ -659,9 +635,9 @@ mod tests {
     fn deadlines_and_command_errors() {
         let now = Instant::now();
         let later = now + Duration::from_secs(1);
-        assert_eq!(min_deadline(Some(now), Some(later)), Some(now));
-        assert_eq!(min_deadline(None, Some(later)), Some(later));
-        assert_eq!(min_deadline(None, None), None);
+        assert_eq!(crate::earliest(Some(now), Some(later)), Some(now));
+        assert_eq!(crate::earliest(None, Some(later)), Some(later));
+        assert_eq!(crate::earliest(None, None), None);
 
         let ok = RawDocumentBuf::try_from(&bson::doc! {"ok": 1.0}).expect("raw");
         assert!(command_result(&address(), ok).is_ok());
@@ -671,11 +647,11 @@ mod tests {
         })
         .expect("raw");
         match command_result(&address(), failed) {
-            Err(Error::Command { code, code_name, message, labels, .. }) => {
-                assert_eq!(code, 18);
-                assert_eq!(code_name.as_deref(), Some("AuthenticationFailed"));
-                assert_eq!(message, "Authentication failed.");
-                assert_eq!(labels, vec!["SystemOverloadedError".to_string()]);
+            Err(Error::Command { error, .. }) => {
+                assert_eq!(error.code, Some(18));
+                assert_eq!(error.code_name.as_deref(), Some("AuthenticationFailed"));
+                assert_eq!(error.message, "Authentication failed.");
+                assert_eq!(error.labels, vec!["SystemOverloadedError".to_string()]);
             }
             other => panic!("{other:?}"),
         }

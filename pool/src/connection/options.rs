@@ -76,6 +76,7 @@ impl ConnectionOptions {
             tls: None,
             app_name: None,
             driver_info: None,
+            platform: None,
             load_balanced: false,
             server_api: None,
             credential: None,
@@ -195,6 +196,7 @@ pub struct ConnectionOptionsBuilder {
     tls: Option<TlsOptions>,
     app_name: Option<String>,
     driver_info: Option<DriverInfo>,
+    platform: Option<String>,
     load_balanced: bool,
     server_api: Option<ServerApi>,
     credential: Option<Credential>,
@@ -237,6 +239,13 @@ impl ConnectionOptionsBuilder {
     /// `appname`, at most 128 bytes.
     pub fn app_name(mut self, name: impl Into<String>) -> Self {
         self.app_name = Some(name.into());
+        self
+    }
+
+    /// The handshake's `platform` (default: the language, `Rust (unix)`): a client adds the
+    /// runtime it runs on.
+    pub fn platform(mut self, platform: impl Into<String>) -> Self {
+        self.platform = Some(platform.into());
         self
     }
 
@@ -295,6 +304,9 @@ impl ConnectionOptionsBuilder {
     pub fn build(self) -> Result<ConnectionOptions> {
         let invalid = |message: String| Error::InvalidOptions { message };
         let mut metadata = ClientMetadata::new(self.app_name.clone()).map_err(|e| invalid(e.to_string()))?;
+        if let Some(p) = &self.platform {
+            metadata.platform = Some(p.clone());
+        }
         if let Some(info) = &self.driver_info {
             metadata.append(info.clone()).map_err(|e| invalid(e.to_string()))?;
         }

@@ -220,7 +220,8 @@ impl ClientMetadata {
             os_type: os_type.to_string(),
             os_name: Some(std::env::consts::OS.to_string()),
             os_architecture: Some(std::env::consts::ARCH.to_string()),
-            platform: Some(format!("Rust ({}) / actix", std::env::consts::FAMILY)),
+            // The language; a caller adds its runtime (`ConnectionOptionsBuilder::platform`).
+            platform: Some(format!("Rust ({})", std::env::consts::FAMILY)),
             env: EnvMetadata::detect(env, dockerenv),
             appended: Vec::new(),
         })

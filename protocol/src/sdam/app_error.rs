@@ -7,20 +7,14 @@
 use std::cmp::Ordering;
 
 use bson::oid::ObjectId;
-use bson::{Bson, Document};
+use bson::Document;
 
 use crate::address::ServerAddress;
-use crate::hello::reply::bson_to_i64;
+use crate::reply::ServerError;
 use crate::sdam::server_description::{compare_topology_versions, ServerDescription, TopologyVersion};
 use crate::sdam::topology_description::{TopologyDescription, TopologyType, TopologyUpdate};
 
-/// "node is recovering" codes: InterruptedAtShutdown, InterruptedDueToReplStateChange,
-/// NotPrimaryOrSecondary, PrimarySteppedDown, ShutdownInProgress.
-pub const RECOVERING_CODES: [i32; 5] = [11600, 11602, 13436, 189, 91];
-/// "not writable primary" codes: NotWritablePrimary, NotPrimaryNoSecondaryOk, LegacyNotPrimary.
-pub const NOT_WRITABLE_PRIMARY_CODES: [i32; 3] = [10107, 13435, 10058];
-/// "node is shutting down" codes (a subset of the recovering codes).
-pub const SHUTDOWN_CODES: [i32; 2] = [11600, 91];
+pub use crate::reply::{NOT_WRITABLE_PRIMARY_CODES, RECOVERING_CODES, SHUTDOWN_CODES};
 /// The backpressure label the pool adds to connection-establishment network errors.
 pub const SYSTEM_OVERLOADED_ERROR: &str = "SystemOverloadedError";
 /// Wire version of MongoDB 4.2: older servers close connections on a state change.
@@ -122,42 +116,29 @@ impl ApplicationErrorKind {
     /// legacy `$err`), else a `writeConcernError`. `None` if neither is present (`writeErrors`
     /// are ignored).
     pub fn from_response(response: &Document) -> Option<(Self, Vec<String>)> {
-        let ok = response.get("ok").and_then(crate::hello::reply::bson_truthy).unwrap_or(false);
-        let labels = string_list(response.get("errorLabels"));
-        let code_of = |d: &Document| d.get("code").and_then(bson_to_i64).and_then(|c| i32::try_from(c).ok());
-        let tv_of = |d: &Document| TopologyVersion::from_reply(d).ok().flatten();
-        if !ok || response.contains_key("$err") {
-            let message = response
-                .get("errmsg")
-                .or_else(|| response.get("$err"))
-                .and_then(Bson::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let kind = ApplicationErrorKind::Command {
-                code: code_of(response),
-                message,
-                topology_version: tv_of(response),
-                write_concern: false,
-            };
-            return Some((kind, labels));
-        }
-        let wce = response.get("writeConcernError").and_then(Bson::as_document)?;
-        let mut labels = labels;
-        labels.extend(string_list(wce.get("errorLabels")));
-        let kind = ApplicationErrorKind::Command {
-            code: code_of(wce),
-            message: wce.get("errmsg").and_then(Bson::as_str).unwrap_or_default().to_string(),
-            topology_version: tv_of(wce).or_else(|| tv_of(response)),
-            write_concern: true,
-        };
-        Some((kind, labels))
+        crate::reply::reply_error(response).and_then(|e| Self::from_server_error(*e))
     }
-}
 
-fn string_list(v: Option<&Bson>) -> Vec<String> {
-    v.and_then(Bson::as_array)
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
+    /// [`from_response`](Self::from_response) on an error [`crate::reply`] already parsed.
+    pub fn from_server_error(e: ServerError) -> Option<(Self, Vec<String>)> {
+        let kind = if e.command_failed {
+            ApplicationErrorKind::Command {
+                code: e.code,
+                message: e.message,
+                topology_version: e.topology_version,
+                write_concern: false,
+            }
+        } else {
+            let wce = e.write_concern_error?;
+            ApplicationErrorKind::Command {
+                code: Some(wce.code),
+                message: wce.message,
+                topology_version: wce.topology_version.or(e.topology_version),
+                write_concern: true,
+            }
+        };
+        Some((kind, e.labels))
+    }
 }
 
 impl ApplicationError {

@@ -24,7 +24,7 @@ pub const CLIENT_MAX_WIRE_VERSION: i32 = 25;
 /// The MongoDB release of [`CLIENT_MIN_WIRE_VERSION`], named in compatibility errors.
 pub const CLIENT_MIN_MONGODB_VERSION: &str = "4.0";
 /// The driver name used in compatibility error messages.
-pub const DRIVER_NAME: &str = "mongo-actors";
+pub use crate::hello::metadata::DRIVER_NAME;
 /// The default `heartbeatFrequencyMS` for multi-threaded clients.
 pub const DEFAULT_HEARTBEAT_FREQUENCY: Duration = Duration::from_secs(10);
 /// The default `localThresholdMS`.

@@ -19,6 +19,7 @@
 mod credential;
 mod options;
 mod read_preference;
+pub mod seedlist;
 
 use percent_encoding::percent_decode_str;
 use serde::{Deserialize, Serialize};

@@ -263,62 +263,128 @@ pub struct UriOptions {
 
 impl UriOptions {
     /// Every option name of the uri-options table (plus CSOT's `timeoutMS`), spelled as the
-    /// spec spells it. Each has a field here (`ssl` shares `tls`); keys are matched ASCII case-insensitively.
-    pub const NAMES: [&'static str; 49] = [
-        "appname",
-        "authMechanism",
-        "authMechanismProperties",
-        "authSource",
-        "compressors",
-        "connectTimeoutMS",
-        "directConnection",
-        "enableOverloadRetargeting",
-        "heartbeatFrequencyMS",
-        "journal",
-        "loadBalanced",
-        "localThresholdMS",
-        "maxAdaptiveRetries",
-        "maxConnecting",
-        "maxIdleTimeMS",
-        "maxPoolSize",
-        "maxStalenessSeconds",
-        "minPoolSize",
-        "proxyHost",
-        "proxyPort",
-        "proxyUsername",
-        "proxyPassword",
-        "readConcernLevel",
-        "readPreference",
-        "readPreferenceTags",
-        "replicaSet",
-        "retryReads",
-        "retryWrites",
-        "serverMonitoringMode",
-        "serverSelectionTimeoutMS",
-        "serverSelectionTryOnce",
-        "socketTimeoutMS",
-        "srvMaxHosts",
-        "srvServiceName",
-        "ssl",
-        "timeoutMS",
-        "tls",
-        "tlsAllowInvalidCertificates",
-        "tlsAllowInvalidHostnames",
-        "tlsCAFile",
-        "tlsCertificateKeyFile",
-        "tlsCertificateKeyFilePassword",
-        "tlsDisableCertificateRevocationCheck",
-        "tlsDisableOCSPEndpointCheck",
-        "tlsInsecure",
-        "w",
-        "waitQueueTimeoutMS",
-        "wTimeoutMS",
-        "zlibCompressionLevel",
-    ];
+    /// spec spells it: the names of [`OPTIONS`], the table `apply` reads values with. Each has
+    /// a field here (`ssl` shares `tls`); keys are matched ASCII case-insensitively.
+    pub const NAMES: [&'static str; OPTIONS.len()] = names();
+}
+
+const fn names<const N: usize>() -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = OPTIONS[i].name;
+        i += 1;
+    }
+    out
+}
+
+/// How one option's value is read, and where it goes.
+enum Kind {
+    /// `true` or `false` (case-insensitive).
+    Bool(fn(&mut UriOptions, bool)),
+    /// An integer in `min..=max` (the field's own type holds every value of the range).
+    Int { min: i64, max: i64, set: fn(&mut UriOptions, i64) },
+    /// Any string.
+    Text(fn(&mut UriOptions, &str)),
+    /// Read by a function of its own (lists, enumerations, checked strings).
+    Custom(fn(&mut OptionParser, &str, &str) -> Result<()>),
+}
+
+/// One URI option: its name as the spec spells it, and how it is read.
+struct OptionSpec {
+    name: &'static str,
+    kind: Kind,
 }
 
 /// The largest value a 32-bit integer option accepts.
 const I32_MAX: i64 = i32::MAX as i64;
+
+/// A field set from an integer (the range checked first makes the conversion exact).
+macro_rules! int {
+    ($field:ident, $min:expr, $max:expr) => {
+        Kind::Int { min: $min, max: $max, set: |o, n| o.$field = n.try_into().ok() }
+    };
+}
+
+/// A boolean field.
+macro_rules! boolean {
+    ($field:ident) => {
+        Kind::Bool(|o, b| o.$field = Some(b))
+    };
+}
+
+/// A string field.
+macro_rules! text {
+    ($field:ident) => {
+        Kind::Text(|o, v| o.$field = Some(v.into()))
+    };
+}
+
+/// Every option the client reads: the uri-options table, in its order.
+const OPTIONS: [OptionSpec; 49] = [
+    OptionSpec { name: "appname", kind: Kind::Custom(OptionParser::app_name) },
+    OptionSpec { name: "authMechanism", kind: Kind::Custom(OptionParser::auth_mechanism) },
+    OptionSpec {
+        name: "authMechanismProperties",
+        kind: Kind::Custom(OptionParser::auth_mechanism_properties),
+    },
+    OptionSpec { name: "authSource", kind: text!(auth_source) },
+    OptionSpec { name: "compressors", kind: Kind::Custom(OptionParser::compressors) },
+    OptionSpec { name: "connectTimeoutMS", kind: int!(connect_timeout_ms, 0, I32_MAX) },
+    OptionSpec { name: "directConnection", kind: boolean!(direct_connection) },
+    OptionSpec { name: "enableOverloadRetargeting", kind: boolean!(enable_overload_retargeting) },
+    OptionSpec { name: "heartbeatFrequencyMS", kind: int!(heartbeat_frequency_ms, 500, I32_MAX) },
+    OptionSpec { name: "journal", kind: boolean!(journal) },
+    OptionSpec { name: "loadBalanced", kind: boolean!(load_balanced) },
+    OptionSpec { name: "localThresholdMS", kind: int!(local_threshold_ms, 0, I32_MAX) },
+    OptionSpec { name: "maxAdaptiveRetries", kind: int!(max_adaptive_retries, 0, I32_MAX) },
+    OptionSpec { name: "maxConnecting", kind: int!(max_connecting, 1, I32_MAX) },
+    OptionSpec { name: "maxIdleTimeMS", kind: int!(max_idle_time_ms, 0, I32_MAX) },
+    OptionSpec { name: "maxPoolSize", kind: int!(max_pool_size, 0, I32_MAX) },
+    OptionSpec { name: "maxStalenessSeconds", kind: Kind::Custom(OptionParser::max_staleness) },
+    OptionSpec { name: "minPoolSize", kind: int!(min_pool_size, 0, I32_MAX) },
+    OptionSpec { name: "proxyHost", kind: text!(proxy_host) },
+    OptionSpec { name: "proxyPort", kind: int!(proxy_port, 0, u16::MAX as i64) },
+    OptionSpec { name: "proxyUsername", kind: text!(proxy_username) },
+    OptionSpec { name: "proxyPassword", kind: Kind::Text(|o, v| o.proxy_password = Some(Secret::new(v))) },
+    OptionSpec { name: "readConcernLevel", kind: text!(read_concern_level) },
+    OptionSpec { name: "readPreference", kind: Kind::Custom(OptionParser::read_preference) },
+    OptionSpec { name: "readPreferenceTags", kind: Kind::Custom(OptionParser::read_preference_tags) },
+    OptionSpec { name: "replicaSet", kind: text!(replica_set) },
+    OptionSpec { name: "retryReads", kind: boolean!(retry_reads) },
+    OptionSpec { name: "retryWrites", kind: boolean!(retry_writes) },
+    OptionSpec { name: "serverMonitoringMode", kind: Kind::Custom(OptionParser::server_monitoring_mode) },
+    OptionSpec { name: "serverSelectionTimeoutMS", kind: int!(server_selection_timeout_ms, 1, I32_MAX) },
+    // Stored for completeness only: see `UriOptions::server_selection_try_once`.
+    OptionSpec { name: "serverSelectionTryOnce", kind: boolean!(server_selection_try_once) },
+    OptionSpec { name: "socketTimeoutMS", kind: int!(socket_timeout_ms, 0, I32_MAX) },
+    OptionSpec { name: "srvMaxHosts", kind: int!(srv_max_hosts, 0, I32_MAX) },
+    OptionSpec { name: "srvServiceName", kind: Kind::Custom(OptionParser::srv_service_name) },
+    OptionSpec { name: "ssl", kind: Kind::Custom(OptionParser::tls) },
+    OptionSpec { name: "timeoutMS", kind: int!(timeout_ms, 0, i64::MAX) },
+    OptionSpec { name: "tls", kind: Kind::Custom(OptionParser::tls) },
+    OptionSpec { name: "tlsAllowInvalidCertificates", kind: boolean!(tls_allow_invalid_certificates) },
+    OptionSpec { name: "tlsAllowInvalidHostnames", kind: boolean!(tls_allow_invalid_hostnames) },
+    OptionSpec { name: "tlsCAFile", kind: text!(tls_ca_file) },
+    OptionSpec { name: "tlsCertificateKeyFile", kind: text!(tls_certificate_key_file) },
+    OptionSpec {
+        name: "tlsCertificateKeyFilePassword",
+        kind: Kind::Text(|o, v| o.tls_certificate_key_file_password = Some(Secret::new(v))),
+    },
+    OptionSpec {
+        name: "tlsDisableCertificateRevocationCheck",
+        kind: boolean!(tls_disable_certificate_revocation_check),
+    },
+    OptionSpec { name: "tlsDisableOCSPEndpointCheck", kind: boolean!(tls_disable_ocsp_endpoint_check) },
+    OptionSpec { name: "tlsInsecure", kind: boolean!(tls_insecure) },
+    OptionSpec { name: "w", kind: Kind::Custom(OptionParser::w) },
+    OptionSpec { name: "waitQueueTimeoutMS", kind: int!(wait_queue_timeout_ms, 1, I32_MAX) },
+    OptionSpec { name: "wTimeoutMS", kind: int!(w_timeout_ms, 0, i64::MAX) },
+    OptionSpec { name: "zlibCompressionLevel", kind: int!(zlib_compression_level, -1, 9) },
+];
+
+/// The deprecated spelling of `wTimeoutMS`, read only when `wTimeoutMS` is absent.
+const DEPRECATED_WTIMEOUT: &str = "wtimeout";
 
 /// Collects options from key/value pairs: typed values, warnings, and which keys appeared
 /// (some rules depend on presence, not value).
@@ -375,8 +441,8 @@ impl OptionParser {
         self.int(key, v, min, max).and_then(|n| T::try_from(n).ok())
     }
 
-    /// Applies one `key=value` pair; `key` as written, `value` percent-decoded.
-    /// Errors only for the proxy options, whose repetition the SOCKS5 spec forbids.
+    /// Applies one `key=value` pair; `key` as written, `value` percent-decoded. Errors for an
+    /// unknown `authMechanism` and for a repeated proxy option (the SOCKS5 spec forbids it).
     pub(crate) fn apply(&mut self, key: &str, value: &str) -> Result<()> {
         let lower = key.to_ascii_lowercase();
         let count = {
@@ -391,277 +457,148 @@ impl OptionParser {
         if count == 2 && !matches!(lower.as_str(), "readpreferencetags" | "tls" | "ssl") {
             self.warn(format!("option '{key}' given more than once; the last value is used"));
         }
-        let booleans = [
-            "directconnection",
-            "enableoverloadretargeting",
-            "journal",
-            "loadbalanced",
-            "retryreads",
-            "retrywrites",
-            "serverselectiontryonce",
-            "tls",
-            "ssl",
-            "tlsallowinvalidcertificates",
-            "tlsallowinvalidhostnames",
-            "tlsdisablecertificaterevocationcheck",
-            "tlsdisableocspendpointcheck",
-            "tlsinsecure",
-        ];
-        let integers = [
-            "connecttimeoutms",
-            "heartbeatfrequencyms",
-            "localthresholdms",
-            "maxadaptiveretries",
-            "maxconnecting",
-            "maxidletimems",
-            "maxpoolsize",
-            "maxstalenessseconds",
-            "minpoolsize",
-            "proxyport",
-            "serverselectiontimeoutms",
-            "sockettimeoutms",
-            "srvmaxhosts",
-            "timeoutms",
-            "waitqueuetimeoutms",
-            "wtimeout",
-            "wtimeoutms",
-            "zlibcompressionlevel",
-        ];
-        // Empty integers and booleans are ignored (connection-string spec, "Values").
-        if value.is_empty() && (booleans.contains(&lower.as_str()) || integers.contains(&lower.as_str())) {
-            self.warn(format!("empty value for '{key}' ignored"));
-            return Ok(());
-        }
-        match lower.as_str() {
-            "appname" => {
-                if value.len() > 128 {
-                    self.invalid(key, value, "at most 128 bytes");
-                } else {
-                    self.options.app_name = Some(value.to_string());
-                }
-            }
-            "authmechanism" => match AuthMechanism::parse(value) {
-                Some(m) => self.options.auth_mechanism = Some(m),
-                // An unknown mechanism would silently change how we authenticate: refuse it.
-                None => {
-                    return Err(Error::InvalidOption {
-                        name: key.into(),
-                        message: format!("unsupported authentication mechanism '{value}'"),
-                    })
-                }
-            },
-            "authmechanismproperties" => match parse_pairs(value) {
-                Some(p) => self.options.auth_mechanism_properties = Some(p),
-                None => self.invalid(
-                    key,
-                    value,
-                    "expected comma-separated key:value pairs; values must not contain commas",
-                ),
-            },
-            "authsource" => self.options.auth_source = Some(value.to_string()),
-            "compressors" => {
-                let mut list = Vec::new();
-                for name in value.split(',') {
-                    match Compressor::parse(name) {
-                        Some(c) if !list.contains(&c) => list.push(c),
-                        Some(_) => {}
-                        None => self.warn(format!("unsupported compressor '{name}' ignored")),
-                    }
-                }
-                self.options.compressors = (!list.is_empty()).then_some(list);
-            }
-            "connecttimeoutms" => {
-                if let Some(v) = self.uint(key, value, 0, I32_MAX) {
-                    self.options.connect_timeout_ms = Some(v)
-                }
-            }
-            "directconnection" => {
-                if let Some(v) = self.bool(key, value) {
-                    self.options.direct_connection = Some(v)
-                }
-            }
-            "enableoverloadretargeting" => {
-                if let Some(v) = self.bool(key, value) {
-                    self.options.enable_overload_retargeting = Some(v)
-                }
-            }
-            "heartbeatfrequencyms" => {
-                if let Some(v) = self.uint(key, value, 500, I32_MAX) {
-                    self.options.heartbeat_frequency_ms = Some(v)
-                }
-            }
-            "journal" => {
-                if let Some(v) = self.bool(key, value) {
-                    self.options.journal = Some(v)
-                }
-            }
-            "loadbalanced" => {
-                if let Some(v) = self.bool(key, value) {
-                    self.options.load_balanced = Some(v)
-                }
-            }
-            "localthresholdms" => {
-                if let Some(v) = self.uint(key, value, 0, I32_MAX) {
-                    self.options.local_threshold_ms = Some(v)
-                }
-            }
-            "maxadaptiveretries" => {
-                if let Some(v) = self.uint(key, value, 0, I32_MAX) {
-                    self.options.max_adaptive_retries = Some(v)
-                }
-            }
-            "maxconnecting" => {
-                if let Some(v) = self.uint(key, value, 1, I32_MAX) {
-                    self.options.max_connecting = Some(v)
-                }
-            }
-            "maxidletimems" => {
-                if let Some(v) = self.uint(key, value, 0, I32_MAX) {
-                    self.options.max_idle_time_ms = Some(v)
-                }
-            }
-            "maxpoolsize" => {
-                if let Some(v) = self.uint(key, value, 0, I32_MAX) {
-                    self.options.max_pool_size = Some(v)
-                }
-            }
-            "maxstalenessseconds" => {
-                if value == "-1" {
-                    self.options.max_staleness_seconds = None;
-                } else if let Some(v) = self.uint(key, value, 1, I32_MAX) {
-                    self.options.max_staleness_seconds = Some(v)
-                }
-            }
-            "minpoolsize" => {
-                if let Some(v) = self.uint(key, value, 0, I32_MAX) {
-                    self.options.min_pool_size = Some(v)
-                }
-            }
-            "proxyhost" => self.options.proxy_host = Some(value.to_string()),
-            "proxyport" => {
-                if let Some(v) = self.uint(key, value, 0, u16::MAX.into()) {
-                    self.options.proxy_port = Some(v)
-                }
-            }
-            "proxyusername" => self.options.proxy_username = Some(value.to_string()),
-            "proxypassword" => self.options.proxy_password = Some(Secret::new(value)),
-            "readconcernlevel" => self.options.read_concern_level = Some(value.to_string()),
-            "readpreference" => match ReadPreferenceMode::parse(value) {
-                Some(m) => self.options.read_preference = Some(m),
-                None => self.invalid(key, value, "expected a read preference mode"),
-            },
-            "readpreferencetags" => match parse_tag_set(value) {
-                Some(t) => self.options.read_preference_tags.get_or_insert_with(Vec::new).push(t),
-                None => self.invalid(key, value, "expected comma-separated key:value pairs"),
-            },
-            "replicaset" => self.options.replica_set = Some(value.to_string()),
-            "retryreads" => {
-                if let Some(v) = self.bool(key, value) {
-                    self.options.retry_reads = Some(v)
-                }
-            }
-            "retrywrites" => {
-                if let Some(v) = self.bool(key, value) {
-                    self.options.retry_writes = Some(v)
-                }
-            }
-            "servermonitoringmode" => match ServerMonitoringMode::parse(value) {
-                Some(m) => self.options.server_monitoring_mode = Some(m),
-                None => self.invalid(key, value, "expected stream, poll or auto"),
-            },
-            "serverselectiontimeoutms" => {
-                if let Some(v) = self.uint(key, value, 1, I32_MAX) {
-                    self.options.server_selection_timeout_ms = Some(v)
-                }
-            }
-            // Stored for completeness only: see `UriOptions::server_selection_try_once`.
-            "serverselectiontryonce" => {
-                if let Some(v) = self.bool(key, value) {
-                    self.options.server_selection_try_once = Some(v)
-                }
-            }
-            "sockettimeoutms" => {
-                if let Some(v) = self.uint(key, value, 0, I32_MAX) {
-                    self.options.socket_timeout_ms = Some(v)
-                }
-            }
-            "srvmaxhosts" => {
-                if let Some(v) = self.uint(key, value, 0, I32_MAX) {
-                    self.options.srv_max_hosts = Some(v)
-                }
-            }
-            "srvservicename" => {
-                if is_valid_service_name(value) {
-                    self.options.srv_service_name = Some(value.to_string());
-                } else {
-                    self.invalid(key, value, "expected an RFC 6335 service name");
-                }
-            }
-            "timeoutms" => {
-                if let Some(v) = self.uint(key, value, 0, i64::MAX) {
-                    self.options.timeout_ms = Some(v)
-                }
-            }
-            "tls" | "ssl" => {
-                if let Some(b) = self.bool(key, value) {
-                    self.tls_values.insert(b.to_string());
-                    self.options.tls = Some(b);
-                }
-            }
-            "tlsallowinvalidcertificates" => {
-                if let Some(v) = self.bool(key, value) {
-                    self.options.tls_allow_invalid_certificates = Some(v)
-                }
-            }
-            "tlsallowinvalidhostnames" => {
-                if let Some(v) = self.bool(key, value) {
-                    self.options.tls_allow_invalid_hostnames = Some(v)
-                }
-            }
-            "tlscafile" => self.options.tls_ca_file = Some(value.to_string()),
-            "tlscertificatekeyfile" => self.options.tls_certificate_key_file = Some(value.to_string()),
-            "tlscertificatekeyfilepassword" => {
-                self.options.tls_certificate_key_file_password = Some(Secret::new(value))
-            }
-            "tlsdisablecertificaterevocationcheck" => {
-                if let Some(v) = self.bool(key, value) {
-                    self.options.tls_disable_certificate_revocation_check = Some(v)
-                }
-            }
-            "tlsdisableocspendpointcheck" => {
-                if let Some(v) = self.bool(key, value) {
-                    self.options.tls_disable_ocsp_endpoint_check = Some(v)
-                }
-            }
-            "tlsinsecure" => {
-                if let Some(v) = self.bool(key, value) {
-                    self.options.tls_insecure = Some(v)
-                }
-            }
-            "w" => match Acknowledgment::parse(value) {
-                Some(w) if !value.is_empty() => self.options.w = Some(w),
-                _ => self.invalid(key, value, "expected a non-negative integer or a string"),
-            },
-            "wtimeoutms" => {
-                if let Some(v) = self.uint(key, value, 0, i64::MAX) {
-                    self.options.w_timeout_ms = Some(v)
-                }
-            }
-            "wtimeout" => {
+        if lower == DEPRECATED_WTIMEOUT {
+            if value.is_empty() {
+                self.warn(format!("empty value for '{key}' ignored"));
+            } else {
                 self.warn("deprecated option 'wtimeout': use 'wTimeoutMS'".into());
                 self.deprecated_wtimeout = Some(value.to_string());
             }
-            "waitqueuetimeoutms" => {
-                if let Some(v) = self.uint(key, value, 1, I32_MAX) {
-                    self.options.wait_queue_timeout_ms = Some(v)
+            return Ok(());
+        }
+        let Some(spec) = OPTIONS.iter().find(|o| o.name.eq_ignore_ascii_case(key)) else {
+            self.warn(format!("unsupported option '{key}' ignored"));
+            return Ok(());
+        };
+        match &spec.kind {
+            // Empty integers and booleans are ignored (connection-string spec, "Values").
+            Kind::Bool(_) | Kind::Int { .. } if value.is_empty() => {
+                self.warn(format!("empty value for '{key}' ignored"));
+            }
+            Kind::Bool(set) => {
+                if let Some(b) = self.bool(key, value) {
+                    set(&mut self.options, b);
                 }
             }
-            "zlibcompressionlevel" => {
-                if let Some(v) = self.uint(key, value, -1, 9) {
-                    self.options.zlib_compression_level = Some(v)
+            Kind::Int { min, max, set } => {
+                if let Some(n) = self.int(key, value, *min, *max) {
+                    set(&mut self.options, n);
                 }
             }
-            _ => self.warn(format!("unsupported option '{key}' ignored")),
+            Kind::Text(set) => set(&mut self.options, value),
+            Kind::Custom(read) => read(self, key, value)?,
+        }
+        Ok(())
+    }
+
+    fn app_name(&mut self, key: &str, value: &str) -> Result<()> {
+        if value.len() > 128 {
+            self.invalid(key, value, "at most 128 bytes");
+        } else {
+            self.options.app_name = Some(value.to_string());
+        }
+        Ok(())
+    }
+
+    fn auth_mechanism(&mut self, key: &str, value: &str) -> Result<()> {
+        match AuthMechanism::parse(value) {
+            Some(m) => self.options.auth_mechanism = Some(m),
+            // An unknown mechanism would silently change how we authenticate: refuse it.
+            None => {
+                return Err(Error::InvalidOption {
+                    name: key.into(),
+                    message: format!("unsupported authentication mechanism '{value}'"),
+                })
+            }
+        }
+        Ok(())
+    }
+
+    fn auth_mechanism_properties(&mut self, key: &str, value: &str) -> Result<()> {
+        match parse_pairs(value) {
+            Some(p) => self.options.auth_mechanism_properties = Some(p),
+            None => self.invalid(
+                key,
+                value,
+                "expected comma-separated key:value pairs; values must not contain commas",
+            ),
+        }
+        Ok(())
+    }
+
+    fn compressors(&mut self, _key: &str, value: &str) -> Result<()> {
+        let mut list = Vec::new();
+        for name in value.split(',') {
+            match Compressor::parse(name) {
+                Some(c) if !list.contains(&c) => list.push(c),
+                Some(_) => {}
+                None => self.warn(format!("unsupported compressor '{name}' ignored")),
+            }
+        }
+        self.options.compressors = (!list.is_empty()).then_some(list);
+        Ok(())
+    }
+
+    fn max_staleness(&mut self, key: &str, value: &str) -> Result<()> {
+        if value.is_empty() {
+            self.warn(format!("empty value for '{key}' ignored"));
+        } else if value == "-1" {
+            // -1: no maximum.
+            self.options.max_staleness_seconds = None;
+        } else if let Some(v) = self.uint(key, value, 1, I32_MAX) {
+            self.options.max_staleness_seconds = Some(v);
+        }
+        Ok(())
+    }
+
+    fn read_preference(&mut self, key: &str, value: &str) -> Result<()> {
+        match ReadPreferenceMode::parse(value) {
+            Some(m) => self.options.read_preference = Some(m),
+            None => self.invalid(key, value, "expected a read preference mode"),
+        }
+        Ok(())
+    }
+
+    fn read_preference_tags(&mut self, key: &str, value: &str) -> Result<()> {
+        match parse_tag_set(value) {
+            Some(t) => self.options.read_preference_tags.get_or_insert_with(Vec::new).push(t),
+            None => self.invalid(key, value, "expected comma-separated key:value pairs"),
+        }
+        Ok(())
+    }
+
+    fn server_monitoring_mode(&mut self, key: &str, value: &str) -> Result<()> {
+        match ServerMonitoringMode::parse(value) {
+            Some(m) => self.options.server_monitoring_mode = Some(m),
+            None => self.invalid(key, value, "expected stream, poll or auto"),
+        }
+        Ok(())
+    }
+
+    fn srv_service_name(&mut self, key: &str, value: &str) -> Result<()> {
+        if is_valid_service_name(value) {
+            self.options.srv_service_name = Some(value.to_string());
+        } else {
+            self.invalid(key, value, "expected an RFC 6335 service name");
+        }
+        Ok(())
+    }
+
+    /// `tls` and its alias `ssl`: every value is kept to detect a mismatch.
+    fn tls(&mut self, key: &str, value: &str) -> Result<()> {
+        if value.is_empty() {
+            self.warn(format!("empty value for '{key}' ignored"));
+        } else if let Some(b) = self.bool(key, value) {
+            self.tls_values.insert(b.to_string());
+            self.options.tls = Some(b);
+        }
+        Ok(())
+    }
+
+    fn w(&mut self, key: &str, value: &str) -> Result<()> {
+        match Acknowledgment::parse(value) {
+            Some(w) if !value.is_empty() => self.options.w = Some(w),
+            _ => self.invalid(key, value, "expected a non-negative integer or a string"),
         }
         Ok(())
     }

@@ -101,9 +101,12 @@ async fn command(
     let raw = conn.run(db, body, false, deadline, Phase::Authentication).await?;
     let mechanism = version.mechanism().to_string();
     let raw = conn.check_ok(raw).map_err(|e| match e {
-        Error::Command { address, code, message, .. } => {
-            Error::Authentication { address, mechanism: mechanism.clone(), code: Some(code), message }
-        }
+        Error::Command { address, error } => Error::Authentication {
+            address,
+            mechanism: mechanism.clone(),
+            code: error.code,
+            message: error.message,
+        },
         other => other,
     })?;
     Document::try_from(&raw).map_err(|e| Error::Authentication {
