@@ -114,7 +114,7 @@ impl CommandEventHandler for crossbeam_channel::Sender<CommandEvent> {
 
 /// A command event, as an actix message: a `Recipient<CommandEventOccurred>` receives the
 /// client's command events through
-/// [`RecipientHandler`](crate::events::RecipientHandler) or [`command_recipient`].
+/// [`RecipientHandler`] or [`command_recipient`].
 #[derive(Debug, Clone, actix::Message)]
 #[rtype(result = "()")]
 pub struct CommandEventOccurred(pub CommandEvent);

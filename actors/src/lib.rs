@@ -19,6 +19,7 @@ pub mod rtt_stats;
 pub mod sdam_log;
 pub mod selection_actor;
 pub mod snapshot;
+pub mod srv;
 pub mod srv_poller;
 pub mod topology;
 

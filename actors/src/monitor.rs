@@ -27,7 +27,6 @@ use bson::Document;
 use parking_lot::Mutex;
 use pool::connection::{Connection, ConnectionOptions};
 use protocol::address::ServerAddress;
-use protocol::hello::command::HelloCommand;
 use protocol::hello::reply::HelloReply;
 use protocol::sdam::events::{
     ConnectionId, SdamEvent, ServerHeartbeatFailedEvent, ServerHeartbeatStartedEvent,
@@ -42,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::SdamEventHandler;
 use crate::messages::{CancelCheck, CheckOutcome, RequestImmediateCheck, ServerCheckCompleted, StopActor};
-use crate::rtt_pinger::{RttPingerActor, RttPingerOptions};
+use crate::rtt_pinger::{parse_hello, run_hello, RttPingerActor, RttPingerOptions};
 use crate::rtt_stats::ServerRtt;
 use crate::{Error, Result};
 
@@ -476,7 +475,7 @@ impl Checker {
         let awaited_deadline = connect_timeout.map(|t| Instant::now() + t + options.heartbeat_frequency);
         let result = if more_to_come {
             match conn.read_more_to_come(awaited_deadline).await {
-                Ok(raw) => parse(conn, raw),
+                Ok(raw) => parse_hello(conn, raw),
                 Err(e) => Err(e),
             }
         } else if let Some(tv) = &awaitable {
@@ -631,37 +630,6 @@ impl Checker {
             awaited,
         }));
     }
-}
-
-/// Sends one monitoring hello (awaitable with exhaust when `awaitable` is set) and parses the
-/// reply; `ok: 0` is an error.
-pub(crate) async fn run_hello(
-    conn: &mut Connection,
-    awaitable: Option<(&TopologyVersion, Duration)>,
-    deadline: Option<Instant>,
-) -> pool::Result<(HelloReply, Document)> {
-    let hello_ok = conn.stream_description().hello_ok || conn.server_api().is_some();
-    let cmd = HelloCommand::monitoring(hello_ok, awaitable, conn.server_api());
-    let raw = if cmd.legacy {
-        conn.send_legacy_command("admin", &cmd.body, deadline).await?
-    } else if cmd.exhaust_allowed {
-        conn.send_exhaust_command("admin", cmd.body, deadline).await?
-    } else {
-        conn.send_command("admin", cmd.body, deadline).await?
-    };
-    parse(conn, raw)
-}
-
-fn parse(conn: &mut Connection, raw: bson::RawDocumentBuf) -> pool::Result<(HelloReply, Document)> {
-    let raw = conn.check_ok(raw)?;
-    let parsed = Document::try_from(&raw)
-        .map_err(|e| e.to_string())
-        .and_then(|doc| HelloReply::parse(&doc).map(|r| (r, doc)).map_err(|e| e.to_string()));
-    parsed.map_err(|message| {
-        // A reply we cannot read leaves the stream in an unknown state.
-        conn.close();
-        pool::Error::Handshake { address: conn.address().clone(), message }
-    })
 }
 
 /// A few fields of a handshake reply, for the heartbeat event (the raw reply is not kept).

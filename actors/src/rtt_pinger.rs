@@ -12,14 +12,17 @@ use actix::{
     Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Message, ResponseActFuture,
     WeakAddr, WrapFuture,
 };
+use bson::Document;
 use pool::connection::{Connection, ConnectionOptions};
 use protocol::address::ServerAddress;
+use protocol::hello::command::HelloCommand;
+use protocol::hello::reply::HelloReply;
+use protocol::sdam::TopologyVersion;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::messages::StopActor;
-use crate::monitor::run_hello;
 use crate::rtt_stats::ServerRtt;
 
 /// What an [`RttPingerActor`] needs.
@@ -181,4 +184,40 @@ async fn ping_loop(options: RttPingerOptions, cancel: CancellationToken) {
             () = tokio::time::sleep(options.heartbeat_frequency) => {}
         }
     }
+}
+
+/// Sends one monitoring hello (awaitable with exhaust when `awaitable` is set) and parses the
+/// reply; `ok: 0` is an error.
+pub(crate) async fn run_hello(
+    conn: &mut Connection,
+    awaitable: Option<(&TopologyVersion, Duration)>,
+    deadline: Option<Instant>,
+) -> pool::Result<(HelloReply, Document)> {
+    let hello_ok = conn.stream_description().hello_ok || conn.server_api().is_some();
+    let cmd = HelloCommand::monitoring(hello_ok, awaitable, conn.server_api());
+    let raw = if cmd.legacy {
+        conn.send_legacy_command("admin", &cmd.body, deadline).await?
+    } else if cmd.exhaust_allowed {
+        conn.send_exhaust_command("admin", cmd.body, deadline).await?
+    } else {
+        conn.send_command("admin", cmd.body, deadline).await?
+    };
+    parse_hello(conn, raw)
+}
+
+/// Reads a monitoring hello reply: `ok: 0` is an error; a reply that cannot be read closes the
+/// connection (the stream is in an unknown state).
+pub(crate) fn parse_hello(
+    conn: &mut Connection,
+    raw: bson::RawDocumentBuf,
+) -> pool::Result<(HelloReply, Document)> {
+    let raw = conn.check_ok(raw)?;
+    let parsed = Document::try_from(&raw)
+        .map_err(|e| e.to_string())
+        .and_then(|doc| HelloReply::parse(&doc).map(|r| (r, doc)).map_err(|e| e.to_string()));
+    parsed.map_err(|message| {
+        // A reply we cannot read leaves the stream in an unknown state.
+        conn.close();
+        pool::Error::Handshake { address: conn.address().clone(), message }
+    })
 }

@@ -21,9 +21,8 @@ use actix::prelude::*;
 use actix::WeakAddr;
 use protocol::sdam::TopologyType;
 
-use crate::client::srv::{DomainMismatch, ResolverConfig, SrvInfo, SrvResolver};
-use crate::client::ClientOptions;
 use crate::messages::{StopActor, UpdateSrvHosts};
+use crate::srv::{DomainMismatch, ResolverConfig, SrvInfo, SrvResolver};
 use crate::topology::{Topology, TopologyActor};
 use crate::{Error, Result};
 
@@ -46,28 +45,6 @@ pub struct SrvPollerOptions {
     pub heartbeat_frequency: Duration,
 }
 
-impl SrvPollerOptions {
-    /// The poller options of a client, or `None` when polling does not apply (not
-    /// `mongodb+srv`, or `loadBalanced=true`).
-    pub fn from_client_options(options: &ClientOptions) -> Option<Self> {
-        let srv = options.srv.clone()?;
-        let cs = &options.connection_string;
-        if cs.options.load_balanced == Some(true) {
-            return None;
-        }
-        Some(SrvPollerOptions {
-            srv,
-            resolver_config: options.resolver_config.clone().unwrap_or_default(),
-            rescan_interval: options.srv_rescan_interval.unwrap_or(DEFAULT_RESCAN_INTERVAL),
-            heartbeat_frequency: cs
-                .options
-                .heartbeat_frequency_ms
-                .map(Duration::from_millis)
-                .unwrap_or(protocol::sdam::DEFAULT_HEARTBEAT_FREQUENCY),
-        })
-    }
-}
-
 /// The SRV polling actor. Start it with [`SrvPoller::start`].
 pub struct SrvPoller {
     options: SrvPollerOptions,
@@ -84,19 +61,12 @@ impl std::fmt::Debug for SrvPoller {
 }
 
 impl SrvPoller {
-    /// Starts polling for `topology` if `options` call for it (a `mongodb+srv` URI, not load
-    /// balanced); `Ok(None)` otherwise. Must run inside an actix system. Fails with
-    /// [`Error::InvalidOptions`] for a rescan interval below [`MIN_RESCAN_INTERVAL`], or
-    /// [`Error::Dns`] if the resolver cannot be created.
-    pub fn start(topology: &Topology, options: &ClientOptions) -> Result<Option<Addr<SrvPoller>>> {
-        match SrvPollerOptions::from_client_options(options) {
-            Some(o) => Self::start_with(topology, o).map(Some),
-            None => Ok(None),
-        }
-    }
-
-    /// Starts polling with explicit options.
-    pub fn start_with(topology: &Topology, options: SrvPollerOptions) -> Result<Addr<SrvPoller>> {
+    /// Starts polling for `topology` (a client starts it for a `mongodb+srv` URI that is not
+    /// load balanced: [`ClientOptions::srv_poller_options`](crate::ClientOptions::srv_poller_options)).
+    /// Must run inside an actix system. Fails with [`Error::InvalidOptions`] for a rescan
+    /// interval below [`MIN_RESCAN_INTERVAL`], or [`Error::Dns`] if the resolver cannot be
+    /// created.
+    pub fn start(topology: &Topology, options: SrvPollerOptions) -> Result<Addr<SrvPoller>> {
         if options.rescan_interval < MIN_RESCAN_INTERVAL {
             return Err(Error::InvalidOptions {
                 message: format!("the SRV rescan interval must be at least {MIN_RESCAN_INTERVAL:?}"),

@@ -98,7 +98,8 @@ async fn srv_discovery_and_polling() {
         .expect("both mongos discovered through the stub's A records");
     assert_eq!(snap.description.topology_type(), TopologyType::Sharded);
 
-    let poller = SrvPoller::start(&topology, &options).expect("poller").expect("polling applies");
+    let poller =
+        SrvPoller::start(&topology, options.srv_poller_options().expect("polling applies")).expect("poller");
 
     // b leaves, c joins.
     dns.set_srv(SRV_NAME, &[("a.cluster.test", p0), ("c.cluster.test", p2)]);
@@ -143,7 +144,8 @@ async fn srv_max_hosts_during_polling() {
     assert_eq!(options.connection_string.hosts.len(), 1, "srvMaxHosts picks one");
     let first = options.connection_string.hosts[0].to_string();
     let topology = options.topology_builder().expect("options").start().expect("topology");
-    let _poller = SrvPoller::start(&topology, &options).expect("poller").expect("applies");
+    let _poller =
+        SrvPoller::start(&topology, options.srv_poller_options().expect("applies")).expect("poller");
     topology.wait_for(|s| all_mongos(s, &set(std::slice::from_ref(&first))), WAIT).await.expect("discovered");
 
     // The chosen host leaves: exactly one of the others replaces it.

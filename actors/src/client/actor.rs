@@ -23,8 +23,10 @@ use actix::prelude::*;
 use bson::Document;
 use selection::ReadPreference;
 
-use super::collection::{DeleteResult, FindOptions, InsertManyResult, InsertOneResult, UpdateResult};
-use super::Client;
+use parking_lot::Mutex;
+
+use super::inner::{Client, Host};
+use super::op_options::{DeleteResult, FindOptions, InsertManyResult, InsertOneResult, UpdateResult};
 use crate::selection_actor::Criteria;
 use crate::Result;
 
@@ -48,6 +50,31 @@ impl ClientActor {
 
 impl Actor for ClientActor {
     type Context = Context<Self>;
+}
+
+/// Each client's actor while it lives, by the address of the client's shared state (an
+/// actor holds its client, so that address is not reused while the actor lives).
+static ACTORS: Mutex<Vec<(usize, actix::WeakAddr<ClientActor>)>> = Mutex::new(Vec::new());
+
+impl Client {
+    /// The actix message API: a [`ClientActor`] on the client's arbiter, holding this client.
+    /// The same actor is returned while any of its addresses lives.
+    pub fn actor(&self) -> Addr<ClientActor> {
+        let key = std::sync::Arc::as_ptr(&self.inner) as usize;
+        let mut actors = ACTORS.lock();
+        actors.retain(|(_, a)| a.upgrade().is_some());
+        if let Some(addr) = actors.iter().find(|(k, _)| *k == key).and_then(|(_, a)| a.upgrade()) {
+            return addr;
+        }
+        let client = self.clone();
+        let addr = if super::inner::in_actix_context() && matches!(self.inner.host, Host::Current { .. }) {
+            ClientActor::new(client).start()
+        } else {
+            ClientActor::start_in_arbiter(self.inner.host.arbiter(), move |_| ClientActor::new(client))
+        };
+        actors.push((key, addr.downgrade()));
+        addr
+    }
 }
 
 /// Runs a command (see [`Database::run_command`](super::Database::run_command)).

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use bson::{doc, Bson, Document};
 
-use super::collection::{count_of, with_id, Collection};
+use super::collection::Collection;
+use super::op_options::{count_of, with_id};
 use super::operation::{Limits, Retry};
 use super::timeout;
 use super::transaction::ClientSession;
@@ -100,15 +101,15 @@ impl WriteModel {
                 (d, Some(id), false)
             }
             WriteModel::UpdateOne { filter, update: u, upsert } => {
-                super::crud::check_update(&u)?;
+                super::op_options::check_update(&u)?;
                 (update(filter, u, upsert, false), None, false)
             }
             WriteModel::UpdateMany { filter, update: u, upsert } => {
-                super::crud::check_update(&u)?;
+                super::op_options::check_update(&u)?;
                 (update(filter, u, upsert, true), None, true)
             }
             WriteModel::ReplaceOne { filter, replacement, upsert } => {
-                super::crud::check_replacement(&replacement)?;
+                super::op_options::check_replacement(&replacement)?;
                 (update(filter, replacement, upsert, false), None, false)
             }
             WriteModel::DeleteOne { filter } => (doc! {"q": filter, "limit": 1}, None, false),

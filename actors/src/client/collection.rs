@@ -3,109 +3,21 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
 use selection::ReadPreference;
 
-use super::crud::legacy_max_time;
-use super::cursor::Cursor;
+use super::cursor::{Cursor, OpenCursor};
 use super::database::Database;
+use super::op_options::{
+    check_max_await, count_of, cursor_mode, find_command, first_batch, legacy_max_time, with_id, CursorType,
+};
+pub use super::op_options::{
+    DeleteResult, FindOptions, InsertManyResult, InsertOneResult, TimeoutMode, UpdateResult,
+};
 use super::operation::{read_criteria, Limits, Op, OpOutput, Retry};
 use super::transaction::ClientSession;
 use crate::selection_actor::Criteria;
 use crate::{Error, Result};
-
-/// Options of [`Collection::find`] and [`Collection::find_one`].
-#[derive(Debug, Default, Clone)]
-pub struct FindOptions {
-    /// The most documents to return (`find`'s `limit`).
-    pub limit: Option<i64>,
-    /// Documents per batch (the first batch and every `getMore`).
-    pub batch_size: Option<u32>,
-    /// Documents to skip.
-    pub skip: Option<u64>,
-    /// The sort order.
-    pub sort: Option<Document>,
-    /// The fields to return.
-    pub projection: Option<Document>,
-    /// Where to read (default: the client's read preference, primary unless the URI says).
-    pub read_preference: Option<ReadPreference>,
-    /// This operation's `timeoutMS` (CSOT): `None` keeps the collection's, `Some(ZERO)` means
-    /// no limit.
-    pub timeout: Option<Duration>,
-    /// How `timeoutMS` applies to the cursor (default [`TimeoutMode::CursorLifetime`]; setting
-    /// it needs a `timeoutMS`).
-    pub timeout_mode: Option<TimeoutMode>,
-    /// Legacy `maxTimeMS` for the `find` (ignored when `timeoutMS` is set).
-    pub max_time: Option<Duration>,
-    /// A tailable cursor (`find` only): it defaults to [`TimeoutMode::Iteration`] and refuses
-    /// [`TimeoutMode::CursorLifetime`].
-    pub cursor_type: Option<super::crud::CursorType>,
-    /// `maxAwaitTimeMS` of a [`CursorType::TailableAwait`](super::crud::CursorType) cursor:
-    /// the `maxTimeMS` of its `getMore`s (capped by the remaining `timeoutMS`; must be less
-    /// than a non-zero `timeoutMS`).
-    pub max_await_time: Option<Duration>,
-}
-
-/// How `timeoutMS` applies to a cursor (CSOT `timeoutMode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum TimeoutMode {
-    /// One deadline for the `find` and every `getMore` (no `maxTimeMS` on `getMore`).
-    #[default]
-    CursorLifetime,
-    /// The `find` and each `getMore` get a deadline of their own.
-    Iteration,
-}
-
-/// The result of [`Collection::insert_one`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct InsertOneResult {
-    /// The `_id` of the document (generated when it had none).
-    pub inserted_id: Bson,
-}
-
-/// The result of [`Collection::insert_many`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct InsertManyResult {
-    /// The `_id` of every document, by its index in the input.
-    pub inserted_ids: BTreeMap<usize, Bson>,
-}
-
-/// The result of [`Collection::update_one`] and [`Collection::update_many`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct UpdateResult {
-    /// Documents the filter matched.
-    pub matched_count: u64,
-    /// Documents changed.
-    pub modified_count: u64,
-    /// The `_id` of an upserted document.
-    pub upserted_id: Option<Bson>,
-}
-
-impl UpdateResult {
-    /// The counts and upserted id of an `update` reply with one statement.
-    pub(crate) fn from_reply(reply: &Document) -> UpdateResult {
-        let upserted_id = reply
-            .get_array("upserted")
-            .ok()
-            .and_then(|u| u.first())
-            .and_then(Bson::as_document)
-            .and_then(|u| u.get("_id").cloned());
-        UpdateResult {
-            matched_count: count_of(reply, "n").saturating_sub(u64::from(upserted_id.is_some())),
-            modified_count: count_of(reply, "nModified"),
-            upserted_id,
-        }
-    }
-}
-
-/// The result of [`Collection::delete_one`] and [`Collection::delete_many`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeleteResult {
-    /// Documents deleted.
-    pub deleted_count: u64,
-}
 
 /// A collection of `bson::Document`s (cheap to clone, no I/O until an operation runs).
 #[derive(Debug, Clone)]
@@ -114,15 +26,6 @@ pub struct Collection {
     name: String,
     /// CSOT `timeoutMS` (inherited from the database).
     timeout: Option<Duration>,
-}
-
-pub(crate) fn count_of(reply: &Document, key: &str) -> u64 {
-    match reply.get(key) {
-        Some(Bson::Int32(i)) => u64::try_from(*i).unwrap_or(0),
-        Some(Bson::Int64(i)) => u64::try_from(*i).unwrap_or(0),
-        Some(Bson::Double(d)) if *d >= 0.0 => *d as u64,
-        _ => 0,
-    }
 }
 
 impl Collection {
@@ -162,7 +65,7 @@ impl Collection {
         &self.db
     }
 
-    fn inner(&self) -> &super::ClientInner {
+    fn inner(&self) -> &super::inner::ClientInner {
         &self.db.client().inner
     }
 
@@ -305,13 +208,13 @@ impl Collection {
             command.insert("batchSize", i64::from(b));
         }
         let timeout = super::timeout::inherit(self.timeout, options.timeout);
-        let mode = super::crud::cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
-        super::crud::check_max_await(timeout, options.max_await_time)?;
+        let mode = cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
+        check_max_await(timeout, options.max_await_time)?;
         match options.cursor_type {
-            Some(super::crud::CursorType::Tailable) => {
+            Some(CursorType::Tailable) => {
                 command.insert("tailable", true);
             }
-            Some(super::crud::CursorType::TailableAwait) => {
+            Some(CursorType::TailableAwait) => {
                 command.insert("tailable", true);
                 command.insert("awaitData", true);
             }
@@ -319,10 +222,9 @@ impl Collection {
         }
         legacy_max_time(&mut command, options.max_time, timeout);
         let op = self.read_op("find", command, options.read_preference, true);
-        let open =
-            super::crud::OpenCursor { db: self.db.name(), collection: &self.name, timeout, mode, batch_size };
+        let open = OpenCursor { db: self.db.name(), collection: &self.name, timeout, mode, batch_size };
         let mut cursor = open.run(self.db.client(), op, session).await?;
-        if options.cursor_type == Some(super::crud::CursorType::TailableAwait) {
+        if options.cursor_type == Some(CursorType::TailableAwait) {
             cursor.set_max_await(options.max_await_time);
         }
         Ok(cursor)
@@ -353,11 +255,11 @@ impl Collection {
         command.insert("limit", 1_i64);
         command.insert("singleBatch", true);
         let timeout = super::timeout::inherit(self.timeout, options.timeout);
-        super::crud::cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
+        cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
         legacy_max_time(&mut command, options.max_time, timeout);
         let op = self.read_op("find", command, options.read_preference, false);
         let out = super::transaction::run(self.db.client(), op, Limits::new(timeout), session).await?;
-        Ok(super::crud::first_batch(&out.reply).into_iter().next())
+        Ok(first_batch(&out.reply).into_iter().next())
     }
 
     async fn update(
@@ -454,49 +356,11 @@ impl Collection {
     ) -> Result<DeleteResult> {
         self.delete(filter, 0, Some(session)).await
     }
-
-    /// Counts matching documents with the drivers' `aggregate` pipeline (`$match` then
-    /// `$group`). A retryable read. With options or a session:
-    /// [`count_documents_with`](Self::count_documents_with),
-    /// [`count_documents_with_session`](Self::count_documents_with_session).
-    pub async fn count_documents(
-        &self,
-        filter: Document,
-        read_preference: Option<ReadPreference>,
-    ) -> Result<u64> {
-        let options = super::crud::ReadOptions { read_preference, ..Default::default() };
-        self.count_documents_with(filter, options).await
-    }
 }
 
-/// A `find` with the options both `find` and `find_one` take (sort, projection, skip).
-/// `doc` with an `_id` first when it has none, and its `_id`.
-pub(crate) fn with_id(doc: Document) -> (Document, Bson) {
-    match doc.get("_id") {
-        Some(id) => {
-            let id = id.clone();
-            (doc, id)
-        }
-        None => {
-            let id = Bson::ObjectId(ObjectId::new());
-            let mut with_id = Document::new();
-            with_id.insert("_id", id.clone());
-            with_id.extend(doc);
-            (with_id, id)
-        }
+impl Database {
+    /// A collection handle (no I/O).
+    pub fn collection(&self, name: &str) -> Collection {
+        Collection::new(self.clone(), name)
     }
-}
-
-pub(crate) fn find_command(collection: &str, filter: Document, options: &FindOptions) -> Document {
-    let mut command = doc! {"find": collection, "filter": filter};
-    if let Some(s) = &options.sort {
-        command.insert("sort", s.clone());
-    }
-    if let Some(p) = &options.projection {
-        command.insert("projection", p.clone());
-    }
-    if let Some(s) = options.skip {
-        command.insert("skip", i64::try_from(s).unwrap_or(i64::MAX));
-    }
-    command
 }

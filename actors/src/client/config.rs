@@ -18,7 +18,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::options::{apply_overrides, ClientOptions};
-use super::srv::ResolverConfig;
+use crate::srv::ResolverConfig;
 use crate::{Error, Result};
 
 /// The environment variable prefix.

@@ -11,201 +11,24 @@ use std::time::Duration;
 use bson::{doc, Bson, Document};
 use selection::ReadPreference;
 
-use super::collection::{count_of, Collection, TimeoutMode, UpdateResult};
-use super::cursor::Cursor;
+use super::collection::Collection;
+use super::cursor::{Cursor, OpenCursor};
 use super::database::Database;
+use super::inner::Client;
+use super::op_options::{
+    check_max_await, check_replacement, check_update, count_of, cursor_mode, first_batch, index_name, int,
+    legacy_max_time, names, TimeoutMode, UpdateResult,
+};
+pub use super::op_options::{
+    AggregateOptions, CommandOptions, CountOptions, CreateCollectionOptions, CursorType,
+    FindOneAndModifyOptions, IndexOptions, ListDatabasesOptions, ListOptions, ReadOptions, ReplaceOptions,
+    ReturnDocument, RunCursorCommandOptions,
+};
 use super::operation::{read_criteria, Limits, Op, Retry};
 use super::timeout;
 use super::transaction::ClientSession;
-use super::Client;
 use crate::selection_actor::Criteria;
 use crate::{Error, Result};
-
-/// Options of [`Collection::aggregate`] and [`Database::aggregate`].
-#[derive(Debug, Default, Clone)]
-pub struct AggregateOptions {
-    /// Documents per batch (the first batch and every `getMore`).
-    pub batch_size: Option<u32>,
-    /// Legacy `maxTimeMS` (ignored when `timeoutMS` is set).
-    pub max_time: Option<Duration>,
-    /// Where to read (pipelines with `$out`/`$merge` go to the primary).
-    pub read_preference: Option<ReadPreference>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-    /// How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
-    pub timeout_mode: Option<TimeoutMode>,
-    /// `maxAwaitTimeMS`: the `maxTimeMS` of the `getMore`s (capped by the remaining
-    /// `timeoutMS`; must be less than a non-zero `timeoutMS`).
-    pub max_await_time: Option<Duration>,
-}
-
-/// Options of [`Collection::count`] (the legacy `count` command).
-#[derive(Debug, Default, Clone)]
-pub struct CountOptions {
-    /// Documents to skip.
-    pub skip: Option<u64>,
-    /// The most documents to count.
-    pub limit: Option<u64>,
-    /// Legacy `maxTimeMS` (ignored when `timeoutMS` is set).
-    pub max_time: Option<Duration>,
-    /// Where to read.
-    pub read_preference: Option<ReadPreference>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-}
-
-/// Options of single-command reads: [`Collection::distinct`],
-/// [`Collection::estimated_document_count`], [`Collection::count_documents_with`].
-#[derive(Debug, Default, Clone)]
-pub struct ReadOptions {
-    /// Legacy `maxTimeMS` (ignored when `timeoutMS` is set).
-    pub max_time: Option<Duration>,
-    /// Where to read.
-    pub read_preference: Option<ReadPreference>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-}
-
-/// Which version of the document a `find_one_and_*` returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ReturnDocument {
-    /// The document as it was before the change (the default).
-    #[default]
-    Before,
-    /// The document after the change.
-    After,
-}
-
-/// Options of [`Collection::find_one_and_delete`], [`Collection::find_one_and_replace`]
-/// and [`Collection::find_one_and_update`].
-#[derive(Debug, Default, Clone)]
-pub struct FindOneAndModifyOptions {
-    /// Which matching document is changed (the first in this order).
-    pub sort: Option<Document>,
-    /// The fields of the returned document.
-    pub projection: Option<Document>,
-    /// Insert when nothing matches (replace and update only).
-    pub upsert: Option<bool>,
-    /// Return the document before or after the change (replace and update only).
-    pub return_document: Option<ReturnDocument>,
-    /// Legacy `maxTimeMS` (ignored when `timeoutMS` is set).
-    pub max_time: Option<Duration>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-}
-
-/// Options of [`Collection::replace_one`].
-#[derive(Debug, Default, Clone)]
-pub struct ReplaceOptions {
-    /// Insert the replacement when nothing matches.
-    pub upsert: Option<bool>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-}
-
-/// Options of [`Collection::create_index`].
-#[derive(Debug, Default, Clone)]
-pub struct IndexOptions {
-    /// The index name (default: the keys and directions joined by `_`, as the server names it).
-    pub name: Option<String>,
-    /// A unique index.
-    pub unique: Option<bool>,
-    /// Legacy `maxTimeMS` (ignored when `timeoutMS` is set).
-    pub max_time: Option<Duration>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-}
-
-/// Options of commands without options of their own: [`Collection::drop_index`],
-/// [`Collection::drop_indexes`].
-#[derive(Debug, Default, Clone)]
-pub struct CommandOptions {
-    /// Legacy `maxTimeMS` (ignored when `timeoutMS` is set).
-    pub max_time: Option<Duration>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-}
-
-/// Options of cursor-returning listings: [`Collection::list_indexes`],
-/// [`Database::list_collections`].
-#[derive(Debug, Default, Clone)]
-pub struct ListOptions {
-    /// Documents per batch.
-    pub batch_size: Option<u32>,
-    /// `listCollections` only: names and types only.
-    pub name_only: Option<bool>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-    /// How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
-    pub timeout_mode: Option<TimeoutMode>,
-}
-
-/// Options of [`Client::list_databases`].
-#[derive(Debug, Default, Clone)]
-pub struct ListDatabasesOptions {
-    /// Names only.
-    pub name_only: Option<bool>,
-    /// Only the databases the user may use.
-    pub authorized_databases: Option<bool>,
-    /// This operation's `timeoutMS` (`None`: the client's).
-    pub timeout: Option<Duration>,
-}
-
-/// The kind of cursor [`Database::run_cursor_command`] opens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CursorType {
-    /// A cursor that ends when exhausted.
-    #[default]
-    NonTailable,
-    /// A tailable cursor.
-    Tailable,
-    /// A tailable cursor whose `getMore`s wait for data on the server.
-    TailableAwait,
-}
-
-/// Options of [`Database::run_cursor_command`].
-#[derive(Debug, Default, Clone)]
-pub struct RunCursorCommandOptions {
-    /// `batchSize` of the `getMore`s (the command carries its own for the first batch).
-    pub batch_size: Option<u32>,
-    /// The cursor's kind: tailable cursors default to [`TimeoutMode::Iteration`] and refuse
-    /// [`TimeoutMode::CursorLifetime`].
-    pub cursor_type: Option<CursorType>,
-    /// Where to run (default: primary).
-    pub read_preference: Option<ReadPreference>,
-    /// This operation's `timeoutMS` (`None`: the database's).
-    pub timeout: Option<Duration>,
-    /// How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
-    pub timeout_mode: Option<TimeoutMode>,
-}
-
-/// Options of [`Database::create_collection`].
-#[derive(Debug, Default, Clone)]
-pub struct CreateCollectionOptions {
-    /// A capped collection (needs `size`).
-    pub capped: Option<bool>,
-    /// A capped collection's size in bytes.
-    pub size: Option<u64>,
-    /// A capped collection's most documents.
-    pub max: Option<u64>,
-    /// This operation's `timeoutMS` (`None`: the database's).
-    pub timeout: Option<Duration>,
-}
-
-fn ms(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-fn int(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// Adds the legacy `maxTimeMS` unless `timeoutMS` is set (CSOT replaces it).
-pub(crate) fn legacy_max_time(command: &mut Document, max_time: Option<Duration>, timeout: Option<Duration>) {
-    if let (Some(t), None) = (max_time, timeout) {
-        command.insert("maxTimeMS", ms(t));
-    }
-}
 
 fn plain_op(name: &str, db: &str, command: Document, criteria: Criteria, retry: Retry, cursor: bool) -> Op {
     Op {
@@ -217,107 +40,6 @@ fn plain_op(name: &str, db: &str, command: Document, criteria: Criteria, retry: 
         check_write: retry == Retry::Write,
         opens_cursor: cursor,
     }
-}
-
-/// The first batch's documents of a cursor reply (for single-batch results).
-pub(crate) fn first_batch(reply: &Document) -> Vec<Document> {
-    reply
-        .get_document("cursor")
-        .ok()
-        .and_then(|c| c.get_array("firstBatch").ok())
-        .map(|b| b.iter().filter_map(Bson::as_document).cloned().collect())
-        .unwrap_or_default()
-}
-
-/// The collection part of a cursor reply's `ns` (`db.$cmd.listCollections` gives
-/// `$cmd.listCollections`), which the `getMore`s name.
-fn ns_collection(reply: &Document) -> Option<String> {
-    let ns = reply.get_document("cursor").ok()?.get_str("ns").ok()?;
-    ns.split_once('.').map(|(_, c)| c.to_string())
-}
-
-/// Where a command that opens a cursor runs, and its CSOT rules: CURSOR_LIFETIME sends
-/// `maxTimeMS` on the first command and keeps one deadline for every `getMore`; ITERATION
-/// sends none (but a tailable awaitData cursor's first command does) and gives each
-/// `getMore` a full timeout.
-pub(crate) struct OpenCursor<'a> {
-    /// The database.
-    pub db: &'a str,
-    /// The collection the `getMore`s name, unless the reply's `ns` names another.
-    pub collection: &'a str,
-    /// The `timeoutMS`.
-    pub timeout: Option<Duration>,
-    /// From [`cursor_mode`].
-    pub mode: (TimeoutMode, bool),
-    /// `batchSize` of the `getMore`s.
-    pub batch_size: Option<u32>,
-}
-
-impl OpenCursor<'_> {
-    /// Runs `op` (with `session`, or an implicit one the cursor keeps) and opens its cursor;
-    /// in a load-balanced transaction the cursor uses the transaction's connection.
-    pub(crate) async fn run(
-        self,
-        client: &Client,
-        op: Op,
-        mut session: Option<&mut ClientSession>,
-    ) -> Result<Cursor> {
-        let (mode, send_max_time) = self.mode;
-        let limits = Limits::new(self.timeout).sending_max_time(send_max_time);
-        let out = super::transaction::run(client, op, limits, session.as_deref_mut()).await?;
-        let collection = ns_collection(&out.reply).unwrap_or_else(|| self.collection.to_string());
-        let mut cursor = Cursor::new(client.clone(), self.db, &collection, out, self.batch_size).await?;
-        cursor.set_timeout(self.timeout, mode, limits.deadline);
-        if let Some(session) = session.filter(|s| s.in_transaction()) {
-            cursor.join_transaction(session.transaction_pin());
-        }
-        Ok(cursor)
-    }
-}
-
-/// CSOT: `maxAwaitTimeMS` must be less than a non-zero `timeoutMS` (or an empty awaitData
-/// batch could never arrive in time).
-pub(crate) fn check_max_await(timeout: Option<Duration>, max_await: Option<Duration>) -> Result<()> {
-    match (timeout, max_await) {
-        (Some(t), Some(a)) if !t.is_zero() && a >= t => Err(Error::InvalidOptions {
-            message: format!(
-                "maxAwaitTimeMS ({} ms) must be less than timeoutMS ({} ms)",
-                a.as_millis(),
-                t.as_millis()
-            ),
-        }),
-        _ => Ok(()),
-    }
-}
-
-/// The cursor's timeout mode and whether its first command carries `maxTimeMS` (CSOT): an
-/// explicit mode needs a `timeoutMS`; tailable cursors default to ITERATION and refuse
-/// CURSOR_LIFETIME; in ITERATION mode only a tailable awaitData cursor's first command gets
-/// `maxTimeMS`.
-pub(crate) fn cursor_mode(
-    timeout: Option<Duration>,
-    mode: Option<TimeoutMode>,
-    cursor_type: Option<CursorType>,
-) -> Result<(TimeoutMode, bool)> {
-    let cursor_type = cursor_type.unwrap_or_default();
-    let tailable = cursor_type != CursorType::NonTailable;
-    if tailable && mode == Some(TimeoutMode::CursorLifetime) {
-        return Err(Error::InvalidOptions {
-            message: "a tailable cursor cannot use timeoutMode CURSOR_LIFETIME".into(),
-        });
-    }
-    if mode.is_some() && timeout.is_none() {
-        return Err(Error::InvalidOptions {
-            message: "timeoutMode needs timeoutMS (on the operation, collection, database or client)".into(),
-        });
-    }
-    let mode = match mode {
-        Some(m) => m,
-        None if tailable => TimeoutMode::Iteration,
-        None => TimeoutMode::CursorLifetime,
-    };
-    let send_max_time = mode == TimeoutMode::CursorLifetime || cursor_type == CursorType::TailableAwait;
-    Ok((mode, send_max_time))
 }
 
 fn has_write_stage(pipeline: &[Document]) -> bool {
@@ -352,27 +74,6 @@ fn aggregate_op(
         let criteria = read_criteria(options.read_preference.clone(), default_rp);
         plain_op("aggregate", db, command, criteria, Retry::Read, true)
     })
-}
-
-fn names(docs: Vec<Document>) -> Vec<String> {
-    docs.into_iter().filter_map(|d| d.get_str("name").ok().map(str::to_owned)).collect()
-}
-
-/// The server's default index name: `key_direction` pairs joined by `_`.
-fn index_name(keys: &Document) -> String {
-    keys.iter()
-        .map(|(k, v)| {
-            let v = match v {
-                Bson::String(s) => s.clone(),
-                Bson::Int32(i) => i.to_string(),
-                Bson::Int64(i) => i.to_string(),
-                Bson::Double(d) => d.to_string(),
-                other => other.to_string(),
-            };
-            format!("{k}_{v}")
-        })
-        .collect::<Vec<_>>()
-        .join("_")
 }
 
 impl Collection {
@@ -483,6 +184,19 @@ impl Collection {
         legacy_max_time(&mut command, options.max_time, coll.timeout());
         let op = coll.read_op("count", command, options.read_preference, false);
         Ok(count_of(&coll.run_op(op, session).await?, "n"))
+    }
+
+    /// Counts matching documents with the drivers' `aggregate` pipeline (`$match` then
+    /// `$group`). A retryable read. With options or a session:
+    /// [`count_documents_with`](Self::count_documents_with),
+    /// [`count_documents_with_session`](Self::count_documents_with_session).
+    pub async fn count_documents(
+        &self,
+        filter: Document,
+        read_preference: Option<ReadPreference>,
+    ) -> Result<u64> {
+        let options = ReadOptions { read_preference, ..Default::default() };
+        self.count_documents_with(filter, options).await
     }
 
     /// [`count_documents`](Self::count_documents) with a legacy `max_time` and a per-call
@@ -844,26 +558,6 @@ impl Collection {
         let cursor = self.list_indexes_in(options, Some(session)).await?;
         Ok(names(cursor.try_collect().await?))
     }
-}
-
-/// A replacement document may not use update operators.
-pub(super) fn check_replacement(d: &Document) -> Result<()> {
-    if d.keys().next().is_some_and(|k| k.starts_with('$')) {
-        return Err(Error::InvalidOptions {
-            message: "a replacement document cannot contain update operators".into(),
-        });
-    }
-    Ok(())
-}
-
-/// An update document must use update operators.
-pub(super) fn check_update(d: &Document) -> Result<()> {
-    if !d.keys().next().is_some_and(|k| k.starts_with('$')) {
-        return Err(Error::InvalidOptions {
-            message: "an update document must contain update operators".into(),
-        });
-    }
-    Ok(())
 }
 
 impl Database {

@@ -9,11 +9,12 @@ use pool::cmap::{CheckoutPurpose, PooledConnection};
 use pool::connection::Connection;
 use protocol::ServerAddress;
 
-use super::collection::TimeoutMode;
+use super::inner::Client;
+use super::op_options::{ns_collection, TimeoutMode};
 use super::operation::{cursor_id, Binding, Limits, Op, OpOutput, Retry, SessionUse};
 use super::session::ServerSession;
 use super::timeout;
-use super::Client;
+use super::transaction::ClientSession;
 use crate::selection_actor::{Criteria, PinConnection, PinId, Selector, TakePinned, Unpin};
 use crate::{Error, Result};
 
@@ -413,5 +414,44 @@ impl Drop for Cursor {
         };
         let inner = self.client.inner.clone();
         inner.spawn(kill.run());
+    }
+}
+
+/// Where a command that opens a cursor runs, and its CSOT rules: CURSOR_LIFETIME sends
+/// `maxTimeMS` on the first command and keeps one deadline for every `getMore`; ITERATION
+/// sends none (but a tailable awaitData cursor's first command does) and gives each
+/// `getMore` a full timeout.
+pub(crate) struct OpenCursor<'a> {
+    /// The database.
+    pub db: &'a str,
+    /// The collection the `getMore`s name, unless the reply's `ns` names another.
+    pub collection: &'a str,
+    /// The `timeoutMS`.
+    pub timeout: Option<Duration>,
+    /// From [`cursor_mode`].
+    pub mode: (TimeoutMode, bool),
+    /// `batchSize` of the `getMore`s.
+    pub batch_size: Option<u32>,
+}
+
+impl OpenCursor<'_> {
+    /// Runs `op` (with `session`, or an implicit one the cursor keeps) and opens its cursor;
+    /// in a load-balanced transaction the cursor uses the transaction's connection.
+    pub(crate) async fn run(
+        self,
+        client: &Client,
+        op: Op,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<Cursor> {
+        let (mode, send_max_time) = self.mode;
+        let limits = Limits::new(self.timeout).sending_max_time(send_max_time);
+        let out = super::transaction::run(client, op, limits, session.as_deref_mut()).await?;
+        let collection = ns_collection(&out.reply).unwrap_or_else(|| self.collection.to_string());
+        let mut cursor = Cursor::new(client.clone(), self.db, &collection, out, self.batch_size).await?;
+        cursor.set_timeout(self.timeout, mode, limits.deadline);
+        if let Some(session) = session.filter(|s| s.in_transaction()) {
+            cursor.join_transaction(session.transaction_pin());
+        }
+        Ok(cursor)
     }
 }

@@ -4,10 +4,9 @@ use std::time::Duration;
 
 use bson::Document;
 
-use super::collection::Collection;
+use super::inner::Client;
 use super::operation::{Limits, Op, Retry};
 use super::transaction::ClientSession;
-use super::Client;
 use crate::selection_actor::Criteria;
 use crate::Result;
 
@@ -49,11 +48,6 @@ impl Database {
     /// The client.
     pub fn client(&self) -> &Client {
         &self.client
-    }
-
-    /// A collection handle (no I/O).
-    pub fn collection(&self, name: &str) -> Collection {
-        Collection::new(self.clone(), name)
     }
 
     /// Runs `command` as is (plus `$db`, `lsid`, `$clusterTime` and `$readPreference` as the

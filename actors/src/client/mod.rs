@@ -29,10 +29,13 @@ pub mod config;
 pub mod crud;
 pub mod cursor;
 pub mod database;
+pub(crate) mod inner;
+pub(crate) mod op_options;
 pub(crate) mod operation;
 pub mod options;
 pub(crate) mod session;
-pub mod srv;
+/// `mongodb+srv` resolution (moved to [`crate::srv`]; this path stays for compatibility).
+pub use crate::srv;
 pub(crate) mod timeout;
 pub mod transaction;
 
@@ -40,7 +43,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, ArbiterHandle, System, WeakAddr};
+use actix_rt::{Arbiter, System};
 use bson::{doc, Bson, Document};
 use parking_lot::Mutex;
 use protocol::uri::{Acknowledgment, ConnectionString};
@@ -67,132 +70,12 @@ pub use transaction::{
 };
 
 use self::session::SessionPool;
-use crate::command_events::CommandEventHandler;
 use crate::selection_actor::{Selector, SelectorOptions};
 use crate::srv_poller::SrvPoller;
 use crate::topology::Topology;
 use crate::{Error, Result};
-
-/// A MongoDB client: a cheap, cloneable handle (`Send + Sync`) to a topology, its selection
-/// actor and the operations' shared state (session pool, cluster time).
-///
-/// The last clone going away shuts the client down in the background; call
-/// [`shutdown`](Self::shutdown) to wait for every connection to close.
-#[derive(Clone)]
-pub struct Client {
-    pub(crate) inner: Arc<ClientInner>,
-}
-
-impl std::fmt::Debug for Client {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("topology", &self.inner.topology.snapshot().description).finish()
-    }
-}
-
-/// What operations take from the options.
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    pub retry_reads: bool,
-    pub retry_writes: bool,
-    /// `w: 0`: writes are unacknowledged (never retried).
-    pub unacknowledged: bool,
-    /// The URI's write concern, sent with every write command.
-    pub write_concern: Option<Document>,
-    /// `{level: readConcernLevel}` from the URI, sent with every read command that takes a
-    /// read concern (find, aggregate, count, distinct) and with a transaction's first command.
-    pub read_concern: Option<Document>,
-    /// The URI's read preference (default primary).
-    pub read_preference: Arc<ReadPreference>,
-    pub load_balanced: bool,
-    /// `timeoutMS` (`Some(ZERO)`: CSOT without a limit): one deadline for the selection, the
-    /// check-out and the round trips of each operation, retries included.
-    pub timeout: Option<Duration>,
-}
-
-/// Where the client's actors live.
-enum Host {
-    /// A System the client started on a thread of its own; stopped at shutdown.
-    Own { system: System, arbiter: ArbiterHandle },
-    /// The application's actix System.
-    Current { arbiter: ArbiterHandle },
-}
-
-impl Host {
-    fn arbiter(&self) -> &ArbiterHandle {
-        match self {
-            Host::Own { arbiter, .. } | Host::Current { arbiter } => arbiter,
-        }
-    }
-}
-
-pub(crate) struct ClientInner {
-    pub(crate) topology: Topology,
-    pub(crate) selector: Selector,
-    pub(crate) settings: Settings,
-    pub(crate) sessions: SessionPool,
-    pub(crate) cluster_time: Mutex<Option<Document>>,
-    pub(crate) command_handler: Option<Arc<dyn CommandEventHandler>>,
-    host: Host,
-    /// Keeps the SRV poller's mailbox open while the client lives.
-    _srv_poller: Option<actix::Addr<SrvPoller>>,
-    closed: AtomicBool,
-    shutdown: OnceCell<()>,
-    actor: Mutex<Option<WeakAddr<ClientActor>>>,
-}
-
-impl ClientInner {
-    pub(crate) fn check_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
-            Err(Error::stopped("client (shut down)"))
-        } else {
-            Ok(())
-        }
-    }
-
-    /// A handle of a runtime to spawn background work (killCursors) on.
-    pub(crate) fn spawn<F>(&self, fut: F)
-    where
-        F: std::future::Future<Output = ()> + Send + 'static,
-    {
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) => {
-                h.spawn(fut);
-            }
-            Err(_) => {
-                self.host.arbiter().spawn(fut);
-            }
-        }
-    }
-}
-
-impl Drop for ClientInner {
-    fn drop(&mut self) {
-        if self.shutdown.initialized() {
-            return;
-        }
-        let topology = self.topology.clone();
-        let selector = self.selector.clone();
-        let own = matches!(self.host, Host::Own { .. });
-        let system = match &self.host {
-            Host::Own { system, .. } => Some(system.clone()),
-            Host::Current { .. } => None,
-        };
-        let spawned = self.host.arbiter().spawn(async move {
-            selector.close().await;
-            let _ = topology.close().await;
-            if own {
-                if let Some(s) = system {
-                    s.stop();
-                }
-            }
-        });
-        if !spawned {
-            if let Host::Own { system, .. } = &self.host {
-                system.stop();
-            }
-        }
-    }
-}
+pub use inner::Client;
+use inner::{in_actix_context, ClientInner, Host, Settings};
 
 /// The write concern document of the URI's `w`, `wtimeoutMS` and `journal`.
 fn write_concern(cs: &ConnectionString) -> Option<Document> {
@@ -291,12 +174,13 @@ impl Client {
             };
             let selector = Selector::start(&topology, selector_options);
             // `mongodb+srv` only; it stops by itself when the topology closes.
-            let srv_poller = SrvPoller::start(&topology, &options)?;
+            let srv_poller =
+                options.srv_poller_options().map(|o| SrvPoller::start(&topology, o)).transpose()?;
             Ok((topology, selector, srv_poller))
         };
         let (topology, selector, srv_poller, host) = if in_actix_context() {
             let (topology, selector, srv_poller) = build()?;
-            (topology, selector, srv_poller, Host::Current { arbiter: actix::Arbiter::current() })
+            (topology, selector, srv_poller, Host::Current { arbiter: Arbiter::current() })
         } else {
             let (tx, rx) = tokio::sync::oneshot::channel();
             std::thread::Builder::new()
@@ -306,9 +190,8 @@ impl Client {
                     let ok = system.block_on(async move {
                         let result = build();
                         let ok = result.is_ok();
-                        let _ = tx.send(
-                            result.map(|(t, s, p)| (t, s, p, System::current(), actix::Arbiter::current())),
-                        );
+                        let _ =
+                            tx.send(result.map(|(t, s, p)| (t, s, p, System::current(), Arbiter::current())));
                         ok
                     });
                     if ok {
@@ -334,7 +217,6 @@ impl Client {
                 host,
                 closed: AtomicBool::new(false),
                 shutdown: OnceCell::new(),
-                actor: Mutex::new(None),
             }),
         })
     }
@@ -354,23 +236,6 @@ impl Client {
         &self.inner.selector
     }
 
-    /// The actix message API: a [`ClientActor`] on the client's arbiter, holding this client.
-    /// The same actor is returned while any of its addresses lives.
-    pub fn actor(&self) -> actix::Addr<ClientActor> {
-        let mut slot = self.inner.actor.lock();
-        if let Some(addr) = slot.as_ref().and_then(WeakAddr::upgrade) {
-            return addr;
-        }
-        let client = self.clone();
-        let addr = if in_actix_context() && matches!(self.inner.host, Host::Current { .. }) {
-            ClientActor::new(client).start()
-        } else {
-            ClientActor::start_in_arbiter(self.inner.host.arbiter(), move |_| ClientActor::new(client))
-        };
-        *slot = Some(addr.downgrade());
-        addr
-    }
-
     /// Stops the selection and topology actors and closes every connection (monitoring and
     /// pooled), then, for a client that started its own actix System, stops it. Idempotent;
     /// later operations fail with [`Error::ActorStopped`].
@@ -379,8 +244,9 @@ impl Client {
         inner
             .shutdown
             .get_or_init(|| async {
-                inner.closed.store(true, Ordering::Release);
+                // Before closing: endSessions runs through the executor.
                 end_sessions(inner).await;
+                inner.closed.store(true, Ordering::Release);
                 inner.selector.close().await;
                 let _ = inner.topology.close().await;
                 if let Host::Own { system, .. } = &inner.host {
@@ -392,44 +258,25 @@ impl Client {
     }
 }
 
-/// Best effort: tells the server which sessions it can forget.
+/// Best effort: tells the server which sessions it can forget, in batches of 10,000 (driver
+/// sessions spec), through the executor with half a second for each batch.
 async fn end_sessions(inner: &ClientInner) {
-    let sessions = inner.sessions.drain();
-    if sessions.is_empty() {
-        return;
-    }
-    let snapshot = inner.topology.snapshot();
-    let target = snapshot.primary().cloned().or_else(|| {
-        snapshot.description.servers().find(|s| s.server_type.is_data_bearing()).map(|s| s.address.clone())
-    });
-    let (Some(address), Some(handle)) =
-        (target.clone(), target.as_ref().and_then(|a| snapshot.handle(a)).cloned())
-    else {
-        return;
-    };
-    drop(snapshot);
-    let ids: Vec<Document> = sessions.into_iter().map(|s| s.lsid).collect();
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
-    let run = async {
-        let mut conn =
-            handle.pool.check_out(Some(deadline), pool::cmap::CheckoutPurpose::Other).await.ok()?;
-        let mut cmd = doc! {"endSessions": ids};
-        if handle.pool.address() != &address {
-            return None;
+    let ids: Vec<Bson> = inner.sessions.drain().into_iter().map(|s| Bson::Document(s.lsid)).collect();
+    for batch in ids.chunks(10_000) {
+        let op = operation::Op {
+            name: "endSessions".into(),
+            db: "admin".into(),
+            command: doc! {"endSessions": batch.to_vec()},
+            criteria: crate::selection_actor::Criteria::Read(ReadPreference::PRIMARY_PREFERRED),
+            retry: operation::Retry::No,
+            check_write: false,
+            opens_cursor: false,
+        };
+        let limits = operation::Limits::new(Some(Duration::from_millis(500))).sending_max_time(false);
+        let binding =
+            operation::Binding { session: operation::SessionUse::None, ..operation::Binding::implicit() };
+        if let Err(e) = inner.execute(op, limits, binding).await {
+            tracing::debug!(target: "mongo_actors::client", error = %e, "endSessions failed (ignored)");
         }
-        cmd.insert("$db", "admin");
-        conn.send_command("admin", cmd, Some(deadline)).await.ok()
-    };
-    let _ = tokio::time::timeout(Duration::from_millis(600), run).await;
-}
-
-/// Whether the caller runs inside an actix System's arbiter. A System stays "current" on its
-/// thread after `System::block_on` returns, so the runtime flavor is checked too: actix
-/// arbiters run current-thread runtimes, and a multi-thread runtime is never one.
-fn in_actix_context() -> bool {
-    System::try_current().is_some()
-        && matches!(
-            tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()),
-            Ok(tokio::runtime::RuntimeFlavor::CurrentThread)
-        )
+    }
 }

@@ -16,8 +16,9 @@ use protocol::ServerAddress;
 use selection::ReadPreference;
 use tokio::time::Instant;
 
+use super::inner::ClientInner;
 use super::session::ServerSession;
-use super::{timeout, ClientInner};
+use super::timeout;
 use crate::command_events::{CommandConnection, CommandEvent};
 use crate::error::{pool_error_address, NO_WRITES_PERFORMED, RETRYABLE_WRITE_ERROR};
 use crate::selection_actor::{Criteria, SelectedServer, SelectionRequest};

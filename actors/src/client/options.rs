@@ -12,10 +12,11 @@ use pool::cmap::CmapEventHandler;
 use pool::connection::{ConnectionOptions, HostResolver};
 use protocol::uri::{ConnectionString, UriOptions};
 
-use super::srv::{self, ResolverConfig, SrvInfo, SrvResolver};
 use crate::command_events::CommandEventHandler;
 use crate::events::SdamEventHandler;
 use crate::selection_actor::CustomSelector;
+use crate::srv::{self, ResolverConfig, SrvInfo, SrvResolver};
+use crate::srv_poller::{SrvPollerOptions, DEFAULT_RESCAN_INTERVAL};
 use crate::topology::TopologyBuilder;
 use crate::{Error, Result};
 
@@ -41,7 +42,7 @@ pub struct ClientOptions {
     /// For `mongodb+srv`: the SRV host and lookup results the SRV poller needs.
     pub srv: Option<SrvInfo>,
     /// The SRV rescan interval (rescanSRVIntervalMS; `None`: 60 s). See
-    /// [`SrvPollerOptions`](crate::srv_poller::SrvPollerOptions).
+    /// [`SrvPollerOptions`].
     pub srv_rescan_interval: Option<Duration>,
 }
 
@@ -84,6 +85,26 @@ impl ClientOptions {
     /// A builder.
     pub fn builder() -> ClientOptionsBuilder {
         ClientOptionsBuilder::default()
+    }
+
+    /// The SRV poller's options, or `None` when polling does not apply (not `mongodb+srv`, or
+    /// `loadBalanced=true`).
+    pub fn srv_poller_options(&self) -> Option<SrvPollerOptions> {
+        let srv = self.srv.clone()?;
+        let cs = &self.connection_string;
+        if cs.options.load_balanced == Some(true) {
+            return None;
+        }
+        Some(SrvPollerOptions {
+            srv,
+            resolver_config: self.resolver_config.clone().unwrap_or_default(),
+            rescan_interval: self.srv_rescan_interval.unwrap_or(DEFAULT_RESCAN_INTERVAL),
+            heartbeat_frequency: cs
+                .options
+                .heartbeat_frequency_ms
+                .map(std::time::Duration::from_millis)
+                .unwrap_or(protocol::sdam::DEFAULT_HEARTBEAT_FREQUENCY),
+        })
     }
 
     /// The topology builder for these options: SDAM settings (seeds, replicaSet, srvMaxHosts,

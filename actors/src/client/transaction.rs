@@ -1,9 +1,11 @@
 //! Explicit sessions and transactions (minimal).
 //!
 //! [`Client::start_session`] takes a server session from the pool; the [`ClientSession`] gives
-//! it back when dropped. Operations take the session through their `*_with_session` variants
-//! ([`Collection::insert_one_with_session`], [`Collection::find_with_session`],
-//! [`Database::run_command_with_session`]), which send its `lsid`.
+//! it back when dropped. Every operation has a `*_with_session` twin
+//! ([`Collection::insert_one_with_session`](super::Collection::insert_one_with_session),
+//! [`Collection::find_with_session`](super::Collection::find_with_session),
+//! [`Database::run_command_with_session`](super::Database::run_command_with_session), ...)
+//! that sends the session's `lsid`; both run through the client's one executor.
 //!
 //! Inside a transaction ([`ClientSession::start_transaction`]) every command carries
 //! `txnNumber` and `autocommit: false`, the first one `startTransaction: true`; the
@@ -34,9 +36,10 @@ use futures_util::future::BoxFuture;
 use pool::cmap::CheckoutPurpose;
 use tokio::time::Instant;
 
+use super::inner::Client;
 use super::operation::{Binding, Limits, Op, OpOutput, Retry, SessionUse};
 use super::session::ServerSession;
-use super::{timeout, Client};
+use super::timeout;
 use crate::error::RETRYABLE_WRITE_ERROR;
 use crate::selection_actor::{Criteria, PinConnection, PinId, SelectionRequest, TakePinned, Unpin};
 use crate::{Error, Result};
@@ -584,7 +587,10 @@ impl ClientSession {
 
 /// The client's write concern for a command under `timeout` (CSOT: `timeoutMS` replaces
 /// `wtimeout`); `None` when there is nothing to send.
-pub(crate) fn write_concern(settings: &super::Settings, timeout: Option<Duration>) -> Option<Document> {
+pub(crate) fn write_concern(
+    settings: &super::inner::Settings,
+    timeout: Option<Duration>,
+) -> Option<Document> {
     let mut wc = settings.write_concern.clone()?;
     if timeout.is_some() {
         wc.remove("wtimeout");
@@ -595,7 +601,7 @@ pub(crate) fn write_concern(settings: &super::Settings, timeout: Option<Duration
 /// Makes `op` a statement of a transaction: only commit and abort carry a write concern, the
 /// client's read concern goes with the first statement only (whatever it is), and reads go
 /// to the primary.
-fn statement(op: &mut Op, settings: &super::Settings, first: bool, end: bool) {
+fn statement(op: &mut Op, settings: &super::inner::Settings, first: bool, end: bool) {
     if !end {
         op.command.remove("writeConcern");
     }

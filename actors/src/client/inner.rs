@@ -1,0 +1,153 @@
+//! The client's shared state: the [`Client`] handle and what every operation reads
+//! ([`ClientInner`]: topology, selector, settings, sessions, cluster time). The lowest layer
+//! of `client/` with the option types: the executor, sessions, cursors, handles and the
+//! facade build on it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_rt::{ArbiterHandle, System};
+use bson::Document;
+use parking_lot::Mutex;
+use selection::ReadPreference;
+use tokio::sync::OnceCell;
+
+use super::session::SessionPool;
+use crate::command_events::CommandEventHandler;
+use crate::selection_actor::Selector;
+use crate::srv_poller::SrvPoller;
+use crate::topology::Topology;
+use crate::{Error, Result};
+
+/// A MongoDB client: a cheap, cloneable handle (`Send + Sync`) to a topology, its selection
+/// actor and the operations' shared state (session pool, cluster time).
+///
+/// The last clone going away shuts the client down in the background; call
+/// [`shutdown`](Self::shutdown) to wait for every connection to close.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<ClientInner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("topology", &self.inner.topology.snapshot().description).finish()
+    }
+}
+
+/// What operations take from the options.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub retry_reads: bool,
+    pub retry_writes: bool,
+    /// `w: 0`: writes are unacknowledged (never retried).
+    pub unacknowledged: bool,
+    /// The URI's write concern, sent with every write command.
+    pub write_concern: Option<Document>,
+    /// `{level: readConcernLevel}` from the URI, sent with every read command that takes a
+    /// read concern (find, aggregate, count, distinct) and with a transaction's first command.
+    pub read_concern: Option<Document>,
+    /// The URI's read preference (default primary).
+    pub read_preference: Arc<ReadPreference>,
+    pub load_balanced: bool,
+    /// `timeoutMS` (`Some(ZERO)`: CSOT without a limit): one deadline for the selection, the
+    /// check-out and the round trips of each operation, retries included.
+    pub timeout: Option<Duration>,
+}
+
+/// Where the client's actors live.
+pub(crate) enum Host {
+    /// A System the client started on a thread of its own; stopped at shutdown.
+    Own { system: System, arbiter: ArbiterHandle },
+    /// The application's actix System.
+    Current { arbiter: ArbiterHandle },
+}
+
+impl Host {
+    pub(crate) fn arbiter(&self) -> &ArbiterHandle {
+        match self {
+            Host::Own { arbiter, .. } | Host::Current { arbiter } => arbiter,
+        }
+    }
+}
+
+/// What every clone of a [`Client`] shares.
+pub(crate) struct ClientInner {
+    pub(crate) topology: Topology,
+    pub(crate) selector: Selector,
+    pub(crate) settings: Settings,
+    pub(crate) sessions: SessionPool,
+    pub(crate) cluster_time: Mutex<Option<Document>>,
+    pub(crate) command_handler: Option<Arc<dyn CommandEventHandler>>,
+    pub(crate) host: Host,
+    /// Keeps the SRV poller's mailbox open while the client lives.
+    pub(crate) _srv_poller: Option<actix::Addr<SrvPoller>>,
+    pub(crate) closed: AtomicBool,
+    pub(crate) shutdown: OnceCell<()>,
+}
+
+impl ClientInner {
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(Error::stopped("client (shut down)"))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// A handle of a runtime to spawn background work (killCursors) on.
+    pub(crate) fn spawn<F>(&self, fut: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => {
+                h.spawn(fut);
+            }
+            Err(_) => {
+                self.host.arbiter().spawn(fut);
+            }
+        }
+    }
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        if self.shutdown.initialized() {
+            return;
+        }
+        let topology = self.topology.clone();
+        let selector = self.selector.clone();
+        let own = matches!(self.host, Host::Own { .. });
+        let system = match &self.host {
+            Host::Own { system, .. } => Some(system.clone()),
+            Host::Current { .. } => None,
+        };
+        let spawned = self.host.arbiter().spawn(async move {
+            selector.close().await;
+            let _ = topology.close().await;
+            if own {
+                if let Some(s) = system {
+                    s.stop();
+                }
+            }
+        });
+        if !spawned {
+            if let Host::Own { system, .. } = &self.host {
+                system.stop();
+            }
+        }
+    }
+}
+
+/// Whether the caller runs inside an actix System's arbiter. A System stays "current" on its
+/// thread after `System::block_on` returns, so the runtime flavor is checked too: actix
+/// arbiters run current-thread runtimes, and a multi-thread runtime is never one.
+pub(crate) fn in_actix_context() -> bool {
+    System::try_current().is_some()
+        && matches!(
+            tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()),
+            Ok(tokio::runtime::RuntimeFlavor::CurrentThread)
+        )
+}
