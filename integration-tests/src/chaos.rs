@@ -302,59 +302,8 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     let stop = Arc::new(AtomicBool::new(false));
     let next_id = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
-    let mut tasks = Vec::new();
-    for w in 0..options.writers {
-        let (coll, stop, next_id, tally) = (coll.clone(), stop.clone(), next_id.clone(), tally.clone());
-        tasks.push(runtime.spawn(async move {
-            while !stop.load(Ordering::Relaxed) {
-                let id = i64::try_from(next_id.fetch_add(1, Ordering::Relaxed)).unwrap_or(i64::MAX);
-                tally.writes.fetch_add(1, Ordering::Relaxed);
-                let t = Instant::now();
-                let r = tokio::time::timeout(
-                    limit + Duration::from_secs(5),
-                    coll.insert_one(doc! {"_id": id, "w": w as i64}),
-                )
-                .await;
-                tally.timed("insert", t.elapsed(), limit);
-                match r {
-                    Ok(Ok(_)) => tally.acked.lock().push((id, t - started, started.elapsed())),
-                    Ok(Err(e)) => tally.error(error_kind(&e)),
-                    Err(_) => tally.error("Hang".into()),
-                }
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-        }));
-    }
-    for r in 0..options.readers {
-        let (coll, stop, next_id, tally) = (coll.clone(), stop.clone(), next_id.clone(), tally.clone());
-        tasks.push(runtime.spawn(async move {
-            let prefs = read_preferences();
-            let mut k = r;
-            while !stop.load(Ordering::Relaxed) {
-                k += 1;
-                let (_name, rp) = &prefs[k % prefs.len()];
-                let id = i64::try_from(next_id.load(Ordering::Relaxed).saturating_sub(1 + (k as u64 % 50)))
-                    .unwrap_or(0);
-                tally.reads.fetch_add(1, Ordering::Relaxed);
-                let t = Instant::now();
-                let options = FindOptions { read_preference: Some(rp.clone()), ..FindOptions::default() };
-                let r = tokio::time::timeout(
-                    limit + Duration::from_secs(5),
-                    coll.find_one(doc! {"_id": id}, options),
-                )
-                .await;
-                tally.timed("find_one", t.elapsed(), limit);
-                match r {
-                    Ok(Ok(_)) => {
-                        tally.reads_ok.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Ok(Err(e)) => tally.error(error_kind(&e)),
-                    Err(_) => tally.error("Hang".into()),
-                }
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-        }));
-    }
+    let workload = Workload { coll: &coll, stop: &stop, next_id: &next_id, tally: &tally, started, limit };
+    let tasks = workload.spawn(&runtime, options);
 
     // The faults, on this thread (the simulator's control API is synchronous and quick).
     let (faults, timeline) = inject_faults(&cluster, options, started, started + options.duration);
@@ -382,75 +331,17 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     // Every acknowledged write must be on the primary.
     let acked: Vec<(i64, Duration, Duration)> = tally.acked.lock().clone();
     let found = runtime.block_on(read_all(&coll, options.settle));
-    match found {
-        Ok(found) => {
-            let missing: Vec<&(i64, Duration, Duration)> =
-                acked.iter().filter(|(id, ..)| !found.contains(id)).collect();
-            report.lost = missing.len() as u64;
-            if !missing.is_empty() {
-                let sample: Vec<String> = missing
-                    .iter()
-                    .take(10)
-                    .map(|(id, a, b)| format!("{id} ({:.3}-{:.3} s)", a.as_secs_f64(), b.as_secs_f64()))
-                    .collect();
-                // The faults around the first loss, to help reproduce it.
-                let (_, a, b) = missing[0];
-                let near: Vec<String> = timeline
-                    .iter()
-                    .filter(|(t, _)| *t + Duration::from_secs(3) >= *a && *t <= *b + Duration::from_secs(1))
-                    .map(|(t, f)| format!("{:.3} s {f}", t.as_secs_f64()))
-                    .collect();
-                report.failures.push(format!(
-                    "{} acknowledged writes are not on the primary: _id (insert start-end) {}; faults around the first: {}",
-                    missing.len(),
-                    sample.join(", "),
-                    near.join("; ")
-                ));
-            }
-        }
-        Err(e) => report.failures.push(format!("reading back the writes failed: {e}")),
-    }
+    check_acked(&mut report, &acked, found, &timeline);
 
-    // Connections settle: per member, the pool's connections plus monitoring, nothing checked out.
-    let deadline = Instant::now() + options.settle;
-    let mut last = String::new();
-    let settled = loop {
-        match connection_mismatch(&cluster, &hosts, &counts) {
-            None => break true,
-            Some(m) => last = m,
-        }
-        if Instant::now() >= deadline {
-            break false;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    if !settled {
-        report.failures.push(format!("connections did not settle: {last}"));
-    }
-
-    // Shut the client down: every connection closes, its actix thread ends, no task is left.
-    if let Err(e) = runtime.block_on(client.shutdown()) {
-        report.failures.push(format!("client shutdown failed: {e}"));
-    }
-    drop(coll);
-    drop(client);
-    let deadline = Instant::now() + options.settle;
-    loop {
-        let open = cluster.counters().total.current_connections;
-        let threads = threads_named("mongo-actors").saturating_sub(client_threads_before);
-        let tasks = runtime.metrics().num_alive_tasks();
-        if open == 0 && threads == 0 && tasks == 0 {
-            break;
-        }
-        if Instant::now() >= deadline {
-            report.failures.push(format!(
-                "after shutdown: {open} connections still open on the simulator, {threads} client threads, \
-                 {tasks} live tasks"
-            ));
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    settle_and_shut_down(
+        &mut report,
+        &cluster,
+        &hosts,
+        &counts,
+        (&runtime, client, coll),
+        options.settle,
+        client_threads_before,
+    );
 
     report.writes = tally.writes.load(Ordering::Relaxed);
     report.reads = tally.reads.load(Ordering::Relaxed);
@@ -669,5 +560,176 @@ impl Undo {
             Undo::Unpartition(m) => format!("unpartition member {m}"),
             Undo::NoLatency(m) => format!("no latency on member {m}"),
         }
+    }
+}
+
+/// The workload's shared state: writers insert increasing `_id`s (every acknowledged one is
+/// recorded), readers read recent ones with every read preference.
+struct Workload<'a> {
+    coll: &'a Collection,
+    stop: &'a Arc<AtomicBool>,
+    next_id: &'a Arc<AtomicU64>,
+    tally: &'a Arc<Tally>,
+    started: Instant,
+    limit: Duration,
+}
+
+impl Workload<'_> {
+    /// Starts `options.writers` writers and `options.readers` readers on `runtime`.
+    fn spawn(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        options: &Options,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
+        let mut tasks = Vec::new();
+        for w in 0..options.writers {
+            let (coll, stop, next_id, tally) =
+                (self.coll.clone(), self.stop.clone(), self.next_id.clone(), self.tally.clone());
+            let (started, limit) = (self.started, self.limit);
+            tasks.push(runtime.spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let id = i64::try_from(next_id.fetch_add(1, Ordering::Relaxed)).unwrap_or(i64::MAX);
+                    tally.writes.fetch_add(1, Ordering::Relaxed);
+                    let t = Instant::now();
+                    let r = tokio::time::timeout(
+                        limit + Duration::from_secs(5),
+                        coll.insert_one(doc! {"_id": id, "w": w as i64}),
+                    )
+                    .await;
+                    tally.timed("insert", t.elapsed(), limit);
+                    match r {
+                        Ok(Ok(_)) => tally.acked.lock().push((id, t - started, started.elapsed())),
+                        Ok(Err(e)) => tally.error(error_kind(&e)),
+                        Err(_) => tally.error("Hang".into()),
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+            }));
+        }
+        for r in 0..options.readers {
+            let (coll, stop, next_id, tally) =
+                (self.coll.clone(), self.stop.clone(), self.next_id.clone(), self.tally.clone());
+            let limit = self.limit;
+            tasks.push(runtime.spawn(async move {
+                let prefs = read_preferences();
+                let mut k = r;
+                while !stop.load(Ordering::Relaxed) {
+                    k += 1;
+                    let (_name, rp) = &prefs[k % prefs.len()];
+                    let id =
+                        i64::try_from(next_id.load(Ordering::Relaxed).saturating_sub(1 + (k as u64 % 50)))
+                            .unwrap_or(0);
+                    tally.reads.fetch_add(1, Ordering::Relaxed);
+                    let t = Instant::now();
+                    let options = FindOptions { read_preference: Some(rp.clone()), ..FindOptions::default() };
+                    let r = tokio::time::timeout(
+                        limit + Duration::from_secs(5),
+                        coll.find_one(doc! {"_id": id}, options),
+                    )
+                    .await;
+                    tally.timed("find_one", t.elapsed(), limit);
+                    match r {
+                        Ok(Ok(_)) => {
+                            tally.reads_ok.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(Err(e)) => tally.error(error_kind(&e)),
+                        Err(_) => tally.error("Hang".into()),
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+            }));
+        }
+        tasks
+    }
+}
+
+/// Every acknowledged write must be on the primary: reports the missing ones with the faults
+/// around the first.
+fn check_acked(
+    report: &mut Report,
+    acked: &[(i64, Duration, Duration)],
+    found: Result<HashSet<i64>, actors::Error>,
+    timeline: &[(Duration, String)],
+) {
+    match found {
+        Ok(found) => {
+            let missing: Vec<&(i64, Duration, Duration)> =
+                acked.iter().filter(|(id, ..)| !found.contains(id)).collect();
+            report.lost = missing.len() as u64;
+            if !missing.is_empty() {
+                let sample: Vec<String> = missing
+                    .iter()
+                    .take(10)
+                    .map(|(id, a, b)| format!("{id} ({:.3}-{:.3} s)", a.as_secs_f64(), b.as_secs_f64()))
+                    .collect();
+                // The faults around the first loss, to help reproduce it.
+                let (_, a, b) = missing[0];
+                let near: Vec<String> = timeline
+                    .iter()
+                    .filter(|(t, _)| *t + Duration::from_secs(3) >= *a && *t <= *b + Duration::from_secs(1))
+                    .map(|(t, f)| format!("{:.3} s {f}", t.as_secs_f64()))
+                    .collect();
+                report.failures.push(format!(
+                    "{} acknowledged writes are not on the primary: _id (insert start-end) {}; faults around the first: {}",
+                    missing.len(),
+                    sample.join(", "),
+                    near.join("; ")
+                ));
+            }
+        }
+        Err(e) => report.failures.push(format!("reading back the writes failed: {e}")),
+    }
+}
+
+/// Connections settle (per member: the pool's plus monitoring, nothing checked out); then the
+/// client shuts down, and every connection, client thread and task must go.
+fn settle_and_shut_down(
+    report: &mut Report,
+    cluster: &Cluster,
+    hosts: &[String],
+    counts: &Arc<Mutex<PoolCounts>>,
+    (runtime, client, coll): (&tokio::runtime::Runtime, Client, Collection),
+    settle: Duration,
+    client_threads_before: usize,
+) {
+    // Connections settle: per member, the pool's connections plus monitoring, nothing checked out.
+    let deadline = Instant::now() + settle;
+    let mut last = String::new();
+    let settled = loop {
+        match connection_mismatch(cluster, hosts, counts) {
+            None => break true,
+            Some(m) => last = m,
+        }
+        if Instant::now() >= deadline {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    if !settled {
+        report.failures.push(format!("connections did not settle: {last}"));
+    }
+
+    // Shut the client down: every connection closes, its actix thread ends, no task is left.
+    if let Err(e) = runtime.block_on(client.shutdown()) {
+        report.failures.push(format!("client shutdown failed: {e}"));
+    }
+    drop(coll);
+    drop(client);
+    let deadline = Instant::now() + settle;
+    loop {
+        let open = cluster.counters().total.current_connections;
+        let threads = threads_named("mongo-actors").saturating_sub(client_threads_before);
+        let tasks = runtime.metrics().num_alive_tasks();
+        if open == 0 && threads == 0 && tasks == 0 {
+            break;
+        }
+        if Instant::now() >= deadline {
+            report.failures.push(format!(
+                "after shutdown: {open} connections still open on the simulator, {threads} client threads, \
+                 {tasks} live tasks"
+            ));
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }

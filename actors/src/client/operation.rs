@@ -9,17 +9,17 @@ use std::time::{Duration, Instant as StdInstant};
 use bson::{Bson, Document, RawDocumentBuf};
 use pool::cmap::{CheckoutPurpose, PooledConnection};
 use pool::connection::{CommandBody, Connection};
-use protocol::reply::{RETRYABLE_READ_CODES, RETRYABLE_WRITE_CODES};
+use protocol::reply::{ServerError, RETRYABLE_READ_CODES, RETRYABLE_WRITE_CODES};
 use protocol::sdam::app_error::{classify_state_change, ApplicationErrorKind, ErrorPhase};
 use protocol::sdam::{ServerType, TopologyType};
 use protocol::ServerAddress;
 use selection::ReadPreference;
 use tokio::time::Instant;
 
-use super::inner::ClientInner;
+use super::inner::{ClientInner, Settings};
 use super::session::ServerSession;
 use super::timeout;
-use crate::command_events::{CommandConnection, CommandEvent};
+use crate::command_events::{CommandConnection, CommandEvent, CommandEventHandler};
 use crate::error::{pool_error_address, NO_WRITES_PERFORMED, RETRYABLE_WRITE_ERROR};
 use crate::selection_actor::{Criteria, SelectedServer, SelectionRequest};
 use crate::snapshot::{ServerHandle, TopologySnapshot};
@@ -204,6 +204,127 @@ struct Located {
     selected: Option<SelectedServer>,
 }
 
+/// What an operation carries from one attempt to the next: its session, its write's
+/// `txnNumber`, the servers a retry avoids and the first attempt's error.
+struct Run<'a> {
+    session: SessionUse<'a>,
+    /// The implicit session taken for the operation (given back at its end, or kept by the
+    /// cursor it opens).
+    implicit: Option<ServerSession>,
+    session_timeout: Option<i64>,
+    /// A retryable write's number, the same for its retry.
+    txn_number: Option<i64>,
+    /// Sharded retries go to another mongos when there is one.
+    deprioritized: Vec<ServerAddress>,
+    first_error: Option<Error>,
+}
+
+impl<'a> Run<'a> {
+    fn new(session: SessionUse<'a>) -> Self {
+        Run {
+            session,
+            implicit: None,
+            session_timeout: None,
+            txn_number: None,
+            deprioritized: Vec::new(),
+            first_error: None,
+        }
+    }
+
+    /// An implicit session, on the first attempt, when the deployment supports sessions.
+    fn take_implicit_session(&mut self, client: &ClientInner, sessions: Option<Option<i64>>) {
+        let first = self.first_error.is_none();
+        if let (SessionUse::Implicit, None, true, Some(timeout)) =
+            (&self.session, &self.implicit, first, sessions)
+        {
+            self.session_timeout = timeout;
+            self.implicit = Some(client.sessions.acquire(timeout));
+        }
+    }
+
+    /// Whether `op` may be retried on `target` (never inside a transaction).
+    fn retryable(&self, op: &Op, target: &Target, settings: &Settings) -> bool {
+        if matches!(self.session, SessionUse::Transaction { .. }) {
+            return false;
+        }
+        let has_session = self.implicit.is_some() || matches!(self.session, SessionUse::Given(_));
+        match op.retry {
+            Retry::Read => settings.retry_reads,
+            Retry::Write => {
+                settings.retry_writes
+                    && has_session
+                    && target.server_type != ServerType::Standalone
+                    && !settings.unacknowledged
+            }
+            Retry::No => false,
+        }
+    }
+
+    /// Gives a retryable write its `txnNumber` (once: its retry reuses it).
+    fn number_the_write(&mut self) {
+        if self.txn_number.is_none() {
+            self.txn_number = match &mut self.session {
+                SessionUse::Implicit => self.implicit.as_mut().map(ServerSession::next_txn_number),
+                SessionUse::Given(s) => Some(s.next_txn_number()),
+                _ => None,
+            };
+        }
+    }
+
+    /// The retryable reads and writes rules after a failed attempt: `None` to try again
+    /// (with a `timeoutMS`: as long as time remains; otherwise once), or the error to return.
+    fn failed(
+        &mut self,
+        mut e: Error,
+        op: &Op,
+        retryable: bool,
+        limits: Limits,
+        sharded: Option<ServerAddress>,
+    ) -> Option<Error> {
+        if op.retry == Retry::Write && retryable {
+            add_write_labels(&mut e);
+        }
+        let can_retry = retryable
+            && match op.retry {
+                Retry::Read => is_retryable_read_error(&e),
+                Retry::Write => e.has_label(RETRYABLE_WRITE_ERROR),
+                Retry::No => false,
+            };
+        let again = can_retry && limits.timeout.is_some() && !timeout::is_expired(limits.deadline);
+        let e = match self.first_error.take() {
+            // The retry failed: its error, unless it says it wrote nothing.
+            Some(first) => {
+                let e = if e.has_label(NO_WRITES_PERFORMED) { first } else { e };
+                if !again {
+                    return Some(e);
+                }
+                e
+            }
+            None if !can_retry => return Some(e),
+            None => {
+                tracing::debug!(operation = %op.name, error = %e, "retrying");
+                e
+            }
+        };
+        self.deprioritized.extend(sharded);
+        self.first_error = Some(e);
+        None
+    }
+
+    /// The session an open cursor keeps: the implicit one, or a copy of an explicit one's id.
+    fn session_for_cursor(&mut self, cursor_open: bool) -> Option<ServerSession> {
+        if !cursor_open {
+            return None;
+        }
+        match &self.session {
+            SessionUse::None => None,
+            SessionUse::Implicit => self.implicit.take(),
+            SessionUse::Given(s) => Some(s.lend()),
+            SessionUse::Transaction { session, .. } => Some(session.lend()),
+        }
+    }
+}
+
 impl ClientInner {
     /// Runs `op`, the one way every operation runs: server selection (or the server and
     /// connection `binding` pins), check-out, the session's fields, the command's global
@@ -213,93 +334,45 @@ impl ClientInner {
     /// [`Error::Timeout`].
     pub(crate) async fn execute(&self, op: Op, limits: Limits, binding: Binding<'_>) -> Result<OpOutput> {
         self.check_open()?;
-        let Binding { mut session, server, mut connection, purpose } = binding;
-        let Limits { timeout, deadline, send_max_time } = limits;
+        let Binding { session, server, mut connection, purpose } = binding;
+        let mut run = Run::new(session);
         let operation_id = next_operation_id();
-        let in_transaction = matches!(session, SessionUse::Transaction { .. });
-        let mut implicit: Option<ServerSession> = None;
-        let mut session_timeout: Option<i64> = None;
-        let mut txn_number: Option<i64> = None;
-        let mut deprioritized: Vec<ServerAddress> = Vec::new();
-        let mut first_error: Option<Error> = None;
         let result = loop {
-            let retrying = first_error.is_some();
             let located = match connection.as_deref_mut().and_then(Option::take) {
                 Some(conn) => self.locate_pinned(conn),
-                None => match self.locate(&op, server, &deprioritized, operation_id, deadline).await {
+                None => match self
+                    .locate(&op, server, &run.deprioritized, operation_id, limits.deadline)
+                    .await
+                {
                     Ok(l) => l,
                     // A retry that finds no server returns the original error (CSOT: as a
                     // timeout once the deadline has passed).
-                    Err(e) => break Err(timeout::retry_selection_error(first_error.take(), e, deadline)),
+                    Err(e) => {
+                        break Err(timeout::retry_selection_error(run.first_error.take(), e, limits.deadline))
+                    }
                 },
             };
             let Located { address, target, handle, pinned, sessions, selected } = located;
-            if matches!(session, SessionUse::Implicit) && implicit.is_none() && !retrying {
-                if let Some(timeout) = sessions {
-                    session_timeout = timeout;
-                    implicit = Some(self.sessions.acquire(timeout));
-                }
-            }
-            let has_session = implicit.is_some() || matches!(session, SessionUse::Given(_));
-            let retryable = !in_transaction
-                && match op.retry {
-                    Retry::Read => self.settings.retry_reads,
-                    Retry::Write => {
-                        self.settings.retry_writes
-                            && has_session
-                            && target.server_type != ServerType::Standalone
-                            && !self.settings.unacknowledged
-                    }
-                    Retry::No => false,
-                };
-            if retrying && !retryable {
+            run.take_implicit_session(self, sessions);
+            let retryable = run.retryable(&op, &target, &self.settings);
+            if run.first_error.is_some() && !retryable {
                 // The new server cannot retry (for example no longer supports sessions).
-                break Err(first_error.take().unwrap_or_else(|| Error::stopped("operation")));
+                break Err(run.first_error.take().unwrap_or_else(|| Error::stopped("operation")));
             }
-            if op.retry == Retry::Write && retryable && txn_number.is_none() {
-                txn_number = match &mut session {
-                    SessionUse::Implicit => implicit.as_mut().map(ServerSession::next_txn_number),
-                    SessionUse::Given(s) => Some(s.next_txn_number()),
-                    _ => None,
-                };
+            if op.retry == Retry::Write && retryable {
+                run.number_the_write();
             }
             let checked_out = match (pinned, &handle) {
                 (Some(conn), _) => Ok(conn),
-                (None, Some(handle)) => {
-                    let generation = handle.pool.generation(None);
-                    match timeout::check_out(&handle.pool, timeout, deadline, purpose).await {
-                        Ok(conn) => Ok(conn),
-                        Err(e) => {
-                            Err(self.check_out_error(&address, e, generation, op.retry == Retry::Write).await)
-                        }
-                    }
-                }
+                (None, Some(handle)) => self.check_out_for(&op, &address, handle, limits, purpose).await,
                 (None, None) => Err(pool_closed(&address)),
             };
             let attempt = match checked_out {
                 Err(e) => Err(e),
                 Ok(mut conn) => {
-                    // CSOT: maxTimeMS from the server's minimum RTT, checked after the
-                    // check-out; a failure here returns the connection unsent.
                     let min_rtt = handle.as_ref().map(|h| h.rtt.min()).unwrap_or_default();
-                    let reply = match timeout::max_time_ms(deadline, min_rtt) {
-                        Err(e) => Err(e),
-                        Ok(max_time_ms) => {
-                            let (server_session, transaction, txn_number) = match &mut session {
-                                SessionUse::Implicit => (implicit.as_mut(), None, txn_number),
-                                SessionUse::None => (None, None, txn_number),
-                                SessionUse::Given(s) => (Some(&mut **s), None, txn_number),
-                                SessionUse::Transaction { session, starting } => {
-                                    let number = session.txn_number;
-                                    (Some(&mut **session), Some(std::mem::take(*starting)), Some(number))
-                                }
-                            };
-                            let max_time_ms = max_time_ms.filter(|_| send_max_time);
-                            let ids =
-                                Attempt { operation_id, txn_number, transaction, deadline, max_time_ms };
-                            self.attempt(&mut conn, &target, &op, server_session, ids).await
-                        }
-                    };
+                    let reply =
+                        self.send(&mut conn, &target, &op, &mut run, limits, min_rtt, operation_id).await;
                     // A pinned operation leaves its connection to the caller.
                     match connection.as_deref_mut() {
                         Some(slot) => {
@@ -313,39 +386,11 @@ impl ClientInner {
             drop(selected);
             match attempt {
                 Ok((reply, conn)) => break Ok((reply, address, conn)),
-                Err(mut e) => {
-                    if op.retry == Retry::Write && retryable {
-                        add_write_labels(&mut e);
-                    }
-                    let can_retry = retryable
-                        && match op.retry {
-                            Retry::Read => is_retryable_read_error(&e),
-                            Retry::Write => e.has_label(RETRYABLE_WRITE_ERROR),
-                            Retry::No => false,
-                        };
-                    // CSOT: retry as long as the deadline allows (timeoutMS 0: no limit);
-                    // otherwise once.
-                    let again = can_retry && timeout.is_some() && !timeout::is_expired(deadline);
-                    if let Some(first) = first_error.take() {
-                        // The retry failed: its error, unless it says it wrote nothing.
-                        let e = if e.has_label(NO_WRITES_PERFORMED) { first } else { e };
-                        if !again {
-                            break Err(e);
-                        }
-                        if target.topology_type == TopologyType::Sharded {
-                            deprioritized.push(address);
-                        }
-                        first_error = Some(e);
-                        continue;
-                    }
-                    if !can_retry {
+                Err(e) => {
+                    let sharded = target.topology_type == TopologyType::Sharded;
+                    if let Some(e) = run.failed(e, &op, retryable, limits, sharded.then_some(address)) {
                         break Err(e);
                     }
-                    tracing::debug!(operation = %op.name, %address, error = %e, "retrying once");
-                    if target.topology_type == TopologyType::Sharded {
-                        deprioritized.push(address);
-                    }
-                    first_error = Some(e);
                 }
             }
         };
@@ -354,21 +399,61 @@ impl ClientInner {
                 let cursor_open = op.opens_cursor && cursor_id(&reply) != 0;
                 // An open cursor keeps the session (an explicit one lends a copy of its id)
                 // and, in load-balanced mode, the connection.
-                let session = match (&session, cursor_open) {
-                    (_, false) | (SessionUse::None, _) => None,
-                    (SessionUse::Implicit, true) => implicit.take(),
-                    (SessionUse::Given(s), true) => Some(s.lend()),
-                    (SessionUse::Transaction { session, .. }, true) => Some(session.lend()),
-                };
+                let session = run.session_for_cursor(cursor_open);
                 let connection = conn.filter(|_| cursor_open && self.settings.load_balanced);
                 Ok(OpOutput { reply, address, session, connection })
             }
-            Err(e) => Err(timeout::convert(e, timeout, deadline)),
+            Err(e) => Err(timeout::convert(e, limits.timeout, limits.deadline)),
         };
-        if let Some(s) = implicit {
-            self.sessions.release(s, session_timeout);
+        if let Some(s) = run.implicit.take() {
+            self.sessions.release(s, run.session_timeout);
         }
         output
+    }
+
+    /// Checks a connection out of `handle`'s pool for `op`; a failure becomes an operation
+    /// error (establishment errors go to SDAM).
+    async fn check_out_for(
+        &self,
+        op: &Op,
+        address: &ServerAddress,
+        handle: &ServerHandle,
+        limits: Limits,
+        purpose: CheckoutPurpose,
+    ) -> Result<PooledConnection<Connection>> {
+        let generation = handle.pool.generation(None);
+        match timeout::check_out(&handle.pool, limits.timeout, limits.deadline, purpose).await {
+            Ok(conn) => Ok(conn),
+            Err(e) => Err(self.check_out_error(address, e, generation, op.retry == Retry::Write).await),
+        }
+    }
+
+    /// Sends `op` on `conn` with the run's session: CSOT's `maxTimeMS` from the server's
+    /// minimum RTT is checked first (a failure returns the connection unsent).
+    #[allow(clippy::too_many_arguments)] // one attempt's context, passed once
+    async fn send(
+        &self,
+        conn: &mut PooledConnection<Connection>,
+        target: &Target,
+        op: &Op,
+        run: &mut Run<'_>,
+        limits: Limits,
+        min_rtt: Duration,
+        operation_id: i64,
+    ) -> Result<Document> {
+        let max_time_ms = timeout::max_time_ms(limits.deadline, min_rtt)?.filter(|_| limits.send_max_time);
+        let txn_number = run.txn_number;
+        let (session, transaction, txn_number) = match &mut run.session {
+            SessionUse::Implicit => (run.implicit.as_mut(), None, txn_number),
+            SessionUse::None => (None, None, txn_number),
+            SessionUse::Given(s) => (Some(&mut **s), None, txn_number),
+            SessionUse::Transaction { session, starting } => {
+                let number = session.txn_number;
+                (Some(&mut **session), Some(std::mem::take(*starting)), Some(number))
+            }
+        };
+        let ids = Attempt { operation_id, txn_number, transaction, deadline: limits.deadline, max_time_ms };
+        self.attempt(conn, target, op, session, ids).await
     }
 
     /// Selects the server for one attempt, or finds the one the operation names.
@@ -455,7 +540,8 @@ impl ClientInner {
         Error::Connection { address, source: Box::new(e), labels }
     }
 
-    /// One attempt on a checked-out connection.
+    /// One attempt on a checked-out connection: the command with its global arguments, the
+    /// round trip under command monitoring, and what the reply means.
     async fn attempt(
         &self,
         conn: &mut PooledConnection<Connection>,
@@ -464,10 +550,73 @@ impl ClientInner {
         session: Option<&mut ServerSession>,
         attempt: Attempt,
     ) -> Result<Document> {
-        let Attempt { operation_id, txn_number, transaction, deadline, max_time_ms } = attempt;
+        let command = self.command_for(target, op, session.as_deref(), &attempt);
+        let raw = RawDocumentBuf::try_from(&command).map_err(|e| Error::InvalidOptions {
+            message: format!("the command cannot be serialized: {e}"),
+        })?;
+        let mut monitoring =
+            Monitoring::new(self.command_handler.as_deref(), conn, op, &command, attempt.operation_id);
+        let mut started_doc = monitoring.started_document(command);
+        let result = conn
+            .send_command_with(&op.db, CommandBody::Raw(raw), attempt.deadline, |rid| {
+                monitoring.started(rid, started_doc.take())
+            })
+            .await;
+        let raw = match result {
+            Ok(r) => r,
+            Err(e) => {
+                monitoring.failed(e.to_string());
+                return Err(self.round_trip_failure(conn, session, e).await);
+            }
+        };
+        let address = conn.address().clone();
+        let reply = match Document::try_from(raw) {
+            Ok(d) => d,
+            Err(e) => {
+                monitoring.failed(e.to_string());
+                return Err(Error::InvalidResponse { address, message: e.to_string() });
+            }
+        };
+        if let Some(Bson::Document(ct)) = reply.get("$clusterTime") {
+            self.advance_cluster_time(ct);
+        }
+        let error = protocol::reply::reply_error(&reply);
+        if let Some(e) = &error {
+            self.report_state_change(conn, e).await;
+        }
+        // Write errors and write concern errors fail only writes.
+        let Some(mut error) = error.filter(|e| e.command_failed || op.check_write) else {
+            monitoring.succeeded(&reply);
+            return Ok(reply);
+        };
+        let legacy_server =
+            attempt.txn_number.is_some() && conn.stream_description().max_wire_version < WIRE_VERSION_4_4;
+        if legacy_server && error.code().is_some_and(|c| RETRYABLE_WRITE_CODES.contains(&c)) {
+            error.add_label(RETRYABLE_WRITE_ERROR);
+        }
+        if error.command_failed {
+            let e = Error::Command { address, error };
+            monitoring.failed(e.to_string());
+            Err(e)
+        } else {
+            // ok: 1: the command succeeded as far as monitoring is concerned.
+            monitoring.succeeded(&reply);
+            Err(Error::Command { address, error })
+        }
+    }
+
+    /// `op`'s command with the global arguments of this attempt: `maxTimeMS` (replacing one
+    /// the command carries, as `run_command` documents), `$readPreference`, `lsid`, the
+    /// transaction fields, `$clusterTime` and `$db`.
+    fn command_for(
+        &self,
+        target: &Target,
+        op: &Op,
+        session: Option<&ServerSession>,
+        ids: &Attempt,
+    ) -> Document {
         let mut command = op.command.clone();
-        if let Some(ms) = max_time_ms {
-            // Replaces a maxTimeMS the command carries (documented on run_command).
+        if let Some(ms) = ids.max_time_ms {
             command.insert("maxTimeMS", ms);
         }
         if let Criteria::Read(rp) = &op.criteria {
@@ -475,13 +624,13 @@ impl ClientInner {
                 command.insert("$readPreference", d);
             }
         }
-        if let Some(s) = &session {
+        if let Some(s) = session {
             command.insert("lsid", s.lsid.clone());
         }
-        if let Some(n) = txn_number {
+        if let Some(n) = ids.txn_number {
             command.insert("txnNumber", n);
         }
-        if let Some(first) = transaction {
+        if let Some(first) = ids.transaction {
             if first {
                 command.insert("startTransaction", true);
             }
@@ -493,143 +642,54 @@ impl ClientInner {
             }
         }
         command.insert("$db", op.db.clone());
-        let address = conn.address().clone();
-        let handler = self.command_handler.as_ref();
-        let connection_info = handler.map(|_| CommandConnection {
-            address: address.clone(),
-            driver_connection_id: conn.id(),
-            server_connection_id: conn.hello_reply().connection_id,
-            service_id: conn.service_id(),
-        });
-        let command_name = command.keys().next().cloned().unwrap_or_default();
-        let redact = is_sensitive(&command_name, &command);
-        let raw = RawDocumentBuf::try_from(&command).map_err(|e| Error::InvalidOptions {
-            message: format!("the command cannot be serialized: {e}"),
-        })?;
-        let started_doc = match (handler, redact) {
-            (Some(_), false) => Some(command),
-            (Some(_), true) => Some(Document::new()),
-            _ => None,
-        };
-        let started = StdInstant::now();
-        let mut request_id = 0;
-        let result = conn
-            .send_command_with(&op.db, CommandBody::Raw(raw), deadline, |rid| {
-                request_id = rid;
-                if let (Some(h), Some(cmd), Some(c)) = (handler, started_doc, connection_info.clone()) {
-                    h.handle(&CommandEvent::Started {
-                        command: cmd,
-                        database_name: op.db.clone(),
-                        command_name: command_name.clone(),
-                        request_id: rid,
-                        operation_id,
-                        connection: c,
-                    });
-                }
-            })
-            .await;
-        let failed = |failure: String| {
-            if let (Some(h), Some(c)) = (handler, connection_info.clone()) {
-                h.handle(&CommandEvent::Failed {
-                    failure,
-                    command_name: command_name.clone(),
-                    database_name: op.db.clone(),
-                    request_id,
-                    operation_id,
-                    duration: started.elapsed(),
-                    connection: c,
-                });
+        command
+    }
+
+    /// A round trip that failed: a network error marks the session dirty and goes to SDAM.
+    async fn round_trip_failure(
+        &self,
+        conn: &PooledConnection<Connection>,
+        session: Option<&mut ServerSession>,
+        e: pool::Error,
+    ) -> Error {
+        if e.is_network_error() {
+            if let Some(s) = session {
+                s.dirty = true;
             }
-        };
-        let raw = match result {
-            Ok(r) => r,
-            Err(e) => {
-                failed(e.to_string());
-                if let Some(s) = session {
-                    if e.is_network_error() {
-                        s.dirty = true;
-                    }
-                }
-                if e.is_network_error() {
-                    let app = application_error(
-                        address.clone(),
-                        &e,
-                        conn.generation(),
-                        ErrorPhase::AfterHandshake,
-                        conn.service_id(),
-                        Some(conn.stream_description().max_wire_version),
-                    );
-                    let _ = self.topology.report_error(app).await;
-                }
-                return Err(Error::Connection { address, source: Box::new(e), labels: Vec::new() });
-            }
-        };
-        let reply = match Document::try_from(raw) {
-            Ok(d) => d,
-            Err(e) => {
-                failed(e.to_string());
-                return Err(Error::InvalidResponse { address, message: e.to_string() });
-            }
-        };
-        if let Some(Bson::Document(ct)) = reply.get("$clusterTime") {
-            self.advance_cluster_time(ct);
+            let app = application_error(
+                conn.address().clone(),
+                &e,
+                conn.generation(),
+                ErrorPhase::AfterHandshake,
+                conn.service_id(),
+                Some(conn.stream_description().max_wire_version),
+            );
+            let _ = self.topology.report_error(app).await;
         }
-        let max_wire = conn.stream_description().max_wire_version;
-        let error = protocol::reply::reply_error(&reply);
-        // State change errors (ok: 0 or a writeConcernError) go to SDAM.
-        if let Some(e) = &error {
-            let code = if e.command_failed { e.code } else { e.write_concern_error.as_ref().map(|w| w.code) };
-            let message = e
-                .write_concern_error
-                .as_ref()
-                .filter(|_| !e.command_failed)
-                .map_or(&e.message, |w| &w.message);
-            if classify_state_change(code, message).is_some() {
-                if let Some((kind, labels)) = ApplicationErrorKind::from_server_error((**e).clone()) {
-                    let app = protocol::sdam::app_error::ApplicationError {
-                        address: address.clone(),
-                        generation: conn.generation(),
-                        service_id: conn.service_id(),
-                        max_wire_version: Some(max_wire),
-                        phase: ErrorPhase::AfterHandshake,
-                        kind,
-                        labels,
-                    };
-                    let _ = self.topology.report_error(app).await;
-                }
-            }
-        }
-        let succeeded = |reply: Document| {
-            if let (Some(h), Some(c)) = (handler, connection_info.clone()) {
-                h.handle(&CommandEvent::Succeeded {
-                    reply,
-                    command_name: command_name.clone(),
-                    database_name: op.db.clone(),
-                    request_id,
-                    operation_id,
-                    duration: started.elapsed(),
-                    connection: c,
-                });
-            }
+        Error::Connection { address: conn.address().clone(), source: Box::new(e), labels: Vec::new() }
+    }
+
+    /// State change errors (`ok: 0`, or a write concern error) go to SDAM.
+    async fn report_state_change(&self, conn: &PooledConnection<Connection>, e: &ServerError) {
+        let (code, message) = match &e.write_concern_error {
+            Some(w) if !e.command_failed => (Some(w.code), &w.message),
+            _ => (e.code, &e.message),
         };
-        // Write errors and write concern errors fail only writes.
-        let Some(mut error) = error.filter(|e| e.command_failed || op.check_write) else {
-            succeeded(if redact || handler.is_none() { Document::new() } else { reply.clone() });
-            return Ok(reply);
-        };
-        let legacy_server = txn_number.is_some() && max_wire < WIRE_VERSION_4_4;
-        if legacy_server && error.code().is_some_and(|c| RETRYABLE_WRITE_CODES.contains(&c)) {
-            error.add_label(RETRYABLE_WRITE_ERROR);
+        if classify_state_change(code, message).is_none() {
+            return;
         }
-        let command_failed = error.command_failed;
-        let e = Error::Command { address, error };
-        if command_failed {
-            failed(e.to_string());
-        } else {
-            // ok: 1: the command succeeded as far as monitoring is concerned.
-            succeeded(if redact || handler.is_none() { Document::new() } else { reply });
+        if let Some((kind, labels)) = ApplicationErrorKind::from_server_error(e.clone()) {
+            let app = protocol::sdam::app_error::ApplicationError {
+                address: conn.address().clone(),
+                generation: conn.generation(),
+                service_id: conn.service_id(),
+                max_wire_version: Some(conn.stream_description().max_wire_version),
+                phase: ErrorPhase::AfterHandshake,
+                kind,
+                labels,
+            };
+            let _ = self.topology.report_error(app).await;
         }
-        Err(e)
     }
 
     /// Keeps the greatest `$clusterTime` seen.
@@ -639,6 +699,99 @@ impl ClientInner {
         let mut current = self.cluster_time.lock();
         if current.as_ref().and_then(ts).is_none_or(|old| new > old) {
             *current = Some(ct.clone());
+        }
+    }
+}
+
+/// Command monitoring of one attempt: nothing is built when no handler listens.
+struct Monitoring<'a> {
+    handler: Option<&'a dyn CommandEventHandler>,
+    connection: Option<CommandConnection>,
+    command_name: String,
+    db: &'a str,
+    operation_id: i64,
+    request_id: i32,
+    started: StdInstant,
+    /// A sensitive command (authentication, a hello with speculative authentication): its
+    /// body and reply are not shown.
+    redact: bool,
+}
+
+impl<'a> Monitoring<'a> {
+    fn new(
+        handler: Option<&'a dyn CommandEventHandler>,
+        conn: &PooledConnection<Connection>,
+        op: &'a Op,
+        command: &Document,
+        operation_id: i64,
+    ) -> Self {
+        let command_name = command.keys().next().cloned().unwrap_or_default();
+        Monitoring {
+            handler,
+            connection: handler.map(|_| CommandConnection {
+                address: conn.address().clone(),
+                driver_connection_id: conn.id(),
+                server_connection_id: conn.hello_reply().connection_id,
+                service_id: conn.service_id(),
+            }),
+            redact: is_sensitive(&command_name, command),
+            command_name,
+            db: &op.db,
+            operation_id,
+            request_id: 0,
+            started: StdInstant::now(),
+        }
+    }
+
+    /// What the started event shows of `command`.
+    fn started_document(&self, command: Document) -> Option<Document> {
+        match (self.handler, self.redact) {
+            (Some(_), false) => Some(command),
+            (Some(_), true) => Some(Document::new()),
+            _ => None,
+        }
+    }
+
+    fn started(&mut self, request_id: i32, command: Option<Document>) {
+        self.request_id = request_id;
+        self.started = StdInstant::now();
+        if let (Some(h), Some(command), Some(c)) = (self.handler, command, self.connection.clone()) {
+            h.handle(&CommandEvent::Started {
+                command,
+                database_name: self.db.to_string(),
+                command_name: self.command_name.clone(),
+                request_id,
+                operation_id: self.operation_id,
+                connection: c,
+            });
+        }
+    }
+
+    fn succeeded(&self, reply: &Document) {
+        if let (Some(h), Some(c)) = (self.handler, self.connection.clone()) {
+            h.handle(&CommandEvent::Succeeded {
+                reply: if self.redact { Document::new() } else { reply.clone() },
+                command_name: self.command_name.clone(),
+                database_name: self.db.to_string(),
+                request_id: self.request_id,
+                operation_id: self.operation_id,
+                duration: self.started.elapsed(),
+                connection: c,
+            });
+        }
+    }
+
+    fn failed(&self, failure: String) {
+        if let (Some(h), Some(c)) = (self.handler, self.connection.clone()) {
+            h.handle(&CommandEvent::Failed {
+                failure,
+                command_name: self.command_name.clone(),
+                database_name: self.db.to_string(),
+                request_id: self.request_id,
+                operation_id: self.operation_id,
+                duration: self.started.elapsed(),
+                connection: c,
+            });
         }
     }
 }

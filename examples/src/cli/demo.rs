@@ -174,66 +174,9 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
         client.database("mongo_actors_demo").collection("demo").with_timeout(Some(Duration::from_secs(5)));
     let shared = Arc::new(Mutex::new(Shared::default()));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut tasks = Vec::new();
-    for w in 0..options.writers {
-        let (collection, shared, stop) = (collection.clone(), shared.clone(), stop.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut n: u64 = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                n += 1;
-                let t = Instant::now();
-                let result = collection
-                    .insert_one(doc! {"run": run_id, "writer": w as i64, "n": n as i64})
-                    .await
-                    .map(|_| ());
-                let done = Instant::now();
-                let mut s = shared.lock().await;
-                if result.is_ok() && s.first_write_after.is_none() && s.stepdown_at.is_some_and(|at| t >= at)
-                {
-                    s.first_write_after = Some(done);
-                }
-                s.stats.entry("write".into()).or_default().record(done - t, result);
-                drop(s);
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        }));
-    }
-    for r in 0..options.readers {
-        let (collection, shared, stop) = (collection.clone(), shared.clone(), stop.clone());
-        let topology = topology.clone();
-        tasks.push(tokio::spawn(async move {
-            let prefs = read_preferences();
-            let mut i = r;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let (name, rp) = &prefs[i % prefs.len()];
-                i += 1;
-                // A mode no server suits right now (secondary on a single-member set, say)
-                // would wait out its timeout and stall this reader's other modes: skip it.
-                let snapshot = topology.snapshot();
-                let servable =
-                    selection::suitable_servers(&snapshot.description, &SelectionCriteria::read(rp))
-                        .is_ok_and(|servers| !servers.is_empty());
-                if !servable {
-                    let mut s = shared.lock().await;
-                    let stats = s.stats.entry(format!("read {name}")).or_default();
-                    stats.skipped += 1;
-                    if stats.skipped == 1 {
-                        let note = format!("read {name}: skipped while no server suits it");
-                        s.notes.push(note);
-                    }
-                    drop(s);
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                    continue;
-                }
-                let t = Instant::now();
-                let options = FindOptions { read_preference: Some(rp.clone()), ..Default::default() };
-                let result = collection.find_one(doc! {"run": run_id}, options).await.map(|_| ());
-                let took = t.elapsed();
-                shared.lock().await.stats.entry(format!("read {name}")).or_default().record(took, result);
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-        }));
-    }
+    let workload = Workload { collection: &collection, shared: &shared, stop: &stop, run_id };
+    let mut tasks = workload.writers(options.writers);
+    tasks.extend(workload.readers(options.readers, &topology));
 
     // The stepdown, halfway (simulator only), and the topology changes that follow it.
     let mut timeline = Timeline::default();
@@ -277,44 +220,7 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
             }
         }
         if let Some(at) = stepdown_at {
-            // The SDAM events' times: the moment the topology actor applied the change, before
-            // any operation could select the new primary.
-            let (detected, new_primary) =
-                probe.lock().map(|p| (p.detected, p.new_primary.clone())).unwrap_or_default();
-            if let (None, Some(d)) = (timeline.detected, detected) {
-                timeline.detected = Some(d.saturating_duration_since(at));
-                log.push(format!(
-                    "{} client detected the stepdown",
-                    stamp(d.saturating_duration_since(started))
-                ));
-            }
-            if let (None, Some((address, t))) = (timeline.new_primary_selected, new_primary) {
-                timeline.new_primary_selected = Some(t.saturating_duration_since(at));
-                log.push(format!(
-                    "{} new primary {address} in the client's topology (selectable)",
-                    stamp(t.saturating_duration_since(started))
-                ));
-                timeline.new_primary = Some(address);
-            }
-            if timeline.old_primary_secondary.is_none() {
-                let old = timeline.old_primary.as_ref().and_then(|a| snapshot.server(a));
-                if old.is_some_and(|d| d.server_type == ServerType::RsSecondary) {
-                    let d = at.elapsed();
-                    timeline.old_primary_secondary = Some(d);
-                    log.push(format!(
-                        "{} old primary {} is a secondary in the client's topology",
-                        stamp((at + d).saturating_duration_since(started)),
-                        offset_addr(&timeline.old_primary)
-                    ));
-                }
-            }
-            if timeline.first_write.is_none() {
-                if let Some(w) = shared.lock().await.first_write_after {
-                    timeline.first_write = Some(w.saturating_duration_since(at));
-                    let when = w.saturating_duration_since(started);
-                    log.push(format!("{} first successful write after the stepdown", stamp(when)));
-                }
-            }
+            follow_stepdown(&mut timeline, at, started, &probe, &snapshot, &shared, &mut log).await;
         }
         log.extend(
             std::mem::take(&mut shared.lock().await.notes)
@@ -337,70 +243,9 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
     view.finish();
 
     if stepdown_at.is_some() {
-        println!();
-        println!("failover timeline (from the stepdown of {}):", offset_addr(&timeline.old_primary));
-        let step = |name: &str, at: String, what: &str| println!("  {name:<24}{at:<14}{what}");
-        step("stepdown", "+0.0 ms".into(), "the simulator's primary stepped down");
-        step("detected", offset(timeline.detected), "the client's topology no longer shows it as primary");
-        step(
-            "new primary selected",
-            offset(timeline.new_primary_selected),
-            &format!(
-                "{} is primary in the client's topology (selectable)",
-                offset_addr(&timeline.new_primary)
-            ),
-        );
-        step(
-            "first successful write",
-            offset(timeline.first_write),
-            "the first write started after the stepdown, acknowledged",
-        );
-        step(
-            "old primary secondary",
-            offset(timeline.old_primary_secondary),
-            "the old primary is a secondary in the client's topology (the table's view)",
-        );
+        print_timeline(&timeline);
     }
-    println!();
-    println!(
-        "summary ({} of workload, {} writers, {} readers):",
-        ms(options.duration),
-        options.writers,
-        options.readers
-    );
-    println!(
-        "  {:<24} {:>7} {:>7} {:>7} {:>10} {:>10}  errors",
-        "operation", "ok", "failed", "skipped", "p50", "p99"
-    );
-    let mut s = shared.lock().await;
-    let mut total = 0;
-    for (name, stats) in s.stats.iter_mut() {
-        let failed: u64 = stats.errors.values().sum();
-        total += stats.ok + failed;
-        let errors: Vec<String> = stats.errors.iter().map(|(k, n)| format!("{k}: {n}")).collect();
-        let (p50, p99) = (stats.percentile(0.5), stats.percentile(0.99));
-        let line = format!(
-            "  {:<24} {:>7} {:>7} {:>7} {:>10} {:>10}  {}",
-            name,
-            stats.ok,
-            failed,
-            stats.skipped,
-            p50.map_or_else(|| "-".into(), ms),
-            p99.map_or_else(|| "-".into(), ms),
-            errors.join(", ")
-        );
-        println!("{}", line.trim_end());
-    }
-    drop(s);
-    println!("  {total} operations in {}", ms(started.elapsed()));
-    println!();
-    println!("commands sent per server (command started events, retries included):");
-    if let Ok(m) = served.lock() {
-        for (label, servers) in m.iter() {
-            let per: Vec<String> = servers.iter().map(|(a, n)| format!("{a} {n}")).collect();
-            println!("  {label:<24} {}", per.join(", "));
-        }
-    }
+    print_summary(&options, &shared, &served, started.elapsed()).await;
     client.shutdown().await?;
     if let Some(c) = cluster {
         c.shutdown();
@@ -463,4 +308,208 @@ fn status(shared: &Shared, elapsed: Duration) -> String {
 
 fn offset_addr(a: &Option<ServerAddress>) -> String {
     a.as_ref().map_or_else(|| "unknown".to_string(), |a| a.to_string())
+}
+
+/// The demo's workload: writers insert into the run's documents, readers cycle through the
+/// read preferences, each recording its latency and errors.
+struct Workload<'a> {
+    collection: &'a Collection,
+    shared: &'a Arc<Mutex<Shared>>,
+    stop: &'a Arc<std::sync::atomic::AtomicBool>,
+    run_id: bson::oid::ObjectId,
+}
+
+impl Workload<'_> {
+    /// `count` writers; each notes the first write that succeeds after the stepdown.
+    fn writers(&self, count: usize) -> Vec<tokio::task::JoinHandle<()>> {
+        let mut tasks = Vec::new();
+        for w in 0..count {
+            let (collection, shared, stop) =
+                (self.collection.clone(), self.shared.clone(), self.stop.clone());
+            let run_id = self.run_id;
+            tasks.push(tokio::spawn(async move {
+                let mut n: u64 = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    n += 1;
+                    let t = Instant::now();
+                    let result = collection
+                        .insert_one(doc! {"run": run_id, "writer": w as i64, "n": n as i64})
+                        .await
+                        .map(|_| ());
+                    let done = Instant::now();
+                    let mut s = shared.lock().await;
+                    if result.is_ok()
+                        && s.first_write_after.is_none()
+                        && s.stepdown_at.is_some_and(|at| t >= at)
+                    {
+                        s.first_write_after = Some(done);
+                    }
+                    s.stats.entry("write".into()).or_default().record(done - t, result);
+                    drop(s);
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }));
+        }
+        tasks
+    }
+
+    /// `count` readers; a mode no server suits right now is skipped with a note.
+    fn readers(&self, count: usize, topology: &actors::Topology) -> Vec<tokio::task::JoinHandle<()>> {
+        let mut tasks = Vec::new();
+        for r in 0..count {
+            let (collection, shared, stop) =
+                (self.collection.clone(), self.shared.clone(), self.stop.clone());
+            let run_id = self.run_id;
+            let topology = topology.clone();
+            tasks.push(tokio::spawn(async move {
+                let prefs = read_preferences();
+                let mut i = r;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let (name, rp) = &prefs[i % prefs.len()];
+                    i += 1;
+                    // A mode no server suits right now (secondary on a single-member set, say)
+                    // would wait out its timeout and stall this reader's other modes: skip it.
+                    let snapshot = topology.snapshot();
+                    let servable =
+                        selection::suitable_servers(&snapshot.description, &SelectionCriteria::read(rp))
+                            .is_ok_and(|servers| !servers.is_empty());
+                    if !servable {
+                        let mut s = shared.lock().await;
+                        let stats = s.stats.entry(format!("read {name}")).or_default();
+                        stats.skipped += 1;
+                        if stats.skipped == 1 {
+                            let note = format!("read {name}: skipped while no server suits it");
+                            s.notes.push(note);
+                        }
+                        drop(s);
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                        continue;
+                    }
+                    let t = Instant::now();
+                    let options = FindOptions { read_preference: Some(rp.clone()), ..Default::default() };
+                    let result = collection.find_one(doc! {"run": run_id}, options).await.map(|_| ());
+                    let took = t.elapsed();
+                    shared.lock().await.stats.entry(format!("read {name}")).or_default().record(took, result);
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+            }));
+        }
+        tasks
+    }
+}
+
+/// The failover timeline, from the stepdown.
+fn print_timeline(timeline: &Timeline) {
+    println!();
+    println!("failover timeline (from the stepdown of {}):", offset_addr(&timeline.old_primary));
+    let step = |name: &str, at: String, what: &str| println!("  {name:<24}{at:<14}{what}");
+    step("stepdown", "+0.0 ms".into(), "the simulator's primary stepped down");
+    step("detected", offset(timeline.detected), "the client's topology no longer shows it as primary");
+    step(
+        "new primary selected",
+        offset(timeline.new_primary_selected),
+        &format!("{} is primary in the client's topology (selectable)", offset_addr(&timeline.new_primary)),
+    );
+    step(
+        "first successful write",
+        offset(timeline.first_write),
+        "the first write started after the stepdown, acknowledged",
+    );
+    step(
+        "old primary secondary",
+        offset(timeline.old_primary_secondary),
+        "the old primary is a secondary in the client's topology (the table's view)",
+    );
+}
+
+/// What happened after the stepdown at `at`: detection, the new primary, the old primary as a
+/// secondary and the first write, each logged once.
+async fn follow_stepdown(
+    timeline: &mut Timeline,
+    at: Instant,
+    started: Instant,
+    probe: &std::sync::Mutex<Probe>,
+    snapshot: &actors::TopologySnapshot,
+    shared: &Mutex<Shared>,
+    log: &mut Vec<String>,
+) {
+    // The SDAM events' times: the moment the topology actor applied the change, before
+    // any operation could select the new primary.
+    let (detected, new_primary) =
+        probe.lock().map(|p| (p.detected, p.new_primary.clone())).unwrap_or_default();
+    if let (None, Some(d)) = (timeline.detected, detected) {
+        timeline.detected = Some(d.saturating_duration_since(at));
+        log.push(format!("{} client detected the stepdown", stamp(d.saturating_duration_since(started))));
+    }
+    if let (None, Some((address, t))) = (timeline.new_primary_selected, new_primary) {
+        timeline.new_primary_selected = Some(t.saturating_duration_since(at));
+        log.push(format!(
+            "{} new primary {address} in the client's topology (selectable)",
+            stamp(t.saturating_duration_since(started))
+        ));
+        timeline.new_primary = Some(address);
+    }
+    if timeline.old_primary_secondary.is_none() {
+        let old = timeline.old_primary.as_ref().and_then(|a| snapshot.server(a));
+        if old.is_some_and(|d| d.server_type == ServerType::RsSecondary) {
+            let d = at.elapsed();
+            timeline.old_primary_secondary = Some(d);
+            log.push(format!(
+                "{} old primary {} is a secondary in the client's topology",
+                stamp((at + d).saturating_duration_since(started)),
+                offset_addr(&timeline.old_primary)
+            ));
+        }
+    }
+    if timeline.first_write.is_none() {
+        if let Some(w) = shared.lock().await.first_write_after {
+            timeline.first_write = Some(w.saturating_duration_since(at));
+            let when = w.saturating_duration_since(started);
+            log.push(format!("{} first successful write after the stepdown", stamp(when)));
+        }
+    }
+}
+
+/// The summary: per operation its outcomes and latencies, then the commands per server.
+async fn print_summary(options: &DemoOptions, shared: &Mutex<Shared>, served: &Served, elapsed: Duration) {
+    println!();
+    println!(
+        "summary ({} of workload, {} writers, {} readers):",
+        ms(options.duration),
+        options.writers,
+        options.readers
+    );
+    println!(
+        "  {:<24} {:>7} {:>7} {:>7} {:>10} {:>10}  errors",
+        "operation", "ok", "failed", "skipped", "p50", "p99"
+    );
+    let mut s = shared.lock().await;
+    let mut total = 0;
+    for (name, stats) in s.stats.iter_mut() {
+        let failed: u64 = stats.errors.values().sum();
+        total += stats.ok + failed;
+        let errors: Vec<String> = stats.errors.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+        let (p50, p99) = (stats.percentile(0.5), stats.percentile(0.99));
+        let line = format!(
+            "  {:<24} {:>7} {:>7} {:>7} {:>10} {:>10}  {}",
+            name,
+            stats.ok,
+            failed,
+            stats.skipped,
+            p50.map_or_else(|| "-".into(), ms),
+            p99.map_or_else(|| "-".into(), ms),
+            errors.join(", ")
+        );
+        println!("{}", line.trim_end());
+    }
+    drop(s);
+    println!("  {total} operations in {}", ms(elapsed));
+    println!();
+    println!("commands sent per server (command started events, retries included):");
+    if let Ok(m) = served.lock() {
+        for (label, servers) in m.iter() {
+            let per: Vec<String> = servers.iter().map(|(a, n)| format!("{a} {n}")).collect();
+            println!("  {label:<24} {}", per.join(", "));
+        }
+    }
 }

@@ -142,69 +142,7 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
             d.insert("ok", 1.0);
             Ok(d)
         }
-        "replSetGetStatus" | "replSetGetConfig" => {
-            if shared.kind != Kind::ReplicaSet {
-                return Err(CmdError::new(76, "NoReplicationEnabled", "not running with --replSet"));
-            }
-            let st = shared.state.lock();
-            let mut members = Vec::new();
-            let mut config = Vec::new();
-            for (i, (h, m)) in st.handles.iter().zip(&st.members).enumerate() {
-                if m.removed {
-                    continue;
-                }
-                let id = i64::try_from(i).unwrap_or(i64::MAX);
-                let (state, state_str) = if !m.alive {
-                    (8, "(not reachable/healthy)")
-                } else if st.primary == Some(i) {
-                    (1, "PRIMARY")
-                } else if m.arbiter {
-                    (7, "ARBITER")
-                } else {
-                    (2, "SECONDARY")
-                };
-                let optime = st.optime(i);
-                members.push(doc! {
-                    "_id": id,
-                    "name": h.addr.as_str(),
-                    "health": if m.alive { 1.0 } else { 0.0 },
-                    "state": state,
-                    "stateStr": state_str,
-                    "optime": {"ts": optime.ts, "t": optime.term},
-                    "optimeDate": optime.wall,
-                    "self": i == ctx.member.index,
-                });
-                config.push(doc! {
-                    "_id": id,
-                    "host": h.addr.as_str(),
-                    "arbiterOnly": m.arbiter,
-                    "hidden": m.hidden,
-                    "priority": m.priority,
-                    "tags": m.tags.clone(),
-                    "votes": 1,
-                });
-            }
-            if ctx.name == "replSetGetStatus" {
-                let my_state = members
-                    .iter()
-                    .find(|m| m.get_bool("self").unwrap_or(false))
-                    .and_then(|m| m.get_i32("state").ok())
-                    .unwrap_or(2);
-                Ok(doc! {
-                    "set": shared.set_name.as_str(),
-                    "date": bson::DateTime::now(),
-                    "myState": my_state,
-                    "term": st.term,
-                    "members": members,
-                    "ok": 1.0,
-                })
-            } else {
-                Ok(doc! {
-                    "config": {"_id": shared.set_name.as_str(), "version": st.set_version, "term": st.term, "members": config},
-                    "ok": 1.0,
-                })
-            }
-        }
+        "replSetGetStatus" | "replSetGetConfig" => repl_set_status(ctx),
         "serverStatus" => {
             let counters = shared.counters();
             let mine = counters.members.get(ctx.member.index).cloned().unwrap_or_default();
@@ -225,5 +163,71 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
             Ok(doc! {"authInfo": {"authenticatedUsers": [], "authenticatedUserRoles": []}, "ok": 1.0})
         }
         other => Err(CmdError::new(59, "CommandNotFound", format!("no such command: '{other}'"))),
+    }
+}
+
+/// `replSetGetStatus` and `replSetGetConfig`: the members as mongod describes them.
+fn repl_set_status(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
+    let shared = ctx.shared;
+    if shared.kind != Kind::ReplicaSet {
+        return Err(CmdError::new(76, "NoReplicationEnabled", "not running with --replSet"));
+    }
+    let st = shared.state.lock();
+    let mut members = Vec::new();
+    let mut config = Vec::new();
+    for (i, (h, m)) in st.handles.iter().zip(&st.members).enumerate() {
+        if m.removed {
+            continue;
+        }
+        let id = i64::try_from(i).unwrap_or(i64::MAX);
+        let (state, state_str) = if !m.alive {
+            (8, "(not reachable/healthy)")
+        } else if st.primary == Some(i) {
+            (1, "PRIMARY")
+        } else if m.arbiter {
+            (7, "ARBITER")
+        } else {
+            (2, "SECONDARY")
+        };
+        let optime = st.optime(i);
+        members.push(doc! {
+            "_id": id,
+            "name": h.addr.as_str(),
+            "health": if m.alive { 1.0 } else { 0.0 },
+            "state": state,
+            "stateStr": state_str,
+            "optime": {"ts": optime.ts, "t": optime.term},
+            "optimeDate": optime.wall,
+            "self": i == ctx.member.index,
+        });
+        config.push(doc! {
+            "_id": id,
+            "host": h.addr.as_str(),
+            "arbiterOnly": m.arbiter,
+            "hidden": m.hidden,
+            "priority": m.priority,
+            "tags": m.tags.clone(),
+            "votes": 1,
+        });
+    }
+    if ctx.name == "replSetGetStatus" {
+        let my_state = members
+            .iter()
+            .find(|m| m.get_bool("self").unwrap_or(false))
+            .and_then(|m| m.get_i32("state").ok())
+            .unwrap_or(2);
+        Ok(doc! {
+            "set": shared.set_name.as_str(),
+            "date": bson::DateTime::now(),
+            "myState": my_state,
+            "term": st.term,
+            "members": members,
+            "ok": 1.0,
+        })
+    } else {
+        Ok(doc! {
+            "config": {"_id": shared.set_name.as_str(), "version": st.set_version, "term": st.term, "members": config},
+            "ok": 1.0,
+        })
     }
 }

@@ -230,6 +230,20 @@ fn exec(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Resu
         "update" => update(ctx, cmd, store, ops),
         "delete" => delete(ctx, cmd, store, ops),
         "findAndModify" => find_and_modify(db, cmd, store, ops),
+        "count" | "distinct" => counts(ctx, cmd, store),
+        "aggregate" => aggregate(db, cmd, store),
+        "create" | "drop" | "dropDatabase" | "listDatabases" | "listCollections" => {
+            namespaces(ctx, cmd, store, ops)
+        }
+        "listIndexes" | "createIndexes" | "dropIndexes" => indexes(ctx, cmd, store, ops),
+        other => Err(CmdError::new(59, "CommandNotFound", format!("no such command: '{other}'"))),
+    }
+}
+
+/// `count` and `distinct`.
+fn counts(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store) -> Result<Exec, CmdError> {
+    let db = ctx.db;
+    match ctx.name {
         "count" => {
             let coll = coll_name(cmd, "count")?;
             let filter = cmd.get_document("query").cloned().unwrap_or_default();
@@ -263,7 +277,15 @@ fn exec(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Resu
             values.sort_by(store::compare);
             Ok(Exec::Reply(doc! {"values": values, "ok": 1.0}))
         }
-        "aggregate" => aggregate(db, cmd, store),
+        other => Err(CmdError::new(59, "CommandNotFound", format!("no such command: '{other}'"))),
+    }
+}
+
+/// Databases and collections: `create`, `drop`, `dropDatabase`, `listDatabases`,
+/// `listCollections`.
+fn namespaces(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Result<Exec, CmdError> {
+    let db = ctx.db;
+    match ctx.name {
         "create" => {
             let coll = coll_name(cmd, "create")?;
             if store.has_coll(db, coll) {
@@ -342,6 +364,14 @@ fn exec(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Resu
             let batch = cmd.get_document("cursor").ok().and_then(|c| usize_opt(c.get("batchSize")));
             Ok(Exec::Cursor { ns: format!("{db}.$cmd.listCollections"), docs, batch, single: false })
         }
+        other => Err(CmdError::new(59, "CommandNotFound", format!("no such command: '{other}'"))),
+    }
+}
+
+/// Indexes: `listIndexes`, `createIndexes`, `dropIndexes`.
+fn indexes(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Result<Exec, CmdError> {
+    let db = ctx.db;
+    match ctx.name {
         "listIndexes" => {
             let coll = coll_name(cmd, "listIndexes")?;
             if !store.has_coll(db, coll) {

@@ -242,107 +242,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
     let spec = spec.as_document().ok_or("entity spec must be a document")?;
     let id = spec.get_str("id").map_err(|_| "entity without id")?.to_string();
     let entity = match kind.as_str() {
-        "client" => {
-            let empty = Document::new();
-            // Sharded with useMultipleMongoses false (the default here): the first mongos only, the
-            // one fail points are set on.
-            let base = if let Some(base) = sdam_ops::single_lb_uri(ctx, spec)? {
-                base
-            } else if (ctx.sharded && !spec.get_bool("useMultipleMongoses").unwrap_or(false))
-                || spec
-                    .get_document("uriOptions")
-                    .and_then(|o| o.get_bool("directConnection"))
-                    .unwrap_or(false)
-            {
-                // directConnection=true takes one host.
-                format!("mongodb://{}/", ctx.cluster.seeds().first().cloned().unwrap_or_default())
-            } else {
-                ctx.cluster.uri()
-            };
-            let mut uri_options = spec.get_document("uriOptions").unwrap_or(&empty).clone();
-            if ctx.fail_points && !uri_options.contains_key("heartbeatFrequencyMS") {
-                uri_options.insert("heartbeatFrequencyMS", 500);
-            }
-            let uri = uri_with(&with_credentials(&base, ctx.auth), &uri_options);
-            let observe: Vec<String> = spec
-                .get_array("observeEvents")
-                .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
-                .unwrap_or_default();
-            let ignore: Vec<String> = spec
-                .get_array("ignoreCommandMonitoringEvents")
-                .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
-                .unwrap_or_default();
-            let events = Arc::new(Mutex::new(Vec::new()));
-            let cmd_sink = events.clone();
-            let observe_cmd = observe.clone();
-            let observe_sensitive = spec.get_bool("observeSensitiveCommands").unwrap_or(false);
-            // Request ids of redacted (security-sensitive) commands: their started event has an
-            // empty body, which no other command has; replies and failures follow by id.
-            let sensitive = Mutex::new(std::collections::HashSet::new());
-            let cmd_handler = move |ev: &actors::command_events::CommandEvent| {
-                use actors::command_events::CommandEvent as C;
-                let name = command_event_name(ev);
-                let cmd = ev.command_name();
-                let redacted = match ev {
-                    C::Started { command, request_id, .. } if command.is_empty() => {
-                        sensitive.lock().insert(*request_id);
-                        true
-                    }
-                    C::Succeeded { request_id, .. } | C::Failed { request_id, .. } => {
-                        sensitive.lock().remove(request_id)
-                    }
-                    _ => false,
-                };
-                if observe_cmd.iter().any(|o| o == name)
-                    && !ignore.iter().any(|i| i == cmd)
-                    && cmd != "configureFailPoint"
-                    && (observe_sensitive || !redacted)
-                {
-                    cmd_sink.lock().push(Event::Command(ev.clone()));
-                }
-            };
-            let cmap_sink = events.clone();
-            let observe_cmap = observe.clone();
-            let checked_out = Arc::new(std::sync::atomic::AtomicI64::new(0));
-            let counter = checked_out.clone();
-            let cmap_handler = move |ev: &pool::cmap::events::CmapEvent| {
-                use std::sync::atomic::Ordering;
-                match ev {
-                    pool::cmap::events::CmapEvent::CheckedOut { .. } => {
-                        counter.fetch_add(1, Ordering::SeqCst);
-                    }
-                    pool::cmap::events::CmapEvent::CheckedIn { .. } => {
-                        counter.fetch_sub(1, Ordering::SeqCst);
-                    }
-                    _ => {}
-                }
-                if observe_cmap.iter().any(|o| o == cmap_event_name(ev)) {
-                    cmap_sink.lock().push(Event::Cmap(ev.clone()));
-                }
-            };
-            let sdam_sink = events.clone();
-            let observe_sdam = observe.clone();
-            let log_observer = logs::observer(spec)?;
-            let topology_id = log_observer.as_ref().map(|o| o.topology_id.clone());
-            let sdam_handler = move |ev: &protocol::sdam::events::SdamEvent| {
-                if let Some(slot) = &topology_id {
-                    logs::note_topology(slot, ev);
-                }
-                if observe_sdam.iter().any(|o| o == sdam_event_name(ev)) {
-                    sdam_sink.lock().push(Event::Sdam(ev.clone()));
-                }
-            };
-            let options = ClientOptions::builder()
-                .uri(uri)
-                .sdam_event_handler(Arc::new(sdam_handler))
-                .command_event_handler(Arc::new(cmd_handler))
-                .cmap_event_handler(Arc::new(cmap_handler))
-                .build()
-                .await
-                .map_err(|e| format!("client {id}: {e}"))?;
-            let client = Client::with_options(options).await.map_err(|e| format!("client {id}: {e}"))?;
-            Entity::Client(ClientEntity { client, events, checked_out, logs: log_observer })
-        }
+        "client" => Box::pin(create_client(ctx, spec, &id)).await?,
         "database" => Entity::Database {
             client: {
                 let c = spec.get_str("client").map_err(|_| "database without client")?;
@@ -352,32 +252,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             name: spec.get_str("databaseName").map_err(|_| "database without name")?.to_string(),
             timeout: spec.get_document("databaseOptions").ok().and_then(timeout_ms),
         },
-        "collection" => {
-            let db_id = spec.get_str("database").map_err(|_| "collection without database")?;
-            let Some(Entity::Database { client, name, timeout }) = ctx.entities.get(db_id) else {
-                return Err(format!("unknown database entity {db_id}"));
-            };
-            let read_preference = match spec
-                .get_document("collectionOptions")
-                .and_then(|o| o.get_document("readPreference"))
-                .and_then(|rp| rp.get_str("mode"))
-            {
-                Ok("primary") => Some(selection::ReadPreference::PRIMARY),
-                Ok("primaryPreferred") => Some(selection::ReadPreference::PRIMARY_PREFERRED),
-                Ok("secondary") => Some(selection::ReadPreference::SECONDARY),
-                Ok("secondaryPreferred") => Some(selection::ReadPreference::SECONDARY_PREFERRED),
-                Ok("nearest") => Some(selection::ReadPreference::NEAREST),
-                Ok(other) => return Err(format!("unknown read preference mode {other}")),
-                Err(_) => None,
-            };
-            Entity::Collection {
-                read_preference,
-                timeouts: (*timeout, spec.get_document("collectionOptions").ok().and_then(timeout_ms)),
-                client: client.clone(),
-                db: name.clone(),
-                name: spec.get_str("collectionName").map_err(|_| "collection without name")?.to_string(),
-            }
-        }
+        "collection" => create_collection(ctx, spec)?,
         "thread" => Entity::Thread(Vec::new()),
         "bucket" => {
             let db = spec.get_str("database").map_err(|_| "bucket without database")?;
@@ -386,22 +261,154 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             }
             Entity::Bucket
         }
-        "session" => {
-            let c = spec.get_str("client").map_err(|_| "session without client")?;
-            let session = client(ctx, c)?
-                .client
-                .start_session_with_options(sessions::session_options(spec))
-                .await
-                .map_err(|e| format!("session {id}: {e}"))?;
-            if let Some(lsid) = session.id() {
-                ctx.lsids.insert(id.clone(), lsid.clone());
-            }
-            Entity::Session(Some(session))
-        }
+        "session" => create_session(ctx, spec, &id).await?,
         other => return Err(format!("entity {other} not supported")),
     };
     ctx.entities.insert(id, entity);
     Ok(())
+}
+
+/// A client entity: its URI (the deployment's, or one host), and handlers that record the
+/// events it observes and count checked-out connections.
+async fn create_client(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
+    let empty = Document::new();
+    // Sharded with useMultipleMongoses false (the default here): the first mongos only, the
+    // one fail points are set on.
+    let base = if let Some(base) = sdam_ops::single_lb_uri(ctx, spec)? {
+        base
+    } else if (ctx.sharded && !spec.get_bool("useMultipleMongoses").unwrap_or(false))
+        || spec.get_document("uriOptions").and_then(|o| o.get_bool("directConnection")).unwrap_or(false)
+    {
+        // directConnection=true takes one host.
+        format!("mongodb://{}/", ctx.cluster.seeds().first().cloned().unwrap_or_default())
+    } else {
+        ctx.cluster.uri()
+    };
+    let mut uri_options = spec.get_document("uriOptions").unwrap_or(&empty).clone();
+    if ctx.fail_points && !uri_options.contains_key("heartbeatFrequencyMS") {
+        uri_options.insert("heartbeatFrequencyMS", 500);
+    }
+    let uri = uri_with(&with_credentials(&base, ctx.auth), &uri_options);
+    let observe: Vec<String> = spec
+        .get_array("observeEvents")
+        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
+    let ignore: Vec<String> = spec
+        .get_array("ignoreCommandMonitoringEvents")
+        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let cmd_sink = events.clone();
+    let observe_cmd = observe.clone();
+    let observe_sensitive = spec.get_bool("observeSensitiveCommands").unwrap_or(false);
+    // Request ids of redacted (security-sensitive) commands: their started event has an
+    // empty body, which no other command has; replies and failures follow by id.
+    let sensitive = Mutex::new(std::collections::HashSet::new());
+    let cmd_handler = move |ev: &actors::command_events::CommandEvent| {
+        use actors::command_events::CommandEvent as C;
+        let name = command_event_name(ev);
+        let cmd = ev.command_name();
+        let redacted = match ev {
+            C::Started { command, request_id, .. } if command.is_empty() => {
+                sensitive.lock().insert(*request_id);
+                true
+            }
+            C::Succeeded { request_id, .. } | C::Failed { request_id, .. } => {
+                sensitive.lock().remove(request_id)
+            }
+            _ => false,
+        };
+        if observe_cmd.iter().any(|o| o == name)
+            && !ignore.iter().any(|i| i == cmd)
+            && cmd != "configureFailPoint"
+            && (observe_sensitive || !redacted)
+        {
+            cmd_sink.lock().push(Event::Command(ev.clone()));
+        }
+    };
+    let cmap_sink = events.clone();
+    let observe_cmap = observe.clone();
+    let checked_out = Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let counter = checked_out.clone();
+    let cmap_handler = move |ev: &pool::cmap::events::CmapEvent| {
+        use std::sync::atomic::Ordering;
+        match ev {
+            pool::cmap::events::CmapEvent::CheckedOut { .. } => {
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
+            pool::cmap::events::CmapEvent::CheckedIn { .. } => {
+                counter.fetch_sub(1, Ordering::SeqCst);
+            }
+            _ => {}
+        }
+        if observe_cmap.iter().any(|o| o == cmap_event_name(ev)) {
+            cmap_sink.lock().push(Event::Cmap(ev.clone()));
+        }
+    };
+    let sdam_sink = events.clone();
+    let observe_sdam = observe.clone();
+    let log_observer = logs::observer(spec)?;
+    let topology_id = log_observer.as_ref().map(|o| o.topology_id.clone());
+    let sdam_handler = move |ev: &protocol::sdam::events::SdamEvent| {
+        if let Some(slot) = &topology_id {
+            logs::note_topology(slot, ev);
+        }
+        if observe_sdam.iter().any(|o| o == sdam_event_name(ev)) {
+            sdam_sink.lock().push(Event::Sdam(ev.clone()));
+        }
+    };
+    let options = ClientOptions::builder()
+        .uri(uri)
+        .sdam_event_handler(Arc::new(sdam_handler))
+        .command_event_handler(Arc::new(cmd_handler))
+        .cmap_event_handler(Arc::new(cmap_handler))
+        .build()
+        .await
+        .map_err(|e| format!("client {id}: {e}"))?;
+    let client = Client::with_options(options).await.map_err(|e| format!("client {id}: {e}"))?;
+    Ok(Entity::Client(ClientEntity { client, events, checked_out, logs: log_observer }))
+}
+
+/// A collection entity of a database entity, with its read preference and timeoutMS.
+fn create_collection(ctx: &Ctx, spec: &Document) -> R<Entity> {
+    let db_id = spec.get_str("database").map_err(|_| "collection without database")?;
+    let Some(Entity::Database { client, name, timeout }) = ctx.entities.get(db_id) else {
+        return Err(format!("unknown database entity {db_id}"));
+    };
+    let read_preference = match spec
+        .get_document("collectionOptions")
+        .and_then(|o| o.get_document("readPreference"))
+        .and_then(|rp| rp.get_str("mode"))
+    {
+        Ok("primary") => Some(selection::ReadPreference::PRIMARY),
+        Ok("primaryPreferred") => Some(selection::ReadPreference::PRIMARY_PREFERRED),
+        Ok("secondary") => Some(selection::ReadPreference::SECONDARY),
+        Ok("secondaryPreferred") => Some(selection::ReadPreference::SECONDARY_PREFERRED),
+        Ok("nearest") => Some(selection::ReadPreference::NEAREST),
+        Ok(other) => return Err(format!("unknown read preference mode {other}")),
+        Err(_) => None,
+    };
+    Ok(Entity::Collection {
+        read_preference,
+        timeouts: (*timeout, spec.get_document("collectionOptions").ok().and_then(timeout_ms)),
+        client: client.clone(),
+        db: name.clone(),
+        name: spec.get_str("collectionName").map_err(|_| "collection without name")?.to_string(),
+    })
+}
+
+/// A session entity, whose `lsid` the runner remembers.
+async fn create_session(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
+    let c = spec.get_str("client").map_err(|_| "session without client")?;
+    let session = client(ctx, c)?
+        .client
+        .start_session_with_options(sessions::session_options(spec))
+        .await
+        .map_err(|e| format!("session {id}: {e}"))?;
+    if let Some(lsid) = session.id() {
+        ctx.lsids.insert(id.to_string(), lsid.clone());
+    }
+    Ok(Entity::Session(Some(session)))
 }
 
 /// `timeoutMS` of an options or arguments document (0: no limit).
@@ -744,46 +751,7 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
             }
             Ok(())
         }
-        "runOnThread" => {
-            let thread = args.get_str("thread").unwrap_or("").to_string();
-            let op = args.get_document("operation").map_err(|_| "runOnThread without operation")?.clone();
-            let object = op.get_str("object").unwrap_or("");
-            let empty = Document::new();
-            let op_args = op.get_document("arguments").unwrap_or(&empty);
-            let target = match ctx.entities.get(object) {
-                Some(Entity::Collection { client: c, db, name: coll, read_preference, timeouts }) => {
-                    Ok((collection_handle(ctx, c, db, coll, *timeouts, op_args)?, read_preference.clone()))
-                }
-                Some(Entity::Database { client: c, name: db, timeout }) => Err(client(ctx, c)?
-                    .client
-                    .database(db)
-                    .with_timeout(*timeout)
-                    .with_timeout(timeout_ms(op_args))),
-                _ => {
-                    return Err(format!(
-                        "runOnThread supports database and collection operations, not on {object}"
-                    ))
-                }
-            };
-            let task = tokio::spawn(async move {
-                let name = op.get_str("name").unwrap_or("").to_string();
-                let empty = Document::new();
-                let args = op.get_document("arguments").unwrap_or(&empty);
-                let result = match target {
-                    Ok((coll, rp)) => {
-                        let mut cursor = None;
-                        Box::pin(collection_op(&coll, rp, &name, args, &mut cursor, None)).await?
-                    }
-                    Err(db) => Box::pin(database_op(&db, &name, args, &mut None, None)).await?,
-                };
-                check_outcome(&op, result).map_err(|e| format!("{name} on a thread: {e}"))
-            });
-            match ctx.entities.get_mut(&thread) {
-                Some(Entity::Thread(tasks)) => tasks.push(task),
-                _ => return Err(format!("unknown thread entity {thread}")),
-            }
-            Ok(())
-        }
+        "runOnThread" => run_on_thread(ctx, args),
         "waitForThread" => {
             let thread = args.get_str("thread").unwrap_or("");
             let Some(Entity::Thread(tasks)) = ctx.entities.get_mut(thread) else {
@@ -794,47 +762,9 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
             }
             Ok(())
         }
-        "assertNumberConnectionsCheckedOut" => {
-            let c = client(ctx, args.get_str("client").unwrap_or(""))?;
-            let want = args
-                .get("connections")
-                .and_then(|v| v.as_i32().map(i64::from).or(v.as_i64()))
-                .ok_or("assertNumberConnectionsCheckedOut needs an integer connections argument")?;
-            // Check-ins may trail the operation's result: give them a moment.
-            let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
-            loop {
-                let n = c.checked_out.load(std::sync::atomic::Ordering::SeqCst);
-                if n == want {
-                    return Ok(());
-                }
-                if tokio::time::Instant::now() > deadline {
-                    return Err(format!("expected {want} connections checked out, counted {n}"));
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
+        "assertNumberConnectionsCheckedOut" => assert_connections_checked_out(ctx, args).await,
         "assertSameLsidOnLastTwoCommands" | "assertDifferentLsidOnLastTwoCommands" => {
-            let c = client(ctx, args.get_str("client").unwrap_or(""))?;
-            let lsids: Vec<Option<Bson>> = c
-                .events
-                .lock()
-                .iter()
-                .filter_map(|e| match e {
-                    Event::Command(actors::command_events::CommandEvent::Started { command, .. }) => {
-                        Some(command.get("lsid").cloned())
-                    }
-                    _ => None,
-                })
-                .collect();
-            let [.., a, b] = lsids.as_slice() else {
-                return Err(format!("{name}: fewer than two commandStartedEvents observed"));
-            };
-            let same = a.is_some() && a == b;
-            if same == (name == "assertSameLsidOnLastTwoCommands") {
-                Ok(())
-            } else {
-                Err(format!("{name}: lsids {a:?} and {b:?}"))
-            }
+            assert_lsids(ctx, name, args)
         }
         "assertSessionPinned" | "assertSessionUnpinned" => {
             let sid = args.get_str("session").unwrap_or("");
@@ -853,40 +783,120 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
             tokio::time::sleep(Duration::from_millis(u64::try_from(ms).unwrap_or(0))).await;
             Ok(())
         }
-        "waitForEvent" | "assertEventCount" => {
-            let c = client(ctx, args.get_str("client").unwrap_or(""))?;
-            let event = args.get_document("event").map_err(|_| "no event")?;
-            let count = args.get("count").and_then(|v| v.as_i32().map(i64::from).or(v.as_i64())).unwrap_or(1);
-            let count = usize::try_from(count).unwrap_or(0);
-            // The spec's limit for waitForEvent.
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-            loop {
-                let n = c.events.lock().iter().filter(|e| event_matches(event, e).is_ok()).count();
-                if name == "assertEventCount" {
-                    return if n == count {
-                        Ok(())
-                    } else {
-                        // Which events they were says why (a second Unknown: from what error?).
-                        let seen: Vec<String> = c
-                            .events
-                            .lock()
-                            .iter()
-                            .filter(|e| event_matches(event, e).is_ok())
-                            .map(brief)
-                            .collect();
-                        Err(format!("expected {count} events {event}, saw {n}: {seen:?}"))
-                    };
-                }
-                if n >= count {
-                    return Ok(());
-                }
-                if tokio::time::Instant::now() > deadline {
-                    return Err(format!("waited 10 s for {count} events {event}, saw {n}"));
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
+        "waitForEvent" | "assertEventCount" => wait_for_events(ctx, name, args).await,
         other => Err(format!("testRunner operation {other} not supported")),
+    }
+}
+
+/// `runOnThread`: the operation runs as a task of the thread entity.
+fn run_on_thread(ctx: &mut Ctx, args: &Document) -> R<()> {
+    let thread = args.get_str("thread").unwrap_or("").to_string();
+    let op = args.get_document("operation").map_err(|_| "runOnThread without operation")?.clone();
+    let object = op.get_str("object").unwrap_or("");
+    let empty = Document::new();
+    let op_args = op.get_document("arguments").unwrap_or(&empty);
+    let target = match ctx.entities.get(object) {
+        Some(Entity::Collection { client: c, db, name: coll, read_preference, timeouts }) => {
+            Ok((collection_handle(ctx, c, db, coll, *timeouts, op_args)?, read_preference.clone()))
+        }
+        Some(Entity::Database { client: c, name: db, timeout }) => {
+            Err(client(ctx, c)?.client.database(db).with_timeout(*timeout).with_timeout(timeout_ms(op_args)))
+        }
+        _ => return Err(format!("runOnThread supports database and collection operations, not on {object}")),
+    };
+    let task = tokio::spawn(async move {
+        let name = op.get_str("name").unwrap_or("").to_string();
+        let empty = Document::new();
+        let args = op.get_document("arguments").unwrap_or(&empty);
+        let result = match target {
+            Ok((coll, rp)) => {
+                let mut cursor = None;
+                Box::pin(collection_op(&coll, rp, &name, args, &mut cursor, None)).await?
+            }
+            Err(db) => Box::pin(database_op(&db, &name, args, &mut None, None)).await?,
+        };
+        check_outcome(&op, result).map_err(|e| format!("{name} on a thread: {e}"))
+    });
+    match ctx.entities.get_mut(&thread) {
+        Some(Entity::Thread(tasks)) => tasks.push(task),
+        _ => return Err(format!("unknown thread entity {thread}")),
+    }
+    Ok(())
+}
+
+/// `assertNumberConnectionsCheckedOut`, giving check-ins that trail a result a moment.
+async fn assert_connections_checked_out(ctx: &Ctx, args: &Document) -> R<()> {
+    let c = client(ctx, args.get_str("client").unwrap_or(""))?;
+    let want = args
+        .get("connections")
+        .and_then(|v| v.as_i32().map(i64::from).or(v.as_i64()))
+        .ok_or("assertNumberConnectionsCheckedOut needs an integer connections argument")?;
+    // Check-ins may trail the operation's result: give them a moment.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+    loop {
+        let n = c.checked_out.load(std::sync::atomic::Ordering::SeqCst);
+        if n == want {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(format!("expected {want} connections checked out, counted {n}"));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// `assertSameLsidOnLastTwoCommands` and `assertDifferentLsidOnLastTwoCommands`.
+fn assert_lsids(ctx: &Ctx, name: &str, args: &Document) -> R<()> {
+    let c = client(ctx, args.get_str("client").unwrap_or(""))?;
+    let lsids: Vec<Option<Bson>> = c
+        .events
+        .lock()
+        .iter()
+        .filter_map(|e| match e {
+            Event::Command(actors::command_events::CommandEvent::Started { command, .. }) => {
+                Some(command.get("lsid").cloned())
+            }
+            _ => None,
+        })
+        .collect();
+    let [.., a, b] = lsids.as_slice() else {
+        return Err(format!("{name}: fewer than two commandStartedEvents observed"));
+    };
+    let same = a.is_some() && a == b;
+    if same == (name == "assertSameLsidOnLastTwoCommands") {
+        Ok(())
+    } else {
+        Err(format!("{name}: lsids {a:?} and {b:?}"))
+    }
+}
+
+/// `waitForEvent` (up to the spec's 10 s) and `assertEventCount`.
+async fn wait_for_events(ctx: &Ctx, name: &str, args: &Document) -> R<()> {
+    let c = client(ctx, args.get_str("client").unwrap_or(""))?;
+    let event = args.get_document("event").map_err(|_| "no event")?;
+    let count = args.get("count").and_then(|v| v.as_i32().map(i64::from).or(v.as_i64())).unwrap_or(1);
+    let count = usize::try_from(count).unwrap_or(0);
+    // The spec's limit for waitForEvent.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let n = c.events.lock().iter().filter(|e| event_matches(event, e).is_ok()).count();
+        if name == "assertEventCount" {
+            return if n == count {
+                Ok(())
+            } else {
+                // Which events they were says why (a second Unknown: from what error?).
+                let seen: Vec<String> =
+                    c.events.lock().iter().filter(|e| event_matches(event, e).is_ok()).map(brief).collect();
+                Err(format!("expected {count} events {event}, saw {n}: {seen:?}"))
+            };
+        }
+        if n >= count {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(format!("waited 10 s for {count} events {event}, saw {n}"));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
