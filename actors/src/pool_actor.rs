@@ -5,8 +5,8 @@
 //! - **Background work is this actor's**: maxIdleTimeMS reaping and minPoolSize population
 //!   run as one maintenance pass ([`Pool::maintain`]) on the actor's timer (every
 //!   `maintenance_interval`) and whenever the pool asks for one ([`Pool::maintenance_wanted`]:
-//!   it became ready, was cleared or closed, or a background establishment ended), as
-//!   [`Maintain`] messages. The establishments a pass starts run on the actor's arbiter.
+//!   it became ready, was cleared or closed, or a background establishment ended), as a
+//!   stream of [`Maintain`] requests. The establishments a pass starts run on the actor's arbiter.
 //!   Stopping the actor (by [`StopActor`], or at the first pass after its last address went
 //!   with the server) closes the pool.
 //! - **Check-out is a fast path on the shared handle**, as selection is: operations call
@@ -27,9 +27,9 @@ use crate::messages::StopActor;
 /// The pool type every pool actor wraps.
 pub type ServerPool = Pool<ConnectionEstablisher>;
 
-/// Run one maintenance pass on the pool (the actor's timer and the pool's requests send it).
-#[derive(Debug, Clone, Copy, Default, Message)]
-#[rtype(result = "()")]
+/// A request for one maintenance pass: the items of the stream the actor reads the pool's
+/// requests from.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Maintain;
 
 /// Owns one server's pool and its background work. Stopping the actor closes the pool.
@@ -79,14 +79,6 @@ impl Actor for PoolActor {
     fn stopped(&mut self, _ctx: &mut Self::Context) {
         // Whatever stopped us (StopActor, or every address dropped), the pool goes with us.
         self.pool.close();
-    }
-}
-
-impl Handler<Maintain> for PoolActor {
-    type Result = ();
-
-    fn handle(&mut self, _msg: Maintain, ctx: &mut Self::Context) {
-        self.maintain(ctx);
     }
 }
 

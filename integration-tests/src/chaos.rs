@@ -258,27 +258,7 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     );
 
     let counts = Arc::new(Mutex::new(PoolCounts::default()));
-    let handler = {
-        let counts = counts.clone();
-        move |e: &CmapEvent| {
-            let mut c = counts.lock();
-            match e {
-                CmapEvent::ConnectionCreated { address, .. } => {
-                    *c.open.entry(address.to_string()).or_default() += 1;
-                }
-                CmapEvent::ConnectionClosed { address, .. } => {
-                    *c.open.entry(address.to_string()).or_default() -= 1;
-                }
-                CmapEvent::CheckedOut { address, .. } => {
-                    *c.checked_out.entry(address.to_string()).or_default() += 1;
-                }
-                CmapEvent::CheckedIn { address, .. } => {
-                    *c.checked_out.entry(address.to_string()).or_default() -= 1;
-                }
-                _ => {}
-            }
-        }
-    };
+    let handler = pool_counter(counts.clone());
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -731,5 +711,27 @@ fn settle_and_shut_down(
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Counts each member's open and checked-out pool connections from CMAP events.
+fn pool_counter(counts: Arc<Mutex<PoolCounts>>) -> impl Fn(&CmapEvent) + Send + Sync + 'static {
+    move |e: &CmapEvent| {
+        let mut c = counts.lock();
+        match e {
+            CmapEvent::ConnectionCreated { address, .. } => {
+                *c.open.entry(address.to_string()).or_default() += 1;
+            }
+            CmapEvent::ConnectionClosed { address, .. } => {
+                *c.open.entry(address.to_string()).or_default() -= 1;
+            }
+            CmapEvent::CheckedOut { address, .. } => {
+                *c.checked_out.entry(address.to_string()).or_default() += 1;
+            }
+            CmapEvent::CheckedIn { address, .. } => {
+                *c.checked_out.entry(address.to_string()).or_default() -= 1;
+            }
+            _ => {}
+        }
     }
 }

@@ -138,22 +138,7 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
     // Which server each find and insert was sent to, by read preference: the wire's
     // `$readPreference` (none means primary).
     let served: Served = Arc::default();
-    let sent = served.clone();
-    client_options.command_event_handler = Some(Arc::new(move |e: &CommandEvent| {
-        if let CommandEvent::Started { command, command_name, connection, .. } = e {
-            let label = match command_name.as_str() {
-                "insert" => "write".to_string(),
-                "find" => {
-                    let mode = command.get_document("$readPreference").and_then(|rp| rp.get_str("mode"));
-                    format!("read {}", mode.unwrap_or("primary"))
-                }
-                _ => return,
-            };
-            if let Ok(mut m) = sent.lock() {
-                *m.entry(label).or_default().entry(connection.address.clone()).or_default() += 1;
-            }
-        }
-    }));
+    client_options.command_event_handler = Some(served_recorder(served.clone()));
     let client = Client::with_options(client_options).await?;
     let topology = client.topology().clone();
     // A real deployment may have a member down: go on once any data-bearing server is known.
@@ -512,4 +497,24 @@ async fn print_summary(options: &DemoOptions, shared: &Mutex<Shared>, served: &S
             println!("  {label:<24} {}", per.join(", "));
         }
     }
+}
+
+/// Records which server each find and insert was sent to, by read preference: the wire's
+/// `$readPreference` (none means primary).
+fn served_recorder(sent: Served) -> Arc<dyn actors::command_events::CommandEventHandler> {
+    Arc::new(move |e: &CommandEvent| {
+        if let CommandEvent::Started { command, command_name, connection, .. } = e {
+            let label = match command_name.as_str() {
+                "insert" => "write".to_string(),
+                "find" => {
+                    let mode = command.get_document("$readPreference").and_then(|rp| rp.get_str("mode"));
+                    format!("read {}", mode.unwrap_or("primary"))
+                }
+                _ => return,
+            };
+            if let Ok(mut m) = sent.lock() {
+                *m.entry(label).or_default().entry(connection.address.clone()).or_default() += 1;
+            }
+        }
+    })
 }
