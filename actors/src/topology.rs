@@ -73,6 +73,20 @@ impl std::fmt::Debug for MonitorSpawn {
     }
 }
 
+impl MonitorSpawn {
+    /// The options of a [`MonitorActor`] for this server (what the default factory starts;
+    /// a custom factory may adjust them).
+    pub fn monitor_options(self) -> MonitorOptions {
+        let mut options = MonitorOptions::new(self.address, self.connection_options, self.topology);
+        options.heartbeat_frequency = self.heartbeat_frequency;
+        options.mode = self.monitoring_mode;
+        options.event_handler = self.sdam_handler;
+        options.rtt = self.rtt;
+        options.topology_id = self.topology_id;
+        options
+    }
+}
+
 /// How the topology actor talks to a started monitor.
 #[derive(Clone)]
 pub struct MonitorHandles {
@@ -115,13 +129,7 @@ pub type MonitorFactory = Arc<dyn Fn(MonitorSpawn) -> Result<MonitorHandles> + S
 /// environment for `serverMonitoringMode=auto`).
 pub fn default_monitor_factory() -> MonitorFactory {
     Arc::new(|spawn: MonitorSpawn| {
-        let mut options = MonitorOptions::new(spawn.address, spawn.connection_options, spawn.topology);
-        options.heartbeat_frequency = spawn.heartbeat_frequency;
-        options.mode = spawn.monitoring_mode;
-        options.event_handler = spawn.sdam_handler;
-        options.rtt = spawn.rtt;
-        options.topology_id = spawn.topology_id;
-        let monitor = MonitorActor::new(options)?.start();
+        let monitor = MonitorActor::new(spawn.monitor_options())?.start();
         Ok(MonitorHandles::of(&monitor))
     })
 }

@@ -25,8 +25,6 @@ struct Live {
 }
 
 fn start(cluster: &Cluster, mode: ServerMonitoringMode, heartbeat: Duration) -> Live {
-    let started: Started = Arc::default();
-    let sink = Arc::clone(&started);
     let monitors: Arc<Mutex<Vec<MonitorHandles>>> = Arc::default();
     let kept = Arc::clone(&monitors);
     let real = default_monitor_factory();
@@ -35,6 +33,19 @@ fn start(cluster: &Cluster, mode: ServerMonitoringMode, heartbeat: Duration) -> 
         kept.lock().push(handles.clone());
         Ok(handles)
     });
+    let live = start_with(cluster, mode, heartbeat, factory);
+    Live { monitors, ..live }
+}
+
+/// A topology whose monitors `factory` starts, recording heartbeat-started events.
+fn start_with(
+    cluster: &Cluster,
+    mode: ServerMonitoringMode,
+    heartbeat: Duration,
+    factory: MonitorFactory,
+) -> Live {
+    let started: Started = Arc::default();
+    let sink = Arc::clone(&started);
     let seeds = cluster.hosts().iter().map(|h| ServerAddress::parse(h).expect("sim host")).collect();
     let topology = TopologyBuilder::new()
         .settings(TopologySettings { seeds, heartbeat_frequency: heartbeat, ..TopologySettings::default() })
@@ -53,7 +64,7 @@ fn start(cluster: &Cluster, mode: ServerMonitoringMode, heartbeat: Duration) -> 
         }))
         .start()
         .expect("valid options");
-    Live { topology, started, monitors }
+    Live { topology, started, monitors: Arc::default() }
 }
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -234,40 +245,17 @@ async fn dropping_every_handle_closes_the_topology() {
 #[actix::test]
 async fn a_monitor_whose_check_loop_dies_is_replaced() {
     use actix::Actor;
-    use actors::monitor::{MonitorActor, MonitorOptions, PanicCheckLoop};
+    use actors::monitor::{MonitorActor, PanicCheckLoop};
     let cluster = Cluster::replica_set(1).start().expect("sim");
-    let started: Started = Arc::default();
-    let sink = Arc::clone(&started);
     let actors: Arc<Mutex<Vec<actix::Addr<MonitorActor>>>> = Arc::default();
     let kept = Arc::clone(&actors);
     // The default factory's monitors, keeping their addresses to kill a check loop.
     let factory: MonitorFactory = Arc::new(move |spawn: actors::MonitorSpawn| {
-        let mut options = MonitorOptions::new(spawn.address, spawn.connection_options, spawn.topology);
-        options.heartbeat_frequency = spawn.heartbeat_frequency;
-        options.mode = spawn.monitoring_mode;
-        options.event_handler = spawn.sdam_handler;
-        options.rtt = spawn.rtt;
-        options.topology_id = spawn.topology_id;
-        let monitor = MonitorActor::new(options)?.start();
+        let monitor = MonitorActor::new(spawn.monitor_options())?.start();
         kept.lock().push(monitor.clone());
         Ok(MonitorHandles::of(&monitor))
     });
-    let seeds = cluster.hosts().iter().map(|h| ServerAddress::parse(h).expect("sim host")).collect();
-    let topology = TopologyBuilder::new()
-        .settings(TopologySettings {
-            seeds,
-            heartbeat_frequency: Duration::from_millis(500),
-            ..TopologySettings::default()
-        })
-        .monitor_factory(factory)
-        .sdam_event_handler(Arc::new(move |e: &SdamEvent| {
-            if let SdamEvent::ServerHeartbeatStarted(h) = e {
-                sink.lock().push((Instant::now(), h.awaited));
-            }
-        }))
-        .start()
-        .expect("valid options");
-    let live = Live { topology, started, monitors: Arc::default() };
+    let live = start_with(&cluster, ServerMonitoringMode::Stream, Duration::from_millis(500), factory);
     discovered(&live, 1).await;
     let first = actors.lock()[0].clone();
     first.send(PanicCheckLoop).await.expect("delivered");

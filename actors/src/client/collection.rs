@@ -51,8 +51,12 @@ impl Collection {
     }
 
     /// Runs `op` under this handle's timeout, with `session` or an implicit one.
-    pub(crate) async fn run(&self, op: Op, session: Option<&mut ClientSession>) -> Result<OpOutput> {
-        super::transaction::run(self.db.client(), op, Limits::new(self.timeout), session).await
+    pub(crate) fn run<'a>(
+        &'a self,
+        op: Op,
+        session: Option<&'a mut ClientSession>,
+    ) -> impl std::future::Future<Output = Result<OpOutput>> + 'a {
+        super::transaction::run(self.db.client(), op, Limits::new(self.timeout), session)
     }
 
     /// The collection's name.

@@ -196,8 +196,6 @@ struct Located {
     target: Target,
     /// The server's pool and RTT (`None`: a pinned connection to a server that left).
     handle: Option<Arc<ServerHandle>>,
-    /// The connection, when the operation brought one.
-    pinned: Option<PooledConnection<Connection>>,
     /// Session support (see [`session_support`]).
     sessions: Option<Option<i64>>,
     /// Counts the operation against its server (selection's operationCount) until dropped.
@@ -311,6 +309,31 @@ impl<'a> Run<'a> {
         None
     }
 
+    /// The session and the ids of the next attempt; CSOT's `maxTimeMS` from the server's
+    /// minimum RTT (an error when no time is left for the round trip).
+    fn attempt(
+        &mut self,
+        limits: Limits,
+        min_rtt: Duration,
+        operation_id: i64,
+    ) -> Result<(Option<&mut ServerSession>, Attempt)> {
+        let max_time_ms = timeout::max_time_ms(limits.deadline, min_rtt)?.filter(|_| limits.send_max_time);
+        let txn_number = self.txn_number;
+        let (session, transaction, txn_number) = match &mut self.session {
+            SessionUse::Implicit => (self.implicit.as_mut(), None, txn_number),
+            SessionUse::None => (None, None, txn_number),
+            SessionUse::Given(s) => (Some(&mut **s), None, txn_number),
+            SessionUse::Transaction { session, starting } => {
+                let number = session.txn_number;
+                (Some(&mut **session), Some(std::mem::take(*starting)), Some(number))
+            }
+        };
+        Ok((
+            session,
+            Attempt { operation_id, txn_number, transaction, deadline: limits.deadline, max_time_ms },
+        ))
+    }
+
     /// The session an open cursor keeps: the implicit one, or a copy of an explicit one's id.
     fn session_for_cursor(&mut self, cursor_open: bool) -> Option<ServerSession> {
         if !cursor_open {
@@ -321,6 +344,22 @@ impl<'a> Run<'a> {
             SessionUse::Implicit => self.implicit.take(),
             SessionUse::Given(s) => Some(s.lend()),
             SessionUse::Transaction { session, .. } => Some(session.lend()),
+        }
+    }
+}
+
+impl Located {
+    /// Where selection sent the attempt.
+    fn selected(selected: SelectedServer) -> Located {
+        Located {
+            address: selected.address().clone(),
+            target: Target {
+                topology_type: selected.snapshot.description.topology_type(),
+                server_type: selected.description.server_type,
+            },
+            handle: Some(selected.handle().clone()),
+            sessions: sessions_in(&selected.snapshot),
+            selected: Some(selected),
         }
     }
 }
@@ -338,21 +377,34 @@ impl ClientInner {
         let mut run = Run::new(session);
         let operation_id = next_operation_id();
         let result = loop {
-            let located = match connection.as_deref_mut().and_then(Option::take) {
-                Some(conn) => self.locate_pinned(conn),
-                None => match self
-                    .locate(&op, server, &run.deprioritized, operation_id, limits.deadline)
+            // Selection is awaited here, not in a helper: every async layer on this path
+            // copies the futures below it (instructions per operation).
+            // The pinned connection stays out of `Located`: moving a connection costs.
+            let pinned = connection.as_deref_mut().and_then(Option::take);
+            let located = match (&pinned, server) {
+                (Some(conn), _) => Ok(self.locate_pinned(conn.address())),
+                (None, Some(address)) => self.locate_server(address),
+                (None, None) => self
+                    .selector
+                    .select(SelectionRequest {
+                        criteria: op.criteria.clone(),
+                        deprioritized: run.deprioritized.clone(),
+                        operation: op.name.clone(),
+                        operation_id: Some(operation_id),
+                        deadline: limits.deadline,
+                    })
                     .await
-                {
-                    Ok(l) => l,
-                    // A retry that finds no server returns the original error (CSOT: as a
-                    // timeout once the deadline has passed).
-                    Err(e) => {
-                        break Err(timeout::retry_selection_error(run.first_error.take(), e, limits.deadline))
-                    }
-                },
+                    .map(Located::selected),
             };
-            let Located { address, target, handle, pinned, sessions, selected } = located;
+            let located = match located {
+                Ok(l) => l,
+                // A retry that finds no server returns the original error (CSOT: as a timeout
+                // once the deadline has passed).
+                Err(e) => {
+                    break Err(timeout::retry_selection_error(run.first_error.take(), e, limits.deadline))
+                }
+            };
+            let Located { address, target, handle, sessions, selected } = located;
             run.take_implicit_session(self, sessions);
             let retryable = run.retryable(&op, &target, &self.settings);
             if run.first_error.is_some() && !retryable {
@@ -364,15 +416,27 @@ impl ClientInner {
             }
             let checked_out = match (pinned, &handle) {
                 (Some(conn), _) => Ok(conn),
-                (None, Some(handle)) => self.check_out_for(&op, &address, handle, limits, purpose).await,
+                (None, Some(handle)) => {
+                    let generation = handle.pool.generation(None);
+                    match timeout::check_out(&handle.pool, limits.timeout, limits.deadline, purpose).await {
+                        Ok(conn) => Ok(conn),
+                        Err(e) => {
+                            Err(self.check_out_error(&address, e, generation, op.retry == Retry::Write).await)
+                        }
+                    }
+                }
                 (None, None) => Err(pool_closed(&address)),
             };
             let attempt = match checked_out {
                 Err(e) => Err(e),
                 Ok(mut conn) => {
+                    // CSOT: maxTimeMS from the server's minimum RTT, checked after the check-out;
+                    // a failure here returns the connection unsent.
                     let min_rtt = handle.as_ref().map(|h| h.rtt.min()).unwrap_or_default();
-                    let reply =
-                        self.send(&mut conn, &target, &op, &mut run, limits, min_rtt, operation_id).await;
+                    let reply = match run.attempt(limits, min_rtt, operation_id) {
+                        Ok((session, ids)) => self.attempt(&mut conn, &target, &op, session, ids).await,
+                        Err(e) => Err(e),
+                    };
                     // A pinned operation leaves its connection to the caller.
                     match connection.as_deref_mut() {
                         Some(slot) => {
@@ -411,104 +475,28 @@ impl ClientInner {
         output
     }
 
-    /// Checks a connection out of `handle`'s pool for `op`; a failure becomes an operation
-    /// error (establishment errors go to SDAM).
-    async fn check_out_for(
-        &self,
-        op: &Op,
-        address: &ServerAddress,
-        handle: &ServerHandle,
-        limits: Limits,
-        purpose: CheckoutPurpose,
-    ) -> Result<PooledConnection<Connection>> {
-        let generation = handle.pool.generation(None);
-        match timeout::check_out(&handle.pool, limits.timeout, limits.deadline, purpose).await {
-            Ok(conn) => Ok(conn),
-            Err(e) => Err(self.check_out_error(address, e, generation, op.retry == Retry::Write).await),
-        }
-    }
-
-    /// Sends `op` on `conn` with the run's session: CSOT's `maxTimeMS` from the server's
-    /// minimum RTT is checked first (a failure returns the connection unsent).
-    #[allow(clippy::too_many_arguments)] // one attempt's context, passed once
-    async fn send(
-        &self,
-        conn: &mut PooledConnection<Connection>,
-        target: &Target,
-        op: &Op,
-        run: &mut Run<'_>,
-        limits: Limits,
-        min_rtt: Duration,
-        operation_id: i64,
-    ) -> Result<Document> {
-        let max_time_ms = timeout::max_time_ms(limits.deadline, min_rtt)?.filter(|_| limits.send_max_time);
-        let txn_number = run.txn_number;
-        let (session, transaction, txn_number) = match &mut run.session {
-            SessionUse::Implicit => (run.implicit.as_mut(), None, txn_number),
-            SessionUse::None => (None, None, txn_number),
-            SessionUse::Given(s) => (Some(&mut **s), None, txn_number),
-            SessionUse::Transaction { session, starting } => {
-                let number = session.txn_number;
-                (Some(&mut **session), Some(std::mem::take(*starting)), Some(number))
-            }
-        };
-        let ids = Attempt { operation_id, txn_number, transaction, deadline: limits.deadline, max_time_ms };
-        self.attempt(conn, target, op, session, ids).await
-    }
-
-    /// Selects the server for one attempt, or finds the one the operation names.
-    async fn locate(
-        &self,
-        op: &Op,
-        server: Option<&ServerAddress>,
-        deprioritized: &[ServerAddress],
-        operation_id: i64,
-        deadline: Option<Instant>,
-    ) -> Result<Located> {
-        if let Some(address) = server {
-            let snapshot = self.topology.snapshot();
-            let Some(handle) = snapshot.handle(address) else { return Err(pool_closed(address)) };
-            return Ok(Located {
-                address: address.clone(),
-                target: target_in(&snapshot, address),
-                handle: Some(handle.clone()),
-                pinned: None,
-                sessions: sessions_in(&snapshot),
-                selected: None,
-            });
-        }
-        let request = SelectionRequest {
-            criteria: op.criteria.clone(),
-            deprioritized: deprioritized.to_vec(),
-            operation: op.name.clone(),
-            operation_id: Some(operation_id),
-            deadline,
-        };
-        let selected = self.selector.select(request).await?;
+    /// Where an operation on a named server (a cursor's) runs.
+    fn locate_server(&self, address: &ServerAddress) -> Result<Located> {
+        let snapshot = self.topology.snapshot();
+        let Some(handle) = snapshot.handle(address) else { return Err(pool_closed(address)) };
         Ok(Located {
-            address: selected.address().clone(),
-            target: Target {
-                topology_type: selected.snapshot.description.topology_type(),
-                server_type: selected.description.server_type,
-            },
-            handle: Some(selected.handle().clone()),
-            pinned: None,
-            sessions: sessions_in(&selected.snapshot),
-            selected: Some(selected),
+            address: address.clone(),
+            target: target_in(&snapshot, address),
+            handle: Some(handle.clone()),
+            sessions: sessions_in(&snapshot),
+            selected: None,
         })
     }
 
-    /// Where a pinned connection runs.
-    fn locate_pinned(&self, conn: PooledConnection<Connection>) -> Located {
+    /// Where a pinned connection to `address` runs.
+    fn locate_pinned(&self, address: &ServerAddress) -> Located {
         let snapshot = self.topology.snapshot();
-        let address = conn.address().clone();
         Located {
-            target: target_in(&snapshot, &address),
-            handle: snapshot.handle(&address).cloned(),
-            pinned: Some(conn),
+            address: address.clone(),
+            target: target_in(&snapshot, address),
+            handle: snapshot.handle(address).cloned(),
             sessions: sessions_in(&snapshot),
             selected: None,
-            address,
         }
     }
 
@@ -711,7 +699,8 @@ struct Monitoring<'a> {
     db: &'a str,
     operation_id: i64,
     request_id: i32,
-    started: StdInstant,
+    /// When the command was sent (read only when a handler listens).
+    started: Option<StdInstant>,
     /// A sensitive command (authentication, a hello with speculative authentication): its
     /// body and reply are not shown.
     redact: bool,
@@ -739,7 +728,7 @@ impl<'a> Monitoring<'a> {
             db: &op.db,
             operation_id,
             request_id: 0,
-            started: StdInstant::now(),
+            started: None,
         }
     }
 
@@ -754,8 +743,8 @@ impl<'a> Monitoring<'a> {
 
     fn started(&mut self, request_id: i32, command: Option<Document>) {
         self.request_id = request_id;
-        self.started = StdInstant::now();
         if let (Some(h), Some(command), Some(c)) = (self.handler, command, self.connection.clone()) {
+            self.started = Some(StdInstant::now());
             h.handle(&CommandEvent::Started {
                 command,
                 database_name: self.db.to_string(),
@@ -768,30 +757,33 @@ impl<'a> Monitoring<'a> {
     }
 
     fn succeeded(&self, reply: &Document) {
-        if let (Some(h), Some(c)) = (self.handler, self.connection.clone()) {
-            h.handle(&CommandEvent::Succeeded {
-                reply: if self.redact { Document::new() } else { reply.clone() },
-                command_name: self.command_name.clone(),
-                database_name: self.db.to_string(),
-                request_id: self.request_id,
-                operation_id: self.operation_id,
-                duration: self.started.elapsed(),
-                connection: c,
-            });
-        }
+        self.ended(|m, connection| CommandEvent::Succeeded {
+            reply: if m.redact { Document::new() } else { reply.clone() },
+            command_name: m.command_name.clone(),
+            database_name: m.db.to_string(),
+            request_id: m.request_id,
+            operation_id: m.operation_id,
+            duration: m.started.map(|t| t.elapsed()).unwrap_or_default(),
+            connection,
+        });
     }
 
     fn failed(&self, failure: String) {
+        self.ended(|m, connection| CommandEvent::Failed {
+            failure,
+            command_name: m.command_name.clone(),
+            database_name: m.db.to_string(),
+            request_id: m.request_id,
+            operation_id: m.operation_id,
+            duration: m.started.map(|t| t.elapsed()).unwrap_or_default(),
+            connection,
+        });
+    }
+
+    /// Emits the event that ends the command, built only when a handler listens.
+    fn ended(&self, event: impl FnOnce(&Self, CommandConnection) -> CommandEvent) {
         if let (Some(h), Some(c)) = (self.handler, self.connection.clone()) {
-            h.handle(&CommandEvent::Failed {
-                failure,
-                command_name: self.command_name.clone(),
-                database_name: self.db.to_string(),
-                request_id: self.request_id,
-                operation_id: self.operation_id,
-                duration: self.started.elapsed(),
-                connection: c,
-            });
+            h.handle(&event(self, c));
         }
     }
 }
