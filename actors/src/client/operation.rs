@@ -198,8 +198,6 @@ struct Located {
     handle: Option<Arc<ServerHandle>>,
     /// Session support (see [`session_support`]).
     sessions: Option<Option<i64>>,
-    /// Counts the operation against its server (selection's operationCount) until dropped.
-    selected: Option<SelectedServer>,
 }
 
 /// What an operation carries from one attempt to the next: its session, its write's
@@ -349,8 +347,9 @@ impl<'a> Run<'a> {
 }
 
 impl Located {
-    /// Where selection sent the attempt.
-    fn selected(selected: SelectedServer) -> Located {
+    /// Where selection sent the attempt (the selected server itself stays with the caller:
+    /// it counts the operation against its server until dropped).
+    fn of(selected: &SelectedServer) -> Located {
         Located {
             address: selected.address().clone(),
             target: Target {
@@ -359,7 +358,6 @@ impl Located {
             },
             handle: Some(selected.handle().clone()),
             sessions: sessions_in(&selected.snapshot),
-            selected: Some(selected),
         }
     }
 }
@@ -377,34 +375,43 @@ impl ClientInner {
         let mut run = Run::new(session);
         let operation_id = next_operation_id();
         let result = loop {
-            // Selection is awaited here, not in a helper: every async layer on this path
-            // copies the futures below it (instructions per operation).
-            // The pinned connection stays out of `Located`: moving a connection costs.
+            // Selection is awaited here, not in a helper: every async layer and every move of
+            // a large value on this path costs instructions per operation.
             let pinned = connection.as_deref_mut().and_then(Option::take);
-            let located = match (&pinned, server) {
-                (Some(conn), _) => Ok(self.locate_pinned(conn.address())),
-                (None, Some(address)) => self.locate_server(address),
-                (None, None) => self
-                    .selector
-                    .select(SelectionRequest {
+            let selected = match (&pinned, server) {
+                (None, None) => {
+                    let request = SelectionRequest {
                         criteria: op.criteria.clone(),
                         deprioritized: run.deprioritized.clone(),
                         operation: op.name.clone(),
                         operation_id: Some(operation_id),
                         deadline: limits.deadline,
-                    })
-                    .await
-                    .map(Located::selected),
-            };
-            let located = match located {
-                Ok(l) => l,
-                // A retry that finds no server returns the original error (CSOT: as a timeout
-                // once the deadline has passed).
-                Err(e) => {
-                    break Err(timeout::retry_selection_error(run.first_error.take(), e, limits.deadline))
+                    };
+                    match self.selector.select(request).await {
+                        Ok(s) => Some(s),
+                        // A retry that finds no server returns the original error (CSOT: as a
+                        // timeout once the deadline has passed).
+                        Err(e) => {
+                            break Err(timeout::retry_selection_error(
+                                run.first_error.take(),
+                                e,
+                                limits.deadline,
+                            ))
+                        }
+                    }
                 }
+                _ => None,
             };
-            let Located { address, target, handle, sessions, selected } = located;
+            let located = match (&selected, &pinned, server) {
+                (Some(s), ..) => Located::of(s),
+                (None, Some(conn), _) => self.locate_pinned(conn.address()),
+                (None, None, Some(address)) => match self.locate_server(address) {
+                    Ok(l) => l,
+                    Err(e) => break Err(e),
+                },
+                (None, None, None) => break Err(Error::stopped("selection")),
+            };
+            let Located { address, target, handle, sessions } = located;
             run.take_implicit_session(self, sessions);
             let retryable = run.retryable(&op, &target, &self.settings);
             if run.first_error.is_some() && !retryable {
@@ -484,7 +491,6 @@ impl ClientInner {
             target: target_in(&snapshot, address),
             handle: Some(handle.clone()),
             sessions: sessions_in(&snapshot),
-            selected: None,
         })
     }
 
@@ -496,7 +502,6 @@ impl ClientInner {
             target: target_in(&snapshot, address),
             handle: snapshot.handle(address).cloned(),
             sessions: sessions_in(&snapshot),
-            selected: None,
         }
     }
 
