@@ -1,7 +1,8 @@
 //! Metrics recorded through the `metrics` crate, from the same events subscribers see.
 //!
-//! The client wraps the user's event handlers with [`sdam_handler`], [`cmap_handler`] and
-//! [`command_handler`]. Metric handles are resolved once per server (or command name) and
+//! The client wraps the user's SDAM and CMAP event handlers with [`sdam_handler`] and
+//! [`cmap_handler`], and records command metrics itself without building command events
+//! ([`command_handler`] does the same for a handler of your own). Metric handles are resolved once per server (or command name) and
 //! cached in the wrapper, so install the recorder before building the client: a client built
 //! with no recorder installed records nothing.
 //!
@@ -172,12 +173,30 @@ struct CommandMetrics {
     duration: Histogram,
 }
 
-struct RecordCommands {
+/// Records command metrics; the client calls [`record`](Self::record) directly, so that
+/// metrics alone never build command events.
+pub(crate) struct RecordCommands {
     commands: Cache<String, CommandMetrics>,
     inner: Option<Arc<dyn CommandEventHandler>>,
 }
 
 impl RecordCommands {
+    /// A recorder that forwards the events it handles to `inner`.
+    pub(crate) fn new(inner: Option<Arc<dyn CommandEventHandler>>) -> Self {
+        RecordCommands { commands: Cache::new(), inner }
+    }
+
+    /// Records one command's outcome and duration.
+    pub(crate) fn record(&self, command_name: &str, succeeded: bool, duration: std::time::Duration) {
+        let m = self.command(command_name);
+        if succeeded {
+            m.succeeded.increment(1);
+        } else {
+            m.failed.increment(1);
+        }
+        m.duration.record(duration.as_secs_f64());
+    }
+
     fn command(&self, name: &str) -> Arc<CommandMetrics> {
         self.commands.get(name, |n| {
             let command = n.to_owned();
@@ -197,14 +216,10 @@ impl CommandEventHandler for RecordCommands {
     fn handle(&self, event: &CommandEvent) {
         match event {
             CommandEvent::Succeeded { command_name, duration, .. } => {
-                let m = self.command(command_name);
-                m.succeeded.increment(1);
-                m.duration.record(duration.as_secs_f64());
+                self.record(command_name, true, *duration)
             }
             CommandEvent::Failed { command_name, duration, .. } => {
-                let m = self.command(command_name);
-                m.failed.increment(1);
-                m.duration.record(duration.as_secs_f64());
+                self.record(command_name, false, *duration)
             }
             _ => {}
         }
@@ -226,7 +241,7 @@ pub fn cmap_handler(inner: Option<Arc<dyn CmapEventHandler>>) -> Option<Arc<dyn 
 
 /// A command handler that records command metrics, then forwards to `inner`.
 pub fn command_handler(inner: Option<Arc<dyn CommandEventHandler>>) -> Option<Arc<dyn CommandEventHandler>> {
-    Some(Arc::new(RecordCommands { commands: Cache::new(), inner }))
+    Some(Arc::new(RecordCommands::new(inner)))
 }
 
 #[cfg(test)]

@@ -13,8 +13,9 @@ use std::time::Duration;
 use bson::{doc, Bson, Document};
 
 use super::collection::Collection;
-use super::op_options::{count_of, with_id};
-use super::operation::{Limits, Retry};
+use super::op_options::with_id;
+use super::operation::Limits;
+use super::ops::write::WriteKind;
 use super::timeout;
 use super::transaction::ClientSession;
 use crate::error::{ServerError, WriteConcernError, WriteError};
@@ -70,19 +71,12 @@ pub enum WriteModel {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
-    Insert,
-    Update,
-    Delete,
-}
-
 impl WriteModel {
-    fn kind(&self) -> Kind {
+    fn kind(&self) -> WriteKind {
         match self {
-            WriteModel::InsertOne { .. } => Kind::Insert,
-            WriteModel::DeleteOne { .. } | WriteModel::DeleteMany { .. } => Kind::Delete,
-            _ => Kind::Update,
+            WriteModel::InsertOne { .. } => WriteKind::Insert,
+            WriteModel::DeleteOne { .. } | WriteModel::DeleteMany { .. } => WriteKind::Delete,
+            _ => WriteKind::Update,
         }
     }
 
@@ -149,7 +143,7 @@ pub struct BulkWriteResult {
 
 /// Statements of one command, with the model index of each.
 struct Batch {
-    kind: Kind,
+    kind: WriteKind,
     statements: Vec<Document>,
     indexes: Vec<usize>,
     multi: bool,
@@ -226,22 +220,13 @@ impl Collection {
         let mut write_concern_error: Option<WriteConcernError> = None;
         let mut failure: Option<(protocol::ServerAddress, Vec<String>)> = None;
         for batch in batches {
-            let (name, key, field) = match batch.kind {
-                Kind::Insert => ("insert", "insert", "documents"),
-                Kind::Update => ("update", "update", "updates"),
-                Kind::Delete => ("delete", "delete", "deletes"),
-            };
-            let statements: Vec<Bson> = batch.statements.into_iter().map(Bson::Document).collect();
-            let mut op = coll.write_op(name, doc! {key: coll.name(), field: statements, "ordered": ordered});
-            if batch.multi {
-                op.retry = Retry::No;
-            }
+            let op = coll.write(batch.kind, batch.statements, ordered, batch.multi);
             let limits = Limits::until(timeout, deadline);
             let reply =
                 match super::transaction::run(coll.database().client(), op, limits, session.as_deref_mut())
                     .await
                 {
-                    Ok(out) => out.reply,
+                    Ok(reply) => reply,
                     Err(Error::Command { address, error }) if !error.command_failed => {
                         let ServerError { write_errors: errors, write_concern_error: wce, labels, .. } =
                             *error;
@@ -261,27 +246,19 @@ impl Collection {
                     }
                     Err(e) => return Err(e),
                 };
-            let n = count_of(&reply, "n");
+            let n = reply.n;
             match batch.kind {
-                Kind::Insert => result.inserted_count += n,
-                Kind::Delete => result.deleted_count += n,
-                Kind::Update => {
-                    let upserted = reply.get_array("upserted").map(Vec::as_slice).unwrap_or_default();
-                    let mut ups = 0_u64;
-                    for u in upserted.iter().filter_map(Bson::as_document) {
-                        let i = count_of(u, "index");
-                        let index = usize::try_from(i)
-                            .ok()
-                            .and_then(|i| batch.indexes.get(i).copied())
-                            .unwrap_or_default();
-                        if let Some(id) = u.get("_id") {
-                            result.upserted_ids.insert(index, id.clone());
-                        }
-                        ups += 1;
+                WriteKind::Insert => result.inserted_count += n,
+                WriteKind::Delete => result.deleted_count += n,
+                WriteKind::Update => {
+                    let ups = reply.upserted.len() as u64;
+                    for (i, id) in reply.upserted {
+                        let index = batch.indexes.get(i).copied().unwrap_or_default();
+                        result.upserted_ids.insert(index, id);
                     }
                     result.upserted_count += ups;
                     result.matched_count += n.saturating_sub(ups);
-                    result.modified_count += count_of(&reply, "nModified");
+                    result.modified_count += reply.n_modified;
                 }
             }
         }

@@ -8,15 +8,15 @@ use selection::ReadPreference;
 
 use super::cursor::{Cursor, OpenCursor};
 use super::database::Database;
-use super::op_options::{
-    check_max_await, count_of, cursor_mode, find_command, first_batch, legacy_max_time, with_id, CursorType,
-};
+use super::op_options::{check_max_await, cursor_mode, with_id, CursorType};
 pub use super::op_options::{
     DeleteResult, FindOptions, InsertManyResult, InsertOneResult, TimeoutMode, UpdateResult,
 };
-use super::operation::{read_criteria, Limits, Op, OpOutput, Retry};
+use super::operation::{read_criteria, Limits, Operation};
+use super::ops::read::{Find, FindOne, ReadOn};
+use super::ops::write::{Write, WriteKind};
+use super::ops::{legacy_max_time, Namespace};
 use super::transaction::ClientSession;
-use crate::selection_actor::Criteria;
 use crate::{Error, Result};
 
 /// A collection of `bson::Document`s (cheap to clone, no I/O until an operation runs).
@@ -51,12 +51,12 @@ impl Collection {
     }
 
     /// Runs `op` under this handle's timeout, with `session` or an implicit one.
-    pub(crate) fn run<'a>(
-        &'a self,
-        op: Op,
-        session: Option<&'a mut ClientSession>,
-    ) -> impl std::future::Future<Output = Result<OpOutput>> + 'a {
-        super::transaction::run(self.db.client(), op, Limits::new(self.timeout), session)
+    pub(crate) async fn run<O: Operation>(
+        &self,
+        op: O,
+        session: Option<&mut ClientSession>,
+    ) -> Result<O::Output> {
+        super::transaction::run(self.db.client(), op, Limits::new(self.timeout), session).await
     }
 
     /// The collection's name.
@@ -73,45 +73,41 @@ impl Collection {
         &self.db.client().inner
     }
 
-    pub(crate) fn write_op(&self, name: &'static str, mut command: Document) -> Op {
-        if let Some(wc) = super::transaction::write_concern(&self.inner().settings, self.timeout) {
-            command.insert("writeConcern", wc);
-        }
-        Op {
-            name: name.into(),
-            db: self.db.name().to_string(),
-            command,
-            criteria: Criteria::Write,
-            retry: Retry::Write,
-            check_write: true,
-            opens_cursor: false,
+    /// The collection's database and name, for its operations.
+    pub(crate) fn namespace(&self) -> Namespace<'_> {
+        Namespace { db: self.db.name(), coll: &self.name }
+    }
+
+    /// The write concern this handle's writes send (CSOT: without `wtimeout`).
+    pub(crate) fn write_concern(&self) -> Option<Document> {
+        super::transaction::write_concern(&self.inner().settings, self.timeout)
+    }
+
+    /// A read of this collection from `read_preference` (`None`: the client's), with the
+    /// client's read concern and a legacy `max_time` (sent only without `timeoutMS`).
+    pub(crate) fn read_on(
+        &self,
+        read_preference: Option<ReadPreference>,
+        max_time: Option<Duration>,
+        timeout: Option<Duration>,
+    ) -> ReadOn<'_> {
+        ReadOn {
+            ns: self.namespace(),
+            criteria: read_criteria(read_preference, &self.inner().settings.read_preference),
+            read_concern: self.inner().settings.read_concern.clone(),
+            max_time_ms: legacy_max_time(max_time, timeout),
         }
     }
 
-    pub(crate) fn read_op(
+    /// An `insert`, `update` or `delete` of `statements` on this collection.
+    pub(crate) fn write(
         &self,
-        name: &'static str,
-        mut command: Document,
-        rp: Option<ReadPreference>,
-        cursor: bool,
-    ) -> Op {
-        // The commands that take a read concern (listIndexes, say, does not).
-        if let (Some(rc), "find" | "aggregate" | "count" | "distinct") =
-            (&self.inner().settings.read_concern, name)
-        {
-            if !command.contains_key("readConcern") {
-                command.insert("readConcern", rc.clone());
-            }
-        }
-        Op {
-            name: name.into(),
-            db: self.db.name().to_string(),
-            command,
-            criteria: read_criteria(rp, &self.inner().settings.read_preference),
-            retry: Retry::Read,
-            check_write: false,
-            opens_cursor: cursor,
-        }
+        kind: WriteKind,
+        statements: Vec<Document>,
+        ordered: bool,
+        multi: bool,
+    ) -> Write<'_> {
+        Write { ns: self.namespace(), kind, statements, ordered, multi, write_concern: self.write_concern() }
     }
 
     /// Inserts one document (an `_id` is generated when it has none). A retryable write.
@@ -167,11 +163,9 @@ impl Collection {
         for (i, d) in docs.into_iter().enumerate() {
             let (d, id) = with_id(d);
             inserted_ids.insert(i, id);
-            documents.push(Bson::Document(d));
+            documents.push(d);
         }
-        let op =
-            self.write_op("insert", doc! {"insert": &self.name, "documents": documents, "ordered": true});
-        self.run(op, session).await?;
+        self.run(self.write(WriteKind::Insert, documents, true, false), session).await?;
         Ok(InsertManyResult { inserted_ids })
     }
 
@@ -199,39 +193,25 @@ impl Collection {
         session: Option<&mut ClientSession>,
     ) -> Result<Cursor> {
         let batch_size = options.batch_size;
-        let mut command = find_command(&self.name, filter, &options);
-        if let Some(l) = options.limit {
-            if l < 0 {
-                command.insert("limit", -l);
-                command.insert("singleBatch", true);
-            } else if l > 0 {
-                command.insert("limit", l);
-            }
-        }
-        if let Some(b) = batch_size {
-            command.insert("batchSize", i64::from(b));
-        }
         let timeout = super::timeout::inherit(self.timeout, options.timeout);
         let mode = cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
         check_max_await(timeout, options.max_await_time)?;
-        match options.cursor_type {
-            Some(CursorType::Tailable) => {
-                command.insert("tailable", true);
-            }
-            Some(CursorType::TailableAwait) => {
-                command.insert("tailable", true);
-                command.insert("awaitData", true);
-            }
-            _ => {}
-        }
-        legacy_max_time(&mut command, options.max_time, timeout);
-        let op = self.read_op("find", command, options.read_preference, true);
-        let open = OpenCursor { db: self.db.name(), collection: &self.name, timeout, mode, batch_size };
+        let (cursor_type, max_await) = (options.cursor_type, options.max_await_time);
+        let op = self.find_op(filter, options, timeout);
+        let open = OpenCursor { timeout, mode, batch_size };
         let mut cursor = open.run(self.db.client(), op, session).await?;
-        if options.cursor_type == Some(CursorType::TailableAwait) {
-            cursor.set_max_await(options.max_await_time);
+        if cursor_type == Some(CursorType::TailableAwait) {
+            cursor.set_max_await(max_await);
         }
         Ok(cursor)
+    }
+
+    fn find_op(&self, filter: Document, options: FindOptions, timeout: Option<Duration>) -> Find<'_> {
+        Find {
+            read: self.read_on(options.read_preference.clone(), options.max_time, timeout),
+            filter,
+            options,
+        }
     }
 
     /// Finds the first matching document (`limit: 1`, one batch). A retryable read.
@@ -255,15 +235,10 @@ impl Collection {
         options: FindOptions,
         session: Option<&mut ClientSession>,
     ) -> Result<Option<Document>> {
-        let mut command = find_command(&self.name, filter, &options);
-        command.insert("limit", 1_i64);
-        command.insert("singleBatch", true);
         let timeout = super::timeout::inherit(self.timeout, options.timeout);
         cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
-        legacy_max_time(&mut command, options.max_time, timeout);
-        let op = self.read_op("find", command, options.read_preference, false);
-        let out = super::transaction::run(self.db.client(), op, Limits::new(timeout), session).await?;
-        Ok(first_batch(&out.reply).into_iter().next())
+        let op = FindOne(self.find_op(filter, options, timeout));
+        super::transaction::run(self.db.client(), op, Limits::new(timeout), session).await
     }
 
     async fn update(
@@ -274,13 +249,8 @@ impl Collection {
         session: Option<&mut ClientSession>,
     ) -> Result<UpdateResult> {
         let statement = doc! {"q": filter, "u": update, "multi": multi};
-        let mut op =
-            self.write_op("update", doc! {"update": &self.name, "updates": [statement], "ordered": true});
-        if multi {
-            op.retry = Retry::No;
-        }
-        let reply = self.run(op, session).await?.reply;
-        Ok(UpdateResult::from_reply(&reply))
+        let reply = self.run(self.write(WriteKind::Update, vec![statement], true, multi), session).await?;
+        Ok(reply.into_update_result())
     }
 
     /// Updates the first matching document with an update document (`$set`, ...) or a
@@ -323,13 +293,9 @@ impl Collection {
         session: Option<&mut ClientSession>,
     ) -> Result<DeleteResult> {
         let statement = doc! {"q": filter, "limit": limit};
-        let mut op =
-            self.write_op("delete", doc! {"delete": &self.name, "deletes": [statement], "ordered": true});
-        if limit == 0 {
-            op.retry = Retry::No;
-        }
-        let reply = self.run(op, session).await?.reply;
-        Ok(DeleteResult { deleted_count: count_of(&reply, "n") })
+        let reply =
+            self.run(self.write(WriteKind::Delete, vec![statement], true, limit == 0), session).await?;
+        Ok(DeleteResult { deleted_count: reply.n })
     }
 
     /// Deletes the first matching document. A retryable write.

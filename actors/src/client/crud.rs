@@ -16,64 +16,43 @@ use super::cursor::{Cursor, OpenCursor};
 use super::database::Database;
 use super::inner::Client;
 use super::op_options::{
-    check_max_await, check_replacement, check_update, count_of, cursor_mode, first_batch, index_name, int,
-    legacy_max_time, names, TimeoutMode, UpdateResult,
+    check_max_await, check_replacement, check_update, cursor_mode, index_name, names, TimeoutMode,
+    UpdateResult,
 };
 pub use super::op_options::{
     AggregateOptions, CommandOptions, CountOptions, CreateCollectionOptions, CursorType,
     FindOneAndModifyOptions, IndexOptions, ListDatabasesOptions, ListOptions, ReadOptions, ReplaceOptions,
     ReturnDocument, RunCursorCommandOptions,
 };
-use super::operation::{read_criteria, Limits, Op, Retry};
+use super::operation::{read_criteria, Limits};
+use super::ops::admin::{Create, CreateIndex, DropIndexes, ListCollections, ListDatabases, ListIndexes};
+use super::ops::cursor::RunCursorCommand;
+use super::ops::legacy_max_time;
+use super::ops::read::{Aggregate, Count, CountDocuments, Distinct};
+use super::ops::write::{FindAndModify, WriteKind};
 use super::timeout;
 use super::transaction::ClientSession;
-use crate::selection_actor::Criteria;
 use crate::{Error, Result};
 
-fn plain_op(name: &str, db: &str, command: Document, criteria: Criteria, retry: Retry, cursor: bool) -> Op {
-    Op {
-        name: name.to_string().into(),
-        db: db.to_string(),
-        command,
-        criteria,
-        retry,
-        check_write: retry == Retry::Write,
-        opens_cursor: cursor,
-    }
-}
-
-fn has_write_stage(pipeline: &[Document]) -> bool {
-    pipeline.last().and_then(|s| s.keys().next()).is_some_and(|k| k == "$out" || k == "$merge")
-}
-
-/// The `aggregate` command and its operation shape (a `$out`/`$merge` pipeline is a
-/// non-retryable write to the primary).
+/// An `aggregate` with `options` under `timeout` (a `$out`/`$merge` pipeline is a
+/// non-retryable write to the primary, and cannot use ITERATION mode).
 fn aggregate_op(
-    target: Bson,
     db: &str,
+    collection: Option<&str>,
     pipeline: Vec<Document>,
     options: &AggregateOptions,
     timeout: Option<Duration>,
     default_rp: &std::sync::Arc<ReadPreference>,
-) -> Result<Op> {
-    let write = has_write_stage(&pipeline);
-    if write && options.timeout_mode == Some(TimeoutMode::Iteration) {
+) -> Result<Aggregate> {
+    let criteria = read_criteria(options.read_preference.clone(), default_rp);
+    let max_time_ms = legacy_max_time(options.max_time, timeout);
+    let op = Aggregate::new(db, collection, pipeline, options.batch_size, criteria, max_time_ms);
+    if op.writes() && options.timeout_mode == Some(TimeoutMode::Iteration) {
         return Err(Error::InvalidOptions {
             message: "an aggregate with $out or $merge cannot use timeoutMode ITERATION".into(),
         });
     }
-    let mut cursor = Document::new();
-    if let Some(b) = options.batch_size.filter(|_| !write) {
-        cursor.insert("batchSize", i64::from(b));
-    }
-    let mut command = doc! {"aggregate": target, "pipeline": pipeline, "cursor": cursor};
-    legacy_max_time(&mut command, options.max_time, timeout);
-    Ok(if write {
-        plain_op("aggregate", db, command, Criteria::Write, Retry::No, true)
-    } else {
-        let criteria = read_criteria(options.read_preference.clone(), default_rp);
-        plain_op("aggregate", db, command, criteria, Retry::Read, true)
-    })
+    Ok(op)
 }
 
 impl Collection {
@@ -83,10 +62,6 @@ impl Collection {
 
     fn with_op_timeout(&self, timeout: Option<Duration>) -> Collection {
         self.clone().with_timeout(timeout)
-    }
-
-    async fn run_op(&self, op: Op, session: Option<&mut ClientSession>) -> Result<Document> {
-        Ok(self.run(op, session).await?.reply)
     }
 
     /// Runs an aggregation pipeline on this collection; the results come through a cursor.
@@ -115,10 +90,10 @@ impl Collection {
         let timeout = coll.timeout();
         let default_rp = &self.client().inner.settings.read_preference;
         let db = self.database().name();
-        let op = aggregate_op(Bson::String(self.name().into()), db, pipeline, &options, timeout, default_rp)?;
+        let op = aggregate_op(db, Some(self.name()), pipeline, &options, timeout, default_rp)?;
         let mode = cursor_mode(timeout, options.timeout_mode, None)?;
         check_max_await(timeout, options.max_await_time)?;
-        let open = OpenCursor { db, collection: self.name(), timeout, mode, batch_size: options.batch_size };
+        let open = OpenCursor { timeout, mode, batch_size: options.batch_size };
         let mut cursor = open.run(self.client(), op, session).await?;
         cursor.set_max_await(options.max_await_time);
         Ok(cursor)
@@ -147,16 +122,13 @@ impl Collection {
         session: Option<&mut ClientSession>,
     ) -> Result<u64> {
         let coll = self.with_op_timeout(options.timeout);
-        let mut command = doc! {"count": self.name(), "query": filter};
-        if let Some(s) = options.skip {
-            command.insert("skip", int(s));
-        }
-        if let Some(l) = options.limit {
-            command.insert("limit", int(l));
-        }
-        legacy_max_time(&mut command, options.max_time, coll.timeout());
-        let op = coll.read_op("count", command, options.read_preference, false);
-        Ok(count_of(&coll.run_op(op, session).await?, "n"))
+        let op = Count {
+            read: coll.read_on(options.read_preference, options.max_time, coll.timeout()),
+            filter: Some(filter),
+            skip: options.skip,
+            limit: options.limit,
+        };
+        coll.run(op, session).await
     }
 
     /// The collection's document count from its metadata (the `count` command without a
@@ -180,10 +152,13 @@ impl Collection {
         session: Option<&mut ClientSession>,
     ) -> Result<u64> {
         let coll = self.with_op_timeout(options.timeout);
-        let mut command = doc! {"count": self.name()};
-        legacy_max_time(&mut command, options.max_time, coll.timeout());
-        let op = coll.read_op("count", command, options.read_preference, false);
-        Ok(count_of(&coll.run_op(op, session).await?, "n"))
+        let op = Count {
+            read: coll.read_on(options.read_preference, options.max_time, coll.timeout()),
+            filter: None,
+            skip: None,
+            limit: None,
+        };
+        coll.run(op, session).await
     }
 
     /// Counts matching documents with the drivers' `aggregate` pipeline (`$match` then
@@ -223,12 +198,11 @@ impl Collection {
         session: Option<&mut ClientSession>,
     ) -> Result<u64> {
         let coll = self.with_op_timeout(options.timeout);
-        let pipeline = vec![doc! {"$match": filter}, doc! {"$group": {"_id": 1, "n": {"$sum": 1}}}];
-        let mut command = doc! {"aggregate": self.name(), "pipeline": pipeline, "cursor": {}};
-        legacy_max_time(&mut command, options.max_time, coll.timeout());
-        let op = coll.read_op("aggregate", command, options.read_preference, false);
-        let reply = coll.run_op(op, session).await?;
-        Ok(first_batch(&reply).first().map_or(0, |d| count_of(d, "n")))
+        let op = CountDocuments {
+            read: coll.read_on(options.read_preference, options.max_time, coll.timeout()),
+            filter,
+        };
+        coll.run(op, session).await
     }
 
     /// The distinct values of `field` among matching documents (array elements count one by
@@ -256,11 +230,12 @@ impl Collection {
         session: Option<&mut ClientSession>,
     ) -> Result<Vec<Bson>> {
         let coll = self.with_op_timeout(options.timeout);
-        let mut command = doc! {"distinct": self.name(), "key": field, "query": filter};
-        legacy_max_time(&mut command, options.max_time, coll.timeout());
-        let op = coll.read_op("distinct", command, options.read_preference, false);
-        let reply = coll.run_op(op, session).await?;
-        Ok(reply.get_array("values").cloned().unwrap_or_default())
+        let op = Distinct {
+            read: coll.read_on(options.read_preference, options.max_time, coll.timeout()),
+            field: field.to_string(),
+            filter,
+        };
+        coll.run(op, session).await
     }
 
     async fn find_and_modify(
@@ -271,29 +246,15 @@ impl Collection {
         session: Option<&mut ClientSession>,
     ) -> Result<Option<Document>> {
         let coll = self.with_op_timeout(options.timeout);
-        let mut command = doc! {"findAndModify": self.name(), "query": filter};
-        match change {
-            None => {
-                command.insert("remove", true);
-            }
-            Some(c) => {
-                command.insert("update", c);
-                command.insert("new", options.return_document == Some(ReturnDocument::After));
-                if let Some(u) = options.upsert {
-                    command.insert("upsert", u);
-                }
-            }
-        }
-        if let Some(s) = options.sort {
-            command.insert("sort", s);
-        }
-        if let Some(p) = options.projection {
-            command.insert("fields", p);
-        }
-        legacy_max_time(&mut command, options.max_time, coll.timeout());
-        let op = coll.write_op("findAndModify", command);
-        let reply = coll.run_op(op, session).await?;
-        Ok(reply.get_document("value").ok().cloned())
+        let op = FindAndModify {
+            ns: self.namespace(),
+            filter,
+            change,
+            max_time_ms: legacy_max_time(options.max_time, coll.timeout()),
+            write_concern: coll.write_concern(),
+            options,
+        };
+        coll.run(op, session).await
     }
 
     /// Deletes the first matching document (in `sort` order) and returns it. A retryable write.
@@ -402,10 +363,8 @@ impl Collection {
         if let Some(u) = options.upsert {
             statement.insert("upsert", u);
         }
-        let op =
-            coll.write_op("update", doc! {"update": self.name(), "updates": [statement], "ordered": true});
-        let reply = coll.run_op(op, session).await?;
-        Ok(UpdateResult::from_reply(&reply))
+        let op = coll.write(WriteKind::Update, vec![statement], true, false);
+        Ok(coll.run(op, session).await?.into_update_result())
     }
 
     /// Creates an index on `keys` (`{"field": 1}`); returns its name. Not retried.
@@ -434,17 +393,15 @@ impl Collection {
             return Err(Error::InvalidOptions { message: "an index needs at least one key".into() });
         }
         let coll = self.with_op_timeout(options.timeout);
-        let name = options.name.clone().unwrap_or_else(|| index_name(&keys));
-        let mut index = doc! {"key": keys, "name": &name};
-        if let Some(u) = options.unique {
-            index.insert("unique", u);
-        }
-        let mut command = doc! {"createIndexes": self.name(), "indexes": [index]};
-        legacy_max_time(&mut command, options.max_time, coll.timeout());
-        let mut op = coll.write_op("createIndexes", command);
-        op.retry = Retry::No;
-        coll.run_op(op, session).await?;
-        Ok(name)
+        let op = CreateIndex {
+            ns: self.namespace(),
+            name: options.name.clone().unwrap_or_else(|| index_name(&keys)),
+            keys,
+            unique: options.unique,
+            max_time_ms: legacy_max_time(options.max_time, coll.timeout()),
+            write_concern: coll.write_concern(),
+        };
+        coll.run(op, session).await
     }
 
     /// Drops the index `name`. Not retried.
@@ -473,12 +430,12 @@ impl Collection {
                 message: "drop_index(\"*\") would drop every index: use drop_indexes".into(),
             });
         }
-        self.drop_indexes_named(Bson::String(name.into()), options, session).await
+        self.drop_indexes_named(name, options, session).await
     }
 
     /// Drops every index but `_id`'s. Not retried.
     pub async fn drop_indexes(&self, options: CommandOptions) -> Result<()> {
-        self.drop_indexes_named(Bson::String("*".into()), options, None).await
+        self.drop_indexes_named("*", options, None).await
     }
 
     /// [`drop_indexes`](Self::drop_indexes) with an explicit session (in its transaction, if
@@ -488,22 +445,23 @@ impl Collection {
         options: CommandOptions,
         session: &mut ClientSession,
     ) -> Result<()> {
-        self.drop_indexes_named(Bson::String("*".into()), options, Some(session)).await
+        self.drop_indexes_named("*", options, Some(session)).await
     }
 
     async fn drop_indexes_named(
         &self,
-        index: Bson,
+        index: &str,
         options: CommandOptions,
         session: Option<&mut ClientSession>,
     ) -> Result<()> {
         let coll = self.with_op_timeout(options.timeout);
-        let mut command = doc! {"dropIndexes": self.name(), "index": index};
-        legacy_max_time(&mut command, options.max_time, coll.timeout());
-        let mut op = coll.write_op("dropIndexes", command);
-        op.retry = Retry::No;
-        coll.run_op(op, session).await?;
-        Ok(())
+        let op = DropIndexes {
+            ns: self.namespace(),
+            index: index.to_string(),
+            max_time_ms: legacy_max_time(options.max_time, coll.timeout()),
+            write_concern: coll.write_concern(),
+        };
+        coll.run(op, session).await
     }
 
     /// The collection's indexes (one document each) through a cursor. A retryable read on
@@ -527,17 +485,10 @@ impl Collection {
         options: ListOptions,
         session: Option<&mut ClientSession>,
     ) -> Result<Cursor> {
-        let coll = self.with_op_timeout(options.timeout);
-        let mut cursor = Document::new();
-        if let Some(b) = options.batch_size {
-            cursor.insert("batchSize", i64::from(b));
-        }
-        let command = doc! {"listIndexes": self.name(), "cursor": cursor};
-        let op = coll.read_op("listIndexes", command, Some(ReadPreference::PRIMARY), true);
-        let db = self.database().name();
-        let timeout = coll.timeout();
+        let timeout = self.with_op_timeout(options.timeout).timeout();
+        let op = ListIndexes { ns: self.namespace(), batch_size: options.batch_size };
         let mode = cursor_mode(timeout, options.timeout_mode, None)?;
-        let open = OpenCursor { db, collection: self.name(), timeout, mode, batch_size: options.batch_size };
+        let open = OpenCursor { timeout, mode, batch_size: options.batch_size };
         open.run(self.client(), op, session).await
     }
 
@@ -586,16 +537,10 @@ impl Database {
     ) -> Result<Cursor> {
         let timeout = timeout::inherit(self.timeout(), options.timeout);
         let default_rp = &self.client().inner.settings.read_preference;
-        let op = aggregate_op(Bson::Int32(1), self.name(), pipeline, &options, timeout, default_rp)?;
+        let op = aggregate_op(self.name(), None, pipeline, &options, timeout, default_rp)?;
         let mode = cursor_mode(timeout, options.timeout_mode, None)?;
         check_max_await(timeout, options.max_await_time)?;
-        let open = OpenCursor {
-            db: self.name(),
-            collection: "$cmd.aggregate",
-            timeout,
-            mode,
-            batch_size: options.batch_size,
-        };
+        let open = OpenCursor { timeout, mode, batch_size: options.batch_size };
         let mut cursor = open.run(self.client(), op, session).await?;
         cursor.set_max_await(options.max_await_time);
         Ok(cursor)
@@ -625,24 +570,14 @@ impl Database {
         session: Option<&mut ClientSession>,
     ) -> Result<Cursor> {
         let timeout = timeout::inherit(self.timeout(), options.timeout);
-        let mut cursor = Document::new();
-        if let Some(b) = options.batch_size {
-            cursor.insert("batchSize", i64::from(b));
-        }
-        let mut command = doc! {"listCollections": 1, "filter": filter, "cursor": cursor};
-        if let Some(n) = options.name_only {
-            command.insert("nameOnly", n);
-        }
-        let criteria = Criteria::Read(ReadPreference::PRIMARY);
-        let op = plain_op("listCollections", self.name(), command, criteria, Retry::Read, true);
-        let mode = cursor_mode(timeout, options.timeout_mode, None)?;
-        let open = OpenCursor {
-            db: self.name(),
-            collection: "$cmd.listCollections",
-            timeout,
-            mode,
+        let op = ListCollections {
+            db: self.name().to_string(),
+            filter,
             batch_size: options.batch_size,
+            name_only: options.name_only,
         };
+        let mode = cursor_mode(timeout, options.timeout_mode, None)?;
+        let open = OpenCursor { timeout, mode, batch_size: options.batch_size };
         open.run(self.client(), op, session).await
     }
 
@@ -698,17 +633,9 @@ impl Database {
     ) -> Result<Cursor> {
         let timeout = timeout::inherit(self.timeout(), options.timeout);
         let mode = cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
-        let name = command.keys().next().cloned().unwrap_or_default();
-        let collection = command.get_str(&name).unwrap_or_default().to_string();
-        let rp = options.read_preference.clone().unwrap_or(ReadPreference::PRIMARY);
-        let op = plain_op(&name, self.name(), command, Criteria::Read(rp), Retry::No, true);
-        let open = OpenCursor {
-            db: self.name(),
-            collection: &collection,
-            timeout,
-            mode,
-            batch_size: options.batch_size,
-        };
+        let read_preference = options.read_preference.clone().unwrap_or(ReadPreference::PRIMARY);
+        let op = RunCursorCommand { db: self.name().to_string(), command, read_preference };
+        let open = OpenCursor { timeout, mode, batch_size: options.batch_size };
         open.run(self.client(), op, session).await
     }
 
@@ -735,22 +662,15 @@ impl Database {
         session: Option<&mut ClientSession>,
     ) -> Result<()> {
         let timeout = timeout::inherit(self.timeout(), options.timeout);
-        let mut command = doc! {"create": name};
-        if let Some(c) = options.capped {
-            command.insert("capped", c);
-        }
-        if let Some(s) = options.size {
-            command.insert("size", int(s));
-        }
-        if let Some(m) = options.max {
-            command.insert("max", int(m));
-        }
-        if let Some(wc) = super::transaction::write_concern(&self.client().inner.settings, timeout) {
-            command.insert("writeConcern", wc);
-        }
-        let op = plain_op("create", self.name(), command, Criteria::Write, Retry::No, false);
-        super::transaction::run(self.client(), op, Limits::new(timeout), session).await?;
-        Ok(())
+        let op = Create {
+            db: self.name().to_string(),
+            name: name.to_string(),
+            capped: options.capped,
+            size: options.size,
+            max: options.max,
+            write_concern: super::transaction::write_concern(&self.client().inner.settings, timeout),
+        };
+        super::transaction::run(self.client(), op, Limits::new(timeout), session).await
     }
 }
 
@@ -783,20 +703,12 @@ impl Client {
         session: Option<&mut ClientSession>,
     ) -> Result<Vec<Document>> {
         let timeout = timeout::inherit(self.inner.settings.timeout, options.timeout);
-        let mut command = doc! {"listDatabases": 1, "filter": filter};
-        if let Some(n) = options.name_only {
-            command.insert("nameOnly", n);
-        }
-        if let Some(a) = options.authorized_databases {
-            command.insert("authorizedDatabases", a);
-        }
-        let criteria = Criteria::Read(ReadPreference::PRIMARY);
-        let op = plain_op("listDatabases", "admin", command, criteria, Retry::Read, false);
-        let reply = super::transaction::run(self, op, Limits::new(timeout), session).await?.reply;
-        Ok(reply
-            .get_array("databases")
-            .map(|a| a.iter().filter_map(Bson::as_document).cloned().collect())
-            .unwrap_or_default())
+        let op = ListDatabases {
+            filter,
+            name_only: options.name_only,
+            authorized_databases: options.authorized_databases,
+        };
+        super::transaction::run(self, op, Limits::new(timeout), session).await
     }
 
     /// The names of the deployment's databases matching `filter`. A retryable read.

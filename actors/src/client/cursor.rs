@@ -4,18 +4,19 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use bson::{doc, Bson, Document};
+use bson::Document;
 use pool::cmap::{CheckoutPurpose, PooledConnection};
 use pool::connection::Connection;
 use protocol::ServerAddress;
 
 use super::inner::Client;
-use super::op_options::{ns_collection, TimeoutMode};
-use super::operation::{cursor_id, Binding, Limits, Op, OpOutput, Retry, SessionUse};
+use super::op_options::TimeoutMode;
+use super::operation::{Binding, Limits, Operation, SessionUse};
+use super::ops::cursor::{CursorReply, GetMore, KillCursors};
 use super::session::ServerSession;
 use super::timeout;
 use super::transaction::ClientSession;
-use crate::selection_actor::{Criteria, PinConnection, PinId, Selector, TakePinned, Unpin};
+use crate::selection_actor::{PinConnection, PinId, Selector, TakePinned, Unpin};
 use crate::{Error, Result};
 
 /// The results of a `find`, batch by batch.
@@ -59,29 +60,11 @@ impl std::fmt::Debug for Cursor {
     }
 }
 
-fn batch(reply: &Document, address: &ServerAddress, key: &str) -> Result<(i64, VecDeque<Document>)> {
-    let cursor = reply.get_document("cursor").map_err(|_| Error::InvalidResponse {
-        address: address.clone(),
-        message: "the reply has no cursor document".into(),
-    })?;
-    let docs = cursor
-        .get_array(key)
-        .map(|a| a.iter().filter_map(Bson::as_document).cloned().collect())
-        .unwrap_or_default();
-    Ok((cursor_id(reply), docs))
-}
-
 impl Cursor {
-    pub(crate) async fn new(
-        client: Client,
-        db: &str,
-        collection: &str,
-        out: OpOutput,
-        batch_size: Option<u32>,
-    ) -> Result<Cursor> {
-        let (id, buffer) = batch(&out.reply, &out.address, "firstBatch")?;
+    pub(crate) async fn new(client: Client, reply: CursorReply, batch_size: Option<u32>) -> Result<Cursor> {
+        let CursorReply { address, db, collection, id, batch: buffer, session, connection } = reply;
         let mut pin = None;
-        if let Some(mut connection) = out.connection {
+        if let Some(mut connection) = connection {
             connection.set_purpose(CheckoutPurpose::Cursor);
             let id = client.inner.selector.new_pin_id();
             client.inner.selector.actor().send(PinConnection { pin: id, connection }).await??;
@@ -89,13 +72,13 @@ impl Cursor {
         }
         let mut cursor = Cursor {
             client,
-            db: db.to_string(),
-            collection: collection.to_string(),
-            address: out.address,
+            db,
+            collection,
+            address,
             id,
             buffer,
             batch_size,
-            session: out.session,
+            session,
             pin,
             network_error: false,
             in_transaction: false,
@@ -200,25 +183,20 @@ impl Cursor {
 
     /// One `getMore` under `deadline`; its batch replaces the buffer.
     async fn get_more(&mut self, deadline: Option<tokio::time::Instant>) -> Result<()> {
-        let mut command = doc! {"getMore": self.id, "collection": &self.collection};
-        if let Some(b) = self.batch_size {
-            command.insert("batchSize", i64::from(b));
-        }
+        let mut max_time_ms = None;
         if let Some(max_await) = self.max_await {
             let await_ms = i64::try_from(max_await.as_millis()).unwrap_or(i64::MAX);
             let snapshot = self.client.inner.topology.snapshot();
             let min_rtt = snapshot.handle(&self.address).map(|h| h.rtt.min()).unwrap_or_default();
             let ms = timeout::max_time_ms(deadline, min_rtt)?.map_or(await_ms, |ms| ms.min(await_ms));
-            command.insert("maxTimeMS", ms);
+            max_time_ms = Some(ms);
         }
-        let op = Op {
-            name: "getMore".into(),
-            db: self.db.clone(),
-            command,
-            criteria: Criteria::Read(selection::ReadPreference::PRIMARY),
-            retry: Retry::No,
-            check_write: false,
-            opens_cursor: false,
+        let op = GetMore {
+            db: &self.db,
+            collection: &self.collection,
+            id: self.id,
+            batch_size: self.batch_size,
+            max_time_ms,
         };
         let mut pinned = match self.pin {
             Some(pin) => Some(take_pinned(&self.client.inner.selector, pin).await?),
@@ -238,13 +216,13 @@ impl Cursor {
                 connection: self.pin.is_some().then_some(&mut pinned),
                 purpose: CheckoutPurpose::Other,
             };
-            self.client.inner.execute(op, limits, binding).await.map(|out| out.reply)
+            self.client.inner.run(op, limits, binding).await
         };
         if let (Some(pin), Some(connection)) = (self.pin, pinned) {
             // Pinned again while the cursor lives (release() unpins at the end).
             let _ = self.client.inner.selector.actor().send(PinConnection { pin, connection }).await;
         }
-        match result.and_then(|reply| batch(&reply, &self.address, "nextBatch")) {
+        match result {
             Ok((id, docs)) => {
                 self.id = id;
                 self.buffer = docs;
@@ -337,16 +315,7 @@ impl Kill {
             Some(pin) => take_pinned(&client.inner.selector, pin).await.ok(),
             None => None,
         };
-        let command = doc! {"killCursors": collection, "cursors": [id]};
-        let op = Op {
-            name: "killCursors".into(),
-            db,
-            command,
-            criteria: Criteria::Read(selection::ReadPreference::PRIMARY),
-            retry: Retry::No,
-            check_write: false,
-            opens_cursor: false,
-        };
+        let op = KillCursors { db: &db, collection: &collection, id };
         let limits = Limits::new(timeout);
         let mut starting = false;
         let binding = Binding {
@@ -355,8 +324,7 @@ impl Kill {
             connection: pin.is_some().then_some(&mut pinned),
             purpose: CheckoutPurpose::Other,
         };
-        let result = client.inner.execute(op, limits, binding).await;
-        if let Err(e) = result {
+        if let Err(e) = client.inner.run(op, limits, binding).await {
             tracing::debug!(%address, cursor = id, error = %e, "killCursors failed (ignored)");
         }
         if let (true, Some(pin), Some(connection)) = (in_transaction, pin, pinned.take()) {
@@ -421,33 +389,28 @@ impl Drop for Cursor {
 /// `maxTimeMS` on the first command and keeps one deadline for every `getMore`; ITERATION
 /// sends none (but a tailable awaitData cursor's first command does) and gives each
 /// `getMore` a full timeout.
-pub(crate) struct OpenCursor<'a> {
-    /// The database.
-    pub db: &'a str,
-    /// The collection the `getMore`s name, unless the reply's `ns` names another.
-    pub collection: &'a str,
+pub(crate) struct OpenCursor {
     /// The `timeoutMS`.
     pub timeout: Option<Duration>,
-    /// From [`cursor_mode`].
+    /// From [`cursor_mode`](super::op_options::cursor_mode).
     pub mode: (TimeoutMode, bool),
     /// `batchSize` of the `getMore`s.
     pub batch_size: Option<u32>,
 }
 
-impl OpenCursor<'_> {
+impl OpenCursor {
     /// Runs `op` (with `session`, or an implicit one the cursor keeps) and opens its cursor;
     /// in a load-balanced transaction the cursor uses the transaction's connection.
-    pub(crate) async fn run(
+    pub(crate) async fn run<O: Operation<Output = CursorReply>>(
         self,
         client: &Client,
-        op: Op,
+        op: O,
         mut session: Option<&mut ClientSession>,
     ) -> Result<Cursor> {
         let (mode, send_max_time) = self.mode;
         let limits = Limits::new(self.timeout).sending_max_time(send_max_time);
-        let out = super::transaction::run(client, op, limits, session.as_deref_mut()).await?;
-        let collection = ns_collection(&out.reply).unwrap_or_else(|| self.collection.to_string());
-        let mut cursor = Cursor::new(client.clone(), self.db, &collection, out, self.batch_size).await?;
+        let reply = super::transaction::run(client, op, limits, session.as_deref_mut()).await?;
+        let mut cursor = Cursor::new(client.clone(), reply, self.batch_size).await?;
         cursor.set_timeout(self.timeout, mode, limits.deadline);
         if let Some(session) = session.filter(|s| s.in_transaction()) {
             cursor.join_transaction(session.transaction_pin());

@@ -5,7 +5,8 @@ use std::time::Duration;
 use bson::Document;
 
 use super::inner::Client;
-use super::operation::{Limits, Op, Retry};
+use super::operation::Limits;
+use super::ops::admin::RunCommand;
 use super::transaction::ClientSession;
 use crate::selection_actor::Criteria;
 use crate::Result;
@@ -79,16 +80,8 @@ impl Database {
         criteria: Option<Criteria>,
         session: Option<&mut ClientSession>,
     ) -> Result<Document> {
-        let name = command.keys().next().cloned().unwrap_or_default();
-        let op = Op {
-            name: name.into(),
-            db: self.name.clone(),
-            command,
-            criteria: criteria.unwrap_or(Criteria::Read(selection::ReadPreference::PRIMARY)),
-            retry: Retry::No,
-            check_write: false,
-            opens_cursor: false,
-        };
-        Ok(super::transaction::run(&self.client, op, Limits::new(self.timeout), session).await?.reply)
+        let criteria = criteria.unwrap_or(Criteria::Read(selection::ReadPreference::PRIMARY));
+        let op = RunCommand { db: self.name.clone(), command, criteria };
+        super::transaction::run(&self.client, op, Limits::new(self.timeout), session).await
     }
 }

@@ -79,7 +79,10 @@ pub(crate) struct ClientInner {
     pub(crate) settings: Settings,
     pub(crate) sessions: SessionPool,
     pub(crate) cluster_time: Mutex<Option<Document>>,
+    /// The user's command event handler.
     pub(crate) command_handler: Option<Arc<dyn CommandEventHandler>>,
+    /// Command metrics, recorded without building events.
+    pub(crate) command_metrics: crate::metrics::RecordCommands,
     pub(crate) host: Host,
     /// Keeps the SRV poller's mailbox open while the client lives.
     pub(crate) _srv_poller: Option<actix::Addr<SrvPoller>>,

@@ -32,6 +32,7 @@ pub mod database;
 pub(crate) mod inner;
 pub(crate) mod op_options;
 pub(crate) mod operation;
+pub(crate) mod ops;
 pub mod options;
 pub(crate) mod session;
 /// `mongodb+srv` resolution (moved to [`crate::srv`]; this path stays for compatibility).
@@ -44,7 +45,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_rt::{Arbiter, System};
-use bson::{doc, Bson, Document};
+use bson::{Bson, Document};
 use parking_lot::Mutex;
 use protocol::uri::{Acknowledgment, ConnectionString};
 use selection::ReadPreference;
@@ -154,7 +155,7 @@ impl Client {
             load_balanced: cs.options.load_balanced.unwrap_or(false),
             timeout: cs.options.timeout_ms.map(Duration::from_millis),
         };
-        let command_handler = crate::metrics::command_handler(options.command_event_handler.clone());
+        let command_handler = options.command_event_handler.clone();
         let build = move || -> Result<(Topology, Selector, Option<actix::Addr<SrvPoller>>)> {
             // Connection options with the host resolver of a custom DNS configuration.
             let mut builder = options.topology_builder()?.seeds(cs.hosts.clone());
@@ -214,6 +215,7 @@ impl Client {
                 sessions: SessionPool::default(),
                 cluster_time: Mutex::new(None),
                 command_handler,
+                command_metrics: crate::metrics::RecordCommands::new(None),
                 host,
                 closed: AtomicBool::new(false),
                 shutdown: OnceCell::new(),
@@ -263,19 +265,11 @@ impl Client {
 async fn end_sessions(inner: &ClientInner) {
     let ids: Vec<Bson> = inner.sessions.drain().into_iter().map(|s| Bson::Document(s.lsid)).collect();
     for batch in ids.chunks(10_000) {
-        let op = operation::Op {
-            name: "endSessions".into(),
-            db: "admin".into(),
-            command: doc! {"endSessions": batch.to_vec()},
-            criteria: crate::selection_actor::Criteria::Read(ReadPreference::PRIMARY_PREFERRED),
-            retry: operation::Retry::No,
-            check_write: false,
-            opens_cursor: false,
-        };
+        let op = ops::session::EndSessions { ids: batch.to_vec() };
         let limits = operation::Limits::new(Some(Duration::from_millis(500))).sending_max_time(false);
         let binding =
             operation::Binding { session: operation::SessionUse::None, ..operation::Binding::implicit() };
-        if let Err(e) = inner.execute(op, limits, binding).await {
+        if let Err(e) = inner.run(op, limits, binding).await {
             tracing::debug!(target: "mongo_actors::client", error = %e, "endSessions failed (ignored)");
         }
     }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
-use bson::{doc, Bson, Document};
+use bson::{Bson, Document};
 use selection::ReadPreference;
 
 use crate::{Error, Result};
@@ -76,23 +76,6 @@ pub struct UpdateResult {
     pub modified_count: u64,
     /// The `_id` of an upserted document.
     pub upserted_id: Option<Bson>,
-}
-
-impl UpdateResult {
-    /// The counts and upserted id of an `update` reply with one statement.
-    pub(crate) fn from_reply(reply: &Document) -> UpdateResult {
-        let upserted_id = reply
-            .get_array("upserted")
-            .ok()
-            .and_then(|u| u.first())
-            .and_then(Bson::as_document)
-            .and_then(|u| u.get("_id").cloned());
-        UpdateResult {
-            matched_count: count_of(reply, "n").saturating_sub(u64::from(upserted_id.is_some())),
-            modified_count: count_of(reply, "nModified"),
-            upserted_id,
-        }
-    }
 }
 
 /// The result of [`Collection::delete_one`](super::Collection::delete_one) and [`Collection::delete_many`](super::Collection::delete_many).
@@ -290,13 +273,6 @@ pub(crate) fn int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// Adds the legacy `maxTimeMS` unless `timeoutMS` is set (CSOT replaces it).
-pub(crate) fn legacy_max_time(command: &mut Document, max_time: Option<Duration>, timeout: Option<Duration>) {
-    if let (Some(t), None) = (max_time, timeout) {
-        command.insert("maxTimeMS", ms(t));
-    }
-}
-
 /// The first batch's documents of a cursor reply (for single-batch results).
 pub(crate) fn first_batch(reply: &Document) -> Vec<Document> {
     reply
@@ -415,19 +391,4 @@ pub(crate) fn with_id(doc: Document) -> (Document, Bson) {
             (with_id, id)
         }
     }
-}
-
-/// A `find` with the options both `find` and `find_one` take (sort, projection, skip).
-pub(crate) fn find_command(collection: &str, filter: Document, options: &FindOptions) -> Document {
-    let mut command = doc! {"find": collection, "filter": filter};
-    if let Some(s) = &options.sort {
-        command.insert("sort", s.clone());
-    }
-    if let Some(p) = &options.projection {
-        command.insert("projection", p.clone());
-    }
-    if let Some(s) = options.skip {
-        command.insert("skip", i64::try_from(s).unwrap_or(i64::MAX));
-    }
-    command
 }

@@ -1,6 +1,7 @@
 //! Running one operation: selection, check-out, the command's global arguments, command
 //! monitoring, reply classification, SDAM error reporting, and the retryable reads and
-//! writes rules (one retry each).
+//! writes rules. An [`Operation`] (one of [`super::ops`]) says what to send and how to read
+//! the reply; [`ClientInner::execute`] runs the [`Op`] it prepares.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use super::session::ServerSession;
 use super::timeout;
 use crate::command_events::{CommandConnection, CommandEvent, CommandEventHandler};
 use crate::error::{pool_error_address, NO_WRITES_PERFORMED, RETRYABLE_WRITE_ERROR};
+use crate::metrics::RecordCommands;
 use crate::selection_actor::{Criteria, SelectedServer, SelectionRequest};
 use crate::snapshot::{ServerHandle, TopologySnapshot};
 use crate::topology::application_error;
@@ -60,7 +62,98 @@ pub(crate) enum Retry {
     No,
 }
 
-/// One operation to run.
+/// One command as a value: the body it sends, where it may run, whether it may be retried,
+/// and what its reply means. The operations live in [`super::ops`], one file per family;
+/// [`prepare`](Operation::prepare) turns one into the [`Op`] the executor runs
+/// ([`ClientInner::execute`]), and [`handle_reply`](Operation::handle_reply) reads what it
+/// answered. Each method is called once: `build` may move the operation's documents out.
+pub(crate) trait Operation {
+    /// What a successful reply yields.
+    type Output;
+
+    /// Its name, database, selection criteria and retry rules.
+    fn shape(&self) -> Shape<'_>;
+
+    /// The command body, without the global arguments the executor adds (`$db`, `lsid`,
+    /// `txnNumber`, `$clusterTime`, `$readPreference`, CSOT's `maxTimeMS`).
+    fn build(&mut self) -> Result<Document>;
+
+    /// Reads a successful reply.
+    fn handle_reply(self, out: OpOutput) -> Result<Self::Output>;
+
+    /// The command the executor runs.
+    fn prepare(&mut self) -> Result<Op> {
+        let Shape { name, db, criteria, retry, checks_write_errors, opens_cursor } = self.shape();
+        let db = db.to_string();
+        Ok(Op {
+            name,
+            db,
+            command: self.build()?,
+            criteria,
+            retry,
+            check_write: checks_write_errors,
+            opens_cursor,
+        })
+    }
+}
+
+/// What an [`Operation`] is, apart from its body: built by the constructor of its kind.
+#[derive(Debug, Clone)]
+pub(crate) struct Shape<'a> {
+    /// The command's name (selection and command-monitoring logs, transaction rules).
+    pub name: std::borrow::Cow<'static, str>,
+    /// The database the command runs on.
+    pub db: &'a str,
+    /// Which servers may run it.
+    pub criteria: Criteria,
+    /// How it may be retried.
+    pub retry: Retry,
+    /// `writeErrors` or a `writeConcernError` in an `ok: 1` reply fail it.
+    pub checks_write_errors: bool,
+    /// Its reply may open a cursor (which then keeps the session and, in load-balanced mode,
+    /// the connection).
+    pub opens_cursor: bool,
+}
+
+impl<'a> Shape<'a> {
+    /// A retryable read.
+    pub(crate) fn read(name: &'static str, db: &'a str, criteria: Criteria) -> Self {
+        Shape { retry: Retry::Read, ..Shape::command(name, db, criteria) }
+    }
+
+    /// A retryable write, failed by write errors.
+    pub(crate) fn write(name: &'static str, db: &'a str) -> Self {
+        Shape { retry: Retry::Write, checks_write_errors: true, ..Shape::command(name, db, Criteria::Write) }
+    }
+
+    /// A command sent once, whose reply is taken as it is.
+    pub(crate) fn command(
+        name: impl Into<std::borrow::Cow<'static, str>>,
+        db: &'a str,
+        criteria: Criteria,
+    ) -> Self {
+        Shape {
+            name: name.into(),
+            db,
+            criteria,
+            retry: Retry::No,
+            checks_write_errors: false,
+            opens_cursor: false,
+        }
+    }
+
+    /// This shape, never retried.
+    pub(crate) fn once(self) -> Self {
+        Shape { retry: Retry::No, ..self }
+    }
+
+    /// This shape, opening a cursor.
+    pub(crate) fn cursor(self) -> Self {
+        Shape { opens_cursor: true, ..self }
+    }
+}
+
+/// A prepared command, what the executor runs (built by [`Operation::prepare`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Op {
     /// The command's name, for selection logs.
@@ -482,6 +575,17 @@ impl ClientInner {
         output
     }
 
+    /// Runs `op` through [`execute`](Self::execute) and reads its reply.
+    pub(crate) async fn run<O: Operation>(
+        &self,
+        mut op: O,
+        limits: Limits,
+        binding: Binding<'_>,
+    ) -> Result<O::Output> {
+        let prepared = op.prepare()?;
+        op.handle_reply(self.execute(prepared, limits, binding).await?)
+    }
+
     /// Where an operation on a named server (a cursor's) runs.
     fn locate_server(&self, address: &ServerAddress) -> Result<Located> {
         let snapshot = self.topology.snapshot();
@@ -547,8 +651,7 @@ impl ClientInner {
         let raw = RawDocumentBuf::try_from(&command).map_err(|e| Error::InvalidOptions {
             message: format!("the command cannot be serialized: {e}"),
         })?;
-        let mut monitoring =
-            Monitoring::new(self.command_handler.as_deref(), conn, op, &command, attempt.operation_id);
+        let mut monitoring = Monitoring::new(self, conn, op, &command, attempt.operation_id);
         let mut started_doc = monitoring.started_document(command);
         let result = conn
             .send_command_with(&op.db, CommandBody::Raw(raw), attempt.deadline, |rid| {
@@ -696,16 +799,18 @@ impl ClientInner {
     }
 }
 
-/// Command monitoring of one attempt: nothing is built when no handler listens.
+/// Command monitoring of one attempt: the command metrics, and the events of the user's
+/// handler, built only when one listens.
 struct Monitoring<'a> {
     handler: Option<&'a dyn CommandEventHandler>,
+    metrics: &'a RecordCommands,
     connection: Option<CommandConnection>,
-    command_name: String,
+    command_name: &'a str,
     db: &'a str,
     operation_id: i64,
     request_id: i32,
-    /// When the command was sent (read only when a handler listens).
-    started: Option<StdInstant>,
+    /// When the command was sent.
+    started: StdInstant,
     /// A sensitive command (authentication, a hello with speculative authentication): its
     /// body and reply are not shown.
     redact: bool,
@@ -713,27 +818,28 @@ struct Monitoring<'a> {
 
 impl<'a> Monitoring<'a> {
     fn new(
-        handler: Option<&'a dyn CommandEventHandler>,
+        client: &'a ClientInner,
         conn: &PooledConnection<Connection>,
         op: &'a Op,
         command: &Document,
         operation_id: i64,
     ) -> Self {
-        let command_name = command.keys().next().cloned().unwrap_or_default();
+        let handler = client.command_handler.as_deref();
         Monitoring {
             handler,
+            metrics: &client.command_metrics,
             connection: handler.map(|_| CommandConnection {
                 address: conn.address().clone(),
                 driver_connection_id: conn.id(),
                 server_connection_id: conn.hello_reply().connection_id,
                 service_id: conn.service_id(),
             }),
-            redact: is_sensitive(&command_name, command),
-            command_name,
+            redact: handler.is_some() && is_sensitive(&op.name, command),
+            command_name: &op.name,
             db: &op.db,
             operation_id,
             request_id: 0,
-            started: None,
+            started: StdInstant::now(),
         }
     }
 
@@ -748,12 +854,12 @@ impl<'a> Monitoring<'a> {
 
     fn started(&mut self, request_id: i32, command: Option<Document>) {
         self.request_id = request_id;
+        self.started = StdInstant::now();
         if let (Some(h), Some(command), Some(c)) = (self.handler, command, self.connection.clone()) {
-            self.started = Some(StdInstant::now());
             h.handle(&CommandEvent::Started {
                 command,
                 database_name: self.db.to_string(),
-                command_name: self.command_name.clone(),
+                command_name: self.command_name.to_string(),
                 request_id,
                 operation_id: self.operation_id,
                 connection: c,
@@ -762,25 +868,29 @@ impl<'a> Monitoring<'a> {
     }
 
     fn succeeded(&self, reply: &Document) {
+        let duration = self.started.elapsed();
+        self.metrics.record(self.command_name, true, duration);
         self.ended(|m, connection| CommandEvent::Succeeded {
             reply: if m.redact { Document::new() } else { reply.clone() },
-            command_name: m.command_name.clone(),
+            command_name: m.command_name.to_string(),
             database_name: m.db.to_string(),
             request_id: m.request_id,
             operation_id: m.operation_id,
-            duration: m.started.map(|t| t.elapsed()).unwrap_or_default(),
+            duration,
             connection,
         });
     }
 
     fn failed(&self, failure: String) {
+        let duration = self.started.elapsed();
+        self.metrics.record(self.command_name, false, duration);
         self.ended(|m, connection| CommandEvent::Failed {
             failure,
-            command_name: m.command_name.clone(),
+            command_name: m.command_name.to_string(),
             database_name: m.db.to_string(),
             request_id: m.request_id,
             operation_id: m.operation_id,
-            duration: m.started.map(|t| t.elapsed()).unwrap_or_default(),
+            duration,
             connection,
         });
     }

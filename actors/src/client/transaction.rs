@@ -31,13 +31,14 @@
 
 use std::time::Duration;
 
-use bson::{doc, Document};
+use bson::Document;
 use futures_util::future::BoxFuture;
 use pool::cmap::CheckoutPurpose;
 use tokio::time::Instant;
 
 use super::inner::Client;
-use super::operation::{Binding, Limits, Op, OpOutput, Retry, SessionUse};
+use super::operation::{Binding, Limits, Op, OpOutput, Operation, SessionUse};
+use super::ops::session::{EndTransaction, Outcome};
 use super::session::ServerSession;
 use super::timeout;
 use crate::error::RETRYABLE_WRITE_ERROR;
@@ -280,12 +281,12 @@ impl ClientSession {
             }
             TransactionState::InProgress | TransactionState::Committed => {}
         }
-        let mut result = self.end_command("commitTransaction", timeout, deadline, true).await;
+        let mut result = self.end_command(Outcome::Commit, timeout, deadline, true).await;
         if let Err(e) = &result {
             if e.is_network_error() || e.has_label(RETRYABLE_WRITE_ERROR) {
                 // The retry goes to another connection, which is not pinned.
                 self.unpin();
-                result = self.end_command("commitTransaction", timeout, deadline, false).await;
+                result = self.end_command(Outcome::Commit, timeout, deadline, false).await;
             }
         }
         self.state = TransactionState::Committed;
@@ -332,11 +333,11 @@ impl ClientSession {
             }
             TransactionState::InProgress => {}
         }
-        let mut result = self.end_command("abortTransaction", timeout, deadline, true).await;
+        let mut result = self.end_command(Outcome::Abort, timeout, deadline, true).await;
         if let Err(e) = &result {
             if e.is_network_error() || e.has_label(RETRYABLE_WRITE_ERROR) {
                 self.unpin();
-                result = self.end_command("abortTransaction", timeout, deadline, false).await;
+                result = self.end_command(Outcome::Abort, timeout, deadline, false).await;
             }
         }
         if let Err(e) = result {
@@ -484,25 +485,15 @@ impl ClientSession {
 
     async fn end_command(
         &mut self,
-        name: &'static str,
+        outcome: Outcome,
         timeout: Option<Duration>,
         deadline: Option<Instant>,
         may_pin: bool,
     ) -> Result<Document> {
-        let mut command = doc! { name: 1 };
-        if let Some(wc) = write_concern(&self.client.inner.settings, timeout) {
-            command.insert("writeConcern", wc);
-        }
-        let op = Op {
-            name: name.into(),
-            db: "admin".into(),
-            command,
-            criteria: Criteria::Write,
-            retry: Retry::No,
-            check_write: true,
-            opens_cursor: false,
-        };
-        Ok(self.run(op, Limits::until(timeout, deadline), may_pin).await?.reply)
+        let write_concern = write_concern(&self.client.inner.settings, timeout);
+        let mut end = EndTransaction { outcome, write_concern };
+        let op = end.prepare()?;
+        end.handle_reply(self.run(op, Limits::until(timeout, deadline), may_pin).await?)
     }
 
     /// Runs `op` with this session under `limits` (the operation's handle's timeoutMS; inside
@@ -626,19 +617,22 @@ fn label_root(e: &mut Error, label: &str) {
     }
 }
 
-/// Runs `op` with `session` (explicit, maybe in a transaction) or an implicit one.
-pub(crate) async fn run(
+/// Runs `op` with `session` (explicit, maybe in a transaction) or an implicit one, and reads
+/// its reply.
+pub(crate) async fn run<O: Operation>(
     client: &Client,
-    op: Op,
+    mut op: O,
     limits: Limits,
     session: Option<&mut ClientSession>,
-) -> Result<OpOutput> {
-    match session {
+) -> Result<O::Output> {
+    let prepared = op.prepare()?;
+    let out = match session {
         // Boxed: the implicit path (every operation without a session) keeps a future no
         // larger than the executor's own.
-        Some(session) => Box::pin(session.execute(op, limits)).await,
-        None => client.inner.execute(op, limits, Binding::implicit()).await,
-    }
+        Some(session) => Box::pin(session.execute(prepared, limits)).await?,
+        None => client.inner.execute(prepared, limits, Binding::implicit()).await?,
+    };
+    op.handle_reply(out)
 }
 
 impl Drop for ClientSession {

@@ -1,0 +1,153 @@
+//! Cursors: the reply of a command that opens one, `getMore`, `killCursors`, and
+//! `run_cursor_command`'s command.
+
+use std::collections::VecDeque;
+
+use bson::{doc, Bson, Document};
+use pool::cmap::PooledConnection;
+use pool::connection::Connection;
+use protocol::ServerAddress;
+use selection::ReadPreference;
+
+use super::super::op_options::ns_collection;
+use super::super::operation::{cursor_id, OpOutput, Operation, Shape};
+use super::super::session::ServerSession;
+use crate::selection_actor::Criteria;
+use crate::{Error, Result};
+
+/// What a command that opens a cursor answered: the cursor's id, server and first batch,
+/// and what its `getMore`s need.
+pub(crate) struct CursorReply {
+    /// The server that holds the cursor.
+    pub address: ServerAddress,
+    /// The database of the `getMore`s.
+    pub db: String,
+    /// The collection the `getMore`s name (the reply's `ns`, else the command's).
+    pub collection: String,
+    /// The cursor id (0: exhausted).
+    pub id: i64,
+    /// The first batch.
+    pub batch: VecDeque<Document>,
+    /// The session the cursor keeps.
+    pub session: Option<ServerSession>,
+    /// Load-balanced mode: the connection the cursor keeps.
+    pub connection: Option<PooledConnection<Connection>>,
+}
+
+impl CursorReply {
+    /// Reads a cursor-opening reply of a command on `db` that names `collection`.
+    pub(crate) fn read(out: OpOutput, db: &str, collection: &str) -> Result<CursorReply> {
+        let (id, batch) = batch(&out.reply, &out.address, "firstBatch")?;
+        let collection = ns_collection(&out.reply).unwrap_or_else(|| collection.to_string());
+        Ok(CursorReply {
+            address: out.address,
+            db: db.to_string(),
+            collection,
+            id,
+            batch,
+            session: out.session,
+            connection: out.connection,
+        })
+    }
+}
+
+/// The cursor id and the documents of a cursor reply's `key` batch.
+fn batch(reply: &Document, address: &ServerAddress, key: &str) -> Result<(i64, VecDeque<Document>)> {
+    let cursor = reply.get_document("cursor").map_err(|_| Error::InvalidResponse {
+        address: address.clone(),
+        message: "the reply has no cursor document".into(),
+    })?;
+    let docs = cursor
+        .get_array(key)
+        .map(|a| a.iter().filter_map(Bson::as_document).cloned().collect())
+        .unwrap_or_default();
+    Ok((cursor_id(reply), docs))
+}
+
+/// `getMore`: the next batch of a cursor, on its server. Never retried.
+pub(crate) struct GetMore<'a> {
+    /// The cursor's database and collection.
+    pub db: &'a str,
+    pub collection: &'a str,
+    pub id: i64,
+    pub batch_size: Option<u32>,
+    /// `maxTimeMS` (a tailable awaitData cursor's `maxAwaitTimeMS`).
+    pub max_time_ms: Option<i64>,
+}
+
+/// A `getMore`'s answer: the cursor id (0: exhausted) and the batch.
+pub(crate) type NextBatch = (i64, VecDeque<Document>);
+
+impl Operation for GetMore<'_> {
+    type Output = NextBatch;
+
+    fn shape(&self) -> Shape<'_> {
+        Shape::command("getMore", self.db, Criteria::Read(ReadPreference::PRIMARY))
+    }
+
+    fn build(&mut self) -> Result<Document> {
+        let mut command = doc! {"getMore": self.id, "collection": self.collection};
+        super::append(&mut command, "batchSize", self.batch_size.map(i64::from));
+        super::append(&mut command, "maxTimeMS", self.max_time_ms);
+        Ok(command)
+    }
+
+    fn handle_reply(self, out: OpOutput) -> Result<NextBatch> {
+        batch(&out.reply, &out.address, "nextBatch")
+    }
+}
+
+/// `killCursors`: closes a cursor on its server. Never retried.
+pub(crate) struct KillCursors<'a> {
+    pub db: &'a str,
+    pub collection: &'a str,
+    pub id: i64,
+}
+
+impl Operation for KillCursors<'_> {
+    type Output = ();
+
+    fn shape(&self) -> Shape<'_> {
+        Shape::command("killCursors", self.db, Criteria::Read(ReadPreference::PRIMARY))
+    }
+
+    fn build(&mut self) -> Result<Document> {
+        Ok(doc! {"killCursors": self.collection, "cursors": [self.id]})
+    }
+
+    fn handle_reply(self, _: OpOutput) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A command the caller wrote that opens a cursor (`run_cursor_command`). Never retried.
+pub(crate) struct RunCursorCommand {
+    pub db: String,
+    pub command: Document,
+    pub read_preference: ReadPreference,
+}
+
+impl RunCursorCommand {
+    fn collection(&self) -> &str {
+        let name = self.command.keys().next().map_or("", String::as_str);
+        self.command.get_str(name).unwrap_or_default()
+    }
+}
+
+impl Operation for RunCursorCommand {
+    type Output = CursorReply;
+
+    fn shape(&self) -> Shape<'_> {
+        let name = self.command.keys().next().cloned().unwrap_or_default();
+        Shape::command(name, &self.db, Criteria::Read(self.read_preference.clone())).cursor()
+    }
+
+    fn build(&mut self) -> Result<Document> {
+        // Cloned: the getMores name the collection the command names.
+        Ok(self.command.clone())
+    }
+
+    fn handle_reply(self, out: OpOutput) -> Result<CursorReply> {
+        CursorReply::read(out, &self.db, self.collection())
+    }
+}

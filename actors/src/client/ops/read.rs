@@ -1,0 +1,273 @@
+//! Reads: `find` (a cursor, or `find_one`'s single document), `aggregate`, `count`,
+//! `countDocuments`' pipeline and `distinct`. All are retryable reads, except an aggregate
+//! whose pipeline ends in `$out` or `$merge` (a write to the primary, run once).
+
+use bson::{doc, Bson, Document};
+
+use super::super::op_options::{count_of, first_batch, int, CursorType, FindOptions};
+use super::super::operation::{OpOutput, Operation, Shape};
+use super::cursor::CursorReply;
+use super::{append, Namespace};
+use crate::selection_actor::Criteria;
+use crate::Result;
+
+/// What every read of a collection carries: where it runs, the servers it may read from,
+/// its read concern and its legacy `maxTimeMS`.
+pub(crate) struct ReadOn<'a> {
+    pub ns: Namespace<'a>,
+    pub criteria: Criteria,
+    pub read_concern: Option<Document>,
+    /// The legacy `maxTimeMS` (see [`super::legacy_max_time`]).
+    pub max_time_ms: Option<i64>,
+}
+
+impl ReadOn<'_> {
+    /// A retryable read named `name`.
+    fn shape(&self, name: &'static str) -> Shape<'_> {
+        Shape::read(name, self.ns.db, self.criteria.clone())
+    }
+
+    /// Appends `maxTimeMS` and `readConcern`, the last fields of a read's command.
+    fn finish(&mut self, command: &mut Document) {
+        append(command, "maxTimeMS", self.max_time_ms);
+        append(command, "readConcern", self.read_concern.take());
+    }
+}
+
+/// `find`, opening a cursor.
+pub(crate) struct Find<'a> {
+    pub read: ReadOn<'a>,
+    pub filter: Document,
+    pub options: FindOptions,
+}
+
+impl Find<'_> {
+    /// The options `find` and `find_one` share: sort, projection, skip.
+    fn command(&mut self) -> Document {
+        let mut command = doc! {"find": self.read.ns.coll, "filter": std::mem::take(&mut self.filter)};
+        append(&mut command, "sort", self.options.sort.take());
+        append(&mut command, "projection", self.options.projection.take());
+        append(&mut command, "skip", self.options.skip.map(int));
+        command
+    }
+}
+
+impl Operation for Find<'_> {
+    type Output = CursorReply;
+
+    fn shape(&self) -> Shape<'_> {
+        self.read.shape("find").cursor()
+    }
+
+    fn build(&mut self) -> Result<Document> {
+        let mut command = self.command();
+        match self.options.limit {
+            Some(l) if l < 0 => {
+                command.insert("limit", -l);
+                command.insert("singleBatch", true);
+            }
+            Some(l) if l > 0 => {
+                command.insert("limit", l);
+            }
+            _ => {}
+        }
+        append(&mut command, "batchSize", self.options.batch_size.map(i64::from));
+        match self.options.cursor_type {
+            Some(CursorType::Tailable) => {
+                command.insert("tailable", true);
+            }
+            Some(CursorType::TailableAwait) => {
+                command.insert("tailable", true);
+                command.insert("awaitData", true);
+            }
+            _ => {}
+        }
+        self.read.finish(&mut command);
+        Ok(command)
+    }
+
+    fn handle_reply(self, out: OpOutput) -> Result<CursorReply> {
+        CursorReply::read(out, self.read.ns.db, self.read.ns.coll)
+    }
+}
+
+/// `find_one`: a `find` with `limit: 1` and `singleBatch`, read from its first batch.
+pub(crate) struct FindOne<'a>(pub Find<'a>);
+
+impl Operation for FindOne<'_> {
+    type Output = Option<Document>;
+
+    fn shape(&self) -> Shape<'_> {
+        self.0.read.shape("find")
+    }
+
+    fn build(&mut self) -> Result<Document> {
+        let mut command = self.0.command();
+        command.insert("limit", 1_i64);
+        command.insert("singleBatch", true);
+        self.0.read.finish(&mut command);
+        Ok(command)
+    }
+
+    fn handle_reply(self, out: OpOutput) -> Result<Option<Document>> {
+        Ok(first_batch(&out.reply).into_iter().next())
+    }
+}
+
+/// `aggregate` on a collection, or on a database (`aggregate: 1`), opening a cursor.
+pub(crate) struct Aggregate {
+    db: String,
+    /// The collection; `None`: a database-level pipeline.
+    collection: Option<String>,
+    pipeline: Vec<Document>,
+    batch_size: Option<u32>,
+    /// The read's criteria (a pipeline that writes goes to the primary whatever it says).
+    criteria: Criteria,
+    max_time_ms: Option<i64>,
+    /// The pipeline ends in `$out` or `$merge`.
+    writes: bool,
+}
+
+impl Aggregate {
+    /// An aggregate of `pipeline` on `collection` of `db` (`None`: the database).
+    pub(crate) fn new(
+        db: &str,
+        collection: Option<&str>,
+        pipeline: Vec<Document>,
+        batch_size: Option<u32>,
+        criteria: Criteria,
+        max_time_ms: Option<i64>,
+    ) -> Aggregate {
+        let writes =
+            pipeline.last().and_then(|s| s.keys().next()).is_some_and(|k| k == "$out" || k == "$merge");
+        Aggregate {
+            db: db.to_string(),
+            collection: collection.map(str::to_string),
+            pipeline,
+            batch_size,
+            criteria,
+            max_time_ms,
+            writes,
+        }
+    }
+
+    /// Whether the pipeline ends in `$out` or `$merge`.
+    pub(crate) fn writes(&self) -> bool {
+        self.writes
+    }
+}
+
+impl Operation for Aggregate {
+    type Output = CursorReply;
+
+    fn shape(&self) -> Shape<'_> {
+        if self.writes {
+            Shape::command("aggregate", &self.db, Criteria::Write).cursor()
+        } else {
+            Shape::read("aggregate", &self.db, self.criteria.clone()).cursor()
+        }
+    }
+
+    fn build(&mut self) -> Result<Document> {
+        let mut cursor = Document::new();
+        if !self.writes() {
+            append(&mut cursor, "batchSize", self.batch_size.map(i64::from));
+        }
+        let target = match &self.collection {
+            Some(c) => Bson::String(c.clone()),
+            None => Bson::Int32(1),
+        };
+        let pipeline = std::mem::take(&mut self.pipeline);
+        let mut command = doc! {"aggregate": target, "pipeline": pipeline, "cursor": cursor};
+        append(&mut command, "maxTimeMS", self.max_time_ms);
+        Ok(command)
+    }
+
+    fn handle_reply(self, out: OpOutput) -> Result<CursorReply> {
+        let collection = self.collection.as_deref().unwrap_or("$cmd.aggregate");
+        CursorReply::read(out, &self.db, collection)
+    }
+}
+
+/// `count`, with a filter (`count`) or without (`estimated_document_count`).
+pub(crate) struct Count<'a> {
+    pub read: ReadOn<'a>,
+    pub filter: Option<Document>,
+    pub skip: Option<u64>,
+    pub limit: Option<u64>,
+}
+
+impl Operation for Count<'_> {
+    type Output = u64;
+
+    fn shape(&self) -> Shape<'_> {
+        self.read.shape("count")
+    }
+
+    fn build(&mut self) -> Result<Document> {
+        let mut command = doc! {"count": self.read.ns.coll};
+        append(&mut command, "query", self.filter.take());
+        append(&mut command, "skip", self.skip.map(int));
+        append(&mut command, "limit", self.limit.map(int));
+        self.read.finish(&mut command);
+        Ok(command)
+    }
+
+    fn handle_reply(self, out: OpOutput) -> Result<u64> {
+        Ok(count_of(&out.reply, "n"))
+    }
+}
+
+/// `count_documents`: the drivers' `$match`/`$group` pipeline, read from its one batch.
+pub(crate) struct CountDocuments<'a> {
+    pub read: ReadOn<'a>,
+    pub filter: Document,
+}
+
+impl Operation for CountDocuments<'_> {
+    type Output = u64;
+
+    fn shape(&self) -> Shape<'_> {
+        self.read.shape("aggregate")
+    }
+
+    fn build(&mut self) -> Result<Document> {
+        let pipeline = vec![
+            doc! {"$match": std::mem::take(&mut self.filter)},
+            doc! {"$group": {"_id": 1, "n": {"$sum": 1}}},
+        ];
+        let mut command = doc! {"aggregate": self.read.ns.coll, "pipeline": pipeline, "cursor": {}};
+        self.read.finish(&mut command);
+        Ok(command)
+    }
+
+    fn handle_reply(self, out: OpOutput) -> Result<u64> {
+        Ok(first_batch(&out.reply).first().map_or(0, |d| count_of(d, "n")))
+    }
+}
+
+/// `distinct`: a field's distinct values among matching documents.
+pub(crate) struct Distinct<'a> {
+    pub read: ReadOn<'a>,
+    pub field: String,
+    pub filter: Document,
+}
+
+impl Operation for Distinct<'_> {
+    type Output = Vec<Bson>;
+
+    fn shape(&self) -> Shape<'_> {
+        self.read.shape("distinct")
+    }
+
+    fn build(&mut self) -> Result<Document> {
+        let filter = std::mem::take(&mut self.filter);
+        let mut command = doc! {"distinct": self.read.ns.coll, "key": &self.field, "query": filter};
+        self.read.finish(&mut command);
+        Ok(command)
+    }
+
+    fn handle_reply(self, out: OpOutput) -> Result<Vec<Bson>> {
+        Ok(out.reply.get_array("values").cloned().unwrap_or_default())
+    }
+}

@@ -1,0 +1,75 @@
+//! Sessions: `commitTransaction`, `abortTransaction` and `endSessions`, all on `admin`.
+
+use bson::{doc, Bson, Document};
+use selection::ReadPreference;
+
+use super::super::operation::{OpOutput, Operation, Shape};
+use super::append;
+use crate::selection_actor::Criteria;
+use crate::Result;
+
+/// How a transaction ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// `commitTransaction`.
+    Commit,
+    /// `abortTransaction`.
+    Abort,
+}
+
+/// `commitTransaction` or `abortTransaction`. The session runs it as its transaction's last
+/// statement and applies the transactions spec's retry rules itself (the executor does not
+/// retry it).
+pub(crate) struct EndTransaction {
+    pub outcome: Outcome,
+    pub write_concern: Option<Document>,
+}
+
+impl EndTransaction {
+    /// The command's name.
+    pub(crate) fn command_name(outcome: Outcome) -> &'static str {
+        match outcome {
+            Outcome::Commit => "commitTransaction",
+            Outcome::Abort => "abortTransaction",
+        }
+    }
+}
+
+impl Operation for EndTransaction {
+    type Output = Document;
+
+    fn shape(&self) -> Shape<'_> {
+        Shape::write(Self::command_name(self.outcome), "admin").once()
+    }
+
+    fn build(&mut self) -> Result<Document> {
+        let mut command = doc! {Self::command_name(self.outcome): 1};
+        append(&mut command, "writeConcern", self.write_concern.take());
+        Ok(command)
+    }
+
+    fn handle_reply(self, out: OpOutput) -> Result<Document> {
+        Ok(out.reply)
+    }
+}
+
+/// `endSessions` of up to 10,000 session ids, sent without a session of its own.
+pub(crate) struct EndSessions {
+    pub ids: Vec<Bson>,
+}
+
+impl Operation for EndSessions {
+    type Output = ();
+
+    fn shape(&self) -> Shape<'_> {
+        Shape::command("endSessions", "admin", Criteria::Read(ReadPreference::PRIMARY_PREFERRED))
+    }
+
+    fn build(&mut self) -> Result<Document> {
+        Ok(doc! {"endSessions": std::mem::take(&mut self.ids)})
+    }
+
+    fn handle_reply(self, _: OpOutput) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,145 @@
+//! Writes: `insert`, `update` and `delete` (one statement or a bulk's batch of them) and
+//! `findAndModify`. Single-statement writes are retryable writes; multi-document updates and
+//! deletes run once (retryable writes spec).
+
+use bson::{doc, Bson, Document};
+
+use super::super::op_options::{count_of, FindOneAndModifyOptions, ReturnDocument, UpdateResult};
+use super::super::operation::{OpOutput, Operation, Shape};
+use super::{append, Namespace};
+use crate::Result;
+
+/// Which write command a batch of statements is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum WriteKind {
+    /// `insert`: the statements are documents.
+    Insert,
+    /// `update`: `{q, u, multi, upsert}` statements.
+    Update,
+    /// `delete`: `{q, limit}` statements.
+    Delete,
+}
+
+impl WriteKind {
+    /// The command's name and the field of its statements.
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            WriteKind::Insert => ("insert", "documents"),
+            WriteKind::Update => ("update", "updates"),
+            WriteKind::Delete => ("delete", "deletes"),
+        }
+    }
+}
+
+/// An `insert`, `update` or `delete` of one or more statements.
+pub(crate) struct Write<'a> {
+    pub ns: Namespace<'a>,
+    pub kind: WriteKind,
+    pub statements: Vec<Document>,
+    pub ordered: bool,
+    /// A statement may change more than one document (`multi`, `limit: 0`): not retryable.
+    pub multi: bool,
+    pub write_concern: Option<Document>,
+}
+
+/// What a write command answered (write errors are [`Error::Command`](crate::Error::Command)s).
+#[derive(Debug, Default)]
+pub(crate) struct WriteReply {
+    /// `n`: documents inserted, deleted, or matched and upserted.
+    pub n: u64,
+    /// `nModified` (updates).
+    pub n_modified: u64,
+    /// Each upserted document's statement index (in the command) and `_id`.
+    pub upserted: Vec<(usize, Bson)>,
+}
+
+impl WriteReply {
+    /// The result of an `update` of one statement.
+    pub(crate) fn into_update_result(self) -> UpdateResult {
+        let upserted_id = self.upserted.into_iter().next().map(|(_, id)| id);
+        UpdateResult {
+            matched_count: self.n.saturating_sub(u64::from(upserted_id.is_some())),
+            modified_count: self.n_modified,
+            upserted_id,
+        }
+    }
+}
+
+impl Operation for Write<'_> {
+    type Output = WriteReply;
+
+    fn shape(&self) -> Shape<'_> {
+        let shape = Shape::write(self.kind.names().0, self.ns.db);
+        if self.multi {
+            shape.once()
+        } else {
+            shape
+        }
+    }
+
+    fn build(&mut self) -> Result<Document> {
+        let (name, field) = self.kind.names();
+        let statements: Vec<Bson> =
+            std::mem::take(&mut self.statements).into_iter().map(Bson::Document).collect();
+        let mut command = doc! {name: self.ns.coll, field: statements, "ordered": self.ordered};
+        append(&mut command, "writeConcern", self.write_concern.take());
+        Ok(command)
+    }
+
+    fn handle_reply(self, out: OpOutput) -> Result<WriteReply> {
+        let reply = &out.reply;
+        let upserted = reply.get_array("upserted").map(Vec::as_slice).unwrap_or_default();
+        let upserted = upserted
+            .iter()
+            .filter_map(Bson::as_document)
+            .filter_map(|u| {
+                let index = usize::try_from(count_of(u, "index")).ok()?;
+                Some((index, u.get("_id")?.clone()))
+            })
+            .collect();
+        Ok(WriteReply { n: count_of(reply, "n"), n_modified: count_of(reply, "nModified"), upserted })
+    }
+}
+
+/// `findAndModify`: deletes (`change: None`), replaces or updates one document and returns
+/// it. A retryable write.
+pub(crate) struct FindAndModify<'a> {
+    pub ns: Namespace<'a>,
+    pub filter: Document,
+    pub change: Option<Document>,
+    pub options: FindOneAndModifyOptions,
+    pub max_time_ms: Option<i64>,
+    pub write_concern: Option<Document>,
+}
+
+impl Operation for FindAndModify<'_> {
+    type Output = Option<Document>;
+
+    fn shape(&self) -> Shape<'_> {
+        Shape::write("findAndModify", self.ns.db)
+    }
+
+    fn build(&mut self) -> Result<Document> {
+        let filter = std::mem::take(&mut self.filter);
+        let mut command = doc! {"findAndModify": self.ns.coll, "query": filter};
+        match self.change.take() {
+            None => {
+                command.insert("remove", true);
+            }
+            Some(c) => {
+                command.insert("update", c);
+                command.insert("new", self.options.return_document == Some(ReturnDocument::After));
+                append(&mut command, "upsert", self.options.upsert);
+            }
+        }
+        append(&mut command, "sort", self.options.sort.take());
+        append(&mut command, "fields", self.options.projection.take());
+        append(&mut command, "maxTimeMS", self.max_time_ms);
+        append(&mut command, "writeConcern", self.write_concern.take());
+        Ok(command)
+    }
+
+    fn handle_reply(self, out: OpOutput) -> Result<Option<Document>> {
+        Ok(out.reply.get_document("value").ok().cloned())
+    }
+}
