@@ -485,38 +485,24 @@ fn write_file(
 
 // ---------------------------------------------------------------------------------------
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(i) = args.iter().position(|a| a == "--monitor-child") {
-        let (side, uri) = (&args[i + 1], &args[i + 2]);
-        let idle = Duration::from_millis(args[i + 3].parse().expect("idle ms"));
-        monitor_child(side, uri, idle);
-        return;
-    }
-    if let Some(i) = args.iter().position(|a| a == "--find-child") {
-        let ops: usize = args[i + 3].parse().expect("ops");
-        find_child(&args[i + 1], &args[i + 2], ops);
-        return;
-    }
-    let bench = args.iter().any(|a| a == "--bench");
-    let quick = args.iter().any(|a| a == "--quick") || std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1");
-    let plan = Plan::new(bench, quick);
-    let machine = machine();
-    println!("mongo-actors bench suite, {} mode", plan.mode);
-    for m in &machine {
-        println!("  {m}");
-    }
-    let started = Instant::now();
-    let mut rows = Vec::new();
-    let mut notes = Vec::new();
-    // The project's own targets, each with the measured figure and whether it is met.
-    let mut targets: Vec<String> = Vec::new();
-    let mut target = |what: &str, measured: f64, met: bool| {
-        targets.push(format!("{what}: measured {measured:.2}x, {}", if met { "met" } else { "**missed**" }));
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+/// What the suite has measured so far: the table's rows, the notes under it, and the
+/// project's own targets, each with the measured figure and whether it is met.
+#[derive(Default)]
+struct Report {
+    rows: Vec<Row>,
+    notes: Vec<String>,
+    targets: Vec<String>,
+}
 
-    // 1. find_one throughput, and the simulator's raw capacity for the same find.
+impl Report {
+    fn target(&mut self, what: &str, measured: f64, met: bool) {
+        let verdict = if met { "met" } else { "**missed**" };
+        self.targets.push(format!("{what}: measured {measured:.2}x, {verdict}"));
+    }
+}
+
+/// find_one throughput, and the simulator's raw capacity for the same find.
+fn find_one_throughput(plan: &Plan, runtime: &tokio::runtime::Runtime, report: &mut Report) {
     let cluster = actors_bench::start_rs();
     // The same pool options on both sides (the defaults differ: official maxPoolSize 10, ours 100).
     let uri = format!("{}&maxPoolSize={EQUAL_MAX_POOL_SIZE}&maxConnecting=2", cluster.uri());
@@ -570,7 +556,7 @@ fn main() {
     let ceilings: Vec<f64> = ceiling_runs.iter().map(|c| median(c.clone())).collect();
     println!("simulator raw find capacity: {raw:.0} ops/s");
     for (((tasks, _, _), ceiling), runs) in throughput.iter().zip(&ceilings).zip(&ceiling_runs) {
-        rows.push(row(
+        report.rows.push(row(
             "no-pipelining ceiling",
             &format!("{tasks} connection(s), ops/s"),
             f0(*ceiling),
@@ -586,12 +572,12 @@ fn main() {
     }
     for ((tasks, ours, official), ceiling) in throughput.iter().zip(&ceilings) {
         let (o, d) = (median(ours.clone()), median(official.clone()));
-        target(
+        report.target(
             &format!("find_one throughput, {tasks} task(s), >= 1.30x the official driver at equal pool size"),
             o / d,
             o / d >= 1.3,
         );
-        rows.push(row(
+        report.rows.push(row(
             "find_one throughput",
             &format!("{tasks} task(s), ops/s"),
             f0(o),
@@ -609,7 +595,7 @@ fn main() {
             ),
         ));
     }
-    rows.push(row(
+    report.rows.push(row(
         "simulator raw capacity",
         "same find, ops/s",
         f0(raw),
@@ -624,7 +610,7 @@ fn main() {
             spread(&raw_runs)
         ),
     ));
-    notes.push(format!(
+    report.notes.push(format!(
         "find_one throughput: a 3-member replica set with {DOCS} documents; N tasks loop \
          `find_one({{_id: k}})` (primary reads) for {:.0} s after a {:.1} s warm-up; {} round(s) per side, \
          ours and official interleaved with the first side alternating, median of rounds with \
@@ -635,20 +621,22 @@ fn main() {
         plan.round.as_secs_f64() / 5.0,
         plan.rounds
     ));
+}
 
-    // 1b. Client instructions per find_one, each client in its own process under callgrind.
+/// Client instructions per find_one, each client in its own process under callgrind.
+fn instructions(plan: &Plan, report: &mut Report) {
     let (few, many) = if plan.mode == "smoke" { (20, 120) } else { (200, 2200) };
     let instr_runs = if plan.mode == "full" { 2 } else { 1 };
     match instructions_per_find_one(few, many, instr_runs) {
         Ok((ours_runs, official_runs)) => {
             let (ours, official) = (median(ours_runs.clone()), median(official_runs.clone()));
             println!("instructions per find_one: ours {ours:.0}, official {official:.0}");
-            target(
+            report.target(
                 "client instructions per find_one <= 0.40x the official driver",
                 ours / official,
                 ours / official <= 0.4,
             );
-            rows.push(row(
+            report.rows.push(row(
                 "client CPU cost",
                 "instructions per find_one",
                 f0(ours),
@@ -661,7 +649,7 @@ fn main() {
                     spread(&official_runs)
                 ),
             ));
-            notes.push(format!(
+            report.notes.push(format!(
                 "Instructions per find_one: each client runs in its own process (this bench binary, \
                  `--find-child`) under `valgrind --tool=callgrind` against a standalone simulator in \
                  the bench process: one task doing sequential `find_one({{_id: k}})` after one warm-up \
@@ -673,11 +661,13 @@ fn main() {
         }
         Err(e) => {
             println!("instructions per find_one: not measured: {e}");
-            notes.push(format!("Instructions per find_one: not measured: {e}."));
+            report.notes.push(format!("Instructions per find_one: not measured: {e}."));
         }
     }
+}
 
-    // 2. Failover, each side on its own replica set.
+/// Failover, each side on its own replica set.
+fn failover(plan: &Plan, runtime: &tokio::runtime::Runtime, report: &mut Report) {
     let mut failovers = Vec::new();
     for is_official in [false, true] {
         let cluster = actors_bench::start_rs();
@@ -707,7 +697,7 @@ fn main() {
         spread_with(o, 1),
         spread_with(d, 1)
     );
-    rows.push(row(
+    report.rows.push(row(
         "failover",
         "stepdown -> first write, median ms",
         f1(median(o.clone())),
@@ -715,7 +705,7 @@ fn main() {
         median(o.clone()) / median(d.clone()),
         &n,
     ));
-    rows.push(row(
+    report.rows.push(row(
         "failover",
         "stepdown -> first write, max ms",
         f1(max(o)),
@@ -723,14 +713,16 @@ fn main() {
         max(o) / max(d),
         "lower is better",
     ));
-    notes.push(format!(
+    report.notes.push(format!(
         "Failover: a fresh 3-member replica set per side, 4 tasks looping `insert_one`; {} \
          stepdowns (300 ms apart), each timed from the stepdown to the end of the first write \
          started after it that succeeded.",
         plan.stepdowns
     ));
+}
 
-    // 3. Pool burst on a cold client.
+/// Pool burst on a cold client.
+fn pool_burst(plan: &Plan, runtime: &tokio::runtime::Runtime, report: &mut Report) {
     let (mut ours_runs, mut official_runs) = (Vec::new(), Vec::new());
     for rep in 0..plan.burst_reps {
         // Alternate who goes first.
@@ -754,7 +746,7 @@ fn main() {
         o.op_p50, o.op_p99, d.op_p50, d.op_p99
     );
     let scenario = format!("pool burst ({} ops, cold)", plan.burst);
-    rows.push(row(
+    report.rows.push(row(
         &scenario,
         "op latency p50, ms",
         f2(o.op_p50),
@@ -762,7 +754,7 @@ fn main() {
         o.op_p50 / d.op_p50,
         &format!("lower is better{}", rs(|f| f.op_p50)),
     ));
-    rows.push(row(
+    report.rows.push(row(
         &scenario,
         "op latency p99, ms",
         f2(o.op_p99),
@@ -770,7 +762,7 @@ fn main() {
         o.op_p99 / d.op_p99,
         &format!("lower is better{}", rs(|f| f.op_p99)),
     ));
-    rows.push(row(
+    report.rows.push(row(
         &scenario,
         "wall time, ms",
         f1(o.wall),
@@ -778,7 +770,7 @@ fn main() {
         o.wall / d.wall,
         &format!("gate open -> last op done{}", rs(|f| f.wall)),
     ));
-    rows.push(row(
+    report.rows.push(row(
         &scenario,
         "pool connections opened",
         f0(o.created),
@@ -786,7 +778,7 @@ fn main() {
         o.created / d.created,
         &format!("maxPoolSize {}{}", pool_bench::MAX_POOL_SIZE, rs(|f| f.created)),
     ));
-    rows.push(row(
+    report.rows.push(row(
         &scenario,
         "check-out latency p99, ms",
         f2(o.co_p99),
@@ -794,15 +786,17 @@ fn main() {
         o.co_p99 / d.co_p99,
         &format!("CheckedOut event durations{}", rs(|f| f.co_p99)),
     ));
-    notes.push(format!(
+    report.notes.push(format!(
         "Pool burst: a fresh standalone simulator and a fresh client per run, discovery done \
          and the pool ready but empty before the clock starts; {} tasks wait on one gate, then \
          each runs `ping` once. maxPoolSize 100 and maxConnecting 2 on both sides. Medians over \
          {} run(s) per side, interleaved with the first side alternating, with the min-max of runs. Connections opened = the pools' ConnectionCreated events.",
         plan.burst, plan.burst_reps
     ));
+}
 
-    // 4. Monitoring scale, each client in its own child process.
+/// Monitoring scale, each client in its own child process.
+fn monitoring_scale(plan: &Plan, report: &mut Report) {
     let build = Instant::now();
     match Cluster::sharded(plan.mongos).port(0).start() {
         Ok(cluster) => {
@@ -838,7 +832,7 @@ fn main() {
                                 spread_with(&o, digits),
                                 spread_with(&d, digits)
                             );
-                            rows.push(row(
+                            report.rows.push(row(
                                 &scenario,
                                 metric,
                                 format!("{mo:.digits$}"),
@@ -880,7 +874,7 @@ fn main() {
         }
         Err(e) => println!("monitoring scale: could not start {} mongos: {e}", plan.mongos),
     }
-    notes.push(format!(
+    report.notes.push(format!(
         "Monitoring scale: a sharded simulator with {} mongos on 127.0.0.1 (all listed as seeds \
          in the URI, default options otherwise). Each client runs alone in a child process \
          (this bench binary re-run with `--monitor-child`), idle for {:.0} s after it is created; \
@@ -891,8 +885,10 @@ fn main() {
         plan.idle.as_secs_f64(),
         plan.monitor_runs
     ));
+}
 
-    // 5. Fast-path selection, in an actix System on a thread of its own.
+/// Fast-path selection, in an actix System on a thread of its own.
+fn fast_path_selection(plan: &Plan, report: &mut Report) {
     let cluster = actors_bench::start_rs();
     let uri = cluster.uri();
     let (selections, runs) = (plan.selections, plan.rounds);
@@ -922,8 +918,12 @@ fn main() {
         let (actor, pure) = (median(actor_runs.clone()), median(pure_runs.clone()));
         println!("selection {name}: actor {actor:.1} ns, pure {pure:.1} ns");
         let ratio = actor / pure;
-        target(&format!("fast-path selection ({name}) <= 1.50x the pure function"), ratio, ratio <= 1.5);
-        rows.push(Row {
+        report.target(
+            &format!("fast-path selection ({name}) <= 1.50x the pure function"),
+            ratio,
+            ratio <= 1.5,
+        );
+        report.rows.push(Row {
             scenario: "fast-path selection".into(),
             metric: format!("{name}, ns/selection"),
             ours: format!("{actor:.1} (actors)"),
@@ -937,23 +937,67 @@ fn main() {
             ),
         });
     }
-    notes.push(format!(
+    report.notes.push(format!(
         "Fast-path selection: `Selector::select` (no mailbox round trip on the fast path) vs \
          the pure `selection::select_server` on the same topology snapshot of a 3-member \
          replica set, {} selections per case, {} run(s) (median, min-max). This row compares our \
          two layers, not the official driver (which has no public selection API).",
         plan.selections, plan.rounds
     ));
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--monitor-child") {
+        let (side, uri) = (&args[i + 1], &args[i + 2]);
+        let idle = Duration::from_millis(args[i + 3].parse().expect("idle ms"));
+        monitor_child(side, uri, idle);
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--find-child") {
+        let ops: usize = args[i + 3].parse().expect("ops");
+        find_child(&args[i + 1], &args[i + 2], ops);
+        return;
+    }
+    let bench = args.iter().any(|a| a == "--bench");
+    let quick = args.iter().any(|a| a == "--quick") || std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1");
+    let plan = Plan::new(bench, quick);
+    let machine = machine();
+    println!("mongo-actors bench suite, {} mode", plan.mode);
+    for m in &machine {
+        println!("  {m}");
+    }
+    let started = Instant::now();
+    let mut report = Report::default();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+
+    // 1. find_one throughput, and the simulator's raw capacity for the same find.
+    find_one_throughput(&plan, &runtime, &mut report);
+
+    // 1b. Client instructions per find_one, each client in its own process under callgrind.
+    instructions(&plan, &mut report);
+
+    // 2. Failover, each side on its own replica set.
+    failover(&plan, &runtime, &mut report);
+
+    // 3. Pool burst on a cold client.
+    pool_burst(&plan, &runtime, &mut report);
+
+    // 4. Monitoring scale, each client in its own child process.
+    monitoring_scale(&plan, &mut report);
+
+    // 5. Fast-path selection, in an actix System on a thread of its own.
+    fast_path_selection(&plan, &mut report);
 
     let total = started.elapsed();
     println!();
-    print!("{}", table(&rows));
+    print!("{}", table(&report.rows));
     println!("\ntargets:");
-    for t in &targets {
+    for t in &report.targets {
         println!("- {t}");
     }
     println!("\ntotal {:.1} s", total.as_secs_f64());
     if bench {
-        write_file(&plan, &rows, &notes, &targets, total, &machine);
+        write_file(&plan, &report.rows, &report.notes, &report.targets, total, &machine);
     }
 }

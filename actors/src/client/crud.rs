@@ -34,17 +34,18 @@ use super::timeout;
 use super::transaction::ClientSession;
 use crate::{Error, Result};
 
-/// An `aggregate` with `options` under `timeout` (a `$out`/`$merge` pipeline is a
-/// non-retryable write to the primary, and cannot use ITERATION mode).
-fn aggregate_op(
-    db: &str,
-    collection: Option<&str>,
+/// Opens an `aggregate` cursor with `options` under `timeout` on `db` (and `collection`, or
+/// the whole database); a `$out`/`$merge` pipeline is a non-retryable write to the primary,
+/// and cannot use ITERATION mode.
+async fn open_aggregate(
+    client: &Client,
+    (db, collection): (&str, Option<&str>),
     pipeline: Vec<Document>,
-    options: &AggregateOptions,
+    options: AggregateOptions,
     timeout: Option<Duration>,
-    default_rp: &std::sync::Arc<ReadPreference>,
-) -> Result<Aggregate> {
-    let criteria = read_criteria(options.read_preference.clone(), default_rp);
+    session: Option<&mut ClientSession>,
+) -> Result<Cursor> {
+    let criteria = read_criteria(options.read_preference.clone(), &client.inner.settings.read_preference);
     let max_time_ms = legacy_max_time(options.max_time, timeout);
     let op = Aggregate::new(db, collection, pipeline, options.batch_size, criteria, max_time_ms);
     if op.writes() && options.timeout_mode == Some(TimeoutMode::Iteration) {
@@ -52,7 +53,12 @@ fn aggregate_op(
             message: "an aggregate with $out or $merge cannot use timeoutMode ITERATION".into(),
         });
     }
-    Ok(op)
+    let mode = cursor_mode(timeout, options.timeout_mode, None)?;
+    check_max_await(timeout, options.max_await_time)?;
+    let open = OpenCursor { timeout, mode, batch_size: options.batch_size };
+    let mut cursor = open.run(client, op, session).await?;
+    cursor.set_max_await(options.max_await_time);
+    Ok(cursor)
 }
 
 impl Collection {
@@ -86,17 +92,9 @@ impl Collection {
         options: AggregateOptions,
         session: Option<&mut ClientSession>,
     ) -> Result<Cursor> {
-        let coll = self.with_op_timeout(options.timeout);
-        let timeout = coll.timeout();
-        let default_rp = &self.client().inner.settings.read_preference;
-        let db = self.database().name();
-        let op = aggregate_op(db, Some(self.name()), pipeline, &options, timeout, default_rp)?;
-        let mode = cursor_mode(timeout, options.timeout_mode, None)?;
-        check_max_await(timeout, options.max_await_time)?;
-        let open = OpenCursor { timeout, mode, batch_size: options.batch_size };
-        let mut cursor = open.run(self.client(), op, session).await?;
-        cursor.set_max_await(options.max_await_time);
-        Ok(cursor)
+        let timeout = self.with_op_timeout(options.timeout).timeout();
+        let ns = (self.database().name(), Some(self.name()));
+        open_aggregate(self.client(), ns, pipeline, options, timeout, session).await
     }
 
     /// Counts matching documents with the legacy `count` command (prefer
@@ -536,14 +534,7 @@ impl Database {
         session: Option<&mut ClientSession>,
     ) -> Result<Cursor> {
         let timeout = timeout::inherit(self.timeout(), options.timeout);
-        let default_rp = &self.client().inner.settings.read_preference;
-        let op = aggregate_op(self.name(), None, pipeline, &options, timeout, default_rp)?;
-        let mode = cursor_mode(timeout, options.timeout_mode, None)?;
-        check_max_await(timeout, options.max_await_time)?;
-        let open = OpenCursor { timeout, mode, batch_size: options.batch_size };
-        let mut cursor = open.run(self.client(), op, session).await?;
-        cursor.set_max_await(options.max_await_time);
-        Ok(cursor)
+        open_aggregate(self.client(), (self.name(), None), pipeline, options, timeout, session).await
     }
 
     /// The database's collections (one document each) through a cursor. A retryable read on

@@ -189,14 +189,7 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
         if let (Some(cluster), None) = (&cluster, stepdown_at) {
             if workload_start.elapsed() >= stepdown_after {
                 timeline.old_primary = snapshot.primary().cloned();
-                if let Ok(mut p) = probe.lock() {
-                    p.old_primary = timeline.old_primary.clone();
-                    p.armed = true;
-                }
-                let now = Instant::now();
-                stepdown_at = Some(now);
-                shared.lock().await.stepdown_at = Some(now);
-                cluster.step_down(Duration::ZERO);
+                stepdown_at = Some(step_down(cluster, timeline.old_primary.clone(), &probe, &shared).await);
                 log.push(format!(
                     "{} stepdown of {}",
                     stamp(started.elapsed()),
@@ -236,6 +229,24 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
         c.shutdown();
     }
     Ok(())
+}
+
+/// Steps the embedded primary down after arming the probe that timestamps the failover
+/// from SDAM events; returns when it happened.
+async fn step_down(
+    cluster: &Cluster,
+    old_primary: Option<ServerAddress>,
+    probe: &std::sync::Mutex<Probe>,
+    shared: &Mutex<Shared>,
+) -> Instant {
+    if let Ok(mut p) = probe.lock() {
+        p.old_primary = old_primary;
+        p.armed = true;
+    }
+    let now = Instant::now();
+    shared.lock().await.stepdown_at = Some(now);
+    cluster.step_down(Duration::ZERO);
+    now
 }
 
 /// Commands started per operation label and server.

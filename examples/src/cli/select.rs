@@ -142,74 +142,17 @@ pub fn explain(snapshot: &TopologySnapshot, rp: &ReadPreference) -> Explanation 
         let mode = rp.mode();
         let has_primary = descriptions.iter().any(|d| d.server_type == ServerType::RsPrimary);
         // Step 1: the server type.
-        for c in &mut candidates {
-            let ok = match ty {
-                TopologyType::Unknown => false,
-                TopologyType::Single => c.server_type.is_known(),
-                TopologyType::Sharded => c.server_type == ServerType::Mongos,
-                TopologyType::LoadBalanced => c.server_type == ServerType::LoadBalancer,
-                TopologyType::ReplicaSetWithPrimary | TopologyType::ReplicaSetNoPrimary => match mode {
-                    ReadPreferenceMode::Primary => c.server_type == ServerType::RsPrimary,
-                    ReadPreferenceMode::PrimaryPreferred if has_primary => {
-                        c.server_type == ServerType::RsPrimary
-                    }
-                    ReadPreferenceMode::PrimaryPreferred
-                    | ReadPreferenceMode::Secondary
-                    | ReadPreferenceMode::SecondaryPreferred => c.server_type == ServerType::RsSecondary,
-                    ReadPreferenceMode::Nearest => {
-                        matches!(c.server_type, ServerType::RsPrimary | ServerType::RsSecondary)
-                    }
-                },
-            };
-            if !ok {
-                c.dropped = Some(type_reason(c.server_type, mode, ty, has_primary));
-            }
-        }
+        drop_by_type(&mut candidates, ty, mode, has_primary);
         let replica_set =
             matches!(ty, TopologyType::ReplicaSetWithPrimary | TopologyType::ReplicaSetNoPrimary);
         let read_filters = replica_set
             && !(mode == ReadPreferenceMode::Primary
                 || (mode == ReadPreferenceMode::PrimaryPreferred && has_primary));
         if read_filters {
-            // Step 2: staleness (non-secondaries count as 0).
-            if let Some(max) = rp.max_staleness_seconds().filter(|s| *s > 0) {
-                let max_ms = i64::from(max) * 1000;
-                for c in candidates.iter_mut().filter(|c| c.dropped.is_none()) {
-                    let st = if c.server_type == ServerType::RsSecondary { c.staleness_ms } else { Some(0) };
-                    match st {
-                        Some(s) if s > max_ms => {
-                            c.dropped =
-                                Some(format!("stale: estimated {} s > maxStalenessSeconds {max}", s / 1000))
-                        }
-                        None => c.dropped = Some("staleness cannot be estimated (no lastWriteDate)".into()),
-                        Some(_) => {}
-                    }
-                }
-            }
+            // Step 2: staleness.
+            drop_stale(&mut candidates, rp);
             // Step 3: the first tag set that matches any remaining server.
-            if !rp.tag_sets().is_empty() {
-                let set = rp.tag_sets().iter().find(|set| {
-                    candidates
-                        .iter()
-                        .any(|c| c.dropped.is_none() && set.iter().all(|(k, v)| c.tags.get(k) == Some(v)))
-                });
-                for c in candidates.iter_mut().filter(|c| c.dropped.is_none()) {
-                    match set {
-                        Some(set) if set.iter().all(|(k, v)| c.tags.get(k) == Some(v)) => {}
-                        Some(set) => {
-                            c.dropped = Some(format!(
-                                "tags {} do not match {}",
-                                tags_string(&c.tags),
-                                tags_string(set)
-                            ))
-                        }
-                        None => {
-                            c.dropped = Some(format!("tags {} match no tag set", tags_string(&c.tags)));
-                        }
-                    }
-                }
-                matched_tag_set = set.cloned();
-            }
+            matched_tag_set = drop_by_tags(&mut candidates, rp);
             // secondaryPreferred falls back to the primary when no secondary is left.
             if mode == ReadPreferenceMode::SecondaryPreferred
                 && candidates.iter().all(|c| c.dropped.is_some())
@@ -220,21 +163,7 @@ pub fn explain(snapshot: &TopologySnapshot, rp: &ReadPreference) -> Explanation 
             }
         }
         // Step 4: the latency window.
-        let threshold = topology.settings().local_threshold;
-        let rtt = |c: &Candidate| c.rtt.unwrap_or(Duration::ZERO);
-        if let Some(fastest) = candidates.iter().filter(|c| c.dropped.is_none()).map(rtt).min() {
-            window = Some((fastest, threshold));
-            for c in candidates.iter_mut().filter(|c| c.dropped.is_none()) {
-                if rtt(c) > fastest.saturating_add(threshold) {
-                    c.dropped = Some(format!(
-                        "rtt {} is outside the latency window {} + {}",
-                        ms(rtt(c)),
-                        ms(fastest),
-                        ms(threshold)
-                    ));
-                }
-            }
-        }
+        window = drop_outside_window(&mut candidates, topology.settings().local_threshold);
     }
     let chosen = if invalid.is_none() {
         selection::select_server(topology, &criteria, &ops).ok().flatten().map(|d| d.address.clone())
@@ -251,6 +180,91 @@ pub fn explain(snapshot: &TopologySnapshot, rp: &ReadPreference) -> Explanation 
         window,
         chosen,
     }
+}
+
+/// Step 1 of [`explain`]: drops the candidates whose server type `mode` cannot use in a
+/// topology of type `ty`.
+fn drop_by_type(candidates: &mut [Candidate], ty: TopologyType, mode: ReadPreferenceMode, has_primary: bool) {
+    for c in candidates.iter_mut() {
+        let ok = match ty {
+            TopologyType::Unknown => false,
+            TopologyType::Single => c.server_type.is_known(),
+            TopologyType::Sharded => c.server_type == ServerType::Mongos,
+            TopologyType::LoadBalanced => c.server_type == ServerType::LoadBalancer,
+            TopologyType::ReplicaSetWithPrimary | TopologyType::ReplicaSetNoPrimary => match mode {
+                ReadPreferenceMode::Primary => c.server_type == ServerType::RsPrimary,
+                ReadPreferenceMode::PrimaryPreferred if has_primary => c.server_type == ServerType::RsPrimary,
+                ReadPreferenceMode::PrimaryPreferred
+                | ReadPreferenceMode::Secondary
+                | ReadPreferenceMode::SecondaryPreferred => c.server_type == ServerType::RsSecondary,
+                ReadPreferenceMode::Nearest => {
+                    matches!(c.server_type, ServerType::RsPrimary | ServerType::RsSecondary)
+                }
+            },
+        };
+        if !ok {
+            c.dropped = Some(type_reason(c.server_type, mode, ty, has_primary));
+        }
+    }
+}
+
+/// Step 2 of [`explain`]: drops the secondaries staler than `maxStalenessSeconds`
+/// (non-secondaries count as 0).
+fn drop_stale(candidates: &mut [Candidate], rp: &ReadPreference) {
+    if let Some(max) = rp.max_staleness_seconds().filter(|s| *s > 0) {
+        let max_ms = i64::from(max) * 1000;
+        for c in candidates.iter_mut().filter(|c| c.dropped.is_none()) {
+            let st = if c.server_type == ServerType::RsSecondary { c.staleness_ms } else { Some(0) };
+            match st {
+                Some(s) if s > max_ms => {
+                    c.dropped = Some(format!("stale: estimated {} s > maxStalenessSeconds {max}", s / 1000))
+                }
+                None => c.dropped = Some("staleness cannot be estimated (no lastWriteDate)".into()),
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// Step 3 of [`explain`]: keeps the servers of the first tag set that matches any remaining
+/// server, and returns that set.
+fn drop_by_tags(candidates: &mut [Candidate], rp: &ReadPreference) -> Option<TagSet> {
+    if rp.tag_sets().is_empty() {
+        return None;
+    }
+    let set = rp.tag_sets().iter().find(|set| {
+        candidates.iter().any(|c| c.dropped.is_none() && set.iter().all(|(k, v)| c.tags.get(k) == Some(v)))
+    });
+    for c in candidates.iter_mut().filter(|c| c.dropped.is_none()) {
+        match set {
+            Some(set) if set.iter().all(|(k, v)| c.tags.get(k) == Some(v)) => {}
+            Some(set) => {
+                c.dropped = Some(format!("tags {} do not match {}", tags_string(&c.tags), tags_string(set)))
+            }
+            None => {
+                c.dropped = Some(format!("tags {} match no tag set", tags_string(&c.tags)));
+            }
+        }
+    }
+    set.cloned()
+}
+
+/// Step 4 of [`explain`]: drops the candidates outside the latency window, and returns the
+/// window (the fastest round trip and the threshold).
+fn drop_outside_window(candidates: &mut [Candidate], threshold: Duration) -> Option<(Duration, Duration)> {
+    let rtt = |c: &Candidate| c.rtt.unwrap_or(Duration::ZERO);
+    let fastest = candidates.iter().filter(|c| c.dropped.is_none()).map(rtt).min()?;
+    for c in candidates.iter_mut().filter(|c| c.dropped.is_none()) {
+        if rtt(c) > fastest.saturating_add(threshold) {
+            c.dropped = Some(format!(
+                "rtt {} is outside the latency window {} + {}",
+                ms(rtt(c)),
+                ms(fastest),
+                ms(threshold)
+            ));
+        }
+    }
+    Some((fastest, threshold))
 }
 
 /// Why a server of type `server` is not eligible for `mode` in a topology of type `ty`.
