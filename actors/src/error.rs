@@ -28,7 +28,8 @@ pub enum Error {
         actor: String,
     },
     /// Options are invalid (checked when the topology or client is built, or when an
-    /// operation's arguments cannot be sent, for example a document that does not serialize).
+    /// operation's arguments cannot be sent, for example an empty `insert_many`). Retrying
+    /// the same call cannot help.
     #[error("invalid options: {message}")]
     InvalidOptions {
         /// What is wrong.
@@ -90,6 +91,21 @@ pub enum Error {
         #[source]
         source: Option<Box<Error>>,
     },
+    /// A value given to an operation (a `T` of a typed collection, say) does not serialize
+    /// to a BSON document. Retrying the same call cannot help.
+    #[error("cannot serialize to BSON: {message}")]
+    BsonSerialization {
+        /// What serde reported.
+        message: String,
+    },
+    /// A document from the server does not deserialize into the collection's or cursor's
+    /// `T` (a missing or mistyped field). A cursor moves past that document: the next call
+    /// returns the next one. Retrying the same read cannot help; `Document` reads it as it is.
+    #[error("cannot deserialize a document from the server: {message}")]
+    BsonDeserialization {
+        /// What serde reported.
+        message: String,
+    },
     /// A reply could not be understood (a missing or mistyped field).
     #[error("invalid reply from {address}: {message}")]
     InvalidResponse {
@@ -110,10 +126,11 @@ pub enum ErrorKind {
     InvalidOptions,
     /// Server selection failed ([`Error::ServerSelection`]).
     ServerSelection,
-    /// A network error or timeout on a connection.
+    /// A network error or timeout on a connection. Transient: retrying may help.
     Network,
-    /// A pool error that is not a network error (cleared, closed, wait queue timeout), or an
-    /// authentication or handshake failure.
+    /// A pool error that is not a network error: cleared or wait queue timeout (transient:
+    /// retrying may help), closed, or an authentication or handshake failure (permanent until
+    /// the configuration changes). [`Error::is_transient`] tells them apart.
     Pool,
     /// [`Error::Command`]: the command failed (`ok: 0`).
     Command,
@@ -122,6 +139,10 @@ pub enum ErrorKind {
     Write,
     /// [`Error::InvalidResponse`].
     InvalidResponse,
+    /// [`Error::BsonSerialization`].
+    BsonSerialization,
+    /// [`Error::BsonDeserialization`].
+    BsonDeserialization,
     /// [`Error::Dns`].
     Dns,
     /// [`Error::Timeout`] (client-side operations timeout).
@@ -146,6 +167,8 @@ impl Error {
             Error::Command { error, .. } if error.command_failed => ErrorKind::Command,
             Error::Command { .. } => ErrorKind::Write,
             Error::InvalidResponse { .. } => ErrorKind::InvalidResponse,
+            Error::BsonSerialization { .. } => ErrorKind::BsonSerialization,
+            Error::BsonDeserialization { .. } => ErrorKind::BsonDeserialization,
             Error::Dns { .. } => ErrorKind::Dns,
             Error::Timeout { .. } => ErrorKind::Timeout,
         }
@@ -192,6 +215,42 @@ impl Error {
             Error::Command { error, .. } => error.code(),
             Error::Timeout { source: Some(e), .. } => e.code(),
             _ => None,
+        }
+    }
+
+    /// Whether the same call may succeed if tried again later (a web handler's 503 rather
+    /// than 500): no suitable server yet, a network error, a cleared pool or a full wait
+    /// queue, a timeout, a stepdown or shutdown (the server's retryable codes and labels),
+    /// a DNS failure. Not transient: bad options, a value that does not (de)serialize, a
+    /// write the server refused (duplicate key, validation), authentication and handshake
+    /// failures, a malformed reply, and a client that was shut down.
+    pub fn is_transient(&self) -> bool {
+        use pool::Error as P;
+        let pool_transient = |e: &P| {
+            e.is_network_error()
+                || matches!(
+                    e,
+                    P::Timeout { .. }
+                        | P::Interrupted { .. }
+                        | P::ConnectionClosed { .. }
+                        | P::PoolCleared { .. }
+                        | P::WaitQueueTimeout { .. }
+                )
+        };
+        match self {
+            Error::ServerSelection(_) | Error::Timeout { .. } | Error::Dns { .. } => true,
+            Error::Pool(e) => pool_transient(e),
+            Error::Connection { source, .. } => pool_transient(source),
+            Error::Command { error, .. } => {
+                const LABELS: [&str; 3] =
+                    [RETRYABLE_WRITE_ERROR, "TransientTransactionError", "RetryableError"];
+                LABELS.iter().any(|l| error.has_label(l))
+                    || error.code().is_some_and(|c| {
+                        protocol::reply::RETRYABLE_READ_CODES.contains(&c)
+                            || protocol::reply::RETRYABLE_WRITE_CODES.contains(&c)
+                    })
+            }
+            _ => false,
         }
     }
 

@@ -25,17 +25,32 @@ pub mod topology;
 
 pub use client::actor::ClientActor;
 pub use client::{
-    options_without_effect, Client, ClientOptions, ClientSession, Collection, Cursor, Database, DeleteResult,
-    FindOptions, InsertManyResult, InsertOneResult, TimeoutMode, TransactionState, UpdateResult,
+    action, options_without_effect, Client, ClientOptions, ClientSession, Collection, Cursor, Database,
+    TransactionState,
 };
-pub use client::{
-    AggregateOptions, CommandOptions, CountOptions, CreateCollectionOptions, CursorType,
-    FindOneAndModifyOptions, IndexOptions, ListDatabasesOptions, ListOptions, ReadOptions, ReplaceOptions,
-    ReturnDocument, RunCursorCommandOptions,
-};
-pub use client::{BulkWriteOptions, BulkWriteResult, WriteModel};
-pub use client::{EndTransactionOptions, SessionOptions, WithTransactionOptions};
+/// Every option, result and model type, in one place (as `mongodb::options` has them).
+pub mod options {
+    pub use crate::client::{
+        Acknowledgment, AggregateOptions, BulkWriteOptions, BulkWriteResult, Collation, CollectionOptions,
+        CommandOptions, CountOptions, CreateCollectionOptions, CreateIndexOptions, CursorType,
+        DatabaseOptions, DeleteManyModel, DeleteOneModel, DeleteOptions, DeleteResult, DistinctOptions,
+        EndTransactionOptions, EstimatedDocumentCountOptions, FindOneAndDeleteOptions,
+        FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions, FindOptions, Hint, IndexModel,
+        IndexOptions, InsertManyOptions, InsertManyResult, InsertOneModel, InsertOneOptions, InsertOneResult,
+        ListDatabasesOptions, ListOptions, ReadConcern, ReadConcernLevel, ReplaceOneModel, ReplaceOptions,
+        ReturnDocument, RunCommandOptions, RunCursorCommandOptions, SessionOptions, TimeoutMode,
+        UpdateManyModel, UpdateModifications, UpdateOneModel, UpdateOptions, UpdateResult,
+        WithTransactionOptions, WriteConcern, WriteModel,
+    };
+    pub use crate::client::{ClientOptions, ClientOptionsBuilder};
+    pub use selection::ReadPreference;
+}
+/// The BSON crate this one is built on (`bson::doc!`, `Document`, `oid::ObjectId`...): one
+/// dependency is enough.
+pub use bson;
 pub use error::{Error, ErrorKind, Result, WriteConcernError, WriteError};
+pub use options::*;
+pub use selection::ReadPreference;
 pub use selection_actor::{Criteria, Selector};
 pub use snapshot::{ServerHandle, TopologySnapshot};
 pub use topology::{

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use actors::client::{ClientConfig, ClientOptions, FindOptions};
+use actors::client::{ClientConfig, ClientOptions, FindOneOptions};
 use actors::Client;
 use bson::doc;
 use integration_tests::sim::Cluster;
@@ -63,12 +63,12 @@ async fn main() -> Result<(), BoxError> {
     }
 
     let client = Client::with_options(options).await?;
-    let settings = client.database("app").collection("settings");
+    let settings = client.database("app").collection::<bson::Document>("settings");
     // A generated _id, so runs against the same deployment do not collide.
     let id = settings.insert_one(doc! {"key": "theme", "value": "dark"}).await?.inserted_id;
     // The configured default is secondaryPreferred; read our own write from the primary.
-    let read = FindOptions { read_preference: Some(ReadPreference::PRIMARY), ..FindOptions::default() };
-    let found = settings.find_one(doc! {"_id": id}, read).await?;
+    let read = FindOneOptions { read_preference: Some(ReadPreference::PRIMARY), ..FindOneOptions::default() };
+    let found = settings.find_one(doc! {"_id": id}).with_options(read).await?;
     println!("read back: {found:?}");
     if args.smoke {
         check(found.as_ref().and_then(|d| d.get_str("value").ok()) == Some("dark"), "read back the write")?;

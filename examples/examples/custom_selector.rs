@@ -126,13 +126,15 @@ async fn main() -> Result<(), BoxError> {
     let admin = client.database("admin");
     let mut served = std::collections::BTreeMap::<String, u32>::new();
     for _ in 0..20 {
-        let reply =
-            admin.run_command(doc! {"hello": 1}, Some(Criteria::Read(ReadPreference::SECONDARY))).await?;
+        let reply = admin
+            .run_command(doc! {"hello": 1})
+            .criteria(Some(Criteria::Read(ReadPreference::SECONDARY)))
+            .await?;
         *served.entry(reply.get_str("me").unwrap_or("?").to_string()).or_default() += 1;
     }
     client
         .database("app")
-        .collection("events")
+        .collection::<bson::Document>("events")
         .insert_one(doc! {"kind": "write goes to the primary"})
         .await?;
     let pinned = selector.send(Pinned).await?;

@@ -1,5 +1,6 @@
-//! Your first client: connect, write, read with a read preference, iterate a cursor, run a
-//! command with a client-side timeout, tell errors apart by kind, and shut down.
+//! Your first client: connect, write and read a typed collection (your own struct, through
+//! serde), read with a read preference, iterate a cursor, run a command with a client-side
+//! timeout, tell errors apart by kind, and shut down.
 //!
 //! ```text
 //! cargo run -p mongo-actors-examples --example first_client                          # embedded replica set
@@ -8,11 +9,18 @@
 
 use std::time::Duration;
 
-use actors::{Client, Criteria, ErrorKind, FindOptions};
-use bson::doc;
+use actors::bson::doc;
+use actors::{Client, Collection, Criteria, ErrorKind, ReadPreference};
 use integration_tests::sim::Cluster;
 use mongo_actors_examples::{check, Args, BoxError};
-use selection::ReadPreference;
+use serde::{Deserialize, Serialize};
+
+/// What the collection holds: any serde type works (`Document` is the default).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Person {
+    name: String,
+    born: i32,
+}
 
 #[actix::main]
 async fn main() -> Result<(), BoxError> {
@@ -26,47 +34,56 @@ async fn main() -> Result<(), BoxError> {
 
     // Monitoring starts at once; the first operation waits for a suitable server.
     let client = Client::with_uri_str(&uri).await?;
-    let people = client.database("first_client").collection("people");
+    let people: Collection<Person> = client.database("first_client").collection("people");
     people.delete_many(doc! {}).await?;
 
     // Writes go to the primary (retried once on a stepdown or a network error).
-    for (name, year) in [("Ada", 1815), ("Grace", 1906), ("Edsger", 1930)] {
-        people.insert_one(doc! {"name": name, "born": year}).await?;
-    }
+    let ada = Person { name: "Ada".into(), born: 1815 };
+    people.insert_one(&ada).await?;
+    people
+        .insert_many([
+            Person { name: "Grace".into(), born: 1906 },
+            Person { name: "Edsger".into(), born: 1930 },
+        ])
+        .await?;
 
     // Reads pick a server by read preference: nearest is any member within the latency window.
-    let nearest = FindOptions { read_preference: Some(ReadPreference::NEAREST), ..Default::default() };
-    let grace = people.find_one(doc! {"name": "Grace"}, nearest).await?;
+    let grace = people.find_one(doc! {"name": "Grace"}).read_preference(ReadPreference::NEAREST).await?;
     if let Some(person) = &grace {
-        println!("found: {person}");
+        println!("found: {person:?}");
     }
 
-    // A cursor fetches batches as it goes (getMore) and kills the server cursor when dropped.
-    let sorted = FindOptions { sort: Some(doc! {"born": 1}), batch_size: Some(2), ..Default::default() };
-    let mut cursor = people.find(doc! {}, sorted).await?;
+    // A cursor is a Stream of Person; it fetches batches as it goes (getMore) and kills the
+    // server cursor when dropped.
+    let mut cursor = people.find(doc! {}).sort(doc! {"born": 1}).batch_size(2).await?;
     let mut names = Vec::new();
     while let Some(person) = cursor.try_next().await? {
-        names.push(person.get_str("name").unwrap_or("?").to_string());
+        names.push(person.name);
     }
     println!("by birth year: {names:?}");
+    let born_after_1900: Vec<Person> = people.find(doc! {"born": {"$gt": 1900}}).await?.try_collect().await?;
+    println!("born after 1900: {}", born_after_1900.len());
 
     // Every operation can carry a client-side timeout (CSOT) covering selection, check-out and
     // the round trip; the server also gets the remainder as maxTimeMS.
     let admin = client.database("admin").with_timeout(Some(Duration::from_secs(2)));
     let reply = admin
-        .run_command(doc! {"ping": 1}, Some(Criteria::Read(ReadPreference::SECONDARY_PREFERRED)))
+        .run_command(doc! {"ping": 1})
+        .criteria(Some(Criteria::Read(ReadPreference::SECONDARY_PREFERRED)))
         .await?;
     println!("ping: {reply}");
 
     // Errors are one typed enum: match on kind() rather than on messages.
-    match people.insert_one(doc! {"_id": "dup"}).await.and(people.insert_one(doc! {"_id": "dup"}).await) {
+    let raw = people.clone_with_type::<actors::bson::Document>();
+    match raw.insert_one(doc! {"_id": "dup"}).await.and(raw.insert_one(doc! {"_id": "dup"}).await) {
         Err(e) if e.kind() == ErrorKind::Write => println!("duplicate key, as expected: {e}"),
         Err(e) if e.kind() == ErrorKind::Timeout => println!("timed out: {e}"),
         other => println!("unexpected: {other:?}"),
     }
 
     if args.smoke {
-        check(grace.is_some(), "find_one found Grace")?;
+        check(grace.as_ref().map(|g| g.born) == Some(1906), "find_one found Grace")?;
+        check(born_after_1900.len() == 2, format!("{} born after 1900", born_after_1900.len()))?;
         check(names == ["Ada", "Grace", "Edsger"], format!("sorted names {names:?}"))?;
         check(reply.get("ok").and_then(|ok| ok.as_f64()) == Some(1.0), format!("ping reply {reply}"))?;
     }

@@ -24,12 +24,13 @@ async fn scrape(handle: web::Data<PrometheusHandle>) -> HttpResponse {
 
 /// A few writes and reads with two read preferences, so every metric family has samples.
 async fn workload(client: &Client, round: u32) -> Result<(), actors::Error> {
-    let coll = client.database("app").collection("metrics_demo");
+    let coll = client.database("app").collection::<bson::Document>("metrics_demo");
     coll.insert_one(doc! {"round": round}).await?;
-    coll.count_documents(doc! {}, Some(ReadPreference::SECONDARY_PREFERRED)).await?;
+    coll.count_documents(doc! {}).read_preference(ReadPreference::SECONDARY_PREFERRED).await?;
     client
         .database("admin")
-        .run_command(doc! {"ping": 1}, Some(Criteria::Read(ReadPreference::NEAREST)))
+        .run_command(doc! {"ping": 1})
+        .criteria(Some(Criteria::Read(ReadPreference::NEAREST)))
         .await?;
     Ok(())
 }

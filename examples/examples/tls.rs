@@ -59,10 +59,10 @@ async fn main() -> Result<(), BoxError> {
     println!("connecting to {uri}");
 
     let client = Client::with_uri_str(&uri).await?;
-    client.database("admin").run_command(doc! {"ping": 1}, None).await?;
-    let notes = client.database("app").collection("notes");
+    client.database("admin").run_command(doc! {"ping": 1}).await?;
+    let notes = client.database("app").collection::<bson::Document>("notes");
     notes.insert_one(doc! {"text": "sent over TLS"}).await?;
-    let n = notes.count_documents(doc! {}, None).await?;
+    let n = notes.count_documents(doc! {}).await?;
     println!(
         "ping ok, {n} document(s) in app.notes, over TLS verified against {}",
         ca_file.as_deref().unwrap_or("the system roots")
@@ -74,7 +74,7 @@ async fn main() -> Result<(), BoxError> {
         // selectable and the operation ends with a selection error naming the TLS failure.
         let untrusted = with_option(&base, "serverSelectionTimeoutMS", "1500");
         let client = Client::with_uri_str(&untrusted).await?;
-        let refused = client.database("admin").run_command(doc! {"ping": 1}, None).await;
+        let refused = client.database("admin").run_command(doc! {"ping": 1}).await;
         match &refused {
             Ok(_) => println!("without tlsCAFile: unexpectedly connected"),
             Err(e) => println!("without tlsCAFile: refused as expected: {e}"),

@@ -1,77 +1,143 @@
-//! An actix-web service sharing one client through `web::Data`: `POST /visits/{page}` writes a
-//! document, `GET /visits/{page}` reads the count back. Every worker thread uses the same client
-//! (its actors live on the main arbiter; the handle is `Clone + Send`).
+//! An actix-web notes service sharing one client through `web::Data<Client>`, with a typed
+//! collection: `POST /notes` stores a JSON note, `GET /notes/{id}` reads it back (404 when
+//! there is none), `GET /notes` lists them newest first. Errors map to HTTP: a transient one
+//! (no primary yet, a network error, a timeout) is 503, anything else 500.
 //!
 //! ```text
 //! cargo run -p mongo-actors-examples --example web_service                 # embedded 3-member replica set
 //! cargo run -p mongo-actors-examples --example web_service -- --uri mongodb://host/?replicaSet=rs0 --listen 127.0.0.1:8080
 //! cargo run -p mongo-actors-examples --example web_service -- --smoke      # calls its own routes, then exits
 //! ```
-//! Then `curl -X POST localhost:8080/visits/home` and `curl localhost:8080/visits/home`.
+//! Then `curl -X POST -d '{"title":"hi","body":"there"}' localhost:8080/notes` and
+//! `curl localhost:8080/notes`.
+
+use std::time::Duration;
 
 use actix_web::{web, App, HttpResponse, HttpServer};
-use actors::Client;
-use bson::{doc, Bson, Document};
-use integration_tests::sim::Cluster;
-use mongo_actors_examples::{check, http_request, Args, BoxError};
+use actors::bson::{doc, oid::ObjectId};
+use actors::{Client, Collection};
+use mongo_actors_examples::{check, deployment, http_request, http_request_with_body, Args, BoxError};
+use serde::{Deserialize, Serialize};
 
-fn json(doc: Document) -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/json")
-        .body(Bson::Document(doc).into_relaxed_extjson().to_string())
+/// A note as stored: serde maps it to and from BSON.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Note {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    title: String,
+    body: String,
+    created: actors::bson::DateTime,
 }
 
-/// A failed operation is the client's typed error; the service answers 503 with its message.
-fn unavailable(e: actors::Error) -> HttpResponse {
-    tracing::warn!(error = %e, "operation failed");
-    HttpResponse::ServiceUnavailable().body(e.to_string())
+/// What a client posts.
+#[derive(Debug, Deserialize)]
+struct NewNote {
+    title: String,
+    body: String,
 }
 
-async fn record_visit(client: web::Data<Client>, page: web::Path<String>) -> HttpResponse {
-    let visits = client.database("web").collection("visits");
-    match visits.insert_one(doc! {"page": page.as_str(), "at": bson::DateTime::now()}).await {
-        Ok(r) => json(doc! {"inserted": r.inserted_id}),
-        Err(e) => unavailable(e),
+/// A note as the API shows it (the id as a hex string, the time in milliseconds).
+#[derive(Debug, Serialize)]
+struct NoteView {
+    id: String,
+    title: String,
+    body: String,
+    created_ms: i64,
+}
+
+impl From<Note> for NoteView {
+    fn from(n: Note) -> Self {
+        NoteView { id: n.id.to_hex(), title: n.title, body: n.body, created_ms: n.created.timestamp_millis() }
     }
 }
 
-async fn count_visits(client: web::Data<Client>, page: web::Path<String>) -> HttpResponse {
-    let visits = client.database("web").collection("visits");
-    // Read from the primary (the client's default): the count includes the caller's own writes.
-    match visits.count_documents(doc! {"page": page.as_str()}, None).await {
-        Ok(n) => json(doc! {"page": page.as_str(), "visits": n as i64}),
-        Err(e) => unavailable(e),
+fn notes(client: &Client) -> Collection<Note> {
+    client.database("web").collection("notes")
+}
+
+/// The client's typed error as an HTTP answer: 503 when trying again may help, else 500.
+fn failed(e: actors::Error) -> HttpResponse {
+    tracing::warn!(error = %e, transient = e.is_transient(), "operation failed");
+    if e.is_transient() {
+        HttpResponse::ServiceUnavailable().body(e.to_string())
+    } else {
+        HttpResponse::InternalServerError().body(e.to_string())
+    }
+}
+
+async fn create_note(client: web::Data<Client>, body: web::Bytes) -> HttpResponse {
+    let Ok(new) = serde_json::from_slice::<NewNote>(&body) else {
+        return HttpResponse::BadRequest().body("expected {\"title\": ..., \"body\": ...}");
+    };
+    let note = Note {
+        id: ObjectId::new(),
+        title: new.title,
+        body: new.body,
+        created: actors::bson::DateTime::now(),
+    };
+    match notes(&client).insert_one(&note).await {
+        Ok(_) => HttpResponse::Created().json(NoteView::from(note)),
+        Err(e) => failed(e),
+    }
+}
+
+async fn get_note(client: web::Data<Client>, id: web::Path<String>) -> HttpResponse {
+    let Ok(id) = ObjectId::parse_str(id.as_str()) else {
+        return HttpResponse::NotFound().finish();
+    };
+    match notes(&client).find_one(doc! {"_id": id}).await {
+        Ok(Some(note)) => HttpResponse::Ok().json(NoteView::from(note)),
+        Ok(None) => HttpResponse::NotFound().finish(),
+        Err(e) => failed(e),
+    }
+}
+
+async fn list_notes(client: web::Data<Client>) -> HttpResponse {
+    // A per-request deadline (CSOT) for selection, check-out and the round trips.
+    let notes = notes(&client);
+    let cursor = notes.find(doc! {}).sort(doc! {"created": -1}).limit(100).timeout(Duration::from_secs(2));
+    match cursor.await {
+        Ok(cursor) => match cursor.try_collect().await {
+            Ok(all) => HttpResponse::Ok().json(all.into_iter().map(NoteView::from).collect::<Vec<_>>()),
+            Err(e) => failed(e),
+        },
+        Err(e) => failed(e),
     }
 }
 
 async fn smoke(addr: &str) -> Result<(), BoxError> {
-    // Pages of their own, so a smoke run against a real deployment (`--uri`) can be repeated.
-    let page = format!("smoke-{}", bson::oid::ObjectId::new());
-    for _ in 0..3 {
-        let (status, body) = http_request(addr, "POST", &format!("/visits/{page}")).await?;
-        check(status == 200 && body.contains("inserted"), format!("POST: {status} {body}"))?;
-    }
-    let (status, body) = http_request(addr, "GET", &format!("/visits/{page}")).await?;
-    println!("GET /visits/{page} -> {status} {body}");
-    check(status == 200 && body.contains("\"visits\":3"), format!("GET: {status} {body}"))?;
-    let (status, body) = http_request(addr, "GET", &format!("/visits/{page}-other")).await?;
-    check(status == 200 && body.contains("\"visits\":0"), format!("GET other: {status} {body}"))?;
+    let title = format!("smoke-{}", ObjectId::new());
+    let body = serde_json::json!({"title": title, "body": "typed"}).to_string();
+    let (status, created) = http_request_with_body(addr, "POST", "/notes", &body).await?;
+    check(status == 201, format!("POST: {status} {created}"))?;
+    let id =
+        serde_json::from_str::<serde_json::Value>(&created)?["id"].as_str().unwrap_or_default().to_string();
+    let (status, got) = http_request(addr, "GET", &format!("/notes/{id}")).await?;
+    println!("GET /notes/{id} -> {status} {got}");
+    check(status == 200 && got.contains(&title), format!("GET: {status} {got}"))?;
+    let (status, _) = http_request(addr, "GET", &format!("/notes/{}", ObjectId::new())).await?;
+    check(status == 404, format!("GET of a missing note: {status}"))?;
+    let (status, bad) = http_request_with_body(addr, "POST", "/notes", "{\"nope\": 1}").await?;
+    check(status == 400, format!("POST of a bad note: {status} {bad}"))?;
+    let (status, list) = http_request(addr, "GET", "/notes").await?;
+    check(status == 200 && list.contains(&title), format!("GET /notes: {status} {list}"))?;
     Ok(())
 }
 
 #[actix_web::main]
 async fn main() -> Result<(), BoxError> {
     let args = Args::from_env();
-    let cluster = if args.uri.is_none() { Some(Cluster::replica_set(3).start()?) } else { None };
-    let uri = args.uri.clone().or_else(|| cluster.as_ref().map(Cluster::uri)).ok_or("no uri")?;
+    // Your connection string; without --uri, an embedded simulated replica set.
+    let (uri, _simulator) = deployment(&args, 3)?;
     let client = Client::with_uri_str(&uri).await?;
     let data = web::Data::new(client.clone());
     let listen = args.value("--listen").unwrap_or(if args.smoke { "127.0.0.1:0" } else { "127.0.0.1:8080" });
     let server = HttpServer::new(move || {
         App::new()
             .app_data(data.clone())
-            .route("/visits/{page}", web::post().to(record_visit))
-            .route("/visits/{page}", web::get().to(count_visits))
+            .route("/notes", web::post().to(create_note))
+            .route("/notes", web::get().to(list_notes))
+            .route("/notes/{id}", web::get().to(get_note))
     })
     .workers(2)
     .bind(listen)?;

@@ -65,13 +65,39 @@ pub fn check(ok: bool, message: impl Into<String>) -> Result<(), BoxError> {
     }
 }
 
+/// NOT PART OF WHAT YOU COPY: the deployment an example runs against. With `--uri`, that
+/// deployment; without it, an embedded simulated replica set of `members` on 127.0.0.1 (kept
+/// alive by the returned guard), so the example runs on a machine without MongoDB. In your
+/// own code, this is just your connection string.
+pub fn deployment(
+    args: &Args,
+    members: usize,
+) -> Result<(String, Option<integration_tests::sim::Cluster>), BoxError> {
+    if let Some(uri) = &args.uri {
+        return Ok((uri.clone(), None));
+    }
+    let cluster = integration_tests::sim::Cluster::replica_set(members).start()?;
+    Ok((cluster.uri(), Some(cluster)))
+}
+
 /// Sends one HTTP/1.1 request (`Connection: close`) and returns the status code and body. Enough
 /// for the smoke runs to call the example's own server without an HTTP client dependency.
 pub async fn http_request(addr: &str, method: &str, path: &str) -> Result<(u16, String), BoxError> {
+    http_request_with_body(addr, method, path, "").await
+}
+
+/// [`http_request`] with a JSON body.
+pub async fn http_request_with_body(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> Result<(u16, String), BoxError> {
     let io = async {
         let mut stream = tokio::net::TcpStream::connect(addr).await?;
         let request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
         );
         stream.write_all(request.as_bytes()).await?;
         let mut response = Vec::new();

@@ -157,11 +157,9 @@ impl Driver {
             Driver::Official(c) => {
                 c.find_one(doc! { "_id": id }).await.map(|d| d.is_some()).map_err(|e| e.to_string())
             }
-            Driver::Ours(c) => c
-                .find_one(doc! { "_id": id }, Default::default())
-                .await
-                .map(|d| d.is_some())
-                .map_err(|e| e.to_string()),
+            Driver::Ours(c) => {
+                c.find_one(doc! { "_id": id }).await.map(|d| d.is_some()).map_err(|e| e.to_string())
+            }
         }
     }
 
@@ -190,7 +188,7 @@ impl Connected {
         } else {
             let uri = with_option(uri, "serverSelectionTimeoutMS=10000");
             let client = actors::Client::with_uri_str(&uri).await.expect("our client");
-            let coll = client.database(DB).collection(COLL);
+            let coll = client.database(DB).collection::<bson::Document>(COLL);
             (Connected::Ours(client), Driver::Ours(coll))
         }
     }

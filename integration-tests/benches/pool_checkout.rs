@@ -356,7 +356,7 @@ pub(crate) async fn ours_client(cluster: &Cluster, tasks: usize, max_connecting:
         let db = db.clone();
         async move {
             let start = Instant::now();
-            db.run_command(doc! { "ping": 1 }, None).await.map_err(|e| e.to_string())?;
+            db.run_command(doc! { "ping": 1 }).await.map_err(|e| e.to_string())?;
             Ok(start.elapsed())
         }
     })

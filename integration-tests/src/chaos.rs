@@ -276,7 +276,7 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
             .await?;
         Client::with_options(client_options).await
     })?;
-    let coll = client.database(DB).collection(COLL);
+    let coll = client.database(DB).collection::<bson::Document>(COLL);
 
     // The workload.
     let stop = Arc::new(AtomicBool::new(false));
@@ -356,7 +356,7 @@ async fn read_all(coll: &Collection, within: Duration) -> Result<HashSet<i64>, a
             timeout: Some(Duration::from_secs(10)),
             ..FindOptions::default()
         };
-        let result = async { coll.find(doc! {}, options).await?.try_collect().await }.await;
+        let result = async { coll.find(doc! {}).with_options(options).await?.try_collect().await }.await;
         match result {
             Ok(docs) => {
                 return Ok(docs
@@ -601,10 +601,9 @@ impl Workload<'_> {
                             .unwrap_or(0);
                     tally.reads.fetch_add(1, Ordering::Relaxed);
                     let t = Instant::now();
-                    let options = FindOptions { read_preference: Some(rp.clone()), ..FindOptions::default() };
                     let r = tokio::time::timeout(
                         limit + Duration::from_secs(5),
-                        coll.find_one(doc! {"_id": id}, options),
+                        coll.find_one(doc! {"_id": id}).read_preference(rp.clone()),
                     )
                     .await;
                     tally.timed("find_one", t.elapsed(), limit);

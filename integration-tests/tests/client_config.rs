@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actors::command_events::CommandEvent;
-use actors::{Client, ClientOptions, FindOptions};
+use actors::{Client, ClientOptions};
 use bson::doc;
 use integration_tests::deployment::Deployment;
 use protocol::sdam::ServerType;
@@ -54,7 +54,7 @@ async fn options_from_a_toml_file_and_the_environment_reach_the_cluster() {
         .await
         .expect("discovery");
     let db = if deployment.is_real() { format!("app_{}", bson::oid::ObjectId::new()) } else { "app".into() };
-    let coll = client.database(&db).collection("c");
+    let coll = client.database(&db).collection::<bson::Document>("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("insert");
 
     // The app name from the environment reaches the servers: a fail point that matches only
@@ -73,8 +73,7 @@ async fn options_from_a_toml_file_and_the_environment_reach_the_cluster() {
             .await
             .unwrap_or_else(|e| panic!("fail point on {host}: {e}"));
     }
-    let err =
-        coll.find_one(doc! {}, FindOptions::default()).await.expect_err("the fail point matched the appName");
+    let err = coll.find_one(doc! {}).await.expect_err("the fail point matched the appName");
     assert_eq!(err.code(), Some(2), "{err}");
 
     // The read preference from the environment sends reads to a secondary.

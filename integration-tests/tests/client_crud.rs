@@ -7,11 +7,8 @@
 use std::time::Duration;
 
 use actors::command_events::CommandEvent;
-use actors::{
-    AggregateOptions, BulkWriteOptions, CommandOptions, CountOptions, CreateCollectionOptions, CursorType,
-    ErrorKind, FindOneAndModifyOptions, FindOptions, IndexOptions, ListDatabasesOptions, ListOptions,
-    ReadOptions, ReplaceOptions, ReturnDocument, RunCursorCommandOptions, TimeoutMode, WriteModel,
-};
+use actors::options::*;
+use actors::ErrorKind;
 use bson::{doc, Bson, Document};
 
 mod support;
@@ -42,18 +39,18 @@ impl Setup {
 async fn seed_capped(s: &Setup) -> actors::Collection {
     let db = s.database("app");
     let capped = CreateCollectionOptions { capped: Some(true), size: Some(1 << 20), ..Default::default() };
-    db.create_collection("capped_items", capped).await.expect("create capped");
-    let coll = db.collection("capped_items");
-    coll.insert_many((1..=5).map(|i| doc! {"_id": i}).collect()).await.expect("insert");
+    db.create_collection("capped_items").with_options(capped).await.expect("create capped");
+    let coll = db.collection::<bson::Document>("capped_items");
+    coll.insert_many((1..=5).map(|i| doc! {"_id": i})).await.expect("insert");
     coll
 }
 
 async fn seed(s: &Setup) -> actors::Collection {
-    let coll = s.database("app").collection("items");
+    let coll = s.database("app").collection::<bson::Document>("items");
     let docs = (1..=5).map(
         |i| doc! {"_id": i, "kind": if i % 2 == 0 { "even" } else { "odd" }, "tags": ["t", format!("t{i}")]},
     );
-    coll.insert_many(docs.collect()).await.expect("insert");
+    coll.insert_many(docs).await.expect("insert");
     coll
 }
 
@@ -66,14 +63,15 @@ async fn aggregate_count_and_distinct() {
         doc! {"$group": {"_id": "$kind", "n": {"$sum": 1}}},
         doc! {"$sort": {"_id": 1}},
     ];
-    let groups = coll.aggregate(pipeline, AggregateOptions::default()).await.expect("aggregate");
+    let groups = coll.aggregate(pipeline).await.expect("aggregate");
     let groups = groups.try_collect().await.expect("collect");
     assert_eq!(groups, vec![doc! {"_id": "even", "n": 2}, doc! {"_id": "odd", "n": 2}]);
 
     // A small batch size: the rest comes with getMores naming the collection.
     let _ = s.started("getMore");
     let options = AggregateOptions { batch_size: Some(2), ..Default::default() };
-    let all = coll.aggregate(vec![doc! {"$sort": {"_id": -1}}], options).await.expect("aggregate");
+    let all =
+        coll.aggregate(vec![doc! {"$sort": {"_id": -1}}]).with_options(options).await.expect("aggregate");
     let ids: Vec<i32> =
         all.try_collect().await.expect("collect").iter().map(|d| d.get_i32("_id").unwrap()).collect();
     assert_eq!(ids, vec![5, 4, 3, 2, 1]);
@@ -87,28 +85,24 @@ async fn aggregate_count_and_distinct() {
         max_time: Some(Duration::from_secs(7)),
         ..Default::default()
     };
-    assert_eq!(coll.count(doc! {"kind": "odd"}, options).await.expect("count"), 2);
+    assert_eq!(coll.count(doc! {"kind": "odd"}).with_options(options).await.expect("count"), 2);
     let count = s.started("count");
     assert_eq!(count[0].get_document("query").ok(), Some(&doc! {"kind": "odd"}));
     assert_eq!(max_time(&count[0]), Some(7000), "the legacy maxTimeMS is sent as is");
 
-    assert_eq!(coll.estimated_document_count(ReadOptions::default()).await.expect("estimate"), 5);
+    assert_eq!(coll.estimated_document_count().await.expect("estimate"), 5);
     assert!(!s.started("count")[0].contains_key("query"));
-    let n = coll
-        .count_documents_with(doc! {"kind": "even"}, ReadOptions::default())
-        .await
-        .expect("countDocuments");
+    let n = coll.count_documents(doc! {"kind": "even"}).await.expect("countDocuments");
     assert_eq!(n, 2);
 
-    let values =
-        coll.distinct("tags", doc! {"_id": {"$lte": 2}}, ReadOptions::default()).await.expect("distinct");
+    let values = coll.distinct("tags", doc! {"_id": {"$lte": 2}}).await.expect("distinct");
     // distinct's order is the server's choice (mongod's follows its index or scan).
     let sorted = |mut v: Vec<Bson>| {
         v.sort_by_key(|b| b.as_str().unwrap_or_default().to_owned());
         v
     };
     assert_eq!(sorted(values), vec![Bson::from("t"), Bson::from("t1"), Bson::from("t2")]);
-    let kinds = coll.distinct("kind", doc! {}, ReadOptions::default()).await.expect("distinct");
+    let kinds = coll.distinct("kind", doc! {}).await.expect("distinct");
     assert_eq!(sorted(kinds), vec![Bson::from("even"), Bson::from("odd")]);
 }
 
@@ -119,60 +113,52 @@ async fn find_and_modify_and_replace() {
         return;
     }
     let coll = seed(&s).await;
-    let options = FindOneAndModifyOptions { sort: Some(doc! {"_id": -1}), ..Default::default() };
-    let deleted = coll.find_one_and_delete(doc! {"kind": "odd"}, options).await.expect("delete");
+    let deleted =
+        coll.find_one_and_delete(doc! {"kind": "odd"}).sort(doc! {"_id": -1}).await.expect("delete");
     assert_eq!(deleted.and_then(|d| d.get_i32("_id").ok()), Some(5));
     let fam = s.started("findAndModify");
     assert_eq!(fam[0].get_bool("remove").ok(), Some(true));
     assert!(fam[0].contains_key("txnNumber"), "a retryable write");
 
-    let before = coll
-        .find_one_and_update(doc! {"_id": 1}, doc! {"$set": {"x": 1}}, FindOneAndModifyOptions::default())
-        .await
-        .expect("update");
+    let before = coll.find_one_and_update(doc! {"_id": 1}, doc! {"$set": {"x": 1}}).await.expect("update");
     assert_eq!(before.map(|d| d.contains_key("x")), Some(false), "the document before the change");
-    let options = FindOneAndModifyOptions {
+    let options = FindOneAndUpdateOptions {
         return_document: Some(ReturnDocument::After),
         projection: Some(doc! {"x": 1}),
         ..Default::default()
     };
-    let after =
-        coll.find_one_and_update(doc! {"_id": 1}, doc! {"$inc": {"x": 1}}, options).await.expect("update");
+    let after = coll
+        .find_one_and_update(doc! {"_id": 1}, doc! {"$inc": {"x": 1}})
+        .with_options(options)
+        .await
+        .expect("update");
     assert_eq!(after, Some(doc! {"_id": 1, "x": 2}));
 
-    let options = FindOneAndModifyOptions {
+    let options = FindOneAndReplaceOptions {
         upsert: Some(true),
         return_document: Some(ReturnDocument::After),
         ..Default::default()
     };
-    let upserted = coll.find_one_and_replace(doc! {"_id": 9}, doc! {"y": 9}, options).await.expect("replace");
-    assert_eq!(upserted, Some(doc! {"_id": 9, "y": 9}));
-    let none = coll
-        .find_one_and_replace(doc! {"_id": 99}, doc! {"y": 1}, FindOneAndModifyOptions::default())
+    let upserted = coll
+        .find_one_and_replace(doc! {"_id": 9}, doc! {"y": 9})
+        .with_options(options)
         .await
         .expect("replace");
+    assert_eq!(upserted, Some(doc! {"_id": 9, "y": 9}));
+    let none = coll.find_one_and_replace(doc! {"_id": 99}, doc! {"y": 1}).await.expect("replace");
     assert_eq!(none, None);
 
-    let r = coll
-        .replace_one(doc! {"_id": 2}, doc! {"z": 2}, ReplaceOptions::default())
-        .await
-        .expect("replace_one");
+    let r = coll.replace_one(doc! {"_id": 2}, doc! {"z": 2}).await.expect("replace_one");
     assert_eq!((r.matched_count, r.modified_count, r.upserted_id), (1, 1, None));
-    assert_eq!(
-        coll.find_one(doc! {"_id": 2}, FindOptions::default()).await.expect("find"),
-        Some(doc! {"_id": 2, "z": 2})
-    );
+    assert_eq!(coll.find_one(doc! {"_id": 2}).await.expect("find"), Some(doc! {"_id": 2, "z": 2}));
     let options = ReplaceOptions { upsert: Some(true), ..Default::default() };
-    let r = coll.replace_one(doc! {"_id": 20}, doc! {"z": 20}, options).await.expect("upsert");
+    let r = coll.replace_one(doc! {"_id": 20}, doc! {"z": 20}).with_options(options).await.expect("upsert");
     assert_eq!((r.matched_count, r.upserted_id), (0, Some(Bson::Int32(20))));
 
     // Replacements may not use operators, updates must.
-    let e = coll.replace_one(doc! {}, doc! {"$set": {"a": 1}}, ReplaceOptions::default()).await.unwrap_err();
+    let e = coll.replace_one(doc! {}, doc! {"$set": {"a": 1}}).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidOptions);
-    let e = coll
-        .find_one_and_update(doc! {}, doc! {"a": 1}, FindOneAndModifyOptions::default())
-        .await
-        .unwrap_err();
+    let e = coll.find_one_and_update(doc! {}, doc! {"a": 1}).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidOptions);
     assert!(s.started("update").len() == 2, "the invalid calls sent nothing");
 }
@@ -182,61 +168,71 @@ async fn indexes_collections_and_databases() {
     let s = replica_set("").await;
     let coll = seed(&s).await;
     let name =
-        coll.create_index(doc! {"kind": 1, "n": -1}, IndexOptions::default()).await.expect("create_index");
+        coll.create_index(IndexModel::new(doc! {"kind": 1, "n": -1})).await.expect("create_index").index_name;
     assert_eq!(name, "kind_1_n_-1");
-    let named = IndexOptions {
-        name: Some("by_tags".into()),
-        max_time: Some(Duration::from_secs(3)),
-        ..Default::default()
-    };
-    assert_eq!(coll.create_index(doc! {"tags": 1}, named).await.expect("create_index"), "by_tags");
+    let named = IndexOptions { name: Some("by_tags".into()), ..Default::default() };
+    let created = coll
+        .create_index(IndexModel::new(doc! {"tags": 1}).with_options(named))
+        .max_time(Duration::from_secs(3))
+        .await
+        .expect("create_index");
+    assert_eq!(created.index_name, "by_tags");
     let created = s.started("createIndexes");
     assert_eq!(created[0].get_array("indexes").ok().map(Vec::len), Some(1));
     assert_eq!(max_time(&created[1]), Some(3000));
     assert!(!created[0].contains_key("txnNumber"), "index commands are not retryable writes");
-    let mut names = coll.list_index_names(None).await.expect("list_index_names");
+    let mut names = coll.list_index_names().await.expect("list_index_names");
     names.sort();
     assert_eq!(names, vec!["_id_", "by_tags", "kind_1_n_-1"]);
     let _ = s.started("getMore");
     let options = ListOptions { batch_size: Some(1), ..Default::default() };
-    let specs = coll.list_indexes(options).await.expect("list_indexes").try_collect().await.expect("collect");
+    let specs = coll
+        .list_indexes()
+        .with_options(options)
+        .await
+        .expect("list_indexes")
+        .try_collect()
+        .await
+        .expect("collect");
     let key_of = |name: &str| {
-        specs.iter().find(|i| i.get_str("name").ok() == Some(name)).map(|i| i.get_document("key"))
+        specs
+            .iter()
+            .find(|i| i.options.as_ref().and_then(|o| o.name.as_deref()) == Some(name))
+            .map(|i| &i.keys)
     };
     assert_eq!(specs.len(), 3);
-    assert_eq!(key_of("kind_1_n_-1").and_then(Result::ok), Some(&doc! {"kind": 1, "n": -1}));
+    assert_eq!(key_of("kind_1_n_-1"), Some(&doc! {"kind": 1, "n": -1}));
     assert_eq!(s.started("getMore").len(), 2, "batches of one index");
-    coll.drop_index("by_tags", CommandOptions::default()).await.expect("drop_index");
-    assert_eq!(coll.list_index_names(None).await.expect("names"), vec!["_id_", "kind_1_n_-1"]);
-    let e = coll.drop_index("by_tags", CommandOptions::default()).await.unwrap_err();
+    coll.drop_index("by_tags").await.expect("drop_index");
+    assert_eq!(coll.list_index_names().await.expect("names"), vec!["_id_", "kind_1_n_-1"]);
+    let e = coll.drop_index("by_tags").await.unwrap_err();
     assert_eq!(e.code(), Some(27), "IndexNotFound: {e}");
-    coll.drop_indexes(CommandOptions::default()).await.expect("drop_indexes");
-    assert_eq!(coll.list_index_names(None).await.expect("names"), vec!["_id_"]);
+    coll.drop_indexes().await.expect("drop_indexes");
+    assert_eq!(coll.list_index_names().await.expect("names"), vec!["_id_"]);
     let dropped = s.started("dropIndexes");
     let dropped: Vec<&str> = dropped.iter().map(|d| d.get_str("index").unwrap_or("")).collect();
     assert_eq!(dropped, vec!["by_tags", "by_tags", "*"]);
-    assert_eq!(
-        coll.drop_index("*", CommandOptions::default()).await.unwrap_err().kind(),
-        ErrorKind::InvalidOptions
-    );
+    assert_eq!(coll.drop_index("*").await.unwrap_err().kind(), ErrorKind::InvalidOptions);
 
     let db = s.database("app");
     let capped =
         CreateCollectionOptions { capped: Some(true), size: Some(4096), max: Some(3), ..Default::default() };
-    db.create_collection("log", capped).await.expect("create");
+    db.create_collection("log").with_options(capped).await.expect("create");
     let create = s.started("create");
     assert_eq!(create[0].get_bool("capped").ok(), Some(true));
     assert_eq!(create[0].get_i64("size").ok(), Some(4096));
     assert_eq!(create[0].get_i64("max").ok(), Some(3));
-    let e = db.create_collection("log", CreateCollectionOptions::default()).await.unwrap_err();
+    let e = db.create_collection("log").await.unwrap_err();
     assert_eq!(e.code(), Some(48), "NamespaceExists");
 
-    let mut names = db.list_collection_names(doc! {}, None).await.expect("names");
+    let mut names = db.list_collection_names().await.expect("names");
     names.sort();
     assert_eq!(names, vec!["items", "log"]);
     let options = ListOptions { batch_size: Some(1), ..Default::default() };
     let listed = db
-        .list_collections(doc! {"name": "log"}, options)
+        .list_collections()
+        .with_options(options)
+        .filter(doc! {"name": "log"})
         .await
         .expect("list")
         .try_collect()
@@ -246,15 +242,11 @@ async fn indexes_collections_and_databases() {
     assert_eq!(listed[0].get_str("type").ok(), Some("collection"));
 
     let other = s.database("other");
-    other.collection("c").insert_one(doc! {"a": 1}).await.expect("insert");
-    let dbs = s.client.list_database_names(doc! {}, None).await.expect("names");
+    other.collection::<bson::Document>("c").insert_one(doc! {"a": 1}).await.expect("insert");
+    let dbs = s.client.list_database_names().await.expect("names");
     let app = s.database("app").name().to_owned();
     assert!(dbs.contains(&app) && dbs.contains(&other.name().to_owned()), "{dbs:?}");
-    let only = s
-        .client
-        .list_databases(doc! {"name": other.name()}, ListDatabasesOptions::default())
-        .await
-        .expect("list");
+    let only = s.client.list_databases().filter(doc! {"name": other.name()}).await.expect("list");
     assert_eq!(only.len(), 1);
     assert!(only[0].contains_key("sizeOnDisk"));
 }
@@ -265,7 +257,11 @@ async fn run_cursor_command_and_timeout_modes() {
     seed(&s).await;
     let db = s.database("app");
     let options = RunCursorCommandOptions { batch_size: Some(2), ..Default::default() };
-    let cursor = db.run_cursor_command(doc! {"find": "items", "batchSize": 1}, options).await.expect("run");
+    let cursor = db
+        .run_cursor_command(doc! {"find": "items", "batchSize": 1})
+        .with_options(options)
+        .await
+        .expect("run");
     assert_eq!(cursor.try_collect().await.expect("collect").len(), 5);
     let get_mores = s.started("getMore");
     // 1 + 2 + 2 documents; a server that does not look ahead (mongod when a batch ends on the
@@ -276,7 +272,7 @@ async fn run_cursor_command_and_timeout_modes() {
     // timeoutMode needs a timeoutMS; tailable cursors refuse CURSOR_LIFETIME. Nothing is sent.
     let mode = Some(TimeoutMode::CursorLifetime);
     let options = RunCursorCommandOptions { timeout_mode: mode, ..Default::default() };
-    let e = db.run_cursor_command(doc! {"find": "items"}, options).await.unwrap_err();
+    let e = db.run_cursor_command(doc! {"find": "items"}).with_options(options).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidOptions);
     let options = RunCursorCommandOptions {
         timeout_mode: mode,
@@ -285,20 +281,23 @@ async fn run_cursor_command_and_timeout_modes() {
         ..Default::default()
     };
     assert_eq!(
-        db.run_cursor_command(doc! {"find": "items"}, options).await.unwrap_err().kind(),
+        db.run_cursor_command(doc! {"find": "items"}).with_options(options).await.unwrap_err().kind(),
         ErrorKind::InvalidOptions
     );
-    let coll = db.collection("items");
+    let coll = db.collection::<bson::Document>("items");
     let options = FindOptions { timeout_mode: mode, ..Default::default() };
-    assert_eq!(coll.find(doc! {}, options).await.unwrap_err().kind(), ErrorKind::InvalidOptions);
+    assert_eq!(coll.find(doc! {}).with_options(options).await.unwrap_err().kind(), ErrorKind::InvalidOptions);
     let options = ListOptions { timeout_mode: mode, ..Default::default() };
-    assert_eq!(coll.list_indexes(options).await.unwrap_err().kind(), ErrorKind::InvalidOptions);
+    assert_eq!(
+        coll.list_indexes().with_options(options).await.unwrap_err().kind(),
+        ErrorKind::InvalidOptions
+    );
     let options = AggregateOptions {
         timeout_mode: Some(TimeoutMode::Iteration),
         timeout: Some(Duration::from_secs(5)),
         ..Default::default()
     };
-    let e = coll.aggregate(vec![doc! {"$out": "copy"}], options).await.unwrap_err();
+    let e = coll.aggregate(vec![doc! {"$out": "copy"}]).with_options(options).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidOptions);
     assert!(s.started("find").is_empty() && s.started("aggregate").is_empty());
 
@@ -306,9 +305,21 @@ async fn run_cursor_command_and_timeout_modes() {
     let t = Some(Duration::from_secs(5));
     let options =
         AggregateOptions { timeout: t, timeout_mode: Some(TimeoutMode::Iteration), ..Default::default() };
-    coll.aggregate(vec![], options).await.expect("aggregate").try_collect().await.expect("collect");
+    coll.aggregate(vec![])
+        .with_options(options)
+        .await
+        .expect("aggregate")
+        .try_collect()
+        .await
+        .expect("collect");
     let options = AggregateOptions { timeout: t, ..Default::default() };
-    coll.aggregate(vec![], options).await.expect("aggregate").try_collect().await.expect("collect");
+    coll.aggregate(vec![])
+        .with_options(options)
+        .await
+        .expect("aggregate")
+        .try_collect()
+        .await
+        .expect("collect");
     let sent = s.started("aggregate");
     assert_eq!(max_time(&sent[0]), None);
     assert!(max_time(&sent[1]).is_some_and(|m| m > 4000 && m <= 5000), "{:?}", sent[1]);
@@ -319,19 +330,19 @@ async fn legacy_max_time_yields_to_timeout_ms() {
     let s = replica_set("").await;
     let coll = seed(&s).await;
     let legacy = Some(Duration::from_millis(50_000));
-    let read = ReadOptions { max_time: legacy, ..Default::default() };
-    coll.distinct("kind", doc! {}, read.clone()).await.expect("distinct");
+    let read = DistinctOptions { max_time: legacy, ..Default::default() };
+    coll.distinct("kind", doc! {}).with_options(read.clone()).await.expect("distinct");
     assert_eq!(max_time(&s.started("distinct")[0]), Some(50_000));
-    let find = FindOptions { max_time: legacy, ..Default::default() };
-    coll.find_one(doc! {}, find.clone()).await.expect("find_one");
+    let find = FindOneOptions { max_time: legacy, ..Default::default() };
+    coll.find_one(doc! {}).with_options(find.clone()).await.expect("find_one");
     assert_eq!(max_time(&s.started("find")[0]), Some(50_000));
 
     // With timeoutMS (here per call, then on the handle) the legacy value is ignored.
-    let read = ReadOptions { timeout: Some(Duration::from_secs(2)), ..read };
-    coll.distinct("kind", doc! {}, read).await.expect("distinct");
+    let read = DistinctOptions { timeout: Some(Duration::from_secs(2)), ..read };
+    coll.distinct("kind", doc! {}).with_options(read).await.expect("distinct");
     assert!(max_time(&s.started("distinct")[0]).is_some_and(|m| m <= 2000));
     let timed = coll.clone().with_timeout(Some(Duration::ZERO));
-    timed.find_one(doc! {}, find).await.expect("find_one");
+    timed.find_one(doc! {}).with_options(find).await.expect("find_one");
     assert_eq!(max_time(&s.started("find")[0]), None, "timeoutMS 0: no maxTimeMS at all");
 }
 
@@ -344,7 +355,7 @@ async fn retries_and_timeouts() {
     let coll = seed(&s).await;
     // A retryable read: one network error, then success on the retry.
     s.fail(doc! {"failCommands": ["distinct"], "closeConnection": true}, 1).await;
-    let v = coll.distinct("kind", doc! {}, ReadOptions::default()).await.expect("retried distinct");
+    let v = coll.distinct("kind", doc! {}).await.expect("retried distinct");
     assert_eq!(v.len(), 2);
     assert_eq!(s.started("distinct").len(), 2);
 
@@ -354,10 +365,7 @@ async fn retries_and_timeouts() {
         1,
     )
     .await;
-    let d = coll
-        .find_one_and_delete(doc! {"_id": 1}, FindOneAndModifyOptions::default())
-        .await
-        .expect("retried findAndModify");
+    let d = coll.find_one_and_delete(doc! {"_id": 1}).await.expect("retried findAndModify");
     assert_eq!(d.and_then(|d| d.get_i32("_id").ok()), Some(1));
     let sent = s.started("findAndModify");
     assert_eq!(sent.len(), 2);
@@ -365,7 +373,7 @@ async fn retries_and_timeouts() {
 
     // Index commands are not retried.
     s.fail(doc! {"failCommands": ["createIndexes"], "closeConnection": true}, 1).await;
-    let e = coll.create_index(doc! {"a": 1}, IndexOptions::default()).await.unwrap_err();
+    let e = coll.create_index(IndexModel::new(doc! {"a": 1})).await.unwrap_err();
     assert!(e.is_network_error(), "{e}");
     assert_eq!(s.started("createIndexes").len(), 1);
 
@@ -373,7 +381,7 @@ async fn retries_and_timeouts() {
     s.fail(doc! {"failCommands": ["aggregate"], "blockConnection": true, "blockTimeMS": 400}, 1).await;
     let options = AggregateOptions { timeout: Some(Duration::from_millis(150)), ..Default::default() };
     let started = std::time::Instant::now();
-    let e = coll.aggregate(vec![], options).await.unwrap_err();
+    let e = coll.aggregate(vec![]).with_options(options).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
     assert!(started.elapsed() < Duration::from_millis(390), "{:?}", started.elapsed());
 }
@@ -387,7 +395,8 @@ async fn close_tailable_and_session_count() {
     let cursor = coll
         .clone()
         .with_timeout(Some(Duration::from_secs(3)))
-        .find(doc! {}, options.clone())
+        .find(doc! {})
+        .with_options(options.clone())
         .await
         .expect("find");
     let id = cursor.id();
@@ -397,7 +406,7 @@ async fn close_tailable_and_session_count() {
     assert_eq!(kill.len(), 1);
     assert_eq!(kill[0].get_array("cursors").ok(), Some(&vec![Bson::Int64(id)]));
     assert!(max_time(&kill[0]).is_some_and(|m| m > 2000 && m <= 3000), "{:?}", kill[0]);
-    coll.find(doc! {}, options).await.expect("find").close(None).await;
+    coll.find(doc! {}).with_options(options).await.expect("find").close(None).await;
     assert_eq!(max_time(&s.started("killCursors")[0]), None, "no timeoutMS: no maxTimeMS");
 
     // Tailable cursors: the flags, ITERATION by default (no maxTimeMS), no CURSOR_LIFETIME.
@@ -409,23 +418,23 @@ async fn close_tailable_and_session_count() {
         ..Default::default()
     };
     let capped = seed_capped(&s).await;
-    let mut cursor = capped.find(doc! {}, tailable.clone()).await.expect("tailable find");
+    let mut cursor = capped.find(doc! {}).with_options(tailable.clone()).await.expect("tailable find");
     assert!(cursor.try_next().await.expect("next").is_some());
     let find = s.started("find");
     assert_eq!(find[0].get_bool("tailable").ok(), Some(true));
     assert!(!find[0].contains_key("awaitData") && max_time(&find[0]).is_none(), "{:?}", find[0]);
     let lifetime = FindOptions { timeout_mode: Some(TimeoutMode::CursorLifetime), ..tailable };
-    assert_eq!(capped.find(doc! {}, lifetime).await.unwrap_err().kind(), ErrorKind::InvalidOptions);
+    assert_eq!(
+        capped.find(doc! {}).with_options(lifetime).await.unwrap_err().kind(),
+        ErrorKind::InvalidOptions
+    );
     drop(cursor);
 
     // countDocuments with an explicit session sends its lsid.
     let mut session = s.client.start_session().await.expect("session");
     let lsid = session.id().cloned().expect("lsid");
     let _ = s.started("aggregate");
-    let n = coll
-        .count_documents_with_session(doc! {"kind": "odd"}, ReadOptions::default(), &mut session)
-        .await
-        .expect("count");
+    let n = coll.count_documents(doc! {"kind": "odd"}).session(&mut session).await.expect("count");
     assert_eq!(n, 3);
     assert_eq!(s.started("aggregate")[0].get_document("lsid").ok(), Some(&lsid));
 }
@@ -457,22 +466,19 @@ impl<'a> Seen<'a> {
 
 fn bulk_models() -> Vec<WriteModel> {
     vec![
-        WriteModel::InsertOne { document: doc! {"_id": 10, "kind": "new"} },
-        WriteModel::InsertOne { document: doc! {"_id": 11, "kind": "new"} },
-        WriteModel::UpdateOne { filter: doc! {"_id": 1}, update: doc! {"$set": {"x": 1}}, upsert: None },
-        WriteModel::UpdateMany {
-            filter: doc! {"kind": "even"},
-            update: doc! {"$set": {"x": 2}},
-            upsert: None,
-        },
-        WriteModel::ReplaceOne {
+        WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 10, "kind": "new"} }),
+        WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 11, "kind": "new"} }),
+        WriteModel::UpdateOne(UpdateOneModel::new(doc! {"_id": 1}, doc! {"$set": {"x": 1}})),
+        WriteModel::UpdateMany(UpdateManyModel::new(doc! {"kind": "even"}, doc! {"$set": {"x": 2}})),
+        WriteModel::ReplaceOne(ReplaceOneModel {
             filter: doc! {"_id": 99},
             replacement: doc! {"kind": "up"},
             upsert: Some(true),
-        },
-        WriteModel::DeleteOne { filter: doc! {"_id": 3} },
-        WriteModel::InsertOne { document: doc! {"kind": "generated"} },
-        WriteModel::DeleteMany { filter: doc! {"kind": "new"} },
+            ..Default::default()
+        }),
+        WriteModel::DeleteOne(DeleteOneModel { filter: doc! {"_id": 3}, ..Default::default() }),
+        WriteModel::InsertOne(InsertOneModel { document: doc! {"kind": "generated"} }),
+        WriteModel::DeleteMany(DeleteManyModel { filter: doc! {"kind": "new"}, ..Default::default() }),
     ]
 }
 
@@ -482,7 +488,7 @@ async fn bulk_write_batches_counts_and_ids() {
     let coll = seed(&s).await;
     let mut seen = Seen::new(&s);
     seen.started("insert");
-    let r = coll.bulk_write(bulk_models(), BulkWriteOptions::default()).await.expect("bulk");
+    let r = coll.bulk_write(bulk_models()).await.expect("bulk");
     assert_eq!(
         (r.inserted_count, r.matched_count, r.modified_count, r.deleted_count, r.upserted_count),
         (3, 3, 3, 3, 1)
@@ -502,12 +508,13 @@ async fn bulk_write_batches_counts_and_ids() {
     assert_eq!(updates.len(), 1);
     assert_eq!(updates[0].get_array("updates").map(Vec::len).ok(), Some(3));
     assert_eq!(seen.started("delete").len(), 2);
-    let left = coll.count_documents(doc! {}, None).await.expect("count");
+    let left = coll.count_documents(doc! {}).await.expect("count");
     assert_eq!(left, 6); // 5 + 3 inserted + 1 upserted - 1 - 2
 
     // Unordered: one command per kind.
     let r = coll
-        .bulk_write(bulk_models(), BulkWriteOptions { ordered: Some(false), timeout: None })
+        .bulk_write(bulk_models())
+        .with_options(BulkWriteOptions { ordered: Some(false), ..Default::default() })
         .await
         .expect("unordered");
     assert_eq!(seen.started("insert").len(), 1);
@@ -523,32 +530,33 @@ async fn bulk_write_errors_use_model_indexes() {
     let s = replica_set("").await;
     let coll = seed(&s).await;
     let models = vec![
-        WriteModel::DeleteOne { filter: doc! {"_id": 5} },
-        WriteModel::InsertOne { document: doc! {"_id": 20} },
-        WriteModel::InsertOne { document: doc! {"_id": 1} },
-        WriteModel::InsertOne { document: doc! {"_id": 21} },
-        WriteModel::DeleteOne { filter: doc! {"_id": 4} },
+        WriteModel::DeleteOne(DeleteOneModel { filter: doc! {"_id": 5}, ..Default::default() }),
+        WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 20} }),
+        WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 1} }),
+        WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 21} }),
+        WriteModel::DeleteOne(DeleteOneModel { filter: doc! {"_id": 4}, ..Default::default() }),
     ];
-    let err = coll.bulk_write(models.clone(), BulkWriteOptions::default()).await.expect_err("dup");
+    let err = coll.bulk_write(models.clone()).await.expect_err("dup");
     assert_eq!(err.kind(), ErrorKind::Write);
     let write_errors = &err.server_error().expect("the server's error").write_errors;
     assert_eq!(write_errors.iter().map(|e| (e.index, e.code)).collect::<Vec<_>>(), [(2, 11000)]);
     // Stopped: 21 not inserted, 4 not deleted.
-    assert_eq!(coll.count_documents(doc! {"_id": {"$in": [4, 20, 21]}}, None).await.expect("count"), 2);
+    assert_eq!(coll.count_documents(doc! {"_id": {"$in": [4, 20, 21]}}).await.expect("count"), 2);
 
     let err = coll
-        .bulk_write(models, BulkWriteOptions { ordered: Some(false), timeout: None })
+        .bulk_write(models)
+        .with_options(BulkWriteOptions { ordered: Some(false), ..Default::default() })
         .await
         .expect_err("dups");
     assert_eq!(err.kind(), ErrorKind::Write);
     let write_errors = &err.server_error().expect("the server's error").write_errors;
     assert_eq!(write_errors.iter().map(|e| (e.index, e.code)).collect::<Vec<_>>(), [(1, 11000), (2, 11000)]);
-    assert_eq!(coll.count_documents(doc! {"_id": {"$in": [4, 20, 21]}}, None).await.expect("count"), 2);
+    assert_eq!(coll.count_documents(doc! {"_id": {"$in": [4, 20, 21]}}).await.expect("count"), 2);
 
-    let err = coll.bulk_write(Vec::new(), BulkWriteOptions::default()).await.expect_err("empty");
+    let err = coll.bulk_write(Vec::new()).await.expect_err("empty");
     assert_eq!(err.kind(), ErrorKind::InvalidOptions);
-    let bad = vec![WriteModel::UpdateOne { filter: doc! {}, update: doc! {"x": 1}, upsert: None }];
-    let err = coll.bulk_write(bad, BulkWriteOptions::default()).await.expect_err("not an update");
+    let bad = vec![WriteModel::UpdateOne(UpdateOneModel::new(doc! {}, doc! {"x": 1}))];
+    let err = coll.bulk_write(bad).await.expect_err("not an update");
     assert_eq!(err.kind(), ErrorKind::InvalidOptions);
 }
 
@@ -563,11 +571,15 @@ async fn bulk_write_retries_and_one_deadline() {
     // timeoutMS covers the whole bulk: each command takes 120 ms of a 200 ms budget.
     s.fail(doc! {"failCommands": ["insert", "update"], "blockConnection": true, "blockTimeMS": 120}, 2).await;
     let models = vec![
-        WriteModel::InsertOne { document: doc! {"_id": 31} },
-        WriteModel::ReplaceOne { filter: doc! {"_id": 31}, replacement: doc! {"x": 1}, upsert: None },
+        WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 31} }),
+        WriteModel::ReplaceOne(ReplaceOneModel {
+            filter: doc! {"_id": 31},
+            replacement: doc! {"x": 1},
+            ..Default::default()
+        }),
     ];
-    let options = BulkWriteOptions { ordered: None, timeout: Some(Duration::from_millis(200)) };
-    let err = coll.bulk_write(models, options).await.expect_err("timeout");
+    let options = BulkWriteOptions { timeout: Some(Duration::from_millis(200)), ..Default::default() };
+    let err = coll.bulk_write(models).with_options(options).await.expect_err("timeout");
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err:?}");
     let inserts = seen.started("insert");
     let updates = seen.started("update");
@@ -578,8 +590,8 @@ async fn bulk_write_retries_and_one_deadline() {
 
     // A single-statement batch is retried with the same txnNumber.
     s.fail(doc! {"failCommands": ["insert"], "closeConnection": true}, 1).await;
-    let models = vec![WriteModel::InsertOne { document: doc! {"_id": 30} }];
-    let r = coll.bulk_write(models, BulkWriteOptions::default()).await.expect("retried");
+    let models = vec![WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 30} })];
+    let r = coll.bulk_write(models).await.expect("retried");
     assert_eq!(r.inserted_count, 1);
     let inserts = seen.started("insert");
     assert_eq!(inserts.len(), 2);
@@ -589,10 +601,10 @@ async fn bulk_write_retries_and_one_deadline() {
     // A batch with a multi update is not.
     s.fail(doc! {"failCommands": ["update"], "closeConnection": true}, 1).await;
     let models = vec![
-        WriteModel::UpdateOne { filter: doc! {"_id": 1}, update: doc! {"$set": {"y": 1}}, upsert: None },
-        WriteModel::UpdateMany { filter: doc! {}, update: doc! {"$set": {"y": 2}}, upsert: None },
+        WriteModel::UpdateOne(UpdateOneModel::new(doc! {"_id": 1}, doc! {"$set": {"y": 1}})),
+        WriteModel::UpdateMany(UpdateManyModel::new(doc! {}, doc! {"$set": {"y": 2}})),
     ];
-    let err = coll.bulk_write(models, BulkWriteOptions::default()).await.expect_err("not retried");
+    let err = coll.bulk_write(models).await.expect_err("not retried");
     assert_eq!(err.kind(), ErrorKind::Network, "{err:?}");
     assert_eq!(seen.started("update").len(), 1);
 }
@@ -609,13 +621,19 @@ async fn tailable_await_max_await_time() {
         max_await_time: Some(Duration::from_millis(50)),
         ..Default::default()
     };
-    assert_eq!(coll.find(doc! {}, too_long).await.unwrap_err().kind(), ErrorKind::InvalidOptions);
+    assert_eq!(
+        coll.find(doc! {}).with_options(too_long).await.unwrap_err().kind(),
+        ErrorKind::InvalidOptions
+    );
     let options = AggregateOptions {
         timeout: Some(Duration::from_millis(50)),
         max_await_time: Some(Duration::from_millis(80)),
         ..Default::default()
     };
-    assert_eq!(coll.aggregate(vec![], options).await.unwrap_err().kind(), ErrorKind::InvalidOptions);
+    assert_eq!(
+        coll.aggregate(vec![]).with_options(options).await.unwrap_err().kind(),
+        ErrorKind::InvalidOptions
+    );
 
     // The getMore waits maxAwaitTimeMS for data (the cursor stays open) and sends it as
     // maxTimeMS; the remaining timeoutMS caps it.
@@ -628,7 +646,7 @@ async fn tailable_await_max_await_time() {
     };
     let capped = seed_capped(&s).await;
     let _ = seen.started("getMore");
-    let mut cursor = capped.find(doc! {}, options).await.expect("find");
+    let mut cursor = capped.find(doc! {}).with_options(options).await.expect("find");
     for _ in 0..5 {
         assert!(cursor.try_next().await.expect("next").is_some());
     }

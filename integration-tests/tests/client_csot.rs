@@ -72,7 +72,7 @@ fn assert_timeout(e: &Error) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocked_command_times_out_within_timeout_ms() {
     let s = standalone("timeoutMS=200").await;
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
     s.fail_point(
         bson::bson!({"times": 1}),
@@ -80,7 +80,7 @@ async fn blocked_command_times_out_within_timeout_ms() {
     )
     .await;
     let start = Instant::now();
-    let e = coll.find_one(doc! {}, FindOptions::default()).await.expect_err("timed out");
+    let e = coll.find_one(doc! {}).await.expect_err("timed out");
     let elapsed = start.elapsed();
     assert_timeout(&e);
     assert!(std::error::Error::source(&e).is_some(), "the underlying error is exposed: {e:?}");
@@ -93,7 +93,7 @@ async fn blocked_command_times_out_within_timeout_ms() {
 async fn max_time_ms_is_appended_under_timeout_ms_only() {
     let s = standalone("timeoutMS=1000").await;
     let db = s.database("app");
-    let coll = db.collection("c");
+    let coll = db.collection::<bson::Document>("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("insert");
     let inserts = started(&s.events, "insert");
     let ms = max_time(&inserts[0]).expect("maxTimeMS on insert");
@@ -101,29 +101,28 @@ async fn max_time_ms_is_appended_under_timeout_ms_only() {
 
     // A shorter collection timeout; None cannot unset the client's.
     let short = coll.clone().with_timeout(Some(Duration::from_millis(300)));
-    short.find_one(doc! {}, FindOptions::default()).await.expect("find");
+    short.find_one(doc! {}).await.expect("find");
     let ms = max_time(&started(&s.events, "find")[0]).expect("maxTimeMS on find");
     assert!(ms > 0 && ms <= 300, "maxTimeMS {ms}");
     let inherited = coll.clone().with_timeout(None);
     assert_eq!(inherited.timeout(), Some(Duration::from_millis(1000)));
     // An operation's own timeout.
-    let opts = FindOptions { timeout: Some(Duration::from_millis(200)), ..Default::default() };
-    coll.find_one(doc! {}, opts).await.expect("find");
+    coll.find_one(doc! {}).timeout(Duration::from_millis(200)).await.expect("find");
     let ms = max_time(&started(&s.events, "find")[0]).expect("maxTimeMS");
     assert!(ms > 0 && ms <= 200, "maxTimeMS {ms}");
     // 0: no limit, no maxTimeMS; runCommand's own maxTimeMS is replaced under timeoutMS.
     let unlimited = db.clone().with_timeout(Some(Duration::ZERO));
-    unlimited.run_command(doc! {"ping": 1}, None).await.expect("ping");
+    unlimited.run_command(doc! {"ping": 1}).await.expect("ping");
     assert_eq!(max_time(&started(&s.events, "ping")[0]), None);
-    db.run_command(doc! {"ping": 1, "maxTimeMS": 999_999_i64}, None).await.expect("ping");
+    db.run_command(doc! {"ping": 1, "maxTimeMS": 999_999_i64}).await.expect("ping");
     let ms = max_time(&started(&s.events, "ping")[0]).expect("maxTimeMS");
     assert!(ms <= 1000, "the client's maxTimeMS replaces the command's: {ms}");
     s.client.shutdown().await.expect("shutdown");
 
     let s = standalone("").await;
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("insert");
-    coll.find_one(doc! {}, FindOptions::default()).await.expect("find");
+    coll.find_one(doc! {}).await.expect("find");
     assert_eq!(max_time(&started(&s.events, "insert")[0]), None, "no timeoutMS, no maxTimeMS");
     s.client.shutdown().await.expect("shutdown");
 }
@@ -131,17 +130,17 @@ async fn max_time_ms_is_appended_under_timeout_ms_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cursor_lifetime_get_more_has_no_max_time_ms() {
     let s = standalone("timeoutMS=2000").await;
-    let coll = s.database("app").collection("c");
-    coll.insert_many((0..5).map(|i| doc! {"_id": i}).collect()).await.expect("insert");
+    let coll = s.database("app").collection::<bson::Document>("c");
+    coll.insert_many((0..5).map(|i| doc! {"_id": i})).await.expect("insert");
     let opts = FindOptions { batch_size: Some(2), ..Default::default() };
-    let docs = coll.find(doc! {}, opts).await.expect("find").try_collect().await.expect("all");
+    let docs = coll.find(doc! {}).with_options(opts).await.expect("find").try_collect().await.expect("all");
     assert_eq!(docs.len(), 5);
     let get_mores = started(&s.events, "getMore");
     assert_eq!(get_mores.len(), 2);
     assert!(get_mores.iter().all(|g| max_time(g).is_none()), "no maxTimeMS on getMore");
     let opts =
         FindOptions { batch_size: Some(2), timeout_mode: Some(TimeoutMode::Iteration), ..Default::default() };
-    let docs = coll.find(doc! {}, opts).await.expect("find").try_collect().await.expect("all");
+    let docs = coll.find(doc! {}).with_options(opts).await.expect("find").try_collect().await.expect("all");
     assert_eq!(docs.len(), 5);
     s.client.shutdown().await.expect("shutdown");
 }
@@ -149,8 +148,8 @@ async fn cursor_lifetime_get_more_has_no_max_time_ms() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_after_a_get_more_timeout_kills_the_cursor_with_a_fresh_timeout() {
     let s = standalone("").await;
-    let coll = s.database("app").collection("c");
-    coll.insert_many((0..5).map(|i| doc! {"_id": i}).collect()).await.expect("insert");
+    let coll = s.database("app").collection::<bson::Document>("c");
+    coll.insert_many((0..5).map(|i| doc! {"_id": i})).await.expect("insert");
     s.fail_point(
         bson::bson!({"times": 1}),
         doc! {"failCommands": ["getMore"], "blockConnection": true, "blockTimeMS": 250},
@@ -158,7 +157,7 @@ async fn close_after_a_get_more_timeout_kills_the_cursor_with_a_fresh_timeout() 
     .await;
     let opts =
         FindOptions { batch_size: Some(2), timeout: Some(Duration::from_millis(200)), ..Default::default() };
-    let mut cursor = coll.find(doc! {}, opts).await.expect("find");
+    let mut cursor = coll.find(doc! {}).with_options(opts).await.expect("find");
     let id = cursor.id();
     assert_ne!(id, 0);
     assert!(cursor.try_next().await.expect("first").is_some());
@@ -192,11 +191,11 @@ async fn close_after_a_get_more_timeout_kills_the_cursor_with_a_fresh_timeout() 
             })
             .collect()
     };
-    let cursor = coll.find(doc! {}, opts.clone()).await.expect("find");
+    let cursor = coll.find(doc! {}).with_options(opts.clone()).await.expect("find");
     let _ = outcomes(&s.events);
     cursor.close(Some(Duration::from_millis(400))).await;
     assert_eq!(outcomes(&s.events), ["ok"], "killCursors fits in the 400 ms override");
-    let cursor = coll.find(doc! {}, opts).await.expect("find");
+    let cursor = coll.find(doc! {}).with_options(opts).await.expect("find");
     let _ = outcomes(&s.events);
     let start = Instant::now();
     cursor.close(None).await;
@@ -232,7 +231,8 @@ async fn deadline_covers_server_selection() {
     let e = s
         .client
         .database("app")
-        .run_command(doc! {"ping": 1}, Some(secondary))
+        .run_command(doc! {"ping": 1})
+        .criteria(Some(secondary))
         .await
         .expect_err("no secondary");
     let elapsed = start.elapsed();
@@ -250,7 +250,7 @@ async fn deadline_covers_server_selection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deadline_covers_check_out() {
     let s = standalone("timeoutMS=300&maxPoolSize=1").await;
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
     s.fail_point(
         bson::bson!({"times": 1}),
@@ -259,7 +259,7 @@ async fn deadline_covers_check_out() {
     .await;
     // The only connection is busy with a blocked find (no limit of its own).
     let blocker = coll.clone().with_timeout(Some(Duration::ZERO));
-    let blocked = tokio::spawn(async move { blocker.find_one(doc! {}, FindOptions::default()).await });
+    let blocked = tokio::spawn(async move { blocker.find_one(doc! {}).await });
     tokio::time::sleep(Duration::from_millis(100)).await;
     let start = Instant::now();
     let e = coll.insert_one(doc! {"_id": 2}).await.expect_err("no connection");
@@ -283,7 +283,7 @@ async fn deadline_covers_a_slow_handshake() {
         doc! {"failCommands": ["hello", "isMaster"], "blockConnection": true, "blockTimeMS": 1500, "appName": &app},
     )
     .await;
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     if s.deployment.is_real() && !legacy_hello_is_blocked(&s, &app).await {
         deployment::print_skip(
             "client_csot::deadline_covers_a_slow_handshake",
@@ -321,7 +321,7 @@ async fn legacy_hello_is_blocked(s: &Setup, app: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_time_ms_expired_becomes_the_timeout_error() {
     let s = standalone("timeoutMS=2000").await;
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     s.fail_point(bson::bson!({"times": 1}), doc! {"failCommands": ["insert"], "errorCode": 50}).await;
     let e = coll.insert_one(doc! {"_id": 1}).await.expect_err("MaxTimeMSExpired");
     assert_timeout(&e);
@@ -338,7 +338,7 @@ async fn max_time_ms_expired_becomes_the_timeout_error() {
     // Without timeoutMS it stays a command error.
     let s = standalone("").await;
     s.fail_point(bson::bson!({"times": 1}), doc! {"failCommands": ["insert"], "errorCode": 50}).await;
-    let e = s.database("app").collection("c").insert_one(doc! {}).await.expect_err("50");
+    let e = s.database("app").collection::<bson::Document>("c").insert_one(doc! {}).await.expect_err("50");
     assert_eq!(e.kind(), ErrorKind::Command);
     s.client.shutdown().await.expect("shutdown");
 }
@@ -346,20 +346,20 @@ async fn max_time_ms_expired_becomes_the_timeout_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_as_long_as_the_deadline_allows() {
     let s = connect(Deployment::replica_set(1, |b| b).expect("deployment"), "timeoutMS=5000").await;
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
     s.fail_point(bson::bson!({"times": 3}), doc! {"failCommands": ["find"], "errorCode": 89}).await;
     let _ = started(&s.events, "find");
-    let found = coll.find_one(doc! {}, FindOptions::default()).await.expect("retried until it worked");
+    let found = coll.find_one(doc! {}).await.expect("retried until it worked");
     assert!(found.is_some());
     assert_eq!(started(&s.events, "find").len(), 4, "three failures, then success");
     s.client.shutdown().await.expect("shutdown");
 
     // Without timeoutMS: one retry only.
     let s = connect(Deployment::replica_set(1, |b| b).expect("deployment"), "").await;
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     s.fail_point(bson::bson!({"times": 3}), doc! {"failCommands": ["find"], "errorCode": 89}).await;
-    let e = coll.find_one(doc! {}, FindOptions::default()).await.expect_err("one retry");
+    let e = coll.find_one(doc! {}).await.expect_err("one retry");
     assert_eq!(e.code(), Some(89));
     assert_eq!(started(&s.events, "find").len(), 2);
     s.client.shutdown().await.expect("shutdown");
@@ -368,7 +368,7 @@ async fn retries_as_long_as_the_deadline_allows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handle_timeout_ignores_wait_queue_timeout_ms() {
     let s = standalone("maxPoolSize=1&waitQueueTimeoutMS=100").await;
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
     s.fail_point(
         bson::bson!({"times": 1}),
@@ -376,7 +376,7 @@ async fn a_handle_timeout_ignores_wait_queue_timeout_ms() {
     )
     .await;
     let blocker = coll.clone();
-    let blocked = tokio::spawn(async move { blocker.find_one(doc! {}, FindOptions::default()).await });
+    let blocked = tokio::spawn(async move { blocker.find_one(doc! {}).await });
     tokio::time::sleep(Duration::from_millis(100)).await;
     let start = Instant::now();
     let timed = coll.clone().with_timeout(Some(Duration::from_millis(500)));
@@ -402,7 +402,7 @@ async fn remaining_time_under_min_rtt_fails_without_sending() {
     else {
         return;
     };
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("warm up");
     let address = protocol::ServerAddress::parse(&s.deployment.seeds()[0]).expect("host");
     let until = Instant::now() + WAIT;
@@ -418,12 +418,12 @@ async fn remaining_time_under_min_rtt_fails_without_sending() {
     assert!(min_rtt >= Duration::from_millis(150), "the RTT samples reflect the latency: {min_rtt:?}");
     let _ = started(&s.events, "find");
     let short = coll.clone().with_timeout(Some(Duration::from_millis(120)));
-    let e = short.find_one(doc! {}, FindOptions::default()).await.expect_err("no time for a round trip");
+    let e = short.find_one(doc! {}).await.expect_err("no time for a round trip");
     assert_timeout(&e);
     assert!(started(&s.events, "find").is_empty(), "the command was not sent");
     // With time to spare, maxTimeMS = remaining − minRTT.
     let long = coll.clone().with_timeout(Some(Duration::from_millis(3000)));
-    long.find_one(doc! {}, FindOptions::default()).await.expect("find");
+    long.find_one(doc! {}).await.expect("find");
     let ms = max_time(&started(&s.events, "find")[0]).expect("maxTimeMS");
     let bound = 3000 - i64::try_from(min_rtt.as_millis()).expect("ms");
     assert!(ms > 0 && ms <= bound, "maxTimeMS {ms} ≤ {bound}");
@@ -452,7 +452,7 @@ async fn monitoring_never_uses_timeout_ms() {
     assert!(snapshot.handle(&address).expect("handle").rtt.min() >= Duration::from_millis(150));
     drop(snapshot);
     // An operation cannot finish within timeoutMS.
-    let e = s.database("app").run_command(doc! {"ping": 1}, None).await.expect_err("too slow");
+    let e = s.database("app").run_command(doc! {"ping": 1}).await.expect_err("too slow");
     assert_timeout(&e);
     s.client.shutdown().await.expect("shutdown");
 }

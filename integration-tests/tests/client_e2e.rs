@@ -126,7 +126,7 @@ async fn stepdown_under_write_load_first_write_lands_on_the_new_primary_within_a
     let hosts = cluster.hosts();
     let uri = with_options(&cluster.uri(), "serverMonitoringMode=stream&serverSelectionTimeoutMS=10000");
     let (client, log) = client_with_log(&uri).await;
-    let coll = client.database("e2e").collection("failover");
+    let coll = client.database("e2e").collection::<bson::Document>("failover");
     coll.insert_one(doc! { "warm": 1 }).await.expect("first write");
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -190,7 +190,7 @@ async fn stepped_down_primary_is_a_secondary_within_a_second_under_write_load() 
     };
     let hosts = cluster.hosts();
     let (client, _log) = client_with_log(&cluster.uri()).await;
-    let coll = client.database("e2e").collection("stepdown");
+    let coll = client.database("e2e").collection::<bson::Document>("stepdown");
     coll.insert_one(doc! { "warm": 1 }).await.expect("first write");
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..8)
@@ -289,7 +289,7 @@ async fn each_read_preference_mode_and_tag_set_reaches_the_expected_member() {
         )
         .await
         .expect("discovery");
-    let coll = client.database("e2e").collection("reads");
+    let coll = client.database("e2e").collection::<bson::Document>("reads");
     coll.insert_one(doc! { "_id": 1 }).await.expect("insert");
 
     let primary: BTreeSet<String> = [hosts[0].clone()].into();
@@ -326,21 +326,20 @@ async fn each_read_preference_mode_and_tag_set_reaches_the_expected_member() {
     for (name, read_preference, expected) in cases {
         let mut seen = BTreeSet::new();
         for _ in 0..6 {
-            let options =
-                FindOptions { read_preference: Some(read_preference.clone()), ..Default::default() };
-            coll.find_one(doc! { "_id": 1 }, options).await.unwrap_or_else(|e| panic!("{name}: {e}"));
+            coll.find_one(doc! { "_id": 1 })
+                .read_preference(read_preference.clone())
+                .await
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
             seen.insert(log.last_started("find").expect("a find command event"));
         }
         assert!(seen.is_subset(&expected), "{name}: reads went to {seen:?}, expected within {expected:?}");
     }
     // Secondary reads through run_command with criteria too.
     let db = client.database("e2e");
-    db.run_command(
-        doc! { "count": "reads" },
-        Some(actors::Criteria::Read(rp(Secondary, &[&[("dc", "west")]]))),
-    )
-    .await
-    .expect("count on a secondary");
+    db.run_command(doc! { "count": "reads" })
+        .criteria(Some(actors::Criteria::Read(rp(Secondary, &[&[("dc", "west")]]))))
+        .await
+        .expect("count on a secondary");
     assert_eq!(log.last_started("count"), Some(hosts[2].clone()));
     client.shutdown().await.expect("shutdown");
 }
@@ -358,14 +357,18 @@ async fn a_direct_connection_reads_from_a_secondary() {
     let db = e2e_db(&deployment);
     // Seed through the set so the secondary has the document.
     let (seed, _) = client_with_log(&deployment.uri()).await;
-    seed.database(&db).collection("direct").insert_one(doc! { "_id": 7 }).await.expect("insert");
+    seed.database(&db)
+        .collection::<bson::Document>("direct")
+        .insert_one(doc! { "_id": 7 })
+        .await
+        .expect("insert");
     seed.shutdown().await.expect("shutdown");
 
     for mode in ["secondaryPreferred", "primaryPreferred"] {
         let uri = format!("mongodb://{secondary}/?directConnection=true&readPreference={mode}");
         let (client, log) = client_with_log(&uri).await;
-        let coll = client.database(&db).collection("direct");
-        let found = coll.find_one(doc! { "_id": 7 }, FindOptions::default()).await;
+        let coll = client.database(&db).collection::<bson::Document>("direct");
+        let found = coll.find_one(doc! { "_id": 7 }).await;
         let found = found.unwrap_or_else(|e| panic!("{mode}: read through a direct connection: {e}"));
         assert_eq!(log.last_started("find"), Some(secondary.clone()), "{mode}");
         // Replication in the simulator may lag: what matters is that the secondary answered.
@@ -453,9 +456,9 @@ async fn events_reach_crossbeam_receivers_and_actix_recipients() {
         c2.handle(e);
     }));
     let client = Client::with_options(options).await.expect("client");
-    let coll = client.database(&e2e_db(&deployment)).collection("events");
+    let coll = client.database(&e2e_db(&deployment)).collection::<bson::Document>("events");
     coll.insert_one(doc! { "_id": 1 }).await.expect("insert");
-    assert!(coll.find_one(doc! { "_id": 1 }, FindOptions::default()).await.expect("find").is_some());
+    assert!(coll.find_one(doc! { "_id": 1 }).await.expect("find").is_some());
 
     // Crossbeam.
     let sdam: Vec<_> = sdam_rx.try_iter().map(|e| e.name()).collect();
@@ -586,10 +589,10 @@ async fn metrics_are_recorded_and_readable_with_a_debugging_recorder() {
     let _ = snapshotter();
     let deployment = Deployment::replica_set(3, |b| b).expect("deployment");
     let client = Client::with_uri_str(&deployment.uri()).await.expect("client");
-    let coll = client.database(&e2e_db(&deployment)).collection("metrics");
+    let coll = client.database(&e2e_db(&deployment)).collection::<bson::Document>("metrics");
     for i in 0..5 {
         coll.insert_one(doc! { "_id": i }).await.expect("insert");
-        coll.find_one(doc! { "_id": i }, FindOptions::default()).await.expect("find");
+        coll.find_one(doc! { "_id": i }).await.expect("find");
     }
     let hosts = known_hosts(&client);
     // Where the writes went: the primary, or a standalone's only server.
@@ -641,7 +644,7 @@ async fn metrics_are_recorded_and_readable_with_a_debugging_recorder() {
 async fn shutdown_stops_every_actor_and_closes_every_connection() {
     let deployment = Deployment::replica_set(3, |b| b).expect("deployment");
     let client = Client::with_uri_str(&deployment.uri()).await.expect("client");
-    let coll = client.database(&e2e_db(&deployment)).collection("shutdown");
+    let coll = client.database(&e2e_db(&deployment)).collection::<bson::Document>("shutdown");
     let docs: Vec<Document> = (0..10).map(|i| doc! { "_id": i }).collect();
     coll.insert_many(docs).await.expect("insert");
     // Pools on every data-bearing member (the simulator's three; a real deployment may have no
@@ -652,11 +655,13 @@ async fn shutdown_stops_every_actor_and_closes_every_connection() {
         vec![ReadPreferenceMode::Secondary, ReadPreferenceMode::Secondary, ReadPreferenceMode::Nearest]
     };
     for mode in modes {
-        let options = FindOptions { read_preference: Some(rp(mode, &[])), ..Default::default() };
-        coll.find_one(doc! {}, options).await.expect("read");
+        coll.find_one(doc! {}).read_preference(rp(mode, &[])).await.expect("read");
     }
-    let mut cursor =
-        coll.find(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }).await.expect("find");
+    let mut cursor = coll
+        .find(doc! {})
+        .with_options(FindOptions { batch_size: Some(2), ..Default::default() })
+        .await
+        .expect("find");
     assert!(cursor.try_next().await.expect("first").is_some());
     let actor = client.actor();
     let selection = client.selector().actor().clone();
@@ -673,14 +678,9 @@ async fn shutdown_stops_every_actor_and_closes_every_connection() {
     if let Some(cluster) = deployment.sim() {
         wait_until("every connection to close", || cluster.counters().total.current_connections == 0).await;
     }
-    let err = coll.find_one(doc! {}, FindOptions::default()).await.expect_err("the client is shut down");
+    let err = coll.find_one(doc! {}).await.expect_err("the client is shut down");
     assert_eq!(err.kind(), ErrorKind::ActorStopped, "{err}");
-    let err = actor.send(actors::client::actor::FindOne {
-        database: "e2e".into(),
-        collection: "shutdown".into(),
-        filter: doc! {},
-        options: FindOptions::default(),
-    });
+    let err = actor.send(actors::client::actor::FindOne::<bson::Document>::new("e2e", "shutdown", doc! {}));
     // A stopped actor's mailbox refuses the message: a typed error, not a panic.
     assert!(err.await.is_err());
 }

@@ -61,7 +61,7 @@ fn started(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transactions_pin_one_connection_each() {
     let Some(s) = connect("client_lb::transactions_pin_one_connection_each", "").await else { return };
-    let coll = s.database("app").collection("txn");
+    let coll = s.database("app").collection::<bson::Document>("txn");
     coll.insert_one(doc! {"_id": 0}).await.expect("insert");
     let _ = s.events.try_iter().count();
     let _ = s.cmap.try_iter().count();
@@ -70,8 +70,8 @@ async fn transactions_pin_one_connection_each() {
     a.start_transaction().expect("start a");
     b.start_transaction().expect("start b");
     for i in 1..=2 {
-        coll.insert_one_with_session(doc! {"_id": i}, &mut a).await.expect("insert a");
-        coll.insert_one_with_session(doc! {"_id": 10 + i}, &mut b).await.expect("insert b");
+        coll.insert_one(doc! {"_id": i}).session(&mut a).await.expect("insert a");
+        coll.insert_one(doc! {"_id": 10 + i}).session(&mut b).await.expect("insert b");
     }
     assert!(a.is_pinned() && b.is_pinned());
     a.commit_transaction().await.expect("commit a");
@@ -97,19 +97,21 @@ async fn transactions_pin_one_connection_each() {
     let out = cmap.iter().filter(|e| matches!(e, CmapEvent::CheckedOut { .. })).count();
     let back = cmap.iter().filter(|e| matches!(e, CmapEvent::CheckedIn { .. })).count();
     assert_eq!((out, back), (2, 0), "{cmap:?}");
-    assert_eq!(coll.count_documents(doc! {}, None).await.expect("count"), 5);
+    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 5);
     // An aborted transaction leaves nothing behind.
     a.start_transaction().expect("start again");
-    coll.insert_one_with_session(doc! {"_id": 99}, &mut a).await.expect("insert");
+    coll.insert_one(doc! {"_id": 99}).session(&mut a).await.expect("insert");
     a.abort_transaction().await.expect("abort");
     assert!(!a.is_pinned());
-    assert_eq!(coll.count_documents(doc! {"_id": 99}, None).await.expect("count"), 0);
+    assert_eq!(coll.count_documents(doc! {"_id": 99}).await.expect("count"), 0);
     assert!(a.commit_transaction().await.is_err(), "commit after abort");
     // A cursor of an explicit session (outside a transaction) sends the session's lsid with
     // its getMores, on its pinned connection.
     let _ = s.events.try_iter().count();
     let docs = coll
-        .find_with_session(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }, &mut b)
+        .find(doc! {})
+        .with_options(FindOptions { batch_size: Some(2), ..Default::default() })
+        .session(&mut b)
         .await
         .expect("find")
         .try_collect()
@@ -121,10 +123,12 @@ async fn transactions_pin_one_connection_each() {
     assert!(events.iter().all(|e| e.1.as_ref() == b.id() && e.2 == events[0].2), "{events:?}");
     // A cursor in a transaction uses the transaction's pinned connection for its getMores.
     b.start_transaction().expect("start b again");
-    coll.insert_one_with_session(doc! {"_id": 20}, &mut b).await.expect("insert in txn");
+    coll.insert_one(doc! {"_id": 20}).session(&mut b).await.expect("insert in txn");
     let _ = s.events.try_iter().count();
     let docs = coll
-        .find_with_session(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }, &mut b)
+        .find(doc! {})
+        .with_options(FindOptions { batch_size: Some(2), ..Default::default() })
+        .session(&mut b)
         .await
         .expect("find in txn")
         .try_collect()
@@ -143,12 +147,12 @@ async fn transactions_pin_one_connection_each() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_network_error_clears_only_its_service() {
     let Some(s) = connect_sim("client_lb::a_network_error_clears_only_its_service", "").await else { return };
-    let coll = s.database("app").collection("clear");
-    coll.insert_many((0..6).map(|i| doc! {"i": i}).collect()).await.expect("insert");
+    let coll = s.database("app").collection::<bson::Document>("clear");
+    coll.insert_many((0..6).map(|i| doc! {"i": i})).await.expect("insert");
     let batch = FindOptions { batch_size: Some(2), ..Default::default() };
     // Two cursors pin two connections, one per service (the balancer is round-robin).
-    let mut c1 = coll.find(doc! {}, batch.clone()).await.expect("find 1");
-    let mut c2 = coll.find(doc! {}, batch).await.expect("find 2");
+    let mut c1 = coll.find(doc! {}).with_options(batch.clone()).await.expect("find 1");
+    let mut c2 = coll.find(doc! {}).with_options(batch).await.expect("find 2");
     let finds: Vec<_> = started(&s.events).into_iter().filter(|e| e.0 == "find").collect();
     assert_eq!(finds.len(), 2);
     assert_ne!(finds[0].3, finds[1].3, "two services");
@@ -234,11 +238,14 @@ async fn wait_queue_timeout_message_counts_pinned_cursors() {
     else {
         return;
     };
-    let coll = s.database("app").collection("wq");
-    coll.insert_many((0..4).map(|i| doc! {"i": i}).collect()).await.expect("insert");
-    let cursor =
-        coll.find(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }).await.expect("find");
-    let e = coll.count_documents(doc! {}, None).await.expect_err("the only connection is pinned");
+    let coll = s.database("app").collection::<bson::Document>("wq");
+    coll.insert_many((0..4).map(|i| doc! {"i": i})).await.expect("insert");
+    let cursor = coll
+        .find(doc! {})
+        .with_options(FindOptions { batch_size: Some(2), ..Default::default() })
+        .await
+        .expect("find");
+    let e = coll.count_documents(doc! {}).await.expect_err("the only connection is pinned");
     let text = e.to_string();
     assert!(
         text.contains(
@@ -249,12 +256,12 @@ async fn wait_queue_timeout_message_counts_pinned_cursors() {
     );
     // Closing the cursor gives the connection back.
     assert_eq!(cursor.try_collect().await.expect("collect").len(), 4);
-    assert_eq!(coll.count_documents(doc! {}, None).await.expect("count"), 4);
+    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 4);
     // A transaction's pinned connection counts as in use by transactions.
     let mut session = s.client.start_session().await.expect("session");
     session.start_transaction().expect("start");
-    coll.insert_one_with_session(doc! {"i": 4}, &mut session).await.expect("insert");
-    let e = coll.count_documents(doc! {}, None).await.expect_err("pinned by the transaction");
+    coll.insert_one(doc! {"i": 4}).session(&mut session).await.expect("insert");
+    let e = coll.count_documents(doc! {}).await.expect_err("pinned by the transaction");
     assert!(
         e.to_string().contains(
             "cursors: 0, connections in use by transactions: 1, connections in use by other operations: 0"
@@ -265,7 +272,7 @@ async fn wait_queue_timeout_message_counts_pinned_cursors() {
     // Pinned until the session ends.
     assert!(session.is_pinned());
     session.end_session().await;
-    assert_eq!(coll.count_documents(doc! {}, None).await.expect("count"), 5);
+    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 5);
     s.client.shutdown().await.expect("shutdown");
 }
 
@@ -306,10 +313,10 @@ async fn handshake_errors_are_ignored_by_sdam() {
     }
     // One failed handshake per service (the balancer alternates).
     for _ in 0..2 {
-        let e = s.database("app").run_command(doc! {"ping": 1}, None).await.expect_err("handshake fails");
+        let e = s.database("app").run_command(doc! {"ping": 1}).await.expect_err("handshake fails");
         assert!(e.is_network_error(), "{e}");
     }
-    s.database("app").run_command(doc! {"ping": 1}, None).await.expect("next ping");
+    s.database("app").run_command(doc! {"ping": 1}).await.expect("next ping");
     tokio::time::sleep(Duration::from_millis(50)).await;
     let cmap: Vec<CmapEvent> = s.cmap.try_iter().collect();
     assert!(!cmap.iter().any(|e| matches!(e, CmapEvent::PoolCleared { .. })), "{cmap:?}");
@@ -323,13 +330,13 @@ async fn transaction_fields_on_a_replica_set() {
         return;
     }
     let Setup { client, events: commands, .. } = &s;
-    let coll = s.database("app").collection("rs");
+    let coll = s.database("app").collection::<bson::Document>("rs");
     let mut session = client.start_session().await.expect("session");
     assert!(session.commit_transaction().await.is_err(), "no transaction");
     session.start_transaction().expect("start");
     assert!(session.start_transaction().is_err(), "already in progress");
-    coll.insert_one_with_session(doc! {"_id": 1}, &mut session).await.expect("insert 1");
-    coll.insert_one_with_session(doc! {"_id": 2}, &mut session).await.expect("insert 2");
+    coll.insert_one(doc! {"_id": 1}).session(&mut session).await.expect("insert 1");
+    coll.insert_one(doc! {"_id": 2}).session(&mut session).await.expect("insert 2");
     session.commit_transaction().await.expect("commit");
     assert!(!session.is_pinned(), "only load-balanced transactions pin");
     let cmds: Vec<Document> = commands
@@ -348,7 +355,7 @@ async fn transaction_fields_on_a_replica_set() {
         assert_eq!(c.get_bool("startTransaction").ok(), (i == 0).then_some(true), "{c}");
     }
     assert!(cmds[2].contains_key("commitTransaction"));
-    assert_eq!(coll.count_documents(doc! {}, None).await.expect("count"), 2);
+    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 2);
     drop(session);
     client.shutdown().await.expect("shutdown");
 }
@@ -358,11 +365,12 @@ async fn load_balancers_get_read_preference_as_mongos() {
     let Some(s) = connect("client_lb::load_balancers_get_read_preference_as_mongos", "").await else {
         return;
     };
-    let coll = s.database("app").collection("rp");
-    let secondary =
-        FindOptions { read_preference: Some(ReadPreference::SECONDARY_PREFERRED), ..Default::default() };
-    coll.find_one(doc! {}, secondary).await.expect("secondaryPreferred");
-    coll.find_one(doc! {}, FindOptions::default()).await.expect("primary");
+    let coll = s.database("app").collection::<bson::Document>("rp");
+    coll.find_one(doc! {})
+        .read_preference(ReadPreference::SECONDARY_PREFERRED)
+        .await
+        .expect("secondaryPreferred");
+    coll.find_one(doc! {}).await.expect("primary");
     let finds: Vec<Document> = s
         .events
         .try_iter()
@@ -385,12 +393,14 @@ async fn load_balancers_get_read_preference_as_mongos() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_a_session_aborts_its_transaction() {
     let Some(s) = connect("client_lb::dropping_a_session_aborts_its_transaction", "").await else { return };
-    let coll = s.database("app").collection("drop");
+    let coll = s.database("app").collection::<bson::Document>("drop");
     let mut session = s.client.start_session().await.expect("session");
     session.start_transaction().expect("start");
-    coll.insert_one_with_session(doc! {"_id": 1}, &mut session).await.expect("insert");
+    coll.insert_many([doc! {"_id": 1}, doc! {"_id": 2}]).session(&mut session).await.expect("insert");
     let cursor = coll
-        .find_with_session(doc! {}, FindOptions { batch_size: Some(0), ..Default::default() }, &mut session)
+        .find(doc! {})
+        .with_options(FindOptions { batch_size: Some(1), ..Default::default() })
+        .session(&mut session)
         .await
         .expect("find");
     // Closing the transaction's cursor kills it on the pinned connection.
@@ -410,6 +420,6 @@ async fn dropping_a_session_aborts_its_transaction() {
         events.iter().all(|e| e.2 == events[0].2),
         "killCursors and the abort run on the pinned connection: {events:?}"
     );
-    assert_eq!(coll.count_documents(doc! {}, None).await.expect("count"), 0);
+    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 0);
     s.client.shutdown().await.expect("shutdown");
 }

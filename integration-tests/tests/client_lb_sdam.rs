@@ -74,10 +74,10 @@ async fn a_state_change_error_in_the_handshake_is_ignored() {
             .expect("fail point");
     }
     for _ in 0..2 {
-        let e = s.client.database("app").run_command(doc! {"ping": 1}, None).await.expect_err("hello fails");
+        let e = s.client.database("app").run_command(doc! {"ping": 1}).await.expect_err("hello fails");
         assert!(e.to_string().contains("11600"), "{e}");
     }
-    s.client.database("app").run_command(doc! {"ping": 1}, None).await.expect("next ping");
+    s.client.database("app").run_command(doc! {"ping": 1}).await.expect("next ping");
     tokio::time::sleep(Duration::from_millis(50)).await;
     let cmap: Vec<CmapEvent> = s.cmap.try_iter().collect();
     assert_eq!(cleared(&cmap), Vec::<Option<ObjectId>>::new(), "{cmap:?}");
@@ -102,9 +102,9 @@ async fn an_auth_error_after_the_handshake_clears_only_its_service() {
             "data": {"failCommands": ["saslContinue"], "closeConnection": true}},
         )
         .expect("fail point");
-    let e = s.client.database("app").run_command(doc! {"ping": 1}, None).await.expect_err("auth fails");
+    let e = s.client.database("app").run_command(doc! {"ping": 1}).await.expect_err("auth fails");
     assert!(e.is_network_error(), "{e}");
-    s.client.database("app").run_command(doc! {"ping": 1}, None).await.expect("next ping");
+    s.client.database("app").run_command(doc! {"ping": 1}).await.expect("next ping");
     let commands: Vec<CommandEvent> = s.commands.try_iter().collect();
     let service = services_of(&commands, "ping");
     assert_eq!(service.len(), 1, "{commands:?}");
@@ -130,13 +130,13 @@ async fn the_single_service_lb_reaches_one_service_only() {
     let lb = cluster.single_service_lb(0).expect("single-service LB");
     assert_ne!(Some(&lb), cluster.hosts().first());
     let s = client(&format!("mongodb://{lb}/?loadBalanced=true")).await;
-    let coll = s.client.database("app").collection("one");
-    coll.insert_many((0..6).map(|i| doc! {"i": i}).collect()).await.expect("insert");
+    let coll = s.client.database("app").collection::<bson::Document>("one");
+    coll.insert_many((0..6).map(|i| doc! {"i": i})).await.expect("insert");
     let batch = FindOptions { batch_size: Some(2), ..Default::default() };
     // Three pinned cursors: three connections, every one to the same service.
     let mut cursors = Vec::new();
     for _ in 0..3 {
-        cursors.push(coll.find(doc! {}, batch.clone()).await.expect("find"));
+        cursors.push(coll.find(doc! {}).with_options(batch.clone()).await.expect("find"));
     }
     let commands: Vec<CommandEvent> = s.commands.try_iter().collect();
     let services = services_of(&commands, "find");
@@ -164,10 +164,13 @@ async fn closing_a_cursor_returns_after_its_connection_is_checked_in() {
     };
     let s = client(&deployment.uri()).await;
     let db = if deployment.is_real() { format!("app_{}", ObjectId::new()) } else { "app".to_owned() };
-    let coll = s.client.database(&db).collection("close");
-    coll.insert_many((0..3).map(|i| doc! {"i": i}).collect()).await.expect("insert");
-    let cursor =
-        coll.find(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }).await.expect("find");
+    let coll = s.client.database(&db).collection::<bson::Document>("close");
+    coll.insert_many((0..3).map(|i| doc! {"i": i})).await.expect("insert");
+    let cursor = coll
+        .find(doc! {})
+        .with_options(FindOptions { batch_size: Some(2), ..Default::default() })
+        .await
+        .expect("find");
     let _ = s.cmap.try_iter().count();
     let _ = s.commands.try_iter().count();
     cursor.close(None).await;

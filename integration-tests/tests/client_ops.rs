@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use actors::client::actor::{CountDocuments, Find, FindOne, InsertOne, RunCommand};
 use actors::command_events::CommandEvent;
-use actors::{Client, Criteria, ErrorKind, FindOptions};
+use actors::{Client, Criteria, ErrorKind, FindOneOptions, FindOptions};
 use bson::{doc, Bson, Document};
 use integration_tests::deployment::{self, Deployment};
 use integration_tests::sim::Cluster;
@@ -94,7 +94,7 @@ async fn assert_no_connections(cluster: &Cluster) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crud_round_trip_and_shutdown() {
     let s = replica_set("").await;
-    let coll = s.database("app").collection("people");
+    let coll = s.database("app").collection::<bson::Document>("people");
     let one = coll.insert_one(doc! {"name": "ada", "n": 1}).await.expect("insert_one");
     assert!(matches!(one.inserted_id, Bson::ObjectId(_)));
     let many = coll
@@ -103,12 +103,13 @@ async fn crud_round_trip_and_shutdown() {
         .expect("insert_many");
     assert_eq!(many.inserted_ids.get(&0), Some(&Bson::Int32(2)));
     assert_eq!(many.inserted_ids.len(), 2);
-    let found = coll.find_one(doc! {"name": "ada"}, FindOptions::default()).await.expect("find_one");
+    let found = coll.find_one(doc! {"name": "ada"}).await.expect("find_one");
     assert_eq!(found.as_ref().and_then(|d| d.get_i32("n").ok()), Some(1));
     assert_eq!(found.and_then(|d| d.get("_id").cloned()), Some(one.inserted_id));
-    assert_eq!(coll.find_one(doc! {"name": "zed"}, FindOptions::default()).await.expect("find_one"), None);
+    assert_eq!(coll.find_one(doc! {"name": "zed"}).await.expect("find_one"), None);
     let sorted = coll
-        .find(doc! {}, FindOptions { sort: Some(doc! {"n": -1}), ..Default::default() })
+        .find(doc! {})
+        .with_options(FindOptions { sort: Some(doc! {"n": -1}), ..Default::default() })
         .await
         .expect("find")
         .try_collect()
@@ -120,10 +121,10 @@ async fn crud_round_trip_and_shutdown() {
     assert_eq!((u.matched_count, u.modified_count, u.upserted_id), (1, 1, None));
     let u = coll.update_many(doc! {}, doc! {"$inc": {"n": 10}}).await.expect("update_many");
     assert_eq!((u.matched_count, u.modified_count), (3, 3));
-    assert_eq!(coll.count_documents(doc! {"n": {"$gt": 11}}, None).await.expect("count"), 2);
+    assert_eq!(coll.count_documents(doc! {"n": {"$gt": 11}}).await.expect("count"), 2);
     assert_eq!(coll.delete_one(doc! {"name": "bob"}).await.expect("delete_one").deleted_count, 1);
     assert_eq!(coll.delete_many(doc! {}).await.expect("delete_many").deleted_count, 2);
-    assert_eq!(coll.count_documents(doc! {}, None).await.expect("count"), 0);
+    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 0);
 
     s.client.shutdown().await.expect("shutdown");
     s.client.shutdown().await.expect("idempotent");
@@ -136,12 +137,13 @@ async fn crud_round_trip_and_shutdown() {
 async fn cursor_get_more_kill_cursors_and_implicit_sessions() {
     let s = replica_set("").await;
     let db = s.database("app");
-    let coll = db.collection("c");
-    coll.insert_many((0..10).map(|i| doc! {"i": i}).collect()).await.expect("insert");
+    let coll = db.collection::<bson::Document>("c");
+    coll.insert_many((0..10).map(|i| doc! {"i": i})).await.expect("insert");
     drain(&s.events);
 
     let mut cursor = coll
-        .find(doc! {}, FindOptions { batch_size: Some(3), sort: Some(doc! {"i": 1}), ..Default::default() })
+        .find(doc! {})
+        .with_options(FindOptions { batch_size: Some(3), sort: Some(doc! {"i": 1}), ..Default::default() })
         .await
         .expect("find");
     assert_ne!(cursor.id(), 0);
@@ -189,13 +191,16 @@ async fn cursor_get_more_kill_cursors_and_implicit_sessions() {
     assert_eq!(finds[0].0.get_str("$db").ok(), Some(db.name()));
 
     // The session went back to the pool: the next operation reuses it.
-    coll.find_one(doc! {}, FindOptions::default()).await.expect("find_one");
+    coll.find_one(doc! {}).await.expect("find_one");
     let events = drain(&s.events);
     assert_eq!(started(&events, "find")[0].0.get_document("lsid").ok(), Some(&lsid), "lsid reused");
 
     // An exhausted cursor is not killed.
-    let all =
-        coll.find(doc! {}, FindOptions { batch_size: Some(4), ..Default::default() }).await.expect("find");
+    let all = coll
+        .find(doc! {})
+        .with_options(FindOptions { batch_size: Some(4), ..Default::default() })
+        .await
+        .expect("find");
     assert_eq!(all.try_collect().await.expect("collect").len(), 10);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let events = drain(&s.events);
@@ -214,7 +219,7 @@ async fn retryable_write_and_read_across_a_network_error() {
     ) {
         return;
     }
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     coll.insert_one(doc! {"warm": 1}).await.expect("warm up");
     s.fail_point(bson::bson!({"times": 1}), doc! {"failCommands": ["insert"], "closeConnection": true}).await;
     drain(&s.events);
@@ -230,11 +235,11 @@ async fn retryable_write_and_read_across_a_network_error() {
     assert!(events
         .iter()
         .any(|e| matches!(e, CommandEvent::Failed { command_name, .. } if command_name == "insert")));
-    assert_eq!(coll.count_documents(doc! {"_id": "x"}, None).await.expect("count"), 1);
+    assert_eq!(coll.count_documents(doc! {"_id": "x"}).await.expect("count"), 1);
 
     s.fail_point(bson::bson!({"times": 1}), doc! {"failCommands": ["find"], "closeConnection": true}).await;
     drain(&s.events);
-    let doc = coll.find_one(doc! {"_id": "x"}, FindOptions::default()).await.expect("retried read");
+    let doc = coll.find_one(doc! {"_id": "x"}).await.expect("retried read");
     assert!(doc.is_some());
     assert_eq!(started(&drain(&s.events), "find").len(), 2, "one retry");
 
@@ -244,7 +249,7 @@ async fn retryable_write_and_read_across_a_network_error() {
         "retryWrites=false&retryReads=false",
     )
     .await;
-    let c = t.database("app").collection("c");
+    let c = t.database("app").collection::<bson::Document>("c");
     c.insert_one(doc! {}).await.expect("warm up");
     // Where the insert goes (the network error marks it Unknown).
     let target = writable(&t);
@@ -265,7 +270,7 @@ async fn retryable_write_and_read_across_a_stepdown() {
     if !s.deployment.has_members_or_not_applicable(test, 2).await.expect("members") {
         return;
     }
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     coll.insert_one(doc! {"_id": 0}).await.expect("warm up");
     let old = step_down(&s).await;
     drain(&s.events);
@@ -286,7 +291,7 @@ async fn retryable_write_and_read_across_a_stepdown() {
     // A primary read across a stepdown: NotPrimaryNoSecondaryOk, retried on the new primary.
     let before = step_down(&s).await;
     drain(&s.events);
-    let found = coll.find_one(doc! {"_id": 1}, FindOptions::default()).await.expect("retried read");
+    let found = coll.find_one(doc! {"_id": 1}).await.expect("retried read");
     assert!(found.is_some());
     let after = primary_now(&s).await;
     let finds = started(&drain(&s.events), "find");
@@ -329,11 +334,12 @@ async fn secondary_read_preference_reaches_a_secondary() {
         return;
     }
     let db = s.database("app");
-    db.collection("c").insert_one(doc! {"a": 1}).await.expect("insert");
+    db.collection::<bson::Document>("c").insert_one(doc! {"a": 1}).await.expect("insert");
     let secondaries = s.client.topology().snapshot().servers_of_type(ServerType::RsSecondary);
     drain(&s.events);
     let reply = db
-        .run_command(doc! {"count": "c"}, Some(Criteria::Read(ReadPreference::SECONDARY)))
+        .run_command(doc! {"count": "c"})
+        .criteria(Some(Criteria::Read(ReadPreference::SECONDARY)))
         .await
         .expect("count on a secondary");
     assert_eq!(reply.get_f64("ok").ok(), Some(1.0));
@@ -343,16 +349,17 @@ async fn secondary_read_preference_reaches_a_secondary() {
     assert!(secondaries.contains(&counts[0].1), "{:?} is a secondary", counts[0].1);
     assert_eq!(counts[0].0.get_document("$readPreference").ok(), Some(&doc! {"mode": "secondary"}));
     // A primary read sends no $readPreference.
-    db.run_command(doc! {"ping": 1}, None).await.expect("ping");
+    db.run_command(doc! {"ping": 1}).await.expect("ping");
     let pings = started(&drain(&s.events), "ping");
     assert!(!pings[0].0.contains_key("$readPreference"));
     // find with a secondaryPreferred read preference.
     let found = db
-        .collection("c")
-        .find_one(
-            doc! {},
-            FindOptions { read_preference: Some(ReadPreference::SECONDARY_PREFERRED), ..Default::default() },
-        )
+        .collection::<bson::Document>("c")
+        .find_one(doc! {})
+        .with_options(FindOneOptions {
+            read_preference: Some(ReadPreference::SECONDARY_PREFERRED),
+            ..Default::default()
+        })
         .await
         .expect("find");
     assert!(found.is_some());
@@ -365,7 +372,7 @@ async fn secondary_read_preference_reaches_a_secondary() {
 async fn error_kind_labels_and_address() {
     let s = replica_set("").await;
     let primary = writable(&s);
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     coll.insert_one(doc! {"_id": 1}).await.expect("insert");
     let e = coll.insert_one(doc! {"_id": 1}).await.expect_err("duplicate");
     assert_eq!(e.kind(), ErrorKind::Write);
@@ -378,7 +385,7 @@ async fn error_kind_labels_and_address() {
         doc! {"failCommands": ["ping"], "errorCode": 2, "errorLabels": ["Custom"]},
     )
     .await;
-    let e = s.client.database("admin").run_command(doc! {"ping": 1}, None).await.expect_err("ok: 0");
+    let e = s.client.database("admin").run_command(doc! {"ping": 1}).await.expect_err("ok: 0");
     assert_eq!(e.kind(), ErrorKind::Command);
     assert_eq!(e.code(), Some(2));
     assert!(e.has_label("Custom"));
@@ -416,7 +423,8 @@ async fn error_kind_labels_and_address() {
     let e = t
         .client
         .database("app")
-        .run_command(doc! {"ping": 1}, Some(Criteria::Read(rp)))
+        .run_command(doc! {"ping": 1})
+        .criteria(Some(Criteria::Read(rp)))
         .await
         .expect_err("no member has the tags");
     assert_eq!(e.kind(), ErrorKind::ServerSelection, "{e}");
@@ -439,29 +447,22 @@ async fn actix_message_api_inside_a_system() {
         .expect("mailbox")
         .expect("insert");
     assert_eq!(inserted.inserted_id, Bson::Int32(7));
-    let one = addr.send(FindOne::new(app, "c", doc! {"_id": 7})).await.expect("mailbox").expect("find_one");
+    let one = addr
+        .send(FindOne::<bson::Document>::new(app, "c", doc! {"_id": 7}))
+        .await
+        .expect("mailbox")
+        .expect("find_one");
     assert_eq!(one.and_then(|d| d.get_str("v").ok().map(str::to_string)).as_deref(), Some("x"));
     let all = addr
-        .send(Find {
-            database: app.into(),
-            collection: "c".into(),
-            filter: doc! {},
-            options: FindOptions { batch_size: Some(1), ..Default::default() },
-        })
+        .send(
+            Find::<bson::Document>::new(app, "c", doc! {})
+                .with_options(FindOptions { batch_size: Some(1), ..Default::default() }),
+        )
         .await
         .expect("mailbox")
         .expect("find");
     assert_eq!(all.len(), 1);
-    let n = addr
-        .send(CountDocuments {
-            database: app.into(),
-            collection: "c".into(),
-            filter: doc! {},
-            read_preference: None,
-        })
-        .await
-        .expect("mailbox")
-        .expect("count");
+    let n = addr.send(CountDocuments::new(app, "c", doc! {})).await.expect("mailbox").expect("count");
     assert_eq!(n, 1);
     let reply = addr
         .send(RunCommand { database: "admin".into(), command: doc! {"ping": 1}, criteria: None })
@@ -470,7 +471,7 @@ async fn actix_message_api_inside_a_system() {
         .expect("ping");
     assert_eq!(reply.get_f64("ok").ok(), Some(1.0));
     // `?` turns a mailbox error into the crate's error.
-    let via_question_mark = async { addr.send(FindOne::new(app, "c", doc! {})).await? }.await;
+    let via_question_mark = async { addr.send(FindOne::<Document>::new(app, "c", doc! {})).await? }.await;
     assert!(via_question_mark.expect("find").is_some());
     client.shutdown().await.expect("shutdown");
     if let Some(cluster) = deployment.sim() {
@@ -488,7 +489,7 @@ async fn dropping_the_last_client_closes_every_connection() {
         return;
     };
     let client = Client::with_uri_str(&cluster.uri()).await.expect("client");
-    client.database("app").collection("c").insert_one(doc! {}).await.expect("insert");
+    client.database("app").collection::<bson::Document>("c").insert_one(doc! {}).await.expect("insert");
     assert!(cluster.counters().total.current_connections > 0);
     drop(client);
     assert_no_connections(&cluster).await;
@@ -504,13 +505,16 @@ async fn load_balanced_cursor_keeps_its_connection_pinned() {
         return;
     };
     let s = connect_to(deployment, "").await;
-    let coll = s.database("app").collection("lb");
-    coll.insert_many((0..5).map(|i| doc! {"i": i}).collect()).await.expect("insert");
+    let coll = s.database("app").collection::<bson::Document>("lb");
+    coll.insert_many((0..5).map(|i| doc! {"i": i})).await.expect("insert");
     drain(&s.events);
-    let cursor =
-        coll.find(doc! {}, FindOptions { batch_size: Some(2), ..Default::default() }).await.expect("find");
+    let cursor = coll
+        .find(doc! {})
+        .with_options(FindOptions { batch_size: Some(2), ..Default::default() })
+        .await
+        .expect("find");
     // Other operations meanwhile use other connections.
-    let (a, b) = tokio::join!(coll.count_documents(doc! {}, None), cursor.try_collect());
+    let (a, b) = tokio::join!(coll.count_documents(doc! {}), cursor.try_collect());
     assert_eq!(a.expect("count"), 5);
     assert_eq!(b.expect("collect").len(), 5);
     let events = drain(&s.events);
@@ -543,8 +547,7 @@ async fn timeout_ms_bounds_server_selection() {
     );
     let client = Client::with_uri_str(&uri).await.expect("client");
     let started = Instant::now();
-    let err =
-        client.database("app").run_command(doc! {"ping": 1}, None).await.expect_err("no server to select");
+    let err = client.database("app").run_command(doc! {"ping": 1}).await.expect_err("no server to select");
     let elapsed = started.elapsed();
     // CSOT: the timeout error, wrapping the selection error.
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");

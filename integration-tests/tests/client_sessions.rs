@@ -47,8 +47,8 @@ fn insert_two<'b>(
     coll: &'b mut Collection,
 ) -> BoxFuture<'b, actors::Result<u32>> {
     Box::pin(async move {
-        coll.insert_one_with_session(doc! {"_id": 1}, session).await?;
-        coll.insert_one_with_session(doc! {"_id": 2}, session).await?;
+        coll.insert_one(doc! {"_id": 1}).session(&mut *session).await?;
+        coll.insert_one(doc! {"_id": 2}).session(&mut *session).await?;
         Ok(7)
     })
 }
@@ -58,7 +58,7 @@ async fn with_transaction_commits_the_callback_work() {
     let Some(s) = replica_set("client_sessions::with_transaction_commits_the_callback_work", "").await else {
         return;
     };
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     let mut session = s.client.start_session().await.expect("session");
     let n = session
         .with_transaction(coll.clone(), insert_two, WithTransactionOptions::default())
@@ -71,8 +71,7 @@ async fn with_transaction_commits_the_callback_work() {
     assert_eq!(cmds[0].1.get_bool("startTransaction").ok(), Some(true));
     assert!(!cmds[1].1.contains_key("startTransaction"));
     assert_eq!(cmds[0].1.get("txnNumber"), cmds[2].1.get("txnNumber"));
-    let docs =
-        coll.find(doc! {}, FindOptions::default()).await.expect("find").try_collect().await.expect("docs");
+    let docs = coll.find(doc! {}).await.expect("find").try_collect().await.expect("docs");
     assert_eq!(docs.len(), 2);
     s.client.shutdown().await.expect("shutdown");
 }
@@ -82,7 +81,7 @@ async fn with_transaction_retries_a_transient_error() {
     let Some(s) = replica_set("client_sessions::with_transaction_retries_a_transient_error", "").await else {
         return;
     };
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     s.fail_point(bson::bson!({"times": 1}), doc! {"failCommands": ["insert"], "errorCode": 112}).await;
     let mut session = s.client.start_session().await.expect("session");
     let n = session
@@ -104,7 +103,7 @@ async fn with_transaction_stops_retrying_at_its_timeout() {
     else {
         return;
     };
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     s.fail_point(
         bson::bson!("alwaysOn"),
         doc! {"failCommands": ["insert"], "errorCode": 112, "blockConnection": true, "blockTimeMS": 20},
@@ -132,7 +131,7 @@ fn insert_with_own_timeout<'b>(
 ) -> BoxFuture<'b, actors::Result<()>> {
     Box::pin(async move {
         let own = coll.clone().with_timeout(Some(Duration::from_millis(100)));
-        own.insert_one_with_session(doc! {"_id": 1}, session).await?;
+        own.insert_one(doc! {"_id": 1}).session(&mut *session).await?;
         Ok(())
     })
 }
@@ -144,7 +143,7 @@ async fn a_timeout_set_inside_the_callback_is_rejected() {
     else {
         return;
     };
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     let mut session = s.client.start_session().await.expect("session");
     let e = session
         .with_transaction(coll, insert_with_own_timeout, WithTransactionOptions::default())
@@ -162,13 +161,13 @@ async fn session_and_call_timeouts_reach_commit_and_abort() {
     else {
         return;
     };
-    let coll = s.database("app").collection("c");
+    let coll = s.database("app").collection::<bson::Document>("c");
     let options = SessionOptions { default_timeout: Some(Duration::from_millis(200)) };
     let mut session = s.client.start_session_with_options(options).await.expect("session");
     assert_eq!(session.default_timeout(), Some(Duration::from_millis(200)));
     // The session's default timeout: a blocked commit times out.
     session.start_transaction().expect("start");
-    coll.insert_one_with_session(doc! {"_id": 1}, &mut session).await.expect("insert");
+    coll.insert_one(doc! {"_id": 1}).session(&mut session).await.expect("insert");
     s.fail_point(
         bson::bson!({"times": 1}),
         doc! {"failCommands": ["commitTransaction"], "blockConnection": true, "blockTimeMS": 600},
@@ -183,7 +182,7 @@ async fn session_and_call_timeouts_reach_commit_and_abort() {
     assert!(has_max_time(&commit.1), "{:?}", commit.1);
     // A per-call timeout overrides it (no limit: the blocked abort completes).
     session.start_transaction().expect("start");
-    coll.insert_one_with_session(doc! {"_id": 2}, &mut session).await.expect("insert");
+    coll.insert_one(doc! {"_id": 2}).session(&mut session).await.expect("insert");
     s.fail_point(
         bson::bson!({"times": 1}),
         doc! {"failCommands": ["abortTransaction"], "blockConnection": true, "blockTimeMS": 300},
@@ -232,185 +231,166 @@ fn check_sent(
 /// transaction the transaction's `txnNumber` and `autocommit: false`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_operation_sends_its_session() {
-    use actors::{
-        AggregateOptions, BulkWriteOptions, CommandOptions, CountOptions, CreateCollectionOptions,
-        FindOneAndModifyOptions, IndexOptions, ListDatabasesOptions, ListOptions, ReadOptions,
-        ReplaceOptions, RunCursorCommandOptions, WriteModel,
-    };
+    use actors::options::{AggregateOptions, DeleteOneModel, IndexModel, InsertOneModel, WriteModel};
     let Some(s) = replica_set("client_sessions::every_operation_sends_its_session", "").await else {
         return;
     };
     let db = s.database("app");
-    let coll = db.collection("ops");
-    coll.insert_many((0..4).map(|i| doc! {"_id": i, "x": i}).collect()).await.expect("seed");
+    let coll = db.collection::<bson::Document>("ops");
+    coll.insert_many((0..4).map(|i| doc! {"_id": i, "x": i})).await.expect("seed");
     let _ = started(&s.events);
     let mut session = s.client.start_session().await.expect("session");
     let lsid = session.id().cloned().expect("lsid");
     let ev = &s.events;
     let ss = &mut session;
     let batch = FindOptions { batch_size: Some(2), ..Default::default() };
-    let modify = FindOneAndModifyOptions::default;
 
     // Outside a transaction: each retryable write takes the session's next txnNumber (the
     // server session may come from the pool with a number of its own: `base`).
-    coll.insert_one_with_session(doc! {"_id": 10}, ss).await.expect("insert_one");
+    coll.insert_one(doc! {"_id": 10}).session(&mut *ss).await.expect("insert_one");
     let first = started(ev);
     let base =
         first.first().and_then(|(_, c)| c.get("txnNumber")).and_then(Bson::as_i64).expect("txnNumber") - 1;
     assert_eq!(first[0].1.get_document("lsid").ok(), Some(&lsid), "insert_one carries the session");
-    coll.insert_many_with_session(vec![doc! {"_id": 11}, doc! {"_id": 12}], ss).await.expect("insert_many");
+    coll.insert_many(vec![doc! {"_id": 11}, doc! {"_id": 12}]).session(&mut *ss).await.expect("insert_many");
     check_sent(ev, "insert_many", &["insert"], &lsid, Some(base + 2));
-    let all = coll.find_with_session(doc! {}, batch.clone(), ss).await.expect("find");
+    let all = coll.find(doc! {}).with_options(batch.clone()).session(&mut *ss).await.expect("find");
     assert_eq!(all.try_collect().await.expect("docs").len(), 7);
     check_sent(ev, "find", &["find", "getMore", "getMore", "getMore"], &lsid, None);
-    coll.find_one_with_session(doc! {"_id": 1}, FindOptions::default(), ss).await.expect("find_one");
+    coll.find_one(doc! {"_id": 1}).session(&mut *ss).await.expect("find_one");
     check_sent(ev, "find_one", &["find"], &lsid, None);
-    coll.update_one_with_session(doc! {"_id": 1}, doc! {"$set": {"y": 1}}, ss).await.expect("update_one");
+    coll.update_one(doc! {"_id": 1}, doc! {"$set": {"y": 1}}).session(&mut *ss).await.expect("update_one");
     check_sent(ev, "update_one", &["update"], &lsid, Some(base + 3));
-    coll.update_many_with_session(doc! {}, doc! {"$inc": {"z": 1}}, ss).await.expect("update_many");
+    coll.update_many(doc! {}, doc! {"$inc": {"z": 1}}).session(&mut *ss).await.expect("update_many");
     check_sent(ev, "update_many", &["update"], &lsid, None);
-    coll.replace_one_with_session(doc! {"_id": 2}, doc! {"x": 2}, ReplaceOptions::default(), ss)
-        .await
-        .expect("replace_one");
+    coll.replace_one(doc! {"_id": 2}, doc! {"x": 2}).session(&mut *ss).await.expect("replace_one");
     check_sent(ev, "replace_one", &["update"], &lsid, Some(base + 4));
-    coll.find_one_and_update_with_session(doc! {"_id": 3}, doc! {"$set": {"y": 3}}, modify(), ss)
+    coll.find_one_and_update(doc! {"_id": 3}, doc! {"$set": {"y": 3}})
+        .session(&mut *ss)
         .await
         .expect("find_one_and_update");
     check_sent(ev, "find_one_and_update", &["findAndModify"], &lsid, Some(base + 5));
-    coll.find_one_and_replace_with_session(doc! {"_id": 3}, doc! {"x": 3}, modify(), ss)
+    coll.find_one_and_replace(doc! {"_id": 3}, doc! {"x": 3})
+        .session(&mut *ss)
         .await
         .expect("find_one_and_replace");
     check_sent(ev, "find_one_and_replace", &["findAndModify"], &lsid, Some(base + 6));
-    coll.find_one_and_delete_with_session(doc! {"_id": 12}, modify(), ss).await.expect("find_one_and_delete");
+    coll.find_one_and_delete(doc! {"_id": 12}).session(&mut *ss).await.expect("find_one_and_delete");
     check_sent(ev, "find_one_and_delete", &["findAndModify"], &lsid, Some(base + 7));
-    coll.delete_one_with_session(doc! {"_id": 11}, ss).await.expect("delete_one");
+    coll.delete_one(doc! {"_id": 11}).session(&mut *ss).await.expect("delete_one");
     check_sent(ev, "delete_one", &["delete"], &lsid, Some(base + 8));
-    coll.delete_many_with_session(doc! {"_id": 10}, ss).await.expect("delete_many");
+    coll.delete_many(doc! {"_id": 10}).session(&mut *ss).await.expect("delete_many");
     check_sent(ev, "delete_many", &["delete"], &lsid, None);
-    let models = vec![WriteModel::DeleteOne { filter: doc! {"_id": 0} }];
-    coll.bulk_write_with_session(models, BulkWriteOptions::default(), ss).await.expect("bulk_write");
+    let models =
+        vec![WriteModel::DeleteOne(DeleteOneModel { filter: doc! {"_id": 0}, ..Default::default() })];
+    coll.bulk_write(models).session(&mut *ss).await.expect("bulk_write");
     check_sent(ev, "bulk_write", &["delete"], &lsid, Some(base + 9));
-    let n = coll
-        .count_documents_with_session(doc! {}, ReadOptions::default(), ss)
-        .await
-        .expect("count_documents");
+    let n = coll.count_documents(doc! {}).session(&mut *ss).await.expect("count_documents");
     assert_eq!(n, 3);
     check_sent(ev, "count_documents", &["aggregate"], &lsid, None);
-    coll.count_with_session(doc! {}, CountOptions::default(), ss).await.expect("count");
+    coll.count(doc! {}).session(&mut *ss).await.expect("count");
     check_sent(ev, "count", &["count"], &lsid, None);
-    coll.estimated_document_count_with_session(ReadOptions::default(), ss).await.expect("estimated");
+    coll.estimated_document_count().session(&mut *ss).await.expect("estimated");
     check_sent(ev, "estimated_document_count", &["count"], &lsid, None);
-    coll.distinct_with_session("x", doc! {}, ReadOptions::default(), ss).await.expect("distinct");
+    coll.distinct("x", doc! {}).session(&mut *ss).await.expect("distinct");
     check_sent(ev, "distinct", &["distinct"], &lsid, None);
     let pipeline = vec![doc! {"$match": {}}];
     let options = AggregateOptions { batch_size: Some(2), ..Default::default() };
-    let agg = coll.aggregate_with_session(pipeline, options, ss);
+    let agg = coll.aggregate(pipeline).with_options(options).session(&mut *ss);
     assert_eq!(agg.await.expect("aggregate").try_collect().await.expect("docs").len(), 3);
     check_sent(ev, "aggregate", &["aggregate", "getMore"], &lsid, None);
     let docs = vec![doc! {"$documents": [{"a": 1}]}];
-    let agg = db.aggregate_with_session(docs, AggregateOptions::default(), ss).await.expect("db aggregate");
+    let agg = db.aggregate(docs).session(&mut *ss).await.expect("db aggregate");
     assert_eq!(agg.try_collect().await.expect("docs").len(), 1);
     check_sent(ev, "database aggregate", &["aggregate"], &lsid, None);
-    coll.create_index_with_session(doc! {"x": 1}, IndexOptions::default(), ss).await.expect("create_index");
+    coll.create_index(IndexModel::new(doc! {"x": 1})).session(&mut *ss).await.expect("create_index");
     check_sent(ev, "create_index", &["createIndexes"], &lsid, None);
-    let listed = coll.list_indexes_with_session(ListOptions::default(), ss).await.expect("list_indexes");
+    let listed = coll.list_indexes().session(&mut *ss).await.expect("list_indexes");
     assert_eq!(listed.try_collect().await.expect("indexes").len(), 2);
     check_sent(ev, "list_indexes", &["listIndexes"], &lsid, None);
-    let index_names = coll.list_index_names_with_session(None, ss).await.expect("list_index_names");
+    let index_names = coll.list_index_names().session(&mut *ss).await.expect("list_index_names");
     assert_eq!(index_names, ["_id_", "x_1"]);
     check_sent(ev, "list_index_names", &["listIndexes"], &lsid, None);
-    coll.drop_index_with_session("x_1", CommandOptions::default(), ss).await.expect("drop_index");
+    coll.drop_index("x_1").session(&mut *ss).await.expect("drop_index");
     check_sent(ev, "drop_index", &["dropIndexes"], &lsid, None);
-    coll.drop_indexes_with_session(CommandOptions::default(), ss).await.expect("drop_indexes");
+    coll.drop_indexes().session(&mut *ss).await.expect("drop_indexes");
     check_sent(ev, "drop_indexes", &["dropIndexes"], &lsid, None);
-    db.create_collection_with_session("other", CreateCollectionOptions::default(), ss)
-        .await
-        .expect("create_collection");
+    db.create_collection("other").session(&mut *ss).await.expect("create_collection");
     check_sent(ev, "create_collection", &["create"], &lsid, None);
-    let listed = db.list_collections_with_session(doc! {}, ListOptions::default(), ss).await.expect("list");
+    let listed = db.list_collections().session(&mut *ss).await.expect("list");
     assert_eq!(listed.try_collect().await.expect("collections").len(), 2);
     check_sent(ev, "list_collections", &["listCollections"], &lsid, None);
     let mut collection_names =
-        db.list_collection_names_with_session(doc! {}, None, ss).await.expect("list_collection_names");
+        db.list_collection_names().session(&mut *ss).await.expect("list_collection_names");
     collection_names.sort();
     assert_eq!(collection_names, ["ops", "other"]);
     check_sent(ev, "list_collection_names", &["listCollections"], &lsid, None);
     let command = doc! {"find": "ops", "batchSize": 2};
-    let cursor = db
-        .run_cursor_command_with_session(command, RunCursorCommandOptions::default(), ss)
-        .await
-        .expect("run_cursor_command");
+    let cursor = db.run_cursor_command(command).session(&mut *ss).await.expect("run_cursor_command");
     assert_eq!(cursor.try_collect().await.expect("docs").len(), 3);
     check_sent(ev, "run_cursor_command", &["find", "getMore"], &lsid, None);
-    db.run_command_with_session(doc! {"ping": 1}, None, ss).await.expect("run_command");
+    db.run_command(doc! {"ping": 1}).session(&mut *ss).await.expect("run_command");
     check_sent(ev, "run_command", &["ping"], &lsid, None);
-    let dbs = s.client.list_databases_with_session(doc! {}, ListDatabasesOptions::default(), ss).await;
+    let dbs = s.client.list_databases().session(&mut *ss).await;
     assert!(dbs.expect("list_databases").iter().any(|d| d.get_str("name").ok() == Some(db.name())));
     check_sent(ev, "list_databases", &["listDatabases"], &lsid, None);
-    let db_names = s.client.list_database_names_with_session(doc! {}, None, ss).await.expect("names");
+    let db_names = s.client.list_database_names().session(&mut *ss).await.expect("names");
     assert!(db_names.iter().any(|n| n == db.name()));
     check_sent(ev, "list_database_names", &["listDatabases"], &lsid, None);
 
     // In a transaction: every statement carries its txnNumber (the next one: base + 10).
     ss.start_transaction().expect("start");
-    coll.insert_one_with_session(doc! {"_id": 30}, ss).await.expect("insert_one");
+    coll.insert_one(doc! {"_id": 30}).session(&mut *ss).await.expect("insert_one");
     check_sent(ev, "insert_one in a transaction", &["insert"], &lsid, Some(base + 10));
-    coll.insert_many_with_session(vec![doc! {"_id": 31}], ss).await.expect("insert_many");
+    coll.insert_many(vec![doc! {"_id": 31}]).session(&mut *ss).await.expect("insert_many");
     check_sent(ev, "insert_many in a transaction", &["insert"], &lsid, Some(base + 10));
     let batch = FindOptions { batch_size: Some(4), ..Default::default() };
-    let cursor = coll.find_with_session(doc! {}, batch, ss).await.expect("find");
+    let cursor = coll.find(doc! {}).with_options(batch).session(&mut *ss).await.expect("find");
     assert_eq!(cursor.try_collect().await.expect("docs").len(), 5);
     check_sent(ev, "find in a transaction", &["find", "getMore"], &lsid, Some(base + 10));
-    coll.find_one_with_session(doc! {}, FindOptions::default(), ss).await.expect("find_one");
+    coll.find_one(doc! {}).session(&mut *ss).await.expect("find_one");
     check_sent(ev, "find_one in a transaction", &["find"], &lsid, Some(base + 10));
-    coll.update_one_with_session(doc! {"_id": 30}, doc! {"$set": {"y": 1}}, ss).await.expect("update_one");
+    coll.update_one(doc! {"_id": 30}, doc! {"$set": {"y": 1}}).session(&mut *ss).await.expect("update_one");
     check_sent(ev, "update_one in a transaction", &["update"], &lsid, Some(base + 10));
-    coll.update_many_with_session(doc! {}, doc! {"$inc": {"z": 1}}, ss).await.expect("update_many");
+    coll.update_many(doc! {}, doc! {"$inc": {"z": 1}}).session(&mut *ss).await.expect("update_many");
     check_sent(ev, "update_many in a transaction", &["update"], &lsid, Some(base + 10));
-    coll.replace_one_with_session(doc! {"_id": 31}, doc! {"x": 31}, ReplaceOptions::default(), ss)
-        .await
-        .expect("replace_one");
+    coll.replace_one(doc! {"_id": 31}, doc! {"x": 31}).session(&mut *ss).await.expect("replace_one");
     check_sent(ev, "replace_one in a transaction", &["update"], &lsid, Some(base + 10));
-    coll.find_one_and_update_with_session(doc! {"_id": 31}, doc! {"$set": {"y": 2}}, modify(), ss)
+    coll.find_one_and_update(doc! {"_id": 31}, doc! {"$set": {"y": 2}})
+        .session(&mut *ss)
         .await
         .expect("find_one_and_update");
     check_sent(ev, "find_one_and_update in a transaction", &["findAndModify"], &lsid, Some(base + 10));
-    coll.find_one_and_replace_with_session(doc! {"_id": 31}, doc! {"x": 32}, modify(), ss)
+    coll.find_one_and_replace(doc! {"_id": 31}, doc! {"x": 32})
+        .session(&mut *ss)
         .await
         .expect("find_one_and_replace");
     check_sent(ev, "find_one_and_replace in a transaction", &["findAndModify"], &lsid, Some(base + 10));
-    coll.find_one_and_delete_with_session(doc! {"_id": 31}, modify(), ss).await.expect("find_one_and_delete");
+    coll.find_one_and_delete(doc! {"_id": 31}).session(&mut *ss).await.expect("find_one_and_delete");
     check_sent(ev, "find_one_and_delete in a transaction", &["findAndModify"], &lsid, Some(base + 10));
-    coll.delete_one_with_session(doc! {"_id": 30}, ss).await.expect("delete_one");
+    coll.delete_one(doc! {"_id": 30}).session(&mut *ss).await.expect("delete_one");
     check_sent(ev, "delete_one in a transaction", &["delete"], &lsid, Some(base + 10));
-    coll.delete_many_with_session(doc! {"_id": 30}, ss).await.expect("delete_many");
+    coll.delete_many(doc! {"_id": 30}).session(&mut *ss).await.expect("delete_many");
     check_sent(ev, "delete_many in a transaction", &["delete"], &lsid, Some(base + 10));
-    let models = vec![WriteModel::InsertOne { document: doc! {"_id": 40} }];
-    coll.bulk_write_with_session(models, BulkWriteOptions::default(), ss).await.expect("bulk_write");
+    let models = vec![WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 40} })];
+    coll.bulk_write(models).session(&mut *ss).await.expect("bulk_write");
     check_sent(ev, "bulk_write in a transaction", &["insert"], &lsid, Some(base + 10));
-    let n = coll
-        .count_documents_with_session(doc! {}, ReadOptions::default(), ss)
-        .await
-        .expect("count_documents");
+    let n = coll.count_documents(doc! {}).session(&mut *ss).await.expect("count_documents");
     assert_eq!(n, 4, "the transaction's own writes");
     check_sent(ev, "count_documents in a transaction", &["aggregate"], &lsid, Some(base + 10));
-    coll.distinct_with_session("x", doc! {}, ReadOptions::default(), ss).await.expect("distinct");
+    coll.distinct("x", doc! {}).session(&mut *ss).await.expect("distinct");
     check_sent(ev, "distinct in a transaction", &["distinct"], &lsid, Some(base + 10));
-    let agg = coll.aggregate_with_session(vec![doc! {"$match": {}}], AggregateOptions::default(), ss);
+    let agg = coll.aggregate(vec![doc! {"$match": {}}]).session(&mut *ss);
     assert_eq!(agg.await.expect("aggregate").try_collect().await.expect("docs").len(), 4);
     check_sent(ev, "aggregate in a transaction", &["aggregate"], &lsid, Some(base + 10));
-    let cursor = db
-        .run_cursor_command_with_session(doc! {"find": "ops"}, RunCursorCommandOptions::default(), ss)
-        .await
-        .expect("run_cursor_command");
+    let cursor =
+        db.run_cursor_command(doc! {"find": "ops"}).session(&mut *ss).await.expect("run_cursor_command");
     assert_eq!(cursor.try_collect().await.expect("docs").len(), 4);
     check_sent(ev, "run_cursor_command in a transaction", &["find"], &lsid, Some(base + 10));
-    db.run_command_with_session(doc! {"find": "ops", "filter": {"_id": 40}}, None, ss)
-        .await
-        .expect("run_command");
+    db.run_command(doc! {"find": "ops", "filter": {"_id": 40}}).session(&mut *ss).await.expect("run_command");
     check_sent(ev, "run_command in a transaction", &["find"], &lsid, Some(base + 10));
     ss.commit_transaction().await.expect("commit");
     check_sent(ev, "commit_transaction", &["commitTransaction"], &lsid, Some(base + 10));
-    assert_eq!(coll.count_documents(doc! {}, None).await.expect("count"), 4, "committed");
+    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 4, "committed");
     s.client.shutdown().await.expect("shutdown");
 }

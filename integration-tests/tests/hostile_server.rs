@@ -308,7 +308,7 @@ async fn client_keeps_serving_the_other_mongos() {
         // server), so every command routed to the silent one waits out socketTimeoutMS.
         let commands = if bad == NeverEnds { 16 } else { 40 };
         for _ in 0..commands {
-            match db.run_command(doc! {"ping": 1}, None).await {
+            match db.run_command(doc! {"ping": 1}).await {
                 Ok(reply) => {
                     assert_eq!(
                         reply.get_f64("ok").ok().or(reply.get_i32("ok").ok().map(f64::from)),
@@ -336,7 +336,7 @@ async fn client_keeps_serving_the_other_mongos() {
         assert!(hostile.wait_closed(failed).await, "{bad:?}: bad connections left open");
         assert_eq!(failed, hostile.sent.load(Ordering::SeqCst), "{bad:?}: one failure per bad reply");
         // After all that, the client still works: the good mongos answers a write.
-        let coll = client.database("db").collection("c");
+        let coll = client.database("db").collection::<bson::Document>("c");
         let mut inserted = false;
         for _ in 0..10 {
             if coll.insert_one(doc! {"x": 1}).await.is_ok() {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actors::command_events::CommandEvent;
-use actors::{options_without_effect, Client, ClientOptions, Error, FindOptions};
+use actors::{options_without_effect, Client, ClientOptions, Error};
 use bson::{doc, Bson, Document};
 use integration_tests::sim::testing::TestCerts;
 use integration_tests::sim::Cluster;
@@ -162,11 +162,11 @@ fn other_authentication_mechanisms_are_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_concern_level_goes_with_reads_only() {
     let s = support::replica_set_with_primary(1, "readConcernLevel=majority").await;
-    let coll = s.client.database("db").collection("c");
+    let coll = s.client.database("db").collection::<bson::Document>("c");
     coll.insert_one(doc! {"_id": 1}).await.unwrap();
-    let found = coll.find_one(doc! {}, FindOptions::default()).await.unwrap();
+    let found = coll.find_one(doc! {}).await.unwrap();
     assert_eq!(found, Some(doc! {"_id": 1}));
-    assert_eq!(coll.count_documents(doc! {}, None).await.unwrap(), 1);
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 1);
     let started: Vec<bson::Document> = s
         .events
         .try_iter()
@@ -190,11 +190,11 @@ async fn read_concern_level_goes_with_reads_only() {
 async fn compressors_do_not_break_operations() {
     for compressors in ["zlib", "zlib,snappy,zstd&zlibCompressionLevel=4", "snappy"] {
         let s = support::replica_set_with_primary(1, &format!("compressors={compressors}")).await;
-        let coll = s.client.database("db").collection("c");
+        let coll = s.client.database("db").collection::<bson::Document>("c");
         coll.insert_one(doc! {"_id": 1, "x": "y".repeat(4096)}).await.unwrap();
-        let found = coll.find_one(doc! {"_id": 1}, FindOptions::default()).await.unwrap().unwrap();
+        let found = coll.find_one(doc! {"_id": 1}).await.unwrap().unwrap();
         assert_eq!(found.get_str("x").unwrap().len(), 4096);
-        assert_eq!(coll.count_documents(doc! {}, None).await.unwrap(), 1);
+        assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 1);
         assert_eq!(s.cluster().counters().total.compressed_replies, 0, "{compressors}: nothing was offered");
         s.client.shutdown().await.unwrap();
     }
@@ -261,7 +261,7 @@ impl Observed {
     }
 
     async fn ping(&self) -> actors::Result<Document> {
-        self.client.database("admin").run_command(doc! {"ping": 1}, None).await
+        self.client.database("admin").run_command(doc! {"ping": 1}).await
     }
 
     async fn close(self) {
@@ -295,7 +295,12 @@ async fn write_concern_options_are_sent() {
         ("w=1&journal=false", Some(doc! {"w": 1, "j": false})),
     ] {
         let c = Observed::primary(&cluster, extra).await;
-        c.client.database("db").collection("c").insert_one(doc! {"x": 1}).await.expect("insert");
+        c.client
+            .database("db")
+            .collection::<bson::Document>("c")
+            .insert_one(doc! {"x": 1})
+            .await
+            .expect("insert");
         let (insert, _) = c.started("insert").remove(0);
         let mut sent = insert.get_document("writeConcern").ok().cloned();
         // Compare numbers whatever their BSON width.
@@ -316,11 +321,11 @@ async fn read_preference_options_route_reads() {
     let hosts = cluster.hosts();
     let primary = hosts[primary_index(&cluster)].clone();
     let sf = hosts[2].clone();
-    let coll = |c: &Observed| c.client.database("db").collection("c");
+    let coll = |c: &Observed| c.client.database("db").collection::<bson::Document>("c");
 
     let plain = Observed::primary(&cluster, "").await;
     for _ in 0..5 {
-        coll(&plain).find_one(doc! {}, FindOptions::default()).await.expect("find");
+        coll(&plain).find_one(doc! {}).await.expect("find");
     }
     for (command, address) in plain.started("find") {
         assert_eq!(address, primary);
@@ -351,7 +356,7 @@ async fn read_preference_options_route_reads() {
         .await
         .expect("secondaries");
     for _ in 0..5 {
-        coll(&tagged).find_one(doc! {}, FindOptions::default()).await.expect("find");
+        coll(&tagged).find_one(doc! {}).await.expect("find");
     }
     let finds = tagged.started("find");
     assert_eq!(finds.len(), 5);
@@ -501,12 +506,7 @@ async fn local_threshold_widens_the_latency_window() {
             .expect("all checked");
         tokio::time::sleep(Duration::from_millis(1200)).await;
         for _ in 0..30 {
-            c.client
-                .database("db")
-                .collection("c")
-                .find_one(doc! {}, FindOptions::default())
-                .await
-                .expect("find");
+            c.client.database("db").collection::<bson::Document>("c").find_one(doc! {}).await.expect("find");
         }
         reached.push(c.started("find").iter().filter(|(_, a)| *a == hosts[slow]).count());
         c.close().await;
@@ -714,9 +714,9 @@ async fn retry_options() {
     };
     for (extra, retried) in [("", true), ("retryReads=false&retryWrites=false", false)] {
         let c = Observed::primary(&cluster, extra).await;
-        let coll = c.client.database("db").collection("c");
+        let coll = c.client.database("db").collection::<bson::Document>("c");
         close_once("find");
-        let found = coll.find_one(doc! {}, FindOptions::default()).await;
+        let found = coll.find_one(doc! {}).await;
         assert_eq!(found.is_ok(), retried, "{extra}: {found:?}");
         assert_eq!(c.started("find").len(), if retried { 2 } else { 1 }, "{extra}");
         close_once("insert");
@@ -779,7 +779,7 @@ async fn auth_options_pick_mechanism_and_source() {
         let uri = format!("mongodb://u:p@{host}/?directConnection=true&serverSelectionTimeoutMS=1000{extra}");
         async move {
             let c = Observed::open(&uri).await;
-            let r = c.client.database("db").collection("c").insert_one(doc! {"x": 1}).await;
+            let r = c.client.database("db").collection::<bson::Document>("c").insert_one(doc! {"x": 1}).await;
             c.close().await;
             r
         }

@@ -21,12 +21,17 @@
 
 use actix::prelude::*;
 use bson::Document;
-use selection::ReadPreference;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use parking_lot::Mutex;
 
+use super::crud_options::{
+    CountOptions, DeleteOptions, FindOneOptions, FindOptions, InsertManyOptions, InsertOneOptions,
+    UpdateModifications, UpdateOptions,
+};
 use super::inner::{Client, Host};
-use super::op_options::{DeleteResult, FindOptions, InsertManyResult, InsertOneResult, UpdateResult};
+use super::op_options::{DeleteResult, InsertManyResult, InsertOneResult, UpdateResult};
 use crate::selection_actor::Criteria;
 use crate::Result;
 
@@ -89,141 +94,107 @@ pub struct RunCommand {
     pub criteria: Option<Criteria>,
 }
 
-/// Inserts one document.
-#[derive(Debug, Clone, Message)]
-#[rtype(result = "Result<InsertOneResult>")]
-pub struct InsertOne {
-    /// The database.
-    pub database: String,
-    /// The collection.
-    pub collection: String,
-    /// The document.
-    pub document: Document,
-}
-
-impl InsertOne {
-    /// The message for `document` in `database.collection`.
-    pub fn new(database: &str, collection: &str, document: Document) -> Self {
-        InsertOne { database: database.into(), collection: collection.into(), document }
-    }
-}
-
-/// Inserts documents.
-#[derive(Debug, Clone, Message)]
-#[rtype(result = "Result<InsertManyResult>")]
-pub struct InsertMany {
-    /// The database.
-    pub database: String,
-    /// The collection.
-    pub collection: String,
-    /// The documents.
-    pub documents: Vec<Document>,
-}
-
-/// Finds documents and collects them all (the cursor runs to its end).
-#[derive(Debug, Clone, Message)]
-#[rtype(result = "Result<Vec<Document>>")]
-pub struct Find {
-    /// The database.
-    pub database: String,
-    /// The collection.
-    pub collection: String,
-    /// The filter.
-    pub filter: Document,
-    /// The options.
-    pub options: FindOptions,
-}
-
-/// Finds the first matching document.
-#[derive(Debug, Clone, Message)]
-#[rtype(result = "Result<Option<Document>>")]
-pub struct FindOne {
-    /// The database.
-    pub database: String,
-    /// The collection.
-    pub collection: String,
-    /// The filter.
-    pub filter: Document,
-    /// The options.
-    pub options: FindOptions,
-}
-
-impl FindOne {
-    /// The message for `filter` in `database.collection`, default options.
-    pub fn new(database: &str, collection: &str, filter: Document) -> Self {
-        FindOne {
-            database: database.into(),
-            collection: collection.into(),
-            filter,
-            options: FindOptions::default(),
+/// Declares a collection message: its fields after `database` and `collection`, its
+/// result, and the constructor of its required fields (options default).
+macro_rules! collection_message {
+    (
+        $(#[$doc:meta])* $name:ident $(<$t:ident>)? => $out:ty, where [$($bound:tt)*];
+        required { $($req:ident : $req_ty:ty),* } options $opts:ty
+    ) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $name $(<$t = Document>)? {
+            /// The database.
+            pub database: String,
+            /// The collection.
+            pub collection: String,
+            $(
+                #[doc = concat!("The `", stringify!($req), "`.")]
+                pub $req: $req_ty,
+            )*
+            /// The options.
+            pub options: $opts,
+            $(_type: std::marker::PhantomData<fn() -> $t>,)?
         }
-    }
+
+        impl $(<$t>)? $name $(<$t>)? {
+            #[doc = concat!("The message on `database.collection`, with default options.")]
+            pub fn new(database: &str, collection: &str, $($req: $req_ty),*) -> Self {
+                $name {
+                    database: database.into(),
+                    collection: collection.into(),
+                    $($req,)*
+                    options: Default::default(),
+                    $(_type: std::marker::PhantomData::<fn() -> $t>,)?
+                }
+            }
+
+            /// The message with `options`.
+            #[must_use]
+            pub fn with_options(mut self, options: $opts) -> Self {
+                self.options = options;
+                self
+            }
+        }
+
+        impl $(<$t>)? Message for $name $(<$t>)? where $($bound)* {
+            type Result = Result<$out>;
+        }
+    };
 }
 
-/// Updates the first matching document.
-#[derive(Debug, Clone, Message)]
-#[rtype(result = "Result<UpdateResult>")]
-pub struct UpdateOne {
-    /// The database.
-    pub database: String,
-    /// The collection.
-    pub collection: String,
-    /// The filter.
-    pub filter: Document,
-    /// The update document or replacement.
-    pub update: Document,
+collection_message! {
+    /// Inserts one document (a `T`, `Document` by default).
+    InsertOne<T> => InsertOneResult, where [T: 'static];
+    required { document: T } options InsertOneOptions
 }
 
-/// Updates every matching document.
-#[derive(Debug, Clone, Message)]
-#[rtype(result = "Result<UpdateResult>")]
-pub struct UpdateMany {
-    /// The database.
-    pub database: String,
-    /// The collection.
-    pub collection: String,
-    /// The filter.
-    pub filter: Document,
-    /// The update document.
-    pub update: Document,
+collection_message! {
+    /// Inserts documents.
+    InsertMany<T> => InsertManyResult, where [T: 'static];
+    required { documents: Vec<T> } options InsertManyOptions
 }
 
-/// Deletes the first matching document.
-#[derive(Debug, Clone, Message)]
-#[rtype(result = "Result<DeleteResult>")]
-pub struct DeleteOne {
-    /// The database.
-    pub database: String,
-    /// The collection.
-    pub collection: String,
-    /// The filter.
-    pub filter: Document,
+collection_message! {
+    /// Finds documents and collects them all as `T`s (the cursor runs to its end).
+    Find<T> => Vec<T>, where [T: 'static];
+    required { filter: Document } options FindOptions
 }
 
-/// Deletes every matching document.
-#[derive(Debug, Clone, Message)]
-#[rtype(result = "Result<DeleteResult>")]
-pub struct DeleteMany {
-    /// The database.
-    pub database: String,
-    /// The collection.
-    pub collection: String,
-    /// The filter.
-    pub filter: Document,
+collection_message! {
+    /// Finds the first matching document, as a `T`.
+    FindOne<T> => Option<T>, where [T: 'static];
+    required { filter: Document } options FindOneOptions
 }
 
-/// Counts matching documents.
-#[derive(Debug, Clone, Message)]
-#[rtype(result = "Result<u64>")]
-pub struct CountDocuments {
-    /// The database.
-    pub database: String,
-    /// The collection.
-    pub collection: String,
-    /// The filter.
-    pub filter: Document,
-    /// Where to read (`None`: the client's read preference).
-    pub read_preference: Option<ReadPreference>,
+collection_message! {
+    /// Updates the first matching document.
+    UpdateOne => UpdateResult, where [];
+    required { filter: Document, update: UpdateModifications } options UpdateOptions
+}
+
+collection_message! {
+    /// Updates every matching document.
+    UpdateMany => UpdateResult, where [];
+    required { filter: Document, update: UpdateModifications } options UpdateOptions
+}
+
+collection_message! {
+    /// Deletes the first matching document.
+    DeleteOne => DeleteResult, where [];
+    required { filter: Document } options DeleteOptions
+}
+
+collection_message! {
+    /// Deletes every matching document.
+    DeleteMany => DeleteResult, where [];
+    required { filter: Document } options DeleteOptions
+}
+
+collection_message! {
+    /// Counts matching documents.
+    CountDocuments => u64, where [];
+    required { filter: Document } options CountOptions
 }
 
 impl Handler<RunCommand> for ClientActor {
@@ -231,29 +202,37 @@ impl Handler<RunCommand> for ClientActor {
 
     fn handle(&mut self, msg: RunCommand, _ctx: &mut Self::Context) -> Self::Result {
         let db = self.client.database(&msg.database);
-        Box::pin(async move { db.run_command(msg.command, msg.criteria).await })
+        Box::pin(async move { db.run_command(msg.command).criteria(msg.criteria).await })
     }
 }
 
 macro_rules! collection_handler {
-    ($msg:ty, $out:ty, |$coll:ident, $m:ident| $body:expr) => {
-        impl Handler<$msg> for ClientActor {
+    ($msg:ident $(<$t:ident: [$($bound:tt)+]>)?, $out:ty, |$coll:ident, $m:ident| $body:expr) => {
+        impl $(<$t: $($bound)+>)? Handler<$msg $(<$t>)?> for ClientActor {
             type Result = ResponseFuture<Result<$out>>;
 
-            fn handle(&mut self, $m: $msg, _ctx: &mut Self::Context) -> Self::Result {
-                let $coll = self.client.database(&$m.database).collection(&$m.collection);
+            fn handle(&mut self, $m: $msg $(<$t>)?, _ctx: &mut Self::Context) -> Self::Result {
+                let $coll = self.client.database(&$m.database).collection::<collection_handler!(@t $($t)?)>(&$m.collection);
                 Box::pin(async move { $body })
             }
         }
     };
+    (@t $t:ident) => { $t };
+    (@t) => { Document };
 }
 
-collection_handler!(InsertOne, InsertOneResult, |c, m| c.insert_one(m.document).await);
-collection_handler!(InsertMany, InsertManyResult, |c, m| c.insert_many(m.documents).await);
-collection_handler!(Find, Vec<Document>, |c, m| c.find(m.filter, m.options).await?.try_collect().await);
-collection_handler!(FindOne, Option<Document>, |c, m| c.find_one(m.filter, m.options).await);
-collection_handler!(UpdateOne, UpdateResult, |c, m| c.update_one(m.filter, m.update).await);
-collection_handler!(UpdateMany, UpdateResult, |c, m| c.update_many(m.filter, m.update).await);
-collection_handler!(DeleteOne, DeleteResult, |c, m| c.delete_one(m.filter).await);
-collection_handler!(DeleteMany, DeleteResult, |c, m| c.delete_many(m.filter).await);
-collection_handler!(CountDocuments, u64, |c, m| c.count_documents(m.filter, m.read_preference).await);
+collection_handler!(InsertOne<T: [Serialize + Send + Sync + 'static]>, InsertOneResult, |c, m| c.insert_one(m.document).with_options(m.options).await);
+collection_handler!(InsertMany<T: [Serialize + Send + Sync + 'static]>, InsertManyResult, |c, m| c.insert_many(m.documents).with_options(m.options).await);
+collection_handler!(Find<T: [DeserializeOwned + Send + Sync + 'static]>, Vec<T>, |c, m| c.find(m.filter).with_options(m.options).await?.try_collect().await);
+collection_handler!(FindOne<T: [DeserializeOwned + Send + Sync + 'static]>, Option<T>, |c, m| c.find_one(m.filter).with_options(m.options).await);
+collection_handler!(UpdateOne, UpdateResult, |c, m| c
+    .update_one(m.filter, m.update)
+    .with_options(m.options)
+    .await);
+collection_handler!(UpdateMany, UpdateResult, |c, m| c
+    .update_many(m.filter, m.update)
+    .with_options(m.options)
+    .await);
+collection_handler!(DeleteOne, DeleteResult, |c, m| c.delete_one(m.filter).with_options(m.options).await);
+collection_handler!(DeleteMany, DeleteResult, |c, m| c.delete_many(m.filter).with_options(m.options).await);
+collection_handler!(CountDocuments, u64, |c, m| c.count_documents(m.filter).with_options(m.options).await);

@@ -12,7 +12,12 @@ use std::time::Duration;
 
 use bson::{doc, Bson, Document};
 
-use super::collection::Collection;
+use serde::{Deserialize, Serialize};
+
+use super::action::{into_future, option_setters};
+use super::collection::{Collection, Handle};
+use super::concern::{duration_ms, WriteConcern};
+use super::crud_options::{Collation, Hint, UpdateModifications};
 use super::op_options::with_id;
 use super::operation::Limits;
 use super::ops::write::WriteKind;
@@ -24,105 +29,298 @@ use crate::{Error, Result};
 /// The most statements per command (the servers' `maxWriteBatchSize`).
 const MAX_BATCH: usize = 100_000;
 
+/// The most statement bytes per command: a command is one BSON document, at most
+/// `maxBsonObjectSize` (16 MiB) + 16 KiB; the rest is left for the command's other fields.
+const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024 - 16 * 1024;
+
 /// One write of [`Collection::bulk_write`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum WriteModel {
-    /// Inserts `document` (an `_id` is generated when it has none).
-    InsertOne {
-        /// The document.
-        document: Document,
-    },
-    /// Updates the first document matching `filter` with update operators.
-    UpdateOne {
-        /// Which documents.
-        filter: Document,
-        /// The update (`$set`, ...).
-        update: Document,
-        /// Insert a document when none matches.
-        upsert: Option<bool>,
-    },
-    /// Updates every document matching `filter` (makes its command non-retryable).
-    UpdateMany {
-        /// Which documents.
-        filter: Document,
-        /// The update (`$set`, ...).
-        update: Document,
-        /// Insert a document when none matches.
-        upsert: Option<bool>,
-    },
-    /// Replaces the first document matching `filter`.
-    ReplaceOne {
-        /// Which document.
-        filter: Document,
-        /// The new document (no update operators).
-        replacement: Document,
-        /// Insert `replacement` when none matches.
-        upsert: Option<bool>,
-    },
-    /// Deletes the first document matching `filter`.
-    DeleteOne {
-        /// Which document.
-        filter: Document,
-    },
-    /// Deletes every document matching `filter` (makes its command non-retryable).
-    DeleteMany {
-        /// Which documents.
-        filter: Document,
-    },
+    /// Inserts a document.
+    InsertOne(InsertOneModel),
+    /// Updates the first matching document.
+    UpdateOne(UpdateOneModel),
+    /// Updates every matching document (makes its command non-retryable).
+    UpdateMany(UpdateManyModel),
+    /// Replaces the first matching document.
+    ReplaceOne(ReplaceOneModel),
+    /// Deletes the first matching document.
+    DeleteOne(DeleteOneModel),
+    /// Deletes every matching document (makes its command non-retryable).
+    DeleteMany(DeleteManyModel),
+}
+
+/// Inserts `document` (an `_id` is generated when it has none).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InsertOneModel {
+    /// The document.
+    pub document: Document,
+}
+
+/// Updates the first document matching `filter`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateOneModel {
+    /// Which document.
+    pub filter: Document,
+    /// The update document (`$set`, ...) or pipeline.
+    pub update: UpdateModifications,
+    /// Which array elements `$[name]` operators change.
+    #[serde(default)]
+    pub array_filters: Option<Vec<Document>>,
+    /// String comparison rules.
+    #[serde(default)]
+    pub collation: Option<Collation>,
+    /// The index to use.
+    #[serde(default)]
+    pub hint: Option<Hint>,
+    /// Which matching document is updated (MongoDB 8.0 and newer).
+    #[serde(default)]
+    pub sort: Option<Document>,
+    /// Insert a document when none matches.
+    #[serde(default)]
+    pub upsert: Option<bool>,
+}
+
+/// Updates every document matching `filter`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateManyModel {
+    /// Which documents.
+    pub filter: Document,
+    /// The update document (`$set`, ...) or pipeline.
+    pub update: UpdateModifications,
+    /// Which array elements `$[name]` operators change.
+    #[serde(default)]
+    pub array_filters: Option<Vec<Document>>,
+    /// String comparison rules.
+    #[serde(default)]
+    pub collation: Option<Collation>,
+    /// The index to use.
+    #[serde(default)]
+    pub hint: Option<Hint>,
+    /// Insert a document when none matches.
+    #[serde(default)]
+    pub upsert: Option<bool>,
+}
+
+/// Replaces the first document matching `filter`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplaceOneModel {
+    /// Which document.
+    pub filter: Document,
+    /// The new document (no update operators).
+    pub replacement: Document,
+    /// String comparison rules.
+    #[serde(default)]
+    pub collation: Option<Collation>,
+    /// The index to use.
+    #[serde(default)]
+    pub hint: Option<Hint>,
+    /// Which matching document is replaced (MongoDB 8.0 and newer).
+    #[serde(default)]
+    pub sort: Option<Document>,
+    /// Insert `replacement` when none matches.
+    #[serde(default)]
+    pub upsert: Option<bool>,
+}
+
+/// Deletes the first document matching `filter`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteOneModel {
+    /// Which document.
+    pub filter: Document,
+    /// String comparison rules.
+    #[serde(default)]
+    pub collation: Option<Collation>,
+    /// The index to use.
+    #[serde(default)]
+    pub hint: Option<Hint>,
+}
+
+/// Deletes every document matching `filter`.
+pub type DeleteManyModel = DeleteOneModel;
+
+impl UpdateOneModel {
+    /// Updates the first document matching `filter` with `update`, without options.
+    pub fn new(filter: Document, update: impl Into<UpdateModifications>) -> Self {
+        UpdateOneModel {
+            filter,
+            update: update.into(),
+            array_filters: None,
+            collation: None,
+            hint: None,
+            sort: None,
+            upsert: None,
+        }
+    }
+}
+
+impl UpdateManyModel {
+    /// Updates every document matching `filter` with `update`, without options.
+    pub fn new(filter: Document, update: impl Into<UpdateModifications>) -> Self {
+        UpdateManyModel {
+            filter,
+            update: update.into(),
+            array_filters: None,
+            collation: None,
+            hint: None,
+            upsert: None,
+        }
+    }
+}
+
+/// An update statement (`{q, u, upsert, multi, arrayFilters, collation, hint, sort}`), as the
+/// `update` command takes it.
+pub(crate) struct UpdateStatement {
+    pub filter: Document,
+    pub update: Bson,
+    pub multi: bool,
+    pub upsert: Option<bool>,
+    pub array_filters: Option<Vec<Document>>,
+    pub collation: Option<Collation>,
+    pub hint: Option<Hint>,
+    pub sort: Option<Document>,
+}
+
+impl UpdateStatement {
+    /// The statement document.
+    pub(crate) fn into_document(self) -> Document {
+        let mut s = doc! {"q": self.filter, "u": self.update};
+        if let Some(u) = self.upsert {
+            s.insert("upsert", u);
+        }
+        s.insert("multi", self.multi);
+        if let Some(a) = self.array_filters {
+            s.insert("arrayFilters", a);
+        }
+        if let Some(c) = self.collation {
+            s.insert("collation", c);
+        }
+        if let Some(h) = self.hint {
+            s.insert("hint", h);
+        }
+        if let Some(sort) = self.sort {
+            s.insert("sort", sort);
+        }
+        s
+    }
+}
+
+/// A delete statement (`{q, limit, collation, hint}`).
+pub(crate) fn delete_statement(
+    filter: Document,
+    many: bool,
+    collation: Option<Collation>,
+    hint: Option<Hint>,
+) -> Document {
+    let mut s = doc! {"q": filter, "limit": if many { 0 } else { 1 }};
+    if let Some(c) = collation {
+        s.insert("collation", c);
+    }
+    if let Some(h) = hint {
+        s.insert("hint", h);
+    }
+    s
+}
+
+/// Checks an update: a document of update operators, or a pipeline.
+pub(crate) fn check_modifications(u: &UpdateModifications) -> Result<()> {
+    match u {
+        UpdateModifications::Document(d) => super::op_options::check_update(d),
+        UpdateModifications::Pipeline(_) => Ok(()),
+    }
 }
 
 impl WriteModel {
     fn kind(&self) -> WriteKind {
         match self {
-            WriteModel::InsertOne { .. } => WriteKind::Insert,
-            WriteModel::DeleteOne { .. } | WriteModel::DeleteMany { .. } => WriteKind::Delete,
+            WriteModel::InsertOne(_) => WriteKind::Insert,
+            WriteModel::DeleteOne(_) | WriteModel::DeleteMany(_) => WriteKind::Delete,
             _ => WriteKind::Update,
         }
     }
 
     /// The command statement, the generated `_id` of an insert, and whether it is multi.
     fn statement(self) -> Result<(Document, Option<Bson>, bool)> {
-        let update = |filter: Document, u: Document, upsert: Option<bool>, multi: bool| {
-            let mut s = doc! {"q": filter, "u": u, "multi": multi};
-            if let Some(u) = upsert {
-                s.insert("upsert", u);
-            }
-            s
-        };
         Ok(match self {
-            WriteModel::InsertOne { document } => {
+            WriteModel::InsertOne(InsertOneModel { document }) => {
                 let (d, id) = with_id(document);
                 (d, Some(id), false)
             }
-            WriteModel::UpdateOne { filter, update: u, upsert } => {
-                super::op_options::check_update(&u)?;
-                (update(filter, u, upsert, false), None, false)
+            WriteModel::UpdateOne(m) => {
+                check_modifications(&m.update)?;
+                let s = UpdateStatement {
+                    filter: m.filter,
+                    update: m.update.into(),
+                    multi: false,
+                    upsert: m.upsert,
+                    array_filters: m.array_filters,
+                    collation: m.collation,
+                    hint: m.hint,
+                    sort: m.sort,
+                };
+                (s.into_document(), None, false)
             }
-            WriteModel::UpdateMany { filter, update: u, upsert } => {
-                super::op_options::check_update(&u)?;
-                (update(filter, u, upsert, true), None, true)
+            WriteModel::UpdateMany(m) => {
+                check_modifications(&m.update)?;
+                let s = UpdateStatement {
+                    filter: m.filter,
+                    update: m.update.into(),
+                    multi: true,
+                    upsert: m.upsert,
+                    array_filters: m.array_filters,
+                    collation: m.collation,
+                    hint: m.hint,
+                    sort: None,
+                };
+                (s.into_document(), None, true)
             }
-            WriteModel::ReplaceOne { filter, replacement, upsert } => {
-                super::op_options::check_replacement(&replacement)?;
-                (update(filter, replacement, upsert, false), None, false)
+            WriteModel::ReplaceOne(m) => {
+                super::op_options::check_replacement(&m.replacement)?;
+                let s = UpdateStatement {
+                    filter: m.filter,
+                    update: Bson::Document(m.replacement),
+                    multi: false,
+                    upsert: m.upsert,
+                    array_filters: None,
+                    collation: m.collation,
+                    hint: m.hint,
+                    sort: m.sort,
+                };
+                (s.into_document(), None, false)
             }
-            WriteModel::DeleteOne { filter } => (doc! {"q": filter, "limit": 1}, None, false),
-            WriteModel::DeleteMany { filter } => (doc! {"q": filter, "limit": 0}, None, true),
+            WriteModel::DeleteOne(m) => (delete_statement(m.filter, false, m.collation, m.hint), None, false),
+            WriteModel::DeleteMany(m) => (delete_statement(m.filter, true, m.collation, m.hint), None, true),
         })
     }
 }
 
 /// Options of [`Collection::bulk_write`].
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct BulkWriteOptions {
+    /// Skip document validation.
+    pub bypass_document_validation: Option<bool>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// Variables the filters and updates can use (`let`).
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
     /// Stop at the first write error, running the writes in order (`None`: `true`).
     pub ordered: Option<bool>,
+    /// The write concern (default: the collection's).
+    pub write_concern: Option<WriteConcern>,
     /// This bulk's `timeoutMS`, one deadline for every command (`None`: the handle's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
 }
 
 /// The result of [`Collection::bulk_write`]. Ids are keyed by the model's index.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct BulkWriteResult {
     /// Documents inserted by `InsertOne` models.
     pub inserted_count: u64,
@@ -142,15 +340,38 @@ pub struct BulkWriteResult {
 }
 
 /// Statements of one command, with the model index of each.
-struct Batch {
+pub(crate) struct Batch {
+    pub kind: WriteKind,
+    pub statements: Vec<Document>,
+    pub indexes: Vec<usize>,
+    pub multi: bool,
+    /// The statements' encoded size.
+    pub bytes: usize,
+}
+
+/// Adds `statement` (model `index`) to the last batch when it is of the same kind and has
+/// room (at most [`MAX_BATCH`] statements and [`MAX_BATCH_BYTES`]), else to a new batch.
+pub(crate) fn push_statement(
+    out: &mut Vec<Batch>,
     kind: WriteKind,
-    statements: Vec<Document>,
-    indexes: Vec<usize>,
+    statement: Document,
+    index: usize,
     multi: bool,
+) {
+    let size = bson::serialize_to_vec(&statement).map_or(0, |v| v.len());
+    match out.last_mut() {
+        Some(b) if b.kind == kind && b.statements.len() < MAX_BATCH && b.bytes + size <= MAX_BATCH_BYTES => {
+            b.statements.push(statement);
+            b.indexes.push(index);
+            b.multi |= multi;
+            b.bytes += size;
+        }
+        _ => out.push(Batch { kind, statements: vec![statement], indexes: vec![index], multi, bytes: size }),
+    }
 }
 
 /// Groups the models into commands: consecutive same-kind models when ordered, by kind
-/// otherwise; at most [`MAX_BATCH`] statements each.
+/// otherwise.
 fn batches(models: Vec<WriteModel>, ordered: bool, result: &mut BulkWriteResult) -> Result<Vec<Batch>> {
     let mut tagged: Vec<(usize, WriteModel)> = models.into_iter().enumerate().collect();
     if !ordered {
@@ -164,88 +385,128 @@ fn batches(models: Vec<WriteModel>, ordered: bool, result: &mut BulkWriteResult)
         if let Some(id) = id {
             result.inserted_ids.insert(index, id);
         }
-        match out.last_mut() {
-            Some(b) if b.kind == kind && b.statements.len() < MAX_BATCH => {
-                b.statements.push(statement);
-                b.indexes.push(index);
-                b.multi |= multi;
-            }
-            _ => out.push(Batch { kind, statements: vec![statement], indexes: vec![index], multi }),
-        }
+        push_statement(&mut out, kind, statement, index, multi);
     }
     Ok(out)
 }
 
-impl Collection {
+impl<T> Collection<T> {
     /// Runs inserts, updates, replaces and deletes in as few commands as the order allows
     /// (see the module docs). Write errors come back as one [`Error::Command`] of kind [`ErrorKind::Write`](crate::ErrorKind::Write) whose indexes
     /// are the models' indexes (ordered: the first one; unordered: all of them; a write
     /// concern error does not stop the bulk and is reported at the end). Other errors
     /// (network, timeout, command) stop the bulk at once.
-    pub async fn bulk_write(
-        &self,
-        models: Vec<WriteModel>,
-        options: BulkWriteOptions,
-    ) -> Result<BulkWriteResult> {
-        self.bulk_write_in(models, options, None).await
+    pub fn bulk_write(&self, models: impl IntoIterator<Item = WriteModel>) -> BulkWrite<'_> {
+        BulkWrite {
+            handle: self.handle(),
+            models: models.into_iter().collect(),
+            options: BulkWriteOptions::default(),
+            session: None,
+        }
     }
+}
 
-    /// [`bulk_write`](Self::bulk_write) with an explicit session (in its transaction, if
-    /// any): every command of the bulk carries it.
-    pub async fn bulk_write_with_session(
-        &self,
-        models: Vec<WriteModel>,
-        options: BulkWriteOptions,
-        session: &mut ClientSession,
-    ) -> Result<BulkWriteResult> {
-        self.bulk_write_in(models, options, Some(session)).await
-    }
+/// A collection's `bulk_write`: see [`Collection::bulk_write`].
+#[must_use = "an operation does nothing until it is awaited"]
+pub struct BulkWrite<'a> {
+    handle: Handle<'a>,
+    models: Vec<WriteModel>,
+    options: BulkWriteOptions,
+    session: Option<&'a mut ClientSession>,
+}
 
-    async fn bulk_write_in(
-        &self,
-        models: Vec<WriteModel>,
-        options: BulkWriteOptions,
-        mut session: Option<&mut ClientSession>,
-    ) -> Result<BulkWriteResult> {
+impl<'a> BulkWrite<'a> {
+    option_setters!(options: BulkWriteOptions;
+        bypass_document_validation: bool,
+        comment => Bson,
+        let_vars: Document,
+        ordered: bool,
+        write_concern: WriteConcern,
+        timeout: Duration,
+    );
+
+    async fn execute(self) -> Result<BulkWriteResult> {
+        let BulkWrite { handle, models, options, session } = self;
         if models.is_empty() {
             return Err(Error::InvalidOptions { message: "bulk_write needs at least one write".into() });
         }
         let ordered = options.ordered.unwrap_or(true);
         let mut result = BulkWriteResult::default();
         let batches = batches(models, ordered, &mut result)?;
-        let coll = self.clone().with_timeout(timeout::inherit(self.timeout(), options.timeout));
-        let timeout = coll.timeout();
+        let mut extra = Document::new();
+        append_opt(&mut extra, "bypassDocumentValidation", options.bypass_document_validation);
+        append_opt(&mut extra, "comment", options.comment);
+        append_opt(&mut extra, "let", options.let_vars);
+        let timeout = handle.op_timeout(options.timeout);
+        let write_concern = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
+        let run = RunBatches { handle, ordered, extra, write_concern, timeout };
+        run.run(batches, result, session).await
+    }
+}
+
+into_future!(BulkWrite<'a> => BulkWriteResult);
+
+fn append_opt(d: &mut Document, key: &str, v: Option<impl Into<Bson>>) {
+    if let Some(v) = v {
+        d.insert(key, v.into());
+    }
+}
+
+/// How a bulk's commands run: where, in order or not, with which command-level fields and
+/// write concern, under one `timeoutMS`.
+pub(crate) struct RunBatches<'a> {
+    pub handle: Handle<'a>,
+    pub ordered: bool,
+    pub extra: Document,
+    pub write_concern: Option<Document>,
+    pub timeout: Option<Duration>,
+}
+
+impl RunBatches<'_> {
+    /// Runs `batches` one command each, adding their counts to `result`.
+    pub(crate) async fn run(
+        self,
+        batches: Vec<Batch>,
+        mut result: BulkWriteResult,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<BulkWriteResult> {
+        let RunBatches { handle, ordered, extra, write_concern, timeout } = self;
         let deadline = timeout::deadline(timeout);
         let mut write_errors: Vec<WriteError> = Vec::new();
         let mut write_concern_error: Option<WriteConcernError> = None;
         let mut failure: Option<(protocol::ServerAddress, Vec<String>)> = None;
         for batch in batches {
-            let op = coll.write(batch.kind, batch.statements, ordered, batch.multi);
+            let op = handle.write(
+                batch.kind,
+                batch.statements,
+                ordered,
+                batch.multi,
+                write_concern.clone(),
+                extra.clone(),
+            );
             let limits = Limits::until(timeout, deadline);
-            let reply =
-                match super::transaction::run(coll.database().client(), op, limits, session.as_deref_mut())
-                    .await
-                {
-                    Ok(reply) => reply,
-                    Err(Error::Command { address, error }) if !error.command_failed => {
-                        let ServerError { write_errors: errors, write_concern_error: wce, labels, .. } =
-                            *error;
-                        let stop = ordered && !errors.is_empty();
-                        write_errors.extend(errors.into_iter().map(|mut e| {
-                            e.index = batch.indexes.get(e.index).copied().unwrap_or(e.index);
-                            e
-                        }));
-                        if write_concern_error.is_none() {
-                            write_concern_error = wce;
-                        }
-                        failure = Some((address, labels));
-                        if stop {
-                            break;
-                        }
-                        continue;
+            let reply = match super::transaction::run(handle.client(), op, limits, session.as_deref_mut())
+                .await
+            {
+                Ok(reply) => reply,
+                Err(Error::Command { address, error }) if !error.command_failed => {
+                    let ServerError { write_errors: errors, write_concern_error: wce, labels, .. } = *error;
+                    let stop = ordered && !errors.is_empty();
+                    write_errors.extend(errors.into_iter().map(|mut e| {
+                        e.index = batch.indexes.get(e.index).copied().unwrap_or(e.index);
+                        e
+                    }));
+                    if write_concern_error.is_none() {
+                        write_concern_error = wce;
                     }
-                    Err(e) => return Err(e),
-                };
+                    failure = Some((address, labels));
+                    if stop {
+                        break;
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let n = reply.n;
             match batch.kind {
                 WriteKind::Insert => result.inserted_count += n,

@@ -1,336 +1,260 @@
-//! A collection handle and the minimal CRUD operations.
+//! A collection handle, typed by the documents it holds (`Collection<T>`, `Document` by
+//! default), with the settings it passes to its operations: read preference, read and write
+//! concerns and `timeoutMS`, each inherited from the database unless set here. The
+//! operations themselves are fluent builders in [`super::action`].
 
-use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::sync::Arc;
 use std::time::Duration;
 
-use bson::{doc, Bson, Document};
+use bson::Document;
 use selection::ReadPreference;
+use serde::{Deserialize, Serialize};
 
-use super::cursor::{Cursor, OpenCursor};
+use super::concern::{duration_ms, ReadConcern, WriteConcern};
 use super::database::Database;
-use super::op_options::{check_max_await, cursor_mode, with_id, CursorType};
-pub use super::op_options::{
-    DeleteResult, FindOptions, InsertManyResult, InsertOneResult, TimeoutMode, UpdateResult,
-};
+pub use super::op_options::{DeleteResult, InsertManyResult, InsertOneResult, TimeoutMode, UpdateResult};
 use super::operation::{read_criteria, Limits, Operation};
-use super::ops::read::{Find, FindOne, ReadOn};
+use super::ops::read::ReadOn;
 use super::ops::write::{Write, WriteKind};
 use super::ops::{legacy_max_time, Namespace};
 use super::transaction::ClientSession;
-use crate::{Error, Result};
+use crate::Result;
 
-/// A collection of `bson::Document`s (cheap to clone, no I/O until an operation runs).
-#[derive(Debug, Clone)]
-pub struct Collection {
-    db: Database,
-    name: String,
-    /// CSOT `timeoutMS` (inherited from the database).
-    timeout: Option<Duration>,
+/// What a database or collection handle passes to its operations; `None` inherits the outer
+/// handle's value (the client's, for a database).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CollectionOptions {
+    /// Where reads go.
+    #[serde(skip)]
+    pub read_preference: Option<ReadPreference>,
+    /// The read concern of reads.
+    pub read_concern: Option<ReadConcern>,
+    /// The write concern of writes.
+    pub write_concern: Option<WriteConcern>,
+    /// `timeoutMS` (client-side operations timeout): `Some(ZERO)` means no limit; an outer
+    /// timeout cannot be unset with `None`.
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
 }
 
-impl Collection {
-    pub(crate) fn new(db: Database, name: &str) -> Self {
-        let timeout = db.timeout();
-        Collection { db, name: name.to_string(), timeout }
+/// The options of a database handle (the same as a collection's).
+pub type DatabaseOptions = CollectionOptions;
+
+impl CollectionOptions {
+    /// These options over `outer`: each value set here wins.
+    pub(crate) fn over(self, outer: &CollectionOptions) -> CollectionOptions {
+        CollectionOptions {
+            read_preference: self.read_preference.or_else(|| outer.read_preference.clone()),
+            read_concern: self.read_concern.or_else(|| outer.read_concern.clone()),
+            write_concern: self.write_concern.or_else(|| outer.write_concern.clone()),
+            timeout: super::timeout::inherit(outer.timeout, self.timeout),
+        }
+    }
+}
+
+/// A collection of `T`s (`Document` unless given): cheap to clone, no I/O until an operation
+/// runs. Reads deserialize into `T`, writes serialize from `T`; a value that does not
+/// (de)serialize is a typed error ([`Error::BsonSerialization`](crate::Error::BsonSerialization),
+/// [`Error::BsonDeserialization`](crate::Error::BsonDeserialization)).
+pub struct Collection<T = Document> {
+    /// Shared: a clone is a reference count.
+    inner: Arc<CollectionInner>,
+    _type: PhantomData<fn() -> T>,
+}
+
+#[derive(Clone)]
+struct CollectionInner {
+    db: Database,
+    name: String,
+    settings: CollectionOptions,
+}
+
+impl<T> Clone for Collection<T> {
+    fn clone(&self) -> Self {
+        Collection { inner: self.inner.clone(), _type: PhantomData }
+    }
+}
+
+impl<T> std::fmt::Debug for Collection<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collection")
+            .field("db", &self.inner.db.name())
+            .field("name", &self.inner.name)
+            .field("settings", &self.inner.settings)
+            .finish()
+    }
+}
+
+impl<T> Collection<T> {
+    pub(crate) fn new(db: Database, name: &str, options: CollectionOptions) -> Self {
+        let settings = options.over(db.settings());
+        let inner = CollectionInner { db, name: name.to_string(), settings };
+        Collection { inner: Arc::new(inner), _type: PhantomData }
+    }
+
+    /// The same collection, holding `U`s.
+    pub fn clone_with_type<U>(&self) -> Collection<U> {
+        Collection { inner: self.inner.clone(), _type: PhantomData }
     }
 
     /// This handle with `timeoutMS` (client-side operations timeout) for its operations:
     /// `Some(d)` is one deadline of `d` for each operation (selection, check-out, connection
     /// establishment, round trips and retries), `Some(Duration::ZERO)` means no limit, and
     /// `None` keeps the database's value (an outer timeout cannot be unset). For a single
-    /// operation, call it on a clone: `coll.clone().with_timeout(Some(t)).insert_one(d)`.
+    /// operation, set it on the operation: `coll.insert_one(d).timeout(t)`.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.timeout = super::timeout::inherit(self.timeout, timeout);
+        let inner = Arc::make_mut(&mut self.inner);
+        inner.settings.timeout = super::timeout::inherit(inner.settings.timeout, timeout);
         self
     }
 
     /// The `timeoutMS` of this handle's operations (`None`: not set).
     pub fn timeout(&self) -> Option<Duration> {
-        self.timeout
+        self.inner.settings.timeout
     }
 
-    /// Runs `op` under this handle's timeout, with `session` or an implicit one.
-    pub(crate) async fn run<O: Operation>(
-        &self,
-        op: O,
-        session: Option<&mut ClientSession>,
-    ) -> Result<O::Output> {
-        super::transaction::run(self.db.client(), op, Limits::new(self.timeout), session).await
+    /// The read preference of this handle's reads (`None`: the client's).
+    pub fn read_preference(&self) -> Option<&ReadPreference> {
+        self.inner.settings.read_preference.as_ref()
+    }
+
+    /// The read concern of this handle's reads (`None`: the server's default).
+    pub fn read_concern(&self) -> Option<&ReadConcern> {
+        self.inner.settings.read_concern.as_ref()
+    }
+
+    /// The write concern of this handle's writes (`None`: the server's default).
+    pub fn write_concern(&self) -> Option<&WriteConcern> {
+        self.inner.settings.write_concern.as_ref()
     }
 
     /// The collection's name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.inner.name
+    }
+
+    /// `db.collection`.
+    pub fn namespace_string(&self) -> String {
+        format!("{}.{}", self.inner.db.name(), self.inner.name)
     }
 
     /// The database.
     pub fn database(&self) -> &Database {
-        &self.db
+        &self.inner.db
     }
 
-    fn inner(&self) -> &super::inner::ClientInner {
-        &self.db.client().inner
+    /// The client.
+    pub fn client(&self) -> &super::inner::Client {
+        self.inner.db.client()
+    }
+
+    /// What its operations need: the database, the name and the settings.
+    pub(crate) fn handle(&self) -> Handle<'_> {
+        Handle { db: &self.inner.db, coll: &self.inner.name, settings: &self.inner.settings }
+    }
+}
+
+/// A borrowed collection (or, with an empty name, database) as its operations see it: where
+/// they run and the settings they inherit. Untyped, so that operations whose results do not
+/// depend on `T` need no type parameter.
+#[derive(Clone, Copy)]
+pub(crate) struct Handle<'a> {
+    pub db: &'a Database,
+    pub coll: &'a str,
+    pub settings: &'a CollectionOptions,
+}
+
+impl<'a> Handle<'a> {
+    /// The client.
+    pub(crate) fn client(&self) -> &'a super::inner::Client {
+        self.db.client()
+    }
+
+    /// Runs `op` under `timeout` (already inherited), with `session` or an implicit one.
+    pub(crate) async fn run<O: Operation>(
+        &self,
+        op: O,
+        timeout: Option<Duration>,
+        session: Option<&mut ClientSession>,
+    ) -> Result<O::Output> {
+        super::transaction::run(self.db.client(), op, Limits::new(timeout), session).await
+    }
+
+    /// An operation's `timeoutMS`: its own over this handle's.
+    pub(crate) fn op_timeout(&self, timeout: Option<Duration>) -> Option<Duration> {
+        super::timeout::inherit(self.settings.timeout, timeout)
     }
 
     /// The collection's database and name, for its operations.
-    pub(crate) fn namespace(&self) -> Namespace<'_> {
-        Namespace { db: self.db.name(), coll: &self.name }
+    pub(crate) fn namespace(&self) -> Namespace<'a> {
+        Namespace { db: self.db.name(), coll: self.coll }
     }
 
-    /// The write concern this handle's writes send (CSOT: without `wtimeout`).
-    pub(crate) fn write_concern(&self) -> Option<Document> {
-        super::transaction::write_concern(&self.inner().settings, self.timeout)
+    /// The `writeConcern` a write sends: the operation's, else this handle's (CSOT: without
+    /// `wtimeout`).
+    pub(crate) fn write_concern_doc(
+        &self,
+        op: Option<&WriteConcern>,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Document>> {
+        let Some(wc) = op.or(self.settings.write_concern.as_ref()) else { return Ok(None) };
+        wc.validate()?;
+        Ok(wc.to_document(timeout.is_some()))
     }
 
-    /// A read of this collection from `read_preference` (`None`: the client's), with the
-    /// client's read concern and a legacy `max_time` (sent only without `timeoutMS`).
+    /// A read of this collection: from `read_preference` (`None`: this handle's), with
+    /// `read_concern` (`None`: this handle's) and a legacy `max_time` (sent only without a
+    /// `timeoutMS`).
     pub(crate) fn read_on(
         &self,
         read_preference: Option<ReadPreference>,
+        read_concern: Option<&ReadConcern>,
         max_time: Option<Duration>,
         timeout: Option<Duration>,
-    ) -> ReadOn<'_> {
+    ) -> ReadOn<'a> {
+        let read_preference = read_preference.or_else(|| self.settings.read_preference.clone());
+        let read_concern = read_concern.or(self.settings.read_concern.as_ref());
         ReadOn {
             ns: self.namespace(),
-            criteria: read_criteria(read_preference, &self.inner().settings.read_preference),
-            read_concern: self.inner().settings.read_concern.clone(),
+            criteria: read_criteria(read_preference, &self.db.client().inner.settings.read_preference),
+            read_concern: read_concern.filter(|rc| !rc.is_server_default()).map(ReadConcern::to_document),
             max_time_ms: legacy_max_time(max_time, timeout),
         }
     }
 
-    /// An `insert`, `update` or `delete` of `statements` on this collection.
+    /// An `insert`, `update` or `delete` of `statements` on this collection, with the
+    /// command-level fields in `extra` (`bypassDocumentValidation`, `comment`, `let`).
     pub(crate) fn write(
         &self,
         kind: WriteKind,
         statements: Vec<Document>,
         ordered: bool,
         multi: bool,
-    ) -> Write<'_> {
-        Write { ns: self.namespace(), kind, statements, ordered, multi, write_concern: self.write_concern() }
-    }
-
-    /// Inserts one document (an `_id` is generated when it has none). A retryable write.
-    pub async fn insert_one(&self, doc: Document) -> Result<InsertOneResult> {
-        self.insert_one_in(doc, None).await
-    }
-
-    /// [`insert_one`](Self::insert_one) with an explicit session (in its transaction, if any).
-    pub async fn insert_one_with_session(
-        &self,
-        doc: Document,
-        session: &mut ClientSession,
-    ) -> Result<InsertOneResult> {
-        self.insert_one_in(doc, Some(session)).await
-    }
-
-    async fn insert_one_in(
-        &self,
-        doc: Document,
-        session: Option<&mut ClientSession>,
-    ) -> Result<InsertOneResult> {
-        let mut result = self.insert_many_in(vec![doc], session).await?;
-        let inserted_id = result.inserted_ids.remove(&0).unwrap_or(Bson::Null);
-        Ok(InsertOneResult { inserted_id })
-    }
-
-    /// Inserts documents in order (an `_id` is generated for those that have none), in one
-    /// `insert` command. A retryable write.
-    pub async fn insert_many(&self, docs: Vec<Document>) -> Result<InsertManyResult> {
-        self.insert_many_in(docs, None).await
-    }
-
-    /// [`insert_many`](Self::insert_many) with an explicit session (in its transaction, if
-    /// any).
-    pub async fn insert_many_with_session(
-        &self,
-        docs: Vec<Document>,
-        session: &mut ClientSession,
-    ) -> Result<InsertManyResult> {
-        self.insert_many_in(docs, Some(session)).await
-    }
-
-    async fn insert_many_in(
-        &self,
-        docs: Vec<Document>,
-        session: Option<&mut ClientSession>,
-    ) -> Result<InsertManyResult> {
-        if docs.is_empty() {
-            return Err(Error::InvalidOptions { message: "insert_many needs at least one document".into() });
-        }
-        let mut inserted_ids = BTreeMap::new();
-        let mut documents = Vec::with_capacity(docs.len());
-        for (i, d) in docs.into_iter().enumerate() {
-            let (d, id) = with_id(d);
-            inserted_ids.insert(i, id);
-            documents.push(d);
-        }
-        self.run(self.write(WriteKind::Insert, documents, true, false), session).await?;
-        Ok(InsertManyResult { inserted_ids })
-    }
-
-    /// Finds documents: the first batch comes with the `find`, the rest with `getMore`s on
-    /// the same server. A retryable read (the `find`, not the `getMore`s).
-    pub async fn find(&self, filter: Document, options: FindOptions) -> Result<Cursor> {
-        self.find_in(filter, options, None).await
-    }
-
-    /// [`find`](Self::find) with an explicit session (in its transaction, if any). The
-    /// cursor's `getMore`s use the session's id.
-    pub async fn find_with_session(
-        &self,
-        filter: Document,
-        options: FindOptions,
-        session: &mut ClientSession,
-    ) -> Result<Cursor> {
-        self.find_in(filter, options, Some(session)).await
-    }
-
-    async fn find_in(
-        &self,
-        filter: Document,
-        options: FindOptions,
-        session: Option<&mut ClientSession>,
-    ) -> Result<Cursor> {
-        let batch_size = options.batch_size;
-        let timeout = super::timeout::inherit(self.timeout, options.timeout);
-        let mode = cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
-        check_max_await(timeout, options.max_await_time)?;
-        let (cursor_type, max_await) = (options.cursor_type, options.max_await_time);
-        let op = self.find_op(filter, options, timeout);
-        let open = OpenCursor { timeout, mode, batch_size };
-        let mut cursor = open.run(self.db.client(), op, session).await?;
-        if cursor_type == Some(CursorType::TailableAwait) {
-            cursor.set_max_await(max_await);
-        }
-        Ok(cursor)
-    }
-
-    fn find_op(&self, filter: Document, options: FindOptions, timeout: Option<Duration>) -> Find<'_> {
-        Find {
-            read: self.read_on(options.read_preference.clone(), options.max_time, timeout),
-            filter,
-            options,
-        }
-    }
-
-    /// Finds the first matching document (`limit: 1`, one batch). A retryable read.
-    pub async fn find_one(&self, filter: Document, options: FindOptions) -> Result<Option<Document>> {
-        self.find_one_in(filter, options, None).await
-    }
-
-    /// [`find_one`](Self::find_one) with an explicit session (in its transaction, if any).
-    pub async fn find_one_with_session(
-        &self,
-        filter: Document,
-        options: FindOptions,
-        session: &mut ClientSession,
-    ) -> Result<Option<Document>> {
-        self.find_one_in(filter, options, Some(session)).await
-    }
-
-    async fn find_one_in(
-        &self,
-        filter: Document,
-        options: FindOptions,
-        session: Option<&mut ClientSession>,
-    ) -> Result<Option<Document>> {
-        let timeout = super::timeout::inherit(self.timeout, options.timeout);
-        cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
-        let op = FindOne(self.find_op(filter, options, timeout));
-        super::transaction::run(self.db.client(), op, Limits::new(timeout), session).await
-    }
-
-    async fn update(
-        &self,
-        filter: Document,
-        update: Document,
-        multi: bool,
-        session: Option<&mut ClientSession>,
-    ) -> Result<UpdateResult> {
-        let statement = doc! {"q": filter, "u": update, "multi": multi};
-        let reply = self.run(self.write(WriteKind::Update, vec![statement], true, multi), session).await?;
-        Ok(reply.into_update_result())
-    }
-
-    /// Updates the first matching document with an update document (`$set`, ...) or a
-    /// replacement. A retryable write.
-    pub async fn update_one(&self, filter: Document, update: Document) -> Result<UpdateResult> {
-        self.update(filter, update, false, None).await
-    }
-
-    /// [`update_one`](Self::update_one) with an explicit session (in its transaction, if any).
-    pub async fn update_one_with_session(
-        &self,
-        filter: Document,
-        update: Document,
-        session: &mut ClientSession,
-    ) -> Result<UpdateResult> {
-        self.update(filter, update, false, Some(session)).await
-    }
-
-    /// Updates every matching document. Not retryable (multi-document writes are not, per
-    /// the retryable writes spec), so it runs once.
-    pub async fn update_many(&self, filter: Document, update: Document) -> Result<UpdateResult> {
-        self.update(filter, update, true, None).await
-    }
-
-    /// [`update_many`](Self::update_many) with an explicit session (in its transaction, if
-    /// any).
-    pub async fn update_many_with_session(
-        &self,
-        filter: Document,
-        update: Document,
-        session: &mut ClientSession,
-    ) -> Result<UpdateResult> {
-        self.update(filter, update, true, Some(session)).await
-    }
-
-    async fn delete(
-        &self,
-        filter: Document,
-        limit: i32,
-        session: Option<&mut ClientSession>,
-    ) -> Result<DeleteResult> {
-        let statement = doc! {"q": filter, "limit": limit};
-        let reply =
-            self.run(self.write(WriteKind::Delete, vec![statement], true, limit == 0), session).await?;
-        Ok(DeleteResult { deleted_count: reply.n })
-    }
-
-    /// Deletes the first matching document. A retryable write.
-    pub async fn delete_one(&self, filter: Document) -> Result<DeleteResult> {
-        self.delete(filter, 1, None).await
-    }
-
-    /// [`delete_one`](Self::delete_one) with an explicit session (in its transaction, if any).
-    pub async fn delete_one_with_session(
-        &self,
-        filter: Document,
-        session: &mut ClientSession,
-    ) -> Result<DeleteResult> {
-        self.delete(filter, 1, Some(session)).await
-    }
-
-    /// Deletes every matching document. Not retryable (a multi-document write).
-    pub async fn delete_many(&self, filter: Document) -> Result<DeleteResult> {
-        self.delete(filter, 0, None).await
-    }
-
-    /// [`delete_many`](Self::delete_many) with an explicit session (in its transaction, if
-    /// any).
-    pub async fn delete_many_with_session(
-        &self,
-        filter: Document,
-        session: &mut ClientSession,
-    ) -> Result<DeleteResult> {
-        self.delete(filter, 0, Some(session)).await
+        write_concern: Option<Document>,
+        extra: Document,
+    ) -> Write<'a> {
+        Write { ns: self.namespace(), kind, statements, ordered, multi, write_concern, extra }
     }
 }
 
 impl Database {
-    /// A collection handle (no I/O).
-    pub fn collection(&self, name: &str) -> Collection {
-        Collection::new(self.clone(), name)
+    /// What its database-level operations need.
+    pub(crate) fn handle(&self) -> Handle<'_> {
+        Handle { db: self, coll: "", settings: self.settings() }
+    }
+
+    /// A collection handle (no I/O) of `T`s; `Document` by default:
+    /// `db.collection::<Person>("people")`.
+    pub fn collection<T>(&self, name: &str) -> Collection<T> {
+        Collection::new(self.clone(), name, CollectionOptions::default())
+    }
+
+    /// A collection handle with its own read preference, concerns or `timeoutMS` (each
+    /// `None` inherits the database's).
+    pub fn collection_with_options<T>(&self, name: &str, options: CollectionOptions) -> Collection<T> {
+        Collection::new(self.clone(), name, options)
     }
 }

@@ -2,7 +2,14 @@
 //! drop when not exhausted.
 
 use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::Stream;
+use serde::de::DeserializeOwned;
 
 use bson::Document;
 use pool::cmap::{CheckoutPurpose, PooledConnection};
@@ -19,13 +26,9 @@ use super::transaction::ClientSession;
 use crate::selection_actor::{PinConnection, PinId, Selector, TakePinned, Unpin};
 use crate::{Error, Result};
 
-/// The results of a `find`, batch by batch.
-///
-/// When a batch runs out, [`try_next`](Self::try_next) sends a `getMore` to the server that
-/// opened the cursor, with the cursor's session (and, in load-balanced mode, on its pinned
-/// connection). Dropping a cursor that is not exhausted kills it on the server in the
-/// background (errors ignored) and returns its session.
-pub struct Cursor {
+/// A server cursor's state: its batches, its server, session and pin, and its `getMore`s.
+/// [`Cursor`] wraps it with a type and a `Stream`.
+pub(crate) struct RawCursor {
     client: Client,
     db: String,
     collection: String,
@@ -48,11 +51,13 @@ pub struct Cursor {
     /// `maxAwaitTimeMS` of a tailable awaitData cursor: the getMores' `maxTimeMS` (capped by
     /// the remaining `timeoutMS`).
     max_await: Option<Duration>,
+    /// The opening command's `comment`, sent again with every `getMore`.
+    comment: Option<bson::Bson>,
 }
 
-impl std::fmt::Debug for Cursor {
+impl std::fmt::Debug for RawCursor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cursor")
+        f.debug_struct("RawCursor")
             .field("address", &self.address)
             .field("id", &self.id)
             .field("buffered", &self.buffer.len())
@@ -60,8 +65,12 @@ impl std::fmt::Debug for Cursor {
     }
 }
 
-impl Cursor {
-    pub(crate) async fn new(client: Client, reply: CursorReply, batch_size: Option<u32>) -> Result<Cursor> {
+impl RawCursor {
+    pub(crate) async fn new(
+        client: Client,
+        reply: CursorReply,
+        batch_size: Option<u32>,
+    ) -> Result<RawCursor> {
         let CursorReply { address, db, collection, id, batch: buffer, session, connection } = reply;
         let mut pin = None;
         if let Some(mut connection) = connection {
@@ -70,7 +79,7 @@ impl Cursor {
             client.inner.selector.actor().send(PinConnection { pin: id, connection }).await??;
             pin = Some(id);
         }
-        let mut cursor = Cursor {
+        let mut cursor = RawCursor {
             client,
             db,
             collection,
@@ -86,6 +95,7 @@ impl Cursor {
             timeout_mode: TimeoutMode::default(),
             deadline: None,
             max_await: None,
+            comment: None,
         };
         if id == 0 {
             cursor.release();
@@ -112,6 +122,11 @@ impl Cursor {
         self.max_await = max_await;
     }
 
+    /// The `comment` every `getMore` repeats.
+    pub(crate) fn set_comment(&mut self, comment: Option<bson::Bson>) {
+        self.comment = comment;
+    }
+
     /// The deadline of the `getMore`s of one `try_next` call (ITERATION: `timeoutMS` from
     /// the call's start).
     fn get_more_deadline(&self) -> Option<tokio::time::Instant> {
@@ -119,16 +134,6 @@ impl Cursor {
             TimeoutMode::CursorLifetime => self.deadline,
             TimeoutMode::Iteration => timeout::deadline(self.timeout),
         }
-    }
-
-    /// The server's cursor id (0 once exhausted).
-    pub fn id(&self) -> i64 {
-        self.id
-    }
-
-    /// The server the cursor lives on.
-    pub fn address(&self) -> &ServerAddress {
-        &self.address
     }
 
     /// Makes the cursor part of its session's transaction, on the transaction's pinned
@@ -155,32 +160,6 @@ impl Cursor {
         }
     }
 
-    /// The next document, sending `getMore`s while the batches come back empty (a tailable
-    /// cursor); `None` once the cursor is exhausted. In ITERATION mode one `timeoutMS` covers
-    /// the whole call.
-    pub async fn try_next(&mut self) -> Result<Option<Document>> {
-        let deadline = self.get_more_deadline();
-        loop {
-            if let Some(d) = self.buffer.pop_front() {
-                return Ok(Some(d));
-            }
-            if self.id == 0 {
-                return Ok(None);
-            }
-            self.get_more(deadline).await?;
-        }
-    }
-
-    /// The next document with at most one `getMore` (`tryNext`): `None` when that batch was
-    /// empty (a tailable cursor with no new data) or the cursor is exhausted.
-    pub async fn try_next_once(&mut self) -> Result<Option<Document>> {
-        if self.buffer.is_empty() && self.id != 0 {
-            let deadline = self.get_more_deadline();
-            self.get_more(deadline).await?;
-        }
-        Ok(self.buffer.pop_front())
-    }
-
     /// One `getMore` under `deadline`; its batch replaces the buffer.
     async fn get_more(&mut self, deadline: Option<tokio::time::Instant>) -> Result<()> {
         let mut max_time_ms = None;
@@ -197,6 +176,7 @@ impl Cursor {
             id: self.id,
             batch_size: self.batch_size,
             max_time_ms,
+            comment: self.comment.clone(),
         };
         let mut pinned = match self.pin {
             Some(pin) => Some(take_pinned(&self.client.inner.selector, pin).await?),
@@ -255,15 +235,6 @@ impl Cursor {
             }
         }
         Ok(())
-    }
-
-    /// Every remaining document.
-    pub async fn try_collect(mut self) -> Result<Vec<Document>> {
-        let mut all = Vec::new();
-        while let Some(d) = self.try_next().await? {
-            all.push(d);
-        }
-        Ok(all)
     }
 }
 
@@ -338,7 +309,7 @@ impl Kill {
     }
 }
 
-impl Cursor {
+impl RawCursor {
     /// The `killCursors` to send for a live cursor (`None` when there is nothing to kill);
     /// the cursor is left exhausted.
     fn take_kill(&mut self, timeout: Option<Duration>) -> Option<Kill> {
@@ -360,10 +331,8 @@ impl Cursor {
         Some(kill)
     }
 
-    /// Closes the cursor: a live one is killed on the server (`killCursors`, errors ignored)
-    /// and its session and pinned connection are returned. `timeout` is the `timeoutMS` of
-    /// the `killCursors` (`None`: the cursor's own, refreshed: a full timeoutMS for close).
-    pub async fn close(mut self, timeout: Option<Duration>) {
+    /// Closes the cursor: see [`Cursor::close`].
+    pub(crate) async fn close(mut self, timeout: Option<Duration>) {
         let timeout = timeout::inherit(self.timeout, timeout);
         if let Some(kill) = self.take_kill(timeout) {
             kill.run().await;
@@ -371,7 +340,7 @@ impl Cursor {
     }
 }
 
-impl Drop for Cursor {
+impl Drop for RawCursor {
     fn drop(&mut self) {
         // close refreshes the timeout: killCursors gets a full timeoutMS of its own.
         let Some(kill) = self.take_kill(self.timeout) else {
@@ -406,15 +375,185 @@ impl OpenCursor {
         client: &Client,
         op: O,
         mut session: Option<&mut ClientSession>,
-    ) -> Result<Cursor> {
+    ) -> Result<RawCursor> {
         let (mode, send_max_time) = self.mode;
         let limits = Limits::new(self.timeout).sending_max_time(send_max_time);
         let reply = super::transaction::run(client, op, limits, session.as_deref_mut()).await?;
-        let mut cursor = Cursor::new(client.clone(), reply, self.batch_size).await?;
+        let mut cursor = RawCursor::new(client.clone(), reply, self.batch_size).await?;
         cursor.set_timeout(self.timeout, mode, limits.deadline);
         if let Some(session) = session.filter(|s| s.in_transaction()) {
             cursor.join_transaction(session.transaction_pin());
         }
         Ok(cursor)
+    }
+}
+
+/// A `getMore` in flight: it owns the cursor and gives it back with the outcome.
+type Pending = BoxFuture<'static, (Box<RawCursor>, Result<()>)>;
+
+/// The results of a `find`, an `aggregate` or a listing, as `T`s (`Document` unless given),
+/// batch by batch: a [`Stream`] of `Result<T>` (use `futures::TryStreamExt`, or
+/// [`try_next`](Self::try_next) and [`try_collect`](Self::try_collect)).
+///
+/// When a batch runs out, the cursor sends a `getMore` to the server that opened it, with
+/// its session (and, in load-balanced mode, on its pinned connection). Dropping a cursor that
+/// is not exhausted kills it on the server in the background (errors ignored) and returns
+/// its session. A document that does not deserialize into `T` is an
+/// [`Error::BsonDeserialization`] for that item; the cursor goes on with the next.
+pub struct Cursor<T = Document> {
+    /// `None` while a `getMore` is in flight.
+    raw: Option<Box<RawCursor>>,
+    pending: Option<Pending>,
+    /// The deadline of the current `next` (ITERATION mode: one `timeoutMS` for all the
+    /// `getMore`s one item needs); reset when an item is returned.
+    next_deadline: Option<Option<tokio::time::Instant>>,
+    /// The current `next` has sent a `getMore` (kept across polls; reset with the deadline).
+    sent: bool,
+    /// The server's cursor id and address as last seen (the raw cursor is away during a
+    /// `getMore`).
+    id: i64,
+    address: ServerAddress,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for Cursor<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cursor")
+            .field("address", &self.address)
+            .field("id", &self.id)
+            .field("buffered", &self.raw.as_ref().map_or(0, |r| r.buffer.len()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Cursor<T> {
+    pub(crate) fn new(raw: RawCursor) -> Cursor<T> {
+        Cursor {
+            id: raw.id,
+            address: raw.address.clone(),
+            raw: Some(Box::new(raw)),
+            pending: None,
+            next_deadline: None,
+            sent: false,
+            _type: PhantomData,
+        }
+    }
+
+    /// The server's cursor id (0 once exhausted).
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+
+    /// The server the cursor lives on.
+    pub fn address(&self) -> &ServerAddress {
+        &self.address
+    }
+
+    /// Whether more documents may come: documents are buffered, or the server's cursor is
+    /// open.
+    pub fn has_next(&self) -> bool {
+        self.id != 0 || self.raw.as_ref().is_some_and(|r| !r.buffer.is_empty()) || self.pending.is_some()
+    }
+
+    /// The same cursor, reading `U`s.
+    pub fn with_type<U>(self) -> Cursor<U> {
+        let Cursor { raw, pending, next_deadline, sent, id, address, _type } = self;
+        Cursor { raw, pending, next_deadline, sent, id, address, _type: PhantomData }
+    }
+
+    /// Closes the cursor: a live one is killed on the server (`killCursors`, errors ignored)
+    /// and its session and pinned connection are returned. `timeout` is the `timeoutMS` of
+    /// the `killCursors` (`None`: the cursor's own, refreshed: a full timeoutMS for close).
+    pub async fn close(mut self, timeout: Option<Duration>) {
+        if let Some(pending) = self.pending.take() {
+            let (raw, _) = pending.await;
+            self.raw = Some(raw);
+        }
+        if let Some(raw) = self.raw.take() {
+            raw.close(timeout).await;
+        }
+    }
+
+    /// Polls the `getMore` in flight, if any; the raw cursor is back when it is ready.
+    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let Some(pending) = self.pending.as_mut() else { return Poll::Ready(Ok(())) };
+        let (raw, result) = match pending.as_mut().poll(cx) {
+            Poll::Ready(r) => r,
+            Poll::Pending => return Poll::Pending,
+        };
+        self.pending = None;
+        self.id = raw.id;
+        self.raw = Some(raw);
+        Poll::Ready(result)
+    }
+
+    /// The next document as the server sent it, `getMore`s included; `once`: after at most
+    /// one `getMore` (`tryNext`), even if its batch was empty.
+    fn poll_next_document(&mut self, cx: &mut Context<'_>, once: bool) -> Poll<Option<Result<Document>>> {
+        let next = self.poll_next_step(cx, once);
+        if next.is_ready() {
+            // The next `next` starts afresh: a new ITERATION deadline, no getMore sent yet.
+            self.next_deadline = None;
+            self.sent = false;
+        }
+        next
+    }
+
+    fn poll_next_step(&mut self, cx: &mut Context<'_>, once: bool) -> Poll<Option<Result<Document>>> {
+        loop {
+            match self.poll_pending(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => return Poll::Ready(Some(Err(e))),
+                Poll::Ready(Ok(())) => {}
+            }
+            let Some(raw) = self.raw.as_mut() else { return Poll::Ready(None) };
+            if let Some(d) = raw.buffer.pop_front() {
+                return Poll::Ready(Some(Ok(d)));
+            }
+            if raw.id == 0 || (once && self.sent) {
+                return Poll::Ready(None);
+            }
+            let deadline = *self.next_deadline.get_or_insert_with(|| raw.get_more_deadline());
+            let Some(mut raw) = self.raw.take() else { return Poll::Ready(None) };
+            self.pending = Some(Box::pin(async move {
+                let result = raw.get_more(deadline).await;
+                (raw, result)
+            }));
+            self.sent = true;
+        }
+    }
+}
+
+impl<T: DeserializeOwned + 'static> Cursor<T> {
+    /// The next document, sending `getMore`s while the batches come back empty (a tailable
+    /// cursor); `None` once the cursor is exhausted. In ITERATION mode one `timeoutMS` covers
+    /// the whole call.
+    pub async fn try_next(&mut self) -> Result<Option<T>> {
+        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await.transpose()
+    }
+
+    /// The next document with at most one `getMore` (`tryNext`): `None` when that batch was
+    /// empty (a tailable cursor with no new data) or the cursor is exhausted.
+    pub async fn try_next_once(&mut self) -> Result<Option<T>> {
+        let next = std::future::poll_fn(|cx| self.poll_next_document(cx, true)).await;
+        next.map(|r| r.and_then(super::action::decode)).transpose()
+    }
+
+    /// Every remaining document.
+    pub async fn try_collect(mut self) -> Result<Vec<T>> {
+        let mut all = Vec::new();
+        while let Some(d) = self.try_next().await? {
+            all.push(d);
+        }
+        Ok(all)
+    }
+}
+
+impl<T: DeserializeOwned + 'static> Stream for Cursor<T> {
+    type Item = Result<T>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<T>>> {
+        let this = self.get_mut();
+        this.poll_next_document(cx, false).map(|next| next.map(|r| r.and_then(super::action::decode)))
     }
 }

@@ -41,13 +41,12 @@ impl std::fmt::Debug for Client {
 pub(crate) struct Settings {
     pub retry_reads: bool,
     pub retry_writes: bool,
-    /// `w: 0`: writes are unacknowledged (never retried).
-    pub unacknowledged: bool,
-    /// The URI's write concern, sent with every write command.
-    pub write_concern: Option<Document>,
-    /// `{level: readConcernLevel}` from the URI, sent with every read command that takes a
-    /// read concern (find, aggregate, count, distinct) and with a transaction's first command.
-    pub read_concern: Option<Document>,
+    /// The URI's write concern: what writes send unless a database, collection or operation
+    /// says otherwise.
+    pub write_concern: Option<super::concern::WriteConcern>,
+    /// `{level: readConcernLevel}` from the URI: what reads (find, aggregate, count, distinct)
+    /// and a transaction's first command send unless a handle or operation says otherwise.
+    pub read_concern: Option<super::concern::ReadConcern>,
     /// The URI's read preference (default primary).
     pub read_preference: Arc<ReadPreference>,
     pub load_balanced: bool,

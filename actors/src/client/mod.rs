@@ -22,11 +22,14 @@
 //! # }
 //! ```
 
+pub mod action;
 pub mod actor;
+pub mod admin_options;
 pub mod bulk;
 pub mod collection;
+pub mod concern;
 pub mod config;
-pub mod crud;
+pub mod crud_options;
 pub mod cursor;
 pub mod database;
 pub(crate) mod inner;
@@ -45,25 +48,34 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_rt::{Arbiter, System};
-use bson::{Bson, Document};
 use parking_lot::Mutex;
-use protocol::uri::{Acknowledgment, ConnectionString};
+use protocol::uri::ConnectionString;
 use selection::ReadPreference;
 use tokio::sync::OnceCell;
 
 pub use actor::ClientActor;
-pub use bulk::{BulkWriteOptions, BulkWriteResult, WriteModel};
-pub use collection::{
-    Collection, DeleteResult, FindOptions, InsertManyResult, InsertOneResult, TimeoutMode, UpdateResult,
+pub use admin_options::{
+    CommandOptions, CreateCollectionOptions, CreateIndexOptions, IndexModel, IndexOptions,
+    ListDatabasesOptions, ListOptions, RunCommandOptions, RunCursorCommandOptions,
 };
+pub use bulk::{
+    BulkWriteOptions, BulkWriteResult, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel,
+    UpdateManyModel, UpdateOneModel, WriteModel,
+};
+pub use collection::{Collection, CollectionOptions, DatabaseOptions};
+pub use concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
 pub use config::ClientConfig;
-pub use crud::{
-    AggregateOptions, CommandOptions, CountOptions, CreateCollectionOptions, CursorType,
-    FindOneAndModifyOptions, IndexOptions, ListDatabasesOptions, ListOptions, ReadOptions, ReplaceOptions,
-    ReturnDocument, RunCursorCommandOptions,
+pub use crud_options::{
+    AggregateOptions, Collation, CountOptions, DeleteOptions, DistinctOptions, EstimatedDocumentCountOptions,
+    FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions, FindOptions,
+    Hint, InsertManyOptions, InsertOneOptions, ReplaceOptions, ReturnDocument, UpdateModifications,
+    UpdateOptions,
 };
 pub use cursor::Cursor;
 pub use database::Database;
+pub use op_options::{
+    CursorType, DeleteResult, InsertManyResult, InsertOneResult, TimeoutMode, UpdateResult,
+};
 pub use options::{options_without_effect, ClientOptions, ClientOptionsBuilder};
 pub use srv::ResolverConfig;
 pub use transaction::{
@@ -78,29 +90,15 @@ use crate::{Error, Result};
 pub use inner::Client;
 use inner::{in_actix_context, ClientInner, Host, Settings};
 
-/// The write concern document of the URI's `w`, `wtimeoutMS` and `journal`.
-fn write_concern(cs: &ConnectionString) -> Option<Document> {
+/// The write concern of the URI's `w`, `wtimeoutMS` and `journal` (`None`: none of them).
+fn write_concern(cs: &ConnectionString) -> Option<WriteConcern> {
     let o = &cs.options;
-    let mut wc = Document::new();
-    match &o.w {
-        Some(Acknowledgment::Nodes(n)) => {
-            wc.insert("w", i32::try_from(*n).unwrap_or(i32::MAX));
-        }
-        Some(Acknowledgment::Majority) => {
-            wc.insert("w", "majority");
-        }
-        Some(Acknowledgment::Custom(s)) => {
-            wc.insert("w", s.clone());
-        }
-        None => {}
-    }
-    if let Some(t) = o.w_timeout_ms {
-        wc.insert("wtimeout", Bson::Int64(i64::try_from(t).unwrap_or(i64::MAX)));
-    }
-    if let Some(j) = o.journal {
-        wc.insert("j", j);
-    }
-    (!wc.is_empty()).then_some(wc)
+    let wc = WriteConcern {
+        w: o.w.clone(),
+        w_timeout: o.w_timeout_ms.map(Duration::from_millis),
+        journal: o.journal,
+    };
+    (!wc.is_server_default()).then_some(wc)
 }
 
 impl Client {
@@ -145,12 +143,18 @@ impl Client {
         let read_preference = ReadPreference::from_uri_options(&cs.options)
             .map_err(|e| Error::InvalidOptions { message: e.to_string() })?;
         let write_concern = write_concern(&cs);
+        if let Some(wc) = &write_concern {
+            wc.validate()?;
+        }
         let settings = Settings {
             retry_reads: cs.options.retry_reads.unwrap_or(true),
             retry_writes: cs.options.retry_writes.unwrap_or(true),
-            unacknowledged: matches!(cs.options.w, Some(Acknowledgment::Nodes(0))),
             write_concern,
-            read_concern: cs.options.read_concern_level.as_ref().map(|l| bson::doc! {"level": l.as_str()}),
+            read_concern: cs
+                .options
+                .read_concern_level
+                .as_deref()
+                .map(|l| ReadConcernLevel::from_name(l).into()),
             read_preference: Arc::new(read_preference),
             load_balanced: cs.options.load_balanced.unwrap_or(false),
             timeout: cs.options.timeout_ms.map(Duration::from_millis),
@@ -225,7 +229,23 @@ impl Client {
 
     /// A database handle (no I/O).
     pub fn database(&self, name: &str) -> Database {
-        Database::new(self.clone(), name)
+        Database::new(self.clone(), name, DatabaseOptions::default())
+    }
+
+    /// A database handle with its own read preference, concerns or `timeoutMS` (each `None`
+    /// inherits the client's).
+    pub fn database_with_options(&self, name: &str, options: DatabaseOptions) -> Database {
+        Database::new(self.clone(), name, options)
+    }
+
+    /// The client's read concern (`readConcernLevel`; `None`: the server's default).
+    pub fn read_concern(&self) -> Option<&ReadConcern> {
+        self.inner.settings.read_concern.as_ref()
+    }
+
+    /// The client's write concern (`w`, `wtimeoutMS`, `journal`; `None`: the server's default).
+    pub fn write_concern(&self) -> Option<&WriteConcern> {
+        self.inner.settings.write_concern.as_ref()
     }
 
     /// The topology.
@@ -263,7 +283,8 @@ impl Client {
 /// Best effort: tells the server which sessions it can forget, in batches of 10,000 (driver
 /// sessions spec), through the executor with half a second for each batch.
 async fn end_sessions(inner: &ClientInner) {
-    let ids: Vec<Bson> = inner.sessions.drain().into_iter().map(|s| Bson::Document(s.lsid)).collect();
+    let ids: Vec<bson::Bson> =
+        inner.sessions.drain().into_iter().map(|s| bson::Bson::Document(s.lsid)).collect();
     for batch in ids.chunks(10_000) {
         let op = ops::session::EndSessions { ids: batch.to_vec() };
         let limits = operation::Limits::new(Some(Duration::from_millis(500))).sending_max_time(false);

@@ -6,44 +6,12 @@ use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
-use selection::ReadPreference;
 
 use crate::{Error, Result};
 
-/// Options of [`Collection::find`](super::Collection::find) and [`Collection::find_one`](super::Collection::find_one).
-#[derive(Debug, Default, Clone)]
-pub struct FindOptions {
-    /// The most documents to return (`find`'s `limit`).
-    pub limit: Option<i64>,
-    /// Documents per batch (the first batch and every `getMore`).
-    pub batch_size: Option<u32>,
-    /// Documents to skip.
-    pub skip: Option<u64>,
-    /// The sort order.
-    pub sort: Option<Document>,
-    /// The fields to return.
-    pub projection: Option<Document>,
-    /// Where to read (default: the client's read preference, primary unless the URI says).
-    pub read_preference: Option<ReadPreference>,
-    /// This operation's `timeoutMS` (CSOT): `None` keeps the collection's, `Some(ZERO)` means
-    /// no limit.
-    pub timeout: Option<Duration>,
-    /// How `timeoutMS` applies to the cursor (default [`TimeoutMode::CursorLifetime`]; setting
-    /// it needs a `timeoutMS`).
-    pub timeout_mode: Option<TimeoutMode>,
-    /// Legacy `maxTimeMS` for the `find` (ignored when `timeoutMS` is set).
-    pub max_time: Option<Duration>,
-    /// A tailable cursor (`find` only): it defaults to [`TimeoutMode::Iteration`] and refuses
-    /// [`TimeoutMode::CursorLifetime`].
-    pub cursor_type: Option<CursorType>,
-    /// `maxAwaitTimeMS` of a [`CursorType::TailableAwait`] cursor:
-    /// the `maxTimeMS` of its `getMore`s (capped by the remaining `timeoutMS`; must be less
-    /// than a non-zero `timeoutMS`).
-    pub max_await_time: Option<Duration>,
-}
-
 /// How `timeoutMS` applies to a cursor (CSOT `timeoutMode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum TimeoutMode {
     /// One deadline for the `find` and every `getMore` (no `maxTimeMS` on `getMore`).
@@ -85,138 +53,9 @@ pub struct DeleteResult {
     pub deleted_count: u64,
 }
 
-/// Options of [`Collection::aggregate`](super::Collection::aggregate) and [`Database::aggregate`](super::Database::aggregate).
-#[derive(Debug, Default, Clone)]
-pub struct AggregateOptions {
-    /// Documents per batch (the first batch and every `getMore`).
-    pub batch_size: Option<u32>,
-    /// Legacy `maxTimeMS` (ignored when `timeoutMS` is set).
-    pub max_time: Option<Duration>,
-    /// Where to read (pipelines with `$out`/`$merge` go to the primary).
-    pub read_preference: Option<ReadPreference>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-    /// How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
-    pub timeout_mode: Option<TimeoutMode>,
-    /// `maxAwaitTimeMS`: the `maxTimeMS` of the `getMore`s (capped by the remaining
-    /// `timeoutMS`; must be less than a non-zero `timeoutMS`).
-    pub max_await_time: Option<Duration>,
-}
-
-/// Options of [`Collection::count`](super::Collection::count) (the legacy `count` command).
-#[derive(Debug, Default, Clone)]
-pub struct CountOptions {
-    /// Documents to skip.
-    pub skip: Option<u64>,
-    /// The most documents to count.
-    pub limit: Option<u64>,
-    /// Legacy `maxTimeMS` (ignored when `timeoutMS` is set).
-    pub max_time: Option<Duration>,
-    /// Where to read.
-    pub read_preference: Option<ReadPreference>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-}
-
-/// Options of single-command reads: [`Collection::distinct`](super::Collection::distinct),
-/// [`Collection::estimated_document_count`](super::Collection::estimated_document_count), [`Collection::count_documents_with`](super::Collection::count_documents_with).
-#[derive(Debug, Default, Clone)]
-pub struct ReadOptions {
-    /// Legacy `maxTimeMS` (ignored when `timeoutMS` is set).
-    pub max_time: Option<Duration>,
-    /// Where to read.
-    pub read_preference: Option<ReadPreference>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-}
-
-/// Which version of the document a `find_one_and_*` returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ReturnDocument {
-    /// The document as it was before the change (the default).
-    #[default]
-    Before,
-    /// The document after the change.
-    After,
-}
-
-/// Options of [`Collection::find_one_and_delete`](super::Collection::find_one_and_delete), [`Collection::find_one_and_replace`](super::Collection::find_one_and_replace)
-/// and [`Collection::find_one_and_update`](super::Collection::find_one_and_update).
-#[derive(Debug, Default, Clone)]
-pub struct FindOneAndModifyOptions {
-    /// Which matching document is changed (the first in this order).
-    pub sort: Option<Document>,
-    /// The fields of the returned document.
-    pub projection: Option<Document>,
-    /// Insert when nothing matches (replace and update only).
-    pub upsert: Option<bool>,
-    /// Return the document before or after the change (replace and update only).
-    pub return_document: Option<ReturnDocument>,
-    /// Legacy `maxTimeMS` (ignored when `timeoutMS` is set).
-    pub max_time: Option<Duration>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-}
-
-/// Options of [`Collection::replace_one`](super::Collection::replace_one).
-#[derive(Debug, Default, Clone)]
-pub struct ReplaceOptions {
-    /// Insert the replacement when nothing matches.
-    pub upsert: Option<bool>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-}
-
-/// Options of [`Collection::create_index`](super::Collection::create_index).
-#[derive(Debug, Default, Clone)]
-pub struct IndexOptions {
-    /// The index name (default: the keys and directions joined by `_`, as the server names it).
-    pub name: Option<String>,
-    /// A unique index.
-    pub unique: Option<bool>,
-    /// Legacy `maxTimeMS` (ignored when `timeoutMS` is set).
-    pub max_time: Option<Duration>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-}
-
-/// Options of commands without options of their own: [`Collection::drop_index`](super::Collection::drop_index),
-/// [`Collection::drop_indexes`](super::Collection::drop_indexes).
-#[derive(Debug, Default, Clone)]
-pub struct CommandOptions {
-    /// Legacy `maxTimeMS` (ignored when `timeoutMS` is set).
-    pub max_time: Option<Duration>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-}
-
-/// Options of cursor-returning listings: [`Collection::list_indexes`](super::Collection::list_indexes),
-/// [`Database::list_collections`](super::Database::list_collections).
-#[derive(Debug, Default, Clone)]
-pub struct ListOptions {
-    /// Documents per batch.
-    pub batch_size: Option<u32>,
-    /// `listCollections` only: names and types only.
-    pub name_only: Option<bool>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    pub timeout: Option<Duration>,
-    /// How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
-    pub timeout_mode: Option<TimeoutMode>,
-}
-
-/// Options of [`Client::list_databases`](super::Client::list_databases).
-#[derive(Debug, Default, Clone)]
-pub struct ListDatabasesOptions {
-    /// Names only.
-    pub name_only: Option<bool>,
-    /// Only the databases the user may use.
-    pub authorized_databases: Option<bool>,
-    /// This operation's `timeoutMS` (`None`: the client's).
-    pub timeout: Option<Duration>,
-}
-
 /// The kind of cursor [`Database::run_cursor_command`](super::Database::run_cursor_command) opens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum CursorType {
     /// A cursor that ends when exhausted.
     #[default]
@@ -225,35 +64,6 @@ pub enum CursorType {
     Tailable,
     /// A tailable cursor whose `getMore`s wait for data on the server.
     TailableAwait,
-}
-
-/// Options of [`Database::run_cursor_command`](super::Database::run_cursor_command).
-#[derive(Debug, Default, Clone)]
-pub struct RunCursorCommandOptions {
-    /// `batchSize` of the `getMore`s (the command carries its own for the first batch).
-    pub batch_size: Option<u32>,
-    /// The cursor's kind: tailable cursors default to [`TimeoutMode::Iteration`] and refuse
-    /// [`TimeoutMode::CursorLifetime`].
-    pub cursor_type: Option<CursorType>,
-    /// Where to run (default: primary).
-    pub read_preference: Option<ReadPreference>,
-    /// This operation's `timeoutMS` (`None`: the database's).
-    pub timeout: Option<Duration>,
-    /// How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
-    pub timeout_mode: Option<TimeoutMode>,
-}
-
-/// Options of [`Database::create_collection`](super::Database::create_collection).
-#[derive(Debug, Default, Clone)]
-pub struct CreateCollectionOptions {
-    /// A capped collection (needs `size`).
-    pub capped: Option<bool>,
-    /// A capped collection's size in bytes.
-    pub size: Option<u64>,
-    /// A capped collection's most documents.
-    pub max: Option<u64>,
-    /// This operation's `timeoutMS` (`None`: the database's).
-    pub timeout: Option<Duration>,
 }
 
 pub(crate) fn count_of(reply: &Document, key: &str) -> u64 {

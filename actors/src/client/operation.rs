@@ -172,6 +172,16 @@ pub(crate) struct Op {
     pub opens_cursor: bool,
 }
 
+impl Op {
+    /// The command carries `writeConcern: {w: 0}` (without `j: true`): the server will not
+    /// say whether it wrote.
+    pub(crate) fn unacknowledged(&self) -> bool {
+        let Ok(wc) = self.command.get_document("writeConcern") else { return false };
+        let w0 = matches!(wc.get("w"), Some(Bson::Int32(0)) | Some(Bson::Int64(0)));
+        w0 && !wc.get_bool("j").unwrap_or(false)
+    }
+}
+
 /// What a successful operation leaves.
 pub(crate) struct OpOutput {
     /// The reply.
@@ -343,7 +353,7 @@ impl<'a> Run<'a> {
                 settings.retry_writes
                     && has_session
                     && target.server_type != ServerType::Standalone
-                    && !settings.unacknowledged
+                    && !op.unacknowledged()
             }
             Retry::No => false,
         }
@@ -505,7 +515,8 @@ impl ClientInner {
                 (None, None, None) => break Err(Error::stopped("selection")),
             };
             let Located { address, target, handle, sessions } = located;
-            run.take_implicit_session(self, sessions);
+            // An unacknowledged write takes no implicit session (driver sessions spec).
+            run.take_implicit_session(self, sessions.filter(|_| !op.unacknowledged()));
             let retryable = run.retryable(&op, &target, &self.settings);
             if run.first_error.is_some() && !retryable {
                 // The new server cannot retry (for example no longer supports sessions).

@@ -582,11 +582,7 @@ pub(crate) fn write_concern(
     settings: &super::inner::Settings,
     timeout: Option<Duration>,
 ) -> Option<Document> {
-    let mut wc = settings.write_concern.clone()?;
-    if timeout.is_some() {
-        wc.remove("wtimeout");
-    }
-    (!wc.is_empty()).then_some(wc)
+    settings.write_concern.as_ref()?.to_document(timeout.is_some())
 }
 
 /// Makes `op` a statement of a transaction: only commit and abort carry a write concern, the
@@ -598,7 +594,7 @@ fn statement(op: &mut Op, settings: &super::inner::Settings, first: bool, end: b
     }
     match (&settings.read_concern, first) {
         (Some(rc), true) => {
-            op.command.insert("readConcern", rc.clone());
+            op.command.insert("readConcern", rc.to_document());
         }
         _ => {
             op.command.remove("readConcern");

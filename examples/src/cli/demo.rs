@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actors::command_events::CommandEvent;
-use actors::{Client, ClientOptions, Collection, FindOptions};
+use actors::{Client, ClientOptions, Collection};
 use bson::doc;
 use integration_tests::sim::Cluster;
 use protocol::address::ServerAddress;
@@ -155,8 +155,10 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
         snapshot.description.servers().count()
     );
     let run_id = bson::oid::ObjectId::new();
-    let collection: Collection =
-        client.database("mongo_actors_demo").collection("demo").with_timeout(Some(Duration::from_secs(5)));
+    let collection: Collection = client
+        .database("mongo_actors_demo")
+        .collection::<bson::Document>("demo")
+        .with_timeout(Some(Duration::from_secs(5)));
     let shared = Arc::new(Mutex::new(Shared::default()));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let workload = Workload { collection: &collection, shared: &shared, stop: &stop, run_id };
@@ -382,8 +384,11 @@ impl Workload<'_> {
                         continue;
                     }
                     let t = Instant::now();
-                    let options = FindOptions { read_preference: Some(rp.clone()), ..Default::default() };
-                    let result = collection.find_one(doc! {"run": run_id}, options).await.map(|_| ());
+                    let result = collection
+                        .find_one(doc! {"run": run_id})
+                        .read_preference(rp.clone())
+                        .await
+                        .map(|_| ());
                     let took = t.elapsed();
                     shared.lock().await.stats.entry(format!("read {name}")).or_default().record(took, result);
                     tokio::time::sleep(Duration::from_millis(2)).await;

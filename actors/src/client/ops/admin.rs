@@ -1,103 +1,39 @@
-//! Namespaces and indexes: `create`, `createIndexes`, `dropIndexes`, `listIndexes`,
-//! `listCollections`, `listDatabases`, and `run_command`'s command as the caller wrote it.
+//! Namespaces and indexes: the commands that change them (`create`, `createIndexes`,
+//! `dropIndexes`, ...), `listIndexes`, `listCollections`, `listDatabases`, and `run_command`'s command as the caller wrote it.
 //! The listings are retryable reads on the primary; the rest run once.
 
 use bson::{doc, Bson, Document};
 use selection::ReadPreference;
 
-use super::super::op_options::int;
 use super::super::operation::{OpOutput, Operation, Shape};
 use super::cursor::CursorReply;
 use super::{append, Namespace};
 use crate::selection_actor::Criteria;
 use crate::Result;
 
-/// `create`: a collection (capped with `capped`, `size` and `max`).
-pub(crate) struct Create {
+/// A namespace or index command that changes something (`create`, `drop`, `dropDatabase`,
+/// `createIndexes`, `dropIndexes`, `renameCollection`, `collMod`): run once on the primary,
+/// failed by a write concern error; answers the reply.
+pub(crate) struct AdminWrite {
     pub db: String,
-    pub name: String,
-    pub capped: Option<bool>,
-    pub size: Option<u64>,
-    pub max: Option<u64>,
-    pub write_concern: Option<Document>,
+    pub name: &'static str,
+    /// The whole command, options and `writeConcern` included.
+    pub command: Document,
 }
 
-impl Operation for Create {
-    type Output = ();
+impl Operation for AdminWrite {
+    type Output = Document;
 
     fn shape(&self) -> Shape<'_> {
-        Shape::write("create", &self.db).once()
+        Shape::write(self.name, &self.db).once()
     }
 
     fn build(&mut self) -> Result<Document> {
-        let mut command = doc! {"create": &self.name};
-        append(&mut command, "capped", self.capped);
-        append(&mut command, "size", self.size.map(int));
-        append(&mut command, "max", self.max.map(int));
-        append(&mut command, "writeConcern", self.write_concern.take());
-        Ok(command)
+        Ok(std::mem::take(&mut self.command))
     }
 
-    fn handle_reply(self, _: OpOutput) -> Result<()> {
-        Ok(())
-    }
-}
-
-/// `createIndexes` of one index; answers its name.
-pub(crate) struct CreateIndex<'a> {
-    pub ns: Namespace<'a>,
-    pub keys: Document,
-    pub name: String,
-    pub unique: Option<bool>,
-    pub max_time_ms: Option<i64>,
-    pub write_concern: Option<Document>,
-}
-
-impl Operation for CreateIndex<'_> {
-    type Output = String;
-
-    fn shape(&self) -> Shape<'_> {
-        Shape::write("createIndexes", self.ns.db).once()
-    }
-
-    fn build(&mut self) -> Result<Document> {
-        let mut index = doc! {"key": std::mem::take(&mut self.keys), "name": &self.name};
-        append(&mut index, "unique", self.unique);
-        let mut command = doc! {"createIndexes": self.ns.coll, "indexes": [index]};
-        append(&mut command, "maxTimeMS", self.max_time_ms);
-        append(&mut command, "writeConcern", self.write_concern.take());
-        Ok(command)
-    }
-
-    fn handle_reply(self, _: OpOutput) -> Result<String> {
-        Ok(self.name)
-    }
-}
-
-/// `dropIndexes` of one index, or of all but `_id`'s (`"*"`).
-pub(crate) struct DropIndexes<'a> {
-    pub ns: Namespace<'a>,
-    pub index: String,
-    pub max_time_ms: Option<i64>,
-    pub write_concern: Option<Document>,
-}
-
-impl Operation for DropIndexes<'_> {
-    type Output = ();
-
-    fn shape(&self) -> Shape<'_> {
-        Shape::write("dropIndexes", self.ns.db).once()
-    }
-
-    fn build(&mut self) -> Result<Document> {
-        let mut command = doc! {"dropIndexes": self.ns.coll, "index": &self.index};
-        append(&mut command, "maxTimeMS", self.max_time_ms);
-        append(&mut command, "writeConcern", self.write_concern.take());
-        Ok(command)
-    }
-
-    fn handle_reply(self, _: OpOutput) -> Result<()> {
-        Ok(())
+    fn handle_reply(self, out: OpOutput) -> Result<Document> {
+        Ok(out.reply)
     }
 }
 
@@ -105,6 +41,8 @@ impl Operation for DropIndexes<'_> {
 pub(crate) struct ListIndexes<'a> {
     pub ns: Namespace<'a>,
     pub batch_size: Option<u32>,
+    /// Option fields (`comment`, `maxTimeMS`), appended as they are.
+    pub fields: Document,
 }
 
 impl Operation for ListIndexes<'_> {
@@ -115,7 +53,9 @@ impl Operation for ListIndexes<'_> {
     }
 
     fn build(&mut self) -> Result<Document> {
-        Ok(doc! {"listIndexes": self.ns.coll, "cursor": cursor_options(self.batch_size)})
+        let mut command = doc! {"listIndexes": self.ns.coll, "cursor": cursor_options(self.batch_size)};
+        command.extend(std::mem::take(&mut self.fields));
+        Ok(command)
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<CursorReply> {
@@ -135,7 +75,8 @@ pub(crate) struct ListCollections {
     pub db: String,
     pub filter: Document,
     pub batch_size: Option<u32>,
-    pub name_only: Option<bool>,
+    /// Option fields (`nameOnly`, `authorizedCollections`, `comment`, `maxTimeMS`).
+    pub fields: Document,
 }
 
 impl Operation for ListCollections {
@@ -149,7 +90,7 @@ impl Operation for ListCollections {
         let filter = std::mem::take(&mut self.filter);
         let mut command =
             doc! {"listCollections": 1, "filter": filter, "cursor": cursor_options(self.batch_size)};
-        append(&mut command, "nameOnly", self.name_only);
+        command.extend(std::mem::take(&mut self.fields));
         Ok(command)
     }
 
@@ -160,9 +101,8 @@ impl Operation for ListCollections {
 
 /// `listDatabases` on `admin`: one document a database.
 pub(crate) struct ListDatabases {
-    pub filter: Document,
-    pub name_only: Option<bool>,
-    pub authorized_databases: Option<bool>,
+    /// The whole command.
+    pub command: Document,
 }
 
 impl Operation for ListDatabases {
@@ -173,10 +113,7 @@ impl Operation for ListDatabases {
     }
 
     fn build(&mut self) -> Result<Document> {
-        let mut command = doc! {"listDatabases": 1, "filter": std::mem::take(&mut self.filter)};
-        append(&mut command, "nameOnly", self.name_only);
-        append(&mut command, "authorizedDatabases", self.authorized_databases);
-        Ok(command)
+        Ok(std::mem::take(&mut self.command))
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<Vec<Document>> {

@@ -73,6 +73,8 @@ pub(crate) struct GetMore<'a> {
     pub batch_size: Option<u32>,
     /// `maxTimeMS` (a tailable awaitData cursor's `maxAwaitTimeMS`).
     pub max_time_ms: Option<i64>,
+    /// The opening command's `comment`.
+    pub comment: Option<Bson>,
 }
 
 /// A `getMore`'s answer: the cursor id (0: exhausted) and the batch.
@@ -89,6 +91,7 @@ impl Operation for GetMore<'_> {
         let mut command = doc! {"getMore": self.id, "collection": self.collection};
         super::append(&mut command, "batchSize", self.batch_size.map(i64::from));
         super::append(&mut command, "maxTimeMS", self.max_time_ms);
+        super::append(&mut command, "comment", self.comment.take());
         Ok(command)
     }
 

@@ -32,7 +32,7 @@ pub(crate) fn legacy_max_time(max_time: Option<Duration>, timeout: Option<Durati
 }
 
 /// Appends the optional fields every command family shares.
-fn append(command: &mut Document, key: &str, value: Option<impl Into<bson::Bson>>) {
+pub(crate) fn append(command: &mut Document, key: &str, value: Option<impl Into<bson::Bson>>) {
     if let Some(v) = value {
         command.insert(key, v);
     }
@@ -44,7 +44,7 @@ mod tests {
     use protocol::ServerAddress;
     use selection::ReadPreference;
 
-    use super::super::op_options::FindOptions;
+    use super::super::crud_options::FindOptions;
     use super::super::operation::{OpOutput, Operation, Retry};
     use super::read::{Aggregate, Find, FindOne, ReadOn};
     use super::write::{Write, WriteKind};
@@ -107,12 +107,14 @@ mod tests {
     #[test]
     fn a_pipeline_that_writes_is_a_write_run_once() {
         let read = Criteria::Read(ReadPreference::SECONDARY);
-        let mut agg = Aggregate::new("app", Some("c"), vec![doc! {"$out": "o"}], Some(5), read.clone(), None);
+        let mut agg =
+            Aggregate::new(("app", Some("c")), vec![doc! {"$out": "o"}], Some(5), read.clone(), doc! {});
         let op = agg.prepare().expect("prepared");
         assert_eq!((op.criteria, op.retry), (Criteria::Write, Retry::No));
         // A writing pipeline's batch size is not sent.
         assert_eq!(op.command.get_document("cursor").ok(), Some(&doc! {}));
-        let mut agg = Aggregate::new("app", None, vec![doc! {"$match": {}}], Some(5), read.clone(), None);
+        let mut agg =
+            Aggregate::new(("app", None), vec![doc! {"$match": {}}], Some(5), read.clone(), doc! {});
         let op = agg.prepare().expect("prepared");
         assert_eq!((op.criteria, op.retry), (read, Retry::Read));
         assert_eq!(op.command.get_i32("aggregate").ok(), Some(1));
@@ -131,6 +133,7 @@ mod tests {
             ordered: true,
             multi: true,
             write_concern: Some(doc! {"w": 1}),
+            extra: doc! {"comment": "c"},
         };
         let op = write.prepare().expect("prepared");
         assert_eq!((op.name.as_ref(), op.retry, op.check_write), ("update", Retry::No, true));

@@ -4,7 +4,8 @@
 
 use bson::{doc, Bson, Document};
 
-use super::super::op_options::{count_of, first_batch, int, CursorType, FindOptions};
+use super::super::crud_options::FindOptions;
+use super::super::op_options::{count_of, first_batch, int, CursorType};
 use super::super::operation::{OpOutput, Operation, Shape};
 use super::cursor::CursorReply;
 use super::{append, Namespace};
@@ -42,12 +43,24 @@ pub(crate) struct Find<'a> {
 }
 
 impl Find<'_> {
-    /// The options `find` and `find_one` share: sort, projection, skip.
+    /// The fields `find` and `find_one` share, in the order the CRUD spec lists them.
     fn command(&mut self) -> Document {
+        let o = &mut self.options;
         let mut command = doc! {"find": self.read.ns.coll, "filter": std::mem::take(&mut self.filter)};
-        append(&mut command, "sort", self.options.sort.take());
-        append(&mut command, "projection", self.options.projection.take());
-        append(&mut command, "skip", self.options.skip.map(int));
+        append(&mut command, "sort", o.sort.take());
+        append(&mut command, "projection", o.projection.take());
+        append(&mut command, "hint", o.hint.take());
+        append(&mut command, "skip", o.skip.map(int));
+        append(&mut command, "comment", o.comment.clone());
+        append(&mut command, "max", o.max.take());
+        append(&mut command, "min", o.min.take());
+        append(&mut command, "returnKey", o.return_key);
+        append(&mut command, "showRecordId", o.show_record_id);
+        append(&mut command, "noCursorTimeout", o.no_cursor_timeout);
+        append(&mut command, "allowPartialResults", o.allow_partial_results);
+        append(&mut command, "collation", o.collation.take());
+        append(&mut command, "allowDiskUse", o.allow_disk_use);
+        append(&mut command, "let", o.let_vars.take());
         command
     }
 }
@@ -71,7 +84,13 @@ impl Operation for Find<'_> {
             }
             _ => {}
         }
-        append(&mut command, "batchSize", self.options.batch_size.map(i64::from));
+        // A batch size of 0 is the server's default and is not sent; one equal to a positive
+        // limit is sent as limit + 1, so the first batch closes the cursor (CRUD spec).
+        let batch_size = match (self.options.batch_size.map(i64::from), self.options.limit) {
+            (Some(b), Some(l)) if l > 0 && b == l => Some(l + 1),
+            (b, _) => b.filter(|b| *b != 0),
+        };
+        append(&mut command, "batchSize", batch_size);
         match self.options.cursor_type {
             Some(CursorType::Tailable) => {
                 command.insert("tailable", true);
@@ -123,31 +142,31 @@ pub(crate) struct Aggregate {
     batch_size: Option<u32>,
     /// The read's criteria (a pipeline that writes goes to the primary whatever it says).
     criteria: Criteria,
-    max_time_ms: Option<i64>,
+    /// Option fields (`allowDiskUse`, `collation`, `comment`, `hint`, `let`, `maxTimeMS`,
+    /// `readConcern`, `writeConcern`...), appended as they are.
+    fields: Document,
     /// The pipeline ends in `$out` or `$merge`.
     writes: bool,
 }
 
 impl Aggregate {
-    /// An aggregate of `pipeline` on `collection` of `db` (`None`: the database).
+    /// An aggregate of `pipeline` on `collection` of `db` (`None`: the database), with its
+    /// option `fields`.
     pub(crate) fn new(
-        db: &str,
-        collection: Option<&str>,
+        (db, collection): (&str, Option<&str>),
         pipeline: Vec<Document>,
         batch_size: Option<u32>,
         criteria: Criteria,
-        max_time_ms: Option<i64>,
+        fields: Document,
     ) -> Aggregate {
-        let writes =
-            pipeline.last().and_then(|s| s.keys().next()).is_some_and(|k| k == "$out" || k == "$merge");
         Aggregate {
             db: db.to_string(),
             collection: collection.map(str::to_string),
+            writes: writes(&pipeline),
             pipeline,
             batch_size,
             criteria,
-            max_time_ms,
-            writes,
+            fields,
         }
     }
 
@@ -155,6 +174,11 @@ impl Aggregate {
     pub(crate) fn writes(&self) -> bool {
         self.writes
     }
+}
+
+/// Whether `pipeline` ends in `$out` or `$merge` (a write).
+pub(crate) fn writes(pipeline: &[Document]) -> bool {
+    pipeline.last().and_then(|s| s.keys().next()).is_some_and(|k| k == "$out" || k == "$merge")
 }
 
 impl Operation for Aggregate {
@@ -179,7 +203,7 @@ impl Operation for Aggregate {
         };
         let pipeline = std::mem::take(&mut self.pipeline);
         let mut command = doc! {"aggregate": target, "pipeline": pipeline, "cursor": cursor};
-        append(&mut command, "maxTimeMS", self.max_time_ms);
+        command.extend(std::mem::take(&mut self.fields));
         Ok(command)
     }
 
@@ -189,12 +213,12 @@ impl Operation for Aggregate {
     }
 }
 
-/// `count`, with a filter (`count`) or without (`estimated_document_count`).
+/// `count`, with a filter (the legacy `count`) or without (`estimated_document_count`).
 pub(crate) struct Count<'a> {
     pub read: ReadOn<'a>,
     pub filter: Option<Document>,
-    pub skip: Option<u64>,
-    pub limit: Option<u64>,
+    /// Option fields (`skip`, `limit`, `hint`, `collation`, `comment`), appended as they are.
+    pub fields: Document,
 }
 
 impl Operation for Count<'_> {
@@ -207,8 +231,7 @@ impl Operation for Count<'_> {
     fn build(&mut self) -> Result<Document> {
         let mut command = doc! {"count": self.read.ns.coll};
         append(&mut command, "query", self.filter.take());
-        append(&mut command, "skip", self.skip.map(int));
-        append(&mut command, "limit", self.limit.map(int));
+        command.extend(std::mem::take(&mut self.fields));
         self.read.finish(&mut command);
         Ok(command)
     }
@@ -218,10 +241,15 @@ impl Operation for Count<'_> {
     }
 }
 
-/// `count_documents`: the drivers' `$match`/`$group` pipeline, read from its one batch.
+/// `count_documents`: the drivers' `$match`/`$skip`/`$limit`/`$group` pipeline, read from its
+/// one batch.
 pub(crate) struct CountDocuments<'a> {
     pub read: ReadOn<'a>,
     pub filter: Document,
+    pub skip: Option<u64>,
+    pub limit: Option<u64>,
+    /// Option fields (`hint`, `collation`, `comment`), appended as they are.
+    pub fields: Document,
 }
 
 impl Operation for CountDocuments<'_> {
@@ -232,11 +260,16 @@ impl Operation for CountDocuments<'_> {
     }
 
     fn build(&mut self) -> Result<Document> {
-        let pipeline = vec![
-            doc! {"$match": std::mem::take(&mut self.filter)},
-            doc! {"$group": {"_id": 1, "n": {"$sum": 1}}},
-        ];
+        let mut pipeline = vec![doc! {"$match": std::mem::take(&mut self.filter)}];
+        if let Some(skip) = self.skip {
+            pipeline.push(doc! {"$skip": int(skip)});
+        }
+        if let Some(limit) = self.limit {
+            pipeline.push(doc! {"$limit": int(limit)});
+        }
+        pipeline.push(doc! {"$group": {"_id": 1, "n": {"$sum": 1}}});
         let mut command = doc! {"aggregate": self.read.ns.coll, "pipeline": pipeline, "cursor": {}};
+        command.extend(std::mem::take(&mut self.fields));
         self.read.finish(&mut command);
         Ok(command)
     }
@@ -251,6 +284,8 @@ pub(crate) struct Distinct<'a> {
     pub read: ReadOn<'a>,
     pub field: String,
     pub filter: Document,
+    /// Option fields (`collation`, `comment`, `hint`), appended as they are.
+    pub fields: Document,
 }
 
 impl Operation for Distinct<'_> {
@@ -263,6 +298,7 @@ impl Operation for Distinct<'_> {
     fn build(&mut self) -> Result<Document> {
         let filter = std::mem::take(&mut self.filter);
         let mut command = doc! {"distinct": self.read.ns.coll, "key": &self.field, "query": filter};
+        command.extend(std::mem::take(&mut self.fields));
         self.read.finish(&mut command);
         Ok(command)
     }

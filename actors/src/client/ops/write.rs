@@ -4,7 +4,8 @@
 
 use bson::{doc, Bson, Document};
 
-use super::super::op_options::{count_of, FindOneAndModifyOptions, ReturnDocument, UpdateResult};
+use super::super::crud_options::{FindAndModifyFields, ReturnDocument};
+use super::super::op_options::{count_of, UpdateResult};
 use super::super::operation::{OpOutput, Operation, Shape};
 use super::{append, Namespace};
 use crate::Result;
@@ -40,6 +41,9 @@ pub(crate) struct Write<'a> {
     /// A statement may change more than one document (`multi`, `limit: 0`): not retryable.
     pub multi: bool,
     pub write_concern: Option<Document>,
+    /// Command-level option fields (`bypassDocumentValidation`, `comment`, `let`), appended
+    /// as they are.
+    pub extra: Document,
 }
 
 /// What a write command answered (write errors are [`Error::Command`](crate::Error::Command)s).
@@ -82,6 +86,7 @@ impl Operation for Write<'_> {
         let statements: Vec<Bson> =
             std::mem::take(&mut self.statements).into_iter().map(Bson::Document).collect();
         let mut command = doc! {name: self.ns.coll, field: statements, "ordered": self.ordered};
+        command.extend(std::mem::take(&mut self.extra));
         append(&mut command, "writeConcern", self.write_concern.take());
         Ok(command)
     }
@@ -106,8 +111,8 @@ impl Operation for Write<'_> {
 pub(crate) struct FindAndModify<'a> {
     pub ns: Namespace<'a>,
     pub filter: Document,
-    pub change: Option<Document>,
-    pub options: FindOneAndModifyOptions,
+    pub change: Option<Bson>,
+    pub options: FindAndModifyFields,
     pub max_time_ms: Option<i64>,
     pub write_concern: Option<Document>,
 }
@@ -120,6 +125,7 @@ impl Operation for FindAndModify<'_> {
     }
 
     fn build(&mut self) -> Result<Document> {
+        let o = &mut self.options;
         let filter = std::mem::take(&mut self.filter);
         let mut command = doc! {"findAndModify": self.ns.coll, "query": filter};
         match self.change.take() {
@@ -128,12 +134,18 @@ impl Operation for FindAndModify<'_> {
             }
             Some(c) => {
                 command.insert("update", c);
-                command.insert("new", self.options.return_document == Some(ReturnDocument::After));
-                append(&mut command, "upsert", self.options.upsert);
+                command.insert("new", o.return_document == Some(ReturnDocument::After));
+                append(&mut command, "upsert", o.upsert);
             }
         }
-        append(&mut command, "sort", self.options.sort.take());
-        append(&mut command, "fields", self.options.projection.take());
+        append(&mut command, "sort", o.sort.take());
+        append(&mut command, "fields", o.projection.take());
+        append(&mut command, "arrayFilters", o.array_filters.take());
+        append(&mut command, "bypassDocumentValidation", o.bypass_document_validation);
+        append(&mut command, "collation", o.collation.take());
+        append(&mut command, "hint", o.hint.take());
+        append(&mut command, "comment", o.comment.take());
+        append(&mut command, "let", o.let_vars.take());
         append(&mut command, "maxTimeMS", self.max_time_ms);
         append(&mut command, "writeConcern", self.write_concern.take());
         Ok(command)

@@ -1,89 +1,109 @@
-//! The CRUD operations beyond the runner's basic ones: aggregate, count, distinct,
-//! findOneAndX, replaceOne, index and list operations, runCursorCommand, createCollection
-//! with options, and the client's listDatabases (the runner's fallbacks call these).
+//! The CRUD, index, collection and database operations of the unified format, run through
+//! the client's fluent API. Each operation's options are the client's own serde options
+//! types read from the test's arguments (after the required ones), so an argument the client
+//! does not know fails the operation by name instead of being dropped.
 
-use std::time::Duration;
-
-use actors::{
-    AggregateOptions, BulkWriteOptions, CommandOptions, CountOptions, CreateCollectionOptions, CursorType,
-    FindOneAndModifyOptions, IndexOptions, ListDatabasesOptions, ListOptions, ReadOptions, ReplaceOptions,
-    ReturnDocument, RunCursorCommandOptions, TimeoutMode, WriteModel,
-};
+use actors::options::*;
+use actors::{Collection, Cursor, Database};
 use bson::{doc, Bson, Document};
+use serde::de::DeserializeOwned;
 
-use super::runner::{timeout_ms, OpResult, R};
+use super::runner::{OpResult, R};
 
-/// Operations this file runs on collections, databases, clients (for scan.rs): name and
-/// accepted arguments (`timeoutMS` and `session` are checked by the scan itself).
-pub(super) fn op_args(name: &str) -> Option<&'static [&'static str]> {
-    Some(match name {
-        "aggregate" => &["pipeline", "batchSize", "maxTimeMS", "timeoutMode", "maxAwaitTimeMS"],
-        "count" => &["filter", "skip", "limit", "maxTimeMS"],
-        "estimatedDocumentCount" => &["maxTimeMS"],
-        "distinct" => &["fieldName", "filter", "maxTimeMS"],
-        "findOneAndDelete" => &["filter", "sort", "projection", "maxTimeMS"],
-        "findOneAndReplace" => {
-            &["filter", "replacement", "sort", "projection", "upsert", "returnDocument", "maxTimeMS"]
-        }
-        "findOneAndUpdate" => {
-            &["filter", "update", "sort", "projection", "upsert", "returnDocument", "maxTimeMS"]
-        }
-        "replaceOne" => &["filter", "replacement", "upsert"],
-        "bulkWrite" => &["requests", "ordered"],
-        "createIndex" => &["keys", "name", "unique", "maxTimeMS"],
-        "dropIndex" => &["name", "maxTimeMS"],
-        "dropIndexes" => &["maxTimeMS"],
-        "listIndexes" => &["batchSize", "timeoutMode"],
-        "listIndexNames" => &[],
-        "listCollections" => &["filter", "batchSize", "timeoutMode"],
-        "listCollectionNames" => &["filter"],
-        "listDatabases" => &["filter"],
-        "listDatabaseNames" => &[],
-        "runCursorCommand" | "createCommandCursor" => {
-            &["command", "commandName", "batchSize", "cursorType", "timeoutMode"]
-        }
-        _ => return None,
-    })
+/// The operations this file runs (for scan.rs): each takes any argument its options type
+/// knows, checked when it runs.
+pub(super) fn runs(name: &str) -> bool {
+    matches!(
+        name,
+        "insertOne"
+            | "insertMany"
+            | "find"
+            | "findOne"
+            | "createFindCursor"
+            | "updateOne"
+            | "updateMany"
+            | "replaceOne"
+            | "deleteOne"
+            | "deleteMany"
+            | "countDocuments"
+            | "estimatedDocumentCount"
+            | "count"
+            | "distinct"
+            | "aggregate"
+            | "findOneAndDelete"
+            | "findOneAndReplace"
+            | "findOneAndUpdate"
+            | "bulkWrite"
+            | "createIndex"
+            | "dropIndex"
+            | "dropIndexes"
+            | "listIndexes"
+            | "listIndexNames"
+            | "rename"
+            | "listCollections"
+            | "listCollectionNames"
+            | "runCursorCommand"
+            | "createCommandCursor"
+            | "createCollection"
+            | "dropCollection"
+            | "runCommand"
+            | "listDatabases"
+            | "listDatabaseNames"
+    )
 }
 
-pub(super) fn millis(args: &Document, key: &str) -> Option<Duration> {
-    let v = args.get(key)?;
-    let ms = v.as_i64().or(v.as_i32().map(i64::from)).or(v.as_f64().map(|f| f as i64))?;
-    Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
-}
-
-/// The `cursorType` argument.
-pub(super) fn cursor_type(args: &Document) -> Option<CursorType> {
-    match args.get_str("cursorType") {
-        Ok("tailable") => Some(CursorType::Tailable),
-        Ok("tailableAwait") => Some(CursorType::TailableAwait),
-        Ok(_) => Some(CursorType::NonTailable),
-        Err(_) => None,
+/// A `readPreference` document of the unified format (mode, tag sets, max staleness).
+pub(super) fn read_preference(rp: &Document) -> R<ReadPreference> {
+    use selection::ReadPreference as P;
+    let mode = match rp.get_str("mode").unwrap_or("primary") {
+        "primary" => P::PRIMARY,
+        "primaryPreferred" => P::PRIMARY_PREFERRED,
+        "secondary" => P::SECONDARY,
+        "secondaryPreferred" => P::SECONDARY_PREFERRED,
+        "nearest" => P::NEAREST,
+        other => return Err(format!("unknown read preference mode {other}")),
+    };
+    let mut b = P::builder(mode.mode());
+    if let Ok(sets) = rp.get_array("tagSets") {
+        let sets = sets.iter().filter_map(Bson::as_document).map(|s| {
+            s.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect()
+        });
+        b = b.tag_sets(sets);
     }
-}
-
-fn batch_size(args: &Document) -> Option<u32> {
-    let v = args.get("batchSize")?;
-    v.as_i64().or(v.as_i32().map(i64::from)).and_then(|b| u32::try_from(b).ok())
-}
-
-fn unsigned(args: &Document, key: &str) -> Option<u64> {
-    let v = args.get(key)?;
-    v.as_i64().or(v.as_i32().map(i64::from)).and_then(|b| u64::try_from(b).ok())
-}
-
-fn timeout_mode(args: &Document) -> Option<TimeoutMode> {
-    match args.get_str("timeoutMode") {
-        Ok("iteration") => Some(TimeoutMode::Iteration),
-        Ok(_) => Some(TimeoutMode::CursorLifetime),
-        Err(_) => None,
+    if let Some(s) = rp.get("maxStalenessSeconds").and_then(|v| v.as_i64().or(v.as_i32().map(i64::from))) {
+        b = b.max_staleness_seconds(s);
     }
+    b.build().map_err(|e| format!("read preference: {e}"))
 }
 
-fn pipeline(args: &Document) -> Vec<Document> {
-    args.get_array("pipeline")
+/// The options of an operation: its arguments but `required` (and `session`), as `O`.
+fn options<O: DeserializeOwned>(name: &str, args: &Document, required: &[&str]) -> R<O> {
+    let mut rest = args.clone();
+    for k in required.iter().chain(&["session", "readPreference"]) {
+        rest.remove(*k);
+    }
+    bson::deserialize_from_document(rest)
+        .map_err(|e| format!("{name}: the client does not take these options: {e}"))
+}
+
+/// The argument `key`, as a document.
+fn document(name: &str, args: &Document, key: &str) -> R<Document> {
+    args.get_document(key).cloned().map_err(|_| format!("{name} needs a {key} document"))
+}
+
+fn documents(args: &Document, key: &str) -> Vec<Document> {
+    args.get_array(key)
         .map(|a| a.iter().filter_map(|d| d.as_document().cloned()).collect())
         .unwrap_or_default()
+}
+
+/// An update argument: a document or a pipeline.
+fn update(name: &str, args: &Document) -> R<UpdateModifications> {
+    match args.get("update") {
+        Some(Bson::Document(d)) => Ok(UpdateModifications::Document(d.clone())),
+        Some(Bson::Array(_)) => Ok(UpdateModifications::Pipeline(documents(args, "update"))),
+        _ => Err(format!("{name} needs an update document or pipeline")),
+    }
 }
 
 fn docs(v: Vec<Document>) -> Option<Bson> {
@@ -98,13 +118,13 @@ fn count(n: u64) -> Option<Bson> {
     Some(Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)))
 }
 
-/// Every document of a cursor, or the cursor itself for `createCommandCursor`.
-async fn cursor_result(
-    cursor: actors::Result<actors::Cursor>,
-    keep: bool,
-    new_cursor: &mut Option<actors::Cursor>,
-) -> OpResult {
-    let cursor = cursor?;
+fn optional_document(d: Option<Document>) -> Option<Bson> {
+    Some(d.map_or(Bson::Null, Bson::Document))
+}
+
+/// Every document of a cursor, or the cursor itself (`createFindCursor`,
+/// `createCommandCursor`).
+async fn cursor_result(cursor: Cursor, keep: bool, new_cursor: &mut Option<Cursor>) -> OpResult {
     if keep {
         *new_cursor = Some(cursor);
         return Ok(None);
@@ -112,23 +132,7 @@ async fn cursor_result(
     Ok(docs(cursor.try_collect().await?))
 }
 
-fn find_and_modify_options(args: &Document) -> Result<FindOneAndModifyOptions, String> {
-    Ok(FindOneAndModifyOptions {
-        sort: args.get_document("sort").ok().cloned(),
-        projection: args.get_document("projection").ok().cloned(),
-        upsert: args.get_bool("upsert").ok(),
-        return_document: match args.get_str("returnDocument") {
-            Ok("After") => Some(ReturnDocument::After),
-            Ok("Before") => Some(ReturnDocument::Before),
-            Ok(other) => return Err(format!("returnDocument must be Before or After, not {other:?}")),
-            Err(_) => None,
-        },
-        max_time: millis(args, "maxTimeMS"),
-        timeout: None,
-    })
-}
-
-fn update_result(r: actors::UpdateResult) -> Option<Bson> {
+fn update_result(r: UpdateResult) -> Option<Bson> {
     let upserted = u64::from(r.upserted_id.is_some());
     let mut d = doc! {"matchedCount": count(r.matched_count), "modifiedCount": count(r.modified_count),
     "upsertedCount": count(upserted)};
@@ -138,42 +142,23 @@ fn update_result(r: actors::UpdateResult) -> Option<Bson> {
     Some(Bson::Document(d))
 }
 
-/// The `requests` of a `bulkWrite` (options the client lacks, such as `collation`, fail the
-/// operation).
+/// The `requests` of a `bulkWrite`, each read as the client's model type.
 fn write_models(args: &Document) -> R<Vec<WriteModel>> {
     let mut models = Vec::new();
     for r in args.get_array("requests").map_err(|_| "bulkWrite needs requests".to_string())? {
         let r = r.as_document().ok_or("a bulkWrite request must be a document")?;
         let (kind, m) = r.iter().next().ok_or("an empty bulkWrite request")?;
-        let m = m.as_document().ok_or("a bulkWrite model must be a document")?;
-        let allowed: &[&str] = match kind.as_str() {
-            "insertOne" => &["document"],
-            "updateOne" | "updateMany" => &["filter", "update", "upsert"],
-            "replaceOne" => &["filter", "replacement", "upsert"],
-            _ => &["filter"],
-        };
-        if let Some(k) = m.keys().find(|k| !allowed.contains(&k.as_str())) {
-            return Err(format!("bulkWrite {kind} argument {k} is not supported"));
+        let m = m.as_document().ok_or("a bulkWrite model must be a document")?.clone();
+        fn model<M: DeserializeOwned>(kind: &str, m: Document) -> R<M> {
+            bson::deserialize_from_document(m).map_err(|e| format!("bulkWrite {kind}: {e}"))
         }
-        let doc_of = |k: &str| {
-            m.get_document(k).cloned().map_err(|_| format!("bulkWrite {kind} needs a {k} document"))
-        };
-        let upsert = m.get_bool("upsert").ok();
         models.push(match kind.as_str() {
-            "insertOne" => WriteModel::InsertOne { document: doc_of("document")? },
-            "updateOne" => {
-                WriteModel::UpdateOne { filter: doc_of("filter")?, update: doc_of("update")?, upsert }
-            }
-            "updateMany" => {
-                WriteModel::UpdateMany { filter: doc_of("filter")?, update: doc_of("update")?, upsert }
-            }
-            "replaceOne" => WriteModel::ReplaceOne {
-                filter: doc_of("filter")?,
-                replacement: doc_of("replacement")?,
-                upsert,
-            },
-            "deleteOne" => WriteModel::DeleteOne { filter: doc_of("filter")? },
-            "deleteMany" => WriteModel::DeleteMany { filter: doc_of("filter")? },
+            "insertOne" => WriteModel::InsertOne(model(kind, m)?),
+            "updateOne" => WriteModel::UpdateOne(model(kind, m)?),
+            "updateMany" => WriteModel::UpdateMany(model(kind, m)?),
+            "replaceOne" => WriteModel::ReplaceOne(model(kind, m)?),
+            "deleteOne" => WriteModel::DeleteOne(model(kind, m)?),
+            "deleteMany" => WriteModel::DeleteMany(model(kind, m)?),
             other => return Err(format!("bulkWrite model {other} is not supported")),
         });
     }
@@ -181,7 +166,7 @@ fn write_models(args: &Document) -> R<Vec<WriteModel>> {
 }
 
 /// A `BulkWriteResult` as the unified format expects it (ids keyed by the model index).
-fn bulk_result(r: actors::BulkWriteResult) -> Option<Bson> {
+fn bulk_result(r: BulkWriteResult) -> Option<Bson> {
     let ids = |m: std::collections::BTreeMap<usize, Bson>| {
         m.into_iter().map(|(i, id)| (i.to_string(), id)).collect::<Document>()
     };
@@ -196,247 +181,279 @@ fn bulk_result(r: actors::BulkWriteResult) -> Option<Bson> {
     }))
 }
 
-/// Runs a collection operation of this file (the handle carries the operation's timeoutMS).
+/// Where the operation reads: its `readPreference` argument, else the entity's.
+fn op_read_preference(args: &Document, entity: Option<ReadPreference>) -> R<Option<ReadPreference>> {
+    match args.get_document("readPreference") {
+        Ok(rp) => read_preference(rp).map(Some),
+        Err(_) => Ok(entity),
+    }
+}
+
+/// Runs a collection operation.
 pub(super) async fn collection_op(
-    coll: &actors::Collection,
-    read_preference: Option<selection::ReadPreference>,
+    coll: &Collection,
     name: &str,
     args: &Document,
-    new_cursor: &mut Option<actors::Cursor>,
+    new_cursor: &mut Option<Cursor>,
     session: Option<&mut actors::ClientSession>,
 ) -> R<OpResult> {
-    let filter = args.get_document("filter").cloned().unwrap_or_default();
-    let max_time = millis(args, "maxTimeMS");
-    let read = ReadOptions { max_time, read_preference: read_preference.clone(), timeout: None };
+    let filter = || document(name, args, "filter");
+    let rp = op_read_preference(args, coll.read_preference().cloned())?;
     Ok(match name {
-        "aggregate" => {
-            let options = AggregateOptions {
-                batch_size: batch_size(args),
-                max_time,
-                read_preference,
-                timeout: None,
-                timeout_mode: timeout_mode(args),
-                max_await_time: millis(args, "maxAwaitTimeMS"),
-            };
-            cursor_result(
-                with_session!(session, coll, aggregate / aggregate_with_session(pipeline(args), options)),
-                false,
-                new_cursor,
-            )
-            .await
+        "insertOne" => {
+            let o: InsertOneOptions = options(name, args, &["document"])?;
+            coll.insert_one(document(name, args, "document")?)
+                .with_options(o)
+                .session(session)
+                .await
+                .map(|r| Some(Bson::Document(doc! {"insertedId": r.inserted_id})))
         }
-        "count" => {
-            let options = CountOptions {
-                skip: unsigned(args, "skip"),
-                limit: unsigned(args, "limit"),
-                max_time,
-                read_preference,
-                timeout: None,
-            };
-            with_session!(session, coll, count / count_with_session(filter, options)).map(count)
+        "insertMany" => {
+            let o: InsertManyOptions = options(name, args, &["documents"])?;
+            coll.insert_many(documents(args, "documents")).with_options(o).session(session).await.map(|r| {
+                let ids: Document = r.inserted_ids.into_iter().map(|(i, id)| (i.to_string(), id)).collect();
+                Some(Bson::Document(doc! {"insertedIds": ids}))
+            })
         }
-        "estimatedDocumentCount" => with_session!(
-            session,
-            coll,
-            estimated_document_count / estimated_document_count_with_session(read)
-        )
-        .map(count),
-        "distinct" => with_session!(
-            session,
-            coll,
-            distinct / distinct_with_session(args.get_str("fieldName").unwrap_or(""), filter, read)
-        )
-        .map(|v| Some(Bson::Array(v))),
-        "findOneAndDelete" | "findOneAndReplace" | "findOneAndUpdate" => {
-            let options = find_and_modify_options(args)?;
-            let r = match name {
-                "findOneAndDelete" => with_session!(
-                    session,
-                    coll,
-                    find_one_and_delete / find_one_and_delete_with_session(filter, options)
-                ),
-                "findOneAndReplace" => {
-                    let replacement = args.get_document("replacement").cloned().unwrap_or_default();
-                    with_session!(
-                        session,
-                        coll,
-                        find_one_and_replace
-                            / find_one_and_replace_with_session(filter, replacement, options)
-                    )
-                }
-                _ => {
-                    let update = args.get_document("update").cloned().unwrap_or_default();
-                    with_session!(
-                        session,
-                        coll,
-                        find_one_and_update / find_one_and_update_with_session(filter, update, options)
-                    )
-                }
+        "find" | "createFindCursor" => {
+            let mut o: FindOptions = options(name, args, &["filter"])?;
+            o.read_preference = rp;
+            match coll.find(filter()?).with_options(o).session(session).await {
+                Ok(c) => cursor_result(c, name == "createFindCursor", new_cursor).await,
+                Err(e) => Err(e),
+            }
+        }
+        "findOne" => {
+            let mut o: FindOneOptions = options(name, args, &["filter"])?;
+            o.read_preference = rp;
+            coll.find_one(filter()?).with_options(o).session(session).await.map(optional_document)
+        }
+        "updateOne" | "updateMany" => {
+            let o: UpdateOptions = options(name, args, &["filter", "update"])?;
+            let u = update(name, args)?;
+            let action = if name == "updateOne" {
+                coll.update_one(filter()?, u)
+            } else {
+                coll.update_many(filter()?, u)
             };
-            r.map(|d| Some(d.map_or(Bson::Null, Bson::Document)))
+            action.with_options(o).session(session).await.map(update_result)
         }
         "replaceOne" => {
-            let replacement = args.get_document("replacement").cloned().unwrap_or_default();
-            let options = ReplaceOptions { upsert: args.get_bool("upsert").ok(), timeout: None };
-            with_session!(session, coll, replace_one / replace_one_with_session(filter, replacement, options))
+            let o: ReplaceOptions = options(name, args, &["filter", "replacement"])?;
+            coll.replace_one(filter()?, document(name, args, "replacement")?)
+                .with_options(o)
+                .session(session)
+                .await
                 .map(update_result)
         }
+        "deleteOne" | "deleteMany" => {
+            let o: DeleteOptions = options(name, args, &["filter"])?;
+            let action =
+                if name == "deleteOne" { coll.delete_one(filter()?) } else { coll.delete_many(filter()?) };
+            action
+                .with_options(o)
+                .session(session)
+                .await
+                .map(|r| Some(Bson::Document(doc! {"deletedCount": count(r.deleted_count)})))
+        }
+        "countDocuments" | "count" => {
+            let mut o: CountOptions = options(name, args, &["filter"])?;
+            o.read_preference = rp;
+            let action = if name == "count" { None } else { Some(coll.count_documents(filter()?)) };
+            match action {
+                Some(a) => a.with_options(o).session(session).await.map(count),
+                None => coll.count(filter()?).with_options(o).session(session).await.map(count),
+            }
+        }
+        "estimatedDocumentCount" => {
+            let mut o: EstimatedDocumentCountOptions = options(name, args, &[])?;
+            o.read_preference = rp;
+            coll.estimated_document_count().with_options(o).session(session).await.map(count)
+        }
+        "distinct" => {
+            let mut o: DistinctOptions = options(name, args, &["fieldName", "filter"])?;
+            o.read_preference = rp;
+            let field = args.get_str("fieldName").map_err(|_| "distinct needs a fieldName")?;
+            coll.distinct(field, filter()?)
+                .with_options(o)
+                .session(session)
+                .await
+                .map(|v| Some(Bson::Array(v)))
+        }
+        "aggregate" => {
+            let mut o: AggregateOptions = options(name, args, &["pipeline"])?;
+            o.read_preference = rp;
+            match coll.aggregate(documents(args, "pipeline")).with_options(o).session(session).await {
+                Ok(c) => cursor_result(c, false, new_cursor).await,
+                Err(e) => Err(e),
+            }
+        }
+        "findOneAndDelete" => {
+            let o: FindOneAndDeleteOptions = options(name, args, &["filter"])?;
+            coll.find_one_and_delete(filter()?).with_options(o).session(session).await.map(optional_document)
+        }
+        "findOneAndReplace" => {
+            let o: FindOneAndReplaceOptions = options(name, args, &["filter", "replacement"])?;
+            coll.find_one_and_replace(filter()?, document(name, args, "replacement")?)
+                .with_options(o)
+                .session(session)
+                .await
+                .map(optional_document)
+        }
+        "findOneAndUpdate" => {
+            let o: FindOneAndUpdateOptions = options(name, args, &["filter", "update"])?;
+            coll.find_one_and_update(filter()?, update(name, args)?)
+                .with_options(o)
+                .session(session)
+                .await
+                .map(optional_document)
+        }
         "bulkWrite" => {
-            let models = write_models(args)?;
-            let options = BulkWriteOptions { ordered: args.get_bool("ordered").ok(), timeout: None };
-            with_session!(session, coll, bulk_write / bulk_write_with_session(models, options))
-                .map(bulk_result)
+            let o: BulkWriteOptions = options(name, args, &["requests"])?;
+            coll.bulk_write(write_models(args)?).with_options(o).session(session).await.map(bulk_result)
         }
         "createIndex" => {
-            let options = IndexOptions {
-                name: args.get_str("name").ok().map(str::to_owned),
-                unique: args.get_bool("unique").ok(),
-                max_time,
-                timeout: None,
-            };
-            let keys = args.get_document("keys").cloned().unwrap_or_default();
-            with_session!(session, coll, create_index / create_index_with_session(keys, options))
-                .map(|n| Some(Bson::String(n)))
+            let o: CreateIndexOptions = options(
+                name,
+                args,
+                &[
+                    "keys",
+                    "name",
+                    "unique",
+                    "sparse",
+                    "expireAfterSeconds",
+                    "partialFilterExpression",
+                    "hidden",
+                    "collation",
+                    "wildcardProjection",
+                ],
+            )?;
+            let mut spec = args.clone();
+            for k in ["keys", "session", "commitQuorum", "comment", "maxTimeMS", "writeConcern", "timeoutMS"]
+            {
+                spec.remove(k);
+            }
+            let index_options: IndexOptions =
+                bson::deserialize_from_document(spec).map_err(|e| format!("createIndex: {e}"))?;
+            let model = IndexModel::new(document(name, args, "keys")?).with_options(index_options);
+            coll.create_index(model)
+                .with_options(o)
+                .session(session)
+                .await
+                .map(|r| Some(Bson::String(r.index_name)))
         }
         "dropIndex" => {
-            let options = CommandOptions { max_time, timeout: None };
-            with_session!(
-                session,
-                coll,
-                drop_index / drop_index_with_session(args.get_str("name").unwrap_or(""), options)
-            )
-            .map(|()| None)
+            let o: CommandOptions = options(name, args, &["name"])?;
+            let index = args.get_str("name").map_err(|_| "dropIndex needs a name")?;
+            coll.drop_index(index).with_options(o).session(session).await.map(|()| None)
         }
-        "dropIndexes" => with_session!(
-            session,
-            coll,
-            drop_indexes / drop_indexes_with_session(CommandOptions { max_time, timeout: None })
-        )
-        .map(|()| None),
+        "dropIndexes" => {
+            let o: CommandOptions = options(name, args, &[])?;
+            coll.drop_indexes().with_options(o).session(session).await.map(|()| None)
+        }
         "listIndexes" => {
-            let options = ListOptions {
-                batch_size: batch_size(args),
-                timeout_mode: timeout_mode(args),
-                ..Default::default()
-            };
-            cursor_result(
-                with_session!(session, coll, list_indexes / list_indexes_with_session(options)),
-                false,
-                new_cursor,
-            )
-            .await
+            let o: ListOptions = options(name, args, &[])?;
+            match coll.list_indexes().with_options(o).session(session).await {
+                Ok(c) => {
+                    // The listing as the server sent it (IndexModel drops fields it does not know).
+                    let c: Cursor = c.with_type();
+                    cursor_result(c, false, new_cursor).await
+                }
+                Err(e) => Err(e),
+            }
         }
         "listIndexNames" => {
-            with_session!(session, coll, list_index_names / list_index_names_with_session(None)).map(strings)
+            let o: ListOptions = options(name, args, &[])?;
+            coll.list_index_names().with_options(o).session(session).await.map(strings)
+        }
+        "rename" => {
+            let to = args.get_str("to").map_err(|_| "rename needs a target name")?;
+            let o: CommandOptions = options(name, args, &["to", "dropTarget"])?;
+            coll.rename(to, args.get_bool("dropTarget").unwrap_or(false))
+                .with_options(o)
+                .session(session)
+                .await
+                .map(|()| None)
         }
         other => return Err(format!("collection operation {other} not supported")),
     })
 }
 
-/// Runs a database operation of this file (the handle carries the operation's timeoutMS).
+/// Runs a database operation.
 pub(super) async fn database_op(
-    db: &actors::Database,
+    db: &Database,
     name: &str,
     args: &Document,
-    new_cursor: &mut Option<actors::Cursor>,
+    new_cursor: &mut Option<Cursor>,
     session: Option<&mut actors::ClientSession>,
 ) -> R<OpResult> {
-    let filter = args.get_document("filter").cloned().unwrap_or_default();
     Ok(match name {
+        "runCommand" => {
+            let command = super::command_with_name_first(args);
+            let rp = op_read_preference(args, None)?;
+            let mut o: RunCommandOptions = options(name, args, &["command", "commandName"])?;
+            o.read_preference = rp;
+            db.run_command(command).with_options(o).session(session).await.map(|d| Some(Bson::Document(d)))
+        }
         "aggregate" => {
-            let options = AggregateOptions {
-                batch_size: batch_size(args),
-                max_time: millis(args, "maxTimeMS"),
-                timeout_mode: timeout_mode(args),
-                max_await_time: millis(args, "maxAwaitTimeMS"),
-                ..Default::default()
-            };
-            cursor_result(
-                with_session!(session, db, aggregate / aggregate_with_session(pipeline(args), options)),
-                false,
-                new_cursor,
-            )
-            .await
+            let mut o: AggregateOptions = options(name, args, &["pipeline"])?;
+            o.read_preference = op_read_preference(args, None)?;
+            match db.aggregate(documents(args, "pipeline")).with_options(o).session(session).await {
+                Ok(c) => cursor_result(c, false, new_cursor).await,
+                Err(e) => Err(e),
+            }
         }
         "listCollections" => {
-            let options = ListOptions {
-                batch_size: batch_size(args),
-                timeout_mode: timeout_mode(args),
-                ..Default::default()
-            };
-            cursor_result(
-                with_session!(session, db, list_collections / list_collections_with_session(filter, options)),
-                false,
-                new_cursor,
-            )
-            .await
+            let o: ListOptions = options(name, args, &[])?;
+            match db.list_collections().with_options(o).session(session).await {
+                Ok(c) => cursor_result(c, false, new_cursor).await,
+                Err(e) => Err(e),
+            }
         }
-        "listCollectionNames" => with_session!(
-            session,
-            db,
-            list_collection_names / list_collection_names_with_session(filter, None)
-        )
-        .map(strings),
+        "listCollectionNames" => {
+            let mut o: ListOptions = options(name, args, &[])?;
+            o.name_only = Some(true);
+            db.list_collection_names().with_options(o).session(session).await.map(strings)
+        }
         "runCursorCommand" | "createCommandCursor" => {
-            let options = RunCursorCommandOptions {
-                batch_size: batch_size(args),
-                cursor_type: cursor_type(args),
-                timeout_mode: timeout_mode(args),
-                ..Default::default()
-            };
             let command = super::command_with_name_first(args);
-            let keep = name == "createCommandCursor";
-            cursor_result(
-                with_session!(
-                    session,
-                    db,
-                    run_cursor_command / run_cursor_command_with_session(command, options)
-                ),
-                keep,
-                new_cursor,
-            )
-            .await
+            let mut o: RunCursorCommandOptions = options(name, args, &["command", "commandName"])?;
+            o.read_preference = op_read_preference(args, None)?;
+            match db.run_cursor_command(command).with_options(o).session(session).await {
+                Ok(c) => cursor_result(c, name == "createCommandCursor", new_cursor).await,
+                Err(e) => Err(e),
+            }
         }
         "createCollection" => {
-            let options = CreateCollectionOptions {
-                capped: args.get_bool("capped").ok(),
-                size: unsigned(args, "size"),
-                max: unsigned(args, "max"),
-                timeout: None,
-            };
-            with_session!(
-                session,
-                db,
-                create_collection
-                    / create_collection_with_session(args.get_str("collection").unwrap_or(""), options)
-            )
-            .map(|()| None)
+            let coll = args.get_str("collection").map_err(|_| "createCollection needs a collection")?;
+            let o: CreateCollectionOptions = options(name, args, &["collection"])?;
+            db.create_collection(coll).with_options(o).session(session).await.map(|()| None)
+        }
+        "dropCollection" => {
+            let coll = args.get_str("collection").map_err(|_| "dropCollection needs a collection")?;
+            let o: CommandOptions = options(name, args, &["collection"])?;
+            db.collection::<Document>(coll).drop().with_options(o).session(session).await.map(|()| None)
         }
         other => return Err(format!("database operation {other} not supported")),
     })
 }
 
-/// Runs a client operation of this file.
+/// Runs a client operation.
 pub(super) async fn client_op(
     client: &actors::Client,
     name: &str,
     args: &Document,
     session: Option<&mut actors::ClientSession>,
 ) -> R<OpResult> {
-    let filter = args.get_document("filter").cloned().unwrap_or_default();
-    let timeout = timeout_ms(args);
     Ok(match name {
         "listDatabases" => {
-            let options = ListDatabasesOptions { timeout, ..Default::default() };
-            with_session!(session, client, list_databases / list_databases_with_session(filter, options))
-                .map(docs)
+            let o: ListDatabasesOptions = options(name, args, &[])?;
+            client.list_databases().with_options(o).session(session).await.map(docs)
         }
-        "listDatabaseNames" => with_session!(
-            session,
-            client,
-            list_database_names / list_database_names_with_session(filter, timeout)
-        )
-        .map(strings),
+        "listDatabaseNames" => {
+            let o: ListDatabasesOptions = options(name, args, &[])?;
+            client.list_database_names().with_options(o).session(session).await.map(strings)
+        }
         other => return Err(format!("client operation {other} not supported")),
     })
 }

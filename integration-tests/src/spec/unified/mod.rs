@@ -12,17 +12,6 @@ use bson::{Bson, Document};
 
 use super::expected::{self, Record, Status, TOPOLOGIES};
 
-/// Calls `$recv.$plain(args)`, or with a session its twin `$recv.$twin(args, session)`:
-/// every operation runs the same way with and without an explicit session.
-macro_rules! with_session {
-    ($session:expr, $recv:expr, $plain:ident / $twin:ident ($($arg:expr),* $(,)?)) => {
-        match $session {
-            Some(session) => $recv.$twin($($arg,)* session).await,
-            None => $recv.$plain($($arg),*).await,
-        }
-    };
-}
-
 mod crud_ops;
 mod logs;
 pub mod matching;

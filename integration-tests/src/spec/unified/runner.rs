@@ -41,17 +41,17 @@ enum Entity {
     Database {
         client: String,
         name: String,
-        /// From `databaseOptions.timeoutMS`.
-        timeout: Option<Duration>,
+        /// From `databaseOptions`.
+        options: actors::DatabaseOptions,
     },
     Collection {
         client: String,
         db: String,
         name: String,
-        /// From `collectionOptions.readPreference`.
-        read_preference: Option<selection::ReadPreference>,
-        /// The database entity's `timeoutMS`, then `collectionOptions.timeoutMS`.
-        timeouts: (Option<Duration>, Option<Duration>),
+        /// The database entity's options.
+        db_options: actors::DatabaseOptions,
+        /// From `collectionOptions`.
+        options: actors::CollectionOptions,
     },
     /// A cursor from `createFindCursor`; `None` once closed.
     Cursor(Option<actors::Cursor>),
@@ -145,7 +145,7 @@ pub(super) async fn run_test(
         .map_err(|e| format!("setup client: {e}"))?;
     if cluster.is_real() {
         // Transactions a previous test left open would hold locks (the unified format's advice).
-        let _ = setup.database("admin").run_command(doc! {"killAllSessions": []}, None).await;
+        let _ = setup.database("admin").run_command(doc! {"killAllSessions": []}).await;
     }
     let mut ctx = Ctx {
         cluster,
@@ -179,7 +179,7 @@ async fn run_in(ctx: &mut Ctx, file: &Document, test: &Document) -> R<()> {
         let Some(data) = data.as_document() else { continue };
         let db = ctx.setup.database(data.get_str("databaseName").unwrap_or("test"));
         let coll = data.get_str("collectionName").unwrap_or("test");
-        let _ = db.run_command(doc! {"drop": coll}, None).await;
+        let _ = db.run_command(doc! {"drop": coll}).await;
         let docs: Vec<Document> = data
             .get_array("documents")
             .map(|a| a.iter().filter_map(|d| d.as_document().cloned()).collect())
@@ -191,10 +191,13 @@ async fn run_in(ctx: &mut Ctx, file: &Document, test: &Document) -> R<()> {
             let mut create = doc! {"create": coll};
             create.extend(create_options.cloned().unwrap_or_default());
             create.insert("writeConcern", doc! {"w": "majority"});
-            db.run_command(create, None).await.map_err(|e| format!("initialData create: {e}"))?;
+            db.run_command(create).await.map_err(|e| format!("initialData create: {e}"))?;
         }
         if !docs.is_empty() {
-            db.collection(coll).insert_many(docs).await.map_err(|e| format!("initialData insert: {e}"))?;
+            db.collection::<bson::Document>(coll)
+                .insert_many(docs)
+                .await
+                .map_err(|e| format!("initialData insert: {e}"))?;
         }
     }
     for e in file.get_array("createEntities").map(|a| a.as_slice()).unwrap_or(&[]) {
@@ -224,7 +227,8 @@ async fn run_in(ctx: &mut Ctx, file: &Document, test: &Document) -> R<()> {
             .collection(outcome.get_str("collectionName").unwrap_or("test"));
         let options = actors::FindOptions { sort: Some(doc! {"_id": 1}), ..Default::default() };
         let actual = coll
-            .find(doc! {}, options)
+            .find(doc! {})
+            .with_options(options)
             .await
             .map_err(|e| format!("outcome find: {e}"))?
             .try_collect()
@@ -250,7 +254,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
                 c.to_string()
             },
             name: spec.get_str("databaseName").map_err(|_| "database without name")?.to_string(),
-            timeout: spec.get_document("databaseOptions").ok().and_then(timeout_ms),
+            options: handle_options(spec.get_document("databaseOptions").ok())?,
         },
         "collection" => create_collection(ctx, spec)?,
         "thread" => Entity::Thread(Vec::new()),
@@ -372,29 +376,40 @@ async fn create_client(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
 /// A collection entity of a database entity, with its read preference and timeoutMS.
 fn create_collection(ctx: &Ctx, spec: &Document) -> R<Entity> {
     let db_id = spec.get_str("database").map_err(|_| "collection without database")?;
-    let Some(Entity::Database { client, name, timeout }) = ctx.entities.get(db_id) else {
+    let Some(Entity::Database { client, name, options }) = ctx.entities.get(db_id) else {
         return Err(format!("unknown database entity {db_id}"));
     };
-    let read_preference = match spec
-        .get_document("collectionOptions")
-        .and_then(|o| o.get_document("readPreference"))
-        .and_then(|rp| rp.get_str("mode"))
-    {
-        Ok("primary") => Some(selection::ReadPreference::PRIMARY),
-        Ok("primaryPreferred") => Some(selection::ReadPreference::PRIMARY_PREFERRED),
-        Ok("secondary") => Some(selection::ReadPreference::SECONDARY),
-        Ok("secondaryPreferred") => Some(selection::ReadPreference::SECONDARY_PREFERRED),
-        Ok("nearest") => Some(selection::ReadPreference::NEAREST),
-        Ok(other) => return Err(format!("unknown read preference mode {other}")),
-        Err(_) => None,
-    };
     Ok(Entity::Collection {
-        read_preference,
-        timeouts: (*timeout, spec.get_document("collectionOptions").ok().and_then(timeout_ms)),
+        options: handle_options(spec.get_document("collectionOptions").ok())?,
+        db_options: options.clone(),
         client: client.clone(),
         db: name.clone(),
         name: spec.get_str("collectionName").map_err(|_| "collection without name")?.to_string(),
     })
+}
+
+/// `databaseOptions` or `collectionOptions`: read preference, read and write concerns,
+/// `timeoutMS`.
+pub(super) fn handle_options(options: Option<&Document>) -> R<actors::CollectionOptions> {
+    let Some(o) = options else { return Ok(Default::default()) };
+    let mut rest = o.clone();
+    let read_preference = match rest.remove("readPreference") {
+        Some(Bson::Document(rp)) => Some(super::crud_ops::read_preference(&rp)?),
+        _ => None,
+    };
+    if let Some(Bson::Document(wc)) = rest.get_mut("writeConcern") {
+        // The unified format's spelling of the server's `wtimeout` and `j`.
+        if let Some(t) = wc.remove("wtimeoutMS") {
+            wc.insert("wtimeout", t);
+        }
+        if let Some(j) = wc.remove("journal") {
+            wc.insert("j", j);
+        }
+    }
+    let mut options: actors::CollectionOptions =
+        bson::deserialize_from_document(rest).map_err(|e| format!("entity options: {e}"))?;
+    options.read_preference = read_preference;
+    Ok(options)
 }
 
 /// A session entity, whose `lsid` the runner remembers.
@@ -418,21 +433,19 @@ pub(super) fn timeout_ms(d: &Document) -> Option<Duration> {
     Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
 }
 
-/// A collection handle with the entity's and the operation's timeouts.
+/// A collection handle with the entities' options and the operation's timeout.
 fn collection_handle(
     ctx: &Ctx,
     c: &str,
     db: &str,
     coll: &str,
-    timeouts: (Option<Duration>, Option<Duration>),
+    (db_options, options): (&actors::DatabaseOptions, &actors::CollectionOptions),
     args: &Document,
 ) -> R<actors::Collection> {
     Ok(client(ctx, c)?
         .client
-        .database(db)
-        .with_timeout(timeouts.0)
-        .collection(coll)
-        .with_timeout(timeouts.1)
+        .database_with_options(db, db_options.clone())
+        .collection_with_options::<Document>(coll, options.clone())
         .with_timeout(timeout_ms(args)))
 }
 
@@ -504,14 +517,14 @@ async fn run_operation(ctx: &mut Ctx, op: &Document) -> R<()> {
     }
     if let (Ok(id), "createCollection") = (op.get_str("saveResultAsEntity"), name) {
         // The new collection as an entity, with the database's options.
-        if let Some(Entity::Database { client, name: db, timeout }) = ctx.entities.get(object) {
+        if let Some(Entity::Database { client, name: db, options }) = ctx.entities.get(object) {
             let coll = args.get_str("collection").unwrap_or("").to_string();
             let entity = Entity::Collection {
                 client: client.clone(),
                 db: db.clone(),
                 name: coll,
-                read_preference: None,
-                timeouts: (*timeout, None),
+                db_options: options.clone(),
+                options: Default::default(),
             };
             ctx.entities.insert(id.to_string(), entity);
         }
@@ -604,10 +617,6 @@ fn check_error(e: &actors::Error, expected: &Document) -> R<()> {
 
 pub(super) type OpResult = Result<Option<Bson>, actors::Error>;
 
-fn u(n: u64) -> Bson {
-    Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX))
-}
-
 async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<OpResult> {
     // The CRUD spec's required argument: a malformed operation is the test's error.
     if matches!(name, "find" | "findOne" | "createFindCursor") && !args.contains_key("filter") {
@@ -690,21 +699,23 @@ async fn execute_inner(
         };
     }
     match ctx.entities.get(object) {
-        Some(Entity::Database { client: c, name: db, timeout }) => {
-            let db =
-                client(ctx, c)?.client.database(db).with_timeout(*timeout).with_timeout(timeout_ms(args));
+        Some(Entity::Database { client: c, name: db, options }) => {
+            let db = client(ctx, c)?
+                .client
+                .database_with_options(db, options.clone())
+                .with_timeout(timeout_ms(args));
             let mut cursor = None;
             // Boxed: an operation's future is large in debug builds, and the runner's
             // match would hold every kind of it on the stack at once.
-            let result = Box::pin(database_op(&db, name, args, &mut cursor, session)).await;
+            let result = Box::pin(super::crud_ops::database_op(&db, name, args, &mut cursor, session)).await;
             ctx.new_cursor = cursor;
             result
         }
-        Some(Entity::Collection { client: c, db, name: coll, read_preference, timeouts }) => {
-            let rp = read_preference.clone();
-            let coll = collection_handle(ctx, c, db, coll, *timeouts, args)?;
+        Some(Entity::Collection { client: c, db, name: coll, db_options, options }) => {
+            let coll = collection_handle(ctx, c, db, coll, (db_options, options), args)?;
             let mut cursor = None;
-            let result = Box::pin(collection_op(&coll, rp, name, args, &mut cursor, session)).await;
+            let result =
+                Box::pin(super::crud_ops::collection_op(&coll, name, args, &mut cursor, session)).await;
             ctx.new_cursor = cursor;
             result
         }
@@ -796,12 +807,13 @@ fn run_on_thread(ctx: &mut Ctx, args: &Document) -> R<()> {
     let empty = Document::new();
     let op_args = op.get_document("arguments").unwrap_or(&empty);
     let target = match ctx.entities.get(object) {
-        Some(Entity::Collection { client: c, db, name: coll, read_preference, timeouts }) => {
-            Ok((collection_handle(ctx, c, db, coll, *timeouts, op_args)?, read_preference.clone()))
+        Some(Entity::Collection { client: c, db, name: coll, db_options, options }) => {
+            Ok(collection_handle(ctx, c, db, coll, (db_options, options), op_args)?)
         }
-        Some(Entity::Database { client: c, name: db, timeout }) => {
-            Err(client(ctx, c)?.client.database(db).with_timeout(*timeout).with_timeout(timeout_ms(op_args)))
-        }
+        Some(Entity::Database { client: c, name: db, options }) => Err(client(ctx, c)?
+            .client
+            .database_with_options(db, options.clone())
+            .with_timeout(timeout_ms(op_args))),
         _ => return Err(format!("runOnThread supports database and collection operations, not on {object}")),
     };
     let task = tokio::spawn(async move {
@@ -809,11 +821,11 @@ fn run_on_thread(ctx: &mut Ctx, args: &Document) -> R<()> {
         let empty = Document::new();
         let args = op.get_document("arguments").unwrap_or(&empty);
         let result = match target {
-            Ok((coll, rp)) => {
+            Ok(coll) => {
                 let mut cursor = None;
-                Box::pin(collection_op(&coll, rp, &name, args, &mut cursor, None)).await?
+                Box::pin(super::crud_ops::collection_op(&coll, &name, args, &mut cursor, None)).await?
             }
-            Err(db) => Box::pin(database_op(&db, &name, args, &mut None, None)).await?,
+            Err(db) => Box::pin(super::crud_ops::database_op(&db, &name, args, &mut None, None)).await?,
         };
         check_outcome(&op, result).map_err(|e| format!("{name} on a thread: {e}"))
     });
@@ -1074,134 +1086,4 @@ fn event_matches(expected: &Document, actual: &Event) -> R<()> {
 fn lower_first(s: &str) -> String {
     let mut c = s.chars();
     c.next().map(|f| f.to_lowercase().chain(c).collect()).unwrap_or_default()
-}
-
-/// Runs a database operation (also from `runOnThread` tasks).
-async fn database_op(
-    db: &actors::Database,
-    name: &str,
-    args: &Document,
-    new_cursor: &mut Option<actors::Cursor>,
-    session: Option<&mut actors::ClientSession>,
-) -> R<OpResult> {
-    Ok(match name {
-        "runCommand" => {
-            let (command, criteria) = (super::command_with_name_first(args), sdam_ops::criteria(args)?);
-            with_session!(session, db, run_command / run_command_with_session(command, criteria))
-                .map(|d| Some(Bson::Document(d)))
-        }
-        "dropCollection" => {
-            let command = doc! {"drop": args.get_str("collection").unwrap_or("")};
-            match with_session!(session, db, run_command / run_command_with_session(command, None)) {
-                Err(e) if e.code() == Some(26) => Ok(None),
-                r => r.map(|_| None),
-            }
-        }
-        other => return super::crud_ops::database_op(db, other, args, new_cursor, session).await,
-    })
-}
-
-/// Runs a collection operation (also from `runOnThread` tasks, which own their handles).
-async fn collection_op(
-    coll: &actors::Collection,
-    read_preference: Option<selection::ReadPreference>,
-    name: &str,
-    args: &Document,
-    new_cursor: &mut Option<actors::Cursor>,
-    session: Option<&mut actors::ClientSession>,
-) -> R<OpResult> {
-    let filter = args.get_document("filter").cloned().unwrap_or_default();
-    Ok(match name {
-        "insertOne" => {
-            let document = args.get_document("document").cloned().unwrap_or_default();
-            with_session!(session, coll, insert_one / insert_one_with_session(document))
-        }
-        .map(|r| Some(Bson::Document(doc! {"insertedId": r.inserted_id}))),
-        "insertMany" => {
-            let docs = args
-                .get_array("documents")
-                .map(|a| a.iter().filter_map(|d| d.as_document().cloned()).collect())
-                .unwrap_or_default();
-            with_session!(session, coll, insert_many / insert_many_with_session(docs)).map(|r| {
-                let ids: Document = r.inserted_ids.into_iter().map(|(i, id)| (i.to_string(), id)).collect();
-                Some(Bson::Document(doc! {"insertedIds": ids}))
-            })
-        }
-        "find" | "findOne" | "createFindCursor" => {
-            let options = actors::FindOptions {
-                limit: args.get("limit").and_then(Bson::as_i64).or(args.get_i32("limit").ok().map(i64::from)),
-                batch_size: args.get_i32("batchSize").ok().and_then(|b| u32::try_from(b).ok()),
-                skip: args.get_i32("skip").ok().and_then(|b| u64::try_from(b).ok()),
-                sort: args.get_document("sort").ok().cloned(),
-                projection: args.get_document("projection").ok().cloned(),
-                read_preference: read_preference.clone(),
-                timeout_mode: match args.get_str("timeoutMode") {
-                    Ok("iteration") => Some(actors::TimeoutMode::Iteration),
-                    Ok(_) => Some(actors::TimeoutMode::CursorLifetime),
-                    Err(_) => None,
-                },
-                max_time: super::crud_ops::millis(args, "maxTimeMS"),
-                cursor_type: super::crud_ops::cursor_type(args),
-                max_await_time: super::crud_ops::millis(args, "maxAwaitTimeMS"),
-                ..Default::default()
-            };
-            if name == "findOne" {
-                with_session!(session, coll, find_one / find_one_with_session(filter, options))
-                    .map(|d| Some(d.map_or(Bson::Null, Bson::Document)))
-            } else if name == "createFindCursor" {
-                match with_session!(session, coll, find / find_with_session(filter, options)) {
-                    Ok(cursor) => {
-                        *new_cursor = Some(cursor);
-                        Ok(None)
-                    }
-                    Err(e) => Err(e),
-                }
-            } else {
-                match with_session!(session, coll, find / find_with_session(filter, options)) {
-                    Ok(cursor) => cursor
-                        .try_collect()
-                        .await
-                        .map(|v| Some(Bson::Array(v.into_iter().map(Bson::Document).collect()))),
-                    Err(e) => Err(e),
-                }
-            }
-        }
-        "updateOne" | "updateMany" => {
-            let update = args.get_document("update").cloned().unwrap_or_default();
-            let r = if name == "updateOne" {
-                with_session!(session, coll, update_one / update_one_with_session(filter, update))
-            } else {
-                with_session!(session, coll, update_many / update_many_with_session(filter, update))
-            };
-            r.map(|r| {
-                let mut d = doc! {"matchedCount": u(r.matched_count), "modifiedCount": u(r.modified_count),
-                "upsertedCount": u(u64::from(r.upserted_id.is_some()))};
-                if let Some(id) = r.upserted_id {
-                    d.insert("upsertedId", id);
-                }
-                Some(Bson::Document(d))
-            })
-        }
-        "deleteOne" | "deleteMany" => {
-            let r = if name == "deleteOne" {
-                with_session!(session, coll, delete_one / delete_one_with_session(filter))
-            } else {
-                with_session!(session, coll, delete_many / delete_many_with_session(filter))
-            };
-            r.map(|r| Some(Bson::Document(doc! {"deletedCount": u(r.deleted_count)})))
-        }
-        "countDocuments" => {
-            let options = actors::ReadOptions {
-                max_time: super::crud_ops::millis(args, "maxTimeMS"),
-                read_preference,
-                timeout: None,
-            };
-            with_session!(session, coll, count_documents_with / count_documents_with_session(filter, options))
-                .map(|n| Some(u(n)))
-        }
-        other => {
-            return super::crud_ops::collection_op(coll, read_preference, other, args, new_cursor, session)
-                .await
-        }
-    })
 }

@@ -72,20 +72,6 @@ async fn wait_for_primary_change(ctx: &Ctx, args: &Document) -> R<()> {
 }
 
 /// `Criteria` for an operation's `readPreference` argument (mode only).
-pub(super) fn criteria(args: &Document) -> R<Option<actors::Criteria>> {
-    use selection::ReadPreference as P;
-    let Ok(rp) = args.get_document("readPreference") else { return Ok(None) };
-    let mode = match rp.get_str("mode").unwrap_or("primary") {
-        "primary" => P::PRIMARY,
-        "primaryPreferred" => P::PRIMARY_PREFERRED,
-        "secondary" => P::SECONDARY,
-        "secondaryPreferred" => P::SECONDARY_PREFERRED,
-        "nearest" => P::NEAREST,
-        other => return Err(format!("unknown read preference mode {other}")),
-    };
-    Ok(Some(actors::Criteria::Read(mode)))
-}
-
 fn is_lb(ctx: &Ctx) -> bool {
     ctx.cluster.uri().contains("loadBalanced=true")
 }
@@ -108,7 +94,7 @@ async fn lb_fail_point(ctx: &Ctx, args: &Document) -> R<()> {
     let fp = args.get_document("failPoint").map_err(|_| "failPoint without failPoint")?;
     c.client
         .database("admin")
-        .run_command(fp.clone(), None)
+        .run_command(fp.clone())
         .await
         .map(|_| ())
         .map_err(|e| format!("configureFailPoint: {e}"))

@@ -129,6 +129,6 @@ pub(super) async fn fail_point_through_client(ctx: &Ctx, args: &Document, fp: &D
     if description.topology_type() != protocol::sdam::TopologyType::LoadBalanced {
         return None;
     }
-    let result = c.client.database("admin").run_command(fp.clone(), None).await;
+    let result = c.client.database("admin").run_command(fp.clone()).await;
     Some(result.map(|_| ()).map_err(|e| format!("configureFailPoint: {e}")))
 }

@@ -1,0 +1,313 @@
+//! The options of index and namespace operations (index-management, collection-management,
+//! enumerate-collections and enumerate-databases specs), as serde types with the spec's
+//! names.
+
+use std::time::Duration;
+
+use bson::{Bson, Document};
+use selection::ReadPreference;
+use serde::{Deserialize, Serialize};
+
+use super::concern::{duration_ms, WriteConcern};
+use super::crud_options::Collation;
+use super::op_options::{CursorType, TimeoutMode};
+
+/// An index: its keys and options, as `createIndexes` takes it and `listIndexes` gives it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IndexModel {
+    /// The key pattern, for example `{"a": 1, "b": -1}` or `{"$**": 1}`.
+    #[serde(rename = "key")]
+    pub keys: Document,
+    /// Name, uniqueness, TTL...
+    #[serde(flatten)]
+    pub options: Option<IndexOptions>,
+}
+
+impl IndexModel {
+    /// An index on `keys` with the server's defaults.
+    pub fn new(keys: Document) -> IndexModel {
+        IndexModel { keys, options: None }
+    }
+
+    /// This index with `options`.
+    #[must_use]
+    pub fn with_options(mut self, options: IndexOptions) -> IndexModel {
+        self.options = Some(options);
+        self
+    }
+
+    /// The name given in the options, else the server's default (`key_direction` pairs).
+    pub fn name(&self) -> String {
+        self.options
+            .as_ref()
+            .and_then(|o| o.name.clone())
+            .unwrap_or_else(|| super::op_options::index_name(&self.keys))
+    }
+
+    /// The index specification `createIndexes` sends.
+    pub(crate) fn to_spec(&self) -> Document {
+        let mut spec = bson::doc! {"key": self.keys.clone(), "name": self.name()};
+        if let Some(o) = &self.options {
+            if let Ok(fields) = bson::serialize_to_document(o) {
+                spec.extend(fields.into_iter().filter(|(k, _)| k != "name"));
+            }
+        }
+        spec
+    }
+}
+
+/// The options of one index (fields of its specification).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct IndexOptions {
+    /// Build in the background (ignored by MongoDB 4.2 and newer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background: Option<bool>,
+    /// Time to live: documents expire this long after the indexed date.
+    #[serde(rename = "expireAfterSeconds", with = "duration_secs", skip_serializing_if = "Option::is_none")]
+    pub expire_after: Option<Duration>,
+    /// The index name (default: `key_direction` pairs joined by `_`, as the server names it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Only documents that have the indexed fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sparse: Option<bool>,
+    /// Storage engine options.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_engine: Option<Document>,
+    /// A unique index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unique: Option<bool>,
+    /// The index version (`v`).
+    #[serde(rename = "v", skip_serializing_if = "Option::is_none")]
+    pub version: Option<i32>,
+    /// Text indexes: the default language.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_language: Option<String>,
+    /// Text indexes: the field that names a document's language.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language_override: Option<String>,
+    /// Text indexes: the version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_index_version: Option<i32>,
+    /// Text indexes: the weight of each field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weights: Option<Document>,
+    /// 2dsphere indexes: the version.
+    #[serde(rename = "2dsphereIndexVersion", skip_serializing_if = "Option::is_none")]
+    pub sphere_2d_index_version: Option<i32>,
+    /// 2d indexes: the geohash precision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bits: Option<u32>,
+    /// 2d indexes: the upper bound of coordinates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    /// 2d indexes: the lower bound of coordinates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    /// Only documents matching this filter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial_filter_expression: Option<Document>,
+    /// String comparison rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collation: Option<Collation>,
+    /// Wildcard indexes: which fields are included or excluded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wildcard_projection: Option<Document>,
+    /// Hidden from the query planner.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<bool>,
+}
+
+/// `Option<Duration>` as whole seconds.
+mod duration_secs {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_i64(i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let secs: Option<f64> = Option::deserialize(d)?;
+        Ok(secs.map(|s| Duration::from_secs(s.max(0.0) as u64)))
+    }
+}
+
+/// Options of `create_index` and `create_indexes`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CreateIndexOptions {
+    /// How many data-bearing members must finish the build (`commitQuorum`: a number,
+    /// `majority` or `votingMembers`).
+    pub commit_quorum: Option<Bson>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
+    #[serde(rename = "maxTimeMS", with = "duration_ms")]
+    pub max_time: Option<Duration>,
+    /// The write concern (default: the collection's).
+    pub write_concern: Option<WriteConcern>,
+    /// This operation's `timeoutMS` (`None`: the collection's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+/// Options of `drop_index`, `drop_indexes`, `drop` (collection and database) and
+/// `rename`: the commands without options of their own.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CommandOptions {
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
+    #[serde(rename = "maxTimeMS", with = "duration_ms")]
+    pub max_time: Option<Duration>,
+    /// The write concern (default: the handle's).
+    pub write_concern: Option<WriteConcern>,
+    /// This operation's `timeoutMS` (`None`: the handle's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+/// Options of `list_indexes` and `list_collections`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ListOptions {
+    /// `list_collections`: only the collections the user may use.
+    pub authorized_collections: Option<bool>,
+    /// Documents per batch.
+    pub batch_size: Option<u32>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// `list_collections`: which collections.
+    pub filter: Option<Document>,
+    /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
+    #[serde(rename = "maxTimeMS", with = "duration_ms")]
+    pub max_time: Option<Duration>,
+    /// `list_collections`: names and types only (what `list_collection_names` asks for).
+    pub name_only: Option<bool>,
+    /// This operation's `timeoutMS` (`None`: the handle's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+    /// How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
+    pub timeout_mode: Option<TimeoutMode>,
+}
+
+/// Options of `list_databases` and `list_database_names`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ListDatabasesOptions {
+    /// Only the databases the user may use.
+    pub authorized_databases: Option<bool>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// Which databases.
+    pub filter: Option<Document>,
+    /// Names only.
+    pub name_only: Option<bool>,
+    /// This operation's `timeoutMS` (`None`: the client's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+/// Options of `run_command`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RunCommandOptions {
+    /// Where to run (default: primary; the command's own `$readPreference` is not allowed).
+    #[serde(skip)]
+    pub read_preference: Option<ReadPreference>,
+    /// This operation's `timeoutMS` (`None`: the database's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+/// Options of `run_cursor_command`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RunCursorCommandOptions {
+    /// `batchSize` of the `getMore`s (the command carries its own for the first batch).
+    pub batch_size: Option<u32>,
+    /// A comment sent with the `getMore`s.
+    pub comment: Option<Bson>,
+    /// The cursor's kind: tailable cursors default to [`TimeoutMode::Iteration`] and refuse
+    /// [`TimeoutMode::CursorLifetime`].
+    pub cursor_type: Option<CursorType>,
+    /// `maxTimeMS` of the `getMore`s of a tailable awaitData cursor.
+    #[serde(rename = "maxAwaitTimeMS", with = "duration_ms")]
+    pub max_await_time: Option<Duration>,
+    /// Where to run (default: primary).
+    #[serde(skip)]
+    pub read_preference: Option<ReadPreference>,
+    /// This operation's `timeoutMS` (`None`: the database's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+    /// How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
+    pub timeout_mode: Option<TimeoutMode>,
+}
+
+/// Options of `create_collection`: every field of the `create` command the
+/// collection-management spec names.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CreateCollectionOptions {
+    /// A capped collection (needs `size`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capped: Option<bool>,
+    /// A capped collection's size in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// A capped collection's most documents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<u64>,
+    /// Storage engine options.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_engine: Option<Document>,
+    /// A validator (a query filter or `$jsonSchema`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validator: Option<Document>,
+    /// `off`, `strict` or `moderate`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation_level: Option<String>,
+    /// `error` or `warn`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation_action: Option<String>,
+    /// A view on this collection ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view_on: Option<String>,
+    /// ... through this pipeline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<Vec<Document>>,
+    /// The default collation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collation: Option<Collation>,
+    /// The defaults of the collection's indexes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_option_defaults: Option<Document>,
+    /// A time series collection (`{timeField, metaField, granularity}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeseries: Option<Document>,
+    /// Time series and clustered collections: documents expire after this many seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expire_after_seconds: Option<i64>,
+    /// A clustered collection (`{key: {_id: 1}, unique: true}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clustered_index: Option<Document>,
+    /// Record pre- and post-images for change streams (`{enabled: true}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change_stream_pre_and_post_images: Option<Document>,
+    /// A comment for the server's logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment: Option<Bson>,
+    /// The write concern (default: the database's).
+    #[serde(skip)]
+    pub write_concern: Option<WriteConcern>,
+    /// This operation's `timeoutMS` (`None`: the database's).
+    #[serde(skip)]
+    pub timeout: Option<Duration>,
+}

@@ -1,0 +1,656 @@
+//! The options the CRUD spec defines for reads and writes, as serde types with the spec's
+//! (camelCase) names. Every field is optional; `None` sends nothing and inherits what the
+//! handle says (read preference, concerns, `timeoutMS`). An option is either sent or refused:
+//! none is accepted and dropped.
+
+use std::time::Duration;
+
+use bson::{Bson, Document};
+use selection::ReadPreference;
+use serde::{Deserialize, Serialize};
+
+use super::concern::{duration_ms, ReadConcern, WriteConcern};
+use super::op_options::{CursorType, TimeoutMode};
+
+/// An index to use: its key pattern or its name (`hint`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Hint {
+    /// The index's key pattern, for example `{"a": 1}`.
+    Keys(Document),
+    /// The index's name.
+    Name(String),
+}
+
+impl From<Hint> for Bson {
+    fn from(h: Hint) -> Bson {
+        match h {
+            Hint::Keys(d) => Bson::Document(d),
+            Hint::Name(n) => Bson::String(n),
+        }
+    }
+}
+
+impl From<Document> for Hint {
+    fn from(d: Document) -> Hint {
+        Hint::Keys(d)
+    }
+}
+
+impl From<&str> for Hint {
+    fn from(s: &str) -> Hint {
+        Hint::Name(s.to_string())
+    }
+}
+
+impl From<String> for Hint {
+    fn from(s: String) -> Hint {
+        Hint::Name(s)
+    }
+}
+
+/// Language-specific string comparison rules (`collation`), sent as the server expects.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Collation {
+    /// The ICU locale, for example `en_US` or `fr` (`simple` for binary comparison).
+    pub locale: String,
+    /// Compare case at strength 1 or 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case_level: Option<bool>,
+    /// `upper`, `lower` or `off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case_first: Option<String>,
+    /// The comparison level, 1 (base characters) to 5 (identical).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strength: Option<i32>,
+    /// Compare numeric strings as numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numeric_ordering: Option<bool>,
+    /// `non-ignorable` or `shifted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alternate: Option<String>,
+    /// `punct` or `space` (with `alternate: shifted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_variable: Option<String>,
+    /// Normalize text to Unicode NFD first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalization: Option<bool>,
+    /// Compare secondary differences from the end of the string (French).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backwards: Option<bool>,
+}
+
+impl Collation {
+    /// A collation of `locale` with the locale's defaults.
+    pub fn locale(locale: impl Into<String>) -> Collation {
+        Collation { locale: locale.into(), ..Default::default() }
+    }
+
+    /// The `collation` document.
+    pub fn to_document(&self) -> Document {
+        bson::serialize_to_document(self).unwrap_or_default()
+    }
+}
+
+impl From<Collation> for Bson {
+    fn from(c: Collation) -> Bson {
+        Bson::Document(c.to_document())
+    }
+}
+
+/// The change of an update: an update document (`$set`, ...) or an aggregation pipeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum UpdateModifications {
+    /// An update document of update operators.
+    Document(Document),
+    /// An update pipeline (`$set`, `$unset`, `$replaceRoot`... stages).
+    Pipeline(Vec<Document>),
+}
+
+impl From<Document> for UpdateModifications {
+    fn from(d: Document) -> Self {
+        UpdateModifications::Document(d)
+    }
+}
+
+impl From<Vec<Document>> for UpdateModifications {
+    fn from(p: Vec<Document>) -> Self {
+        UpdateModifications::Pipeline(p)
+    }
+}
+
+impl From<UpdateModifications> for Bson {
+    fn from(u: UpdateModifications) -> Bson {
+        match u {
+            UpdateModifications::Document(d) => Bson::Document(d),
+            UpdateModifications::Pipeline(p) => Bson::Array(p.into_iter().map(Bson::Document).collect()),
+        }
+    }
+}
+
+/// Which version of the document a `find_one_and_replace` or `find_one_and_update` returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ReturnDocument {
+    /// The document as it was before the change (the default).
+    #[default]
+    Before,
+    /// The document after the change.
+    After,
+}
+
+/// Options of [`Collection::find`](super::Collection::find).
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FindOptions {
+    /// Let the server write temporary files for large sorts (`allowDiskUse`).
+    pub allow_disk_use: Option<bool>,
+    /// Return partial results when some shards are down (`allowPartialResults`).
+    pub allow_partial_results: Option<bool>,
+    /// Documents per batch (the first batch and every `getMore`).
+    pub batch_size: Option<u32>,
+    /// String comparison rules.
+    pub collation: Option<Collation>,
+    /// A comment for the server's logs and profiler (any BSON value).
+    pub comment: Option<Bson>,
+    /// A tailable cursor: it defaults to [`TimeoutMode::Iteration`] and refuses
+    /// [`TimeoutMode::CursorLifetime`].
+    pub cursor_type: Option<CursorType>,
+    /// The index to use.
+    pub hint: Option<Hint>,
+    /// The most documents to return; a negative limit returns one batch of at most `-limit`.
+    pub limit: Option<i64>,
+    /// The exclusive upper bound of an index (`max`, with `hint`).
+    pub max: Option<Document>,
+    /// `maxAwaitTimeMS` of a [`CursorType::TailableAwait`] cursor: the `maxTimeMS` of its
+    /// `getMore`s (capped by the remaining `timeoutMS`; less than a non-zero `timeoutMS`).
+    #[serde(rename = "maxAwaitTimeMS", with = "duration_ms")]
+    pub max_await_time: Option<Duration>,
+    /// Legacy `maxTimeMS` for the `find` (not sent when `timeoutMS` is set).
+    #[serde(rename = "maxTimeMS", with = "duration_ms")]
+    pub max_time: Option<Duration>,
+    /// The inclusive lower bound of an index (`min`, with `hint`).
+    pub min: Option<Document>,
+    /// Keep an idle cursor open on the server (`noCursorTimeout`).
+    pub no_cursor_timeout: Option<bool>,
+    /// The fields to return.
+    pub projection: Option<Document>,
+    /// This read's read concern (default: the collection's).
+    pub read_concern: Option<ReadConcern>,
+    /// Where to read (default: the collection's read preference).
+    #[serde(skip)]
+    pub read_preference: Option<ReadPreference>,
+    /// Return only the index keys (`returnKey`).
+    pub return_key: Option<bool>,
+    /// Add each document's record id (`showRecordId`).
+    pub show_record_id: Option<bool>,
+    /// Documents to skip.
+    pub skip: Option<u64>,
+    /// The sort order.
+    pub sort: Option<Document>,
+    /// Variables the filter can use as `$$name` (`let`).
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+    /// This operation's `timeoutMS` (CSOT): `None` keeps the collection's, `Some(ZERO)` means
+    /// no limit.
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+    /// How `timeoutMS` applies to the cursor (default [`TimeoutMode::CursorLifetime`]; setting
+    /// it needs a `timeoutMS`).
+    pub timeout_mode: Option<TimeoutMode>,
+}
+
+/// Options of [`Collection::find_one`](super::Collection::find_one): those of `find` that
+/// make sense for one document.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FindOneOptions {
+    /// Return a partial result when some shards are down.
+    pub allow_partial_results: Option<bool>,
+    /// String comparison rules.
+    pub collation: Option<Collation>,
+    /// A comment for the server's logs and profiler.
+    pub comment: Option<Bson>,
+    /// The index to use.
+    pub hint: Option<Hint>,
+    /// The exclusive upper bound of an index.
+    pub max: Option<Document>,
+    /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
+    #[serde(rename = "maxTimeMS", with = "duration_ms")]
+    pub max_time: Option<Duration>,
+    /// The inclusive lower bound of an index.
+    pub min: Option<Document>,
+    /// The fields to return.
+    pub projection: Option<Document>,
+    /// This read's read concern.
+    pub read_concern: Option<ReadConcern>,
+    /// Where to read.
+    #[serde(skip)]
+    pub read_preference: Option<ReadPreference>,
+    /// Return only the index keys.
+    pub return_key: Option<bool>,
+    /// Add the document's record id.
+    pub show_record_id: Option<bool>,
+    /// Documents to skip before the one returned.
+    pub skip: Option<u64>,
+    /// Which document comes first.
+    pub sort: Option<Document>,
+    /// Variables the filter can use (`let`).
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+    /// This operation's `timeoutMS` (`None`: the collection's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+impl From<FindOneOptions> for FindOptions {
+    fn from(o: FindOneOptions) -> FindOptions {
+        FindOptions {
+            allow_partial_results: o.allow_partial_results,
+            collation: o.collation,
+            comment: o.comment,
+            hint: o.hint,
+            max: o.max,
+            max_time: o.max_time,
+            min: o.min,
+            projection: o.projection,
+            read_concern: o.read_concern,
+            read_preference: o.read_preference,
+            return_key: o.return_key,
+            show_record_id: o.show_record_id,
+            skip: o.skip,
+            sort: o.sort,
+            let_vars: o.let_vars,
+            timeout: o.timeout,
+            ..Default::default()
+        }
+    }
+}
+
+/// Options of `aggregate` on a collection or a database.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AggregateOptions {
+    /// Let stages write temporary files.
+    pub allow_disk_use: Option<bool>,
+    /// Documents per batch (the first batch, unless the pipeline writes, and every `getMore`).
+    pub batch_size: Option<u32>,
+    /// `$out`/`$merge`: skip document validation.
+    pub bypass_document_validation: Option<bool>,
+    /// String comparison rules.
+    pub collation: Option<Collation>,
+    /// A comment for the server's logs (also sent on the `getMore`s).
+    pub comment: Option<Bson>,
+    /// The index to use.
+    pub hint: Option<Hint>,
+    /// `maxAwaitTimeMS`: the `maxTimeMS` of the `getMore`s (capped by the remaining
+    /// `timeoutMS`; less than a non-zero `timeoutMS`).
+    #[serde(rename = "maxAwaitTimeMS", with = "duration_ms")]
+    pub max_await_time: Option<Duration>,
+    /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
+    #[serde(rename = "maxTimeMS", with = "duration_ms")]
+    pub max_time: Option<Duration>,
+    /// The read concern (default: the handle's).
+    pub read_concern: Option<ReadConcern>,
+    /// Where to read (default: the handle's; a pipeline that writes goes to a primary unless
+    /// every server is 5.0 or newer).
+    #[serde(skip)]
+    pub read_preference: Option<ReadPreference>,
+    /// `$out`/`$merge`: the write concern (default: the handle's).
+    pub write_concern: Option<WriteConcern>,
+    /// Variables the pipeline can use (`let`).
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+    /// This operation's `timeoutMS` (`None`: the handle's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+    /// How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
+    pub timeout_mode: Option<TimeoutMode>,
+}
+
+/// Options of [`Collection::count_documents`](super::Collection::count_documents) and the
+/// legacy [`Collection::count`](super::Collection::count).
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CountOptions {
+    /// String comparison rules.
+    pub collation: Option<Collation>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// The index to use.
+    pub hint: Option<Hint>,
+    /// The most documents to count.
+    pub limit: Option<u64>,
+    /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
+    #[serde(rename = "maxTimeMS", with = "duration_ms")]
+    pub max_time: Option<Duration>,
+    /// The read concern.
+    pub read_concern: Option<ReadConcern>,
+    /// Where to read.
+    #[serde(skip)]
+    pub read_preference: Option<ReadPreference>,
+    /// Documents to skip.
+    pub skip: Option<u64>,
+    /// This operation's `timeoutMS` (`None`: the handle's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+/// Options of [`Collection::estimated_document_count`](super::Collection::estimated_document_count).
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EstimatedDocumentCountOptions {
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
+    #[serde(rename = "maxTimeMS", with = "duration_ms")]
+    pub max_time: Option<Duration>,
+    /// The read concern.
+    pub read_concern: Option<ReadConcern>,
+    /// Where to read.
+    #[serde(skip)]
+    pub read_preference: Option<ReadPreference>,
+    /// This operation's `timeoutMS` (`None`: the handle's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+/// Options of [`Collection::distinct`](super::Collection::distinct).
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DistinctOptions {
+    /// String comparison rules.
+    pub collation: Option<Collation>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// The index to use (MongoDB 7.1 and newer).
+    pub hint: Option<Hint>,
+    /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
+    #[serde(rename = "maxTimeMS", with = "duration_ms")]
+    pub max_time: Option<Duration>,
+    /// The read concern.
+    pub read_concern: Option<ReadConcern>,
+    /// Where to read.
+    #[serde(skip)]
+    pub read_preference: Option<ReadPreference>,
+    /// This operation's `timeoutMS` (`None`: the handle's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+/// Options of [`Collection::insert_one`](super::Collection::insert_one).
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct InsertOneOptions {
+    /// Skip document validation.
+    pub bypass_document_validation: Option<bool>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// The write concern (default: the collection's).
+    pub write_concern: Option<WriteConcern>,
+    /// This operation's `timeoutMS` (`None`: the collection's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+/// Options of [`Collection::insert_many`](super::Collection::insert_many).
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct InsertManyOptions {
+    /// Skip document validation.
+    pub bypass_document_validation: Option<bool>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// Stop at the first failed document (the default) or insert every other one.
+    pub ordered: Option<bool>,
+    /// The write concern (default: the collection's).
+    pub write_concern: Option<WriteConcern>,
+    /// This operation's `timeoutMS` (`None`: the collection's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+/// Options of `update_one` and `update_many`.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct UpdateOptions {
+    /// Which array elements the update's `$[name]` operators change.
+    pub array_filters: Option<Vec<Document>>,
+    /// Skip document validation.
+    pub bypass_document_validation: Option<bool>,
+    /// String comparison rules.
+    pub collation: Option<Collation>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// The index to use.
+    pub hint: Option<Hint>,
+    /// Insert a document when nothing matches.
+    pub upsert: Option<bool>,
+    /// `update_one` only: which matching document is updated (MongoDB 8.0 and newer).
+    pub sort: Option<Document>,
+    /// Variables the filter and update can use (`let`).
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+    /// The write concern (default: the collection's).
+    pub write_concern: Option<WriteConcern>,
+    /// This operation's `timeoutMS` (`None`: the collection's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+/// Options of [`Collection::replace_one`](super::Collection::replace_one).
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ReplaceOptions {
+    /// Skip document validation.
+    pub bypass_document_validation: Option<bool>,
+    /// String comparison rules.
+    pub collation: Option<Collation>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// The index to use.
+    pub hint: Option<Hint>,
+    /// Insert the replacement when nothing matches.
+    pub upsert: Option<bool>,
+    /// Which matching document is replaced (MongoDB 8.0 and newer).
+    pub sort: Option<Document>,
+    /// Variables the filter can use (`let`).
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+    /// The write concern (default: the collection's).
+    pub write_concern: Option<WriteConcern>,
+    /// This operation's `timeoutMS` (`None`: the collection's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+/// Options of `delete_one` and `delete_many`.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DeleteOptions {
+    /// String comparison rules.
+    pub collation: Option<Collation>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// The index to use.
+    pub hint: Option<Hint>,
+    /// Variables the filter can use (`let`).
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+    /// The write concern (default: the collection's).
+    pub write_concern: Option<WriteConcern>,
+    /// This operation's `timeoutMS` (`None`: the collection's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+/// Options of [`Collection::find_one_and_delete`](super::Collection::find_one_and_delete).
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FindOneAndDeleteOptions {
+    /// String comparison rules.
+    pub collation: Option<Collation>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// The index to use.
+    pub hint: Option<Hint>,
+    /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
+    #[serde(rename = "maxTimeMS", with = "duration_ms")]
+    pub max_time: Option<Duration>,
+    /// The fields of the returned document.
+    pub projection: Option<Document>,
+    /// Which matching document is deleted (the first in this order).
+    pub sort: Option<Document>,
+    /// Variables the filter can use (`let`).
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+    /// The write concern (default: the collection's).
+    pub write_concern: Option<WriteConcern>,
+    /// This operation's `timeoutMS` (`None`: the collection's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+/// Options of [`Collection::find_one_and_replace`](super::Collection::find_one_and_replace).
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FindOneAndReplaceOptions {
+    /// Skip document validation.
+    pub bypass_document_validation: Option<bool>,
+    /// String comparison rules.
+    pub collation: Option<Collation>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// The index to use.
+    pub hint: Option<Hint>,
+    /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
+    #[serde(rename = "maxTimeMS", with = "duration_ms")]
+    pub max_time: Option<Duration>,
+    /// The fields of the returned document.
+    pub projection: Option<Document>,
+    /// Return the document before (the default) or after the replacement.
+    pub return_document: Option<ReturnDocument>,
+    /// Which matching document is replaced.
+    pub sort: Option<Document>,
+    /// Insert the replacement when nothing matches.
+    pub upsert: Option<bool>,
+    /// Variables the filter can use (`let`).
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+    /// The write concern (default: the collection's).
+    pub write_concern: Option<WriteConcern>,
+    /// This operation's `timeoutMS` (`None`: the collection's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+/// Options of [`Collection::find_one_and_update`](super::Collection::find_one_and_update).
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FindOneAndUpdateOptions {
+    /// Which array elements the update's `$[name]` operators change.
+    pub array_filters: Option<Vec<Document>>,
+    /// Skip document validation.
+    pub bypass_document_validation: Option<bool>,
+    /// String comparison rules.
+    pub collation: Option<Collation>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// The index to use.
+    pub hint: Option<Hint>,
+    /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
+    #[serde(rename = "maxTimeMS", with = "duration_ms")]
+    pub max_time: Option<Duration>,
+    /// The fields of the returned document.
+    pub projection: Option<Document>,
+    /// Return the document before (the default) or after the update.
+    pub return_document: Option<ReturnDocument>,
+    /// Which matching document is updated.
+    pub sort: Option<Document>,
+    /// Insert a document when nothing matches.
+    pub upsert: Option<bool>,
+    /// Variables the filter and update can use (`let`).
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+    /// The write concern (default: the collection's).
+    pub write_concern: Option<WriteConcern>,
+    /// This operation's `timeoutMS` (`None`: the collection's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+}
+
+/// What a `findAndModify` sends, whichever of the three asked for it.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct FindAndModifyFields {
+    pub array_filters: Option<Vec<Document>>,
+    pub bypass_document_validation: Option<bool>,
+    pub collation: Option<Collation>,
+    pub comment: Option<Bson>,
+    pub hint: Option<Hint>,
+    pub max_time: Option<Duration>,
+    pub projection: Option<Document>,
+    pub return_document: Option<ReturnDocument>,
+    pub sort: Option<Document>,
+    pub upsert: Option<bool>,
+    pub let_vars: Option<Document>,
+    pub write_concern: Option<WriteConcern>,
+    pub timeout: Option<Duration>,
+}
+
+impl From<FindOneAndDeleteOptions> for FindAndModifyFields {
+    fn from(o: FindOneAndDeleteOptions) -> Self {
+        FindAndModifyFields {
+            collation: o.collation,
+            comment: o.comment,
+            hint: o.hint,
+            max_time: o.max_time,
+            projection: o.projection,
+            sort: o.sort,
+            let_vars: o.let_vars,
+            write_concern: o.write_concern,
+            timeout: o.timeout,
+            ..Default::default()
+        }
+    }
+}
+
+impl From<FindOneAndReplaceOptions> for FindAndModifyFields {
+    fn from(o: FindOneAndReplaceOptions) -> Self {
+        FindAndModifyFields {
+            bypass_document_validation: o.bypass_document_validation,
+            collation: o.collation,
+            comment: o.comment,
+            hint: o.hint,
+            max_time: o.max_time,
+            projection: o.projection,
+            return_document: o.return_document,
+            sort: o.sort,
+            upsert: o.upsert,
+            let_vars: o.let_vars,
+            write_concern: o.write_concern,
+            timeout: o.timeout,
+            ..Default::default()
+        }
+    }
+}
+
+impl From<FindOneAndUpdateOptions> for FindAndModifyFields {
+    fn from(o: FindOneAndUpdateOptions) -> Self {
+        FindAndModifyFields {
+            array_filters: o.array_filters,
+            bypass_document_validation: o.bypass_document_validation,
+            collation: o.collation,
+            comment: o.comment,
+            hint: o.hint,
+            max_time: o.max_time,
+            projection: o.projection,
+            return_document: o.return_document,
+            sort: o.sort,
+            upsert: o.upsert,
+            let_vars: o.let_vars,
+            write_concern: o.write_concern,
+            timeout: o.timeout,
+        }
+    }
+}
