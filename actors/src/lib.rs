@@ -38,8 +38,8 @@ pub mod options {
         FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions, FindOptions, Hint, IndexModel,
         IndexOptions, InsertManyOptions, InsertManyResult, InsertOneModel, InsertOneOptions, InsertOneResult,
         ListDatabasesOptions, ListOptions, ReadConcern, ReadConcernLevel, ReplaceOneModel, ReplaceOptions,
-        ReturnDocument, RunCommandOptions, RunCursorCommandOptions, SessionOptions, TimeoutMode,
-        UpdateManyModel, UpdateModifications, UpdateOneModel, UpdateOptions, UpdateResult,
+        ReturnDocument, RunCommandOptions, RunCursorCommandOptions, SearchIndexModel, SessionOptions,
+        TimeoutMode, UpdateManyModel, UpdateModifications, UpdateOneModel, UpdateOptions, UpdateResult,
         WithTransactionOptions, WriteConcern, WriteModel,
     };
     pub use crate::client::{ClientOptions, ClientOptionsBuilder};

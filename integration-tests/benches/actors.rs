@@ -137,11 +137,26 @@ pub(crate) async fn selection_bench(uri: String, iterations: u32) -> Vec<Selecti
 // ---------------------------------------------------------------------------------------
 // 2. find_one throughput and 3. failover: one interface over both drivers.
 
-/// The two operations the benchmark needs, on one client of either driver.
+/// The benchmark's documents as a Rust type: the typed rows read them through serde.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[allow(dead_code)] // read by the suite bench's typed rows
+pub(crate) struct Item {
+    #[serde(rename = "_id")]
+    id: i32,
+    v: String,
+}
+
+/// The two operations the benchmark needs, on one client of either driver (documents, or the
+/// typed `Item`).
 #[derive(Clone)]
 pub(crate) enum Driver {
     Official(mongodb::Collection<Document>),
     Ours(actors::Collection),
+    // The typed rows of the suite bench.
+    #[allow(dead_code)]
+    OfficialTyped(mongodb::Collection<Item>),
+    #[allow(dead_code)]
+    OursTyped(actors::Collection<Item>),
 }
 
 impl Driver {
@@ -149,6 +164,8 @@ impl Driver {
         match self {
             Driver::Official(_) => "official",
             Driver::Ours(_) => "ours",
+            Driver::OfficialTyped(_) => "official-typed",
+            Driver::OursTyped(_) => "ours-typed",
         }
     }
 
@@ -160,6 +177,16 @@ impl Driver {
             Driver::Ours(c) => {
                 c.find_one(doc! { "_id": id }).await.map(|d| d.is_some()).map_err(|e| e.to_string())
             }
+            Driver::OfficialTyped(c) => c
+                .find_one(doc! { "_id": id })
+                .await
+                .map(|d| d.is_some_and(|i| i.id == id))
+                .map_err(|e| e.to_string()),
+            Driver::OursTyped(c) => c
+                .find_one(doc! { "_id": id })
+                .await
+                .map(|d| d.is_some_and(|i| i.id == id))
+                .map_err(|e| e.to_string()),
         }
     }
 
@@ -167,6 +194,18 @@ impl Driver {
         match self {
             Driver::Official(c) => c.insert_one(document).await.map(drop).map_err(|e| e.to_string()),
             Driver::Ours(c) => c.insert_one(document).await.map(drop).map_err(|e| e.to_string()),
+            Driver::OfficialTyped(c) => c
+                .clone_with_type::<Document>()
+                .insert_one(document)
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            Driver::OursTyped(c) => c
+                .clone_with_type::<Document>()
+                .insert_one(document)
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string()),
         }
     }
 }
@@ -191,6 +230,18 @@ impl Connected {
             let coll = client.database(DB).collection::<bson::Document>(COLL);
             (Connected::Ours(client), Driver::Ours(coll))
         }
+    }
+
+    /// [`Connected::open`] for `side`: `ours`, `official`, `ours-typed` or `official-typed`.
+    #[allow(dead_code)] // the suite bench's typed rows
+    pub(crate) async fn open_side(side: &str, uri: &str) -> (Connected, Driver) {
+        let (connected, driver) = Connected::open(side.starts_with("official"), uri).await;
+        let driver = match (driver, side.ends_with("-typed")) {
+            (Driver::Official(c), true) => Driver::OfficialTyped(c.clone_with_type()),
+            (Driver::Ours(c), true) => Driver::OursTyped(c.clone_with_type()),
+            (d, _) => d,
+        };
+        (connected, driver)
     }
 
     pub(crate) async fn shutdown(self) {

@@ -250,7 +250,7 @@ struct MonitorFigures {
 fn find_child(side: &str, uri: &str, ops: usize) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
-        let (client, driver) = Connected::open(side == "official", uri).await;
+        let (client, driver) = Connected::open_side(side, uri).await;
         assert!(driver.find_one(0).await.expect("warm-up find_one"), "document 0 is there");
         for i in 0..ops {
             let id = i32::try_from(i % DOCS as usize).unwrap_or(0);
@@ -300,7 +300,7 @@ fn child_instructions(uri: &str, side: &str, ops: usize) -> Result<u64, String> 
 }
 
 /// Client instructions per `find_one`, ours and official: one figure per run.
-fn instructions_per_find_one(few: usize, many: usize, runs: usize) -> Result<(Vec<f64>, Vec<f64>), String> {
+fn instructions_per_find_one(few: usize, many: usize, runs: usize) -> Result<Instructions, String> {
     ensure_valgrind()?;
     let cluster = Cluster::standalone().start().map_err(|e| format!("simulator: {e}"))?;
     let uri = cluster.uri();
@@ -322,9 +322,25 @@ fn instructions_per_find_one(few: usize, many: usize, runs: usize) -> Result<(Ve
             })
             .collect()
     };
-    let result = per_op("ours").and_then(|o| per_op("official").map(|d| (o, d)));
+    let result = (|| {
+        Ok(Instructions {
+            ours: per_op("ours")?,
+            official: per_op("official")?,
+            ours_typed: per_op("ours-typed")?,
+            official_typed: per_op("official-typed")?,
+        })
+    })();
     cluster.shutdown();
     result
+}
+
+/// Instructions per `find_one` of each side, one figure per run: documents and the typed
+/// `Item`.
+struct Instructions {
+    ours: Vec<f64>,
+    official: Vec<f64>,
+    ours_typed: Vec<f64>,
+    official_typed: Vec<f64>,
 }
 
 fn run_monitor_child(cluster: &Cluster, side: &str, idle: Duration) -> Result<MonitorFigures, String> {
@@ -502,12 +518,16 @@ impl Report {
 }
 
 /// find_one throughput, and the simulator's raw capacity for the same find.
+/// The task count of the typed find_one throughput row.
+const TYPED_TASKS: usize = 16;
+
 fn find_one_throughput(plan: &Plan, runtime: &tokio::runtime::Runtime, report: &mut Report) {
     let cluster = actors_bench::start_rs();
     // The same pool options on both sides (the defaults differ: official maxPoolSize 10, ours 100).
     let uri = format!("{}&maxPoolSize={EQUAL_MAX_POOL_SIZE}&maxConnecting=2", cluster.uri());
     let primary = cluster.hosts()[cluster.primary().unwrap_or(0)].clone();
     let mut throughput: Vec<(usize, Vec<f64>, Vec<f64>)> = Vec::new();
+    let mut typed: (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
     let (raw, ceilings) = runtime.block_on(async {
         let (seed, driver) = Connected::open(true, &uri).await;
         for id in 0..DOCS {
@@ -533,6 +553,27 @@ fn find_one_throughput(plan: &Plan, runtime: &tokio::runtime::Runtime, report: &
             );
             throughput.push((tasks, ours, official));
         }
+        // The same at 16 tasks with typed collections (`Collection<Item>` through serde).
+        let (mut ours_typed, mut official_typed) = (Vec::new(), Vec::new());
+        for round in 0..plan.rounds {
+            let order = if round % 2 == 0 {
+                ["ours-typed", "official-typed"]
+            } else {
+                ["official-typed", "ours-typed"]
+            };
+            for side in order {
+                let (client, driver) = Connected::open_side(side, &uri).await;
+                let ops = actors_bench::throughput(&driver, TYPED_TASKS, plan.round).await;
+                client.shutdown().await;
+                if side == "ours-typed" { &mut ours_typed } else { &mut official_typed }.push(ops);
+            }
+        }
+        println!(
+            "typed find_one {TYPED_TASKS} tasks: ours {:.0} ops/s, official {:.0} ops/s",
+            median(ours_typed.clone()),
+            median(official_typed.clone())
+        );
+        typed = (ours_typed, official_typed);
         let find = doc! {
             "find": actors_bench::COLL, "filter": { "_id": 7 }, "limit": 1, "singleBatch": true,
             "$db": actors_bench::DB,
@@ -595,6 +636,19 @@ fn find_one_throughput(plan: &Plan, runtime: &tokio::runtime::Runtime, report: &
             ),
         ));
     }
+    let (o, d) = (median(typed.0.clone()), median(typed.1.clone()));
+    report.rows.push(row(
+        "find_one throughput",
+        &format!("{TYPED_TASKS} task(s), typed, ops/s"),
+        f0(o),
+        f0(d),
+        o / d,
+        &format!(
+            "Collection<Item> (serde) on both sides; ours {} / official {} (min-max of rounds)",
+            spread(&typed.0),
+            spread(&typed.1)
+        ),
+    ));
     report.rows.push(row(
         "simulator raw capacity",
         "same find, ops/s",
@@ -628,7 +682,22 @@ fn instructions(plan: &Plan, report: &mut Report) {
     let (few, many) = if plan.mode == "smoke" { (20, 120) } else { (200, 2200) };
     let instr_runs = if plan.mode == "full" { 2 } else { 1 };
     match instructions_per_find_one(few, many, instr_runs) {
-        Ok((ours_runs, official_runs)) => {
+        Ok(Instructions { ours: ours_runs, official: official_runs, ours_typed, official_typed }) => {
+            let (typed, official_t) = (median(ours_typed.clone()), median(official_typed.clone()));
+            println!("instructions per typed find_one: ours {typed:.0}, official {official_t:.0}");
+            report.rows.push(row(
+                "client CPU cost",
+                "instructions per typed find_one",
+                f0(typed),
+                f0(official_t),
+                typed / official_t,
+                &format!(
+                    "callgrind, client process only; Collection<Item> through serde on both sides; min-max of {} run(s): ours {} / official {}",
+                    ours_typed.len(),
+                    spread(&ours_typed),
+                    spread(&official_typed)
+                ),
+            ));
             let (ours, official) = (median(ours_runs.clone()), median(official_runs.clone()));
             println!("instructions per find_one: ours {ours:.0}, official {official:.0}");
             report.target(

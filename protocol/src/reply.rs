@@ -51,6 +51,9 @@ pub struct ServerError {
     pub write_concern_error: Option<WriteConcernError>,
     /// The reply's `topologyVersion` (a state change error's, from MongoDB 4.4 on).
     pub topology_version: Option<TopologyVersion>,
+    /// The whole reply, for the fields no other member has (a DuplicateKey's `keyPattern`
+    /// and `keyValue`, a validation error's `errInfo`).
+    pub response: Document,
 }
 
 /// One failed write of a write command (a `writeErrors` entry).
@@ -205,6 +208,7 @@ pub fn reply_error(reply: &Document) -> Option<Box<ServerError>> {
         write_errors,
         write_concern_error,
         topology_version: TopologyVersion::from_reply(reply).ok().flatten(),
+        response: reply.clone(),
     }))
 }
 

@@ -10,7 +10,7 @@
 //! let client = Client::with_uri_str("mongodb://127.0.0.1:27017").await?;
 //! let addr = client.actor();
 //! addr.send(InsertOne::new("app", "people", doc! {"name": "Ada"})).await??;
-//! let ada = addr.send(FindOne::new("app", "people", doc! {"name": "Ada"})).await??;
+//! let ada = addr.send(FindOne::<bson::Document>::new("app", "people", doc! {"name": "Ada"})).await??;
 //! assert!(ada.is_some());
 //! # Ok(())
 //! # }

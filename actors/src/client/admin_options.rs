@@ -58,7 +58,7 @@ impl IndexModel {
 
 /// The options of one index (fields of its specification).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct IndexOptions {
     /// Build in the background (ignored by MongoDB 4.2 and newer).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -140,7 +140,7 @@ mod duration_secs {
 
 /// Options of `create_index` and `create_indexes`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct CreateIndexOptions {
     /// How many data-bearing members must finish the build (`commitQuorum`: a number,
     /// `majority` or `votingMembers`).
@@ -160,7 +160,7 @@ pub struct CreateIndexOptions {
 /// Options of `drop_index`, `drop_indexes`, `drop` (collection and database) and
 /// `rename`: the commands without options of their own.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct CommandOptions {
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
@@ -176,7 +176,7 @@ pub struct CommandOptions {
 
 /// Options of `list_indexes` and `list_collections`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ListOptions {
     /// `list_collections`: only the collections the user may use.
     pub authorized_collections: Option<bool>,
@@ -200,7 +200,7 @@ pub struct ListOptions {
 
 /// Options of `list_databases` and `list_database_names`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ListDatabasesOptions {
     /// Only the databases the user may use.
     pub authorized_databases: Option<bool>,
@@ -217,7 +217,7 @@ pub struct ListDatabasesOptions {
 
 /// Options of `run_command`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct RunCommandOptions {
     /// Where to run (default: primary; the command's own `$readPreference` is not allowed).
     #[serde(skip)]
@@ -229,7 +229,7 @@ pub struct RunCommandOptions {
 
 /// Options of `run_cursor_command`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct RunCursorCommandOptions {
     /// `batchSize` of the `getMore`s (the command carries its own for the first batch).
     pub batch_size: Option<u32>,
@@ -238,9 +238,10 @@ pub struct RunCursorCommandOptions {
     /// The cursor's kind: tailable cursors default to [`TimeoutMode::Iteration`] and refuse
     /// [`TimeoutMode::CursorLifetime`].
     pub cursor_type: Option<CursorType>,
-    /// `maxTimeMS` of the `getMore`s of a tailable awaitData cursor.
-    #[serde(rename = "maxAwaitTimeMS", with = "duration_ms")]
-    pub max_await_time: Option<Duration>,
+    /// `maxTimeMS` of every `getMore` (a tailable awaitData cursor waits this long for data);
+    /// the command carries its own for the first batch.
+    #[serde(rename = "maxTimeMS", with = "duration_ms")]
+    pub max_time: Option<Duration>,
     /// Where to run (default: primary).
     #[serde(skip)]
     pub read_preference: Option<ReadPreference>,
@@ -254,7 +255,7 @@ pub struct RunCursorCommandOptions {
 /// Options of `create_collection`: every field of the `create` command the
 /// collection-management spec names.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct CreateCollectionOptions {
     /// A capped collection (needs `size`).
     #[serde(skip_serializing_if = "Option::is_none")]

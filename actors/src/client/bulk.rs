@@ -52,6 +52,7 @@ pub enum WriteModel {
 
 /// Inserts `document` (an `_id` is generated when it has none).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct InsertOneModel {
     /// The document.
     pub document: Document,
@@ -59,7 +60,7 @@ pub struct InsertOneModel {
 
 /// Updates the first document matching `filter`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateOneModel {
     /// Which document.
     pub filter: Document,
@@ -84,7 +85,7 @@ pub struct UpdateOneModel {
 
 /// Updates every document matching `filter`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateManyModel {
     /// Which documents.
     pub filter: Document,
@@ -106,7 +107,7 @@ pub struct UpdateManyModel {
 
 /// Replaces the first document matching `filter`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReplaceOneModel {
     /// Which document.
     pub filter: Document,
@@ -128,7 +129,7 @@ pub struct ReplaceOneModel {
 
 /// Deletes the first document matching `filter`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeleteOneModel {
     /// Which document.
     pub filter: Document,
@@ -300,7 +301,7 @@ impl WriteModel {
 
 /// Options of [`Collection::bulk_write`].
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct BulkWriteOptions {
     /// Skip document validation.
     pub bypass_document_validation: Option<bool>,

@@ -24,7 +24,7 @@ use crate::Result;
 /// What a database or collection handle passes to its operations; `None` inherits the outer
 /// handle's value (the client's, for a database).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct CollectionOptions {
     /// Where reads go.
     #[serde(skip)]

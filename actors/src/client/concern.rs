@@ -58,6 +58,7 @@ impl ReadConcernLevel {
 
 /// A read concern. The default (no level) is the server's default and is not sent.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReadConcern {
     /// The level (`None`: the server's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,6 +115,7 @@ impl From<ReadConcernLevel> for ReadConcern {
 /// (`j`), and how long the server waits for that (`wtimeout`). The default (all unset) is the
 /// server's default and is not sent.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WriteConcern {
     /// `w`: a number of nodes (0: unacknowledged), `majority` or a tag set name.
     #[serde(default, skip_serializing_if = "Option::is_none")]

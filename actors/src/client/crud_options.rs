@@ -142,7 +142,7 @@ pub enum ReturnDocument {
 
 /// Options of [`Collection::find`](super::Collection::find).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FindOptions {
     /// Let the server write temporary files for large sorts (`allowDiskUse`).
     pub allow_disk_use: Option<bool>,
@@ -204,7 +204,7 @@ pub struct FindOptions {
 /// Options of [`Collection::find_one`](super::Collection::find_one): those of `find` that
 /// make sense for one document.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FindOneOptions {
     /// Return a partial result when some shards are down.
     pub allow_partial_results: Option<bool>,
@@ -270,7 +270,7 @@ impl From<FindOneOptions> for FindOptions {
 
 /// Options of `aggregate` on a collection or a database.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct AggregateOptions {
     /// Let stages write temporary files.
     pub allow_disk_use: Option<bool>,
@@ -312,7 +312,7 @@ pub struct AggregateOptions {
 /// Options of [`Collection::count_documents`](super::Collection::count_documents) and the
 /// legacy [`Collection::count`](super::Collection::count).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct CountOptions {
     /// String comparison rules.
     pub collation: Option<Collation>,
@@ -339,7 +339,7 @@ pub struct CountOptions {
 
 /// Options of [`Collection::estimated_document_count`](super::Collection::estimated_document_count).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct EstimatedDocumentCountOptions {
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
@@ -358,7 +358,7 @@ pub struct EstimatedDocumentCountOptions {
 
 /// Options of [`Collection::distinct`](super::Collection::distinct).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct DistinctOptions {
     /// String comparison rules.
     pub collation: Option<Collation>,
@@ -381,7 +381,7 @@ pub struct DistinctOptions {
 
 /// Options of [`Collection::insert_one`](super::Collection::insert_one).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct InsertOneOptions {
     /// Skip document validation.
     pub bypass_document_validation: Option<bool>,
@@ -396,7 +396,7 @@ pub struct InsertOneOptions {
 
 /// Options of [`Collection::insert_many`](super::Collection::insert_many).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct InsertManyOptions {
     /// Skip document validation.
     pub bypass_document_validation: Option<bool>,
@@ -413,7 +413,7 @@ pub struct InsertManyOptions {
 
 /// Options of `update_one` and `update_many`.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct UpdateOptions {
     /// Which array elements the update's `$[name]` operators change.
     pub array_filters: Option<Vec<Document>>,
@@ -441,7 +441,7 @@ pub struct UpdateOptions {
 
 /// Options of [`Collection::replace_one`](super::Collection::replace_one).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ReplaceOptions {
     /// Skip document validation.
     pub bypass_document_validation: Option<bool>,
@@ -467,7 +467,7 @@ pub struct ReplaceOptions {
 
 /// Options of `delete_one` and `delete_many`.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct DeleteOptions {
     /// String comparison rules.
     pub collation: Option<Collation>,
@@ -487,7 +487,7 @@ pub struct DeleteOptions {
 
 /// Options of [`Collection::find_one_and_delete`](super::Collection::find_one_and_delete).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FindOneAndDeleteOptions {
     /// String comparison rules.
     pub collation: Option<Collation>,
@@ -514,7 +514,7 @@ pub struct FindOneAndDeleteOptions {
 
 /// Options of [`Collection::find_one_and_replace`](super::Collection::find_one_and_replace).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FindOneAndReplaceOptions {
     /// Skip document validation.
     pub bypass_document_validation: Option<bool>,
@@ -547,7 +547,7 @@ pub struct FindOneAndReplaceOptions {
 
 /// Options of [`Collection::find_one_and_update`](super::Collection::find_one_and_update).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FindOneAndUpdateOptions {
     /// Which array elements the update's `$[name]` operators change.
     pub array_filters: Option<Vec<Document>>,

@@ -1,21 +1,29 @@
-//! The `Client` facade: databases, collections, `run_command`, minimal CRUD, cursors,
-//! implicit sessions and retryable reads and writes, over the topology and selection actors.
+//! The `Client` facade: databases, typed collections, fluent operations (see [`action`]),
+//! cursors, implicit sessions and retryable reads and writes, over the topology and selection
+//! actors.
 //!
 //! ```no_run
-//! use actors::{Client, FindOptions};
-//! use bson::doc;
+//! use actors::bson::doc;
+//! use actors::{Client, Collection, ReadPreference};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Debug, Serialize, Deserialize)]
+//! struct Person {
+//!     name: String,
+//!     born: i32,
+//! }
 //!
 //! # async fn example() -> actors::Result<()> {
 //! // Works in any tokio runtime: without an actix System, the client runs its actors on a
 //! // System of its own, on a dedicated thread.
 //! let client = Client::with_uri_str("mongodb://127.0.0.1:27017/?replicaSet=rs0").await?;
-//! let people = client.database("app").collection("people");
-//! people.insert_one(doc! {"name": "Ada", "born": 1815}).await?;
-//! let ada = people.find_one(doc! {"name": "Ada"}, FindOptions::default()).await?;
-//! assert_eq!(ada.and_then(|d| d.get_i32("born").ok()), Some(1815));
-//! let mut cursor = people.find(doc! {}, FindOptions { batch_size: Some(100), ..Default::default() }).await?;
+//! let people: Collection<Person> = client.database("app").collection("people");
+//! people.insert_one(Person { name: "Ada".into(), born: 1815 }).await?;
+//! let ada = people.find_one(doc! {"name": "Ada"}).read_preference(ReadPreference::NEAREST).await?;
+//! assert_eq!(ada.map(|p| p.born), Some(1815));
+//! let mut cursor = people.find(doc! {}).sort(doc! {"born": 1}).batch_size(100).await?;
 //! while let Some(person) = cursor.try_next().await? {
-//!     println!("{person}");
+//!     println!("{person:?}");
 //! }
 //! client.shutdown().await?;
 //! # Ok(())
@@ -49,10 +57,10 @@ use std::time::Duration;
 
 use actix_rt::{Arbiter, System};
 use parking_lot::Mutex;
-use protocol::uri::ConnectionString;
 use selection::ReadPreference;
 use tokio::sync::OnceCell;
 
+pub use action::SearchIndexModel;
 pub use actor::ClientActor;
 pub use admin_options::{
     CommandOptions, CreateCollectionOptions, CreateIndexOptions, IndexModel, IndexOptions,
@@ -89,17 +97,6 @@ use crate::topology::Topology;
 use crate::{Error, Result};
 pub use inner::Client;
 use inner::{in_actix_context, ClientInner, Host, Settings};
-
-/// The write concern of the URI's `w`, `wtimeoutMS` and `journal` (`None`: none of them).
-fn write_concern(cs: &ConnectionString) -> Option<WriteConcern> {
-    let o = &cs.options;
-    let wc = WriteConcern {
-        w: o.w.clone(),
-        w_timeout: o.w_timeout_ms.map(Duration::from_millis),
-        journal: o.journal,
-    };
-    (!wc.is_server_default()).then_some(wc)
-}
 
 impl Client {
     /// Parses `uri` and connects (see [`with_options`](Self::with_options)).
@@ -142,10 +139,7 @@ impl Client {
         let cs = options.connection_string.clone();
         let read_preference = ReadPreference::from_uri_options(&cs.options)
             .map_err(|e| Error::InvalidOptions { message: e.to_string() })?;
-        let write_concern = write_concern(&cs);
-        if let Some(wc) = &write_concern {
-            wc.validate()?;
-        }
+        let write_concern = options.write_concern()?;
         let settings = Settings {
             retry_reads: cs.options.retry_reads.unwrap_or(true),
             retry_writes: cs.options.retry_writes.unwrap_or(true),

@@ -87,6 +87,34 @@ impl ClientOptions {
         ClientOptionsBuilder::default()
     }
 
+    /// The client's write concern from `w`, `wtimeoutMS` and `journal` (`None`: none is set,
+    /// the server's default); an error for a combination the spec forbids (`w=0&journal=true`).
+    pub fn write_concern(&self) -> Result<Option<super::concern::WriteConcern>> {
+        // The URI parser ignores a bad `w`, `wtimeoutMS` or `journal` with a warning; a write
+        // concern must not silently become weaker than asked (read-write-concern spec).
+        let bad = ["'w'", "'wtimeoutms'", "'journal'"];
+        if let Some(w) = self.connection_string.warnings.iter().find(|w| {
+            let w = w.to_ascii_lowercase();
+            bad.iter().any(|key| w.contains(key))
+        }) {
+            return Err(Error::InvalidOptions { message: w.clone() });
+        }
+        let o = &self.connection_string.options;
+        let wc = super::concern::WriteConcern {
+            w: o.w.clone(),
+            w_timeout: o.w_timeout_ms.map(Duration::from_millis),
+            journal: o.journal,
+        };
+        wc.validate()?;
+        Ok((!wc.is_server_default()).then_some(wc))
+    }
+
+    /// The client's read concern from `readConcernLevel` (`None`: the server's default).
+    pub fn read_concern(&self) -> Option<super::concern::ReadConcern> {
+        let level = self.connection_string.options.read_concern_level.as_deref()?;
+        Some(super::concern::ReadConcernLevel::from_name(level).into())
+    }
+
     /// The SRV poller's options, or `None` when polling does not apply (not `mongodb+srv`, or
     /// `loadBalanced=true`).
     pub fn srv_poller_options(&self) -> Option<SrvPollerOptions> {

@@ -93,14 +93,18 @@ pub(crate) fn convert(e: Error, timeout: Option<Duration>, deadline: Option<Inst
     if timeout.is_none() {
         return e;
     }
-    let what = match &e {
+    let message = match &e {
         Error::Timeout { .. } => return e,
-        e if is_max_time_expired(e) => "the server's maxTimeMS expired",
-        Error::Connection { source, .. } if source.is_timeout() => "the connection timed out",
-        Error::ServerSelection(_) if is_expired(deadline) => "server selection timed out",
+        e if is_max_time_expired(e) => format!("the server's maxTimeMS expired: {e}"),
+        Error::Connection { source, .. } if source.is_timeout() => format!("the connection timed out: {e}"),
+        // The selection error says itself that selection timed out, and after how long.
+        Error::ServerSelection(selection::Error::ServerSelectionTimeout { .. }) if is_expired(deadline) => {
+            e.to_string()
+        }
+        Error::ServerSelection(_) if is_expired(deadline) => format!("server selection timed out: {e}"),
         _ => return e,
     };
-    Error::Timeout { message: format!("{what}: {e}"), source: Some(Box::new(e)) }
+    Error::Timeout { message, source: Some(Box::new(e)) }
 }
 
 #[cfg(test)]

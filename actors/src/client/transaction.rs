@@ -1,11 +1,9 @@
 //! Explicit sessions and transactions (minimal).
 //!
 //! [`Client::start_session`] takes a server session from the pool; the [`ClientSession`] gives
-//! it back when dropped. Every operation has a `*_with_session` twin
-//! ([`Collection::insert_one_with_session`](super::Collection::insert_one_with_session),
-//! [`Collection::find_with_session`](super::Collection::find_with_session),
-//! [`Database::run_command_with_session`](super::Database::run_command_with_session), ...)
-//! that sends the session's `lsid`; both run through the client's one executor.
+//! it back when dropped. Every operation takes it with `.session(&mut session)`
+//! (`coll.insert_one(doc).session(&mut session).await`), and then sends its `lsid`; with or
+//! without one, operations run through the client's one executor.
 //!
 //! Inside a transaction ([`ClientSession::start_transaction`]) every command carries
 //! `txnNumber` and `autocommit: false`, the first one `startTransaction: true`; the
@@ -24,8 +22,8 @@
 //! timeout ([`SessionOptions::default_timeout`], else the client's).
 //! [`ClientSession::with_transaction`] applies one deadline to its whole run.
 //!
-//! Every operation has a `*_with_session` twin, and runs through the client's one executor
-//! either way: outside a transaction an explicit session's operations are retried as
+//! Every operation takes a session, and runs through the client's one executor either way:
+//! outside a transaction an explicit session's operations are retried as
 //! implicit ones are; a transaction's statements are not (commit and abort are retried once
 //! on a retryable error).
 
@@ -360,14 +358,14 @@ impl ClientSession {
     /// ```no_run
     /// # async fn example(client: actors::Client) -> actors::Result<()> {
     /// use futures_util::FutureExt;
-    /// let coll = client.database("app").collection("people");
+    /// let coll = client.database("app").collection::<bson::Document>("people");
     /// let mut session = client.start_session().await?;
     /// session
     ///     .with_transaction(
     ///         &coll,
     ///         |session, coll| {
     ///             async move {
-    ///                 coll.insert_one_with_session(bson::doc! {"name": "Ada"}, session).await?;
+    ///                 coll.insert_one(bson::doc! {"name": "Ada"}).session(session).await?;
     ///                 Ok(())
     ///             }
     ///             .boxed()

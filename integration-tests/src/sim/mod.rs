@@ -22,6 +22,7 @@
 mod auth;
 mod cluster;
 mod commands;
+mod expr;
 mod failpoint;
 mod hello;
 mod lb;

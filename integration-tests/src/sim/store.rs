@@ -75,6 +75,9 @@ pub(crate) struct Collection {
     /// Created with `capped: true` (tailable cursors need it); like the index specs, known
     /// to the member that created it only.
     capped: bool,
+    /// The options it was created with (`listCollections` reports them); a time series
+    /// collection does not index `_id`.
+    options: Document,
 }
 
 impl Collection {
@@ -83,14 +86,34 @@ impl Collection {
         self.capped
     }
 
-    /// Marks it capped (`create` with `capped: true`; the size limits are not enforced).
-    pub(crate) fn set_capped(&mut self) {
-        self.capped = true;
+    /// The options it was created with.
+    pub(crate) fn options(&self) -> &Document {
+        &self.options
     }
 
-    /// Every index spec, `_id_` first.
+    /// Records the options of `create`.
+    pub(crate) fn set_options(&mut self, options: Document) {
+        self.capped = options.get_bool("capped").unwrap_or(false);
+        self.options = options;
+    }
+
+    fn timeseries(&self) -> bool {
+        self.options.contains_key("timeseries")
+    }
+
+    /// Every index spec, `_id_` (or the clustered index) first.
     pub(crate) fn indexes(&self) -> Vec<Document> {
-        let mut all = vec![bson::doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}];
+        let id_index = match self.options.get_document("clusteredIndex") {
+            Ok(c) => {
+                let mut spec = bson::doc! {"v": 2, "key": c.get("key").cloned().unwrap_or(Bson::Document(bson::doc! {"_id": 1}))};
+                spec.insert("name", c.get_str("name").unwrap_or("_id_"));
+                spec.insert("unique", true);
+                spec.insert("clustered", true);
+                spec
+            }
+            Err(_) => bson::doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"},
+        };
+        let mut all = if self.timeseries() { Vec::new() } else { vec![id_index] };
         all.extend(self.indexes.iter().cloned());
         all
     }
@@ -126,10 +149,49 @@ impl Collection {
         self.docs.values()
     }
 
+    /// The unique index (other than `_id`) `doc` would break, next to the document of key
+    /// `own` (itself, when replaced): the index name, its key pattern and the duplicate key.
+    pub(crate) fn unique_violation(
+        &self,
+        doc: &Document,
+        own: Option<&IdKey>,
+    ) -> Option<(String, Document, Document)> {
+        for spec in self.indexes.iter().filter(|i| i.get_bool("unique").unwrap_or(false)) {
+            let Ok(pattern) = spec.get_document("key") else { continue };
+            let key_of = |d: &Document| -> Document {
+                pattern
+                    .keys()
+                    .map(|k| (k.clone(), lookup(d, k).first().map_or(Bson::Null, |v| (*v).clone())))
+                    .collect()
+            };
+            let value = key_of(doc);
+            let clash = self.docs.iter().any(|(seq, other)| {
+                let same = own.and_then(|k| self.ids.get(k)) == Some(seq);
+                !same
+                    && compare(&Bson::Document(key_of(other)), &Bson::Document(value.clone()))
+                        == Ordering::Equal
+            });
+            if clash {
+                return Some((spec.get_str("name").unwrap_or("").to_string(), pattern.clone(), value));
+            }
+        }
+        None
+    }
+
+    /// The document with `_id` key `key`.
+    pub(crate) fn get(&self, key: &IdKey) -> Option<&Document> {
+        self.ids.get(key).and_then(|seq| self.docs.get(seq))
+    }
+
     /// Inserts `doc`, which must have an `_id`. Fails on a duplicate `_id`.
     pub(crate) fn insert(&mut self, doc: Document) -> Result<(), Bson> {
         let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
-        let key = id_key(&id);
+        // A time series collection has no `_id` index: equal ids are allowed.
+        let key = if self.timeseries() {
+            id_key(&Bson::String(format!("ts:{}", self.next_seq)))
+        } else {
+            id_key(&id)
+        };
         if self.ids.contains_key(&key) {
             return Err(id);
         }
@@ -306,6 +368,9 @@ pub(crate) fn compare(a: &Bson, b: &Bson) -> Ordering {
             let (x, y) = (as_f64(a).unwrap_or(f64::NAN), as_f64(b).unwrap_or(f64::NAN));
             x.partial_cmp(&y).unwrap_or_else(|| x.is_nan().cmp(&y.is_nan()).reverse())
         }
+        (Bson::String(x), Bson::String(y)) if super::expr::case_insensitive() => {
+            x.to_lowercase().cmp(&y.to_lowercase())
+        }
         (Bson::String(x), Bson::String(y)) => x.cmp(y),
         (Bson::Symbol(x), Bson::Symbol(y)) => x.cmp(y),
         (Bson::String(x), Bson::Symbol(y)) | (Bson::Symbol(x), Bson::String(y)) => x.cmp(y),
@@ -385,6 +450,7 @@ pub(crate) fn matches(doc: &Document, filter: &Document) -> Result<bool, StoreEr
             }
             "$comment" => true,
             "$where" => where_clause(cond)?.1,
+            "$expr" => super::expr::eval(cond, doc)?.as_ref().is_some_and(super::expr::truthy),
             k if k.starts_with('$') => {
                 return Err(StoreError::bad_value(format!("unknown top level operator: {k}")));
             }
@@ -486,6 +552,55 @@ fn match_operators(values: &[&Bson], ops: &Document) -> Result<bool, StoreError>
                 Bson::Document(d) => !match_operators(values, d)?,
                 _ => return Err(StoreError::bad_value("$not needs a document")),
             },
+            "$type" => {
+                let wanted: Vec<&Bson> = match arg {
+                    Bson::Array(a) => a.iter().collect(),
+                    other => vec![other],
+                };
+                let is = |v: &Bson, t: &Bson| match t {
+                    Bson::String(name) if name == "number" => as_f64(v).is_some(),
+                    Bson::String(name) => super::expr::type_name(v) == name,
+                    code => as_f64(code).is_some_and(|c| c as i32 == v.element_type() as i32),
+                };
+                values.iter().any(|v| {
+                    wanted.iter().any(|t| is(v, t))
+                        || matches!(v, Bson::Array(items) if items.iter().any(|i| wanted.iter().any(|t| is(i, t))))
+                })
+            }
+            "$all" => {
+                let Bson::Array(needed) = arg else {
+                    return Err(StoreError::bad_value("$all needs an array"));
+                };
+                !needed.is_empty() && needed.iter().all(|n| any_equal(values, n))
+            }
+            "$elemMatch" => {
+                let Bson::Document(cond) = arg else {
+                    return Err(StoreError::bad_value("$elemMatch needs an object"));
+                };
+                let mut found = false;
+                for v in values {
+                    if let Bson::Array(items) = v {
+                        for item in items {
+                            let hit = match (is_operator_doc(arg), item) {
+                                (Some(ops), _) => match_operators(&[item], ops)?,
+                                (None, Bson::Document(d)) => matches(d, cond)?,
+                                _ => false,
+                            };
+                            found |= hit;
+                        }
+                    }
+                }
+                found
+            }
+            "$mod" => {
+                let (d, r) = match arg {
+                    Bson::Array(a) if a.len() == 2 => {
+                        (as_f64(&a[0]).unwrap_or(0.0), as_f64(&a[1]).unwrap_or(0.0))
+                    }
+                    _ => return Err(StoreError::bad_value("malformed mod, needs to be an array")),
+                };
+                d != 0.0 && values.iter().any(|v| as_f64(v).is_some_and(|n| (n.trunc() % d) == r))
+            }
             other => return Err(StoreError::bad_value(format!("unknown operator: {other}"))),
         };
         if !ok {
@@ -558,49 +673,183 @@ pub(crate) fn is_operator_update(update: &Document) -> bool {
     update.keys().next().is_some_and(|k| k.starts_with('$'))
 }
 
+fn not_viable(field: &str, head: &str) -> StoreError {
+    StoreError {
+        code: 28,
+        code_name: "PathNotViable",
+        message: format!("Cannot create field '{field}' in element {{{head}: ...}}"),
+    }
+}
+
+/// Sets `value` at `parts` under `target` (a document or an array: a numeric part indexes it,
+/// padding with nulls), creating the documents on the way.
+fn set_in(target: &mut Bson, parts: &[&str], value: Bson) -> Result<(), StoreError> {
+    let Some((head, rest)) = parts.split_first() else {
+        *target = value;
+        return Ok(());
+    };
+    match target {
+        Bson::Document(d) => {
+            if rest.is_empty() {
+                d.insert(*head, value);
+                return Ok(());
+            }
+            if !d.contains_key(*head) {
+                d.insert(*head, Document::new());
+            }
+            match d.get_mut(*head) {
+                Some(child @ (Bson::Document(_) | Bson::Array(_))) => set_in(child, rest, value),
+                Some(child @ Bson::Null) => {
+                    *child = Bson::Document(Document::new());
+                    set_in(child, rest, value)
+                }
+                _ => Err(not_viable(rest[0], head)),
+            }
+        }
+        Bson::Array(items) => {
+            let i: usize = head.parse().map_err(|_| not_viable(head, "array"))?;
+            while items.len() <= i {
+                items.push(Bson::Null);
+            }
+            if rest.is_empty() {
+                items[i] = value;
+                return Ok(());
+            }
+            if matches!(items[i], Bson::Null) {
+                items[i] = Bson::Document(Document::new());
+            }
+            set_in(&mut items[i], rest, value)
+        }
+        _ => Err(not_viable(head, "value")),
+    }
+}
+
+/// Sets `value` at the dotted `path` of `doc` (numeric parts index arrays).
+pub(crate) fn set_field(doc: &mut Document, path: &str, value: Bson) -> Result<(), StoreError> {
+    let parts: Vec<&str> = path.split('.').collect();
+    let mut holder = Bson::Document(std::mem::take(doc));
+    let result = set_in(&mut holder, &parts, value);
+    if let Bson::Document(d) = holder {
+        *doc = d;
+    }
+    result
+}
+
 fn set_path(doc: &mut Document, path: &str, value: Bson) -> Result<(), StoreError> {
-    match path.split_once('.') {
-        None => {
-            doc.insert(path, value);
-            Ok(())
+    set_field(doc, path, value)
+}
+
+fn unset_in(target: &mut Bson, parts: &[&str]) {
+    let Some((head, rest)) = parts.split_first() else { return };
+    match target {
+        Bson::Document(d) if rest.is_empty() => {
+            d.remove(*head);
         }
-        Some((head, rest)) => {
-            if !doc.contains_key(head) {
-                doc.insert(head, Document::new());
-            }
-            match doc.get_mut(head) {
-                Some(Bson::Document(inner)) => set_path(inner, rest, value),
-                _ => Err(StoreError {
-                    code: 28,
-                    code_name: "PathNotViable",
-                    message: format!("Cannot create field '{rest}' in element {{{head}: ...}}"),
-                }),
+        Bson::Document(d) => {
+            if let Some(child) = d.get_mut(*head) {
+                unset_in(child, rest);
             }
         }
+        Bson::Array(items) => {
+            if let Some(item) = head.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                if rest.is_empty() {
+                    // $unset of an array element leaves a null in its place, as mongod does.
+                    *item = Bson::Null;
+                } else {
+                    unset_in(item, rest);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Removes the dotted `path` of `doc` (numeric parts index arrays).
+pub(crate) fn unset_field(doc: &mut Document, path: &str) {
+    let parts: Vec<&str> = path.split('.').collect();
+    let mut holder = Bson::Document(std::mem::take(doc));
+    unset_in(&mut holder, &parts);
+    if let Bson::Document(d) = holder {
+        *doc = d;
     }
 }
 
 fn unset_path(doc: &mut Document, path: &str) {
-    match path.split_once('.') {
-        None => {
-            doc.remove(path);
-        }
-        Some((head, rest)) => {
-            if let Some(Bson::Document(inner)) = doc.get_mut(head) {
-                unset_path(inner, rest);
-            }
-        }
-    }
+    unset_field(doc, path);
 }
 
 fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
-    match path.split_once('.') {
-        None => doc.get(path),
-        Some((head, rest)) => match doc.get(head) {
-            Some(Bson::Document(inner)) => get_path(inner, rest),
+    let mut current: Option<&Bson> = None;
+    for (i, part) in path.split('.').enumerate() {
+        current = match (i, current) {
+            (0, _) => doc.get(part),
+            (_, Some(Bson::Document(d))) => d.get(part),
+            (_, Some(Bson::Array(a))) => part.parse::<usize>().ok().and_then(|i| a.get(i)),
             _ => None,
-        },
+        };
+        current?;
     }
+    current
+}
+
+/// The concrete paths an update path names: `$[]` is every element of an array, `$[id]` the
+/// elements its array filter matches.
+fn expand_path(doc: &Document, path: &str, filters: &[Document]) -> Result<Vec<String>, StoreError> {
+    if !path.contains("$[") {
+        return Ok(vec![path.to_string()]);
+    }
+    let mut out: Vec<(String, Option<Bson>)> = vec![(String::new(), Some(Bson::Document(doc.clone())))];
+    for part in path.split('.') {
+        let mut next = Vec::new();
+        for (prefix, value) in out {
+            let join = |p: &str| if prefix.is_empty() { p.to_string() } else { format!("{prefix}.{p}") };
+            if let Some(id) = part.strip_prefix("$[").and_then(|r| r.strip_suffix(']')) {
+                let Some(Bson::Array(items)) = value else {
+                    return Err(StoreError {
+                        code: 2,
+                        code_name: "BadValue",
+                        message: format!(
+                            "The path '{prefix}' must exist in the document in order to apply array updates."
+                        ),
+                    });
+                };
+                let filter = if id.is_empty() {
+                    None
+                } else {
+                    let f = filters
+                        .iter()
+                        .find(|f| f.keys().next().is_some_and(|k| k.split('.').next() == Some(id)));
+                    Some(f.ok_or_else(|| StoreError {
+                        code: 2,
+                        code_name: "BadValue",
+                        message: format!("No array filter found for identifier '{id}' in path '{path}'"),
+                    })?)
+                };
+                for (i, item) in items.into_iter().enumerate() {
+                    let keep = match filter {
+                        None => true,
+                        Some(f) => matches(&bson::doc! {id: item.clone()}, f)?,
+                    };
+                    if keep {
+                        next.push((join(&i.to_string()), Some(item)));
+                    }
+                }
+            } else if part == "$" {
+                return Err(StoreError::bad_value(
+                    "the positional operator '$' is not supported by the simulator",
+                ));
+            } else {
+                let child = match &value {
+                    Some(Bson::Document(d)) => d.get(part).cloned(),
+                    Some(Bson::Array(a)) => part.parse::<usize>().ok().and_then(|i| a.get(i).cloned()),
+                    _ => None,
+                };
+                next.push((join(part), child));
+            }
+        }
+        out = next;
+    }
+    Ok(out.into_iter().map(|(p, _)| p).collect())
 }
 
 fn add_numbers(a: &Bson, b: &Bson, multiply: bool) -> Result<Bson, StoreError> {
@@ -637,7 +886,12 @@ fn add_numbers(a: &Bson, b: &Bson, multiply: bool) -> Result<Bson, StoreError> {
 /// Applies an operator update (`$set`, `$unset`, `$inc`, `$mul`, `$min`, `$max`, `$push`,
 /// `$addToSet`, `$pull`, `$rename`, `$currentDate`, and `$setOnInsert` when `inserting`) to
 /// `doc` in place.
-pub(crate) fn apply_update(doc: &mut Document, update: &Document, inserting: bool) -> Result<(), StoreError> {
+pub(crate) fn apply_update(
+    doc: &mut Document,
+    update: &Document,
+    inserting: bool,
+    array_filters: &[Document],
+) -> Result<(), StoreError> {
     for (op, fields) in update {
         let Bson::Document(fields) = fields else {
             return Err(StoreError {
@@ -649,7 +903,14 @@ pub(crate) fn apply_update(doc: &mut Document, update: &Document, inserting: boo
                 ),
             });
         };
+        let mut concrete = Vec::with_capacity(fields.len());
         for (path, value) in fields {
+            for p in expand_path(doc, path, array_filters)? {
+                concrete.push((p, value));
+            }
+        }
+        for (path, value) in concrete {
+            let path = path.as_str();
             match op.as_str() {
                 "$set" => set_path(doc, path, value.clone())?,
                 "$setOnInsert" => {
@@ -807,12 +1068,28 @@ mod tests {
     #[test]
     fn updates_and_ids() {
         let mut d = doc! {"_id": 1, "n": 1};
-        apply_update(&mut d, &doc! {"$inc": {"n": 2}, "$set": {"x.y": "z"}, "$unset": {"gone": ""}}, false)
-            .unwrap_or_default();
+        apply_update(
+            &mut d,
+            &doc! {"$inc": {"n": 2}, "$set": {"x.y": "z"}, "$unset": {"gone": ""}},
+            false,
+            &[],
+        )
+        .unwrap_or_default();
         assert_eq!(d, doc! {"_id": 1, "n": 3, "x": {"y": "z"}});
         let seeded = ensure_id(doc! {"a": 1});
         assert_eq!(seeded.keys().next().map(String::as_str), Some("_id"));
         assert_eq!(id_key(&Bson::Int32(1)), id_key(&Bson::Double(1.0)));
+    }
+
+    #[test]
+    fn array_filters_pick_the_elements_they_match() {
+        let mut d = doc! {"_id": 1, "y": [{"b": 3}, {"b": 1}]};
+        let filters = [doc! {"i.b": 3}];
+        apply_update(&mut d, &doc! {"$set": {"y.$[i].b": 2}}, false, &filters).expect("update");
+        assert_eq!(d, doc! {"_id": 1, "y": [{"b": 2}, {"b": 1}]});
+        apply_update(&mut d, &doc! {"$inc": {"y.$[].b": 1}}, false, &[]).expect("update");
+        assert_eq!(d, doc! {"_id": 1, "y": [{"b": 3}, {"b": 2}]});
+        assert!(apply_update(&mut d, &doc! {"$set": {"y.$[j].b": 0}}, false, &[]).is_err());
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 pub mod cmap;
+pub mod concern;
 pub mod expected;
 pub mod rtt;
 pub mod sdam;
@@ -59,6 +60,16 @@ pub fn suites() -> Vec<Suite> {
             run_file: selection::run_in_window_file,
         },
         Suite { name: "max-staleness", dir: "max-staleness/tests", run_file: selection::run_logic_file },
+        Suite {
+            name: "read-write-concern/connection-string",
+            dir: "read-write-concern/tests/connection-string",
+            run_file: concern::run_connection_string_file,
+        },
+        Suite {
+            name: "read-write-concern/document",
+            dir: "read-write-concern/tests/document",
+            run_file: concern::run_document_file,
+        },
         Suite {
             name: "cmap",
             dir: "connection-monitoring-and-pooling/tests/cmap-format",

@@ -709,7 +709,7 @@ impl<'a> RunCursorCommand<'a> {
         batch_size: u32,
         comment => Bson,
         cursor_type: CursorType,
-        max_await_time: Duration,
+        max_time: Duration,
         read_preference: ReadPreference,
         timeout: Duration,
         timeout_mode: TimeoutMode,
@@ -723,12 +723,156 @@ impl<'a> RunCursorCommand<'a> {
         let op = RunCursorCommandOp { db: handle.db.name().to_string(), command, read_preference };
         let open = OpenCursor { timeout, mode, batch_size: options.batch_size };
         let mut raw = open.run(handle.client(), op, session).await?;
-        if options.cursor_type == Some(CursorType::TailableAwait) {
-            raw.set_max_await(options.max_await_time);
-        }
+        raw.set_max_await(options.max_time);
         raw.set_comment(options.comment);
         Ok(Cursor::new(raw))
     }
 }
 
 into_future!(RunCursorCommand<'a> => Cursor<Document>);
+
+/// An Atlas Search (or Vector Search) index: its definition, and optionally its name
+/// (default `default`) and type (`search` or `vectorSearch`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SearchIndexModel {
+    /// The index definition (mappings, fields...).
+    pub definition: Document,
+    /// The index name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `search` or `vectorSearch`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub index_type: Option<String>,
+}
+
+/// What a search index command does. Search index commands take no read or write concern
+/// (index-management spec), and need an Atlas deployment: other servers refuse them.
+enum SearchIndexCommand {
+    Create(Vec<SearchIndexModel>),
+    Update { name: String, definition: Document },
+    Drop { name: String },
+}
+
+impl<T> Collection<T> {
+    /// Creates an Atlas Search index; gives its name. Not retried.
+    pub fn create_search_index(&self, model: SearchIndexModel) -> SearchIndex<'_, String> {
+        SearchIndex::new(self.handle(), SearchIndexCommand::Create(vec![model]))
+    }
+
+    /// Creates several Atlas Search indexes in one command; gives their names. Not retried.
+    pub fn create_search_indexes(
+        &self,
+        models: impl IntoIterator<Item = SearchIndexModel>,
+    ) -> SearchIndex<'_, Vec<String>> {
+        SearchIndex::new(self.handle(), SearchIndexCommand::Create(models.into_iter().collect()))
+    }
+
+    /// Replaces the definition of the search index `name`. Not retried.
+    pub fn update_search_index(&self, name: impl AsRef<str>, definition: Document) -> SearchIndex<'_, ()> {
+        let command = SearchIndexCommand::Update { name: name.as_ref().to_string(), definition };
+        SearchIndex::new(self.handle(), command)
+    }
+
+    /// Drops the search index `name` (one that does not exist is not an error). Not retried.
+    pub fn drop_search_index(&self, name: impl AsRef<str>) -> SearchIndex<'_, ()> {
+        SearchIndex::new(self.handle(), SearchIndexCommand::Drop { name: name.as_ref().to_string() })
+    }
+
+    /// The collection's search indexes (`$listSearchIndexes`; `name` for one of them), with
+    /// the aggregate's cursor options. Sends no read concern.
+    pub fn list_search_indexes(
+        &self,
+        name: Option<&str>,
+        options: impl Into<Option<super::super::crud_options::AggregateOptions>>,
+    ) -> super::find::Aggregate<'_> {
+        let mut stage = Document::new();
+        if let Some(n) = name {
+            stage.insert("name", n);
+        }
+        let mut options = options.into().unwrap_or_default();
+        // The server's default read concern: none is sent.
+        options.read_concern = Some(super::super::concern::ReadConcern::default());
+        self.aggregate([doc! {"$listSearchIndexes": stage}]).with_options(options)
+    }
+}
+
+/// What a search index command gives: the created names, one name, or nothing.
+pub trait SearchIndexOutput: Sized + Send {
+    /// From the reply.
+    #[doc(hidden)]
+    fn from_reply(reply: &Document) -> Self;
+}
+
+impl SearchIndexOutput for () {
+    fn from_reply(_: &Document) -> Self {}
+}
+
+impl SearchIndexOutput for Vec<String> {
+    fn from_reply(reply: &Document) -> Self {
+        let created = reply.get_array("indexesCreated").map(Vec::as_slice).unwrap_or_default();
+        created.iter().filter_map(|i| i.as_document()?.get_str("name").ok().map(str::to_owned)).collect()
+    }
+}
+
+impl SearchIndexOutput for String {
+    fn from_reply(reply: &Document) -> Self {
+        Vec::<String>::from_reply(reply).into_iter().next().unwrap_or_default()
+    }
+}
+
+/// A search index command: see [`Collection::create_search_index`].
+#[must_use = "an operation does nothing until it is awaited"]
+pub struct SearchIndex<'a, R> {
+    handle: Handle<'a>,
+    command: SearchIndexCommand,
+    options: RunCommandOptions,
+    session: Option<&'a mut ClientSession>,
+    _out: PhantomData<fn() -> R>,
+}
+
+impl<'a, R: SearchIndexOutput> SearchIndex<'a, R> {
+    fn new(handle: Handle<'a>, command: SearchIndexCommand) -> Self {
+        SearchIndex {
+            handle,
+            command,
+            options: RunCommandOptions::default(),
+            session: None,
+            _out: PhantomData,
+        }
+    }
+
+    option_setters!(options: RunCommandOptions;
+        timeout: Duration,
+    );
+
+    async fn execute(self) -> Result<R> {
+        let SearchIndex { handle, command, options, session, .. } = self;
+        let timeout = handle.op_timeout(options.timeout);
+        let (name, command) = match command {
+            SearchIndexCommand::Create(models) => {
+                let indexes: Vec<Document> = models
+                    .iter()
+                    .map(bson::serialize_to_document)
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(|e| Error::BsonSerialization { message: e.to_string() })?;
+                ("createSearchIndexes", doc! {"createSearchIndexes": handle.coll, "indexes": indexes})
+            }
+            SearchIndexCommand::Update { name, definition } => (
+                "updateSearchIndex",
+                doc! {"updateSearchIndex": handle.coll, "name": name, "definition": definition},
+            ),
+            SearchIndexCommand::Drop { name } => {
+                ("dropSearchIndex", doc! {"dropSearchIndex": handle.coll, "name": name})
+            }
+        };
+        let drop = name == "dropSearchIndex";
+        match admin_write(handle, handle.db.name(), name, command, timeout, session).await {
+            Ok(reply) => Ok(R::from_reply(&reply)),
+            // Dropping an index that does not exist is not an error (NamespaceNotFound).
+            Err(e) if drop && e.code() == Some(26) => Ok(R::from_reply(&Document::new())),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+into_future!(SearchIndex<'a, R> => R, where R: SearchIndexOutput + 'a);

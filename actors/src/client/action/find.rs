@@ -293,7 +293,39 @@ impl<'a, T> Aggregate<'a, T> {
             );
         }
         let ns = (handle.db.name(), on_collection.then_some(handle.coll));
-        let op = read::Aggregate::new(ns, pipeline, options.batch_size, read.criteria, fields);
+        // $out/$merge may follow a non-primary read preference only when every known server
+        // is 5.0 or newer (wire version 13); otherwise they run on the primary.
+        let explicit_secondary = options
+            .read_preference
+            .as_ref()
+            .or(handle.settings.read_preference.as_ref())
+            .is_some_and(|rp| rp.mode() != protocol::uri::ReadPreferenceMode::Primary);
+        let known = || {
+            let snapshot = handle.client().inner.topology.snapshot();
+            let versions: Vec<Option<i32>> = snapshot
+                .description
+                .servers()
+                .filter(|s| s.server_type.is_data_bearing())
+                .map(|s| s.max_wire_version)
+                .collect();
+            versions
+        };
+        let mut anywhere = false;
+        if writes && explicit_secondary {
+            let mut versions = known();
+            if versions.is_empty() && !handle.client().inner.settings.load_balanced {
+                // Nothing discovered yet: wait for a server the read preference allows.
+                let request =
+                    crate::selection_actor::SelectionRequest::new(read.criteria.clone(), "aggregate");
+                let _ = handle.client().inner.selector.select(request).await;
+                versions = known();
+            }
+            // Load-balanced mode needs MongoDB 5.0 or newer behind the balancer.
+            let lb = handle.client().inner.settings.load_balanced;
+            anywhere = lb || (!versions.is_empty() && versions.iter().all(|w| w.is_some_and(|w| w >= 13)));
+        }
+        let op = read::Aggregate::new(ns, pipeline, options.batch_size, read.criteria, fields)
+            .writes_anywhere(anywhere);
         let open = OpenCursor { timeout, mode, batch_size: options.batch_size };
         let mut raw = open.run(handle.client(), op, session).await?;
         raw.set_max_await(options.max_await_time);

@@ -22,7 +22,7 @@ pub use super::bulk::BulkWrite;
 pub use admin::{
     CreateCollection, CreateIndexResult, CreateIndexes, CreateIndexesResult, DatabasesOutput, DropIndexes,
     DropNamespace, IndexNames, ListCollections, ListDatabases, ListIndexes, ListingOutput, Rename,
-    RunCommand, RunCursorCommand,
+    RunCommand, RunCursorCommand, SearchIndex, SearchIndexModel, SearchIndexOutput,
 };
 pub use find::{Aggregate, Count, CountDocuments, Distinct, EstimatedDocumentCount, Find, FindOne};
 pub use write::{

@@ -368,6 +368,12 @@ async fn find_and_modify<T: DeserializeOwned + 'static>(
     session: Option<&mut ClientSession>,
 ) -> Result<Option<T>> {
     let timeout = handle.op_timeout(options.timeout);
+    // An unacknowledged write has no reply to read: there is no document to return.
+    let unacknowledged = options
+        .write_concern
+        .as_ref()
+        .or(handle.settings.write_concern.as_ref())
+        .is_some_and(|w| !w.is_acknowledged());
     let op = FindAndModify {
         ns: handle.namespace(),
         filter,
@@ -376,7 +382,11 @@ async fn find_and_modify<T: DeserializeOwned + 'static>(
         write_concern: handle.write_concern_doc(options.write_concern.as_ref(), timeout)?,
         options,
     };
-    handle.run(op, timeout, session).await?.map(decode).transpose()
+    let found = handle.run(op, timeout, session).await?;
+    if unacknowledged {
+        return Ok(None);
+    }
+    found.map(decode).transpose()
 }
 
 /// A `find_one_and_delete`: see [`Collection::find_one_and_delete`]. Gives `Option<T>`.

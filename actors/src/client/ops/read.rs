@@ -147,6 +147,8 @@ pub(crate) struct Aggregate {
     fields: Document,
     /// The pipeline ends in `$out` or `$merge`.
     writes: bool,
+    /// A writing pipeline may follow the read preference (every server is 5.0+).
+    writes_anywhere: bool,
 }
 
 impl Aggregate {
@@ -167,7 +169,15 @@ impl Aggregate {
             batch_size,
             criteria,
             fields,
+            writes_anywhere: false,
         }
+    }
+
+    /// A writing pipeline may run where the read preference says (CRUD spec: when every
+    /// server is 5.0 or newer); otherwise it goes to the primary.
+    pub(crate) fn writes_anywhere(mut self, allowed: bool) -> Self {
+        self.writes_anywhere = allowed;
+        self
     }
 
     /// Whether the pipeline ends in `$out` or `$merge`.
@@ -185,7 +195,9 @@ impl Operation for Aggregate {
     type Output = CursorReply;
 
     fn shape(&self) -> Shape<'_> {
-        if self.writes {
+        if self.writes && self.writes_anywhere {
+            Shape::command("aggregate", &self.db, self.criteria.clone()).cursor()
+        } else if self.writes {
             Shape::command("aggregate", &self.db, Criteria::Write).cursor()
         } else {
             Shape::read("aggregate", &self.db, self.criteria.clone()).cursor()

@@ -32,13 +32,45 @@ pub(crate) fn handles(name: &str) -> bool {
             | "createIndexes"
             | "dropIndexes"
             | "listIndexes"
+            | "createSearchIndexes"
+            | "updateSearchIndex"
+            | "dropSearchIndex"
+            | "checkMetadataConsistency"
     )
 }
 
-fn access(name: &str) -> Access {
+/// The DuplicateKey error of a unique index, with its key pattern and value.
+fn unique_error(ns: &str, (name, pattern, value): (String, Document, Document)) -> CmdError {
+    let mut e = CmdError::new(
+        11000,
+        "DuplicateKey",
+        format!("E11000 duplicate key error collection: {ns} index: {name} dup key: {value}"),
+    );
+    e.extra = Some(Box::new(doc! {"keyPattern": pattern, "keyValue": value}));
+    e
+}
+
+/// What a server without Atlas Search answers to search index commands and stages.
+fn atlas_only() -> CmdError {
+    CmdError::new(115, "CommandNotSupported", "Search index commands are only supported with Atlas.")
+}
+
+fn access(name: &str, cmd: &Document) -> Access {
     match name {
         "insert" | "update" | "delete" | "findAndModify" | "create" | "drop" | "dropDatabase"
         | "createIndexes" | "dropIndexes" => Access::Write,
+        // A pipeline that ends in $out or $merge writes (on the primary).
+        "aggregate"
+            if cmd
+                .get_array("pipeline")
+                .ok()
+                .and_then(|p| p.last())
+                .and_then(Bson::as_document)
+                .and_then(|s| s.keys().next())
+                .is_some_and(|k| k == "$out" || k == "$merge") =>
+        {
+            Access::Write
+        }
         _ => Access::Read,
     }
 }
@@ -57,16 +89,24 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
     if !sleep.is_zero() {
         tokio::time::sleep(sleep).await;
     }
-    let access = access(ctx.name);
+    let access = access(ctx.name, &cmd);
     let wc = WriteConcern::parse(&cmd)?;
     let txn_args = TxnArgs::parse(&cmd)?;
     let shared = ctx.shared;
-    let i = ctx.member.index;
+    let mut i = ctx.member.index;
     let mut await_data = None;
     let mut retry_key = None;
     let (mut reply, pending) = 'locked: {
         let mut st = shared.state.lock();
-        check_role(shared, &st, i, access, &cmd)?;
+        // Since 5.0 a secondary runs a $out/$merge pipeline a read preference sends it, and
+        // writes its results through the primary.
+        let writing_pipeline = ctx.name == "aggregate" && access == Access::Write;
+        if writing_pipeline && st.primary.is_some_and(|p| p != i) && super::secondary_ok(&cmd) {
+            check_role(shared, &st, i, Access::Read, &cmd)?;
+            i = st.primary.unwrap_or(i);
+        } else {
+            check_role(shared, &st, i, access, &cmd)?;
+        }
         if shared.kind == Kind::Standalone && cmd.contains_key("txnNumber") {
             return Err(CmdError::new(
                 20,
@@ -221,9 +261,34 @@ fn matching(
     Ok(out)
 }
 
+/// [`matching`] over a collection or a view.
+fn matching_in(
+    store: &Store,
+    db: &str,
+    coll: &str,
+    filter: &Document,
+    max: Option<usize>,
+) -> Result<Vec<Document>, CmdError> {
+    if !store.coll(db, coll).is_some_and(|c| c.options().contains_key("viewOn")) {
+        return matching(store.coll(db, coll), filter, max);
+    }
+    let mut out = Vec::new();
+    for d in documents_of(store, db, coll)? {
+        if max.is_some_and(|m| out.len() >= m) {
+            break;
+        }
+        if store::matches(&d, filter)? {
+            out.push(d);
+        }
+    }
+    Ok(out)
+}
+
 /// Executes the command body against `store`.
 fn exec(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Result<Exec, CmdError> {
     let db = ctx.db;
+    // `let` variables and a command-level collation hold while the command runs.
+    let _scope = super::super::expr::scope(cmd.get_document("let").ok(), cmd.get_document("collation").ok())?;
     match ctx.name {
         "insert" => insert(ctx, cmd, store, ops),
         "find" => find(db, cmd, store),
@@ -231,11 +296,19 @@ fn exec(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Resu
         "delete" => delete(ctx, cmd, store, ops),
         "findAndModify" => find_and_modify(db, cmd, store, ops),
         "count" | "distinct" => counts(ctx, cmd, store),
-        "aggregate" => aggregate(db, cmd, store),
+        "aggregate" => aggregate(db, cmd, store, ops),
         "create" | "drop" | "dropDatabase" | "listDatabases" | "listCollections" => {
             namespaces(ctx, cmd, store, ops)
         }
         "listIndexes" | "createIndexes" | "dropIndexes" => indexes(ctx, cmd, store, ops),
+        "createSearchIndexes" | "updateSearchIndex" | "dropSearchIndex" => Err(atlas_only()),
+        // A mongos checks the sharding metadata; the simulated one is always consistent.
+        "checkMetadataConsistency" if ctx.shared.kind == Kind::Sharded => Ok(Exec::Cursor {
+            ns: format!("{db}.$cmd.checkMetadataConsistency"),
+            docs: Vec::new(),
+            batch: None,
+            single: false,
+        }),
         other => Err(CmdError::new(59, "CommandNotFound", format!("no such command: '{other}'"))),
     }
 }
@@ -249,7 +322,7 @@ fn counts(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store) -> Result<Exec, CmdE
             let filter = cmd.get_document("query").cloned().unwrap_or_default();
             let skip = usize_opt(cmd.get("skip")).unwrap_or(0);
             let limit = number(cmd.get("limit")).map(|l| l.unsigned_abs()).filter(|l| *l > 0);
-            let all = matching(store.coll(db, coll), &filter, None)?.len();
+            let all = matching_in(store, db, coll, &filter, None)?.len();
             let mut n = all.saturating_sub(skip);
             if let Some(l) = limit {
                 n = n.min(usize::try_from(l).unwrap_or(usize::MAX));
@@ -261,7 +334,7 @@ fn counts(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store) -> Result<Exec, CmdE
             let key = cmd.get_str("key").map_err(|_| CmdError::bad("distinct needs a key"))?;
             let filter = cmd.get_document("query").cloned().unwrap_or_default();
             let mut values: Vec<Bson> = Vec::new();
-            for d in matching(store.coll(db, coll), &filter, None)? {
+            for d in matching_in(store, db, coll, &filter, None)? {
                 for v in store::lookup(&d, key) {
                     let items: Vec<&Bson> = match v {
                         Bson::Array(a) => a.iter().collect(),
@@ -296,9 +369,34 @@ fn namespaces(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -
                 ));
             }
             let created = store.coll_mut(db, coll);
-            if cmd.get_bool("capped").unwrap_or(false) {
-                created.set_capped();
+            const OPTIONS: [&str; 15] = [
+                "capped",
+                "size",
+                "max",
+                "storageEngine",
+                "validator",
+                "validationLevel",
+                "validationAction",
+                "viewOn",
+                "pipeline",
+                "collation",
+                "indexOptionDefaults",
+                "timeseries",
+                "expireAfterSeconds",
+                "clusteredIndex",
+                "changeStreamPreAndPostImages",
+            ];
+            let mut options: Document = cmd
+                .iter()
+                .filter(|(k, _)| OPTIONS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            if let Ok(c) = options.get_document_mut("clusteredIndex") {
+                if !c.contains_key("v") {
+                    c.insert("v", 2);
+                }
             }
+            created.set_options(options);
             ops.push(|| Op::Create { db: db.to_owned(), coll: coll.to_owned() });
             Ok(Exec::Reply(doc! {"ok": 1.0}))
         }
@@ -346,13 +444,21 @@ fn namespaces(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -
             let filter = cmd.get_document("filter").cloned().unwrap_or_default();
             let mut docs = Vec::new();
             for name in store.collections(db) {
+                let options = store.coll(db, &name).map(|c| c.options().clone()).unwrap_or_default();
+                let kind = if options.contains_key("timeseries") {
+                    "timeseries"
+                } else if options.contains_key("viewOn") {
+                    "view"
+                } else {
+                    "collection"
+                };
                 let entry = if name_only {
-                    doc! {"name": &name, "type": "collection"}
+                    doc! {"name": &name, "type": kind}
                 } else {
                     doc! {
                         "name": &name,
-                        "type": "collection",
-                        "options": {},
+                        "type": kind,
+                        "options": options,
                         "info": {"readOnly": false},
                         "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"},
                     }
@@ -457,7 +563,21 @@ fn insert(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
     let mut n = 0usize;
     let mut write_errors = Vec::new();
     for (idx, d) in docs.into_iter().enumerate() {
+        if matches!(d.get("_id"), Some(Bson::Document(id)) if id.keys().any(|k| k.starts_with('$'))) {
+            write_errors.push(doc! {"index": i32_of(idx), "code": 2, "errmsg": "_id fields may not contain '$'-prefixed fields"});
+            if ordered {
+                break;
+            }
+            continue;
+        }
         let d = store::ensure_id(d);
+        if let Some(v) = c.unique_violation(&d, None) {
+            write_errors.push(unique_error(&ns, v).write_error(i32_of(idx)));
+            if ordered {
+                break;
+            }
+            continue;
+        }
         let logged = if ops.recording() { Some(d.clone()) } else { None };
         match c.insert(d) {
             Ok(()) => {
@@ -499,7 +619,7 @@ fn find(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> {
     let batch = usize_opt(cmd.get("batchSize"));
     // Without a sort, stop scanning once skip + limit documents matched.
     let max = if sort.is_none() { limit.map(|l| l.saturating_add(skip)) } else { None };
-    let mut docs = matching(store.coll(db, coll), &filter, max)?;
+    let mut docs = matching_in(store, db, coll, &filter, max)?;
     if let Some(s) = sort {
         store::sort(&mut docs, s)?;
     }
@@ -514,26 +634,60 @@ fn find(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> {
     Ok(Exec::Cursor { ns: format!("{db}.{coll}"), docs, batch, single })
 }
 
-/// Applies one update statement's `u` to `before` (operators or replacement).
-fn updated(before: &Document, u: &Document, inserting: bool) -> Result<Document, CmdError> {
-    if store::is_operator_update(u) {
-        let mut after = before.clone();
-        store::apply_update(&mut after, u, inserting)?;
-        Ok(after)
-    } else {
-        if u.keys().any(|k| k.starts_with('$')) {
-            return Err(CmdError::bad("replacement document must not contain operators"));
-        }
-        let mut after = Document::new();
-        if let Some(id) = before.get("_id") {
-            after.insert("_id", id.clone());
-        }
-        for (k, v) in u {
-            if k != "_id" {
-                after.insert(k.clone(), v.clone());
+/// One update statement: `q`, `u` (operators, a replacement or a pipeline), `arrayFilters`,
+/// `upsert`, `multi` and (findAndModify) `sort`.
+struct Stmt<'a> {
+    q: &'a Document,
+    u: &'a Bson,
+    array_filters: Vec<Document>,
+    upsert: bool,
+    multi: bool,
+    sort: Option<&'a Document>,
+}
+
+/// Whether `u` is an update with operators or a pipeline (not a replacement).
+fn is_modifier(u: &Bson) -> bool {
+    match u {
+        Bson::Document(d) => store::is_operator_update(d),
+        _ => true,
+    }
+}
+
+/// Applies one update statement's `u` to `before` (operators, a pipeline, or a replacement).
+fn updated(before: &Document, u: &Bson, inserting: bool, filters: &[Document]) -> Result<Document, CmdError> {
+    match u {
+        Bson::Array(pipeline) => {
+            let mut after = super::super::expr::pipeline_update(before, pipeline)?;
+            // A pipeline that drops `_id` keeps the document's own (as mongod does).
+            if let (Some(id), false) = (before.get("_id"), after.contains_key("_id")) {
+                let mut with_id = doc! {"_id": id.clone()};
+                with_id.extend(after);
+                after = with_id;
             }
+            Ok(after)
         }
-        Ok(after)
+        Bson::Document(u) if store::is_operator_update(u) => {
+            let mut after = before.clone();
+            store::apply_update(&mut after, u, inserting, filters)?;
+            Ok(after)
+        }
+        Bson::Document(u) => {
+            if u.keys().any(|k| k.starts_with('$')) {
+                return Err(CmdError::bad("replacement document must not contain operators"));
+            }
+            let mut after = Document::new();
+            // An upsert's replacement brings its own `_id` (null included).
+            if let Some(id) = before.get("_id").or(if inserting { u.get("_id") } else { None }) {
+                after.insert("_id", id.clone());
+            }
+            for (k, v) in u {
+                if k != "_id" {
+                    after.insert(k.clone(), v.clone());
+                }
+            }
+            Ok(after)
+        }
+        _ => Err(CmdError::bad("the update must be a document or a pipeline")),
     }
 }
 
@@ -548,6 +702,20 @@ fn check_id_unchanged(before: &Document, after: &Document) -> Result<(), CmdErro
     }
 }
 
+/// The `arrayFilters` of an update statement or a findAndModify.
+fn array_filters(d: &Document) -> Result<Vec<Document>, CmdError> {
+    match d.get("arrayFilters") {
+        None => Ok(Vec::new()),
+        Some(Bson::Array(a)) => a
+            .iter()
+            .map(|f| {
+                f.as_document().cloned().ok_or_else(|| CmdError::bad("arrayFilters entries must be objects"))
+            })
+            .collect(),
+        Some(_) => Err(CmdError::bad("arrayFilters must be an array")),
+    }
+}
+
 /// The result of one update statement.
 struct UpdateOutcome {
     matched: usize,
@@ -558,18 +726,15 @@ struct UpdateOutcome {
     after: Option<Document>,
 }
 
-#[allow(clippy::too_many_arguments)]
 fn update_one_stmt(
     db: &str,
     coll: &str,
-    q: &Document,
-    u: &Document,
-    upsert: bool,
-    multi: bool,
-    sort: Option<&Document>,
+    stmt: &Stmt<'_>,
     store: &mut Store,
     ops: &mut Ops,
 ) -> Result<UpdateOutcome, CmdError> {
+    let Stmt { q, u, upsert, multi, sort, .. } = *stmt;
+    let filters = stmt.array_filters.as_slice();
     let mut targets =
         matching(store.coll(db, coll), q, if multi || sort.is_some() { None } else { Some(1) })?;
     if let Some(s) = sort {
@@ -582,12 +747,10 @@ fn update_one_stmt(
             return Ok(out);
         }
         let seed = store::upsert_seed(q)?;
-        let doc = if store::is_operator_update(u) {
-            let mut d = seed;
-            store::apply_update(&mut d, u, true)?;
-            d
+        let doc = if is_modifier(u) {
+            updated(&seed, u, true, filters)?
         } else {
-            let mut d = updated(&Document::new(), u, true)?;
+            let mut d = updated(&Document::new(), u, true, filters)?;
             if let (Some(id), false) = (seed.get("_id"), d.contains_key("_id")) {
                 d.insert("_id", id.clone());
             }
@@ -595,6 +758,9 @@ fn update_one_stmt(
         };
         let doc = store::ensure_id(doc);
         let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+        if let Some(v) = store.coll(db, coll).and_then(|c| c.unique_violation(&doc, None)) {
+            return Err(unique_error(&format!("{db}.{coll}"), v));
+        }
         let logged = doc.clone();
         store.coll_mut(db, coll).insert(doc.clone()).map_err(|id| {
             let e = store::StoreError::duplicate_key(&format!("{db}.{coll}"), &id);
@@ -608,8 +774,12 @@ fn update_one_stmt(
     // Validate every statement target before changing anything.
     let mut changes = Vec::with_capacity(targets.len());
     for before in targets {
-        let after = updated(&before, u, false)?;
+        let after = updated(&before, u, false, filters)?;
         check_id_unchanged(&before, &after)?;
+        let own = id_key(before.get("_id").unwrap_or(&Bson::Null));
+        if let Some(v) = store.coll(db, coll).and_then(|c| c.unique_violation(&after, Some(&own))) {
+            return Err(unique_error(&format!("{db}.{coll}"), v));
+        }
         changes.push((before, after));
     }
     let c = store.coll_mut(db, coll);
@@ -634,6 +804,14 @@ fn update(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
     let db = ctx.db;
     let coll = coll_name(cmd, "update")?;
     let stmts = seq_or_array(ctx, cmd, "updates")?;
+    if stmts.iter().any(|s| s.contains_key("sort")) {
+        // MongoDB 8.0 added sort to update statements; the simulator is 7.0.
+        return Err(CmdError::new(
+            40415,
+            "Location40415",
+            "BSON field 'update.updates.sort' is an unknown field.",
+        ));
+    }
     let ordered = cmd.get_bool("ordered").unwrap_or(true);
     let (mut n, mut modified) = (0usize, 0usize);
     let mut upserted = Vec::new();
@@ -642,22 +820,23 @@ fn update(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
         let result = (|| {
             let q = stmt.get_document("q").map_err(|_| CmdError::bad("update statement needs q"))?;
             let u = match stmt.get("u") {
-                Some(Bson::Document(u)) => u,
-                Some(Bson::Array(_)) => {
-                    return Err(CmdError::new(
-                        2,
-                        "BadValue",
-                        "pipeline updates are not supported by the simulator",
-                    ))
-                }
+                Some(u @ (Bson::Document(_) | Bson::Array(_))) => u,
                 _ => return Err(CmdError::bad("update statement needs u")),
             };
-            let upsert = stmt.get_bool("upsert").unwrap_or(false);
             let multi = stmt.get_bool("multi").unwrap_or(false);
-            if multi && !store::is_operator_update(u) {
+            if multi && !is_modifier(u) {
                 return Err(CmdError::bad("multi update is not supported for replacement-style update"));
             }
-            update_one_stmt(db, coll, q, u, upsert, multi, None, store, ops)
+            let _collation = super::super::expr::scope(None, stmt.get_document("collation").ok())?;
+            let stmt = Stmt {
+                q,
+                u,
+                array_filters: array_filters(stmt)?,
+                upsert: stmt.get_bool("upsert").unwrap_or(false),
+                multi,
+                sort: None,
+            };
+            update_one_stmt(db, coll, &stmt, store, ops)
         })();
         match result {
             Ok(o) => {
@@ -669,7 +848,7 @@ fn update(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
                 }
             }
             Err(e) => {
-                write_errors.push(doc! {"index": i32_of(idx), "code": e.code, "errmsg": e.errmsg});
+                write_errors.push(e.write_error(i32_of(idx)));
                 if ordered {
                     break;
                 }
@@ -732,6 +911,7 @@ fn delete(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
                 Some(1) => true,
                 _ => return Err(CmdError::bad("delete statement needs limit 0 or 1")),
             };
+            let _collation = super::super::expr::scope(None, stmt.get_document("collation").ok())?;
             delete_matching(db, coll, q, limit_one, None, store, ops)
         })();
         match result {
@@ -770,13 +950,11 @@ fn find_and_modify(db: &str, cmd: &Document, store: &mut Store, ops: &mut Ops) -
         }));
     }
     let u = match cmd.get("update") {
-        Some(Bson::Document(u)) => u.clone(),
-        Some(Bson::Array(_)) => {
-            return Err(CmdError::new(2, "BadValue", "pipeline updates are not supported by the simulator"))
-        }
+        Some(u @ (Bson::Document(_) | Bson::Array(_))) => u.clone(),
         _ => return Err(CmdError::bad("Either an update or remove=true must be specified")),
     };
-    let o = update_one_stmt(db, coll, &q, &u, upsert, false, sort, store, ops)?;
+    let stmt = Stmt { q: &q, u: &u, array_filters: array_filters(cmd)?, upsert, multi: false, sort };
+    let o = update_one_stmt(db, coll, &stmt, store, ops)?;
     let mut leo =
         doc! {"n": i32_of(o.matched + usize::from(o.upserted.is_some())), "updatedExisting": o.matched > 0};
     if let Some(id) = &o.upserted {
@@ -786,7 +964,7 @@ fn find_and_modify(db: &str, cmd: &Document, store: &mut Store, ops: &mut Ops) -
     Ok(Exec::Reply(doc! {"lastErrorObject": leo, "value": project(value), "ok": 1.0}))
 }
 
-fn aggregate(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> {
+fn aggregate(db: &str, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Result<Exec, CmdError> {
     let pipeline = match cmd.get("pipeline") {
         Some(Bson::Array(p)) => p.as_slice(),
         _ => return Err(CmdError::bad("'pipeline' option must be specified as an array")),
@@ -801,7 +979,11 @@ fn aggregate(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> 
                     docs.iter().filter_map(Bson::as_document).cloned().collect()
                 }
                 // No other client's sessions or operations are visible in the simulator.
-                Some((name, _)) if name == "$listLocalSessions" || name == "$currentOp" => Vec::new(),
+                // The caller's own session is the only one the simulator lists.
+                Some((name, _)) if name == "$listLocalSessions" => {
+                    cmd.get_document("lsid").map(|l| vec![doc! {"_id": l.clone()}]).unwrap_or_default()
+                }
+                Some((name, _)) if name == "$currentOp" => Vec::new(),
                 _ => {
                     return Err(CmdError::new(
                         40324,
@@ -814,14 +996,29 @@ fn aggregate(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> 
         }
         _ => return Err(CmdError::bad("aggregate needs a collection name or 1")),
     };
+    let level = cmd.get_document("readConcern").ok().and_then(|rc| rc.get_str("level").ok());
+    let writes = pipeline
+        .last()
+        .and_then(Bson::as_document)
+        .and_then(|s| s.keys().next())
+        .is_some_and(|k| k == "$out" || k == "$merge");
+    if writes && level == Some("linearizable") {
+        return Err(CmdError::new(
+            2,
+            "BadValue",
+            "Cannot specify readConcern level linearizable with a pipeline that writes ($out or $merge)",
+        ));
+    }
     let Ok(cursor_opts) = cmd.get_document("cursor") else {
         return Err(CmdError::bad(
             "The 'cursor' option is required, except for aggregate with the explain argument",
         ));
     };
     let batch = usize_opt(cursor_opts.get("batchSize"));
-    let mut docs: Vec<Document> = source
-        .unwrap_or_else(|| store.coll(db, coll).map(|c| c.iter().cloned().collect()).unwrap_or_default());
+    let mut docs: Vec<Document> = match source {
+        Some(docs) => docs,
+        None => documents_of(store, db, coll)?,
+    };
     for stage in pipeline {
         let Bson::Document(stage) = stage else {
             return Err(CmdError::bad("each pipeline stage must be an object"));
@@ -829,52 +1026,55 @@ fn aggregate(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> 
         let Some((name, arg)) = stage.iter().next() else {
             return Err(CmdError::bad("empty pipeline stage"));
         };
-        docs = match (name.as_str(), arg) {
-            ("$match", Bson::Document(f)) => {
-                let mut kept = Vec::with_capacity(docs.len());
-                for d in docs {
-                    if store::matches(&d, f)? {
-                        kept.push(d);
-                    }
+        if !matches!(name.as_str(), "$out" | "$merge" | "$listSearchIndexes") {
+            docs = match read_stage(name, arg, std::mem::take(&mut docs))? {
+                Some(read) => read?,
+                None => {
+                    return Err(CmdError::new(
+                        40324,
+                        "Location40324",
+                        format!(
+                            "Unrecognized pipeline stage name: '{name}' (not supported by the simulator)"
+                        ),
+                    ))
                 }
-                kept
+            };
+            continue;
+        }
+        docs = match (name.as_str(), arg) {
+            ("$listSearchIndexes", _) => return Err(atlas_only()),
+            ("$out", target) => {
+                let (out_db, out_coll) = match target {
+                    Bson::String(c) => (db.to_string(), c.clone()),
+                    Bson::Document(d) => (
+                        d.get_str("db").unwrap_or(db).to_string(),
+                        d.get_str("coll").map_err(|_| CmdError::bad("$out needs coll"))?.to_string(),
+                    ),
+                    _ => return Err(CmdError::bad("$out needs a collection name")),
+                };
+                write_out(store, ops, &out_db, &out_coll, docs, None)?;
+                Vec::new()
             }
-            ("$limit", n) => {
-                let n = usize_opt(Some(n))
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| CmdError::bad("$limit must be positive"))?;
-                docs.truncate(n);
-                docs
+            ("$merge", spec) => {
+                let (into, when_matched) = match spec {
+                    Bson::String(c) => (Bson::String(c.clone()), "merge".to_string()),
+                    Bson::Document(d) => (
+                        d.get("into").cloned().ok_or_else(|| CmdError::bad("$merge needs into"))?,
+                        d.get_str("whenMatched").unwrap_or("merge").to_string(),
+                    ),
+                    _ => return Err(CmdError::bad("$merge needs a target")),
+                };
+                let (out_db, out_coll) = match into {
+                    Bson::String(c) => (db.to_string(), c),
+                    Bson::Document(d) => (
+                        d.get_str("db").unwrap_or(db).to_string(),
+                        d.get_str("coll").map_err(|_| CmdError::bad("$merge into needs coll"))?.to_string(),
+                    ),
+                    _ => return Err(CmdError::bad("$merge into must be a string or an object")),
+                };
+                write_out(store, ops, &out_db, &out_coll, docs, Some(&when_matched))?;
+                Vec::new()
             }
-            ("$skip", n) => {
-                let n =
-                    usize_opt(Some(n)).ok_or_else(|| CmdError::bad("$skip must be a non-negative number"))?;
-                docs.into_iter().skip(n).collect()
-            }
-            ("$sort", Bson::Document(s)) => {
-                store::sort(&mut docs, s)?;
-                docs
-            }
-            ("$project", Bson::Document(p)) => docs.into_iter().map(|d| store::project(d, p)).collect(),
-            ("$count", Bson::String(field)) => vec![doc! {field.as_str(): i32_of(docs.len())}],
-            ("$group", Bson::Document(spec)) => group(docs, spec)?,
-            ("$addFields" | "$set", Bson::Document(fields)) => docs
-                .into_iter()
-                .map(|mut d| {
-                    for (k, expr) in fields {
-                        let v = eval(expr, &d);
-                        d.insert(k.clone(), v);
-                    }
-                    d
-                })
-                .collect(),
-            ("$unset", Bson::String(field)) => docs
-                .into_iter()
-                .map(|mut d| {
-                    d.remove(field);
-                    d
-                })
-                .collect(),
             (other, _) => {
                 return Err(CmdError::new(
                     40324,
@@ -885,6 +1085,129 @@ fn aggregate(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> 
         };
     }
     Ok(Exec::Cursor { ns: format!("{db}.{coll}"), docs, batch, single: false })
+}
+
+/// A stage that only reads: `Some` with its output, `None` when `name` is not one (`$out`,
+/// `$merge`, a stage the simulator does not have). Views use these alone.
+fn read_stage(
+    name: &str,
+    arg: &Bson,
+    mut docs: Vec<Document>,
+) -> Result<Option<Result<Vec<Document>, CmdError>>, CmdError> {
+    Ok(Some(Ok(match (name, arg) {
+        ("$match", Bson::Document(f)) => {
+            let mut kept = Vec::with_capacity(docs.len());
+            for d in docs {
+                if store::matches(&d, f)? {
+                    kept.push(d);
+                }
+            }
+            kept
+        }
+        ("$limit", n) => {
+            let n = usize_opt(Some(n))
+                .filter(|n| *n > 0)
+                .ok_or_else(|| CmdError::bad("$limit must be positive"))?;
+            docs.truncate(n);
+            docs
+        }
+        ("$skip", n) => {
+            let n = usize_opt(Some(n)).ok_or_else(|| CmdError::bad("$skip must be a non-negative number"))?;
+            docs.into_iter().skip(n).collect()
+        }
+        ("$sort", Bson::Document(s)) => {
+            store::sort(&mut docs, s)?;
+            docs
+        }
+        ("$count", Bson::String(field)) => vec![doc! {field.as_str(): i32_of(docs.len())}],
+        ("$group", Bson::Document(spec)) => group(docs, spec)?,
+        (name, arg) if super::super::expr::shape(name, arg, Document::new()).is_some() => {
+            let mut shaped = Vec::with_capacity(docs.len());
+            for d in docs {
+                if let Some(r) = super::super::expr::shape(name, arg, d) {
+                    shaped.push(r?);
+                }
+            }
+            shaped
+        }
+        _ => return Ok(None),
+    })))
+}
+
+/// The documents of `coll`: its own, or a view's (its source's through its pipeline).
+fn documents_of(store: &Store, db: &str, coll: &str) -> Result<Vec<Document>, CmdError> {
+    let Some(c) = store.coll(db, coll) else { return Ok(Vec::new()) };
+    let Ok(source) = c.options().get_str("viewOn") else { return Ok(c.iter().cloned().collect()) };
+    let mut docs = documents_of(store, db, source)?;
+    for stage in c.options().get_array("pipeline").map(Vec::as_slice).unwrap_or_default() {
+        let Some((name, arg)) = stage.as_document().and_then(|s| s.iter().next()) else { continue };
+        docs = match read_stage(name, arg, docs)? {
+            Some(r) => r?,
+            None => {
+                return Err(CmdError::bad(format!("a view's {name} stage is not supported by the simulator")))
+            }
+        };
+    }
+    Ok(docs)
+}
+
+/// `$out` (`merge: None`: the target's documents are replaced) and `$merge` (`whenMatched`:
+/// `merge`, `replace`, `keepExisting` or `fail`; unmatched documents are inserted) by `_id`.
+fn write_out(
+    store: &mut Store,
+    ops: &mut Ops,
+    db: &str,
+    coll: &str,
+    docs: Vec<Document>,
+    merge: Option<&str>,
+) -> Result<(), CmdError> {
+    if merge.is_none() {
+        if let Some(before) = store.drop_coll(db, coll) {
+            ops.push(|| Op::DropColl { db: db.to_owned(), coll: coll.to_owned(), before });
+        }
+        store.coll_mut(db, coll);
+        ops.push(|| Op::Create { db: db.to_owned(), coll: coll.to_owned() });
+    }
+    let c = store.coll_mut(db, coll);
+    for d in docs {
+        let d = store::ensure_id(d);
+        let key = id_key(d.get("_id").unwrap_or(&Bson::Null));
+        match (c.get(&key).cloned(), merge) {
+            (Some(existing), Some(mode)) => {
+                let after = match mode {
+                    "replace" => d,
+                    "keepExisting" => continue,
+                    "fail" => {
+                        let id = existing.get("_id").cloned().unwrap_or(Bson::Null);
+                        let v = ("_id_".to_string(), doc! {"_id": 1}, doc! {"_id": id});
+                        return Err(unique_error(&format!("{db}.{coll}"), v));
+                    }
+                    _ => {
+                        let mut merged = existing.clone();
+                        merged.extend(d);
+                        merged
+                    }
+                };
+                c.replace(&key, after.clone());
+                ops.push(|| Op::Replace {
+                    db: db.to_owned(),
+                    coll: coll.to_owned(),
+                    key,
+                    before: existing,
+                    after,
+                });
+            }
+            (Some(_), None) => {
+                return Err(CmdError::new(11000, "DuplicateKey", "$out produced a duplicate _id"));
+            }
+            (None, _) => {
+                let logged = d.clone();
+                let _ = c.insert(d);
+                ops.push(|| Op::Insert { db: db.to_owned(), coll: coll.to_owned(), doc: logged });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Evaluates a (tiny subset of an) aggregation expression: `"$path"`, a document of

@@ -22,12 +22,20 @@ pub(crate) struct CmdError {
     pub code_name: String,
     pub errmsg: String,
     pub labels: Vec<String>,
+    /// More fields of the error (a DuplicateKey's `keyPattern` and `keyValue`; boxed: rare).
+    pub extra: Option<Box<Document>>,
 }
 
 impl CmdError {
     /// An error with no labels.
     pub(crate) fn new(code: i32, code_name: &str, errmsg: impl Into<String>) -> Self {
-        CmdError { code, code_name: code_name.to_owned(), errmsg: errmsg.into(), labels: Vec::new() }
+        CmdError {
+            code,
+            code_name: code_name.to_owned(),
+            errmsg: errmsg.into(),
+            labels: Vec::new(),
+            extra: None,
+        }
     }
 
     /// Adds an error label.
@@ -48,6 +56,18 @@ impl CmdError {
         let mut d = doc! {"ok": 0.0, "errmsg": self.errmsg.as_str(), "code": self.code, "codeName": self.code_name.as_str()};
         if !self.labels.is_empty() {
             d.insert("errorLabels", self.labels.clone());
+        }
+        if let Some(extra) = &self.extra {
+            d.extend((**extra).clone());
+        }
+        d
+    }
+
+    /// A write error entry for statement `index`.
+    pub(crate) fn write_error(&self, index: i32) -> Document {
+        let mut d = doc! {"index": index, "code": self.code, "errmsg": self.errmsg.as_str()};
+        if let Some(extra) = &self.extra {
+            d.extend((**extra).clone());
         }
         d
     }

@@ -49,6 +49,11 @@ pub(super) fn runs(name: &str) -> bool {
             | "runCommand"
             | "listDatabases"
             | "listDatabaseNames"
+            | "createSearchIndex"
+            | "createSearchIndexes"
+            | "updateSearchIndex"
+            | "dropSearchIndex"
+            | "listSearchIndexes"
     )
 }
 
@@ -189,8 +194,44 @@ fn op_read_preference(args: &Document, entity: Option<ReadPreference>) -> R<Opti
     }
 }
 
+/// Whether a write runs with an unacknowledged write concern (its own, else the
+/// collection's): its result is not reported (the unified format expects none).
+fn unacknowledged(coll: &Collection, args: &Document) -> bool {
+    let own = args
+        .get_document("writeConcern")
+        .ok()
+        .and_then(|w| bson::deserialize_from_document::<WriteConcern>(w.clone()).ok());
+    own.as_ref().or(coll.write_concern()).is_some_and(|w| !w.is_acknowledged())
+}
+
 /// Runs a collection operation.
 pub(super) async fn collection_op(
+    coll: &Collection,
+    name: &str,
+    args: &Document,
+    new_cursor: &mut Option<Cursor>,
+    session: Option<&mut actors::ClientSession>,
+) -> R<OpResult> {
+    let result = collection_op_result(coll, name, args, new_cursor, session).await?;
+    let writes = [
+        "insertOne",
+        "insertMany",
+        "updateOne",
+        "updateMany",
+        "replaceOne",
+        "deleteOne",
+        "deleteMany",
+        "bulkWrite",
+    ];
+    Ok(match result {
+        Ok(_) if writes.contains(&name) && unacknowledged(coll, args) => {
+            Ok(Some(Bson::Document(doc! {"acknowledged": false})))
+        }
+        other => other,
+    })
+}
+
+async fn collection_op_result(
     coll: &Collection,
     name: &str,
     args: &Document,
@@ -313,26 +354,15 @@ pub(super) async fn collection_op(
             coll.bulk_write(write_models(args)?).with_options(o).session(session).await.map(bulk_result)
         }
         "createIndex" => {
-            let o: CreateIndexOptions = options(
-                name,
-                args,
-                &[
-                    "keys",
-                    "name",
-                    "unique",
-                    "sparse",
-                    "expireAfterSeconds",
-                    "partialFilterExpression",
-                    "hidden",
-                    "collation",
-                    "wildcardProjection",
-                ],
-            )?;
-            let mut spec = args.clone();
-            for k in ["keys", "session", "commitQuorum", "comment", "maxTimeMS", "writeConcern", "timeoutMS"]
-            {
-                spec.remove(k);
+            // The command's options, and the index's (every other argument).
+            const COMMAND: [&str; 5] = ["commitQuorum", "comment", "maxTimeMS", "writeConcern", "timeoutMS"];
+            let (mut command, mut spec) = (Document::new(), Document::new());
+            for (k, v) in args.iter().filter(|(k, _)| !matches!(k.as_str(), "keys" | "session")) {
+                let side = if COMMAND.contains(&k.as_str()) { &mut command } else { &mut spec };
+                side.insert(k.clone(), v.clone());
             }
+            let o: CreateIndexOptions =
+                bson::deserialize_from_document(command).map_err(|e| format!("createIndex: {e}"))?;
             let index_options: IndexOptions =
                 bson::deserialize_from_document(spec).map_err(|e| format!("createIndex: {e}"))?;
             let model = IndexModel::new(document(name, args, "keys")?).with_options(index_options);
@@ -374,6 +404,51 @@ pub(super) async fn collection_op(
                 .session(session)
                 .await
                 .map(|()| None)
+        }
+        "createSearchIndex" | "createSearchIndexes" => {
+            let o: RunCommandOptions = options(name, args, &["model", "models"])?;
+            let models: Vec<SearchIndexModel> = match args.get("model") {
+                Some(m) => vec![bson::deserialize_from_bson(m.clone()).map_err(|e| format!("{name}: {e}"))?],
+                None => {
+                    bson::deserialize_from_bson(args.get("models").cloned().unwrap_or(Bson::Array(vec![])))
+                        .map_err(|e| format!("{name}: {e}"))?
+                }
+            };
+            if name == "createSearchIndex" {
+                let model = models.into_iter().next().ok_or("createSearchIndex needs a model")?;
+                coll.create_search_index(model)
+                    .with_options(o)
+                    .session(session)
+                    .await
+                    .map(|n| Some(Bson::String(n)))
+            } else {
+                coll.create_search_indexes(models).with_options(o).session(session).await.map(strings)
+            }
+        }
+        "updateSearchIndex" => {
+            let o: RunCommandOptions = options(name, args, &["name", "definition"])?;
+            let index = args.get_str("name").map_err(|_| "updateSearchIndex needs a name")?;
+            coll.update_search_index(index, document(name, args, "definition")?)
+                .with_options(o)
+                .session(session)
+                .await
+                .map(|()| None)
+        }
+        "dropSearchIndex" => {
+            let o: RunCommandOptions = options(name, args, &["name"])?;
+            let index = args.get_str("name").map_err(|_| "dropSearchIndex needs a name")?;
+            coll.drop_search_index(index).with_options(o).session(session).await.map(|()| None)
+        }
+        "listSearchIndexes" => {
+            let aggregation: AggregateOptions = match args.get_document("aggregationOptions") {
+                Ok(a) => bson::deserialize_from_document(a.clone()).map_err(|e| format!("{name}: {e}"))?,
+                Err(_) => AggregateOptions::default(),
+            };
+            let _: RunCommandOptions = options(name, args, &["name", "aggregationOptions"])?;
+            match coll.list_search_indexes(args.get_str("name").ok(), aggregation).session(session).await {
+                Ok(c) => cursor_result(c, false, new_cursor).await,
+                Err(e) => Err(e),
+            }
         }
         other => return Err(format!("collection operation {other} not supported")),
     })

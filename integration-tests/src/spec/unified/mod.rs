@@ -25,6 +25,11 @@ pub const SUITES: &[(&str, &str)] = &[
     ("unified/sdam-unified", "server-discovery-and-monitoring/tests/unified"),
     ("unified/cmap-logging", "connection-monitoring-and-pooling/tests/logging"),
     ("unified/server-selection-logging", "server-selection/tests/logging"),
+    ("unified/crud", "crud/tests/unified"),
+    ("unified/index-management", "index-management/tests"),
+    ("unified/collection-management", "collection-management/tests"),
+    ("unified/read-write-concern", "read-write-concern/tests/operation"),
+    ("unified/run-command", "run-command/tests/unified"),
     ("unified/runner-valid-pass", "unified-test-format/tests/valid-pass"),
     ("unified/runner-valid-fail", "unified-test-format/tests/valid-fail"),
 ];

@@ -601,6 +601,13 @@ fn check_error(e: &actors::Error, expected: &Document) -> R<()> {
             return Err(format!("errorCodeName {name}: {e}"));
         }
     }
+    if let Ok(want) = expected.get_document("errorResponse") {
+        let response = e
+            .server_error()
+            .map(|s| s.response.clone())
+            .ok_or_else(|| format!("errorResponse: {e} has no server response"))?;
+        matches(&Bson::Document(want.clone()), Some(&Bson::Document(response)), true, "errorResponse")?;
+    }
     let labels = e.labels();
     for l in expected.get_array("errorLabelsContain").map(|a| a.as_slice()).unwrap_or(&[]) {
         if !labels.iter().any(|x| Some(x.as_str()) == l.as_str()) {
@@ -762,6 +769,10 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
             }
             Ok(())
         }
+        "assertCollectionExists"
+        | "assertCollectionNotExists"
+        | "assertIndexExists"
+        | "assertIndexNotExists" => assert_exists(ctx, name, args).await,
         "runOnThread" => run_on_thread(ctx, args),
         "waitForThread" => {
             let thread = args.get_str("thread").unwrap_or("");
@@ -796,6 +807,30 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
         }
         "waitForEvent" | "assertEventCount" => wait_for_events(ctx, name, args).await,
         other => Err(format!("testRunner operation {other} not supported")),
+    }
+}
+
+/// `assertCollectionExists`, `assertCollectionNotExists`, `assertIndexExists` and
+/// `assertIndexNotExists`, checked through the runner's own client.
+async fn assert_exists(ctx: &Ctx, name: &str, args: &Document) -> R<()> {
+    let db = args.get_str("databaseName").map_err(|_| format!("{name} needs a databaseName"))?;
+    let coll = args.get_str("collectionName").map_err(|_| format!("{name} needs a collectionName"))?;
+    let database = ctx.setup.database(db);
+    let (found, what) = match args.get_str("indexName") {
+        Ok(index) => {
+            let names = database.collection::<Document>(coll).list_index_names().await;
+            (names.is_ok_and(|n| n.iter().any(|i| i == index)), format!("index {index} on {db}.{coll}"))
+        }
+        Err(_) => {
+            let names = database.list_collection_names().await.map_err(|e| format!("{name}: {e}"))?;
+            (names.iter().any(|c| c == coll), format!("collection {db}.{coll}"))
+        }
+    };
+    let want = !name.contains("NotExists");
+    if found == want {
+        Ok(())
+    } else {
+        Err(format!("{name}: {what} {}", if found { "exists" } else { "does not exist" }))
     }
 }
 
