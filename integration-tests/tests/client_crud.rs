@@ -666,3 +666,71 @@ async fn tailable_await_max_await_time() {
     let last = max_time(get_more.last().expect("getMore")).expect("maxTimeMS");
     assert!(last < 60, "the last getMore gets the remaining time: {last}");
 }
+
+/// A typed collection: documents go through serde both ways, and one that does not fit the
+/// type is a typed error, not a panic; the next document still reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_collections_round_trip_and_refuse_what_does_not_fit() {
+    #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Item {
+        #[serde(rename = "_id")]
+        id: i32,
+        name: String,
+    }
+    let s = replica_set("").await;
+    let items: actors::Collection<Item> = s.database("app").collection("typed");
+    let all = [Item { id: 1, name: "a".into() }, Item { id: 2, name: "b".into() }];
+    items.insert_many(&all).await.expect("insert_many");
+    items.insert_one(Item { id: 3, name: "c".into() }).await.expect("insert_one");
+    assert_eq!(items.find_one(doc! {"_id": 2}).await.expect("find_one"), Some(all[1].clone()));
+    let sorted: Vec<Item> = items
+        .find(doc! {})
+        .sort(doc! {"_id": -1})
+        .batch_size(1)
+        .await
+        .expect("find")
+        .try_collect()
+        .await
+        .expect("all");
+    assert_eq!(sorted.iter().map(|i| i.id).collect::<Vec<_>>(), [3, 2, 1]);
+    let replaced = items
+        .find_one_and_replace(doc! {"_id": 3}, Item { id: 3, name: "z".into() })
+        .return_document(ReturnDocument::After)
+        .await
+        .expect("replace");
+    assert_eq!(replaced.map(|i| i.name), Some("z".to_string()));
+    // A document the type cannot hold, between two that it can.
+    items.clone_with_type::<Document>().insert_one(doc! {"_id": 4, "name": 7}).await.expect("raw insert");
+    items.insert_one(Item { id: 5, name: "e".into() }).await.expect("insert");
+    let mut cursor = items.find(doc! {"_id": {"$gte": 3}}).sort(doc! {"_id": 1}).await.expect("find");
+    assert_eq!(cursor.try_next().await.expect("3").map(|i| i.id), Some(3));
+    let e = cursor.try_next().await.expect_err("4 does not deserialize");
+    assert_eq!(e.kind(), ErrorKind::BsonDeserialization, "{e}");
+    assert!(!e.is_transient());
+    assert_eq!(cursor.try_next().await.expect("5").map(|i| i.id), Some(5));
+    assert_eq!(cursor.try_next().await.expect("end"), None);
+}
+
+/// insert_many sends its documents as an OP_MSG document sequence, in as few commands as fit
+/// 48 MB; a document over 16 MiB is refused before anything is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insert_many_over_16_mb_in_document_sequences() {
+    let s = replica_set("").await;
+    let coll = s.database("app").collection::<Document>("big");
+    let _ = s.started("insert");
+    let blob = "x".repeat(7 * 1024 * 1024);
+    let docs: Vec<Document> = (0..3).map(|i| doc! {"_id": i, "blob": blob.clone()}).collect();
+    let r = coll.insert_many(&docs).await.expect("21 MB in one insert");
+    assert_eq!(r.inserted_ids.len(), 3);
+    let sent = s.started("insert");
+    assert_eq!(sent.len(), 1, "one command: the documents travel as a document sequence");
+    assert_eq!(sent[0].get_array("documents").map(Vec::len).ok(), Some(3), "the event shows the sequence");
+    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 3);
+    let too_big = doc! {"_id": 9, "blob": "y".repeat(17 * 1024 * 1024)};
+    let e = coll.insert_one(too_big).await.expect_err("over maxBsonObjectSize");
+    assert_eq!(e.kind(), ErrorKind::InvalidOptions, "{e}");
+    let e =
+        coll.insert_many([doc! {"_id": 10}, doc! {"_id": 11, "blob": "y".repeat(17 * 1024 * 1024)}]).await;
+    assert_eq!(e.expect_err("over maxBsonObjectSize").kind(), ErrorKind::InvalidOptions);
+    assert!(s.started("insert").is_empty(), "nothing was sent");
+}

@@ -29,9 +29,14 @@ use crate::{Error, Result};
 /// The most statements per command (the servers' `maxWriteBatchSize`).
 const MAX_BATCH: usize = 100_000;
 
-/// The most statement bytes per command: a command is one BSON document, at most
-/// `maxBsonObjectSize` (16 MiB) + 16 KiB; the rest is left for the command's other fields.
-const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024 - 16 * 1024;
+/// The most statement bytes per command: the statements travel as an OP_MSG document
+/// sequence, so a message holds up to `maxMessageSizeBytes` (48,000,000); 16 KiB are left for
+/// the command's body and the message framing.
+const MAX_BATCH_BYTES: usize = 48_000_000 - 16 * 1024;
+
+/// The largest statement a server takes (`maxBsonObjectSize`, plus the 16 KiB a statement's
+/// own fields may add around a document of that size).
+pub(crate) const MAX_STATEMENT_BYTES: usize = 16 * 1024 * 1024 + 16 * 1024;
 
 /// One write of [`Collection::bulk_write`].
 #[derive(Debug, Clone, PartialEq)]
@@ -350,6 +355,15 @@ pub(crate) struct Batch {
     pub bytes: usize,
 }
 
+/// The error for a statement a server would refuse for its size.
+pub(crate) fn too_large(index: usize, size: usize) -> Error {
+    Error::InvalidOptions {
+        message: format!(
+            "write {index} is {size} bytes, more than the servers' maxBsonObjectSize (16777216 bytes)"
+        ),
+    }
+}
+
 /// Adds `statement` (model `index`) to the last batch when it is of the same kind and has
 /// room (at most [`MAX_BATCH`] statements and [`MAX_BATCH_BYTES`]), else to a new batch.
 pub(crate) fn push_statement(
@@ -358,8 +372,11 @@ pub(crate) fn push_statement(
     statement: Document,
     index: usize,
     multi: bool,
-) {
+) -> Result<()> {
     let size = bson::serialize_to_vec(&statement).map_or(0, |v| v.len());
+    if size > MAX_STATEMENT_BYTES {
+        return Err(too_large(index, size));
+    }
     match out.last_mut() {
         Some(b) if b.kind == kind && b.statements.len() < MAX_BATCH && b.bytes + size <= MAX_BATCH_BYTES => {
             b.statements.push(statement);
@@ -369,6 +386,7 @@ pub(crate) fn push_statement(
         }
         _ => out.push(Batch { kind, statements: vec![statement], indexes: vec![index], multi, bytes: size }),
     }
+    Ok(())
 }
 
 /// Groups the models into commands: consecutive same-kind models when ordered, by kind
@@ -386,7 +404,7 @@ fn batches(models: Vec<WriteModel>, ordered: bool, result: &mut BulkWriteResult)
         if let Some(id) = id {
             result.inserted_ids.insert(index, id);
         }
-        push_statement(&mut out, kind, statement, index, multi);
+        push_statement(&mut out, kind, statement, index, multi)?;
     }
     Ok(out)
 }

@@ -13,6 +13,7 @@ use pool::connection::{CommandBody, Connection};
 use protocol::reply::{ServerError, RETRYABLE_READ_CODES, RETRYABLE_WRITE_CODES};
 use protocol::sdam::app_error::{classify_state_change, ApplicationErrorKind, ErrorPhase};
 use protocol::sdam::{ServerType, TopologyType};
+use protocol::wire::DocumentSequence;
 use protocol::ServerAddress;
 use selection::ReadPreference;
 use tokio::time::Instant;
@@ -81,14 +82,22 @@ pub(crate) trait Operation {
     /// Reads a successful reply.
     fn handle_reply(self, out: OpOutput) -> Result<Self::Output>;
 
+    /// The documents the command sends as an OP_MSG document sequence (an `insert`'s
+    /// `documents`, ...) rather than in its body; called after [`build`](Self::build).
+    fn sequence(&mut self) -> Result<Option<DocumentSequence>> {
+        Ok(None)
+    }
+
     /// The command the executor runs.
     fn prepare(&mut self) -> Result<Op> {
         let Shape { name, db, criteria, retry, checks_write_errors, opens_cursor } = self.shape();
         let db = db.to_string();
+        let command = self.build()?;
         Ok(Op {
             name,
             db,
-            command: self.build()?,
+            command,
+            sequence: self.sequence()?,
             criteria,
             retry,
             check_write: checks_write_errors,
@@ -162,6 +171,8 @@ pub(crate) struct Op {
     pub db: String,
     /// The command, without global arguments.
     pub command: Document,
+    /// Statements sent as a document sequence beside the command.
+    pub sequence: Option<DocumentSequence>,
     /// Read or write.
     pub criteria: Criteria,
     /// Retry rules.
@@ -663,9 +674,14 @@ impl ClientInner {
             message: format!("the command cannot be serialized: {e}"),
         })?;
         let mut monitoring = Monitoring::new(self, conn, op, &command, attempt.operation_id);
-        let mut started_doc = monitoring.started_document(command);
+        let mut started_doc = monitoring.started_document(command, op.sequence.as_ref());
+        let body = match &op.sequence {
+            // Cloned: a retry sends the same statements again.
+            Some(sequence) => CommandBody::Sequenced(raw, sequence.clone()),
+            None => CommandBody::Raw(raw),
+        };
         let result = conn
-            .send_command_with(&op.db, CommandBody::Raw(raw), attempt.deadline, |rid| {
+            .send_command_with(&op.db, body, attempt.deadline, |rid| {
                 monitoring.started(rid, started_doc.take())
             })
             .await;
@@ -855,9 +871,25 @@ impl<'a> Monitoring<'a> {
     }
 
     /// What the started event shows of `command`.
-    fn started_document(&self, command: Document) -> Option<Document> {
+    /// The command the started event shows: a document sequence appears as the array field
+    /// it stands for (command monitoring spec).
+    fn started_document(
+        &self,
+        mut command: Document,
+        sequence: Option<&DocumentSequence>,
+    ) -> Option<Document> {
         match (self.handler, self.redact) {
-            (Some(_), false) => Some(command),
+            (Some(_), false) => {
+                if let Some(seq) = sequence {
+                    let docs: Vec<Bson> = seq
+                        .documents
+                        .iter()
+                        .filter_map(|d| Document::try_from(d.as_ref()).ok().map(Bson::Document))
+                        .collect();
+                    command.insert(seq.identifier.clone(), docs);
+                }
+                Some(command)
+            }
             (Some(_), true) => Some(Document::new()),
             _ => None,
         }

@@ -10,7 +10,7 @@ use futures_util::{SinkExt, StreamExt};
 use protocol::address::ServerAddress;
 use protocol::hello::command::ServerApi;
 use protocol::hello::reply::HelloReply;
-use protocol::wire::{Frame, Message, MessageCodec, OpMsg, OpMsgFlags, OpQuery};
+use protocol::wire::{DocumentSequence, Frame, Message, MessageCodec, OpMsg, OpMsgFlags, OpQuery};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::codec::Framed;
@@ -67,6 +67,9 @@ pub enum CommandBody {
     Document(Document),
     /// A serialised document, sent as is (plus `$db`).
     Raw(RawDocumentBuf),
+    /// A serialised document (plus `$db`) and a document sequence (OP_MSG payload type 1:
+    /// an `insert`'s `documents`, say), which the server reads as one more field.
+    Sequenced(RawDocumentBuf, DocumentSequence),
 }
 
 impl From<Document> for CommandBody {
@@ -467,6 +470,12 @@ impl Connection {
                     r.append(bson::raw::cstr!("$db"), db);
                 }
                 r
+            }
+            CommandBody::Sequenced(mut r, sequence) => {
+                if !matches!(r.get("$db"), Ok(Some(_))) {
+                    r.append(bson::raw::cstr!("$db"), db);
+                }
+                return Ok(Frame::request(OpMsg::new(r).with_flags(flags).with_sequence(sequence)));
             }
         };
         Ok(Frame::request(OpMsg::new(raw).with_flags(flags)))

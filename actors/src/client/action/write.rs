@@ -207,7 +207,7 @@ impl<'a> InsertMany<'a> {
         for (i, d) in docs.into_iter().enumerate() {
             let (d, id) = with_id(d?);
             inserted_ids.insert(i, id);
-            push_statement(&mut batches, WriteKind::Insert, d, i, false);
+            push_statement(&mut batches, WriteKind::Insert, d, i, false)?;
         }
         let timeout = handle.op_timeout(options.timeout);
         let run = RunBatches {

@@ -138,6 +138,10 @@ mod tests {
         let op = write.prepare().expect("prepared");
         assert_eq!((op.name.as_ref(), op.retry, op.check_write), ("update", Retry::No, true));
         assert_eq!(op.command.get_document("writeConcern").ok(), Some(&doc! {"w": 1}));
+        // The statements travel as a document sequence, not in the body.
+        assert!(!op.command.contains_key("updates"));
+        let sequence = op.sequence.as_ref().expect("a document sequence");
+        assert_eq!((sequence.identifier.as_str(), sequence.documents.len()), ("updates", 1));
         let reply = doc! {"n": 3, "nModified": 1, "upserted": [{"index": 0, "_id": 9}], "ok": 1};
         let result = write.handle_reply(out(reply)).expect("reply");
         assert_eq!((result.n, result.n_modified), (3, 1));

@@ -2,7 +2,8 @@
 //! `findAndModify`. Single-statement writes are retryable writes; multi-document updates and
 //! deletes run once (retryable writes spec).
 
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, Document, RawDocumentBuf};
+use protocol::wire::DocumentSequence;
 
 use super::super::crud_options::{FindAndModifyFields, ReturnDocument};
 use super::super::op_options::{count_of, UpdateResult};
@@ -82,13 +83,30 @@ impl Operation for Write<'_> {
     }
 
     fn build(&mut self) -> Result<Document> {
-        let (name, field) = self.kind.names();
-        let statements: Vec<Bson> =
-            std::mem::take(&mut self.statements).into_iter().map(Bson::Document).collect();
-        let mut command = doc! {name: self.ns.coll, field: statements, "ordered": self.ordered};
+        // The statements go in a document sequence (see `sequence`), not in the body.
+        let (name, _) = self.kind.names();
+        let mut command = doc! {name: self.ns.coll, "ordered": self.ordered};
         command.extend(std::mem::take(&mut self.extra));
         append(&mut command, "writeConcern", self.write_concern.take());
         Ok(command)
+    }
+
+    fn sequence(&mut self) -> Result<Option<DocumentSequence>> {
+        let (_, field) = self.kind.names();
+        let statements = std::mem::take(&mut self.statements);
+        let documents = statements
+            .iter()
+            .map(RawDocumentBuf::try_from)
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| crate::Error::BsonSerialization { message: e.to_string() })?;
+        if let Some((i, d)) = documents
+            .iter()
+            .enumerate()
+            .find(|(_, d)| d.as_bytes().len() > super::super::bulk::MAX_STATEMENT_BYTES)
+        {
+            return Err(super::super::bulk::too_large(i, d.as_bytes().len()));
+        }
+        Ok(Some(DocumentSequence::new(field, documents)))
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<WriteReply> {
