@@ -120,11 +120,12 @@ pub enum Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// [`Error::ActorStopped`].
+    /// [`Error::ActorStopped`]: the client was shut down (retrying cannot help).
     ActorStopped,
-    /// [`Error::InvalidOptions`].
+    /// [`Error::InvalidOptions`]: retrying the same call cannot help.
     InvalidOptions,
-    /// Server selection failed ([`Error::ServerSelection`]).
+    /// Server selection failed ([`Error::ServerSelection`]): no suitable server yet; retrying
+    /// later may help.
     ServerSelection,
     /// A network error or timeout on a connection. Transient: retrying may help.
     Network,
@@ -132,20 +133,21 @@ pub enum ErrorKind {
     /// retrying may help), closed, or an authentication or handshake failure (permanent until
     /// the configuration changes). [`Error::is_transient`] tells them apart.
     Pool,
-    /// [`Error::Command`]: the command failed (`ok: 0`).
+    /// [`Error::Command`]: the command failed (`ok: 0`); retrying may help for a stepdown or
+    /// shutdown code ([`Error::is_transient`]), not for the others.
     Command,
-    /// [`Error::Command`]: the command ran, and some writes failed or the write concern was
-    /// not satisfied.
+    /// [`Error::Command`]: the command ran, and some writes failed (a duplicate key, a
+    /// validation: retrying cannot help) or the write concern was not satisfied.
     Write,
-    /// [`Error::InvalidResponse`].
+    /// [`Error::InvalidResponse`]: the server's reply made no sense; retrying cannot help.
     InvalidResponse,
-    /// [`Error::BsonSerialization`].
+    /// [`Error::BsonSerialization`]: retrying cannot help.
     BsonSerialization,
-    /// [`Error::BsonDeserialization`].
+    /// [`Error::BsonDeserialization`]: retrying cannot help.
     BsonDeserialization,
-    /// [`Error::Dns`].
+    /// [`Error::Dns`]: retrying later may help.
     Dns,
-    /// [`Error::Timeout`] (client-side operations timeout).
+    /// [`Error::Timeout`] (client-side operations timeout): retrying later may help.
     Timeout,
 }
 

@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use actors::bson::doc;
 use actors::{Client, Collection, Criteria, ErrorKind, ReadPreference};
-use integration_tests::sim::Cluster;
-use mongo_actors_examples::{check, Args, BoxError};
+use mongo_actors_examples::{check, deployment, Args, BoxError};
 use serde::{Deserialize, Serialize};
 
 /// What the collection holds: any serde type works (`Document` is the default).
@@ -25,12 +24,8 @@ struct Person {
 #[actix::main]
 async fn main() -> Result<(), BoxError> {
     let args = Args::from_env();
-    // Without --uri, a simulated 3-member replica set on 127.0.0.1 (ports chosen by the OS).
-    let cluster = match &args.uri {
-        Some(_) => None,
-        None => Some(Cluster::replica_set(3).start()?),
-    };
-    let uri = args.uri.clone().or_else(|| cluster.as_ref().map(Cluster::uri)).ok_or("no URI")?;
+    // Your connection string; without --uri, an embedded simulated 3-member replica set.
+    let (uri, _simulator) = deployment(&args, 3)?;
 
     // Monitoring starts at once; the first operation waits for a suitable server.
     let client = Client::with_uri_str(&uri).await?;
