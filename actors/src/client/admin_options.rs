@@ -155,6 +155,11 @@ pub struct CreateIndexOptions {
     /// This operation's `timeoutMS` (`None`: the collection's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of `drop_index`, `drop_indexes`, `drop` (collection and database) and
@@ -172,6 +177,11 @@ pub struct CommandOptions {
     /// This operation's `timeoutMS` (`None`: the handle's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of `list_indexes` and `list_collections`.
@@ -196,6 +206,11 @@ pub struct ListOptions {
     pub timeout: Option<Duration>,
     /// How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
     pub timeout_mode: Option<TimeoutMode>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of `list_databases` and `list_database_names`.

@@ -322,6 +322,11 @@ pub struct BulkWriteOptions {
     /// This bulk's `timeoutMS`, one deadline for every command (`None`: the handle's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// The result of [`Collection::bulk_write`]. Ids are keyed by the model's index.
@@ -456,6 +461,7 @@ impl<'a> BulkWrite<'a> {
         append_opt(&mut extra, "bypassDocumentValidation", options.bypass_document_validation);
         append_opt(&mut extra, "comment", options.comment);
         append_opt(&mut extra, "let", options.let_vars);
+        append_opt(&mut extra, "rawData", options.raw_data);
         let timeout = handle.op_timeout(options.timeout);
         let write_concern = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
         let run = RunBatches { handle, ordered, extra, write_concern, timeout };

@@ -199,6 +199,11 @@ pub struct FindOptions {
     /// How `timeoutMS` applies to the cursor (default [`TimeoutMode::CursorLifetime`]; setting
     /// it needs a `timeoutMS`).
     pub timeout_mode: Option<TimeoutMode>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of [`Collection::find_one`](super::Collection::find_one): those of `find` that
@@ -242,6 +247,11 @@ pub struct FindOneOptions {
     /// This operation's `timeoutMS` (`None`: the collection's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 impl From<FindOneOptions> for FindOptions {
@@ -263,6 +273,7 @@ impl From<FindOneOptions> for FindOptions {
             sort: o.sort,
             let_vars: o.let_vars,
             timeout: o.timeout,
+            raw_data: o.raw_data,
             ..Default::default()
         }
     }
@@ -307,6 +318,11 @@ pub struct AggregateOptions {
     pub timeout: Option<Duration>,
     /// How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
     pub timeout_mode: Option<TimeoutMode>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of [`Collection::count_documents`](super::Collection::count_documents) and the
@@ -335,6 +351,11 @@ pub struct CountOptions {
     /// This operation's `timeoutMS` (`None`: the handle's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of [`Collection::estimated_document_count`](super::Collection::estimated_document_count).
@@ -354,6 +375,11 @@ pub struct EstimatedDocumentCountOptions {
     /// This operation's `timeoutMS` (`None`: the handle's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of [`Collection::distinct`](super::Collection::distinct).
@@ -377,6 +403,11 @@ pub struct DistinctOptions {
     /// This operation's `timeoutMS` (`None`: the handle's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of [`Collection::insert_one`](super::Collection::insert_one).
@@ -392,6 +423,11 @@ pub struct InsertOneOptions {
     /// This operation's `timeoutMS` (`None`: the collection's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of [`Collection::insert_many`](super::Collection::insert_many).
@@ -409,6 +445,11 @@ pub struct InsertManyOptions {
     /// This operation's `timeoutMS` (`None`: the collection's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of `update_one` and `update_many`.
@@ -437,6 +478,11 @@ pub struct UpdateOptions {
     /// This operation's `timeoutMS` (`None`: the collection's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of [`Collection::replace_one`](super::Collection::replace_one).
@@ -463,6 +509,11 @@ pub struct ReplaceOptions {
     /// This operation's `timeoutMS` (`None`: the collection's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of `delete_one` and `delete_many`.
@@ -483,6 +534,11 @@ pub struct DeleteOptions {
     /// This operation's `timeoutMS` (`None`: the collection's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of [`Collection::find_one_and_delete`](super::Collection::find_one_and_delete).
@@ -510,6 +566,11 @@ pub struct FindOneAndDeleteOptions {
     /// This operation's `timeoutMS` (`None`: the collection's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of [`Collection::find_one_and_replace`](super::Collection::find_one_and_replace).
@@ -543,6 +604,11 @@ pub struct FindOneAndReplaceOptions {
     /// This operation's `timeoutMS` (`None`: the collection's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of [`Collection::find_one_and_update`](super::Collection::find_one_and_update).
@@ -578,6 +644,11 @@ pub struct FindOneAndUpdateOptions {
     /// This operation's `timeoutMS` (`None`: the collection's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
 }
 
 /// What a `findAndModify` sends, whichever of the three asked for it.
@@ -596,6 +667,7 @@ pub(crate) struct FindAndModifyFields {
     pub let_vars: Option<Document>,
     pub write_concern: Option<WriteConcern>,
     pub timeout: Option<Duration>,
+    pub raw_data: Option<bool>,
 }
 
 impl From<FindOneAndDeleteOptions> for FindAndModifyFields {
@@ -610,6 +682,7 @@ impl From<FindOneAndDeleteOptions> for FindAndModifyFields {
             let_vars: o.let_vars,
             write_concern: o.write_concern,
             timeout: o.timeout,
+            raw_data: o.raw_data,
             ..Default::default()
         }
     }
@@ -630,6 +703,7 @@ impl From<FindOneAndReplaceOptions> for FindAndModifyFields {
             let_vars: o.let_vars,
             write_concern: o.write_concern,
             timeout: o.timeout,
+            raw_data: o.raw_data,
             ..Default::default()
         }
     }
@@ -651,6 +725,7 @@ impl From<FindOneAndUpdateOptions> for FindAndModifyFields {
             let_vars: o.let_vars,
             write_concern: o.write_concern,
             timeout: o.timeout,
+            raw_data: o.raw_data,
         }
     }
 }

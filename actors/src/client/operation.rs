@@ -32,6 +32,9 @@ use crate::{Error, Result};
 /// Wire version of MongoDB 4.4: from there on the server labels retryable write errors.
 const WIRE_VERSION_4_4: i32 = 9;
 
+/// Wire version of MongoDB 8.2: the first to take `rawData`.
+const WIRE_VERSION_8_2: i32 = 27;
+
 /// Commands whose bodies and replies command monitoring redacts.
 const SENSITIVE_COMMANDS: [&str; 9] = [
     "authenticate",
@@ -543,7 +546,15 @@ impl ClientInner {
                     match timeout::check_out(&handle.pool, limits.timeout, limits.deadline, purpose).await {
                         Ok(conn) => Ok(conn),
                         Err(e) => {
-                            Err(self.check_out_error(&address, e, generation, op.retry == Retry::Write).await)
+                            // Boxed, as every cold path here: its state stays out of the
+                            // operation's future, which the fluent API boxes whole.
+                            Err(Box::pin(self.check_out_error(
+                                &address,
+                                e,
+                                generation,
+                                op.retry == Retry::Write,
+                            ))
+                            .await)
                         }
                     }
                 }
@@ -669,7 +680,11 @@ impl ClientInner {
         session: Option<&mut ServerSession>,
         attempt: Attempt,
     ) -> Result<Document> {
-        let command = self.command_for(target, op, session.as_deref(), &attempt);
+        let mut command = self.command_for(target, op, session.as_deref(), &attempt);
+        // rawData (an internal option) is never sent to a server older than 8.2 (wire 27).
+        if conn.stream_description().max_wire_version < WIRE_VERSION_8_2 {
+            command.remove("rawData");
+        }
         let raw = RawDocumentBuf::try_from(&command).map_err(|e| Error::InvalidOptions {
             message: format!("the command cannot be serialized: {e}"),
         })?;
@@ -689,7 +704,7 @@ impl ClientInner {
             Ok(r) => r,
             Err(e) => {
                 monitoring.failed(e.to_string());
-                return Err(self.round_trip_failure(conn, session, e).await);
+                return Err(Box::pin(self.round_trip_failure(conn, session, e)).await);
             }
         };
         let address = conn.address().clone();
@@ -705,7 +720,7 @@ impl ClientInner {
         }
         let error = protocol::reply::reply_error(&reply);
         if let Some(e) = &error {
-            self.report_state_change(conn, e).await;
+            Box::pin(self.report_state_change(conn, e)).await;
         }
         // Write errors and write concern errors fail only writes.
         let Some(mut error) = error.filter(|e| e.command_failed || op.check_write) else {

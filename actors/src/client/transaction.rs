@@ -620,11 +620,11 @@ pub(crate) async fn run<O: Operation>(
     session: Option<&mut ClientSession>,
 ) -> Result<O::Output> {
     let prepared = op.prepare()?;
+    // Boxed: the fluent operations box their future (IntoFuture); with the executor's state
+    // behind a pointer, that box is small and cheap to fill.
     let out = match session {
-        // Boxed: the implicit path (every operation without a session) keeps a future no
-        // larger than the executor's own.
         Some(session) => Box::pin(session.execute(prepared, limits)).await?,
-        None => client.inner.execute(prepared, limits, Binding::implicit()).await?,
+        None => Box::pin(client.inner.execute(prepared, limits, Binding::implicit())).await?,
     };
     op.handle_reply(out)
 }

@@ -42,7 +42,7 @@ pub(crate) struct ConnMeta {
 pub(crate) trait ReturnTo<C>: Send + Sync {
     /// Gives the connection back. `announced`: a `CheckedOut` event was emitted for it, so a
     /// `CheckedIn` event must be too.
-    fn return_connection(&self, meta: ConnMeta, conn: C, announced: bool);
+    fn return_connection(&self, meta: ConnMeta, conn: Box<C>, announced: bool);
     /// Records a new purpose for an in-use connection.
     fn set_purpose(&self, id: u32, purpose: CheckoutPurpose);
 }
@@ -52,7 +52,9 @@ pub(crate) trait ReturnTo<C>: Send + Sync {
 /// [`PoolConnection::is_closed`], or whose pool was cleared or closed meanwhile, is closed
 /// instead of going back to the idle list.
 pub struct PooledConnection<C: PoolConnection> {
-    conn: Option<C>,
+    /// Boxed from establishment to close: check-out and check-in move a pointer, and the
+    /// futures that hold a checked-out connection stay small.
+    conn: Option<Box<C>>,
     meta: ConnMeta,
     purpose: CheckoutPurpose,
     address: ServerAddress,
@@ -62,7 +64,7 @@ pub struct PooledConnection<C: PoolConnection> {
 
 impl<C: PoolConnection> PooledConnection<C> {
     pub(crate) fn new(
-        conn: C,
+        conn: Box<C>,
         meta: ConnMeta,
         purpose: CheckoutPurpose,
         address: ServerAddress,
@@ -124,7 +126,7 @@ impl<C: PoolConnection> PooledConnection<C> {
     }
 
     /// Takes the connection out without checking it in (the pool holds its lock).
-    pub(crate) fn detach(mut self) -> Option<C> {
+    pub(crate) fn detach(mut self) -> Option<Box<C>> {
         self.conn.take()
     }
 

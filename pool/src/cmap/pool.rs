@@ -79,8 +79,9 @@ pub type EstablishmentErrorHook =
     Arc<dyn Fn(&Error, u32, Option<ObjectId>) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
 
 struct Idle<C> {
+    /// Boxed once, at establishment (see [`PooledConnection`]).
     meta: ConnMeta,
-    conn: C,
+    conn: Box<C>,
     since: Instant,
 }
 
@@ -252,7 +253,7 @@ impl<E: Establisher> Inner<E> {
         &self,
         st: &mut State<E::Connection>,
         meta: &ConnMeta,
-        conn: E::Connection,
+        conn: Box<E::Connection>,
         reason: ConnectionClosedReason,
         error: Option<String>,
     ) {
@@ -280,7 +281,7 @@ impl<E: Establisher> Inner<E> {
 
     fn make_guard(
         self: &Arc<Self>,
-        conn: E::Connection,
+        conn: Box<E::Connection>,
         meta: ConnMeta,
         purpose: CheckoutPurpose,
     ) -> PooledConnection<E::Connection> {
@@ -403,7 +404,8 @@ impl<E: Establisher> Inner<E> {
                         connection_id: id,
                         duration: pending.created.elapsed(),
                     });
-                    let conn = established.connection;
+                    // Boxed once here; it stays boxed until it is closed.
+                    let conn = Box::new(established.connection);
                     if st.is_stale(&meta) {
                         // The pool was cleared meanwhile: never hand out a stale connection.
                         let service_id = meta.service_id;
@@ -782,7 +784,7 @@ impl<E: Establisher> Inner<E> {
 }
 
 impl<E: Establisher> ReturnTo<E::Connection> for Inner<E> {
-    fn return_connection(&self, meta: ConnMeta, conn: E::Connection, announced: bool) {
+    fn return_connection(&self, meta: ConnMeta, conn: Box<E::Connection>, announced: bool) {
         let mut st = self.state.lock();
         if st.in_use.remove(&meta.id).is_none() {
             return;

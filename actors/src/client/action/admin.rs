@@ -231,6 +231,7 @@ fn command_fields(
     let mut fields = Document::new();
     append(&mut fields, "comment", options.comment.clone());
     append(&mut fields, "maxTimeMS", legacy_max_time(options.max_time, timeout));
+    append(&mut fields, "rawData", options.raw_data);
     append(&mut fields, "writeConcern", handle.write_concern_doc(options.write_concern.as_ref(), timeout)?);
     Ok(fields)
 }
@@ -308,6 +309,7 @@ impl<'a, R: IndexNames> CreateIndexes<'a, R> {
         append(&mut command, "commitQuorum", options.commit_quorum);
         append(&mut command, "comment", options.comment);
         append(&mut command, "maxTimeMS", legacy_max_time(options.max_time, timeout));
+        append(&mut command, "rawData", options.raw_data);
         append(
             &mut command,
             "writeConcern",
@@ -396,6 +398,7 @@ impl<'a, M> ListIndexes<'a, M> {
         let mut fields = Document::new();
         append(&mut fields, "comment", options.comment.clone());
         append(&mut fields, "maxTimeMS", legacy_max_time(options.max_time, timeout));
+        append(&mut fields, "rawData", options.raw_data);
         let op = ListIndexesOp { ns: handle.namespace(), batch_size: options.batch_size, fields };
         let mode = cursor_mode(timeout, options.timeout_mode, None)?;
         let open = OpenCursor { timeout, mode, batch_size: options.batch_size };
@@ -586,6 +589,7 @@ impl<'a, M: ListingOutput<Document>> ListCollections<'a, M> {
         append(&mut fields, "authorizedCollections", options.authorized_collections);
         append(&mut fields, "comment", options.comment.clone());
         append(&mut fields, "maxTimeMS", legacy_max_time(options.max_time, timeout));
+        append(&mut fields, "rawData", options.raw_data);
         let op = ListCollectionsOp {
             db: handle.db.name().to_string(),
             filter: options.filter.unwrap_or_default(),

@@ -92,11 +92,17 @@ impl Database {
 }
 
 /// The option fields every read shares, in the order the CRUD spec lists them.
-fn common_fields(collation: Option<Collation>, hint: Option<Hint>, comment: Option<Bson>) -> Document {
+fn common_fields(
+    collation: Option<Collation>,
+    hint: Option<Hint>,
+    comment: Option<Bson>,
+    raw_data: Option<bool>,
+) -> Document {
     let mut fields = Document::new();
     append(&mut fields, "collation", collation);
     append(&mut fields, "hint", hint);
     append(&mut fields, "comment", comment);
+    append(&mut fields, "rawData", raw_data);
     fields
 }
 
@@ -281,7 +287,12 @@ impl<'a, T> Aggregate<'a, T> {
         let mut fields = Document::new();
         append(&mut fields, "allowDiskUse", options.allow_disk_use);
         append(&mut fields, "bypassDocumentValidation", options.bypass_document_validation);
-        fields.extend(common_fields(options.collation, options.hint, options.comment.clone()));
+        fields.extend(common_fields(
+            options.collation,
+            options.hint,
+            options.comment.clone(),
+            options.raw_data,
+        ));
         append(&mut fields, "let", options.let_vars);
         append(&mut fields, "maxTimeMS", read.max_time_ms);
         append(&mut fields, "readConcern", read.read_concern);
@@ -363,7 +374,7 @@ impl<'a> CountDocuments<'a> {
         let timeout = handle.op_timeout(options.timeout);
         let read =
             handle.read_on(options.read_preference, options.read_concern.as_ref(), options.max_time, timeout);
-        let fields = common_fields(options.collation, options.hint, options.comment);
+        let fields = common_fields(options.collation, options.hint, options.comment, options.raw_data);
         let op = read::CountDocuments { read, filter, skip: options.skip, limit: options.limit, fields };
         handle.run(op, timeout, session).await
     }
@@ -393,7 +404,7 @@ impl<'a> EstimatedDocumentCount<'a> {
         let timeout = handle.op_timeout(options.timeout);
         let read =
             handle.read_on(options.read_preference, options.read_concern.as_ref(), options.max_time, timeout);
-        let fields = common_fields(None, None, options.comment);
+        let fields = common_fields(None, None, options.comment, options.raw_data);
         handle.run(read::Count { read, filter: None, fields }, timeout, session).await
     }
 }
@@ -430,7 +441,7 @@ impl<'a> Count<'a> {
         let mut fields = Document::new();
         append(&mut fields, "skip", options.skip.map(int));
         append(&mut fields, "limit", options.limit.map(int));
-        fields.extend(common_fields(options.collation, options.hint, options.comment));
+        fields.extend(common_fields(options.collation, options.hint, options.comment, options.raw_data));
         handle.run(read::Count { read, filter: Some(filter), fields }, timeout, session).await
     }
 }
@@ -463,7 +474,7 @@ impl<'a> Distinct<'a> {
         let timeout = handle.op_timeout(options.timeout);
         let read =
             handle.read_on(options.read_preference, options.read_concern.as_ref(), options.max_time, timeout);
-        let fields = common_fields(options.collation, options.hint, options.comment);
+        let fields = common_fields(options.collation, options.hint, options.comment, options.raw_data);
         handle.run(read::Distinct { read, field, filter, fields }, timeout, session).await
     }
 }

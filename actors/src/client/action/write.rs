@@ -139,11 +139,17 @@ impl<T> Collection<T> {
 }
 
 /// The command-level fields of a write (`bypassDocumentValidation`, `comment`, `let`).
-fn extra(bypass: Option<bool>, comment: Option<Bson>, let_vars: Option<Document>) -> Document {
+fn extra(
+    bypass: Option<bool>,
+    comment: Option<Bson>,
+    let_vars: Option<Document>,
+    raw_data: Option<bool>,
+) -> Document {
     let mut extra = Document::new();
     append(&mut extra, "bypassDocumentValidation", bypass);
     append(&mut extra, "comment", comment);
     append(&mut extra, "let", let_vars);
+    append(&mut extra, "rawData", raw_data);
     extra
 }
 
@@ -170,7 +176,7 @@ impl<'a> InsertOne<'a> {
         let (doc, inserted_id) = with_id(doc?);
         let timeout = handle.op_timeout(options.timeout);
         let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
-        let extra = extra(options.bypass_document_validation, options.comment, None);
+        let extra = extra(options.bypass_document_validation, options.comment, None, options.raw_data);
         let op = handle.write(WriteKind::Insert, vec![doc], true, false, wc, extra);
         handle.run(op, timeout, session).await?;
         Ok(InsertOneResult { inserted_id })
@@ -213,7 +219,7 @@ impl<'a> InsertMany<'a> {
         let run = RunBatches {
             handle,
             ordered: options.ordered.unwrap_or(true),
-            extra: extra(options.bypass_document_validation, options.comment, None),
+            extra: extra(options.bypass_document_validation, options.comment, None, options.raw_data),
             write_concern: handle.write_concern_doc(options.write_concern.as_ref(), timeout)?,
             timeout,
         };
@@ -271,7 +277,8 @@ impl<'a> Update<'a> {
         };
         let timeout = handle.op_timeout(options.timeout);
         let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
-        let extra = extra(options.bypass_document_validation, options.comment, options.let_vars);
+        let extra =
+            extra(options.bypass_document_validation, options.comment, options.let_vars, options.raw_data);
         let op = handle.write(WriteKind::Update, vec![statement.into_document()], true, many, wc, extra);
         Ok(handle.run(op, timeout, session).await?.into_update_result())
     }
@@ -318,7 +325,8 @@ impl<'a> Replace<'a> {
         };
         let timeout = handle.op_timeout(options.timeout);
         let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
-        let extra = extra(options.bypass_document_validation, options.comment, options.let_vars);
+        let extra =
+            extra(options.bypass_document_validation, options.comment, options.let_vars, options.raw_data);
         let op = handle.write(WriteKind::Update, vec![statement.into_document()], true, false, wc, extra);
         Ok(handle.run(op, timeout, session).await?.into_update_result())
     }
@@ -351,7 +359,7 @@ impl<'a> Delete<'a> {
         let statement = delete_statement(filter, many, options.collation, options.hint);
         let timeout = handle.op_timeout(options.timeout);
         let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
-        let extra = extra(None, options.comment, options.let_vars);
+        let extra = extra(None, options.comment, options.let_vars, options.raw_data);
         let op = handle.write(WriteKind::Delete, vec![statement], true, many, wc, extra);
         Ok(DeleteResult { deleted_count: handle.run(op, timeout, session).await?.n })
     }

@@ -61,6 +61,7 @@ impl Find<'_> {
         append(&mut command, "collation", o.collation.take());
         append(&mut command, "allowDiskUse", o.allow_disk_use);
         append(&mut command, "let", o.let_vars.take());
+        append(&mut command, "rawData", o.raw_data);
         command
     }
 }

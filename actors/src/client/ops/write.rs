@@ -164,6 +164,7 @@ impl Operation for FindAndModify<'_> {
         append(&mut command, "hint", o.hint.take());
         append(&mut command, "comment", o.comment.take());
         append(&mut command, "let", o.let_vars.take());
+        append(&mut command, "rawData", o.raw_data);
         append(&mut command, "maxTimeMS", self.max_time_ms);
         append(&mut command, "writeConcern", self.write_concern.take());
         Ok(command)

@@ -355,7 +355,8 @@ async fn collection_op_result(
         }
         "createIndex" => {
             // The command's options, and the index's (every other argument).
-            const COMMAND: [&str; 5] = ["commitQuorum", "comment", "maxTimeMS", "writeConcern", "timeoutMS"];
+            const COMMAND: [&str; 6] =
+                ["commitQuorum", "comment", "maxTimeMS", "writeConcern", "timeoutMS", "rawData"];
             let (mut command, mut spec) = (Document::new(), Document::new());
             for (k, v) in args.iter().filter(|(k, _)| !matches!(k.as_str(), "keys" | "session")) {
                 let side = if COMMAND.contains(&k.as_str()) { &mut command } else { &mut spec };
