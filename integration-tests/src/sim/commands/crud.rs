@@ -84,8 +84,16 @@ pub(crate) enum Exec {
 /// Runs a CRUD command: role check, transaction routing, execution, oplog, write concern.
 pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
     let cmd = ctx.document()?;
-    // `$where: "sleep(ms) || true"` keeps the connection busy, as the spec tests expect.
-    let sleep = store::where_sleep(&Bson::Document(cmd.clone()));
+    // `$where: "sleep(ms) || true"` keeps the connection busy, as the spec tests expect (in
+    // the body or in a document sequence's statements).
+    let mut sleep = store::where_sleep(&Bson::Document(cmd.clone()));
+    for seq in ctx.sequences.iter() {
+        for d in &seq.documents {
+            if let Ok(d) = Document::try_from(d.as_ref()) {
+                sleep += store::where_sleep(&Bson::Document(d));
+            }
+        }
+    }
     if !sleep.is_zero() {
         tokio::time::sleep(sleep).await;
     }
