@@ -49,7 +49,7 @@ impl<T> Collection<T> {
     /// Counts the documents matching `filter` with the drivers' `aggregate` pipeline
     /// (`$match`, `$skip`, `$limit`, `$group`). A retryable read.
     pub fn count_documents(&self, filter: Document) -> CountDocuments<'_> {
-        CountDocuments { handle: self.handle(), filter, options: CountOptions::default(), session: None }
+        CountDocuments::new(self.handle(), filter, false)
     }
 
     /// The collection's document count from its metadata (the `count` command without a
@@ -66,7 +66,7 @@ impl<T> Collection<T> {
     /// [`count_documents`](Self::count_documents): `count` is inaccurate on sharded clusters
     /// after unclean shutdowns and orphaned documents). A retryable read.
     pub fn count(&self, filter: Document) -> Count<'_> {
-        Count { handle: self.handle(), filter, options: CountOptions::default(), session: None }
+        CountDocuments::new(self.handle(), filter, true)
     }
 
     /// The distinct values of `field` among the documents matching `filter` (array
@@ -347,16 +347,26 @@ impl<'a, T> Aggregate<'a, T> {
 
 into_future!(Aggregate<'a, T> => Cursor<T>, where T: Send + Sync + 'static);
 
-/// A `count_documents`: see [`Collection::count_documents`]. Gives the count.
+/// A `count_documents`, or the legacy `count`: see [`Collection::count_documents`] and
+/// [`Collection::count`]. Gives the count.
 #[must_use = "an operation does nothing until it is awaited"]
 pub struct CountDocuments<'a> {
     handle: Handle<'a>,
     filter: Document,
     options: CountOptions,
     session: Option<&'a mut ClientSession>,
+    /// The legacy `count` command rather than the `aggregate` pipeline.
+    legacy: bool,
 }
 
+/// The legacy `count`: the same builder as [`CountDocuments`].
+pub type Count<'a> = CountDocuments<'a>;
+
 impl<'a> CountDocuments<'a> {
+    fn new(handle: Handle<'a>, filter: Document, legacy: bool) -> Self {
+        CountDocuments { handle, filter, options: CountOptions::default(), session: None, legacy }
+    }
+
     option_setters!(options: CountOptions;
         collation: Collation,
         comment => Bson,
@@ -370,12 +380,20 @@ impl<'a> CountDocuments<'a> {
     );
 
     async fn execute(self) -> Result<u64> {
-        let CountDocuments { handle, filter, options, session } = self;
+        let CountDocuments { handle, filter, options, session, legacy } = self;
         let timeout = handle.op_timeout(options.timeout);
         let read =
             handle.read_on(options.read_preference, options.read_concern.as_ref(), options.max_time, timeout);
-        let fields = common_fields(options.collation, options.hint, options.comment, options.raw_data);
-        let op = read::CountDocuments { read, filter, skip: options.skip, limit: options.limit, fields };
+        let common = common_fields(options.collation, options.hint, options.comment, options.raw_data);
+        if legacy {
+            let mut fields = Document::new();
+            append(&mut fields, "skip", options.skip.map(int));
+            append(&mut fields, "limit", options.limit.map(int));
+            fields.extend(common);
+            return handle.run(read::Count { read, filter: Some(filter), fields }, timeout, session).await;
+        }
+        let op =
+            read::CountDocuments { read, filter, skip: options.skip, limit: options.limit, fields: common };
         handle.run(op, timeout, session).await
     }
 }
@@ -410,43 +428,6 @@ impl<'a> EstimatedDocumentCount<'a> {
 }
 
 into_future!(EstimatedDocumentCount<'a> => u64);
-
-/// A legacy `count`: see [`Collection::count`].
-#[must_use = "an operation does nothing until it is awaited"]
-pub struct Count<'a> {
-    handle: Handle<'a>,
-    filter: Document,
-    options: CountOptions,
-    session: Option<&'a mut ClientSession>,
-}
-
-impl<'a> Count<'a> {
-    option_setters!(options: CountOptions;
-        collation: Collation,
-        comment => Bson,
-        hint => Hint,
-        limit: u64,
-        max_time: Duration,
-        read_concern: ReadConcern,
-        read_preference: ReadPreference,
-        skip: u64,
-        timeout: Duration,
-    );
-
-    async fn execute(self) -> Result<u64> {
-        let Count { handle, filter, options, session } = self;
-        let timeout = handle.op_timeout(options.timeout);
-        let read =
-            handle.read_on(options.read_preference, options.read_concern.as_ref(), options.max_time, timeout);
-        let mut fields = Document::new();
-        append(&mut fields, "skip", options.skip.map(int));
-        append(&mut fields, "limit", options.limit.map(int));
-        fields.extend(common_fields(options.collation, options.hint, options.comment, options.raw_data));
-        handle.run(read::Count { read, filter: Some(filter), fields }, timeout, session).await
-    }
-}
-
-into_future!(Count<'a> => u64);
 
 /// A `distinct`: see [`Collection::distinct`]. Gives the values.
 #[must_use = "an operation does nothing until it is awaited"]
