@@ -106,6 +106,38 @@ pub enum Error {
         /// What serde reported.
         message: String,
     },
+    /// A collection's [`bulk_write`](crate::client::Collection::bulk_write) or
+    /// [`insert_many`](crate::client::Collection::insert_many) ran, and some writes failed or
+    /// a write concern was not satisfied ([`ErrorKind::Write`]): `error` has the write
+    /// errors (indexed by model or document) and the write concern error, and
+    /// `partial_result` what succeeded.
+    #[error("write failed on {address}: {error}")]
+    BulkWrite {
+        /// The server (of the last command that reported a failure).
+        address: ServerAddress,
+        /// The write errors, write concern error and labels (boxed: it is large).
+        error: Box<ServerError>,
+        /// What succeeded: the counts, the upserted ids, and the `_id`s of the inserts that
+        /// did not fail (an ordered bulk stops at its first write error).
+        partial_result: Box<crate::client::BulkWriteResult>,
+    },
+    /// [`Client::bulk_write`](crate::client::Client::bulk_write) sent writes and some failed
+    /// (`write_errors`), a write concern was not satisfied (`write_concern_errors`), or an
+    /// error stopped it after results had come back (`error`); `partial_result` has what
+    /// succeeded. Its kind, code and labels are `error`'s when there is one, else
+    /// [`ErrorKind::Write`].
+    #[error(transparent)]
+    ClientBulkWrite(Box<crate::client::ClientBulkWriteError>),
+    /// The selected server is too old for the operation (for example
+    /// [`Client::bulk_write`](crate::client::Client::bulk_write), which needs MongoDB 8.0);
+    /// nothing was sent. Retrying cannot help until the deployment is upgraded.
+    #[error("{address} cannot run this operation: {message}")]
+    IncompatibleServer {
+        /// The server.
+        address: ServerAddress,
+        /// What it lacks.
+        message: String,
+    },
     /// A reply could not be understood (a missing or mistyped field).
     #[error("invalid reply from {address}: {message}")]
     InvalidResponse {
@@ -141,6 +173,9 @@ pub enum ErrorKind {
     Write,
     /// [`Error::InvalidResponse`]: the server's reply made no sense; retrying cannot help.
     InvalidResponse,
+    /// [`Error::IncompatibleServer`]: the server is too old for the operation; retrying
+    /// cannot help.
+    IncompatibleServer,
     /// [`Error::BsonSerialization`]: retrying cannot help.
     BsonSerialization,
     /// [`Error::BsonDeserialization`]: retrying cannot help.
@@ -167,12 +202,14 @@ impl Error {
             Error::Connection { source, .. } if source.is_network_error() => ErrorKind::Network,
             Error::Pool(_) | Error::Connection { .. } => ErrorKind::Pool,
             Error::Command { error, .. } if error.command_failed => ErrorKind::Command,
-            Error::Command { .. } => ErrorKind::Write,
+            Error::Command { .. } | Error::BulkWrite { .. } => ErrorKind::Write,
             Error::InvalidResponse { .. } => ErrorKind::InvalidResponse,
+            Error::IncompatibleServer { .. } => ErrorKind::IncompatibleServer,
             Error::BsonSerialization { .. } => ErrorKind::BsonSerialization,
             Error::BsonDeserialization { .. } => ErrorKind::BsonDeserialization,
             Error::Dns { .. } => ErrorKind::Dns,
             Error::Timeout { .. } => ErrorKind::Timeout,
+            Error::ClientBulkWrite(b) => b.error.as_ref().map_or(ErrorKind::Write, |e| e.kind()),
         }
     }
 
@@ -181,8 +218,9 @@ impl Error {
         match self {
             Error::Pool(e) => e.labels(),
             Error::Connection { labels, .. } => labels.clone(),
-            Error::Command { error, .. } => error.labels.clone(),
+            Error::Command { error, .. } | Error::BulkWrite { error, .. } => error.labels.clone(),
             Error::Timeout { source: Some(e), .. } => e.labels(),
+            Error::ClientBulkWrite(b) => b.error.as_ref().map(|e| e.labels()).unwrap_or_default(),
             _ => Vec::new(),
         }
     }
@@ -191,9 +229,10 @@ impl Error {
     pub fn has_label(&self, label: &str) -> bool {
         match self {
             Error::Connection { labels, .. } => labels.iter().any(|l| l == label),
-            Error::Command { error, .. } => error.has_label(label),
+            Error::Command { error, .. } | Error::BulkWrite { error, .. } => error.has_label(label),
             Error::Pool(e) => e.has_label(label),
             Error::Timeout { source: Some(e), .. } => e.has_label(label),
+            Error::ClientBulkWrite(b) => b.error.as_ref().is_some_and(|e| e.has_label(label)),
             _ => false,
         }
     }
@@ -203,19 +242,31 @@ impl Error {
         match self {
             Error::Connection { address, .. }
             | Error::Command { address, .. }
-            | Error::InvalidResponse { address, .. } => Some(address),
+            | Error::BulkWrite { address, .. }
+            | Error::InvalidResponse { address, .. }
+            | Error::IncompatibleServer { address, .. } => Some(address),
             Error::Pool(e) => pool_error_address(e),
             Error::Timeout { source: Some(e), .. } => e.address(),
+            Error::ClientBulkWrite(b) => b.error.as_ref().and_then(|e| e.address()),
             _ => None,
         }
     }
 
     /// The server's error code: a command error's, or the write concern error's (or the
-    /// first write error's) of a write error.
+    /// first write error's) of a write error; a client bulk write's stopping error's, else
+    /// its first write concern error's or write error's.
     pub fn code(&self) -> Option<i32> {
         match self {
-            Error::Command { error, .. } => error.code(),
+            Error::Command { error, .. } | Error::BulkWrite { error, .. } => error.code(),
             Error::Timeout { source: Some(e), .. } => e.code(),
+            Error::ClientBulkWrite(b) => match &b.error {
+                Some(e) => e.code(),
+                None => b
+                    .write_concern_errors
+                    .first()
+                    .map(|w| w.code)
+                    .or_else(|| b.write_errors.values().next().map(|w| w.code)),
+            },
             _ => None,
         }
     }
@@ -241,9 +292,10 @@ impl Error {
         };
         match self {
             Error::ServerSelection(_) | Error::Timeout { .. } | Error::Dns { .. } => true,
+            Error::ClientBulkWrite(b) => b.error.as_ref().is_some_and(|e| e.is_transient()),
             Error::Pool(e) => pool_transient(e),
             Error::Connection { source, .. } => pool_transient(source),
-            Error::Command { error, .. } => {
+            Error::Command { error, .. } | Error::BulkWrite { error, .. } => {
                 const LABELS: [&str; 3] =
                     [RETRYABLE_WRITE_ERROR, "TransientTransactionError", "RetryableError"];
                 LABELS.iter().any(|l| error.has_label(l))
@@ -266,7 +318,12 @@ impl Error {
             Error::Connection { labels, .. } if !labels.iter().any(|l| l == label) => {
                 labels.push(label.to_string());
             }
-            Error::Command { error, .. } => error.add_label(label),
+            Error::Command { error, .. } | Error::BulkWrite { error, .. } => error.add_label(label),
+            Error::ClientBulkWrite(b) => {
+                if let Some(e) = b.error.as_mut() {
+                    e.add_label(label);
+                }
+            }
             _ => {}
         }
     }
@@ -274,8 +331,9 @@ impl Error {
     /// The server's error of a reply (`ok: 0`, or failed writes).
     pub fn server_error(&self) -> Option<&ServerError> {
         match self {
-            Error::Command { error, .. } => Some(error),
+            Error::Command { error, .. } | Error::BulkWrite { error, .. } => Some(error),
             Error::Timeout { source: Some(e), .. } => e.server_error(),
+            Error::ClientBulkWrite(b) => b.error.as_ref().and_then(|e| e.server_error()),
             _ => None,
         }
     }

@@ -31,15 +31,17 @@ pub use client::{
 /// Every option, result and model type, in one place (as `mongodb::options` has them).
 pub mod options {
     pub use crate::client::{
-        Acknowledgment, AggregateOptions, BulkWriteOptions, BulkWriteResult, Collation, CollectionOptions,
-        CommandOptions, CountOptions, CreateCollectionOptions, CreateIndexOptions, CursorType,
-        DatabaseOptions, DeleteManyModel, DeleteOneModel, DeleteOptions, DeleteResult, DistinctOptions,
-        EndTransactionOptions, EstimatedDocumentCountOptions, FindOneAndDeleteOptions,
-        FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions, FindOptions, Hint, IndexModel,
-        IndexOptions, InsertManyOptions, InsertManyResult, InsertOneModel, InsertOneOptions, InsertOneResult,
-        ListDatabasesOptions, ListOptions, ReadConcern, ReadConcernLevel, ReplaceOneModel, ReplaceOptions,
-        ReturnDocument, RunCommandOptions, RunCursorCommandOptions, SearchIndexModel, SessionOptions,
-        TimeoutMode, UpdateManyModel, UpdateModifications, UpdateOneModel, UpdateOptions, UpdateResult,
+        Acknowledgment, AggregateOptions, BulkWriteOptions, BulkWriteResult, ClientBulkWriteOptions,
+        ClientWriteModel, Collation, CollectionOptions, CommandOptions, CountOptions,
+        CreateCollectionOptions, CreateIndexOptions, CursorType, DatabaseOptions, DeleteManyModel,
+        DeleteOneModel, DeleteOptions, DeleteResult, DistinctOptions, EndTransactionOptions,
+        EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
+        FindOneAndUpdateOptions, FindOneOptions, FindOptions, Hint, IndexModel, IndexOptions,
+        InsertManyOptions, InsertManyResult, InsertOneModel, InsertOneOptions, InsertOneResult,
+        ListDatabasesOptions, ListOptions, Namespace, PartialBulkWriteResult, ReadConcern, ReadConcernLevel,
+        ReplaceOneModel, ReplaceOptions, ReturnDocument, RunCommandOptions, RunCursorCommandOptions,
+        SearchIndexModel, SessionOptions, SummaryBulkWriteResult, TimeoutMode, UpdateManyModel,
+        UpdateModifications, UpdateOneModel, UpdateOptions, UpdateResult, VerboseBulkWriteResult,
         WithTransactionOptions, WriteConcern, WriteModel,
     };
     pub use crate::client::{ClientOptions, ClientOptionsBuilder};

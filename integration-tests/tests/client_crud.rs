@@ -734,3 +734,108 @@ async fn insert_many_over_16_mb_in_document_sequences() {
     assert_eq!(e.expect_err("over maxBsonObjectSize").kind(), ErrorKind::InvalidOptions);
     assert!(s.started("insert").is_empty(), "nothing was sent");
 }
+
+/// A replica set that answers as MongoDB 8.0 (the `bulkWrite` command), or `MONGODB_URI`.
+async fn replica_set_8_0() -> Setup {
+    let deployment = integration_tests::deployment::Deployment::replica_set(3, |b| {
+        b.server_version(integration_tests::sim::ServerVersion::V8_0)
+    })
+    .expect("deployment");
+    let s = support::connect_to(deployment, "").await;
+    s.client.topology().wait_for(|t| t.primary().is_some(), support::WAIT).await.expect("discovery");
+    s
+}
+
+/// `Client::bulk_write` writes to several namespaces in one `bulkWrite` command on `admin`,
+/// and reports the totals or each write's result, with model indexes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_bulk_write_across_namespaces() {
+    let s = replica_set_8_0().await;
+    let a = s.database("app").collection::<Document>("a");
+    let b = s.database("app").collection::<Document>("b");
+    a.insert_many([doc! {"_id": 1, "x": 1}, doc! {"_id": 2, "x": 2}]).await.expect("seed");
+    let _ = s.started("bulkWrite");
+    let models = vec![
+        a.insert_one_model(doc! {"_id": 3, "x": 3}).expect("model"),
+        b.insert_one_model(doc! {"_id": 1}).expect("model"),
+        a.update_many_model(doc! {"x": {"$gte": 2}}, doc! {"$inc": {"x": 10}}),
+        WriteModel::ReplaceOne(ReplaceOneModel {
+            filter: doc! {"_id": 7},
+            replacement: doc! {"y": 7},
+            upsert: Some(true),
+            ..Default::default()
+        })
+        .on(b.namespace()),
+        a.delete_one_model(doc! {"_id": 1}),
+    ];
+    let r = s.client.bulk_write(models.clone()).verbose_results().await.expect("bulk");
+    let sm = &r.summary;
+    assert_eq!(
+        (sm.inserted_count, sm.matched_count, sm.modified_count, sm.upserted_count, sm.deleted_count),
+        (2, 2, 2, 1, 1)
+    );
+    assert_eq!(r.insert_results.keys().copied().collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(r.insert_results[&1].inserted_id, Bson::Int32(1));
+    assert_eq!(r.update_results[&2].matched_count, 2);
+    assert_eq!(r.update_results[&3].upserted_id, Some(Bson::Int32(7)));
+    assert_eq!(r.delete_results[&4].deleted_count, 1);
+    let sent = s.started("bulkWrite");
+    assert_eq!(sent.len(), 1);
+    let ns: Vec<&str> = sent[0]
+        .get_array("nsInfo")
+        .expect("nsInfo")
+        .iter()
+        .filter_map(|n| n.as_document()?.get_str("ns").ok())
+        .collect();
+    assert_eq!(ns.len(), 2, "each namespace once: {ns:?}");
+    assert_eq!(sent[0].get_bool("errorsOnly").ok(), Some(false));
+    assert_eq!(a.count_documents(doc! {"x": {"$gte": 12}}).await.expect("count"), 2);
+
+    // Ordered: the duplicate stops it; what ran before is the partial result.
+    let err = s.client.bulk_write(models).await.expect_err("duplicate _id 3");
+    assert_eq!(err.kind(), ErrorKind::Write, "{err}");
+    let actors::Error::ClientBulkWrite(e) = &err else { panic!("not a client bulk write error: {err:?}") };
+    assert_eq!(e.write_errors.keys().copied().collect::<Vec<_>>(), [0]);
+    assert_eq!(e.write_errors[&0].code, 11000);
+    assert!(e.partial_result.is_none(), "nothing succeeded");
+    assert!(!err.is_transient());
+
+    // Unordered: the rest still runs, and is counted.
+    let models = vec![a.insert_one_model(doc! {"_id": 3}).expect("model"), b.delete_many_model(doc! {})];
+    let err = s.client.bulk_write(models).ordered(false).await.expect_err("duplicate _id 3");
+    let actors::Error::ClientBulkWrite(e) = &err else { panic!("not a client bulk write error: {err:?}") };
+    assert_eq!(e.write_errors.keys().copied().collect::<Vec<_>>(), [0]);
+    let partial = e.partial_result.as_ref().expect("the delete succeeded");
+    assert_eq!(partial.summary().deleted_count, 2);
+}
+
+/// Over 100,000 writes (the servers' `maxWriteBatchSize`) take two commands; the second's
+/// results keep their model indexes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_bulk_write_splits_batches() {
+    let s = replica_set_8_0().await;
+    let a = s.database("app").collection::<Document>("many");
+    let _ = s.started("bulkWrite");
+    let models: Vec<_> = (0..100_001).map(|i| a.insert_one_model(doc! {"_id": i}).expect("model")).collect();
+    let r = s.client.bulk_write(models).verbose_results().await.expect("bulk");
+    assert_eq!(r.summary.inserted_count, 100_001);
+    assert_eq!(r.insert_results[&100_000].inserted_id, Bson::Int32(100_000));
+    let sent = s.started("bulkWrite");
+    assert_eq!(sent.iter().map(|c| c.get_array("ops").map_or(0, Vec::len)).collect::<Vec<_>>(), [100_000, 1]);
+    assert_eq!(a.estimated_document_count().await.expect("count"), 100_001);
+}
+
+/// Before MongoDB 8.0 there is no `bulkWrite` command: a typed error, and nothing sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_bulk_write_needs_8_0() {
+    let cluster = integration_tests::sim::Cluster::replica_set(1).start().expect("simulator");
+    let s = support::connect(cluster, "").await;
+    let a = s.database("app").collection::<Document>("a");
+    let err =
+        s.client.bulk_write([a.insert_one_model(doc! {"x": 1}).expect("model")]).await.expect_err("7.0");
+    assert_eq!(err.kind(), ErrorKind::IncompatibleServer, "{err}");
+    assert!(err.to_string().contains("MongoDB 8.0"), "{err}");
+    assert!(s.started("bulkWrite").is_empty());
+    let err = s.client.bulk_write(Vec::new()).await.expect_err("no models");
+    assert_eq!(err.kind(), ErrorKind::InvalidOptions);
+}

@@ -68,6 +68,9 @@ pub struct WriteError {
     pub code_name: Option<String>,
     /// The error message.
     pub message: String,
+    /// `errInfo`: the server's details (a validation failure's reasons, say), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Document>,
 }
 
 /// A `writeConcernError`: the writes happened, but not with the requested durability.
@@ -189,6 +192,7 @@ pub fn reply_error(reply: &Document) -> Option<Box<ServerError>> {
                     code: code_of(e).unwrap_or(0),
                     code_name: name_of(e),
                     message: message_of(e),
+                    details: e.get_document("errInfo").ok().cloned(),
                 })
                 .collect()
         })
@@ -308,7 +312,8 @@ mod tests {
                 index: 2,
                 code: 11000,
                 code_name: Some("DuplicateKey".into()),
-                message: "dup".into()
+                message: "dup".into(),
+                details: None,
             }]
         );
         let wce = e.write_concern_error.as_ref().expect("wce");

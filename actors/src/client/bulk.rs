@@ -20,7 +20,7 @@ use super::concern::{duration_ms, WriteConcern};
 use super::crud_options::{Collation, Hint, UpdateModifications};
 use super::op_options::with_id;
 use super::operation::Limits;
-use super::ops::write::WriteKind;
+use super::ops::write::{WriteKind, WriteReply};
 use super::timeout;
 use super::transaction::ClientSession;
 use crate::error::{ServerError, WriteConcernError, WriteError};
@@ -416,9 +416,10 @@ fn batches(models: Vec<WriteModel>, ordered: bool, result: &mut BulkWriteResult)
 
 impl<T> Collection<T> {
     /// Runs inserts, updates, replaces and deletes in as few commands as the order allows
-    /// (see the module docs). Write errors come back as one [`Error::Command`] of kind [`ErrorKind::Write`](crate::ErrorKind::Write) whose indexes
-    /// are the models' indexes (ordered: the first one; unordered: all of them; a write
-    /// concern error does not stop the bulk and is reported at the end). Other errors
+    /// (see the module docs). Write errors come back as one [`Error::BulkWrite`] (kind
+    /// [`ErrorKind::Write`](crate::ErrorKind::Write)) whose indexes are the models' indexes
+    /// (ordered: the first one; unordered: all of them; a write concern error does not stop
+    /// the bulk and is reported at the end), with the result of what succeeded. Other errors
     /// (network, timeout, command) stop the bulk at once.
     pub fn bulk_write(&self, models: impl IntoIterator<Item = WriteModel>) -> BulkWrite<'_> {
         BulkWrite {
@@ -510,28 +511,31 @@ impl RunBatches<'_> {
                 extra.clone(),
             );
             let limits = Limits::until(timeout, deadline);
-            let reply = match super::transaction::run(handle.client(), op, limits, session.as_deref_mut())
-                .await
-            {
-                Ok(reply) => reply,
-                Err(Error::Command { address, error }) if !error.command_failed => {
-                    let ServerError { write_errors: errors, write_concern_error: wce, labels, .. } = *error;
-                    let stop = ordered && !errors.is_empty();
-                    write_errors.extend(errors.into_iter().map(|mut e| {
-                        e.index = batch.indexes.get(e.index).copied().unwrap_or(e.index);
-                        e
-                    }));
-                    if write_concern_error.is_none() {
-                        write_concern_error = wce;
+            let (reply, stop) =
+                match super::transaction::run(handle.client(), op, limits, session.as_deref_mut()).await {
+                    Ok(reply) => (reply, false),
+                    Err(Error::Command { address, error }) if !error.command_failed => {
+                        let ServerError {
+                            write_errors: errors,
+                            write_concern_error: wce,
+                            labels,
+                            response,
+                            ..
+                        } = *error;
+                        let stop = ordered && !errors.is_empty();
+                        write_errors.extend(errors.into_iter().map(|mut e| {
+                            e.index = batch.indexes.get(e.index).copied().unwrap_or(e.index);
+                            e
+                        }));
+                        if write_concern_error.is_none() {
+                            write_concern_error = wce;
+                        }
+                        failure = Some((address, labels));
+                        // What succeeded beside the errors still counts (the partial result).
+                        (WriteReply::parse(&response), stop)
                     }
-                    failure = Some((address, labels));
-                    if stop {
-                        break;
-                    }
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
+                    Err(e) => return Err(e),
+                };
             let n = reply.n;
             match batch.kind {
                 WriteKind::Insert => result.inserted_count += n,
@@ -547,12 +551,22 @@ impl RunBatches<'_> {
                     result.modified_count += reply.n_modified;
                 }
             }
+            if stop {
+                break;
+            }
         }
         match failure {
             Some((address, labels)) => {
+                // The ids of inserts that failed, or (ordered) never ran, are not results.
+                let first = write_errors.iter().map(|e| e.index).min();
+                result.inserted_ids.retain(|i, _| {
+                    let failed = write_errors.iter().any(|e| e.index == *i);
+                    let never_ran = ordered && first.is_some_and(|f| *i > f);
+                    !(failed || never_ran)
+                });
                 let error =
                     ServerError { write_errors, write_concern_error, labels, ..ServerError::default() };
-                Err(Error::Command { address, error: Box::new(error) })
+                Err(Error::BulkWrite { address, error: Box::new(error), partial_result: Box::new(result) })
             }
             None => Ok(result),
         }

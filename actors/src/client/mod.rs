@@ -34,6 +34,7 @@ pub mod action;
 pub mod actor;
 pub mod admin_options;
 pub mod bulk;
+pub mod client_bulk;
 pub mod collection;
 pub mod concern;
 pub mod config;
@@ -69,6 +70,10 @@ pub use admin_options::{
 pub use bulk::{
     BulkWriteOptions, BulkWriteResult, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel,
     UpdateManyModel, UpdateOneModel, WriteModel,
+};
+pub use client_bulk::{
+    BulkWriteOutput, ClientBulkWrite, ClientBulkWriteError, ClientBulkWriteOptions, ClientWriteModel,
+    Namespace, PartialBulkWriteResult, SummaryBulkWriteResult, VerboseBulkWriteResult,
 };
 pub use collection::{Collection, CollectionOptions, DatabaseOptions};
 pub use concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};

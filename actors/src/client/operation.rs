@@ -34,6 +34,8 @@ const WIRE_VERSION_4_4: i32 = 9;
 
 /// Wire version of MongoDB 8.2: the first to take `rawData`.
 const WIRE_VERSION_8_2: i32 = 27;
+/// MongoDB 8.0, the first with the `bulkWrite` command.
+const WIRE_VERSION_8_0: i32 = 25;
 
 /// Commands whose bodies and replies command monitoring redacts.
 const SENSITIVE_COMMANDS: [&str; 9] = [
@@ -85,10 +87,11 @@ pub(crate) trait Operation {
     /// Reads a successful reply.
     fn handle_reply(self, out: OpOutput) -> Result<Self::Output>;
 
-    /// The documents the command sends as an OP_MSG document sequence (an `insert`'s
-    /// `documents`, ...) rather than in its body; called after [`build`](Self::build).
-    fn sequence(&mut self) -> Result<Option<DocumentSequence>> {
-        Ok(None)
+    /// The documents the command sends as OP_MSG document sequences (an `insert`'s
+    /// `documents`, a `bulkWrite`'s `ops` and `nsInfo`) rather than in its body; called
+    /// after [`build`](Self::build).
+    fn sequences(&mut self) -> Result<Vec<DocumentSequence>> {
+        Ok(Vec::new())
     }
 
     /// The command the executor runs.
@@ -100,7 +103,7 @@ pub(crate) trait Operation {
             name,
             db,
             command,
-            sequence: self.sequence()?,
+            sequences: self.sequences()?,
             criteria,
             retry,
             check_write: checks_write_errors,
@@ -174,8 +177,8 @@ pub(crate) struct Op {
     pub db: String,
     /// The command, without global arguments.
     pub command: Document,
-    /// Statements sent as a document sequence beside the command.
-    pub sequence: Option<DocumentSequence>,
+    /// Statements sent as document sequences beside the command.
+    pub sequences: Vec<DocumentSequence>,
     /// Read or write.
     pub criteria: Criteria,
     /// Retry rules.
@@ -680,6 +683,12 @@ impl ClientInner {
         session: Option<&mut ServerSession>,
         attempt: Attempt,
     ) -> Result<Document> {
+        if op.name == "bulkWrite" && conn.stream_description().max_wire_version < WIRE_VERSION_8_0 {
+            return Err(Error::IncompatibleServer {
+                address: conn.address().clone(),
+                message: "the bulkWrite command (Client::bulk_write) needs MongoDB 8.0 or later".into(),
+            });
+        }
         let mut command = self.command_for(target, op, session.as_deref(), &attempt);
         // rawData (an internal option) is never sent to a server older than 8.2 (wire 27).
         if conn.stream_description().max_wire_version < WIRE_VERSION_8_2 {
@@ -689,11 +698,12 @@ impl ClientInner {
             message: format!("the command cannot be serialized: {e}"),
         })?;
         let mut monitoring = Monitoring::new(self, conn, op, &command, attempt.operation_id);
-        let mut started_doc = monitoring.started_document(command, op.sequence.as_ref());
-        let body = match &op.sequence {
+        let mut started_doc = monitoring.started_document(command, &op.sequences);
+        let body = if op.sequences.is_empty() {
+            CommandBody::Raw(raw)
+        } else {
             // Cloned: a retry sends the same statements again.
-            Some(sequence) => CommandBody::Sequenced(raw, sequence.clone()),
-            None => CommandBody::Raw(raw),
+            CommandBody::Sequenced(raw, op.sequences.clone())
         };
         let result = conn
             .send_command_with(&op.db, body, attempt.deadline, |rid| {
@@ -885,17 +895,12 @@ impl<'a> Monitoring<'a> {
         }
     }
 
-    /// What the started event shows of `command`.
     /// The command the started event shows: a document sequence appears as the array field
     /// it stands for (command monitoring spec).
-    fn started_document(
-        &self,
-        mut command: Document,
-        sequence: Option<&DocumentSequence>,
-    ) -> Option<Document> {
+    fn started_document(&self, mut command: Document, sequences: &[DocumentSequence]) -> Option<Document> {
         match (self.handler, self.redact) {
             (Some(_), false) => {
-                if let Some(seq) = sequence {
+                for seq in sequences {
                     let docs: Vec<Bson> = seq
                         .documents
                         .iter()

@@ -166,6 +166,7 @@ mod tests {
                 code: 50,
                 code_name: None,
                 message: "w".into(),
+                details: None,
             }],
             ..Default::default()
         };

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use integration_tests::sim::testing::TestCerts;
-use integration_tests::sim::{Cluster, ClusterBuilder, SimTls};
+use integration_tests::sim::{Cluster, ClusterBuilder, ServerVersion, SimTls};
 
 #[derive(Parser, Debug)]
 #[command(name = "mongo-sim", about = "A simulated MongoDB 7 deployment for driver tests and benchmarks")]
@@ -39,6 +39,9 @@ struct Cli {
     /// SCRAM-SHA-256; repeatable).
     #[arg(long = "user", global = true, value_name = "NAME:PASSWORD")]
     users: Vec<String>,
+    /// The MongoDB release to answer as: 7.0, or 8.0 (the `bulkWrite` command).
+    #[arg(long, global = true, default_value = "7.0", value_parser = ["7.0", "8.0"])]
+    server_version: String,
 }
 
 #[derive(Subcommand, Debug)]
@@ -123,7 +126,8 @@ fn builder(cli: &Cli) -> ClusterBuilder {
         Topology::Sharded { mongos } => Cluster::sharded(*mongos),
         Topology::Lb { services } => Cluster::load_balanced(*services),
     };
-    b.port(cli.port).worker_threads(cli.threads)
+    let version = if cli.server_version == "8.0" { ServerVersion::V8_0 } else { ServerVersion::V7_0 };
+    b.port(cli.port).worker_threads(cli.threads).server_version(version)
 }
 
 fn main() -> ExitCode {

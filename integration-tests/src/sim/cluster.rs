@@ -422,6 +422,8 @@ pub(crate) struct Security {
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub security: Security,
+    /// The release the members answer as.
+    pub version: super::ServerVersion,
     pub kind: Kind,
     pub set_name: String,
     pub lag: Duration,
@@ -499,6 +501,7 @@ impl Shared {
         };
         Shared {
             security: Security::default(),
+            version: super::ServerVersion::default(),
             kind,
             set_name,
             lag,

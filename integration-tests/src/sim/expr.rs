@@ -62,19 +62,25 @@ pub(crate) fn case_insensitive() -> bool {
     CONTEXT.with(|c| c.borrow().case_insensitive)
 }
 
-fn variable(name: &str, root: &Document) -> Option<Bson> {
+/// The value of `$$name` (`None`: missing); a variable no `let` defined is mongod's error
+/// 17276.
+fn variable(name: &str, root: &Document) -> Result<Option<Bson>, StoreError> {
     let (head, rest) = name.split_once('.').map_or((name, None), |(h, r)| (h, Some(r)));
     let value = match head {
         "ROOT" | "CURRENT" => Bson::Document(root.clone()),
         "NOW" => Bson::DateTime(bson::DateTime::now()),
-        "REMOVE" => return None,
-        other => CONTEXT.with(|c| c.borrow().vars.get(other).cloned())?,
+        "REMOVE" => return Ok(None),
+        other => CONTEXT.with(|c| c.borrow().vars.get(other).cloned()).ok_or_else(|| StoreError {
+            code: 17276,
+            code_name: "Location17276",
+            message: format!("Use of undefined variable: {other}"),
+        })?,
     };
-    match (rest, value) {
+    Ok(match (rest, value) {
         (None, v) => Some(v),
         (Some(path), Bson::Document(d)) => store::lookup(&d, path).first().map(|v| (*v).clone()),
         (Some(_), _) => None,
-    }
+    })
 }
 
 fn number(v: &Bson) -> Option<f64> {
@@ -177,7 +183,7 @@ pub(crate) fn type_name(v: &Bson) -> &'static str {
 /// that is not there, or `$$REMOVE`).
 pub(crate) fn eval(expr: &Bson, root: &Document) -> Result<Option<Bson>, StoreError> {
     match expr {
-        Bson::String(s) if s.starts_with("$$") => Ok(variable(&s[2..], root)),
+        Bson::String(s) if s.starts_with("$$") => variable(&s[2..], root),
         Bson::String(s) if s.starts_with('$') => {
             Ok(store::lookup(root, &s[1..]).first().map(|v| (*v).clone()))
         }

@@ -7,9 +7,6 @@ use bson::{doc, Bson, DateTime, Document, RawDocument};
 use super::cluster::{election_id, Kind, Member, Shared, TopologyVersion};
 use super::commands::CmdError;
 
-/// `maxWireVersion` of MongoDB 7.0.
-pub(crate) const MAX_WIRE_VERSION: i32 = 21;
-
 /// What a hello request asked for.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct HelloRequest {
@@ -221,7 +218,7 @@ pub(crate) fn reply(
     d.insert("logicalSessionTimeoutMinutes", 30_i32);
     d.insert("connectionId", connection_id);
     d.insert("minWireVersion", 0_i32);
-    d.insert("maxWireVersion", MAX_WIRE_VERSION);
+    d.insert("maxWireVersion", shared.version.max_wire_version());
     d.insert("readOnly", false);
     if req.hello_ok {
         d.insert("helloOk", true);

@@ -78,6 +78,51 @@ pub enum SimError {
     Tls(String),
 }
 
+/// Which MongoDB release the simulator answers as: its `maxWireVersion`, `buildInfo` and the
+/// commands and fields that release added.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ServerVersion {
+    /// MongoDB 7.0 (wire version 21): the default.
+    #[default]
+    V7_0,
+    /// MongoDB 8.0 (wire version 25): adds the `bulkWrite` command and `sort` in update
+    /// statements.
+    V8_0,
+}
+
+impl ServerVersion {
+    /// The release as `(major, minor, patch)`.
+    pub fn triple(self) -> (u64, u64, u64) {
+        let [a, b, c, _] = self.version_array().map(|n| u64::try_from(n).unwrap_or(0));
+        (a, b, c)
+    }
+
+    /// buildInfo's `versionArray`.
+    pub fn version_array(self) -> [i32; 4] {
+        match self {
+            ServerVersion::V7_0 => [7, 0, 14, 0],
+            ServerVersion::V8_0 => [8, 0, 4, 0],
+        }
+    }
+
+    /// The release as buildInfo's `version` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerVersion::V7_0 => "7.0.14",
+            ServerVersion::V8_0 => "8.0.4",
+        }
+    }
+
+    /// hello's `maxWireVersion`.
+    pub fn max_wire_version(self) -> i32 {
+        match self {
+            ServerVersion::V7_0 => 21,
+            ServerVersion::V8_0 => 25,
+        }
+    }
+}
+
 /// Options of one replica-set member.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MemberOptions {
@@ -167,6 +212,7 @@ pub struct ClusterBuilder {
     port: u16,
     tls: Option<SimTls>,
     users: Vec<auth::UserSpec>,
+    version: ServerVersion,
     errors: Vec<String>,
 }
 
@@ -182,6 +228,7 @@ impl ClusterBuilder {
             port: 0,
             tls: None,
             users: Vec::new(),
+            version: ServerVersion::default(),
             errors: Vec::new(),
         }
     }
@@ -237,6 +284,12 @@ impl ClusterBuilder {
     /// soon as possible).
     pub fn election_timeout(mut self, timeout: Duration) -> Self {
         self.election_timeout = timeout;
+        self
+    }
+
+    /// The MongoDB release every member answers as (default [`ServerVersion::V7_0`]).
+    pub fn server_version(mut self, version: ServerVersion) -> Self {
+        self.version = version;
         self
     }
 
@@ -362,6 +415,7 @@ impl ClusterBuilder {
             &self.members,
         );
         shared.security = security;
+        shared.version = self.version;
         let shared = Arc::new(shared);
         shared.start()?;
         tracing::info!(uri = %shared.uri(), "simulated cluster started");

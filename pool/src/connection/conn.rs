@@ -67,9 +67,10 @@ pub enum CommandBody {
     Document(Document),
     /// A serialised document, sent as is (plus `$db`).
     Raw(RawDocumentBuf),
-    /// A serialised document (plus `$db`) and a document sequence (OP_MSG payload type 1:
-    /// an `insert`'s `documents`, say), which the server reads as one more field.
-    Sequenced(RawDocumentBuf, DocumentSequence),
+    /// A serialised document (plus `$db`) and document sequences (OP_MSG payload type 1:
+    /// an `insert`'s `documents`, a `bulkWrite`'s `ops` and `nsInfo`), which the server
+    /// reads as more fields.
+    Sequenced(RawDocumentBuf, Vec<DocumentSequence>),
 }
 
 impl From<Document> for CommandBody {
@@ -471,11 +472,13 @@ impl Connection {
                 }
                 r
             }
-            CommandBody::Sequenced(mut r, sequence) => {
+            CommandBody::Sequenced(mut r, sequences) => {
                 if !matches!(r.get("$db"), Ok(Some(_))) {
                     r.append(bson::raw::cstr!("$db"), db);
                 }
-                return Ok(Frame::request(OpMsg::new(r).with_flags(flags).with_sequence(sequence)));
+                let mut msg = OpMsg::new(r).with_flags(flags);
+                msg.sequences = sequences;
+                return Ok(Frame::request(msg));
             }
         };
         Ok(Frame::request(OpMsg::new(raw).with_flags(flags)))

@@ -92,7 +92,7 @@ fn invalid(field: &str, expected: &str, got: &Bson) -> Error {
 }
 
 /// Reads any BSON number that holds an integral value (int32, int64 or an integral double).
-pub(crate) fn bson_to_i64(v: &Bson) -> Option<i64> {
+pub fn bson_to_i64(v: &Bson) -> Option<i64> {
     match v {
         Bson::Int32(i) => Some(i64::from(*i)),
         Bson::Int64(i) => Some(*i),
@@ -102,7 +102,7 @@ pub(crate) fn bson_to_i64(v: &Bson) -> Option<i64> {
 }
 
 /// Truthiness as servers use it for flags: booleans, or numbers (legacy replies send `ok: 1.0`).
-pub(crate) fn bson_truthy(v: &Bson) -> Option<bool> {
+pub fn bson_truthy(v: &Bson) -> Option<bool> {
     match v {
         Bson::Boolean(b) => Some(*b),
         Bson::Int32(i) => Some(*i != 0),

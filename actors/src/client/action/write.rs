@@ -42,8 +42,10 @@ impl<T: Serialize + Send + Sync + 'static> Collection<T> {
     }
 
     /// Inserts documents (an `_id` is generated for those that have none), in as few
-    /// `insert` commands as fit (at most 100,000 documents and 16 MiB each). Ordered by
-    /// default: the first failed document stops the rest. A retryable write per command.
+    /// `insert` commands as fit (at most 100,000 documents and 48 MB each, sent as OP_MSG
+    /// document sequences). Ordered by default: the first failed document stops the rest.
+    /// A retryable write per command. Failed writes are an [`Error::BulkWrite`] whose
+    /// `partial_result.inserted_ids` are the documents that were inserted.
     pub fn insert_many(&self, docs: impl IntoIterator<Item = impl Borrow<T>>) -> InsertMany<'_> {
         let docs = docs.into_iter().map(|d| encode(d.borrow())).collect();
         InsertMany { handle: self.handle(), docs, options: InsertManyOptions::default(), session: None }

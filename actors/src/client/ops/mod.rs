@@ -140,7 +140,7 @@ mod tests {
         assert_eq!(op.command.get_document("writeConcern").ok(), Some(&doc! {"w": 1}));
         // The statements travel as a document sequence, not in the body.
         assert!(!op.command.contains_key("updates"));
-        let sequence = op.sequence.as_ref().expect("a document sequence");
+        let [sequence] = op.sequences.as_slice() else { panic!("one document sequence") };
         assert_eq!((sequence.identifier.as_str(), sequence.documents.len()), ("updates", 1));
         let reply = doc! {"n": 3, "nModified": 1, "upserted": [{"index": 0, "_id": 9}], "ok": 1};
         let result = write.handle_reply(out(reply)).expect("reply");

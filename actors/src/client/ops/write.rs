@@ -59,6 +59,21 @@ pub(crate) struct WriteReply {
 }
 
 impl WriteReply {
+    /// Reads `n`, `nModified` and `upserted` from a write command's reply (one with write
+    /// errors too: what succeeded is counted there).
+    pub(crate) fn parse(reply: &Document) -> WriteReply {
+        let upserted = reply.get_array("upserted").map(Vec::as_slice).unwrap_or_default();
+        let upserted = upserted
+            .iter()
+            .filter_map(Bson::as_document)
+            .filter_map(|u| {
+                let index = usize::try_from(count_of(u, "index")).ok()?;
+                Some((index, u.get("_id")?.clone()))
+            })
+            .collect();
+        WriteReply { n: count_of(reply, "n"), n_modified: count_of(reply, "nModified"), upserted }
+    }
+
     /// The result of an `update` of one statement.
     pub(crate) fn into_update_result(self) -> UpdateResult {
         let upserted_id = self.upserted.into_iter().next().map(|(_, id)| id);
@@ -91,7 +106,7 @@ impl Operation for Write<'_> {
         Ok(command)
     }
 
-    fn sequence(&mut self) -> Result<Option<DocumentSequence>> {
+    fn sequences(&mut self) -> Result<Vec<DocumentSequence>> {
         let (_, field) = self.kind.names();
         let statements = std::mem::take(&mut self.statements);
         let documents = statements
@@ -106,21 +121,11 @@ impl Operation for Write<'_> {
         {
             return Err(super::super::bulk::too_large(i, d.as_bytes().len()));
         }
-        Ok(Some(DocumentSequence::new(field, documents)))
+        Ok(vec![DocumentSequence::new(field, documents)])
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<WriteReply> {
-        let reply = &out.reply;
-        let upserted = reply.get_array("upserted").map(Vec::as_slice).unwrap_or_default();
-        let upserted = upserted
-            .iter()
-            .filter_map(Bson::as_document)
-            .filter_map(|u| {
-                let index = usize::try_from(count_of(u, "index")).ok()?;
-                Some((index, u.get("_id")?.clone()))
-            })
-            .collect();
-        Ok(WriteReply { n: count_of(reply, "n"), n_modified: count_of(reply, "nModified"), upserted })
+        Ok(WriteReply::parse(&out.reply))
     }
 }
 

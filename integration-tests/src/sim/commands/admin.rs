@@ -150,7 +150,7 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
                 if matches!(shared.kind, Kind::Sharded | Kind::LoadBalanced) { "mongos" } else { "mongod" };
             Ok(doc! {
                 "host": ctx.member.addr.as_str(),
-                "version": "7.0.14",
+                "version": shared.version.as_str(),
                 "process": process,
                 "pid": i64::from(std::process::id()),
                 "localTime": bson::DateTime::now(),

@@ -9,6 +9,7 @@ use super::{check_role, number, wait_write_concern, Access, CmdError, Ctx, Pendi
 use crate::sim::cluster::{Kind, Shared, State};
 use crate::sim::repl::{Op, Ops};
 use crate::sim::store::{self, id_key, Store};
+use crate::sim::ServerVersion;
 
 /// Whether this module implements `name`.
 pub(crate) fn handles(name: &str) -> bool {
@@ -36,6 +37,7 @@ pub(crate) fn handles(name: &str) -> bool {
             | "updateSearchIndex"
             | "dropSearchIndex"
             | "checkMetadataConsistency"
+            | "bulkWrite"
     )
 }
 
@@ -58,7 +60,7 @@ fn atlas_only() -> CmdError {
 fn access(name: &str, cmd: &Document) -> Access {
     match name {
         "insert" | "update" | "delete" | "findAndModify" | "create" | "drop" | "dropDatabase"
-        | "createIndexes" | "dropIndexes" => Access::Write,
+        | "createIndexes" | "dropIndexes" | "bulkWrite" => Access::Write,
         // A pipeline that ends in $out or $merge writes (on the primary).
         "aggregate"
             if cmd
@@ -78,7 +80,18 @@ fn access(name: &str, cmd: &Document) -> Access {
 /// The outcome of a command body: a plain reply, or documents to return through a cursor.
 pub(crate) enum Exec {
     Reply(Document),
-    Cursor { ns: String, docs: Vec<Document>, batch: Option<usize>, single: bool },
+    Cursor {
+        ns: String,
+        docs: Vec<Document>,
+        batch: Option<usize>,
+        single: bool,
+    },
+    /// `bulkWrite`'s reply: its per-write results through a cursor, beside its counts.
+    Bulk {
+        docs: Vec<Document>,
+        batch: Option<usize>,
+        counts: Document,
+    },
 }
 
 /// Runs a CRUD command: role check, transaction routing, execution, oplog, write concern.
@@ -169,15 +182,24 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
             }
         };
         let pending = if ops.count > 0 { log_write(shared, &mut st, i, ops.list) } else { None };
-        if let (Some(key), Exec::Reply(reply)) = (retry_key.take(), &exec) {
-            st.retried_writes.insert(key, (reply.clone(), pending));
-        }
+        let retry_key = retry_key.take().filter(|_| !matches!(exec, Exec::Cursor { .. }));
         let reply = match exec {
             Exec::Reply(d) => d,
             Exec::Cursor { ns, docs, batch, single } => {
                 cursor::open(&mut st, i, ns, docs, batch, single, cursor::tailable_of(ctx.name, &cmd))
             }
+            Exec::Bulk { docs, batch, counts } => {
+                let ns = "admin.$cmd.bulkWrite".to_owned();
+                let mut reply = cursor::open(&mut st, i, ns, docs, batch, false, (false, false));
+                reply.remove("ok");
+                reply.extend(counts);
+                reply.insert("ok", 1.0);
+                reply
+            }
         };
+        if let Some(key) = retry_key {
+            st.retried_writes.insert(key, (reply.clone(), pending));
+        }
         (reply, pending)
     };
     if let Some(w) = await_data {
@@ -310,6 +332,7 @@ fn exec(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Resu
         }
         "listIndexes" | "createIndexes" | "dropIndexes" => indexes(ctx, cmd, store, ops),
         "createSearchIndexes" | "updateSearchIndex" | "dropSearchIndex" => Err(atlas_only()),
+        "bulkWrite" if ctx.shared.version >= ServerVersion::V8_0 => bulk_write(ctx, cmd, store, ops),
         // A mongos checks the sharding metadata; the simulated one is always consistent.
         "checkMetadataConsistency" if ctx.shared.kind == Kind::Sharded => Ok(Exec::Cursor {
             ns: format!("{db}.$cmd.checkMetadataConsistency"),
@@ -566,39 +589,13 @@ fn insert(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
     let coll = coll_name(cmd, "insert")?;
     let docs = seq_or_array(ctx, cmd, "documents")?;
     let ordered = cmd.get_bool("ordered").unwrap_or(true);
-    let ns = format!("{db}.{coll}");
-    let c = store.coll_mut(db, coll);
     let mut n = 0usize;
     let mut write_errors = Vec::new();
     for (idx, d) in docs.into_iter().enumerate() {
-        if matches!(d.get("_id"), Some(Bson::Document(id)) if id.keys().any(|k| k.starts_with('$'))) {
-            write_errors.push(doc! {"index": i32_of(idx), "code": 2, "errmsg": "_id fields may not contain '$'-prefixed fields"});
-            if ordered {
-                break;
-            }
-            continue;
-        }
-        let d = store::ensure_id(d);
-        if let Some(v) = c.unique_violation(&d, None) {
-            write_errors.push(unique_error(&ns, v).write_error(i32_of(idx)));
-            if ordered {
-                break;
-            }
-            continue;
-        }
-        let logged = if ops.recording() { Some(d.clone()) } else { None };
-        match c.insert(d) {
-            Ok(()) => {
-                n += 1;
-                ops.push(|| Op::Insert {
-                    db: db.to_owned(),
-                    coll: coll.to_owned(),
-                    doc: logged.unwrap_or_default(),
-                });
-            }
-            Err(id) => {
-                let e = store::StoreError::duplicate_key(&ns, &id);
-                write_errors.push(doc! {"index": i32_of(idx), "code": e.code, "errmsg": e.message});
+        match insert_one(db, coll, d, store, ops) {
+            Ok(()) => n += 1,
+            Err(e) => {
+                write_errors.push(e.write_error(i32_of(idx)));
                 if ordered {
                     break;
                 }
@@ -606,6 +603,23 @@ fn insert(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
         }
     }
     Ok(Exec::Reply(write_reply(n, write_errors)))
+}
+
+/// Inserts one document (an insert statement), checking its `_id` and unique indexes.
+fn insert_one(db: &str, coll: &str, d: Document, store: &mut Store, ops: &mut Ops) -> Result<(), CmdError> {
+    if matches!(d.get("_id"), Some(Bson::Document(id)) if id.keys().any(|k| k.starts_with('$'))) {
+        return Err(CmdError::new(2, "BadValue", "_id fields may not contain '$'-prefixed fields"));
+    }
+    let ns = format!("{db}.{coll}");
+    let d = store::ensure_id(d);
+    let c = store.coll_mut(db, coll);
+    if let Some(v) = c.unique_violation(&d, None) {
+        return Err(unique_error(&ns, v));
+    }
+    let logged = if ops.recording() { Some(d.clone()) } else { None };
+    c.insert(d).map_err(|id| CmdError::from(store::StoreError::duplicate_key(&ns, &id)))?;
+    ops.push(|| Op::Insert { db: db.to_owned(), coll: coll.to_owned(), doc: logged.unwrap_or_default() });
+    Ok(())
 }
 
 fn find(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> {
@@ -812,8 +826,8 @@ fn update(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
     let db = ctx.db;
     let coll = coll_name(cmd, "update")?;
     let stmts = seq_or_array(ctx, cmd, "updates")?;
-    if stmts.iter().any(|s| s.contains_key("sort")) {
-        // MongoDB 8.0 added sort to update statements; the simulator is 7.0.
+    if ctx.shared.version < ServerVersion::V8_0 && stmts.iter().any(|s| s.contains_key("sort")) {
+        // MongoDB 8.0 added sort to update statements.
         return Err(CmdError::new(
             40415,
             "Location40415",
@@ -842,7 +856,7 @@ fn update(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
                 array_filters: array_filters(stmt)?,
                 upsert: stmt.get_bool("upsert").unwrap_or(false),
                 multi,
-                sort: None,
+                sort: stmt.get_document("sort").ok().filter(|s| !s.is_empty()),
             };
             update_one_stmt(db, coll, &stmt, store, ops)
         })();
@@ -1397,4 +1411,123 @@ fn write_reply(n: usize, write_errors: Vec<Document>) -> Document {
     }
     reply.insert("ok", 1.0);
     reply
+}
+
+/// MongoDB 8.0's `bulkWrite` (run on `admin`): `ops` of `{insert|update|delete: <nsInfo
+/// index>, ...}` over the namespaces of `nsInfo`, each answered in the results cursor
+/// (`errorsOnly`: the failed ones only), with the counts beside the cursor.
+fn bulk_write(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Result<Exec, CmdError> {
+    if ctx.db != "admin" {
+        return Err(CmdError::new(
+            13,
+            "Unauthorized",
+            "bulkWrite may only be run against the admin database.",
+        ));
+    }
+    let writes = seq_or_array(ctx, cmd, "ops")?;
+    let namespaces = seq_or_array(ctx, cmd, "nsInfo")?
+        .iter()
+        .map(|n| {
+            let ns = n.get_str("ns").map_err(|_| CmdError::bad("nsInfo entries need ns"))?;
+            match ns.split_once('.') {
+                Some((db, coll)) if !db.is_empty() && !coll.is_empty() => {
+                    Ok((db.to_owned(), coll.to_owned()))
+                }
+                _ => {
+                    Err(CmdError::new(73, "InvalidNamespace", format!("Invalid namespace specified '{ns}'")))
+                }
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let ordered = cmd.get_bool("ordered").unwrap_or(true);
+    let errors_only = cmd.get_bool("errorsOnly").unwrap_or(false);
+    let batch = cmd.get_document("cursor").ok().and_then(|c| usize_opt(c.get("batchSize")));
+    let (mut errors, mut inserted, mut matched, mut modified, mut upserted, mut deleted) = (0, 0, 0, 0, 0, 0);
+    let mut results = Vec::new();
+    for (idx, w) in writes.iter().enumerate() {
+        let outcome = (|| -> Result<Document, CmdError> {
+            let (kind, ns_index) =
+                w.iter().next().ok_or_else(|| CmdError::bad("an empty bulkWrite operation"))?;
+            let ns_index = usize_opt(Some(ns_index)).ok_or_else(|| CmdError::bad("bad nsInfo index"))?;
+            let (db, coll) = namespaces.get(ns_index).ok_or_else(|| {
+                CmdError::new(2, "BadValue", format!("BulkWrite ops entry {idx} has an invalid nsInfo index"))
+            })?;
+            let _collation = super::super::expr::scope(None, w.get_document("collation").ok())?;
+            let filter =
+                || w.get_document("filter").map_err(|_| CmdError::bad("BSON field 'filter' is missing"));
+            match kind.as_str() {
+                "insert" => {
+                    let d = w.get_document("document").map_err(|_| CmdError::bad("insert needs document"))?;
+                    insert_one(db, coll, d.clone(), store, ops)?;
+                    inserted += 1;
+                    Ok(doc! {"n": 1})
+                }
+                "update" => {
+                    let u = match w.get("updateMods") {
+                        Some(u @ (Bson::Document(_) | Bson::Array(_))) => u,
+                        _ => return Err(CmdError::bad("BSON field 'updateMods' is missing")),
+                    };
+                    let multi = w.get_bool("multi").unwrap_or(false);
+                    if multi && !is_modifier(u) {
+                        return Err(CmdError::bad(
+                            "multi update is not supported for replacement-style update",
+                        ));
+                    }
+                    let stmt = Stmt {
+                        q: filter()?,
+                        u,
+                        array_filters: array_filters(w)?,
+                        upsert: w.get_bool("upsert").unwrap_or(false),
+                        multi,
+                        sort: w.get_document("sort").ok().filter(|s| !s.is_empty()),
+                    };
+                    let o = update_one_stmt(db, coll, &stmt, store, ops)?;
+                    matched += o.matched;
+                    modified += o.modified;
+                    let mut r = doc! {"n": i32_of(o.matched + usize::from(o.upserted.is_some())), "nModified": i32_of(o.modified)};
+                    if let Some(id) = o.upserted {
+                        upserted += 1;
+                        r.insert("upserted", doc! {"_id": id});
+                    }
+                    Ok(r)
+                }
+                "delete" => {
+                    let limit_one = !w.get_bool("multi").unwrap_or(false);
+                    let removed = delete_matching(db, coll, filter()?, limit_one, None, store, ops)?;
+                    deleted += removed.len();
+                    Ok(doc! {"n": i32_of(removed.len())})
+                }
+                other => Err(CmdError::bad(format!("Unrecognized bulkWrite operation: {other}"))),
+            }
+        })();
+        match outcome {
+            Ok(r) => {
+                if !errors_only {
+                    let mut item = doc! {"ok": 1.0, "idx": i32_of(idx)};
+                    item.extend(r);
+                    results.push(item);
+                }
+            }
+            Err(e) => {
+                errors += 1;
+                let mut item = doc! {"ok": 0.0, "idx": i32_of(idx), "code": e.code, "codeName": e.code_name.as_str(), "errmsg": e.errmsg.as_str()};
+                if let Some(extra) = &e.extra {
+                    item.extend((**extra).clone());
+                }
+                results.push(item);
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    let counts = doc! {
+        "nErrors": i32_of(errors),
+        "nInserted": i32_of(inserted),
+        "nMatched": i32_of(matched),
+        "nModified": i32_of(modified),
+        "nUpserted": i32_of(upserted),
+        "nDeleted": i32_of(deleted),
+    };
+    Ok(Exec::Bulk { docs: results, batch, counts })
 }

@@ -122,9 +122,9 @@ pub(crate) async fn execute(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
     match ctx.name {
         "ping" => Ok(doc! {"ok": 1.0}),
         "buildInfo" | "buildinfo" => Ok(doc! {
-            "version": "7.0.14",
+            "version": ctx.shared.version.as_str(),
             "gitVersion": "ce59cfc6a3c5e5c067dca0d30697edd68d4f5188",
-            "versionArray": [7, 0, 14, 0],
+            "versionArray": ctx.shared.version.version_array().to_vec(),
             "bits": 64,
             "debug": false,
             "maxBsonObjectSize": 16_777_216,

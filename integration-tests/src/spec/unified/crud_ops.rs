@@ -48,6 +48,7 @@ pub(super) fn runs(name: &str) -> bool {
             | "dropCollection"
             | "runCommand"
             | "listDatabases"
+            | "clientBulkWrite"
             | "listDatabaseNames"
             | "createSearchIndex"
             | "createSearchIndexes"
@@ -60,11 +61,12 @@ pub(super) fn runs(name: &str) -> bool {
 /// A `readPreference` document of the unified format (mode, tag sets, max staleness).
 pub(super) fn read_preference(rp: &Document) -> R<ReadPreference> {
     use selection::ReadPreference as P;
-    let mode = match rp.get_str("mode").unwrap_or("primary") {
+    // Case-insensitive, as drivers read it (a server-selection logging file says "Secondary").
+    let mode = match rp.get_str("mode").unwrap_or("primary").to_ascii_lowercase().as_str() {
         "primary" => P::PRIMARY,
-        "primaryPreferred" => P::PRIMARY_PREFERRED,
+        "primarypreferred" => P::PRIMARY_PREFERRED,
         "secondary" => P::SECONDARY,
-        "secondaryPreferred" => P::SECONDARY_PREFERRED,
+        "secondarypreferred" => P::SECONDARY_PREFERRED,
         "nearest" => P::NEAREST,
         other => return Err(format!("unknown read preference mode {other}")),
     };
@@ -170,8 +172,71 @@ fn write_models(args: &Document) -> R<Vec<WriteModel>> {
     Ok(models)
 }
 
+/// The `models` of a `clientBulkWrite`: `{insertOne: {namespace, document}}` and the like,
+/// each read as the client's model type.
+fn client_write_models(args: &Document) -> R<Vec<ClientWriteModel>> {
+    let mut models = Vec::new();
+    for r in args.get_array("models").map_err(|_| "clientBulkWrite needs models".to_string())? {
+        let r = r.as_document().ok_or("a clientBulkWrite model must be a document")?;
+        let (kind, m) = r.iter().next().ok_or("an empty clientBulkWrite model")?;
+        let mut m = m.as_document().ok_or("a clientBulkWrite model must be a document")?.clone();
+        let ns: Namespace = m
+            .remove("namespace")
+            .and_then(|n| n.as_str().map(str::to_string))
+            .ok_or("a clientBulkWrite model needs a namespace")?
+            .parse()
+            .map_err(|e| format!("clientBulkWrite: {e}"))?;
+        let one = Document::from_iter([("requests".to_string(), Bson::Array(vec![doc! {kind: m}.into()]))]);
+        let model = write_models(&one)?.pop().ok_or("no model")?;
+        models.push(model.on(ns));
+    }
+    Ok(models)
+}
+
+/// A client bulk write's totals as the unified format expects them.
+pub(super) fn summary_bulk_result(r: &SummaryBulkWriteResult) -> Bson {
+    Bson::Document(doc! {
+        "insertedCount": r.inserted_count,
+        "upsertedCount": r.upserted_count,
+        "matchedCount": r.matched_count,
+        "modifiedCount": r.modified_count,
+        "deletedCount": r.deleted_count,
+    })
+}
+
+/// A verbose client bulk write result: the totals and each write's result, keyed by index.
+pub(super) fn verbose_bulk_result(r: &VerboseBulkWriteResult) -> Bson {
+    let Bson::Document(mut d) = summary_bulk_result(&r.summary) else { unreachable!("a document") };
+    let inserts: Document = r
+        .insert_results
+        .iter()
+        .map(|(i, x)| (i.to_string(), doc! {"insertedId": x.inserted_id.clone()}.into()))
+        .collect();
+    let updates: Document = r
+        .update_results
+        .iter()
+        .map(|(i, u)| {
+            let mut x =
+                doc! {"matchedCount": count(u.matched_count), "modifiedCount": count(u.modified_count)};
+            if let Some(id) = &u.upserted_id {
+                x.insert("upsertedId", id.clone());
+            }
+            (i.to_string(), Bson::Document(x))
+        })
+        .collect();
+    let deletes: Document = r
+        .delete_results
+        .iter()
+        .map(|(i, x)| (i.to_string(), Bson::Document(doc! {"deletedCount": count(x.deleted_count)})))
+        .collect();
+    d.insert("insertResults", inserts);
+    d.insert("updateResults", updates);
+    d.insert("deleteResults", deletes);
+    Bson::Document(d)
+}
+
 /// A `BulkWriteResult` as the unified format expects it (ids keyed by the model index).
-fn bulk_result(r: BulkWriteResult) -> Option<Bson> {
+pub(super) fn bulk_result(r: BulkWriteResult) -> Option<Bson> {
     let ids = |m: std::collections::BTreeMap<usize, Bson>| {
         m.into_iter().map(|(i, id)| (i.to_string(), id)).collect::<Document>()
     };
@@ -529,6 +594,23 @@ pub(super) async fn client_op(
         "listDatabaseNames" => {
             let o: ListDatabasesOptions = options(name, args, &[])?;
             client.list_database_names().with_options(o).session(session).await.map(strings)
+        }
+        "clientBulkWrite" => {
+            let o: ClientBulkWriteOptions = options(name, args, &["models"])?;
+            let verbose = o.verbose_results == Some(true);
+            let models = client_write_models(args)?;
+            let unacknowledged =
+                o.write_concern.as_ref().or(client.write_concern()).is_some_and(|w| !w.is_acknowledged());
+            let bulk = client.bulk_write(models).with_options(o).session(session);
+            let result = if verbose {
+                bulk.verbose_results().await.map(|r| Some(verbose_bulk_result(&r)))
+            } else {
+                bulk.await.map(|r| Some(summary_bulk_result(&r)))
+            };
+            match result {
+                Ok(_) if unacknowledged => Ok(Some(Bson::Document(doc! {"acknowledged": false}))),
+                other => other,
+            }
         }
         other => return Err(format!("client operation {other} not supported")),
     })

@@ -47,7 +47,7 @@ fn operator(d: &Document) -> Option<(&str, &Bson)> {
 pub fn matches(expected: &Bson, actual: Option<&Bson>, root: bool, path: &str) -> Result<(), String> {
     if let Bson::Document(e) = expected {
         if let Some((op, arg)) = operator(e) {
-            return match_operator(op, arg, actual, path);
+            return match_operator(op, arg, actual, root, path);
         }
     }
     let Some(actual) = actual else { return Err(format!("{path}: missing, expected {expected}")) };
@@ -91,11 +91,12 @@ pub fn matches(expected: &Bson, actual: Option<&Bson>, root: bool, path: &str) -
     }
 }
 
-fn match_operator(op: &str, arg: &Bson, actual: Option<&Bson>, path: &str) -> Result<(), String> {
+fn match_operator(op: &str, arg: &Bson, actual: Option<&Bson>, root: bool, path: &str) -> Result<(), String> {
     match op {
+        // It does not change whether the value is a root-level document (the format says so).
         "$$unsetOrMatches" => match actual {
             None => Ok(()),
-            Some(_) => matches(arg, actual, false, path),
+            Some(_) => matches(arg, actual, root, path),
         },
         "$$exists" => {
             let want = arg.as_bool().unwrap_or(true);

@@ -11,6 +11,7 @@ use std::path::Path;
 use bson::{Bson, Document};
 
 use super::expected::{self, Record, Status, TOPOLOGIES};
+use crate::sim::ServerVersion;
 
 mod crud_ops;
 mod logs;
@@ -220,7 +221,8 @@ pub fn run_file(
                 continue;
             }
         };
-        for (topology, auth) in deployments {
+        for deployment in deployments {
+            let topology = deployment.topology;
             let attempt = || {
                 let result = catch_unwind(AssertUnwindSafe(|| {
                     rt.block_on(async {
@@ -228,7 +230,7 @@ pub fn run_file(
                         // builds); on the heap it cannot overflow this thread's stack.
                         tokio::time::timeout(
                             std::time::Duration::from_secs(30),
-                            Box::pin(runner::run_test(&file, test, topology, auth, target)),
+                            Box::pin(runner::run_test(&file, test, deployment, target)),
                         )
                         .await
                         .unwrap_or_else(|_| Err("timed out after 30 s".into()))
@@ -268,8 +270,9 @@ fn command_with_name_first(args: &Document) -> Document {
     ordered
 }
 
-/// The simulator's server version (mongod 7.0 semantics).
-const SIM_VERSION: (u64, u64, u64) = (7, 0, 14);
+/// The releases the simulator answers as, in the order tried: a test runs on the first one
+/// its runOnRequirements admit (7.0, or 8.0 for what 8.0 added, such as `bulkWrite`).
+const SIM_VERSIONS: [ServerVersion; 2] = [ServerVersion::V7_0, ServerVersion::V8_0];
 
 fn version(s: &str) -> (u64, u64, u64) {
     let mut p = s.split('.').map(|x| x.parse::<u64>().unwrap_or(0));
@@ -360,42 +363,56 @@ fn reqs_met(
     Err(why.unwrap_or_else(|| Unmet::Excluded("no requirement".into())))
 }
 
+/// Where one test runs: a topology, with credentials or not, and (simulator) the release.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Deployment {
+    pub topology: &'static str,
+    pub auth: bool,
+    /// The release the simulator answers as (`None`: an external deployment).
+    pub sim_version: Option<ServerVersion>,
+}
+
 /// The deployments a test runs on: every topology its file's and its own runOnRequirements
 /// allow, each without authentication if allowed, else with it. `Err` holds the record's
 /// status when there is none: not run when the spec excludes every deployment, unsupported
 /// when a requirement asks what the simulator cannot answer.
-fn deployments(
-    file: &[Document],
-    test: &[Document],
-    target: &Target,
-) -> Result<Vec<(&'static str, bool)>, Status> {
+fn deployments(file: &[Document], test: &[Document], target: &Target) -> Result<Vec<Deployment>, Status> {
     let mut out = Vec::new();
     let mut unknown = None;
     let mut excluded = Vec::new();
-    // An external deployment is what it is: one topology, with or without credentials.
-    let (topologies, auths, server_version): (Vec<&'static str>, Vec<bool>, _) = match target {
-        Target::Simulator => {
-            (vec!["replicaset", "single", "sharded", "load-balanced"], vec![false, true], SIM_VERSION)
-        }
-        Target::External(e) => (vec![e.topology], vec![e.auth], e.version),
+    // An external deployment is what it is: one topology, one version, with or without
+    // credentials.
+    let (topologies, auths, versions): (Vec<&'static str>, Vec<bool>, Vec<_>) = match target {
+        Target::Simulator => (
+            vec!["replicaset", "single", "sharded", "load-balanced"],
+            vec![false, true],
+            SIM_VERSIONS.iter().map(|v| (v.triple(), Some(*v))).collect(),
+        ),
+        Target::External(e) => (vec![e.topology], vec![e.auth], vec![(e.version, None)]),
     };
     for topology in topologies {
-        for &auth in &auths {
-            match reqs_met(file, topology, auth, server_version)
-                .and_then(|()| reqs_met(test, topology, auth, server_version))
-            {
-                Ok(()) => {
-                    out.push((topology, auth));
-                    break;
-                }
-                Err(Unmet::Unknown(w)) => unknown = Some(w),
-                Err(Unmet::Excluded(w)) => {
-                    if !auth {
-                        excluded.push(format!("{topology}: {w}"));
+        let mut why = None;
+        'found: for &(server_version, sim_version) in &versions {
+            for &auth in &auths {
+                match reqs_met(file, topology, auth, server_version)
+                    .and_then(|()| reqs_met(test, topology, auth, server_version))
+                {
+                    Ok(()) => {
+                        out.push(Deployment { topology, auth, sim_version });
+                        why = None;
+                        break 'found;
+                    }
+                    Err(Unmet::Unknown(w)) => unknown = Some(w),
+                    Err(Unmet::Excluded(w)) => {
+                        // Why the first version tried excludes it says the most.
+                        if !auth && why.is_none() {
+                            why = Some(format!("{topology}: {w}"));
+                        }
                     }
                 }
             }
         }
+        excluded.extend(why);
     }
     if !out.is_empty() {
         return Ok(out);

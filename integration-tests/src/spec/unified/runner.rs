@@ -93,7 +93,7 @@ pub(super) type R<T> = Result<T, String>;
 /// The user of deployments that require authentication (the spec's test user).
 const USER: (&str, &str) = ("user", "pencil");
 
-fn start_cluster(topology: &str, auth: bool) -> R<Cluster> {
+fn start_cluster(topology: &str, auth: bool, version: crate::sim::ServerVersion) -> R<Cluster> {
     let builder = match topology {
         "single" => Cluster::standalone(),
         "sharded" => Cluster::sharded(2),
@@ -102,7 +102,7 @@ fn start_cluster(topology: &str, auth: bool) -> R<Cluster> {
         _ => Cluster::replica_set(3),
     };
     let builder = if auth { builder.user(USER.0, USER.1) } else { builder };
-    builder.start().map_err(|e| format!("simulator did not start: {e}"))
+    builder.server_version(version).start().map_err(|e| format!("simulator did not start: {e}"))
 }
 
 fn with_credentials(uri: &str, auth: bool) -> String {
@@ -132,12 +132,14 @@ fn uri_with(base: &str, options: &Document) -> String {
 pub(super) async fn run_test(
     file: &Document,
     test: &Document,
-    topology: &str,
-    auth: bool,
+    deployment: super::Deployment,
     target: &super::Target,
 ) -> R<()> {
+    let super::Deployment { topology, auth, sim_version } = deployment;
     let (cluster, auth) = match target {
-        super::Target::Simulator => (Deployment::Sim(start_cluster(topology, auth)?), auth),
+        super::Target::Simulator => {
+            (Deployment::Sim(start_cluster(topology, auth, sim_version.unwrap_or_default())?), auth)
+        }
         super::Target::External(e) => (Deployment::Real(e.uri.clone()), false),
     };
     let setup = Client::with_uri_str(&with_credentials(&cluster.uri(), auth))
@@ -608,6 +610,7 @@ fn check_error(e: &actors::Error, expected: &Document) -> R<()> {
             .ok_or_else(|| format!("errorResponse: {e} has no server response"))?;
         matches(&Bson::Document(want.clone()), Some(&Bson::Document(response)), true, "errorResponse")?;
     }
+    check_bulk_error(e, expected)?;
     let labels = e.labels();
     for l in expected.get_array("errorLabelsContain").map(|a| a.as_slice()).unwrap_or(&[]) {
         if !labels.iter().any(|x| Some(x.as_str()) == l.as_str()) {
@@ -617,6 +620,56 @@ fn check_error(e: &actors::Error, expected: &Document) -> R<()> {
     for l in expected.get_array("errorLabelsOmit").map(|a| a.as_slice()).unwrap_or(&[]) {
         if labels.iter().any(|x| Some(x.as_str()) == l.as_str()) {
             return Err(format!("error labels {labels:?} should omit {l}"));
+        }
+    }
+    Ok(())
+}
+
+/// The parts of an expected error that only a bulk write has: the result of what succeeded
+/// (`expectResult`), and a client bulk write's `writeErrors` and `writeConcernErrors`.
+fn check_bulk_error(e: &actors::Error, expected: &Document) -> R<()> {
+    use actors::options::PartialBulkWriteResult as P;
+    let bulk = match e {
+        actors::Error::ClientBulkWrite(b) => Some(b),
+        _ => None,
+    };
+    if let Some(want) = expected.get("expectResult") {
+        let partial = match e {
+            actors::Error::BulkWrite { partial_result, .. } => {
+                super::crud_ops::bulk_result((**partial_result).clone())
+            }
+            _ => bulk.and_then(|b| b.partial_result.as_ref()).map(|p| match p {
+                P::Summary(s) => super::crud_ops::summary_bulk_result(s),
+                P::Verbose(v) => super::crud_ops::verbose_bulk_result(v),
+            }),
+        };
+        matches(want, partial.as_ref(), true, "expectError.expectResult")?;
+    }
+    if let Ok(want) = expected.get_document("writeErrors") {
+        let b = bulk.ok_or_else(|| format!("writeErrors expected, got {e}"))?;
+        let have: Document = b
+            .write_errors
+            .iter()
+            .map(|(i, w)| {
+                let d = bson::serialize_to_document(w).unwrap_or_default();
+                (i.to_string(), Bson::Document(d))
+            })
+            .collect();
+        if want.len() != have.len() {
+            return Err(format!("writeErrors: expected {want}, got {have}"));
+        }
+        for (k, v) in want {
+            matches(v, have.get(k), true, &format!("writeErrors.{k}"))?;
+        }
+    }
+    if let Ok(want) = expected.get_array("writeConcernErrors") {
+        let b = bulk.ok_or_else(|| format!("writeConcernErrors expected, got {e}"))?;
+        if want.len() != b.write_concern_errors.len() {
+            return Err(format!("writeConcernErrors: expected {want:?}, got {:?}", b.write_concern_errors));
+        }
+        for (i, (w, have)) in want.iter().zip(&b.write_concern_errors).enumerate() {
+            let d = Bson::Document(bson::serialize_to_document(have).unwrap_or_default());
+            matches(w, Some(&d), true, &format!("writeConcernErrors[{i}]"))?;
         }
     }
     Ok(())

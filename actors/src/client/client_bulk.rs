@@ -1,0 +1,855 @@
+//! The client-level bulk write of MongoDB 8.0 ([`Client::bulk_write`], the bulk write spec):
+//! inserts, updates, replaces and deletes on any namespaces, sent as `bulkWrite` commands on
+//! `admin` with the writes in an `ops` document sequence and their namespaces in `nsInfo`.
+//!
+//! A bulk is split into as few commands as `maxWriteBatchSize` and `maxMessageSizeBytes`
+//! allow; each command's results come back in a cursor, drained (with `getMore`s on the same
+//! server and session) before the next command. Write errors and write concern errors are
+//! gathered into one [`ClientBulkWriteError`] with what succeeded before them; any other
+//! error stops the bulk at once. A command is a retryable write unless it holds a
+//! multi-document update or delete. A `timeoutMS` is one deadline for the whole bulk.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::marker::PhantomData;
+use std::str::FromStr;
+use std::time::Duration;
+
+use bson::{doc, Bson, Document, RawDocumentBuf};
+use protocol::hello::reply::{bson_to_i64, bson_truthy};
+use protocol::wire::DocumentSequence;
+use serde::{Deserialize, Serialize};
+
+use super::action::{encode, into_future, option_setters};
+use super::bulk::{
+    check_modifications, DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel,
+    WriteModel,
+};
+use super::collection::Collection;
+use super::concern::{duration_ms, WriteConcern};
+use super::crud_options::UpdateModifications;
+use super::cursor::{Cursor, RawCursor};
+use super::inner::Client;
+use super::op_options::{with_id, DeleteResult, InsertOneResult, TimeoutMode, UpdateResult};
+use super::operation::{cursor_id, Limits, OpOutput, Operation, Shape};
+use super::ops::cursor::CursorReply;
+use super::timeout;
+use super::transaction::ClientSession;
+use crate::error::{ServerError, WriteConcernError, WriteError};
+use crate::{Error, Result};
+
+/// The most writes per `bulkWrite` command (the servers' `maxWriteBatchSize`).
+const MAX_WRITES: usize = 100_000;
+
+/// The servers' `maxMessageSizeBytes`.
+const MAX_MESSAGE_BYTES: usize = 48_000_000;
+
+/// Room left in a message for its header and the command-agnostic fields the executor adds
+/// (`lsid`, `txnNumber`, `$clusterTime`...), as the spec says.
+const MESSAGE_OVERHEAD_BYTES: usize = 1_000;
+
+/// A collection's full name: database and collection.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Namespace {
+    /// The database.
+    pub db: String,
+    /// The collection.
+    pub coll: String,
+}
+
+impl Namespace {
+    /// The namespace `db.coll`.
+    pub fn new(db: impl Into<String>, coll: impl Into<String>) -> Self {
+        Namespace { db: db.into(), coll: coll.into() }
+    }
+}
+
+impl fmt::Display for Namespace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.db, self.coll)
+    }
+}
+
+impl FromStr for Namespace {
+    type Err = Error;
+
+    /// `db.coll` (the collection name may contain dots; the database name may not).
+    fn from_str(s: &str) -> Result<Self> {
+        match s.split_once('.') {
+            Some((db, coll)) if !db.is_empty() && !coll.is_empty() => Ok(Namespace::new(db, coll)),
+            _ => Err(Error::InvalidOptions { message: format!("{s:?} is not a namespace (db.collection)") }),
+        }
+    }
+}
+
+impl Serialize for Namespace {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Namespace {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// One write of [`Client::bulk_write`]: a [`WriteModel`] and the namespace it writes to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientWriteModel {
+    /// Where.
+    pub namespace: Namespace,
+    /// What.
+    pub model: WriteModel,
+}
+
+impl WriteModel {
+    /// This write, on `namespace`, for [`Client::bulk_write`].
+    pub fn on(self, namespace: Namespace) -> ClientWriteModel {
+        ClientWriteModel { namespace, model: self }
+    }
+}
+
+impl<T> Collection<T> {
+    /// This collection's namespace.
+    pub fn namespace(&self) -> Namespace {
+        Namespace::new(self.database().name(), self.name())
+    }
+
+    /// An `UpdateOne` of this collection for [`Client::bulk_write`] (set its options on
+    /// the model: `upsert`, `array_filters`, ...).
+    pub fn update_one_model(
+        &self,
+        filter: Document,
+        update: impl Into<UpdateModifications>,
+    ) -> ClientWriteModel {
+        WriteModel::UpdateOne(UpdateOneModel::new(filter, update)).on(self.namespace())
+    }
+
+    /// An `UpdateMany` of this collection for [`Client::bulk_write`].
+    pub fn update_many_model(
+        &self,
+        filter: Document,
+        update: impl Into<UpdateModifications>,
+    ) -> ClientWriteModel {
+        WriteModel::UpdateMany(UpdateManyModel::new(filter, update)).on(self.namespace())
+    }
+
+    /// A `DeleteOne` of this collection for [`Client::bulk_write`].
+    pub fn delete_one_model(&self, filter: Document) -> ClientWriteModel {
+        WriteModel::DeleteOne(DeleteOneModel { filter, ..Default::default() }).on(self.namespace())
+    }
+
+    /// A `DeleteMany` of this collection for [`Client::bulk_write`].
+    pub fn delete_many_model(&self, filter: Document) -> ClientWriteModel {
+        WriteModel::DeleteMany(DeleteOneModel { filter, ..Default::default() }).on(self.namespace())
+    }
+}
+
+impl<T: Serialize + 'static> Collection<T> {
+    /// An `InsertOne` of `document` into this collection for [`Client::bulk_write`]; a
+    /// [`Error::BsonSerialization`] if it does not serialize to a document.
+    pub fn insert_one_model(&self, document: impl std::borrow::Borrow<T>) -> Result<ClientWriteModel> {
+        let document = encode(document.borrow())?;
+        Ok(WriteModel::InsertOne(InsertOneModel { document }).on(self.namespace()))
+    }
+
+    /// A `ReplaceOne` of the document matching `filter` with `replacement`, for
+    /// [`Client::bulk_write`].
+    pub fn replace_one_model(
+        &self,
+        filter: Document,
+        replacement: impl std::borrow::Borrow<T>,
+    ) -> Result<ClientWriteModel> {
+        let replacement = encode(replacement.borrow())?;
+        let model = ReplaceOneModel { filter, replacement, ..Default::default() };
+        Ok(WriteModel::ReplaceOne(model).on(self.namespace()))
+    }
+}
+
+/// Options of [`Client::bulk_write`].
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ClientBulkWriteOptions {
+    /// Run the writes in order and stop at the first write error (`None`: `true`).
+    pub ordered: Option<bool>,
+    /// Skip document validation.
+    pub bypass_document_validation: Option<bool>,
+    /// Variables the filters and updates can use (`let`).
+    #[serde(rename = "let")]
+    pub let_vars: Option<Document>,
+    /// The write concern (default: the client's).
+    pub write_concern: Option<WriteConcern>,
+    /// A comment for the server's logs.
+    pub comment: Option<Bson>,
+    /// Report each write's result, not only the totals (`None`: `false`). Set by
+    /// [`ClientBulkWrite::verbose_results`], which also changes the result's type.
+    pub verbose_results: Option<bool>,
+    /// This bulk's `timeoutMS`, one deadline for every command (`None`: the client's).
+    #[serde(rename = "timeoutMS", with = "duration_ms")]
+    pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools; never sent to an older server.
+    #[doc(hidden)]
+    pub raw_data: Option<bool>,
+}
+
+/// The totals of [`Client::bulk_write`].
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryBulkWriteResult {
+    /// `false` for an unacknowledged write concern (`w: 0`): the server did not say what it
+    /// wrote, and every count is 0.
+    pub acknowledged: bool,
+    /// Documents inserted.
+    pub inserted_count: i64,
+    /// Documents upserted.
+    pub upserted_count: i64,
+    /// Documents matched by updates and replaces.
+    pub matched_count: i64,
+    /// Documents changed by updates and replaces.
+    pub modified_count: i64,
+    /// Documents deleted.
+    pub deleted_count: i64,
+}
+
+/// The totals of [`Client::bulk_write`] with each successful write's result, keyed by the
+/// write's index in the models given ([`ClientBulkWrite::verbose_results`]).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct VerboseBulkWriteResult {
+    /// The totals.
+    pub summary: SummaryBulkWriteResult,
+    /// Each insert's `_id`.
+    pub insert_results: BTreeMap<usize, InsertOneResult>,
+    /// Each update's and replace's counts and upserted `_id`.
+    pub update_results: BTreeMap<usize, UpdateResult>,
+    /// Each delete's count.
+    pub delete_results: BTreeMap<usize, DeleteResult>,
+}
+
+/// What succeeded before a [`ClientBulkWriteError`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum PartialBulkWriteResult {
+    /// Totals (a bulk without `verbose_results`).
+    Summary(SummaryBulkWriteResult),
+    /// Totals and each write's result.
+    Verbose(VerboseBulkWriteResult),
+}
+
+impl PartialBulkWriteResult {
+    /// The totals.
+    pub fn summary(&self) -> &SummaryBulkWriteResult {
+        match self {
+            PartialBulkWriteResult::Summary(s) => s,
+            PartialBulkWriteResult::Verbose(v) => &v.summary,
+        }
+    }
+}
+
+/// Why [`Client::bulk_write`] failed after it had sent writes ([`Error::ClientBulkWrite`]):
+/// writes that failed, write concerns that were not satisfied, or an error that stopped the
+/// bulk after some results had come back.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ClientBulkWriteError {
+    /// The error that stopped the bulk (network, timeout, a command error: its
+    /// [`Error::server_error`] has the server's reply), if one did.
+    pub error: Option<Box<Error>>,
+    /// Each command's unsatisfied write concern, in order.
+    pub write_concern_errors: Vec<WriteConcernError>,
+    /// The writes that failed, keyed by their index in the models given (`index` is that
+    /// index too). An ordered bulk stops at its first.
+    pub write_errors: BTreeMap<usize, WriteError>,
+    /// What succeeded, when it can be told that something did.
+    pub partial_result: Option<PartialBulkWriteResult>,
+}
+
+impl std::error::Error for ClientBulkWriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl fmt::Display for ClientBulkWriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "client bulk write failed")?;
+        let mut sep = ":";
+        if let Some(e) = &self.error {
+            write!(f, "{sep} {e}")?;
+            sep = ";";
+        }
+        if let Some((i, e)) = self.write_errors.iter().next() {
+            let n = self.write_errors.len();
+            write!(f, "{sep} {n} write error(s), first: write {i}: {} (code {})", e.message, e.code)?;
+            sep = ";";
+        }
+        if let Some(e) = self.write_concern_errors.first() {
+            let n = self.write_concern_errors.len();
+            write!(f, "{sep} {n} write concern error(s), first: {} (code {})", e.message, e.code)?;
+        }
+        Ok(())
+    }
+}
+
+impl Client {
+    /// Runs inserts, updates, replaces and deletes on any namespaces with MongoDB 8.0's
+    /// `bulkWrite` command (see the module docs). Build the models with
+    /// [`WriteModel::on`] or a collection's `*_model` helpers
+    /// ([`Collection::insert_one_model`], ...). Gives the totals; call
+    /// [`verbose_results`](ClientBulkWrite::verbose_results) for each write's result.
+    ///
+    /// Errors: [`Error::InvalidOptions`] before anything is sent (no models, an update
+    /// without operators, a replacement with them, `w: 0` with `ordered` or verbose
+    /// results); [`Error::ClientBulkWrite`] once writes were sent and some failed; the
+    /// error itself when a command fails before any result came back.
+    pub fn bulk_write(
+        &self,
+        models: impl IntoIterator<Item = ClientWriteModel>,
+    ) -> ClientBulkWrite<'_, SummaryBulkWriteResult> {
+        ClientBulkWrite {
+            client: self,
+            models: models.into_iter().collect(),
+            options: ClientBulkWriteOptions::default(),
+            session: None,
+            _out: PhantomData,
+        }
+    }
+}
+
+/// The result types of [`ClientBulkWrite`]: [`SummaryBulkWriteResult`] or
+/// [`VerboseBulkWriteResult`].
+pub trait BulkWriteOutput: Sized + Send {
+    /// From the gathered results.
+    #[doc(hidden)]
+    fn from_results(r: VerboseBulkWriteResult) -> Self;
+}
+
+impl BulkWriteOutput for SummaryBulkWriteResult {
+    fn from_results(r: VerboseBulkWriteResult) -> Self {
+        r.summary
+    }
+}
+
+impl BulkWriteOutput for VerboseBulkWriteResult {
+    fn from_results(r: VerboseBulkWriteResult) -> Self {
+        r
+    }
+}
+
+/// A client-level bulk write: see [`Client::bulk_write`].
+#[must_use = "an operation does nothing until it is awaited"]
+pub struct ClientBulkWrite<'a, R> {
+    client: &'a Client,
+    models: Vec<ClientWriteModel>,
+    options: ClientBulkWriteOptions,
+    session: Option<&'a mut ClientSession>,
+    _out: PhantomData<fn() -> R>,
+}
+
+impl<'a, R: BulkWriteOutput> ClientBulkWrite<'a, R> {
+    option_setters!(options: ClientBulkWriteOptions;
+        ordered: bool,
+        bypass_document_validation: bool,
+        let_vars: Document,
+        write_concern: WriteConcern,
+        comment => Bson,
+        timeout: Duration,
+    );
+
+    /// Reports each write's result as well as the totals.
+    pub fn verbose_results(self) -> ClientBulkWrite<'a, VerboseBulkWriteResult> {
+        let ClientBulkWrite { client, models, mut options, session, .. } = self;
+        options.verbose_results = Some(true);
+        ClientBulkWrite { client, models, options, session, _out: PhantomData }
+    }
+
+    async fn execute(self) -> Result<R> {
+        let ClientBulkWrite { client, models, options, session, .. } = self;
+        client.inner.check_open()?;
+        let verbose = options.verbose_results.unwrap_or(false);
+        let ordered = options.ordered.unwrap_or(true);
+        let timeout = timeout::inherit(client.inner.settings.timeout, options.timeout);
+        let write_concern = options.write_concern.as_ref().or(client.inner.settings.write_concern.as_ref());
+        let acknowledged = write_concern.is_none_or(WriteConcern::is_acknowledged);
+        if models.is_empty() {
+            return Err(Error::InvalidOptions { message: "bulk_write needs at least one write".into() });
+        }
+        if !acknowledged && verbose {
+            return Err(Error::InvalidOptions {
+                message: "Cannot request unacknowledged write concern and verbose results".into(),
+            });
+        }
+        if !acknowledged && ordered {
+            return Err(Error::InvalidOptions {
+                message: "Cannot request unacknowledged write concern and ordered writes".into(),
+            });
+        }
+        let write_concern = match write_concern {
+            Some(wc) => {
+                wc.validate()?;
+                wc.to_document(timeout.is_some())
+            }
+            None => None,
+        };
+        let mut command = doc! {"bulkWrite": 1, "errorsOnly": !verbose, "ordered": ordered};
+        append(&mut command, "bypassDocumentValidation", options.bypass_document_validation);
+        append(&mut command, "comment", options.comment);
+        append(&mut command, "let", options.let_vars);
+        append(&mut command, "rawData", options.raw_data);
+        append(&mut command, "writeConcern", write_concern);
+        let command_bytes = bson::serialize_to_vec(&command).map_or(0, |v| v.len());
+        let room = MAX_MESSAGE_BYTES - MESSAGE_OVERHEAD_BYTES - command_bytes;
+        let (writes, batches) = prepare(models, room)?;
+        let mut run = Gather {
+            client,
+            writes,
+            verbose,
+            ordered,
+            acknowledged,
+            timeout,
+            deadline: timeout::deadline(timeout),
+            results: VerboseBulkWriteResult {
+                summary: SummaryBulkWriteResult { acknowledged, ..Default::default() },
+                ..Default::default()
+            },
+            succeeded: false,
+            write_errors: BTreeMap::new(),
+            write_concern_errors: Vec::new(),
+        };
+        let mut session = session;
+        for batch in batches {
+            let stop = run.batch(batch, &command, session.as_deref_mut()).await?;
+            if stop {
+                break;
+            }
+        }
+        run.finish().map(R::from_results)
+    }
+}
+
+into_future!(ClientBulkWrite<'a, R> => R, where R: BulkWriteOutput + 'a);
+
+fn append(d: &mut Document, key: &str, v: Option<impl Into<Bson>>) {
+    if let Some(v) = v {
+        d.insert(key, v.into());
+    }
+}
+
+/// What kind of write a model is, for reading its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Insert,
+    Update,
+    Delete,
+}
+
+/// A model as the command sends it.
+struct PreparedWrite {
+    namespace: Namespace,
+    /// The `ops` document, with its namespace index still to set (a placeholder 0 first).
+    op: Document,
+    kind: Kind,
+    multi: bool,
+    /// An insert's `_id`.
+    inserted_id: Option<Bson>,
+}
+
+/// One command's writes: the first model's index, how many, and whether any is multi.
+struct BatchPlan {
+    start: usize,
+    ops: Vec<RawDocumentBuf>,
+    ns_info: Vec<RawDocumentBuf>,
+    multi: bool,
+}
+
+/// Checks and encodes every model, then splits them into commands of at most
+/// [`MAX_WRITES`] writes and `room` bytes of `ops` and `nsInfo` (the spec's batching: a
+/// command's `nsInfo` names only its own writes' namespaces).
+fn prepare(models: Vec<ClientWriteModel>, room: usize) -> Result<(Vec<PreparedWrite>, Vec<BatchPlan>)> {
+    let writes = models.into_iter().map(prepare_one).collect::<Result<Vec<_>>>()?;
+    let mut batches: Vec<BatchPlan> = Vec::new();
+    let mut current = BatchPlan::starting_at(0);
+    let mut indexes: HashMap<&Namespace, i32> = HashMap::new();
+    let mut bytes = 0usize;
+    for (i, w) in writes.iter().enumerate() {
+        let (mut op, mut ns) = encode_write(w, &indexes, current.ns_info.len())?;
+        let mut added = encoded_len(&op, ns.as_ref());
+        if !current.ops.is_empty() && (current.ops.len() >= MAX_WRITES || bytes + added > room) {
+            batches.push(std::mem::replace(&mut current, BatchPlan::starting_at(i)));
+            indexes.clear();
+            bytes = 0;
+            // Its namespace is the new command's first.
+            (op, ns) = encode_write(w, &indexes, 0)?;
+            added = encoded_len(&op, ns.as_ref());
+        }
+        if added > room {
+            return Err(Error::InvalidOptions {
+                message: format!(
+                    "write {i} is {added} bytes with its namespace: more than one bulkWrite command holds ({room} bytes)"
+                ),
+            });
+        }
+        bytes += added;
+        if let Some(ns) = ns {
+            indexes.insert(&w.namespace, current.ns_info.len() as i32);
+            current.ns_info.push(ns);
+        }
+        current.ops.push(op);
+        current.multi |= w.multi;
+    }
+    batches.push(current);
+    Ok((writes, batches))
+}
+
+impl BatchPlan {
+    fn starting_at(start: usize) -> Self {
+        BatchPlan { start, ops: Vec::new(), ns_info: Vec::new(), multi: false }
+    }
+}
+
+fn encoded_len(op: &RawDocumentBuf, ns: Option<&RawDocumentBuf>) -> usize {
+    op.as_bytes().len() + ns.map_or(0, |d| d.as_bytes().len())
+}
+
+/// The `ops` document of `w` (with its namespace's index in the batch), and the `nsInfo`
+/// document to add when the batch does not have its namespace yet.
+fn encode_write(
+    w: &PreparedWrite,
+    indexes: &HashMap<&Namespace, i32>,
+    next: usize,
+) -> Result<(RawDocumentBuf, Option<RawDocumentBuf>)> {
+    let (index, ns_doc) = match indexes.get(&w.namespace) {
+        Some(i) => (*i, None),
+        None => (next as i32, Some(doc! {"ns": w.namespace.to_string()})),
+    };
+    let mut op = w.op.clone();
+    let key = match w.kind {
+        Kind::Insert => "insert",
+        Kind::Update => "update",
+        Kind::Delete => "delete",
+    };
+    op.insert(key, index);
+    let raw = |d: &Document| {
+        RawDocumentBuf::try_from(d).map_err(|e| Error::BsonSerialization { message: e.to_string() })
+    };
+    Ok((raw(&op)?, ns_doc.as_ref().map(raw).transpose()?))
+}
+
+/// Checks a model and builds its `ops` document (the first key, the operation's name, is
+/// set per batch).
+fn prepare_one(m: ClientWriteModel) -> Result<PreparedWrite> {
+    let ClientWriteModel { namespace, model } = m;
+    let mut inserted_id = None;
+    let (kind, multi, op) = match model {
+        WriteModel::InsertOne(InsertOneModel { document }) => {
+            let (document, id) = with_id(document);
+            inserted_id = Some(id);
+            (Kind::Insert, false, doc! {"insert": 0, "document": document})
+        }
+        WriteModel::UpdateOne(m) => {
+            check_modifications(&m.update)?;
+            let mut op =
+                doc! {"update": 0, "filter": m.filter, "updateMods": Bson::from(m.update), "multi": false};
+            append(&mut op, "upsert", m.upsert);
+            append(&mut op, "arrayFilters", m.array_filters);
+            append(&mut op, "hint", m.hint);
+            append(&mut op, "collation", m.collation);
+            append(&mut op, "sort", m.sort);
+            (Kind::Update, false, op)
+        }
+        WriteModel::UpdateMany(m) => {
+            check_modifications(&m.update)?;
+            let mut op =
+                doc! {"update": 0, "filter": m.filter, "updateMods": Bson::from(m.update), "multi": true};
+            append(&mut op, "upsert", m.upsert);
+            append(&mut op, "arrayFilters", m.array_filters);
+            append(&mut op, "hint", m.hint);
+            append(&mut op, "collation", m.collation);
+            (Kind::Update, true, op)
+        }
+        WriteModel::ReplaceOne(m) => {
+            super::op_options::check_replacement(&m.replacement)?;
+            let mut op = doc! {"update": 0, "filter": m.filter, "updateMods": m.replacement, "multi": false};
+            append(&mut op, "upsert", m.upsert);
+            append(&mut op, "hint", m.hint);
+            append(&mut op, "collation", m.collation);
+            append(&mut op, "sort", m.sort);
+            (Kind::Update, false, op)
+        }
+        WriteModel::DeleteOne(m) => {
+            let mut op = doc! {"delete": 0, "filter": m.filter, "multi": false};
+            append(&mut op, "hint", m.hint);
+            append(&mut op, "collation", m.collation);
+            (Kind::Delete, false, op)
+        }
+        WriteModel::DeleteMany(m) => {
+            let mut op = doc! {"delete": 0, "filter": m.filter, "multi": true};
+            append(&mut op, "hint", m.hint);
+            append(&mut op, "collation", m.collation);
+            (Kind::Delete, true, op)
+        }
+    };
+    Ok(PreparedWrite { namespace, op, kind, multi, inserted_id })
+}
+
+/// One `bulkWrite` command: the command fields and the batch's two document sequences. A
+/// retryable write unless a write is multi.
+struct BulkWriteOp<'c> {
+    command: &'c Document,
+    ops: Vec<RawDocumentBuf>,
+    ns_info: Vec<RawDocumentBuf>,
+    multi: bool,
+}
+
+impl Operation for BulkWriteOp<'_> {
+    /// The results cursor, and the reply's counts.
+    type Output = (CursorReply, Counts);
+
+    fn shape(&self) -> Shape<'_> {
+        let shape = Shape::write("bulkWrite", "admin").cursor();
+        if self.multi {
+            shape.once()
+        } else {
+            shape
+        }
+    }
+
+    fn build(&mut self) -> Result<Document> {
+        Ok(self.command.clone())
+    }
+
+    fn sequences(&mut self) -> Result<Vec<DocumentSequence>> {
+        Ok(vec![
+            DocumentSequence::new("ops", std::mem::take(&mut self.ops)),
+            DocumentSequence::new("nsInfo", std::mem::take(&mut self.ns_info)),
+        ])
+    }
+
+    fn handle_reply(self, out: OpOutput) -> Result<(CursorReply, Counts)> {
+        let counts = Counts::read(&out.reply);
+        Ok((CursorReply::read(out, "admin", "$cmd.bulkWrite")?, counts))
+    }
+}
+
+/// The counts of a `bulkWrite` reply.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counts {
+    errors: i64,
+    inserted: i64,
+    upserted: i64,
+    matched: i64,
+    modified: i64,
+    deleted: i64,
+}
+
+impl Counts {
+    fn read(reply: &Document) -> Counts {
+        Counts {
+            errors: count_of(reply, "nErrors"),
+            inserted: count_of(reply, "nInserted"),
+            upserted: count_of(reply, "nUpserted"),
+            matched: count_of(reply, "nMatched"),
+            modified: count_of(reply, "nModified"),
+            deleted: count_of(reply, "nDeleted"),
+        }
+    }
+}
+
+/// A bulk's progress: its writes, and what their results and errors have been so far.
+struct Gather<'a> {
+    client: &'a Client,
+    writes: Vec<PreparedWrite>,
+    verbose: bool,
+    ordered: bool,
+    acknowledged: bool,
+    timeout: Option<Duration>,
+    deadline: Option<tokio::time::Instant>,
+    results: VerboseBulkWriteResult,
+    /// Some write is known to have succeeded (the spec's rule for a partial result).
+    succeeded: bool,
+    write_errors: BTreeMap<usize, WriteError>,
+    write_concern_errors: Vec<WriteConcernError>,
+}
+
+impl Gather<'_> {
+    /// Runs one command and reads its results; `Ok(true)`: an ordered bulk hit a write error
+    /// and stops. A top-level error ends the bulk (`Err`).
+    async fn batch(
+        &mut self,
+        batch: BatchPlan,
+        command: &Document,
+        mut session: Option<&mut ClientSession>,
+    ) -> Result<bool> {
+        let BatchPlan { start, ops, ns_info, multi } = batch;
+        let count = ops.len();
+        let op = BulkWriteOp { command, ops, ns_info, multi };
+        let limits = Limits::until(self.timeout, self.deadline);
+        let (reply, counts) =
+            match super::transaction::run(self.client, op, limits, session.as_deref_mut()).await {
+                Ok(reply) => reply,
+                // `ok: 1` with a writeConcernError: the writes ran; their results are in the reply.
+                Err(Error::Command { address, error }) if !error.command_failed => {
+                    let ServerError { write_concern_error, response, .. } = *error;
+                    self.write_concern_errors.extend(write_concern_error);
+                    let (id, batch) = first_batch(&response);
+                    let cursor = CursorReply {
+                        address,
+                        db: "admin".into(),
+                        collection: "$cmd.bulkWrite".into(),
+                        id,
+                        batch,
+                        session: None,
+                        connection: None,
+                    };
+                    (cursor, Counts::read(&response))
+                }
+                Err(e) => return Err(self.fail(e)),
+            };
+        if !self.acknowledged {
+            return Ok(false);
+        }
+        let n_errors = usize::try_from(counts.errors).unwrap_or(0);
+        let mut raw = match RawCursor::new(self.client.clone(), reply, None).await {
+            Ok(raw) => raw,
+            Err(e) => return Err(self.fail(e)),
+        };
+        raw.set_timeout(self.timeout, TimeoutMode::CursorLifetime, self.deadline);
+        if let Some(s) = session.filter(|s| s.in_transaction()) {
+            raw.join_transaction(s.transaction_pin());
+        }
+        let mut cursor: Cursor<Document> = Cursor::new(raw);
+        let mut first_error: Option<usize> = None;
+        let mut batch_succeeded = n_errors == 0 || (!self.ordered && n_errors < count);
+        loop {
+            let item = match cursor.try_next().await {
+                Ok(Some(item)) => item,
+                Ok(None) => break,
+                Err(e) => {
+                    // The counts are recorded only if some write is known to have succeeded.
+                    self.add_counts(counts, batch_succeeded);
+                    return Err(self.fail(e));
+                }
+            };
+            let Some(idx) = item.get("idx").and_then(bson_index) else { continue };
+            let index = start + idx;
+            if item.get("ok").and_then(bson_truthy).unwrap_or(false) {
+                self.record_success(index, &item);
+            } else {
+                first_error = Some(first_error.map_or(idx, |f| f.min(idx)));
+                self.write_errors.insert(index, write_error(index, &item));
+            }
+        }
+        if self.ordered && n_errors > 0 && first_error.is_some_and(|f| f > 0) {
+            batch_succeeded = true;
+        }
+        self.add_counts(counts, batch_succeeded);
+        Ok(self.ordered && !self.write_errors.is_empty())
+    }
+
+    fn add_counts(&mut self, c: Counts, succeeded: bool) {
+        if !succeeded {
+            return;
+        }
+        self.succeeded = true;
+        let s = &mut self.results.summary;
+        s.inserted_count += c.inserted;
+        s.upserted_count += c.upserted;
+        s.matched_count += c.matched;
+        s.modified_count += c.modified;
+        s.deleted_count += c.deleted;
+    }
+
+    /// A verbose result (`ok: 1`) of write `index`.
+    fn record_success(&mut self, index: usize, item: &Document) {
+        if !self.verbose {
+            return;
+        }
+        let Some(w) = self.writes.get(index) else { return };
+        let n = u64::try_from(count_of(item, "n")).unwrap_or(0);
+        match w.kind {
+            Kind::Insert => {
+                if let Some(id) = &w.inserted_id {
+                    self.results.insert_results.insert(index, InsertOneResult { inserted_id: id.clone() });
+                }
+            }
+            Kind::Update => {
+                let upserted_id = item.get_document("upserted").ok().and_then(|u| u.get("_id")).cloned();
+                let modified_count = u64::try_from(count_of(item, "nModified")).unwrap_or(0);
+                self.results
+                    .update_results
+                    .insert(index, UpdateResult { matched_count: n, modified_count, upserted_id });
+            }
+            Kind::Delete => {
+                self.results.delete_results.insert(index, DeleteResult { deleted_count: n });
+            }
+        }
+    }
+
+    /// The error of a bulk stopped by `e`: `e` itself when nothing came back before it.
+    fn fail(&mut self, e: Error) -> Error {
+        if !self.succeeded && self.write_errors.is_empty() && self.write_concern_errors.is_empty() {
+            return e;
+        }
+        Error::ClientBulkWrite(Box::new(ClientBulkWriteError {
+            error: Some(Box::new(e)),
+            write_concern_errors: std::mem::take(&mut self.write_concern_errors),
+            write_errors: std::mem::take(&mut self.write_errors),
+            partial_result: self.partial(),
+        }))
+    }
+
+    fn partial(&mut self) -> Option<PartialBulkWriteResult> {
+        if !self.succeeded {
+            return None;
+        }
+        let results = std::mem::take(&mut self.results);
+        Some(if self.verbose {
+            PartialBulkWriteResult::Verbose(results)
+        } else {
+            PartialBulkWriteResult::Summary(results.summary)
+        })
+    }
+
+    fn finish(mut self) -> Result<VerboseBulkWriteResult> {
+        if self.write_errors.is_empty() && self.write_concern_errors.is_empty() {
+            return Ok(self.results);
+        }
+        Err(Error::ClientBulkWrite(Box::new(ClientBulkWriteError {
+            error: None,
+            write_concern_errors: std::mem::take(&mut self.write_concern_errors),
+            write_errors: std::mem::take(&mut self.write_errors),
+            partial_result: self.partial(),
+        })))
+    }
+}
+
+/// The cursor id and first batch of a `bulkWrite` reply.
+fn first_batch(reply: &Document) -> (i64, std::collections::VecDeque<Document>) {
+    let batch = reply
+        .get_document("cursor")
+        .and_then(|c| c.get_array("firstBatch"))
+        .map(|a| a.iter().filter_map(Bson::as_document).cloned().collect())
+        .unwrap_or_default();
+    (cursor_id(reply), batch)
+}
+
+/// A result document's write error (`ok: 0`), as the write `index` of the models given.
+fn write_error(index: usize, item: &Document) -> WriteError {
+    WriteError {
+        index,
+        code: item.get("code").and_then(bson_to_i64).and_then(|c| i32::try_from(c).ok()).unwrap_or(0),
+        code_name: item.get_str("codeName").ok().map(str::to_string),
+        message: item.get_str("errmsg").unwrap_or_default().to_string(),
+        details: item.get_document("errInfo").ok().cloned(),
+    }
+}
+
+fn bson_index(v: &Bson) -> Option<usize> {
+    bson_to_i64(v).and_then(|n| usize::try_from(n).ok())
+}
+
+/// A count field as the spec's `Int64`.
+fn count_of(d: &Document, key: &str) -> i64 {
+    i64::try_from(super::op_options::count_of(d, key)).unwrap_or(i64::MAX)
+}
