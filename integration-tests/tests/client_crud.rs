@@ -737,13 +737,8 @@ async fn insert_many_over_16_mb_in_document_sequences() {
 
 /// A replica set that answers as MongoDB 8.0 (the `bulkWrite` command), or `MONGODB_URI`.
 async fn replica_set_8_0() -> Setup {
-    let deployment = integration_tests::deployment::Deployment::replica_set(3, |b| {
-        b.server_version(integration_tests::sim::ServerVersion::V8_0)
-    })
-    .expect("deployment");
-    let s = support::connect_to(deployment, "").await;
-    s.client.topology().wait_for(|t| t.primary().is_some(), support::WAIT).await.expect("discovery");
-    s
+    support::replica_set_configured(3, "", |b| b.server_version(integration_tests::sim::ServerVersion::V8_0))
+        .await
 }
 
 /// `Client::bulk_write` writes to several namespaces in one `bulkWrite` command on `admin`,

@@ -128,6 +128,38 @@ impl Collection {
         true
     }
 
+    /// The options, to change them (collMod).
+    pub(crate) fn options_mut(&mut self) -> &mut Document {
+        &mut self.options
+    }
+
+    /// The secondary index of key pattern `key` or of name `name`, to change it (collMod).
+    pub(crate) fn index_mut(&mut self, key: Option<&Document>, name: Option<&str>) -> Option<&mut Document> {
+        self.indexes.iter_mut().find(|i| {
+            key.is_some_and(|k| i.get_document("key").ok() == Some(k))
+                || name.is_some_and(|n| i.get_str("name").ok() == Some(n))
+        })
+    }
+
+    /// The `_id`s of the documents that share a value of key `pattern`, for each value shared
+    /// by more than one (what a unique index over it would refuse).
+    pub(crate) fn duplicates(&self, pattern: &Document) -> Vec<Vec<Bson>> {
+        let mut groups: Vec<(Bson, Vec<Bson>)> = Vec::new();
+        for d in self.docs.values() {
+            let key: Document = pattern
+                .keys()
+                .map(|k| (k.clone(), lookup(d, k).first().map_or(Bson::Null, |v| (*v).clone())))
+                .collect();
+            let key = Bson::Document(key);
+            let id = d.get("_id").cloned().unwrap_or(Bson::Null);
+            match groups.iter_mut().find(|(k, _)| compare(k, &key) == Ordering::Equal) {
+                Some((_, ids)) => ids.push(id),
+                None => groups.push((key, vec![id])),
+            }
+        }
+        groups.into_iter().map(|(_, ids)| ids).filter(|ids| ids.len() > 1).collect()
+    }
+
     /// Drops the index `name` (`*`: every secondary index); whether anything matched.
     pub(crate) fn drop_index(&mut self, name: &str) -> bool {
         if name == "*" {
@@ -156,7 +188,11 @@ impl Collection {
         doc: &Document,
         own: Option<&IdKey>,
     ) -> Option<(String, Document, Document)> {
-        for spec in self.indexes.iter().filter(|i| i.get_bool("unique").unwrap_or(false)) {
+        // A `prepareUnique` index refuses new duplicates too (collMod, before converting it).
+        let unique = |i: &&Document| {
+            i.get_bool("unique").unwrap_or(false) || i.get_bool("prepareUnique").unwrap_or(false)
+        };
+        for spec in self.indexes.iter().filter(unique) {
             let Ok(pattern) = spec.get_document("key") else { continue };
             let key_of = |d: &Document| -> Document {
                 pattern
@@ -235,6 +271,11 @@ impl Store {
     /// The collection, created (implicitly, as MongoDB does on first write) if missing.
     pub(crate) fn coll_mut(&mut self, db: &str, coll: &str) -> &mut Collection {
         self.dbs.entry(db.to_owned()).or_default().entry(coll.to_owned()).or_default()
+    }
+
+    /// The collection, if it exists, to change it.
+    pub(crate) fn coll_mut_existing(&mut self, db: &str, coll: &str) -> Option<&mut Collection> {
+        self.dbs.get_mut(db).and_then(|d| d.get_mut(coll))
     }
 
     /// Whether the collection exists.

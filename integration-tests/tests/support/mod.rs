@@ -121,7 +121,16 @@ pub async fn connect(cluster: Cluster, extra: &str) -> Setup {
 /// A client of a new replica set of `members` (or of `MONGODB_URI`), once it knows the
 /// primary.
 pub async fn replica_set_with_primary(members: usize, extra: &str) -> Setup {
-    let deployment = Deployment::replica_set(members, |b| b).expect("deployment");
+    replica_set_configured(members, extra, |b| b).await
+}
+
+/// [`replica_set_with_primary`], with the simulator's builder changed by `configure`.
+pub async fn replica_set_configured(
+    members: usize,
+    extra: &str,
+    configure: impl FnOnce(integration_tests::sim::ClusterBuilder) -> integration_tests::sim::ClusterBuilder,
+) -> Setup {
+    let deployment = Deployment::replica_set(members, configure).expect("deployment");
     let s = connect_to(deployment, extra).await;
     s.client
         .topology()

@@ -38,6 +38,7 @@ pub(crate) fn handles(name: &str) -> bool {
             | "dropSearchIndex"
             | "checkMetadataConsistency"
             | "bulkWrite"
+            | "collMod"
     )
 }
 
@@ -60,7 +61,7 @@ fn atlas_only() -> CmdError {
 fn access(name: &str, cmd: &Document) -> Access {
     match name {
         "insert" | "update" | "delete" | "findAndModify" | "create" | "drop" | "dropDatabase"
-        | "createIndexes" | "dropIndexes" | "bulkWrite" => Access::Write,
+        | "createIndexes" | "dropIndexes" | "bulkWrite" | "collMod" => Access::Write,
         // A pipeline that ends in $out or $merge writes (on the primary).
         "aggregate"
             if cmd
@@ -331,6 +332,7 @@ fn exec(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Resu
             namespaces(ctx, cmd, store, ops)
         }
         "listIndexes" | "createIndexes" | "dropIndexes" => indexes(ctx, cmd, store, ops),
+        "collMod" => coll_mod(db, cmd, store),
         "createSearchIndexes" | "updateSearchIndex" | "dropSearchIndex" => Err(atlas_only()),
         "bulkWrite" if ctx.shared.version >= ServerVersion::V8_0 => bulk_write(ctx, cmd, store, ops),
         // A mongos checks the sharding metadata; the simulated one is always consistent.
@@ -592,7 +594,7 @@ fn insert(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
     let mut n = 0usize;
     let mut write_errors = Vec::new();
     for (idx, d) in docs.into_iter().enumerate() {
-        match insert_one(db, coll, d, store, ops) {
+        match insert_one(db, coll, d, bypass_validation(cmd), store, ops) {
             Ok(()) => n += 1,
             Err(e) => {
                 write_errors.push(e.write_error(i32_of(idx)));
@@ -606,12 +608,22 @@ fn insert(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
 }
 
 /// Inserts one document (an insert statement), checking its `_id` and unique indexes.
-fn insert_one(db: &str, coll: &str, d: Document, store: &mut Store, ops: &mut Ops) -> Result<(), CmdError> {
+fn insert_one(
+    db: &str,
+    coll: &str,
+    d: Document,
+    bypass: bool,
+    store: &mut Store,
+    ops: &mut Ops,
+) -> Result<(), CmdError> {
     if matches!(d.get("_id"), Some(Bson::Document(id)) if id.keys().any(|k| k.starts_with('$'))) {
         return Err(CmdError::new(2, "BadValue", "_id fields may not contain '$'-prefixed fields"));
     }
     let ns = format!("{db}.{coll}");
     let d = store::ensure_id(d);
+    if !bypass {
+        check_valid(store.coll(db, coll), &d, None)?;
+    }
     let c = store.coll_mut(db, coll);
     if let Some(v) = c.unique_violation(&d, None) {
         return Err(unique_error(&ns, v));
@@ -665,6 +677,8 @@ struct Stmt<'a> {
     upsert: bool,
     multi: bool,
     sort: Option<&'a Document>,
+    /// `bypassDocumentValidation`: the collection's validator is not applied.
+    bypass: bool,
 }
 
 /// Whether `u` is an update with operators or a pipeline (not a replacement).
@@ -779,6 +793,9 @@ fn update_one_stmt(
             d
         };
         let doc = store::ensure_id(doc);
+        if !stmt.bypass {
+            check_valid(store.coll(db, coll), &doc, None)?;
+        }
         let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
         if let Some(v) = store.coll(db, coll).and_then(|c| c.unique_violation(&doc, None)) {
             return Err(unique_error(&format!("{db}.{coll}"), v));
@@ -798,6 +815,9 @@ fn update_one_stmt(
     for before in targets {
         let after = updated(&before, u, false, filters)?;
         check_id_unchanged(&before, &after)?;
+        if !stmt.bypass && before != after {
+            check_valid(store.coll(db, coll), &after, Some(&before))?;
+        }
         let own = id_key(before.get("_id").unwrap_or(&Bson::Null));
         if let Some(v) = store.coll(db, coll).and_then(|c| c.unique_violation(&after, Some(&own))) {
             return Err(unique_error(&format!("{db}.{coll}"), v));
@@ -857,6 +877,7 @@ fn update(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
                 upsert: stmt.get_bool("upsert").unwrap_or(false),
                 multi,
                 sort: stmt.get_document("sort").ok().filter(|s| !s.is_empty()),
+                bypass: bypass_validation(cmd),
             };
             update_one_stmt(db, coll, &stmt, store, ops)
         })();
@@ -975,7 +996,15 @@ fn find_and_modify(db: &str, cmd: &Document, store: &mut Store, ops: &mut Ops) -
         Some(u @ (Bson::Document(_) | Bson::Array(_))) => u.clone(),
         _ => return Err(CmdError::bad("Either an update or remove=true must be specified")),
     };
-    let stmt = Stmt { q: &q, u: &u, array_filters: array_filters(cmd)?, upsert, multi: false, sort };
+    let stmt = Stmt {
+        q: &q,
+        u: &u,
+        array_filters: array_filters(cmd)?,
+        upsert,
+        multi: false,
+        sort,
+        bypass: bypass_validation(cmd),
+    };
     let o = update_one_stmt(db, coll, &stmt, store, ops)?;
     let mut leo =
         doc! {"n": i32_of(o.matched + usize::from(o.upserted.is_some())), "updatedExisting": o.matched > 0};
@@ -1458,7 +1487,7 @@ fn bulk_write(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -
             match kind.as_str() {
                 "insert" => {
                     let d = w.get_document("document").map_err(|_| CmdError::bad("insert needs document"))?;
-                    insert_one(db, coll, d.clone(), store, ops)?;
+                    insert_one(db, coll, d.clone(), bypass_validation(cmd), store, ops)?;
                     inserted += 1;
                     Ok(doc! {"n": 1})
                 }
@@ -1480,6 +1509,7 @@ fn bulk_write(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -
                         upsert: w.get_bool("upsert").unwrap_or(false),
                         multi,
                         sort: w.get_document("sort").ok().filter(|s| !s.is_empty()),
+                        bypass: bypass_validation(cmd),
                     };
                     let o = update_one_stmt(db, coll, &stmt, store, ops)?;
                     matched += o.matched;
@@ -1530,4 +1560,116 @@ fn bulk_write(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -
         "nDeleted": i32_of(deleted),
     };
     Ok(Exec::Bulk { docs: results, batch, counts })
+}
+
+/// The command's `bypassDocumentValidation`.
+fn bypass_validation(cmd: &Document) -> bool {
+    cmd.get_bool("bypassDocumentValidation").unwrap_or(false)
+}
+
+/// Applies the collection's `validator` to a document written to it (`before`: the
+/// document an update replaces), as its `validationLevel` and `validationAction` say:
+/// mongod's DocumentValidationFailure (121) with `errInfo` when it does not match.
+fn check_valid(
+    coll: Option<&store::Collection>,
+    doc: &Document,
+    before: Option<&Document>,
+) -> Result<(), CmdError> {
+    let Some(options) = coll.map(store::Collection::options) else { return Ok(()) };
+    let Ok(validator) = options.get_document("validator") else { return Ok(()) };
+    let level = options.get_str("validationLevel").unwrap_or("strict");
+    let action = options.get_str("validationAction").unwrap_or("error");
+    if level == "off" || action == "warn" || validator.is_empty() {
+        return Ok(());
+    }
+    // "moderate": an update of a document that was already invalid is not checked.
+    if level == "moderate" && before.is_some_and(|b| !store::matches(b, validator).unwrap_or(true)) {
+        return Ok(());
+    }
+    if store::matches(doc, validator)? {
+        return Ok(());
+    }
+    let mut e = CmdError::new(121, "DocumentValidationFailure", "Document failed validation");
+    e.extra = Some(Box::new(doc! {"errInfo": {
+        "failingDocumentId": doc.get("_id").cloned().unwrap_or(Bson::Null),
+        "details": {"operatorName": validator.keys().next().map_or("$and", String::as_str), "specifiedAs": validator.clone()},
+    }}));
+    Err(e)
+}
+
+/// `collMod`: a new `validator`, `validationLevel` or `validationAction`, and an index's
+/// `hidden`, `expireAfterSeconds`, `prepareUnique` or `unique` (refused, with the
+/// duplicates as `violations`, while documents share a key).
+fn coll_mod(db: &str, cmd: &Document, store: &mut Store) -> Result<Exec, CmdError> {
+    let coll = coll_name(cmd, "collMod")?;
+    let Some(c) = store.coll_mut_existing(db, coll) else {
+        return Err(CmdError::new(26, "NamespaceNotFound", format!("ns does not exist: {db}.{coll}")));
+    };
+    let mut reply = Document::new();
+    for (k, v) in cmd {
+        match k.as_str() {
+            "collMod"
+            | "writeConcern"
+            | "comment"
+            | "lsid"
+            | "txnNumber"
+            | "$db"
+            | "$clusterTime"
+            | "maxTimeMS"
+            | "$readPreference"
+            | "apiVersion"
+            | "apiStrict"
+            | "apiDeprecationErrors" => {}
+            "validator"
+            | "validationLevel"
+            | "validationAction"
+            | "expireAfterSeconds"
+            | "changeStreamPreAndPostImages" => {
+                c.options_mut().insert(k.clone(), v.clone());
+            }
+            "index" => {
+                let spec =
+                    v.as_document().ok_or_else(|| CmdError::bad("collMod index must be a document"))?;
+                let key = spec.get_document("keyPattern").ok();
+                let name = spec.get_str("name").ok();
+                if spec.get_bool("unique").unwrap_or(false) {
+                    let pattern = c
+                        .index_mut(key, name)
+                        .and_then(|i| i.get_document("key").ok().cloned())
+                        .ok_or_else(|| CmdError::new(27, "IndexNotFound", "cannot find index"))?;
+                    let violations = c.duplicates(&pattern);
+                    if !violations.is_empty() {
+                        let mut e = CmdError::new(
+                            359,
+                            "CannotConvertIndexToUnique",
+                            "Cannot convert the index to unique. Please resolve conflicting documents before running collMod again.",
+                        );
+                        let violations: Vec<Bson> =
+                            violations.into_iter().map(|ids| Bson::Document(doc! {"ids": ids})).collect();
+                        e.extra = Some(Box::new(doc! {"violations": violations}));
+                        return Err(e);
+                    }
+                }
+                let index = c
+                    .index_mut(key, name)
+                    .ok_or_else(|| CmdError::new(27, "IndexNotFound", "cannot find index"))?;
+                for (field, value) in
+                    spec.iter().filter(|(f, _)| !matches!(f.as_str(), "keyPattern" | "name"))
+                {
+                    let old = index.insert(field.clone(), value.clone());
+                    reply.insert(format!("{field}_old"), old.unwrap_or(Bson::Boolean(false)));
+                    reply.insert(format!("{field}_new"), value.clone());
+                }
+            }
+            other => {
+                return Err(CmdError::new(
+                    40415,
+                    "Location40415",
+                    format!("BSON field 'collMod.{other}' is an unknown field."),
+                ));
+            }
+        }
+    }
+    reply.insert("ok", 1.0);
+    Ok(Exec::Reply(reply))
 }

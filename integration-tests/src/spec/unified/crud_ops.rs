@@ -34,6 +34,7 @@ pub(super) fn runs(name: &str) -> bool {
             | "findOneAndReplace"
             | "findOneAndUpdate"
             | "bulkWrite"
+            | "modifyCollection"
             | "createIndex"
             | "dropIndex"
             | "dropIndexes"
@@ -569,6 +570,15 @@ pub(super) async fn database_op(
             let coll = args.get_str("collection").map_err(|_| "createCollection needs a collection")?;
             let o: CreateCollectionOptions = options(name, args, &["collection"])?;
             db.create_collection(coll).with_options(o).session(session).await.map(|()| None)
+        }
+        // No driver API (the official Rust driver has none either): the collMod command, with
+        // the operation's arguments as its fields.
+        "modifyCollection" => {
+            let coll = args.get_str("collection").map_err(|_| "modifyCollection needs a collection")?;
+            let mut command = doc! {"collMod": coll};
+            command
+                .extend(args.iter().filter(|(k, _)| *k != "collection").map(|(k, v)| (k.clone(), v.clone())));
+            db.run_command(command).session(session).await.map(|_| None)
         }
         "dropCollection" => {
             let coll = args.get_str("collection").map_err(|_| "dropCollection needs a collection")?;
