@@ -853,3 +853,67 @@ fn bson_index(v: &Bson) -> Option<usize> {
 fn count_of(d: &Document, key: &str) -> i64 {
     i64::try_from(super::op_options::count_of(d, key)).unwrap_or(i64::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insert(ns: &str, x: i32) -> ClientWriteModel {
+        WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": x, "pad": "p".repeat(50)} })
+            .on(ns.parse().expect("namespace"))
+    }
+
+    fn ns_of(b: &BatchPlan) -> Vec<String> {
+        b.ns_info
+            .iter()
+            .map(|d| Document::try_from(d.as_ref()).expect("doc").get_str("ns").expect("ns").to_owned())
+            .collect()
+    }
+
+    fn index_of(op: &RawDocumentBuf) -> i32 {
+        Document::try_from(op.as_ref()).expect("doc").get_i32("insert").expect("index")
+    }
+
+    #[test]
+    fn batches_split_by_bytes_and_name_only_their_own_namespaces() {
+        let models = vec![insert("db.a", 1), insert("db.b", 2), insert("db.a", 3), insert("db.c", 4)];
+        let one = prepare_one(insert("db.a", 0)).expect("prepared");
+        let (op, ns) = encode_write(&one, &HashMap::new(), 0).expect("encoded");
+        // Room for two writes with their namespaces, not three.
+        let room = 2 * encoded_len(&op, ns.as_ref()) + 10;
+        let (writes, batches) = prepare(models, room).expect("prepare");
+        assert_eq!(writes.len(), 4);
+        assert_eq!(batches.iter().map(|b| (b.start, b.ops.len())).collect::<Vec<_>>(), [(0, 2), (2, 2)]);
+        assert_eq!(ns_of(&batches[0]), ["db.a", "db.b"]);
+        // The second command starts its nsInfo over: db.a is its index 0 again.
+        assert_eq!(ns_of(&batches[1]), ["db.a", "db.c"]);
+        assert_eq!(batches[1].ops.iter().map(index_of).collect::<Vec<_>>(), [0, 1]);
+        assert!(!batches[0].multi);
+    }
+
+    #[test]
+    fn a_write_larger_than_a_command_is_refused() {
+        let e = prepare(vec![insert("db.a", 1)], 20).err().expect("too large");
+        assert!(matches!(e, Error::InvalidOptions { .. }), "{e}");
+        let e = prepare(
+            vec![WriteModel::UpdateOne(UpdateOneModel::new(doc! {}, doc! {"x": 1}))
+                .on(Namespace::new("db", "a"))],
+            1_000,
+        )
+        .err()
+        .expect("an update needs operators");
+        assert!(matches!(e, Error::InvalidOptions { .. }), "{e}");
+    }
+
+    #[test]
+    fn namespaces_parse_print_and_serialize_as_db_dot_coll() {
+        let ns: Namespace = "db.coll.with.dots".parse().expect("namespace");
+        assert_eq!((ns.db.as_str(), ns.coll.as_str()), ("db", "coll.with.dots"));
+        assert_eq!(ns.to_string(), "db.coll.with.dots");
+        assert!("nodot".parse::<Namespace>().is_err());
+        assert!(".coll".parse::<Namespace>().is_err());
+        let b = bson::serialize_to_bson(&ns).expect("serialize");
+        assert_eq!(b, Bson::String("db.coll.with.dots".into()));
+        assert_eq!(bson::deserialize_from_bson::<Namespace>(b).expect("deserialize"), ns);
+    }
+}
