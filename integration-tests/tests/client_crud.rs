@@ -802,6 +802,7 @@ async fn client_bulk_write_across_namespaces() {
     assert_eq!(e.write_errors.keys().copied().collect::<Vec<_>>(), [0]);
     let partial = e.partial_result.as_ref().expect("the delete succeeded");
     assert_eq!(partial.summary().deleted_count, 2);
+    s.database("app").drop().await.expect("drop");
 }
 
 /// Over 100,000 writes (the servers' `maxWriteBatchSize`) take two commands; the second's
@@ -818,6 +819,9 @@ async fn client_bulk_write_splits_batches() {
     let sent = s.started("bulkWrite");
     assert_eq!(sent.iter().map(|c| c.get_array("ops").map_or(0, Vec::len)).collect::<Vec<_>>(), [100_000, 1]);
     assert_eq!(a.estimated_document_count().await.expect("count"), 100_001);
+    // Not left behind for the next tests on a shared deployment (SecantusDB's listDatabases
+    // takes longer than the legacy-timeout tests' 100 ms socketTimeoutMS over 100,001 documents).
+    s.database("app").drop().await.expect("drop");
 }
 
 /// Before MongoDB 8.0 there is no `bulkWrite` command: a typed error, and nothing sent.
