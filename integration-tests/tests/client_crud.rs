@@ -835,6 +835,11 @@ async fn client_bulk_write_needs_8_0() {
     assert_eq!(err.kind(), ErrorKind::IncompatibleServer, "{err}");
     assert!(err.to_string().contains("MongoDB 8.0"), "{err}");
     assert!(s.started("bulkWrite").is_empty());
+    // run_command sends what it is given: the server answers.
+    let command =
+        doc! {"bulkWrite": 1, "ops": [{"insert": 0, "document": {"x": 1}}], "nsInfo": [{"ns": "app.a"}]};
+    let err = s.client.database("admin").run_command(command).await.expect_err("no such command");
+    assert_eq!((err.kind(), err.code()), (ErrorKind::Command, Some(59)), "{err}");
     let err = s.client.bulk_write(Vec::new()).await.expect_err("no models");
     assert_eq!(err.kind(), ErrorKind::InvalidOptions);
 }

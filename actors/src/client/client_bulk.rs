@@ -31,7 +31,7 @@ use super::crud_options::UpdateModifications;
 use super::cursor::{Cursor, RawCursor};
 use super::inner::Client;
 use super::op_options::{with_id, DeleteResult, InsertOneResult, TimeoutMode, UpdateResult};
-use super::operation::{cursor_id, Limits, OpOutput, Operation, Shape};
+use super::operation::{cursor_id, Limits, OpOutput, Operation, Shape, WIRE_VERSION_8_0};
 use super::ops::cursor::CursorReply;
 use super::timeout;
 use super::transaction::ClientSession;
@@ -607,7 +607,10 @@ impl Operation for BulkWriteOp<'_> {
     type Output = (CursorReply, Counts);
 
     fn shape(&self) -> Shape<'_> {
-        let shape = Shape::write("bulkWrite", "admin").cursor();
+        let shape = Shape::write("bulkWrite", "admin").cursor().requires(
+            WIRE_VERSION_8_0,
+            "the bulkWrite command (Client::bulk_write) needs MongoDB 8.0 or later",
+        );
         if self.multi {
             shape.once()
         } else {

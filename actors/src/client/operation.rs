@@ -34,8 +34,8 @@ const WIRE_VERSION_4_4: i32 = 9;
 
 /// Wire version of MongoDB 8.2: the first to take `rawData`.
 const WIRE_VERSION_8_2: i32 = 27;
-/// MongoDB 8.0, the first with the `bulkWrite` command.
-const WIRE_VERSION_8_0: i32 = 25;
+/// Wire version of MongoDB 8.0, the first with the `bulkWrite` command.
+pub(crate) const WIRE_VERSION_8_0: i32 = 25;
 
 /// Commands whose bodies and replies command monitoring redacts.
 const SENSITIVE_COMMANDS: [&str; 9] = [
@@ -96,7 +96,7 @@ pub(crate) trait Operation {
 
     /// The command the executor runs.
     fn prepare(&mut self) -> Result<Op> {
-        let Shape { name, db, criteria, retry, checks_write_errors, opens_cursor } = self.shape();
+        let Shape { name, db, criteria, retry, checks_write_errors, opens_cursor, requires } = self.shape();
         let db = db.to_string();
         let command = self.build()?;
         Ok(Op {
@@ -108,6 +108,7 @@ pub(crate) trait Operation {
             retry,
             check_write: checks_write_errors,
             opens_cursor,
+            requires,
         })
     }
 }
@@ -128,6 +129,8 @@ pub(crate) struct Shape<'a> {
     /// Its reply may open a cursor (which then keeps the session and, in load-balanced mode,
     /// the connection).
     pub opens_cursor: bool,
+    /// The lowest wire version that has the command, and what to say to an older server.
+    pub requires: Option<(i32, &'static str)>,
 }
 
 impl<'a> Shape<'a> {
@@ -154,7 +157,14 @@ impl<'a> Shape<'a> {
             retry: Retry::No,
             checks_write_errors: false,
             opens_cursor: false,
+            requires: None,
         }
+    }
+
+    /// This shape, refused with [`Error::IncompatibleServer`] (`why`) before it is sent to a
+    /// server older than wire version `wire`.
+    pub(crate) fn requires(self, wire: i32, why: &'static str) -> Self {
+        Shape { requires: Some((wire, why)), ..self }
     }
 
     /// This shape, never retried.
@@ -187,6 +197,8 @@ pub(crate) struct Op {
     pub check_write: bool,
     /// Keep the session and connection when the reply opens a cursor.
     pub opens_cursor: bool,
+    /// The lowest wire version that has the command, and what to say to an older server.
+    pub requires: Option<(i32, &'static str)>,
 }
 
 impl Op {
@@ -683,11 +695,8 @@ impl ClientInner {
         session: Option<&mut ServerSession>,
         attempt: Attempt,
     ) -> Result<Document> {
-        if op.name == "bulkWrite" && conn.stream_description().max_wire_version < WIRE_VERSION_8_0 {
-            return Err(Error::IncompatibleServer {
-                address: conn.address().clone(),
-                message: "the bulkWrite command (Client::bulk_write) needs MongoDB 8.0 or later".into(),
-            });
+        if let Some((_, why)) = op.requires.filter(|(w, _)| conn.stream_description().max_wire_version < *w) {
+            return Err(Error::IncompatibleServer { address: conn.address().clone(), message: why.into() });
         }
         let mut command = self.command_for(target, op, session.as_deref(), &attempt);
         // rawData (an internal option) is never sent to a server older than 8.2 (wire 27).
