@@ -27,7 +27,7 @@ use super::bulk::{
 };
 use super::collection::Collection;
 use super::concern::{duration_ms, WriteConcern};
-use super::crud_options::UpdateModifications;
+use super::crud_options::{Collation, Hint, UpdateModifications};
 use super::cursor::{Cursor, RawCursor};
 use super::inner::Client;
 use super::op_options::{with_id, DeleteResult, InsertOneResult, TimeoutMode, UpdateResult};
@@ -549,48 +549,51 @@ fn prepare_one(m: ClientWriteModel) -> Result<PreparedWrite> {
         }
         WriteModel::UpdateOne(m) => {
             check_modifications(&m.update)?;
-            let mut op =
-                doc! {"update": 0, "filter": m.filter, "updateMods": Bson::from(m.update), "multi": false};
-            append(&mut op, "upsert", m.upsert);
+            let mut op = update_op(m.filter, m.update.into(), false, m.upsert, m.hint, m.collation);
             append(&mut op, "arrayFilters", m.array_filters);
-            append(&mut op, "hint", m.hint);
-            append(&mut op, "collation", m.collation);
             append(&mut op, "sort", m.sort);
             (Kind::Update, false, op)
         }
         WriteModel::UpdateMany(m) => {
             check_modifications(&m.update)?;
-            let mut op =
-                doc! {"update": 0, "filter": m.filter, "updateMods": Bson::from(m.update), "multi": true};
-            append(&mut op, "upsert", m.upsert);
+            let mut op = update_op(m.filter, m.update.into(), true, m.upsert, m.hint, m.collation);
             append(&mut op, "arrayFilters", m.array_filters);
-            append(&mut op, "hint", m.hint);
-            append(&mut op, "collation", m.collation);
             (Kind::Update, true, op)
         }
         WriteModel::ReplaceOne(m) => {
             super::op_options::check_replacement(&m.replacement)?;
-            let mut op = doc! {"update": 0, "filter": m.filter, "updateMods": m.replacement, "multi": false};
-            append(&mut op, "upsert", m.upsert);
-            append(&mut op, "hint", m.hint);
-            append(&mut op, "collation", m.collation);
+            let mut op = update_op(m.filter, m.replacement.into(), false, m.upsert, m.hint, m.collation);
             append(&mut op, "sort", m.sort);
             (Kind::Update, false, op)
         }
-        WriteModel::DeleteOne(m) => {
-            let mut op = doc! {"delete": 0, "filter": m.filter, "multi": false};
-            append(&mut op, "hint", m.hint);
-            append(&mut op, "collation", m.collation);
-            (Kind::Delete, false, op)
-        }
-        WriteModel::DeleteMany(m) => {
-            let mut op = doc! {"delete": 0, "filter": m.filter, "multi": true};
-            append(&mut op, "hint", m.hint);
-            append(&mut op, "collation", m.collation);
-            (Kind::Delete, true, op)
-        }
+        WriteModel::DeleteOne(m) => (Kind::Delete, false, delete_op(m.filter, false, m.hint, m.collation)),
+        WriteModel::DeleteMany(m) => (Kind::Delete, true, delete_op(m.filter, true, m.hint, m.collation)),
     };
     Ok(PreparedWrite { namespace, op, kind, multi, inserted_id })
+}
+
+/// An `update` op (updates and replaces): `updateMods` and the options they all take.
+fn update_op(
+    filter: Document,
+    mods: Bson,
+    multi: bool,
+    upsert: Option<bool>,
+    hint: Option<Hint>,
+    collation: Option<Collation>,
+) -> Document {
+    let mut op = doc! {"update": 0, "filter": filter, "updateMods": mods, "multi": multi};
+    append(&mut op, "upsert", upsert);
+    append(&mut op, "hint", hint);
+    append(&mut op, "collation", collation);
+    op
+}
+
+/// A `delete` op.
+fn delete_op(filter: Document, multi: bool, hint: Option<Hint>, collation: Option<Collation>) -> Document {
+    let mut op = doc! {"delete": 0, "filter": filter, "multi": multi};
+    append(&mut op, "hint", hint);
+    append(&mut op, "collation", collation);
+    op
 }
 
 /// One `bulkWrite` command: the command fields and the batch's two document sequences. A
