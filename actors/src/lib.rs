@@ -40,7 +40,7 @@ pub mod options {
         InsertManyOptions, InsertManyResult, InsertOneModel, InsertOneOptions, InsertOneResult,
         ListDatabasesOptions, ListOptions, Namespace, PartialBulkWriteResult, ReadConcern, ReadConcernLevel,
         ReplaceOneModel, ReplaceOptions, ReturnDocument, RunCommandOptions, RunCursorCommandOptions,
-        SearchIndexModel, SessionOptions, SummaryBulkWriteResult, TimeoutMode, UpdateManyModel,
+        SearchIndexModel, SessionOptions, SummaryBulkWriteResult, TimeoutMode, TransactionOptions, UpdateManyModel,
         UpdateModifications, UpdateOneModel, UpdateOptions, UpdateResult, VerboseBulkWriteResult,
         WithTransactionOptions, WriteConcern, WriteModel,
     };

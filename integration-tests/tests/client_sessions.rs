@@ -111,7 +111,7 @@ async fn with_transaction_stops_retrying_at_its_timeout() {
     .await;
     let mut session = s.client.start_session().await.expect("session");
     let start = Instant::now();
-    let options = WithTransactionOptions { timeout: Some(Duration::from_millis(300)) };
+    let options = WithTransactionOptions { timeout: Some(Duration::from_millis(300)), ..Default::default() };
     let e = session.with_transaction(coll.clone(), insert_two, options).await.expect_err("timed out");
     let elapsed = start.elapsed();
     assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");

@@ -29,6 +29,21 @@ use crate::snapshot::{ServerHandle, TopologySnapshot};
 use crate::topology::application_error;
 use crate::{Error, Result};
 
+/// The write commands that take a `readConcern` of only `afterClusterTime` in a causally
+/// consistent session (read and write concern spec).
+const AFTER_CLUSTER_TIME_WRITES: &[&str] = &[
+    "insert",
+    "update",
+    "delete",
+    "findAndModify",
+    "bulkWrite",
+    "create",
+    "createIndexes",
+    "drop",
+    "dropDatabase",
+    "dropIndexes",
+];
+
 /// Wire version of MongoDB 4.4: from there on the server labels retryable write errors.
 const WIRE_VERSION_4_4: i32 = 9;
 
@@ -96,7 +111,8 @@ pub(crate) trait Operation {
 
     /// The command the executor runs.
     fn prepare(&mut self) -> Result<Op> {
-        let Shape { name, db, criteria, retry, checks_write_errors, opens_cursor, requires } = self.shape();
+        let Shape { name, db, criteria, retry, checks_write_errors, opens_cursor, requires, read_concern } =
+            self.shape();
         let db = db.to_string();
         let command = self.build()?;
         Ok(Op {
@@ -109,6 +125,7 @@ pub(crate) trait Operation {
             check_write: checks_write_errors,
             opens_cursor,
             requires,
+            read_concern,
         })
     }
 }
@@ -131,6 +148,9 @@ pub(crate) struct Shape<'a> {
     pub opens_cursor: bool,
     /// The lowest wire version that has the command, and what to say to an older server.
     pub requires: Option<(i32, &'static str)>,
+    /// The command takes a `readConcern` (a session's `afterClusterTime` or snapshot time
+    /// goes there).
+    pub read_concern: bool,
 }
 
 impl<'a> Shape<'a> {
@@ -158,7 +178,13 @@ impl<'a> Shape<'a> {
             checks_write_errors: false,
             opens_cursor: false,
             requires: None,
+            read_concern: false,
         }
+    }
+
+    /// This shape, taking a `readConcern` (causal consistency and snapshot reads add to it).
+    pub(crate) fn reading_concern(self) -> Self {
+        Shape { read_concern: true, ..self }
     }
 
     /// This shape, refused with [`Error::IncompatibleServer`] (`why`) before it is sent to a
@@ -199,6 +225,8 @@ pub(crate) struct Op {
     pub opens_cursor: bool,
     /// The lowest wire version that has the command, and what to say to an older server.
     pub requires: Option<(i32, &'static str)>,
+    /// The command takes a `readConcern`.
+    pub read_concern: bool,
 }
 
 impl Op {
@@ -692,7 +720,7 @@ impl ClientInner {
         conn: &mut PooledConnection<Connection>,
         target: &Target,
         op: &Op,
-        session: Option<&mut ServerSession>,
+        mut session: Option<&mut ServerSession>,
         attempt: Attempt,
     ) -> Result<Document> {
         if let Some((_, why)) = op.requires.filter(|(w, _)| conn.stream_description().max_wire_version < *w) {
@@ -736,6 +764,9 @@ impl ClientInner {
         };
         if let Some(Bson::Document(ct)) = reply.get("$clusterTime") {
             self.advance_cluster_time(ct);
+        }
+        if let Some(t) = session.as_deref_mut().and_then(|s| s.tracking.as_deref_mut()) {
+            t.observe(&reply, attempt.transaction.is_some());
         }
         let error = protocol::reply::reply_error(&reply);
         if let Some(e) = &error {
@@ -793,8 +824,35 @@ impl ClientInner {
             }
             command.insert("autocommit", false);
         }
+        let tracking = session.and_then(|s| s.tracking.as_deref());
+        if let Some(t) = tracking {
+            // Causal consistency and snapshot reads: a read outside a transaction, or the
+            // statement that starts one.
+            let outside = ids.transaction.is_none();
+            let causal_command = op.read_concern || AFTER_CLUSTER_TIME_WRITES.contains(&op.name.as_ref());
+            // A snapshot session sends its read concern with every command (the server
+            // refuses the ones that cannot take it); causal consistency with the commands
+            // that take `afterClusterTime`, and with the statement that starts a transaction.
+            let send = if t.snapshot { outside } else { (causal_command && outside) || ids.transaction == Some(true) };
+            if send {
+                if let Some(rc) = t.read_concern(command.get_document("readConcern").ok()) {
+                    command.insert("readConcern", rc);
+                }
+            }
+        }
         if target.server_type != ServerType::Standalone {
-            if let Some(ct) = self.cluster_time.lock().clone() {
+            let mut ct = self.cluster_time.lock().clone();
+            // The greater of the client's and the session's (which the user may advance).
+            if let Some(session_ct) = tracking.and_then(|t| t.cluster_time.as_ref()) {
+                let newer = match ct.as_ref().and_then(super::session::cluster_timestamp) {
+                    Some(client) => super::session::cluster_timestamp(session_ct).is_some_and(|s| s > client),
+                    None => true,
+                };
+                if newer {
+                    ct = Some(session_ct.clone());
+                }
+            }
+            if let Some(ct) = ct {
                 command.insert("$clusterTime", ct);
             }
         }

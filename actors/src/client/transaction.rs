@@ -29,15 +29,20 @@
 
 use std::time::Duration;
 
-use bson::Document;
+use bson::{Document, Timestamp};
 use futures_util::future::BoxFuture;
 use pool::cmap::CheckoutPurpose;
+use protocol::ServerAddress;
+use protocol::sdam::TopologyType;
+use selection::ReadPreference;
 use tokio::time::Instant;
+
+use super::concern::{Acknowledgment, ReadConcern, WriteConcern};
 
 use super::inner::Client;
 use super::operation::{Binding, Limits, Op, OpOutput, Operation, SessionUse};
 use super::ops::session::{EndTransaction, Outcome};
-use super::session::ServerSession;
+use super::session::{ServerSession, Tracking};
 use super::timeout;
 use crate::error::RETRYABLE_WRITE_ERROR;
 use crate::selection_actor::{Criteria, PinConnection, PinId, SelectionRequest, TakePinned, Unpin};
@@ -75,6 +80,48 @@ pub struct SessionOptions {
     /// [`ClientSession::abort_transaction`] and [`ClientSession::with_transaction`] when the
     /// call sets none (`Some(Duration::ZERO)`: no limit). `None` inherits the client's.
     pub default_timeout: Option<Duration>,
+    /// `causalConsistency`: each read sees the session's earlier reads and writes (it sends
+    /// `afterClusterTime`). Default: on, unless `snapshot` is set. Not causally consistent
+    /// with unacknowledged writes.
+    pub causal_consistency: Option<bool>,
+    /// `snapshot`: every read of the session sees the same point in time (`readConcern:
+    /// {level: "snapshot", atClusterTime}`, the time of its first read). MongoDB 5.0+;
+    /// no transactions, no writes, and not with `causal_consistency: Some(true)`.
+    pub snapshot: Option<bool>,
+    /// `defaultTransactionOptions`: what [`ClientSession::start_transaction`] uses for the
+    /// options it is not given.
+    pub default_transaction_options: Option<TransactionOptions>,
+    /// `snapshotTime`: the time a snapshot session reads at (another snapshot session's
+    /// [`ClientSession::snapshot_time`]); `None`: the time of its first read. Only with
+    /// `snapshot`.
+    pub snapshot_time: Option<Timestamp>,
+}
+
+/// Options of a transaction ([`ClientSession::start_transaction_with`], or a session's
+/// [`SessionOptions::default_transaction_options`]). Each option left `None` comes from the
+/// session's default transaction options, else from the client.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TransactionOptions {
+    /// The read concern of the transaction's first command (which fixes its snapshot).
+    pub read_concern: Option<ReadConcern>,
+    /// The write concern of `commitTransaction` and `abortTransaction` (never sent with the
+    /// statements). Must be acknowledged.
+    pub write_concern: Option<WriteConcern>,
+    /// The read preference of the transaction's reads; it must be primary (reads fail
+    /// otherwise, writes do not care).
+    pub read_preference: Option<ReadPreference>,
+    /// `maxCommitTimeMS`: sent as `commitTransaction`'s `maxTimeMS` (ignored under a
+    /// `timeoutMS`, which replaces it).
+    pub max_commit_time: Option<Duration>,
+}
+
+/// A transaction's options once resolved at its start.
+#[derive(Debug, Clone, Default)]
+struct Resolved {
+    read_concern: Option<ReadConcern>,
+    write_concern: Option<WriteConcern>,
+    read_preference: Option<ReadPreference>,
+    max_commit_time: Option<Duration>,
 }
 
 /// Options of [`ClientSession::commit_transaction_with`] and
@@ -92,6 +139,8 @@ pub struct WithTransactionOptions {
     /// timeoutMS of the whole call, retries included (`Some(Duration::ZERO)`: no limit);
     /// `None` uses the session's default timeout. Without any, retries stop after 120 s.
     pub timeout: Option<Duration>,
+    /// The options of each transaction it starts (`None`: the session's defaults).
+    pub transaction_options: Option<TransactionOptions>,
 }
 
 /// The timeout a running `with_transaction` applies to its callback's operations.
@@ -120,6 +169,18 @@ pub struct ClientSession {
     /// The copy a drop spawns to abort: dropping it never spawns again (a runtime shutting
     /// down drops spawned futures at once).
     aborting_on_drop: bool,
+    /// The session's `defaultTransactionOptions`.
+    default_transaction: TransactionOptions,
+    /// The current (or last) transaction's options.
+    txn: Resolved,
+    /// Sharded transaction: the mongos of its first statement, where every later statement
+    /// and the commit or abort go (unpinned on the transactions spec's rules).
+    mongos: Option<ServerAddress>,
+    /// A `commitTransaction` was sent for the current transaction: the next one is a retry
+    /// (`w: majority`).
+    commit_sent: bool,
+    /// A snapshot session (no transactions).
+    snapshot: bool,
 }
 
 impl std::fmt::Debug for ClientSession {
@@ -150,6 +211,13 @@ impl Client {
     /// As [`start_session`](Self::start_session).
     pub async fn start_session_with_options(&self, options: SessionOptions) -> Result<ClientSession> {
         self.inner.check_open()?;
+        let snapshot = options.snapshot.unwrap_or(false);
+        if snapshot && options.causal_consistency == Some(true) {
+            return Err(state_error("causalConsistency and snapshot cannot both be set for a session"));
+        }
+        if options.snapshot_time.is_some() && !snapshot {
+            return Err(state_error("snapshotTime can only be set for a snapshot session"));
+        }
         let mut timeout = self.inner.topology.snapshot().description.logical_session_timeout_minutes();
         if timeout.is_none() && !self.inner.settings.load_balanced {
             let mut request = SelectionRequest::new(
@@ -172,15 +240,27 @@ impl Client {
                 });
             }
         }
+        let mut server = self.inner.sessions.acquire(timeout);
+        server.tracking = Some(Box::new(Tracking {
+            causal: options.causal_consistency.unwrap_or(!snapshot),
+            snapshot,
+            snapshot_time: options.snapshot_time,
+            ..Tracking::default()
+        }));
         Ok(ClientSession {
             client: self.clone(),
-            server: Some(self.inner.sessions.acquire(timeout)),
+            server: Some(server),
             timeout_minutes: timeout,
             state: TransactionState::None,
             default_timeout: timeout::inherit(self.inner.settings.timeout, options.default_timeout),
             callback_timeout: None,
             pin: None,
             aborting_on_drop: false,
+            default_transaction: options.default_transaction_options.unwrap_or_default(),
+            txn: Resolved::default(),
+            mongos: None,
+            commit_sent: false,
+            snapshot,
         })
     }
 }
@@ -210,9 +290,16 @@ impl ClientSession {
         self.state
     }
 
-    /// Whether a connection is pinned to the session (load-balanced transactions).
+    /// Whether a connection (load-balanced transactions) or a mongos (sharded transactions)
+    /// is pinned to the session.
     pub fn is_pinned(&self) -> bool {
-        self.pin.is_some()
+        self.pin.is_some() || self.mongos.is_some()
+    }
+
+    /// Whether a network error made the session's server session unusable: it is discarded
+    /// when the session ends, never reused.
+    pub fn is_dirty(&self) -> bool {
+        self.server.as_ref().is_some_and(|s| s.dirty)
     }
 
     /// The session's timeoutMS for commit, abort and `with_transaction` (`None`: not set).
@@ -220,19 +307,98 @@ impl ClientSession {
         self.default_timeout
     }
 
-    /// Starts a transaction: the next command carries `startTransaction: true`.
+    /// Starts a transaction with the session's default transaction options: the next
+    /// command carries `startTransaction: true`.
     ///
     /// # Errors
-    /// [`Error::InvalidOptions`] when a transaction is already in progress.
+    /// As [`start_transaction_with`](Self::start_transaction_with).
     pub fn start_transaction(&mut self) -> Result<()> {
+        self.start_transaction_with(TransactionOptions::default())
+    }
+
+    /// Starts a transaction with `options` (each one not set comes from the session's
+    /// default transaction options, else from the client).
+    ///
+    /// # Errors
+    /// [`Error::InvalidOptions`] when a transaction is already in progress, the session is
+    /// a snapshot session, or the write concern is unacknowledged.
+    pub fn start_transaction_with(&mut self, options: TransactionOptions) -> Result<()> {
+        if self.snapshot {
+            return Err(state_error("Transactions are not supported in snapshot sessions"));
+        }
         if matches!(self.state, TransactionState::Starting | TransactionState::InProgress) {
-            return Err(state_error("a transaction is already in progress"));
+            return Err(state_error("Transaction already in progress"));
+        }
+        let defaults = &self.default_transaction;
+        let settings = &self.client.inner.settings;
+        let write_concern = options
+            .write_concern
+            .or_else(|| defaults.write_concern.clone())
+            .or_else(|| settings.write_concern.clone());
+        if write_concern.as_ref().is_some_and(|w| !w.is_acknowledged()) {
+            return Err(state_error("transactions do not support unacknowledged write concerns"));
+        }
+        let txn = Resolved {
+            read_concern: options
+                .read_concern
+                .or_else(|| defaults.read_concern.clone())
+                .or_else(|| settings.read_concern.clone()),
+            write_concern,
+            read_preference: options.read_preference.or_else(|| defaults.read_preference.clone()),
+            max_commit_time: options.max_commit_time.or(defaults.max_commit_time),
+        };
+        if self.server.is_none() {
+            return Err(state_error("the session has ended"));
         }
         self.unpin();
+        self.txn = txn;
+        self.commit_sent = false;
         let server = self.server.as_mut().ok_or_else(|| state_error("the session has ended"))?;
+        if let Some(t) = server.tracking.as_deref_mut() {
+            t.recovery_token = None;
+        }
         server.next_txn_number();
         self.state = TransactionState::Starting;
         Ok(())
+    }
+
+    /// The session's `operationTime`: the latest a reply reported (causal consistency).
+    pub fn operation_time(&self) -> Option<Timestamp> {
+        self.tracking().and_then(|t| t.operation_time)
+    }
+
+    /// The session's `$clusterTime`: the latest a reply reported, or the user advanced to.
+    pub fn cluster_time(&self) -> Option<&Document> {
+        self.tracking().and_then(|t| t.cluster_time.as_ref())
+    }
+
+    /// A snapshot session's read time (`None` until its first read).
+    pub fn snapshot_time(&self) -> Option<Timestamp> {
+        self.tracking().and_then(|t| t.snapshot_time)
+    }
+
+    /// Advances the session's `operationTime` to `ts` (never backwards): its next read is
+    /// causally after whatever another session observed at `ts`.
+    pub fn advance_operation_time(&mut self, ts: Timestamp) {
+        if let Some(t) = self.tracking_mut() {
+            t.advance_operation_time(ts);
+        }
+    }
+
+    /// Advances the session's `$clusterTime` to `cluster_time` (a `$clusterTime` document
+    /// another session reported; never backwards).
+    pub fn advance_cluster_time(&mut self, cluster_time: &Document) {
+        if let Some(t) = self.tracking_mut() {
+            t.advance_cluster_time(cluster_time);
+        }
+    }
+
+    fn tracking(&self) -> Option<&Tracking> {
+        self.server.as_ref().and_then(|s| s.tracking.as_deref())
+    }
+
+    fn tracking_mut(&mut self) -> Option<&mut Tracking> {
+        self.server.as_mut().and_then(|s| s.tracking.as_deref_mut())
     }
 
     /// Commits the transaction (nothing is sent when no command ran in it), under the
@@ -269,34 +435,37 @@ impl ClientSession {
 
     async fn commit_until(&mut self, timeout: Option<Duration>, deadline: Option<Instant>) -> Result<()> {
         match self.state {
-            TransactionState::None => return Err(state_error("no transaction started")),
+            TransactionState::None => return Err(state_error("No transaction started")),
             TransactionState::Aborted => {
-                return Err(state_error("cannot call commitTransaction after abortTransaction"))
+                return Err(state_error("Cannot call commitTransaction after calling abortTransaction"))
             }
             TransactionState::Starting => {
                 self.state = TransactionState::Committed;
                 return Ok(());
             }
+            // An empty transaction's commit sent nothing: neither does its repetition.
+            TransactionState::Committed if !self.commit_sent => return Ok(()),
             TransactionState::InProgress | TransactionState::Committed => {}
         }
         let mut result = self.end_command(Outcome::Commit, timeout, deadline, true).await;
-        if let Err(e) = &result {
+        if let Err(e) = &mut result {
+            label_commit_error(e);
             if e.is_network_error() || e.has_label(RETRYABLE_WRITE_ERROR) {
-                // The retry goes to another connection, which is not pinned.
+                // The retry goes to another connection (and mongos), which is not pinned.
                 self.unpin();
                 result = self.end_command(Outcome::Commit, timeout, deadline, false).await;
+                if let Err(e) = &mut result {
+                    label_commit_error(e);
+                }
             }
         }
         self.state = TransactionState::Committed;
-        result.map(|_| ()).map_err(|mut e| {
-            if e.is_network_error()
-                || e.has_label(RETRYABLE_WRITE_ERROR)
-                || e.kind() == crate::ErrorKind::Timeout
-            {
-                e.add_label(UNKNOWN_TRANSACTION_COMMIT_RESULT);
+        if let Err(e) = &result {
+            if e.has_label(TRANSIENT_TRANSACTION_ERROR) || e.has_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) {
+                self.unpin();
             }
-            e
-        })
+        }
+        result.map(|_| ())
     }
 
     /// Aborts the transaction (nothing is sent when no command ran in it), under the
@@ -320,19 +489,21 @@ impl ClientSession {
 
     async fn abort_until(&mut self, timeout: Option<Duration>, deadline: Option<Instant>) -> Result<()> {
         match self.state {
-            TransactionState::None => return Err(state_error("no transaction started")),
+            TransactionState::None => return Err(state_error("No transaction started")),
             TransactionState::Committed => {
-                return Err(state_error("cannot call abortTransaction after commitTransaction"))
+                return Err(state_error("Cannot call abortTransaction after calling commitTransaction"))
             }
-            TransactionState::Aborted => return Err(state_error("cannot call abortTransaction twice")),
+            TransactionState::Aborted => return Err(state_error("Cannot call abortTransaction twice")),
             TransactionState::Starting => {
                 self.state = TransactionState::Aborted;
+                self.unpin();
                 return Ok(());
             }
             TransactionState::InProgress => {}
         }
         let mut result = self.end_command(Outcome::Abort, timeout, deadline, true).await;
-        if let Err(e) = &result {
+        if let Err(e) = &mut result {
+            add_write_label(e);
             if e.is_network_error() || e.has_label(RETRYABLE_WRITE_ERROR) {
                 self.unpin();
                 result = self.end_command(Outcome::Abort, timeout, deadline, false).await;
@@ -406,7 +577,7 @@ impl ClientSession {
             _ => e,
         };
         'transaction: loop {
-            self.start_transaction()?;
+            self.start_transaction_with(options.transaction_options.clone().unwrap_or_default())?;
             self.callback_timeout =
                 timeout.map(|timeout| CallbackTimeout { timeout: Some(timeout), deadline });
             let ret = callback(self, &mut context).await;
@@ -476,6 +647,7 @@ impl ClientSession {
     }
 
     fn unpin(&mut self) {
+        self.mongos = None;
         if let Some(pin) = self.pin.take() {
             self.client.inner.selector.actor().do_send(Unpin { pin });
         }
@@ -488,9 +660,30 @@ impl ClientSession {
         deadline: Option<Instant>,
         may_pin: bool,
     ) -> Result<Document> {
-        let write_concern = write_concern(&self.client.inner.settings, timeout);
-        let mut end = EndTransaction { outcome, write_concern };
+        let csot = timeout.is_some();
+        let mut write_concern = self.txn.write_concern.clone();
+        if outcome == Outcome::Commit && self.commit_sent {
+            // A repeated commit (the driver's retry or the user's): w: majority, and a
+            // wtimeout so it cannot wait for ever.
+            let wc = write_concern.get_or_insert_with(WriteConcern::default);
+            wc.w = Some(Acknowledgment::Majority);
+            wc.w_timeout.get_or_insert(Duration::from_secs(10));
+        }
+        let max_time_ms = match (outcome, csot) {
+            (Outcome::Commit, false) => self.txn.max_commit_time.map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX)),
+            _ => None,
+        };
+        let recovery_token = self.tracking().and_then(|t| t.recovery_token.clone());
+        let mut end = EndTransaction {
+            outcome,
+            write_concern: write_concern.and_then(|w| w.to_document(csot)),
+            max_time_ms,
+            recovery_token,
+        };
         let op = end.prepare()?;
+        if outcome == Outcome::Commit {
+            self.commit_sent = true;
+        }
         end.handle_reply(self.run(op, Limits::until(timeout, deadline), may_pin).await?)
     }
 
@@ -523,14 +716,22 @@ impl ClientSession {
         let in_txn = self.in_transaction() || end;
         if !in_txn {
             // An operation outside a transaction releases the last transaction's connection,
-            // back in the pool before this operation checks one out.
+            // back in the pool before this operation checks one out, and its mongos.
             if let Some(pin) = self.pin.take() {
                 inner.selector.actor().send(Unpin { pin }).await?;
             }
+            self.mongos = None;
+            if matches!(self.state, TransactionState::Committed | TransactionState::Aborted) {
+                self.state = TransactionState::None;
+                if let Some(t) = self.tracking_mut() {
+                    t.recovery_token = None;
+                }
+            }
         }
         if in_txn {
-            statement(&mut op, &inner.settings, self.state == TransactionState::Starting && !end, end);
+            statement(&mut op, &self.txn, self.state == TransactionState::Starting && !end, end)?;
         }
+        let mongos = self.mongos.clone().filter(|_| in_txn);
         let pin_txn = in_txn && inner.settings.load_balanced && may_pin;
         let mut pinned = match self.pin {
             Some(pin) if pin_txn => inner.selector.actor().send(TakePinned { pin }).await??,
@@ -544,13 +745,22 @@ impl ClientSession {
             } else {
                 SessionUse::Given(server)
             },
-            server: None,
+            server: mongos.as_ref(),
             connection: pin_txn.then_some(&mut pinned),
             purpose: if pin_txn { CheckoutPurpose::Transaction } else { CheckoutPurpose::Other },
         };
         let result = inner.execute(op, limits, binding).await;
         if self.state == TransactionState::Starting && !starting {
             self.state = TransactionState::InProgress;
+        }
+        if in_txn && mongos.is_none() && !end {
+            // A sharded transaction stays on the mongos of its first statement.
+            let sharded = inner.topology.snapshot().description.topology_type() == TopologyType::Sharded;
+            let address = match &result {
+                Ok(out) => Some(&out.address),
+                Err(e) => e.address(),
+            };
+            self.mongos = address.filter(|_| sharded).cloned();
         }
         let release = match result.as_ref().err() {
             Some(e) if in_txn => releases_pin(e),
@@ -574,23 +784,14 @@ impl ClientSession {
     }
 }
 
-/// The client's write concern for a command under `timeout` (CSOT: `timeoutMS` replaces
-/// `wtimeout`); `None` when there is nothing to send.
-pub(crate) fn write_concern(
-    settings: &super::inner::Settings,
-    timeout: Option<Duration>,
-) -> Option<Document> {
-    settings.write_concern.as_ref()?.to_document(timeout.is_some())
-}
-
 /// Makes `op` a statement of a transaction: only commit and abort carry a write concern, the
-/// client's read concern goes with the first statement only (whatever it is), and reads go
-/// to the primary.
-fn statement(op: &mut Op, settings: &super::inner::Settings, first: bool, end: bool) {
+/// transaction's read concern goes with the first statement only, and reads use the
+/// transaction's read preference, which must be primary.
+fn statement(op: &mut Op, txn: &Resolved, first: bool, end: bool) -> Result<()> {
     if !end {
         op.command.remove("writeConcern");
     }
-    match (&settings.read_concern, first) {
+    match (txn.read_concern.as_ref().filter(|rc| !rc.is_server_default()), first) {
         (Some(rc), true) => {
             op.command.insert("readConcern", rc.to_document());
         }
@@ -599,7 +800,58 @@ fn statement(op: &mut Op, settings: &super::inner::Settings, first: bool, end: b
         }
     }
     if let Criteria::Read(_) = op.criteria {
-        op.criteria = Criteria::Read(selection::ReadPreference::PRIMARY);
+        let rp = txn.read_preference.clone().unwrap_or(ReadPreference::PRIMARY);
+        let read = op.retry == super::operation::Retry::Read || op.read_concern;
+        if read && rp != ReadPreference::PRIMARY {
+            return Err(state_error("read preference in a transaction must be primary"));
+        }
+        op.criteria = Criteria::Read(ReadPreference::PRIMARY);
+    }
+    Ok(())
+}
+
+/// Labels a failed commit as the transactions spec says: `RetryableWriteError` for a
+/// network error or a cleared pool (commit is a retryable write), and
+/// `UnknownTransactionCommitResult` when the outcome is unknown (network, retryable, timeout,
+/// `MaxTimeMSExpired` and write concern errors, except the two that say the write concern
+/// can never be satisfied).
+fn label_commit_error(e: &mut Error) {
+    add_write_label(e);
+    let root = match &*e {
+        Error::Timeout { source: Some(source), .. } => source,
+        e => e,
+    };
+    let write_concern_failed = root.server_error().is_some_and(|se| {
+        let code = match &se.write_concern_error {
+            Some(w) => Some(w.code),
+            None => se.code.filter(|c| *c == 64),
+        };
+        code.is_some_and(|c| c != 100 && c != 79)
+    });
+    let unknown = root.is_network_error()
+        || root.has_label(RETRYABLE_WRITE_ERROR)
+        || root.code() == Some(protocol::reply::MAX_TIME_MS_EXPIRED)
+        || write_concern_failed
+        || matches!(root, Error::ServerSelection(_))
+        || e.kind() == crate::ErrorKind::Timeout;
+    if unknown && !root.has_label(TRANSIENT_TRANSACTION_ERROR) {
+        label_root(e, UNKNOWN_TRANSACTION_COMMIT_RESULT);
+    }
+}
+
+/// A network error or a cleared pool of commit or abort (retryable writes) gets
+/// `RetryableWriteError`.
+fn add_write_label(e: &mut Error) {
+    let root_is = |e: &Error| {
+        e.is_network_error()
+            || matches!(e, Error::Connection { source, .. } if matches!(**source, pool::Error::PoolCleared { .. }))
+    };
+    let yes = match &*e {
+        Error::Timeout { source: Some(source), .. } => root_is(source),
+        e => root_is(e),
+    };
+    if yes {
+        label_root(e, RETRYABLE_WRITE_ERROR);
     }
 }
 
@@ -644,6 +896,11 @@ impl Drop for ClientSession {
                     callback_timeout: None,
                     pin: self.pin.take(),
                     aborting_on_drop: true,
+                    default_transaction: TransactionOptions::default(),
+                    txn: std::mem::take(&mut self.txn),
+                    mongos: self.mongos.take(),
+                    commit_sent: false,
+                    snapshot: false,
                 };
                 let inner = self.client.inner.clone();
                 inner.spawn(async move {

@@ -206,6 +206,9 @@ pub(crate) struct State {
     /// writing twice (mongod's session table, which survives failovers but is rolled back
     /// with the write).
     pub retried_writes: HashMap<(Vec<u8>, i64), (Document, Option<super::commands::PendingWrite>)>,
+    /// The data as snapshot reads saw it, by the `atClusterTime` they reported (the newest
+    /// few; an older time is `SnapshotTooOld`).
+    pub snapshots: std::collections::VecDeque<(bson::Timestamp, Store)>,
 }
 
 impl State {
@@ -497,6 +500,7 @@ impl Shared {
             cursors: HashMap::new(),
             next_cursor_id: 0x1000_0000,
             txns: HashMap::new(),
+            snapshots: std::collections::VecDeque::new(),
             retried_writes: HashMap::new(),
         };
         Shared {

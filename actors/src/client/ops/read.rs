@@ -25,7 +25,7 @@ pub(crate) struct ReadOn<'a> {
 impl ReadOn<'_> {
     /// A retryable read named `name`.
     fn shape(&self, name: &'static str) -> Shape<'_> {
-        Shape::read(name, self.ns.db, self.criteria.clone())
+        Shape::read(name, self.ns.db, self.criteria.clone()).reading_concern()
     }
 
     /// Appends `maxTimeMS` and `readConcern`, the last fields of a read's command.
@@ -197,11 +197,11 @@ impl Operation for Aggregate {
 
     fn shape(&self) -> Shape<'_> {
         if self.writes && self.writes_anywhere {
-            Shape::command("aggregate", &self.db, self.criteria.clone()).cursor()
+            Shape::command("aggregate", &self.db, self.criteria.clone()).cursor().reading_concern()
         } else if self.writes {
-            Shape::command("aggregate", &self.db, Criteria::Write).cursor()
+            Shape::command("aggregate", &self.db, Criteria::Write).cursor().reading_concern()
         } else {
-            Shape::read("aggregate", &self.db, self.criteria.clone()).cursor()
+            Shape::read("aggregate", &self.db, self.criteria.clone()).cursor().reading_concern()
         }
     }
 

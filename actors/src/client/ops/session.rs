@@ -23,6 +23,10 @@ pub(crate) enum Outcome {
 pub(crate) struct EndTransaction {
     pub outcome: Outcome,
     pub write_concern: Option<Document>,
+    /// `maxCommitTimeMS` (commit only, without a timeoutMS).
+    pub max_time_ms: Option<i64>,
+    /// A sharded transaction's last `recoveryToken`.
+    pub recovery_token: Option<Document>,
 }
 
 impl EndTransaction {
@@ -45,6 +49,8 @@ impl Operation for EndTransaction {
     fn build(&mut self) -> Result<Document> {
         let mut command = doc! {Self::command_name(self.outcome): 1};
         append(&mut command, "writeConcern", self.write_concern.take());
+        append(&mut command, "maxTimeMS", self.max_time_ms);
+        append(&mut command, "recoveryToken", self.recovery_token.take());
         Ok(command)
     }
 

@@ -47,6 +47,7 @@ pub(super) fn runs(name: &str) -> bool {
             | "createCommandCursor"
             | "createCollection"
             | "dropCollection"
+            | "dropDatabase"
             | "runCommand"
             | "listDatabases"
             | "clientBulkWrite"
@@ -585,6 +586,10 @@ pub(super) async fn database_op(
             let o: CommandOptions = options(name, args, &["collection"])?;
             db.collection::<Document>(coll).drop().with_options(o).session(session).await.map(|()| None)
         }
+        "dropDatabase" => {
+            let o: CommandOptions = options(name, args, &[])?;
+            db.drop().with_options(o).session(session).await.map(|()| None)
+        }
         other => return Err(format!("database operation {other} not supported")),
     })
 }
@@ -597,6 +602,10 @@ pub(super) async fn client_op(
     session: Option<&mut actors::ClientSession>,
 ) -> R<OpResult> {
     Ok(match name {
+        "dropDatabase" => {
+            let db = args.get_str("database").map_err(|_| "dropDatabase needs a database")?;
+            client.database(db).drop().session(session).await.map(|()| None)
+        }
         "listDatabases" => {
             let o: ListDatabasesOptions = options(name, args, &[])?;
             client.list_databases().with_options(o).session(session).await.map(docs)

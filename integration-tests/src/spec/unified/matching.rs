@@ -149,6 +149,7 @@ pub const SUPPORTED_OPERATORS: &[&str] = &[
     "$$type",
     "$$lte",
     "$$sessionLsid",
+    "$$matchesEntity",
     "$$matchAsDocument",
     "$$matchAsRoot",
 ];

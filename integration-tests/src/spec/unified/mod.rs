@@ -31,6 +31,13 @@ pub const SUITES: &[(&str, &str)] = &[
     ("unified/collection-management", "collection-management/tests"),
     ("unified/read-write-concern", "read-write-concern/tests/operation"),
     ("unified/run-command", "run-command/tests/unified"),
+    ("unified/sessions", "sessions/tests"),
+    ("unified/causal-consistency", "causal-consistency/tests"),
+    ("unified/transactions", "transactions/tests/unified"),
+    ("unified/transactions-convenient-api", "transactions-convenient-api/tests/unified"),
+    ("unified/retryable-reads", "retryable-reads/tests/unified"),
+    ("unified/retryable-writes", "retryable-writes/tests/unified"),
+    ("unified/client-backpressure", "client-backpressure/tests"),
     ("unified/runner-valid-pass", "unified-test-format/tests/valid-pass"),
     ("unified/runner-valid-fail", "unified-test-format/tests/valid-fail"),
 ];

@@ -80,6 +80,8 @@ pub(super) struct Ctx {
     entities: HashMap<String, Entity>,
     /// Session ids, kept after `endSession` for `$$sessionLsid`.
     lsids: HashMap<String, Document>,
+    /// Results saved with `saveResultAsEntity` (a snapshot time), for `$$matchesEntity`.
+    values: HashMap<String, Bson>,
     /// The cursor the last `createFindCursor` opened, until it is saved as an entity.
     new_cursor: Option<actors::Cursor>,
     /// The test sets fail points: its clients get a short heartbeatFrequencyMS, as the
@@ -157,6 +159,7 @@ pub(super) async fn run_test(
         setup,
         entities: HashMap::new(),
         lsids: HashMap::new(),
+        values: HashMap::new(),
         new_cursor: None,
         fail_points: format!("{test}").contains("FailPoint\""),
     };
@@ -419,7 +422,7 @@ async fn create_session(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
     let c = spec.get_str("client").map_err(|_| "session without client")?;
     let session = client(ctx, c)?
         .client
-        .start_session_with_options(sessions::session_options(spec))
+        .start_session_with_options(sessions::session_options(spec, &ctx.values)?)
         .await
         .map_err(|e| format!("session {id}: {e}"))?;
     if let Some(lsid) = session.id() {
@@ -516,6 +519,9 @@ async fn run_operation(ctx: &mut Ctx, op: &Document) -> R<()> {
     let result = execute(ctx, name, object, args).await?;
     if let (Some(cursor), Ok(id)) = (ctx.new_cursor.take(), op.get_str("saveResultAsEntity")) {
         ctx.entities.insert(id.to_string(), Entity::Cursor(Some(cursor)));
+    }
+    if let (Ok(id), "getSnapshotTime", Ok(Some(v))) = (op.get_str("saveResultAsEntity"), name, &result) {
+        ctx.values.insert(id.to_string(), v.clone());
     }
     if let (Ok(id), "createCollection") = (op.get_str("saveResultAsEntity"), name) {
         // The new collection as an entity, with the database's options.
@@ -693,7 +699,6 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
     if let Some(Entity::Session(slot)) = ctx.entities.get_mut(object) {
         let Some(session) = slot.as_mut() else { return Err(format!("session {object} has ended")) };
         let result = match name {
-            "startTransaction" => session.start_transaction(),
             "commitTransaction" => session.commit_transaction().await,
             "abortTransaction" => session.abort_transaction().await,
             "endSession" => {
@@ -841,16 +846,38 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
         "assertSameLsidOnLastTwoCommands" | "assertDifferentLsidOnLastTwoCommands" => {
             assert_lsids(ctx, name, args)
         }
-        "assertSessionPinned" | "assertSessionUnpinned" => {
+        "assertSessionPinned"
+        | "assertSessionUnpinned"
+        | "assertSessionDirty"
+        | "assertSessionNotDirty"
+        | "assertSessionTransactionState" => {
             let sid = args.get_str("session").unwrap_or("");
             let Some(Entity::Session(Some(session))) = ctx.entities.get(sid) else {
                 return Err(format!("unknown or ended session {sid}"));
             };
-            let want = name == "assertSessionPinned";
-            if session.is_pinned() == want {
+            let (what, have, want) = match name {
+                "assertSessionPinned" | "assertSessionUnpinned" => {
+                    ("pinned", session.is_pinned().to_string(), (name == "assertSessionPinned").to_string())
+                }
+                "assertSessionDirty" | "assertSessionNotDirty" => {
+                    ("dirty", session.is_dirty().to_string(), (name == "assertSessionDirty").to_string())
+                }
+                _ => {
+                    let have = match session.transaction_state() {
+                        actors::TransactionState::None => "none",
+                        actors::TransactionState::Starting => "starting",
+                        actors::TransactionState::InProgress => "in_progress",
+                        actors::TransactionState::Committed => "committed",
+                        actors::TransactionState::Aborted => "aborted",
+                        _ => "unknown",
+                    };
+                    ("transaction state", have.to_string(), args.get_str("state").unwrap_or("").to_string())
+                }
+            };
+            if have == want {
                 Ok(())
             } else {
-                Err(format!("session {sid}: pinned is {}, expected {want}", session.is_pinned()))
+                Err(format!("session {sid}: {what} is {have}, expected {want}"))
             }
         }
         "wait" => {
@@ -1021,7 +1048,7 @@ async fn check_events(ctx: &Ctx, expected: &Document) -> R<()> {
     let ignore_extra = expected.get_bool("ignoreExtraEvents").unwrap_or(false);
     let want: Vec<Document> = expected
         .get_array("events")
-        .map(|a| a.iter().filter_map(Bson::as_document).map(|d| with_lsids(d, &ctx.lsids)).collect())
+        .map(|a| a.iter().filter_map(Bson::as_document).map(|d| with_lsids(d, &ctx.lsids, &ctx.values)).collect())
         .unwrap_or_default();
     let want: Vec<&Document> = want.iter().collect();
     // Events may trail the operation's result (check-ins, for example): give them a moment.
@@ -1050,11 +1077,15 @@ async fn check_events(ctx: &Ctx, expected: &Document) -> R<()> {
     }
 }
 
-/// Replaces `{"$$sessionLsid": "<session>"}` by the session's id.
-fn with_lsids(d: &Document, lsids: &HashMap<String, Document>) -> Document {
-    fn walk(b: &Bson, lsids: &HashMap<String, Document>) -> Bson {
+/// Replaces `{"$$sessionLsid": "<session>"}` by the session's id, and
+/// `{"$$matchesEntity": "<id>"}` by the saved value.
+fn with_lsids(d: &Document, lsids: &HashMap<String, Document>, values: &HashMap<String, Bson>) -> Document {
+    fn walk(b: &Bson, lsids: &HashMap<String, Document>, values: &HashMap<String, Bson>) -> Bson {
         match b {
             Bson::Document(d) => {
+                if let (1, Ok(id)) = (d.len(), d.get_str("$$matchesEntity")) {
+                    return values.get(id).cloned().unwrap_or_else(|| Bson::String(format!("no entity {id}")));
+                }
                 if let (1, Ok(sid)) = (d.len(), d.get_str("$$sessionLsid")) {
                     // An unknown session matches nothing.
                     return lsids
@@ -1062,13 +1093,13 @@ fn with_lsids(d: &Document, lsids: &HashMap<String, Document>) -> Document {
                         .cloned()
                         .map_or(Bson::String(format!("no session {sid}")), Bson::Document);
                 }
-                Bson::Document(d.iter().map(|(k, v)| (k.clone(), walk(v, lsids))).collect())
+                Bson::Document(d.iter().map(|(k, v)| (k.clone(), walk(v, lsids, values))).collect())
             }
-            Bson::Array(a) => Bson::Array(a.iter().map(|v| walk(v, lsids)).collect()),
+            Bson::Array(a) => Bson::Array(a.iter().map(|v| walk(v, lsids, values)).collect()),
             other => other.clone(),
         }
     }
-    d.iter().map(|(k, v)| (k.clone(), walk(v, lsids))).collect()
+    d.iter().map(|(k, v)| (k.clone(), walk(v, lsids, values))).collect()
 }
 
 fn compare_events(want: &[&Document], actual: &[Event], ignore_extra: bool) -> R<()> {

@@ -66,10 +66,17 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
         "iterateUntilDocumentOrError" | "iterateOnce" => &[],
         "assertCollectionExists" | "assertCollectionNotExists" => &["databaseName", "collectionName"],
         "assertIndexExists" | "assertIndexNotExists" => &["databaseName", "collectionName", "indexName"],
-        "startTransaction" | "endSession" => &[],
+        "endSession" | "getSnapshotTime" => &[],
+        "startTransaction" => &["readConcern", "writeConcern", "readPreference", "maxCommitTimeMS"],
         "commitTransaction" | "abortTransaction" => &["timeoutMS"],
-        "withTransaction" => &["callback", "timeoutMS"],
-        "assertSessionPinned" | "assertSessionUnpinned" => &["session"],
+        "withTransaction" => {
+            &["callback", "timeoutMS", "readConcern", "writeConcern", "readPreference", "maxCommitTimeMS"]
+        }
+        "assertSessionPinned"
+        | "assertSessionUnpinned"
+        | "assertSessionDirty"
+        | "assertSessionNotDirty"
+        | "assertSessionTransactionState" => &["session", "state"],
         "assertNumberConnectionsCheckedOut" => &["client", "connections"],
         "assertSameLsidOnLastTwoCommands" | "assertDifferentLsidOnLastTwoCommands" => &["client"],
         "recordTopologyDescription" => &["client", "id"],
@@ -211,7 +218,9 @@ fn scan_entities(entities: &[Bson]) -> Option<String> {
                     return Some(format!("session entity option {k} is not supported by the client"));
                 }
                 let options = spec.get_document("sessionOptions").map(|o| o.keys().collect::<Vec<_>>());
-                if let Some(k) = options.unwrap_or_default().into_iter().find(|k| *k != "defaultTimeoutMS") {
+                let known =
+                    ["defaultTimeoutMS", "causalConsistency", "snapshot", "snapshotTime", "defaultTransactionOptions"];
+                if let Some(k) = options.unwrap_or_default().into_iter().find(|k| !known.contains(&k.as_str())) {
                     return Some(format!("session option {k} is not supported by the client"));
                 }
             }
@@ -226,7 +235,7 @@ fn scan_entities(entities: &[Bson]) -> Option<String> {
 
 fn scan_operation(op: &Document) -> Option<String> {
     let name = op.get_str("name").unwrap_or("");
-    let saves = ["createFindCursor", "createCommandCursor", "createCollection"];
+    let saves = ["createFindCursor", "createCommandCursor", "createCollection", "getSnapshotTime"];
     if op.contains_key("saveResultAsEntity") && !saves.contains(&name) {
         return Some("saveResultAsEntity (cursor/change stream entities) is not supported".into());
     }

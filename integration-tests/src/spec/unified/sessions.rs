@@ -4,19 +4,53 @@
 
 use std::time::Duration;
 
-use actors::{ClientSession, EndTransactionOptions, WithTransactionOptions};
+use actors::{ClientSession, EndTransactionOptions, TransactionOptions, WithTransactionOptions};
 use bson::{Bson, Document};
 use futures_util::future::BoxFuture;
 
 use super::{check_outcome, execute_inner, timeout_ms, Ctx, Entity, OpResult, R};
 
 /// `sessionOptions` of a session entity, as the client's options.
-pub(super) fn session_options(spec: &Document) -> actors::SessionOptions {
+pub(super) fn session_options(
+    spec: &Document,
+    values: &std::collections::HashMap<String, Bson>,
+) -> R<actors::SessionOptions> {
     let mut options = actors::SessionOptions::default();
     if let Ok(o) = spec.get_document("sessionOptions") {
+        options.snapshot_time = match o.get("snapshotTime") {
+            Some(Bson::String(id)) => match values.get(id) {
+                Some(Bson::Timestamp(t)) => Some(*t),
+                _ => return Err(format!("snapshotTime entity {id} is not a timestamp")),
+            },
+            Some(Bson::Timestamp(t)) => Some(*t),
+            _ => None,
+        };
         options.default_timeout = o.get("defaultTimeoutMS").and_then(ms);
+        options.causal_consistency = o.get_bool("causalConsistency").ok();
+        options.snapshot = o.get_bool("snapshot").ok();
+        if let Ok(t) = o.get_document("defaultTransactionOptions") {
+            options.default_transaction_options = Some(transaction_options(t)?);
+        }
     }
-    options
+    Ok(options)
+}
+
+/// Transaction options (of `startTransaction`, `withTransaction` or a session's
+/// `defaultTransactionOptions`), read with the client's own types.
+pub(super) fn transaction_options(args: &Document) -> R<TransactionOptions> {
+    let mut handle = Document::new();
+    for k in ["readConcern", "writeConcern", "readPreference"] {
+        if let Some(v) = args.get(k) {
+            handle.insert(k, v.clone());
+        }
+    }
+    let h = super::handle_options(Some(&handle))?;
+    Ok(TransactionOptions {
+        read_concern: h.read_concern,
+        write_concern: h.write_concern,
+        read_preference: h.read_preference,
+        max_commit_time: args.get("maxCommitTimeMS").and_then(ms),
+    })
 }
 
 fn ms(v: &Bson) -> Option<Duration> {
@@ -44,9 +78,38 @@ pub(super) async fn session_op(ctx: &mut Ctx, sid: &str, name: &str, args: &Docu
             };
             Some(Ok(r.map(|()| None)))
         }
+        "startTransaction" => {
+            let Some(Entity::Session(Some(session))) = ctx.entities.get_mut(sid) else {
+                return Some(Err(format!("session {sid} has ended")));
+            };
+            Some(start_transaction(session, args))
+        }
         "withTransaction" => Some(with_transaction(ctx, sid, args).await),
+        "getSnapshotTime" => {
+            let Some(Entity::Session(Some(session))) = ctx.entities.get(sid) else {
+                return Some(Err(format!("session {sid} has ended")));
+            };
+            Some(Ok(Ok(session.snapshot_time().map(Bson::Timestamp))))
+        }
         _ => None,
     }
+}
+
+fn start_transaction(session: &mut ClientSession, args: &Document) -> R<OpResult> {
+    let options = transaction_options(args)?;
+    Ok(session.start_transaction_with(options).map(|()| None))
+}
+
+/// A session operation inside a `withTransaction` callback, on the callback's session.
+async fn callback_session_op(session: &mut ClientSession, name: &str, args: &Document) -> R<OpResult> {
+    let options = EndTransactionOptions { timeout: timeout_ms(args) };
+    let r = match name {
+        "startTransaction" => return start_transaction(session, args),
+        "commitTransaction" => session.commit_transaction_with(options).await,
+        "abortTransaction" => session.abort_transaction_with(options).await,
+        other => return Err(format!("session operation {other} is not supported in a callback")),
+    };
+    Ok(r.map(|()| None))
 }
 
 /// What the callback needs: the runner's state, and the first runner failure (a result or
@@ -67,7 +130,10 @@ async fn with_transaction(ctx: &mut Ctx, sid: &str, args: &Document) -> R<OpResu
         Some(Entity::Session(slot)) => slot.take().ok_or_else(|| format!("session {sid} has ended"))?,
         _ => return Err(format!("unknown session entity {sid}")),
     };
-    let options = WithTransactionOptions { timeout: timeout_ms(args) };
+    let options = WithTransactionOptions {
+        timeout: timeout_ms(args),
+        transaction_options: Some(transaction_options(args)?),
+    };
     let mut state = Callback { ctx: &mut *ctx, sid: sid.to_string(), operations, failure: None };
     let result = session.with_transaction(&mut state, run_callback, options).await;
     let failure = state.failure.take();
@@ -93,8 +159,11 @@ fn run_callback<'b>(
             let empty = Document::new();
             let args = op.get_document("arguments").unwrap_or(&empty);
             let with_session = args.get_str("session").is_ok_and(|s| s == state.sid);
-            let result =
-                execute_inner(state.ctx, name, object, args, with_session.then_some(&mut *session)).await;
+            let result = if object == state.sid {
+                callback_session_op(session, name, args).await
+            } else {
+                execute_inner(state.ctx, name, object, args, with_session.then_some(&mut *session)).await
+            };
             let result = match result {
                 Ok(r) => r,
                 Err(f) => return Err(runner_failure(state, f)),
