@@ -162,7 +162,7 @@ async fn session_and_call_timeouts_reach_commit_and_abort() {
         return;
     };
     let coll = s.database("app").collection::<bson::Document>("c");
-    let options = SessionOptions { default_timeout: Some(Duration::from_millis(200)) };
+    let options = SessionOptions { default_timeout: Some(Duration::from_millis(200)), ..Default::default() };
     let mut session = s.client.start_session_with_options(options).await.expect("session");
     assert_eq!(session.default_timeout(), Some(Duration::from_millis(200)));
     // The session's default timeout: a blocked commit times out.

@@ -296,6 +296,12 @@ impl ClientSession {
         self.pin.is_some() || self.mongos.is_some()
     }
 
+    /// The mongos a sharded transaction is pinned to (its first statement's), until the
+    /// transactions spec's rules unpin it.
+    pub fn pinned_server(&self) -> Option<&ServerAddress> {
+        self.mongos.as_ref()
+    }
+
     /// Whether a network error made the session's server session unusable: it is discarded
     /// when the session ends, never reused.
     pub fn is_dirty(&self) -> bool {
@@ -344,7 +350,10 @@ impl ClientSession {
                 .or_else(|| defaults.read_concern.clone())
                 .or_else(|| settings.read_concern.clone()),
             write_concern,
-            read_preference: options.read_preference.or_else(|| defaults.read_preference.clone()),
+            read_preference: options
+                .read_preference
+                .or_else(|| defaults.read_preference.clone())
+                .or_else(|| Some((*settings.read_preference).clone())),
             max_commit_time: options.max_commit_time.or(defaults.max_commit_time),
         };
         if self.server.is_none() {
@@ -799,10 +808,12 @@ fn statement(op: &mut Op, txn: &Resolved, first: bool, end: bool) -> Result<()> 
             op.command.remove("readConcern");
         }
     }
-    if let Criteria::Read(_) = op.criteria {
-        let rp = txn.read_preference.clone().unwrap_or(ReadPreference::PRIMARY);
+    if let Criteria::Read(own) = &op.criteria {
+        // The transaction's read preference replaces a read's (and its handle's); a generic
+        // command keeps its own too, as the spec's operation-level read preference.
+        let txn_primary = txn.read_preference.as_ref().is_none_or(|rp| *rp == ReadPreference::PRIMARY);
         let read = op.retry == super::operation::Retry::Read || op.read_concern;
-        if read && rp != ReadPreference::PRIMARY {
+        if !txn_primary || (!read && *own != ReadPreference::PRIMARY) {
             return Err(state_error("read preference in a transaction must be primary"));
         }
         op.criteria = Criteria::Read(ReadPreference::PRIMARY);

@@ -170,6 +170,7 @@ fn code_name(code: i32) -> String {
         11 => "UserNotFound",
         18 => "AuthenticationFailed",
         20 => "IllegalOperation",
+        24 => "LockTimeout",
         43 => "CursorNotFound",
         50 => "MaxTimeMSExpired",
         59 => "CommandNotFound",
@@ -183,11 +184,16 @@ fn code_name(code: i32) -> String {
         189 => "PrimarySteppedDown",
         234 => "RetryChangeStream",
         251 => "NoSuchTransaction",
+        246 => "SnapshotUnavailable",
+        256 => "TransactionCommitted",
         262 => "ExceededTimeLimit",
+        267 => "PreparedTransactionInProgress",
+        462 => "IngressRequestRateLimitExceeded",
         9001 => "SocketException",
         10107 => "NotWritablePrimary",
         11000 => "DuplicateKey",
         11600 => "InterruptedAtShutdown",
+        11601 => "Interrupted",
         11602 => "InterruptedDueToReplStateChange",
         13435 => "NotPrimaryNoSecondaryOk",
         13436 => "NotPrimaryOrSecondary",
@@ -204,6 +210,8 @@ fn server_labels(code: i32, cmd_name: &str, body: &RawDocument) -> Vec<String> {
     let retryable_code = RETRYABLE_CODES.contains(&code);
     if commit_or_abort && retryable_code {
         vec!["RetryableWriteError".to_owned()]
+    } else if commit_or_abort && matches!(code, 24 | 112 | 246 | 251 | 267) {
+        vec!["TransientTransactionError".to_owned()]
     } else if in_txn && (retryable_code || matches!(code, 24 | 112 | 251)) {
         vec!["TransientTransactionError".to_owned()]
     } else if has("txnNumber") && !in_txn && retryable_code {
@@ -412,6 +420,15 @@ impl Connection {
         }
         let triggered = self.member.failpoints.check(name, self.info.app_name.as_deref()).unwrap_or_default();
         if triggered.close_connection {
+            // A transaction statement whose client disconnects is killed, and the kill
+            // aborts the transaction (another mongos then answers NoSuchTransaction).
+            let statement = !matches!(name, "commitTransaction" | "abortTransaction");
+            if statement && body.get("autocommit").ok().flatten().is_some() {
+                let args = Document::try_from(body).ok().and_then(|d| commands::txn::TxnArgs::parse(&d).ok().flatten());
+                if let Some(args) = args {
+                    commands::txn::abort_on_error(&mut self.shared.state.lock(), &args);
+                }
+            }
             return Action::Close;
         }
         let work = async {
@@ -457,6 +474,12 @@ impl Connection {
             return Action::Nothing;
         }
         let mut doc = doc;
+        // A mongos answers each successful statement of a transaction with the token a new
+        // mongos needs to learn the transaction's outcome.
+        let mongos = matches!(self.shared.kind, Kind::Sharded | Kind::LoadBalanced);
+        if mongos && body.get("autocommit").ok().flatten().is_some() && doc.get_f64("ok").is_ok_and(|ok| ok == 1.0) {
+            doc.insert("recoveryToken", doc! {"recoveryShardId": "shard0"});
+        }
         self.add_topology_version(&mut doc);
         self.reply_frame(request_id, doc, OpMsgFlags::empty()).map_or(Action::Close, Action::Reply)
     }
@@ -712,9 +735,10 @@ fn attach_write_concern_error(doc: &mut Document, wce: Document, name: &str, bod
     let code = wce.get_i32("code").unwrap_or(0);
     doc.insert("writeConcernError", wce);
     let has_txn = body.get("txnNumber").ok().flatten().is_some();
-    if RETRYABLE_CODES.contains(&code)
-        && (has_txn || matches!(name, "commitTransaction" | "abortTransaction"))
-    {
+    // A statement inside a transaction is never a retryable write.
+    let in_txn = body.get("autocommit").ok().flatten().is_some();
+    let end = matches!(name, "commitTransaction" | "abortTransaction");
+    if RETRYABLE_CODES.contains(&code) && ((has_txn && !in_txn) || end) {
         doc.insert("errorLabels", vec!["RetryableWriteError"]);
     }
 }

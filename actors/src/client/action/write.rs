@@ -378,12 +378,15 @@ async fn find_and_modify<T: DeserializeOwned + 'static>(
     session: Option<&mut ClientSession>,
 ) -> Result<Option<T>> {
     let timeout = handle.op_timeout(options.timeout);
-    // An unacknowledged write has no reply to read: there is no document to return.
-    let unacknowledged = options
-        .write_concern
-        .as_ref()
-        .or(handle.settings.write_concern.as_ref())
-        .is_some_and(|w| !w.is_acknowledged());
+    // An unacknowledged write has no reply to read: there is no document to return (in a
+    // transaction the write concern is the commit's, and the statement is acknowledged).
+    let in_transaction = session.as_ref().is_some_and(|s| s.in_transaction());
+    let unacknowledged = !in_transaction
+        && options
+            .write_concern
+            .as_ref()
+            .or(handle.settings.write_concern.as_ref())
+            .is_some_and(|w| !w.is_acknowledged());
     let op = FindAndModify {
         ns: handle.namespace(),
         filter,

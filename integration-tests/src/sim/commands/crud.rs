@@ -156,11 +156,30 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
         }
         let (exec, ops) = match &txn_args {
             Some(t) if t.in_txn => {
-                let coll = cmd.get_str(ctx.name).ok().map(str::to_owned);
-                let exec =
-                    txn::in_transaction(shared, &mut st, i, t, ctx.db, coll.as_deref(), |store, ops| {
-                        exec(ctx, &cmd, store, ops)
-                    })?;
+                if ctx.name == "count" {
+                    return Err(CmdError::new(
+                        50851,
+                        "OperationNotSupportedInTransaction",
+                        "Cannot run 'count' in a multi-document transaction.",
+                    ));
+                }
+                let namespaces = match cmd.get_str(ctx.name) {
+                    Ok(coll) => vec![(ctx.db.to_owned(), coll.to_owned())],
+                    // The client bulkWrite: every namespace of its nsInfo.
+                    Err(_) if ctx.name == "bulkWrite" => seq_or_array(ctx, &cmd, "nsInfo")?
+                        .iter()
+                        .filter_map(|d| d.get_str("ns").ok())
+                        .filter_map(|ns| ns.split_once('.'))
+                        .map(|(d, c)| (d.to_owned(), c.to_owned()))
+                        .collect(),
+                    Err(_) => Vec::new(),
+                };
+                let exec = txn::in_transaction(shared, &mut st, i, t, &namespaces, |store, ops| {
+                    exec(ctx, &cmd, store, ops)
+                })?;
+                if matches!(&exec, Exec::Reply(d) if d.contains_key("writeErrors")) {
+                    txn::abort_on_error(&mut st, t);
+                }
                 (exec, Ops::new(false))
             }
             _ => {

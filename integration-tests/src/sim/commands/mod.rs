@@ -247,11 +247,15 @@ impl WriteConcern {
 
     /// Rejects a numeric w larger than the number of data-bearing members.
     pub(crate) fn check(&self, shared: &Shared, st: &State) -> Result<(), CmdError> {
-        if shared.kind != Kind::ReplicaSet {
-            return Ok(());
-        }
+        // A mongos passes the write concern to its shards: replica sets of three, as in the
+        // specifications' test topology.
+        let members = match shared.kind {
+            Kind::ReplicaSet => st.data_members(),
+            Kind::Sharded | Kind::LoadBalanced => 3,
+            Kind::Standalone => return Ok(()),
+        };
         if let Some(Some(n)) = self.w {
-            if usize::try_from(n).unwrap_or(usize::MAX) > st.data_members() {
+            if usize::try_from(n).unwrap_or(usize::MAX) > members {
                 return Err(CmdError::new(100, "UnsatisfiableWriteConcern", "Not enough data-bearing nodes"));
             }
         }

@@ -9,7 +9,7 @@ use super::crud::log_write;
 use super::{check_role, wait_write_concern, Access, CmdError, Ctx, WriteConcern};
 use crate::sim::cluster::{Kind, Shared, State};
 use crate::sim::repl::{Op, Ops};
-use crate::sim::store::Store;
+use crate::sim::store::{id_key, IdKey, Store};
 
 /// The lifecycle of a transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,8 +27,22 @@ pub(crate) struct Txn {
     /// Private copies of the collections the transaction touched.
     shadow: Store,
     touched: HashSet<(String, String)>,
+    /// The documents the transaction wrote (db, collection, `_id` key): another
+    /// transaction writing one of them meets a write conflict.
+    writes: HashSet<(String, String, IdKey)>,
     /// The writes to replay at commit.
     ops: Vec<Op>,
+}
+
+/// The document an oplog operation changed.
+fn written(op: &Op) -> Option<(String, String, IdKey)> {
+    match op {
+        Op::Insert { db, coll, doc } => doc.get("_id").map(|id| (db.clone(), coll.clone(), id_key(id))),
+        Op::Replace { db, coll, key, .. } | Op::Delete { db, coll, key, .. } => {
+            Some((db.clone(), coll.clone(), key.clone()))
+        }
+        _ => None,
+    }
 }
 
 /// The session/transaction fields of a command.
@@ -79,8 +93,7 @@ pub(crate) fn in_transaction<R>(
     st: &mut State,
     member: usize,
     args: &TxnArgs,
-    db: &str,
-    coll: Option<&str>,
+    namespaces: &[(String, String)],
     f: impl FnOnce(&mut Store, &mut Ops) -> Result<R, CmdError>,
 ) -> Result<R, CmdError> {
     if args.start {
@@ -98,6 +111,7 @@ pub(crate) fn in_transaction<R>(
             state: TxnState::Active,
             shadow: Store::default(),
             touched: HashSet::new(),
+            writes: HashSet::new(),
             ops: Vec::new(),
         };
         st.txns.insert(args.lsid.clone(), txn);
@@ -112,8 +126,8 @@ pub(crate) fn in_transaction<R>(
         .get_mut(&args.lsid)
         .filter(|t| t.number == args.number && t.state == TxnState::Active)
         .ok_or_else(|| no_such(args.number))?;
-    if let Some(coll) = coll {
-        let key = (db.to_owned(), coll.to_owned());
+    for (db, coll) in namespaces {
+        let key = (db.clone(), coll.clone());
         if !txn.touched.contains(&key) {
             // Snapshot the collection the first time the transaction uses it.
             if let Some(c) = base.coll(db, coll) {
@@ -124,8 +138,45 @@ pub(crate) fn in_transaction<R>(
     }
     let mut ops = Ops::new(true);
     let result = f(&mut txn.shadow, &mut ops);
+    let new_writes: Vec<_> = ops.list.iter().filter_map(written).collect();
     txn.ops.extend(ops.list);
+    // Another open transaction wrote one of the same documents: a write conflict (the
+    // transaction that comes second aborts, and may be retried whole).
+    let conflict = new_writes.iter().any(|w| {
+        txns.iter().any(|(lsid, t)| *lsid != args.lsid && t.state == TxnState::Active && t.writes.contains(w))
+    });
+    let Some(txn) = txns.get_mut(&args.lsid) else { return result };
+    txn.writes.extend(new_writes);
+    let result = if conflict {
+        Err(CmdError::new(
+            112,
+            "WriteConflict",
+            "Caused by :: Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction.",
+        )
+        .label("TransientTransactionError"))
+    } else {
+        result
+    };
+    if result.is_err() {
+        // An error aborts the transaction on the server: later statements get
+        // NoSuchTransaction.
+        txn.state = TxnState::Aborted;
+        txn.ops.clear();
+        txn.writes.clear();
+        txn.shadow = Store::default();
+    }
     result
+}
+
+/// A statement of the transaction `args` reported write errors, or its client went away
+/// mid-statement: like any error in a transaction, that aborts it on the server.
+pub(crate) fn abort_on_error(st: &mut State, args: &TxnArgs) {
+    if let Some(txn) = st.txns.get_mut(&args.lsid).filter(|t| t.number == args.number) {
+        txn.state = TxnState::Aborted;
+        txn.ops.clear();
+        txn.writes.clear();
+        txn.shadow = Store::default();
+    }
 }
 
 /// `commitTransaction` / `abortTransaction`.
@@ -160,27 +211,47 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
             (TxnState::Active, false) => {
                 txn.state = TxnState::Aborted;
                 txn.ops.clear();
+                txn.writes.clear();
                 txn.shadow = Store::default();
                 None
             }
             (TxnState::Active, true) => {
                 txn.state = TxnState::Committed;
-                txn.shadow = Store::default();
+                txn.writes.clear();
+                let shadow = std::mem::take(&mut txn.shadow);
+                let touched = std::mem::take(&mut txn.touched);
                 let ops = std::mem::take(&mut txn.ops);
+                let store = st.store_mut(shared.kind, i).ok_or_else(|| CmdError::bad("no such member"))?;
+                for op in &ops {
+                    op.apply(store);
+                }
+                // Indexes the transaction created (not in the oplog's operations).
+                for (db, coll) in &touched {
+                    if let Some(c) = shadow.coll(db, coll) {
+                        let target = store.coll_mut(db, coll);
+                        for index in c.indexes() {
+                            target.add_index(index);
+                        }
+                    }
+                }
                 if ops.is_empty() {
                     None
                 } else {
-                    let store =
-                        st.store_mut(shared.kind, i).ok_or_else(|| CmdError::bad("no such member"))?;
-                    for op in &ops {
-                        op.apply(store);
-                    }
                     log_write(shared, &mut st, i, ops)
                 }
             }
         }
     };
     let mut reply = doc! {"ok": 1.0};
+    let unsatisfiable = {
+        let st = shared.state.lock();
+        wc.check(shared, &st).err()
+    };
+    if let Some(e) = unsatisfiable {
+        // The transaction is committed; its write concern can never be satisfied.
+        reply.insert("writeConcernError", doc! {"code": e.code, "codeName": e.code_name, "errmsg": e.errmsg});
+        return Ok(reply);
+    }
     if let Some(p) = pending {
         if let Some(wce) = wait_write_concern(shared, p, &wc).await {
             reply.insert("writeConcernError", wce);

@@ -279,6 +279,10 @@ pub(super) async fn collection_op(
     new_cursor: &mut Option<Cursor>,
     session: Option<&mut actors::ClientSession>,
 ) -> R<OpResult> {
+    // In a transaction a write is acknowledged whatever the collection's write concern.
+    let in_transaction = session.as_ref().is_some_and(|s| {
+        matches!(s.transaction_state(), actors::TransactionState::Starting | actors::TransactionState::InProgress)
+    });
     let result = collection_op_result(coll, name, args, new_cursor, session).await?;
     let writes = [
         "insertOne",
@@ -291,7 +295,7 @@ pub(super) async fn collection_op(
         "bulkWrite",
     ];
     Ok(match result {
-        Ok(_) if writes.contains(&name) && unacknowledged(coll, args) => {
+        Ok(_) if writes.contains(&name) && !in_transaction && unacknowledged(coll, args) => {
             Ok(Some(Bson::Document(doc! {"acknowledged": false})))
         }
         other => other,

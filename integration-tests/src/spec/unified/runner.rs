@@ -819,6 +819,22 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
             }
             ctx.cluster.configure_fail_point(fp.clone()).await.map_err(|e| format!("configureFailPoint: {e}"))
         }
+        "targetedFailPoint" => {
+            let fp = args.get_document("failPoint").map_err(|_| "targetedFailPoint without failPoint")?;
+            let sid = args.get_str("session").unwrap_or("");
+            let Some(Entity::Session(Some(session))) = ctx.entities.get(sid) else {
+                return Err(format!("unknown or ended session {sid}"));
+            };
+            let host = session.pinned_server().map(ToString::to_string);
+            if let Ok(name) = fp.get_str("configureFailPoint") {
+                ctx.fail_points_set.push(name.to_owned());
+            }
+            let result = match host {
+                Some(host) => ctx.cluster.configure_fail_point_on(&host, fp.clone()).await,
+                None => return Err(format!("targetedFailPoint: session {sid} is not pinned to a server")),
+            };
+            result.map_err(|e| format!("configureFailPoint: {e}"))
+        }
         "createEntities" => {
             for e in args.get_array("entities").map(|a| a.as_slice()).unwrap_or(&[]) {
                 if let Some(e) = e.as_document() {

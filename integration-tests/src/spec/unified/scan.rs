@@ -57,6 +57,7 @@ const ANY_ARGUMENT: &[&str] = &["*"];
 fn op_args(name: &str) -> Option<&'static [&'static str]> {
     Some(match name {
         "failPoint" => &["client", "failPoint"],
+        "targetedFailPoint" => &["session", "failPoint"],
         "wait" => &["ms"],
         "runOnThread" => &["thread", "operation"],
         "waitForThread" => &["thread"],
