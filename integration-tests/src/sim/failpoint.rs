@@ -1,4 +1,5 @@
-//! The `failCommand` fail point, as the drivers' spec test servers support it.
+//! The `failCommand` and `onPrimaryTransactionalWrite` fail points, as the drivers' spec test
+//! servers support them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -45,12 +46,56 @@ pub(crate) struct Triggered {
     pub write_concern_error: Option<Document>,
 }
 
+/// A configured `onPrimaryTransactionalWrite` fail point: a retryable write fails before its
+/// commit with `fail_before_commit` (not applied), or is applied; either way the connection
+/// is closed unless `close_connection` is false.
+#[derive(Clone, Debug)]
+struct TxnWrite {
+    mode: Mode,
+    close_connection: bool,
+    fail_before_commit: Option<i32>,
+}
+
+/// What a triggered `onPrimaryTransactionalWrite` does to a retryable write.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TxnWriteTriggered {
+    /// Close the connection instead of replying.
+    pub close_connection: bool,
+    /// Fail with this code without applying the write.
+    pub fail_before_commit: Option<i32>,
+}
+
 /// The fail points of one member.
 #[derive(Debug, Default)]
 pub(crate) struct FailPoints {
     // Checked on every command without taking the lock.
     active: AtomicBool,
     fail_command: Mutex<Option<FailCommand>>,
+    txn_write_active: AtomicBool,
+    txn_write: Mutex<Option<TxnWrite>>,
+}
+
+/// Counts one activation of `mode`: whether it triggers now.
+fn consume(mode: &mut Mode) -> bool {
+    match mode {
+        Mode::AlwaysOn => true,
+        Mode::Skip(n) => {
+            if *n > 0 {
+                *n -= 1;
+                false
+            } else {
+                true
+            }
+        }
+        Mode::Times(n) => {
+            if *n == 0 {
+                false
+            } else {
+                *n -= 1;
+                true
+            }
+        }
+    }
 }
 
 fn as_u64(v: &Bson) -> Option<u64> {
@@ -69,7 +114,7 @@ impl FailPoints {
         let name = cmd
             .get_str("configureFailPoint")
             .map_err(|_| bad("configureFailPoint must name a fail point"))?;
-        if name != "failCommand" {
+        if name != "failCommand" && name != "onPrimaryTransactionalWrite" {
             // Other server fail points have no effect here; accepting them keeps spec tests running.
             tracing::warn!(name, "fail point not simulated; ignoring it");
             return Ok(());
@@ -91,16 +136,34 @@ impl FailPoints {
             }
             _ => return Err(bad("mode must be \"off\", \"alwaysOn\" or a document")),
         };
-        let Some(mode) = mode else {
-            *self.fail_command.lock() = None;
-            self.active.store(false, Ordering::Release);
-            return Ok(());
-        };
         let empty = Document::new();
         let data = match cmd.get("data") {
             Some(Bson::Document(d)) => d,
             None => &empty,
             Some(_) => return Err(bad("data must be a document")),
+        };
+        if name == "onPrimaryTransactionalWrite" {
+            let fail_before_commit = match data.get("failBeforeCommitExceptionCode") {
+                Some(v) => Some(
+                    as_u64(v)
+                        .and_then(|c| i32::try_from(c).ok())
+                        .ok_or_else(|| bad("failBeforeCommitExceptionCode must be a number"))?,
+                ),
+                None => None,
+            };
+            let fp = mode.map(|mode| TxnWrite {
+                mode,
+                close_connection: data.get_bool("closeConnection").unwrap_or(true),
+                fail_before_commit,
+            });
+            self.txn_write_active.store(fp.is_some(), Ordering::Release);
+            *self.txn_write.lock() = fp;
+            return Ok(());
+        }
+        let Some(mode) = mode else {
+            *self.fail_command.lock() = None;
+            self.active.store(false, Ordering::Release);
+            return Ok(());
         };
         let commands = match data.get("failCommands") {
             Some(Bson::Array(a)) => a
@@ -163,20 +226,8 @@ impl FailPoints {
                 return None;
             }
         }
-        match &mut fc.mode {
-            Mode::AlwaysOn => {}
-            Mode::Skip(n) => {
-                if *n > 0 {
-                    *n -= 1;
-                    return None;
-                }
-            }
-            Mode::Times(n) => {
-                if *n == 0 {
-                    return None;
-                }
-                *n -= 1;
-            }
+        if !consume(&mut fc.mode) {
+            return None;
         }
         let triggered = Triggered {
             close_connection: fc.close_connection,
@@ -191,10 +242,37 @@ impl FailPoints {
         Some(triggered)
     }
 
+    /// Whether `onPrimaryTransactionalWrite` is set (checked before the work of finding out
+    /// whether a write is a retry).
+    pub(crate) fn txn_write_armed(&self) -> bool {
+        self.txn_write_active.load(Ordering::Acquire)
+    }
+
+    /// Checks `onPrimaryTransactionalWrite` for a retryable write; consumes one activation
+    /// if it triggers.
+    pub(crate) fn check_txn_write(&self) -> Option<TxnWriteTriggered> {
+        if !self.txn_write_active.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut guard = self.txn_write.lock();
+        let fp = guard.as_mut()?;
+        if !consume(&mut fp.mode) {
+            return None;
+        }
+        let t = TxnWriteTriggered { close_connection: fp.close_connection, fail_before_commit: fp.fail_before_commit };
+        if fp.mode == Mode::Times(0) {
+            *guard = None;
+            self.txn_write_active.store(false, Ordering::Release);
+        }
+        Some(t)
+    }
+
     /// Turns every fail point off (a restarted process starts clean).
     pub(crate) fn clear(&self) {
         *self.fail_command.lock() = None;
         self.active.store(false, Ordering::Release);
+        *self.txn_write.lock() = None;
+        self.txn_write_active.store(false, Ordering::Release);
     }
 }
 

@@ -431,6 +431,31 @@ impl Connection {
             }
             return Action::Close;
         }
+        // onPrimaryTransactionalWrite: a retryable write fails before its commit, or commits,
+        // and the connection closes.
+        let retryable_write = matches!(name, "insert" | "update" | "delete" | "findAndModify" | "bulkWrite")
+            && body.get("txnNumber").ok().flatten().is_some()
+            && body.get("autocommit").ok().flatten().is_none();
+        // A retry of a statement that already committed is answered from the session table,
+        // before the write path where the fail point sits.
+        let fresh_write = || {
+            let args = Document::try_from(body).ok().and_then(|d| commands::txn::TxnArgs::parse(&d).ok().flatten());
+            args.is_none_or(|a| !self.shared.state.lock().retried_writes.contains_key(&(a.lsid, a.number)))
+        };
+        let txn_write = if retryable_write && self.member.failpoints.txn_write_armed() && fresh_write() {
+            self.member.failpoints.check_txn_write()
+        } else {
+            None
+        };
+        if let Some(t) = txn_write {
+            if let Some(code) = t.fail_before_commit {
+                if t.close_connection {
+                    return Action::Close;
+                }
+                let doc = failpoint_error(code, None, name, body);
+                return self.reply_frame(request_id, doc, OpMsgFlags::empty()).map_or(Action::Close, Action::Reply);
+            }
+        }
         let work = async {
             if let Some(b) = triggered.block {
                 tokio::time::sleep(b).await;
@@ -470,6 +495,10 @@ impl Connection {
             Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| max_time_expired()),
             None => work.await,
         };
+        if txn_write.is_some_and(|t| t.close_connection) {
+            // The write committed; the client never hears of it.
+            return Action::Close;
+        }
         if msg.more_to_come() || self.partitioned() {
             return Action::Nothing;
         }

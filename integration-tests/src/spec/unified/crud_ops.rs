@@ -42,6 +42,7 @@ pub(super) fn runs(name: &str) -> bool {
             | "listIndexNames"
             | "rename"
             | "listCollections"
+            | "listCollectionObjects"
             | "listCollectionNames"
             | "runCursorCommand"
             | "createCommandCursor"
@@ -50,6 +51,7 @@ pub(super) fn runs(name: &str) -> bool {
             | "dropDatabase"
             | "runCommand"
             | "listDatabases"
+            | "listDatabaseObjects"
             | "clientBulkWrite"
             | "listDatabaseNames"
             | "createSearchIndex"
@@ -550,7 +552,8 @@ pub(super) async fn database_op(
                 Err(e) => Err(e),
             }
         }
-        "listCollections" => {
+        // The spec's name for the same call where a driver returns typed objects.
+        "listCollections" | "listCollectionObjects" => {
             let o: ListOptions = options(name, args, &[])?;
             match db.list_collections().with_options(o).session(session).await {
                 Ok(c) => cursor_result(c, false, new_cursor).await,
@@ -610,7 +613,7 @@ pub(super) async fn client_op(
             let db = args.get_str("database").map_err(|_| "dropDatabase needs a database")?;
             client.database(db).drop().session(session).await.map(|()| None)
         }
-        "listDatabases" => {
+        "listDatabases" | "listDatabaseObjects" => {
             let o: ListDatabasesOptions = options(name, args, &[])?;
             client.list_databases().with_options(o).session(session).await.map(docs)
         }

@@ -208,7 +208,7 @@ pub fn run_file(
             continue;
         }
         if let (Target::Simulator, Some(name)) = (target, scan::other_fail_point(test)) {
-            let why = format!("only the failCommand fail point is simulated; this test sets {name}");
+            let why = format!("only the failCommand and onPrimaryTransactionalWrite fail points are simulated; this test sets {name}");
             records.push(record(Some(desc), None, Status::Unsupported(why)));
             continue;
         }

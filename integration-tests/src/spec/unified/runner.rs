@@ -810,13 +810,13 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
     match name {
         "failPoint" => {
             let fp = args.get_document("failPoint").map_err(|_| "failPoint without failPoint")?;
+            if let Ok(name) = fp.get_str("configureFailPoint") {
+                ctx.fail_points_set.push(name.to_owned());
+            }
             if let Some(result) = sessions::fail_point_through_client(ctx, args, fp).await {
                 return result;
             }
             // Set on the server the operations will use: the primary, the mongos or the LB's service.
-            if let Ok(name) = fp.get_str("configureFailPoint") {
-                ctx.fail_points_set.push(name.to_owned());
-            }
             ctx.cluster.configure_fail_point(fp.clone()).await.map_err(|e| format!("configureFailPoint: {e}"))
         }
         "targetedFailPoint" => {

@@ -312,7 +312,7 @@ pub fn other_fail_point(test: &Document) -> Option<String> {
         match b {
             Bson::Document(d) => {
                 if let Ok(name) = d.get_str("configureFailPoint") {
-                    if name != "failCommand" {
+                    if name != "failCommand" && name != "onPrimaryTransactionalWrite" {
                         return Some(name.to_string());
                     }
                 }

@@ -187,15 +187,17 @@ fn runner_failure(state: &mut Callback<'_>, failure: String) -> actors::Error {
     actors::Error::InvalidOptions { message: format!("test runner: {failure}") }
 }
 
-/// Load-balanced mode: the `failPoint` operation sends `configureFailPoint` through its client,
-/// as the unified format says, so the command's check-out and check-in are among the client's
-/// events (the LB transaction tests count them). `None`: another topology, set directly.
+/// The `failPoint` operation sends `configureFailPoint` through its client, as the unified
+/// format says, so the command's check-out and check-in are among the client's events (the
+/// LB transaction and handshake-error tests count them). `None`: a client of several mongoses
+/// (which one would get it is unknown; those tests use `targetedFailPoint`), set directly on
+/// the first mongos.
 pub(super) async fn fail_point_through_client(ctx: &Ctx, args: &Document, fp: &Document) -> Option<R<()>> {
     let Some(Entity::Client(c)) = args.get_str("client").ok().and_then(|id| ctx.entities.get(id)) else {
         return None;
     };
     let description = c.client.topology().snapshot().description.clone();
-    if description.topology_type() != protocol::sdam::TopologyType::LoadBalanced {
+    if description.topology_type() == protocol::sdam::TopologyType::Sharded && description.servers().count() > 1 {
         return None;
     }
     let result = c.client.database("admin").run_command(fp.clone()).await;
