@@ -220,9 +220,14 @@ impl RawCursor {
                 // closing the cursor kills it on that connection (load-balancers spec).
                 return Err(e);
             }
+            Err(e) if !e.is_network_error() && !matches!(e.code(), Some(CURSOR_NOT_FOUND | CURSOR_KILLED)) => {
+                // A command error (an overload after its retries, say) leaves the server's
+                // cursor open: closing the cursor kills it.
+                return Err(e);
+            }
             Err(e) => {
-                // A cursor whose getMore failed is dead (the server may have closed it;
-                // network errors left it unreachable): no killCursors. After a network
+                // A cursor whose getMore failed is dead (the server closed it; network errors
+                // left it unreachable): no killCursors. After a network
                 // error a pinned connection stays pinned until the cursor is dropped
                 // (load-balancer spec).
                 self.id = 0;
@@ -259,6 +264,11 @@ async fn take_pinned(selector: &Selector, pin: PinId) -> Result<PooledConnection
         .await??
         .ok_or_else(|| Error::stopped("selection (pinned connection gone)"))
 }
+
+/// The server has no such cursor (any more).
+const CURSOR_NOT_FOUND: i32 = 43;
+/// The server killed the cursor.
+const CURSOR_KILLED: i32 = 237;
 
 /// A `killCursors` to send for a cursor closed before it was exhausted.
 struct Kill {

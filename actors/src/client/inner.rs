@@ -53,6 +53,12 @@ pub(crate) struct Settings {
     /// `timeoutMS` (`Some(ZERO)`: CSOT without a limit): one deadline for the selection, the
     /// check-out and the round trips of each operation, retries included.
     pub timeout: Option<Duration>,
+    /// `maxAdaptiveRetries` (default 2): the most retries of an operation once a server
+    /// said it is overloaded (client backpressure).
+    pub max_adaptive_retries: u32,
+    /// `enableOverloadRetargeting`: a retry after an overload error avoids the server that
+    /// reported it.
+    pub overload_retargeting: bool,
 }
 
 /// Where the client's actors live.

@@ -157,6 +157,8 @@ impl Client {
             read_preference: Arc::new(read_preference),
             load_balanced: cs.options.load_balanced.unwrap_or(false),
             timeout: cs.options.timeout_ms.map(Duration::from_millis),
+            max_adaptive_retries: cs.options.max_adaptive_retries.unwrap_or(operation::MAX_ADAPTIVE_RETRIES),
+            overload_retargeting: cs.options.enable_overload_retargeting.unwrap_or(false),
         };
         let command_handler = options.command_event_handler.clone();
         let build = move || -> Result<(Topology, Selector, Option<actix::Addr<SrvPoller>>)> {

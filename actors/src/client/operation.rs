@@ -44,6 +44,16 @@ const AFTER_CLUSTER_TIME_WRITES: &[&str] = &[
     "dropIndexes",
 ];
 
+/// The default `maxAdaptiveRetries`: the most retries once a server reports an overload.
+pub(crate) const MAX_ADAPTIVE_RETRIES: u32 = 2;
+/// The label of errors a server returns when it sheds load.
+const SYSTEM_OVERLOADED_ERROR: &str = "SystemOverloadedError";
+/// The label of errors any command may be retried after.
+const RETRYABLE_ERROR: &str = "RetryableError";
+/// Client backpressure's base backoff and its cap.
+const BASE_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
 /// Wire version of MongoDB 4.4: from there on the server labels retryable write errors.
 const WIRE_VERSION_4_4: i32 = 9;
 
@@ -111,7 +121,7 @@ pub(crate) trait Operation {
 
     /// The command the executor runs.
     fn prepare(&mut self) -> Result<Op> {
-        let Shape { name, db, criteria, retry, checks_write_errors, opens_cursor, requires, read_concern } =
+        let Shape { name, db, criteria, retry, checks_write_errors, opens_cursor, requires, read_concern, generic } =
             self.shape();
         let db = db.to_string();
         let command = self.build()?;
@@ -126,6 +136,7 @@ pub(crate) trait Operation {
             opens_cursor,
             requires,
             read_concern,
+            generic,
         })
     }
 }
@@ -151,6 +162,9 @@ pub(crate) struct Shape<'a> {
     /// The command takes a `readConcern` (a session's `afterClusterTime` or snapshot time
     /// goes there).
     pub read_concern: bool,
+    /// A user's command (`run_command`): an overload retry needs both retryReads and
+    /// retryWrites.
+    pub generic: bool,
 }
 
 impl<'a> Shape<'a> {
@@ -179,7 +193,13 @@ impl<'a> Shape<'a> {
             opens_cursor: false,
             requires: None,
             read_concern: false,
+            generic: false,
         }
+    }
+
+    /// This shape, a user's command (client backpressure treats it as a read and a write).
+    pub(crate) fn generic(self) -> Self {
+        Shape { generic: true, ..self }
     }
 
     /// This shape, taking a `readConcern` (causal consistency and snapshot reads add to it).
@@ -227,6 +247,8 @@ pub(crate) struct Op {
     pub requires: Option<(i32, &'static str)>,
     /// The command takes a `readConcern`.
     pub read_concern: bool,
+    /// A user's command (`run_command`).
+    pub generic: bool,
 }
 
 impl Op {
@@ -373,6 +395,17 @@ struct Run<'a> {
     /// Sharded retries go to another mongos when there is one.
     deprioritized: Vec<ServerAddress>,
     first_error: Option<Error>,
+    /// Retries made so far.
+    retries: u32,
+    /// A server reported an overload: at most `maxAdaptiveRetries` retries in all.
+    overloaded: bool,
+    /// The pending retry is client backpressure's (allowed whatever the operation's own rules).
+    overload_retry: bool,
+    /// How long to wait before the next attempt (backpressure's backoff).
+    backoff: Option<Duration>,
+    /// A transaction statement: whether it starts the transaction, fixed at its first attempt
+    /// (a retry after an overload starts it again).
+    txn_first: Option<bool>,
 }
 
 impl<'a> Run<'a> {
@@ -384,6 +417,11 @@ impl<'a> Run<'a> {
             txn_number: None,
             deprioritized: Vec::new(),
             first_error: None,
+            retries: 0,
+            overloaded: false,
+            overload_retry: false,
+            backoff: None,
+            txn_first: None,
         }
     }
 
@@ -429,6 +467,10 @@ impl<'a> Run<'a> {
 
     /// The retryable reads and writes rules after a failed attempt: `None` to try again
     /// (with a `timeoutMS`: as long as time remains; otherwise once), or the error to return.
+    /// The retry rules: the retryable reads and writes specs', and client backpressure's for
+    /// overload errors (`RetryableError` + `SystemOverloadedError`, any command, after a
+    /// jittered exponential backoff, at most `maxAdaptiveRetries` times once any overload was
+    /// seen).
     fn failed(
         &mut self,
         mut e: Error,
@@ -436,33 +478,60 @@ impl<'a> Run<'a> {
         retryable: bool,
         limits: Limits,
         sharded: Option<ServerAddress>,
+        settings: &Settings,
     ) -> Option<Error> {
         if op.retry == Retry::Write && retryable {
             add_write_labels(&mut e);
         }
-        let can_retry = retryable
+        let by_policy = retryable
             && match op.retry {
                 Retry::Read => is_retryable_read_error(&e),
                 Retry::Write => e.has_label(RETRYABLE_WRITE_ERROR),
                 Retry::No => false,
             };
-        let again = can_retry && limits.timeout.is_some() && !timeout::is_expired(limits.deadline);
-        let e = match self.first_error.take() {
-            // The retry failed: its error, unless it says it wrote nothing.
-            Some(first) => {
-                let e = if e.has_label(NO_WRITES_PERFORMED) { first } else { e };
-                if !again {
-                    return Some(e);
-                }
-                e
+        let overload = e.has_label(SYSTEM_OVERLOADED_ERROR);
+        let by_overload = overload && e.has_label(RETRYABLE_ERROR) && overload_retry_allowed(op, settings);
+        self.overloaded |= overload;
+        // The retry failed with an error that says it wrote nothing: the previous error.
+        if let Some(first) = self.first_error.take() {
+            if e.has_label(NO_WRITES_PERFORMED) {
+                e = first;
             }
-            None if !can_retry => return Some(e),
-            None => {
-                tracing::debug!(operation = %op.name, error = %e, "retrying");
-                e
-            }
+        }
+        let limit = if self.overloaded {
+            settings.max_adaptive_retries
+        } else if limits.timeout.is_some() {
+            u32::MAX
+        } else {
+            1
         };
-        self.deprioritized.extend(sharded);
+        let time_left = limits.timeout.is_none() || !timeout::is_expired(limits.deadline);
+        if !(by_policy || by_overload) || self.retries >= limit || !time_left {
+            return Some(e);
+        }
+        if overload {
+            let base = e
+                .server_error()
+                .and_then(|se| se.response.get("baseBackoffMS"))
+                .and_then(|v| v.as_f64().or_else(|| v.as_i64().map(|i| i as f64)).or_else(|| v.as_i32().map(f64::from)))
+                .filter(|ms| *ms > 0.0)
+                .map_or(BASE_BACKOFF, |ms| Duration::from_secs_f64(ms / 1000.0));
+            let exp = base.saturating_mul(1u32 << (self.retries + 1).min(20)).min(MAX_BACKOFF);
+            let jitter = selection::with_thread_rng(|rng| selection::rand::RngExt::random_range(rng, 0.0..1.0));
+            let backoff = exp.mul_f64(jitter);
+            if limits.deadline.is_some_and(|d| Instant::now() + backoff > d) {
+                return Some(e);
+            }
+            self.backoff = Some(backoff);
+            if settings.overload_retargeting {
+                self.deprioritized.extend(sharded);
+            }
+        } else {
+            self.deprioritized.extend(sharded);
+        }
+        tracing::debug!(operation = %op.name, error = %e, "retrying");
+        self.retries += 1;
+        self.overload_retry = !by_policy;
         self.first_error = Some(e);
         None
     }
@@ -483,7 +552,8 @@ impl<'a> Run<'a> {
             SessionUse::Given(s) => (Some(&mut **s), None, txn_number),
             SessionUse::Transaction { session, starting } => {
                 let number = session.txn_number;
-                (Some(&mut **session), Some(std::mem::take(*starting)), Some(number))
+                let first = *self.txn_first.get_or_insert_with(|| std::mem::take(*starting));
+                (Some(&mut **session), Some(first), Some(number))
             }
         };
         Ok((
@@ -535,6 +605,9 @@ impl ClientInner {
         let mut run = Run::new(session);
         let operation_id = next_operation_id();
         let result = loop {
+            if let Some(backoff) = run.backoff.take() {
+                tokio::time::sleep(backoff).await;
+            }
             // Selection is awaited here, not in a helper: every async layer and every move of
             // a large value on this path costs instructions per operation.
             let pinned = connection.as_deref_mut().and_then(Option::take);
@@ -575,7 +648,7 @@ impl ClientInner {
             // An unacknowledged write takes no implicit session (driver sessions spec).
             run.take_implicit_session(self, sessions.filter(|_| !op.unacknowledged()));
             let retryable = run.retryable(&op, &target, &self.settings);
-            if run.first_error.is_some() && !retryable {
+            if run.first_error.is_some() && !retryable && !run.overload_retry {
                 // The new server cannot retry (for example no longer supports sessions).
                 break Err(run.first_error.take().unwrap_or_else(|| Error::stopped("operation")));
             }
@@ -628,7 +701,8 @@ impl ClientInner {
                 Ok((reply, conn)) => break Ok((reply, address, conn)),
                 Err(e) => {
                     let sharded = target.topology_type == TopologyType::Sharded;
-                    if let Some(e) = run.failed(e, &op, retryable, limits, sharded.then_some(address)) {
+                    if let Some(e) = run.failed(e, &op, retryable, limits, sharded.then_some(address), &self.settings)
+                    {
                         break Err(e);
                     }
                 }
@@ -1065,6 +1139,19 @@ fn is_sensitive(name: &str, command: &Document) -> bool {
     let lower = name.to_ascii_lowercase();
     SENSITIVE_COMMANDS.contains(&lower.as_str())
         || (matches!(lower.as_str(), "hello" | "ismaster") && command.contains_key("speculativeAuthenticate"))
+}
+
+/// Whether client backpressure may retry `op` after an overload error: a write with
+/// retryWrites, a read with retryReads, a user's command with both.
+fn overload_retry_allowed(op: &Op, settings: &Settings) -> bool {
+    if op.generic {
+        return settings.retry_reads && settings.retry_writes;
+    }
+    match (op.retry, &op.criteria) {
+        (Retry::Read, _) => settings.retry_reads,
+        (Retry::Write, _) | (Retry::No, Criteria::Write) => settings.retry_writes,
+        (Retry::No, _) => settings.retry_reads,
+    }
 }
 
 /// A network or pool-cleared error of a retryable write gets `RetryableWriteError`.

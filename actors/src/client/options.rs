@@ -413,7 +413,7 @@ pub fn options_without_effect(cs: &ConnectionString) -> Result<Vec<String>> {
                 .into(),
         ));
     }
-    let table: [(bool, &str); 6] = [
+    let table: [(bool, &str); 4] = [
         (
             o.compressors.as_ref().is_some_and(|c| !c.is_empty()),
             "compressors: this client does not negotiate compression yet, so no compressor is offered to the server; messages go uncompressed",
@@ -425,14 +425,6 @@ pub fn options_without_effect(cs: &ConnectionString) -> Result<Vec<String>> {
         (
             o.server_selection_try_once.is_some(),
             "serverSelectionTryOnce: only single-threaded drivers use it; selection waits up to serverSelectionTimeoutMS",
-        ),
-        (
-            o.enable_overload_retargeting.is_some(),
-            "enableOverloadRetargeting: client backpressure is not implemented; overloaded servers are not avoided",
-        ),
-        (
-            o.max_adaptive_retries.is_some(),
-            "maxAdaptiveRetries: client backpressure is not implemented; retries follow the retryable reads and writes rules",
         ),
         (
             o.tls_disable_certificate_revocation_check.is_some() || o.tls_disable_ocsp_endpoint_check.is_some(),

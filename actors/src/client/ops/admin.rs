@@ -137,7 +137,7 @@ impl Operation for RunCommand {
 
     fn shape(&self) -> Shape<'_> {
         let name = self.command.keys().next().cloned().unwrap_or_default();
-        Shape::command(name, &self.db, self.criteria.clone())
+        Shape::command(name, &self.db, self.criteria.clone()).generic()
     }
 
     fn build(&mut self) -> Result<Document> {

@@ -142,7 +142,7 @@ impl Operation for RunCursorCommand {
 
     fn shape(&self) -> Shape<'_> {
         let name = self.command.keys().next().cloned().unwrap_or_default();
-        Shape::command(name, &self.db, Criteria::Read(self.read_preference.clone())).cursor()
+        Shape::command(name, &self.db, Criteria::Read(self.read_preference.clone())).cursor().generic()
     }
 
     fn build(&mut self) -> Result<Document> {

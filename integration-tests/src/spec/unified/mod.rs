@@ -451,18 +451,45 @@ pub fn run_root(
             continue;
         }
         let mut report = UnifiedReport { name: (*name).to_string(), records: Vec::new() };
-        for file in super::json_files(&dir) {
-            let started = std::time::Instant::now();
-            let records = run_file(root, &file, target, listed);
-            let passed = records.iter().filter(|r| r.status == Status::Passed).count();
-            progress(&format!(
-                "  {} ({} records, {passed} passed, {:.1} s)",
-                expected::relative(root, &file),
-                records.len(),
-                started.elapsed().as_secs_f64()
-            ));
-            report.records.extend(records);
+        let files = super::json_files(&dir);
+        // Each simulated test gets its own deployment on its own ports, and spends most of its
+        // time waiting (fail points, heartbeats, timeouts): files run side by side. One
+        // external deployment is shared, so its files run one at a time.
+        let jobs = match target {
+            Target::Simulator => std::env::var("SPEC_JOBS").ok().and_then(|j| j.parse().ok()).unwrap_or(4usize),
+            Target::External(_) => 1,
         }
+        .clamp(1, files.len().max(1));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut results: Vec<Option<Vec<Record>>> = (0..files.len()).map(|_| None).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..jobs {
+                let tx = tx.clone();
+                let (files, next) = (&files, &next);
+                scope.spawn(move || loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(file) = files.get(i) else { break };
+                    let started = std::time::Instant::now();
+                    let records = run_file(root, file, target, listed);
+                    if tx.send((i, records, started.elapsed())).is_err() {
+                        break;
+                    }
+                });
+            }
+            drop(tx);
+            for (i, records, took) in rx {
+                let passed = records.iter().filter(|r| r.status == Status::Passed).count();
+                progress(&format!(
+                    "  {} ({} records, {passed} passed, {:.1} s)",
+                    expected::relative(root, &files[i]),
+                    records.len(),
+                    took.as_secs_f64()
+                ));
+                results[i] = Some(records);
+            }
+        });
+        report.records.extend(results.into_iter().flatten().flatten());
         reports.push(report);
     }
     reports
