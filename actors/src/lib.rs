@@ -40,9 +40,9 @@ pub mod options {
         InsertManyOptions, InsertManyResult, InsertOneModel, InsertOneOptions, InsertOneResult,
         ListDatabasesOptions, ListOptions, Namespace, PartialBulkWriteResult, ReadConcern, ReadConcernLevel,
         ReplaceOneModel, ReplaceOptions, ReturnDocument, RunCommandOptions, RunCursorCommandOptions,
-        SearchIndexModel, SessionOptions, SummaryBulkWriteResult, TimeoutMode, TransactionOptions, UpdateManyModel,
-        UpdateModifications, UpdateOneModel, UpdateOptions, UpdateResult, VerboseBulkWriteResult,
-        WithTransactionOptions, WriteConcern, WriteModel,
+        SearchIndexModel, SessionOptions, SummaryBulkWriteResult, TimeoutMode, TransactionOptions,
+        UpdateManyModel, UpdateModifications, UpdateOneModel, UpdateOptions, UpdateResult,
+        VerboseBulkWriteResult, WithTransactionOptions, WriteConcern, WriteModel,
     };
     pub use crate::client::{ClientOptions, ClientOptionsBuilder};
     pub use selection::ReadPreference;

@@ -220,7 +220,9 @@ impl RawCursor {
                 // closing the cursor kills it on that connection (load-balancers spec).
                 return Err(e);
             }
-            Err(e) if !e.is_network_error() && !matches!(e.code(), Some(CURSOR_NOT_FOUND | CURSOR_KILLED)) => {
+            Err(e)
+                if !e.is_network_error() && !matches!(e.code(), Some(CURSOR_NOT_FOUND | CURSOR_KILLED)) =>
+            {
                 // A command error (an overload after its retries, say) leaves the server's
                 // cursor open: closing the cursor kills it.
                 return Err(e);

@@ -92,7 +92,8 @@ pub use op_options::{
 pub use options::{options_without_effect, ClientOptions, ClientOptionsBuilder};
 pub use srv::ResolverConfig;
 pub use transaction::{
-    ClientSession, EndTransactionOptions, SessionOptions, TransactionOptions, TransactionState, WithTransactionOptions,
+    ClientSession, EndTransactionOptions, SessionOptions, TransactionOptions, TransactionState,
+    WithTransactionOptions,
 };
 
 use self::session::SessionPool;

@@ -121,8 +121,17 @@ pub(crate) trait Operation {
 
     /// The command the executor runs.
     fn prepare(&mut self) -> Result<Op> {
-        let Shape { name, db, criteria, retry, checks_write_errors, opens_cursor, requires, read_concern, generic } =
-            self.shape();
+        let Shape {
+            name,
+            db,
+            criteria,
+            retry,
+            checks_write_errors,
+            opens_cursor,
+            requires,
+            read_concern,
+            generic,
+        } = self.shape();
         let db = db.to_string();
         let command = self.build()?;
         Ok(Op {
@@ -513,11 +522,14 @@ impl<'a> Run<'a> {
             let base = e
                 .server_error()
                 .and_then(|se| se.response.get("baseBackoffMS"))
-                .and_then(|v| v.as_f64().or_else(|| v.as_i64().map(|i| i as f64)).or_else(|| v.as_i32().map(f64::from)))
+                .and_then(|v| {
+                    v.as_f64().or_else(|| v.as_i64().map(|i| i as f64)).or_else(|| v.as_i32().map(f64::from))
+                })
                 .filter(|ms| *ms > 0.0)
                 .map_or(BASE_BACKOFF, |ms| Duration::from_secs_f64(ms / 1000.0));
             let exp = base.saturating_mul(1u32 << (self.retries + 1).min(20)).min(MAX_BACKOFF);
-            let jitter = selection::with_thread_rng(|rng| selection::rand::RngExt::random_range(rng, 0.0..1.0));
+            let jitter =
+                selection::with_thread_rng(|rng| selection::rand::RngExt::random_range(rng, 0.0..1.0));
             let backoff = exp.mul_f64(jitter);
             if limits.deadline.is_some_and(|d| Instant::now() + backoff > d) {
                 return Some(e);
@@ -701,7 +713,8 @@ impl ClientInner {
                 Ok((reply, conn)) => break Ok((reply, address, conn)),
                 Err(e) => {
                     let sharded = target.topology_type == TopologyType::Sharded;
-                    if let Some(e) = run.failed(e, &op, retryable, limits, sharded.then_some(address), &self.settings)
+                    if let Some(e) =
+                        run.failed(e, &op, retryable, limits, sharded.then_some(address), &self.settings)
                     {
                         break Err(e);
                     }
@@ -907,7 +920,11 @@ impl ClientInner {
             // A snapshot session sends its read concern with every command (the server
             // refuses the ones that cannot take it); causal consistency with the commands
             // that take `afterClusterTime`, and with the statement that starts a transaction.
-            let send = if t.snapshot { outside } else { (causal_command && outside) || ids.transaction == Some(true) };
+            let send = if t.snapshot {
+                outside
+            } else {
+                (causal_command && outside) || ids.transaction == Some(true)
+            };
             if send {
                 if let Some(rc) = t.read_concern(command.get_document("readConcern").ok()) {
                     command.insert("readConcern", rc);

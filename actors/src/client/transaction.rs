@@ -32,8 +32,8 @@ use std::time::Duration;
 use bson::{Document, Timestamp};
 use futures_util::future::BoxFuture;
 use pool::cmap::CheckoutPurpose;
-use protocol::ServerAddress;
 use protocol::sdam::TopologyType;
+use protocol::ServerAddress;
 use selection::ReadPreference;
 use tokio::time::Instant;
 
@@ -679,7 +679,9 @@ impl ClientSession {
             wc.w_timeout.get_or_insert(Duration::from_secs(10));
         }
         let max_time_ms = match (outcome, csot) {
-            (Outcome::Commit, false) => self.txn.max_commit_time.map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX)),
+            (Outcome::Commit, false) => {
+                self.txn.max_commit_time.map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX))
+            }
             _ => None,
         };
         let recovery_token = self.tracking().and_then(|t| t.recovery_token.clone());

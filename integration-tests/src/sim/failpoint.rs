@@ -259,7 +259,10 @@ impl FailPoints {
         if !consume(&mut fp.mode) {
             return None;
         }
-        let t = TxnWriteTriggered { close_connection: fp.close_connection, fail_before_commit: fp.fail_before_commit };
+        let t = TxnWriteTriggered {
+            close_connection: fp.close_connection,
+            fail_before_commit: fp.fail_before_commit,
+        };
         if fp.mode == Mode::Times(0) {
             *guard = None;
             self.txn_write_active.store(false, Ordering::Release);

@@ -424,7 +424,9 @@ impl Connection {
             // aborts the transaction (another mongos then answers NoSuchTransaction).
             let statement = !matches!(name, "commitTransaction" | "abortTransaction");
             if statement && body.get("autocommit").ok().flatten().is_some() {
-                let args = Document::try_from(body).ok().and_then(|d| commands::txn::TxnArgs::parse(&d).ok().flatten());
+                let args = Document::try_from(body)
+                    .ok()
+                    .and_then(|d| commands::txn::TxnArgs::parse(&d).ok().flatten());
                 if let Some(args) = args {
                     commands::txn::abort_on_error(&mut self.shared.state.lock(), &args);
                 }
@@ -439,7 +441,8 @@ impl Connection {
         // A retry of a statement that already committed is answered from the session table,
         // before the write path where the fail point sits.
         let fresh_write = || {
-            let args = Document::try_from(body).ok().and_then(|d| commands::txn::TxnArgs::parse(&d).ok().flatten());
+            let args =
+                Document::try_from(body).ok().and_then(|d| commands::txn::TxnArgs::parse(&d).ok().flatten());
             args.is_none_or(|a| !self.shared.state.lock().retried_writes.contains_key(&(a.lsid, a.number)))
         };
         let txn_write = if retryable_write && self.member.failpoints.txn_write_armed() && fresh_write() {
@@ -453,7 +456,9 @@ impl Connection {
                     return Action::Close;
                 }
                 let doc = failpoint_error(code, None, name, body);
-                return self.reply_frame(request_id, doc, OpMsgFlags::empty()).map_or(Action::Close, Action::Reply);
+                return self
+                    .reply_frame(request_id, doc, OpMsgFlags::empty())
+                    .map_or(Action::Close, Action::Reply);
             }
         }
         let work = async {
@@ -506,7 +511,10 @@ impl Connection {
         // A mongos answers each successful statement of a transaction with the token a new
         // mongos needs to learn the transaction's outcome.
         let mongos = matches!(self.shared.kind, Kind::Sharded | Kind::LoadBalanced);
-        if mongos && body.get("autocommit").ok().flatten().is_some() && doc.get_f64("ok").is_ok_and(|ok| ok == 1.0) {
+        if mongos
+            && body.get("autocommit").ok().flatten().is_some()
+            && doc.get_f64("ok").is_ok_and(|ok| ok == 1.0)
+        {
             doc.insert("recoveryToken", doc! {"recoveryShardId": "shard0"});
         }
         self.add_topology_version(&mut doc);

@@ -266,7 +266,8 @@ async fn wait_for_cluster_time(
         {
             let st = shared.state.lock();
             let applied = st.members.get(i).map_or(0, |m| m.applied);
-            let caught_up = applied >= st.oplog.end() || st.oplog.get(applied).is_none_or(|e| e.optime.ts > after);
+            let caught_up =
+                applied >= st.oplog.end() || st.oplog.get(applied).is_none_or(|e| e.optime.ts > after);
             if caught_up {
                 return Ok(());
             }
@@ -288,7 +289,11 @@ async fn wait_for_cluster_time(
 /// A read with `readConcern: {level: "snapshot"}` outside a transaction (MongoDB 5.0+):
 /// `find`, `aggregate` and `distinct` read the data as of `atClusterTime`, or as of now
 /// (reporting that time as `atClusterTime`); other commands and standalones refuse it.
-async fn snapshot_read_command(ctx: &Ctx<'_>, cmd: &Document, rc: Option<&Document>) -> Result<Document, CmdError> {
+async fn snapshot_read_command(
+    ctx: &Ctx<'_>,
+    cmd: &Document,
+    rc: Option<&Document>,
+) -> Result<Document, CmdError> {
     let shared = ctx.shared;
     if shared.kind == Kind::Standalone {
         return Err(CmdError::new(

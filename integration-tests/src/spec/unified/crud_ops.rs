@@ -283,7 +283,10 @@ pub(super) async fn collection_op(
 ) -> R<OpResult> {
     // In a transaction a write is acknowledged whatever the collection's write concern.
     let in_transaction = session.as_ref().is_some_and(|s| {
-        matches!(s.transaction_state(), actors::TransactionState::Starting | actors::TransactionState::InProgress)
+        matches!(
+            s.transaction_state(),
+            actors::TransactionState::Starting | actors::TransactionState::InProgress
+        )
     });
     let result = collection_op_result(coll, name, args, new_cursor, session).await?;
     let writes = [

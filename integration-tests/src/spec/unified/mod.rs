@@ -456,7 +456,9 @@ pub fn run_root(
         // time waiting (fail points, heartbeats, timeouts): files run side by side. One
         // external deployment is shared, so its files run one at a time.
         let jobs = match target {
-            Target::Simulator => std::env::var("SPEC_JOBS").ok().and_then(|j| j.parse().ok()).unwrap_or(4usize),
+            Target::Simulator => {
+                std::env::var("SPEC_JOBS").ok().and_then(|j| j.parse().ok()).unwrap_or(4usize)
+            }
             Target::External(_) => 1,
         }
         .clamp(1, files.len().max(1));

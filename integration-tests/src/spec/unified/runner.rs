@@ -1064,7 +1064,9 @@ async fn check_events(ctx: &Ctx, expected: &Document) -> R<()> {
     let ignore_extra = expected.get_bool("ignoreExtraEvents").unwrap_or(false);
     let want: Vec<Document> = expected
         .get_array("events")
-        .map(|a| a.iter().filter_map(Bson::as_document).map(|d| with_lsids(d, &ctx.lsids, &ctx.values)).collect())
+        .map(|a| {
+            a.iter().filter_map(Bson::as_document).map(|d| with_lsids(d, &ctx.lsids, &ctx.values)).collect()
+        })
         .unwrap_or_default();
     let want: Vec<&Document> = want.iter().collect();
     // Events may trail the operation's result (check-ins, for example): give them a moment.
@@ -1100,7 +1102,10 @@ fn with_lsids(d: &Document, lsids: &HashMap<String, Document>, values: &HashMap<
         match b {
             Bson::Document(d) => {
                 if let (1, Ok(id)) = (d.len(), d.get_str("$$matchesEntity")) {
-                    return values.get(id).cloned().unwrap_or_else(|| Bson::String(format!("no entity {id}")));
+                    return values
+                        .get(id)
+                        .cloned()
+                        .unwrap_or_else(|| Bson::String(format!("no entity {id}")));
                 }
                 if let (1, Ok(sid)) = (d.len(), d.get_str("$$sessionLsid")) {
                     // An unknown session matches nothing.

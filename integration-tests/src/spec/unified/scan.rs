@@ -219,9 +219,16 @@ fn scan_entities(entities: &[Bson]) -> Option<String> {
                     return Some(format!("session entity option {k} is not supported by the client"));
                 }
                 let options = spec.get_document("sessionOptions").map(|o| o.keys().collect::<Vec<_>>());
-                let known =
-                    ["defaultTimeoutMS", "causalConsistency", "snapshot", "snapshotTime", "defaultTransactionOptions"];
-                if let Some(k) = options.unwrap_or_default().into_iter().find(|k| !known.contains(&k.as_str())) {
+                let known = [
+                    "defaultTimeoutMS",
+                    "causalConsistency",
+                    "snapshot",
+                    "snapshotTime",
+                    "defaultTransactionOptions",
+                ];
+                if let Some(k) =
+                    options.unwrap_or_default().into_iter().find(|k| !known.contains(&k.as_str()))
+                {
                     return Some(format!("session option {k} is not supported by the client"));
                 }
             }

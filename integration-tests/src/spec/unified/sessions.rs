@@ -197,7 +197,9 @@ pub(super) async fn fail_point_through_client(ctx: &Ctx, args: &Document, fp: &D
         return None;
     };
     let description = c.client.topology().snapshot().description.clone();
-    if description.topology_type() == protocol::sdam::TopologyType::Sharded && description.servers().count() > 1 {
+    if description.topology_type() == protocol::sdam::TopologyType::Sharded
+        && description.servers().count() > 1
+    {
         return None;
     }
     let result = c.client.database("admin").run_command(fp.clone()).await;
