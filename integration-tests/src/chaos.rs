@@ -32,6 +32,8 @@ use crate::sim::{Cluster, SimError};
 
 const DB: &str = "chaos";
 const COLL: &str = "writes";
+/// The transactions' collection: each inserts `{_id: k, w}` and increments `{_id: "count-<w>"}`.
+const TXN_COLL: &str = "transactions";
 /// The slack the contract allows over `timeoutMS` for an operation to finish or fail.
 const SLACK: Duration = Duration::from_millis(100);
 /// Monitoring connections per member: the streaming monitor and the RTT pinger.
@@ -50,6 +52,8 @@ pub struct Options {
     pub writers: usize,
     /// Concurrent reader tasks.
     pub readers: usize,
+    /// Concurrent transaction tasks (`with_transaction`: an insert and a counter increment).
+    pub txn_writers: usize,
     /// Seed of the fault schedule (the workload's interleaving still varies between runs).
     pub seed: u64,
     /// How long the checks wait for connections to settle.
@@ -64,6 +68,7 @@ impl Default for Options {
             timeout: Duration::from_secs(2),
             writers: 8,
             readers: 4,
+            txn_writers: 2,
             seed: 0,
             settle: Duration::from_secs(20),
         }
@@ -108,6 +113,12 @@ pub struct Report {
     pub faults: BTreeMap<&'static str, u64>,
     /// Acknowledged writes missing from the final primary.
     pub lost: u64,
+    /// Transactions `with_transaction` reported committed.
+    pub transactions: u64,
+    /// Committed transactions missing from the final primary.
+    pub transactions_lost: u64,
+    /// Transactions applied twice or in part (a counter that disagrees with the documents).
+    pub transactions_torn: u64,
     /// The slowest operation's wall time.
     pub slowest: Duration,
     /// Panics seen by the hook.
@@ -128,7 +139,8 @@ impl Report {
         let faults: Vec<String> = self.faults.iter().map(|(k, v)| format!("{k}: {v}")).collect();
         format!(
             "chaos: {:.1} s, {} members, seed {}: ops {} (writes {}, acked {}; reads {}, ok {}), errors {} {{{}}}, \
-             faults {} {{{}}}, lost writes {}, slowest op {} ms, panics {}: {}",
+             faults {} {{{}}}, lost writes {}, transactions {} (lost {}, applied twice or in part {}), \
+             slowest op {} ms, panics {}: {}",
             self.seconds,
             self.members,
             self.seed,
@@ -142,6 +154,9 @@ impl Report {
             self.faults.values().sum::<u64>(),
             faults.join(", "),
             self.lost,
+            self.transactions,
+            self.transactions_lost,
+            self.transactions_torn,
             self.slowest.as_millis(),
             self.panics,
             if self.passed() { "OK".to_string() } else { format!("FAILED ({} checks)", self.failures.len()) },
@@ -277,13 +292,16 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
         Client::with_options(client_options).await
     })?;
     let coll = client.database(DB).collection::<bson::Document>(COLL);
+    let txn_coll = client.database(DB).collection::<bson::Document>(TXN_COLL);
 
     // The workload.
     let stop = Arc::new(AtomicBool::new(false));
     let next_id = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let workload = Workload { coll: &coll, stop: &stop, next_id: &next_id, tally: &tally, started, limit };
-    let tasks = workload.spawn(&runtime, options);
+    let mut tasks = workload.spawn(&runtime, options);
+    let committed = Arc::new(Mutex::new(Vec::new()));
+    tasks.extend(spawn_transactions(&runtime, options, &client, &txn_coll, &stop, &tally, &committed));
 
     // The faults, on this thread (the simulator's control API is synchronous and quick).
     let (faults, timeline) = inject_faults(&cluster, options, started, started + options.duration);
@@ -312,6 +330,10 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     let acked: Vec<(i64, Duration, Duration)> = tally.acked.lock().clone();
     let found = runtime.block_on(read_all(&coll, options.settle));
     check_acked(&mut report, &acked, found, &timeline);
+    let committed: Vec<(i64, i64)> = committed.lock().clone();
+    report.transactions = committed.len() as u64;
+    let txn_docs = runtime.block_on(read_transactions(&txn_coll, options.settle));
+    check_transactions(&mut report, &committed, txn_docs);
 
     settle_and_shut_down(
         &mut report,
@@ -343,6 +365,135 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     runtime.shutdown_timeout(Duration::from_secs(2));
     cluster.shutdown();
     Ok(report)
+}
+
+/// The transactions' documents: the `_id`s by writer, and each writer's counter.
+type TxnDocs = (HashMap<i64, HashSet<i64>>, HashMap<i64, i64>);
+
+/// Starts `options.txn_writers` tasks that each loop on `with_transaction`: insert `{_id: k,
+/// w}` and increment the writer's counter, in one transaction. Each one reported committed is
+/// recorded as (writer, k).
+fn spawn_transactions(
+    runtime: &tokio::runtime::Runtime,
+    options: &Options,
+    client: &Client,
+    coll: &Collection,
+    stop: &Arc<AtomicBool>,
+    tally: &Arc<Tally>,
+    committed: &Arc<Mutex<Vec<(i64, i64)>>>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let next = Arc::new(AtomicU64::new(0));
+    (0..options.txn_writers)
+        .map(|w| {
+            let (client, coll, stop, tally, committed, next) =
+                (client.clone(), coll.clone(), stop.clone(), tally.clone(), committed.clone(), next.clone());
+            let w = w as i64;
+            runtime.spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let k = i64::try_from(next.fetch_add(1, Ordering::Relaxed)).unwrap_or(i64::MAX);
+                    let run = async {
+                        let mut session = client.start_session().await?;
+                        let context = (coll.clone(), k, w);
+                        session
+                            .with_transaction(
+                                context,
+                                |session, (coll, k, w)| {
+                                    Box::pin(async move {
+                                        coll.insert_one(doc! {"_id": *k, "w": *w})
+                                            .session(&mut *session)
+                                            .await?;
+                                        coll.update_one(
+                                            doc! {"_id": format!("count-{w}")},
+                                            doc! {"$inc": {"n": 1_i64}},
+                                        )
+                                        .upsert(true)
+                                        .session(&mut *session)
+                                        .await?;
+                                        Ok(())
+                                    })
+                                },
+                                Default::default(),
+                            )
+                            .await
+                    };
+                    // with_transaction retries until timeoutMS: never longer than that (plus
+                    // the abort's own timeout and slack).
+                    match tokio::time::timeout(Duration::from_secs(30), run).await {
+                        Ok(Ok(())) => committed.lock().push((w, k)),
+                        Ok(Err(e)) => tally.error(format!("Txn{}", error_kind(&e))),
+                        Err(_) => tally.error("Hang".into()),
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+        })
+        .collect()
+}
+
+/// The transactions' documents, read from the primary: the `_id`s by writer, and each
+/// writer's counter.
+async fn read_transactions(coll: &Collection, within: Duration) -> Result<TxnDocs, actors::Error> {
+    let deadline = Instant::now() + within;
+    loop {
+        let result = async {
+            let mut cursor = coll.find(doc! {}).await?;
+            let mut ids: HashMap<i64, HashSet<i64>> = HashMap::new();
+            let mut counters = HashMap::new();
+            while let Some(d) = futures_util::TryStreamExt::try_next(&mut cursor).await? {
+                match d.get("_id") {
+                    Some(Bson::String(c)) => {
+                        let w = c.trim_start_matches("count-").parse::<i64>().unwrap_or(-1);
+                        counters.insert(w, d.get_i64("n").unwrap_or(0));
+                    }
+                    Some(id) => {
+                        let id = id.as_i64().or_else(|| id.as_i32().map(i64::from)).unwrap_or(-1);
+                        ids.entry(d.get_i64("w").unwrap_or(-1)).or_default().insert(id);
+                    }
+                    None => {}
+                }
+            }
+            Ok::<_, actors::Error>((ids, counters))
+        }
+        .await;
+        match result {
+            Ok(r) => return Ok(r),
+            Err(e) if Instant::now() >= deadline => return Err(e),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// Every transaction reported committed must be there, and each writer's counter must equal
+/// its documents (a transaction applied twice or in part would break that).
+fn check_transactions(report: &mut Report, committed: &[(i64, i64)], found: Result<TxnDocs, actors::Error>) {
+    let (ids, counters) = match found {
+        Ok(f) => f,
+        Err(e) => {
+            report.failures.push(format!("reading back the transactions failed: {e}"));
+            return;
+        }
+    };
+    let lost: Vec<&(i64, i64)> =
+        committed.iter().filter(|(w, k)| !ids.get(w).is_some_and(|s| s.contains(k))).collect();
+    report.transactions_lost = lost.len() as u64;
+    if !lost.is_empty() {
+        report.failures.push(format!(
+            "{} committed transactions are missing: {:?}",
+            lost.len(),
+            &lost[..lost.len().min(10)]
+        ));
+    }
+    let writers: HashSet<i64> = ids.keys().chain(counters.keys()).copied().collect();
+    for w in writers {
+        let docs = ids.get(&w).map_or(0, HashSet::len) as i64;
+        let n = counters.get(&w).copied().unwrap_or(0);
+        if docs != n {
+            report.transactions_torn += 1;
+            report.failures.push(format!(
+                "transaction writer {w}: {docs} documents but its counter says {n} (applied twice or in part)"
+            ));
+        }
+    }
 }
 
 /// Every `_id` of the collection, read from the primary (retrying while the set settles).
@@ -487,7 +638,7 @@ fn inject_faults(
                     true
                 }
                 _ => {
-                    let data = match rng.random_range(0..5) {
+                    let data = match rng.random_range(0..8) {
                         0 => doc! {"failCommands": ["insert", "find"], "closeConnection": true},
                         // Handshakes and heartbeats fail: monitors reconnect, pools are cleared.
                         1 => doc! {"failCommands": ["hello", "isMaster"], "closeConnection": true},
@@ -495,6 +646,16 @@ fn inject_faults(
                         // and close that connection.
                         2 => {
                             doc! {"failCommands": ["insert", "find"], "blockConnection": true, "blockTimeMS": 3000}
+                        }
+                        // A commit that fails after it may have happened, and a transient
+                        // statement error: with_transaction retries the commit or the whole
+                        // transaction.
+                        5 => {
+                            doc! {"failCommands": ["commitTransaction"], "errorCode": 91, "errorLabels": ["RetryableWriteError"]}
+                        }
+                        6 => doc! {"failCommands": ["commitTransaction"], "closeConnection": true},
+                        7 => {
+                            doc! {"failCommands": ["update"], "errorCode": 112, "errorLabels": ["TransientTransactionError"]}
                         }
                         // PrimarySteppedDown and HostUnreachable: retryable, labelled by the server.
                         3 => {

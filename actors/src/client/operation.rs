@@ -807,7 +807,7 @@ impl ClientInner {
         conn: &mut PooledConnection<Connection>,
         target: &Target,
         op: &Op,
-        mut session: Option<&mut ServerSession>,
+        session: Option<&mut ServerSession>,
         attempt: Attempt,
     ) -> Result<Document> {
         if let Some((_, why)) = op.requires.filter(|(w, _)| conn.stream_description().max_wire_version < *w) {
@@ -852,7 +852,7 @@ impl ClientInner {
         if let Some(Bson::Document(ct)) = reply.get("$clusterTime") {
             self.advance_cluster_time(ct);
         }
-        if let Some(t) = session.as_deref_mut().and_then(|s| s.tracking.as_deref_mut()) {
+        if let Some(t) = session.and_then(|s| s.tracking.as_deref_mut()) {
             t.observe(&reply, attempt.transaction.is_some());
         }
         let error = protocol::reply::reply_error(&reply);

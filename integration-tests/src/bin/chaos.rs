@@ -28,6 +28,9 @@ struct Cli {
     /// Concurrent reader tasks (mixed read preferences).
     #[arg(long, default_value_t = 4)]
     readers: usize,
+    /// Concurrent transaction tasks (with_transaction).
+    #[arg(long, default_value_t = 2)]
+    txn_writers: usize,
     /// Seed of the fault schedule (default: from the clock; printed in the summary).
     #[arg(long)]
     seed: Option<u64>,
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         timeout: Duration::from_millis(cli.timeout_ms),
         writers: cli.writers,
         readers: cli.readers,
+        txn_writers: cli.txn_writers,
         seed,
         ..Options::default()
     };

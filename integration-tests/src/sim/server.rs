@@ -210,9 +210,9 @@ fn server_labels(code: i32, cmd_name: &str, body: &RawDocument) -> Vec<String> {
     let retryable_code = RETRYABLE_CODES.contains(&code);
     if commit_or_abort && retryable_code {
         vec!["RetryableWriteError".to_owned()]
-    } else if commit_or_abort && matches!(code, 24 | 112 | 246 | 251 | 267) {
-        vec!["TransientTransactionError".to_owned()]
-    } else if in_txn && (retryable_code || matches!(code, 24 | 112 | 251)) {
+    } else if (commit_or_abort && matches!(code, 24 | 112 | 246 | 251 | 267))
+        || (in_txn && !commit_or_abort && (retryable_code || matches!(code, 24 | 112 | 251)))
+    {
         vec!["TransientTransactionError".to_owned()]
     } else if has("txnNumber") && !in_txn && retryable_code {
         vec!["RetryableWriteError".to_owned()]
