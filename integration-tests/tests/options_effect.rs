@@ -44,6 +44,16 @@ const ACTS: &[(&str, &str, &str)] = &[
         "max_connecting_limits_concurrent_establishment",
     ),
     ("maxIdleTimeMS", "pool: idle connections closed", "max_idle_time_closes_idle_connections"),
+    (
+        "maxAdaptiveRetries",
+        "client backpressure: retries after overload errors",
+        "overload_retries_follow_the_backpressure_options",
+    ),
+    (
+        "enableOverloadRetargeting",
+        "client backpressure: a retry avoids the overloaded mongos",
+        "overload_retries_follow_the_backpressure_options",
+    ),
     ("maxPoolSize", "pool size", "max_pool_size_and_wait_queue_timeout"),
     ("maxStalenessSeconds", "read preference staleness", "read_preference_options_route_reads"),
     ("minPoolSize", "pool: kept-open connections", "min_pool_size_opens_connections"),
@@ -93,8 +103,7 @@ fn sample(name: &str) -> &'static str {
         "proxyHost" => "127.0.0.1",
         "proxyPort" => "1080",
         "proxyUsername" | "proxyPassword" => "p",
-        "serverSelectionTryOnce" | "enableOverloadRetargeting" => "true",
-        "maxAdaptiveRetries" => "3",
+        "serverSelectionTryOnce" => "true",
         "tlsDisableCertificateRevocationCheck" | "tlsDisableOCSPEndpointCheck" => "true",
         _ => "",
     }
@@ -150,6 +159,66 @@ fn every_uri_option_acts_warns_or_is_refused() {
     )
     .unwrap();
     assert_eq!(options_without_effect(&cs).unwrap(), Vec::<String>::new());
+}
+
+/// An overload error (`RetryableError` + `SystemOverloadedError`) is retried at most
+/// `maxAdaptiveRetries` times (default 2); with `enableOverloadRetargeting=true` the retry goes
+/// to the other mongos.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overload_retries_follow_the_backpressure_options() {
+    let overloaded = doc! {
+        "failCommands": ["find"], "errorCode": 462,
+        "errorLabels": ["RetryableError", "SystemOverloadedError"],
+    };
+    let cluster = Cluster::replica_set(1).start().expect("sim");
+    for (extra, attempts) in [("", 3), ("maxAdaptiveRetries=4", 5), ("maxAdaptiveRetries=0", 1)] {
+        let c = Observed::primary(&cluster, extra).await;
+        let fp = doc! {"configureFailPoint": "failCommand", "mode": "alwaysOn", "data": overloaded.clone()};
+        cluster.configure_fail_point(0, fp).expect("fail point");
+        let e = c.client.database("db").collection::<Document>("c").find_one(doc! {}).await.unwrap_err();
+        assert!(e.has_label("SystemOverloadedError"), "{e}");
+        assert_eq!(c.started("find").len(), attempts, "{extra}: first attempt and retries");
+        cluster
+            .configure_fail_point(0, doc! {"configureFailPoint": "failCommand", "mode": "off"})
+            .expect("off");
+        c.close().await;
+    }
+    // Two mongoses that each shed one find: with retargeting the first retry goes to the other
+    // one (which sheds it too), and the second to either (both were tried): three attempts.
+    let sharded = Cluster::sharded(2).start().expect("sim");
+    let hosts = sharded.hosts();
+    let c = Observed::of(&sharded, "enableOverloadRetargeting=true").await;
+    c.client
+        .topology()
+        .wait_for(
+            |t| {
+                t.description
+                    .servers()
+                    .filter(|s| s.server_type == protocol::sdam::ServerType::Mongos)
+                    .count()
+                    == 2
+            },
+            support::WAIT,
+        )
+        .await
+        .expect("discovery");
+    let coll = c.client.database("db").collection::<Document>("c");
+    for _ in 0..5 {
+        let fp = doc! {"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": overloaded.clone()};
+        for i in 0..2 {
+            sharded.configure_fail_point(i, fp.clone()).expect("fail point");
+        }
+        coll.find_one(doc! {}).await.expect("the retry on the other mongos succeeds");
+        let servers: Vec<String> = c.started("find").into_iter().map(|(_, a)| a).collect();
+        assert_eq!(servers.len(), 3, "two failures, two retries");
+        assert_ne!(servers[0], servers[1], "the retry avoided the overloaded mongos ({hosts:?})");
+        for i in 0..2 {
+            sharded
+                .configure_fail_point(i, doc! {"configureFailPoint": "failCommand", "mode": "off"})
+                .expect("off");
+        }
+    }
+    c.close().await;
 }
 
 #[test]
