@@ -142,3 +142,16 @@ async fn a_causally_consistent_read_on_a_lagging_secondary_waits_for_its_write()
     assert_eq!(rc.get_timestamp("afterClusterTime").ok(), Some(operation_time));
     assert!(!rc.contains_key("level"), "no level was asked for: {rc}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_of_another_client_is_refused() {
+    let s = support::replica_set_with_primary(1, "").await;
+    let other = actors::Client::with_uri_str(&s.deployment.uri()).await.expect("second client");
+    let mut session = other.start_session().await.expect("session");
+    let coll = s.database("other_client").collection::<Document>("c");
+    let e = coll.insert_one(doc! {"_id": 1}).session(&mut session).await.unwrap_err();
+    assert_eq!(e.kind(), actors::ErrorKind::InvalidOptions, "{e}");
+    assert!(e.to_string().contains("another client"), "{e}");
+    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 0, "nothing was sent");
+    other.shutdown().await.expect("shutdown");
+}

@@ -884,6 +884,12 @@ pub(crate) async fn run<O: Operation>(
     limits: Limits,
     session: Option<&mut ClientSession>,
 ) -> Result<O::Output> {
+    if session.as_ref().is_some_and(|s| !std::sync::Arc::ptr_eq(&s.client.inner, &client.inner)) {
+        // Its server session and cluster time belong to another client's deployment.
+        return Err(Error::InvalidOptions {
+            message: "the session was started by another client than the one running the operation".into(),
+        });
+    }
     let prepared = op.prepare()?;
     // Boxed: the fluent operations box their future (IntoFuture); with the executor's state
     // behind a pointer, that box is small and cheap to fill.
