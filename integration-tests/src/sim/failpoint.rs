@@ -107,6 +107,17 @@ fn as_u64(v: &Bson) -> Option<u64> {
     }
 }
 
+/// An error code field of a fail point's `data` (absent: `None`).
+fn error_code(data: &Document, key: &str) -> Result<Option<i32>, SimError> {
+    data.get(key)
+        .map(|v| {
+            as_u64(v)
+                .and_then(|c| i32::try_from(c).ok())
+                .ok_or_else(|| SimError::InvalidFailPoint(format!("{key} must be a number")))
+        })
+        .transpose()
+}
+
 impl FailPoints {
     /// Applies a `configureFailPoint` command document.
     pub(crate) fn configure(&self, cmd: &Document) -> Result<(), SimError> {
@@ -143,14 +154,7 @@ impl FailPoints {
             Some(_) => return Err(bad("data must be a document")),
         };
         if name == "onPrimaryTransactionalWrite" {
-            let fail_before_commit = match data.get("failBeforeCommitExceptionCode") {
-                Some(v) => Some(
-                    as_u64(v)
-                        .and_then(|c| i32::try_from(c).ok())
-                        .ok_or_else(|| bad("failBeforeCommitExceptionCode must be a number"))?,
-                ),
-                None => None,
-            };
+            let fail_before_commit = error_code(data, "failBeforeCommitExceptionCode")?;
             let fp = mode.map(|mode| TxnWrite {
                 mode,
                 close_connection: data.get_bool("closeConnection").unwrap_or(true),
@@ -172,14 +176,7 @@ impl FailPoints {
                 .collect::<Result<_, _>>()?,
             _ => return Err(bad("data.failCommands must be an array of command names")),
         };
-        let error_code = match data.get("errorCode") {
-            Some(v) => Some(
-                as_u64(v)
-                    .and_then(|c| i32::try_from(c).ok())
-                    .ok_or_else(|| bad("errorCode must be a number"))?,
-            ),
-            None => None,
-        };
+        let error_code = error_code(data, "errorCode")?;
         let error_labels = match data.get("errorLabels") {
             Some(Bson::Array(a)) => Some(a.clone()),
             None => None,
