@@ -115,15 +115,6 @@ pub struct TransactionOptions {
     pub max_commit_time: Option<Duration>,
 }
 
-/// A transaction's options once resolved at its start.
-#[derive(Debug, Clone, Default)]
-struct Resolved {
-    read_concern: Option<ReadConcern>,
-    write_concern: Option<WriteConcern>,
-    read_preference: Option<ReadPreference>,
-    max_commit_time: Option<Duration>,
-}
-
 /// Options of [`ClientSession::commit_transaction_with`] and
 /// [`ClientSession::abort_transaction_with`].
 #[derive(Debug, Clone, Default)]
@@ -171,8 +162,9 @@ pub struct ClientSession {
     aborting_on_drop: bool,
     /// The session's `defaultTransactionOptions`.
     default_transaction: TransactionOptions,
-    /// The current (or last) transaction's options.
-    txn: Resolved,
+    /// The current (or last) transaction's options, resolved at its start (every option set
+    /// that the call, the session defaults or the client sets).
+    txn: TransactionOptions,
     /// Sharded transaction: the mongos of its first statement, where every later statement
     /// and the commit or abort go (unpinned on the transactions spec's rules).
     mongos: Option<ServerAddress>,
@@ -257,7 +249,7 @@ impl Client {
             pin: None,
             aborting_on_drop: false,
             default_transaction: options.default_transaction_options.unwrap_or_default(),
-            txn: Resolved::default(),
+            txn: TransactionOptions::default(),
             mongos: None,
             commit_sent: false,
             snapshot,
@@ -344,7 +336,7 @@ impl ClientSession {
         if write_concern.as_ref().is_some_and(|w| !w.is_acknowledged()) {
             return Err(state_error("transactions do not support unacknowledged write concerns"));
         }
-        let txn = Resolved {
+        let txn = TransactionOptions {
             read_concern: options
                 .read_concern
                 .or_else(|| defaults.read_concern.clone())
@@ -798,7 +790,7 @@ impl ClientSession {
 /// Makes `op` a statement of a transaction: only commit and abort carry a write concern, the
 /// transaction's read concern goes with the first statement only, and reads use the
 /// transaction's read preference, which must be primary.
-fn statement(op: &mut Op, txn: &Resolved, first: bool, end: bool) -> Result<()> {
+fn statement(op: &mut Op, txn: &TransactionOptions, first: bool, end: bool) -> Result<()> {
     if !end {
         op.command.remove("writeConcern");
     }
