@@ -25,24 +25,29 @@ pub mod topology;
 
 pub use client::actor::ClientActor;
 pub use client::{
-    action, options_without_effect, Client, ClientOptions, ClientSession, Collection, Cursor, Database,
-    TransactionState,
+    action, options_without_effect, ChangeStream, ChangeStreamEvent, Client, ClientOptions, ClientSession,
+    Collection, Cursor, Database, TransactionState,
 };
+/// Change streams: events, options and resume tokens (as `mongodb::change_stream` has them).
+pub mod change_stream {
+    pub use crate::client::change_stream::*;
+}
 /// Every option, result and model type, in one place (as `mongodb::options` has them).
 pub mod options {
     pub use crate::client::{
-        Acknowledgment, AggregateOptions, BulkWriteOptions, BulkWriteResult, ClientBulkWriteOptions,
-        ClientWriteModel, Collation, CollectionOptions, CommandOptions, CountOptions,
+        Acknowledgment, AggregateOptions, BulkWriteOptions, BulkWriteResult, ChangeStreamOptions,
+        ClientBulkWriteOptions, ClientWriteModel, Collation, CollectionOptions, CommandOptions, CountOptions,
         CreateCollectionOptions, CreateIndexOptions, CursorType, DatabaseOptions, DeleteManyModel,
         DeleteOneModel, DeleteOptions, DeleteResult, DistinctOptions, EndTransactionOptions,
         EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
-        FindOneAndUpdateOptions, FindOneOptions, FindOptions, Hint, IndexModel, IndexOptions,
-        InsertManyOptions, InsertManyResult, InsertOneModel, InsertOneOptions, InsertOneResult,
-        ListDatabasesOptions, ListOptions, Namespace, PartialBulkWriteResult, ReadConcern, ReadConcernLevel,
-        ReplaceOneModel, ReplaceOptions, ReturnDocument, RunCommandOptions, RunCursorCommandOptions,
-        SearchIndexModel, SessionOptions, SummaryBulkWriteResult, TimeoutMode, TransactionOptions,
-        UpdateManyModel, UpdateModifications, UpdateOneModel, UpdateOptions, UpdateResult,
-        VerboseBulkWriteResult, WithTransactionOptions, WriteConcern, WriteModel,
+        FindOneAndUpdateOptions, FindOneOptions, FindOptions, FullDocumentBeforeChangeType, FullDocumentType,
+        Hint, IndexModel, IndexOptions, InsertManyOptions, InsertManyResult, InsertOneModel,
+        InsertOneOptions, InsertOneResult, ListDatabasesOptions, ListOptions, Namespace,
+        PartialBulkWriteResult, ReadConcern, ReadConcernLevel, ReplaceOneModel, ReplaceOptions,
+        ReturnDocument, RunCommandOptions, RunCursorCommandOptions, SearchIndexModel, SessionOptions,
+        SummaryBulkWriteResult, TimeoutMode, TransactionOptions, UpdateManyModel, UpdateModifications,
+        UpdateOneModel, UpdateOptions, UpdateResult, VerboseBulkWriteResult, WithTransactionOptions,
+        WriteConcern, WriteModel,
     };
     pub use crate::client::{ClientOptions, ClientOptionsBuilder};
     pub use selection::ReadPreference;

@@ -718,6 +718,8 @@ impl Gather<'_> {
                         batch,
                         session: None,
                         connection: None,
+                        post_batch_resume_token: None,
+                        operation_time: None,
                     };
                     (cursor, Counts::read(&response))
                 }

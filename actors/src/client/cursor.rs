@@ -19,7 +19,7 @@ use protocol::ServerAddress;
 use super::inner::Client;
 use super::op_options::TimeoutMode;
 use super::operation::{Binding, Limits, Operation, SessionUse};
-use super::ops::cursor::{CursorReply, GetMore, KillCursors};
+use super::ops::cursor::{CursorReply, GetMore, KillCursors, NextBatch};
 use super::session::ServerSession;
 use super::timeout;
 use super::transaction::ClientSession;
@@ -53,6 +53,10 @@ pub(crate) struct RawCursor {
     max_await: Option<Duration>,
     /// The opening command's `comment`, sent again with every `getMore`.
     comment: Option<bson::Bson>,
+    /// A change stream's `postBatchResumeToken` from the last reply.
+    post_batch_resume_token: Option<Document>,
+    /// The opening reply's `operationTime`.
+    operation_time: Option<bson::Timestamp>,
 }
 
 impl std::fmt::Debug for RawCursor {
@@ -71,7 +75,17 @@ impl RawCursor {
         reply: CursorReply,
         batch_size: Option<u32>,
     ) -> Result<RawCursor> {
-        let CursorReply { address, db, collection, id, batch: buffer, session, connection } = reply;
+        let CursorReply {
+            address,
+            db,
+            collection,
+            id,
+            batch: buffer,
+            session,
+            connection,
+            post_batch_resume_token,
+            operation_time,
+        } = reply;
         let mut pin = None;
         if let Some(mut connection) = connection {
             connection.set_purpose(CheckoutPurpose::Cursor);
@@ -96,6 +110,8 @@ impl RawCursor {
             deadline: None,
             max_await: None,
             comment: None,
+            post_batch_resume_token,
+            operation_time,
         };
         if id == 0 {
             cursor.release();
@@ -203,9 +219,10 @@ impl RawCursor {
             let _ = self.client.inner.selector.actor().send(PinConnection { pin, connection }).await;
         }
         match result {
-            Ok((id, docs)) => {
+            Ok(NextBatch { id, batch, post_batch_resume_token }) => {
                 self.id = id;
-                self.buffer = docs;
+                self.buffer = batch;
+                self.post_batch_resume_token = post_batch_resume_token;
                 if id == 0 {
                     self.release();
                 }
@@ -398,6 +415,49 @@ impl OpenCursor {
         }
         Ok(cursor)
     }
+
+    /// Runs `op` with `session` (a change stream's, when it resumes; `None`: an implicit
+    /// one) under `deadline` and opens its cursor, which keeps the session.
+    pub(crate) async fn run_with_server_session<O: Operation<Output = CursorReply>>(
+        self,
+        client: &Client,
+        mut op: O,
+        mut session: Option<ServerSession>,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<RawCursor> {
+        let (mode, send_max_time) = self.mode;
+        let limits = Limits::until(self.timeout, deadline).sending_max_time(send_max_time);
+        let binding = Binding {
+            session: match session.as_mut() {
+                Some(s) => SessionUse::Given(s),
+                None => SessionUse::Implicit,
+            },
+            server: None,
+            connection: None,
+            purpose: CheckoutPurpose::Other,
+        };
+        let result = match op.prepare() {
+            Ok(prepared) => Box::pin(client.inner.execute(prepared, limits, binding)).await,
+            Err(e) => Err(e),
+        };
+        let mut reply = match result.and_then(|out| op.handle_reply(out)) {
+            Ok(reply) => reply,
+            Err(e) => {
+                if let Some(s) = session {
+                    let timeout =
+                        client.inner.topology.snapshot().description.logical_session_timeout_minutes();
+                    client.inner.sessions.release(s, timeout);
+                }
+                return Err(e);
+            }
+        };
+        if reply.session.is_none() {
+            reply.session = session;
+        }
+        let mut cursor = RawCursor::new(client.clone(), reply, self.batch_size).await?;
+        cursor.set_timeout(self.timeout, mode, limits.deadline);
+        Ok(cursor)
+    }
 }
 
 /// A `getMore` in flight: it owns the cursor and gives it back with the outcome.
@@ -467,6 +527,72 @@ impl<T> Cursor<T> {
         self.id != 0 || self.raw.as_ref().is_some_and(|r| !r.buffer.is_empty()) || self.pending.is_some()
     }
 
+    /// A change stream's `postBatchResumeToken` of the last batch (`None` while a `getMore`
+    /// is in flight).
+    pub(crate) fn post_batch_resume_token(&self) -> Option<&Document> {
+        self.raw.as_ref().and_then(|r| r.post_batch_resume_token.as_ref())
+    }
+
+    /// Whether no document of the last batch is left to return.
+    pub(crate) fn batch_is_empty(&self) -> bool {
+        self.raw.as_ref().is_none_or(|r| r.buffer.is_empty())
+    }
+
+    /// The opening reply's `operationTime`.
+    pub(crate) fn operation_time(&self) -> Option<bson::Timestamp> {
+        self.raw.as_ref().and_then(|r| r.operation_time)
+    }
+
+    /// Sets a change stream cursor's `maxAwaitTimeMS` and `comment` for its `getMore`s.
+    pub(crate) fn configure(&mut self, max_await: Option<Duration>, comment: Option<bson::Bson>) {
+        if let Some(raw) = self.raw.as_mut() {
+            raw.set_max_await(max_await);
+            raw.set_comment(comment);
+        }
+    }
+
+    /// Takes the cursor's session for the cursor that replaces it (a change stream's
+    /// resume); a live cursor keeps a lent copy to name it in its `killCursors`.
+    pub(crate) fn take_session_for_resume(&mut self) -> Option<ServerSession> {
+        let raw = self.raw.as_mut()?;
+        let session = raw.session.take()?;
+        if raw.id != 0 {
+            raw.session = Some(session.lend());
+        }
+        Some(session)
+    }
+
+    /// Like `try_next_once`, but an empty batch keeps the call's ITERATION deadline: a
+    /// change stream's `next` sends `getMore`s under one deadline until an event comes.
+    pub(crate) fn poll_next_document_keeping_deadline(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Document>>> {
+        let next = self.poll_next_step(cx, true);
+        match &next {
+            Poll::Ready(None) | Poll::Ready(Some(Err(_))) => self.sent = false,
+            Poll::Ready(Some(Ok(_))) => self.reset_deadline(),
+            Poll::Pending => {}
+        }
+        next
+    }
+
+    /// The deadline of the current call, once a `getMore` set it (`Some(None)`: no limit).
+    pub(crate) fn call_deadline(&self) -> Option<Option<tokio::time::Instant>> {
+        self.next_deadline
+    }
+
+    /// Continues a call whose deadline was set before this cursor existed (a resume).
+    pub(crate) fn set_call_deadline(&mut self, deadline: Option<Option<tokio::time::Instant>>) {
+        self.next_deadline = deadline;
+    }
+
+    /// Ends the current call: the next one gets a new deadline.
+    pub(crate) fn reset_deadline(&mut self) {
+        self.next_deadline = None;
+        self.sent = false;
+    }
+
     /// The same cursor, reading `U`s.
     pub fn with_type<U>(self) -> Cursor<U> {
         let Cursor { raw, pending, next_deadline, sent, id, address, _type } = self;
@@ -501,7 +627,11 @@ impl<T> Cursor<T> {
 
     /// The next document as the server sent it, `getMore`s included; `once`: after at most
     /// one `getMore` (`tryNext`), even if its batch was empty.
-    fn poll_next_document(&mut self, cx: &mut Context<'_>, once: bool) -> Poll<Option<Result<Document>>> {
+    pub(crate) fn poll_next_document(
+        &mut self,
+        cx: &mut Context<'_>,
+        once: bool,
+    ) -> Poll<Option<Result<Document>>> {
         let next = self.poll_next_step(cx, once);
         if next.is_ready() {
             // The next `next` starts afresh: a new ITERATION deadline, no getMore sent yet.

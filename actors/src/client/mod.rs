@@ -34,6 +34,7 @@ pub mod action;
 pub mod actor;
 pub mod admin_options;
 pub mod bulk;
+pub mod change_stream;
 pub mod client_bulk;
 pub mod collection;
 pub mod concern;
@@ -70,6 +71,10 @@ pub use admin_options::{
 pub use bulk::{
     BulkWriteOptions, BulkWriteResult, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel,
     UpdateManyModel, UpdateOneModel, WriteModel,
+};
+pub use change_stream::{
+    ChangeNamespace, ChangeStream, ChangeStreamEvent, ChangeStreamOptions, FullDocumentBeforeChangeType,
+    FullDocumentType, OperationType, ResumeToken, TruncatedArray, UpdateDescription,
 };
 pub use client_bulk::{
     BulkWriteOutput, ClientBulkWrite, ClientBulkWriteError, ClientBulkWriteOptions, ClientWriteModel,

@@ -209,6 +209,10 @@ pub(crate) struct State {
     /// The data as snapshot reads saw it, by the `atClusterTime` they reported (the newest
     /// few; an older time is `SnapshotTooOld`).
     pub snapshots: std::collections::VecDeque<(bson::Timestamp, Store)>,
+    /// The change events change streams read.
+    pub history: super::commands::change_stream::History,
+    /// Open change stream cursors (their ids share `next_cursor_id`).
+    pub streams: HashMap<i64, super::commands::change_stream::Stream>,
 }
 
 impl State {
@@ -398,6 +402,8 @@ impl State {
                 }
             }
             oplog.truncate(target);
+            let kept = oplog.optime_at(target).ts;
+            self.history.roll_back(kept);
         }
         // The session table is rolled back with the writes it records: their retries run again.
         self.retried_writes.retain(|_, (_, p)| p.is_none_or(|p| p.end <= target));
@@ -501,6 +507,8 @@ impl Shared {
             next_cursor_id: 0x1000_0000,
             txns: HashMap::new(),
             snapshots: std::collections::VecDeque::new(),
+            history: Default::default(),
+            streams: HashMap::new(),
             retried_writes: HashMap::new(),
         };
         Shared {
@@ -767,6 +775,7 @@ impl Shared {
             }
             m.alive = false;
             st.cursors.retain(|_, c| c.member != i);
+            st.streams.retain(|_, c| c.member() != i);
             let was_primary = st.primary == Some(i);
             if was_primary {
                 st.step_down();

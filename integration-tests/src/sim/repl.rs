@@ -14,8 +14,9 @@ use super::store::{Collection, IdKey, Store};
 pub(crate) enum Op {
     /// A document was inserted.
     Insert { db: String, coll: String, doc: Document },
-    /// A document was replaced (any update is logged as its after image).
-    Replace { db: String, coll: String, key: IdKey, before: Document, after: Document },
+    /// A document was replaced (any update is logged as its after image); `replacement`:
+    /// by a whole new document rather than update operators (change events tell them apart).
+    Replace { db: String, coll: String, key: IdKey, before: Document, after: Document, replacement: bool },
     /// A document was deleted.
     Delete { db: String, coll: String, key: IdKey, before: Document },
     /// An empty collection was created.

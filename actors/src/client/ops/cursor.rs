@@ -32,12 +32,16 @@ pub(crate) struct CursorReply {
     pub session: Option<ServerSession>,
     /// Load-balanced mode: the connection the cursor keeps.
     pub connection: Option<PooledConnection<Connection>>,
+    /// A change stream's `postBatchResumeToken`.
+    pub post_batch_resume_token: Option<Document>,
+    /// The reply's `operationTime` (a change stream resumes from it).
+    pub operation_time: Option<bson::Timestamp>,
 }
 
 impl CursorReply {
     /// Reads a cursor-opening reply of a command on `db` that names `collection`.
     pub(crate) fn read(out: OpOutput, db: &str, collection: &str) -> Result<CursorReply> {
-        let (id, batch) = batch(&out.reply, &out.address, "firstBatch")?;
+        let NextBatch { id, batch, post_batch_resume_token } = batch(&out.reply, &out.address, "firstBatch")?;
         let collection = ns_collection(&out.reply).unwrap_or_else(|| collection.to_string());
         Ok(CursorReply {
             address: out.address,
@@ -47,12 +51,14 @@ impl CursorReply {
             batch,
             session: out.session,
             connection: out.connection,
+            post_batch_resume_token,
+            operation_time: out.reply.get_timestamp("operationTime").ok(),
         })
     }
 }
 
-/// The cursor id and the documents of a cursor reply's `key` batch.
-fn batch(reply: &Document, address: &ServerAddress, key: &str) -> Result<(i64, VecDeque<Document>)> {
+/// The cursor id, the documents of a cursor reply's `key` batch and its resume token.
+fn batch(reply: &Document, address: &ServerAddress, key: &str) -> Result<NextBatch> {
     let cursor = reply.get_document("cursor").map_err(|_| Error::InvalidResponse {
         address: address.clone(),
         message: "the reply has no cursor document".into(),
@@ -61,7 +67,8 @@ fn batch(reply: &Document, address: &ServerAddress, key: &str) -> Result<(i64, V
         .get_array(key)
         .map(|a| a.iter().filter_map(Bson::as_document).cloned().collect())
         .unwrap_or_default();
-    Ok((cursor_id(reply), docs))
+    let post_batch_resume_token = cursor.get_document("postBatchResumeToken").ok().cloned();
+    Ok(NextBatch { id: cursor_id(reply), batch: docs, post_batch_resume_token })
 }
 
 /// `getMore`: the next batch of a cursor, on its server. Never retried.
@@ -77,8 +84,15 @@ pub(crate) struct GetMore<'a> {
     pub comment: Option<Bson>,
 }
 
-/// A `getMore`'s answer: the cursor id (0: exhausted) and the batch.
-pub(crate) type NextBatch = (i64, VecDeque<Document>);
+/// A `getMore`'s answer.
+pub(crate) struct NextBatch {
+    /// The cursor id (0: exhausted).
+    pub id: i64,
+    /// The documents.
+    pub batch: VecDeque<Document>,
+    /// A change stream's `postBatchResumeToken`.
+    pub post_batch_resume_token: Option<Document>,
+}
 
 impl Operation for GetMore<'_> {
     type Output = NextBatch;

@@ -125,6 +125,12 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
     if snapshot_read {
         return snapshot_read_command(ctx, &cmd, read_concern).await;
     }
+    if ctx.name == "aggregate" && super::change_stream::is_change_stream(&cmd) {
+        return super::change_stream::open(ctx, &cmd);
+    }
+    if ctx.name == "getMore" && super::change_stream::is_stream(shared, &cmd) {
+        return super::change_stream::get_more(ctx, &cmd).await;
+    }
     let mut await_data = None;
     let mut retry_key = None;
     let (mut reply, pending) = 'locked: {
@@ -204,7 +210,8 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
                 if access == Access::Write {
                     wc.check(shared, &st)?;
                 }
-                let mut ops = Ops::new(shared.kind == Kind::ReplicaSet);
+                // Change streams read the ops of every topology once one is open.
+                let mut ops = Ops::new(shared.kind == Kind::ReplicaSet || st.history.watched);
                 let store = st.store_mut(shared.kind, i).ok_or_else(|| CmdError::bad("no such member"))?;
                 let exec = exec(ctx, &cmd, store, &mut ops)?;
                 (exec, ops)
@@ -365,11 +372,19 @@ pub(crate) fn log_write(shared: &Shared, st: &mut State, i: usize, ops: Vec<Op>)
             m.applied = end;
         }
         let ts = st.oplog.last_ts();
+        let State { oplog, history, .. } = st;
+        if let Some(entry) = oplog.get(end.saturating_sub(1)) {
+            history.record(ts, &entry.ops);
+        }
         shared.after_write(st);
         Some(PendingWrite { end, ts })
     } else {
         let ts = st.oplog.next_ts();
         shared.advance_cluster_time(ts);
+        if st.history.watched {
+            st.history.record(ts, &ops);
+            shared.progress.send_modify(|v| *v += 1);
+        }
         None
     }
 }
@@ -404,7 +419,7 @@ fn seq_or_array(ctx: &Ctx<'_>, cmd: &Document, key: &str) -> Result<Vec<Document
     }
 }
 
-fn usize_opt(v: Option<&Bson>) -> Option<usize> {
+pub(crate) fn usize_opt(v: Option<&Bson>) -> Option<usize> {
     number(v).and_then(|n| usize::try_from(n).ok())
 }
 
@@ -977,7 +992,15 @@ fn update_one_stmt(
         out.modified += 1;
         let key = id_key(before.get("_id").unwrap_or(&Bson::Null));
         c.replace(&key, after.clone());
-        ops.push(|| Op::Replace { db: db.to_owned(), coll: coll.to_owned(), key, before, after });
+        let replacement = !is_modifier(u);
+        ops.push(|| Op::Replace {
+            db: db.to_owned(),
+            coll: coll.to_owned(),
+            key,
+            before,
+            after,
+            replacement,
+        });
     }
     Ok(out)
 }
@@ -1280,7 +1303,7 @@ fn aggregate(db: &str, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Resu
 
 /// A stage that only reads: `Some` with its output, `None` when `name` is not one (`$out`,
 /// `$merge`, a stage the simulator does not have). Views use these alone.
-fn read_stage(
+pub(crate) fn read_stage(
     name: &str,
     arg: &Bson,
     mut docs: Vec<Document>,
@@ -1386,6 +1409,7 @@ fn write_out(
                     key,
                     before: existing,
                     after,
+                    replacement: true,
                 });
             }
             (Some(_), None) => {

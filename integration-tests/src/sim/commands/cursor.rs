@@ -113,7 +113,7 @@ pub(crate) fn kill(st: &mut State, cmd: &Document) -> Document {
                 Bson::Int32(i) => i64::from(*i),
                 _ => continue,
             };
-            if st.cursors.remove(&id).is_some() {
+            if st.cursors.remove(&id).is_some() || st.streams.remove(&id).is_some() {
                 killed.push(id);
             } else {
                 not_found.push(id);

@@ -2,6 +2,7 @@
 //! concern waits.
 
 pub(crate) mod admin;
+pub(crate) mod change_stream;
 pub(crate) mod crud;
 pub(crate) mod cursor;
 pub(crate) mod txn;

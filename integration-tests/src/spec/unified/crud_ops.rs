@@ -129,6 +129,30 @@ fn count(n: u64) -> Option<Bson> {
     Some(Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)))
 }
 
+/// What `createChangeStream` watches.
+pub(super) enum WatchTarget {
+    Client(actors::Client),
+    Database(Database),
+    Collection(Collection),
+}
+
+/// `createChangeStream`: the stream, with its events as documents.
+pub(super) async fn watch(
+    target: WatchTarget,
+    args: &Document,
+    session: Option<&mut actors::ClientSession>,
+) -> R<actors::Result<actors::ChangeStream<Document>>> {
+    let mut o: actors::ChangeStreamOptions = options("createChangeStream", args, &["pipeline"])?;
+    o.read_preference = op_read_preference(args, None)?;
+    let pipeline = documents(args, "pipeline");
+    let result = match &target {
+        WatchTarget::Client(c) => c.watch().pipeline(pipeline).with_options(o).session(session).await,
+        WatchTarget::Database(d) => d.watch().pipeline(pipeline).with_options(o).session(session).await,
+        WatchTarget::Collection(c) => c.watch().pipeline(pipeline).with_options(o).session(session).await,
+    };
+    Ok(result.map(|s| s.with_type::<Document>()))
+}
+
 fn optional_document(d: Option<Document>) -> Option<Bson> {
     Some(d.map_or(Bson::Null, Bson::Document))
 }

@@ -55,6 +55,8 @@ enum Entity {
     },
     /// A cursor from `createFindCursor`; `None` once closed.
     Cursor(Option<actors::Cursor>),
+    /// A change stream from `createChangeStream`; `None` once closed.
+    ChangeStream(Option<actors::ChangeStream<Document>>),
     /// An explicit session; `None` once ended.
     Session(Option<actors::ClientSession>),
     /// A GridFS bucket: tests create them next to other entities, but GridFS is not supported,
@@ -84,6 +86,8 @@ pub(super) struct Ctx {
     values: HashMap<String, Bson>,
     /// The cursor the last `createFindCursor` opened, until it is saved as an entity.
     new_cursor: Option<actors::Cursor>,
+    /// The stream the last `createChangeStream` opened, until it is saved as an entity.
+    new_stream: Option<actors::ChangeStream<Document>>,
     /// The test sets fail points: its clients get a short heartbeatFrequencyMS, as the
     /// unified format allows, unless they set their own. A fail point on `hello` otherwise
     /// waits for the streaming monitor's next reply, up to the default 10 s.
@@ -161,6 +165,7 @@ pub(super) async fn run_test(
         lsids: HashMap::new(),
         values: HashMap::new(),
         new_cursor: None,
+        new_stream: None,
         fail_points: format!("{test}").contains("FailPoint\""),
     };
     let result = run_in(&mut ctx, file, test).await;
@@ -520,6 +525,9 @@ async fn run_operation(ctx: &mut Ctx, op: &Document) -> R<()> {
     if let (Some(cursor), Ok(id)) = (ctx.new_cursor.take(), op.get_str("saveResultAsEntity")) {
         ctx.entities.insert(id.to_string(), Entity::Cursor(Some(cursor)));
     }
+    if let (Some(stream), Ok(id)) = (ctx.new_stream.take(), op.get_str("saveResultAsEntity")) {
+        ctx.entities.insert(id.to_string(), Entity::ChangeStream(Some(stream)));
+    }
     if let (Ok(id), "getSnapshotTime", Ok(Some(v))) = (op.get_str("saveResultAsEntity"), name, &result) {
         ctx.values.insert(id.to_string(), v.clone());
     }
@@ -763,6 +771,57 @@ async fn execute_inner(
             other => Err(format!("cursor operation {other} not supported")),
         };
     }
+    if let Some(Entity::ChangeStream(stream)) = ctx.entities.get_mut(object) {
+        return match name {
+            "close" => {
+                if let Some(s) = stream.take() {
+                    s.close().await;
+                }
+                Ok(Ok(None))
+            }
+            "iterateUntilDocumentOrError" => {
+                let Some(s) = stream.as_mut() else { return Err("change stream is closed".into()) };
+                match s.next().await {
+                    Some(Ok(d)) => Ok(Ok(Some(Bson::Document(d)))),
+                    Some(Err(e)) => Ok(Err(e)),
+                    None => Err("change stream ended before a document".into()),
+                }
+            }
+            "iterateOnce" => {
+                let Some(s) = stream.as_mut() else { return Err("change stream is closed".into()) };
+                Ok(s.next_if_any().await.map(|d| d.map(Bson::Document)))
+            }
+            other => Err(format!("change stream operation {other} not supported")),
+        };
+    }
+    if name == "createChangeStream" {
+        let target = match ctx.entities.get(object) {
+            Some(Entity::Database { client: c, name: db, options }) => {
+                super::crud_ops::WatchTarget::Database(
+                    client(ctx, c)?.client.database_with_options(db, options.clone()),
+                )
+            }
+            Some(Entity::Collection { client: c, db, name: coll, db_options, options }) => {
+                super::crud_ops::WatchTarget::Collection(collection_handle(
+                    ctx,
+                    c,
+                    db,
+                    coll,
+                    (db_options, options),
+                    &Document::new(),
+                )?)
+            }
+            Some(Entity::Client(c)) => super::crud_ops::WatchTarget::Client(c.client.clone()),
+            _ => return Err(format!("createChangeStream on {object}, which cannot watch")),
+        };
+        return Ok(match Box::pin(super::crud_ops::watch(target, args, session)).await? {
+            Ok(stream) => {
+                ctx.new_stream = Some(stream);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        });
+    }
     match ctx.entities.get(object) {
         Some(Entity::Database { client: c, name: db, options }) => {
             let db = client(ctx, c)?
@@ -790,6 +849,7 @@ async fn execute_inner(
         }
         Some(Entity::Client(c)) => Box::pin(super::crud_ops::client_op(&c.client, name, args, session)).await,
         Some(Entity::Cursor(_)) => Err(format!("cursor operation {name} not supported")),
+        Some(Entity::ChangeStream(_)) => Err(format!("change stream operation {name} not supported")),
         Some(Entity::Thread(_)) => Err(format!("thread operation {name} not supported")),
         Some(Entity::Bucket) => Err(format!("bucket operation {name} not supported (GridFS)")),
         Some(Entity::Session(_)) => Err(format!("session operation {name} not supported")),

@@ -65,6 +65,21 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
         "close" => &[],
         "waitForEvent" | "assertEventCount" => &["client", "event", "count"],
         "iterateUntilDocumentOrError" | "iterateOnce" => &[],
+        "createChangeStream" => &[
+            "pipeline",
+            "batchSize",
+            "fullDocument",
+            "fullDocumentBeforeChange",
+            "resumeAfter",
+            "startAfter",
+            "startAtOperationTime",
+            "showExpandedEvents",
+            "maxAwaitTimeMS",
+            "collation",
+            "comment",
+            "readConcern",
+            "readPreference",
+        ],
         "assertCollectionExists" | "assertCollectionNotExists" => &["databaseName", "collectionName"],
         "assertIndexExists" | "assertIndexNotExists" => &["databaseName", "collectionName", "indexName"],
         "endSession" | "getSnapshotTime" => &[],
@@ -243,14 +258,20 @@ fn scan_entities(entities: &[Bson]) -> Option<String> {
 
 fn scan_operation(op: &Document) -> Option<String> {
     let name = op.get_str("name").unwrap_or("");
-    let saves = ["createFindCursor", "createCommandCursor", "createCollection", "getSnapshotTime"];
+    let saves = [
+        "createFindCursor",
+        "createCommandCursor",
+        "createCollection",
+        "getSnapshotTime",
+        "createChangeStream",
+    ];
     if op.contains_key("saveResultAsEntity") && !saves.contains(&name) {
         return Some("saveResultAsEntity (cursor/change stream entities) is not supported".into());
     }
     let object = op.get_str("object").unwrap_or("");
     let Some(allowed) = op_args(name) else {
         let why = match name {
-            "createChangeStream" | "watch" => "change streams are not supported".to_string(),
+            "watch" => "change streams are created with createChangeStream".to_string(),
             "clientBulkWrite" => "client bulkWrite is not supported".into(),
             n if n.starts_with("assertSession") || n.starts_with("assertSameLsid") => {
                 format!("operation {n} is not supported by the runner")
