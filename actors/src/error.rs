@@ -121,6 +121,19 @@ pub enum Error {
         /// did not fail (an ordered bulk stops at its first write error).
         partial_result: Box<crate::client::BulkWriteResult>,
     },
+    /// A collection's [`bulk_write`](crate::client::Collection::bulk_write) or
+    /// [`insert_many`](crate::client::Collection::insert_many) was stopped by an error that is
+    /// not a write error (a network error, a timeout, a command error) once it had started:
+    /// `error` is that error (its kind, code and labels are this error's), and
+    /// `partial_result` what the server confirmed before it (the writes of the batch that
+    /// failed may or may not have run).
+    #[error("{error} (the bulk write stopped; {} inserted, {} matched, {} deleted before)", partial_result.inserted_count, partial_result.matched_count, partial_result.deleted_count)]
+    BulkWriteStopped {
+        /// The error that stopped it.
+        error: Box<Error>,
+        /// What the server confirmed before the error.
+        partial_result: Box<crate::client::BulkWriteResult>,
+    },
     /// [`Client::bulk_write`](crate::client::Client::bulk_write) sent writes and some failed
     /// (`write_errors`), a write concern was not satisfied (`write_concern_errors`), or an
     /// error stopped it after results had come back (`error`); `partial_result` has what
@@ -210,6 +223,7 @@ impl Error {
             Error::Dns { .. } => ErrorKind::Dns,
             Error::Timeout { .. } => ErrorKind::Timeout,
             Error::ClientBulkWrite(b) => b.error.as_ref().map_or(ErrorKind::Write, |e| e.kind()),
+            Error::BulkWriteStopped { error, .. } => error.kind(),
         }
     }
 
@@ -221,6 +235,7 @@ impl Error {
             Error::Command { error, .. } | Error::BulkWrite { error, .. } => error.labels.clone(),
             Error::Timeout { source: Some(e), .. } => e.labels(),
             Error::ClientBulkWrite(b) => b.error.as_ref().map(|e| e.labels()).unwrap_or_default(),
+            Error::BulkWriteStopped { error, .. } => error.labels(),
             _ => Vec::new(),
         }
     }
@@ -233,6 +248,7 @@ impl Error {
             Error::Pool(e) => e.has_label(label),
             Error::Timeout { source: Some(e), .. } => e.has_label(label),
             Error::ClientBulkWrite(b) => b.error.as_ref().is_some_and(|e| e.has_label(label)),
+            Error::BulkWriteStopped { error, .. } => error.has_label(label),
             _ => false,
         }
     }
@@ -248,6 +264,7 @@ impl Error {
             Error::Pool(e) => pool_error_address(e),
             Error::Timeout { source: Some(e), .. } => e.address(),
             Error::ClientBulkWrite(b) => b.error.as_ref().and_then(|e| e.address()),
+            Error::BulkWriteStopped { error, .. } => error.address(),
             _ => None,
         }
     }
@@ -267,6 +284,7 @@ impl Error {
                     .map(|w| w.code)
                     .or_else(|| b.write_errors.values().next().map(|w| w.code)),
             },
+            Error::BulkWriteStopped { error, .. } => error.code(),
             _ => None,
         }
     }
@@ -293,6 +311,7 @@ impl Error {
         match self {
             Error::ServerSelection(_) | Error::Timeout { .. } | Error::Dns { .. } => true,
             Error::ClientBulkWrite(b) => b.error.as_ref().is_some_and(|e| e.is_transient()),
+            Error::BulkWriteStopped { error, .. } => error.is_transient(),
             Error::Pool(e) => pool_transient(e),
             Error::Connection { source, .. } => pool_transient(source),
             Error::Command { error, .. } | Error::BulkWrite { error, .. } => {
@@ -324,6 +343,7 @@ impl Error {
                     e.add_label(label);
                 }
             }
+            Error::BulkWriteStopped { error, .. } => error.add_label(label),
             _ => {}
         }
     }
@@ -334,6 +354,7 @@ impl Error {
             Error::Command { error, .. } | Error::BulkWrite { error, .. } => Some(error),
             Error::Timeout { source: Some(e), .. } => e.server_error(),
             Error::ClientBulkWrite(b) => b.error.as_ref().and_then(|e| e.server_error()),
+            Error::BulkWriteStopped { error, .. } => error.server_error(),
             _ => None,
         }
     }

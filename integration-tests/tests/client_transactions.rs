@@ -155,3 +155,47 @@ async fn a_session_of_another_client_is_refused() {
     assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 0, "nothing was sent");
     other.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operation_in_a_transaction_cannot_set_its_own_concerns() {
+    let s = support::replica_set_with_primary(1, "").await;
+    let test = "client_transactions::an_operation_in_a_transaction_cannot_set_its_own_concerns";
+    if !s.replica_set_or_not_applicable(test, "transactions") {
+        return;
+    }
+    let db = s.database("txn_concerns");
+    let coll = db.collection::<Document>("c");
+    let _ = coll.drop().await;
+    coll.insert_one(doc! {"_id": 0}).await.expect("create the collection");
+    let mut session = s.client.start_session().await.expect("session");
+    session.start_transaction().expect("start");
+    let e = coll
+        .insert_one(doc! {"_id": 1})
+        .write_concern(actors::WriteConcern::majority())
+        .session(&mut session)
+        .await
+        .expect_err("an explicit write concern is refused");
+    assert_eq!(e.kind(), actors::ErrorKind::InvalidOptions, "{e}");
+    assert!(e.to_string().contains("Cannot set write concern after starting a transaction."), "{e}");
+    let e = coll
+        .find(doc! {})
+        .read_concern(actors::ReadConcern::majority())
+        .session(&mut session)
+        .await
+        .expect_err("an explicit read concern is refused");
+    assert!(e.to_string().contains("Cannot set read concern after starting a transaction."), "{e}");
+    let e = db
+        .run_command(doc! {"find": "c", "readConcern": {"level": "local"}})
+        .session(&mut session)
+        .await
+        .expect_err("runCommand with a readConcern is refused");
+    assert!(e.to_string().contains("Cannot set read concern"), "{e}");
+    // Nothing was sent: the transaction goes on and commits what it wrote.
+    coll.insert_one(doc! {"_id": 2}).session(&mut session).await.expect("insert in the transaction");
+    session.commit_transaction().await.expect("commit");
+    let ids: Vec<Document> =
+        coll.find(doc! {}).sort(doc! {"_id": 1}).await.expect("find").try_collect().await.expect("all");
+    assert_eq!(ids, vec![doc! {"_id": 0}, doc! {"_id": 2}]);
+    // Outside a transaction the same options are fine.
+    coll.insert_one(doc! {"_id": 3}).write_concern(actors::WriteConcern::majority()).await.expect("insert");
+}

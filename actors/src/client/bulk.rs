@@ -420,7 +420,8 @@ impl<T> Collection<T> {
     /// [`ErrorKind::Write`](crate::ErrorKind::Write)) whose indexes are the models' indexes
     /// (ordered: the first one; unordered: all of them; a write concern error does not stop
     /// the bulk and is reported at the end), with the result of what succeeded. Other errors
-    /// (network, timeout, command) stop the bulk at once.
+    /// (network, timeout, command) stop the bulk at once: an [`Error::BulkWriteStopped`]
+    /// with that error and what the server confirmed before it.
     pub fn bulk_write(&self, models: impl IntoIterator<Item = WriteModel>) -> BulkWrite<'_> {
         BulkWrite {
             handle: self.handle(),
@@ -452,6 +453,7 @@ impl<'a> BulkWrite<'a> {
 
     async fn execute(self) -> Result<BulkWriteResult> {
         let BulkWrite { handle, models, options, session } = self;
+        super::transaction::refuse_own_concerns(session.as_deref(), false, options.write_concern.is_some())?;
         if models.is_empty() {
             return Err(Error::InvalidOptions { message: "bulk_write needs at least one write".into() });
         }
@@ -478,6 +480,22 @@ fn append_opt(d: &mut Document, key: &str, v: Option<impl Into<Bson>>) {
     }
 }
 
+/// Keeps the `_id`s of the inserts that ran: not those that failed, nor (ordered) those after
+/// the first failure, nor those `unconfirmed` (of the batch an error stopped, or after it).
+fn keep_inserted_ids(
+    result: &mut BulkWriteResult,
+    write_errors: &[WriteError],
+    ordered: bool,
+    unconfirmed: &[usize],
+) {
+    let first = write_errors.iter().map(|e| e.index).min();
+    result.inserted_ids.retain(|i, _| {
+        let failed = write_errors.iter().any(|e| e.index == *i);
+        let never_ran = ordered && first.is_some_and(|f| *i > f);
+        !(failed || never_ran || unconfirmed.contains(i))
+    });
+}
+
 /// How a bulk's commands run: where, in order or not, with which command-level fields and
 /// write concern, under one `timeoutMS`.
 pub(crate) struct RunBatches<'a> {
@@ -501,7 +519,8 @@ impl RunBatches<'_> {
         let mut write_errors: Vec<WriteError> = Vec::new();
         let mut write_concern_error: Option<WriteConcernError> = None;
         let mut failure: Option<(protocol::ServerAddress, Vec<String>)> = None;
-        for batch in batches {
+        let mut batches = batches.into_iter();
+        while let Some(batch) = batches.next() {
             let op = handle.write(
                 batch.kind,
                 batch.statements,
@@ -534,7 +553,15 @@ impl RunBatches<'_> {
                         // What succeeded beside the errors still counts (the partial result).
                         (WriteReply::parse(&response), stop)
                     }
-                    Err(e) => return Err(e),
+                    // What ran before the error is the partial result (the failing batch's
+                    // writes are not counted: their outcome is unknown).
+                    Err(error) => {
+                        let unconfirmed: Vec<usize> =
+                            batch.indexes.iter().copied().chain(batches.flat_map(|b| b.indexes)).collect();
+                        keep_inserted_ids(&mut result, &write_errors, ordered, &unconfirmed);
+                        let partial_result = Box::new(result);
+                        return Err(Error::BulkWriteStopped { error: Box::new(error), partial_result });
+                    }
                 };
             let n = reply.n;
             match batch.kind {
@@ -558,12 +585,7 @@ impl RunBatches<'_> {
         match failure {
             Some((address, labels)) => {
                 // The ids of inserts that failed, or (ordered) never ran, are not results.
-                let first = write_errors.iter().map(|e| e.index).min();
-                result.inserted_ids.retain(|i, _| {
-                    let failed = write_errors.iter().any(|e| e.index == *i);
-                    let never_ran = ordered && first.is_some_and(|f| *i > f);
-                    !(failed || never_ran)
-                });
+                keep_inserted_ids(&mut result, &write_errors, ordered, &[]);
                 let error =
                     ServerError { write_errors, write_concern_error, labels, ..ServerError::default() };
                 Err(Error::BulkWrite { address, error: Box::new(error), partial_result: Box::new(result) })

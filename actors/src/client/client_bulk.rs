@@ -370,12 +370,8 @@ impl<'a, R: BulkWriteOutput> ClientBulkWrite<'a, R> {
         let verbose = options.verbose_results.unwrap_or(false);
         let ordered = options.ordered.unwrap_or(true);
         let timeout = timeout::inherit(client.inner.settings.timeout, options.timeout);
+        super::transaction::refuse_own_concerns(session.as_deref(), false, options.write_concern.is_some())?;
         let in_transaction = session.as_ref().is_some_and(|s| s.in_transaction());
-        if in_transaction && options.write_concern.is_some() {
-            return Err(Error::InvalidOptions {
-                message: "Cannot set write concern after starting a transaction".into(),
-            });
-        }
         // In a transaction the statement is acknowledged: the write concern is the commit's.
         let write_concern = options
             .write_concern

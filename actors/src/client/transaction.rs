@@ -870,6 +870,23 @@ fn label_root(e: &mut Error, label: &str) {
 
 /// Runs `op` with `session` (explicit, maybe in a transaction) or an implicit one, and reads
 /// its reply.
+/// The transactions spec: an operation inside a transaction cannot set its own read or write
+/// concern (the transaction's apply; sending another would be ambiguous, and ignoring it would
+/// be a silent surprise).
+pub(crate) fn refuse_own_concerns(session: Option<&ClientSession>, read: bool, write: bool) -> Result<()> {
+    if !session.is_some_and(ClientSession::in_transaction) {
+        return Ok(());
+    }
+    let which = match (read, write) {
+        (true, _) => "read",
+        (false, true) => "write",
+        (false, false) => return Ok(()),
+    };
+    Err(Error::InvalidOptions {
+        message: format!("Cannot set {which} concern after starting a transaction."),
+    })
+}
+
 pub(crate) async fn run<O: Operation>(
     client: &Client,
     mut op: O,

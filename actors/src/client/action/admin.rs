@@ -299,6 +299,11 @@ impl<'a, R: IndexNames> CreateIndexes<'a, R> {
 
     async fn execute(self) -> Result<R> {
         let CreateIndexes { handle, indexes, options, session, .. } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            false,
+            options.write_concern.is_some(),
+        )?;
         if indexes.is_empty() || indexes.iter().any(|i| i.keys.is_empty()) {
             return Err(Error::InvalidOptions { message: "an index needs at least one key".into() });
         }
@@ -342,6 +347,11 @@ impl<'a> DropIndexes<'a> {
 
     async fn execute(self) -> Result<()> {
         let DropIndexes { handle, index, options, session } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            false,
+            options.write_concern.is_some(),
+        )?;
         let index = index.ok_or_else(|| Error::InvalidOptions {
             message: "drop_index(\"*\") would drop every index: use drop_indexes".into(),
         })?;
@@ -458,6 +468,11 @@ impl<'a> DropNamespace<'a> {
 
     async fn execute(self) -> Result<()> {
         let DropNamespace { handle, collection, options, session } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            false,
+            options.write_concern.is_some(),
+        )?;
         let timeout = handle.op_timeout(options.timeout);
         let (name, mut command) = if collection {
             ("drop", doc! {"drop": handle.coll})
@@ -496,6 +511,11 @@ impl<'a> Rename<'a> {
 
     async fn execute(self) -> Result<()> {
         let Rename { handle, to, drop_target, options, session } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            false,
+            options.write_concern.is_some(),
+        )?;
         let timeout = handle.op_timeout(options.timeout);
         let db = handle.db.name();
         let mut command = doc! {
@@ -544,6 +564,11 @@ impl<'a> CreateCollection<'a> {
 
     async fn execute(self) -> Result<()> {
         let CreateCollection { handle, name, options, session } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            false,
+            options.write_concern.is_some(),
+        )?;
         let timeout = handle.op_timeout(options.timeout);
         let mut command = doc! {"create": &name};
         let fields = bson::serialize_to_document(&options)
@@ -683,6 +708,11 @@ impl<'a> RunCommand<'a> {
 
     async fn execute(self) -> Result<Document> {
         let RunCommand { handle, command, criteria, options, session } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            command.contains_key("readConcern"),
+            false,
+        )?;
         if command.contains_key("$readPreference") {
             return Err(Error::InvalidOptions {
                 message: "run_command takes its read preference as an option, not as $readPreference".into(),

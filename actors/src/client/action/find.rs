@@ -144,6 +144,11 @@ impl<'a, T> Find<'a, T> {
 
     async fn execute(self) -> Result<Cursor<T>> {
         let Find { coll, filter, options, session } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            options.read_concern.is_some(),
+            false,
+        )?;
         let handle = coll.handle();
         let batch_size = options.batch_size;
         let timeout = handle.op_timeout(options.timeout);
@@ -201,6 +206,11 @@ impl<'a, T: DeserializeOwned + 'static> FindOne<'a, T> {
 
     async fn execute(self) -> Result<Option<T>> {
         let FindOne { coll, filter, options, session } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            options.read_concern.is_some(),
+            false,
+        )?;
         let handle = coll.handle();
         let timeout = handle.op_timeout(options.timeout);
         let options = FindOptions::from(options);
@@ -269,6 +279,11 @@ impl<'a, T> Aggregate<'a, T> {
 
     async fn execute(self) -> Result<Cursor<T>> {
         let Aggregate { handle, on_collection, pipeline, options, session, .. } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            options.read_concern.is_some(),
+            options.write_concern.is_some(),
+        )?;
         let timeout = handle.op_timeout(options.timeout);
         let writes = read::writes(&pipeline);
         if writes && options.timeout_mode == Some(TimeoutMode::Iteration) {
@@ -381,6 +396,11 @@ impl<'a> CountDocuments<'a> {
 
     async fn execute(self) -> Result<u64> {
         let CountDocuments { handle, filter, options, session, legacy } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            options.read_concern.is_some(),
+            false,
+        )?;
         let timeout = handle.op_timeout(options.timeout);
         let read =
             handle.read_on(options.read_preference, options.read_concern.as_ref(), options.max_time, timeout);
@@ -419,6 +439,11 @@ impl<'a> EstimatedDocumentCount<'a> {
 
     async fn execute(self) -> Result<u64> {
         let EstimatedDocumentCount { handle, options, session } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            options.read_concern.is_some(),
+            false,
+        )?;
         let timeout = handle.op_timeout(options.timeout);
         let read =
             handle.read_on(options.read_preference, options.read_concern.as_ref(), options.max_time, timeout);
@@ -452,6 +477,11 @@ impl<'a> Distinct<'a> {
 
     async fn execute(self) -> Result<Vec<Bson>> {
         let Distinct { handle, field, filter, options, session } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            options.read_concern.is_some(),
+            false,
+        )?;
         let timeout = handle.op_timeout(options.timeout);
         let read =
             handle.read_on(options.read_preference, options.read_concern.as_ref(), options.max_time, timeout);

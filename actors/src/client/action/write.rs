@@ -45,7 +45,9 @@ impl<T: Serialize + Send + Sync + 'static> Collection<T> {
     /// `insert` commands as fit (at most 100,000 documents and 48 MB each, sent as OP_MSG
     /// document sequences). Ordered by default: the first failed document stops the rest.
     /// A retryable write per command. Failed writes are an [`Error::BulkWrite`] whose
-    /// `partial_result.inserted_ids` are the documents that were inserted.
+    /// `partial_result.inserted_ids` are the documents that were inserted; another error
+    /// (network, timeout) stops the rest: an [`Error::BulkWriteStopped`] with the documents
+    /// inserted before it.
     pub fn insert_many(&self, docs: impl IntoIterator<Item = impl Borrow<T>>) -> InsertMany<'_> {
         let docs = docs.into_iter().map(|d| encode(d.borrow())).collect();
         InsertMany { handle: self.handle(), docs, options: InsertManyOptions::default(), session: None }
@@ -175,6 +177,11 @@ impl<'a> InsertOne<'a> {
 
     async fn execute(self) -> Result<InsertOneResult> {
         let InsertOne { handle, doc, options, session } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            false,
+            options.write_concern.is_some(),
+        )?;
         let (doc, inserted_id) = with_id(doc?);
         let timeout = handle.op_timeout(options.timeout);
         let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
@@ -207,6 +214,11 @@ impl<'a> InsertMany<'a> {
 
     async fn execute(self) -> Result<InsertManyResult> {
         let InsertMany { handle, docs, options, session } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            false,
+            options.write_concern.is_some(),
+        )?;
         if docs.is_empty() {
             return Err(Error::InvalidOptions { message: "insert_many needs at least one document".into() });
         }
@@ -263,6 +275,11 @@ impl<'a> Update<'a> {
 
     async fn execute(self) -> Result<UpdateResult> {
         let Update { handle, filter, update, many, options, session } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            false,
+            options.write_concern.is_some(),
+        )?;
         check_modifications(&update)?;
         if many && options.sort.is_some() {
             return Err(Error::InvalidOptions { message: "update_many does not take a sort".into() });
@@ -313,6 +330,11 @@ impl<'a> Replace<'a> {
 
     async fn execute(self) -> Result<UpdateResult> {
         let Replace { handle, filter, replacement, options, session } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            false,
+            options.write_concern.is_some(),
+        )?;
         let replacement = replacement?;
         check_replacement(&replacement)?;
         let statement = UpdateStatement {
@@ -358,6 +380,11 @@ impl<'a> Delete<'a> {
 
     async fn execute(self) -> Result<DeleteResult> {
         let Delete { handle, filter, many, options, session } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            false,
+            options.write_concern.is_some(),
+        )?;
         let statement = delete_statement(filter, many, options.collation, options.hint);
         let timeout = handle.op_timeout(options.timeout);
         let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
@@ -427,6 +454,11 @@ impl<'a, T: DeserializeOwned + 'static> FindOneAndDelete<'a, T> {
 
     async fn execute(self) -> Result<Option<T>> {
         let FindOneAndDelete { handle, filter, options, session, .. } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            false,
+            options.write_concern.is_some(),
+        )?;
         find_and_modify(handle, filter, None, options.into(), session).await
     }
 }
@@ -462,6 +494,11 @@ impl<'a, T: DeserializeOwned + 'static> FindOneAndReplace<'a, T> {
 
     async fn execute(self) -> Result<Option<T>> {
         let FindOneAndReplace { handle, filter, replacement, options, session, .. } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            false,
+            options.write_concern.is_some(),
+        )?;
         let replacement = replacement?;
         check_replacement(&replacement)?;
         find_and_modify(handle, filter, Some(Bson::Document(replacement)), options.into(), session).await
@@ -500,6 +537,11 @@ impl<'a, T: DeserializeOwned + 'static> FindOneAndUpdate<'a, T> {
 
     async fn execute(self) -> Result<Option<T>> {
         let FindOneAndUpdate { handle, filter, update, options, session, .. } = self;
+        super::super::transaction::refuse_own_concerns(
+            session.as_deref(),
+            false,
+            options.write_concern.is_some(),
+        )?;
         check_modifications(&update)?;
         find_and_modify(handle, filter, Some(update.into()), options.into(), session).await
     }

@@ -649,7 +649,8 @@ fn check_bulk_error(e: &actors::Error, expected: &Document) -> R<()> {
     };
     if let Some(want) = expected.get("expectResult") {
         let partial = match e {
-            actors::Error::BulkWrite { partial_result, .. } => {
+            actors::Error::BulkWrite { partial_result, .. }
+            | actors::Error::BulkWriteStopped { partial_result, .. } => {
                 super::crud_ops::bulk_result((**partial_result).clone())
             }
             _ => bulk.and_then(|b| b.partial_result.as_ref()).map(|p| match p {
