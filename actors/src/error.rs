@@ -134,6 +134,10 @@ pub enum Error {
         /// What the server confirmed before the error.
         partial_result: Box<crate::client::BulkWriteResult>,
     },
+    /// A GridFS file is missing or its chunks are inconsistent, or an upload stream was
+    /// used after it was closed or aborted ([`ErrorKind::GridFs`]).
+    #[error("GridFS: {0}")]
+    GridFs(crate::client::gridfs::GridFsErrorKind),
     /// [`Client::bulk_write`](crate::client::Client::bulk_write) sent writes and some failed
     /// (`write_errors`), a write concern was not satisfied (`write_concern_errors`), or an
     /// error stopped it after results had come back (`error`); `partial_result` has what
@@ -165,6 +169,8 @@ pub enum Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
+    /// [`Error::GridFs`].
+    GridFs,
     /// [`Error::ActorStopped`]: the client was shut down (retrying cannot help).
     ActorStopped,
     /// [`Error::InvalidOptions`]: retrying the same call cannot help.
@@ -224,6 +230,7 @@ impl Error {
             Error::Timeout { .. } => ErrorKind::Timeout,
             Error::ClientBulkWrite(b) => b.error.as_ref().map_or(ErrorKind::Write, |e| e.kind()),
             Error::BulkWriteStopped { error, .. } => error.kind(),
+            Error::GridFs(_) => ErrorKind::GridFs,
         }
     }
 

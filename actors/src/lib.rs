@@ -28,6 +28,10 @@ pub use client::{
     action, options_without_effect, ChangeStream, ChangeStreamEvent, Client, ClientOptions, ClientSession,
     Collection, Cursor, Database, TransactionState,
 };
+/// GridFS: buckets, upload and download streams (as `mongodb::gridfs` has them).
+pub mod gridfs {
+    pub use crate::client::gridfs::*;
+}
 /// Change streams: events, options and resume tokens (as `mongodb::change_stream` has them).
 pub mod change_stream {
     pub use crate::client::change_stream::*;

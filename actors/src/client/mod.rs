@@ -42,6 +42,7 @@ pub mod config;
 pub mod crud_options;
 pub mod cursor;
 pub mod database;
+pub mod gridfs;
 pub(crate) mod inner;
 pub(crate) mod op_options;
 pub(crate) mod operation;

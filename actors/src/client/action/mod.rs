@@ -59,6 +59,22 @@ macro_rules! option_setters {
             self
         }
     };
+    (@one $opts:ident, $ty:ident, timeout, exact $t:ty) => {
+        #[doc = concat!("Sets [`", stringify!($ty), "::timeout`](crate::client::", stringify!($ty), "::timeout).")]
+        pub fn timeout(mut self, value: $t) -> Self {
+            self.$opts.timeout = Some(value);
+            self
+        }
+
+        /// Sets the `timeoutMS` when there is one (a deadline's remaining time).
+        #[allow(dead_code)]
+        pub(crate) fn maybe_timeout(mut self, value: Option<$t>) -> Self {
+            if value.is_some() {
+                self.$opts.timeout = value;
+            }
+            self
+        }
+    };
     (@one $opts:ident, $ty:ident, $name:ident, into $t:ty) => {
         #[doc = concat!("Sets [`", stringify!($ty), "::", stringify!($name), "`](crate::client::", stringify!($ty), "::", stringify!($name), ").")]
         pub fn $name(mut self, value: impl Into<$t>) -> Self {

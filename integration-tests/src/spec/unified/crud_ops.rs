@@ -129,6 +129,106 @@ fn count(n: u64) -> Option<Bson> {
     Some(Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)))
 }
 
+/// An operation on a GridFS bucket: `upload` gives the new file's id, `download` and
+/// `downloadByName` its bytes (as binary, for `$$matchesHexBytes`).
+pub(super) async fn bucket_op(
+    bucket: &actors::gridfs::GridFsBucket,
+    name: &str,
+    args: &Document,
+) -> R<OpResult> {
+    use futures_util::io::{AsyncReadExt, AsyncWriteExt};
+    let io = |e: std::io::Error| -> actors::Error {
+        match e.into_inner().map(|inner| inner.downcast::<actors::Error>()) {
+            Some(Ok(e)) => *e,
+            Some(Err(other)) => actors::Error::InvalidOptions { message: other.to_string() },
+            None => actors::Error::InvalidOptions { message: "I/O error".into() },
+        }
+    };
+    let bytes = |b: Vec<u8>| {
+        Some(Bson::Binary(bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: b }))
+    };
+    let id = || args.get("id").cloned().ok_or_else(|| format!("{name} needs an id"));
+    let filename =
+        |key: &str| args.get_str(key).map(str::to_owned).map_err(|_| format!("{name} needs {key}"));
+    Ok(match name {
+        "upload" => {
+            let hex_source = args
+                .get_document("source")
+                .ok()
+                .and_then(|s| s.get_str("$$hexBytes").ok())
+                .ok_or("upload needs a {$$hexBytes} source")?;
+            let data = hex::decode(hex_source).map_err(|e| format!("upload source: {e}"))?;
+            let mut open = bucket.open_upload_stream(filename("filename")?);
+            if let Some(n) = args
+                .get("chunkSizeBytes")
+                .and_then(|n| n.as_i32().or_else(|| n.as_i64().and_then(|n| i32::try_from(n).ok())))
+            {
+                open =
+                    open.chunk_size_bytes(u32::try_from(n).map_err(|_| "chunkSizeBytes must be positive")?);
+            }
+            if let Ok(m) = args.get_document("metadata") {
+                open = open.metadata(m.clone());
+            }
+            // `disableMD5`: this client never computes the deprecated md5 (the spec's no-op).
+            let result: actors::Result<Option<Bson>> = async {
+                let mut upload = open.await?;
+                upload.write_all(&data).await.map_err(io)?;
+                upload.close().await.map_err(io)?;
+                Ok(Some(upload.id().clone()))
+            }
+            .await;
+            result
+        }
+        "download" => {
+            let id = id()?;
+            let result: actors::Result<Option<Bson>> = async {
+                let mut out = Vec::new();
+                bucket.open_download_stream(id).await?.read_to_end(&mut out).await.map_err(io)?;
+                Ok(bytes(out))
+            }
+            .await;
+            result
+        }
+        "downloadByName" => {
+            let mut open = bucket.open_download_stream_by_name(filename("filename")?);
+            if let Some(r) = args
+                .get("revision")
+                .and_then(|n| n.as_i32().or_else(|| n.as_i64().and_then(|n| i32::try_from(n).ok())))
+            {
+                open = open.revision(r);
+            }
+            let result: actors::Result<Option<Bson>> = async {
+                let mut out = Vec::new();
+                open.await?.read_to_end(&mut out).await.map_err(io)?;
+                Ok(bytes(out))
+            }
+            .await;
+            result
+        }
+        "delete" => bucket.delete(id()?).await.map(|()| None),
+        "deleteByName" => bucket.delete_by_name(&filename("filename")?).await.map(|()| None),
+        "rename" => bucket.rename(id()?, &filename("newFilename")?).await.map(|()| None),
+        "renameByName" => {
+            bucket.rename_by_name(&filename("filename")?, &filename("newFilename")?).await.map(|()| None)
+        }
+        "drop" => bucket.drop().await.map(|()| None),
+        "find" => {
+            let filter = args.get_document("filter").cloned().unwrap_or_default();
+            let sort = args.get_document("sort").ok().cloned();
+            match bucket.find(filter, sort).await {
+                Ok(c) => match c.try_collect().await {
+                    Ok(files) => Ok(Some(Bson::Array(
+                        files.iter().filter_map(|f| bson::serialize_to_bson(f).ok()).collect(),
+                    ))),
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e),
+            }
+        }
+        other => return Err(format!("bucket operation {other} not supported")),
+    })
+}
+
 /// What `createChangeStream` watches.
 pub(super) enum WatchTarget {
     Client(actors::Client),

@@ -138,6 +138,15 @@ fn match_operator(op: &str, arg: &Bson, actual: Option<&Bson>, root: bool, path:
             matches(arg, Some(&parsed), false, path)
         }
         "$$matchAsRoot" => matches(arg, actual, true, path),
+        // GridFS: bytes given as a hex string.
+        "$$matchesHexBytes" => {
+            let want = arg.as_str().and_then(|h| hex::decode(h).ok());
+            match (want, actual) {
+                (Some(w), Some(Bson::Binary(b))) if b.bytes == w => Ok(()),
+                (Some(_), _) => Err(format!("{path}: expected bytes {arg}, got {actual:?}")),
+                (None, _) => Err(format!("{path}: bad $$matchesHexBytes argument {arg}")),
+            }
+        }
         other => Err(format!("{path}: matching operator {other} not supported by the runner")),
     }
 }
@@ -152,6 +161,8 @@ pub const SUPPORTED_OPERATORS: &[&str] = &[
     "$$matchesEntity",
     "$$matchAsDocument",
     "$$matchAsRoot",
+    "$$matchesHexBytes",
+    "$$hexBytes",
 ];
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ pub const SUITES: &[(&str, &str)] = &[
     ("unified/retryable-reads", "retryable-reads/tests/unified"),
     ("unified/retryable-writes", "retryable-writes/tests/unified"),
     ("unified/client-backpressure", "client-backpressure/tests"),
+    ("unified/gridfs", "gridfs/tests"),
     ("unified/runner-valid-pass", "unified-test-format/tests/valid-pass"),
     ("unified/runner-valid-fail", "unified-test-format/tests/valid-fail"),
 ];

@@ -59,9 +59,8 @@ enum Entity {
     ChangeStream(Option<actors::ChangeStream<Document>>),
     /// An explicit session; `None` once ended.
     Session(Option<actors::ClientSession>),
-    /// A GridFS bucket: tests create them next to other entities, but GridFS is not supported,
-    /// so a test that runs an operation on one is not applicable (see scan.rs).
-    Bucket,
+    /// A GridFS bucket.
+    Bucket(actors::gridfs::GridFsBucket),
     /// A thread: the operations `runOnThread` started on it, awaited by `waitForThread`.
     Thread(Vec<tokio::task::JoinHandle<R<()>>>),
     /// From `recordTopologyDescription`.
@@ -270,10 +269,18 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
         "thread" => Entity::Thread(Vec::new()),
         "bucket" => {
             let db = spec.get_str("database").map_err(|_| "bucket without database")?;
-            if !matches!(ctx.entities.get(db), Some(Entity::Database { .. })) {
+            let Some(Entity::Database { client: c, name, options }) = ctx.entities.get(db) else {
                 return Err(format!("unknown database entity {db}"));
+            };
+            let db = client(ctx, c)?.client.database_with_options(name, options.clone());
+            let mut o = spec.get_document("bucketOptions").cloned().unwrap_or_default();
+            let rp = o.remove("readPreference");
+            let mut options: actors::gridfs::GridFsBucketOptions =
+                bson::deserialize_from_document(o).map_err(|e| format!("bucketOptions: {e}"))?;
+            if let Some(Bson::Document(rp)) = rp {
+                options.read_preference = Some(super::crud_ops::read_preference(&rp)?);
             }
-            Entity::Bucket
+            Entity::Bucket(db.gridfs_bucket(options))
         }
         "session" => create_session(ctx, spec, &id).await?,
         other => return Err(format!("entity {other} not supported")),
@@ -528,7 +535,9 @@ async fn run_operation(ctx: &mut Ctx, op: &Document) -> R<()> {
     if let (Some(stream), Ok(id)) = (ctx.new_stream.take(), op.get_str("saveResultAsEntity")) {
         ctx.entities.insert(id.to_string(), Entity::ChangeStream(Some(stream)));
     }
-    if let (Ok(id), "getSnapshotTime", Ok(Some(v))) = (op.get_str("saveResultAsEntity"), name, &result) {
+    if let (Ok(id), "getSnapshotTime" | "upload", Ok(Some(v))) =
+        (op.get_str("saveResultAsEntity"), name, &result)
+    {
         ctx.values.insert(id.to_string(), v.clone());
     }
     if let (Ok(id), "createCollection") = (op.get_str("saveResultAsEntity"), name) {
@@ -545,7 +554,9 @@ async fn run_operation(ctx: &mut Ctx, op: &Document) -> R<()> {
             ctx.entities.insert(id.to_string(), entity);
         }
     }
-    check_outcome(op, result)
+    // `$$matchesEntity` in an expected result names a value saved earlier (an upload's id).
+    let op = with_lsids(op, &ctx.lsids, &ctx.values);
+    check_outcome(&op, result)
 }
 
 /// Checks an operation's result or error against its expectResult / expectError.
@@ -852,7 +863,13 @@ async fn execute_inner(
         Some(Entity::Cursor(_)) => Err(format!("cursor operation {name} not supported")),
         Some(Entity::ChangeStream(_)) => Err(format!("change stream operation {name} not supported")),
         Some(Entity::Thread(_)) => Err(format!("thread operation {name} not supported")),
-        Some(Entity::Bucket) => Err(format!("bucket operation {name} not supported (GridFS)")),
+        Some(Entity::Bucket(bucket)) => {
+            let bucket = match args.get("timeoutMS") {
+                Some(_) => bucket.with_timeout(timeout_ms(args)),
+                None => bucket.clone(),
+            };
+            Box::pin(super::crud_ops::bucket_op(&bucket, name, args)).await
+        }
         Some(Entity::Session(_)) => Err(format!("session operation {name} not supported")),
         Some(Entity::TopologyDescription(_)) => {
             Err(format!("topologyDescription operation {name} not supported"))

@@ -150,8 +150,24 @@ pub fn test_not_applicable(file: &Document, test: &Document) -> Option<String> {
     }
     for op in test.get_array("operations").map(|o| o.as_slice()).unwrap_or(&[]) {
         let Some(op) = op.as_document() else { continue };
-        if op.get_str("object").is_ok_and(|o| buckets.iter().any(|b| b == o)) {
-            return Some("GridFS is not supported".into());
+        let on_bucket = op.get_str("object").is_ok_and(|o| buckets.iter().any(|b| b == o));
+        if on_bucket {
+            let name = op.get_str("name").unwrap_or("");
+            let known = [
+                "upload",
+                "download",
+                "downloadByName",
+                "delete",
+                "deleteByName",
+                "rename",
+                "renameByName",
+                "drop",
+                "find",
+            ];
+            if !known.contains(&name) {
+                return Some(format!("the GridFS bucket has no {name} operation"));
+            }
+            continue;
         }
         if let Some(r) = scan_operation(op) {
             return Some(r);

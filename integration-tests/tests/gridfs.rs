@@ -1,0 +1,117 @@
+//! GridFS end to end: a file of several chunks streamed in with `futures::io::copy` and back
+//! out byte for byte, revisions by name, an aborted upload leaving no chunk, and a missing
+//! chunk reported as a typed error through the reader's `io::Error`. Runs on the simulator
+//! and on `MONGODB_URI`. Real time (sockets).
+
+use actors::gridfs::{GridFsBucketOptions, GridFsErrorKind};
+use bson::{doc, Document};
+use futures_util::io::{AsyncReadExt, AsyncWriteExt};
+
+mod support;
+use support::replica_set_with_primary;
+
+/// The crate's error inside a stream's `io::Error`.
+fn gridfs_kind(e: std::io::Error) -> GridFsErrorKind {
+    let inner = e.into_inner().expect("an error of this crate");
+    match *inner.downcast::<actors::Error>().expect("an actors::Error") {
+        actors::Error::GridFs(kind) => kind,
+        other => panic!("expected a GridFS error, got {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_goes_in_and_out_of_a_bucket_byte_for_byte() {
+    let s = replica_set_with_primary(1, "").await;
+    let db = s.database("gridfs_e2e");
+    let options = GridFsBucketOptions {
+        bucket_name: Some("docs".into()),
+        chunk_size_bytes: Some(1000),
+        ..GridFsBucketOptions::default()
+    };
+    let bucket = db.gridfs_bucket(options);
+    let _ = bucket.drop().await;
+    let data: Vec<u8> = (0..4321u32).map(|i| (i * 7 % 251) as u8).collect();
+
+    let mut upload =
+        bucket.open_upload_stream("report.bin").metadata(doc! {"owner": "ada"}).await.expect("open");
+    futures_util::io::copy(futures_util::io::Cursor::new(&data), &mut upload).await.expect("copy in");
+    upload.close().await.expect("close");
+    let id = upload.id().clone();
+
+    let chunks = db.collection::<Document>("docs.chunks");
+    assert_eq!(
+        chunks.count_documents(doc! {"files_id": id.clone()}).await.expect("count"),
+        5,
+        "4321 bytes in 1000-byte chunks"
+    );
+    let indexes = chunks.list_index_names().await.expect("indexes");
+    assert!(indexes.iter().any(|n| n == "files_id_1_n_1"), "the chunks index was created: {indexes:?}");
+
+    let mut out = Vec::new();
+    let mut download = bucket.open_download_stream(id.clone()).await.expect("open download");
+    assert_eq!(download.file().length, 4321);
+    assert_eq!(download.file().metadata, Some(doc! {"owner": "ada"}));
+    download.read_to_end(&mut out).await.expect("read");
+    assert_eq!(out, data, "the same bytes come back");
+
+    // A second revision under the same name: the newest by default, the first on request.
+    let mut second = bucket.open_upload_stream("report.bin").await.expect("open");
+    second.write_all(b"v2").await.expect("write");
+    second.close().await.expect("close");
+    let mut newest = Vec::new();
+    bucket
+        .open_download_stream_by_name("report.bin")
+        .await
+        .expect("newest")
+        .read_to_end(&mut newest)
+        .await
+        .expect("read");
+    assert_eq!(newest, b"v2");
+    let mut first = Vec::new();
+    let by_rev = bucket.open_download_stream_by_name("report.bin").revision(0).await.expect("first");
+    by_rev.take(3).read_to_end(&mut first).await.expect("read");
+    assert_eq!(first, data[..3]);
+    let missing =
+        bucket.open_download_stream_by_name("report.bin").revision(5).await.expect_err("no such revision");
+    assert!(
+        matches!(missing, actors::Error::GridFs(GridFsErrorKind::RevisionNotFound { revision: 5 })),
+        "{missing}"
+    );
+
+    // An aborted upload leaves nothing behind.
+    let mut aborted = bucket.open_upload_stream("partial").await.expect("open");
+    aborted.write_all(&data).await.expect("write");
+    aborted.flush().await.expect("flush");
+    let aborted_id = aborted.id().clone();
+    aborted.abort().await.expect("abort");
+    assert_eq!(chunks.count_documents(doc! {"files_id": aborted_id}).await.expect("count"), 0);
+    assert!(aborted.write_all(b"more").await.is_err(), "an aborted stream takes no more data");
+
+    // A missing chunk is a typed error, not short data.
+    chunks.delete_one(doc! {"files_id": id.clone(), "n": 2}).await.expect("delete a chunk");
+    let mut broken = Vec::new();
+    let e = bucket
+        .open_download_stream(id.clone())
+        .await
+        .expect("open")
+        .read_to_end(&mut broken)
+        .await
+        .expect_err("chunk 2 is missing");
+    assert_eq!(gridfs_kind(e), GridFsErrorKind::MissingChunk { expected: 2 });
+
+    bucket.delete(id.clone()).await.expect("delete");
+    let gone = bucket.open_download_stream(id).await.expect_err("deleted");
+    assert!(matches!(gone, actors::Error::GridFs(GridFsErrorKind::FileNotFound { .. })), "{gone}");
+    assert_eq!(gone.kind(), actors::ErrorKind::GridFs);
+    let names: Vec<Option<String>> = bucket
+        .find(doc! {}, None)
+        .await
+        .expect("find")
+        .try_collect()
+        .await
+        .expect("files")
+        .into_iter()
+        .map(|f| f.filename)
+        .collect();
+    assert_eq!(names, vec![Some("report.bin".to_string())], "only the second revision is left");
+}
