@@ -1,4 +1,4 @@
-//! The `failCommand` and `onPrimaryTransactionalWrite` fail points, as the drivers' spec test
+//! The `failCommand`, `failGetMoreAfterCursorCheckout` and `onPrimaryTransactionalWrite` fail points, as the drivers' spec test
 //! servers support them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -118,6 +118,11 @@ fn error_code(data: &Document, key: &str) -> Result<Option<i32>, SimError> {
         .transpose()
 }
 
+/// The codes a 4.4+ server labels `ResumableChangeStreamError` on a change stream's getMore
+/// (the change-streams spec's list for older servers).
+const RESUMABLE_CHANGE_STREAM_CODES: [i32; 17] =
+    [6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436, 63, 150, 13388, 234, 133];
+
 impl FailPoints {
     /// Applies a `configureFailPoint` command document.
     pub(crate) fn configure(&self, cmd: &Document) -> Result<(), SimError> {
@@ -125,6 +130,20 @@ impl FailPoints {
         let name = cmd
             .get_str("configureFailPoint")
             .map_err(|_| bad("configureFailPoint must name a fail point"))?;
+        if name == "failGetMoreAfterCursorCheckout" {
+            // A getMore fails with `errorCode` once its cursor is checked out; since 4.4 the
+            // server labels the resumable codes `ResumableChangeStreamError` itself.
+            let mut as_fail_command = cmd.clone();
+            let mut data = cmd.get_document("data").cloned().unwrap_or_default();
+            data.insert("failCommands", vec!["getMore"]);
+            let code = data.get("errorCode").and_then(as_u64).and_then(|c| i32::try_from(c).ok());
+            if code.is_some_and(|c| RESUMABLE_CHANGE_STREAM_CODES.contains(&c)) {
+                data.insert("errorLabels", vec!["ResumableChangeStreamError"]);
+            }
+            as_fail_command.insert("configureFailPoint", "failCommand");
+            as_fail_command.insert("data", data);
+            return self.configure(&as_fail_command);
+        }
         if name != "failCommand" && name != "onPrimaryTransactionalWrite" {
             // Other server fail points have no effect here; accepting them keeps spec tests running.
             tracing::warn!(name, "fail point not simulated; ignoring it");

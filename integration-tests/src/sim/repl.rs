@@ -25,6 +25,11 @@ pub(crate) enum Op {
     DropColl { db: String, coll: String, before: Collection },
     /// A database was dropped.
     DropDb { db: String, before: BTreeMap<String, Collection> },
+    /// A change without data (an index created or dropped, options modified): only change
+    /// streams see it, as `event` (`operationType`, `operationDescription`).
+    Ddl { db: String, coll: String, event: Document },
+    /// A collection was renamed, replacing `dropped` (the target, with `dropTarget`).
+    Rename { db: String, coll: String, to_db: String, to: String, dropped: Option<Collection> },
 }
 
 impl Op {
@@ -50,6 +55,13 @@ impl Op {
             Op::DropDb { db, .. } => {
                 store.drop_db(db);
             }
+            Op::Ddl { .. } => {}
+            Op::Rename { db, coll, to_db, to, .. } => {
+                if let Some(c) = store.drop_coll(db, coll) {
+                    store.drop_coll(to_db, to);
+                    store.put_coll(to_db, to, c);
+                }
+            }
         }
     }
 
@@ -72,6 +84,15 @@ impl Op {
             }
             Op::DropColl { db, coll, before } => store.put_coll(db, coll, before.clone()),
             Op::DropDb { db, before } => store.put_db(db, before.clone()),
+            Op::Ddl { .. } => {}
+            Op::Rename { db, coll, to_db, to, dropped } => {
+                if let Some(c) = store.drop_coll(to_db, to) {
+                    store.put_coll(db, coll, c);
+                }
+                if let Some(d) = dropped {
+                    store.put_coll(to_db, to, d.clone());
+                }
+            }
         }
     }
 }

@@ -132,6 +132,21 @@ impl History {
                     let event = doc! {"operationType": "drop", "ns": {"db": db, "coll": coll}};
                     push(db, Some(coll), event, None, None, false);
                 }
+                Op::Ddl { db, coll, event } => {
+                    let mut event = event.clone();
+                    event.insert("ns", doc! {"db": db, "coll": coll});
+                    push(db, Some(coll), event, None, None, true);
+                }
+                Op::Rename { db, coll, to_db, to, dropped } => {
+                    let target = doc! {"db": to_db, "coll": to};
+                    let event = doc! {
+                        "operationType": "rename",
+                        "ns": {"db": db, "coll": coll},
+                        "to": target.clone(),
+                        "operationDescription": {"to": target, "dropTarget": dropped.is_some()},
+                    };
+                    push(db, Some(coll), event, None, None, false);
+                }
                 Op::DropDb { db, before } => {
                     for coll in before.keys() {
                         let event = doc! {"operationType": "drop", "ns": {"db": db, "coll": coll}};
@@ -163,16 +178,108 @@ impl History {
     }
 }
 
-/// An update's `updateDescription`: the top-level fields set and removed.
+/// A step of a field path: a field name, or an array index.
+enum Part {
+    Field(String),
+    Index(usize),
+}
+
+/// What an update changed, as paths (the server's `updateDescription`).
+#[derive(Default)]
+struct Delta {
+    updated: Document,
+    removed: Vec<Bson>,
+    truncated: Vec<Bson>,
+    /// Paths whose dotted form is ambiguous (a numeric field name, or a dot in a name), with
+    /// their parts.
+    ambiguous: Document,
+}
+
+impl Delta {
+    fn path(&mut self, parts: &[Part]) -> String {
+        let text: Vec<String> = parts
+            .iter()
+            .map(|p| match p {
+                Part::Field(f) => f.clone(),
+                Part::Index(i) => i.to_string(),
+            })
+            .collect();
+        let dotted = text.join(".");
+        let ambiguous = parts.iter().any(|p| {
+            matches!(p, Part::Field(f) if f.contains('.') || (!f.is_empty() && f.bytes().all(|b| b.is_ascii_digit())))
+        });
+        if ambiguous {
+            let list: Vec<Bson> = parts
+                .iter()
+                .map(|p| match p {
+                    Part::Field(f) => Bson::String(f.clone()),
+                    Part::Index(i) => Bson::Int32(i32::try_from(*i).unwrap_or(i32::MAX)),
+                })
+                .collect();
+            self.ambiguous.insert(dotted.clone(), list);
+        }
+        dotted
+    }
+
+    fn value(&mut self, parts: &mut Vec<Part>, before: &Bson, after: &Bson) {
+        match (before, after) {
+            (b, a) if b == a => {}
+            (Bson::Document(b), Bson::Document(a)) => self.document(parts, b, a),
+            (Bson::Array(b), Bson::Array(a)) => {
+                if a.len() < b.len() {
+                    let field = self.path(parts);
+                    self.truncated.push(Bson::Document(
+                        doc! {"field": field, "newSize": i32::try_from(a.len()).unwrap_or(i32::MAX)},
+                    ));
+                }
+                for (i, av) in a.iter().enumerate() {
+                    parts.push(Part::Index(i));
+                    match b.get(i) {
+                        Some(bv) => self.value(parts, bv, av),
+                        None => {
+                            let p = self.path(parts);
+                            self.updated.insert(p, av.clone());
+                        }
+                    }
+                    parts.pop();
+                }
+            }
+            (_, a) => {
+                let p = self.path(parts);
+                self.updated.insert(p, a.clone());
+            }
+        }
+    }
+
+    fn document(&mut self, parts: &mut Vec<Part>, before: &Document, after: &Document) {
+        for (k, av) in after {
+            parts.push(Part::Field(k.clone()));
+            match before.get(k) {
+                Some(bv) => self.value(parts, bv, av),
+                None => {
+                    let p = self.path(parts);
+                    self.updated.insert(p, av.clone());
+                }
+            }
+            parts.pop();
+        }
+        for k in before.keys().filter(|k| !after.contains_key(k.as_str())) {
+            parts.push(Part::Field(k.clone()));
+            let p = self.path(parts);
+            self.removed.push(Bson::String(p));
+            parts.pop();
+        }
+    }
+}
+
+/// An update's `updateDescription`: the paths set and removed, the arrays truncated, and the
+/// ambiguous paths (shown with `showExpandedEvents` only).
 fn diff(before: &Document, after: &Document) -> Document {
-    let updated: Document = after
-        .iter()
-        .filter(|(k, v)| before.get(k.as_str()) != Some(*v))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let removed: Vec<Bson> =
-        before.keys().filter(|k| !after.contains_key(k.as_str())).map(|k| Bson::String(k.clone())).collect();
-    doc! {"updatedFields": updated, "removedFields": removed, "truncatedArrays": []}
+    let mut delta = Delta::default();
+    delta.document(&mut Vec::new(), before, after);
+    let mut d = doc! {"updatedFields": delta.updated, "removedFields": delta.removed, "truncatedArrays": delta.truncated};
+    d.insert("disambiguatedPaths", delta.ambiguous);
+    d
 }
 
 /// An open change stream cursor.
@@ -196,6 +303,23 @@ impl Stream {
     pub(crate) fn member(&self) -> usize {
         self.member
     }
+}
+
+/// The stages a change stream's pipeline may have after `$changeStream`.
+const ALLOWED_STAGES: [&str; 8] =
+    ["$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot", "$replaceWith", "$redact"];
+
+/// Other stages mongod knows (refused in a change stream rather than unrecognized).
+const KNOWN_STAGES: [&str; 12] = [
+    "$group", "$sort", "$limit", "$skip", "$unwind", "$lookup", "$count", "$facet", "$out", "$merge",
+    "$sample", "$bucket",
+];
+
+/// A collection's UUID as change events report it (`collectionUUID`): stable per namespace.
+fn collection_uuid(db: &str, coll: &str) -> bson::Binary {
+    use md5::{Digest, Md5};
+    let bytes = Md5::digest(format!("{db}.{coll}").as_bytes()).to_vec();
+    bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes }
 }
 
 /// Whether `cmd` is an `aggregate` opening a change stream.
@@ -250,6 +374,18 @@ pub(crate) fn open(ctx: &Ctx<'_>, cmd: &Document) -> Result<Document, CmdError> 
     let mut stages = Vec::new();
     for s in &pipeline[1..] {
         let s = s.as_document().ok_or_else(|| CmdError::bad("each pipeline stage must be an object"))?;
+        let name = s.keys().next().map(String::as_str).unwrap_or("");
+        if !ALLOWED_STAGES.contains(&name) {
+            return Err(if KNOWN_STAGES.contains(&name) {
+                CmdError::new(
+                    20,
+                    "IllegalOperation",
+                    format!("{name} is not permitted in a $changeStream pipeline"),
+                )
+            } else {
+                CmdError::new(40324, "Location40324", format!("Unrecognized pipeline stage name: '{name}'"))
+            });
+        }
         stages.push(s.clone());
     }
     let all = spec.get_bool("allChangesForCluster").unwrap_or(false);
@@ -456,7 +592,7 @@ fn read(
         }
         let op = base.get_str("operationType").unwrap_or("").to_owned();
         let invalidates = match (&stream.db, &stream.coll) {
-            (Some(_), Some(_)) => op == "drop" || op == "dropDatabase",
+            (Some(_), Some(_)) => op == "drop" || op == "dropDatabase" || op == "rename",
             (Some(_), None) => op == "dropDatabase",
             _ => false,
         };
@@ -469,6 +605,37 @@ fn read(
         event.extend(base.clone());
         event.insert("clusterTime", unpack(pos.ts));
         event.insert("wallTime", wall);
+        if stream.expanded {
+            if let Some(c) = &coll {
+                event.insert("collectionUUID", collection_uuid(&db, c));
+            }
+        } else {
+            event.remove("operationDescription");
+            if let Ok(u) = event.get_document_mut("updateDescription") {
+                u.remove("disambiguatedPaths");
+            }
+        }
+        // Pre- and post-images exist only where the collection records them.
+        let images = st
+            .store_mut(kind, i)
+            .and_then(|s| s.coll(&db, coll.as_deref().unwrap_or("")).map(|c| c.options().clone()))
+            .and_then(|o| o.get_document("changeStreamPreAndPostImages").ok().cloned())
+            .is_some_and(|d| d.get_bool("enabled").unwrap_or(false));
+        let image = |wanted: &str, doc: &Option<Document>, what: &str| -> Result<Option<Bson>, CmdError> {
+            match (wanted, images) {
+                ("whenAvailable", true) | ("required", true) => {
+                    Ok(Some(doc.clone().map_or(Bson::Null, Bson::Document)))
+                }
+                ("whenAvailable", false) => Ok(Some(Bson::Null)),
+                ("required", false) => Err(CmdError::new(
+                    280,
+                    "ChangeStreamFatalError",
+                    format!("Change stream was configured to require a {what} for all update, delete and replace events, but the {what} was not found"),
+                )
+                .label("NonResumableChangeStreamError")),
+                _ => Ok(None),
+            }
+        };
         if op == "update" {
             match stream.full_document.as_str() {
                 "updateLookup" => {
@@ -479,16 +646,17 @@ fn read(
                     });
                     event.insert("fullDocument", current.map_or(Bson::Null, Bson::Document));
                 }
-                "whenAvailable" | "required" => {
-                    event.insert("fullDocument", after.clone().map_or(Bson::Null, Bson::Document));
+                wanted => {
+                    if let Some(v) = image(wanted, &after, "post-image")? {
+                        event.insert("fullDocument", v);
+                    }
                 }
-                _ => {}
             }
         }
-        if matches!(op.as_str(), "update" | "replace" | "delete")
-            && matches!(stream.before_change.as_str(), "whenAvailable" | "required")
-        {
-            event.insert("fullDocumentBeforeChange", before.clone().map_or(Bson::Null, Bson::Document));
+        if matches!(op.as_str(), "update" | "replace" | "delete") {
+            if let Some(v) = image(stream.before_change.as_str(), &before, "pre-image")? {
+                event.insert("fullDocumentBeforeChange", v);
+            }
         }
         let mut docs = vec![event];
         for stage in &stream.stages {
@@ -505,6 +673,15 @@ fn read(
                     ))
                 }
             };
+        }
+        let id = token(pos, false);
+        if docs.iter().any(|d| d.get_document("_id").ok() != Some(&id)) {
+            return Err(CmdError::new(
+                280,
+                "ChangeStreamFatalError",
+                "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point. Only transformations that retain the unmodified _id field are allowed.",
+            )
+            .label("NonResumableChangeStreamError"));
         }
         out.extend(docs.into_iter().map(Bson::Document));
         stream.after = pos;

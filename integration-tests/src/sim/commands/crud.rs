@@ -39,6 +39,8 @@ pub(crate) fn handles(name: &str) -> bool {
             | "checkMetadataConsistency"
             | "bulkWrite"
             | "collMod"
+            | "renameCollection"
+            | "shardCollection"
     )
 }
 
@@ -61,7 +63,8 @@ fn atlas_only() -> CmdError {
 fn access(name: &str, cmd: &Document) -> Access {
     match name {
         "insert" | "update" | "delete" | "findAndModify" | "create" | "drop" | "dropDatabase"
-        | "createIndexes" | "dropIndexes" | "bulkWrite" | "collMod" => Access::Write,
+        | "createIndexes" | "dropIndexes" | "bulkWrite" | "collMod" | "renameCollection"
+        | "shardCollection" => Access::Write,
         // A pipeline that ends in $out or $merge writes (on the primary).
         "aggregate"
             if cmd
@@ -487,7 +490,27 @@ fn exec(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Resu
             namespaces(ctx, cmd, store, ops)
         }
         "listIndexes" | "createIndexes" | "dropIndexes" => indexes(ctx, cmd, store, ops),
-        "collMod" => coll_mod(db, cmd, store),
+        "collMod" => coll_mod(db, cmd, store, ops),
+        "renameCollection" => rename_collection(cmd, store, ops),
+        // A mongos shards a collection; the simulated cluster keeps one copy of the data, so
+        // only the collection and the change event come of it.
+        "shardCollection" if ctx.shared.kind == Kind::Sharded => {
+            let ns = cmd
+                .get_str("shardCollection")
+                .map_err(|_| CmdError::bad("shardCollection needs a namespace"))?;
+            let (sdb, scoll) = ns.split_once('.').ok_or_else(|| {
+                CmdError::new(73, "InvalidNamespace", format!("Invalid namespace specified '{ns}'"))
+            })?;
+            let key =
+                cmd.get_document("key").cloned().map_err(|_| CmdError::bad("shardCollection needs a key"))?;
+            if !store.has_coll(sdb, scoll) {
+                store.coll_mut(sdb, scoll);
+                ops.push(|| Op::Create { db: sdb.to_owned(), coll: scoll.to_owned() });
+            }
+            let event = doc! {"operationType": "shardCollection", "operationDescription": {"shardKey": key, "unique": false}};
+            ops.push(|| Op::Ddl { db: sdb.to_owned(), coll: scoll.to_owned(), event });
+            Ok(Exec::Reply(doc! {"collectionsharded": ns, "ok": 1.0}))
+        }
         "createSearchIndexes" | "updateSearchIndex" | "dropSearchIndex" => Err(atlas_only()),
         "bulkWrite" if ctx.shared.version >= ServerVersion::V8_0 => bulk_write(ctx, cmd, store, ops),
         // A mongos checks the sharding metadata; the simulated one is always consistent.
@@ -703,6 +726,13 @@ fn indexes(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> R
                 full.extend(spec);
                 c.add_index(full);
             }
+            let added: Vec<Bson> = c.indexes().iter().skip(before).cloned().map(Bson::Document).collect();
+            if !added.is_empty() {
+                let event =
+                    doc! {"operationType": "createIndexes", "operationDescription": {"indexes": added}};
+                ops.push(|| Op::Ddl { db: db.to_owned(), coll: coll.to_owned(), event });
+            }
+            let c = store.coll_mut(db, coll);
             Ok(Exec::Reply(doc! {
                 "numIndexesBefore": i32_of(before),
                 "numIndexesAfter": i32_of(c.indexes().len()),
@@ -728,6 +758,7 @@ fn indexes(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> R
                 _ => return Err(CmdError::bad("dropIndexes needs an index name or key pattern")),
             };
             let index = index.as_str();
+            let spec = c.indexes().iter().find(|i| i.get_str("name").ok() == Some(index)).cloned();
             if !store.coll_mut(db, coll).drop_index(index) {
                 return Err(CmdError::new(
                     27,
@@ -735,6 +766,9 @@ fn indexes(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> R
                     format!("index not found with name [{index}]"),
                 ));
             }
+            let dropped: Vec<Bson> = spec.into_iter().map(Bson::Document).collect();
+            let event = doc! {"operationType": "dropIndexes", "operationDescription": {"indexes": dropped}};
+            ops.push(|| Op::Ddl { db: db.to_owned(), coll: coll.to_owned(), event });
             Ok(Exec::Reply(doc! {"nIndexesWas": i32_of(was), "ok": 1.0}))
         }
         other => Err(CmdError::new(59, "CommandNotFound", format!("no such command: '{other}'"))),
@@ -1764,8 +1798,39 @@ fn check_valid(
 /// `collMod`: a new `validator`, `validationLevel` or `validationAction`, and an index's
 /// `hidden`, `expireAfterSeconds`, `prepareUnique` or `unique` (refused, with the
 /// duplicates as `violations`, while documents share a key).
-fn coll_mod(db: &str, cmd: &Document, store: &mut Store) -> Result<Exec, CmdError> {
+/// `renameCollection` (on `admin`): moves a collection, replacing the target with `dropTarget`.
+fn rename_collection(cmd: &Document, store: &mut Store, ops: &mut Ops) -> Result<Exec, CmdError> {
+    let split = |key: &str| -> Result<(String, String), CmdError> {
+        let ns = cmd.get_str(key).map_err(|_| CmdError::bad(format!("renameCollection needs {key}")))?;
+        ns.split_once('.').map(|(d, c)| (d.to_owned(), c.to_owned())).ok_or_else(|| {
+            CmdError::new(73, "InvalidNamespace", format!("Invalid namespace specified '{ns}'"))
+        })
+    };
+    let (db, coll) = split("renameCollection")?;
+    let (to_db, to) = split("to")?;
+    if !store.has_coll(&db, &coll) {
+        return Err(CmdError::new(
+            26,
+            "NamespaceNotFound",
+            format!("Source collection {db}.{coll} does not exist"),
+        ));
+    }
+    let drop_target = cmd.get_bool("dropTarget").unwrap_or(false);
+    if store.has_coll(&to_db, &to) && !drop_target {
+        return Err(CmdError::new(48, "NamespaceExists", "target namespace exists"));
+    }
+    let dropped = store.drop_coll(&to_db, &to);
+    if let Some(c) = store.drop_coll(&db, &coll) {
+        store.put_coll(&to_db, &to, c);
+    }
+    ops.push(|| Op::Rename { db, coll, to_db, to, dropped });
+    Ok(Exec::Reply(doc! {"ok": 1.0}))
+}
+
+fn coll_mod(db: &str, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Result<Exec, CmdError> {
     let coll = coll_name(cmd, "collMod")?;
+    let event = doc! {"operationType": "modify", "operationDescription": {}};
+    ops.push(|| Op::Ddl { db: db.to_owned(), coll: coll.to_owned(), event });
     let Some(c) = store.coll_mut_existing(db, coll) else {
         return Err(CmdError::new(26, "NamespaceNotFound", format!("ns does not exist: {db}.{coll}")));
     };

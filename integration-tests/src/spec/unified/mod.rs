@@ -39,6 +39,7 @@ pub const SUITES: &[(&str, &str)] = &[
     ("unified/retryable-writes", "retryable-writes/tests/unified"),
     ("unified/client-backpressure", "client-backpressure/tests"),
     ("unified/gridfs", "gridfs/tests"),
+    ("unified/change-streams", "change-streams/tests/unified"),
     ("unified/runner-valid-pass", "unified-test-format/tests/valid-pass"),
     ("unified/runner-valid-fail", "unified-test-format/tests/valid-fail"),
 ];
@@ -209,7 +210,7 @@ pub fn run_file(
             continue;
         }
         if let (Target::Simulator, Some(name)) = (target, scan::other_fail_point(test)) {
-            let why = format!("only the failCommand and onPrimaryTransactionalWrite fail points are simulated; this test sets {name}");
+            let why = format!("only the failCommand, onPrimaryTransactionalWrite and failGetMoreAfterCursorCheckout fail points are simulated; this test sets {name}");
             records.push(record(Some(desc), None, Status::Unsupported(why)));
             continue;
         }

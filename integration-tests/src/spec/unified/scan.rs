@@ -356,7 +356,10 @@ pub fn other_fail_point(test: &Document) -> Option<String> {
         match b {
             Bson::Document(d) => {
                 if let Ok(name) = d.get_str("configureFailPoint") {
-                    if name != "failCommand" && name != "onPrimaryTransactionalWrite" {
+                    if !matches!(
+                        name,
+                        "failCommand" | "onPrimaryTransactionalWrite" | "failGetMoreAfterCursorCheckout"
+                    ) {
                         return Some(name.to_string());
                     }
                 }
