@@ -130,6 +130,23 @@ fn tls_with_client_certificates() {
 }
 
 #[test]
+fn gridfs() {
+    smoke_anywhere("gridfs");
+}
+
+#[test]
+fn change_stream_actor() {
+    // Change streams need a replica set (or a sharded cluster): a standalone refuses them.
+    match external_uri() {
+        Some(uri) if uri.contains("replicaSet=") => smoke_with("change_stream_actor", &["--uri", &uri]),
+        Some(_) => not_applicable(
+            "NOT APPLICABLE change_stream_actor: needs a replica set; MONGODB_URI is a standalone",
+        ),
+        None => smoke("change_stream_actor"),
+    }
+}
+
+#[test]
 fn live_topology() {
     smoke_sim_only("live_topology", &[], "scripted stepdowns");
 }
