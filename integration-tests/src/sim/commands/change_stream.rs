@@ -701,3 +701,39 @@ fn read(
     }
     Ok((out, invalidated))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn update_descriptions_name_paths_truncations_and_ambiguous_fields() {
+        let before = doc! {"_id": 1, "a": {"1": 1, "keep": true}, "arr": [1, {"x": 1}, 3, 4], "gone": 0};
+        let after = doc! {"_id": 1, "a": {"1": 2, "keep": true}, "arr": [1, {"x": 2}], "new": "n"};
+        let d = diff(&before, &after);
+        assert_eq!(
+            d.get_document("updatedFields").expect("updated"),
+            &doc! {"a.1": 2, "arr.1.x": 2, "new": "n"}
+        );
+        assert_eq!(d.get_array("removedFields").expect("removed"), &vec![Bson::String("gone".into())]);
+        assert_eq!(
+            d.get_array("truncatedArrays").expect("truncated"),
+            &vec![Bson::Document(doc! {"field": "arr", "newSize": 2})]
+        );
+        assert_eq!(d.get_document("disambiguatedPaths").expect("ambiguous"), &doc! {"a.1": ["a", "1"]});
+    }
+
+    #[test]
+    fn resume_tokens_round_trip_and_order_like_positions() {
+        let a = Pos { ts: pack(Timestamp { time: 5, increment: 1 }), idx: 0 };
+        let b = Pos { ts: pack(Timestamp { time: 5, increment: 1 }), idx: 3 };
+        let c = Pos { ts: pack(Timestamp { time: 6, increment: 0 }), idx: i64::MAX };
+        for (pos, invalidate) in [(a, false), (b, true), (c, false)] {
+            let t = token(pos, invalidate);
+            assert_eq!(parse_token(&Bson::Document(t)).expect("parse"), (pos, invalidate));
+        }
+        let text = |p: Pos| token(p, false).get_str("_data").expect("_data").to_owned();
+        assert!(text(a) < text(b) && text(b) < text(c), "tokens sort as their positions");
+        assert_eq!(parse_token(&Bson::Document(doc! {"_data": "nope"})).map_err(|e| e.code), Err(260));
+    }
+}
