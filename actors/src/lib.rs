@@ -54,6 +54,7 @@ pub mod options {
         WriteConcern, WriteModel,
     };
     pub use crate::client::{ClientOptions, ClientOptionsBuilder};
+    pub use protocol::hello::command::ServerApi;
     pub use selection::ReadPreference;
 }
 /// The BSON crate this one is built on (`bson::doc!`, `Document`, `oid::ObjectId`...): one

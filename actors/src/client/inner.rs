@@ -59,6 +59,8 @@ pub(crate) struct Settings {
     /// `enableOverloadRetargeting`: a retry after an overload error avoids the server that
     /// reported it.
     pub overload_retargeting: bool,
+    /// The declared Stable API version, appended to every command.
+    pub server_api: Option<protocol::hello::command::ServerApi>,
 }
 
 /// Where the client's actors live.

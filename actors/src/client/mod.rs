@@ -166,6 +166,7 @@ impl Client {
             timeout: cs.options.timeout_ms.map(Duration::from_millis),
             max_adaptive_retries: cs.options.max_adaptive_retries.unwrap_or(operation::MAX_ADAPTIVE_RETRIES),
             overload_retargeting: cs.options.enable_overload_retargeting.unwrap_or(false),
+            server_api: options.server_api.clone(),
         };
         let command_handler = options.command_event_handler.clone();
         let build = move || -> Result<(Topology, Selector, Option<actix::Addr<SrvPoller>>)> {

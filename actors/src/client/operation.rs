@@ -947,6 +947,11 @@ impl ClientInner {
                 command.insert("$clusterTime", ct);
             }
         }
+        if let Some(api) = &self.settings.server_api {
+            // Every command, getMore and a transaction's included (versioned-api spec); a
+            // generic command's own fields are not looked at.
+            api.append_to(&mut command);
+        }
         command.insert("$db", op.db.clone());
         command
     }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use pool::cmap::CmapEventHandler;
 use pool::connection::{ConnectionOptions, HostResolver};
+use protocol::hello::command::ServerApi;
 use protocol::uri::{ConnectionString, UriOptions};
 
 use crate::command_events::CommandEventHandler;
@@ -44,6 +45,9 @@ pub struct ClientOptions {
     /// The SRV rescan interval (rescanSRVIntervalMS; `None`: 60 s). See
     /// [`SrvPollerOptions`].
     pub srv_rescan_interval: Option<Duration>,
+    /// A declared Stable API version (`apiVersion`, `apiStrict`, `apiDeprecationErrors`),
+    /// sent with every command, the handshake's `hello` included (`None`: nothing is sent).
+    pub server_api: Option<ServerApi>,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -58,6 +62,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("resolver_config", &self.resolver_config)
             .field("srv", &self.srv)
             .field("srv_rescan_interval", &self.srv_rescan_interval)
+            .field("server_api", &self.server_api)
             .finish()
     }
 }
@@ -140,9 +145,12 @@ impl ClientOptions {
     /// Event handlers are not set: the Client adds them (through `actors::metrics`).
     pub fn topology_builder(&self) -> Result<TopologyBuilder> {
         let cs = &self.connection_string;
-        let mut connection = ConnectionOptions::builder_from_connection_string(cs)
-            .platform(crate::topology::platform())
-            .build()?;
+        let mut builder =
+            ConnectionOptions::builder_from_connection_string(cs).platform(crate::topology::platform());
+        if let Some(api) = &self.server_api {
+            builder = builder.server_api(api.clone());
+        }
+        let mut connection = builder.build()?;
         connection.set_host_resolver(self.host_resolver.clone());
         Ok(TopologyBuilder::from_connection_string(cs).connection_options(connection))
     }
@@ -182,6 +190,7 @@ pub struct ClientOptionsBuilder {
     command_event_handler: Option<Arc<dyn CommandEventHandler>>,
     resolver_config: Option<ResolverConfig>,
     srv_rescan_interval: Option<Duration>,
+    server_api: Option<ServerApi>,
 }
 
 impl std::fmt::Debug for ClientOptionsBuilder {
@@ -270,6 +279,13 @@ impl ClientOptionsBuilder {
         self
     }
 
+    /// Declares a Stable API version: every command carries it, and a server that does not
+    /// support it refuses them (see [`ClientOptions::server_api`]).
+    pub fn server_api(mut self, api: ServerApi) -> Self {
+        self.server_api = Some(api);
+        self
+    }
+
     /// The SRV rescan interval (default 60 s; at least
     /// [`MIN_RESCAN_INTERVAL`](crate::srv_poller::MIN_RESCAN_INTERVAL)).
     pub fn srv_rescan_interval(mut self, interval: Duration) -> Self {
@@ -319,6 +335,7 @@ impl ClientOptionsBuilder {
             host_resolver,
             srv: srv_info,
             srv_rescan_interval: self.srv_rescan_interval,
+            server_api: self.server_api,
         })
     }
 }

@@ -28,6 +28,26 @@ pub struct ServerApi {
 }
 
 impl ServerApi {
+    /// Stable API version 1, with the server's defaults for `strict` and
+    /// `deprecation_errors`.
+    pub fn v1() -> ServerApi {
+        ServerApi { version: "1".into(), strict: None, deprecation_errors: None }
+    }
+
+    /// `apiStrict`: the server refuses commands and options outside the version.
+    #[must_use]
+    pub fn strict(mut self, strict: bool) -> ServerApi {
+        self.strict = Some(strict);
+        self
+    }
+
+    /// `apiDeprecationErrors`: the server refuses what the version deprecates.
+    #[must_use]
+    pub fn deprecation_errors(mut self, errors: bool) -> ServerApi {
+        self.deprecation_errors = Some(errors);
+        self
+    }
+
     /// Appends the API fields to a command.
     pub fn append_to(&self, cmd: &mut Document) {
         cmd.insert("apiVersion", self.version.as_str());

@@ -40,6 +40,7 @@ pub const SUITES: &[(&str, &str)] = &[
     ("unified/client-backpressure", "client-backpressure/tests"),
     ("unified/gridfs", "gridfs/tests"),
     ("unified/change-streams", "change-streams/tests/unified"),
+    ("unified/versioned-api", "versioned-api/tests"),
     ("unified/runner-valid-pass", "unified-test-format/tests/valid-pass"),
     ("unified/runner-valid-fail", "unified-test-format/tests/valid-fail"),
 ];
@@ -66,6 +67,9 @@ pub struct External {
     pub version: (u64, u64, u64),
     /// The connection string carries credentials.
     pub auth: bool,
+    /// The server parameters runOnRequirements name, from `getParameter` (`None`: the
+    /// server would not say).
+    pub params: Option<Document>,
 }
 
 impl External {
@@ -75,12 +79,26 @@ impl External {
         let rt =
             tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
         let timeout = std::time::Duration::from_secs(10);
-        let (hello, build) = rt.block_on(async {
+        let (hello, build, params) = rt.block_on(async {
             let hello = crate::raw_client::hello(&seed, timeout).await.map_err(|e| format!("hello: {e}"))?;
             let build = crate::raw_client::run_command(&seed, "admin", bson::doc! {"buildInfo": 1}, timeout)
                 .await
                 .map_err(|e| format!("buildInfo: {e}"))?;
-            Ok::<_, String>((hello, build))
+            let ask = bson::doc! {"getParameter": 1, "enableTestCommands": 1, "requireApiVersion": 1, "acceptApiVersion2": 1};
+            let params = crate::raw_client::run_command(&seed, "admin", ask, timeout)
+                .await
+                .ok()
+                .filter(|p| p.get_f64("ok").ok() == Some(1.0) || p.get_i32("ok").ok() == Some(1))
+                .map(|mut p| {
+                    p.remove("ok");
+                    // A server answers enableTestCommands as 1 or true.
+                    if let Some(v) = p.get("enableTestCommands").cloned() {
+                        let on = matches!(v, Bson::Boolean(true)) || v.as_i32() == Some(1) || v.as_f64() == Some(1.0);
+                        p.insert("enableTestCommands", on);
+                    }
+                    p
+                });
+            Ok::<_, String>((hello, build, params))
         })?;
         let topology = if uri.contains("loadBalanced=true") {
             "load-balanced"
@@ -95,7 +113,7 @@ impl External {
             version(build.get_str("version").map_err(|_| format!("buildInfo has no version: {build}"))?);
         let auth =
             uri.strip_prefix("mongodb://").and_then(|r| r.split('/').next()).is_some_and(|h| h.contains('@'));
-        Ok(External { uri: uri.to_owned(), topology, version, auth })
+        Ok(External { uri: uri.to_owned(), topology, version, auth, params })
     }
 }
 
@@ -302,6 +320,7 @@ fn requirement_met(
     topology: &str,
     auth: bool,
     server_version: (u64, u64, u64),
+    params: Option<&Document>,
 ) -> Result<(), Unmet> {
     let sim_version = server_version;
     if let Ok(min) = r.get_str("minServerVersion") {
@@ -336,7 +355,22 @@ fn requirement_met(
         return Err(Unmet::Unknown("csfle: true (client-side field level encryption)".into()));
     }
     if let Ok(p) = r.get_document("serverParameters") {
-        return Err(Unmet::Unknown(format!("serverParameters {p} (not simulated)")));
+        let Some(known) = params else {
+            return Err(Unmet::Unknown(format!("serverParameters {p} (not read from this deployment)")));
+        };
+        for (name, want) in p {
+            match known.get(name) {
+                Some(have) if have == want => {}
+                Some(have) => {
+                    return Err(Unmet::Excluded(format!("serverParameters {name}: {have}, not {want}")))
+                }
+                None => {
+                    return Err(Unmet::Unknown(format!(
+                        "serverParameters {name} (the deployment does not report it)"
+                    )))
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -346,13 +380,14 @@ fn reqs_met(
     topology: &str,
     auth: bool,
     server_version: (u64, u64, u64),
+    params: Option<&Document>,
 ) -> Result<(), Unmet> {
     if reqs.is_empty() {
         return Ok(());
     }
     let mut why = None;
     for r in reqs {
-        match requirement_met(r, topology, auth, server_version) {
+        match requirement_met(r, topology, auth, server_version, params) {
             Ok(()) => return Ok(()),
             // An unknown requirement explains more than an exclusion.
             Err(u @ Unmet::Unknown(_)) => why = Some(u),
@@ -393,12 +428,19 @@ fn deployments(file: &[Document], test: &[Document], target: &Target) -> Result<
         ),
         Target::External(e) => (vec![e.topology], vec![e.auth], vec![(e.version, None)]),
     };
+    // The server parameters runOnRequirements may name, as the simulator has them.
+    let params = match target {
+        Target::Simulator => Some(
+            bson::doc! {"enableTestCommands": true, "requireApiVersion": false, "acceptApiVersion2": false},
+        ),
+        Target::External(e) => e.params.clone(),
+    };
     for topology in topologies {
         let mut why = None;
         'found: for &(server_version, sim_version) in &versions {
             for &auth in &auths {
-                match reqs_met(file, topology, auth, server_version)
-                    .and_then(|()| reqs_met(test, topology, auth, server_version))
+                match reqs_met(file, topology, auth, server_version, params.as_ref())
+                    .and_then(|()| reqs_met(test, topology, auth, server_version, params.as_ref()))
                 {
                     Ok(()) => {
                         out.push(Deployment { topology, auth, sim_version });

@@ -18,6 +18,7 @@ const CLIENT_KEYS: &[&str] = &[
     "observeSensitiveCommands",
     "awaitMinPoolSizeMS",
     "observeLogMessages",
+    "serverApi",
 ];
 const COMMAND_EVENTS: &[&str] = &["commandStartedEvent", "commandSucceededEvent", "commandFailedEvent"];
 /// CMAP event names in the unified format.
