@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bson::{doc, Bson, DateTime, Document, Timestamp};
 
-use super::crud::{read_stage, usize_opt};
+use super::crud::{read_stage, unrecognized_stage, usize_opt};
 use super::{check_role, number, Access, CmdError, Ctx};
 use crate::sim::cluster::{Kind, Shared, State};
 use crate::sim::repl::Op;
@@ -383,7 +383,7 @@ pub(crate) fn open(ctx: &Ctx<'_>, cmd: &Document) -> Result<Document, CmdError> 
                     format!("{name} is not permitted in a $changeStream pipeline"),
                 )
             } else {
-                CmdError::new(40324, "Location40324", format!("Unrecognized pipeline stage name: '{name}'"))
+                unrecognized_stage(name)
             });
         }
         stages.push(s.clone());
@@ -663,15 +663,7 @@ fn read(
             let Some((name, arg)) = stage.iter().next() else { continue };
             docs = match read_stage(name, arg, docs)? {
                 Some(r) => r?,
-                None => {
-                    return Err(CmdError::new(
-                        40324,
-                        "Location40324",
-                        format!(
-                            "Unrecognized pipeline stage name: '{name}' (not supported by the simulator)"
-                        ),
-                    ))
-                }
+                None => return Err(unrecognized_stage(name)),
             };
         }
         let id = token(pos, false);

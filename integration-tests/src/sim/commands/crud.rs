@@ -1277,15 +1277,7 @@ fn aggregate(db: &str, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Resu
         if !matches!(name.as_str(), "$out" | "$merge" | "$listSearchIndexes") {
             docs = match read_stage(name, arg, std::mem::take(&mut docs))? {
                 Some(read) => read?,
-                None => {
-                    return Err(CmdError::new(
-                        40324,
-                        "Location40324",
-                        format!(
-                            "Unrecognized pipeline stage name: '{name}' (not supported by the simulator)"
-                        ),
-                    ))
-                }
+                None => return Err(unrecognized_stage(name)),
             };
             continue;
         }
@@ -1323,16 +1315,19 @@ fn aggregate(db: &str, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Resu
                 write_out(store, ops, &out_db, &out_coll, docs, Some(&when_matched))?;
                 Vec::new()
             }
-            (other, _) => {
-                return Err(CmdError::new(
-                    40324,
-                    "Location40324",
-                    format!("Unrecognized pipeline stage name: '{other}' (not supported by the simulator)"),
-                ))
-            }
+            (other, _) => return Err(unrecognized_stage(other)),
         };
     }
     Ok(Exec::Cursor { ns: format!("{db}.{coll}"), docs, batch, single: false })
+}
+
+/// The error of a stage the simulator does not have (mongod's code for an unknown stage).
+pub(crate) fn unrecognized_stage(name: &str) -> CmdError {
+    CmdError::new(
+        40324,
+        "Location40324",
+        format!("Unrecognized pipeline stage name: '{name}' (not supported by the simulator)"),
+    )
 }
 
 /// A stage that only reads: `Some` with its output, `None` when `name` is not one (`$out`,
