@@ -55,6 +55,7 @@ pub mod options {
     };
     pub use crate::client::{ClientOptions, ClientOptionsBuilder};
     pub use protocol::hello::command::ServerApi;
+    pub use protocol::uri::Compressor;
     pub use selection::ReadPreference;
 }
 /// The BSON crate this one is built on (`bson::doc!`, `Document`, `oid::ObjectId`...): one

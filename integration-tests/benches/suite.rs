@@ -19,6 +19,9 @@
 //!    client in a child process (this binary re-run with `--monitor-child`): resident memory,
 //!    CPU seconds and connections opened.
 //! 5. Fast-path selection through the actors, as a ratio to the pure function.
+//! 6. Compression: a `find` of 1,000 documents of about 1 KiB without a compressor and with
+//!    snappy, zlib and zstd on both sides: bytes on the wire (the simulator's counters) and
+//!    the time per find.
 //!
 //! `cargo bench -p integration-tests --bench suite` (full, a few minutes); `-- --quick` (or
 //! `BENCH_QUICK=1 make bench`) for ~1-2 minutes. Without `--bench` (`cargo test
@@ -59,6 +62,8 @@ struct Plan {
     idle: Duration,
     /// Runs per side of the monitoring scenario.
     monitor_runs: usize,
+    /// Large finds per side and compressor.
+    large_finds: usize,
 }
 
 impl Plan {
@@ -80,6 +85,7 @@ impl Plan {
                 mongos: 10,
                 idle: Duration::from_secs(1),
                 monitor_runs: 1,
+                large_finds: 2,
             },
             (true, true) => Plan {
                 mode: "quick",
@@ -97,6 +103,7 @@ impl Plan {
                 mongos: 1000,
                 idle: Duration::from_secs(10),
                 monitor_runs: 1,
+                large_finds: 10,
             },
             (true, false) => Plan {
                 mode: "full",
@@ -111,6 +118,7 @@ impl Plan {
                 mongos: 1000,
                 idle: Duration::from_secs(60),
                 monitor_runs: 3,
+                large_finds: 40,
             },
         }
     }
@@ -1015,6 +1023,156 @@ fn fast_path_selection(plan: &Plan, report: &mut Report) {
     ));
 }
 
+/// The documents of the compression scenario and their count.
+const LARGE_COLL: &str = "large";
+const LARGE_DOCS: i32 = 1000;
+
+/// About 1 KiB of text-like fields from a fixed vocabulary, picked by a deterministic LCG:
+/// compressible as real documents are, not as a repeated byte is.
+fn large_document(id: i32) -> bson::Document {
+    const WORDS: [&str; 16] = [
+        "order",
+        "customer",
+        "shipped",
+        "pending",
+        "warehouse",
+        "invoice",
+        "total",
+        "amount",
+        "street",
+        "city",
+        "product",
+        "quantity",
+        "discount",
+        "express",
+        "status",
+        "payment",
+    ];
+    let mut state = (id as u64).wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut text = |n: usize| {
+        (0..n)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                WORDS[(state >> 33) as usize % WORDS.len()]
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let notes = text(80);
+    let address = text(12);
+    let lines: Vec<bson::Document> = (0..5)
+        .map(|i| doc! {"sku": format!("SKU-{:06}", (id * 7 + i) % 100_000), "qty": i + 1, "label": text(4)})
+        .collect();
+    doc! {"_id": id, "notes": notes, "address": address, "lines": lines, "total": f64::from(id) * 1.25}
+}
+
+/// One side's large finds: the time per find (ms) of each, and the wire bytes per find.
+async fn large_finds(cluster: &Cluster, uri: &str, official: bool, finds: usize) -> (Vec<f64>, f64) {
+    use futures_util::TryStreamExt;
+    let (client, _) = Connected::open(official, uri).await;
+    let run = || async {
+        match &client {
+            Connected::Official(c) => {
+                let coll = c.database(actors_bench::DB).collection::<bson::Document>(LARGE_COLL);
+                let docs: Vec<bson::Document> =
+                    coll.find(doc! {}).await.expect("find").try_collect().await.expect("documents");
+                docs.len()
+            }
+            Connected::Ours(c) => {
+                let coll = c.database(actors_bench::DB).collection::<bson::Document>(LARGE_COLL);
+                let docs: Vec<bson::Document> =
+                    coll.find(doc! {}).await.expect("find").try_collect().await.expect("documents");
+                docs.len()
+            }
+        }
+    };
+    // Warm-up: connections open, the handshake done.
+    assert_eq!(run().await, LARGE_DOCS as usize);
+    let before = cluster.counters().total;
+    let mut times = Vec::with_capacity(finds);
+    for _ in 0..finds {
+        let start = Instant::now();
+        let n = run().await;
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(n, LARGE_DOCS as usize);
+    }
+    let after = cluster.counters().total;
+    client.shutdown().await;
+    let bytes = (after.bytes_in + after.bytes_out - before.bytes_in - before.bytes_out) as f64;
+    (times, bytes / finds as f64)
+}
+
+/// A large `find` with and without each compressor, ours and official on the same simulator.
+fn compression(plan: &Plan, runtime: &tokio::runtime::Runtime, report: &mut Report) {
+    let cluster = Cluster::standalone().start().expect("simulator");
+    let base = format!("mongodb://{}/?directConnection=true", cluster.hosts()[0]);
+    runtime.block_on(async {
+        let (seed, _) = Connected::open(false, &base).await;
+        if let Connected::Ours(c) = &seed {
+            let coll = c.database(actors_bench::DB).collection::<bson::Document>(LARGE_COLL);
+            coll.insert_many((0..LARGE_DOCS).map(large_document)).await.expect("seed");
+        }
+        seed.shutdown().await;
+        let mut plain_bytes = f64::NAN;
+        for compressor in ["none", "snappy", "zlib", "zstd"] {
+            let uri =
+                if compressor == "none" { base.clone() } else { format!("{base}&compressors={compressor}") };
+            let (mut ours, mut official) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
+            // Two halves per side, the first side alternating.
+            for half in 0..2 {
+                for is_official in if half == 0 { [false, true] } else { [true, false] } {
+                    let (times, bytes) =
+                        large_finds(&cluster, &uri, is_official, plan.large_finds.div_ceil(2)).await;
+                    let side = if is_official { &mut official } else { &mut ours };
+                    side.0.extend(times);
+                    side.1.push(bytes);
+                }
+            }
+            let (o_ms, d_ms) = (median(ours.0.clone()), median(official.0.clone()));
+            let (o_b, d_b) = (median(ours.1.clone()), median(official.1.clone()));
+            if compressor == "none" {
+                plain_bytes = o_b;
+            }
+            println!(
+                "large find, {compressor}: ours {o_ms:.2} ms {:.0} KiB, official {d_ms:.2} ms {:.0} KiB",
+                o_b / 1024.0,
+                d_b / 1024.0
+            );
+            report.rows.push(row(
+                &format!("large find, {compressor}"),
+                "KiB on the wire per find",
+                f0(o_b / 1024.0),
+                f0(d_b / 1024.0),
+                o_b / d_b,
+                &format!("ours: {:.0}% of the uncompressed bytes", 100.0 * o_b / plain_bytes),
+            ));
+            report.rows.push(row(
+                &format!("large find, {compressor}"),
+                "ms per find",
+                f2(o_ms),
+                f2(d_ms),
+                o_ms / d_ms,
+                &format!(
+                    "ratio < 1: ours faster; ours {} / official {} ms (min-max of {} finds)",
+                    spread(&ours.0),
+                    spread(&official.0),
+                    ours.0.len()
+                ),
+            ));
+        }
+    });
+    cluster.shutdown();
+    report.notes.push(format!(
+        "Compression: a simulated standalone holding {LARGE_DOCS} documents of about 1 KiB of \
+         text-like fields; each side runs `find({{}})` into a Vec {} times per compressor \
+         (`compressors=` in the URI, nothing else differs), in two halves with the first side \
+         alternating, after one warm-up find. Bytes on the wire: the simulator's byte counters \
+         (both directions, every connection, per find); time: the median with the min-max. The \
+         simulator answers each compressed request with its compressor, as mongod does.",
+        plan.large_finds
+    ));
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--monitor-child") {
@@ -1057,6 +1215,9 @@ fn main() {
 
     // 5. Fast-path selection, in an actix System on a thread of its own.
     fast_path_selection(&plan, &mut report);
+
+    // 6. A large find with and without each compressor.
+    compression(&plan, &runtime, &mut report);
 
     let total = started.elapsed();
     println!();

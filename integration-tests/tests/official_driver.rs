@@ -213,21 +213,32 @@ async fn works_through_a_load_balancer() -> TestResult {
     ping_insert_find(&deployment, "load_balanced").await
 }
 
-/// `compressors=zlib`: the driver and the simulator agree on zlib, and every operation works
-/// with compressed messages both ways.
+/// `compressors=snappy|zlib|zstd`: the driver and the simulator agree on each, and every
+/// operation works with compressed messages both ways.
 #[tokio::test]
-async fn compresses_with_zlib() -> TestResult {
+async fn compresses_with_each_compressor() -> TestResult {
     let deployment = Deployment::replica_set(1, |b| b)?;
     let uri = deployment.uri();
     let sep = if uri.contains('?') { '&' } else { '?' };
-    let (client, _) = connect(&format!("{uri}{sep}compressors=zlib")).await?;
-    let before = deployment.sim().map(|sim| sim.counters().total.compressed_replies);
-    let mut document = fresh_document("zlib");
-    document.insert("big", "z".repeat(100_000));
-    insert_and_find(&client, &document).await?;
-    if let (Some(sim), Some(before)) = (deployment.sim(), before) {
-        let after = sim.counters().total.compressed_replies;
-        assert!(after >= before + 2, "insert and find replies were compressed: {before} -> {after}");
+    for compressor in ["snappy", "zlib", "zstd"] {
+        let (client, _) = connect(&format!("{uri}{sep}compressors={compressor}")).await?;
+        let before = deployment.sim().map(|sim| sim.counters().total);
+        let mut document = fresh_document(compressor);
+        document.insert("big", "z".repeat(100_000));
+        insert_and_find(&client, &document).await?;
+        if let (Some(sim), Some(before)) = (deployment.sim(), before) {
+            let after = sim.counters().total;
+            assert!(
+                after.compressed_replies >= before.compressed_replies + 2,
+                "{compressor}: insert and find replies were compressed"
+            );
+            let key = format!("{compressor}:insert");
+            assert!(
+                after.compressed_commands.get(&key) > before.compressed_commands.get(&key),
+                "{compressor}: the driver's insert came compressed: {:?}",
+                after.compressed_commands
+            );
+        }
     }
     Ok(())
 }

@@ -24,7 +24,7 @@ const ACTS: &[(&str, &str, &str)] = &[
     ("appname", "handshake metadata (client.application.name)", "appname_reaches_the_server"),
     (
         "authMechanism",
-        "SCRAM-SHA-1 or SCRAM-SHA-256 (any other is refused)",
+        "SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509 or PLAIN (any other is refused)",
         "auth_options_pick_mechanism_and_source",
     ),
     ("authSource", "the credential's database", "auth_options_pick_mechanism_and_source"),
@@ -62,6 +62,7 @@ const ACTS: &[(&str, &str, &str)] = &[
         "readConcern on find, aggregate, count, distinct and a transaction's first command",
         "read_concern_level_goes_with_reads_only",
     ),
+    ("compressors", "OP_COMPRESSED negotiation", "compressors_compress_requests_and_replies"),
     ("readPreference", "the default read preference", "read_preference_options_route_reads"),
     ("readPreferenceTags", "read preference tag sets", "read_preference_options_route_reads"),
     (
@@ -90,6 +91,7 @@ const ACTS: &[(&str, &str, &str)] = &[
     ),
     ("tlsInsecure", "TLS verification", "tls_options_control_verification"),
     ("w", "writeConcern.w", "write_concern_options_are_sent"),
+    ("zlibCompressionLevel", "zlib's level", "compressors_compress_requests_and_replies"),
     ("waitQueueTimeoutMS", "check-out deadline", "max_pool_size_and_wait_queue_timeout"),
     ("wTimeoutMS", "writeConcern.wtimeout", "write_concern_options_are_sent"),
 ];
@@ -98,8 +100,6 @@ const ACTS: &[(&str, &str, &str)] = &[
 fn sample(name: &str) -> &'static str {
     match name {
         "authMechanismProperties" => "SERVICE_NAME:other",
-        "compressors" => "zlib,snappy,zstd",
-        "zlibCompressionLevel" => "4",
         "proxyHost" => "127.0.0.1",
         "proxyPort" => "1080",
         "proxyUsername" | "proxyPassword" => "p",
@@ -223,9 +223,15 @@ async fn overload_retries_follow_the_backpressure_options() {
 
 #[test]
 fn other_authentication_mechanisms_are_refused() {
+    for mech in ["GSSAPI", "MONGODB-AWS", "MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:test"] {
+        let creds = if mech == "GSSAPI" { "u@" } else { "" };
+        let cs =
+            ConnectionString::parse(&format!("mongodb://{creds}127.0.0.1/?authMechanism={mech}")).unwrap();
+        let e = options_without_effect(&cs).unwrap_err();
+        assert!(e.to_string().contains(mech.split('&').next().unwrap()), "{e}");
+    }
     let cs = ConnectionString::parse("mongodb://u:p@127.0.0.1/?authMechanism=PLAIN").unwrap();
-    let e = options_without_effect(&cs).unwrap_err();
-    assert!(e.to_string().contains("PLAIN"), "{e}");
+    assert!(options_without_effect(&cs).is_ok());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -251,22 +257,47 @@ async fn read_concern_level_goes_with_reads_only() {
     s.client.shutdown().await.unwrap();
 }
 
-/// `compressors` is not offered to the server until the client negotiates compression (it
-/// warns instead): with every compressor named, operations still work against a simulator
-/// that compresses whenever a client offers zlib (see `sim_wire::compression_is_negotiated_in_hello`
-/// and `official_driver::compresses_with_zlib`), and nothing was compressed.
+/// `compressors`: the first compressor of the client's list that the server agrees to
+/// compresses every request but the handshake (and authentication), with
+/// `zlibCompressionLevel` for zlib; the replies come back compressed and decode.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn compressors_do_not_break_operations() {
-    for compressors in ["zlib", "zlib,snappy,zstd&zlibCompressionLevel=4", "snappy"] {
+async fn compressors_compress_requests_and_replies() {
+    for (compressors, used) in [
+        ("zlib", "zlib"),
+        ("zstd,snappy,zlib&zlibCompressionLevel=4", "zstd"),
+        ("snappy", "snappy"),
+        ("zlib&zlibCompressionLevel=9", "zlib"),
+    ] {
         let s = support::replica_set_with_primary(1, &format!("compressors={compressors}")).await;
         let coll = s.client.database("db").collection::<bson::Document>("c");
         coll.insert_one(doc! {"_id": 1, "x": "y".repeat(4096)}).await.unwrap();
         let found = coll.find_one(doc! {"_id": 1}).await.unwrap().unwrap();
         assert_eq!(found.get_str("x").unwrap().len(), 4096);
         assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 1);
-        assert_eq!(s.cluster().counters().total.compressed_replies, 0, "{compressors}: nothing was offered");
+        let counters = s.cluster().counters().total;
+        assert!(counters.compressed_replies >= 3, "{compressors}: {}", counters.compressed_replies);
+        let compressed = &counters.compressed_commands;
+        for cmd in ["insert", "find", "aggregate"] {
+            assert!(
+                compressed.get(&format!("{used}:{cmd}")).is_some_and(|n| *n >= 1),
+                "{compressors}: {compressed:?}"
+            );
+        }
+        assert!(
+            compressed.keys().all(|k| k.starts_with(&format!("{used}:"))
+                && !k.ends_with(":hello")
+                && !k.ends_with(":isMaster")),
+            "{compressors}: only {used}, never a handshake: {compressed:?}"
+        );
         s.client.shutdown().await.unwrap();
     }
+    // An unknown compressor is dropped with a warning; with none left nothing is compressed.
+    let s = support::replica_set_with_primary(1, "compressors=lz4").await;
+    let coll = s.client.database("db").collection::<bson::Document>("c");
+    coll.insert_one(doc! {"_id": 1}).await.unwrap();
+    let counters = s.cluster().counters().total;
+    assert_eq!((counters.compressed_replies, counters.compressed_commands.len()), (0, 0));
+    s.client.shutdown().await.unwrap();
 }
 
 /// Every test ACTS names exists.

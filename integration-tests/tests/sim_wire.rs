@@ -244,14 +244,14 @@ async fn compressed_and_malformed_messages() {
     let cluster = Cluster::standalone().start().expect("start");
     let addr = cluster.hosts()[0].clone();
 
-    // OP_COMPRESSED with a compressor the simulator lacks (snappy): an error reply, then the
+    // OP_COMPRESSED with a compressor id no one defines (9): an error reply, then the
     // connection is closed.
     let mut c = client(&addr).await;
     let mut msg = Vec::new();
     let mut body = Vec::new(); // originalOpcode, uncompressedSize, compressorId
     body.extend_from_slice(&2013_i32.to_le_bytes());
     body.extend_from_slice(&0_i32.to_le_bytes());
-    body.push(1);
+    body.push(9);
     msg.extend_from_slice(&(16 + body.len() as i32).to_le_bytes());
     msg.extend_from_slice(&77_i32.to_le_bytes());
     msg.extend_from_slice(&0_i32.to_le_bytes());
@@ -261,7 +261,7 @@ async fn compressed_and_malformed_messages() {
     let r = c.read().await.expect("error reply");
     assert_eq!(r.response_to, 77);
     assert_eq!(r.document.get_f64("ok").ok(), Some(0.0));
-    assert!(r.document.get_str("errmsg").is_ok_and(|m| m.contains("compressor id 1")), "{:?}", r.document);
+    assert!(r.document.get_str("errmsg").is_ok_and(|m| m.contains("compressor id 9")), "{:?}", r.document);
     assert!(c.closed_within(Duration::from_secs(5)).await);
 
     // Garbage: closed without a reply.
@@ -407,9 +407,10 @@ async fn raw_round_trip(
     (op, id, m.body_document().expect("body"))
 }
 
-/// The simulator compresses whenever a client offers a compressor it has: zlib is agreed in
-/// the handshake, every later reply but hello's is compressed, and compressed requests are
-/// read. snappy and zstd are not agreed (the simulator does not implement them yet).
+/// The simulator compresses whenever a client offers a compressor it has: every offered one
+/// it has is agreed in the handshake (in the client's order), every later reply but hello's is
+/// compressed (with the request's compressor, or the first agreed), and compressed requests are
+/// read and counted.
 #[tokio::test]
 async fn compression_is_negotiated_in_hello() {
     use protocol::wire::WireCompressor;
@@ -419,12 +420,18 @@ async fn compression_is_negotiated_in_hello() {
     let (op, _, h) =
         raw_round_trip(&mut sock, doc! {"hello": 1, "compression": ["snappy", "zstd", "zlib"]}, None).await;
     assert_eq!(op, 2013, "a hello reply is never compressed");
-    assert_eq!(h.get_array("compression").unwrap(), &vec![Bson::from("zlib")]);
-    // An uncompressed request gets a zlib reply.
+    assert_eq!(
+        h.get_array("compression").unwrap(),
+        &vec![Bson::from("snappy"), Bson::from("zstd"), Bson::from("zlib")]
+    );
+    // An uncompressed request gets a reply with the first agreed compressor (snappy).
     let (op, id, r) = raw_round_trip(&mut sock, doc! {"ping": 1}, None).await;
-    assert_eq!((op, id), (2012, Some(2)));
+    assert_eq!((op, id), (2012, Some(1)));
     assert_eq!(r.get_f64("ok").ok(), Some(1.0));
-    // Compressed requests (zlib and noop) are read; the replies stay zlib.
+    // A zstd request gets a zstd reply.
+    let (op, id, r) = raw_round_trip(&mut sock, doc! {"ping": 1}, Some(WireCompressor::Zstd)).await;
+    assert_eq!((op, id, r.get_f64("ok").ok()), (2012, Some(3), Some(1.0)));
+    // Compressed requests (zlib and noop) are read; a zlib request gets a zlib reply.
     let big = "x".repeat(20_000);
     let (op, id, r) = raw_round_trip(
         &mut sock,
@@ -435,17 +442,21 @@ async fn compression_is_negotiated_in_hello() {
     assert_eq!((op, id, r.get_i32("n").ok()), (2012, Some(2), Some(1)), "{r:?}");
     let (op, id, r) =
         raw_round_trip(&mut sock, doc! {"find": "c", "filter": {"_id": 1}}, Some(WireCompressor::Noop)).await;
-    assert_eq!((op, id), (2012, Some(2)));
+    assert_eq!((op, id), (2012, Some(1)));
     let first =
         r.get_document("cursor").unwrap().get_array("firstBatch").unwrap()[0].as_document().unwrap().clone();
     assert_eq!(first.get_str("big").unwrap(), big);
     // A later hello on the same connection is still answered uncompressed.
     let (op, _, _) = raw_round_trip(&mut sock, doc! {"hello": 1}, None).await;
     assert_eq!(op, 2013);
+    let counted = cluster.counters().total.compressed_commands;
+    assert_eq!(counted.get("zstd:ping"), Some(&1), "{counted:?}");
+    assert_eq!(counted.get("zlib:insert"), Some(&1), "{counted:?}");
+    assert_eq!(counted.get("noop:find"), Some(&1), "{counted:?}");
 
     // Without an offer (or with only compressors it lacks) nothing is compressed.
     let mut sock = tokio::net::TcpStream::connect(&addr).await.expect("connect");
-    let (_, _, h) = raw_round_trip(&mut sock, doc! {"hello": 1, "compression": ["snappy"]}, None).await;
+    let (_, _, h) = raw_round_trip(&mut sock, doc! {"hello": 1, "compression": ["lz4"]}, None).await;
     assert!(!h.contains_key("compression"), "{h:?}");
     let (op, _, _) = raw_round_trip(&mut sock, doc! {"ping": 1}, None).await;
     assert_eq!(op, 2013);

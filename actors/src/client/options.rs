@@ -243,6 +243,13 @@ impl ClientOptionsBuilder {
         self.option("serverSelectionTimeoutMS", timeout.as_millis())
     }
 
+    /// `compressors`: offered in the handshake, most preferred first; the first the server
+    /// also supports compresses every message but the handshake and authentication.
+    pub fn compressors(self, compressors: &[crate::options::Compressor]) -> Self {
+        let names: Vec<&str> = compressors.iter().map(|c| c.as_str()).collect();
+        self.option("compressors", names.join(","))
+    }
+
     /// `heartbeatFrequencyMS`.
     pub fn heartbeat_frequency(self, frequency: Duration) -> Self {
         self.option("heartbeatFrequencyMS", frequency.as_millis())
@@ -413,9 +420,15 @@ pub fn options_without_effect(cs: &ConnectionString) -> Result<Vec<String>> {
     let o = &cs.options;
     let invalid = |message: String| Error::InvalidOptions { message };
     if let Some(m) = cs.credential.as_ref().and_then(|c| c.mechanism) {
-        if !matches!(m, AuthMechanism::ScramSha1 | AuthMechanism::ScramSha256) {
+        if !matches!(
+            m,
+            AuthMechanism::ScramSha1
+                | AuthMechanism::ScramSha256
+                | AuthMechanism::MongoDbX509
+                | AuthMechanism::Plain
+        ) {
             return Err(invalid(format!(
-                "authMechanism {}: this client authenticates with SCRAM-SHA-1 and SCRAM-SHA-256 only",
+                "authMechanism {}: this client authenticates with SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509 and PLAIN only",
                 m.as_str()
             )));
         }
@@ -430,15 +443,7 @@ pub fn options_without_effect(cs: &ConnectionString) -> Result<Vec<String>> {
                 .into(),
         ));
     }
-    let table: [(bool, &str); 4] = [
-        (
-            o.compressors.as_ref().is_some_and(|c| !c.is_empty()),
-            "compressors: this client does not negotiate compression yet, so no compressor is offered to the server; messages go uncompressed",
-        ),
-        (
-            o.zlib_compression_level.is_some(),
-            "zlibCompressionLevel: compression is not supported yet; messages go uncompressed",
-        ),
+    let table: [(bool, &str); 2] = [
         (
             o.server_selection_try_once.is_some(),
             "serverSelectionTryOnce: only single-threaded drivers use it; selection waits up to serverSelectionTimeoutMS",

@@ -39,6 +39,15 @@ struct Cli {
     /// SCRAM-SHA-256; repeatable).
     #[arg(long = "user", global = true, value_name = "NAME:PASSWORD")]
     users: Vec<String>,
+    /// Require authentication, with user NAME:PASSWORD in `$external` for PLAIN (what an LDAP
+    /// directory would check; repeatable).
+    #[arg(long = "plain-user", global = true, value_name = "NAME:PASSWORD")]
+    plain_users: Vec<String>,
+    /// Require authentication, with the MONGODB-X509 user named by this RFC 2253 subject
+    /// (repeatable; needs client certificates: --tls-ca, or --tls-test-certs whose client
+    /// certificate is `O=mongo-actors,CN=mongo-sim-client`).
+    #[arg(long = "x509-user", global = true, value_name = "SUBJECT")]
+    x509_users: Vec<String>,
     /// The MongoDB release to answer as: 7.0, or 8.0 (the `bulkWrite` command).
     #[arg(long, global = true, default_value = "7.0", value_parser = ["7.0", "8.0"])]
     server_version: String,
@@ -94,7 +103,8 @@ fn security(cli: &Cli, mut b: ClusterBuilder) -> Result<(ClusterBuilder, Option<
             client_cert_key = %certs.client_cert_key_file().display(),
             "generated test certificates"
         );
-        b = b.tls(certs.sim_tls());
+        // With X.509 users, the generated client certificate is required and verified.
+        b = b.tls(if cli.x509_users.is_empty() { certs.sim_tls() } else { certs.sim_tls_with_client_auth() });
         generated = Some(certs);
     } else if let (Some(cert), Some(key)) = (&cli.tls_cert, &cli.tls_key) {
         let client_ca_pem = cli.tls_ca.as_deref().map(read).transpose()?;
@@ -104,6 +114,14 @@ fn security(cli: &Cli, mut b: ClusterBuilder) -> Result<(ClusterBuilder, Option<
         let (name, password) =
             u.split_once(':').ok_or_else(|| format!("--user {u:?}: expected NAME:PASSWORD"))?;
         b = b.user(name, password);
+    }
+    for u in &cli.plain_users {
+        let (name, password) =
+            u.split_once(':').ok_or_else(|| format!("--plain-user {u:?}: expected NAME:PASSWORD"))?;
+        b = b.plain_user(name, password);
+    }
+    for subject in &cli.x509_users {
+        b = b.x509_user(subject);
     }
     Ok((b, generated))
 }

@@ -1,6 +1,8 @@
-//! SCRAM-SHA-1 / SCRAM-SHA-256 authentication as mongod 7 does it (RFC 5802 / RFC 7677 in
-//! MongoDB's `saslStart`/`saslContinue` conversation shape), users in `admin`, and which
-//! commands an unauthenticated connection may run.
+//! Authentication as mongod 7 does it: SCRAM-SHA-1 / SCRAM-SHA-256 (RFC 5802 / RFC 7677 in
+//! MongoDB's `saslStart`/`saslContinue` conversation shape) for users in `admin`; PLAIN
+//! (RFC 4616) for those users and for `$external` users with a password (what an LDAP
+//! directory would check); MONGODB-X509 for `$external` users named by the subject of the
+//! TLS client certificate; and which commands an unauthenticated connection may run.
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
@@ -118,6 +120,8 @@ pub(crate) struct UserSpec {
     pub name: String,
     pub password: String,
     pub mechanisms: Vec<Mechanism>,
+    /// `admin`, or `$external` for PLAIN (with a password) and X.509 (without) users.
+    pub db: String,
 }
 
 /// What the server stores for one mechanism of one user (never the password).
@@ -133,10 +137,11 @@ struct Credential {
 #[derive(Clone, Debug)]
 struct User {
     name: String,
+    db: String,
     credentials: Vec<Credential>,
 }
 
-/// The users of a cluster, all in the `admin` database. Empty = no authentication.
+/// The users of a cluster, in `admin` or `$external`. Empty = no authentication.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Users(Vec<User>);
 
@@ -165,7 +170,7 @@ impl Users {
                     iterations,
                 });
             }
-            users.push(User { name: s.name.clone(), credentials });
+            users.push(User { name: s.name.clone(), db: s.db.clone(), credentials });
         }
         Ok(Users(users))
     }
@@ -176,10 +181,7 @@ impl Users {
     }
 
     fn find(&self, db: &str, name: &str) -> Option<&User> {
-        if db != "admin" {
-            return None;
-        }
-        self.0.iter().find(|u| u.name == name)
+        self.0.iter().find(|u| u.db == db && u.name == name)
     }
 
     /// hello's `saslSupportedMechs` for `"db.user"`: `None` when the user does not exist (mongod
@@ -249,6 +251,8 @@ pub(crate) struct ConnAuth {
     /// `(user, db)` once a conversation completed.
     pub user: Option<(String, String)>,
     conversation: Option<Conversation>,
+    /// The RFC 2253 subject of the verified TLS client certificate, if any.
+    pub peer_subject: Option<String>,
 }
 
 fn payload_bytes(v: Option<RawBsonRef<'_>>) -> Result<Vec<u8>, CmdError> {
@@ -310,9 +314,98 @@ fn parse_client_first(msg: &str) -> Option<(String, String, String, String)> {
 }
 
 impl ConnAuth {
+    /// A connection's state before authentication; `peer_subject` from its TLS client
+    /// certificate.
+    pub(crate) fn with_peer_subject(peer_subject: Option<String>) -> Self {
+        ConnAuth { peer_subject, ..ConnAuth::default() }
+    }
+
     /// Whether the connection has authenticated.
     pub(crate) fn authenticated(&self) -> bool {
         self.user.is_some()
+    }
+
+    /// `authenticate` with MONGODB-X509 (also the `speculativeAuthenticate` of hello): the
+    /// user is the certificate's subject, which an explicit `user` must equal.
+    pub(crate) fn authenticate(
+        &mut self,
+        users: &Users,
+        db: &str,
+        body: &RawDocument,
+    ) -> Result<Document, CmdError> {
+        let mechanism = body.get_str("mechanism").unwrap_or("");
+        if mechanism != "MONGODB-X509" {
+            return Err(CmdError::new(
+                2,
+                "BadValue",
+                format!("Unsupported mechanism for authenticate: {mechanism:?}"),
+            ));
+        }
+        if db != "$external" {
+            return Err(CmdError::new(
+                18,
+                "AuthenticationFailed",
+                "X.509 authentication must always use the $external database.",
+            ));
+        }
+        let Some(subject) = self.peer_subject.clone() else {
+            return Err(CmdError::new(
+                18,
+                "AuthenticationFailed",
+                "No verified subject name available from client",
+            ));
+        };
+        if let Ok(user) = body.get_str("user") {
+            if user != subject {
+                return Err(CmdError::new(
+                    18,
+                    "AuthenticationFailed",
+                    "There is no x.509 client certificate matching the user.",
+                ));
+            }
+        }
+        if users.find("$external", &subject).is_none() {
+            tracing::debug!(subject, "X.509: no such user");
+            return Err(CmdError::new(
+                18,
+                "AuthenticationFailed",
+                format!("Could not find user \"{subject}\" for db \"$external\""),
+            ));
+        }
+        self.user = Some((subject.clone(), "$external".to_owned()));
+        Ok(doc! {"dbname": "$external", "user": subject, "ok": 1.0})
+    }
+
+    /// PLAIN: `\0user\0password` checked against the user's stored SCRAM credential.
+    fn plain(&mut self, users: &Users, db: &str, body: &RawDocument) -> Result<Document, CmdError> {
+        let payload = payload_bytes(body.get("payload").ok().flatten())?;
+        let mut parts = payload.split(|b| *b == 0);
+        let (Some(authzid), Some(user), Some(password), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(auth_failed());
+        };
+        let (Ok(user), Ok(password)) = (std::str::from_utf8(user), std::str::from_utf8(password)) else {
+            return Err(auth_failed());
+        };
+        if !authzid.is_empty() && authzid != user.as_bytes() {
+            return Err(auth_failed());
+        }
+        let Some(found) = users.find(db, user) else {
+            tracing::debug!(user, db, "PLAIN: no such user");
+            return Err(auth_failed());
+        };
+        let verified = found.credentials.iter().any(|c| {
+            c.mechanism.salted_password(user, password, &c.salt, c.iterations).is_ok_and(|salted| {
+                c.mechanism.hash(&c.mechanism.hmac(&salted, b"Client Key")) == c.stored_key
+            })
+        });
+        if !verified {
+            tracing::debug!(user, db, "PLAIN: wrong password");
+            return Err(auth_failed());
+        }
+        self.user = Some((user.to_owned(), db.to_owned()));
+        Ok(doc! {"conversationId": CONVERSATION_ID, "done": true, "payload": binary(Vec::new()), "ok": 1.0})
     }
 
     /// `saslStart` (also the `speculativeAuthenticate` of hello). `db` is the command's
@@ -326,6 +419,9 @@ impl ConnAuth {
         self.conversation = None;
         let mechanism =
             body.get_str("mechanism").map_err(|_| CmdError::bad("saslStart needs a mechanism"))?;
+        if mechanism == "PLAIN" {
+            return self.plain(users, db, body);
+        }
         let Some(mech) = Mechanism::parse(mechanism) else {
             return Err(CmdError::new(
                 334,

@@ -48,7 +48,11 @@ pub(crate) struct CounterCells {
     pub hellos: AtomicU64,
     pub awaited_hellos: AtomicU64,
     pub compressed_replies: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub bytes_out: AtomicU64,
     pub commands: Mutex<HashMap<String, u64>>,
+    /// Requests that arrived compressed, by `compressor:command`.
+    pub compressed_commands: Mutex<HashMap<String, u64>>,
 }
 
 impl CounterCells {
@@ -63,6 +67,18 @@ impl CounterCells {
         }
     }
 
+    /// Counts one request that arrived as OP_COMPRESSED.
+    pub(crate) fn compressed_command(&self, compressor_id: u8, name: &str) {
+        let compressor = match compressor_id {
+            0 => "noop",
+            1 => "snappy",
+            2 => "zlib",
+            3 => "zstd",
+            _ => "unknown",
+        };
+        *self.compressed_commands.lock().entry(format!("{compressor}:{name}")).or_insert(0) += 1;
+    }
+
     fn snapshot(&self, current_connections: usize) -> MemberCounters {
         MemberCounters {
             connections_opened: self.connections_opened.load(Ordering::Relaxed),
@@ -70,7 +86,15 @@ impl CounterCells {
             hellos: self.hellos.load(Ordering::Relaxed),
             awaited_hellos: self.awaited_hellos.load(Ordering::Relaxed),
             compressed_replies: self.compressed_replies.load(Ordering::Relaxed),
+            bytes_in: self.bytes_in.load(Ordering::Relaxed),
+            bytes_out: self.bytes_out.load(Ordering::Relaxed),
             commands: self.commands.lock().iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            compressed_commands: self
+                .compressed_commands
+                .lock()
+                .iter()
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
         }
     }
 }
@@ -931,8 +955,13 @@ impl Shared {
             total.hellos += m.hellos;
             total.awaited_hellos += m.awaited_hellos;
             total.compressed_replies += m.compressed_replies;
+            total.bytes_in += m.bytes_in;
+            total.bytes_out += m.bytes_out;
             for (k, v) in &m.commands {
                 *total.commands.entry(k.clone()).or_insert(0) += v;
+            }
+            for (k, v) in &m.compressed_commands {
+                *total.compressed_commands.entry(k.clone()).or_insert(0) += v;
             }
         }
         Counters { members, total }

@@ -76,16 +76,24 @@ pub(crate) fn parse(name: &str, body: &RawDocument) -> HelloRequest {
     }
 }
 
-/// The compressor the simulator agrees to from a client's offer: the first it can use.
-/// snappy and zstd are not implemented yet; like a mongod started without them, the
-/// simulator leaves them out of its answer.
+/// What the simulator agrees to from a client's offer, as mongod does: every offered
+/// compressor it has (snappy, zlib, zstd), in the client's order, and the first of them, with
+/// which it compresses its replies.
 pub(crate) fn negotiate_compression(
     offer: &[String],
-) -> Option<(&'static str, protocol::wire::WireCompressor)> {
-    offer.iter().find_map(|name| match name.as_str() {
-        "zlib" => Some(("zlib", protocol::wire::WireCompressor::Zlib { level: -1 })),
-        _ => None,
-    })
+) -> Option<(Vec<&'static str>, protocol::wire::WireCompressor)> {
+    use protocol::wire::WireCompressor;
+    let agreed: Vec<(&'static str, WireCompressor)> = offer
+        .iter()
+        .filter_map(|name| match name.as_str() {
+            "snappy" => Some(("snappy", WireCompressor::Snappy)),
+            "zlib" => Some(("zlib", WireCompressor::Zlib { level: -1 })),
+            "zstd" => Some(("zstd", WireCompressor::Zstd)),
+            _ => None,
+        })
+        .collect();
+    let first = agreed.first()?.1;
+    Some((agreed.into_iter().map(|(n, _)| n).collect(), first))
 }
 
 /// Commands (and so replies) the OP_COMPRESSED spec forbids compressing.

@@ -150,8 +150,14 @@ pub struct MemberCounters {
     pub awaited_hellos: u64,
     /// Replies sent as OP_COMPRESSED (after a client offered a compressor the simulator has).
     pub compressed_replies: u64,
+    /// Bytes received from clients on every connection, as on the wire.
+    pub bytes_in: u64,
+    /// Bytes sent to clients on every connection, as on the wire.
+    pub bytes_out: u64,
     /// Commands received, by name as sent (hello included).
     pub commands: BTreeMap<String, u64>,
+    /// Requests received as OP_COMPRESSED, by `compressor:command` (`zstd:find`).
+    pub compressed_commands: BTreeMap<String, u64>,
 }
 
 impl MemberCounters {
@@ -173,7 +179,14 @@ impl MemberCounters {
             "hellos": n(self.hellos),
             "awaitedHellos": n(self.awaited_hellos),
             "compressedReplies": n(self.compressed_replies),
+            "bytesIn": n(self.bytes_in),
+            "bytesOut": n(self.bytes_out),
             "commands": commands,
+            "compressedCommands": self
+                .compressed_commands
+                .iter()
+                .map(|(k, v)| (k.clone(), bson::Bson::Int64(n(*v))))
+                .collect::<Document>(),
         }
     }
 }
@@ -340,11 +353,47 @@ impl ClusterBuilder {
         if name.is_empty() {
             self.errors.push("a user name must not be empty".to_owned());
         }
-        self.users.retain(|u| u.name != name);
+        self.users.retain(|u| u.name != name || u.db != "admin");
         self.users.push(auth::UserSpec {
             name: name.to_owned(),
             password: password.to_owned(),
             mechanisms: parsed,
+            db: "admin".to_owned(),
+        });
+        self
+    }
+
+    /// Adds user `name` in `$external` with a password, as an LDAP directory behind mongod
+    /// would check it: it authenticates with PLAIN only (the `admin` users of
+    /// [`ClusterBuilder::user`] may use PLAIN too). Enables authentication like `user`.
+    pub fn plain_user(mut self, name: &str, password: &str) -> Self {
+        if name.is_empty() {
+            self.errors.push("a user name must not be empty".to_owned());
+        }
+        self.users.retain(|u| u.name != name || u.db != "$external");
+        self.users.push(auth::UserSpec {
+            name: name.to_owned(),
+            password: password.to_owned(),
+            mechanisms: vec![auth::Mechanism::Sha256],
+            db: "$external".to_owned(),
+        });
+        self
+    }
+
+    /// Adds the MONGODB-X509 user named by a client certificate's RFC 2253 subject
+    /// (`CN=mongo-sim-client,O=mongo-actors` for [`crate::sim::testing::TestCerts`]'s client
+    /// certificate), in `$external`. It authenticates only over TLS with a client certificate
+    /// the cluster verified ([`SimTls::client_ca_pem`]). Enables authentication like `user`.
+    pub fn x509_user(mut self, subject: &str) -> Self {
+        if subject.is_empty() {
+            self.errors.push("an X.509 subject must not be empty".to_owned());
+        }
+        self.users.retain(|u| u.name != subject || u.db != "$external");
+        self.users.push(auth::UserSpec {
+            name: subject.to_owned(),
+            password: String::new(),
+            mechanisms: Vec::new(),
+            db: "$external".to_owned(),
         });
         self
     }

@@ -69,10 +69,19 @@ pub(crate) async fn serve(
     let _ = sock.set_nodelay(true);
     let work = async move {
         let Some(tls) = shared.security.tls.clone() else {
-            return serve_stream(shared, member, sock, lb).await;
+            return serve_stream(shared, member, sock, lb, None).await;
         };
         match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.0.accept(sock)).await {
-            Ok(Ok(stream)) => serve_stream(shared, member, stream, lb).await,
+            Ok(Ok(stream)) => {
+                // A verified client certificate names the X.509 user this connection may be.
+                let subject = stream
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|c| c.first())
+                    .and_then(|c| super::tls::subject_rfc2253(c));
+                serve_stream(shared, member, stream, lb, subject).await
+            }
             Ok(Err(e)) => tracing::debug!(member = member.index, error = %e, "TLS handshake failed"),
             Err(_) => tracing::debug!(member = member.index, "TLS handshake timed out"),
         }
@@ -89,6 +98,7 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin>(
     member: Arc<Member>,
     stream: S,
     lb: bool,
+    peer_subject: Option<String>,
 ) {
     member.counters.connections_opened.fetch_add(1, Ordering::Relaxed);
     let id = shared.next_connection_id.fetch_add(1, Ordering::Relaxed);
@@ -97,9 +107,58 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin>(
         member,
         info: ConnInfo { id, app_name: None, lb, hello_seen: false, compressor: None },
         cluster_time_cache: Mutex::new(None),
-        auth: Mutex::new(ConnAuth::default()),
+        auth: Mutex::new(ConnAuth::with_peer_subject(peer_subject)),
     };
-    conn.run(stream).await;
+    conn.run(Counted { inner: stream, member: Arc::clone(&conn.member) }).await;
+}
+
+/// A stream that counts the bytes it carries into the member's counters (the wire bytes:
+/// compressed when the messages are).
+struct Counted<S> {
+    inner: S,
+    member: Arc<Member>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let read = (buf.filled().len() - before) as u64;
+        if read > 0 {
+            self.member.counters.bytes_in.fetch_add(read, Ordering::Relaxed);
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let std::task::Poll::Ready(Ok(n)) = &polled {
+            self.member.counters.bytes_out.fetch_add(*n as u64, Ordering::Relaxed);
+        }
+        polled
+    }
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
 }
 
 /// Counts a connection as live until dropped (after its socket).
@@ -284,19 +343,33 @@ impl Connection {
                     return;
                 }
             };
-            let compressible = match &frame.message {
-                Message::Msg(m) => first_key(&m.body).is_some_and(|n| !hello::never_compressed(n)),
-                _ => false,
+            let name = match &frame.message {
+                Message::Msg(m) => first_key(&m.body),
+                _ => None,
             };
+            let compressible = name.is_some_and(|n| !hello::never_compressed(n));
+            // A compressed request is answered with its own compressor, as mongod does; any
+            // other with the one agreed in the handshake.
+            let mut reply_compressor = self.info.compressor;
+            if let Some(id) = framed.codec().last_compressor_id() {
+                self.member.counters.compressed_command(id, name.unwrap_or("?"));
+                reply_compressor = match id {
+                    1 => Some(protocol::wire::WireCompressor::Snappy),
+                    2 => Some(protocol::wire::WireCompressor::Zlib { level: -1 }),
+                    3 => Some(protocol::wire::WireCompressor::Zstd),
+                    _ => reply_compressor,
+                };
+            }
             match self.handle(frame).await {
                 Action::Reply(f) => {
-                    let fed = match self.info.compressor.filter(|_| compressible) {
-                        Some(compressor) => {
-                            self.member.counters.compressed_replies.fetch_add(1, Ordering::Relaxed);
-                            framed.feed(CompressedFrame { frame: f, compressor }).await
-                        }
-                        None => framed.feed(f).await,
-                    };
+                    let fed =
+                        match reply_compressor.filter(|_| self.info.compressor.is_some() && compressible) {
+                            Some(compressor) => {
+                                self.member.counters.compressed_replies.fetch_add(1, Ordering::Relaxed);
+                                framed.feed(CompressedFrame { frame: f, compressor }).await
+                            }
+                            None => framed.feed(f).await,
+                        };
                     if let Err(e) = fed {
                         tracing::debug!(error = %e, "write failed; closing");
                         return;
@@ -565,9 +638,9 @@ impl Connection {
         self.info.hello_seen = true;
         match hello::reply(&self.shared, &self.member, self.info.id, req, self.info.lb, first) {
             Ok(mut doc) => {
-                if let Some((name, c)) = hello::negotiate_compression(&req.compression) {
+                if let Some((names, c)) = hello::negotiate_compression(&req.compression) {
                     self.info.compressor = Some(c);
-                    doc.insert("compression", vec![name]);
+                    doc.insert("compression", names);
                 }
                 doc
             }
@@ -616,7 +689,7 @@ impl Connection {
 
     /// Commands answered from the connection's authentication state.
     fn is_auth_command(&self, name: &str) -> bool {
-        matches!(name, "saslStart" | "saslContinue" | "logout")
+        matches!(name, "saslStart" | "saslContinue" | "logout" | "authenticate")
             || (name == "connectionStatus" && self.shared.security.users.enabled())
     }
 
@@ -626,6 +699,7 @@ impl Connection {
         match name {
             "saslStart" => auth.sasl_start(users, db, body),
             "saslContinue" => auth.sasl_continue(body),
+            "authenticate" => auth.authenticate(users, db, body),
             "logout" => {
                 auth.logout();
                 Ok(doc! {"ok": 1.0})
@@ -657,11 +731,13 @@ impl Connection {
             doc.insert("saslSupportedMechs", mechs);
         }
         let Ok(spec) = body.get_document("speculativeAuthenticate") else { return };
-        if first_key(spec) != Some("saslStart") {
-            return;
-        }
         let db = spec.get_str("db").unwrap_or("admin");
-        match self.auth.lock().sasl_start(users, db, spec) {
+        let answer = match first_key(spec) {
+            Some("saslStart") => self.auth.lock().sasl_start(users, db, spec),
+            Some("authenticate") => self.auth.lock().authenticate(users, db, spec),
+            _ => return,
+        };
+        match answer {
             Ok(mut reply) => {
                 reply.remove("ok");
                 doc.insert("speculativeAuthenticate", reply);

@@ -72,3 +72,39 @@ pub(crate) fn acceptor(tls: &SimTls) -> Result<Acceptor, SimError> {
     let config = builder.with_single_cert(chain, key).map_err(|e| tls_err("server certificate", e))?;
     Ok(Acceptor(TlsAcceptor::from(Arc::new(config))))
 }
+
+/// The subject of a client certificate (DER) as mongod names an X.509 user: RFC 2253, the
+/// most specific attribute first (`CN=client,O=org`), special characters escaped. `None`
+/// when the certificate does not parse.
+pub(crate) fn subject_rfc2253(der: &[u8]) -> Option<String> {
+    use x509_parser::prelude::{FromDer, X509Certificate};
+    let (_, cert) = X509Certificate::from_der(der).ok()?;
+    let registry = x509_parser::objects::oid_registry();
+    let mut rdns = Vec::new();
+    for rdn in cert.subject().iter_rdn() {
+        let mut parts = Vec::new();
+        for attr in rdn.iter() {
+            let oid = attr.attr_type();
+            let name = x509_parser::objects::oid2abbrev(oid, registry)
+                .map(str::to_owned)
+                .unwrap_or_else(|_| oid.to_id_string());
+            let value = attr.as_str().ok()?;
+            parts.push(format!("{name}={}", escape_rfc2253(value)));
+        }
+        rdns.push(parts.join("+"));
+    }
+    rdns.reverse();
+    Some(rdns.join(","))
+}
+
+fn escape_rfc2253(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for (i, c) in value.chars().enumerate() {
+        let edge = (i == 0 && (c == ' ' || c == '#')) || (i + 1 == value.chars().count() && c == ' ');
+        if edge || matches!(c, ',' | '+' | '"' | '\\' | '<' | '>' | ';' | '=') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}

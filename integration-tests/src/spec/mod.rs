@@ -4,6 +4,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
+pub mod auth;
 pub mod cmap;
 pub mod concern;
 pub mod expected;
@@ -16,6 +17,20 @@ pub mod uri;
 /// Runs one test file; `Err` carries the reason it failed.
 pub type RunFile = fn(&Path) -> Result<(), String>;
 
+/// Runs one test file case by case: each case's description and result (`Err` when the file
+/// itself cannot be read).
+pub type RunCases = fn(&Path) -> Result<Vec<(String, Result<(), String>)>, String>;
+
+/// How a suite's files run: judged whole, or case by case (each case its own record, so the
+/// expected-failures list can name one case).
+#[derive(Debug, Clone, Copy)]
+pub enum Runner {
+    /// One record per file.
+    File(RunFile),
+    /// One record per case.
+    Cases(RunCases),
+}
+
 /// A suite the runner knows: a directory relative to the root, and how to run its files.
 #[derive(Debug, Clone, Copy)]
 pub struct Suite {
@@ -24,7 +39,7 @@ pub struct Suite {
     /// The directory relative to the root, for example `server-discovery-and-monitoring/tests/rs`.
     pub dir: &'static str,
     /// Runs one file of the suite.
-    pub run_file: RunFile,
+    pub run_file: Runner,
 }
 
 /// The suites this runner implements.
@@ -33,7 +48,7 @@ pub fn suites() -> Vec<Suite> {
     let sdam = |name: &'static str, sub: &'static str, run_file: RunFile| Suite {
         name,
         dir: Box::leak(format!("{SDAM}/{sub}").into_boxed_str()),
-        run_file,
+        run_file: Runner::File(run_file),
     };
     vec![
         sdam("sdam/single", "single", sdam::run_file),
@@ -45,35 +60,48 @@ pub fn suites() -> Vec<Suite> {
         Suite {
             name: "connection-string",
             dir: "connection-string/tests",
-            run_file: uri::run_connection_string_file,
+            run_file: Runner::File(uri::run_connection_string_file),
         },
-        Suite { name: "uri-options", dir: "uri-options/tests", run_file: uri::run_uri_options_file },
-        Suite { name: "server-selection/rtt", dir: "server-selection/tests/rtt", run_file: rtt::run_file },
+        Suite {
+            name: "uri-options",
+            dir: "uri-options/tests",
+            run_file: Runner::File(uri::run_uri_options_file),
+        },
+        Suite { name: "auth", dir: "auth/tests/legacy", run_file: Runner::Cases(auth::run_cases) },
+        Suite {
+            name: "server-selection/rtt",
+            dir: "server-selection/tests/rtt",
+            run_file: Runner::File(rtt::run_file),
+        },
         Suite {
             name: "server-selection/server_selection",
             dir: "server-selection/tests/server_selection",
-            run_file: selection::run_logic_file,
+            run_file: Runner::File(selection::run_logic_file),
         },
         Suite {
             name: "server-selection/in_window",
             dir: "server-selection/tests/in_window",
-            run_file: selection::run_in_window_file,
+            run_file: Runner::File(selection::run_in_window_file),
         },
-        Suite { name: "max-staleness", dir: "max-staleness/tests", run_file: selection::run_logic_file },
+        Suite {
+            name: "max-staleness",
+            dir: "max-staleness/tests",
+            run_file: Runner::File(selection::run_logic_file),
+        },
         Suite {
             name: "read-write-concern/connection-string",
             dir: "read-write-concern/tests/connection-string",
-            run_file: concern::run_connection_string_file,
+            run_file: Runner::File(concern::run_connection_string_file),
         },
         Suite {
             name: "read-write-concern/document",
             dir: "read-write-concern/tests/document",
-            run_file: concern::run_document_file,
+            run_file: Runner::File(concern::run_document_file),
         },
         Suite {
             name: "cmap",
             dir: "connection-monitoring-and-pooling/tests/cmap-format",
-            run_file: cmap::run_file,
+            run_file: Runner::File(cmap::run_file),
         },
     ]
 }
@@ -123,15 +151,29 @@ pub fn run_suite(root: &Path, suite: &Suite) -> Option<SuiteReport> {
     }
     let mut report = SuiteReport { name: suite.name.to_string(), ..Default::default() };
     for file in json_files(&dir) {
-        let result = catch_unwind(AssertUnwindSafe(|| (suite.run_file)(&file)))
-            .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&p))));
-        report.records.push(expected::Record {
-            path: expected::relative(root, &file),
-            test: None,
+        let path = expected::relative(root, &file);
+        let record = |test: Option<String>, result: Result<(), String>| expected::Record {
+            path: path.clone(),
+            test,
             topology: None,
             status: result.map_or_else(expected::Status::Failed, |()| expected::Status::Passed),
             retried: None,
-        });
+        };
+        match suite.run_file {
+            Runner::File(run) => {
+                let result = catch_unwind(AssertUnwindSafe(|| run(&file)))
+                    .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&p))));
+                report.records.push(record(None, result));
+            }
+            Runner::Cases(run) => {
+                match catch_unwind(AssertUnwindSafe(|| run(&file)))
+                    .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&p))))
+                {
+                    Ok(cases) => report.records.extend(cases.into_iter().map(|(t, r)| record(Some(t), r))),
+                    Err(e) => report.records.push(record(None, Err(e))),
+                }
+            }
+        }
     }
     Some(report)
 }

@@ -10,7 +10,10 @@ use futures_util::{SinkExt, StreamExt};
 use protocol::address::ServerAddress;
 use protocol::hello::command::ServerApi;
 use protocol::hello::reply::HelloReply;
-use protocol::wire::{DocumentSequence, Frame, Message, MessageCodec, OpMsg, OpMsgFlags, OpQuery};
+use protocol::wire::{
+    may_compress, CompressedFrame, DocumentSequence, Frame, Message, MessageCodec, OpMsg, OpMsgFlags,
+    OpQuery, WireCompressor,
+};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::codec::Framed;
@@ -104,6 +107,8 @@ pub struct Connection {
     /// The open exhaust stream, if the last reply had `moreToCome` set.
     exhaust: Option<Exhaust>,
     monitoring: bool,
+    /// The compressor negotiated in the handshake.
+    compressor: Option<WireCompressor>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -284,7 +289,18 @@ impl Connection {
             server_api: options.server_api.clone(),
             exhaust: None,
             monitoring,
+            compressor: None,
         })
+    }
+
+    /// Sets the compressor the handshake negotiated.
+    pub(crate) fn set_compressor(&mut self, compressor: Option<WireCompressor>) {
+        self.compressor = compressor;
+    }
+
+    /// The compressor the handshake negotiated, if any.
+    pub fn compressor(&self) -> Option<WireCompressor> {
+        self.compressor
     }
 
     /// Records the handshake reply.
@@ -511,10 +527,20 @@ impl Connection {
             });
         }
         let request_id = frame.request_id;
+        let compressor = self.compressor.filter(|_| match &frame.message {
+            Message::Msg(m) => {
+                m.body.iter().next().is_some_and(|e| e.is_ok_and(|(k, _)| may_compress(k.as_str())))
+            }
+            _ => false,
+        });
         let result = async {
             let write_deadline = self.step_deadline(deadline);
             guarded(&self.address, &self.cancel, write_deadline, write_phase, async {
-                self.framed.send(frame).await.map_err(|e| codec_error(&self.address, write_phase, e))
+                match compressor {
+                    Some(compressor) => self.framed.send(CompressedFrame { frame, compressor }).await,
+                    None => self.framed.send(frame).await,
+                }
+                .map_err(|e| codec_error(&self.address, write_phase, e))
             })
             .await?;
             let read_deadline = self.step_deadline(deadline);

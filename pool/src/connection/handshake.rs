@@ -28,11 +28,17 @@ pub(crate) async fn handshake(
     let mut hs = HandshakeOptions {
         load_balanced: options.load_balanced,
         server_api: options.server_api.clone(),
+        compressors: options.compressors.iter().filter_map(|c| c.name()).map(str::to_string).collect(),
         ..Default::default()
     };
     let credential = options.credential.as_ref().filter(|_| !conn.is_monitoring());
     let mut speculative = None;
-    if let Some(c) = credential {
+    let x509 = credential.filter(|c| c.mechanism == Some(AuthMechanism::MongoDbX509));
+    if let Some(c) = x509 {
+        let mut start = auth::x509_authenticate(c, options);
+        start.insert("db", "$external");
+        hs.speculative_authenticate = Some(start);
+    } else if let Some(c) = credential.filter(|c| c.mechanism != Some(AuthMechanism::Plain)) {
         let user = c.username.as_deref().unwrap_or_default();
         let source = auth::source(c);
         if c.mechanism.is_none() {
@@ -69,6 +75,7 @@ pub(crate) async fn handshake(
         credential: c.clone(),
         supported_mechanisms: reply.sasl_supported_mechs.clone(),
         speculative: speculative.zip(reply.speculative_authenticate.clone()),
+        x509_done: x509.is_some() && reply.speculative_authenticate.is_some(),
     });
     tracing::debug!(
         address = %conn.address(),
@@ -77,6 +84,13 @@ pub(crate) async fn handshake(
         service_id = ?reply.service_id,
         "handshake complete"
     );
+    // The first compressor of ours the server also agreed to (OP_COMPRESSED spec).
+    let compressor = options
+        .compressors
+        .iter()
+        .copied()
+        .find(|c| c.name().is_some_and(|n| reply.compression.iter().any(|s| s == n)));
+    conn.set_compressor(compressor);
     conn.set_handshake(reply);
     Ok(pending)
 }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use protocol::hello::command::ServerApi;
 use protocol::hello::metadata::{ClientMetadata, DriverInfo};
-use protocol::uri::{AuthMechanism, ConnectionString, Credential, Secret};
+use protocol::uri::{AuthMechanism, Compressor, ConnectionString, Credential, Secret};
+use protocol::wire::WireCompressor;
 use serde::Serialize;
 
 use super::resolver::HostResolver;
@@ -38,6 +39,9 @@ pub struct ConnectionOptions {
     pub(crate) load_balanced: bool,
     /// The declared Stable API version.
     pub(crate) server_api: Option<ServerApi>,
+    /// `compressors` (with `zlibCompressionLevel`), in order of preference.
+    #[serde(skip)]
+    pub(crate) compressors: Vec<WireCompressor>,
     #[serde(skip)]
     pub(crate) credential: Option<Credential>,
     #[serde(skip)]
@@ -60,6 +64,7 @@ impl fmt::Debug for ConnectionOptions {
             .field("driver_info", &self.driver_info)
             .field("load_balanced", &self.load_balanced)
             .field("server_api", &self.server_api)
+            .field("compressors", &self.compressors)
             .field("credential", &self.credential)
             .field("host_resolver", &self.host_resolver)
             .finish_non_exhaustive()
@@ -79,15 +84,16 @@ impl ConnectionOptions {
             platform: None,
             load_balanced: false,
             server_api: None,
+            compressors: Vec::new(),
+            zlib_compression_level: None,
             credential: None,
             host_resolver: None,
         }
     }
 
     /// The options a connection string gives (`connectTimeoutMS`, `socketTimeoutMS`, `tls`/`ssl`
-    /// and the `tls*` options, `appname`, `loadBalanced`, the credential). `compressors` is not
-    /// taken: OP_COMPRESSED is not supported yet, so no compressor is offered in the handshake
-    /// (the client warns when the URI names some).
+    /// and the `tls*` options, `appname`, `loadBalanced`, `compressors` with
+    /// `zlibCompressionLevel`, the credential).
     ///
     /// ```
     /// use pool::connection::ConnectionOptions;
@@ -135,6 +141,8 @@ impl ConnectionOptions {
         }
         b.app_name = o.app_name.clone();
         b.load_balanced = o.load_balanced == Some(true);
+        b.compressors = o.compressors.clone().unwrap_or_default();
+        b.zlib_compression_level = o.zlib_compression_level;
         b.credential = cs.credential.clone();
         b
     }
@@ -162,6 +170,11 @@ impl ConnectionOptions {
     /// The declared Stable API version.
     pub fn server_api(&self) -> Option<&ServerApi> {
         self.server_api.as_ref()
+    }
+
+    /// The compressors offered in the handshake, in order of preference.
+    pub fn compressors(&self) -> &[WireCompressor] {
+        &self.compressors
     }
 
     /// The credential, if any (its `Debug` redacts the password).
@@ -199,6 +212,8 @@ pub struct ConnectionOptionsBuilder {
     platform: Option<String>,
     load_balanced: bool,
     server_api: Option<ServerApi>,
+    compressors: Vec<Compressor>,
+    zlib_compression_level: Option<i32>,
     credential: Option<Credential>,
     host_resolver: Option<Arc<dyn HostResolver>>,
 }
@@ -211,6 +226,7 @@ impl fmt::Debug for ConnectionOptionsBuilder {
             .field("tls", &self.tls)
             .field("app_name", &self.app_name)
             .field("load_balanced", &self.load_balanced)
+            .field("compressors", &self.compressors)
             .field("credential", &self.credential)
             .finish_non_exhaustive()
     }
@@ -267,6 +283,19 @@ impl ConnectionOptionsBuilder {
         self
     }
 
+    /// The compressors to offer (`compressors`), most preferred first; the first the server
+    /// also lists compresses every message but the handshake and authentication.
+    pub fn compressors(mut self, compressors: impl IntoIterator<Item = Compressor>) -> Self {
+        self.compressors = compressors.into_iter().collect();
+        self
+    }
+
+    /// `zlibCompressionLevel`: -1 (zlib's default) to 9; checked by `build`.
+    pub fn zlib_compression_level(mut self, level: Option<i32>) -> Self {
+        self.zlib_compression_level = level;
+        self
+    }
+
     /// The credential to authenticate with.
     pub fn credential(mut self, credential: Credential) -> Self {
         self.credential = Some(credential);
@@ -311,20 +340,50 @@ impl ConnectionOptionsBuilder {
             metadata.append(info.clone()).map_err(|e| invalid(e.to_string()))?;
         }
         if let Some(c) = &self.credential {
-            match c.mechanism {
-                None | Some(AuthMechanism::ScramSha1 | AuthMechanism::ScramSha256) => {}
-                Some(m) => return Err(invalid(format!("authentication mechanism {m} is not supported"))),
-            }
-            if c.username.as_deref().is_none_or(str::is_empty) {
-                return Err(invalid("SCRAM authentication requires a username".into()));
-            }
-            if c.password.is_none() {
-                return Err(invalid("SCRAM authentication requires a password".into()));
+            let needs_password = match c.mechanism {
+                None | Some(AuthMechanism::ScramSha1 | AuthMechanism::ScramSha256) => "SCRAM",
+                Some(AuthMechanism::Plain) => "PLAIN",
+                Some(AuthMechanism::MongoDbX509) => {
+                    if c.password.is_some() {
+                        return Err(invalid("MONGODB-X509 does not take a password".into()));
+                    }
+                    if self.tls.as_ref().is_none_or(|t| t.certificate_key_file.is_none()) {
+                        return Err(invalid(
+                            "MONGODB-X509 needs TLS with a client certificate (tls=true and tlsCertificateKeyFile)"
+                                .into(),
+                        ));
+                    }
+                    ""
+                }
+                Some(m) => {
+                    return Err(invalid(format!(
+                        "authentication mechanism {m} is not supported (this client has SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509 and PLAIN)"
+                    )))
+                }
+            };
+            if !needs_password.is_empty() {
+                if c.username.as_deref().is_none_or(str::is_empty) {
+                    return Err(invalid(format!("{needs_password} authentication requires a username")));
+                }
+                if c.password.is_none() {
+                    return Err(invalid(format!("{needs_password} authentication requires a password")));
+                }
             }
         }
         if let Some(api) = &self.server_api {
             if api.version != "1" {
                 return Err(invalid(format!("unknown server API version {:?}", api.version)));
+            }
+        }
+        if let Some(level) = self.zlib_compression_level.filter(|l| !(-1..=9).contains(l)) {
+            return Err(invalid(format!("zlibCompressionLevel must be between -1 and 9, got {level}")));
+        }
+        let mut compressors = Vec::new();
+        for c in &self.compressors {
+            let w = WireCompressor::negotiable(*c, self.zlib_compression_level)
+                .ok_or_else(|| invalid(format!("compressor {} is not supported", c.as_str())))?;
+            if !compressors.contains(&w) {
+                compressors.push(w);
             }
         }
         let tls_config = self.tls.as_ref().map(tls::client_config).transpose()?;
@@ -336,6 +395,7 @@ impl ConnectionOptionsBuilder {
             driver_info: self.driver_info,
             load_balanced: self.load_balanced,
             server_api: self.server_api,
+            compressors,
             credential: self.credential,
             tls_config,
             metadata,
@@ -360,10 +420,20 @@ mod tests {
         let e = ConnectionOptions::builder().app_name(too_long).build().expect_err("appname");
         assert!(matches!(e, Error::InvalidOptions { .. }));
         let e = ConnectionOptions::builder()
-            .credential(Credential { mechanism: Some(AuthMechanism::Plain), ..Default::default() })
+            .credential(Credential { mechanism: Some(AuthMechanism::Gssapi), ..Default::default() })
             .build()
             .expect_err("mechanism");
-        assert!(e.to_string().contains("PLAIN"), "{e}");
+        assert!(e.to_string().contains("GSSAPI"), "{e}");
+        let e = ConnectionOptions::builder()
+            .credential(Credential { mechanism: Some(AuthMechanism::Plain), ..Default::default() })
+            .build()
+            .expect_err("PLAIN without a user");
+        assert!(e.to_string().contains("PLAIN authentication requires a username"), "{e}");
+        let e = ConnectionOptions::builder()
+            .credential(Credential { mechanism: Some(AuthMechanism::MongoDbX509), ..Default::default() })
+            .build()
+            .expect_err("X.509 without a certificate");
+        assert!(e.to_string().contains("tlsCertificateKeyFile"), "{e}");
         let e = ConnectionOptions::builder()
             .credential(Credential { username: Some("u".into()), ..Default::default() })
             .build()

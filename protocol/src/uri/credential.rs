@@ -194,11 +194,12 @@ impl Credential {
                 }
             }
             Some(AuthMechanism::MongoDbAws) => {
-                if has_user != self.password.as_deref().is_some_and(|p| !p.is_empty()) {
-                    return bad("MONGODB-AWS needs both a username and a password, or neither".into());
-                }
-                if prop("AWS_SESSION_TOKEN").is_some() && !has_user {
-                    return bad("AWS_SESSION_TOKEN requires a username and password".into());
+                // Credentials come from the environment only (auth spec, 2025-09-30).
+                if has_user || self.password.is_some() || prop("AWS_SESSION_TOKEN").is_some() {
+                    return bad(
+                        "MONGODB-AWS takes its credentials from the environment, never from the connection string"
+                            .into(),
+                    );
                 }
             }
             Some(AuthMechanism::MongoDbOidc) => {
@@ -206,7 +207,7 @@ impl Credential {
                     return bad("MONGODB-OIDC does not accept a password".into());
                 }
                 // Without ENVIRONMENT the application must provide a callback in code, which
-                // cannot be checked here.
+                // cannot be checked here (the client refuses MONGODB-OIDC when it is built).
                 match (prop("ENVIRONMENT"), prop("TOKEN_RESOURCE")) {
                     (None, Some(_)) => return bad("TOKEN_RESOURCE requires ENVIRONMENT".into()),
                     (None, None) => {}
@@ -229,6 +230,12 @@ impl Credential {
                     (Some(env), _) => return bad(format!("unknown OIDC ENVIRONMENT '{env}'")),
                 }
             }
+        }
+        if mech == Some(AuthMechanism::Gssapi) {
+            self.mechanism_properties
+                .get_or_insert_with(Default::default)
+                .entry("SERVICE_NAME".to_string())
+                .or_insert_with(|| "mongodb".to_string());
         }
         if self.source.is_none() {
             self.source = Some(match mech {

@@ -176,10 +176,13 @@ impl ConnectionString {
         }
         let (options, warnings) = parser.finish()?;
 
-        // Userinfo or an auth option asks for authentication; a database alone does not.
+        // Userinfo or a mechanism asks for authentication; a database or an authSource alone
+        // does not (auth spec), though an empty authSource is still an error.
+        if options.auth_source.as_deref() == Some("") {
+            return Err(Error::InvalidCredential("authSource must not be empty".into()));
+        }
         let wants_auth = user_pass.is_some()
             || options.auth_mechanism.is_some()
-            || options.auth_source.is_some()
             || options.auth_mechanism_properties.is_some();
         let credential = if wants_auth {
             let (username, password) = user_pass.unwrap_or_default();

@@ -107,7 +107,9 @@ fn userinfo_and_database() {
     err("mongodb://h/a$b");
     // A database alone does not ask for authentication.
     assert!(ok("mongodb://h/admin").credential.is_none());
-    err("mongodb://h/?authSource=foo");
+    // Nor does an authSource alone (auth spec), but an empty one is an error.
+    assert!(ok("mongodb://h/?authSource=foo").credential.is_none());
+    err("mongodb://h/?authSource=");
     err("mongodb://u:p@h/?authMechanism=MONGODB-CR");
 }
 

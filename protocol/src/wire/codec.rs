@@ -7,7 +7,7 @@ use super::CompressedFrame;
 use super::{
     check_message_length, decode_validated, encode_compressed_frame, encode_frame, Frame, MessageHeader,
 };
-use super::{DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN};
+use super::{OpCode, DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN};
 use crate::error::{Error, Result};
 
 /// The most the decoder reserves for a frame before its bytes arrive.
@@ -22,6 +22,8 @@ const MAX_UPFRONT_RESERVE: usize = 1024 * 1024;
 pub struct MessageCodec {
     max_message_size: usize,
     checksum_on_encode: bool,
+    /// The compressor id of the last decoded frame, when it came as OP_COMPRESSED.
+    last_compressor: Option<u8>,
 }
 
 impl Default for MessageCodec {
@@ -34,7 +36,17 @@ impl MessageCodec {
     /// A codec with `maxMessageSizeBytes` = [`DEFAULT_MAX_MESSAGE_SIZE`] and no checksums added
     /// on encode.
     pub fn new() -> Self {
-        MessageCodec { max_message_size: DEFAULT_MAX_MESSAGE_SIZE, checksum_on_encode: false }
+        MessageCodec {
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            checksum_on_encode: false,
+            last_compressor: None,
+        }
+    }
+
+    /// The `compressorId` of the last decoded frame if it arrived as OP_COMPRESSED (a server
+    /// answers in kind).
+    pub fn last_compressor_id(&self) -> Option<u8> {
+        self.last_compressor
     }
 
     /// Sets the size limit applied to both directions.
@@ -91,6 +103,8 @@ impl Decoder for MessageCodec {
         }
         // O(1): hands the frame's bytes over without copying; the rest stays in `src`.
         let frame = src.split_to(len);
+        self.last_compressor =
+            (header.op_code == OpCode::Compressed).then(|| frame.get(HEADER_LEN + 8)).flatten().copied();
         decode_validated(&header, &frame, self.max_message_size).map(Some)
     }
 

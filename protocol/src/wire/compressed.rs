@@ -1,8 +1,9 @@
 //! OP_COMPRESSED (2012): a header, the original opcode, the uncompressed size, a compressor id
 //! and the compressed bytes of the original message without its header.
 //!
-//! noop (0) and zlib (2) are supported in both directions; snappy (1) and zstd (3) are refused
-//! with [`Error::UnsupportedCompressor`].
+//! noop (0), snappy (1), zlib (2) and zstd (3) are supported in both directions; any other id
+//! is refused with [`Error::UnsupportedCompressor`]. The commands the spec exempts are never
+//! compressed ([`may_compress`]).
 
 use std::io::{Read, Write};
 
@@ -20,11 +21,37 @@ const PREFIX_LEN: usize = 4 + 4 + 1;
 pub enum WireCompressor {
     /// The noop compressor (id 0): the body is carried as is.
     Noop,
+    /// Snappy (id 1), the raw (unframed) format.
+    Snappy,
     /// zlib (id 2) at a level from -1 (the library default) to 9.
     Zlib {
         /// `zlibCompressionLevel`; -1 is the library default.
         level: i32,
     },
+    /// Zstandard (id 3) at the library's default level.
+    Zstd,
+}
+
+/// The commands whose messages must never be compressed (OP_COMPRESSED spec): the handshake
+/// and authentication.
+const UNCOMPRESSIBLE: &[&str] = &[
+    "hello",
+    "ismaster",
+    "saslstart",
+    "saslcontinue",
+    "getnonce",
+    "authenticate",
+    "createuser",
+    "updateuser",
+    "copydbsaslstart",
+    "copydbgetnonce",
+    "copydb",
+];
+
+/// Whether a command may be sent compressed (false for hello, legacy hello and the
+/// authentication and user commands).
+pub fn may_compress(command_name: &str) -> bool {
+    !UNCOMPRESSIBLE.iter().any(|c| c.eq_ignore_ascii_case(command_name))
 }
 
 impl WireCompressor {
@@ -32,7 +59,8 @@ impl WireCompressor {
     pub fn negotiable(c: Compressor, zlib_level: Option<i32>) -> Option<Self> {
         match c {
             Compressor::Zlib => Some(WireCompressor::Zlib { level: zlib_level.unwrap_or(-1) }),
-            Compressor::Snappy | Compressor::Zstd => None,
+            Compressor::Snappy => Some(WireCompressor::Snappy),
+            Compressor::Zstd => Some(WireCompressor::Zstd),
         }
     }
 
@@ -40,7 +68,19 @@ impl WireCompressor {
     pub fn id(self) -> u8 {
         match self {
             WireCompressor::Noop => 0,
+            WireCompressor::Snappy => 1,
             WireCompressor::Zlib { .. } => 2,
+            WireCompressor::Zstd => 3,
+        }
+    }
+
+    /// The name used in the handshake, `None` for noop.
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            WireCompressor::Noop => None,
+            WireCompressor::Snappy => Some("snappy"),
+            WireCompressor::Zlib { .. } => Some("zlib"),
+            WireCompressor::Zstd => Some("zstd"),
         }
     }
 }
@@ -77,6 +117,17 @@ pub fn encode_compressed_frame(
             let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(level));
             enc.write_all(body).map_err(Error::Io)?;
             compressed = enc.finish().map_err(Error::Io)?;
+            &compressed
+        }
+        WireCompressor::Snappy => {
+            compressed = snap::raw::Encoder::new()
+                .compress_vec(body)
+                .map_err(|e| Error::Io(std::io::Error::other(format!("snappy: {e}"))))?;
+            &compressed
+        }
+        WireCompressor::Zstd => {
+            // Level 0 is the library's default (3).
+            compressed = zstd::bulk::compress(body, 0).map_err(Error::Io)?;
             &compressed
         }
     };
@@ -134,6 +185,27 @@ pub(super) fn decode_compressed(
                 .take(size as u64 + 1)
                 .read_to_end(&mut out)
                 .map_err(|e| Error::malformed("OP_COMPRESSED", format!("zlib: {e}")))?;
+            plain.put_slice(&out);
+        }
+        1 => {
+            // The announced length is checked before anything is allocated.
+            let len = snap::raw::decompress_len(data)
+                .map_err(|e| Error::malformed("OP_COMPRESSED", format!("snappy: {e}")))?;
+            if len != size {
+                return Err(Error::malformed(
+                    "OP_COMPRESSED",
+                    format!("uncompressedSize is {size}, the snappy data holds {len}"),
+                ));
+            }
+            let out = snap::raw::Decoder::new()
+                .decompress_vec(data)
+                .map_err(|e| Error::malformed("OP_COMPRESSED", format!("snappy: {e}")))?;
+            plain.put_slice(&out);
+        }
+        3 => {
+            // At most `size + 1` bytes are produced, so a bomb cannot grow the buffer.
+            let out = zstd::bulk::decompress(data, size + 1)
+                .map_err(|e| Error::malformed("OP_COMPRESSED", format!("zstd: {e}")))?;
             plain.put_slice(&out);
         }
         id => return Err(Error::UnsupportedCompressor { id, request_id: header.request_id }),

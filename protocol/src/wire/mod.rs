@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use bytes::{BufMut, BytesMut};
 
 pub use codec::MessageCodec;
-pub use compressed::{encode_compressed_frame, CompressedFrame, WireCompressor};
+pub use compressed::{encode_compressed_frame, may_compress, CompressedFrame, WireCompressor};
 pub use header::{check_message_length, MessageHeader, OpCode};
 pub use legacy::{OpQuery, OpReply, QueryFlags, ReplyFlags};
 pub use op_msg::{DocumentSequence, OpMsg, OpMsgFlags};

@@ -508,17 +508,23 @@ fn request_ids_are_unique_and_nonzero() {
 }
 
 #[test]
-fn compressed_roundtrip_noop_and_zlib() {
+fn compressed_roundtrip_every_compressor() {
     let big = raw(doc! {"find": "c", "filter": {"x": "y".repeat(5000)}, "$db": "db"});
     let f = frame(OpMsg::new(big));
-    for c in [WireCompressor::Noop, WireCompressor::Zlib { level: -1 }, WireCompressor::Zlib { level: 9 }] {
+    for c in [
+        WireCompressor::Noop,
+        WireCompressor::Zlib { level: -1 },
+        WireCompressor::Zlib { level: 9 },
+        WireCompressor::Snappy,
+        WireCompressor::Zstd,
+    ] {
         let mut buf = BytesMut::new();
         encode_compressed_frame(&f, c, &mut buf, MAX, false).unwrap();
         assert_eq!(i32::from_le_bytes(buf[12..16].try_into().unwrap()), 2012);
         assert_eq!(i32::from_le_bytes(buf[16..20].try_into().unwrap()), 2013);
         assert_eq!(buf[24], c.id());
         if c != WireCompressor::Noop {
-            assert!(buf.len() < 500, "zlib shrinks a repetitive document: {} bytes", buf.len());
+            assert!(buf.len() < 500, "{c:?} shrinks a repetitive document: {} bytes", buf.len());
         }
         assert_eq!(decode_frame(&buf, MAX).unwrap(), f);
         let mut codec = MessageCodec::new();
@@ -532,12 +538,26 @@ fn compressed_roundtrip_noop_and_zlib() {
 }
 
 #[test]
+fn handshake_and_authentication_are_never_compressed() {
+    for c in
+        ["hello", "isMaster", "ismaster", "saslStart", "saslContinue", "authenticate", "createUser", "copydb"]
+    {
+        assert!(!may_compress(c), "{c}");
+    }
+    for c in ["find", "insert", "ping", "getMore", "hostInfo"] {
+        assert!(may_compress(c), "{c}");
+    }
+    assert_eq!(WireCompressor::Zstd.name(), Some("zstd"));
+    assert_eq!(WireCompressor::Noop.name(), None);
+}
+
+#[test]
 fn compressed_rejects_bad_input() {
     let f = frame(OpMsg::new(ping()));
     let mut good = BytesMut::new();
     encode_compressed_frame(&f, WireCompressor::Zlib { level: 1 }, &mut good, MAX, false).unwrap();
-    // snappy (1), zstd (3) and undefined ids are typed errors.
-    for id in [1u8, 3, 9] {
+    // Undefined ids are typed errors.
+    for id in [4u8, 9, 255] {
         let mut b = good.to_vec();
         b[24] = id;
         assert!(
@@ -565,6 +585,22 @@ fn compressed_rejects_bad_input() {
     let n = b.len();
     b[25..n].fill(0xff);
     assert!(matches!(decode_frame(&b, MAX), Err(Error::MalformedFrame { .. })));
+    // zlib data read as snappy or zstd, and corrupt snappy and zstd data, are malformed.
+    for id in [1u8, 3] {
+        let mut b = good.to_vec();
+        b[24] = id;
+        assert!(matches!(decode_frame(&b, MAX), Err(Error::MalformedFrame { .. })), "id {id}");
+    }
+    for c in [WireCompressor::Snappy, WireCompressor::Zstd] {
+        let mut b = BytesMut::new();
+        encode_compressed_frame(&f, c, &mut b, MAX, false).unwrap();
+        let mut short = b.to_vec();
+        short[20..24].copy_from_slice(&le(i32::from_le_bytes(b[20..24].try_into().unwrap()) - 1));
+        assert!(matches!(decode_frame(&short, MAX), Err(Error::MalformedFrame { .. })), "{c:?} size");
+        let n = b.len();
+        b[26..n].fill(0xee);
+        assert!(matches!(decode_frame(&b, MAX), Err(Error::MalformedFrame { .. })), "{c:?} data");
+    }
     // An inner message that is itself malformed.
     let mut b = BytesMut::new();
     encode_compressed_frame(&f, WireCompressor::Noop, &mut b, MAX, false).unwrap();

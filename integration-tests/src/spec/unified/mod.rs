@@ -41,6 +41,9 @@ pub const SUITES: &[(&str, &str)] = &[
     ("unified/gridfs", "gridfs/tests"),
     ("unified/change-streams", "change-streams/tests/unified"),
     ("unified/versioned-api", "versioned-api/tests"),
+    ("unified/command-logging", "command-logging-and-monitoring/tests/logging"),
+    ("unified/command-monitoring", "command-logging-and-monitoring/tests/monitoring"),
+    ("unified/mongodb-handshake", "mongodb-handshake/tests/unified"),
     ("unified/runner-valid-pass", "unified-test-format/tests/valid-pass"),
     ("unified/runner-valid-fail", "unified-test-format/tests/valid-fail"),
 ];

@@ -1,5 +1,6 @@
-//! Authentication over an established connection: SCRAM-SHA-1 and SCRAM-SHA-256, with
-//! mechanism negotiation and speculative authentication.
+//! Authentication over an established connection: SCRAM-SHA-1 and SCRAM-SHA-256 (with
+//! mechanism negotiation), MONGODB-X509 (speculative or not) and PLAIN; speculative
+//! authentication in the handshake for SCRAM and X.509.
 //!
 //! Every failure is [`Error::Authentication`]: with the server's code when it answered `ok: 0`
 //! (e.g. 18 `AuthenticationFailed`), without one when the client detected it (a bad server
@@ -24,6 +25,21 @@ pub(crate) struct PendingAuth {
     pub(crate) supported_mechanisms: Option<Vec<String>>,
     /// The speculative client-first message and the server's answer to it.
     pub(crate) speculative: Option<(ClientFirst, Document)>,
+    /// The server's answer to a speculative MONGODB-X509 `authenticate`: nothing left to do.
+    pub(crate) x509_done: bool,
+}
+
+/// The MONGODB-X509 `authenticate` command (without `$db`, which is `$external`). Without a
+/// user the server takes the subject of the client certificate.
+pub(crate) fn x509_authenticate(c: &Credential, options: &ConnectionOptions) -> Document {
+    let mut d = doc! { "authenticate": 1, "mechanism": "MONGODB-X509" };
+    if let Some(user) = c.username.as_deref().filter(|u| !u.is_empty()) {
+        d.insert("user", user);
+    }
+    if let Some(api) = &options.server_api {
+        api.append_to(&mut d);
+    }
+    d
 }
 
 /// The authentication database: `authSource`, else `admin`.
@@ -98,8 +114,18 @@ async fn command(
     body: Document,
     deadline: Option<Instant>,
 ) -> Result<Document> {
+    run_auth_command(conn, version.mechanism(), db, body, deadline).await
+}
+
+async fn run_auth_command(
+    conn: &mut Connection,
+    mechanism: &str,
+    db: &str,
+    body: Document,
+    deadline: Option<Instant>,
+) -> Result<Document> {
     let raw = conn.run(db, body, false, deadline, Phase::Authentication).await?;
-    let mechanism = version.mechanism().to_string();
+    let mechanism = mechanism.to_string();
     let raw = conn.check_ok(raw).map_err(|e| match e {
         Error::Command { address, error } => Error::Authentication {
             address,
@@ -117,8 +143,61 @@ async fn command(
     })
 }
 
-/// Authenticates `conn` with the SCRAM conversation the handshake started or negotiated.
+/// Authenticates `conn`: X.509 or PLAIN, or the SCRAM conversation the handshake started or
+/// negotiated.
 pub(crate) async fn authenticate(
+    conn: &mut Connection,
+    options: &ConnectionOptions,
+    pending: PendingAuth,
+    deadline: Option<Instant>,
+) -> Result<()> {
+    match pending.credential.mechanism {
+        Some(AuthMechanism::MongoDbX509) => {
+            if !pending.x509_done {
+                let body = x509_authenticate(&pending.credential, options);
+                run_auth_command(conn, "MONGODB-X509", "$external", body, deadline).await?;
+            }
+            tracing::debug!(address = %conn.address(), id = conn.id(), mechanism = "MONGODB-X509", "authenticated");
+            Ok(())
+        }
+        Some(AuthMechanism::Plain) => plain(conn, options, &pending.credential, deadline).await,
+        _ => scram(conn, options, pending, deadline).await,
+    }
+}
+
+/// PLAIN (RFC 4616): one `saslStart` carrying `\0user\0password`, which the server must end.
+async fn plain(
+    conn: &mut Connection,
+    options: &ConnectionOptions,
+    c: &Credential,
+    deadline: Option<Instant>,
+) -> Result<()> {
+    let user = c.username.as_deref().unwrap_or_default();
+    let mut payload = Vec::with_capacity(user.len() + 2 + c.password.as_ref().map_or(0, String::len));
+    payload.push(0);
+    payload.extend_from_slice(user.as_bytes());
+    payload.push(0);
+    payload.extend_from_slice(c.password.as_deref().unwrap_or_default().as_bytes());
+    let mut body =
+        doc! { "saslStart": 1, "mechanism": "PLAIN", "payload": binary(payload), "autoAuthorize": 1 };
+    if let Some(api) = &options.server_api {
+        api.append_to(&mut body);
+    }
+    let reply = run_auth_command(conn, "PLAIN", source(c), body, deadline).await?;
+    if !reply.get_bool("done").unwrap_or(false) {
+        return Err(Error::Authentication {
+            address: conn.address().clone(),
+            mechanism: "PLAIN".into(),
+            code: None,
+            message: "the server did not end the PLAIN conversation".into(),
+        });
+    }
+    tracing::debug!(address = %conn.address(), id = conn.id(), mechanism = "PLAIN", "authenticated");
+    Ok(())
+}
+
+/// SCRAM-SHA-1 or SCRAM-SHA-256, continuing a speculative conversation when there is one.
+async fn scram(
     conn: &mut Connection,
     options: &ConnectionOptions,
     pending: PendingAuth,
