@@ -8,6 +8,7 @@
 
 pub mod client;
 pub mod command_events;
+pub mod command_log;
 pub mod error;
 pub mod events;
 pub mod messages;
@@ -55,6 +56,7 @@ pub mod options {
     };
     pub use crate::client::{ClientOptions, ClientOptionsBuilder};
     pub use protocol::hello::command::ServerApi;
+    pub use protocol::hello::metadata::DriverInfo;
     pub use protocol::uri::Compressor;
     pub use selection::ReadPreference;
 }

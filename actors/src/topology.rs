@@ -350,6 +350,7 @@ impl TopologyActor {
     /// first snapshot. Must run inside an actix system.
     pub fn spawn(self) -> Topology {
         let id = self.id;
+        let connection_options = Arc::clone(&self.config.connection_options);
         let mut receiver = None;
         let addr = TopologyActor::create(|ctx| {
             let mut actor = self;
@@ -386,7 +387,7 @@ impl TopologyActor {
             }
         };
         let guard = Arc::new(CloseOnDrop(addr.clone()));
-        Topology { id, addr, receiver, _guard: guard }
+        Topology { id, addr, receiver, connection_options, _guard: guard }
     }
 
     fn emit(&self, events: Vec<SdamEvent>) {
@@ -822,6 +823,8 @@ pub struct Topology {
     id: TopologyId,
     addr: Addr<TopologyActor>,
     receiver: watch::Receiver<Arc<TopologySnapshot>>,
+    /// Shared with every pool and monitor (their handshake metadata included).
+    connection_options: Arc<ConnectionOptions>,
     _guard: Arc<CloseOnDrop>,
 }
 
@@ -834,6 +837,11 @@ impl Topology {
     /// The topology's id (the `topologyId` of its events and log messages).
     pub fn id(&self) -> TopologyId {
         self.id
+    }
+
+    /// The options every connection of this topology is opened with.
+    pub fn connection_options(&self) -> &ConnectionOptions {
+        &self.connection_options
     }
 
     /// The actor's address.

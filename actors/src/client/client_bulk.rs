@@ -641,6 +641,25 @@ impl Operation for BulkWriteOp<'_> {
 
     fn handle_reply(self, out: OpOutput) -> Result<(CursorReply, Counts)> {
         let counts = Counts::read(&out.reply);
+        // Unacknowledged: sent with moreToCome, no reply and so no cursor to read.
+        let unacknowledged = self
+            .command
+            .get_document("writeConcern")
+            .is_ok_and(|w| matches!(w.get("w"), Some(Bson::Int32(0) | Bson::Int64(0))));
+        if unacknowledged {
+            let cursor = CursorReply {
+                address: out.address,
+                db: "admin".into(),
+                collection: "$cmd.bulkWrite".into(),
+                id: 0,
+                batch: Default::default(),
+                session: out.session,
+                connection: out.connection,
+                post_batch_resume_token: None,
+                operation_time: None,
+            };
+            return Ok((cursor, counts));
+        }
         Ok((CursorReply::read(out, "admin", "$cmd.bulkWrite")?, counts))
     }
 }

@@ -257,6 +257,19 @@ impl Client {
         self.inner.settings.write_concern.as_ref()
     }
 
+    /// Appends a wrapping library's driver information (name, version, platform) to the
+    /// handshake metadata of the connections this client opens from now on (the handshake
+    /// spec's `appendMetadata`): established connections keep theirs, and none is opened or
+    /// closed for it. The same information twice changes nothing; a `|` in it is
+    /// [`Error::InvalidOptions`].
+    pub fn append_metadata(&self, info: crate::options::DriverInfo) -> Result<()> {
+        self.inner
+            .topology
+            .connection_options()
+            .append_metadata(info)
+            .map_err(|e| Error::InvalidOptions { message: e.to_string() })
+    }
+
     /// The topology.
     pub fn topology(&self) -> &Topology {
         &self.inner.topology

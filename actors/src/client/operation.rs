@@ -821,6 +821,12 @@ impl ClientInner {
         let raw = RawDocumentBuf::try_from(&command).map_err(|e| Error::InvalidOptions {
             message: format!("the command cannot be serialized: {e}"),
         })?;
+        // An unacknowledged write goes with moreToCome: the server sends no reply, and the
+        // operation (and its succeeded event) sees `{ok: 1}` (OP_MSG and command monitoring specs).
+        let unacknowledged = matches!(&*op.name, "insert" | "update" | "delete" | "bulkWrite")
+            && command
+                .get_document("writeConcern")
+                .is_ok_and(|w| matches!(w.get("w"), Some(Bson::Int32(0) | Bson::Int64(0))));
         let mut monitoring = Monitoring::new(self, conn, op, &command, attempt.operation_id);
         let mut started_doc = monitoring.started_document(command, &op.sequences);
         let body = if op.sequences.is_empty() {
@@ -829,6 +835,20 @@ impl ClientInner {
             // Cloned: a retry sends the same statements again.
             CommandBody::Sequenced(raw, op.sequences.clone())
         };
+        if unacknowledged {
+            let sent = conn
+                .send_unacknowledged(&op.db, body, attempt.deadline, |rid| {
+                    monitoring.started(rid, started_doc.take())
+                })
+                .await;
+            if let Err(e) = sent {
+                monitoring.failed(e.to_string(), false);
+                return Err(Box::pin(self.round_trip_failure(conn, session, e)).await);
+            }
+            let reply = bson::doc! {"ok": 1};
+            monitoring.succeeded(&reply);
+            return Ok(reply);
+        }
         let result = conn
             .send_command_with(&op.db, body, attempt.deadline, |rid| {
                 monitoring.started(rid, started_doc.take())
@@ -837,7 +857,7 @@ impl ClientInner {
         let raw = match result {
             Ok(r) => r,
             Err(e) => {
-                monitoring.failed(e.to_string());
+                monitoring.failed(e.to_string(), false);
                 return Err(Box::pin(self.round_trip_failure(conn, session, e)).await);
             }
         };
@@ -845,7 +865,7 @@ impl ClientInner {
         let reply = match Document::try_from(raw) {
             Ok(d) => d,
             Err(e) => {
-                monitoring.failed(e.to_string());
+                monitoring.failed(e.to_string(), false);
                 return Err(Error::InvalidResponse { address, message: e.to_string() });
             }
         };
@@ -871,7 +891,7 @@ impl ClientInner {
         }
         if error.command_failed {
             let e = Error::Command { address, error };
-            monitoring.failed(e.to_string());
+            monitoring.failed(e.to_string(), true);
             Err(e)
         } else {
             // ok: 1: the command succeeded as far as monitoring is concerned.
@@ -1029,6 +1049,8 @@ struct Monitoring<'a> {
     /// A sensitive command (authentication, a hello with speculative authentication): its
     /// body and reply are not shown.
     redact: bool,
+    /// The topology id, when command log messages are wanted.
+    log: Option<String>,
 }
 
 impl<'a> Monitoring<'a> {
@@ -1040,16 +1062,19 @@ impl<'a> Monitoring<'a> {
         operation_id: i64,
     ) -> Self {
         let handler = client.command_handler.as_deref();
+        let log = crate::command_log::enabled().then(|| client.topology.id().0.to_string());
+        let observed = handler.is_some() || log.is_some();
         Monitoring {
             handler,
             metrics: &client.command_metrics,
-            connection: handler.map(|_| CommandConnection {
+            connection: observed.then(|| CommandConnection {
                 address: conn.address().clone(),
                 driver_connection_id: conn.id(),
                 server_connection_id: conn.hello_reply().connection_id,
                 service_id: conn.service_id(),
             }),
-            redact: handler.is_some() && is_sensitive(&op.name, command),
+            redact: observed && is_sensitive(&op.name, command),
+            log,
             command_name: &op.name,
             db: &op.db,
             operation_id,
@@ -1061,8 +1086,8 @@ impl<'a> Monitoring<'a> {
     /// The command the started event shows: a document sequence appears as the array field
     /// it stands for (command monitoring spec).
     fn started_document(&self, mut command: Document, sequences: &[DocumentSequence]) -> Option<Document> {
-        match (self.handler, self.redact) {
-            (Some(_), false) => {
+        match (self.handler.is_some() || self.log.is_some(), self.redact) {
+            (true, false) => {
                 for seq in sequences {
                     let docs: Vec<Bson> = seq
                         .documents
@@ -1073,14 +1098,29 @@ impl<'a> Monitoring<'a> {
                 }
                 Some(command)
             }
-            (Some(_), true) => Some(Document::new()),
+            (true, true) => Some(Document::new()),
             _ => None,
         }
+    }
+
+    /// The fields of this command's log messages, when they are wanted.
+    fn log_context(&self) -> Option<crate::command_log::Context<'_>> {
+        Some(crate::command_log::Context {
+            topology_id: self.log.as_deref()?,
+            connection: self.connection.as_ref()?,
+            command_name: self.command_name,
+            database_name: self.db,
+            request_id: self.request_id,
+            operation_id: self.operation_id,
+        })
     }
 
     fn started(&mut self, request_id: i32, command: Option<Document>) {
         self.request_id = request_id;
         self.started = StdInstant::now();
+        if let (Some(ctx), Some(command)) = (self.log_context(), command.as_ref()) {
+            crate::command_log::started(&ctx, command);
+        }
         if let (Some(h), Some(command), Some(c)) = (self.handler, command, self.connection.clone()) {
             h.handle(&CommandEvent::Started {
                 command,
@@ -1096,6 +1136,10 @@ impl<'a> Monitoring<'a> {
     fn succeeded(&self, reply: &Document) {
         let duration = self.started.elapsed();
         self.metrics.record(self.command_name, true, duration);
+        if let Some(ctx) = self.log_context() {
+            let empty = Document::new();
+            crate::command_log::succeeded(&ctx, if self.redact { &empty } else { reply }, duration);
+        }
         self.ended(|m, connection| CommandEvent::Succeeded {
             reply: if m.redact { Document::new() } else { reply.clone() },
             command_name: m.command_name.to_string(),
@@ -1107,9 +1151,15 @@ impl<'a> Monitoring<'a> {
         });
     }
 
-    fn failed(&self, failure: String) {
+    /// `server`: the server answered with an error (redacted from the log for a sensitive
+    /// command), rather than a network, timeout or decoding failure.
+    fn failed(&self, failure: String, server: bool) {
         let duration = self.started.elapsed();
         self.metrics.record(self.command_name, false, duration);
+        if let Some(ctx) = self.log_context() {
+            let shown = if self.redact && server { crate::command_log::REDACTED_FAILURE } else { &failure };
+            crate::command_log::failed(&ctx, shown, duration);
+        }
         self.ended(|m, connection| CommandEvent::Failed {
             failure,
             command_name: m.command_name.to_string(),

@@ -527,27 +527,60 @@ impl Connection {
             });
         }
         let request_id = frame.request_id;
+        let result = async {
+            self.write_frame(frame, deadline, write_phase).await?;
+            let read_deadline = self.step_deadline(deadline);
+            let expect = Exhaust { request: request_id, previous: request_id };
+            self.read_reply(expect, read_deadline, read_phase).await
+        }
+        .await;
+        if let Err(e) = &result {
+            self.closed = true;
+            tracing::debug!(address = %self.address, id = self.id, error = %e, "connection closed after error");
+        }
+        result
+    }
+
+    /// Writes one request (compressed when a compressor was negotiated and the command may
+    /// be), within `deadline` or socketTimeoutMS.
+    async fn write_frame(&mut self, frame: Frame, deadline: Option<Instant>, phase: Phase) -> Result<()> {
         let compressor = self.compressor.filter(|_| match &frame.message {
             Message::Msg(m) => {
                 m.body.iter().next().is_some_and(|e| e.is_ok_and(|(k, _)| may_compress(k.as_str())))
             }
             _ => false,
         });
-        let result = async {
-            let write_deadline = self.step_deadline(deadline);
-            guarded(&self.address, &self.cancel, write_deadline, write_phase, async {
-                match compressor {
-                    Some(compressor) => self.framed.send(CompressedFrame { frame, compressor }).await,
-                    None => self.framed.send(frame).await,
-                }
-                .map_err(|e| codec_error(&self.address, write_phase, e))
-            })
-            .await?;
-            let read_deadline = self.step_deadline(deadline);
-            let expect = Exhaust { request: request_id, previous: request_id };
-            self.read_reply(expect, read_deadline, read_phase).await
+        let write_deadline = self.step_deadline(deadline);
+        guarded(&self.address, &self.cancel, write_deadline, phase, async {
+            match compressor {
+                Some(compressor) => self.framed.send(CompressedFrame { frame, compressor }).await,
+                None => self.framed.send(frame).await,
+            }
+            .map_err(|e| codec_error(&self.address, phase, e))
+        })
+        .await
+    }
+
+    /// Sends a command with `moreToCome` (an unacknowledged write): the server sends no
+    /// reply, so none is read. `before_send` gets the request id, as in
+    /// [`Connection::send_command_with`]. Any error closes the connection.
+    pub async fn send_unacknowledged(
+        &mut self,
+        db: &str,
+        body: impl Into<CommandBody>,
+        deadline: Option<Instant>,
+        before_send: impl FnOnce(i32),
+    ) -> Result<()> {
+        self.check_open()?;
+        if self.exhaust.is_some() {
+            return Err(Error::InvalidState {
+                address: self.address.clone(),
+                message: "a command was sent while an exhaust stream is still open".into(),
+            });
         }
-        .await;
+        let frame = self.msg_frame(db, body.into(), OpMsgFlags::MORE_TO_COME)?;
+        before_send(frame.request_id);
+        let result = self.write_frame(frame, deadline, Phase::Write).await;
         if let Err(e) = &result {
             self.closed = true;
             tracing::debug!(address = %self.address, id = self.id, error = %e, "connection closed after error");

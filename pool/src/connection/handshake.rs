@@ -55,7 +55,7 @@ pub(crate) async fn handshake(
         hs.speculative_authenticate = Some(start);
         speculative = Some(first);
     }
-    let cmd = HelloCommand::handshake(&hs, &options.metadata);
+    let cmd = HelloCommand::handshake(&hs, &options.metadata.read());
     let raw = conn.run("admin", cmd.body, cmd.legacy, deadline, Phase::Hello).await?;
     let address = conn.address().clone();
     let handshake_error = |message: String| Error::Handshake { address: address.clone(), message };

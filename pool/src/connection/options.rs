@@ -46,8 +46,9 @@ pub struct ConnectionOptions {
     pub(crate) credential: Option<Credential>,
     #[serde(skip)]
     pub(crate) tls_config: Option<Arc<rustls::ClientConfig>>,
+    /// Shared by every clone, so [`ConnectionOptions::append_metadata`] reaches every pool.
     #[serde(skip)]
-    pub(crate) metadata: ClientMetadata,
+    pub(crate) metadata: Arc<parking_lot::RwLock<ClientMetadata>>,
     /// Resolves host names; `None` = the system resolver.
     #[serde(skip)]
     pub(crate) host_resolver: Option<Arc<dyn HostResolver>>,
@@ -182,9 +183,17 @@ impl ConnectionOptions {
         self.credential.as_ref()
     }
 
-    /// The client metadata sent in every handshake.
-    pub fn metadata(&self) -> &ClientMetadata {
-        &self.metadata
+    /// The client metadata sent in every handshake (a copy).
+    pub fn metadata(&self) -> ClientMetadata {
+        self.metadata.read().clone()
+    }
+
+    /// Appends a wrapping library's driver information to the metadata of connections
+    /// opened from now on, by these options and every clone of them (handshake spec:
+    /// established connections keep theirs, and none is opened or closed for it). Appending
+    /// the same information twice changes nothing; a `|` in it is an error.
+    pub fn append_metadata(&self, info: DriverInfo) -> Result<()> {
+        self.metadata.write().append(info).map_err(|e| Error::InvalidOptions { message: e.to_string() })
     }
 
     /// The host-name resolver, when not the system's.
@@ -398,7 +407,7 @@ impl ConnectionOptionsBuilder {
             compressors,
             credential: self.credential,
             tls_config,
-            metadata,
+            metadata: Arc::new(parking_lot::RwLock::new(metadata)),
             host_resolver: self.host_resolver,
         })
     }

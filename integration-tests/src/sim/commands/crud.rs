@@ -850,8 +850,31 @@ fn find(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> {
     if let Some(l) = limit {
         docs.truncate(l);
     }
-    if let Ok(p) = cmd.get_document("projection") {
+    if cmd.get_bool("returnKey").unwrap_or(false) {
+        // The key of the index the query would use: the first whose leading field the sort
+        // or the filter names; a collection scan has no key, so `{}` (as mongod).
+        let leading = |f: &str| sort.is_some_and(|s| s.contains_key(f)) || filter.contains_key(f);
+        let key = store.coll(db, coll).and_then(|c| {
+            c.indexes()
+                .into_iter()
+                .filter_map(|i| i.get_document("key").ok().cloned())
+                .find(|k| k.keys().next().is_some_and(|f| leading(f)))
+        });
+        docs = docs
+            .into_iter()
+            .map(|d| match &key {
+                Some(k) => k.keys().filter_map(|f| d.get(f).map(|v| (f.clone(), v.clone()))).collect(),
+                None => Document::new(),
+            })
+            .collect();
+    } else if let Ok(p) = cmd.get_document("projection") {
         docs = docs.into_iter().map(|d| store::project(d, p)).collect();
+    }
+    if cmd.get_bool("showRecordId").unwrap_or(false) && !cmd.get_bool("returnKey").unwrap_or(false) {
+        // The position in the result stands for the storage engine's record id.
+        for (i, d) in docs.iter_mut().enumerate() {
+            d.insert("$recordId", i64::try_from(i + 1 + skip).unwrap_or(i64::MAX));
+        }
     }
     let batch = if raw_limit < 0 { limit } else { batch };
     Ok(Exec::Cursor { ns: format!("{db}.{coll}"), docs, batch, single })
@@ -1050,6 +1073,23 @@ fn update(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Re
             "Location40415",
             "BSON field 'update.updates.sort' is an unknown field.",
         ));
+    }
+    // An update pipeline with an unknown stage fails the whole command when it is parsed,
+    // before any statement runs (mongod: 40324 `Unrecognized pipeline stage name`).
+    for stmt in &stmts {
+        if let Ok(pipeline) = stmt.get_array("u") {
+            for name in pipeline.iter().filter_map(Bson::as_document).filter_map(|d| d.keys().next()) {
+                const UPDATE_STAGES: [&str; 7] =
+                    ["$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith", "$redact"];
+                if name.starts_with('$') && !UPDATE_STAGES.contains(&name.as_str()) {
+                    return Err(CmdError::new(
+                        40324,
+                        "Location40324",
+                        format!("Unrecognized pipeline stage name: '{name}'"),
+                    ));
+                }
+            }
+        }
     }
     let ordered = cmd.get_bool("ordered").unwrap_or(true);
     let (mut n, mut modified) = (0usize, 0usize);

@@ -54,6 +54,7 @@ pub(super) fn runs(name: &str) -> bool {
             | "listDatabaseObjects"
             | "clientBulkWrite"
             | "listDatabaseNames"
+            | "appendMetadata"
             | "createSearchIndex"
             | "createSearchIndexes"
             | "updateSearchIndex"
@@ -764,6 +765,18 @@ pub(super) async fn client_op(
                 Ok(_) if unacknowledged => Ok(Some(Bson::Document(doc! {"acknowledged": false}))),
                 other => other,
             }
+        }
+        "appendMetadata" => {
+            let info = args
+                .get_document("driverInfoOptions")
+                .map_err(|_| "appendMetadata needs driverInfoOptions")?;
+            let text = |k: &str| info.get_str(k).ok().map(str::to_string);
+            let info = actors::options::DriverInfo {
+                name: text("name").unwrap_or_default(),
+                version: text("version"),
+                platform: text("platform"),
+            };
+            client.append_metadata(info).map(|()| None)
         }
         other => return Err(format!("client operation {other} not supported")),
     })

@@ -1,8 +1,8 @@
 //! `observeLogMessages` and `expectLogMessages`: the client's `tracing` output captured per
 //! client. A process-wide subscriber records the client crates' events while some client
-//! observes logs; a client's messages are those carrying its topology id (every `topology`,
-//! `serverSelection` and `connection` message has a `topologyId`), so several clients in one
-//! test do not mix.
+//! observes logs; a client's messages are those carrying its topology id (every `command`,
+//! `topology`, `serverSelection` and `connection` message has a `topologyId`), so several
+//! clients in one test do not mix.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -19,6 +19,7 @@ use super::matching::matches;
 
 /// The components a client can observe: unified name and `tracing` target.
 const COMPONENTS: &[(&str, &str)] = &[
+    ("command", "mongo_actors::command"),
     ("topology", "mongo_actors::topology"),
     ("serverSelection", "mongo_actors::server_selection"),
     ("connection", "mongo_actors::connection"),
@@ -26,7 +27,7 @@ const COMPONENTS: &[(&str, &str)] = &[
 
 /// Components whose every message names its topology (`topologyId`), so it can be
 /// attributed to one client.
-pub const ATTRIBUTABLE: &[&str] = &["topology", "serverSelection", "connection"];
+pub const ATTRIBUTABLE: &[&str] = &["command", "topology", "serverSelection", "connection"];
 
 /// One captured message.
 #[derive(Debug, Clone)]
@@ -159,6 +160,9 @@ pub(super) fn observer(spec: &Document) -> Result<Option<LogObserver>, String> {
                 .map_err(|e| format!("cannot capture log messages: {e}"))
         })
         .clone()?;
+    // The command-logging tests' README: run with a large max document length, so whole
+    // replies can be matched.
+    actors::command_log::set_max_document_length(10_000);
     ACTIVE.fetch_add(1, Ordering::SeqCst);
     Ok(Some(LogObserver { components, topology_id: Arc::new(Mutex::new(None)) }))
 }
@@ -231,9 +235,16 @@ fn compare(want: &[&Document], actual: &[Document], ignore_extra: bool) -> Resul
     Ok(())
 }
 
-/// Matches an expected message: level, component, then the data as a root document
-/// (`failureIsRedacted` is not supported: the scan marks files using it not applicable).
+/// Matches an expected message: level, component, `failureIsRedacted` (the client writes
+/// [`actors::command_log::REDACTED_FAILURE`] for a redacted failure), then the data as a root
+/// document.
 fn message_matches(expected: &Document, actual: &Document) -> Result<(), String> {
+    if let Ok(redacted) = expected.get_bool("failureIsRedacted") {
+        let failure = actual.get_document("data").and_then(|d| d.get_str("failure")).unwrap_or("");
+        if (failure == actors::command_log::REDACTED_FAILURE) != redacted {
+            return Err(format!("failureIsRedacted: expected {redacted}, the failure is {failure:?}"));
+        }
+    }
     for k in ["level", "component"] {
         if let Ok(want) = expected.get_str(k) {
             let got = actual.get_str(k).unwrap_or("");

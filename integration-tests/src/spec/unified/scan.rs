@@ -64,6 +64,7 @@ fn op_args(name: &str) -> Option<&'static [&'static str]> {
         "waitForThread" => &["thread"],
         "createEntities" => &["entities"],
         "close" => &[],
+        "appendMetadata" => &["driverInfoOptions"],
         "waitForEvent" | "assertEventCount" => &["client", "event", "count"],
         "iterateUntilDocumentOrError" | "iterateOnce" => &[],
         "createChangeStream" => &[
@@ -146,9 +147,6 @@ pub fn not_applicable(file: &Document) -> Option<String> {
 /// file's other tests still run).
 pub fn test_not_applicable(file: &Document, test: &Document) -> Option<String> {
     let buckets = bucket_ids(file, test);
-    if test.get_array("expectLogMessages").is_ok_and(|e| format!("{e:?}").contains("failureIsRedacted")) {
-        return Some("expectLogMessages: failureIsRedacted is not supported".into());
-    }
     for op in test.get_array("operations").map(|o| o.as_slice()).unwrap_or(&[]) {
         let Some(op) = op.as_document() else { continue };
         let on_bucket = op.get_str("object").is_ok_and(|o| buckets.iter().any(|b| b == o));
