@@ -1194,30 +1194,48 @@ fn main() {
     for m in &machine {
         println!("  {m}");
     }
+    // `BENCH_ONLY=compression` (a comma-separated list of scenario names) runs only those,
+    // for development; the file is written only by a full run.
+    let only = std::env::var("BENCH_ONLY").ok().filter(|v| !v.is_empty());
+    let wanted = |name: &str| only.as_deref().is_none_or(|o| o.split(',').any(|w| name.contains(w.trim())));
     let started = Instant::now();
     let mut report = Report::default();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
 
     // 1. find_one throughput, and the simulator's raw capacity for the same find.
-    find_one_throughput(&plan, &runtime, &mut report);
+    if wanted("find_one") {
+        find_one_throughput(&plan, &runtime, &mut report);
+    }
 
     // 1b. Client instructions per find_one, each client in its own process under callgrind.
-    instructions(&plan, &mut report);
+    if wanted("instructions") {
+        instructions(&plan, &mut report);
+    }
 
     // 2. Failover, each side on its own replica set.
-    failover(&plan, &runtime, &mut report);
+    if wanted("failover") {
+        failover(&plan, &runtime, &mut report);
+    }
 
     // 3. Pool burst on a cold client.
-    pool_burst(&plan, &runtime, &mut report);
+    if wanted("burst") {
+        pool_burst(&plan, &runtime, &mut report);
+    }
 
     // 4. Monitoring scale, each client in its own child process.
-    monitoring_scale(&plan, &mut report);
+    if wanted("monitoring") {
+        monitoring_scale(&plan, &mut report);
+    }
 
     // 5. Fast-path selection, in an actix System on a thread of its own.
-    fast_path_selection(&plan, &mut report);
+    if wanted("selection") {
+        fast_path_selection(&plan, &mut report);
+    }
 
     // 6. A large find with and without each compressor.
-    compression(&plan, &runtime, &mut report);
+    if wanted("compression") {
+        compression(&plan, &runtime, &mut report);
+    }
 
     let total = started.elapsed();
     println!();
@@ -1227,7 +1245,7 @@ fn main() {
         println!("- {t}");
     }
     println!("\ntotal {:.1} s", total.as_secs_f64());
-    if bench {
+    if bench && only.is_none() {
         write_file(&plan, &report.rows, &report.notes, &report.targets, total, &machine);
     }
 }

@@ -83,10 +83,7 @@ async fn truncation_by_default_and_with_an_explicit_limit() {
     assert!(command.ends_with("..."));
     let reply = capture.last("Command succeeded", "insert", "reply");
     assert!(reply.len() <= 1000 + 3, "{reply}");
-    let found: Vec<Document> = {
-        use futures_util::TryStreamExt;
-        coll.find(doc! {}).await.expect("find").try_collect().await.expect("docs")
-    };
+    let found: Vec<Document> = coll.find(doc! {}).await.expect("find").try_collect().await.expect("docs");
     assert_eq!(found.len(), 100);
     let reply = capture.last("Command succeeded", "find", "reply");
     assert_eq!(reply.len(), 1000 + 3, "{reply}");

@@ -604,6 +604,7 @@ mod tests {
             name: "ann".into(),
             password: "pencil".into(),
             mechanisms: vec![Mechanism::Sha1, Mechanism::Sha256],
+            db: "admin".into(),
         }])
         .unwrap()
     }
@@ -666,7 +667,9 @@ mod tests {
         };
         assert_eq!(auth.sasl_start(&users, "admin", &start("SCRAM-SHA-256", "bob")).unwrap_err().code, 18);
         assert_eq!(auth.sasl_start(&users, "test", &start("SCRAM-SHA-256", "ann")).unwrap_err().code, 18);
-        assert_eq!(auth.sasl_start(&users, "admin", &start("PLAIN", "ann")).unwrap_err().code, 334);
+        assert_eq!(auth.sasl_start(&users, "admin", &start("GSSAPI", "ann")).unwrap_err().code, 334);
+        // PLAIN exists: a SCRAM payload is not a PLAIN one.
+        assert_eq!(auth.sasl_start(&users, "admin", &start("PLAIN", "ann")).unwrap_err().code, 18);
         let cont = rawdoc! {"saslContinue": 1, "conversationId": 1, "payload": binary(Vec::new())};
         assert_eq!(auth.sasl_continue(&cont).unwrap_err().code, 17);
     }
@@ -682,5 +685,82 @@ mod tests {
         );
         assert_eq!(users.supported_mechs("admin.bob"), None);
         assert_eq!(users.supported_mechs("test.ann"), None);
+    }
+
+    #[test]
+    fn plain_checks_the_password_of_admin_and_external_users() {
+        let users = Users::new(&[
+            UserSpec {
+                name: "ann".into(),
+                password: "pencil".into(),
+                mechanisms: vec![Mechanism::Sha1],
+                db: "admin".into(),
+            },
+            UserSpec {
+                name: "ldap".into(),
+                password: "dir".into(),
+                mechanisms: vec![Mechanism::Sha256],
+                db: "$external".into(),
+            },
+        ])
+        .unwrap();
+        let start = |payload: &[u8]| rawdoc! {"saslStart": 1, "mechanism": "PLAIN", "payload": bson::Binary { subtype: BinarySubtype::Generic, bytes: payload.to_vec() }};
+        let mut auth = ConnAuth::default();
+        let reply = auth.sasl_start(&users, "admin", &start(b"\0ann\0pencil")).expect("admin user");
+        assert_eq!(reply.get_bool("done").ok(), Some(true));
+        assert_eq!(auth.user, Some(("ann".into(), "admin".into())));
+        let mut auth = ConnAuth::default();
+        auth.sasl_start(&users, "$external", &start(b"\0ldap\0dir")).expect("external user");
+        for (db, payload) in [
+            ("$external", &b"\0ldap\0wrong"[..]),
+            ("admin", b"\0ldap\0dir"),
+            ("admin", b"other\0ann\0pencil"),
+            ("admin", b"ann\0pencil"),
+        ] {
+            let mut auth = ConnAuth::default();
+            let e = auth.sasl_start(&users, db, &start(payload)).expect_err("refused");
+            assert_eq!(e.code, 18, "{db} {payload:?}");
+            assert!(!auth.authenticated());
+        }
+    }
+
+    #[test]
+    fn x509_takes_the_subject_of_the_verified_certificate() {
+        let users = Users::new(&[UserSpec {
+            name: "CN=svc,O=org".into(),
+            password: String::new(),
+            mechanisms: Vec::new(),
+            db: "$external".into(),
+        }])
+        .unwrap();
+        let cmd = rawdoc! {"authenticate": 1, "mechanism": "MONGODB-X509"};
+        let mut auth = ConnAuth::with_peer_subject(Some("CN=svc,O=org".into()));
+        let reply = auth.authenticate(&users, "$external", &cmd).expect("no user given");
+        assert_eq!(reply.get_str("user").ok(), Some("CN=svc,O=org"));
+        assert_eq!(auth.user, Some(("CN=svc,O=org".into(), "$external".into())));
+        let with_user = rawdoc! {"authenticate": 1, "mechanism": "MONGODB-X509", "user": "CN=svc,O=org"};
+        assert!(ConnAuth::with_peer_subject(Some("CN=svc,O=org".into()))
+            .authenticate(&users, "$external", &with_user)
+            .is_ok());
+        let other = rawdoc! {"authenticate": 1, "mechanism": "MONGODB-X509", "user": "CN=other"};
+        let cases = [
+            (Some("CN=svc,O=org"), "$external", &other),
+            (Some("CN=svc,O=org"), "admin", &cmd),
+            (None, "$external", &cmd),
+            (Some("CN=unknown"), "$external", &cmd),
+        ];
+        for (subject, db, body) in cases {
+            let mut auth = ConnAuth::with_peer_subject(subject.map(str::to_owned));
+            assert_eq!(
+                auth.authenticate(&users, db, body).expect_err("refused").code,
+                18,
+                "{subject:?} {db}"
+            );
+        }
+        let scram = rawdoc! {"authenticate": 1, "mechanism": "SCRAM-SHA-1"};
+        assert_eq!(
+            ConnAuth::default().authenticate(&users, "$external", &scram).expect_err("mechanism").code,
+            2
+        );
     }
 }

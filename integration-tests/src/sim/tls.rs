@@ -108,3 +108,18 @@ fn escape_rfc2253(value: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc2253_subjects() {
+        let certs = crate::sim::testing::TestCerts::generate();
+        let der = CertificateDer::pem_slice_iter(certs.client_cert_pem.as_bytes()).next().unwrap().unwrap();
+        assert_eq!(subject_rfc2253(&der).as_deref(), Some("O=mongo-actors,CN=mongo-sim-client"));
+        assert_eq!(subject_rfc2253(b"not a certificate"), None);
+        assert_eq!(escape_rfc2253("a,b+c"), "a\\,b\\+c");
+        assert_eq!(escape_rfc2253("#lead "), "\\#lead\\ ");
+    }
+}

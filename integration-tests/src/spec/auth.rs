@@ -15,7 +15,7 @@ const CASE_KEYS: [&str; 4] = ["description", "uri", "valid", "credential"];
 const CREDENTIAL_KEYS: [&str; 5] = ["username", "password", "source", "mechanism", "mechanism_properties"];
 
 /// Runs an auth legacy test file: each case's description and result.
-pub fn run_cases(path: &Path) -> Result<Vec<(String, Result<(), String>)>, String> {
+pub fn run_cases(path: &Path) -> Result<Vec<super::CaseResult>, String> {
     let doc = load_json(path)?;
     let tests = doc.get("tests").and_then(Value::as_array).ok_or("the file has no 'tests' array")?;
     if tests.is_empty() {

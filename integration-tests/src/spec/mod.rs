@@ -17,9 +17,12 @@ pub mod uri;
 /// Runs one test file; `Err` carries the reason it failed.
 pub type RunFile = fn(&Path) -> Result<(), String>;
 
+/// One case of a file run case by case: its description and result.
+pub type CaseResult = (String, Result<(), String>);
+
 /// Runs one test file case by case: each case's description and result (`Err` when the file
 /// itself cannot be read).
-pub type RunCases = fn(&Path) -> Result<Vec<(String, Result<(), String>)>, String>;
+pub type RunCases = fn(&Path) -> Result<Vec<CaseResult>, String>;
 
 /// How a suite's files run: judged whole, or case by case (each case its own record, so the
 /// expected-failures list can name one case).

@@ -188,7 +188,8 @@ pub(super) fn decode_compressed(
             plain.put_slice(&out);
         }
         1 => {
-            // The announced length is checked before anything is allocated.
+            // The announced length is checked before anything is allocated; the data is
+            // decompressed in place, after the header.
             let len = snap::raw::decompress_len(data)
                 .map_err(|e| Error::malformed("OP_COMPRESSED", format!("snappy: {e}")))?;
             if len != size {
@@ -197,16 +198,18 @@ pub(super) fn decode_compressed(
                     format!("uncompressedSize is {size}, the snappy data holds {len}"),
                 ));
             }
-            let out = snap::raw::Decoder::new()
-                .decompress_vec(data)
+            plain.resize(HEADER_LEN + size, 0);
+            snap::raw::Decoder::new()
+                .decompress(data, &mut plain[HEADER_LEN..])
                 .map_err(|e| Error::malformed("OP_COMPRESSED", format!("snappy: {e}")))?;
-            plain.put_slice(&out);
         }
         3 => {
-            // At most `size + 1` bytes are produced, so a bomb cannot grow the buffer.
-            let out = zstd::bulk::decompress(data, size + 1)
+            // In place, after the header: at most `size` bytes, so a bomb cannot grow the
+            // buffer, and fewer is caught by the length check below.
+            plain.resize(HEADER_LEN + size, 0);
+            let written = zstd::bulk::decompress_to_buffer(data, &mut plain[HEADER_LEN..])
                 .map_err(|e| Error::malformed("OP_COMPRESSED", format!("zstd: {e}")))?;
-            plain.put_slice(&out);
+            plain.truncate(HEADER_LEN + written);
         }
         id => return Err(Error::UnsupportedCompressor { id, request_id: header.request_id }),
     }

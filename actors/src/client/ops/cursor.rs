@@ -40,8 +40,9 @@ pub(crate) struct CursorReply {
 
 impl CursorReply {
     /// Reads a cursor-opening reply of a command on `db` that names `collection`.
-    pub(crate) fn read(out: OpOutput, db: &str, collection: &str) -> Result<CursorReply> {
-        let NextBatch { id, batch, post_batch_resume_token } = batch(&out.reply, &out.address, "firstBatch")?;
+    pub(crate) fn read(mut out: OpOutput, db: &str, collection: &str) -> Result<CursorReply> {
+        let NextBatch { id, batch, post_batch_resume_token } =
+            batch(&mut out.reply, &out.address, "firstBatch")?;
         let collection = ns_collection(&out.reply).unwrap_or_else(|| collection.to_string());
         Ok(CursorReply {
             address: out.address,
@@ -58,17 +59,25 @@ impl CursorReply {
 }
 
 /// The cursor id, the documents of a cursor reply's `key` batch and its resume token.
-fn batch(reply: &Document, address: &ServerAddress, key: &str) -> Result<NextBatch> {
-    let cursor = reply.get_document("cursor").map_err(|_| Error::InvalidResponse {
+/// The documents are moved out of the reply, never copied.
+fn batch(reply: &mut Document, address: &ServerAddress, key: &str) -> Result<NextBatch> {
+    let id = cursor_id(reply);
+    let cursor = reply.get_document_mut("cursor").map_err(|_| Error::InvalidResponse {
         address: address.clone(),
         message: "the reply has no cursor document".into(),
     })?;
-    let docs = cursor
-        .get_array(key)
-        .map(|a| a.iter().filter_map(Bson::as_document).cloned().collect())
-        .unwrap_or_default();
+    let docs = match cursor.remove(key) {
+        Some(Bson::Array(a)) => a
+            .into_iter()
+            .filter_map(|d| match d {
+                Bson::Document(d) => Some(d),
+                _ => None,
+            })
+            .collect(),
+        _ => VecDeque::new(),
+    };
     let post_batch_resume_token = cursor.get_document("postBatchResumeToken").ok().cloned();
-    Ok(NextBatch { id: cursor_id(reply), batch: docs, post_batch_resume_token })
+    Ok(NextBatch { id, batch: docs, post_batch_resume_token })
 }
 
 /// `getMore`: the next batch of a cursor, on its server. Never retried.
@@ -109,8 +118,8 @@ impl Operation for GetMore<'_> {
         Ok(command)
     }
 
-    fn handle_reply(self, out: OpOutput) -> Result<NextBatch> {
-        batch(&out.reply, &out.address, "nextBatch")
+    fn handle_reply(self, mut out: OpOutput) -> Result<NextBatch> {
+        batch(&mut out.reply, &out.address, "nextBatch")
     }
 }
 
