@@ -84,66 +84,48 @@ fn service_id(c: &CommandConnection) -> Option<String> {
     c.service_id.map(|id| id.to_hex())
 }
 
+/// One message: the fields of `$extra` (a trailing comma after each), then those every
+/// command message carries.
+macro_rules! command_message {
+    ($ctx:expr, $message:literal, $($extra:tt)*) => {{
+        let ctx: &Context<'_> = $ctx;
+        let c = ctx.connection;
+        tracing::debug!(
+            target: "mongo_actors::command",
+            topologyId = ctx.topology_id,
+            $($extra)*
+            databaseName = ctx.database_name,
+            commandName = ctx.command_name,
+            requestId = ctx.request_id,
+            operationId = ctx.operation_id,
+            driverConnectionId = c.driver_connection_id,
+            serverConnectionId = c.server_connection_id,
+            serverHost = c.address.host(),
+            serverPort = c.address.port().map(i64::from),
+            serviceId = service_id(c),
+            $message
+        );
+    }};
+}
+
 /// `Command started`.
 pub(crate) fn started(ctx: &Context<'_>, command: &Document) {
-    let c = ctx.connection;
-    tracing::debug!(
-        target: "mongo_actors::command",
-        topologyId = ctx.topology_id,
-        command = truncated_json(command, max_document_length()),
-        databaseName = ctx.database_name,
-        commandName = ctx.command_name,
-        requestId = ctx.request_id,
-        operationId = ctx.operation_id,
-        driverConnectionId = c.driver_connection_id,
-        serverConnectionId = c.server_connection_id,
-        serverHost = c.address.host(),
-        serverPort = c.address.port().map(i64::from),
-        serviceId = service_id(c),
-        "Command started"
-    );
+    command_message!(ctx, "Command started", command = truncated_json(command, max_document_length()),);
 }
 
 /// `Command succeeded`.
 pub(crate) fn succeeded(ctx: &Context<'_>, reply: &Document, duration: Duration) {
-    let c = ctx.connection;
-    tracing::debug!(
-        target: "mongo_actors::command",
-        topologyId = ctx.topology_id,
+    command_message!(
+        ctx,
+        "Command succeeded",
         reply = truncated_json(reply, max_document_length()),
         durationMS = duration.as_secs_f64() * 1e3,
-        databaseName = ctx.database_name,
-        commandName = ctx.command_name,
-        requestId = ctx.request_id,
-        operationId = ctx.operation_id,
-        driverConnectionId = c.driver_connection_id,
-        serverConnectionId = c.server_connection_id,
-        serverHost = c.address.host(),
-        serverPort = c.address.port().map(i64::from),
-        serviceId = service_id(c),
-        "Command succeeded"
     );
 }
 
 /// `Command failed`.
 pub(crate) fn failed(ctx: &Context<'_>, failure: &str, duration: Duration) {
-    let c = ctx.connection;
-    tracing::debug!(
-        target: "mongo_actors::command",
-        topologyId = ctx.topology_id,
-        failure,
-        durationMS = duration.as_secs_f64() * 1e3,
-        databaseName = ctx.database_name,
-        commandName = ctx.command_name,
-        requestId = ctx.request_id,
-        operationId = ctx.operation_id,
-        driverConnectionId = c.driver_connection_id,
-        serverConnectionId = c.server_connection_id,
-        serverHost = c.address.host(),
-        serverPort = c.address.port().map(i64::from),
-        serviceId = service_id(c),
-        "Command failed"
-    );
+    command_message!(ctx, "Command failed", failure, durationMS = duration.as_secs_f64() * 1e3,);
 }
 
 #[cfg(test)]

@@ -27,6 +27,16 @@ async fn insert_as(uri: &str) -> Result<Document, actors::Error> {
     result
 }
 
+/// MONGODB-X509 over TLS with the test CA and the test client certificate, no user.
+fn x509_uri(cluster: &Cluster, certs: &TestCerts) -> String {
+    format!(
+        "mongodb://{}/?directConnection=true&serverSelectionTimeoutMS=2000&tls=true&tlsCAFile={}&tlsCertificateKeyFile={}&authMechanism=MONGODB-X509",
+        cluster.hosts()[0],
+        certs.ca_file().display(),
+        certs.client_cert_key_file().display()
+    )
+}
+
 fn x509_cluster(certs: &TestCerts, subject: &str) -> Cluster {
     Cluster::standalone().tls(certs.sim_tls_with_client_auth()).x509_user(subject).start().expect("sim")
 }
@@ -35,12 +45,7 @@ fn x509_cluster(certs: &TestCerts, subject: &str) -> Cluster {
 async fn x509_takes_the_user_from_the_certificate() {
     let certs = TestCerts::generate();
     let cluster = x509_cluster(&certs, SUBJECT);
-    let base = format!(
-        "mongodb://{}/?directConnection=true&serverSelectionTimeoutMS=2000&tls=true&tlsCAFile={}&tlsCertificateKeyFile={}&authMechanism=MONGODB-X509",
-        cluster.hosts()[0],
-        certs.ca_file().display(),
-        certs.client_cert_key_file().display()
-    );
+    let base = x509_uri(&cluster, &certs);
     // No user in the URI: the server takes the certificate's subject, speculatively in the
     // handshake (no separate authenticate command).
     let user = insert_as(&base).await.expect("X.509 without a user");
@@ -66,12 +71,7 @@ async fn x509_takes_the_user_from_the_certificate() {
 async fn x509_needs_a_registered_subject_and_a_certificate() {
     let certs = TestCerts::generate();
     let cluster = x509_cluster(&certs, "CN=another-service");
-    let uri = format!(
-        "mongodb://{}/?directConnection=true&serverSelectionTimeoutMS=2000&tls=true&tlsCAFile={}&tlsCertificateKeyFile={}&authMechanism=MONGODB-X509",
-        cluster.hosts()[0],
-        certs.ca_file().display(),
-        certs.client_cert_key_file().display()
-    );
+    let uri = x509_uri(&cluster, &certs);
     let e = insert_as(&uri).await.expect_err("no user for this subject");
     assert_eq!(e.kind(), ErrorKind::Pool, "{e}");
     // Without a client certificate the options are refused before any connection.
