@@ -245,9 +245,11 @@ async fn step_down(
         p.old_primary = old_primary;
         p.armed = true;
     }
+    cluster.step_down(Duration::ZERO);
+    // Taken once the stepdown happened: a write that started before it (and so could still
+    // reach the old primary) never counts as the first write after it.
     let now = Instant::now();
     shared.lock().await.stepdown_at = Some(now);
-    cluster.step_down(Duration::ZERO);
     now
 }
 
