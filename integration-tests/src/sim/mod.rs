@@ -350,15 +350,20 @@ impl ClusterBuilder {
         if parsed.is_empty() {
             self.errors.push(format!("user {name:?}: at least one mechanism is needed"));
         }
+        self.add_user(name, password, parsed, "admin")
+    }
+
+    /// Adds (or replaces) user `name` of `db`.
+    fn add_user(mut self, name: &str, password: &str, mechanisms: Vec<auth::Mechanism>, db: &str) -> Self {
         if name.is_empty() {
-            self.errors.push("a user name must not be empty".to_owned());
+            self.errors.push(format!("a user name of {db} must not be empty"));
         }
-        self.users.retain(|u| u.name != name || u.db != "admin");
+        self.users.retain(|u| u.name != name || u.db != db);
         self.users.push(auth::UserSpec {
             name: name.to_owned(),
             password: password.to_owned(),
-            mechanisms: parsed,
-            db: "admin".to_owned(),
+            mechanisms,
+            db: db.to_owned(),
         });
         self
     }
@@ -366,36 +371,17 @@ impl ClusterBuilder {
     /// Adds user `name` in `$external` with a password, as an LDAP directory behind mongod
     /// would check it: it authenticates with PLAIN only (the `admin` users of
     /// [`ClusterBuilder::user`] may use PLAIN too). Enables authentication like `user`.
-    pub fn plain_user(mut self, name: &str, password: &str) -> Self {
-        if name.is_empty() {
-            self.errors.push("a user name must not be empty".to_owned());
-        }
-        self.users.retain(|u| u.name != name || u.db != "$external");
-        self.users.push(auth::UserSpec {
-            name: name.to_owned(),
-            password: password.to_owned(),
-            mechanisms: vec![auth::Mechanism::Sha256],
-            db: "$external".to_owned(),
-        });
-        self
+    pub fn plain_user(self, name: &str, password: &str) -> Self {
+        // The stored SCRAM-SHA-256 credential is how PLAIN checks the password.
+        self.add_user(name, password, vec![auth::Mechanism::Sha256], "$external")
     }
 
     /// Adds the MONGODB-X509 user named by a client certificate's RFC 2253 subject
-    /// (`CN=mongo-sim-client,O=mongo-actors` for [`crate::sim::testing::TestCerts`]'s client
+    /// (`O=mongo-actors,CN=mongo-sim-client` for [`crate::sim::testing::TestCerts`]'s client
     /// certificate), in `$external`. It authenticates only over TLS with a client certificate
     /// the cluster verified ([`SimTls::client_ca_pem`]). Enables authentication like `user`.
-    pub fn x509_user(mut self, subject: &str) -> Self {
-        if subject.is_empty() {
-            self.errors.push("an X.509 subject must not be empty".to_owned());
-        }
-        self.users.retain(|u| u.name != subject || u.db != "$external");
-        self.users.push(auth::UserSpec {
-            name: subject.to_owned(),
-            password: String::new(),
-            mechanisms: Vec::new(),
-            db: "$external".to_owned(),
-        });
-        self
+    pub fn x509_user(self, subject: &str) -> Self {
+        self.add_user(subject, "", Vec::new(), "$external")
     }
 
     fn validate(&self) -> Result<(), SimError> {
