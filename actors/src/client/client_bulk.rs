@@ -642,11 +642,7 @@ impl Operation for BulkWriteOp<'_> {
     fn handle_reply(self, out: OpOutput) -> Result<(CursorReply, Counts)> {
         let counts = Counts::read(&out.reply);
         // Unacknowledged: sent with moreToCome, no reply and so no cursor to read.
-        let unacknowledged = self
-            .command
-            .get_document("writeConcern")
-            .is_ok_and(|w| matches!(w.get("w"), Some(Bson::Int32(0) | Bson::Int64(0))));
-        if unacknowledged {
+        if super::concern::has_unacknowledged_write_concern(self.command) {
             let cursor = CursorReply {
                 address: out.address,
                 db: "admin".into(),

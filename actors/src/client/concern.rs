@@ -210,6 +210,14 @@ pub(crate) mod duration_ms {
     }
 }
 
+/// Whether a command carries an unacknowledged write concern (`w: 0`): such a write is sent
+/// with `moreToCome` and gets no reply.
+pub(crate) fn has_unacknowledged_write_concern(command: &Document) -> bool {
+    command
+        .get_document("writeConcern")
+        .is_ok_and(|w| matches!(w.get("w"), Some(Bson::Int32(0) | Bson::Int64(0))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

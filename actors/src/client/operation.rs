@@ -824,9 +824,7 @@ impl ClientInner {
         // An unacknowledged write goes with moreToCome: the server sends no reply, and the
         // operation (and its succeeded event) sees `{ok: 1}` (OP_MSG and command monitoring specs).
         let unacknowledged = matches!(&*op.name, "insert" | "update" | "delete" | "bulkWrite")
-            && command
-                .get_document("writeConcern")
-                .is_ok_and(|w| matches!(w.get("w"), Some(Bson::Int32(0) | Bson::Int64(0))));
+            && super::concern::has_unacknowledged_write_concern(&command);
         let mut monitoring = Monitoring::new(self, conn, op, &command, attempt.operation_id);
         let mut started_doc = monitoring.started_document(command, &op.sequences);
         let body = if op.sequences.is_empty() {
