@@ -9,7 +9,7 @@ use bson::Document;
 use protocol::ServerAddress;
 use serde::Serialize;
 
-use crate::events::RecipientHandler;
+use crate::events::{Delivery, RecipientHandler};
 
 /// Where a command ran.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -90,11 +90,23 @@ impl CommandEvent {
     }
 }
 
-/// Receives command events. Called synchronously by the operation: must be quick and must
-/// not block. A crossbeam `Sender` or a closure works as a handler.
+/// Receives command events. A crossbeam `Sender`, a closure or an actix `Recipient` (through
+/// [`RecipientHandler`]) works as a handler. The client puts a bounded queue in front of it
+/// (see [`crate::events`]): a closure runs on a delivery thread, never in the operation.
 pub trait CommandEventHandler: Send + Sync {
     /// Handles one event.
     fn handle(&self, event: &CommandEvent);
+
+    /// How this handler takes events (default: [`Delivery::Queued`]).
+    fn delivery(&self) -> Delivery {
+        Delivery::Queued
+    }
+
+    /// Hands one event over from a delivery thread, waiting until the subscriber took it if
+    /// that is what bounds its queue (default: [`handle`](Self::handle)).
+    fn deliver(&self, event: &CommandEvent) {
+        self.handle(event)
+    }
 }
 
 impl<F> CommandEventHandler for F
@@ -108,7 +120,12 @@ where
 
 impl CommandEventHandler for crossbeam_channel::Sender<CommandEvent> {
     fn handle(&self, event: &CommandEvent) {
-        let _ = self.send(event.clone());
+        // Never blocks: a full bounded channel loses the event, not the operation's time.
+        let _ = self.try_send(event.clone());
+    }
+
+    fn delivery(&self) -> Delivery {
+        Delivery::InPlace { backlog: self.len() }
     }
 }
 
@@ -123,6 +140,10 @@ impl CommandEventHandler for RecipientHandler<CommandEventOccurred> {
     fn handle(&self, event: &CommandEvent) {
         // Never blocks; a stopped subscriber is not the operation's problem.
         self.recipient().do_send(CommandEventOccurred(event.clone()));
+    }
+
+    fn deliver(&self, event: &CommandEvent) {
+        self.send_and_wait(CommandEventOccurred(event.clone()));
     }
 }
 

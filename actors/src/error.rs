@@ -155,6 +155,22 @@ pub enum Error {
         /// What it lacks.
         message: String,
     },
+    /// Admission control turned the operation away at once instead of queuing it (nothing
+    /// was sent): `max_selection_waiters` operations were already waiting for a server, or
+    /// `max_wait_queue_size` check-outs for a connection to `address`. Both limits are off
+    /// unless set. Labelled `RetryableError`: the same call may succeed once the load drops.
+    #[error("the client is overloaded: {limit} operations already wait for {}", match (queue, address) {
+        (OverloadedQueue::ConnectionPool, Some(a)) => format!("a connection to {a} (max_wait_queue_size)"),
+        _ => "a server (max_selection_waiters)".to_owned(),
+    })]
+    Overloaded {
+        /// The queue that was full.
+        queue: OverloadedQueue,
+        /// Its limit.
+        limit: usize,
+        /// The server, for a connection pool's queue.
+        address: Option<ServerAddress>,
+    },
     /// A reply could not be understood (a missing or mistyped field).
     #[error("invalid reply from {address}: {message}")]
     InvalidResponse {
@@ -164,6 +180,21 @@ pub enum Error {
         message: String,
     },
 }
+
+/// Which queue of [`Error::Overloaded`] was full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum OverloadedQueue {
+    /// Operations waiting for a suitable server (`max_selection_waiters`).
+    ServerSelection,
+    /// Check-outs waiting for a connection of one server's pool (`max_wait_queue_size`).
+    ConnectionPool,
+}
+
+/// The label of errors that a retry of the same call may fix (the server's overload errors
+/// and [`Error::Overloaded`]).
+pub const RETRYABLE_ERROR: &str = "RetryableError";
 
 /// What kind of error an [`Error`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -203,6 +234,8 @@ pub enum ErrorKind {
     Dns,
     /// [`Error::Timeout`] (client-side operations timeout): retrying later may help.
     Timeout,
+    /// [`Error::Overloaded`]: turned away by admission control; retrying later may help.
+    Overloaded,
 }
 
 impl Error {
@@ -228,6 +261,7 @@ impl Error {
             Error::BsonDeserialization { .. } => ErrorKind::BsonDeserialization,
             Error::Dns { .. } => ErrorKind::Dns,
             Error::Timeout { .. } => ErrorKind::Timeout,
+            Error::Overloaded { .. } => ErrorKind::Overloaded,
             Error::ClientBulkWrite(b) => b.error.as_ref().map_or(ErrorKind::Write, |e| e.kind()),
             Error::BulkWriteStopped { error, .. } => error.kind(),
             Error::GridFs(_) => ErrorKind::GridFs,
@@ -243,6 +277,7 @@ impl Error {
             Error::Timeout { source: Some(e), .. } => e.labels(),
             Error::ClientBulkWrite(b) => b.error.as_ref().map(|e| e.labels()).unwrap_or_default(),
             Error::BulkWriteStopped { error, .. } => error.labels(),
+            Error::Overloaded { .. } => vec![RETRYABLE_ERROR.to_owned()],
             _ => Vec::new(),
         }
     }
@@ -256,6 +291,7 @@ impl Error {
             Error::Timeout { source: Some(e), .. } => e.has_label(label),
             Error::ClientBulkWrite(b) => b.error.as_ref().is_some_and(|e| e.has_label(label)),
             Error::BulkWriteStopped { error, .. } => error.has_label(label),
+            Error::Overloaded { .. } => label == RETRYABLE_ERROR,
             _ => false,
         }
     }
@@ -272,6 +308,7 @@ impl Error {
             Error::Timeout { source: Some(e), .. } => e.address(),
             Error::ClientBulkWrite(b) => b.error.as_ref().and_then(|e| e.address()),
             Error::BulkWriteStopped { error, .. } => error.address(),
+            Error::Overloaded { address, .. } => address.as_ref(),
             _ => None,
         }
     }
@@ -313,10 +350,14 @@ impl Error {
                         | P::ConnectionClosed { .. }
                         | P::PoolCleared { .. }
                         | P::WaitQueueTimeout { .. }
+                        | P::WaitQueueFull { .. }
                 )
         };
         match self {
-            Error::ServerSelection(_) | Error::Timeout { .. } | Error::Dns { .. } => true,
+            Error::ServerSelection(_)
+            | Error::Timeout { .. }
+            | Error::Dns { .. }
+            | Error::Overloaded { .. } => true,
             Error::ClientBulkWrite(b) => b.error.as_ref().is_some_and(|e| e.is_transient()),
             Error::BulkWriteStopped { error, .. } => error.is_transient(),
             Error::Pool(e) => pool_transient(e),
@@ -383,7 +424,8 @@ pub(crate) fn pool_error_address(e: &pool::Error) -> Option<&ServerAddress> {
         | P::PoolCleared { address, .. }
         | P::PoolClosed { address }
         | P::InvalidState { address, .. }
-        | P::WaitQueueTimeout { address, .. } => Some(address),
+        | P::WaitQueueTimeout { address, .. }
+        | P::WaitQueueFull { address, .. } => Some(address),
         _ => None,
     }
 }

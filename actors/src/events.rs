@@ -1,18 +1,57 @@
-//! How SDAM and CMAP events reach subscribers: closures, crossbeam `Sender`s and actix
-//! `Recipient`s (through [`RecipientHandler`]).
+//! How SDAM, CMAP and command events reach subscribers: closures, crossbeam `Sender`s and
+//! actix `Recipient`s (through [`RecipientHandler`]).
+//!
+//! # Bounded delivery
+//! A client (or a topology) puts a bounded queue of [`DEFAULT_EVENT_QUEUE_CAPACITY`] events
+//! in front of each subscriber ([`ClientOptionsBuilder::event_queue_capacity`] changes it).
+//! A closure or a `Recipient` runs on a delivery thread of its own, fed by that queue (a
+//! `Recipient` takes the next event once its actor handled the last one, so its mailbox
+//! holds at most one of them); a crossbeam `Sender` is fed in place, and its channel's length
+//! is its queue. When a subscriber's queue is full, new events are dropped for that
+//! subscriber only: counted in `mongo_actors_events_dropped_total{kind}` (`sdam`, `cmap`,
+//! `command`) and reported once in the log (target `mongo_actors::events`). A pool, a
+//! monitor or an operation never waits for a subscriber. A closure that must see events at
+//! the instant they happen (a timestamp) and never blocks may opt out of the queue with
+//! [`InPlace`].
+//!
+//! [`ClientOptionsBuilder::event_queue_capacity`]: crate::client::ClientOptionsBuilder::event_queue_capacity
 
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+pub use pool::cmap::Delivery;
 use pool::cmap::{CmapEvent, CmapEventHandler};
 use protocol::sdam::events::SdamEvent;
 
+use crate::command_events::{CommandEvent, CommandEventHandler};
+
+/// The log target of the delivery's own messages (a subscriber that falls behind).
+pub const LOG_TARGET: &str = "mongo_actors::events";
+/// The counter of events dropped because a subscriber's queue was full, labelled `kind`.
+pub const EVENTS_DROPPED_TOTAL: &str = "mongo_actors_events_dropped_total";
+/// How many events each subscriber's queue holds by default.
+pub const DEFAULT_EVENT_QUEUE_CAPACITY: usize = 10_000;
+
 /// Receives SDAM events (topology, server and heartbeat events) in the order they happen.
 ///
-/// Called synchronously by the actor that produces the event: handlers must be quick and
-/// must not block. A crossbeam `Sender` or a closure works as a handler.
+/// A crossbeam `Sender`, a closure or an actix `Recipient` (through [`RecipientHandler`])
+/// works as a handler. Behind a client or topology it sits behind a bounded queue (see the
+/// [module](self)); a handler called directly must be quick and must not block.
 pub trait SdamEventHandler: Send + Sync {
     /// Handles one event.
     fn handle(&self, event: &SdamEvent);
+
+    /// How this handler takes events (default: [`Delivery::Queued`]).
+    fn delivery(&self) -> Delivery {
+        Delivery::Queued
+    }
+
+    /// Hands one event over from a delivery thread, waiting until the subscriber took it if
+    /// that is what bounds its queue (default: [`handle`](Self::handle)).
+    fn deliver(&self, event: &SdamEvent) {
+        self.handle(event)
+    }
 }
 
 impl<F> SdamEventHandler for F
@@ -26,8 +65,316 @@ where
 
 impl SdamEventHandler for crossbeam_channel::Sender<SdamEvent> {
     fn handle(&self, event: &SdamEvent) {
-        // A subscriber that went away is not the topology's problem.
-        let _ = self.send(event.clone());
+        // Never blocks: a full bounded channel, or a subscriber that went away, loses the
+        // event, not the topology's time.
+        let _ = self.try_send(event.clone());
+    }
+
+    fn delivery(&self) -> Delivery {
+        Delivery::InPlace { backlog: self.len() }
+    }
+}
+
+/// A closure called in place, on the task or thread that emits the event (for CMAP events,
+/// under the pool's lock), with no queue and no delivery thread: for handlers that are quick,
+/// never block and keep no backlog of their own, when the emission's order and instant matter
+/// (timestamps, counters). Anything slower belongs behind the bounded queue a plain closure
+/// gets: an `InPlace` handler that blocks blocks the client.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::Arc;
+/// use actors::events::{InPlace, SdamEventHandler};
+///
+/// let heartbeats = Arc::new(AtomicU64::new(0));
+/// let counter = heartbeats.clone();
+/// let handler: Arc<dyn SdamEventHandler> = Arc::new(InPlace(move |e: &protocol::sdam::events::SdamEvent| {
+///     if e.name() == "server_heartbeat_succeeded_event" {
+///         counter.fetch_add(1, Ordering::Relaxed);
+///     }
+/// }));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct InPlace<F>(pub F);
+
+impl<F: Fn(&SdamEvent) + Send + Sync> SdamEventHandler for InPlace<F> {
+    fn handle(&self, event: &SdamEvent) {
+        (self.0)(event)
+    }
+    fn delivery(&self) -> Delivery {
+        Delivery::InPlace { backlog: 0 }
+    }
+}
+
+impl<F: Fn(&CmapEvent) + Send + Sync> CmapEventHandler for InPlace<F> {
+    fn handle(&self, event: &CmapEvent) {
+        (self.0)(event)
+    }
+    fn delivery(&self) -> Delivery {
+        Delivery::InPlace { backlog: 0 }
+    }
+}
+
+impl<F: Fn(&CommandEvent) + Send + Sync> CommandEventHandler for InPlace<F> {
+    fn handle(&self, event: &CommandEvent) {
+        (self.0)(event)
+    }
+    fn delivery(&self) -> Delivery {
+        Delivery::InPlace { backlog: 0 }
+    }
+}
+
+/// One subscriber, whatever its kind of event: what a [`Bounded`] queue needs of it.
+pub(crate) trait Subscriber<E>: Send + Sync + 'static {
+    fn delivery(&self) -> Delivery;
+    fn handle(&self, event: &E);
+    fn deliver(&self, event: &E);
+}
+
+macro_rules! subscriber {
+    ($event:ty, $handler:path) => {
+        impl Subscriber<$event> for Arc<dyn $handler> {
+            fn delivery(&self) -> Delivery {
+                (**self).delivery()
+            }
+            fn handle(&self, event: &$event) {
+                (**self).handle(event)
+            }
+            fn deliver(&self, event: &$event) {
+                (**self).deliver(event)
+            }
+        }
+    };
+}
+subscriber!(SdamEvent, SdamEventHandler);
+subscriber!(CmapEvent, CmapEventHandler);
+subscriber!(CommandEvent, CommandEventHandler);
+
+/// Progress of one queue's delivery thread, for [`EventQueues::flushed`].
+#[derive(Default)]
+struct Progress {
+    queued: AtomicU64,
+    delivered: AtomicU64,
+    /// The thread ended (stopped, or could not start).
+    finished: AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Progress {
+    async fn flushed(&self) {
+        let target = self.queued.load(Ordering::Acquire);
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.delivered.load(Ordering::Acquire) >= target || self.finished.load(Ordering::Acquire) {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// A subscriber behind a bounded queue: see the [module](self).
+pub(crate) struct Bounded<E: Send + 'static, S: Subscriber<E>> {
+    kind: &'static str,
+    capacity: usize,
+    /// In place: the subscriber itself. Queued: the delivery thread's queue.
+    route: Route<E, S>,
+    dropped: metrics::Counter,
+    /// Shared with the [`EventQueues`] for [`EventQueues::dropped`].
+    dropped_count: Arc<AtomicU64>,
+    progress: Arc<Progress>,
+}
+
+enum Route<E, S> {
+    InPlace(S),
+    Queued(crossbeam_channel::Sender<E>),
+}
+
+impl<E: Clone + Send + 'static, S: Subscriber<E>> Bounded<E, S> {
+    /// `subscriber` behind a queue of `capacity` events; a queued one gets its delivery thread,
+    /// which delivers what is queued and ends once `stop` disconnects (the topology actor
+    /// holds its sender) or every handle of the queue is gone.
+    fn new(
+        kind: &'static str,
+        subscriber: S,
+        capacity: usize,
+        stop: crossbeam_channel::Receiver<()>,
+    ) -> Self {
+        let progress = Arc::new(Progress::default());
+        let route = match subscriber.delivery() {
+            Delivery::InPlace { .. } => Route::InPlace(subscriber),
+            _ => {
+                // Unbounded in type, bounded by `offer`'s length check: a bounded channel would
+                // allocate all its slots up front, and an idle client should cost little.
+                let (tx, rx) = crossbeam_channel::unbounded::<E>();
+                let thread_progress = progress.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("mongo-actors-{kind}-events"))
+                    .spawn(move || deliver_until_stopped(kind, &subscriber, &rx, &stop, &thread_progress));
+                if let Err(e) = spawned {
+                    tracing::error!(target: LOG_TARGET, kind, error = %e, "cannot start an event delivery thread; the subscriber gets no events");
+                    progress.finished.store(true, Ordering::Release);
+                }
+                Route::Queued(tx)
+            }
+        };
+        Bounded {
+            kind,
+            capacity,
+            route,
+            dropped: metrics::counter!(EVENTS_DROPPED_TOTAL, "kind" => kind),
+            dropped_count: Arc::new(AtomicU64::new(0)),
+            progress,
+        }
+    }
+
+    /// Offers one event; never blocks.
+    fn offer(&self, event: &E) {
+        let accepted = match &self.route {
+            Route::InPlace(s) => match s.delivery() {
+                Delivery::InPlace { backlog } if backlog >= self.capacity => false,
+                _ => {
+                    s.handle(event);
+                    true
+                }
+            },
+            Route::Queued(tx) if tx.len() >= self.capacity => false,
+            Route::Queued(tx) => match tx.send(event.clone()) {
+                Ok(()) => {
+                    self.progress.queued.fetch_add(1, Ordering::AcqRel);
+                    true
+                }
+                // Stopped: the client is gone, and so is the subscriber's interest.
+                Err(_) => return,
+            },
+        };
+        if !accepted {
+            self.dropped.increment(1);
+            if self.dropped_count.fetch_add(1, Ordering::Relaxed) == 0 {
+                tracing::warn!(
+                    target: LOG_TARGET,
+                    kind = self.kind,
+                    capacity = self.capacity,
+                    "an event subscriber is not keeping up: its queue of {} {} events is full, and events are dropped for it until it catches up (counted in {EVENTS_DROPPED_TOTAL})",
+                    self.capacity,
+                    self.kind,
+                );
+            }
+        }
+    }
+}
+
+/// The delivery thread: every queued event, in order, until stopped; then what is left.
+fn deliver_until_stopped<E, S: Subscriber<E>>(
+    kind: &'static str,
+    subscriber: &S,
+    rx: &crossbeam_channel::Receiver<E>,
+    stop: &crossbeam_channel::Receiver<()>,
+    progress: &Progress,
+) {
+    let deliver = |event: E| {
+        // A panicking subscriber loses that event, not the ones after it.
+        if std::panic::catch_unwind(AssertUnwindSafe(|| subscriber.deliver(&event))).is_err() {
+            tracing::error!(target: LOG_TARGET, kind, "an event subscriber panicked; the event is lost");
+        }
+        progress.delivered.fetch_add(1, Ordering::AcqRel);
+        progress.notify.notify_waiters();
+    };
+    loop {
+        crossbeam_channel::select! {
+            recv(rx) -> event => match event {
+                Ok(event) => deliver(event),
+                Err(_) => break,
+            },
+            recv(stop) -> _ => {
+                for event in rx.try_iter() {
+                    deliver(event);
+                }
+                break;
+            },
+        }
+    }
+    progress.finished.store(true, Ordering::Release);
+    progress.notify.notify_waiters();
+}
+
+macro_rules! bounded_handler {
+    ($event:ty, $handler:path) => {
+        impl $handler for Bounded<$event, Arc<dyn $handler>> {
+            fn handle(&self, event: &$event) {
+                self.offer(event)
+            }
+            fn delivery(&self) -> Delivery {
+                // Bounded already: a second wrapper calls it in place.
+                Delivery::InPlace { backlog: 0 }
+            }
+        }
+    };
+}
+bounded_handler!(SdamEvent, SdamEventHandler);
+bounded_handler!(CmapEvent, CmapEventHandler);
+bounded_handler!(CommandEvent, CommandEventHandler);
+
+/// The bounded queues of one client or topology, and the signal that stops their threads.
+#[derive(Clone)]
+pub(crate) struct EventQueues {
+    capacity: usize,
+    stop: crossbeam_channel::Receiver<()>,
+    progress: Arc<parking_lot::Mutex<Vec<Arc<Progress>>>>,
+    drops: Arc<parking_lot::Mutex<Vec<Arc<AtomicU64>>>>,
+}
+
+/// Held by the topology actor: when the actor goes (closed, or its System stopped), every
+/// delivery thread of its client delivers what is queued and ends.
+pub(crate) type EventStopGuard = crossbeam_channel::Sender<()>;
+
+impl EventQueues {
+    /// Queues of `capacity` events, and the guard whose drop stops their threads.
+    pub(crate) fn new(capacity: usize) -> (EventQueues, EventStopGuard) {
+        let (guard, stop) = crossbeam_channel::bounded(0);
+        let queues = EventQueues { capacity, stop, progress: Arc::default(), drops: Arc::default() };
+        (queues, guard)
+    }
+
+    fn wrap<E, S>(&self, kind: &'static str, subscriber: S) -> Arc<Bounded<E, S>>
+    where
+        E: Clone + Send + 'static,
+        S: Subscriber<E>,
+    {
+        let bounded = Arc::new(Bounded::new(kind, subscriber, self.capacity, self.stop.clone()));
+        self.progress.lock().push(bounded.progress.clone());
+        self.drops.lock().push(bounded.dropped_count.clone());
+        bounded
+    }
+
+    /// `handler` behind a bounded queue (an already bounded one is returned as it is).
+    pub(crate) fn sdam(&self, handler: Arc<dyn SdamEventHandler>) -> Arc<dyn SdamEventHandler> {
+        self.wrap("sdam", handler)
+    }
+
+    /// `handler` behind a bounded queue.
+    pub(crate) fn cmap(&self, handler: Arc<dyn CmapEventHandler>) -> Arc<dyn CmapEventHandler> {
+        self.wrap("cmap", handler)
+    }
+
+    /// `handler` behind a bounded queue.
+    pub(crate) fn command(&self, handler: Arc<dyn CommandEventHandler>) -> Arc<dyn CommandEventHandler> {
+        self.wrap("command", handler)
+    }
+
+    /// Waits until every event queued so far has been delivered (or its thread ended).
+    pub(crate) async fn flushed(&self) {
+        let all: Vec<Arc<Progress>> = self.progress.lock().clone();
+        for p in all {
+            p.flushed().await;
+        }
+    }
+
+    /// Events dropped so far, over every subscriber.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.drops.lock().iter().map(|d| d.load(Ordering::Relaxed)).sum()
     }
 }
 
@@ -37,8 +384,11 @@ impl SdamEventHandler for crossbeam_channel::Sender<SdamEvent> {
 ///
 /// The orphan rule keeps us from implementing the handler traits on `Recipient` itself, so
 /// this wrapper is what a `Recipient` becomes when handed to a topology, pool or client:
-/// `Arc::new(RecipientHandler::new(addr.recipient()))`. Events are sent with `do_send`, which
-/// never blocks: a full mailbox grows, and a stopped actor's events are dropped.
+/// `Arc::new(RecipientHandler::new(addr.recipient()))`. Behind a client or topology its
+/// delivery thread sends the next event once the actor handled the last one, so the actor's
+/// mailbox never holds more than one of them and the rest wait in the bounded queue; called
+/// directly, `handle` uses `do_send`, which never blocks (a stopped actor's events are
+/// dropped).
 pub struct RecipientHandler<M>
 where
     M: actix::Message<Result = ()> + Send,
@@ -58,6 +408,30 @@ where
     /// The wrapped recipient.
     pub fn recipient(&self) -> &actix::Recipient<M> {
         &self.recipient
+    }
+
+    /// Sends `message` and waits until the actor has handled it (a stopped actor: at once).
+    /// For delivery threads, which run no runtime; inside one it only queues the message,
+    /// since blocking there could wait on the very thread the actor runs on.
+    pub(crate) fn send_and_wait(&self, message: M)
+    where
+        M: 'static,
+    {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.recipient.do_send(message);
+            return;
+        }
+        thread_local! {
+            static RUNTIME: Option<tokio::runtime::Runtime> =
+                tokio::runtime::Builder::new_current_thread().build().ok();
+        }
+        let request = self.recipient.send(message);
+        RUNTIME.with(|rt| match rt {
+            Some(rt) => {
+                let _ = rt.block_on(request);
+            }
+            None => drop(request),
+        });
     }
 }
 
@@ -105,12 +479,20 @@ impl SdamEventHandler for RecipientHandler<SdamEventOccurred> {
         // Never blocks; a stopped subscriber is not the topology's problem.
         self.recipient.do_send(SdamEventOccurred(event.clone()));
     }
+
+    fn deliver(&self, event: &SdamEvent) {
+        self.send_and_wait(SdamEventOccurred(event.clone()));
+    }
 }
 
 impl CmapEventHandler for RecipientHandler<CmapEventOccurred> {
     fn handle(&self, event: &CmapEvent) {
         // Runs under the pool's lock: do_send only queues.
         self.recipient.do_send(CmapEventOccurred(event.clone()));
+    }
+
+    fn deliver(&self, event: &CmapEvent) {
+        self.send_and_wait(CmapEventOccurred(event.clone()));
     }
 }
 
@@ -238,5 +620,114 @@ mod tests {
         let (tx, rx) = crossbeam_channel::unbounded();
         cmap_channel(tx).handle(&CmapEvent::PoolReady { address: address() });
         assert_eq!(rx.try_recv(), Ok(CmapEvent::PoolReady { address: address() }));
+    }
+
+    fn ready() -> CmapEvent {
+        CmapEvent::PoolReady { address: address() }
+    }
+
+    #[tokio::test]
+    async fn a_stalled_closure_loses_events_past_its_bound_and_never_blocks() {
+        let (queues, guard) = EventQueues::new(3);
+        let (release, stalled) = crossbeam_channel::bounded::<()>(0);
+        let seen = Arc::new(AtomicU64::new(0));
+        let counter = seen.clone();
+        let handler = queues.cmap(Arc::new(move |_: &CmapEvent| {
+            let _ = stalled.recv();
+            counter.fetch_add(1, Ordering::SeqCst);
+        }));
+        let began = std::time::Instant::now();
+        for _ in 0..100 {
+            handler.handle(&ready());
+        }
+        assert!(began.elapsed() < std::time::Duration::from_secs(1), "the producer never waits");
+        // One in the subscriber's hands, three queued: 96 dropped.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!((95..=97).contains(&queues.dropped()), "dropped {}", queues.dropped());
+        drop(release);
+        queues.flushed().await;
+        assert_eq!(seen.load(Ordering::SeqCst) + queues.dropped(), 100);
+        drop(guard);
+    }
+
+    #[test]
+    fn a_channel_is_its_own_queue() {
+        let (queues, _guard) = EventQueues::new(5);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let handler = queues.cmap(Arc::new(tx));
+        for _ in 0..8 {
+            handler.handle(&ready());
+        }
+        // Fed in place: nothing is lost below the bound, the rest is dropped.
+        assert_eq!(rx.len(), 5);
+        assert_eq!(queues.dropped(), 3);
+        rx.try_iter().for_each(drop);
+        handler.handle(&ready());
+        assert_eq!(rx.len(), 1);
+    }
+
+    #[test]
+    fn a_full_bounded_channel_never_blocks_the_producer() {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let handler = cmap_channel(tx);
+        handler.handle(&ready());
+        handler.handle(&ready());
+        assert_eq!(rx.len(), 1);
+    }
+
+    #[test]
+    fn the_stop_guard_ends_the_delivery_thread_after_what_is_queued() {
+        let (queues, guard) = EventQueues::new(100);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let handler = queues.cmap(Arc::new(move |e: &CmapEvent| {
+            let _ = tx.send(e.clone());
+        }));
+        for _ in 0..10 {
+            handler.handle(&ready());
+        }
+        drop(guard);
+        // Everything queued arrives, then the thread ends (and with it the channel's sender).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut got = 0;
+        while got < 10 && std::time::Instant::now() < deadline {
+            if rx.recv_timeout(std::time::Duration::from_millis(100)).is_ok() {
+                got += 1;
+            }
+        }
+        assert_eq!(got, 10);
+        drop(handler);
+        assert!(matches!(
+            rx.recv_timeout(std::time::Duration::from_secs(5)),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected)
+        ));
+    }
+
+    /// Counts what it handles, slowly.
+    struct Slow(Arc<AtomicU64>);
+
+    impl Actor for Slow {
+        type Context = Context<Self>;
+    }
+
+    impl Handler<CmapEventOccurred> for Slow {
+        type Result = ();
+        fn handle(&mut self, _: CmapEventOccurred, _: &mut Context<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[actix::test]
+    async fn a_recipient_gets_its_events_one_at_a_time_in_order() {
+        let handled = Arc::new(AtomicU64::new(0));
+        let addr = Slow(handled.clone()).start();
+        let (queues, _guard) = EventQueues::new(1_000);
+        let handler = queues.cmap(cmap_recipient(addr.recipient()));
+        for _ in 0..500 {
+            handler.handle(&ready());
+        }
+        queues.flushed().await;
+        // The delivery thread waited for each one: all handled once flushed.
+        assert_eq!(handled.load(Ordering::SeqCst) + queues.dropped(), 500);
+        assert_eq!(queues.dropped(), 0);
     }
 }

@@ -63,7 +63,7 @@ pub mod options {
 /// The BSON crate this one is built on (`bson::doc!`, `Document`, `oid::ObjectId`...): one
 /// dependency is enough.
 pub use bson;
-pub use error::{Error, ErrorKind, Result, WriteConcernError, WriteError};
+pub use error::{Error, ErrorKind, OverloadedQueue, Result, WriteConcernError, WriteError};
 pub use options::*;
 pub use selection::ReadPreference;
 pub use selection_actor::{Criteria, Selector};

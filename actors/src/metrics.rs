@@ -93,6 +93,11 @@ impl RecordCmap {
 }
 
 impl CmapEventHandler for RecordCmap {
+    // Recording is quick and never blocks; the inner handler is bounded already.
+    fn delivery(&self) -> crate::events::Delivery {
+        crate::events::Delivery::InPlace { backlog: 0 }
+    }
+
     fn handle(&self, event: &CmapEvent) {
         match event {
             CmapEvent::ConnectionCreated { address, .. } => self.pool(address).connections.increment(1.0),
@@ -137,6 +142,11 @@ impl RecordSdam {
 }
 
 impl SdamEventHandler for RecordSdam {
+    // Recording is quick and never blocks; the inner handler is bounded already.
+    fn delivery(&self) -> crate::events::Delivery {
+        crate::events::Delivery::InPlace { backlog: 0 }
+    }
+
     fn handle(&self, event: &SdamEvent) {
         match event {
             SdamEvent::ServerHeartbeatSucceeded(e) => {
@@ -213,6 +223,11 @@ impl RecordCommands {
 }
 
 impl CommandEventHandler for RecordCommands {
+    // Recording is quick and never blocks; the inner handler is bounded already.
+    fn delivery(&self) -> crate::events::Delivery {
+        crate::events::Delivery::InPlace { backlog: 0 }
+    }
+
     fn handle(&self, event: &CommandEvent) {
         match event {
             CommandEvent::Succeeded { command_name, duration, .. } => {

@@ -14,8 +14,8 @@
 //! deadline); a timer fails the expired ones with the spec's error.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -111,11 +111,19 @@ pub struct SelectorOptions {
     pub server_selection_timeout: Duration,
     /// The application's selector, if any.
     pub custom_selector: Option<CustomSelector>,
+    /// Admission control: the most operations waiting for a suitable server at once; past
+    /// it a selection fails at once with [`Error::Overloaded`]. `None` (the default, as in
+    /// the official drivers): no limit. Selections the current snapshot serves never wait.
+    pub max_waiters: Option<usize>,
 }
 
 impl Default for SelectorOptions {
     fn default() -> Self {
-        SelectorOptions { server_selection_timeout: Duration::from_secs(30), custom_selector: None }
+        SelectorOptions {
+            server_selection_timeout: Duration::from_secs(30),
+            custom_selector: None,
+            max_waiters: None,
+        }
     }
 }
 
@@ -423,6 +431,7 @@ struct Waiter {
 /// Queues a request the caller's fast path could not serve (it logged "started" and
 /// "waiting" already).
 struct EnqueueWaiter {
+    id: u64,
     request: SelectionRequest,
     started: Instant,
     deadline: Instant,
@@ -430,6 +439,13 @@ struct EnqueueWaiter {
 }
 
 impl Message for EnqueueWaiter {
+    type Result = ();
+}
+
+/// A waiter's caller went away (its future was dropped): it leaves the queue at once.
+struct WaiterGone(u64);
+
+impl Message for WaiterGone {
     type Result = ();
 }
 
@@ -446,8 +462,11 @@ pub struct SelectionActor {
     /// The latest snapshot is always read from here; the stream only wakes the actor.
     receiver: watch::Receiver<Arc<TopologySnapshot>>,
     options: Arc<SelectorOptions>,
-    waiters: Vec<Waiter>,
-    next_waiter: u64,
+    /// By id, which callers take in arrival order: the first entry waited longest.
+    waiters: BTreeMap<u64, Waiter>,
+    /// Waiter ids, shared with the [`Selector`] handles (which enqueue with their own ids, so
+    /// a caller that goes away can name its waiter).
+    ids: Arc<AtomicU64>,
     /// The snapshot sequence an immediate check was last requested for.
     checked: Option<u64>,
     timer: Option<(Instant, SpawnHandle)>,
@@ -468,13 +487,13 @@ impl std::fmt::Debug for SelectionActor {
 }
 
 impl SelectionActor {
-    fn new(topology: &Topology, options: Arc<SelectorOptions>) -> Self {
+    fn new(topology: &Topology, options: Arc<SelectorOptions>, ids: Arc<AtomicU64>) -> Self {
         SelectionActor {
+            ids,
             topology: topology.actor().clone(),
             receiver: topology.watch(),
             options,
-            waiters: Vec::new(),
-            next_waiter: 0,
+            waiters: BTreeMap::new(),
             checked: None,
             timer: None,
             reported_waiters: 0,
@@ -485,23 +504,26 @@ impl SelectionActor {
 
     fn push_waiter(
         &mut self,
+        id: u64,
         request: SelectionRequest,
         started: Instant,
         deadline: Instant,
         logged_waiting: bool,
         reply: oneshot::Sender<Result<SelectedServer>>,
     ) {
-        self.next_waiter += 1;
-        self.waiters.push(Waiter {
-            id: self.next_waiter,
-            request,
-            started,
-            deadline,
-            reply,
-            evaluated: None,
-            filtering: false,
-            logged_waiting,
-        });
+        self.waiters.insert(
+            id,
+            Waiter {
+                id,
+                request,
+                started,
+                deadline,
+                reply,
+                evaluated: None,
+                filtering: false,
+                logged_waiting,
+            },
+        );
     }
 
     fn answer(&self, waiter: Waiter, topology: &TopologyDescription, outcome: Result<SelectedServer>) {
@@ -530,7 +552,7 @@ impl SelectionActor {
                 waiter.deadline,
             );
         }
-        self.waiters.push(waiter);
+        self.waiters.insert(waiter.id, waiter);
         if self.checked != Some(snapshot.sequence) {
             self.checked = Some(snapshot.sequence);
             self.topology.do_send(RequestImmediateCheck);
@@ -547,42 +569,48 @@ impl SelectionActor {
         }
         let now = Instant::now();
         let custom = self.options.custom_selector.clone();
-        for mut waiter in std::mem::take(&mut self.waiters) {
-            if waiter.reply.is_closed() {
-                continue;
-            }
-            if waiter.filtering || waiter.evaluated == Some(snapshot.sequence) {
-                self.waiters.push(waiter);
-                continue;
-            }
-            waiter.evaluated = Some(snapshot.sequence);
-            let servers = match candidates(&snapshot, &waiter.request, custom.as_ref()) {
-                Ok(s) => s,
-                Err(e) => {
-                    self.answer(waiter, &snapshot.description, Err(Error::ServerSelection(e)));
-                    continue;
-                }
-            };
-            if let (Some(CustomSelector::Actor(recipient)), false) = (&custom, servers.is_empty()) {
-                waiter.filtering = true;
-                self.spawn_filter(ctx, &waiter, recipient.clone(), &snapshot, owned(&servers));
-                self.waiters.push(waiter);
-            } else if let Some(chosen) = choose(&snapshot, servers).and_then(|sd| selected(&snapshot, sd)) {
-                self.answer(waiter, &snapshot.description, Ok(chosen));
-            } else if now >= waiter.deadline {
-                let e = timeout_error(
-                    &snapshot,
-                    &waiter.request,
-                    custom.as_ref(),
-                    waiter.started,
-                    waiter.deadline,
-                );
-                self.answer(waiter, &snapshot.description, Err(e));
-            } else {
-                self.unserved(waiter, &snapshot);
-            }
+        for (_, waiter) in std::mem::take(&mut self.waiters) {
+            self.evaluate_one(waiter, &snapshot, now, custom.as_ref(), ctx);
         }
         self.after_change(ctx);
+    }
+
+    /// Evaluates one waiter on `snapshot`: answers it, or puts it back.
+    fn evaluate_one(
+        &mut self,
+        mut waiter: Waiter,
+        snapshot: &Arc<TopologySnapshot>,
+        now: Instant,
+        custom: Option<&CustomSelector>,
+        ctx: &mut Context<Self>,
+    ) {
+        if waiter.reply.is_closed() {
+            return;
+        }
+        if waiter.filtering || waiter.evaluated == Some(snapshot.sequence) {
+            self.waiters.insert(waiter.id, waiter);
+            return;
+        }
+        waiter.evaluated = Some(snapshot.sequence);
+        let servers = match candidates(snapshot, &waiter.request, custom) {
+            Ok(s) => s,
+            Err(e) => {
+                self.answer(waiter, &snapshot.description, Err(Error::ServerSelection(e)));
+                return;
+            }
+        };
+        if let (Some(CustomSelector::Actor(recipient)), false) = (custom, servers.is_empty()) {
+            waiter.filtering = true;
+            self.spawn_filter(ctx, &waiter, recipient.clone(), snapshot, owned(&servers));
+            self.waiters.insert(waiter.id, waiter);
+        } else if let Some(chosen) = choose(snapshot, servers).and_then(|sd| selected(snapshot, sd)) {
+            self.answer(waiter, &snapshot.description, Ok(chosen));
+        } else if now >= waiter.deadline {
+            let e = timeout_error(snapshot, &waiter.request, custom, waiter.started, waiter.deadline);
+            self.answer(waiter, &snapshot.description, Err(e));
+        } else {
+            self.unserved(waiter, snapshot);
+        }
     }
 
     /// Asks the selector actor, without blocking this actor; the reply is checked against
@@ -614,21 +642,20 @@ impl SelectionActor {
         ctx: &mut Context<Self>,
     ) {
         // Expired or abandoned meanwhile: nothing to do.
-        let Some(position) = self.waiters.iter().position(|w| w.id == id) else { return };
-        let mut waiter = self.waiters.remove(position);
+        let Some(mut waiter) = self.waiters.remove(&id) else { return };
         waiter.filtering = false;
         let addresses = match reply {
             Ok(a) => a,
             Err(_) => {
                 self.answer(waiter, &snapshot.description, Err(selector_stopped()));
-                self.after_change(ctx);
+                self.report_waiters();
                 return;
             }
         };
         let current = self.receiver.borrow().sequence;
         if current != snapshot.sequence {
             // A newer snapshot arrived during the await: evaluate on it instead, in order.
-            self.waiters.insert(position, waiter);
+            self.waiters.insert(id, waiter);
             self.evaluate(ctx);
             return;
         }
@@ -639,17 +666,13 @@ impl SelectionActor {
                 keep(&mut servers, &addresses);
                 match choose(snapshot, servers).and_then(|sd| selected(snapshot, sd)) {
                     Some(chosen) => self.answer(waiter, &snapshot.description, Ok(chosen)),
-                    None => {
-                        // Keep arrival order among the waiters.
-                        let len = self.waiters.len();
-                        self.unserved(waiter, snapshot);
-                        let w = self.waiters.remove(len);
-                        self.waiters.insert(position, w);
-                    }
+                    // Back in its place: the waiters are ordered by arrival (id).
+                    None => self.unserved(waiter, snapshot),
                 }
             }
         }
-        self.after_change(ctx);
+        let deadline = self.waiters.get(&id).map(|w| w.deadline);
+        self.after_one(ctx, deadline);
     }
 
     /// Fails the waiters whose deadline passed.
@@ -657,7 +680,7 @@ impl SelectionActor {
         let now = Instant::now();
         let snapshot = self.receiver.borrow().clone();
         let custom = self.options.custom_selector.clone();
-        for waiter in std::mem::take(&mut self.waiters) {
+        for (id, waiter) in std::mem::take(&mut self.waiters) {
             if waiter.deadline <= now {
                 let e = timeout_error(
                     &snapshot,
@@ -668,15 +691,32 @@ impl SelectionActor {
                 );
                 self.answer(waiter, &snapshot.description, Err(e));
             } else if !waiter.reply.is_closed() {
-                self.waiters.push(waiter);
+                self.waiters.insert(id, waiter);
             }
         }
         self.after_change(ctx);
     }
 
-    /// Re-arms the timer for the earliest deadline and updates the waiters gauge.
+    /// Re-arms the timer for the earliest deadline and updates the waiters gauge (a pass
+    /// over every waiter: after the passes that visit them all anyway).
     fn after_change(&mut self, ctx: &mut Context<Self>) {
-        let earliest = self.waiters.iter().map(|w| w.deadline).min();
+        let earliest = self.waiters.values().map(|w| w.deadline).min();
+        self.arm(ctx, earliest);
+    }
+
+    /// After one waiter arrived or was re-evaluated: the timer only ever moves earlier, so
+    /// each arrival costs O(log n), not a pass over the queue (a timer that fires for a
+    /// waiter gone meanwhile finds nothing to expire and re-arms).
+    fn after_one(&mut self, ctx: &mut Context<Self>, deadline: Option<Instant>) {
+        let current = self.timer.as_ref().map(|(at, _)| *at);
+        match (current, deadline) {
+            (Some(at), Some(d)) if d < at => self.arm(ctx, Some(d)),
+            (None, Some(d)) => self.arm(ctx, Some(d)),
+            _ => self.report_waiters(),
+        }
+    }
+
+    fn arm(&mut self, ctx: &mut Context<Self>, earliest: Option<Instant>) {
         if self.timer.as_ref().map(|(at, _)| *at) != earliest {
             if let Some((_, handle)) = self.timer.take() {
                 ctx.cancel_future(handle);
@@ -707,7 +747,7 @@ impl SelectionActor {
 
     fn fail_all(&mut self, error: impl Fn() -> Error) {
         let snapshot = self.receiver.borrow().clone();
-        for waiter in std::mem::take(&mut self.waiters) {
+        for (_, waiter) in std::mem::take(&mut self.waiters) {
             self.answer(waiter, &snapshot.description, Err(error()));
         }
         self.report_waiters();
@@ -763,7 +803,8 @@ impl Handler<SelectServer> for SelectionActor {
         }
         let deadline = deadline_of(msg.started, self.options.server_selection_timeout, &msg.request);
         let (reply, rx) = oneshot::channel();
-        self.push_waiter(msg.request, msg.started, deadline, false, reply);
+        let id = self.ids.fetch_add(1, Ordering::Relaxed);
+        self.push_waiter(id, msg.request, msg.started, deadline, false, reply);
         self.evaluate(ctx);
         Box::pin(async move { rx.await.unwrap_or_else(|_| Err(Error::stopped("selection"))) })
     }
@@ -773,8 +814,38 @@ impl Handler<EnqueueWaiter> for SelectionActor {
     type Result = ();
 
     fn handle(&mut self, msg: EnqueueWaiter, ctx: &mut Self::Context) {
-        self.push_waiter(msg.request, msg.started, msg.deadline, true, msg.reply);
-        self.evaluate(ctx);
+        let snapshot = self.receiver.borrow().clone();
+        if snapshot.closed {
+            self.push_waiter(msg.id, msg.request, msg.started, msg.deadline, true, msg.reply);
+            self.evaluate(ctx);
+            return;
+        }
+        // Only the newcomer: the others were evaluated on this snapshot already, so an
+        // arrival costs O(log n) however many wait.
+        let waiter = Waiter {
+            id: msg.id,
+            request: msg.request,
+            started: msg.started,
+            deadline: msg.deadline,
+            reply: msg.reply,
+            evaluated: None,
+            filtering: false,
+            logged_waiting: true,
+        };
+        let custom = self.options.custom_selector.clone();
+        self.evaluate_one(waiter, &snapshot, Instant::now(), custom.as_ref(), ctx);
+        let deadline = self.waiters.get(&msg.id).map(|w| w.deadline);
+        self.after_one(ctx, deadline);
+    }
+}
+
+impl Handler<WaiterGone> for SelectionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: WaiterGone, _ctx: &mut Self::Context) {
+        if self.waiters.remove(&msg.0).is_some() {
+            self.report_waiters();
+        }
     }
 }
 
@@ -819,10 +890,33 @@ pub struct Selector {
     actor: Addr<SelectionActor>,
     options: Arc<SelectorOptions>,
     pins: Arc<AtomicU64>,
+    /// Waiter ids (shared with the actor).
+    ids: Arc<AtomicU64>,
+    /// Operations on the slow path right now, counted by the callers: admission control
+    /// reads it, and a caller that goes away takes itself off at once.
+    waiting: Arc<AtomicUsize>,
     closed: Arc<AtomicBool>,
     fast_path: Arc<FastPathHistograms>,
     /// The topology's id, in every selection log message (`topologyId`).
     topology_id: Arc<str>,
+}
+
+/// A caller's place on the slow path: counted while it lives; dropped before the answer (the
+/// caller's future went away), it takes the waiter out of the actor's queue at once.
+struct WaitSlot<'a> {
+    waiting: &'a AtomicUsize,
+    actor: &'a Addr<SelectionActor>,
+    /// The enqueued waiter, until answered.
+    id: Option<u64>,
+}
+
+impl Drop for WaitSlot<'_> {
+    fn drop(&mut self) {
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        if let Some(id) = self.id {
+            self.actor.do_send(WaiterGone(id));
+        }
+    }
 }
 
 /// The fast path's duration histograms, registered once with the recorder installed when
@@ -857,11 +951,14 @@ impl Selector {
     /// Starts a selection actor for `topology` (in the current actix arbiter).
     pub fn start(topology: &Topology, options: SelectorOptions) -> Selector {
         let options = Arc::new(options);
-        let actor = SelectionActor::new(topology, options.clone()).start();
+        let ids = Arc::new(AtomicU64::new(1));
+        let actor = SelectionActor::new(topology, options.clone(), ids.clone()).start();
         Selector {
             topology: topology.clone(),
             actor,
             options,
+            ids,
+            waiting: Arc::new(AtomicUsize::new(0)),
             pins: Arc::new(AtomicU64::new(1)),
             closed: Arc::new(AtomicBool::new(false)),
             fast_path: Arc::new(FastPathHistograms::register()),
@@ -924,7 +1021,8 @@ impl Selector {
         outcome
     }
 
-    /// The slow path: log "waiting" once for the operation, then wait in the actor.
+    /// The slow path: admission, log "waiting" once for the operation, then wait in the
+    /// actor.
     async fn wait(
         &self,
         request: SelectionRequest,
@@ -932,6 +1030,16 @@ impl Selector {
         deadline: Instant,
         snapshot: &TopologySnapshot,
     ) -> Result<SelectedServer> {
+        let waiting = self.waiting.fetch_add(1, Ordering::AcqRel);
+        let slot = WaitSlot { waiting: &self.waiting, actor: &self.actor, id: None };
+        if let Some(limit) = self.options.max_waiters.filter(|&limit| waiting >= limit) {
+            drop(slot);
+            let e =
+                Error::Overloaded { queue: crate::OverloadedQueue::ServerSelection, limit, address: None };
+            let custom = self.options.custom_selector.as_ref();
+            log_outcome(&self.topology_id, &request, custom, &snapshot.description, &Err(e.clone()));
+            return Err(e);
+        }
         log_waiting(
             &self.topology_id,
             &request,
@@ -940,9 +1048,15 @@ impl Selector {
             deadline,
         );
         let (reply, rx) = oneshot::channel();
+        let id = self.ids.fetch_add(1, Ordering::Relaxed);
+        let mut slot = slot;
+        slot.id = Some(id);
         // A stopped actor drops the message, and with it `reply`.
-        self.actor.do_send(EnqueueWaiter { request, started, deadline, reply });
-        rx.await.unwrap_or_else(|_| Err(Error::stopped("selection")))
+        self.actor.do_send(EnqueueWaiter { id, request, started, deadline, reply });
+        let outcome = rx.await.unwrap_or_else(|_| Err(Error::stopped("selection")));
+        // Answered: the actor has forgotten it already.
+        slot.id = None;
+        outcome
     }
 
     /// The topology this selector reads.

@@ -25,7 +25,7 @@ use protocol::uri::ConnectionString;
 use protocol::uri::ServerMonitoringMode;
 use tokio::sync::watch;
 
-use crate::events::SdamEventHandler;
+use crate::events::{EventQueues, EventStopGuard, SdamEventHandler};
 use crate::messages::{
     ApplicationErrorOccurred, CancelCheck, CheckOutcome, RequestImmediateCheck, ServerCheckCompleted,
     StopActor, UpdateSrvHosts,
@@ -148,6 +148,9 @@ pub struct TopologyBuilder {
     cmap_handler: Option<Arc<dyn CmapEventHandler>>,
     monitor_factory: Option<MonitorFactory>,
     topology_id: Option<TopologyId>,
+    event_queue_capacity: Option<usize>,
+    /// Set by a client, whose handlers are bounded already (they share its queues).
+    event_queues: Option<(EventQueues, EventStopGuard)>,
 }
 
 impl TopologyBuilder {
@@ -233,6 +236,21 @@ impl TopologyBuilder {
         self
     }
 
+    /// How many events each subscriber's queue holds (default
+    /// [`DEFAULT_EVENT_QUEUE_CAPACITY`](crate::events::DEFAULT_EVENT_QUEUE_CAPACITY); see
+    /// [`crate::events`]). Must be at least 1.
+    pub fn event_queue_capacity(mut self, capacity: usize) -> Self {
+        self.event_queue_capacity = Some(capacity);
+        self
+    }
+
+    /// A client's queues: its handlers are bounded already, and the actor holds the guard
+    /// that stops their threads.
+    pub(crate) fn event_queues(mut self, queues: EventQueues, guard: EventStopGuard) -> Self {
+        self.event_queues = Some((queues, guard));
+        self
+    }
+
     /// Validates the options and creates the (not yet started) actor.
     pub fn build(self) -> Result<TopologyActor> {
         let invalid = |message: String| Error::InvalidOptions { message };
@@ -272,6 +290,18 @@ impl TopologyBuilder {
                 "loadBalanced differs between the topology, connection and pool options".into(),
             ));
         }
+        let (sdam_handler, cmap_handler, event_stop) = match self.event_queues {
+            Some((_, guard)) => (self.sdam_handler, self.cmap_handler, guard),
+            None => {
+                let capacity =
+                    self.event_queue_capacity.unwrap_or(crate::events::DEFAULT_EVENT_QUEUE_CAPACITY);
+                if capacity == 0 {
+                    return Err(invalid("the event queue capacity must be at least 1".into()));
+                }
+                let (queues, guard) = EventQueues::new(capacity);
+                (self.sdam_handler.map(|h| queues.sdam(h)), self.cmap_handler.map(|h| queues.cmap(h)), guard)
+            }
+        };
         let id = self.topology_id.unwrap_or_else(|| TopologyId(ObjectId::new()));
         let (description, opening_events) = TopologyDescription::open(settings, id);
         Ok(TopologyActor {
@@ -282,13 +312,14 @@ impl TopologyBuilder {
                 connection_options: Arc::new(connection_options),
                 pool_options,
                 monitoring_mode: self.monitoring_mode,
-                sdam_handler: self.sdam_handler,
-                cmap_handler: self.cmap_handler,
+                sdam_handler,
+                cmap_handler,
                 monitor_factory: self.monitor_factory.unwrap_or_else(default_monitor_factory),
             },
             servers: BTreeMap::new(),
             publisher: None,
             closed: false,
+            _event_stop: event_stop,
         })
     }
 
@@ -323,6 +354,29 @@ pub struct TopologyActor {
     publisher: Option<watch::Sender<Arc<TopologySnapshot>>>,
     /// Set once `StopActor` began: later messages change nothing.
     closed: bool,
+    /// Dropped with the actor, however it goes: the event delivery threads end then.
+    _event_stop: EventStopGuard,
+}
+
+/// However the actor goes (closed, or its actix System stopped under it, when no handler
+/// runs any more), no connection outlives it: every pool is closed (idle connections close
+/// now, checked-out ones at check-in) and the last snapshot says closed, so operations fail
+/// with a typed error instead of waiting.
+impl Drop for TopologyActor {
+    fn drop(&mut self) {
+        for entry in self.servers.values() {
+            entry.handle.pool.close();
+        }
+        if let Some(publisher) = &self.publisher {
+            if !publisher.borrow().closed {
+                self.closed = true;
+                let sequence = publisher.borrow().sequence + 1;
+                let mut snapshot = self.make_snapshot(sequence);
+                snapshot.closed = true;
+                publisher.send_replace(Arc::new(snapshot));
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for TopologyActor {

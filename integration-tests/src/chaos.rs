@@ -58,6 +58,10 @@ pub struct Options {
     pub seed: u64,
     /// How long the checks wait for connections to settle.
     pub settle: Duration,
+    /// The overload phase: this many concurrent `find_one`s at once, halfway through the
+    /// faults (0: none). Far over what the pool serves: they queue, and each must still end
+    /// by its deadline.
+    pub burst: usize,
 }
 
 impl Default for Options {
@@ -71,6 +75,7 @@ impl Default for Options {
             txn_writers: 2,
             seed: 0,
             settle: Duration::from_secs(20),
+            burst: 10_000,
         }
     }
 }
@@ -123,6 +128,11 @@ pub struct Report {
     pub slowest: Duration,
     /// Panics seen by the hook.
     pub panics: u64,
+    /// The overload phase's operations, and how many succeeded.
+    pub burst: (u64, u64),
+    /// This process's resident memory before the workload and at its peak (bytes; the
+    /// simulator runs in the same process).
+    pub memory: (u64, u64),
     /// Failed checks, one line each (empty = the run passed).
     pub failures: Vec<String>,
 }
@@ -140,7 +150,7 @@ impl Report {
         format!(
             "chaos: {:.1} s, {} members, seed {}: ops {} (writes {}, acked {}; reads {}, ok {}), errors {} {{{}}}, \
              faults {} {{{}}}, lost writes {}, transactions {} (lost {}, applied twice or in part {}), \
-             slowest op {} ms, panics {}: {}",
+             overload burst {} ({} ok), memory {} MiB before, {} MiB peak, slowest op {} ms, panics {}: {}",
             self.seconds,
             self.members,
             self.seed,
@@ -157,6 +167,10 @@ impl Report {
             self.transactions,
             self.transactions_lost,
             self.transactions_torn,
+            self.burst.0,
+            self.burst.1,
+            self.memory.0 >> 20,
+            self.memory.1 >> 20,
             self.slowest.as_millis(),
             self.panics,
             if self.passed() { "OK".to_string() } else { format!("FAILED ({} checks)", self.failures.len()) },
@@ -243,11 +257,89 @@ fn read_preferences() -> [(&'static str, ReadPreference); 5] {
     ]
 }
 
-fn threads_named(name: &str) -> usize {
+/// This process's threads whose name starts with `prefix`: `mongo-actors` counts the client's
+/// System thread and its event delivery threads (`mongo-actors-cmap-events`, as the kernel
+/// keeps it: `mongo-actors-cm`).
+fn threads_named(prefix: &str) -> usize {
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return 0 };
     dir.filter_map(Result::ok)
-        .filter(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim_end() == name))
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim_end().starts_with(prefix))
+        })
         .count()
+}
+
+/// This process's resident set size in bytes (Linux; 0 elsewhere).
+pub fn resident_memory() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Samples the resident memory every 10 ms until `stop`; the peak.
+fn sample_peak_memory(stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut peak = 0;
+        while !stop.load(Ordering::Relaxed) {
+            peak = peak.max(resident_memory());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        peak.max(resident_memory())
+    })
+}
+
+/// The overload phase: `n` concurrent `find_one`s at `at`, each timed like the workload's.
+fn spawn_burst(
+    runtime: &tokio::runtime::Runtime,
+    coll: &Collection,
+    n: usize,
+    at: Instant,
+    tally: &Arc<Tally>,
+    limit: Duration,
+) -> tokio::task::JoinHandle<(u64, u64)> {
+    let (coll, tally) = (coll.clone(), tally.clone());
+    runtime.spawn(async move {
+        tokio::time::sleep_until(at.into()).await;
+        let ops: Vec<_> = (0..n)
+            .map(|i| {
+                let (coll, tally) = (coll.clone(), tally.clone());
+                tokio::spawn(async move {
+                    tally.reads.fetch_add(1, Ordering::Relaxed);
+                    let t = Instant::now();
+                    let r = tokio::time::timeout(
+                        limit + Duration::from_secs(5),
+                        coll.find_one(doc! {"_id": i as i64}),
+                    )
+                    .await;
+                    tally.timed("burst find_one", t.elapsed(), limit);
+                    match r {
+                        Ok(Ok(_)) => {
+                            tally.reads_ok.fetch_add(1, Ordering::Relaxed);
+                            true
+                        }
+                        Ok(Err(e)) => {
+                            tally.error(error_kind(&e));
+                            false
+                        }
+                        Err(_) => {
+                            tally.error("Hang".into());
+                            false
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut ok = 0;
+        for op in ops {
+            if op.await.unwrap_or(false) {
+                ok += 1;
+            }
+        }
+        (n as u64, ok)
+    })
 }
 
 /// Runs the soak; the report says whether its checks passed. Call it outside any async runtime.
@@ -287,6 +379,9 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
         let client_options = actors::ClientOptions::builder()
             .uri(uri.clone())
             .cmap_event_handler(Arc::new(handler))
+            // The checks count connections from CMAP events: the burst must not overflow the
+            // counter's queue (a dropped event would be a false mismatch).
+            .event_queue_capacity(1 << 20)
             .build()
             .await?;
         Client::with_options(client_options).await
@@ -300,6 +395,11 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     let started = Instant::now();
     let workload = Workload { coll: &coll, stop: &stop, next_id: &next_id, tally: &tally, started, limit };
     let mut tasks = workload.spawn(&runtime, options);
+    let sampling = Arc::new(AtomicBool::new(false));
+    report.memory.0 = resident_memory();
+    let sampler = sample_peak_memory(sampling.clone());
+    let burst = (options.burst > 0)
+        .then(|| spawn_burst(&runtime, &coll, options.burst, started + options.duration / 2, &tally, limit));
     let committed = Arc::new(Mutex::new(Vec::new()));
     tasks.extend(spawn_transactions(&runtime, options, &client, &txn_coll, &stop, &tally, &committed));
 
@@ -314,7 +414,15 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
                 tally.error(format!("TaskFailed({e})"));
             }
         }
+        if let Some(b) = burst {
+            match b.await {
+                Ok(counts) => report.burst = counts,
+                Err(e) => tally.error(format!("TaskFailed({e})")),
+            }
+        }
     });
+    sampling.store(true, Ordering::Relaxed);
+    report.memory.1 = sampler.join().unwrap_or(0);
 
     // Heal everything; wait for a primary.
     heal(&cluster, options.members);

@@ -38,7 +38,10 @@ struct CommandLog(Arc<Mutex<Vec<(Instant, CommandEvent)>>>);
 impl CommandLog {
     fn handler(&self) -> Arc<dyn actors::command_events::CommandEventHandler> {
         let log = self.0.clone();
-        Arc::new(move |e: &CommandEvent| log.lock().push((Instant::now(), e.clone())))
+        // In place: the instant is the command's, not its delivery's.
+        Arc::new(actors::events::InPlace(move |e: &CommandEvent| {
+            log.lock().push((Instant::now(), e.clone()))
+        }))
     }
 
     /// The address of the last `name` command started.
@@ -330,6 +333,8 @@ async fn each_read_preference_mode_and_tag_set_reaches_the_expected_member() {
                 .read_preference(read_preference.clone())
                 .await
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
+            // The closure gets its events on a delivery thread: what was emitted first.
+            client.flush_events().await;
             seen.insert(log.last_started("find").expect("a find command event"));
         }
         assert!(seen.is_subset(&expected), "{name}: reads went to {seen:?}, expected within {expected:?}");
@@ -340,6 +345,7 @@ async fn each_read_preference_mode_and_tag_set_reaches_the_expected_member() {
         .criteria(Some(actors::Criteria::Read(rp(Secondary, &[&[("dc", "west")]]))))
         .await
         .expect("count on a secondary");
+    client.flush_events().await;
     assert_eq!(log.last_started("count"), Some(hosts[2].clone()));
     client.shutdown().await.expect("shutdown");
 }
@@ -370,6 +376,7 @@ async fn a_direct_connection_reads_from_a_secondary() {
         let coll = client.database(&db).collection::<bson::Document>("direct");
         let found = coll.find_one(doc! { "_id": 7 }).await;
         let found = found.unwrap_or_else(|e| panic!("{mode}: read through a direct connection: {e}"));
+        client.flush_events().await;
         assert_eq!(log.last_started("find"), Some(secondary.clone()), "{mode}");
         // Replication in the simulator may lag: what matters is that the secondary answered.
         if let Some(doc) = found {
@@ -459,6 +466,8 @@ async fn events_reach_crossbeam_receivers_and_actix_recipients() {
     let coll = client.database(&e2e_db(&deployment)).collection::<bson::Document>("events");
     coll.insert_one(doc! { "_id": 1 }).await.expect("insert");
     assert!(coll.find_one(doc! { "_id": 1 }).await.expect("find").is_some());
+    // The fan-out closures run on delivery threads: everything emitted so far, delivered.
+    client.flush_events().await;
 
     // Crossbeam.
     let sdam: Vec<_> = sdam_rx.try_iter().map(|e| e.name()).collect();

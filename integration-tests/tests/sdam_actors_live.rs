@@ -57,11 +57,12 @@ fn start_with(
         )
         .monitoring_mode(mode)
         .monitor_factory(factory)
-        .sdam_event_handler(Arc::new(move |e: &SdamEvent| {
+        // In place: the heartbeats' own instants.
+        .sdam_event_handler(Arc::new(actors::events::InPlace(move |e: &SdamEvent| {
             if let SdamEvent::ServerHeartbeatStarted(h) = e {
                 sink.lock().push((Instant::now(), h.awaited));
             }
-        }))
+        })))
         .start()
         .expect("valid options");
     Live { topology, started, monitors: Arc::default() }

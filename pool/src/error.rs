@@ -173,6 +173,16 @@ pub enum Error {
         /// The full message.
         message: String,
     },
+    /// Admission control: the wait queue already held `maxWaitQueueSize` check-outs, so this
+    /// one failed at once instead of queuing (nothing was sent). Retryable: the server is
+    /// not at fault, the client asked more of it than its pool serves.
+    #[error("connection pool for {address} is overloaded: {limit} check-outs are already waiting (maxWaitQueueSize)")]
+    WaitQueueFull {
+        /// The server.
+        address: ServerAddress,
+        /// The limit that was reached.
+        limit: usize,
+    },
 }
 
 impl Error {
@@ -204,6 +214,7 @@ impl Error {
             {
                 vec!["SystemOverloadedError".to_string(), "RetryableError".to_string()]
             }
+            Error::WaitQueueFull { .. } => vec!["RetryableError".to_string()],
             _ => Vec::new(),
         }
     }

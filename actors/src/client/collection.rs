@@ -174,13 +174,19 @@ impl<'a> Handle<'a> {
     }
 
     /// Runs `op` under `timeout` (already inherited), with `session` or an implicit one.
-    pub(crate) async fn run<O: Operation>(
+    ///
+    /// Not an `async fn`: that would store `op` once more in its own state, and a burst of
+    /// waiting operations pays for every byte of it.
+    pub(crate) fn run<'s, O: Operation + 's>(
         &self,
         op: O,
         timeout: Option<Duration>,
-        session: Option<&mut ClientSession>,
-    ) -> Result<O::Output> {
-        super::transaction::run(self.db.client(), op, Limits::new(timeout), session).await
+        session: Option<&'s mut ClientSession>,
+    ) -> impl std::future::Future<Output = Result<O::Output>> + 's
+    where
+        'a: 's,
+    {
+        super::transaction::run(self.db.client(), op, Limits::new(timeout), session)
     }
 
     /// An operation's `timeoutMS`: its own over this handle's.

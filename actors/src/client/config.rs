@@ -101,6 +101,15 @@ pub struct ClientConfig {
     pub srv_service_name: Option<String>,
     /// DNS name servers for `mongodb+srv` (`ip:port` strings); empty: the system's.
     pub dns_name_servers: Option<Vec<String>>,
+    /// Admission control (not a URI option): see
+    /// [`ClientOptionsBuilder::max_selection_waiters`](super::ClientOptionsBuilder::max_selection_waiters).
+    pub max_selection_waiters: Option<usize>,
+    /// Admission control (not a URI option): see
+    /// [`ClientOptionsBuilder::max_wait_queue_size`](super::ClientOptionsBuilder::max_wait_queue_size).
+    pub max_wait_queue_size: Option<u32>,
+    /// Each event subscriber's queue (not a URI option): see
+    /// [`ClientOptionsBuilder::event_queue_capacity`](super::ClientOptionsBuilder::event_queue_capacity).
+    pub event_queue_capacity: Option<usize>,
 }
 
 /// The URI spelling of each [`ClientConfig`] option field.
@@ -245,6 +254,15 @@ impl ClientOptions {
         if let Some(r) = config.resolver_config()? {
             builder = builder.resolver_config(r);
         }
+        if let Some(n) = config.max_selection_waiters {
+            builder = builder.max_selection_waiters(n);
+        }
+        if let Some(n) = config.max_wait_queue_size {
+            builder = builder.max_wait_queue_size(n);
+        }
+        if let Some(n) = config.event_queue_capacity {
+            builder = builder.event_queue_capacity(n);
+        }
         builder.build().await
     }
 }
@@ -276,6 +294,25 @@ mod tests {
         assert_eq!(e.kind(), crate::ErrorKind::InvalidOptions, "URI: {e}");
         let o = ClientOptions::parse("mongodb://db1/?timeoutMS=0").await.unwrap();
         assert_eq!(o.connection_string.options.timeout_ms, Some(0));
+    }
+
+    #[tokio::test]
+    async fn overload_limits_from_the_file_and_the_environment() {
+        let toml = temp_file(
+            "overload.toml",
+            "uri = \"mongodb://db1/\"\nmax_selection_waiters = 100\nmax_wait_queue_size = 50\nevent_queue_capacity = 64\n",
+        );
+        let config =
+            ClientConfig::load_with_env(Some(&toml), env(&[("MONGO_ACTORS_MAX_WAIT_QUEUE_SIZE", "7")]))
+                .unwrap();
+        let o = ClientOptions::from_client_config(None, config).await.unwrap();
+        assert_eq!(
+            (o.max_selection_waiters, o.max_wait_queue_size, o.event_queue_capacity),
+            (Some(100), Some(7), Some(64))
+        );
+        let bad = temp_file("overload-bad.toml", "uri = \"mongodb://db1/\"\nevent_queue_capacity = 0\n");
+        let config = ClientConfig::load_with_env(Some(&bad), env(&[])).unwrap();
+        assert!(ClientOptions::from_client_config(None, config).await.is_err());
     }
 
     #[tokio::test]

@@ -86,8 +86,10 @@ pub(crate) struct ClientInner {
     pub(crate) settings: Settings,
     pub(crate) sessions: SessionPool,
     pub(crate) cluster_time: Mutex<Option<Document>>,
-    /// The user's command event handler.
+    /// The user's command event handler (behind its bounded queue).
     pub(crate) command_handler: Option<Arc<dyn CommandEventHandler>>,
+    /// The subscribers' queues.
+    pub(crate) events: crate::events::EventQueues,
     /// Command metrics, recorded without building events.
     pub(crate) command_metrics: crate::metrics::RecordCommands,
     pub(crate) host: Host,
@@ -126,6 +128,12 @@ impl Drop for ClientInner {
     fn drop(&mut self) {
         if self.shutdown.initialized() {
             return;
+        }
+        // Now, not in a message that a stopped System would never run: idle pooled
+        // connections close here, checked-out ones at check-in. The monitors' connections
+        // close with their actors (stopped below, or with their System).
+        for handle in self.topology.snapshot().servers.values() {
+            handle.pool.close();
         }
         let topology = self.topology.clone();
         let selector = self.selector.clone();

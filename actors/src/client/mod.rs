@@ -103,6 +103,7 @@ pub use transaction::{
 };
 
 use self::session::SessionPool;
+use crate::events::EventQueues;
 use crate::selection_actor::{Selector, SelectorOptions};
 use crate::srv_poller::SrvPoller;
 use crate::topology::Topology;
@@ -168,14 +169,26 @@ impl Client {
             overload_retargeting: cs.options.enable_overload_retargeting.unwrap_or(false),
             server_api: options.server_api.clone(),
         };
-        let command_handler = options.command_event_handler.clone();
+        // Every subscriber behind a bounded queue; metrics are recorded in place, before it.
+        let capacity = options.event_queue_capacity.unwrap_or(crate::events::DEFAULT_EVENT_QUEUE_CAPACITY);
+        if capacity == 0 {
+            return Err(Error::InvalidOptions {
+                message: "the event queue capacity must be at least 1".into(),
+            });
+        }
+        let (events, event_stop) = EventQueues::new(capacity);
+        let command_handler = options.command_event_handler.clone().map(|h| events.command(h));
+        let sdam_handler = options.sdam_event_handler.clone().map(|h| events.sdam(h));
+        let cmap_handler = options.cmap_event_handler.clone().map(|h| events.cmap(h));
+        let queues = events.clone();
         let build = move || -> Result<(Topology, Selector, Option<actix::Addr<SrvPoller>>)> {
             // Connection options with the host resolver of a custom DNS configuration.
-            let mut builder = options.topology_builder()?.seeds(cs.hosts.clone());
-            if let Some(h) = crate::metrics::sdam_handler(options.sdam_event_handler.clone()) {
+            let mut builder =
+                options.topology_builder()?.seeds(cs.hosts.clone()).event_queues(queues, event_stop);
+            if let Some(h) = crate::metrics::sdam_handler(sdam_handler) {
                 builder = builder.sdam_event_handler(h);
             }
-            if let Some(h) = crate::metrics::cmap_handler(options.cmap_event_handler.clone()) {
+            if let Some(h) = crate::metrics::cmap_handler(cmap_handler) {
                 builder = builder.cmap_event_handler(h);
             }
             let topology = builder.start()?;
@@ -185,6 +198,7 @@ impl Client {
                     .server_selection_timeout_ms
                     .map_or(SelectorOptions::default().server_selection_timeout, Duration::from_millis),
                 custom_selector: options.custom_selector.clone(),
+                max_waiters: options.max_selection_waiters,
             };
             let selector = Selector::start(&topology, selector_options);
             // `mongodb+srv` only; it stops by itself when the topology closes.
@@ -228,6 +242,7 @@ impl Client {
                 sessions: SessionPool::default(),
                 cluster_time: Mutex::new(None),
                 command_handler,
+                events,
                 command_metrics: crate::metrics::RecordCommands::new(None),
                 host,
                 closed: AtomicBool::new(false),
@@ -268,6 +283,19 @@ impl Client {
             .connection_options()
             .append_metadata(info)
             .map_err(|e| Error::InvalidOptions { message: e.to_string() })
+    }
+
+    /// Waits until every event emitted so far has reached its subscriber (or was dropped
+    /// for a full queue): closures and actors get their events on delivery threads, a moment
+    /// after the operation that emitted them (see [`crate::events`]).
+    pub async fn flush_events(&self) {
+        self.inner.events.flushed().await
+    }
+
+    /// Events dropped so far because a subscriber's queue was full, over every subscriber
+    /// (also the counter `mongo_actors_events_dropped_total`).
+    pub fn events_dropped(&self) -> u64 {
+        self.inner.events.dropped()
     }
 
     /// The topology.

@@ -22,7 +22,7 @@ use super::inner::{ClientInner, Settings};
 use super::session::ServerSession;
 use super::timeout;
 use crate::command_events::{CommandConnection, CommandEvent, CommandEventHandler};
-use crate::error::{pool_error_address, NO_WRITES_PERFORMED, RETRYABLE_WRITE_ERROR};
+use crate::error::{pool_error_address, NO_WRITES_PERFORMED, RETRYABLE_ERROR, RETRYABLE_WRITE_ERROR};
 use crate::metrics::RecordCommands;
 use crate::selection_actor::{Criteria, SelectedServer, SelectionRequest};
 use crate::snapshot::{ServerHandle, TopologySnapshot};
@@ -48,8 +48,6 @@ const AFTER_CLUSTER_TIME_WRITES: &[&str] = &[
 pub(crate) const MAX_ADAPTIVE_RETRIES: u32 = 2;
 /// The label of errors a server returns when it sheds load.
 const SYSTEM_OVERLOADED_ERROR: &str = "SystemOverloadedError";
-/// The label of errors any command may be retried after.
-const RETRYABLE_ERROR: &str = "RetryableError";
 /// Client backpressure's base backoff and its cap.
 const BASE_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
@@ -398,6 +396,10 @@ struct Run<'a> {
     /// The implicit session taken for the operation (given back at its end, or kept by the
     /// cursor it opens).
     implicit: Option<ServerSession>,
+    /// The operation takes an implicit session, once it has a connection (driver sessions
+    /// spec: so there are never more server sessions than connections, however many
+    /// operations queue).
+    wants_implicit: bool,
     session_timeout: Option<i64>,
     /// A retryable write's number, the same for its retry.
     txn_number: Option<i64>,
@@ -422,6 +424,7 @@ impl<'a> Run<'a> {
         Run {
             session,
             implicit: None,
+            wants_implicit: false,
             session_timeout: None,
             txn_number: None,
             deprioritized: Vec::new(),
@@ -434,14 +437,22 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// An implicit session, on the first attempt, when the deployment supports sessions.
-    fn take_implicit_session(&mut self, client: &ClientInner, sessions: Option<Option<i64>>) {
+    /// Whether the operation takes an implicit session: on the first attempt, when the
+    /// deployment supports sessions. It is taken after the check-out.
+    fn plan_implicit_session(&mut self, sessions: Option<Option<i64>>) {
         let first = self.first_error.is_none();
         if let (SessionUse::Implicit, None, true, Some(timeout)) =
             (&self.session, &self.implicit, first, sessions)
         {
             self.session_timeout = timeout;
-            self.implicit = Some(client.sessions.acquire(timeout));
+            self.wants_implicit = true;
+        }
+    }
+
+    /// Takes the planned implicit session (a connection is checked out).
+    fn take_implicit_session(&mut self, client: &ClientInner) {
+        if self.wants_implicit && self.implicit.is_none() {
+            self.implicit = Some(client.sessions.acquire(self.session_timeout));
         }
     }
 
@@ -450,7 +461,8 @@ impl<'a> Run<'a> {
         if matches!(self.session, SessionUse::Transaction { .. }) {
             return false;
         }
-        let has_session = self.implicit.is_some() || matches!(self.session, SessionUse::Given(_));
+        let has_session =
+            self.implicit.is_some() || self.wants_implicit || matches!(self.session, SessionUse::Given(_));
         match op.retry {
             Retry::Read => settings.retry_reads,
             Retry::Write => {
@@ -658,14 +670,11 @@ impl ClientInner {
             };
             let Located { address, target, handle, sessions } = located;
             // An unacknowledged write takes no implicit session (driver sessions spec).
-            run.take_implicit_session(self, sessions.filter(|_| !op.unacknowledged()));
+            run.plan_implicit_session(sessions.filter(|_| !op.unacknowledged()));
             let retryable = run.retryable(&op, &target, &self.settings);
             if run.first_error.is_some() && !retryable && !run.overload_retry {
                 // The new server cannot retry (for example no longer supports sessions).
                 break Err(run.first_error.take().unwrap_or_else(|| Error::stopped("operation")));
-            }
-            if op.retry == Retry::Write && retryable {
-                run.number_the_write();
             }
             let checked_out = match (pinned, &handle) {
                 (Some(conn), _) => Ok(conn),
@@ -691,11 +700,19 @@ impl ClientInner {
             let attempt = match checked_out {
                 Err(e) => Err(e),
                 Ok(mut conn) => {
+                    run.take_implicit_session(self);
+                    if op.retry == Retry::Write && retryable {
+                        run.number_the_write();
+                    }
                     // CSOT: maxTimeMS from the server's minimum RTT, checked after the check-out;
                     // a failure here returns the connection unsent.
                     let min_rtt = handle.as_ref().map(|h| h.rtt.min()).unwrap_or_default();
                     let reply = match run.attempt(limits, min_rtt, operation_id) {
-                        Ok((session, ids)) => self.attempt(&mut conn, &target, &op, session, ids).await,
+                        // Boxed: an operation waiting for its check-out or selection (a
+                        // burst far over capacity) holds no room for the round trip's state.
+                        Ok((session, ids)) => {
+                            Box::pin(self.attempt(&mut conn, &target, &op, session, ids)).await
+                        }
                         Err(e) => Err(e),
                     };
                     // A pinned operation leaves its connection to the caller.
@@ -711,6 +728,8 @@ impl ClientInner {
             drop(selected);
             match attempt {
                 Ok((reply, conn)) => break Ok((reply, address, conn)),
+                // Admission control fails at once: a retry would only queue again.
+                Err(e @ Error::Overloaded { .. }) => break Err(e),
                 Err(e) => {
                     let sharded = target.topology_type == TopologyType::Sharded;
                     if let Some(e) =
@@ -780,6 +799,13 @@ impl ClientInner {
         generation: u32,
         write: bool,
     ) -> Error {
+        if let pool::Error::WaitQueueFull { address, limit } = e {
+            return Error::Overloaded {
+                queue: crate::OverloadedQueue::ConnectionPool,
+                limit,
+                address: Some(address),
+            };
+        }
         let establishment = e.is_network_error() || matches!(e, pool::Error::Authentication { .. });
         if establishment && !matches!(e, pool::Error::PoolCleared { .. }) {
             let app = application_error(

@@ -48,6 +48,18 @@ pub struct ClientOptions {
     /// A declared Stable API version (`apiVersion`, `apiStrict`, `apiDeprecationErrors`),
     /// sent with every command, the handshake's `hello` included (`None`: nothing is sent).
     pub server_api: Option<ServerApi>,
+    /// Admission control: the most operations waiting for a suitable server at once; past it
+    /// an operation fails at once with [`Error::Overloaded`]. `None` (the default, as in the
+    /// official drivers): no limit.
+    pub max_selection_waiters: Option<usize>,
+    /// Admission control: the most check-outs waiting for a connection of one server's pool;
+    /// past it an operation fails at once with [`Error::Overloaded`]. `None` (the default):
+    /// no limit.
+    pub max_wait_queue_size: Option<u32>,
+    /// How many events each subscriber's queue holds (`None`:
+    /// [`DEFAULT_EVENT_QUEUE_CAPACITY`](crate::events::DEFAULT_EVENT_QUEUE_CAPACITY)); see
+    /// [`crate::events`].
+    pub event_queue_capacity: Option<usize>,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -63,6 +75,9 @@ impl std::fmt::Debug for ClientOptions {
             .field("srv", &self.srv)
             .field("srv_rescan_interval", &self.srv_rescan_interval)
             .field("server_api", &self.server_api)
+            .field("max_selection_waiters", &self.max_selection_waiters)
+            .field("max_wait_queue_size", &self.max_wait_queue_size)
+            .field("event_queue_capacity", &self.event_queue_capacity)
             .finish()
     }
 }
@@ -152,7 +167,15 @@ impl ClientOptions {
         }
         let mut connection = builder.build()?;
         connection.set_host_resolver(self.host_resolver.clone());
-        Ok(TopologyBuilder::from_connection_string(cs).connection_options(connection))
+        let mut topology = TopologyBuilder::from_connection_string(cs).connection_options(connection);
+        if let Some(n) = self.max_wait_queue_size {
+            let pool = pool::cmap::PoolOptions::from_uri_options(&cs.options)?;
+            topology = topology.pool_options(pool.given().clone().max_wait_queue_size(n).build()?);
+        }
+        if let Some(capacity) = self.event_queue_capacity {
+            topology = topology.event_queue_capacity(capacity);
+        }
+        Ok(topology)
     }
 }
 
@@ -191,6 +214,9 @@ pub struct ClientOptionsBuilder {
     resolver_config: Option<ResolverConfig>,
     srv_rescan_interval: Option<Duration>,
     server_api: Option<ServerApi>,
+    max_selection_waiters: Option<usize>,
+    max_wait_queue_size: Option<u32>,
+    event_queue_capacity: Option<usize>,
 }
 
 impl std::fmt::Debug for ClientOptionsBuilder {
@@ -293,6 +319,30 @@ impl ClientOptionsBuilder {
         self
     }
 
+    /// Admission control: at most `n` operations wait for a suitable server at once; the next
+    /// one fails at once with [`Error::Overloaded`] instead of queuing. Off by default (as in
+    /// the official drivers); selections the current topology serves never wait.
+    pub fn max_selection_waiters(mut self, n: usize) -> Self {
+        self.max_selection_waiters = Some(n);
+        self
+    }
+
+    /// Admission control: at most `n` check-outs wait for a connection of each server's pool;
+    /// the next one fails at once with [`Error::Overloaded`] instead of queuing (0: never
+    /// wait). Off by default (as in the official drivers).
+    pub fn max_wait_queue_size(mut self, n: u32) -> Self {
+        self.max_wait_queue_size = Some(n);
+        self
+    }
+
+    /// How many events each event subscriber's queue holds before events are dropped for it
+    /// (default [`DEFAULT_EVENT_QUEUE_CAPACITY`](crate::events::DEFAULT_EVENT_QUEUE_CAPACITY);
+    /// at least 1). See [`crate::events`].
+    pub fn event_queue_capacity(mut self, capacity: usize) -> Self {
+        self.event_queue_capacity = Some(capacity);
+        self
+    }
+
     /// The SRV rescan interval (default 60 s; at least
     /// [`MIN_RESCAN_INTERVAL`](crate::srv_poller::MIN_RESCAN_INTERVAL)).
     pub fn srv_rescan_interval(mut self, interval: Duration) -> Self {
@@ -313,6 +363,9 @@ impl ClientOptionsBuilder {
             (None, None) => return Err(invalid("a connection string is required".into())),
         };
         apply_overrides(&mut cs, &self.overrides)?;
+        if self.event_queue_capacity == Some(0) {
+            return Err(invalid("the event queue capacity must be at least 1".into()));
+        }
         if let Some(i) = self.srv_rescan_interval {
             if i < crate::srv_poller::MIN_RESCAN_INTERVAL {
                 return Err(invalid(format!(
@@ -343,6 +396,9 @@ impl ClientOptionsBuilder {
             srv: srv_info,
             srv_rescan_interval: self.srv_rescan_interval,
             server_api: self.server_api,
+            max_selection_waiters: self.max_selection_waiters,
+            max_wait_queue_size: self.max_wait_queue_size,
+            event_queue_capacity: self.event_queue_capacity,
         })
     }
 }

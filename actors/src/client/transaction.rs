@@ -887,26 +887,32 @@ pub(crate) fn refuse_own_concerns(session: Option<&ClientSession>, read: bool, w
     })
 }
 
-pub(crate) async fn run<O: Operation>(
-    client: &Client,
+/// Not an `async fn`: the async block holds `op` once (an `async fn` with a `mut` parameter
+/// holds it twice), which is what a queued operation costs in memory.
+#[allow(clippy::manual_async_fn)]
+pub(crate) fn run<'a, O: Operation + 'a>(
+    client: &'a Client,
     mut op: O,
     limits: Limits,
-    session: Option<&mut ClientSession>,
-) -> Result<O::Output> {
-    if session.as_ref().is_some_and(|s| !std::sync::Arc::ptr_eq(&s.client.inner, &client.inner)) {
-        // Its server session and cluster time belong to another client's deployment.
-        return Err(Error::InvalidOptions {
-            message: "the session was started by another client than the one running the operation".into(),
-        });
+    session: Option<&'a mut ClientSession>,
+) -> impl std::future::Future<Output = Result<O::Output>> + 'a {
+    async move {
+        if session.as_ref().is_some_and(|s| !std::sync::Arc::ptr_eq(&s.client.inner, &client.inner)) {
+            // Its server session and cluster time belong to another client's deployment.
+            return Err(Error::InvalidOptions {
+                message: "the session was started by another client than the one running the operation"
+                    .into(),
+            });
+        }
+        let prepared = op.prepare()?;
+        // Boxed: the fluent operations box their future (IntoFuture); with the executor's state
+        // behind a pointer, that box is small and cheap to fill.
+        let out = match session {
+            Some(session) => Box::pin(session.execute(prepared, limits)).await?,
+            None => Box::pin(client.inner.execute(prepared, limits, Binding::implicit())).await?,
+        };
+        op.handle_reply(out)
     }
-    let prepared = op.prepare()?;
-    // Boxed: the fluent operations box their future (IntoFuture); with the executor's state
-    // behind a pointer, that box is small and cheap to fill.
-    let out = match session {
-        Some(session) => Box::pin(session.execute(prepared, limits)).await?,
-        None => Box::pin(client.inner.execute(prepared, limits, Binding::implicit())).await?,
-    };
-    op.handle_reply(out)
 }
 
 impl Drop for ClientSession {

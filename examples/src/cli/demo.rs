@@ -134,7 +134,8 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
     let mut client_options = ClientOptions::parse(&uri).await?;
     let events = probe.clone();
     client_options.sdam_event_handler =
-        Some(Arc::new(move |e: &SdamEvent| events.lock().map_or((), |mut p| p.on_event(e))));
+        // In place: the timeline's instants are the events' own (the probe is quick).
+        Some(Arc::new(actors::events::InPlace(move |e: &SdamEvent| events.lock().map_or((), |mut p| p.on_event(e)))));
     // Which server each find and insert was sent to, by read preference: the wire's
     // `$readPreference` (none means primary).
     let served: Served = Arc::default();
@@ -225,6 +226,8 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
     if stepdown_at.is_some() {
         print_timeline(&timeline);
     }
+    // The recorder runs on a delivery thread: every command event so far, counted.
+    client.flush_events().await;
     print_summary(&options, &shared, &served, started.elapsed()).await;
     client.shutdown().await?;
     if let Some(c) = cluster {

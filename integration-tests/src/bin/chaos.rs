@@ -34,6 +34,10 @@ struct Cli {
     /// Seed of the fault schedule (default: from the clock; printed in the summary).
     #[arg(long)]
     seed: Option<u64>,
+    /// The overload phase: this many concurrent find_ones at once, halfway through the faults
+    /// (0: none).
+    #[arg(long, default_value_t = 10_000)]
+    burst: usize,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
         readers: cli.readers,
         txn_writers: cli.txn_writers,
         seed,
+        burst: cli.burst,
         ..Options::default()
     };
     match run(&options) {

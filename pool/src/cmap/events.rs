@@ -46,6 +46,8 @@ pub enum CheckOutFailedReason {
     ConnectionError,
     /// The pool is closed.
     PoolClosed,
+    /// Admission control: the wait queue was full (`maxWaitQueueSize`; not a CMAP reason).
+    WaitQueueFull,
 }
 
 impl CheckOutFailedReason {
@@ -55,6 +57,7 @@ impl CheckOutFailedReason {
             CheckOutFailedReason::Timeout => "timeout",
             CheckOutFailedReason::ConnectionError => "connectionError",
             CheckOutFailedReason::PoolClosed => "poolClosed",
+            CheckOutFailedReason::WaitQueueFull => "waitQueueFull",
         }
     }
 }
@@ -208,13 +211,45 @@ impl CmapEvent {
     }
 }
 
+/// How a subscriber takes its events. The pool calls every handler in place; the `actors`
+/// crate's client and topology put a bounded queue in front of each subscriber and read this
+/// to decide how to feed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Delivery {
+    /// The handler may be slow or block (a closure, an actor): it runs on a delivery thread of
+    /// its own, fed by a bounded queue, so the producer never waits for it.
+    Queued,
+    /// The handler never blocks and is called in place; it already holds `backlog` events not
+    /// yet taken by the subscriber (a channel's length), and a new event is dropped once the
+    /// backlog reaches the queue's bound.
+    InPlace {
+        /// Events delivered but not yet taken.
+        backlog: usize,
+    },
+}
+
 /// Receives the events of a pool.
 ///
-/// Called synchronously while the pool holds its lock, so that subscribers see events in the
-/// order the spec requires: handlers must be quick and must not call back into the pool.
+/// The pool calls [`handle`](Self::handle) synchronously while it holds its lock, so that
+/// subscribers see events in the order the spec requires: a handler given to a pool directly
+/// must be quick and must not call back into the pool. Handlers given to a client or topology
+/// of the `actors` crate sit behind a bounded queue instead (see [`Delivery`]).
 pub trait CmapEventHandler: Send + Sync {
     /// Handles one event.
     fn handle(&self, event: &CmapEvent);
+
+    /// How this handler takes events (default: [`Delivery::Queued`]).
+    fn delivery(&self) -> Delivery {
+        Delivery::Queued
+    }
+
+    /// Hands one event over from a delivery thread, which may wait until the subscriber has
+    /// taken it (an actor's mailbox): that wait is what keeps its queue bounded. Default:
+    /// [`handle`](Self::handle).
+    fn deliver(&self, event: &CmapEvent) {
+        self.handle(event)
+    }
 }
 
 impl<F> CmapEventHandler for F
@@ -228,7 +263,12 @@ where
 
 impl CmapEventHandler for crossbeam_channel::Sender<CmapEvent> {
     fn handle(&self, event: &CmapEvent) {
-        // A subscriber that went away is not the pool's problem.
-        let _ = self.send(event.clone());
+        // Never blocks: a full bounded channel, or a subscriber that went away, loses the
+        // event, not the pool's time.
+        let _ = self.try_send(event.clone());
+    }
+
+    fn delivery(&self) -> Delivery {
+        Delivery::InPlace { backlog: self.len() }
     }
 }

@@ -26,6 +26,7 @@ fn failed_reason(r: CheckOutFailedReason) -> &'static str {
             "An error occurred while trying to establish a new connection"
         }
         CheckOutFailedReason::PoolClosed => "Connection pool was closed",
+        CheckOutFailedReason::WaitQueueFull => "The wait queue was full (maxWaitQueueSize)",
     }
 }
 

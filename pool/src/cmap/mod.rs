@@ -62,6 +62,6 @@ mod tests;
 
 pub use conn::{CheckoutPurpose, PooledConnection};
 pub use establish::{EstablishRequest, Established, Establisher, PoolConnection};
-pub use events::{CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason};
+pub use events::{CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason, Delivery};
 pub use options::{PoolOptions, PoolOptionsBuilder};
 pub use pool::{BackgroundErrorHook, EstablishmentErrorHook, Pool, PoolBuilder, PoolState, PoolStats};

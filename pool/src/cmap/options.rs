@@ -29,6 +29,7 @@ pub struct PoolOptions {
     max_connecting: u32,
     max_idle_time: Option<Duration>,
     wait_queue_timeout: Option<Duration>,
+    max_wait_queue_size: Option<usize>,
     connect_timeout: Option<Duration>,
     load_balanced: bool,
     maintenance_interval: Option<Duration>,
@@ -44,6 +45,7 @@ impl Default for PoolOptions {
             max_connecting: DEFAULT_MAX_CONNECTING,
             max_idle_time: None,
             wait_queue_timeout: None,
+            max_wait_queue_size: None,
             connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
             load_balanced: false,
             maintenance_interval: Some(DEFAULT_MAINTENANCE_INTERVAL),
@@ -71,6 +73,7 @@ impl PoolOptions {
             connect_timeout_ms: uri.connect_timeout_ms,
             load_balanced: uri.load_balanced,
             background_thread_interval_ms: None,
+            max_wait_queue_size: None,
         }
         .build()
     }
@@ -94,6 +97,12 @@ impl PoolOptions {
     /// `waitQueueTimeoutMS`; `None` means no limit besides the caller's deadline.
     pub fn wait_queue_timeout(&self) -> Option<Duration> {
         self.wait_queue_timeout
+    }
+    /// The most check-outs that may wait in the queue at once; past it a check-out fails
+    /// at once with [`Error::WaitQueueFull`]. `None` (the default, as in the official
+    /// drivers): no limit.
+    pub fn max_wait_queue_size(&self) -> Option<usize> {
+        self.max_wait_queue_size
     }
     /// `connectTimeoutMS`; `None` means no limit.
     pub fn connect_timeout(&self) -> Option<Duration> {
@@ -148,6 +157,8 @@ pub struct PoolOptionsBuilder {
     load_balanced: Option<bool>,
     #[serde(default, rename = "backgroundThreadIntervalMS", skip_serializing_if = "Option::is_none")]
     background_thread_interval_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_wait_queue_size: Option<u32>,
 }
 
 fn millis(d: Duration) -> u64 {
@@ -178,6 +189,13 @@ impl PoolOptionsBuilder {
     /// `waitQueueTimeoutMS`; zero means no limit. Whole milliseconds.
     pub fn wait_queue_timeout(mut self, d: Duration) -> Self {
         self.wait_queue_timeout_ms = Some(millis(d));
+        self
+    }
+    /// The most check-outs waiting at once (admission control; not a URI option): past it a
+    /// check-out fails at once with [`Error::WaitQueueFull`] instead of queuing. 0 means a
+    /// check-out never waits. Unset by default (no limit, as in the official drivers).
+    pub fn max_wait_queue_size(mut self, n: u32) -> Self {
+        self.max_wait_queue_size = Some(n);
         self
     }
     /// `connectTimeoutMS`; zero means no limit. Whole milliseconds.
@@ -226,6 +244,7 @@ impl PoolOptionsBuilder {
             max_connecting,
             max_idle_time: nonzero_ms(self.max_idle_time_ms),
             wait_queue_timeout: nonzero_ms(self.wait_queue_timeout_ms),
+            max_wait_queue_size: self.max_wait_queue_size.map(|n| n as usize),
             connect_timeout: match self.connect_timeout_ms {
                 None => Some(DEFAULT_CONNECT_TIMEOUT),
                 ms => nonzero_ms(ms),

@@ -6,7 +6,7 @@
 //! establishing one, and it wakes the next head when it leaves. Establishment runs in a
 //! spawned task so that a caller giving up does not waste the connection.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -106,11 +106,6 @@ struct WaiterShared {
     evicted: Mutex<Option<Error>>,
 }
 
-struct Waiter {
-    id: u64,
-    shared: Arc<WaiterShared>,
-}
-
 struct ServiceGeneration {
     generation: u32,
     connections: usize,
@@ -126,7 +121,9 @@ struct State<C: PoolConnection> {
     available: VecDeque<Idle<C>>,
     pending: HashMap<u32, Pending<C>>,
     in_use: HashMap<u32, InUse>,
-    queue: VecDeque<Waiter>,
+    /// The wait queue by waiter id: ids grow, so the first entry is the head, and a waiter
+    /// that times out or goes away leaves in O(log n) however long the queue is.
+    queue: BTreeMap<u64, Arc<WaiterShared>>,
 }
 
 impl<C: PoolConnection> State<C> {
@@ -135,29 +132,25 @@ impl<C: PoolConnection> State<C> {
     }
 
     fn wake_head(&self) {
-        if let Some(w) = self.queue.front() {
-            w.shared.notify.notify_one();
+        if let Some((_, w)) = self.queue.first_key_value() {
+            w.notify.notify_one();
         }
     }
 
     /// Removes a waiter; true if it was there. Wakes the next head if it was the head.
     fn remove_waiter(&mut self, id: u64) -> bool {
-        match self.queue.iter().position(|w| w.id == id) {
-            Some(i) => {
-                self.queue.remove(i);
-                if i == 0 {
-                    self.wake_head();
-                }
-                true
-            }
-            None => false,
+        let head = self.queue.first_key_value().is_some_and(|(&first, _)| first == id);
+        let removed = self.queue.remove(&id).is_some();
+        if removed && head {
+            self.wake_head();
         }
+        removed
     }
 
     fn evict_waiters(&mut self, error: &Error) {
-        for w in self.queue.drain(..) {
-            *w.shared.evicted.lock() = Some(error.clone());
-            w.shared.notify.notify_one();
+        for (_, w) in std::mem::take(&mut self.queue) {
+            *w.evicted.lock() = Some(error.clone());
+            w.notify.notify_one();
         }
     }
 
@@ -495,6 +488,7 @@ impl<E: Establisher> Inner<E> {
         match error {
             Error::PoolClosed { .. } => CheckOutFailedReason::PoolClosed,
             Error::WaitQueueTimeout { .. } => CheckOutFailedReason::Timeout,
+            Error::WaitQueueFull { .. } => CheckOutFailedReason::WaitQueueFull,
             _ => CheckOutFailedReason::ConnectionError,
         }
     }
@@ -534,7 +528,7 @@ impl<E: Establisher> Inner<E> {
                 }
                 let at_head = match &waiter {
                     None => st.queue.is_empty(),
-                    Some(w) => st.queue.front().is_some_and(|f| f.id == w.id),
+                    Some(w) => st.queue.first_key_value().is_some_and(|(&f, _)| f == w.id),
                 };
                 if at_head {
                     let acquired = self.try_acquire(&mut st, purpose, deadline);
@@ -564,11 +558,18 @@ impl<E: Establisher> Inner<E> {
                 match &waiter {
                     Some(w) => w.shared.clone(),
                     None => {
+                        if let Some(limit) = self.options.max_wait_queue_size() {
+                            if st.queue.len() >= limit {
+                                let e = Error::WaitQueueFull { address: self.address.clone(), limit };
+                                self.emit_failed(CheckOutFailedReason::WaitQueueFull, &e, started);
+                                return Err(e);
+                            }
+                        }
                         st.next_waiter_id += 1;
                         let id = st.next_waiter_id;
                         let shared =
                             Arc::new(WaiterShared { notify: Notify::new(), evicted: Mutex::new(None) });
-                        st.queue.push_back(Waiter { id, shared: shared.clone() });
+                        st.queue.insert(id, shared.clone());
                         waiter = Some(WaiterGuard {
                             inner: self.clone(),
                             id,
@@ -1105,7 +1106,7 @@ impl<E: Establisher> PoolBuilder<E> {
                 available: VecDeque::new(),
                 pending: HashMap::new(),
                 in_use: HashMap::new(),
-                queue: VecDeque::new(),
+                queue: BTreeMap::new(),
             }),
             status_hint: AtomicU8::new(status_code(PoolState::Paused)),
             generation_hint: AtomicU32::new(0),

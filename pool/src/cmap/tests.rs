@@ -569,3 +569,68 @@ async fn establishment_network_errors_carry_backpressure_labels() {
     let command = Error::Command { address: address.clone(), error: Box::new(error) };
     assert_eq!(command.labels(), vec!["RetryableWriteError"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_full_wait_queue_turns_check_outs_away_at_once() {
+    let options = PoolOptions::builder().max_pool_size(1).max_wait_queue_size(2).build().unwrap();
+    let (pool, events, _) = pool(Mock::default(), options);
+    pool.ready();
+    let held = pool.check_out(None, CheckoutPurpose::Other).await.unwrap();
+    let mut waiters = Vec::new();
+    for _ in 0..2 {
+        let pool = pool.clone();
+        waiters
+            .push(tokio::spawn(async move { pool.check_out(None, CheckoutPurpose::Other).await.map(drop) }));
+        settle().await;
+    }
+    assert_eq!(pool.stats().wait_queue, 2);
+    let start = Instant::now();
+    let err = pool.check_out(None, CheckoutPurpose::Other).await.unwrap_err();
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    assert!(matches!(err, Error::WaitQueueFull { limit: 2, .. }), "{err:?}");
+    assert_eq!(err.labels(), vec!["RetryableError".to_string()]);
+    let reason = events.lock().iter().rev().find_map(|e| match e {
+        CmapEvent::CheckOutFailed { reason, .. } => Some(*reason),
+        _ => None,
+    });
+    assert_eq!(reason, Some(CheckOutFailedReason::WaitQueueFull));
+    // A waiter whose caller goes away frees its place at once.
+    waiters.remove(0).abort();
+    settle().await;
+    assert_eq!(pool.stats().wait_queue, 1);
+    let third = {
+        let pool = pool.clone();
+        tokio::spawn(async move { pool.check_out(None, CheckoutPurpose::Other).await.map(drop) })
+    };
+    settle().await;
+    assert_eq!(pool.stats().wait_queue, 2);
+    drop(held);
+    waiters.remove(0).await.unwrap().unwrap();
+    third.await.unwrap().unwrap();
+    assert_eq!(pool.stats().wait_queue, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn ten_thousand_waiters_time_out_in_order_and_leave_nothing_behind() {
+    let (pool, _, _) = pool(Mock::default(), PoolOptions::builder().max_pool_size(1).build().unwrap());
+    pool.ready();
+    let _held = pool.check_out(None, CheckoutPurpose::Other).await.unwrap();
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..10_000u64)
+        .map(|i| {
+            let pool = pool.clone();
+            // Deadlines 1 ms apart, newest first: each leaves from the middle of the queue.
+            let deadline = start + Duration::from_millis(20_000 - i);
+            tokio::spawn(
+                async move { pool.check_out(Some(deadline), CheckoutPurpose::Other).await.map(drop) },
+            )
+        })
+        .collect();
+    while pool.stats().wait_queue < 10_000 {
+        tokio::task::yield_now().await;
+    }
+    for (i, t) in tasks.into_iter().enumerate() {
+        assert!(t.await.unwrap().unwrap_err().is_timeout(), "waiter {i}");
+    }
+    assert_eq!(pool.stats().wait_queue, 0);
+}

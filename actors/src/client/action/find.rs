@@ -204,13 +204,18 @@ impl<'a, T: DeserializeOwned + 'static> FindOne<'a, T> {
         timeout: Duration,
     );
 
-    async fn execute(self) -> Result<Option<T>> {
+    /// Not an `async fn`: the future holds only the operation being run (this action and
+    /// its options are consumed before), so each `find_one` waiting in a queue costs little.
+    fn execute(self) -> impl std::future::Future<Output = Result<Option<T>>> + 'a {
+        use futures_util::future::{Either, FutureExt};
         let FindOne { coll, filter, options, session } = self;
-        super::super::transaction::refuse_own_concerns(
+        if let Err(e) = super::super::transaction::refuse_own_concerns(
             session.as_deref(),
             options.read_concern.is_some(),
             false,
-        )?;
+        ) {
+            return Either::Left(std::future::ready(Err(e)));
+        }
         let handle = coll.handle();
         let timeout = handle.op_timeout(options.timeout);
         let options = FindOptions::from(options);
@@ -221,7 +226,7 @@ impl<'a, T: DeserializeOwned + 'static> FindOne<'a, T> {
             timeout,
         );
         let op = read::FindOne(read::Find { read, filter, options });
-        handle.run(op, timeout, session).await?.map(super::decode).transpose()
+        Either::Right(handle.run(op, timeout, session).map(|r| r?.map(super::decode).transpose()))
     }
 }
 

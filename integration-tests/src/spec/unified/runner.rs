@@ -943,7 +943,7 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
         }
         "assertNumberConnectionsCheckedOut" => assert_connections_checked_out(ctx, args).await,
         "assertSameLsidOnLastTwoCommands" | "assertDifferentLsidOnLastTwoCommands" => {
-            assert_lsids(ctx, name, args)
+            assert_lsids(ctx, name, args).await
         }
         "assertSessionPinned"
         | "assertSessionUnpinned"
@@ -1053,6 +1053,7 @@ fn run_on_thread(ctx: &mut Ctx, args: &Document) -> R<()> {
 /// `assertNumberConnectionsCheckedOut`, giving check-ins that trail a result a moment.
 async fn assert_connections_checked_out(ctx: &Ctx, args: &Document) -> R<()> {
     let c = client(ctx, args.get_str("client").unwrap_or(""))?;
+    c.client.flush_events().await;
     let want = args
         .get("connections")
         .and_then(|v| v.as_i32().map(i64::from).or(v.as_i64()))
@@ -1072,8 +1073,10 @@ async fn assert_connections_checked_out(ctx: &Ctx, args: &Document) -> R<()> {
 }
 
 /// `assertSameLsidOnLastTwoCommands` and `assertDifferentLsidOnLastTwoCommands`.
-fn assert_lsids(ctx: &Ctx, name: &str, args: &Document) -> R<()> {
+async fn assert_lsids(ctx: &Ctx, name: &str, args: &Document) -> R<()> {
     let c = client(ctx, args.get_str("client").unwrap_or(""))?;
+    // Handlers run on delivery threads: what the operations emitted first.
+    c.client.flush_events().await;
     let lsids: Vec<Option<Bson>> = c
         .events
         .lock()
@@ -1099,6 +1102,7 @@ fn assert_lsids(ctx: &Ctx, name: &str, args: &Document) -> R<()> {
 /// `waitForEvent` (up to the spec's 10 s) and `assertEventCount`.
 async fn wait_for_events(ctx: &Ctx, name: &str, args: &Document) -> R<()> {
     let c = client(ctx, args.get_str("client").unwrap_or(""))?;
+    c.client.flush_events().await;
     let event = args.get_document("event").map_err(|_| "no event")?;
     let count = args.get("count").and_then(|v| v.as_i32().map(i64::from).or(v.as_i64())).unwrap_or(1);
     let count = usize::try_from(count).unwrap_or(0);
@@ -1143,6 +1147,7 @@ fn brief(e: &Event) -> String {
 
 async fn check_events(ctx: &Ctx, expected: &Document) -> R<()> {
     let c = client(ctx, expected.get_str("client").unwrap_or(""))?;
+    c.client.flush_events().await;
     let kind = expected.get_str("eventType").unwrap_or("command");
     let ignore_extra = expected.get_bool("ignoreExtraEvents").unwrap_or(false);
     let want: Vec<Document> = expected
