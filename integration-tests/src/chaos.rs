@@ -398,8 +398,12 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     let sampling = Arc::new(AtomicBool::new(false));
     report.memory.0 = resident_memory();
     let sampler = sample_peak_memory(sampling.clone());
-    let burst = (options.burst > 0)
-        .then(|| spawn_burst(&runtime, &coll, options.burst, started + options.duration / 2, &tally, limit));
+    // On a collection of its own, which stays empty: the burst loads the client, not the
+    // simulator's scans of the workload's growing collection (it shares this process's cores).
+    let burst_coll = client.database(DB).collection::<bson::Document>("burst");
+    let burst = (options.burst > 0).then(|| {
+        spawn_burst(&runtime, &burst_coll, options.burst, started + options.duration / 2, &tally, limit)
+    });
     let committed = Arc::new(Mutex::new(Vec::new()));
     tasks.extend(spawn_transactions(&runtime, options, &client, &txn_coll, &stop, &tally, &committed));
 
