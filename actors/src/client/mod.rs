@@ -309,8 +309,9 @@ impl Client {
     }
 
     /// Stops the selection and topology actors and closes every connection (monitoring and
-    /// pooled), then, for a client that started its own actix System, stops it. Idempotent;
-    /// later operations fail with [`Error::ActorStopped`].
+    /// pooled), waits (at most 2 s) for the event subscribers to take what is queued for them,
+    /// the closing events included, then, for a client that started its own actix System,
+    /// stops it. Idempotent; later operations fail with [`Error::ActorStopped`].
     pub async fn shutdown(&self) -> Result<()> {
         let inner = &self.inner;
         inner
@@ -321,6 +322,9 @@ impl Client {
                 inner.closed.store(true, Ordering::Release);
                 inner.selector.close().await;
                 let _ = inner.topology.close().await;
+                // The closing events (PoolClosed, TopologyClosed) reach their subscribers
+                // before shutdown returns; a subscriber that is stuck does not hold it up long.
+                let _ = tokio::time::timeout(SHUTDOWN_EVENT_DELIVERY, inner.events.flushed()).await;
                 if let Host::Own { system, .. } = &inner.host {
                     system.stop();
                 }
@@ -329,6 +333,9 @@ impl Client {
         Ok(())
     }
 }
+
+/// How long [`Client::shutdown`] waits for the subscribers to take the events queued for them.
+const SHUTDOWN_EVENT_DELIVERY: Duration = Duration::from_secs(2);
 
 /// Best effort: tells the server which sessions it can forget, in batches of 10,000 (driver
 /// sessions spec), through the executor with half a second for each batch.
