@@ -266,6 +266,13 @@ impl<E: Clone + Send + 'static, S: Subscriber<E>> Bounded<E, S> {
     }
 }
 
+/// While events keep coming, the delivery thread looks for more this often instead of
+/// blocking: a blocked receiver costs the producer a wake-up (a system call, on a pool's
+/// check-out path) for every event.
+const ACTIVE_POLL: std::time::Duration = std::time::Duration::from_micros(500);
+/// Empty looks (of [`ACTIVE_POLL`]) before the thread blocks until the next event.
+const IDLE_POLLS: u32 = 40;
+
 /// The delivery thread: every queued event, in order, until stopped; then what is left.
 fn deliver_until_stopped<E, S: Subscriber<E>>(
     kind: &'static str,
@@ -280,12 +287,47 @@ fn deliver_until_stopped<E, S: Subscriber<E>>(
             tracing::error!(target: LOG_TARGET, kind, "an event subscriber panicked; the event is lost");
         }
         progress.delivered.fetch_add(1, Ordering::AcqRel);
-        progress.notify.notify_waiters();
     };
+    let mut idle = 0;
     loop {
+        let mut delivered = false;
+        let mut disconnected = false;
+        loop {
+            match rx.try_recv() {
+                Ok(event) => {
+                    deliver(event);
+                    delivered = true;
+                }
+                Err(crossbeam_channel::TryRecvError::Empty) => break,
+                Err(crossbeam_channel::TryRecvError::Disconnected) => {
+                    disconnected = true;
+                    break;
+                }
+            }
+        }
+        if delivered {
+            progress.notify.notify_waiters();
+        }
+        if disconnected || matches!(stop.try_recv(), Err(crossbeam_channel::TryRecvError::Disconnected)) {
+            // Stopped: what was queued before is delivered above or here, then the thread ends.
+            for event in rx.try_iter() {
+                deliver(event);
+            }
+            break;
+        }
+        idle = if delivered { 0 } else { idle + 1 };
+        if idle < IDLE_POLLS {
+            std::thread::sleep(ACTIVE_POLL);
+            continue;
+        }
+        // Idle: block until the next event, or until stopped.
         crossbeam_channel::select! {
             recv(rx) -> event => match event {
-                Ok(event) => deliver(event),
+                Ok(event) => {
+                    deliver(event);
+                    progress.notify.notify_waiters();
+                    idle = 0;
+                }
                 Err(_) => break,
             },
             recv(stop) -> _ => {
