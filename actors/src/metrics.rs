@@ -188,16 +188,26 @@ struct CommandMetrics {
 pub(crate) struct RecordCommands {
     commands: Cache<String, CommandMetrics>,
     inner: Option<Arc<dyn CommandEventHandler>>,
+    /// A recorder was installed when the client was built.
+    enabled: bool,
 }
 
 impl RecordCommands {
     /// A recorder that forwards the events it handles to `inner`.
     pub(crate) fn new(inner: Option<Arc<dyn CommandEventHandler>>) -> Self {
-        RecordCommands { commands: Cache::new(), inner }
+        RecordCommands { commands: Cache::new(), inner, enabled: recorder_installed() }
     }
 
-    /// Records one command's outcome and duration.
+    /// Whether a recorder was installed when the client was built.
+    pub(crate) fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Records one command's outcome and duration (nothing without a recorder).
     pub(crate) fn record(&self, command_name: &str, succeeded: bool, duration: std::time::Duration) {
+        if !self.enabled {
+            return;
+        }
         let m = self.command(command_name);
         if succeeded {
             m.succeeded.increment(1);
@@ -244,13 +254,29 @@ impl CommandEventHandler for RecordCommands {
     }
 }
 
-/// An SDAM handler that records heartbeat and RTT metrics, then forwards to `inner`.
+/// Whether a recorder that keeps values is installed: `metrics`' no-op recorder is a unit
+/// struct, and every recorder that keeps values has state. Without one, the client records
+/// nothing and builds no event for the metrics' sake.
+pub fn recorder_installed() -> bool {
+    metrics::with_recorder(|r| std::mem::size_of_val(r) != 0)
+}
+
+/// An SDAM handler that records heartbeat and RTT metrics, then forwards to `inner`; `inner`
+/// itself when no recorder is installed.
 pub fn sdam_handler(inner: Option<Arc<dyn SdamEventHandler>>) -> Option<Arc<dyn SdamEventHandler>> {
+    if !recorder_installed() {
+        return inner;
+    }
     Some(Arc::new(RecordSdam { servers: Cache::new(), inner }))
 }
 
-/// A CMAP handler that records pool metrics, then forwards to `inner`.
+/// A CMAP handler that records pool metrics, then forwards to `inner`; `inner` itself when
+/// no recorder is installed (the pools then build no check-out or check-in event nobody
+/// takes).
 pub fn cmap_handler(inner: Option<Arc<dyn CmapEventHandler>>) -> Option<Arc<dyn CmapEventHandler>> {
+    if !recorder_installed() {
+        return inner;
+    }
     Some(Arc::new(RecordCmap { pools: Cache::new(), inner }))
 }
 

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
+use futures_util::future::Either;
 use pool::cmap::PoolState;
 use pool::cmap::PooledConnection;
 use pool::connection::Connection;
@@ -30,7 +31,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
 use crate::messages::RequestImmediateCheck;
-use crate::snapshot::{ServerHandle, TopologySnapshot};
+use crate::snapshot::{Remembered, ServerHandle, TopologySnapshot};
 use crate::topology::{Topology, TopologyActor};
 use crate::{Error, Result};
 
@@ -127,55 +128,52 @@ impl Default for SelectorOptions {
     }
 }
 
-/// Counts one in-flight operation on a server (the spec's `operationCount`) until dropped.
-/// Incrementing and decrementing wake nobody.
-#[derive(Debug)]
-pub struct OperationGuard {
-    handle: Arc<ServerHandle>,
-}
-
-impl OperationGuard {
-    /// Counts one more operation on the server of `handle`.
-    pub fn new(handle: Arc<ServerHandle>) -> Self {
-        handle.operations.fetch_add(1, Ordering::Relaxed);
-        handle.operations_gauge.increment(1.0);
-        OperationGuard { handle }
-    }
-
-    /// The server's handles.
-    pub fn handle(&self) -> &Arc<ServerHandle> {
-        &self.handle
-    }
-}
-
-impl Drop for OperationGuard {
-    fn drop(&mut self) {
-        self.handle.operations.fetch_sub(1, Ordering::Relaxed);
-        self.handle.operations_gauge.decrement(1.0);
-    }
-}
-
-/// A selected server: its description and handles from the snapshot selection ran on, and
-/// the guard counting the operation.
+/// A selected server, from the snapshot selection ran on, counted in the server's
+/// `operationCount` (the spec's) until dropped. It holds one `Arc` (the snapshot) and finds
+/// the description and handles in it, so that selecting and dropping cost one reference count
+/// each, not three; counting wakes nobody.
 #[derive(Debug)]
 pub struct SelectedServer {
-    /// Its description in `snapshot`.
-    pub description: Arc<ServerDescription>,
-    /// The snapshot selection ran on (CSOT takes minRTT from it).
-    pub snapshot: Arc<TopologySnapshot>,
-    /// Counts the operation until dropped.
-    pub guard: OperationGuard,
+    snapshot: Arc<TopologySnapshot>,
+    /// The server's place in the snapshot's index.
+    entry: usize,
 }
 
 impl SelectedServer {
-    /// The server's address (its description's; borrowed, so selecting allocates nothing).
-    pub fn address(&self) -> &ServerAddress {
-        &self.description.address
+    /// Counts one more operation on the server at `entry` of `snapshot`.
+    fn new(snapshot: Arc<TopologySnapshot>, entry: usize) -> Self {
+        let (_, handle) = snapshot.entry(entry);
+        handle.operations.fetch_add(1, Ordering::Relaxed);
+        handle.operations_gauge.increment(1.0);
+        SelectedServer { snapshot, entry }
     }
 
-    /// Its pool and RTT handles (held by the guard).
+    /// The server's address (its description's; borrowed, so selecting allocates nothing).
+    pub fn address(&self) -> &ServerAddress {
+        &self.description().address
+    }
+
+    /// Its description in [`Self::snapshot`].
+    pub fn description(&self) -> &Arc<ServerDescription> {
+        self.snapshot.entry(self.entry).0
+    }
+
+    /// The snapshot selection ran on (CSOT takes minRTT from it).
+    pub fn snapshot(&self) -> &Arc<TopologySnapshot> {
+        &self.snapshot
+    }
+
+    /// Its pool and RTT handles.
     pub fn handle(&self) -> &Arc<ServerHandle> {
-        self.guard.handle()
+        self.snapshot.entry(self.entry).1
+    }
+}
+
+impl Drop for SelectedServer {
+    fn drop(&mut self) {
+        let handle = self.handle();
+        handle.operations.fetch_sub(1, Ordering::Relaxed);
+        handle.operations_gauge.decrement(1.0);
     }
 }
 
@@ -266,6 +264,53 @@ fn pool_ready(snapshot: &TopologySnapshot, description: &Arc<ServerDescription>)
     snapshot.handle_of(description).is_some_and(|h| h.pool.state() == PoolState::Ready)
 }
 
+/// What the snapshot remembers for the request's criteria, if they are common ones (no
+/// deprioritized server, no tag set, no maximum staleness); `None` also when validation fails
+/// (the full path reports it).
+fn remembered<'a>(snapshot: &'a TopologySnapshot, request: &SelectionRequest) -> Option<&'a Remembered> {
+    if !request.deprioritized.is_empty() {
+        return None;
+    }
+    let read = match &request.criteria {
+        Criteria::Read(rp) => Some(rp),
+        Criteria::Write => None,
+    };
+    snapshot.remembered(crate::snapshot::suitable_slot(read)?, |s| {
+        selection::suitable_servers(&s.description, &base_criteria(request)).ok()
+    })
+}
+
+/// The suitable servers whose pools are ready, from what the snapshot remembers.
+fn ready_of<'a>(snapshot: &'a TopologySnapshot, remembered: &Remembered) -> Servers<'a> {
+    let mut servers = Servers::new();
+    for &entry in remembered.suitable.iter() {
+        let (description, handle) = snapshot.entry(usize::from(entry));
+        if handle.pool.state() == PoolState::Ready {
+            servers.push(description);
+        }
+    }
+    servers
+}
+
+/// The fast path's whole selection when the snapshot remembers the criteria and every
+/// suitable pool is ready: the remembered latency window, then the power of two choices by
+/// operation count, reading the handles by entry (no address lookup). `None`: take the full
+/// path.
+fn from_window(snapshot: &TopologySnapshot, remembered: &Remembered) -> Option<Option<usize>> {
+    let ready = |&entry: &u16| snapshot.entry(usize::from(entry)).1.pool.state() == PoolState::Ready;
+    if !remembered.suitable.iter().all(ready) {
+        return None;
+    }
+    let count = |entry: u16| snapshot.entry(usize::from(entry)).1.operations.load(Ordering::Relaxed);
+    let window = &remembered.window;
+    let chosen = match window.len() {
+        0 => None,
+        1 => Some(window[0]),
+        _ => selection::with_thread_rng(|rng| selection::choose_of_two(window, count, rng)),
+    };
+    Some(chosen.map(usize::from))
+}
+
 /// Steps 2 to 4 up to the actor selector: validation, suitability with deprioritization,
 /// pool readiness, then the function selector if there is one.
 fn candidates<'a>(
@@ -273,8 +318,14 @@ fn candidates<'a>(
     request: &SelectionRequest,
     custom: Option<&CustomSelector>,
 ) -> selection::Result<Servers<'a>> {
-    let mut servers = selection::suitable_servers(&snapshot.description, &base_criteria(request))?;
-    servers.retain(|s| pool_ready(snapshot, s));
+    let mut servers = match remembered(snapshot, request) {
+        Some(remembered) => ready_of(snapshot, remembered),
+        None => {
+            let mut servers = selection::suitable_servers(&snapshot.description, &base_criteria(request))?;
+            servers.retain(|s| pool_ready(snapshot, s));
+            servers
+        }
+    };
     if let (Some(CustomSelector::Function(f)), false) = (custom, servers.is_empty()) {
         servers = f.filter(&snapshot.description, servers.into_vec()).into_iter().collect();
     }
@@ -291,13 +342,12 @@ fn choose<'a>(
     selection::with_thread_rng(|rng| selection::choose_in_window(&servers, &counts, rng))
 }
 
-/// The chosen server, counted (the guard increments its operation count).
+/// The chosen server, counted.
 fn selected(
     snapshot: &Arc<TopologySnapshot>,
     description: &Arc<ServerDescription>,
 ) -> Option<SelectedServer> {
-    let guard = OperationGuard::new(snapshot.handle_of(description)?.clone());
-    Some(SelectedServer { description: description.clone(), snapshot: snapshot.clone(), guard })
+    Some(SelectedServer::new(snapshot.clone(), snapshot.entry_of(description)?))
 }
 
 /// Keeps the servers the selector actor answered with.
@@ -901,6 +951,13 @@ pub struct Selector {
     topology_id: Arc<str>,
 }
 
+/// What [`Selector::select`] returns: the fast path's answer, ready, or the boxed future
+/// of an actor selector or of the slow path.
+pub type Selection<'a> = Either<
+    std::future::Ready<Result<SelectedServer>>,
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<SelectedServer>> + Send + 'a>>,
+>;
+
 /// A caller's place on the slow path: counted while it lives; dropped before the answer (the
 /// caller's future went away), it takes the waiter out of the actor's queue at once.
 struct WaitSlot<'a> {
@@ -932,9 +989,7 @@ impl FastPathHistograms {
     fn register() -> Self {
         const NAME: &str = "mongo_actors_server_selection_duration_seconds";
         FastPathHistograms {
-            // metrics' no-op recorder is a unit struct; every recorder that keeps values has
-            // state, so a zero-sized recorder means nothing would be recorded.
-            timed: metrics::with_recorder(|r| std::mem::size_of_val(r) != 0),
+            timed: crate::metrics::recorder_installed(),
             succeeded: metrics::histogram!(NAME, "outcome" => "succeeded", "path" => "fast"),
             failed: metrics::histogram!(NAME, "outcome" => "failed", "path" => "fast"),
         }
@@ -968,12 +1023,16 @@ impl Selector {
 
     /// Selects a server: from the current snapshot if it can (no mailbox), otherwise by
     /// waiting in the actor's mailbox until a snapshot serves it or the timeout passes.
-    pub async fn select(&self, request: SelectionRequest) -> Result<SelectedServer> {
+    ///
+    /// The fast path runs when this is called, not when the future is first polled: what
+    /// it returns is then a ready value, not a state machine to move around (an actor
+    /// selector or the slow path is a boxed future).
+    pub fn select(&self, request: SelectionRequest) -> Selection<'_> {
         // A std clock for the fast path: tokio's reads its (test-util) clock through a
         // thread-local; the slow path takes tokio's time, which paused tests control.
         let started = self.fast_path.timed.then(std::time::Instant::now);
         if self.closed.load(Ordering::Relaxed) || !self.actor.connected() {
-            return Err(Error::stopped("selection"));
+            return Either::Left(std::future::ready(Err(Error::stopped("selection"))));
         }
         let snapshot = self.topology.snapshot();
         let custom = self.options.custom_selector.as_ref();
@@ -991,25 +1050,66 @@ impl Selector {
         } else {
             match custom {
                 Some(CustomSelector::Actor(recipient)) => {
-                    attempt_with_actor(recipient, &snapshot, &request).await
+                    let recipient = recipient.clone();
+                    return Either::Right(Box::pin(async move {
+                        let attempt = attempt_with_actor(&recipient, &snapshot, &request).await;
+                        match self.conclude(request, snapshot, attempt, started) {
+                            Either::Left(ready) => ready.await,
+                            Either::Right(waiting) => waiting.await,
+                        }
+                    }));
                 }
                 _ => attempt(&snapshot, &request, custom),
             }
         };
+        self.conclude(request, snapshot, attempt, started)
+    }
+
+    /// The answer to an attempt on `snapshot`: the chosen server, an error, or the slow path.
+    fn conclude(
+        &self,
+        request: SelectionRequest,
+        snapshot: Arc<TopologySnapshot>,
+        attempt: Result<Option<usize>>,
+        started: Option<std::time::Instant>,
+    ) -> Selection<'_> {
         let outcome = match attempt {
-            Ok(Some(chosen)) => Ok(chosen),
+            Ok(Some(entry)) => {
+                // The snapshot moves into the answer: no reference count to take and give back.
+                let outcome = Ok(SelectedServer::new(snapshot, entry));
+                if let Ok(chosen) = &outcome {
+                    self.finish(&request, &chosen.snapshot().description, &outcome, started);
+                }
+                return Either::Left(std::future::ready(outcome));
+            }
             Ok(None) => {
                 // The fast path took microseconds: the slow path's clock starts here.
                 let now = Instant::now();
                 let deadline = deadline_of(now, self.options.server_selection_timeout, &request);
                 if now < deadline {
-                    return Box::pin(self.wait(request, now, deadline, &snapshot)).await;
+                    return Either::Right(Box::pin(async move {
+                        self.wait(request, now, deadline, &snapshot).await
+                    }));
                 }
+                let custom = self.options.custom_selector.as_ref();
                 Err(timeout_error(&snapshot, &request, custom, now, deadline))
             }
             Err(e) => Err(e),
         };
-        log_outcome(&self.topology_id, &request, custom, &snapshot.description, &outcome);
+        self.finish(&request, &snapshot.description, &outcome, started);
+        Either::Left(std::future::ready(outcome))
+    }
+
+    /// Logs a fast-path outcome and records its duration.
+    fn finish(
+        &self,
+        request: &SelectionRequest,
+        description: &TopologyDescription,
+        outcome: &Result<SelectedServer>,
+        started: Option<std::time::Instant>,
+    ) {
+        let custom = self.options.custom_selector.as_ref();
+        log_outcome(&self.topology_id, request, custom, description, outcome);
         if let Some(started) = started {
             let seconds = started.elapsed().as_secs_f64();
             if outcome.is_ok() {
@@ -1018,7 +1118,6 @@ impl Selector {
                 self.fast_path.failed.record(seconds);
             }
         }
-        outcome
     }
 
     /// The slow path: admission, log "waiting" once for the operation, then wait in the
@@ -1093,13 +1192,19 @@ impl Selector {
 }
 
 /// One synchronous attempt on `snapshot` (no actor selector).
+/// The answer is the chosen server's entry in the snapshot's index.
 fn attempt(
-    snapshot: &Arc<TopologySnapshot>,
+    snapshot: &TopologySnapshot,
     request: &SelectionRequest,
     custom: Option<&CustomSelector>,
-) -> Result<Option<SelectedServer>> {
+) -> Result<Option<usize>> {
+    if custom.is_none() {
+        if let Some(chosen) = remembered(snapshot, request).and_then(|r| from_window(snapshot, r)) {
+            return Ok(chosen);
+        }
+    }
     let servers = candidates(snapshot, request, custom)?;
-    Ok(choose(snapshot, servers).and_then(|sd| selected(snapshot, sd)))
+    Ok(choose(snapshot, servers).and_then(|sd| snapshot.entry_of(sd)))
 }
 
 /// One attempt on `snapshot` with the selector actor, awaited from the caller's task.
@@ -1107,7 +1212,7 @@ async fn attempt_with_actor(
     recipient: &Recipient<FilterServers>,
     snapshot: &Arc<TopologySnapshot>,
     request: &SelectionRequest,
-) -> Result<Option<SelectedServer>> {
+) -> Result<Option<usize>> {
     let mut servers = candidates(snapshot, request, None)?;
     if servers.is_empty() {
         return Ok(None);
@@ -1119,5 +1224,5 @@ async fn attempt_with_actor(
     };
     let addresses = recipient.send(message).await.map_err(|_| selector_stopped())?;
     keep(&mut servers, &addresses);
-    Ok(choose(snapshot, servers).and_then(|sd| selected(snapshot, sd)))
+    Ok(choose(snapshot, servers).and_then(|sd| snapshot.entry_of(sd)))
 }

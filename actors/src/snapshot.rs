@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicUsize;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use actix::Addr;
 use protocol::address::ServerAddress;
@@ -26,7 +26,7 @@ pub struct ServerHandle {
     pub pool_actor: Addr<PoolActor>,
     /// The server's `operationCount`: operations selected for it and not yet finished.
     /// Created once per server and kept while it stays in the topology (every snapshot
-    /// shares it); changed only through `selection_actor::OperationGuard`, waking nobody.
+    /// shares it); changed only by a [`crate::selection_actor::SelectedServer`], waking nobody.
     pub operations: Arc<AtomicUsize>,
     /// The `mongo_actors_operations_in_flight{server}` gauge, registered once per server
     /// so that counting an operation allocates nothing.
@@ -47,13 +47,32 @@ pub struct TopologySnapshot {
     /// Each server's handle next to its description's pointer: selection finds a handle by
     /// pointer (or by port first) instead of comparing host strings in the map.
     index: Vec<IndexEntry>,
+    /// The suitable servers (entries of `index`) for the common criteria, computed on the
+    /// first selection that asks: suitability is a pure function of the description, so a
+    /// snapshot answers it once, not on every operation. `None` inside: the criteria fail
+    /// validation on this description (the full path reports the error).
+    suitable: [OnceLock<Option<Remembered>>; SUITABLE_SLOTS],
 }
+
+/// What a snapshot remembers for one of the common criteria, as entries of its index.
+#[derive(Debug, Clone)]
+pub(crate) struct Remembered {
+    /// The suitable servers.
+    pub(crate) suitable: Box<[u16]>,
+    /// Those of them in the latency window: the window while every suitable server's pool is
+    /// ready.
+    pub(crate) window: Box<[u16]>,
+}
+
+/// The criteria whose suitable servers a snapshot remembers: a write, and a read in each mode
+/// with no tag set and no maximum staleness.
+const SUITABLE_SLOTS: usize = 6;
 
 /// A server's handle, with the addresses of its description and of the description's
 /// `address` field in this snapshot.
 #[derive(Debug, Clone)]
 struct IndexEntry {
-    description: usize,
+    description: Arc<ServerDescription>,
     address: usize,
     handle: Arc<ServerHandle>,
 }
@@ -70,23 +89,54 @@ impl TopologySnapshot {
             .servers()
             .filter_map(|d| {
                 servers.get(&d.address).map(|h| IndexEntry {
-                    description: Arc::as_ptr(d) as usize,
+                    description: d.clone(),
                     address: std::ptr::from_ref(&d.address) as usize,
                     handle: h.clone(),
                 })
             })
             .collect();
-        TopologySnapshot { description, servers, sequence, closed, index }
+        TopologySnapshot { description, servers, sequence, closed, index, suitable: Default::default() }
     }
 
     /// The handle of a server whose description comes from this snapshot (a pointer
     /// comparison; any other description is looked up by address).
     pub fn handle_of(&self, description: &Arc<ServerDescription>) -> Option<&Arc<ServerHandle>> {
-        let ptr = Arc::as_ptr(description) as usize;
-        match self.index.iter().find(|e| e.description == ptr) {
-            Some(e) => Some(&e.handle),
+        match self.entry_of(description) {
+            Some(i) => Some(&self.index[i].handle),
             None => self.handle(&description.address),
         }
+    }
+
+    /// The position in the index of a description from this snapshot (by pointer, then by
+    /// address): what a [`crate::selection_actor::SelectedServer`] keeps instead of three `Arc`s.
+    pub(crate) fn entry_of(&self, description: &Arc<ServerDescription>) -> Option<usize> {
+        let found = self.index.iter().position(|e| Arc::ptr_eq(&e.description, description));
+        found.or_else(|| self.index.iter().position(|e| e.description.address == description.address))
+    }
+
+    /// The suitable servers and their latency window for the criteria of `slot` (see
+    /// [`suitable_slot`]), computed once per snapshot with `suitable`; `None` if it failed.
+    pub(crate) fn remembered(
+        &self,
+        slot: usize,
+        suitable: impl FnOnce(&Self) -> Option<selection::Servers<'_>>,
+    ) -> Option<&Remembered> {
+        let cached = self.suitable.get(slot)?.get_or_init(|| {
+            let mut servers = suitable(self)?;
+            let entries = |servers: &selection::Servers<'_>| -> Option<Box<[u16]>> {
+                servers.iter().map(|d| self.entry_of(d).and_then(|i| u16::try_from(i).ok())).collect()
+            };
+            let suitable = entries(&servers)?;
+            selection::in_latency_window(&self.description, &mut servers);
+            Some(Remembered { suitable, window: entries(&servers)? })
+        });
+        cached.as_ref()
+    }
+
+    /// The description and handle at `entry` (from [`Self::entry_of`]).
+    pub(crate) fn entry(&self, entry: usize) -> (&Arc<ServerDescription>, &Arc<ServerHandle>) {
+        let e = &self.index[entry];
+        (&e.description, &e.handle)
     }
 
     /// One server's description.
@@ -119,4 +169,21 @@ impl TopologySnapshot {
     pub fn servers_of_type(&self, ty: ServerType) -> Vec<ServerAddress> {
         self.description.servers().filter(|s| s.server_type == ty).map(|s| s.address.clone()).collect()
     }
+}
+
+/// The slot of [`TopologySnapshot::suitable`] for a write (`None`) or a read with `read`, if
+/// the snapshot remembers those criteria.
+pub(crate) fn suitable_slot(read: Option<&selection::ReadPreference>) -> Option<usize> {
+    use protocol::uri::ReadPreferenceMode as Mode;
+    let Some(rp) = read else { return Some(0) };
+    if !rp.tag_sets().is_empty() || rp.max_staleness_seconds().is_some() {
+        return None;
+    }
+    Some(match rp.mode() {
+        Mode::Primary => 1,
+        Mode::PrimaryPreferred => 2,
+        Mode::Secondary => 3,
+        Mode::SecondaryPreferred => 4,
+        Mode::Nearest => 5,
+    })
 }

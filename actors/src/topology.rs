@@ -7,6 +7,7 @@
 //! fake monitor that never does I/O: send [`ServerCheckCompleted`] to the actor yourself.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -318,6 +319,10 @@ impl TopologyBuilder {
             },
             servers: BTreeMap::new(),
             publisher: None,
+            published: Arc::new(Published {
+                key: NEXT_TOPOLOGY_KEY.fetch_add(1, Ordering::Relaxed),
+                sequence: AtomicU64::new(0),
+            }),
             closed: false,
             _event_stop: event_stop,
         })
@@ -352,6 +357,8 @@ pub struct TopologyActor {
     config: Config,
     servers: BTreeMap<ServerAddress, ServerEntry>,
     publisher: Option<watch::Sender<Arc<TopologySnapshot>>>,
+    /// The sequence of the snapshot last published, for [`Topology::snapshot`]'s cache.
+    published: Arc<Published>,
     /// Set once `StopActor` began: later messages change nothing.
     closed: bool,
     /// Dropped with the actor, however it goes: the event delivery threads end then.
@@ -374,6 +381,7 @@ impl Drop for TopologyActor {
                 let mut snapshot = self.make_snapshot(sequence);
                 snapshot.closed = true;
                 publisher.send_replace(Arc::new(snapshot));
+                self.published.sequence.store(sequence, Ordering::Release);
             }
         }
     }
@@ -405,6 +413,7 @@ impl TopologyActor {
     pub fn spawn(self) -> Topology {
         let id = self.id;
         let connection_options = Arc::clone(&self.config.connection_options);
+        let published = Arc::clone(&self.published);
         let mut receiver = None;
         let addr = TopologyActor::create(|ctx| {
             let mut actor = self;
@@ -441,7 +450,7 @@ impl TopologyActor {
             }
         };
         let guard = Arc::new(CloseOnDrop(addr.clone()));
-        Topology { id, addr, receiver, connection_options, _guard: guard }
+        Topology { id, addr, receiver, published, connection_options, _guard: guard }
     }
 
     fn emit(&self, events: Vec<SdamEvent>) {
@@ -592,8 +601,10 @@ impl TopologyActor {
         if same_servers && previous.closed == self.closed && previous.description.same_as(&self.description) {
             return;
         }
-        let snapshot = Arc::new(self.make_snapshot(previous.sequence + 1));
-        tx.send_replace(snapshot);
+        let sequence = previous.sequence + 1;
+        tx.send_replace(Arc::new(self.make_snapshot(sequence)));
+        // After the channel: a reader that sees this number finds the snapshot there.
+        self.published.sequence.store(sequence, Ordering::Release);
     }
 
     /// Carries out an applied update: events, starting and stopping servers, pool readiness,
@@ -877,9 +888,29 @@ pub struct Topology {
     id: TopologyId,
     addr: Addr<TopologyActor>,
     receiver: watch::Receiver<Arc<TopologySnapshot>>,
+    /// What the actor published last (the receiver's lock is not taken to learn it).
+    published: Arc<Published>,
     /// Shared with every pool and monitor (their handshake metadata included).
     connection_options: Arc<ConnectionOptions>,
     _guard: Arc<CloseOnDrop>,
+}
+
+/// The sequence of a topology's latest snapshot, next to a key no other topology of the
+/// process has (ids can repeat: a user may choose them).
+#[derive(Debug)]
+struct Published {
+    key: u64,
+    sequence: AtomicU64,
+}
+
+static NEXT_TOPOLOGY_KEY: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The snapshot this thread read last, by topology key and sequence: reading it again
+    /// costs one reference count instead of the channel's lock. Weak, so that an idle thread
+    /// keeps no pool or connection alive.
+    static LAST_SNAPSHOT: std::cell::RefCell<(u64, u64, std::sync::Weak<TopologySnapshot>)> =
+        const { std::cell::RefCell::new((0, 0, std::sync::Weak::new())) };
 }
 
 impl Topology {
@@ -903,9 +934,24 @@ impl Topology {
         &self.addr
     }
 
-    /// The current snapshot (no mailbox round trip).
+    /// The current snapshot (no mailbox round trip, and no lock while it stays current).
     pub fn snapshot(&self) -> Arc<TopologySnapshot> {
-        self.receiver.borrow().clone()
+        let (key, sequence) = (self.published.key, self.published.sequence.load(Ordering::Acquire));
+        // `try_with`: a thread's destructors may still select (the lock path serves them).
+        let cached = LAST_SNAPSHOT
+            .try_with(|last| {
+                let last = last.borrow();
+                (last.0 == key && last.1 == sequence).then(|| last.2.upgrade()).flatten()
+            })
+            .ok()
+            .flatten();
+        if let Some(snapshot) = cached {
+            return snapshot;
+        }
+        let snapshot = self.receiver.borrow().clone();
+        let _ = LAST_SNAPSHOT
+            .try_with(|last| *last.borrow_mut() = (key, snapshot.sequence, Arc::downgrade(&snapshot)));
+        snapshot
     }
 
     /// A receiver of every published snapshot.

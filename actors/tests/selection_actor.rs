@@ -160,7 +160,7 @@ async fn fast_path_serves_from_the_current_snapshot_and_counts_operations() {
     let checks_before = h.checks(P);
     let first = selector.select(write("insert")).await.expect("primary");
     assert_eq!(first.address(), &addr(P));
-    assert_eq!(first.snapshot.sequence, h.topology.snapshot().sequence);
+    assert_eq!(first.snapshot().sequence, h.topology.snapshot().sequence);
     assert_eq!(selector.operation_count(&addr(P)), 1);
     let second = selector.select(write("insert")).await.expect("primary");
     assert_eq!(selector.operation_count(&addr(P)), 2);
@@ -242,7 +242,7 @@ async fn a_thousand_waiters_are_all_served_by_the_snapshot_that_brings_a_primary
     for t in tasks {
         let s = t.await.expect("task").expect("served");
         assert_eq!(s.address(), &addr(P));
-        assert_eq!(s.snapshot.sequence, sequence);
+        assert_eq!(s.snapshot().sequence, sequence);
         served.push(s);
     }
     assert_eq!(selector.operation_count(&addr(P)), 1000);

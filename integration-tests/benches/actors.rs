@@ -309,7 +309,13 @@ pub(crate) async fn throughput(driver: &Driver, tasks: usize, round: Duration) -
 
 /// Stepdowns under a steady write load: the time from each stepdown to the first write
 /// started after it that succeeded, in ms.
-pub(crate) async fn failover(cluster: &Cluster, driver: &Driver, stepdowns: usize) -> Vec<f64> {
+/// `gap`: how long the set stays without a primary after each stepdown.
+pub(crate) async fn failover(
+    cluster: &Cluster,
+    driver: &Driver,
+    stepdowns: usize,
+    gap: Duration,
+) -> Vec<f64> {
     const WRITERS: usize = 4;
     let stop = Arc::new(AtomicBool::new(false));
     // (started, finished) of every successful write.
@@ -338,7 +344,7 @@ pub(crate) async fn failover(cluster: &Cluster, driver: &Driver, stepdowns: usiz
         tokio::time::sleep(Duration::from_millis(300)).await;
         let old = cluster.primary();
         let t0 = Instant::now();
-        if let Err(e) = cluster.try_step_down(Duration::ZERO) {
+        if let Err(e) = cluster.try_step_down(gap) {
             println!("{}: step down failed: {e}", driver.side());
             continue;
         }
@@ -457,7 +463,7 @@ fn main() {
             let (client, driver) = Connected::open(official, &uri).await;
             // Discovery and a warm pool before the first stepdown.
             driver.insert(doc! { "warm": 1 }).await.expect("first write");
-            let times = failover(&cluster, &driver, plan.stepdowns).await;
+            let times = failover(&cluster, &driver, plan.stepdowns, Duration::from_millis(200)).await;
             client.shutdown().await;
             times
         });

@@ -249,6 +249,53 @@ pub fn check_raw_reply(reply: &RawDocument) -> Result<(), Box<ServerError>> {
     }
 }
 
+/// What one pass over a raw reply's top-level fields tells, without building a `Document`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawReplyScan<'a> {
+    /// The command succeeded with no write error and no write concern error: what
+    /// [`reply_error`] answers `None` to. `false` means "look closer" (with [`reply_error`]).
+    pub clean: bool,
+    /// The reply's `$clusterTime` document.
+    pub cluster_time: Option<&'a RawDocument>,
+}
+
+/// Reads a raw reply's `ok`, `$err`, `writeErrors`, `writeConcernError` and `$clusterTime` in
+/// one pass over its top-level fields.
+pub fn scan_raw_reply(reply: &RawDocument) -> RawReplyScan<'_> {
+    let mut ok = false;
+    let mut troubled = false;
+    let mut cluster_time = None;
+    for element in reply.iter_elements() {
+        let Ok(element) = element else { return RawReplyScan { clean: false, cluster_time } };
+        match element.key().as_str() {
+            "ok" => {
+                ok = match element.value() {
+                    Ok(RawBsonRef::Double(d)) => d != 0.0,
+                    Ok(RawBsonRef::Int32(i)) => i != 0,
+                    Ok(RawBsonRef::Int64(i)) => i != 0,
+                    Ok(RawBsonRef::Boolean(b)) => b,
+                    _ => false,
+                };
+            }
+            "$err" | "writeConcernError" => troubled = true,
+            "writeErrors" => {
+                // An empty array is no error; a value that is not an array, `reply_error`
+                // ignores too.
+                if let Ok(RawBsonRef::Array(a)) = element.value() {
+                    troubled |= a.into_iter().next().is_some();
+                }
+            }
+            "$clusterTime" => {
+                if let Ok(RawBsonRef::Document(d)) = element.value() {
+                    cluster_time = Some(d);
+                }
+            }
+            _ => {}
+        }
+    }
+    RawReplyScan { clean: ok && !troubled, cluster_time }
+}
+
 fn code_of(d: &Document) -> Option<i32> {
     d.get("code").and_then(bson_to_i64).and_then(|c| i32::try_from(c).ok())
 }

@@ -62,7 +62,9 @@ pub use select::{
     SelectionCriteria, ServerSelector,
 };
 pub use suitability::{estimated_staleness_ms, matches_tag_set, Operation};
-pub use window::{choose_in_window, retain_in_latency_window, with_thread_rng, OperationCounts};
+pub use window::{
+    choose_in_window, choose_of_two, retain_in_latency_window, with_thread_rng, OperationCounts,
+};
 
 /// Re-exported so callers can name the list types and random sources.
 pub use rand;

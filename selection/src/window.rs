@@ -60,6 +60,17 @@ pub fn choose_in_window<'a, R: Rng + ?Sized>(
     counts: &(impl OperationCounts + ?Sized),
     rng: &mut R,
 ) -> Option<&'a Arc<ServerDescription>> {
+    choose_of_two(window, |s| counts.operation_count(&s.address), rng)
+}
+
+/// [`choose_in_window`] over any window (for callers that keep servers as indices or
+/// handles): `count` gives an item's `operationCount`. The RNG is drawn only for a window of
+/// two or more.
+pub fn choose_of_two<T: Copy, R: Rng + ?Sized>(
+    window: &[T],
+    count: impl Fn(T) -> usize,
+    rng: &mut R,
+) -> Option<T> {
     match window.len() {
         0 => None,
         1 => Some(window[0]),
@@ -71,7 +82,7 @@ pub fn choose_in_window<'a, R: Rng + ?Sized>(
                 j => j,
             };
             let (first, second) = (window[i], window[j]);
-            if counts.operation_count(&second.address) < counts.operation_count(&first.address) {
+            if count(second) < count(first) {
                 Some(second)
             } else {
                 Some(first)

@@ -353,7 +353,7 @@ pub struct BulkWriteResult {
 /// Statements of one command, with the model index of each.
 pub(crate) struct Batch {
     pub kind: WriteKind,
-    pub statements: Vec<Document>,
+    pub statements: Vec<bson::RawDocumentBuf>,
     pub indexes: Vec<usize>,
     pub multi: bool,
     /// The statements' encoded size.
@@ -374,11 +374,11 @@ pub(crate) fn too_large(index: usize, size: usize) -> Error {
 pub(crate) fn push_statement(
     out: &mut Vec<Batch>,
     kind: WriteKind,
-    statement: Document,
+    statement: bson::RawDocumentBuf,
     index: usize,
     multi: bool,
 ) -> Result<()> {
-    let size = bson::serialize_to_vec(&statement).map_or(0, |v| v.len());
+    let size = statement.as_bytes().len();
     if size > MAX_STATEMENT_BYTES {
         return Err(too_large(index, size));
     }
@@ -409,7 +409,7 @@ fn batches(models: Vec<WriteModel>, ordered: bool, result: &mut BulkWriteResult)
         if let Some(id) = id {
             result.inserted_ids.insert(index, id);
         }
-        push_statement(&mut out, kind, statement, index, multi)?;
+        push_statement(&mut out, kind, super::action::to_raw(&statement)?, index, multi)?;
     }
     Ok(out)
 }

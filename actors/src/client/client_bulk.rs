@@ -855,11 +855,16 @@ impl Gather<'_> {
 }
 
 /// The cursor id and first batch of a `bulkWrite` reply.
-fn first_batch(reply: &Document) -> (i64, std::collections::VecDeque<Document>) {
+fn first_batch(reply: &Document) -> (i64, std::collections::VecDeque<bson::RawDocumentBuf>) {
     let batch = reply
         .get_document("cursor")
         .and_then(|c| c.get_array("firstBatch"))
-        .map(|a| a.iter().filter_map(Bson::as_document).cloned().collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Bson::as_document)
+                .filter_map(|d| bson::RawDocumentBuf::try_from(d).ok())
+                .collect()
+        })
         .unwrap_or_default();
     (cursor_id(reply), batch)
 }

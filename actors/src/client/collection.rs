@@ -236,7 +236,7 @@ impl<'a> Handle<'a> {
     pub(crate) fn write(
         &self,
         kind: WriteKind,
-        statements: Vec<Document>,
+        statements: Vec<bson::RawDocumentBuf>,
         ordered: bool,
         multi: bool,
         write_concern: Option<Document>,

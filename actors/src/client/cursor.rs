@@ -18,7 +18,7 @@ use protocol::ServerAddress;
 
 use super::inner::Client;
 use super::op_options::TimeoutMode;
-use super::operation::{Binding, Limits, Operation, SessionUse};
+use super::operation::{convert, Binding, Limits, Operation, SessionUse};
 use super::ops::cursor::{CursorReply, GetMore, KillCursors, NextBatch};
 use super::session::ServerSession;
 use super::timeout;
@@ -34,7 +34,8 @@ pub(crate) struct RawCursor {
     collection: String,
     address: ServerAddress,
     id: i64,
-    buffer: VecDeque<Document>,
+    /// The documents as the server sent them: a `Cursor<T>` deserializes from the bytes.
+    buffer: VecDeque<bson::RawDocumentBuf>,
     batch_size: Option<u32>,
     session: Option<ServerSession>,
     /// Load-balanced mode: the connection pinned in the selection actor under this pin.
@@ -574,7 +575,7 @@ impl<T> Cursor<T> {
             Poll::Ready(Some(Ok(_))) => self.reset_deadline(),
             Poll::Pending => {}
         }
-        next
+        next.map(|next| next.map(|r| r.map(|d| convert(&d))))
     }
 
     /// The deadline of the current call, once a `getMore` set it (`Some(None)`: no limit).
@@ -625,13 +626,13 @@ impl<T> Cursor<T> {
         Poll::Ready(result)
     }
 
-    /// The next document as the server sent it, `getMore`s included; `once`: after at most
-    /// one `getMore` (`tryNext`), even if its batch was empty.
-    pub(crate) fn poll_next_document(
+    /// The next document as the server sent it (its bytes), `getMore`s included; `once`:
+    /// after at most one `getMore` (`tryNext`), even if its batch was empty.
+    pub(crate) fn poll_next_raw(
         &mut self,
         cx: &mut Context<'_>,
         once: bool,
-    ) -> Poll<Option<Result<Document>>> {
+    ) -> Poll<Option<Result<bson::RawDocumentBuf>>> {
         let next = self.poll_next_step(cx, once);
         if next.is_ready() {
             // The next `next` starts afresh: a new ITERATION deadline, no getMore sent yet.
@@ -641,7 +642,11 @@ impl<T> Cursor<T> {
         next
     }
 
-    fn poll_next_step(&mut self, cx: &mut Context<'_>, once: bool) -> Poll<Option<Result<Document>>> {
+    fn poll_next_step(
+        &mut self,
+        cx: &mut Context<'_>,
+        once: bool,
+    ) -> Poll<Option<Result<bson::RawDocumentBuf>>> {
         loop {
             match self.poll_pending(cx) {
                 Poll::Pending => return Poll::Pending,
@@ -677,8 +682,8 @@ impl<T: DeserializeOwned + 'static> Cursor<T> {
     /// The next document with at most one `getMore` (`tryNext`): `None` when that batch was
     /// empty (a tailable cursor with no new data) or the cursor is exhausted.
     pub async fn try_next_once(&mut self) -> Result<Option<T>> {
-        let next = std::future::poll_fn(|cx| self.poll_next_document(cx, true)).await;
-        next.map(|r| r.and_then(super::action::decode)).transpose()
+        let next = std::future::poll_fn(|cx| self.poll_next_raw(cx, true)).await;
+        next.map(|r| r.and_then(|d| super::action::decode_raw(&d))).transpose()
     }
 
     /// Every remaining document.
@@ -696,6 +701,6 @@ impl<T: DeserializeOwned + 'static> Stream for Cursor<T> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<T>>> {
         let this = self.get_mut();
-        this.poll_next_document(cx, false).map(|next| next.map(|r| r.and_then(super::action::decode)))
+        this.poll_next_raw(cx, false).map(|next| next.map(|r| r.and_then(|d| super::action::decode_raw(&d))))
     }
 }

@@ -93,13 +93,6 @@ pub(crate) fn first_batch(reply: &Document) -> Vec<Document> {
         .unwrap_or_default()
 }
 
-/// The collection part of a cursor reply's `ns` (`db.$cmd.listCollections` gives
-/// `$cmd.listCollections`), which the `getMore`s name.
-pub(crate) fn ns_collection(reply: &Document) -> Option<String> {
-    let ns = reply.get_document("cursor").ok()?.get_str("ns").ok()?;
-    ns.split_once('.').map(|(_, c)| c.to_string())
-}
-
 /// CSOT: `maxAwaitTimeMS` must be less than a non-zero `timeoutMS` (or an empty awaitData
 /// batch could never arrive in time).
 pub(crate) fn check_max_await(timeout: Option<Duration>, max_await: Option<Duration>) -> Result<()> {
@@ -187,6 +180,23 @@ pub(crate) fn check_update(d: &Document) -> Result<()> {
 }
 
 /// `doc` with an `_id` first when it has none, and its `_id`.
+/// [`with_id`] on a document's bytes: its `_id`, or a new `ObjectId` put first.
+pub(crate) fn with_raw_id(doc: bson::RawDocumentBuf) -> crate::Result<(bson::RawDocumentBuf, Bson)> {
+    let invalid = |e: bson::error::Error| crate::Error::BsonSerialization { message: e.to_string() };
+    if let Some(id) = doc.get("_id").map_err(invalid)? {
+        let id = Bson::try_from(bson::RawBson::from(id)).map_err(invalid)?;
+        return Ok((doc, id));
+    }
+    let id = ObjectId::new();
+    let mut with_id = bson::RawDocumentBuf::new();
+    with_id.append(bson::raw::cstr!("_id"), id);
+    for element in doc.iter() {
+        let (key, value) = element.map_err(invalid)?;
+        with_id.append(key, value);
+    }
+    Ok((with_id, Bson::ObjectId(id)))
+}
+
 pub(crate) fn with_id(doc: Document) -> (Document, Bson) {
     match doc.get("_id") {
         Some(id) => {

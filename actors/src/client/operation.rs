@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant as StdInstant};
 
-use bson::{Bson, Document, RawDocumentBuf};
+use bson::{Bson, Document, RawBson, RawDocumentBuf};
 use pool::cmap::{CheckoutPurpose, PooledConnection};
 use pool::connection::{CommandBody, Connection};
 use protocol::reply::{ServerError, RETRYABLE_READ_CODES, RETRYABLE_WRITE_CODES};
@@ -268,10 +268,83 @@ impl Op {
     }
 }
 
+/// A server's reply: its validated bytes, converted to a `Document` only when something
+/// reads it as one (a `find_one` takes its document from the bytes; the rest of the reply is
+/// never built).
+pub(crate) struct Reply {
+    raw: RawDocumentBuf,
+    document: std::sync::OnceLock<Document>,
+}
+
+impl Reply {
+    /// `raw` passed the wire layer's structural validation (`protocol::wire`), UTF-8 and
+    /// nesting included, so its conversion cannot fail.
+    pub(crate) fn new(raw: RawDocumentBuf) -> Reply {
+        Reply { raw, document: std::sync::OnceLock::new() }
+    }
+
+    /// A reply made here (an unacknowledged write's `{ok: 1}`).
+    pub(crate) fn from_document(document: Document) -> Reply {
+        let raw = RawDocumentBuf::try_from(&document).unwrap_or_default();
+        Reply { raw, document: document.into() }
+    }
+
+    /// The bytes.
+    pub(crate) fn raw(&self) -> &bson::RawDocument {
+        &self.raw
+    }
+
+    /// The reply as a `Document`, owned.
+    pub(crate) fn into_document(self) -> Document {
+        match self.document.into_inner() {
+            Some(d) => d,
+            None => convert(&self.raw),
+        }
+    }
+}
+
+/// A validated document as a `Document`. Validation makes a failure impossible; should one
+/// happen all the same, the bytes are read with invalid UTF-8 replaced, then reported.
+pub(crate) fn convert(raw: &bson::RawDocument) -> Document {
+    match Document::try_from(raw) {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::error!(target: "mongo_actors::operation", error = %e, "a validated reply did not convert");
+            bson::Utf8Lossy::<Document>::try_from(raw).map(|d| d.0).unwrap_or_default()
+        }
+    }
+}
+
+impl std::ops::Deref for Reply {
+    type Target = Document;
+
+    fn deref(&self) -> &Document {
+        self.document.get_or_init(|| convert(&self.raw))
+    }
+}
+
+impl std::ops::DerefMut for Reply {
+    fn deref_mut(&mut self) -> &mut Document {
+        if self.document.get().is_none() {
+            let _ = self.document.set(convert(&self.raw));
+        }
+        match self.document.get_mut() {
+            Some(d) => d,
+            None => unreachable!("set above"),
+        }
+    }
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
 /// What a successful operation leaves.
 pub(crate) struct OpOutput {
     /// The reply.
-    pub reply: Document,
+    pub reply: Reply,
     /// The server that answered.
     pub address: ServerAddress,
     /// The session, for an operation that opened a cursor (otherwise returned to the pool).
@@ -607,11 +680,11 @@ impl Located {
         Located {
             address: selected.address().clone(),
             target: Target {
-                topology_type: selected.snapshot.description.topology_type(),
-                server_type: selected.description.server_type,
+                topology_type: selected.snapshot().description.topology_type(),
+                server_type: selected.description().server_type,
             },
             handle: Some(selected.handle().clone()),
-            sessions: sessions_in(&selected.snapshot),
+            sessions: sessions_in(selected.snapshot()),
         }
     }
 }
@@ -742,7 +815,7 @@ impl ClientInner {
         };
         let output = match result {
             Ok((reply, address, conn)) => {
-                let cursor_open = op.opens_cursor && cursor_id(&reply) != 0;
+                let cursor_open = op.opens_cursor && raw_cursor_id(reply.raw()) != 0;
                 // An open cursor keeps the session (an explicit one lends a copy of its id)
                 // and, in load-balanced mode, the connection.
                 let session = run.session_for_cursor(cursor_open);
@@ -835,24 +908,21 @@ impl ClientInner {
         op: &Op,
         session: Option<&mut ServerSession>,
         attempt: Attempt,
-    ) -> Result<Document> {
+    ) -> Result<Reply> {
         if let Some((_, why)) = op.requires.filter(|(w, _)| conn.stream_description().max_wire_version < *w) {
             return Err(Error::IncompatibleServer { address: conn.address().clone(), message: why.into() });
         }
-        let mut command = self.command_for(target, op, session.as_deref(), &attempt);
         // rawData (an internal option) is never sent to a server older than 8.2 (wire 27).
-        if conn.stream_description().max_wire_version < WIRE_VERSION_8_2 {
-            command.remove("rawData");
-        }
-        let raw = RawDocumentBuf::try_from(&command).map_err(|e| Error::InvalidOptions {
-            message: format!("the command cannot be serialized: {e}"),
+        let drop = (conn.stream_description().max_wire_version < WIRE_VERSION_8_2).then_some("rawData");
+        let raw = self.command_for(target, op, session.as_deref(), &attempt, drop).map_err(|e| {
+            Error::InvalidOptions { message: format!("the command cannot be serialized: {e}") }
         })?;
         // An unacknowledged write goes with moreToCome: the server sends no reply, and the
         // operation (and its succeeded event) sees `{ok: 1}` (OP_MSG and command monitoring specs).
         let unacknowledged = matches!(&*op.name, "insert" | "update" | "delete" | "bulkWrite")
-            && super::concern::has_unacknowledged_write_concern(&command);
-        let mut monitoring = Monitoring::new(self, conn, op, &command, attempt.operation_id);
-        let mut started_doc = monitoring.started_document(command, &op.sequences);
+            && super::concern::has_unacknowledged_write_concern(&op.command);
+        let mut monitoring = Monitoring::new(self, conn, op, &op.command, attempt.operation_id);
+        let mut started_doc = monitoring.started_document(&raw, &op.sequences);
         let body = if op.sequences.is_empty() {
             CommandBody::Raw(raw)
         } else {
@@ -869,7 +939,7 @@ impl ClientInner {
                 monitoring.failed(e.to_string(), false);
                 return Err(Box::pin(self.round_trip_failure(conn, session, e)).await);
             }
-            let reply = bson::doc! {"ok": 1};
+            let reply = Reply::from_document(bson::doc! {"ok": 1});
             monitoring.succeeded(&reply);
             return Ok(reply);
         }
@@ -885,21 +955,18 @@ impl ClientInner {
                 return Err(Box::pin(self.round_trip_failure(conn, session, e)).await);
             }
         };
-        let address = conn.address().clone();
-        let reply = match Document::try_from(raw) {
-            Ok(d) => d,
-            Err(e) => {
-                monitoring.failed(e.to_string(), false);
-                return Err(Error::InvalidResponse { address, message: e.to_string() });
-            }
-        };
-        if let Some(Bson::Document(ct)) = reply.get("$clusterTime") {
-            self.advance_cluster_time(ct);
+        // Read from the bytes: nothing here builds the reply's `Document` when the command
+        // succeeded and no session tracks causal consistency.
+        let scan = protocol::reply::scan_raw_reply(&raw);
+        if let Some(ct) = scan.cluster_time {
+            self.advance_cluster_time(&convert(ct));
         }
+        let clean = scan.clean;
+        let reply = Reply::new(raw);
         if let Some(t) = session.and_then(|s| s.tracking.as_deref_mut()) {
             t.observe(&reply, attempt.transaction.is_some());
         }
-        let error = protocol::reply::reply_error(&reply);
+        let error = if clean { None } else { protocol::reply::reply_error(&reply) };
         if let Some(e) = &error {
             Box::pin(self.report_state_change(conn, e)).await;
         }
@@ -914,46 +981,52 @@ impl ClientInner {
             error.add_label(RETRYABLE_WRITE_ERROR);
         }
         if error.command_failed {
-            let e = Error::Command { address, error };
+            let e = Error::Command { address: conn.address().clone(), error };
             monitoring.failed(e.to_string(), true);
             Err(e)
         } else {
             // ok: 1: the command succeeded as far as monitoring is concerned.
             monitoring.succeeded(&reply);
-            Err(Error::Command { address, error })
+            Err(Error::Command { address: conn.address().clone(), error })
         }
     }
 
-    /// `op`'s command with the global arguments of this attempt: `maxTimeMS` (replacing one
-    /// the command carries, as `run_command` documents), `$readPreference`, `lsid`, the
-    /// transaction fields, `$clusterTime` and `$db`.
+    /// `op`'s command with the global arguments of this attempt, as the bytes sent:
+    /// `maxTimeMS` (replacing one the command carries, as `run_command` documents),
+    /// `$readPreference`, `lsid`, the transaction fields, `$clusterTime` and `$db`. A global
+    /// the command already has is replaced where it stands, one it lacks is appended, as
+    /// `Document::insert` would; `drop` names a field left out (`rawData` for an old server).
+    /// The command is serialized once and copied element by element: no `Document` is cloned.
     fn command_for(
         &self,
         target: &Target,
         op: &Op,
         session: Option<&ServerSession>,
         ids: &Attempt,
-    ) -> Document {
-        let mut command = op.command.clone();
+        drop: Option<&str>,
+    ) -> std::result::Result<RawDocumentBuf, bson::error::Error> {
+        let mut api_fields = Document::new();
+        let mut globals: Vec<(&str, RawBson)> = Vec::with_capacity(4);
+        let raw = |d: &Document| RawDocumentBuf::try_from(d).map(RawBson::Document);
         if let Some(ms) = ids.max_time_ms {
-            command.insert("maxTimeMS", ms);
+            globals.push(("maxTimeMS", RawBson::Int64(ms)));
         }
         if let Criteria::Read(rp) = &op.criteria {
             if let Some(d) = read_preference_document(target, rp) {
-                command.insert("$readPreference", d);
+                globals.push(("$readPreference", raw(&d)?));
             }
         }
         if let Some(s) = session {
-            command.insert("lsid", s.lsid.clone());
+            globals.push(("lsid", RawBson::Document(s.lsid_raw.clone())));
         }
         if let Some(n) = ids.txn_number {
-            command.insert("txnNumber", n);
+            globals.push(("txnNumber", RawBson::Int64(n)));
         }
         if let Some(first) = ids.transaction {
             if first {
-                command.insert("startTransaction", true);
+                globals.push(("startTransaction", RawBson::Boolean(true)));
             }
-            command.insert("autocommit", false);
+            globals.push(("autocommit", RawBson::Boolean(false)));
         }
         let tracking = session.and_then(|s| s.tracking.as_deref());
         if let Some(t) = tracking {
@@ -970,8 +1043,8 @@ impl ClientInner {
                 (causal_command && outside) || ids.transaction == Some(true)
             };
             if send {
-                if let Some(rc) = t.read_concern(command.get_document("readConcern").ok()) {
-                    command.insert("readConcern", rc);
+                if let Some(rc) = t.read_concern(op.command.get_document("readConcern").ok()) {
+                    globals.push(("readConcern", raw(&rc)?));
                 }
             }
         }
@@ -988,16 +1061,54 @@ impl ClientInner {
                 }
             }
             if let Some(ct) = ct {
-                command.insert("$clusterTime", ct);
+                globals.push(("$clusterTime", raw(&ct)?));
             }
         }
         if let Some(api) = &self.settings.server_api {
             // Every command, getMore and a transaction's included (versioned-api spec); a
             // generic command's own fields are not looked at.
-            api.append_to(&mut command);
+            api.append_to(&mut api_fields);
+            for (k, v) in &api_fields {
+                globals.push((k.as_str(), RawBson::try_from(v.clone())?));
+            }
         }
-        command.insert("$db", op.db.clone());
-        command
+        globals.push(("$db", RawBson::String(op.db.clone())));
+        let base = RawDocumentBuf::try_from(&op.command)?;
+        let replaces = |key: &str| op.command.contains_key(key);
+        if !drop.is_some_and(replaces) && !globals.iter().any(|(key, _)| replaces(key)) {
+            // The usual case: every global is new, appended to the serialized command with
+            // room made once.
+            let extra: usize = globals.iter().map(|(k, v)| k.len() + 2 + raw_size(v)).sum();
+            let mut bytes = base.into_bytes();
+            bytes.reserve(extra);
+            let mut out = RawDocumentBuf::from_bytes(bytes)?;
+            for (key, value) in &globals {
+                out.append(<&bson::raw::CStr>::try_from(*key)?, value.as_raw_bson_ref());
+            }
+            return Ok(out);
+        }
+        let mut out = RawDocumentBuf::new();
+        let mut used = vec![false; globals.len()];
+        for element in base.iter_elements() {
+            let element = element?;
+            let key = element.key();
+            if drop.is_some_and(|d| d == key.as_str()) {
+                continue;
+            }
+            match globals.iter().position(|(g, _)| *g == key.as_str()) {
+                Some(i) => {
+                    used[i] = true;
+                    out.append(key, globals[i].1.as_raw_bson_ref());
+                }
+                None => out.append(key, element.value()?),
+            }
+        }
+        for ((key, value), used) in globals.iter().zip(used) {
+            if !used {
+                out.append(<&bson::raw::CStr>::try_from(*key)?, value.as_raw_bson_ref());
+            }
+        }
+        Ok(out)
     }
 
     /// A round trip that failed: a network error marks the session dirty and goes to SDAM.
@@ -1069,7 +1180,9 @@ struct Monitoring<'a> {
     operation_id: i64,
     request_id: i32,
     /// When the command was sent.
-    started: StdInstant,
+    /// When the command went out; `None` when nobody takes its duration (no handler, no
+    /// log, no metrics recorder): then no clock is read.
+    started: Option<StdInstant>,
     /// A sensitive command (authentication, a hello with speculative authentication): its
     /// body and reply are not shown.
     redact: bool,
@@ -1103,15 +1216,17 @@ impl<'a> Monitoring<'a> {
             db: &op.db,
             operation_id,
             request_id: 0,
-            started: StdInstant::now(),
+            started: (observed || client.command_metrics.enabled()).then(StdInstant::now),
         }
     }
 
     /// The command the started event shows: a document sequence appears as the array field
     /// it stands for (command monitoring spec).
-    fn started_document(&self, mut command: Document, sequences: &[DocumentSequence]) -> Option<Document> {
+    /// Built from the bytes sent, and only when a handler or the log shows it.
+    fn started_document(&self, sent: &bson::RawDocument, sequences: &[DocumentSequence]) -> Option<Document> {
         match (self.handler.is_some() || self.log.is_some(), self.redact) {
             (true, false) => {
+                let mut command = convert(sent);
                 for seq in sequences {
                     let docs: Vec<Bson> = seq
                         .documents
@@ -1141,7 +1256,9 @@ impl<'a> Monitoring<'a> {
 
     fn started(&mut self, request_id: i32, command: Option<Document>) {
         self.request_id = request_id;
-        self.started = StdInstant::now();
+        if self.started.is_some() {
+            self.started = Some(StdInstant::now());
+        }
         if let (Some(ctx), Some(command)) = (self.log_context(), command.as_ref()) {
             crate::command_log::started(&ctx, command);
         }
@@ -1157,15 +1274,16 @@ impl<'a> Monitoring<'a> {
         }
     }
 
-    fn succeeded(&self, reply: &Document) {
-        let duration = self.started.elapsed();
+    /// The reply's `Document` is built only when a log message or a handler shows it.
+    fn succeeded(&self, reply: &Reply) {
+        let duration = self.started.map(|s| s.elapsed()).unwrap_or_default();
         self.metrics.record(self.command_name, true, duration);
         if let Some(ctx) = self.log_context() {
             let empty = Document::new();
             crate::command_log::succeeded(&ctx, if self.redact { &empty } else { reply }, duration);
         }
         self.ended(|m, connection| CommandEvent::Succeeded {
-            reply: if m.redact { Document::new() } else { reply.clone() },
+            reply: if m.redact { Document::new() } else { Document::clone(reply) },
             command_name: m.command_name.to_string(),
             database_name: m.db.to_string(),
             request_id: m.request_id,
@@ -1178,7 +1296,7 @@ impl<'a> Monitoring<'a> {
     /// `server`: the server answered with an error (redacted from the log for a sensitive
     /// command), rather than a network, timeout or decoding failure.
     fn failed(&self, failure: String, server: bool) {
-        let duration = self.started.elapsed();
+        let duration = self.started.map(|s| s.elapsed()).unwrap_or_default();
         self.metrics.record(self.command_name, false, duration);
         if let Some(ctx) = self.log_context() {
             let shown = if self.redact && server { crate::command_log::REDACTED_FAILURE } else { &failure };
@@ -1272,6 +1390,24 @@ fn is_retryable_read_error(e: &Error) -> bool {
 }
 
 /// The id of the cursor a reply opened (0 when none or exhausted).
+pub(crate) fn raw_cursor_id(reply: &bson::RawDocument) -> i64 {
+    match reply.get_document("cursor").ok().and_then(|c| c.get("id").ok().flatten()) {
+        Some(bson::RawBsonRef::Int64(i)) => i,
+        Some(bson::RawBsonRef::Int32(i)) => i64::from(i),
+        _ => 0,
+    }
+}
+
+/// About the bytes `value` takes in a document (to reserve room; not exact for every type).
+fn raw_size(value: &RawBson) -> usize {
+    match value {
+        RawBson::Document(d) => d.as_bytes().len(),
+        RawBson::String(s) => s.len() + 5,
+        _ => 16,
+    }
+}
+
+/// The id of the cursor a reply opened (0: none, or exhausted).
 pub(crate) fn cursor_id(reply: &Document) -> i64 {
     match reply.get_document("cursor").ok().and_then(|c| c.get("id")) {
         Some(Bson::Int64(i)) => *i,

@@ -17,6 +17,8 @@ const EXPIRY_MARGIN: Duration = Duration::from_secs(60);
 pub(crate) struct ServerSession {
     /// `{id: UUID}` (binary subtype 4).
     pub lsid: Document,
+    /// `lsid` serialized once: every command of the session carries it.
+    pub lsid_raw: bson::RawDocumentBuf,
     /// When an operation last used it.
     pub last_use: Instant,
     /// The last `txnNumber` sent (retryable writes increment it).
@@ -116,8 +118,10 @@ impl Tracking {
 impl ServerSession {
     fn new() -> Self {
         let id = Binary::from_uuid(bson::Uuid::new());
+        let lsid = doc! { "id": id };
         ServerSession {
-            lsid: doc! { "id": id },
+            lsid_raw: bson::RawDocumentBuf::try_from(&lsid).unwrap_or_default(),
+            lsid,
             last_use: Instant::now(),
             txn_number: 0,
             dirty: false,
@@ -131,6 +135,7 @@ impl ServerSession {
     pub fn lend(&self) -> ServerSession {
         ServerSession {
             lsid: self.lsid.clone(),
+            lsid_raw: self.lsid_raw.clone(),
             last_use: self.last_use,
             txn_number: self.txn_number,
             dirty: false,

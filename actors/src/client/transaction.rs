@@ -225,7 +225,7 @@ impl Client {
                 .select(request)
                 .await
                 .map_err(|e| timeout::convert(e, client_timeout, deadline))?;
-            timeout = selected.snapshot.description.logical_session_timeout_minutes();
+            timeout = selected.snapshot().description.logical_session_timeout_minutes();
             if timeout.is_none() {
                 return Err(Error::InvalidOptions {
                     message: "the deployment does not support sessions".into(),

@@ -212,6 +212,16 @@ impl<E: Establisher> Inner<E> {
         }
     }
 
+    /// Emits the event `make` builds, building it only when a handler or the log takes it:
+    /// the check-out and check-in events come with every operation.
+    fn emit_with(&self, make: impl FnOnce() -> CmapEvent) {
+        if self.handler.is_some()
+            || tracing::enabled!(target: crate::cmap::logging::LOG_TARGET, tracing::Level::DEBUG)
+        {
+            self.emit(make());
+        }
+    }
+
     fn pool_cleared_error(&self, service_id: Option<ObjectId>) -> Error {
         Error::PoolCleared { address: self.address.clone(), service_id }
     }
@@ -509,7 +519,7 @@ impl<E: Establisher> Inner<E> {
                 let mut st = self.state.lock();
                 if first {
                     first = false;
-                    self.emit(CmapEvent::CheckOutStarted { address: self.address.clone() });
+                    self.emit_with(|| CmapEvent::CheckOutStarted { address: self.address.clone() });
                 }
                 let evicted = waiter.as_ref().and_then(|w| w.shared.evicted.lock().take());
                 let failure = match (evicted, st.status) {
@@ -544,7 +554,7 @@ impl<E: Establisher> Inner<E> {
                     match acquired {
                         Acquired::Connection(mut conn) => {
                             conn.announced = true;
-                            self.emit(CmapEvent::CheckedOut {
+                            self.emit_with(|| CmapEvent::CheckedOut {
                                 address: self.address.clone(),
                                 connection_id: conn.id(),
                                 duration: started.elapsed(),
@@ -610,7 +620,7 @@ impl<E: Establisher> Inner<E> {
         match result {
             Ok(Ok(mut conn)) => {
                 conn.announced = true;
-                self.emit(CmapEvent::CheckedOut {
+                self.emit_with(|| CmapEvent::CheckedOut {
                     address: self.address.clone(),
                     connection_id: conn.id(),
                     duration: started.elapsed(),
@@ -791,7 +801,7 @@ impl<E: Establisher> ReturnTo<E::Connection> for Inner<E> {
             return;
         }
         if announced {
-            self.emit(CmapEvent::CheckedIn { address: self.address.clone(), connection_id: meta.id });
+            self.emit_with(|| CmapEvent::CheckedIn { address: self.address.clone(), connection_id: meta.id });
         }
         // A connection broken by a network error closes for the error even when that error
         // also cleared the pool; one a clear interrupted is stale.

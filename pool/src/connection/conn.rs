@@ -282,7 +282,10 @@ impl Connection {
             service_id: None,
             hello: HelloReply::default(),
             description: StreamDescription::from_reply(&HelloReply::default()),
-            framed: Framed::new(stream, MessageCodec::new()),
+            // 1 KiB buffers, not tokio-util's 8 KiB each: most requests and replies are a few
+            // hundred bytes, and an idle pooled connection should cost little (the decoder
+            // reserves a larger frame's room as its header arrives).
+            framed: Framed::with_capacity(stream, MessageCodec::new(), FRAME_BUFFER),
             cancel,
             closed: false,
             socket_timeout: options.socket_timeout,
@@ -483,13 +486,13 @@ impl Connection {
                 RawDocumentBuf::try_from(&d).map_err(|e| self.protocol_error(e.into()))?
             }
             CommandBody::Raw(mut r) => {
-                if !matches!(r.get("$db"), Ok(Some(_))) {
+                if !has_db(&r, db) {
                     r.append(bson::raw::cstr!("$db"), db);
                 }
                 r
             }
             CommandBody::Sequenced(mut r, sequences) => {
-                if !matches!(r.get("$db"), Ok(Some(_))) {
+                if !has_db(&r, db) {
                     r.append(bson::raw::cstr!("$db"), db);
                 }
                 let mut msg = OpMsg::new(r).with_flags(flags);
@@ -665,6 +668,25 @@ fn tls_error(address: &ServerAddress, e: std::io::Error) -> Error {
     } else {
         io_error(address, Phase::TlsHandshake, e)
     }
+}
+
+/// The initial capacity of a connection's read and write buffers.
+const FRAME_BUFFER: usize = 1024;
+
+/// Whether `command` has a `$db` field: found at once when it ends with `$db: db` (the
+/// executor appends it last), otherwise by a scan of the fields.
+fn has_db(command: &bson::RawDocument, db: &str) -> bool {
+    let bytes = command.as_bytes();
+    // ... 0x02 "$db" 0x00 <i32 len(db) + 1> <db> 0x00, then the document's 0x00.
+    let tail = 1 + 4 + 4 + db.len() + 1 + 1;
+    if let Some(start) = bytes.len().checked_sub(tail).filter(|&s| s >= 4) {
+        let t = &bytes[start..];
+        let len = i32::try_from(db.len() + 1).unwrap_or(-1).to_le_bytes();
+        if t[0] == 0x02 && &t[1..5] == b"$db\0" && t[5..9] == len && &t[9..9 + db.len()] == db.as_bytes() {
+            return true;
+        }
+    }
+    matches!(command.get("$db"), Ok(Some(_)))
 }
 
 #[cfg(test)]

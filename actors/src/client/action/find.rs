@@ -226,7 +226,9 @@ impl<'a, T: DeserializeOwned + 'static> FindOne<'a, T> {
             timeout,
         );
         let op = read::FindOne(read::Find { read, filter, options });
-        Either::Right(handle.run(op, timeout, session).map(|r| r?.map(super::decode).transpose()))
+        Either::Right(
+            handle.run(op, timeout, session).map(|r| r?.as_deref().map(super::decode_raw).transpose()),
+        )
     }
 }
 

@@ -121,6 +121,16 @@ pub(crate) fn decode<T: DeserializeOwned + 'static>(doc: Document) -> Result<T> 
     bson::deserialize_from_document(doc).map_err(|e| Error::BsonDeserialization { message: e.to_string() })
 }
 
+/// A document's bytes as a `T`: deserialized from the bytes (no `Document` in between), or
+/// converted when `T` is `Document`.
+pub(crate) fn decode_raw<T: DeserializeOwned + 'static>(raw: &bson::RawDocument) -> Result<T> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<Document>() {
+        return decode(crate::client::operation::convert(raw));
+    }
+    bson::deserialize_from_slice(raw.as_bytes())
+        .map_err(|e| Error::BsonDeserialization { message: e.to_string() })
+}
+
 /// `value` as a `Document` (a `Document` is cloned as it is).
 pub(crate) fn encode<T: Serialize + 'static>(value: &T) -> Result<Document> {
     if let Some(d) = (value as &dyn Any).downcast_ref::<Document>() {
@@ -133,6 +143,20 @@ pub(crate) fn encode<T: Serialize + 'static>(value: &T) -> Result<Document> {
         }),
         Err(e) => Err(Error::BsonSerialization { message: e.to_string() }),
     }
+}
+
+/// A statement's bytes.
+pub(crate) fn to_raw(doc: &Document) -> Result<bson::RawDocumentBuf> {
+    bson::RawDocumentBuf::try_from(doc).map_err(|e| Error::BsonSerialization { message: e.to_string() })
+}
+
+/// `value` as the bytes of a document, serialized once (no `Document` in between).
+pub(crate) fn encode_raw<T: Serialize + 'static>(value: &T) -> Result<bson::RawDocumentBuf> {
+    if let Some(d) = (value as &dyn Any).downcast_ref::<Document>() {
+        return to_raw(d);
+    }
+    bson::serialize_to_raw_document_buf(value)
+        .map_err(|e| Error::BsonSerialization { message: e.to_string() })
 }
 
 #[cfg(test)]

@@ -22,12 +22,12 @@ use super::super::crud_options::{
     UpdateModifications, UpdateOptions,
 };
 use super::super::op_options::{
-    check_replacement, with_id, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult,
+    check_replacement, with_id, with_raw_id, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult,
 };
 use super::super::ops::write::{FindAndModify, WriteKind};
 use super::super::ops::{append, legacy_max_time};
 use super::super::transaction::ClientSession;
-use super::{decode, encode, into_future, option_setters};
+use super::{decode, encode, encode_raw, into_future, option_setters, to_raw};
 use crate::{Error, Result};
 
 impl<T: Serialize + Send + Sync + 'static> Collection<T> {
@@ -49,7 +49,7 @@ impl<T: Serialize + Send + Sync + 'static> Collection<T> {
     /// (network, timeout) stops the rest: an [`Error::BulkWriteStopped`] with the documents
     /// inserted before it.
     pub fn insert_many(&self, docs: impl IntoIterator<Item = impl Borrow<T>>) -> InsertMany<'_> {
-        let docs = docs.into_iter().map(|d| encode(d.borrow())).collect();
+        let docs = docs.into_iter().map(|d| encode_raw(d.borrow())).collect();
         InsertMany { handle: self.handle(), docs, options: InsertManyOptions::default(), session: None }
     }
 
@@ -186,7 +186,7 @@ impl<'a> InsertOne<'a> {
         let timeout = handle.op_timeout(options.timeout);
         let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
         let extra = extra(options.bypass_document_validation, options.comment, None, options.raw_data);
-        let op = handle.write(WriteKind::Insert, vec![doc], true, false, wc, extra);
+        let op = handle.write(WriteKind::Insert, vec![to_raw(&doc)?], true, false, wc, extra);
         handle.run(op, timeout, session).await?;
         Ok(InsertOneResult { inserted_id })
     }
@@ -198,7 +198,8 @@ into_future!(InsertOne<'a> => InsertOneResult);
 #[must_use = "an operation does nothing until it is awaited"]
 pub struct InsertMany<'a> {
     handle: Handle<'a>,
-    docs: Vec<Result<Document>>,
+    /// Each document's bytes, serialized once.
+    docs: Vec<Result<bson::RawDocumentBuf>>,
     options: InsertManyOptions,
     session: Option<&'a mut ClientSession>,
 }
@@ -225,7 +226,7 @@ impl<'a> InsertMany<'a> {
         let mut inserted_ids = BTreeMap::new();
         let mut batches = Vec::new();
         for (i, d) in docs.into_iter().enumerate() {
-            let (d, id) = with_id(d?);
+            let (d, id) = with_raw_id(d?)?;
             inserted_ids.insert(i, id);
             push_statement(&mut batches, WriteKind::Insert, d, i, false)?;
         }
@@ -298,7 +299,8 @@ impl<'a> Update<'a> {
         let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
         let extra =
             extra(options.bypass_document_validation, options.comment, options.let_vars, options.raw_data);
-        let op = handle.write(WriteKind::Update, vec![statement.into_document()], true, many, wc, extra);
+        let op =
+            handle.write(WriteKind::Update, vec![to_raw(&statement.into_document())?], true, many, wc, extra);
         Ok(handle.run(op, timeout, session).await?.into_update_result())
     }
 }
@@ -351,7 +353,14 @@ impl<'a> Replace<'a> {
         let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
         let extra =
             extra(options.bypass_document_validation, options.comment, options.let_vars, options.raw_data);
-        let op = handle.write(WriteKind::Update, vec![statement.into_document()], true, false, wc, extra);
+        let op = handle.write(
+            WriteKind::Update,
+            vec![to_raw(&statement.into_document())?],
+            true,
+            false,
+            wc,
+            extra,
+        );
         Ok(handle.run(op, timeout, session).await?.into_update_result())
     }
 }
@@ -389,7 +398,7 @@ impl<'a> Delete<'a> {
         let timeout = handle.op_timeout(options.timeout);
         let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
         let extra = extra(None, options.comment, options.let_vars, options.raw_data);
-        let op = handle.write(WriteKind::Delete, vec![statement], true, many, wc, extra);
+        let op = handle.write(WriteKind::Delete, vec![to_raw(&statement)?], true, many, wc, extra);
         Ok(DeleteResult { deleted_count: handle.run(op, timeout, session).await?.n })
     }
 }

@@ -33,7 +33,7 @@ impl Operation for AdminWrite {
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<Document> {
-        Ok(out.reply)
+        Ok(out.reply.into_document())
     }
 }
 
@@ -145,6 +145,6 @@ impl Operation for RunCommand {
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<Document> {
-        Ok(out.reply)
+        Ok(out.reply.into_document())
     }
 }

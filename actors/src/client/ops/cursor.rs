@@ -3,14 +3,13 @@
 
 use std::collections::VecDeque;
 
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, Document, RawDocumentBuf};
 use pool::cmap::PooledConnection;
 use pool::connection::Connection;
 use protocol::ServerAddress;
 use selection::ReadPreference;
 
-use super::super::op_options::ns_collection;
-use super::super::operation::{cursor_id, OpOutput, Operation, Shape};
+use super::super::operation::{convert, raw_cursor_id, OpOutput, Operation, Shape};
 use super::super::session::ServerSession;
 use crate::selection_actor::Criteria;
 use crate::{Error, Result};
@@ -26,8 +25,9 @@ pub(crate) struct CursorReply {
     pub collection: String,
     /// The cursor id (0: exhausted).
     pub id: i64,
-    /// The first batch.
-    pub batch: VecDeque<Document>,
+    /// The first batch, as the server sent each document (a `Cursor<T>` deserializes `T`
+    /// from the bytes).
+    pub batch: VecDeque<RawDocumentBuf>,
     /// The session the cursor keeps.
     pub session: Option<ServerSession>,
     /// Load-balanced mode: the connection the cursor keeps.
@@ -40,10 +40,16 @@ pub(crate) struct CursorReply {
 
 impl CursorReply {
     /// Reads a cursor-opening reply of a command on `db` that names `collection`.
-    pub(crate) fn read(mut out: OpOutput, db: &str, collection: &str) -> Result<CursorReply> {
-        let NextBatch { id, batch, post_batch_resume_token } =
-            batch(&mut out.reply, &out.address, "firstBatch")?;
-        let collection = ns_collection(&out.reply).unwrap_or_else(|| collection.to_string());
+    pub(crate) fn read(out: OpOutput, db: &str, collection: &str) -> Result<CursorReply> {
+        let NextBatch { id, batch, post_batch_resume_token } = batch(&out, "firstBatch")?;
+        let raw = out.reply.raw();
+        // The collection part of `ns` (`db.$cmd.listCollections` gives `$cmd.listCollections`),
+        // which the `getMore`s name.
+        let ns = raw.get_document("cursor").and_then(|c| c.get_str("ns")).ok();
+        let collection = ns
+            .and_then(|ns| ns.split_once('.'))
+            .map_or_else(|| collection.to_string(), |(_, c)| c.to_string());
+        let operation_time = raw.get_timestamp("operationTime").ok();
         Ok(CursorReply {
             address: out.address,
             db: db.to_string(),
@@ -53,30 +59,25 @@ impl CursorReply {
             session: out.session,
             connection: out.connection,
             post_batch_resume_token,
-            operation_time: out.reply.get_timestamp("operationTime").ok(),
+            operation_time,
         })
     }
 }
 
-/// The cursor id, the documents of a cursor reply's `key` batch and its resume token.
-/// The documents are moved out of the reply, never copied.
-fn batch(reply: &mut Document, address: &ServerAddress, key: &str) -> Result<NextBatch> {
-    let id = cursor_id(reply);
-    let cursor = reply.get_document_mut("cursor").map_err(|_| Error::InvalidResponse {
-        address: address.clone(),
+/// The cursor id, the documents of a cursor reply's `key` batch and its resume token, read
+/// from the reply's bytes: each document is copied out as it is, none is converted.
+fn batch(out: &OpOutput, key: &str) -> Result<NextBatch> {
+    let raw = out.reply.raw();
+    let id = raw_cursor_id(raw);
+    let cursor = raw.get_document("cursor").map_err(|_| Error::InvalidResponse {
+        address: out.address.clone(),
         message: "the reply has no cursor document".into(),
     })?;
-    let docs = match cursor.remove(key) {
-        Some(Bson::Array(a)) => a
-            .into_iter()
-            .filter_map(|d| match d {
-                Bson::Document(d) => Some(d),
-                _ => None,
-            })
-            .collect(),
-        _ => VecDeque::new(),
+    let docs = match cursor.get_array(key) {
+        Ok(a) => a.into_iter().filter_map(|d| d.ok()?.as_document().map(ToOwned::to_owned)).collect(),
+        Err(_) => VecDeque::new(),
     };
-    let post_batch_resume_token = cursor.get_document("postBatchResumeToken").ok().cloned();
+    let post_batch_resume_token = cursor.get_document("postBatchResumeToken").ok().map(convert);
     Ok(NextBatch { id, batch: docs, post_batch_resume_token })
 }
 
@@ -97,8 +98,8 @@ pub(crate) struct GetMore<'a> {
 pub(crate) struct NextBatch {
     /// The cursor id (0: exhausted).
     pub id: i64,
-    /// The documents.
-    pub batch: VecDeque<Document>,
+    /// The documents, as the server sent them.
+    pub batch: VecDeque<RawDocumentBuf>,
     /// A change stream's `postBatchResumeToken`.
     pub post_batch_resume_token: Option<Document>,
 }
@@ -118,8 +119,8 @@ impl Operation for GetMore<'_> {
         Ok(command)
     }
 
-    fn handle_reply(self, mut out: OpOutput) -> Result<NextBatch> {
-        batch(&mut out.reply, &out.address, "nextBatch")
+    fn handle_reply(self, out: OpOutput) -> Result<NextBatch> {
+        batch(&out, "nextBatch")
     }
 }
 

@@ -53,7 +53,7 @@ mod tests {
 
     fn out(reply: Document) -> OpOutput {
         OpOutput {
-            reply,
+            reply: crate::client::operation::Reply::from_document(reply),
             address: ServerAddress::parse("db1:27017").expect("address"),
             session: None,
             connection: None,
@@ -101,7 +101,8 @@ mod tests {
         assert_eq!(op.command.get_i64("limit").ok(), Some(1));
         assert!(!op.opens_cursor);
         let reply = doc! {"cursor": {"id": 0_i64, "firstBatch": [{"x": 1}]}, "ok": 1};
-        assert_eq!(one.handle_reply(out(reply)).expect("reply"), Some(doc! {"x": 1}));
+        let first = one.handle_reply(out(reply)).expect("reply").expect("a document");
+        assert_eq!(bson::Document::try_from(first).expect("converts"), doc! {"x": 1});
     }
 
     #[test]
@@ -125,7 +126,9 @@ mod tests {
     #[test]
     fn a_write_counts_and_maps_its_upserts_and_a_multi_write_runs_once() {
         let ns = Namespace { db: "app", coll: "c" };
-        let statements = vec![doc! {"q": {}, "u": {"$set": {"a": 1}}, "multi": true}];
+        let statements =
+            vec![bson::RawDocumentBuf::try_from(&doc! {"q": {}, "u": {"$set": {"a": 1}}, "multi": true})
+                .expect("raw")];
         let mut write = Write {
             ns,
             kind: WriteKind::Update,

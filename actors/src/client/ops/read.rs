@@ -115,7 +115,9 @@ impl Operation for Find<'_> {
 pub(crate) struct FindOne<'a>(pub Find<'a>);
 
 impl Operation for FindOne<'_> {
-    type Output = Option<Document>;
+    /// The document's bytes: the caller builds its `T` (or `Document`) from them, and the
+    /// rest of the reply is never converted.
+    type Output = Option<bson::RawDocumentBuf>;
 
     fn shape(&self) -> Shape<'_> {
         self.0.read.shape("find")
@@ -129,8 +131,10 @@ impl Operation for FindOne<'_> {
         Ok(command)
     }
 
-    fn handle_reply(self, out: OpOutput) -> Result<Option<Document>> {
-        Ok(first_batch(&out.reply).into_iter().next())
+    fn handle_reply(self, out: OpOutput) -> Result<Option<bson::RawDocumentBuf>> {
+        let batch = out.reply.raw().get_document("cursor").and_then(|c| c.get_array("firstBatch"));
+        let first = batch.ok().and_then(|b| b.into_iter().find_map(|e| e.ok()?.as_document()));
+        Ok(first.map(ToOwned::to_owned))
     }
 }
 

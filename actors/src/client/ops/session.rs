@@ -55,7 +55,7 @@ impl Operation for EndTransaction {
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<Document> {
-        Ok(out.reply)
+        Ok(out.reply.into_document())
     }
 }
 

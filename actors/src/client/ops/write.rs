@@ -37,7 +37,7 @@ impl WriteKind {
 pub(crate) struct Write<'a> {
     pub ns: Namespace<'a>,
     pub kind: WriteKind,
-    pub statements: Vec<Document>,
+    pub statements: Vec<RawDocumentBuf>,
     pub ordered: bool,
     /// A statement may change more than one document (`multi`, `limit: 0`): not retryable.
     pub multi: bool,
@@ -108,12 +108,7 @@ impl Operation for Write<'_> {
 
     fn sequences(&mut self) -> Result<Vec<DocumentSequence>> {
         let (_, field) = self.kind.names();
-        let statements = std::mem::take(&mut self.statements);
-        let documents = statements
-            .iter()
-            .map(RawDocumentBuf::try_from)
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| crate::Error::BsonSerialization { message: e.to_string() })?;
+        let documents = std::mem::take(&mut self.statements);
         if let Some((i, d)) = documents
             .iter()
             .enumerate()

@@ -58,7 +58,7 @@ enum Entity {
     /// A change stream from `createChangeStream`; `None` once closed.
     ChangeStream(Option<actors::ChangeStream<Document>>),
     /// An explicit session; `None` once ended.
-    Session(Option<actors::ClientSession>),
+    Session(Option<Box<actors::ClientSession>>),
     /// A GridFS bucket.
     Bucket(actors::gridfs::GridFsBucket),
     /// A thread: the operations `runOnThread` started on it, awaited by `waitForThread`.
@@ -445,7 +445,7 @@ async fn create_session(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
     if let Some(lsid) = session.id() {
         ctx.lsids.insert(id.to_string(), lsid.clone());
     }
-    Ok(Entity::Session(Some(session)))
+    Ok(Entity::Session(Some(Box::new(session))))
 }
 
 /// `timeoutMS` of an options or arguments document (0: no limit).
@@ -747,7 +747,7 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
         },
         Err(_) => None,
     };
-    let result = execute_inner(ctx, name, object, args, session.as_mut().map(|(_, s)| s)).await;
+    let result = execute_inner(ctx, name, object, args, session.as_mut().map(|(_, s)| &mut **s)).await;
     if let Some((sid, s)) = session {
         if let Some(lsid) = s.id() {
             ctx.lsids.insert(sid.clone(), lsid.clone());

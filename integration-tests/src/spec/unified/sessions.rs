@@ -127,7 +127,9 @@ async fn with_transaction(ctx: &mut Ctx, sid: &str, args: &Document) -> R<OpResu
         .map(|a| a.iter().filter_map(|o| o.as_document().cloned()).collect())
         .unwrap_or_default();
     let mut session = match ctx.entities.get_mut(sid) {
-        Some(Entity::Session(slot)) => slot.take().ok_or_else(|| format!("session {sid} has ended"))?,
+        Some(Entity::Session(slot)) => {
+            slot.take().map(|s| *s).ok_or_else(|| format!("session {sid} has ended"))?
+        }
         _ => return Err(format!("unknown session entity {sid}")),
     };
     let options = WithTransactionOptions {
@@ -140,7 +142,7 @@ async fn with_transaction(ctx: &mut Ctx, sid: &str, args: &Document) -> R<OpResu
     if let Some(lsid) = session.id() {
         ctx.lsids.insert(sid.to_string(), lsid.clone());
     }
-    ctx.entities.insert(sid.to_string(), Entity::Session(Some(session)));
+    ctx.entities.insert(sid.to_string(), Entity::Session(Some(Box::new(session))));
     match failure {
         Some(f) => Err(format!("withTransaction callback: {f}")),
         None => Ok(result.map(|()| None)),
