@@ -1062,7 +1062,27 @@ impl Selector {
                 _ => attempt(&snapshot, &request, custom),
             }
         };
+        if let Ok(Some(entry)) = attempt {
+            // The usual answer, here: the request is not moved again.
+            return self.chosen(&request, snapshot, entry, started);
+        }
         self.conclude(request, snapshot, attempt, started)
+    }
+
+    /// The server at `entry` of `snapshot`, chosen: the snapshot moves into the answer (no
+    /// reference count to take and give back).
+    fn chosen(
+        &self,
+        request: &SelectionRequest,
+        snapshot: Arc<TopologySnapshot>,
+        entry: usize,
+        started: Option<std::time::Instant>,
+    ) -> Selection<'_> {
+        let outcome = Ok(SelectedServer::new(snapshot, entry));
+        if let Ok(chosen) = &outcome {
+            self.finish(request, &chosen.snapshot().description, &outcome, started);
+        }
+        Either::Left(std::future::ready(outcome))
     }
 
     /// The answer to an attempt on `snapshot`: the chosen server, an error, or the slow path.
@@ -1074,14 +1094,7 @@ impl Selector {
         started: Option<std::time::Instant>,
     ) -> Selection<'_> {
         let outcome = match attempt {
-            Ok(Some(entry)) => {
-                // The snapshot moves into the answer: no reference count to take and give back.
-                let outcome = Ok(SelectedServer::new(snapshot, entry));
-                if let Ok(chosen) = &outcome {
-                    self.finish(&request, &chosen.snapshot().description, &outcome, started);
-                }
-                return Either::Left(std::future::ready(outcome));
-            }
+            Ok(Some(entry)) => return self.chosen(&request, snapshot, entry, started),
             Ok(None) => {
                 // The fast path took microseconds: the slow path's clock starts here.
                 let now = Instant::now();

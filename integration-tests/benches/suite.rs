@@ -297,16 +297,22 @@ fn ensure_valgrind() -> Result<(), String> {
 
 /// Instructions of one `--find-child` run under callgrind.
 fn child_instructions(uri: &str, side: &str, ops: usize) -> Result<u64, String> {
+    child_instructions_of("--find-child", uri, side, ops)
+}
+
+/// Instructions of one run of this binary's child `mode` (`--find-child`,
+/// `--large-find-child`) under callgrind.
+fn child_instructions_of(mode: &str, uri: &str, side: &str, ops: usize) -> Result<u64, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     // `BENCH_CALLGRIND_DIR=dir` keeps each child's profile there (for callgrind_annotate).
     let keep = std::env::var_os("BENCH_CALLGRIND_DIR").map(std::path::PathBuf::from);
     let dir = keep.clone().unwrap_or_else(std::env::temp_dir);
-    let out_file = dir.join(format!("callgrind-{side}-{ops}-{}.out", std::process::id()));
+    let out_file = dir.join(format!("callgrind{mode}-{side}-{ops}-{}.out", std::process::id()));
     let output = Command::new("valgrind")
         .arg("--tool=callgrind")
         .arg(format!("--callgrind-out-file={}", out_file.display()))
         .arg(&exe)
-        .args(["--find-child", side, uri, &ops.to_string()])
+        .args([mode, side, uri, &ops.to_string()])
         .output()
         .map_err(|e| format!("valgrind: {e}"))?;
     if keep.is_none() {
@@ -1235,6 +1241,11 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--find-child") {
         let ops: usize = args[i + 3].parse().expect("ops");
         find_child(&args[i + 1], &args[i + 2], ops);
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--large-find-child") {
+        let finds: usize = args[i + 3].parse().expect("finds");
+        more::large_find_child(&args[i + 1], &args[i + 2], finds);
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--alloc-child") {

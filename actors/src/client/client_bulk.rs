@@ -32,7 +32,7 @@ use super::cursor::{Cursor, RawCursor};
 use super::inner::Client;
 use super::op_options::{with_id, DeleteResult, InsertOneResult, TimeoutMode, UpdateResult};
 use super::operation::{cursor_id, Limits, OpOutput, Operation, Shape, WIRE_VERSION_8_0};
-use super::ops::cursor::CursorReply;
+use super::ops::cursor::{CursorReply, Docs};
 use super::timeout;
 use super::transaction::ClientSession;
 use crate::error::{ServerError, WriteConcernError, WriteError};
@@ -855,8 +855,8 @@ impl Gather<'_> {
 }
 
 /// The cursor id and first batch of a `bulkWrite` reply.
-fn first_batch(reply: &Document) -> (i64, std::collections::VecDeque<bson::RawDocumentBuf>) {
-    let batch = reply
+fn first_batch(reply: &Document) -> (i64, Docs) {
+    let docs: Vec<bson::RawDocumentBuf> = reply
         .get_document("cursor")
         .and_then(|c| c.get_array("firstBatch"))
         .map(|a| {
@@ -866,7 +866,7 @@ fn first_batch(reply: &Document) -> (i64, std::collections::VecDeque<bson::RawDo
                 .collect()
         })
         .unwrap_or_default();
-    (cursor_id(reply), batch)
+    (cursor_id(reply), Docs::from_documents(docs))
 }
 
 /// A result document's write error (`ok: 0`), as the write `index` of the models given.

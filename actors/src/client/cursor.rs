@@ -1,7 +1,6 @@
 //! Cursors: batches from `find`, `getMore` on the same server and session, `killCursors` on
 //! drop when not exhausted.
 
-use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -19,7 +18,7 @@ use protocol::ServerAddress;
 use super::inner::Client;
 use super::op_options::TimeoutMode;
 use super::operation::{convert, Binding, Limits, Operation, SessionUse};
-use super::ops::cursor::{CursorReply, GetMore, KillCursors, NextBatch};
+use super::ops::cursor::{CursorReply, Doc, Docs, GetMore, KillCursors, NextBatch};
 use super::session::ServerSession;
 use super::timeout;
 use super::transaction::ClientSession;
@@ -35,7 +34,7 @@ pub(crate) struct RawCursor {
     address: ServerAddress,
     id: i64,
     /// The documents as the server sent them: a `Cursor<T>` deserializes from the bytes.
-    buffer: VecDeque<bson::RawDocumentBuf>,
+    buffer: Docs,
     batch_size: Option<u32>,
     session: Option<ServerSession>,
     /// Load-balanced mode: the connection pinned in the selection actor under this pin.
@@ -575,7 +574,7 @@ impl<T> Cursor<T> {
             Poll::Ready(Some(Ok(_))) => self.reset_deadline(),
             Poll::Pending => {}
         }
-        next.map(|next| next.map(|r| r.map(|d| convert(&d))))
+        next.map(|next| next.map(|r| r.and_then(|d| d.as_raw().map(convert))))
     }
 
     /// The deadline of the current call, once a `getMore` set it (`Some(None)`: no limit).
@@ -628,11 +627,7 @@ impl<T> Cursor<T> {
 
     /// The next document as the server sent it (its bytes), `getMore`s included; `once`:
     /// after at most one `getMore` (`tryNext`), even if its batch was empty.
-    pub(crate) fn poll_next_raw(
-        &mut self,
-        cx: &mut Context<'_>,
-        once: bool,
-    ) -> Poll<Option<Result<bson::RawDocumentBuf>>> {
+    pub(crate) fn poll_next_raw(&mut self, cx: &mut Context<'_>, once: bool) -> Poll<Option<Result<Doc>>> {
         let next = self.poll_next_step(cx, once);
         if next.is_ready() {
             // The next `next` starts afresh: a new ITERATION deadline, no getMore sent yet.
@@ -642,11 +637,7 @@ impl<T> Cursor<T> {
         next
     }
 
-    fn poll_next_step(
-        &mut self,
-        cx: &mut Context<'_>,
-        once: bool,
-    ) -> Poll<Option<Result<bson::RawDocumentBuf>>> {
+    fn poll_next_step(&mut self, cx: &mut Context<'_>, once: bool) -> Poll<Option<Result<Doc>>> {
         loop {
             match self.poll_pending(cx) {
                 Poll::Pending => return Poll::Pending,
@@ -683,7 +674,7 @@ impl<T: DeserializeOwned + 'static> Cursor<T> {
     /// empty (a tailable cursor with no new data) or the cursor is exhausted.
     pub async fn try_next_once(&mut self) -> Result<Option<T>> {
         let next = std::future::poll_fn(|cx| self.poll_next_raw(cx, true)).await;
-        next.map(|r| r.and_then(|d| super::action::decode_raw(&d))).transpose()
+        next.map(|r| r.and_then(|d| super::action::decode_raw(d.as_raw()?))).transpose()
     }
 
     /// Every remaining document.
@@ -701,6 +692,7 @@ impl<T: DeserializeOwned + 'static> Stream for Cursor<T> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<T>>> {
         let this = self.get_mut();
-        this.poll_next_raw(cx, false).map(|next| next.map(|r| r.and_then(|d| super::action::decode_raw(&d))))
+        this.poll_next_raw(cx, false)
+            .map(|next| next.map(|r| r.and_then(|d| super::action::decode_raw(d.as_raw()?))))
     }
 }

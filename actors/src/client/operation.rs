@@ -294,6 +294,11 @@ impl Reply {
         &self.raw
     }
 
+    /// The bytes, owned and shareable.
+    pub(crate) fn into_raw(self) -> RawDocumentBuf {
+        self.raw
+    }
+
     /// The reply as a `Document`, owned.
     pub(crate) fn into_document(self) -> Document {
         match self.document.into_inner() {
@@ -351,6 +356,16 @@ pub(crate) struct OpOutput {
     pub session: Option<ServerSession>,
     /// The connection, kept for an open cursor in load-balanced mode.
     pub connection: Option<PooledConnection<Connection>>,
+}
+
+impl OpOutput {
+    /// The reply's bytes, shared, and the rest of the output with an empty reply in their
+    /// place.
+    pub(crate) fn take_raw(self) -> (Arc<RawDocumentBuf>, OpOutput) {
+        let OpOutput { reply, address, session, connection } = self;
+        let bytes = Arc::new(reply.into_raw());
+        (bytes, OpOutput { reply: Reply::new(RawDocumentBuf::new()), address, session, connection })
+    }
 }
 
 /// What a single attempt knows about its server.

@@ -17,7 +17,9 @@ use integration_tests::sim::Cluster;
 use serde::{Deserialize, Serialize};
 
 use super::actors_bench::{self, median, Connected, DOCS};
-use super::{f0, f2, large_document, row, spread, Plan, Report, LARGE_DOCS};
+use super::{
+    child_instructions_of, ensure_valgrind, f0, f2, large_document, row, spread, Plan, Report, LARGE_DOCS,
+};
 
 /// Counts allocations and live heap bytes, only once a child process turns it on (a relaxed
 /// load otherwise: the measurements of the parent do not pay for it).
@@ -103,60 +105,63 @@ fn orders(n: usize) -> Vec<Order> {
 const TYPED_FIND_COLL: &str = "typed_find";
 const INSERT_DOCS: usize = 10_000;
 
+/// One side's timed finds and insert_manys on database `$db` (either driver: the two share
+/// these method names, not a trait), into `$find_ms` and `$insert_ms`.
+macro_rules! timed_side {
+    ($db:expr, $orders:expr, $batch:expr, $finds:expr, $inserts:expr, $find_ms:expr, $insert_ms:expr) => {{
+        // The official cursor's `try_collect`; ours has its own.
+        #[allow(unused_imports)]
+        use futures_util::TryStreamExt;
+        let db = $db;
+        let coll = db.collection::<LargeItem>(TYPED_FIND_COLL);
+        let find = || async {
+            let v: Vec<LargeItem> =
+                coll.find(doc! {}).await.expect("find").try_collect().await.expect("items");
+            v.len()
+        };
+        assert_eq!(find().await, LARGE_DOCS as usize, "warm-up find");
+        for _ in 0..$finds {
+            let start = Instant::now();
+            assert_eq!(find().await, LARGE_DOCS as usize);
+            $find_ms.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+        let orders = db.collection::<Order>($orders);
+        for _ in 0..$inserts {
+            orders.drop().await.expect("drop");
+            let start = Instant::now();
+            let r = orders.insert_many($batch).await.expect("insert_many");
+            $insert_ms.push(start.elapsed().as_secs_f64() * 1e3);
+            assert_eq!(r.inserted_ids.len(), INSERT_DOCS);
+        }
+        orders.drop().await.expect("drop");
+    }};
+}
+
 /// One side's typed finds and insert_manys: ms per find, ms per insert_many.
 async fn typed_side(uri: &str, official: bool, finds: usize, inserts: usize) -> (Vec<f64>, Vec<f64>) {
-    use futures_util::TryStreamExt;
     let (client, _) = Connected::open(official, uri).await;
     let batch = orders(INSERT_DOCS);
     let (mut find_ms, mut insert_ms) = (Vec::new(), Vec::new());
     match &client {
-        Connected::Official(c) => {
-            let db = c.database(actors_bench::DB);
-            let coll = db.collection::<LargeItem>(TYPED_FIND_COLL);
-            let find = || async {
-                let v: Vec<LargeItem> =
-                    coll.find(doc! {}).await.expect("find").try_collect().await.expect("items");
-                v.len()
-            };
-            assert_eq!(find().await, LARGE_DOCS as usize, "warm-up find");
-            for _ in 0..finds {
-                let start = Instant::now();
-                assert_eq!(find().await, LARGE_DOCS as usize);
-                find_ms.push(start.elapsed().as_secs_f64() * 1e3);
-            }
-            let orders = db.collection::<Order>("orders_official");
-            for _ in 0..inserts {
-                orders.drop().await.expect("drop");
-                let start = Instant::now();
-                let r = orders.insert_many(&batch).await.expect("insert_many");
-                insert_ms.push(start.elapsed().as_secs_f64() * 1e3);
-                assert_eq!(r.inserted_ids.len(), INSERT_DOCS);
-            }
-            orders.drop().await.expect("drop");
-        }
+        Connected::Official(c) => timed_side!(
+            c.database(actors_bench::DB),
+            "orders_official",
+            &batch,
+            finds,
+            inserts,
+            find_ms,
+            insert_ms
+        ),
         Connected::Ours(c) => {
-            let db = c.database(actors_bench::DB);
-            let coll = db.collection::<LargeItem>(TYPED_FIND_COLL);
-            let find = || async {
-                let v: Vec<LargeItem> =
-                    coll.find(doc! {}).await.expect("find").try_collect().await.expect("items");
-                v.len()
-            };
-            assert_eq!(find().await, LARGE_DOCS as usize, "warm-up find");
-            for _ in 0..finds {
-                let start = Instant::now();
-                assert_eq!(find().await, LARGE_DOCS as usize);
-                find_ms.push(start.elapsed().as_secs_f64() * 1e3);
-            }
-            let orders = db.collection::<Order>("orders_ours");
-            for _ in 0..inserts {
-                orders.drop().await.expect("drop");
-                let start = Instant::now();
-                let r = orders.insert_many(&batch).await.expect("insert_many");
-                insert_ms.push(start.elapsed().as_secs_f64() * 1e3);
-                assert_eq!(r.inserted_ids.len(), INSERT_DOCS);
-            }
-            orders.drop().await.expect("drop");
+            timed_side!(
+                c.database(actors_bench::DB),
+                "orders_ours",
+                &batch,
+                finds,
+                inserts,
+                find_ms,
+                insert_ms
+            )
         }
     }
     client.shutdown().await;
@@ -190,7 +195,33 @@ pub(crate) fn typed(plan: &Plan, runtime: &tokio::runtime::Runtime, report: &mut
             }
         }
     });
+    // Client instructions per typed find, each client alone in a child under callgrind.
+    let (few, many) = if plan.mode == "smoke" { (1, 2) } else { (2, 6) };
+    let per_find = |side: &str| -> Result<f64, String> {
+        ensure_valgrind()?;
+        let a = child_instructions_of("--large-find-child", &uri, side, few)?;
+        let b = child_instructions_of("--large-find-child", &uri, side, many)?;
+        Ok(b.saturating_sub(a) as f64 / (many - few) as f64)
+    };
+    let instructions = per_find("ours").and_then(|o| Ok((o, per_find("official")?)));
     cluster.shutdown();
+    match instructions {
+        Ok((o, d)) => {
+            println!("instructions per typed find of {LARGE_DOCS} docs: ours {o:.0}, official {d:.0}");
+            report.rows.push(row(
+                "typed find, 1000 docs of 1 KiB into Vec<T>",
+                "client instructions per find",
+                f0(o),
+                f0(d),
+                o / d,
+                &format!(
+                    "reported, no target; callgrind, client process only, ({many} - {few} finds) / {}",
+                    many - few
+                ),
+            ));
+        }
+        Err(e) => println!("instructions per typed find: not measured: {e}"),
+    }
     let cases = [
         ("typed find, 1000 docs of 1 KiB into Vec<T>", "ms per find", &ours.0, &official.0),
         ("typed insert_many, 10000 docs", "ms per insert_many", &ours.1, &official.1),
@@ -224,6 +255,35 @@ pub(crate) fn typed(plan: &Plan, runtime: &tokio::runtime::Runtime, report: &mut
         finds * halves / 2,
         inserts * halves / 2,
     ));
+}
+
+/// One typed find of the large documents on database `$db` (either driver); the count.
+macro_rules! large_find {
+    ($db:expr) => {{
+        // The official cursor's `try_collect`; ours has its own.
+        #[allow(unused_imports)]
+        use futures_util::TryStreamExt;
+        let coll = $db.collection::<LargeItem>(TYPED_FIND_COLL);
+        let v: Vec<LargeItem> = coll.find(doc! {}).await.expect("find").try_collect().await.expect("items");
+        v.len()
+    }};
+}
+
+/// The child of the typed-find profile: `finds` typed finds of the 1,000 large documents
+/// (after one warm-up), for callgrind.
+pub(crate) fn large_find_child(side: &str, uri: &str, finds: usize) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let (client, _) = Connected::open(side == "official", uri).await;
+        for _ in 0..=finds {
+            let n = match &client {
+                Connected::Official(c) => large_find!(c.database(actors_bench::DB)),
+                Connected::Ours(c) => large_find!(c.database(actors_bench::DB)),
+            };
+            assert_eq!(n, LARGE_DOCS as usize);
+        }
+        client.shutdown().await;
+    });
 }
 
 /// The child of the allocation scenario: one client, 200 warm-up `find_one`s, then `ops`

@@ -137,6 +137,19 @@ impl<C: PoolConnection> State<C> {
         }
     }
 
+    /// Wakes as many waiters, from the head, as there are idle connections (at least the
+    /// head): each can take one without waiting for the one before it to run first.
+    fn wake_for_idle(&self) {
+        for (_, w) in self.queue.iter().take(self.available.len().max(1)) {
+            w.notify.notify_one();
+        }
+    }
+
+    /// Where waiter `id` stands in the queue, if among the first `within`.
+    fn position(&self, id: u64, within: usize) -> Option<usize> {
+        self.queue.keys().take(within).position(|&k| k == id)
+    }
+
     /// Removes a waiter; true if it was there. Wakes the next head if it was the head.
     fn remove_waiter(&mut self, id: u64) -> bool {
         let head = self.queue.first_key_value().is_some_and(|(&first, _)| first == id);
@@ -445,6 +458,7 @@ impl<E: Establisher> Inner<E> {
         st: &mut State<E::Connection>,
         purpose: CheckoutPurpose,
         deadline: Option<Instant>,
+        may_create: bool,
     ) -> Acquired<E::Connection> {
         while let Some(idle) = st.available.pop_back() {
             if let Some(reason) = self.perished(st, &idle) {
@@ -454,7 +468,7 @@ impl<E: Establisher> Inner<E> {
             st.in_use.insert(idle.meta.id, InUse { meta: idle.meta.clone(), purpose });
             return Acquired::Connection(self.make_guard(idle.conn, idle.meta, purpose));
         }
-        if self.can_create(st) {
+        if may_create && self.can_create(st) {
             let (tx, rx) = oneshot::channel();
             let deadline = earliest(deadline, self.options.connect_timeout().map(|t| Instant::now() + t));
             self.start_establishment(st, Some((tx, purpose)), deadline);
@@ -536,12 +550,16 @@ impl<E: Establisher> Inner<E> {
                     self.emit_failed(Self::failed_reason(&e), &e, started);
                     return Err(e);
                 }
-                let at_head = match &waiter {
-                    None => st.queue.is_empty(),
-                    Some(w) => st.queue.first_key_value().is_some_and(|(&f, _)| f == w.id),
+                // The head may take an idle connection or start one; the waiters behind it
+                // only an idle connection there is one for each of them and those ahead (a
+                // check-in wakes that many): check-ins reach several waiters at once, and
+                // still in their order.
+                let position = match &waiter {
+                    None => st.queue.is_empty().then_some(0),
+                    Some(w) => st.position(w.id, st.available.len().max(1)),
                 };
-                if at_head {
-                    let acquired = self.try_acquire(&mut st, purpose, deadline);
+                if let Some(position) = position {
+                    let acquired = self.try_acquire(&mut st, purpose, deadline, position == 0);
                     if !matches!(acquired, Acquired::Nothing) {
                         if let Some(w) = waiter.take() {
                             st.remove_waiter(w.id);
@@ -820,7 +838,7 @@ impl<E: Establisher> ReturnTo<E::Connection> for Inner<E> {
             Some(reason) => self.close_connection(&mut st, &meta, conn, reason, None),
             None => {
                 st.available.push_back(Idle { meta, conn, since: Instant::now() });
-                st.wake_head();
+                st.wake_for_idle();
             }
         }
     }

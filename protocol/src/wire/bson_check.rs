@@ -39,7 +39,10 @@ fn cstring(bytes: &[u8], pos: usize, limit: usize) -> Result<usize> {
     let window = bytes.get(pos..limit).ok_or_else(|| invalid(pos, "truncated cstring"))?;
     let nul = window.iter().position(|&b| b == 0).ok_or_else(|| invalid(pos, "cstring has no NUL"))?;
     let text = window.get(..nul).unwrap_or_default();
-    std::str::from_utf8(text).map_err(|_| invalid(pos, "cstring is not valid UTF-8"))?;
+    // Keys are short and nearly always ASCII.
+    if !text.is_ascii() {
+        std::str::from_utf8(text).map_err(|_| invalid(pos, "cstring is not valid UTF-8"))?;
+    }
     Ok(pos + nul + 1)
 }
 
@@ -55,7 +58,8 @@ fn string(bytes: &[u8], pos: usize, limit: usize) -> Result<usize> {
     let Some((&0, text)) = body.split_last() else {
         return Err(invalid(pos, "string not NUL-terminated"));
     };
-    std::str::from_utf8(text).map_err(|_| invalid(pos, "string is not valid UTF-8"))?;
+    // SIMD: a reply's strings are most of its bytes, and the deserializer checks them again.
+    simdutf8::basic::from_utf8(text).map_err(|_| invalid(pos, "string is not valid UTF-8"))?;
     Ok(end)
 }
 

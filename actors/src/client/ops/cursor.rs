@@ -2,6 +2,8 @@
 //! `run_cursor_command`'s command.
 
 use std::collections::VecDeque;
+use std::ops::Range;
+use std::sync::Arc;
 
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use pool::cmap::PooledConnection;
@@ -25,9 +27,9 @@ pub(crate) struct CursorReply {
     pub collection: String,
     /// The cursor id (0: exhausted).
     pub id: i64,
-    /// The first batch, as the server sent each document (a `Cursor<T>` deserializes `T`
-    /// from the bytes).
-    pub batch: VecDeque<RawDocumentBuf>,
+    /// The first batch, as the server sent it (a `Cursor<T>` deserializes `T` from the
+    /// bytes).
+    pub batch: Docs,
     /// The session the cursor keeps.
     pub session: Option<ServerSession>,
     /// Load-balanced mode: the connection the cursor keeps.
@@ -41,7 +43,7 @@ pub(crate) struct CursorReply {
 impl CursorReply {
     /// Reads a cursor-opening reply of a command on `db` that names `collection`.
     pub(crate) fn read(out: OpOutput, db: &str, collection: &str) -> Result<CursorReply> {
-        let NextBatch { id, batch, post_batch_resume_token } = batch(&out, "firstBatch")?;
+        // Read before the batch takes the reply's bytes.
         let raw = out.reply.raw();
         // The collection part of `ns` (`db.$cmd.listCollections` gives `$cmd.listCollections`),
         // which the `getMore`s name.
@@ -50,6 +52,7 @@ impl CursorReply {
             .and_then(|ns| ns.split_once('.'))
             .map_or_else(|| collection.to_string(), |(_, c)| c.to_string());
         let operation_time = raw.get_timestamp("operationTime").ok();
+        let (NextBatch { id, batch, post_batch_resume_token }, out) = batch(out, "firstBatch")?;
         Ok(CursorReply {
             address: out.address,
             db: db.to_string(),
@@ -65,20 +68,83 @@ impl CursorReply {
 }
 
 /// The cursor id, the documents of a cursor reply's `key` batch and its resume token, read
-/// from the reply's bytes: each document is copied out as it is, none is converted.
-fn batch(out: &OpOutput, key: &str) -> Result<NextBatch> {
+/// from the reply's bytes: the documents stay in the reply (shared), none is copied or
+/// converted.
+fn batch(out: OpOutput, key: &str) -> Result<(NextBatch, OpOutput)> {
     let raw = out.reply.raw();
     let id = raw_cursor_id(raw);
     let cursor = raw.get_document("cursor").map_err(|_| Error::InvalidResponse {
         address: out.address.clone(),
         message: "the reply has no cursor document".into(),
     })?;
-    let docs = match cursor.get_array(key) {
-        Ok(a) => a.into_iter().filter_map(|d| d.ok()?.as_document().map(ToOwned::to_owned)).collect(),
+    let base = raw.as_bytes().as_ptr() as usize;
+    // Where each document of the batch lies in the reply's bytes.
+    let ranges: VecDeque<Range<usize>> = match cursor.get_array(key) {
+        Ok(a) => a
+            .into_iter()
+            .filter_map(|d| d.ok()?.as_document())
+            .map(|d| {
+                let start = d.as_bytes().as_ptr() as usize - base;
+                start..start + d.as_bytes().len()
+            })
+            .collect(),
         Err(_) => VecDeque::new(),
     };
     let post_batch_resume_token = cursor.get_document("postBatchResumeToken").ok().map(convert);
-    Ok(NextBatch { id, batch: docs, post_batch_resume_token })
+    let (bytes, out) = out.take_raw();
+    let batch = Docs { entries: ranges.into_iter().map(|r| (bytes.clone(), r)).collect() };
+    Ok((NextBatch { id, batch, post_batch_resume_token }, out))
+}
+
+/// The documents of a batch: each a range of a reply's bytes, which the batch shares (no
+/// document is copied out of the reply).
+#[derive(Default)]
+pub(crate) struct Docs {
+    entries: VecDeque<(Arc<RawDocumentBuf>, Range<usize>)>,
+}
+
+impl Docs {
+    /// Documents that are not in a reply of their own.
+    pub(crate) fn from_documents(docs: impl IntoIterator<Item = RawDocumentBuf>) -> Docs {
+        let entries = docs
+            .into_iter()
+            .map(|d| {
+                let len = d.as_bytes().len();
+                (Arc::new(d), 0..len)
+            })
+            .collect();
+        Docs { entries }
+    }
+
+    /// How many are left.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// None is left.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The next one.
+    pub(crate) fn pop_front(&mut self) -> Option<Doc> {
+        self.entries.pop_front().map(|(bytes, range)| Doc { bytes, range })
+    }
+}
+
+/// One document of a batch: a range of a reply's bytes.
+pub(crate) struct Doc {
+    bytes: Arc<RawDocumentBuf>,
+    range: Range<usize>,
+}
+
+impl Doc {
+    /// The document. The reply was validated whole, so the range holds a document.
+    pub(crate) fn as_raw(&self) -> Result<&bson::RawDocument> {
+        let bytes = self.bytes.as_bytes().get(self.range.clone()).unwrap_or_default();
+        bson::RawDocument::from_bytes(bytes)
+            .map_err(|e| Error::BsonDeserialization { message: format!("a batch document: {e}") })
+    }
 }
 
 /// `getMore`: the next batch of a cursor, on its server. Never retried.
@@ -99,7 +165,7 @@ pub(crate) struct NextBatch {
     /// The cursor id (0: exhausted).
     pub id: i64,
     /// The documents, as the server sent them.
-    pub batch: VecDeque<RawDocumentBuf>,
+    pub batch: Docs,
     /// A change stream's `postBatchResumeToken`.
     pub post_batch_resume_token: Option<Document>,
 }
@@ -120,7 +186,7 @@ impl Operation for GetMore<'_> {
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<NextBatch> {
-        batch(&out, "nextBatch")
+        batch(out, "nextBatch").map(|(b, _)| b)
     }
 }
 
