@@ -22,7 +22,7 @@ use super::super::crud_options::{
     UpdateModifications, UpdateOptions,
 };
 use super::super::op_options::{
-    check_replacement, with_id, with_raw_id, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult,
+    check_replacement, with_raw_id, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult,
 };
 use super::super::ops::write::{FindAndModify, WriteKind};
 use super::super::ops::{append, legacy_max_time};
@@ -35,7 +35,7 @@ impl<T: Serialize + Send + Sync + 'static> Collection<T> {
     pub fn insert_one(&self, doc: impl Borrow<T>) -> InsertOne<'_> {
         InsertOne {
             handle: self.handle(),
-            doc: encode(doc.borrow()),
+            doc: encode_raw(doc.borrow()),
             options: InsertOneOptions::default(),
             session: None,
         }
@@ -161,8 +161,9 @@ fn extra(
 #[must_use = "an operation does nothing until it is awaited"]
 pub struct InsertOne<'a> {
     handle: Handle<'a>,
-    /// The document, or why it did not serialize (reported when the operation runs).
-    doc: Result<Document>,
+    /// The document's bytes, serialized once, or why it did not serialize (reported when
+    /// the operation runs).
+    doc: Result<bson::RawDocumentBuf>,
     options: InsertOneOptions,
     session: Option<&'a mut ClientSession>,
 }
@@ -182,11 +183,11 @@ impl<'a> InsertOne<'a> {
             false,
             options.write_concern.is_some(),
         )?;
-        let (doc, inserted_id) = with_id(doc?);
+        let (doc, inserted_id) = with_raw_id(doc?)?;
         let timeout = handle.op_timeout(options.timeout);
         let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
         let extra = extra(options.bypass_document_validation, options.comment, None, options.raw_data);
-        let op = handle.write(WriteKind::Insert, vec![to_raw(&doc)?], true, false, wc, extra);
+        let op = handle.write(WriteKind::Insert, vec![doc], true, false, wc, extra);
         handle.run(op, timeout, session).await?;
         Ok(InsertOneResult { inserted_id })
     }
