@@ -150,11 +150,13 @@ impl<C: PoolConnection> State<C> {
         self.queue.keys().take(within).position(|&k| k == id)
     }
 
-    /// Removes a waiter; true if it was there. Wakes the next head if it was the head.
-    fn remove_waiter(&mut self, id: u64) -> bool {
+    /// Removes a waiter; true if it was there. If it was the head, wakes the next head when
+    /// there is something for it to take (`room`: a connection may be started): waking it
+    /// for nothing costs a task switch per waiter when a whole queue times out at once.
+    fn remove_waiter(&mut self, id: u64, room: bool) -> bool {
         let head = self.queue.first_key_value().is_some_and(|(&first, _)| first == id);
         let removed = self.queue.remove(&id).is_some();
-        if removed && head {
+        if removed && head && (room || !self.available.is_empty()) {
             self.wake_head();
         }
         removed
@@ -500,10 +502,21 @@ impl<E: Establisher> Inner<E> {
     }
 
     fn emit_failed(&self, reason: CheckOutFailedReason, error: &Error, started: Instant) {
-        self.emit(CmapEvent::CheckOutFailed {
+        self.emit_with(|| CmapEvent::CheckOutFailed {
             address: self.address.clone(),
             reason,
             error: (reason == CheckOutFailedReason::ConnectionError).then(|| error.to_string()),
+            duration: started.elapsed(),
+        });
+    }
+
+    /// `CheckOutFailed` for a caller that gave up waiting: a timeout's event carries no
+    /// error text, so none is formatted, and nothing is built unless someone takes it.
+    fn emit_timed_out(&self, started: Instant) {
+        self.emit_with(|| CmapEvent::CheckOutFailed {
+            address: self.address.clone(),
+            reason: CheckOutFailedReason::Timeout,
+            error: None,
             duration: started.elapsed(),
         });
     }
@@ -544,7 +557,8 @@ impl<E: Establisher> Inner<E> {
                 };
                 if let Some(e) = failure {
                     if let Some(w) = waiter.take() {
-                        st.remove_waiter(w.id);
+                        let room = self.can_create(&st);
+                        st.remove_waiter(w.id, room);
                         w.disarm();
                     }
                     self.emit_failed(Self::failed_reason(&e), &e, started);
@@ -562,7 +576,8 @@ impl<E: Establisher> Inner<E> {
                     let acquired = self.try_acquire(&mut st, purpose, deadline, position == 0);
                     if !matches!(acquired, Acquired::Nothing) {
                         if let Some(w) = waiter.take() {
-                            st.remove_waiter(w.id);
+                            // The wake below covers what is left.
+                            st.remove_waiter(w.id, false);
                             w.disarm();
                         }
                         // Whatever is left (idle connections, establishment slots) is the
@@ -616,7 +631,8 @@ impl<E: Establisher> Inner<E> {
                     if tokio::time::timeout_at(d, notified).await.is_err() {
                         let mut st = self.state.lock();
                         if let Some(w) = waiter.take() {
-                            if st.remove_waiter(w.id) {
+                            let room = self.can_create(&st);
+                            if st.remove_waiter(w.id, room) {
                                 w.disarm();
                                 let e = self.wait_queue_timeout_error(&st, started.elapsed());
                                 self.emit_failed(CheckOutFailedReason::Timeout, &e, started);
@@ -872,10 +888,10 @@ impl<E: Establisher> Drop for WaiterGuard<E> {
             return;
         }
         let mut st = self.inner.state.lock();
-        st.remove_waiter(self.id);
+        let room = self.inner.can_create(&st);
+        st.remove_waiter(self.id, room);
         // The caller stopped waiting (its own timeout, most likely).
-        let e = self.inner.wait_queue_timeout_error(&st, self.started.elapsed());
-        self.inner.emit_failed(CheckOutFailedReason::Timeout, &e, self.started);
+        self.inner.emit_timed_out(self.started);
     }
 }
 
@@ -898,9 +914,7 @@ impl<E: Establisher> Drop for AbandonedCheckOut<E> {
         if !self.armed {
             return;
         }
-        let st = self.inner.state.lock();
-        let e = self.inner.wait_queue_timeout_error(&st, self.started.elapsed());
-        self.inner.emit_failed(CheckOutFailedReason::Timeout, &e, self.started);
+        self.inner.emit_timed_out(self.started);
     }
 }
 
