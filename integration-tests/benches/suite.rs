@@ -301,7 +301,7 @@ fn child_instructions(uri: &str, side: &str, ops: usize) -> Result<u64, String> 
 }
 
 /// Instructions of one run of this binary's child `mode` (`--find-child`,
-/// `--large-find-child`) under callgrind.
+/// `--large-find-child`, `--insert-child`) under callgrind.
 fn child_instructions_of(mode: &str, uri: &str, side: &str, ops: usize) -> Result<u64, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     // `BENCH_CALLGRIND_DIR=dir` keeps each child's profile there (for callgrind_annotate).
@@ -1246,6 +1246,11 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--large-find-child") {
         let finds: usize = args[i + 3].parse().expect("finds");
         more::large_find_child(&args[i + 1], &args[i + 2], finds);
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--insert-child") {
+        let inserts: usize = args[i + 3].parse().expect("inserts");
+        more::insert_child(&args[i + 1], &args[i + 2], inserts);
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--alloc-child") {

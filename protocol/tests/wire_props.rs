@@ -66,7 +66,11 @@ fn op_msg() -> impl Strategy<Value = OpMsg> {
                     .map(|(i, (name, docs))| DocumentSequence::new(format!("{name}{i}"), docs))
                     .collect::<Vec<_>>()
             });
-    (flags, document(), sequences).prop_map(|(flags, body, sequences)| OpMsg { flags, body, sequences })
+    (flags, document(), sequences).prop_map(|(flags, body, sequences)| OpMsg {
+        flags,
+        body,
+        sequences: sequences.into(),
+    })
 }
 
 fn op_query() -> impl Strategy<Value = OpQuery> {

@@ -136,7 +136,7 @@ pub(crate) trait Operation {
             name,
             db,
             command,
-            sequences: self.sequences()?,
+            sequences: Arc::new(self.sequences()?),
             criteria,
             retry,
             check_write: checks_write_errors,
@@ -240,8 +240,9 @@ pub(crate) struct Op {
     pub db: String,
     /// The command, without global arguments.
     pub command: Document,
-    /// Statements sent as document sequences beside the command.
-    pub sequences: Vec<DocumentSequence>,
+    /// Statements sent as document sequences beside the command, shared with each
+    /// attempt's message (a retry sends them again).
+    pub sequences: Arc<Vec<DocumentSequence>>,
     /// Read or write.
     pub criteria: Criteria,
     /// Retry rules.
@@ -941,7 +942,7 @@ impl ClientInner {
         let body = if op.sequences.is_empty() {
             CommandBody::Raw(raw)
         } else {
-            // Cloned: a retry sends the same statements again.
+            // Shared, not copied: a retry sends the same statements again.
             CommandBody::Sequenced(raw, op.sequences.clone())
         };
         if unacknowledged {

@@ -1,7 +1,7 @@
 //! The suite's scenarios on typed documents and on memory, and the counting allocator their
 //! child processes read:
 //! - typed throughput: a `find` of 1,000 documents of about 1 KiB into a `Vec<T>`, and an
-//!   `insert_many` of 10,000 typed documents;
+//!   `insert_many` of 10,000 typed documents, with client instructions per call of each under callgrind;
 //! - allocations per `find_one` (each client in a child process, counted by this binary's
 //!   allocator);
 //! - heap bytes per idle client and per idle pooled connection (each client in a child
@@ -204,7 +204,32 @@ pub(crate) fn typed(plan: &Plan, runtime: &tokio::runtime::Runtime, report: &mut
         Ok(b.saturating_sub(a) as f64 / (many - few) as f64)
     };
     let instructions = per_find("ours").and_then(|o| Ok((o, per_find("official")?)));
+    let per_insert = |side: &str| -> Result<f64, String> {
+        let a = child_instructions_of("--insert-child", &uri, side, few)?;
+        let b = child_instructions_of("--insert-child", &uri, side, many)?;
+        Ok(b.saturating_sub(a) as f64 / (many - few) as f64)
+    };
+    let insert_instructions = per_insert("ours").and_then(|o| Ok((o, per_insert("official")?)));
     cluster.shutdown();
+    match insert_instructions {
+        Ok((o, d)) => {
+            println!(
+                "instructions per typed insert_many of {INSERT_DOCS} docs: ours {o:.0}, official {d:.0}"
+            );
+            report.rows.push(row(
+                "typed insert_many, 10000 docs",
+                "client instructions per insert_many",
+                f0(o),
+                f0(d),
+                o / d,
+                &format!(
+                    "reported, no target; callgrind, client process only, ({many} - {few} calls) / {}",
+                    many - few
+                ),
+            ));
+        }
+        Err(e) => println!("instructions per typed insert_many: not measured: {e}"),
+    }
     match instructions {
         Ok((o, d)) => {
             println!("instructions per typed find of {LARGE_DOCS} docs: ours {o:.0}, official {d:.0}");
@@ -281,6 +306,33 @@ pub(crate) fn large_find_child(side: &str, uri: &str, finds: usize) {
                 Connected::Ours(c) => large_find!(c.database(actors_bench::DB)),
             };
             assert_eq!(n, LARGE_DOCS as usize);
+        }
+        client.shutdown().await;
+    });
+}
+
+/// One typed insert_many of `$batch` into an emptied `$coll` (either driver); the count.
+macro_rules! insert_orders {
+    ($db:expr, $batch:expr) => {{
+        let orders = $db.collection::<Order>("orders_profile");
+        orders.drop().await.expect("drop");
+        orders.insert_many($batch).await.expect("insert_many").inserted_ids.len()
+    }};
+}
+
+/// The child of the insert_many profile: `inserts` typed insert_manys of 10,000 orders (after
+/// one warm-up), for callgrind.
+pub(crate) fn insert_child(side: &str, uri: &str, inserts: usize) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let (client, _) = Connected::open(side == "official", uri).await;
+        let batch = orders(INSERT_DOCS);
+        for _ in 0..=inserts {
+            let n = match &client {
+                Connected::Official(c) => insert_orders!(c.database(actors_bench::DB), &batch),
+                Connected::Ours(c) => insert_orders!(c.database(actors_bench::DB), &batch),
+            };
+            assert_eq!(n, INSERT_DOCS);
         }
         client.shutdown().await;
     });

@@ -36,11 +36,41 @@ fn span(pos: usize, len: usize, limit: usize) -> Result<usize> {
 /// Validates a NUL-terminated UTF-8 string at `pos` ending before `limit`; returns the offset
 /// after the NUL.
 fn cstring(bytes: &[u8], pos: usize, limit: usize) -> Result<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
     let window = bytes.get(pos..limit).ok_or_else(|| invalid(pos, "truncated cstring"))?;
-    let nul = window.iter().position(|&b| b == 0).ok_or_else(|| invalid(pos, "cstring has no NUL"))?;
-    let text = window.get(..nul).unwrap_or_default();
-    // Keys are short and nearly always ASCII.
-    if !text.is_ascii() {
+    // Keys are short and nearly always ASCII, and a cursor batch has thousands: eight bytes at
+    // a time find the NUL and note any high byte, and only a key with one pays for a UTF-8 check.
+    let mut high = 0u64;
+    let mut at = 0;
+    let nul = loop {
+        match window.get(at..).and_then(|w| w.first_chunk::<8>()) {
+            Some(chunk) => {
+                let word = u64::from_le_bytes(*chunk);
+                // The lowest set bit marks the first zero byte (later ones may be false hits).
+                let zero = word.wrapping_sub(ONES) & !word & HIGH;
+                if zero != 0 {
+                    let before = (zero.trailing_zeros() / 8) as usize;
+                    if before > 0 {
+                        high |= word & (u64::MAX >> (64 - 8 * before));
+                    }
+                    break at + before;
+                }
+                high |= word;
+                at += 8;
+            }
+            None => {
+                // The last few bytes of the window, one at a time.
+                let tail = window.get(at..).unwrap_or_default();
+                let found =
+                    tail.iter().position(|&b| b == 0).ok_or_else(|| invalid(pos, "cstring has no NUL"))?;
+                high |= tail.iter().take(found).fold(0u64, |h, &b| h | u64::from(b));
+                break at + found;
+            }
+        }
+    };
+    if high & HIGH != 0 {
+        let text = window.get(..nul).unwrap_or_default();
         std::str::from_utf8(text).map_err(|_| invalid(pos, "cstring is not valid UTF-8"))?;
     }
     Ok(pos + nul + 1)
@@ -58,8 +88,11 @@ fn string(bytes: &[u8], pos: usize, limit: usize) -> Result<usize> {
     let Some((&0, text)) = body.split_last() else {
         return Err(invalid(pos, "string not NUL-terminated"));
     };
-    // SIMD: a reply's strings are most of its bytes, and the deserializer checks them again.
-    simdutf8::basic::from_utf8(text).map_err(|_| invalid(pos, "string is not valid UTF-8"))?;
+    // A reply's strings are most of its bytes: a word-at-a-time ASCII check covers nearly all
+    // of them, SIMD UTF-8 the rest (simdutf8 hands short inputs to the slower std check).
+    if !text.is_ascii() {
+        simdutf8::basic::from_utf8(text).map_err(|_| invalid(pos, "string is not valid UTF-8"))?;
+    }
     Ok(end)
 }
 
@@ -271,6 +304,42 @@ mod tests {
         let mut v = doc_bytes(&bson::doc! { "k": 1 });
         v[5] = 0xC3; // lone UTF-8 lead byte as the key
         assert!(matches!(validate_document(&v), Err(Error::InvalidBson(_))));
+    }
+
+    /// Keys of every length up to 20, each with a valid or an invalid UTF-8 byte at each
+    /// position (or none), as the first key (the word-at-a-time path) and as the last bytes
+    /// before the terminator (the byte-at-a-time tail): the verdict is std's.
+    #[test]
+    fn key_scan_matches_std_utf8() {
+        for len in 0..=20usize {
+            for at in 0..=len {
+                for bad in [None, Some(0xC3u8), Some(0xFF), Some(0x80)] {
+                    let mut key = vec![b'k'; len];
+                    if let (Some(b), Some(slot)) = (bad, key.get_mut(at)) {
+                        *slot = b;
+                    }
+                    let valid = std::str::from_utf8(&key).is_ok();
+                    // A null element (tag 0x0A) has no value: the key is the element's last bytes.
+                    let mut doc = Vec::new();
+                    doc.extend_from_slice(&[0, 0, 0, 0, 0x0A]);
+                    doc.extend_from_slice(&key);
+                    doc.extend_from_slice(&[0, 0]);
+                    let total = doc.len() as i32;
+                    doc[..4].copy_from_slice(&total.to_le_bytes());
+                    assert_eq!(validate_document(&doc).is_ok(), valid, "key {key:?}");
+                    // Followed by a long string value: the key's word reads past its NUL.
+                    let mut doc = Vec::new();
+                    doc.extend_from_slice(&[0, 0, 0, 0, 0x02]);
+                    doc.extend_from_slice(&key);
+                    doc.push(0);
+                    doc.extend_from_slice(&17i32.to_le_bytes());
+                    doc.extend_from_slice(b"0123456789abcdef\0\0");
+                    let total = doc.len() as i32;
+                    doc[..4].copy_from_slice(&total.to_le_bytes());
+                    assert_eq!(validate_document(&doc).is_ok(), valid, "key {key:?} before a string");
+                }
+            }
+        }
     }
 
     /// Builds `depth` nested documents `{a: {a: ...}}` directly as bytes, in linear time.

@@ -1,6 +1,7 @@
 //! OP_MSG (opcode 2013), per the OP_MSG spec.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use bson::{Document, RawDocumentBuf};
 use bytes::{BufMut, BytesMut};
@@ -86,14 +87,15 @@ pub struct OpMsg {
     pub flags: OpMsgFlags,
     /// The command or reply document (the kind-0 section).
     pub body: RawDocumentBuf,
-    /// The kind-1 sections.
-    pub sequences: Vec<DocumentSequence>,
+    /// The kind-1 sections, shared: a request keeps them for a retry (an `insert_many`'s
+    /// thousands of statements) without copying them into each attempt's message.
+    pub sequences: Arc<Vec<DocumentSequence>>,
 }
 
 impl OpMsg {
     /// A message with no flags and no document sequences.
     pub fn new(body: RawDocumentBuf) -> Self {
-        OpMsg { flags: OpMsgFlags::empty(), body, sequences: Vec::new() }
+        OpMsg { flags: OpMsgFlags::empty(), body, sequences: Arc::default() }
     }
 
     /// Like [`OpMsg::new`], serialising a `bson::Document` body.
@@ -109,7 +111,7 @@ impl OpMsg {
 
     /// Appends a document sequence.
     pub fn with_sequence(mut self, sequence: DocumentSequence) -> Self {
-        self.sequences.push(sequence);
+        Arc::make_mut(&mut self.sequences).push(sequence);
         self
     }
 
@@ -132,7 +134,7 @@ impl OpMsg {
     pub(crate) fn encoded_body_len(&self, checksum: bool) -> Result<usize> {
         self.flags.check_required()?;
         let mut seen = HashSet::with_capacity(self.sequences.len());
-        for seq in &self.sequences {
+        for seq in self.sequences.iter() {
             if seq.identifier.as_bytes().contains(&0) {
                 return Err(Error::malformed("OP_MSG document sequence", "identifier contains NUL"));
             }
@@ -152,7 +154,7 @@ impl OpMsg {
         dst.put_u32_le(flags.bits());
         dst.put_u8(0);
         dst.put_slice(self.body.as_bytes());
-        for seq in &self.sequences {
+        for seq in self.sequences.iter() {
             dst.put_u8(1);
             // Sizes were bounded by maxMessageSizeBytes (< i32::MAX) before writing.
             let size = seq.encoded_len() - 1;
@@ -229,7 +231,7 @@ impl OpMsg {
             }
         }
         let body = body.ok_or_else(|| Error::malformed("OP_MSG", "no kind-0 (body) section"))?;
-        Ok(OpMsg { flags, body, sequences })
+        Ok(OpMsg { flags, body, sequences: Arc::new(sequences) })
     }
 }
 
