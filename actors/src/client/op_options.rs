@@ -184,7 +184,14 @@ pub(crate) fn check_update(d: &Document) -> Result<()> {
 pub(crate) fn with_raw_id(doc: bson::RawDocumentBuf) -> crate::Result<(bson::RawDocumentBuf, Bson)> {
     let invalid = |e: bson::error::Error| crate::Error::BsonSerialization { message: e.to_string() };
     if let Some(id) = doc.get("_id").map_err(invalid)? {
-        let id = Bson::try_from(bson::RawBson::from(id)).map_err(invalid)?;
+        // The usual `_id` types directly; the rest through an owned `RawBson`.
+        let id = match id {
+            bson::RawBsonRef::ObjectId(o) => Bson::ObjectId(o),
+            bson::RawBsonRef::Int32(i) => Bson::Int32(i),
+            bson::RawBsonRef::Int64(i) => Bson::Int64(i),
+            bson::RawBsonRef::String(s) => Bson::String(s.to_owned()),
+            other => Bson::try_from(bson::RawBson::from(other)).map_err(invalid)?,
+        };
         return Ok((doc, id));
     }
     let id = ObjectId::new();
