@@ -134,7 +134,7 @@ impl RawClient {
         cmd.insert("$db", db);
         let body = RawDocumentBuf::try_from(&cmd).map_err(protocol::Error::from)?;
         let mut msg = OpMsg::new(body).with_flags(flags);
-        msg.sequences = std::sync::Arc::new(sequences);
+        msg.sequences = sequences;
         Ok(Frame::request(msg))
     }
 

@@ -66,11 +66,7 @@ fn op_msg() -> impl Strategy<Value = OpMsg> {
                     .map(|(i, (name, docs))| DocumentSequence::new(format!("{name}{i}"), docs))
                     .collect::<Vec<_>>()
             });
-    (flags, document(), sequences).prop_map(|(flags, body, sequences)| OpMsg {
-        flags,
-        body,
-        sequences: sequences.into(),
-    })
+    (flags, document(), sequences).prop_map(|(flags, body, sequences)| OpMsg { flags, body, sequences })
 }
 
 fn op_query() -> impl Strategy<Value = OpQuery> {
@@ -287,7 +283,7 @@ fn assert_typed(result: &Result<Frame, Error>) {
 fn assert_stable(frame: &Frame) {
     let docs: Vec<&RawDocumentBuf> = match &frame.message {
         Message::Msg(m) => {
-            std::iter::once(&m.body).chain(m.sequences.iter().flat_map(|s| &s.documents)).collect()
+            std::iter::once(&m.body).chain(m.sequences.iter().flat_map(|s| s.documents.iter())).collect()
         }
         Message::Query(q) => std::iter::once(&q.query).chain(&q.return_fields_selector).collect(),
         Message::Reply(r) => r.documents.iter().collect(),

@@ -136,7 +136,7 @@ pub(crate) trait Operation {
             name,
             db,
             command,
-            sequences: Arc::new(self.sequences()?),
+            sequences: self.sequences()?,
             criteria,
             retry,
             check_write: checks_write_errors,
@@ -240,9 +240,9 @@ pub(crate) struct Op {
     pub db: String,
     /// The command, without global arguments.
     pub command: Document,
-    /// Statements sent as document sequences beside the command, shared with each
-    /// attempt's message (a retry sends them again).
-    pub sequences: Arc<Vec<DocumentSequence>>,
+    /// Statements sent as document sequences beside the command; each attempt's message
+    /// shares their documents (a retry sends them again).
+    pub sequences: Vec<DocumentSequence>,
     /// Read or write.
     pub criteria: Criteria,
     /// Retry rules.

@@ -73,7 +73,7 @@ pub enum CommandBody {
     /// A serialised document (plus `$db`) and document sequences (OP_MSG payload type 1:
     /// an `insert`'s `documents`, a `bulkWrite`'s `ops` and `nsInfo`), which the server
     /// reads as more fields.
-    Sequenced(RawDocumentBuf, Arc<Vec<DocumentSequence>>),
+    Sequenced(RawDocumentBuf, Vec<DocumentSequence>),
 }
 
 impl From<Document> for CommandBody {

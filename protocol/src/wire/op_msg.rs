@@ -49,14 +49,16 @@ pub struct DocumentSequence {
     /// The command argument the documents belong to. Must not contain NUL and must be unique
     /// within a message.
     pub identifier: String,
-    /// The documents, in order. May be empty.
-    pub documents: Vec<RawDocumentBuf>,
+    /// The documents, in order. May be empty. Shared: a request keeps them for a retry (an
+    /// `insert_many`'s thousands of statements) and each attempt's message clones the
+    /// sequence without copying them.
+    pub documents: Arc<Vec<RawDocumentBuf>>,
 }
 
 impl DocumentSequence {
     /// A sequence from already-serialised documents.
     pub fn new(identifier: impl Into<String>, documents: Vec<RawDocumentBuf>) -> Self {
-        DocumentSequence { identifier: identifier.into(), documents }
+        DocumentSequence { identifier: identifier.into(), documents: Arc::new(documents) }
     }
 
     /// A sequence from `bson::Document`s (serialised once here).
@@ -65,7 +67,7 @@ impl DocumentSequence {
         documents: impl IntoIterator<Item = &'a Document>,
     ) -> Result<Self> {
         let documents = documents.into_iter().map(RawDocumentBuf::try_from).collect::<Result<_, _>>()?;
-        Ok(DocumentSequence { identifier: identifier.into(), documents })
+        Ok(DocumentSequence { identifier: identifier.into(), documents: Arc::new(documents) })
     }
 
     /// Size of the section on the wire, kind byte included.
@@ -87,15 +89,14 @@ pub struct OpMsg {
     pub flags: OpMsgFlags,
     /// The command or reply document (the kind-0 section).
     pub body: RawDocumentBuf,
-    /// The kind-1 sections, shared: a request keeps them for a retry (an `insert_many`'s
-    /// thousands of statements) without copying them into each attempt's message.
-    pub sequences: Arc<Vec<DocumentSequence>>,
+    /// The kind-1 sections.
+    pub sequences: Vec<DocumentSequence>,
 }
 
 impl OpMsg {
     /// A message with no flags and no document sequences.
     pub fn new(body: RawDocumentBuf) -> Self {
-        OpMsg { flags: OpMsgFlags::empty(), body, sequences: Arc::default() }
+        OpMsg { flags: OpMsgFlags::empty(), body, sequences: Vec::new() }
     }
 
     /// Like [`OpMsg::new`], serialising a `bson::Document` body.
@@ -111,7 +112,7 @@ impl OpMsg {
 
     /// Appends a document sequence.
     pub fn with_sequence(mut self, sequence: DocumentSequence) -> Self {
-        Arc::make_mut(&mut self.sequences).push(sequence);
+        self.sequences.push(sequence);
         self
     }
 
@@ -161,7 +162,7 @@ impl OpMsg {
             dst.put_i32_le(i32::try_from(size).unwrap_or(i32::MAX));
             dst.put_slice(seq.identifier.as_bytes());
             dst.put_u8(0);
-            for doc in &seq.documents {
+            for doc in seq.documents.iter() {
                 dst.put_slice(doc.as_bytes());
             }
         }
@@ -223,7 +224,7 @@ impl OpMsg {
                     while !p.is_empty() {
                         documents.push(p.document()?);
                     }
-                    sequences.push(DocumentSequence { identifier: identifier.to_owned(), documents });
+                    sequences.push(DocumentSequence::new(identifier, documents));
                 }
                 kind => {
                     return Err(Error::malformed("OP_MSG section", format!("unknown section kind {kind}")));
@@ -231,7 +232,7 @@ impl OpMsg {
             }
         }
         let body = body.ok_or_else(|| Error::malformed("OP_MSG", "no kind-0 (body) section"))?;
-        Ok(OpMsg { flags, body, sequences: Arc::new(sequences) })
+        Ok(OpMsg { flags, body, sequences })
     }
 }
 

@@ -149,7 +149,7 @@ fn op_msg_sequence_before_body() {
     let decoded = decode_frame(&message_bytes(2013, &body), MAX).unwrap();
     let Message::Msg(m) = decoded.message else { panic!("not an OP_MSG") };
     assert_eq!(m.body, ping());
-    assert_eq!(*m.sequences, vec![DocumentSequence::new("s", vec![d])]);
+    assert_eq!(m.sequences, vec![DocumentSequence::new("s", vec![d])]);
 }
 
 #[test]

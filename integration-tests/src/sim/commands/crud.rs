@@ -105,7 +105,7 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
     // the body or in a document sequence's statements).
     let mut sleep = store::where_sleep(&Bson::Document(cmd.clone()));
     for seq in ctx.sequences.iter() {
-        for d in &seq.documents {
+        for d in seq.documents.iter() {
             if let Ok(d) = Document::try_from(d.as_ref()) {
                 sleep += store::where_sleep(&Bson::Document(d));
             }
