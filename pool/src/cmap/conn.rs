@@ -36,6 +36,9 @@ pub(crate) struct ConnMeta {
     pub service_generation: u32,
     /// Cancelled when the pool interrupts or closes the connection.
     pub cancel: CancellationToken,
+    /// The caller's runtime the connection was established on (its socket is registered with
+    /// that runtime's I/O driver); `None`: the pool's own runtime.
+    pub runtime: Option<Arc<crate::cmap::pool::RuntimeTag>>,
 }
 
 /// The pool side of a checked-out connection: where it goes back to.
@@ -77,6 +80,12 @@ impl<C: PoolConnection> PooledConnection<C> {
     /// The connection id (CMAP `connectionId`, 1-based, per pool).
     pub fn id(&self) -> u32 {
         self.meta.id
+    }
+
+    /// The caller's runtime the connection was established on (`None`: the pool's own).
+    #[cfg(test)]
+    pub(crate) fn runtime_id(&self) -> Option<tokio::runtime::Id> {
+        self.meta.runtime.as_ref().map(|r| r.id)
     }
 
     /// The generation to compare with [`super::Pool::generation`] before clearing the pool

@@ -7,7 +7,7 @@
 //! spawned task so that a caller giving up does not waste the connection.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -96,8 +96,57 @@ struct Pending<C: PoolConnection> {
     generation: u32,
     cancel: CancellationToken,
     created: Instant,
+    /// The caller's runtime the establishment runs on (`None`: the pool's).
+    runtime: Option<Arc<RuntimeTag>>,
     /// The check-out this connection is for; `None` for minPoolSize population.
     waiter: Option<(Delivery<C>, CheckoutPurpose)>,
+}
+
+/// A caller's multi-threaded runtime that establishes connections: an operation that checks
+/// one out on the runtime whose I/O driver it is registered with is woken by that runtime's
+/// own workers, not by a hop through the pool's runtime (a thread switch per round trip).
+#[derive(Debug)]
+pub(crate) struct RuntimeTag {
+    pub(crate) id: tokio::runtime::Id,
+    /// Set when the runtime shuts down (its watcher task is dropped): its sockets no longer
+    /// work, so its idle connections are closed instead of handed out.
+    gone: AtomicBool,
+}
+
+impl RuntimeTag {
+    fn is_gone(&self) -> bool {
+        self.gone.load(Ordering::Acquire)
+    }
+}
+
+/// Marks a runtime gone when dropped: held by a task on that runtime, which tokio drops
+/// when the runtime shuts down (or which ends when the pool closes).
+struct MarkGone(Arc<RuntimeTag>);
+
+impl Drop for MarkGone {
+    fn drop(&mut self) {
+        self.0.gone.store(true, Ordering::Release);
+    }
+}
+
+/// Reports an establishment whose task was dropped before it finished (its runtime shut
+/// down) as failed, so its pending slot and its waiter are never left behind.
+struct EstablishmentGuard<E: Establisher> {
+    inner: Arc<Inner<E>>,
+    id: u32,
+    armed: bool,
+}
+
+impl<E: Establisher> Drop for EstablishmentGuard<E> {
+    fn drop(&mut self) {
+        if self.armed {
+            let e = Error::Interrupted {
+                address: self.inner.address.clone(),
+                reason: "the runtime establishing the connection shut down".into(),
+            };
+            self.inner.finish_establishment(self.id, Err(e));
+        }
+    }
 }
 
 struct WaiterShared {
@@ -124,6 +173,8 @@ struct State<C: PoolConnection> {
     /// The wait queue by waiter id: ids grow, so the first entry is the head, and a waiter
     /// that times out or goes away leaves in O(log n) however long the queue is.
     queue: BTreeMap<u64, Arc<WaiterShared>>,
+    /// Callers' runtimes that establish connections, each with a watcher task.
+    runtimes: HashMap<tokio::runtime::Id, Arc<RuntimeTag>>,
 }
 
 impl<C: PoolConnection> State<C> {
@@ -193,6 +244,14 @@ pub(crate) struct Inner<E: Establisher> {
     generation_hint: AtomicU32,
     maintenance: Arc<Notify>,
     runtime: tokio::runtime::Handle,
+    /// Cancelled when the pool closes or goes away: ends the runtime watchers.
+    closed: CancellationToken,
+}
+
+impl<E: Establisher> Drop for Inner<E> {
+    fn drop(&mut self) {
+        self.closed.cancel();
+    }
 }
 
 fn status_code(status: PoolState) -> u8 {
@@ -257,6 +316,9 @@ impl<E: Establisher> Inner<E> {
     ) -> Option<ConnectionClosedReason> {
         if st.is_stale(&idle.meta) {
             Some(ConnectionClosedReason::Stale)
+        } else if idle.meta.runtime.as_ref().is_some_and(|r| r.is_gone()) {
+            // Its socket's runtime shut down: the connection cannot do I/O any more.
+            Some(ConnectionClosedReason::Error)
         } else if self.options.max_idle_time().is_some_and(|m| idle.since.elapsed() >= m) {
             Some(ConnectionClosedReason::Idle)
         } else if idle.conn.is_closed() {
@@ -319,8 +381,11 @@ impl<E: Establisher> Inner<E> {
         let id = st.next_connection_id;
         let cancel = CancellationToken::new();
         let generation = st.generation;
-        st.pending
-            .insert(id, Pending { generation, cancel: cancel.clone(), created: Instant::now(), waiter });
+        let (runtime, tag) = self.establishing_runtime(st);
+        st.pending.insert(
+            id,
+            Pending { generation, cancel: cancel.clone(), created: Instant::now(), runtime: tag, waiter },
+        );
         self.emit(CmapEvent::ConnectionCreated { address: self.address.clone(), connection_id: id });
         let service_slot = Arc::new(std::sync::OnceLock::new());
         let request = EstablishRequest {
@@ -332,7 +397,9 @@ impl<E: Establisher> Inner<E> {
             service_id: service_slot.clone(),
         };
         let inner = Arc::clone(self);
-        self.runtime.spawn(async move {
+        let guard = EstablishmentGuard { inner: Arc::clone(self), id, armed: true };
+        runtime.spawn(async move {
+            let mut guard = guard;
             let cancel = request.cancel.clone();
             let address = request.address.clone();
             let attempt = inner.establisher.establish(request);
@@ -360,8 +427,42 @@ impl<E: Establisher> Inner<E> {
                     hook(e, generation, service_id).await;
                 }
             }
+            guard.armed = false;
             inner.finish_establishment(id, result);
         });
+    }
+
+    /// Where a new connection is established: on the caller's runtime when it is a
+    /// multi-threaded one (its workers drive their own I/O driver whenever they are idle, so
+    /// its sockets work from any runtime while it lives), else on the pool's own. A
+    /// current-thread runtime drives I/O only inside its `block_on`, so a socket registered
+    /// there could stall an operation on another runtime.
+    fn establishing_runtime(
+        &self,
+        st: &mut State<E::Connection>,
+    ) -> (tokio::runtime::Handle, Option<Arc<RuntimeTag>>) {
+        let caller = tokio::runtime::Handle::try_current().ok().filter(|h| {
+            matches!(h.runtime_flavor(), tokio::runtime::RuntimeFlavor::MultiThread)
+                && h.id() != self.runtime.id()
+        });
+        let Some(handle) = caller else { return (self.runtime.clone(), None) };
+        let id = handle.id();
+        if let Some(tag) = st.runtimes.get(&id).filter(|t| !t.is_gone()) {
+            return (handle, Some(tag.clone()));
+        }
+        let tag = Arc::new(RuntimeTag { id, gone: AtomicBool::new(false) });
+        st.runtimes.insert(id, tag.clone());
+        let (mark, closed) = (MarkGone(tag.clone()), self.closed.clone());
+        handle.spawn(async move {
+            let _mark = mark;
+            closed.cancelled().await;
+        });
+        (handle, Some(tag))
+    }
+
+    /// The runtime whose I/O driver `meta`'s socket is registered with.
+    fn runtime_of(&self, meta: &ConnMeta) -> tokio::runtime::Id {
+        meta.runtime.as_ref().map_or_else(|| self.runtime.id(), |t| t.id)
     }
 
     fn finish_establishment(self: &Arc<Self>, id: u32, result: Result<Established<E::Connection>>) {
@@ -416,6 +517,7 @@ impl<E: Establisher> Inner<E> {
                         service_id: established.service_id,
                         service_generation,
                         cancel: pending.cancel,
+                        runtime: pending.runtime,
                     };
                     self.emit(CmapEvent::ConnectionReady {
                         address: self.address.clone(),
@@ -462,6 +564,18 @@ impl<E: Establisher> Inner<E> {
         deadline: Option<Instant>,
         may_create: bool,
     ) -> Acquired<E::Connection> {
+        // The most recently used connection of the caller's runtime when there is one near
+        // the back (see `RuntimeTag`), else the most recently used.
+        if let Some(here) = tokio::runtime::Handle::try_current().ok().map(|h| h.id()) {
+            let n = st.available.len();
+            let back = st.available.back().map(|i| self.runtime_of(&i.meta));
+            if back.is_some_and(|b| b != here) {
+                let found = st.available.iter().rev().take(8).position(|i| self.runtime_of(&i.meta) == here);
+                if let Some(from_back) = found {
+                    st.available.swap(n - 1, n - 1 - from_back);
+                }
+            }
+        }
         while let Some(idle) = st.available.pop_back() {
             if let Some(reason) = self.perished(st, &idle) {
                 self.close_connection(st, &idle.meta, idle.conn, reason, None);
@@ -763,6 +877,7 @@ impl<E: Establisher> Inner<E> {
         }
         st.status = PoolState::Closed;
         self.status_hint.store(status_code(PoolState::Closed), Ordering::Release);
+        self.closed.cancel();
         while let Some(idle) = st.available.pop_front() {
             self.close_connection(&mut st, &idle.meta, idle.conn, ConnectionClosedReason::PoolClosed, None);
         }
@@ -1149,11 +1264,13 @@ impl<E: Establisher> PoolBuilder<E> {
                 pending: HashMap::new(),
                 in_use: HashMap::new(),
                 queue: BTreeMap::new(),
+                runtimes: HashMap::new(),
             }),
             status_hint: AtomicU8::new(status_code(PoolState::Paused)),
             generation_hint: AtomicU32::new(0),
             maintenance: maintenance.clone(),
             runtime,
+            closed: CancellationToken::new(),
         });
         inner.emit(CmapEvent::PoolCreated { address: inner.address.clone(), options: inner.options.clone() });
         let own_task = !self.owner_maintains;

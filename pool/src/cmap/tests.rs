@@ -634,3 +634,69 @@ async fn ten_thousand_waiters_time_out_in_order_and_leave_nothing_behind() {
     }
     assert_eq!(pool.stats().wait_queue, 0);
 }
+
+fn multi_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
+}
+
+/// A check-out on another multi-threaded runtime establishes its connection there (so the
+/// socket's wake-ups come from that runtime's own workers); once that runtime shuts down,
+/// its idle connection is closed at the next check-out instead of handed out.
+#[test]
+fn a_shut_down_caller_runtime_takes_its_idle_connections_with_it() {
+    let home = multi_thread_runtime();
+    let (pool, events, mock) = home.block_on(async { pool(Mock::default(), PoolOptions::default()) });
+    pool.ready();
+    let caller = multi_thread_runtime();
+    let caller_id = caller.handle().id();
+    let first = caller.block_on(async {
+        let conn = pool.check_out(None, CheckoutPurpose::Other).await.unwrap();
+        let id = conn.id();
+        assert_eq!(conn.runtime_id(), Some(caller_id), "established on the caller's runtime");
+        id
+    });
+    assert_eq!(pool.stats().available, 1);
+    caller.shutdown_timeout(Duration::from_secs(5));
+    let second = home.block_on(async {
+        let conn = pool.check_out(None, CheckoutPurpose::Other).await.unwrap();
+        assert!(conn.runtime_id().is_none(), "established on the pool's own runtime");
+        conn.id()
+    });
+    assert_ne!(first, second, "the dead runtime's connection is not handed out");
+    assert_eq!(mock.attempts.load(Ordering::SeqCst), 2);
+    let closed = events.lock().iter().any(|e| {
+        matches!(e, CmapEvent::ConnectionClosed { connection_id, reason: ConnectionClosedReason::Error, .. } if *connection_id == first)
+    });
+    assert!(closed, "the first connection is closed: {:?}", names(&events));
+    drop(home);
+}
+
+/// An establishment whose runtime shuts down before it finishes fails its check-out and
+/// frees its slot: the pool is left with no pending connection.
+#[test]
+fn an_establishment_dropped_with_its_runtime_frees_its_slot() {
+    let home = multi_thread_runtime();
+    let mock = Mock { delay: Duration::from_secs(60), ..Mock::default() };
+    let (pool, events, _) = home.block_on(async { pool(mock, PoolOptions::default()) });
+    pool.ready();
+    let caller = multi_thread_runtime();
+    let waiting = {
+        let pool = pool.clone();
+        caller.spawn(async move { pool.check_out(None, CheckoutPurpose::Other).await.map(|c| c.id()) })
+    };
+    let started = std::time::Instant::now();
+    while pool.stats().pending == 0 && started.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(pool.stats().pending, 1);
+    caller.shutdown_timeout(Duration::from_secs(5));
+    drop(waiting);
+    let stats = pool.stats();
+    assert_eq!((stats.pending, stats.total), (0, 0), "{:?}", names(&events));
+    let closed = events
+        .lock()
+        .iter()
+        .any(|e| matches!(e, CmapEvent::ConnectionClosed { reason: ConnectionClosedReason::Error, .. }));
+    assert!(closed, "{:?}", names(&events));
+    drop(home);
+}
