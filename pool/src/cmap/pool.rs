@@ -451,6 +451,9 @@ impl<E: Establisher> Inner<E> {
             return (handle, Some(tag.clone()));
         }
         let tag = Arc::new(RuntimeTag { id, gone: AtomicBool::new(false) });
+        // Runtimes that shut down leave their tags behind (ids are never reused): drop them
+        // here, where a new one comes, so short-lived runtimes do not pile up.
+        st.runtimes.retain(|_, t| !t.is_gone());
         st.runtimes.insert(id, tag.clone());
         let (mark, closed) = (MarkGone(tag.clone()), self.closed.clone());
         handle.spawn(async move {
