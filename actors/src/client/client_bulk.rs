@@ -31,7 +31,7 @@ use super::crud_options::{Collation, Hint, UpdateModifications};
 use super::cursor::{Cursor, RawCursor};
 use super::inner::Client;
 use super::op_options::{with_id, DeleteResult, InsertOneResult, TimeoutMode, UpdateResult};
-use super::operation::{cursor_id, Limits, OpOutput, Operation, Shape, WIRE_VERSION_8_0};
+use super::operation::{cursor_id, Command, Limits, OpOutput, Operation, Shape, WIRE_VERSION_8_0};
 use super::ops::cursor::{CursorReply, Docs};
 use super::timeout;
 use super::transaction::ClientSession;
@@ -628,8 +628,8 @@ impl Operation for BulkWriteOp<'_> {
         }
     }
 
-    fn build(&mut self) -> Result<Document> {
-        Ok(self.command.clone())
+    fn build(&mut self) -> Result<Command> {
+        Ok(self.command.clone().into())
     }
 
     fn sequences(&mut self) -> Result<Vec<DocumentSequence>> {

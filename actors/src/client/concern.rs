@@ -213,9 +213,12 @@ pub(crate) mod duration_ms {
 /// Whether a command carries an unacknowledged write concern (`w: 0`): such a write is sent
 /// with `moreToCome` and gets no reply.
 pub(crate) fn has_unacknowledged_write_concern(command: &Document) -> bool {
-    command
-        .get_document("writeConcern")
-        .is_ok_and(|w| matches!(w.get("w"), Some(Bson::Int32(0) | Bson::Int64(0))))
+    command.get_document("writeConcern").is_ok_and(is_w0)
+}
+
+/// A write concern document with `w: 0`.
+pub(crate) fn is_w0(write_concern: &Document) -> bool {
+    matches!(write_concern.get("w"), Some(Bson::Int32(0) | Bson::Int64(0)))
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_rt::{ArbiterHandle, System};
-use bson::Document;
 use parking_lot::Mutex;
 use selection::ReadPreference;
 use tokio::sync::OnceCell;
@@ -85,7 +84,7 @@ pub(crate) struct ClientInner {
     pub(crate) selector: Selector,
     pub(crate) settings: Settings,
     pub(crate) sessions: SessionPool,
-    pub(crate) cluster_time: Mutex<Option<Document>>,
+    pub(crate) cluster_time: Mutex<Option<super::operation::ClusterTime>>,
     /// The user's command event handler (behind its bounded queue).
     pub(crate) command_handler: Option<Arc<dyn CommandEventHandler>>,
     /// The subscribers' queues.

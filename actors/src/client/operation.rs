@@ -105,7 +105,7 @@ pub(crate) trait Operation {
 
     /// The command body, without the global arguments the executor adds (`$db`, `lsid`,
     /// `txnNumber`, `$clusterTime`, `$readPreference`, CSOT's `maxTimeMS`).
-    fn build(&mut self) -> Result<Document>;
+    fn build(&mut self) -> Result<Command>;
 
     /// Reads a successful reply.
     fn handle_reply(self, out: OpOutput) -> Result<Self::Output>;
@@ -239,7 +239,7 @@ pub(crate) struct Op {
     /// The database.
     pub db: String,
     /// The command, without global arguments.
-    pub command: Document,
+    pub command: Command,
     /// Statements sent as document sequences beside the command; each attempt's message
     /// shares their documents (a retry sends them again).
     pub sequences: Vec<DocumentSequence>,
@@ -259,11 +259,95 @@ pub(crate) struct Op {
     pub generic: bool,
 }
 
+/// The greatest `$clusterTime` a client has seen: its timestamp, to compare, and its bytes,
+/// to send (every command to a replica set or a sharded cluster gossips it).
+#[derive(Debug, Clone)]
+pub(crate) struct ClusterTime {
+    /// Its `clusterTime`.
+    pub timestamp: bson::Timestamp,
+    /// The whole `$clusterTime` document.
+    pub raw: RawDocumentBuf,
+}
+
+/// An operation's command body: a `Document`, or the bytes of one that a hot operation
+/// (`find_one`) builds directly, skipping the `Document` and its serialization.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Command {
+    /// Built as a document (most operations).
+    Document(Document),
+    /// Built as bytes, with its keys (so that asking for a field scans no bytes).
+    Raw(RawDocumentBuf, Vec<&'static str>),
+}
+
+impl From<Document> for Command {
+    fn from(d: Document) -> Self {
+        Command::Document(d)
+    }
+}
+
+impl Command {
+    /// Whether the body has a field `key`.
+    pub(crate) fn contains_key(&self, key: &str) -> bool {
+        match self {
+            Command::Document(d) => d.contains_key(key),
+            Command::Raw(_, keys) => keys.contains(&key),
+        }
+    }
+
+    /// The body's sub-document `key` (converted from bytes for a raw body).
+    pub(crate) fn get_document(&self, key: &str) -> Option<std::borrow::Cow<'_, Document>> {
+        use std::borrow::Cow;
+        match self {
+            Command::Document(d) => d.get_document(key).ok().map(Cow::Borrowed),
+            Command::Raw(r, keys) if keys.contains(&key) => {
+                r.get_document(key).ok().map(|d| Cow::Owned(convert(d)))
+            }
+            Command::Raw(..) => None,
+        }
+    }
+
+    /// The body as a document to edit (a raw body is converted once).
+    pub(crate) fn document_mut(&mut self) -> &mut Document {
+        if let Command::Raw(r, _) = self {
+            *self = Command::Document(convert(r));
+        }
+        match self {
+            Command::Document(d) => d,
+            Command::Raw(..) => unreachable!("converted above"),
+        }
+    }
+
+    /// The body as a document (tests and slow paths).
+    #[cfg(test)]
+    pub(crate) fn to_document(&self) -> Document {
+        match self {
+            Command::Document(d) => d.clone(),
+            Command::Raw(r, _) => convert(r),
+        }
+    }
+
+    /// The body's bytes, with room for `extra` more.
+    fn to_bytes(&self, extra: usize) -> std::result::Result<Vec<u8>, bson::error::Error> {
+        match self {
+            Command::Document(d) => {
+                let mut bytes = RawDocumentBuf::try_from(d)?.into_bytes();
+                bytes.reserve(extra);
+                Ok(bytes)
+            }
+            Command::Raw(r, _) => {
+                let mut bytes = Vec::with_capacity(r.as_bytes().len() + extra);
+                bytes.extend_from_slice(r.as_bytes());
+                Ok(bytes)
+            }
+        }
+    }
+}
+
 impl Op {
     /// The command carries `writeConcern: {w: 0}` (without `j: true`): the server will not
     /// say whether it wrote.
     pub(crate) fn unacknowledged(&self) -> bool {
-        let Ok(wc) = self.command.get_document("writeConcern") else { return false };
+        let Some(wc) = self.command.get_document("writeConcern") else { return false };
         let w0 = matches!(wc.get("w"), Some(Bson::Int32(0)) | Some(Bson::Int64(0)));
         w0 && !wc.get_bool("j").unwrap_or(false)
     }
@@ -936,7 +1020,7 @@ impl ClientInner {
         // An unacknowledged write goes with moreToCome: the server sends no reply, and the
         // operation (and its succeeded event) sees `{ok: 1}` (OP_MSG and command monitoring specs).
         let unacknowledged = matches!(&*op.name, "insert" | "update" | "delete" | "bulkWrite")
-            && super::concern::has_unacknowledged_write_concern(&op.command);
+            && op.command.get_document("writeConcern").is_some_and(|c| super::concern::is_w0(&c));
         let mut monitoring = Monitoring::new(self, conn, op, &op.command, attempt.operation_id);
         let mut started_doc = monitoring.started_document(&raw, &op.sequences);
         let body = if op.sequences.is_empty() {
@@ -975,7 +1059,7 @@ impl ClientInner {
         // succeeded and no session tracks causal consistency.
         let scan = protocol::reply::scan_raw_reply(&raw);
         if let Some(ct) = scan.cluster_time {
-            self.advance_cluster_time(&convert(ct));
+            self.advance_cluster_time(ct);
         }
         let clean = scan.clean;
         let reply = Reply::new(raw);
@@ -1021,7 +1105,6 @@ impl ClientInner {
         ids: &Attempt,
         drop: Option<&str>,
     ) -> std::result::Result<RawDocumentBuf, bson::error::Error> {
-        let mut api_fields = Document::new();
         let mut globals: Vec<(&str, RawBson)> = Vec::with_capacity(4);
         let raw = |d: &Document| RawDocumentBuf::try_from(d).map(RawBson::Document);
         if let Some(ms) = ids.max_time_ms {
@@ -1059,50 +1142,48 @@ impl ClientInner {
                 (causal_command && outside) || ids.transaction == Some(true)
             };
             if send {
-                if let Some(rc) = t.read_concern(op.command.get_document("readConcern").ok()) {
+                if let Some(rc) = t.read_concern(op.command.get_document("readConcern").as_deref()) {
                     globals.push(("readConcern", raw(&rc)?));
                 }
             }
         }
         if target.server_type != ServerType::Standalone {
-            let mut ct = self.cluster_time.lock().clone();
             // The greater of the client's and the session's (which the user may advance).
-            if let Some(session_ct) = tracking.and_then(|t| t.cluster_time.as_ref()) {
-                let newer = match ct.as_ref().and_then(super::session::cluster_timestamp) {
-                    Some(client) => super::session::cluster_timestamp(session_ct).is_some_and(|s| s > client),
-                    None => true,
-                };
-                if newer {
-                    ct = Some(session_ct.clone());
-                }
-            }
-            if let Some(ct) = ct {
-                globals.push(("$clusterTime", raw(&ct)?));
+            let client = self.cluster_time.lock().as_ref().map(|c| (c.timestamp, c.raw.clone()));
+            let session_ct = tracking.and_then(|t| t.cluster_time.as_ref()).filter(|s| match &client {
+                Some((client, _)) => super::session::cluster_timestamp(s).is_some_and(|s| s > *client),
+                None => true,
+            });
+            match (session_ct, client) {
+                (Some(s), _) => globals.push(("$clusterTime", raw(s)?)),
+                (None, Some((_, c))) => globals.push(("$clusterTime", RawBson::Document(c))),
+                (None, None) => {}
             }
         }
         if let Some(api) = &self.settings.server_api {
             // Every command, getMore and a transaction's included (versioned-api spec); a
             // generic command's own fields are not looked at.
-            api.append_to(&mut api_fields);
-            for (k, v) in &api_fields {
-                globals.push((k.as_str(), RawBson::try_from(v.clone())?));
+            globals.push(("apiVersion", RawBson::String(api.version.clone())));
+            if let Some(strict) = api.strict {
+                globals.push(("apiStrict", RawBson::Boolean(strict)));
+            }
+            if let Some(errors) = api.deprecation_errors {
+                globals.push(("apiDeprecationErrors", RawBson::Boolean(errors)));
             }
         }
         globals.push(("$db", RawBson::String(op.db.clone())));
-        let base = RawDocumentBuf::try_from(&op.command)?;
         let replaces = |key: &str| op.command.contains_key(key);
         if !drop.is_some_and(replaces) && !globals.iter().any(|(key, _)| replaces(key)) {
             // The usual case: every global is new, appended to the serialized command with
             // room made once.
             let extra: usize = globals.iter().map(|(k, v)| k.len() + 2 + raw_size(v)).sum();
-            let mut bytes = base.into_bytes();
-            bytes.reserve(extra);
-            let mut out = RawDocumentBuf::from_bytes(bytes)?;
+            let mut out = RawDocumentBuf::from_bytes(op.command.to_bytes(extra)?)?;
             for (key, value) in &globals {
                 out.append(<&bson::raw::CStr>::try_from(*key)?, value.as_raw_bson_ref());
             }
             return Ok(out);
         }
+        let base = RawDocumentBuf::from_bytes(op.command.to_bytes(0)?)?;
         let mut out = RawDocumentBuf::new();
         let mut used = vec![false; globals.len()];
         for element in base.iter_elements() {
@@ -1175,12 +1256,12 @@ impl ClientInner {
     }
 
     /// Keeps the greatest `$clusterTime` seen.
-    fn advance_cluster_time(&self, ct: &Document) {
-        let ts = |d: &Document| d.get_timestamp("clusterTime").ok().map(|t| (t.time, t.increment));
-        let Some(new) = ts(ct) else { return };
+    /// Read from the reply's bytes: nothing is built unless the time moved forward.
+    fn advance_cluster_time(&self, ct: &bson::RawDocument) {
+        let Ok(new) = ct.get_timestamp("clusterTime") else { return };
         let mut current = self.cluster_time.lock();
-        if current.as_ref().and_then(ts).is_none_or(|old| new > old) {
-            *current = Some(ct.clone());
+        if current.as_ref().is_none_or(|old| new > old.timestamp) {
+            *current = Some(ClusterTime { timestamp: new, raw: ct.to_owned() });
         }
     }
 }
@@ -1211,7 +1292,7 @@ impl<'a> Monitoring<'a> {
         client: &'a ClientInner,
         conn: &PooledConnection<Connection>,
         op: &'a Op,
-        command: &Document,
+        command: &Command,
         operation_id: i64,
     ) -> Self {
         let handler = client.command_handler.as_deref();
@@ -1365,7 +1446,7 @@ fn read_preference_document(target: &Target, rp: &ReadPreference) -> Option<Docu
     selection::read_preference_for_command(target.topology_type, target.server_type, Some(rp))
 }
 
-fn is_sensitive(name: &str, command: &Document) -> bool {
+fn is_sensitive(name: &str, command: &Command) -> bool {
     let lower = name.to_ascii_lowercase();
     SENSITIVE_COMMANDS.contains(&lower.as_str())
         || (matches!(lower.as_str(), "hello" | "ismaster") && command.contains_key("speculativeAuthenticate"))
@@ -1478,10 +1559,10 @@ mod tests {
 
     #[test]
     fn redaction() {
-        assert!(is_sensitive("saslStart", &doc! {}));
-        assert!(is_sensitive("hello", &doc! {"speculativeAuthenticate": {}}));
-        assert!(!is_sensitive("hello", &doc! {}));
-        assert!(!is_sensitive("find", &doc! {}));
+        assert!(is_sensitive("saslStart", &doc! {}.into()));
+        assert!(is_sensitive("hello", &doc! {"speculativeAuthenticate": {}}.into()));
+        assert!(!is_sensitive("hello", &doc! {}.into()));
+        assert!(!is_sensitive("find", &doc! {}.into()));
     }
 
     #[test]

@@ -791,15 +791,16 @@ impl ClientSession {
 /// transaction's read concern goes with the first statement only, and reads use the
 /// transaction's read preference, which must be primary.
 fn statement(op: &mut Op, txn: &TransactionOptions, first: bool, end: bool) -> Result<()> {
+    let command = op.command.document_mut();
     if !end {
-        op.command.remove("writeConcern");
+        command.remove("writeConcern");
     }
     match (txn.read_concern.as_ref().filter(|rc| !rc.is_server_default()), first) {
         (Some(rc), true) => {
-            op.command.insert("readConcern", rc.to_document());
+            command.insert("readConcern", rc.to_document());
         }
         _ => {
-            op.command.remove("readConcern");
+            command.remove("readConcern");
         }
     }
     if let Criteria::Read(own) = &op.criteria {

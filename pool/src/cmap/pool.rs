@@ -244,6 +244,8 @@ pub(crate) struct Inner<E: Establisher> {
     generation_hint: AtomicU32,
     maintenance: Arc<Notify>,
     runtime: tokio::runtime::Handle,
+    /// `runtime.id()`, kept because the check-out compares it with every candidate.
+    runtime_id: tokio::runtime::Id,
     /// Cancelled when the pool closes or goes away: ends the runtime watchers.
     closed: CancellationToken,
 }
@@ -443,7 +445,7 @@ impl<E: Establisher> Inner<E> {
     ) -> (tokio::runtime::Handle, Option<Arc<RuntimeTag>>) {
         let caller = tokio::runtime::Handle::try_current().ok().filter(|h| {
             matches!(h.runtime_flavor(), tokio::runtime::RuntimeFlavor::MultiThread)
-                && h.id() != self.runtime.id()
+                && h.id() != self.runtime_id
         });
         let Some(handle) = caller else { return (self.runtime.clone(), None) };
         let id = handle.id();
@@ -465,7 +467,7 @@ impl<E: Establisher> Inner<E> {
 
     /// The runtime whose I/O driver `meta`'s socket is registered with.
     fn runtime_of(&self, meta: &ConnMeta) -> tokio::runtime::Id {
-        meta.runtime.as_ref().map_or_else(|| self.runtime.id(), |t| t.id)
+        meta.runtime.as_ref().map_or(self.runtime_id, |t| t.id)
     }
 
     fn finish_establishment(self: &Arc<Self>, id: u32, result: Result<Established<E::Connection>>) {
@@ -568,8 +570,14 @@ impl<E: Establisher> Inner<E> {
         may_create: bool,
     ) -> Acquired<E::Connection> {
         // The most recently used connection of the caller's runtime when there is one near
-        // the back (see `RuntimeTag`), else the most recently used.
-        if let Some(here) = tokio::runtime::Handle::try_current().ok().map(|h| h.id()) {
+        // the back (see `RuntimeTag`), else the most recently used. With no caller runtime
+        // registered every idle connection lives on the pool's runtime: nothing to prefer.
+        let here = if st.runtimes.is_empty() {
+            None
+        } else {
+            tokio::runtime::Handle::try_current().ok().map(|h| h.id())
+        };
+        if let Some(here) = here {
             let n = st.available.len();
             let back = st.available.back().map(|i| self.runtime_of(&i.meta));
             if back.is_some_and(|b| b != here) {
@@ -1272,6 +1280,7 @@ impl<E: Establisher> PoolBuilder<E> {
             status_hint: AtomicU8::new(status_code(PoolState::Paused)),
             generation_hint: AtomicU32::new(0),
             maintenance: maintenance.clone(),
+            runtime_id: runtime.id(),
             runtime,
             closed: CancellationToken::new(),
         });

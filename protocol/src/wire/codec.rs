@@ -77,6 +77,10 @@ impl MessageCodec {
     }
 }
 
+/// The free room a connection's read buffer keeps for the next reply: most replies are a few
+/// hundred bytes.
+const READ_ROOM: usize = 512;
+
 impl Decoder for MessageCodec {
     type Item = Frame;
     type Error = Error;
@@ -105,7 +109,15 @@ impl Decoder for MessageCodec {
         let frame = src.split_to(len);
         self.last_compressor =
             (header.op_code == OpCode::Compressed).then(|| frame.get(HEADER_LEN + 8)).flatten().copied();
-        decode_validated(&header, &frame, self.max_message_size).map(Some)
+        let decoded = decode_validated(&header, &frame, self.max_message_size);
+        // Each frame split off shortens the buffer's free tail, until a reply no longer fits
+        // and arrives in two reads (a second `recv` every few round trips). With the frame
+        // dropped the allocation is ours alone again, and `reserve` takes it back in place.
+        drop(frame);
+        if src.capacity() - src.len() < READ_ROOM {
+            src.reserve(READ_ROOM);
+        }
+        decoded.map(Some)
     }
 
     /// At end of stream, leftover bytes are a frame cut short: an `UnexpectedEof` I/O error that

@@ -466,6 +466,23 @@ fn codec_reserves_for_the_frame() {
 }
 
 #[test]
+fn codec_keeps_room_for_the_next_reply_in_the_same_allocation() {
+    // Replies of ~200 bytes read one at a time into a 1 KiB buffer: without the reclaim the
+    // free tail wears down and every fifth reply arrives in two reads.
+    let bytes = encode(&frame(OpMsg::new(rawdoc! { "pad": "y".repeat(180) })), false);
+    let mut codec = MessageCodec::new();
+    let mut src = BytesMut::with_capacity(1024);
+    let start = src.as_ptr() as usize;
+    for _ in 0..50 {
+        assert!(src.capacity() - src.len() >= bytes.len(), "room {}", src.capacity() - src.len());
+        src.extend_from_slice(&bytes);
+        assert!(codec.decode(&mut src).unwrap().is_some());
+        let at = src.as_ptr() as usize;
+        assert!((start..start + 1024).contains(&at), "the buffer was reused, not reallocated");
+    }
+}
+
+#[test]
 fn codec_does_not_reserve_a_huge_frame_up_front() {
     // Only a header announcing 40 MB (under the 48 MB limit): a hostile server sending such
     // headers on many connections must not make each reserve 40 MB.

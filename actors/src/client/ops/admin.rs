@@ -5,7 +5,7 @@
 use bson::{doc, Bson, Document};
 use selection::ReadPreference;
 
-use super::super::operation::{OpOutput, Operation, Shape};
+use super::super::operation::{Command, OpOutput, Operation, Shape};
 use super::cursor::CursorReply;
 use super::{append, Namespace};
 use crate::selection_actor::Criteria;
@@ -28,8 +28,8 @@ impl Operation for AdminWrite {
         Shape::write(self.name, &self.db).once()
     }
 
-    fn build(&mut self) -> Result<Document> {
-        Ok(std::mem::take(&mut self.command))
+    fn build(&mut self) -> Result<Command> {
+        Ok(std::mem::take(&mut self.command).into())
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<Document> {
@@ -52,10 +52,10 @@ impl Operation for ListIndexes<'_> {
         Shape::read("listIndexes", self.ns.db, Criteria::Read(ReadPreference::PRIMARY)).cursor()
     }
 
-    fn build(&mut self) -> Result<Document> {
+    fn build(&mut self) -> Result<Command> {
         let mut command = doc! {"listIndexes": self.ns.coll, "cursor": cursor_options(self.batch_size)};
         command.extend(std::mem::take(&mut self.fields));
-        Ok(command)
+        Ok(command.into())
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<CursorReply> {
@@ -86,12 +86,12 @@ impl Operation for ListCollections {
         Shape::read("listCollections", &self.db, Criteria::Read(ReadPreference::PRIMARY)).cursor()
     }
 
-    fn build(&mut self) -> Result<Document> {
+    fn build(&mut self) -> Result<Command> {
         let filter = std::mem::take(&mut self.filter);
         let mut command =
             doc! {"listCollections": 1, "filter": filter, "cursor": cursor_options(self.batch_size)};
         command.extend(std::mem::take(&mut self.fields));
-        Ok(command)
+        Ok(command.into())
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<CursorReply> {
@@ -112,8 +112,8 @@ impl Operation for ListDatabases {
         Shape::read("listDatabases", "admin", Criteria::Read(ReadPreference::PRIMARY))
     }
 
-    fn build(&mut self) -> Result<Document> {
-        Ok(std::mem::take(&mut self.command))
+    fn build(&mut self) -> Result<Command> {
+        Ok(std::mem::take(&mut self.command).into())
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<Vec<Document>> {
@@ -140,8 +140,8 @@ impl Operation for RunCommand {
         Shape::command(name, &self.db, self.criteria.clone()).generic()
     }
 
-    fn build(&mut self) -> Result<Document> {
-        Ok(std::mem::take(&mut self.command))
+    fn build(&mut self) -> Result<Command> {
+        Ok(std::mem::take(&mut self.command).into())
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<Document> {

@@ -11,7 +11,7 @@ use pool::connection::Connection;
 use protocol::ServerAddress;
 use selection::ReadPreference;
 
-use super::super::operation::{convert, raw_cursor_id, OpOutput, Operation, Shape};
+use super::super::operation::{convert, raw_cursor_id, Command, OpOutput, Operation, Shape};
 use super::super::session::ServerSession;
 use crate::selection_actor::Criteria;
 use crate::{Error, Result};
@@ -177,12 +177,12 @@ impl Operation for GetMore<'_> {
         Shape::command("getMore", self.db, Criteria::Read(ReadPreference::PRIMARY))
     }
 
-    fn build(&mut self) -> Result<Document> {
+    fn build(&mut self) -> Result<Command> {
         let mut command = doc! {"getMore": self.id, "collection": self.collection};
         super::append(&mut command, "batchSize", self.batch_size.map(i64::from));
         super::append(&mut command, "maxTimeMS", self.max_time_ms);
         super::append(&mut command, "comment", self.comment.take());
-        Ok(command)
+        Ok(command.into())
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<NextBatch> {
@@ -204,8 +204,8 @@ impl Operation for KillCursors<'_> {
         Shape::command("killCursors", self.db, Criteria::Read(ReadPreference::PRIMARY))
     }
 
-    fn build(&mut self) -> Result<Document> {
-        Ok(doc! {"killCursors": self.collection, "cursors": [self.id]})
+    fn build(&mut self) -> Result<Command> {
+        Ok(doc! {"killCursors": self.collection, "cursors": [self.id]}.into())
     }
 
     fn handle_reply(self, _: OpOutput) -> Result<()> {
@@ -235,9 +235,9 @@ impl Operation for RunCursorCommand {
         Shape::command(name, &self.db, Criteria::Read(self.read_preference.clone())).cursor().generic()
     }
 
-    fn build(&mut self) -> Result<Document> {
+    fn build(&mut self) -> Result<Command> {
         // Cloned: the getMores name the collection the command names.
-        Ok(self.command.clone())
+        Ok(self.command.clone().into())
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<CursorReply> {

@@ -16,6 +16,8 @@ use std::time::Duration;
 use bson::Document;
 
 use super::op_options::ms;
+use super::operation::Command;
+use crate::{Error, Result};
 
 /// A collection's database and name.
 #[derive(Debug, Clone, Copy)]
@@ -35,6 +37,98 @@ pub(crate) fn legacy_max_time(max_time: Option<Duration>, timeout: Option<Durati
 pub(crate) fn append(command: &mut Document, key: &str, value: Option<impl Into<bson::Bson>>) {
     if let Some(v) = value {
         command.insert(key, v);
+    }
+}
+
+/// A command body written straight to bytes, field by field in the order a `doc!` would
+/// hold them: the hot reads skip building a `Document` (an `IndexMap` with a hashed,
+/// allocated key per field) only to serialize and drop it.
+pub(crate) struct RawCommand {
+    bytes: Vec<u8>,
+    keys: Vec<&'static str>,
+}
+
+impl RawCommand {
+    /// An empty body.
+    pub(crate) fn new() -> Self {
+        let mut bytes = Vec::with_capacity(160);
+        bytes.extend_from_slice(&[0; 4]);
+        RawCommand { bytes, keys: Vec::with_capacity(24) }
+    }
+
+    fn key(&mut self, kind: u8, key: &'static str) {
+        self.keys.push(key);
+        self.bytes.push(kind);
+        self.bytes.extend_from_slice(key.as_bytes());
+        self.bytes.push(0);
+    }
+
+    /// Appends a string.
+    pub(crate) fn str(&mut self, key: &'static str, value: &str) -> Result<()> {
+        let len = i32::try_from(value.len() + 1)
+            .map_err(|_| Error::BsonSerialization { message: format!("the {key} string is too long") })?;
+        self.key(0x02, key);
+        self.bytes.extend_from_slice(&len.to_le_bytes());
+        self.bytes.extend_from_slice(value.as_bytes());
+        self.bytes.push(0);
+        Ok(())
+    }
+
+    /// Appends an int64.
+    pub(crate) fn i64(&mut self, key: &'static str, value: i64) {
+        self.key(0x12, key);
+        self.bytes.extend_from_slice(&value.to_le_bytes());
+    }
+
+    /// Appends a boolean.
+    pub(crate) fn bool(&mut self, key: &'static str, value: bool) {
+        self.key(0x08, key);
+        self.bytes.push(u8::from(value));
+    }
+
+    /// Appends a document, serialized in place.
+    pub(crate) fn document(&mut self, key: &'static str, value: &Document) -> Result<()> {
+        self.key(0x03, key);
+        value.to_writer(&mut self.bytes).map_err(|e| Error::BsonSerialization { message: e.to_string() })
+    }
+
+    /// Appends `value` when there is one (see [`append`]).
+    pub(crate) fn append(&mut self, key: &'static str, value: Option<impl Into<bson::Bson>>) -> Result<()> {
+        match value.map(Into::into) {
+            None => Ok(()),
+            Some(bson::Bson::Document(d)) => self.document(key, &d),
+            Some(bson::Bson::Int64(n)) => {
+                self.i64(key, n);
+                Ok(())
+            }
+            Some(bson::Bson::Boolean(b)) => {
+                self.bool(key, b);
+                Ok(())
+            }
+            Some(other) => {
+                // Rare values (a comment, a hint by name): serialized through a one-field
+                // document, whose element is copied.
+                let mut one = Document::new();
+                one.insert(key, other);
+                let mut element = Vec::new();
+                one.to_writer(&mut element)
+                    .map_err(|e| Error::BsonSerialization { message: e.to_string() })?;
+                self.keys.push(key);
+                self.bytes.extend_from_slice(&element[4..element.len() - 1]);
+                Ok(())
+            }
+        }
+    }
+
+    /// The finished body.
+    pub(crate) fn finish(mut self) -> Result<Command> {
+        self.bytes.push(0);
+        let len = i32::try_from(self.bytes.len())
+            .map_err(|_| Error::BsonSerialization { message: "the command is too large".to_owned() })?;
+        self.bytes[..4].copy_from_slice(&len.to_le_bytes());
+        bson::RawDocumentBuf::from_bytes(self.bytes)
+            .map(|raw| Command::Raw(raw, self.keys))
+            .map_err(|e| Error::BsonSerialization { message: e.to_string() })
     }
 }
 
@@ -76,7 +170,7 @@ mod tests {
         let mut find = Find { read: read_on(ns), filter: doc! {"a": 1}, options };
         let op = find.prepare().expect("prepared");
         assert_eq!(
-            op.command,
+            op.command.to_document(),
             doc! {"find": "people", "filter": {"a": 1}, "limit": 3_i64, "singleBatch": true, "batchSize": 2_i64,
             "maxTimeMS": 50_i64, "readConcern": {"level": "majority"}}
         );
@@ -98,11 +192,48 @@ mod tests {
         let find = Find { read: read_on(ns), filter: doc! {}, options: FindOptions::default() };
         let mut one = FindOne(find);
         let op = one.prepare().expect("prepared");
-        assert_eq!(op.command.get_i64("limit").ok(), Some(1));
+        assert_eq!(op.command.to_document().get_i64("limit").ok(), Some(1));
         assert!(!op.opens_cursor);
         let reply = doc! {"cursor": {"id": 0_i64, "firstBatch": [{"x": 1}]}, "ok": 1};
         let first = one.handle_reply(out(reply)).expect("reply").expect("a document");
         assert_eq!(bson::Document::try_from(first).expect("converts"), doc! {"x": 1});
+    }
+
+    #[test]
+    fn a_find_built_as_bytes_holds_every_option_in_order() {
+        use super::super::crud_options::Hint;
+        let ns = Namespace { db: "app", coll: "people" };
+        let options = FindOptions {
+            sort: Some(doc! {"a": -1}),
+            projection: Some(doc! {"a": 1}),
+            hint: Some(Hint::Name("a_1".into())),
+            skip: Some(4),
+            comment: Some(Bson::String("why".into())),
+            max: Some(doc! {"a": 9}),
+            min: Some(doc! {"a": 0}),
+            return_key: Some(false),
+            show_record_id: Some(true),
+            no_cursor_timeout: Some(true),
+            allow_partial_results: Some(false),
+            allow_disk_use: Some(true),
+            let_vars: Some(doc! {"x": 1}),
+            ..Default::default()
+        };
+        let read = ReadOn { read_concern: None, max_time_ms: None, ..read_on(ns) };
+        let mut one = FindOne(Find { read, filter: doc! {"a": {"$gt": 1}}, options });
+        let op = one.prepare().expect("prepared");
+        assert!(matches!(op.command, super::super::operation::Command::Raw(..)));
+        assert_eq!(
+            op.command.to_document(),
+            doc! {"find": "people", "filter": {"a": {"$gt": 1}}, "sort": {"a": -1}, "projection": {"a": 1},
+            "hint": "a_1", "skip": 4_i64, "comment": "why", "max": {"a": 9}, "min": {"a": 0}, "returnKey": false,
+            "showRecordId": true, "noCursorTimeout": true, "allowPartialResults": false, "allowDiskUse": true,
+            "let": {"x": 1}, "limit": 1_i64, "singleBatch": true}
+        );
+        assert!(op.command.contains_key("let") && !op.command.contains_key("collation"));
+        // A key the server cannot take is a typed error, not a panic.
+        let bad = Find { read: read_on(ns), filter: doc! {"a\0b": 1}, options: FindOptions::default() };
+        assert!(matches!(FindOne(bad).prepare(), Err(Error::BsonSerialization { .. })));
     }
 
     #[test]
@@ -113,12 +244,12 @@ mod tests {
         let op = agg.prepare().expect("prepared");
         assert_eq!((op.criteria, op.retry), (Criteria::Write, Retry::No));
         // A writing pipeline's batch size is not sent.
-        assert_eq!(op.command.get_document("cursor").ok(), Some(&doc! {}));
+        assert_eq!(op.command.get_document("cursor").as_deref(), Some(&doc! {}));
         let mut agg =
             Aggregate::new(("app", None), vec![doc! {"$match": {}}], Some(5), read.clone(), doc! {});
         let op = agg.prepare().expect("prepared");
         assert_eq!((op.criteria, op.retry), (read, Retry::Read));
-        assert_eq!(op.command.get_i32("aggregate").ok(), Some(1));
+        assert_eq!(op.command.to_document().get_i32("aggregate").ok(), Some(1));
         let reply = doc! {"cursor": {"id": 0_i64, "firstBatch": []}, "ok": 1};
         assert_eq!(agg.handle_reply(out(reply)).expect("cursor").collection, "$cmd.aggregate");
     }
@@ -140,7 +271,7 @@ mod tests {
         };
         let op = write.prepare().expect("prepared");
         assert_eq!((op.name.as_ref(), op.retry, op.check_write), ("update", Retry::No, true));
-        assert_eq!(op.command.get_document("writeConcern").ok(), Some(&doc! {"w": 1}));
+        assert_eq!(op.command.get_document("writeConcern").as_deref(), Some(&doc! {"w": 1}));
         // The statements travel as a document sequence, not in the body.
         assert!(!op.command.contains_key("updates"));
         let [sequence] = op.sequences.as_slice() else { panic!("one document sequence") };

@@ -6,9 +6,9 @@ use bson::{doc, Bson, Document};
 
 use super::super::crud_options::FindOptions;
 use super::super::op_options::{count_of, first_batch, int, CursorType};
-use super::super::operation::{OpOutput, Operation, Shape};
+use super::super::operation::{Command, OpOutput, Operation, Shape};
 use super::cursor::CursorReply;
-use super::{append, Namespace};
+use super::{append, Namespace, RawCommand};
 use crate::selection_actor::Criteria;
 use crate::Result;
 
@@ -33,6 +33,12 @@ impl ReadOn<'_> {
         append(command, "maxTimeMS", self.max_time_ms);
         append(command, "readConcern", self.read_concern.take());
     }
+
+    /// [`finish`](Self::finish) for a body built as bytes.
+    fn finish_raw(&mut self, command: &mut RawCommand) -> Result<()> {
+        command.append("maxTimeMS", self.max_time_ms)?;
+        command.append("readConcern", self.read_concern.take())
+    }
 }
 
 /// `find`, opening a cursor.
@@ -44,25 +50,27 @@ pub(crate) struct Find<'a> {
 
 impl Find<'_> {
     /// The fields `find` and `find_one` share, in the order the CRUD spec lists them.
-    fn command(&mut self) -> Document {
+    fn command(&mut self) -> Result<RawCommand> {
         let o = &mut self.options;
-        let mut command = doc! {"find": self.read.ns.coll, "filter": std::mem::take(&mut self.filter)};
-        append(&mut command, "sort", o.sort.take());
-        append(&mut command, "projection", o.projection.take());
-        append(&mut command, "hint", o.hint.take());
-        append(&mut command, "skip", o.skip.map(int));
-        append(&mut command, "comment", o.comment.clone());
-        append(&mut command, "max", o.max.take());
-        append(&mut command, "min", o.min.take());
-        append(&mut command, "returnKey", o.return_key);
-        append(&mut command, "showRecordId", o.show_record_id);
-        append(&mut command, "noCursorTimeout", o.no_cursor_timeout);
-        append(&mut command, "allowPartialResults", o.allow_partial_results);
-        append(&mut command, "collation", o.collation.take());
-        append(&mut command, "allowDiskUse", o.allow_disk_use);
-        append(&mut command, "let", o.let_vars.take());
-        append(&mut command, "rawData", o.raw_data);
-        command
+        let mut command = RawCommand::new();
+        command.str("find", self.read.ns.coll)?;
+        command.document("filter", &self.filter)?;
+        command.append("sort", o.sort.take())?;
+        command.append("projection", o.projection.take())?;
+        command.append("hint", o.hint.take())?;
+        command.append("skip", o.skip.map(int))?;
+        command.append("comment", o.comment.clone())?;
+        command.append("max", o.max.take())?;
+        command.append("min", o.min.take())?;
+        command.append("returnKey", o.return_key)?;
+        command.append("showRecordId", o.show_record_id)?;
+        command.append("noCursorTimeout", o.no_cursor_timeout)?;
+        command.append("allowPartialResults", o.allow_partial_results)?;
+        command.append("collation", o.collation.take())?;
+        command.append("allowDiskUse", o.allow_disk_use)?;
+        command.append("let", o.let_vars.take())?;
+        command.append("rawData", o.raw_data)?;
+        Ok(command)
     }
 }
 
@@ -73,15 +81,15 @@ impl Operation for Find<'_> {
         self.read.shape("find").cursor()
     }
 
-    fn build(&mut self) -> Result<Document> {
-        let mut command = self.command();
+    fn build(&mut self) -> Result<Command> {
+        let mut command = self.command()?;
         match self.options.limit {
             Some(l) if l < 0 => {
-                command.insert("limit", -l);
-                command.insert("singleBatch", true);
+                command.i64("limit", -l);
+                command.bool("singleBatch", true);
             }
             Some(l) if l > 0 => {
-                command.insert("limit", l);
+                command.i64("limit", l);
             }
             _ => {}
         }
@@ -91,19 +99,19 @@ impl Operation for Find<'_> {
             (Some(b), Some(l)) if l > 0 && b == l => Some(l + 1),
             (b, _) => b.filter(|b| *b != 0),
         };
-        append(&mut command, "batchSize", batch_size);
+        command.append("batchSize", batch_size)?;
         match self.options.cursor_type {
             Some(CursorType::Tailable) => {
-                command.insert("tailable", true);
+                command.bool("tailable", true);
             }
             Some(CursorType::TailableAwait) => {
-                command.insert("tailable", true);
-                command.insert("awaitData", true);
+                command.bool("tailable", true);
+                command.bool("awaitData", true);
             }
             _ => {}
         }
-        self.read.finish(&mut command);
-        Ok(command)
+        self.read.finish_raw(&mut command)?;
+        command.finish()
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<CursorReply> {
@@ -123,12 +131,12 @@ impl Operation for FindOne<'_> {
         self.0.read.shape("find")
     }
 
-    fn build(&mut self) -> Result<Document> {
-        let mut command = self.0.command();
-        command.insert("limit", 1_i64);
-        command.insert("singleBatch", true);
-        self.0.read.finish(&mut command);
-        Ok(command)
+    fn build(&mut self) -> Result<Command> {
+        let mut command = self.0.command()?;
+        command.i64("limit", 1);
+        command.bool("singleBatch", true);
+        self.0.read.finish_raw(&mut command)?;
+        command.finish()
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<Option<bson::RawDocumentBuf>> {
@@ -209,7 +217,7 @@ impl Operation for Aggregate {
         }
     }
 
-    fn build(&mut self) -> Result<Document> {
+    fn build(&mut self) -> Result<Command> {
         let mut cursor = Document::new();
         if !self.writes() {
             append(&mut cursor, "batchSize", self.batch_size.map(i64::from));
@@ -221,7 +229,7 @@ impl Operation for Aggregate {
         let pipeline = std::mem::take(&mut self.pipeline);
         let mut command = doc! {"aggregate": target, "pipeline": pipeline, "cursor": cursor};
         command.extend(std::mem::take(&mut self.fields));
-        Ok(command)
+        Ok(command.into())
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<CursorReply> {
@@ -245,12 +253,12 @@ impl Operation for Count<'_> {
         self.read.shape("count")
     }
 
-    fn build(&mut self) -> Result<Document> {
+    fn build(&mut self) -> Result<Command> {
         let mut command = doc! {"count": self.read.ns.coll};
         append(&mut command, "query", self.filter.take());
         command.extend(std::mem::take(&mut self.fields));
         self.read.finish(&mut command);
-        Ok(command)
+        Ok(command.into())
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<u64> {
@@ -276,7 +284,7 @@ impl Operation for CountDocuments<'_> {
         self.read.shape("aggregate")
     }
 
-    fn build(&mut self) -> Result<Document> {
+    fn build(&mut self) -> Result<Command> {
         let mut pipeline = vec![doc! {"$match": std::mem::take(&mut self.filter)}];
         if let Some(skip) = self.skip {
             pipeline.push(doc! {"$skip": int(skip)});
@@ -288,7 +296,7 @@ impl Operation for CountDocuments<'_> {
         let mut command = doc! {"aggregate": self.read.ns.coll, "pipeline": pipeline, "cursor": {}};
         command.extend(std::mem::take(&mut self.fields));
         self.read.finish(&mut command);
-        Ok(command)
+        Ok(command.into())
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<u64> {
@@ -312,12 +320,12 @@ impl Operation for Distinct<'_> {
         self.read.shape("distinct")
     }
 
-    fn build(&mut self) -> Result<Document> {
+    fn build(&mut self) -> Result<Command> {
         let filter = std::mem::take(&mut self.filter);
         let mut command = doc! {"distinct": self.read.ns.coll, "key": &self.field, "query": filter};
         command.extend(std::mem::take(&mut self.fields));
         self.read.finish(&mut command);
-        Ok(command)
+        Ok(command.into())
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<Vec<Bson>> {

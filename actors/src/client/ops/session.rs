@@ -3,7 +3,7 @@
 use bson::{doc, Bson, Document};
 use selection::ReadPreference;
 
-use super::super::operation::{OpOutput, Operation, Shape};
+use super::super::operation::{Command, OpOutput, Operation, Shape};
 use super::append;
 use crate::selection_actor::Criteria;
 use crate::Result;
@@ -46,12 +46,12 @@ impl Operation for EndTransaction {
         Shape::write(Self::command_name(self.outcome), "admin").once()
     }
 
-    fn build(&mut self) -> Result<Document> {
+    fn build(&mut self) -> Result<Command> {
         let mut command = doc! {Self::command_name(self.outcome): 1};
         append(&mut command, "writeConcern", self.write_concern.take());
         append(&mut command, "maxTimeMS", self.max_time_ms);
         append(&mut command, "recoveryToken", self.recovery_token.take());
-        Ok(command)
+        Ok(command.into())
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<Document> {
@@ -71,8 +71,8 @@ impl Operation for EndSessions {
         Shape::command("endSessions", "admin", Criteria::Read(ReadPreference::PRIMARY_PREFERRED))
     }
 
-    fn build(&mut self) -> Result<Document> {
-        Ok(doc! {"endSessions": std::mem::take(&mut self.ids)})
+    fn build(&mut self) -> Result<Command> {
+        Ok(doc! {"endSessions": std::mem::take(&mut self.ids)}.into())
     }
 
     fn handle_reply(self, _: OpOutput) -> Result<()> {

@@ -7,7 +7,7 @@ use protocol::wire::DocumentSequence;
 
 use super::super::crud_options::{FindAndModifyFields, ReturnDocument};
 use super::super::op_options::{count_of, UpdateResult};
-use super::super::operation::{OpOutput, Operation, Shape};
+use super::super::operation::{Command, OpOutput, Operation, Shape};
 use super::{append, Namespace};
 use crate::Result;
 
@@ -97,13 +97,13 @@ impl Operation for Write<'_> {
         }
     }
 
-    fn build(&mut self) -> Result<Document> {
+    fn build(&mut self) -> Result<Command> {
         // The statements go in a document sequence (see `sequence`), not in the body.
         let (name, _) = self.kind.names();
         let mut command = doc! {name: self.ns.coll, "ordered": self.ordered};
         command.extend(std::mem::take(&mut self.extra));
         append(&mut command, "writeConcern", self.write_concern.take());
-        Ok(command)
+        Ok(command.into())
     }
 
     fn sequences(&mut self) -> Result<Vec<DocumentSequence>> {
@@ -142,7 +142,7 @@ impl Operation for FindAndModify<'_> {
         Shape::write("findAndModify", self.ns.db)
     }
 
-    fn build(&mut self) -> Result<Document> {
+    fn build(&mut self) -> Result<Command> {
         let o = &mut self.options;
         let filter = std::mem::take(&mut self.filter);
         let mut command = doc! {"findAndModify": self.ns.coll, "query": filter};
@@ -167,7 +167,7 @@ impl Operation for FindAndModify<'_> {
         append(&mut command, "rawData", o.raw_data);
         append(&mut command, "maxTimeMS", self.max_time_ms);
         append(&mut command, "writeConcern", self.write_concern.take());
-        Ok(command)
+        Ok(command.into())
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<Option<Document>> {
