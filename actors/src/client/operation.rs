@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant as StdInstant};
 
-use bson::{Bson, Document, RawBson, RawDocumentBuf};
+use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
 use pool::cmap::{CheckoutPurpose, PooledConnection};
 use pool::connection::{CommandBody, Connection};
 use protocol::reply::{ServerError, RETRYABLE_READ_CODES, RETRYABLE_WRITE_CODES};
@@ -265,8 +265,8 @@ pub(crate) struct Op {
 pub(crate) struct ClusterTime {
     /// Its `clusterTime`.
     pub timestamp: bson::Timestamp,
-    /// The whole `$clusterTime` document.
-    pub raw: RawDocumentBuf,
+    /// The whole `$clusterTime` document (shared: every command's attempt sends it).
+    pub raw: Arc<RawDocumentBuf>,
 }
 
 /// An operation's command body: a `Document`, or the bytes of one that a hot operation
@@ -1105,29 +1105,15 @@ impl ClientInner {
         ids: &Attempt,
         drop: Option<&str>,
     ) -> std::result::Result<RawDocumentBuf, bson::error::Error> {
-        let mut globals: Vec<(&str, RawBson)> = Vec::with_capacity(4);
-        let raw = |d: &Document| RawDocumentBuf::try_from(d).map(RawBson::Document);
-        if let Some(ms) = ids.max_time_ms {
-            globals.push(("maxTimeMS", RawBson::Int64(ms)));
-        }
-        if let Criteria::Read(rp) = &op.criteria {
-            if let Some(d) = read_preference_document(target, rp) {
-                globals.push(("$readPreference", raw(&d)?));
+        // Values built for this attempt live here; `globals` borrows them and the rest.
+        let read_preference = match &op.criteria {
+            Criteria::Read(rp) => {
+                read_preference_document(target, rp).map(|d| RawDocumentBuf::try_from(&d)).transpose()?
             }
-        }
-        if let Some(s) = session {
-            globals.push(("lsid", RawBson::Document(s.lsid_raw.clone())));
-        }
-        if let Some(n) = ids.txn_number {
-            globals.push(("txnNumber", RawBson::Int64(n)));
-        }
-        if let Some(first) = ids.transaction {
-            if first {
-                globals.push(("startTransaction", RawBson::Boolean(true)));
-            }
-            globals.push(("autocommit", RawBson::Boolean(false)));
-        }
+            _ => None,
+        };
         let tracking = session.and_then(|s| s.tracking.as_deref());
+        let mut read_concern = None;
         if let Some(t) = tracking {
             // Causal consistency and snapshot reads: a read outside a transaction, or the
             // statement that starts one.
@@ -1143,10 +1129,12 @@ impl ClientInner {
             };
             if send {
                 if let Some(rc) = t.read_concern(op.command.get_document("readConcern").as_deref()) {
-                    globals.push(("readConcern", raw(&rc)?));
+                    read_concern = Some(RawDocumentBuf::try_from(&rc)?);
                 }
             }
         }
+        let mut session_cluster_time = None;
+        let mut client_cluster_time = None;
         if target.server_type != ServerType::Standalone {
             // The greater of the client's and the session's (which the user may advance).
             let client = self.cluster_time.lock().as_ref().map(|c| (c.timestamp, c.raw.clone()));
@@ -1154,32 +1142,59 @@ impl ClientInner {
                 Some((client, _)) => super::session::cluster_timestamp(s).is_some_and(|s| s > *client),
                 None => true,
             });
-            match (session_ct, client) {
-                (Some(s), _) => globals.push(("$clusterTime", raw(s)?)),
-                (None, Some((_, c))) => globals.push(("$clusterTime", RawBson::Document(c))),
-                (None, None) => {}
+            match session_ct {
+                Some(s) => session_cluster_time = Some(RawDocumentBuf::try_from(s)?),
+                None => client_cluster_time = client.map(|(_, c)| c),
             }
+        }
+        let cluster_time = session_cluster_time.as_deref().or(client_cluster_time.as_deref().map(|c| &**c));
+
+        let mut globals = Globals::default();
+        if let Some(ms) = ids.max_time_ms {
+            globals.push("maxTimeMS", RawBsonRef::Int64(ms));
+        }
+        if let Some(rp) = &read_preference {
+            globals.push("$readPreference", RawBsonRef::Document(rp));
+        }
+        if let Some(s) = session {
+            globals.push("lsid", RawBsonRef::Document(&s.lsid_raw));
+        }
+        if let Some(n) = ids.txn_number {
+            globals.push("txnNumber", RawBsonRef::Int64(n));
+        }
+        if let Some(first) = ids.transaction {
+            if first {
+                globals.push("startTransaction", RawBsonRef::Boolean(true));
+            }
+            globals.push("autocommit", RawBsonRef::Boolean(false));
+        }
+        if let Some(rc) = &read_concern {
+            globals.push("readConcern", RawBsonRef::Document(rc));
+        }
+        if let Some(ct) = cluster_time {
+            globals.push("$clusterTime", RawBsonRef::Document(ct));
         }
         if let Some(api) = &self.settings.server_api {
             // Every command, getMore and a transaction's included (versioned-api spec); a
             // generic command's own fields are not looked at.
-            globals.push(("apiVersion", RawBson::String(api.version.clone())));
+            globals.push("apiVersion", RawBsonRef::String(&api.version));
             if let Some(strict) = api.strict {
-                globals.push(("apiStrict", RawBson::Boolean(strict)));
+                globals.push("apiStrict", RawBsonRef::Boolean(strict));
             }
             if let Some(errors) = api.deprecation_errors {
-                globals.push(("apiDeprecationErrors", RawBson::Boolean(errors)));
+                globals.push("apiDeprecationErrors", RawBsonRef::Boolean(errors));
             }
         }
-        globals.push(("$db", RawBson::String(op.db.clone())));
+        globals.push("$db", RawBsonRef::String(&op.db));
+        let globals = globals.as_slice();
         let replaces = |key: &str| op.command.contains_key(key);
         if !drop.is_some_and(replaces) && !globals.iter().any(|(key, _)| replaces(key)) {
             // The usual case: every global is new, appended to the serialized command with
             // room made once.
             let extra: usize = globals.iter().map(|(k, v)| k.len() + 2 + raw_size(v)).sum();
             let mut out = RawDocumentBuf::from_bytes(op.command.to_bytes(extra)?)?;
-            for (key, value) in &globals {
-                out.append(<&bson::raw::CStr>::try_from(*key)?, value.as_raw_bson_ref());
+            for (key, value) in globals {
+                out.append(<&bson::raw::CStr>::try_from(*key)?, *value);
             }
             return Ok(out);
         }
@@ -1195,14 +1210,14 @@ impl ClientInner {
             match globals.iter().position(|(g, _)| *g == key.as_str()) {
                 Some(i) => {
                     used[i] = true;
-                    out.append(key, globals[i].1.as_raw_bson_ref());
+                    out.append(key, globals[i].1);
                 }
                 None => out.append(key, element.value()?),
             }
         }
         for ((key, value), used) in globals.iter().zip(used) {
             if !used {
-                out.append(<&bson::raw::CStr>::try_from(*key)?, value.as_raw_bson_ref());
+                out.append(<&bson::raw::CStr>::try_from(*key)?, *value);
             }
         }
         Ok(out)
@@ -1261,7 +1276,7 @@ impl ClientInner {
         let Ok(new) = ct.get_timestamp("clusterTime") else { return };
         let mut current = self.cluster_time.lock();
         if current.as_ref().is_none_or(|old| new > old.timestamp) {
-            *current = Some(ClusterTime { timestamp: new, raw: ct.to_owned() });
+            *current = Some(ClusterTime { timestamp: new, raw: Arc::new(ct.to_owned()) });
         }
     }
 }
@@ -1496,11 +1511,37 @@ pub(crate) fn raw_cursor_id(reply: &bson::RawDocument) -> i64 {
 }
 
 /// About the bytes `value` takes in a document (to reserve room; not exact for every type).
-fn raw_size(value: &RawBson) -> usize {
+fn raw_size(value: &RawBsonRef<'_>) -> usize {
     match value {
-        RawBson::Document(d) => d.as_bytes().len(),
-        RawBson::String(s) => s.len() + 5,
+        RawBsonRef::Document(d) => d.as_bytes().len(),
+        RawBsonRef::String(s) => s.len() + 5,
         _ => 16,
+    }
+}
+
+/// The global arguments of one attempt, on the stack: at most one of each of the twelve.
+struct Globals<'a> {
+    items: [(&'static str, RawBsonRef<'a>); 12],
+    len: usize,
+}
+
+impl Default for Globals<'_> {
+    fn default() -> Self {
+        Globals { items: [("", RawBsonRef::Null); 12], len: 0 }
+    }
+}
+
+impl<'a> Globals<'a> {
+    fn push(&mut self, key: &'static str, value: RawBsonRef<'a>) {
+        debug_assert!(self.len < self.items.len(), "a thirteenth global argument");
+        if let Some(slot) = self.items.get_mut(self.len) {
+            *slot = (key, value);
+            self.len += 1;
+        }
+    }
+
+    fn as_slice(&self) -> &[(&'static str, RawBsonRef<'a>)] {
+        &self.items[..self.len]
     }
 }
 

@@ -135,17 +135,42 @@ struct EstablishmentGuard<E: Establisher> {
     inner: Arc<Inner<E>>,
     id: u32,
     armed: bool,
+    /// [`SPAWNING`] until `start_establishment`'s spawn returns.
+    spawn: Arc<AtomicU8>,
+}
+
+/// The establishment's task is being spawned, under the pool lock.
+const SPAWNING: u8 = 0;
+/// The spawn returned.
+const SPAWNED: u8 = 1;
+/// The task was dropped before the spawn returned: a runtime that has shut down drops it
+/// inside `spawn`, on the thread that holds the pool lock.
+const DROPPED_IN_SPAWN: u8 = 2;
+
+impl<E: Establisher> EstablishmentGuard<E> {
+    fn runtime_gone(address: &ServerAddress) -> Error {
+        Error::Interrupted {
+            address: address.clone(),
+            reason: "the runtime establishing the connection shut down".into(),
+        }
+    }
 }
 
 impl<E: Establisher> Drop for EstablishmentGuard<E> {
     fn drop(&mut self) {
-        if self.armed {
-            let e = Error::Interrupted {
-                address: self.inner.address.clone(),
-                reason: "the runtime establishing the connection shut down".into(),
-            };
-            self.inner.finish_establishment(self.id, Err(e));
+        if !self.armed {
+            return;
         }
+        // Locking here would deadlock on the spawning thread's own lock: the spawner, which
+        // sees the flag when its spawn returns, fails the establishment instead.
+        if self
+            .spawn
+            .compare_exchange(SPAWNING, DROPPED_IN_SPAWN, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            return;
+        }
+        self.inner.finish_establishment(self.id, Err(Self::runtime_gone(&self.inner.address)));
     }
 }
 
@@ -399,7 +424,8 @@ impl<E: Establisher> Inner<E> {
             service_id: service_slot.clone(),
         };
         let inner = Arc::clone(self);
-        let guard = EstablishmentGuard { inner: Arc::clone(self), id, armed: true };
+        let spawn = Arc::new(AtomicU8::new(SPAWNING));
+        let guard = EstablishmentGuard { inner: Arc::clone(self), id, armed: true, spawn: spawn.clone() };
         runtime.spawn(async move {
             let mut guard = guard;
             let cancel = request.cancel.clone();
@@ -432,6 +458,11 @@ impl<E: Establisher> Inner<E> {
             guard.armed = false;
             inner.finish_establishment(id, result);
         });
+        if spawn.compare_exchange(SPAWNING, SPAWNED, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            // The runtime had shut down and dropped the task unrun. Nothing is reported to
+            // the owner (no server failed), and the lock we hold makes a hook call unsafe.
+            let _ = self.finish_locked(st, id, Err(EstablishmentGuard::<E>::runtime_gone(&self.address)));
+        }
     }
 
     /// Where a new connection is established: on the caller's runtime when it is a
@@ -471,11 +502,24 @@ impl<E: Establisher> Inner<E> {
     }
 
     fn finish_establishment(self: &Arc<Self>, id: u32, result: Result<Established<E::Connection>>) {
+        let hook_error = self.finish_locked(&mut self.state.lock(), id, result);
+        if let (Some((e, generation)), Some(hook)) = (hook_error, &self.background_error) {
+            hook(&e, generation);
+        }
+    }
+
+    /// [`finish_establishment`](Self::finish_establishment) under the pool lock; gives the
+    /// error of a failed background establishment, for the owner's hook.
+    fn finish_locked(
+        self: &Arc<Self>,
+        st: &mut State<E::Connection>,
+        id: u32,
+        result: Result<Established<E::Connection>>,
+    ) -> Option<(Error, u32)> {
         let mut hook_error = None;
         {
-            let mut st = self.state.lock();
             // Gone: a clear with interrupt or a close already closed it and failed its waiter.
-            let Some(pending) = st.pending.remove(&id) else { return };
+            let pending = st.pending.remove(&id)?;
             match result {
                 Err(e) => {
                     if pending.waiter.is_none() {
@@ -488,7 +532,7 @@ impl<E: Establisher> Inner<E> {
                             && !self.options.load_balanced()
                             && st.status == PoolState::Ready
                         {
-                            self.clear_locked(&mut st, None, false);
+                            self.clear_locked(st, None, false);
                         }
                         hook_error = Some((e.clone(), pending.generation));
                     }
@@ -534,7 +578,7 @@ impl<E: Establisher> Inner<E> {
                     if st.is_stale(&meta) {
                         // The pool was cleared meanwhile: never hand out a stale connection.
                         let service_id = meta.service_id;
-                        self.close_connection(&mut st, &meta, conn, ConnectionClosedReason::Stale, None);
+                        self.close_connection(st, &meta, conn, ConnectionClosedReason::Stale, None);
                         if let Some((tx, _)) = pending.waiter {
                             let _ = tx.send(Err(self.pool_cleared_error(service_id)));
                         }
@@ -557,9 +601,7 @@ impl<E: Establisher> Inner<E> {
                 }
             }
         }
-        if let (Some((e, generation)), Some(hook)) = (hook_error, &self.background_error) {
-            hook(&e, generation);
-        }
+        hook_error
     }
 
     fn try_acquire(

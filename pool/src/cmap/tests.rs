@@ -700,3 +700,34 @@ fn an_establishment_dropped_with_its_runtime_frees_its_slot() {
     assert!(closed, "{:?}", names(&events));
     drop(home);
 }
+
+#[test]
+fn a_check_out_on_a_runtime_that_has_shut_down_fails_instead_of_deadlocking() {
+    // A runtime shutting down drops a task inside `spawn` itself: the establishment's guard
+    // then runs on the thread that holds the pool lock. Seen as a hang at a test's end (its
+    // runtime shutting down while one of its tasks checked out).
+    let home = multi_thread_runtime();
+    let (pool, events, _) = home.block_on(async { pool(Mock::default(), PoolOptions::default()) });
+    pool.ready();
+    let caller = multi_thread_runtime();
+    let handle = caller.handle().clone();
+    caller.shutdown_timeout(Duration::from_secs(5));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = std::thread::spawn({
+        let pool = pool.clone();
+        move || {
+            let _enter = handle.enter();
+            let result = futures_util::FutureExt::now_or_never(pool.check_out(None, CheckoutPurpose::Other));
+            let _ = tx.send(result.map(|r| r.map(|c| c.id()).map_err(|e| e.to_string())));
+        }
+    });
+    let result = rx.recv_timeout(Duration::from_secs(10)).expect("the check-out returned (no deadlock)");
+    let _ = thread.join();
+    match result {
+        Some(Err(e)) => assert!(e.contains("runtime establishing the connection shut down"), "{e}"),
+        other => panic!("expected the check-out to fail at once, got {other:?}"),
+    }
+    let stats = pool.stats();
+    assert_eq!((stats.pending, stats.total), (0, 0), "{:?}", names(&events));
+    drop(home);
+}
