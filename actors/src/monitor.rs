@@ -472,7 +472,8 @@ impl Checker {
         let start = Instant::now();
         // Awaited replies may take maxAwaitTimeMS on top of the network (connectTimeoutMS; 0 =
         // no limit).
-        let awaited_deadline = connect_timeout.map(|t| Instant::now() + t + options.heartbeat_frequency);
+        let awaited_deadline = connect_timeout
+            .and_then(|t| Instant::now().checked_add(t)?.checked_add(options.heartbeat_frequency));
         let result = if more_to_come {
             match conn.read_more_to_come(awaited_deadline).await {
                 Ok(raw) => parse_hello(conn, raw),
@@ -481,7 +482,7 @@ impl Checker {
         } else if let Some(tv) = &awaitable {
             run_hello(conn, Some((tv, options.heartbeat_frequency)), awaited_deadline).await
         } else {
-            let deadline = connect_timeout.map(|t| Instant::now() + t);
+            let deadline = connect_timeout.and_then(|t| Instant::now().checked_add(t));
             let r = run_hello(conn, None, deadline).await;
             if r.is_ok() {
                 options.rtt.add_sample(start.elapsed());

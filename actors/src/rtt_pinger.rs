@@ -152,7 +152,10 @@ async fn ping_loop(options: RttPingerOptions, cancel: CancellationToken) {
                     let mut c =
                         Connection::connect_monitoring(&options.connection_options, options.address.clone())
                             .await?;
-                    let deadline = options.connection_options.connect_timeout().map(|t| Instant::now() + t);
+                    let deadline = options
+                        .connection_options
+                        .connect_timeout()
+                        .and_then(|t| Instant::now().checked_add(t));
                     let start = Instant::now();
                     let sent = run_hello(&mut c, None, deadline).await;
                     conn = Some(c);
@@ -160,7 +163,10 @@ async fn ping_loop(options: RttPingerOptions, cancel: CancellationToken) {
                     options.rtt.add_sample(start.elapsed());
                 }
                 Some(c) => {
-                    let deadline = options.connection_options.connect_timeout().map(|t| Instant::now() + t);
+                    let deadline = options
+                        .connection_options
+                        .connect_timeout()
+                        .and_then(|t| Instant::now().checked_add(t));
                     let start = Instant::now();
                     run_hello(c, None, deadline).await?;
                     options.rtt.add_sample(start.elapsed());

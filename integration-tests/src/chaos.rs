@@ -30,6 +30,8 @@ use selection::ReadPreference;
 
 use crate::sim::{Cluster, SimError};
 
+mod cancelled;
+
 const DB: &str = "chaos";
 const COLL: &str = "writes";
 /// The transactions' collection: each inserts `{_id: k, w}` and increments `{_id: "count-<w>"}`.
@@ -124,6 +126,10 @@ pub struct Report {
     pub transactions_lost: u64,
     /// Transactions applied twice or in part (a counter that disagrees with the documents).
     pub transactions_torn: u64,
+    /// Updates given up after a random 0–30 ms, and how many were cut off before finishing.
+    pub cancelled: (u64, u64),
+    /// Cancelled updates applied more than once.
+    pub cancelled_twice: u64,
     /// The slowest operation's wall time.
     pub slowest: Duration,
     /// Panics seen by the hook.
@@ -150,7 +156,7 @@ impl Report {
         format!(
             "chaos: {:.1} s, {} members, seed {}: ops {} (writes {}, acked {}; reads {}, ok {}), errors {} {{{}}}, \
              faults {} {{{}}}, lost writes {}, transactions {} (lost {}, applied twice or in part {}), \
-             overload burst {} ({} ok), memory {} MiB before, {} MiB peak, slowest op {} ms, panics {}: {}",
+             cancelled updates {} (cut off {}, applied twice {}), overload burst {} ({} ok), memory {} MiB before, {} MiB peak, slowest op {} ms, panics {}: {}",
             self.seconds,
             self.members,
             self.seed,
@@ -167,6 +173,9 @@ impl Report {
             self.transactions,
             self.transactions_lost,
             self.transactions_torn,
+            self.cancelled.0,
+            self.cancelled.1,
+            self.cancelled_twice,
             self.burst.0,
             self.burst.1,
             self.memory.0 >> 20,
@@ -406,6 +415,9 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     });
     let committed = Arc::new(Mutex::new(Vec::new()));
     tasks.extend(spawn_transactions(&runtime, options, &client, &txn_coll, &stop, &tally, &committed));
+    let cancel_coll = client.database(DB).collection::<bson::Document>("cancelled");
+    let (canceller, cancelled) = cancelled::spawn(&runtime, &cancel_coll, &stop, options.seed);
+    tasks.push(canceller);
 
     // The faults, on this thread (the simulator's control API is synchronous and quick).
     let (faults, timeline) = inject_faults(&cluster, options, started, started + options.duration);
@@ -446,6 +458,7 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     report.transactions = committed.len() as u64;
     let txn_docs = runtime.block_on(read_transactions(&txn_coll, options.settle));
     check_transactions(&mut report, &committed, txn_docs);
+    runtime.block_on(cancelled::check(&mut report, &cancelled, &cancel_coll));
 
     settle_and_shut_down(
         &mut report,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actors::{Client, ErrorKind};
-use bson::{doc, Document};
+use bson::{doc, Document, RawDocumentBuf};
 use bytes::{BufMut, BytesMut};
 use futures_util::{SinkExt, StreamExt};
 use integration_tests::sim::Cluster;
@@ -421,4 +421,357 @@ async fn exhaust_streams_accept_either_numbering_and_refuse_strangers() {
     assert!(matches!(err, Error::Protocol { .. }), "{err:?}");
     assert!(err.to_string().contains("responseTo"), "{err}");
     assert!(conn.is_closed());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile numbers: a server that lies about sizes, compresses what was never negotiated, asks
+// for absurd SCRAM work or streams replies nobody asked for. Each gets a typed error, and the
+// memory a reply costs is bounded by what really arrived (a counting allocator, per thread:
+// the tests below decode on the test's own thread).
+
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    pub struct Counting;
+
+    thread_local! {
+        static LIVE: Cell<isize> = const { Cell::new(0) };
+        static PEAK: Cell<isize> = const { Cell::new(0) };
+    }
+
+    fn add(n: isize) {
+        let _ = LIVE.try_with(|live| {
+            let now = live.get() + n;
+            live.set(now);
+            let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
+        });
+    }
+
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            add(layout.size() as isize);
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            add(-(layout.size() as isize));
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            add(new_size as isize - layout.size() as isize);
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    /// The most this thread held at once while `f` ran, above what it held before.
+    pub async fn peak_during<T>(f: impl std::future::Future<Output = T>) -> (T, usize) {
+        let base = LIVE.with(Cell::get);
+        PEAK.with(|p| p.set(base));
+        let out = f.await;
+        let peak = PEAK.with(Cell::get) - base;
+        (out, peak.max(0) as usize)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: counting::Counting = counting::Counting;
+
+/// A server that answers hello with `hello`, a `saslStart` with the server-first message
+/// `sasl(client_nonce)`, and every other request with the raw bytes `reply` makes.
+async fn scripted(
+    hello: Document,
+    sasl: Option<fn(&str) -> String>,
+    reply: impl Fn(&Frame) -> BytesMut + Send + Sync + 'static,
+) -> ServerAddress {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let reply = Arc::new(reply);
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let (hello, reply) = (hello.clone(), reply.clone());
+            tokio::spawn(async move {
+                let mut framed = Framed::new(socket, MessageCodec::new());
+                while let Some(Ok(request)) = framed.next().await {
+                    let body = match &request.message {
+                        Message::Msg(m) => m.body_document().ok(),
+                        _ => None,
+                    };
+                    let sasl_start =
+                        body.as_ref().and_then(|b| b.get_binary_generic("payload").ok().cloned());
+                    if is_hello(&request) {
+                        if framed.send(reply_to(&request, &hello)).await.is_err() {
+                            return;
+                        }
+                    } else if let (Some(payload), Some(sasl)) = (sasl_start, sasl) {
+                        let text = String::from_utf8_lossy(&payload).to_string();
+                        let nonce = text.rsplit("r=").next().unwrap_or_default().to_string();
+                        let first = sasl(&nonce);
+                        let body = doc! {
+                            "conversationId": 1, "done": false, "ok": 1,
+                            "payload": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: first.into_bytes() },
+                        };
+                        if framed.send(reply_to(&request, &body)).await.is_err() {
+                            return;
+                        }
+                    } else {
+                        let bytes = reply(&request);
+                        let mut socket = framed.into_inner();
+                        if socket.write_all(&bytes).await.is_err() {
+                            return;
+                        }
+                        framed = Framed::new(socket, MessageCodec::new());
+                    }
+                }
+            });
+        }
+    });
+    ServerAddress::parse(&format!("127.0.0.1:{port}")).expect("address")
+}
+
+/// An OP_MSG reply to `request` with `flags`, encoded.
+fn msg_bytes(request: &Frame, body: &Document, flags: protocol::wire::OpMsgFlags) -> BytesMut {
+    let msg = OpMsg::from_document(body).expect("msg").with_flags(flags);
+    let mut out = BytesMut::new();
+    tokio_util::codec::Encoder::encode(
+        &mut MessageCodec::new(),
+        Frame::reply(request.request_id, msg),
+        &mut out,
+    )
+    .expect("encode");
+    out
+}
+
+/// An OP_COMPRESSED reply to `request` whose header claims `announced` uncompressed bytes,
+/// carrying `data` with compressor `id`.
+fn compressed_bytes(request: &Frame, id: u8, announced: i32, data: &[u8]) -> BytesMut {
+    let mut out = BytesMut::new();
+    header(&mut out, (16 + 9 + data.len()) as i32, request.request_id, 2012);
+    out.put_i32_le(2013);
+    out.put_i32_le(announced);
+    out.put_u8(id);
+    out.put_slice(data);
+    out
+}
+
+fn deadline_in(ms: u64) -> Option<Instant> {
+    Some(Instant::now() + Duration::from_millis(ms))
+}
+
+#[tokio::test]
+async fn a_reply_with_more_to_come_nobody_allowed_closes_the_connection() {
+    let address = scripted(mongos_hello(), None, |request| {
+        msg_bytes(request, &doc! {"ok": 1}, protocol::wire::OpMsgFlags::MORE_TO_COME)
+    })
+    .await;
+    let mut conn = Connection::connect(&options(), request(&address)).await.expect("connect");
+    let err = conn.send_command("admin", doc! {"ping": 1}, deadline_in(2000)).await.expect_err("stray");
+    assert!(matches!(err, Error::Protocol { .. }), "{err:?}");
+    assert!(err.to_string().contains("moreToCome"), "{err}");
+    assert!(conn.is_closed(), "a connection left in exhaust mode must not be reused");
+}
+
+#[tokio::test]
+async fn compressed_replies_need_a_negotiated_compressor_and_cost_what_they_hold() {
+    const ANNOUNCED: i32 = 40_000_000;
+    let zlib_small = {
+        let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut enc, &[0u8; 100]).expect("zlib");
+        enc.finish().expect("zlib")
+    };
+    let zstd_small = zstd::bulk::compress(&[0u8; 100], 0).expect("zstd");
+    // A snappy preamble claiming 40 MB, then a few bytes: 25 bytes in all.
+    let mut snappy_lie = vec![0x80, 0xDA, 0xC4, 0x13];
+    snappy_lie.extend_from_slice(&[0u8; 21]);
+    let cases: Vec<(&str, u8, Vec<u8>, bool)> = vec![
+        ("zlib, not negotiated", 2, zlib_small.clone(), false),
+        ("zstd, not negotiated", 3, zstd_small.clone(), false),
+        ("snappy, not negotiated", 1, snappy_lie.clone(), false),
+        ("zlib, negotiated, announcing 40 MB", 2, zlib_small, true),
+        ("zstd, negotiated, announcing 40 MB", 3, zstd_small, true),
+        ("snappy, negotiated, a 25-byte frame claiming 40 MB", 1, snappy_lie, true),
+    ];
+    for (what, id, data, negotiated) in cases {
+        let name = match id {
+            1 => "snappy",
+            2 => "zlib",
+            _ => "zstd",
+        };
+        let mut hello = mongos_hello();
+        if negotiated {
+            hello.insert("compression", vec![name]);
+        }
+        let data = Arc::new(data);
+        let address =
+            scripted(hello, None, move |request| compressed_bytes(request, id, ANNOUNCED, &data)).await;
+        let compressor = match id {
+            1 => protocol::uri::Compressor::Snappy,
+            2 => protocol::uri::Compressor::Zlib,
+            _ => protocol::uri::Compressor::Zstd,
+        };
+        let options = ConnectionOptions::builder()
+            .compressors([compressor])
+            .connect_timeout(Some(Duration::from_secs(1)))
+            .build()
+            .expect("options");
+        let mut conn = Connection::connect(&options, request(&address)).await.expect("connect");
+        assert_eq!(conn.compressor().is_some(), negotiated, "{what}");
+        let (result, peak) =
+            counting::peak_during(conn.send_command("db", doc! {"find": "c"}, deadline_in(2000))).await;
+        let err = result.expect_err(what);
+        assert!(matches!(err, Error::Protocol { .. }), "{what}: {err:?}");
+        let text = err.to_string();
+        let expected = if negotiated { "uncompressedSize" } else { "not negotiated" };
+        assert!(text.contains(expected), "{what}: {text}");
+        assert!(peak < 1 << 20, "{what}: a bomb of {ANNOUNCED} announced bytes cost {peak} bytes");
+        assert!(conn.is_closed(), "{what}");
+    }
+}
+
+#[tokio::test]
+async fn a_lying_hello_cannot_raise_the_size_limits() {
+    let mut hello = mongos_hello();
+    for key in ["maxMessageSizeBytes", "maxBsonObjectSize", "maxWriteBatchSize"] {
+        hello.insert(key, i32::MAX);
+    }
+    let address = scripted(hello, None, |request| {
+        // A header announcing 100 MB, more than mongod ever sends.
+        let mut out = BytesMut::new();
+        header(&mut out, 100_000_000, request.request_id, 2013);
+        out
+    })
+    .await;
+    let mut conn = Connection::connect(&options(), request(&address)).await.expect("connect");
+    let d = conn.stream_description();
+    assert_eq!(
+        (d.max_message_size_bytes, d.max_bson_object_size, d.max_write_batch_size),
+        (48_000_000, 16 * 1024 * 1024, 100_000)
+    );
+    let (result, peak) =
+        counting::peak_during(conn.send_command("admin", doc! {"ping": 1}, deadline_in(2000))).await;
+    let err = result.expect_err("too large");
+    assert!(err.to_string().contains("100000000"), "{err}");
+    assert!(peak < 1 << 20, "{peak}");
+}
+
+fn scram_options(connect_timeout: Duration) -> ConnectionOptions {
+    let credential = protocol::uri::Credential {
+        username: Some("u".into()),
+        password: Some("p".into()),
+        source: Some("admin".into()),
+        mechanism: Some(protocol::uri::AuthMechanism::ScramSha256),
+        mechanism_properties: None,
+    };
+    ConnectionOptions::builder()
+        .credential(credential)
+        .connect_timeout(Some(connect_timeout))
+        .build()
+        .expect("options")
+}
+
+#[tokio::test]
+async fn an_absurd_scram_iteration_count_is_refused_at_once() {
+    fn huge(nonce: &str) -> String {
+        format!("r={nonce}srv,s=c2FsdHNhbHQ=,i=4294967295")
+    }
+    let address = scripted(mongos_hello(), Some(huge), |_| BytesMut::new()).await;
+    let started = Instant::now();
+    let err = Connection::connect(&scram_options(Duration::from_millis(500)), request(&address))
+        .await
+        .expect_err("refused");
+    assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+    match &err {
+        Error::Authentication { message, .. } => assert!(message.contains("above the maximum"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The highest allowed count is seconds of PBKDF2: it runs on a blocking thread, so a
+/// current-thread runtime keeps serving its other tasks, and connectTimeoutMS (500 ms) ends
+/// the attempt with a typed timeout.
+#[test]
+fn the_highest_scram_iteration_count_runs_off_the_executor_under_the_deadline() {
+    fn max(nonce: &str) -> String {
+        format!("r={nonce}srv,s=c2FsdHNhbHQ=,i={}", pool::connection::auth::scram::MAX_ITERATIONS)
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let address = scripted(mongos_hello(), Some(max), |_| BytesMut::new()).await;
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let t = ticks.clone();
+        let ticker = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                t.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        let started = Instant::now();
+        let err = Connection::connect(&scram_options(Duration::from_millis(500)), request(&address))
+            .await
+            .expect_err("timed out");
+        let took = started.elapsed();
+        ticker.abort();
+        assert!(took < Duration::from_secs(1), "{took:?}");
+        assert!(matches!(err, Error::Timeout { phase: Phase::Authentication, .. }), "{err:?}");
+        assert!(
+            ticks.load(Ordering::SeqCst) >= 5,
+            "the executor was blocked: {} ticks",
+            ticks.load(Ordering::SeqCst)
+        );
+    });
+    // PBKDF2 finishes on its blocking thread; nothing waits for it.
+    runtime.shutdown_background();
+}
+
+/// `baseBackoffMS: Infinity` (or NaN, or a negative number) is no base: the overload retries
+/// use the default, the error comes back typed, and the client keeps serving.
+#[actix::test]
+async fn an_infinite_base_backoff_is_ignored_not_a_panic() {
+    let address = scripted(mongos_hello(), None, |request| {
+        let body = doc! {
+            "ok": 0, "code": 462, "codeName": "IngressRequestRateLimitExceeded", "errmsg": "overloaded",
+            "errorLabels": ["SystemOverloadedError", "RetryableError"], "baseBackoffMS": f64::INFINITY,
+        };
+        msg_bytes(request, &body, protocol::wire::OpMsgFlags::empty())
+    })
+    .await;
+    let uri = format!("mongodb://{address}/?directConnection=true&serverSelectionTimeoutMS=3000");
+    let client = Client::with_uri_str(&uri).await.expect("client");
+    for _ in 0..2 {
+        let started = Instant::now();
+        let err = client.database("db").run_command(doc! {"ping": 1}).await.expect_err("overloaded");
+        assert_eq!(err.code(), Some(462), "{err:?}");
+        // Two retries at the default 100 ms base: at most 0.2 + 0.4 s of backoff.
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    }
+    client.shutdown().await.expect("shutdown");
+}
+
+/// A reply packed with 5-byte documents (a document sequence of 100,000 empty documents, 500 KB)
+/// costs a bounded multiple of its size, and is a reply like any other.
+#[tokio::test]
+async fn a_reply_of_tiny_documents_costs_a_bounded_multiple_of_its_size() {
+    const DOCS: usize = 100_000;
+    let address = scripted(mongos_hello(), None, |request| {
+        let body = RawDocumentBuf::try_from(&doc! {"ok": 1}).expect("raw");
+        let empty = RawDocumentBuf::new();
+        let mut msg = OpMsg::new(body);
+        msg.sequences = vec![protocol::wire::DocumentSequence::new("docs", vec![empty; DOCS])];
+        let mut out = BytesMut::new();
+        tokio_util::codec::Encoder::encode(
+            &mut MessageCodec::new(),
+            Frame::reply(request.request_id, msg),
+            &mut out,
+        )
+        .expect("encode");
+        out
+    })
+    .await;
+    let mut conn = Connection::connect(&options(), request(&address)).await.expect("connect");
+    let (result, peak) =
+        counting::peak_during(conn.send_command("admin", doc! {"ping": 1}, deadline_in(5000))).await;
+    let reply = result.expect("a reply");
+    assert_eq!(reply.get_i32("ok").ok(), Some(1));
+    let size = DOCS * 5;
+    assert!(peak < 16 * size, "{peak} bytes for a {size}-byte reply");
+    assert!(!conn.is_closed());
 }

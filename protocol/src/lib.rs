@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod address;
+pub mod duration;
 pub mod error;
 pub mod hello;
 pub mod reply;

@@ -134,7 +134,7 @@ mod duration_secs {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let secs: Option<f64> = Option::deserialize(d)?;
-        Ok(secs.map(|s| Duration::from_secs(s.max(0.0) as u64)))
+        Ok(secs.and_then(|s| protocol::duration::from_millis_f64(s.max(0.0) * 1000.0)))
     }
 }
 

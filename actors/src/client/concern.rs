@@ -204,7 +204,7 @@ pub(crate) mod duration_ms {
         let ms: Option<f64> = Option::deserialize(d)?;
         match ms {
             Some(ms) if ms < 0.0 => Err(serde::de::Error::custom("a duration cannot be negative")),
-            Some(ms) => Ok(Some(Duration::from_millis(ms as u64))),
+            Some(ms) => Ok(protocol::duration::from_millis_f64(ms)),
             None => Ok(None),
         }
     }

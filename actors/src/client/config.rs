@@ -26,10 +26,13 @@ pub const ENV_PREFIX: &str = "MONGO_ACTORS";
 
 /// What a configuration file or the environment can set: `uri` plus URI options under their
 /// snake_case names. `None` = not set.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// `Debug` and `Serialize` show the connection string with its password redacted.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ClientConfig {
     /// The connection string.
+    #[serde(serialize_with = "redacted_uri")]
     pub uri: Option<String>,
     /// `appname`.
     pub app_name: Option<String>,
@@ -110,6 +113,59 @@ pub struct ClientConfig {
     /// Each event subscriber's queue (not a URI option): see
     /// [`ClientOptionsBuilder::event_queue_capacity`](super::ClientOptionsBuilder::event_queue_capacity).
     pub event_queue_capacity: Option<usize>,
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("uri", &self.uri.as_deref().map(protocol::uri::redact_uri))
+            .field("app_name", &self.app_name)
+            .field("max_pool_size", &self.max_pool_size)
+            .field("min_pool_size", &self.min_pool_size)
+            .field("max_connecting", &self.max_connecting)
+            .field("max_idle_time_ms", &self.max_idle_time_ms)
+            .field("wait_queue_timeout_ms", &self.wait_queue_timeout_ms)
+            .field("server_selection_timeout_ms", &self.server_selection_timeout_ms)
+            .field("heartbeat_frequency_ms", &self.heartbeat_frequency_ms)
+            .field("local_threshold_ms", &self.local_threshold_ms)
+            .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("socket_timeout_ms", &self.socket_timeout_ms)
+            .field("timeout_ms", &self.timeout_ms)
+            .field("retry_reads", &self.retry_reads)
+            .field("retry_writes", &self.retry_writes)
+            .field("read_preference", &self.read_preference)
+            .field("max_staleness_seconds", &self.max_staleness_seconds)
+            .field("read_concern_level", &self.read_concern_level)
+            .field("w", &self.w)
+            .field("w_timeout_ms", &self.w_timeout_ms)
+            .field("journal", &self.journal)
+            .field("replica_set", &self.replica_set)
+            .field("direct_connection", &self.direct_connection)
+            .field("load_balanced", &self.load_balanced)
+            .field("server_monitoring_mode", &self.server_monitoring_mode)
+            .field("compressors", &self.compressors)
+            .field("auth_source", &self.auth_source)
+            .field("tls", &self.tls)
+            .field("tls_ca_file", &self.tls_ca_file)
+            .field("tls_certificate_key_file", &self.tls_certificate_key_file)
+            .field("tls_allow_invalid_certificates", &self.tls_allow_invalid_certificates)
+            .field("tls_allow_invalid_hostnames", &self.tls_allow_invalid_hostnames)
+            .field("tls_insecure", &self.tls_insecure)
+            .field("srv_max_hosts", &self.srv_max_hosts)
+            .field("srv_service_name", &self.srv_service_name)
+            .field("dns_name_servers", &self.dns_name_servers)
+            .field("max_selection_waiters", &self.max_selection_waiters)
+            .field("max_wait_queue_size", &self.max_wait_queue_size)
+            .field("event_queue_capacity", &self.event_queue_capacity)
+            .finish()
+    }
+}
+
+fn redacted_uri<S: serde::Serializer>(uri: &Option<String>, s: S) -> std::result::Result<S::Ok, S::Error> {
+    match uri {
+        Some(u) => s.serialize_some(&protocol::uri::redact_uri(u)),
+        None => s.serialize_none(),
+    }
 }
 
 /// The URI spelling of each [`ClientConfig`] option field.

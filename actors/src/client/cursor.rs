@@ -41,6 +41,10 @@ pub(crate) struct RawCursor {
     pin: Option<PinId>,
     /// A getMore failed with a network error: the pin is released on drop, no killCursors.
     network_error: bool,
+    /// A `getMore` is on the wire, or was cut off there (its future dropped, or its timeout
+    /// expired mid-exchange): the server may have consumed the batch it asked for, so the
+    /// cursor cannot go on without skipping it. Cleared when a `getMore` ends normally.
+    cut_off: bool,
     /// Opened in a transaction: getMores and killCursors carry its `txnNumber` and
     /// `autocommit: false`, and `pin` (load-balanced) is the session's, never unpinned here.
     in_transaction: bool,
@@ -104,6 +108,7 @@ impl RawCursor {
             session,
             pin,
             network_error: false,
+            cut_off: false,
             in_transaction: false,
             timeout: None,
             timeout_mode: TimeoutMode::default(),
@@ -178,6 +183,9 @@ impl RawCursor {
 
     /// One `getMore` under `deadline`; its batch replaces the buffer.
     async fn get_more(&mut self, deadline: Option<tokio::time::Instant>) -> Result<()> {
+        if self.cut_off {
+            return Err(cut_off_error(&self.address));
+        }
         let mut max_time_ms = None;
         if let Some(max_await) = self.max_await {
             let await_ms = i64::try_from(max_await.as_millis()).unwrap_or(i64::MAX);
@@ -205,6 +213,8 @@ impl RawCursor {
             })
         } else {
             let limits = Limits::until(self.timeout, deadline).sending_max_time(false);
+            // Set across the exchange: a future dropped in it leaves the cursor cut off.
+            self.cut_off = true;
             let mut starting = false;
             let binding = Binding {
                 session: session_use(self.session.as_mut(), self.in_transaction, &mut starting),
@@ -212,7 +222,9 @@ impl RawCursor {
                 connection: self.pin.is_some().then_some(&mut pinned),
                 purpose: CheckoutPurpose::Other,
             };
-            self.client.inner.run(op, limits, binding).await
+            let result = self.client.inner.run(op, limits, binding).await;
+            self.cut_off = result.as_ref().is_err_and(timed_out_mid_exchange);
+            result
         };
         if let (Some(pin), Some(connection)) = (self.pin, pinned) {
             // Pinned again while the cursor lives (release() unpins at the end).
@@ -282,6 +294,27 @@ async fn take_pinned(selector: &Selector, pin: PinId) -> Result<PooledConnection
         .send(TakePinned { pin })
         .await??
         .ok_or_else(|| Error::stopped("selection (pinned connection gone)"))
+}
+
+/// A timeout that expired while the request was on the wire (not while selecting a server or
+/// checking out a connection): the server may have answered.
+fn timed_out_mid_exchange(e: &Error) -> bool {
+    let Error::Timeout { source: Some(source), .. } = e else { return false };
+    matches!(&**source, Error::Connection { source, .. }
+        if matches!(**source, pool::Error::Timeout { phase: pool::Phase::Write | pool::Phase::Read, .. }))
+}
+
+/// The error of a cursor whose earlier `getMore` was cut off: a network error (a change stream
+/// resumes from its token; a plain cursor ends), never a silently skipped batch.
+fn cut_off_error(address: &ServerAddress) -> Error {
+    let reason = "an earlier getMore of this cursor was cut off mid-exchange (its future was dropped or \
+                  timed out): the batch it asked for may be lost, so the cursor cannot go on"
+        .to_string();
+    Error::Connection {
+        address: address.clone(),
+        source: Box::new(pool::Error::Interrupted { address: address.clone(), reason }),
+        labels: Vec::new(),
+    }
 }
 
 /// The server has no such cursor (any more).
@@ -379,7 +412,7 @@ impl Drop for RawCursor {
             return;
         };
         let inner = self.client.inner.clone();
-        inner.spawn(kill.run());
+        inner.spawn_background(kill.run());
     }
 }
 

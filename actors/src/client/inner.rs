@@ -108,6 +108,21 @@ impl ClientInner {
     }
 
     /// A handle of a runtime to spawn background work (killCursors) on.
+    /// Spawns background work left by a dropped value (a cursor's `killCursors`, a session's
+    /// `abortTransaction`) under [`BACKGROUND_TIMEOUT`]: an unresponsive server cannot hold
+    /// it, its connection and its session for ever. Cut off there, the connection is closed
+    /// (it was mid-exchange) and the session discarded (it is dirty).
+    pub(crate) fn spawn_background<F>(&self, fut: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.spawn(async move {
+            if tokio::time::timeout(BACKGROUND_TIMEOUT, fut).await.is_err() {
+                tracing::debug!(target: "mongo_actors::client", "background work cut off after {BACKGROUND_TIMEOUT:?}");
+            }
+        });
+    }
+
     pub(crate) fn spawn<F>(&self, fut: F)
     where
         F: std::future::Future<Output = ()> + Send + 'static,
@@ -168,3 +183,8 @@ pub(crate) fn in_actix_context() -> bool {
             Ok(tokio::runtime::RuntimeFlavor::CurrentThread)
         )
 }
+
+/// The most background work without a `timeoutMS` of its own may take (see
+/// [`ClientInner::spawn_background`]): a `killCursors` or an `abortTransaction` answers in
+/// milliseconds when the server is well.
+pub(crate) const BACKGROUND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -684,7 +684,14 @@ impl<'a> Run<'a> {
                 Retry::No => false,
             };
         let overload = e.has_label(SYSTEM_OVERLOADED_ERROR);
-        let by_overload = overload && e.has_label(RETRYABLE_ERROR) && overload_retry_allowed(op, settings);
+        // Only a command the server refused is retried for overload: an `ok: 1` reply with a
+        // write concern error wrote (an `updateMany` has no txnNumber to make a second send
+        // harmless), and overload labels on a connection error come from establishment,
+        // before anything was sent.
+        let by_overload = overload
+            && e.has_label(RETRYABLE_ERROR)
+            && !applied_with_concern_error(&e)
+            && overload_retry_allowed(op, settings);
         self.overloaded |= overload;
         // The retry failed with an error that says it wrote nothing: the previous error.
         if let Some(first) = self.first_error.take() {
@@ -704,19 +711,19 @@ impl<'a> Run<'a> {
             return Some(e);
         }
         if overload {
+            // The server's base, through the one checked conversion (`Infinity`, `NaN` or a
+            // negative number is no base), capped like the backoff itself.
             let base = e
                 .server_error()
                 .and_then(|se| se.response.get("baseBackoffMS"))
-                .and_then(|v| {
-                    v.as_f64().or_else(|| v.as_i64().map(|i| i as f64)).or_else(|| v.as_i32().map(f64::from))
-                })
-                .filter(|ms| *ms > 0.0)
-                .map_or(BASE_BACKOFF, |ms| Duration::from_secs_f64(ms / 1000.0));
+                .and_then(protocol::duration::from_millis_bson)
+                .filter(|d| !d.is_zero())
+                .map_or(BASE_BACKOFF, |d| d.min(MAX_BACKOFF));
             let exp = base.saturating_mul(1u32 << (self.retries + 1).min(20)).min(MAX_BACKOFF);
             let jitter =
                 selection::with_thread_rng(|rng| selection::rand::RngExt::random_range(rng, 0.0..1.0));
             let backoff = exp.mul_f64(jitter);
-            if limits.deadline.is_some_and(|d| Instant::now() + backoff > d) {
+            if limits.deadline.is_some_and(|d| Instant::now().checked_add(backoff).is_none_or(|t| t > d)) {
                 return Some(e);
             }
             self.backoff = Some(backoff);
@@ -1006,7 +1013,7 @@ impl ClientInner {
         conn: &mut PooledConnection<Connection>,
         target: &Target,
         op: &Op,
-        session: Option<&mut ServerSession>,
+        mut session: Option<&mut ServerSession>,
         attempt: Attempt,
     ) -> Result<Reply> {
         if let Some((_, why)) = op.requires.filter(|(w, _)| conn.stream_description().max_wire_version < *w) {
@@ -1021,6 +1028,10 @@ impl ClientInner {
         // operation (and its succeeded event) sees `{ok: 1}` (OP_MSG and command monitoring specs).
         let unacknowledged = matches!(&*op.name, "insert" | "update" | "delete" | "bulkWrite")
             && op.command.get_document("writeConcern").is_some_and(|c| super::concern::is_w0(&c));
+        // A session whose command is cut off (the future dropped mid-exchange) may be in any
+        // state on the server: it stays dirty, and is discarded instead of reused. Restored
+        // when the exchange ends.
+        let was_dirty = session.as_deref_mut().map(|s| std::mem::replace(&mut s.dirty, true));
         let mut monitoring = Monitoring::new(self, conn, op, &op.command, attempt.operation_id);
         let mut started_doc = monitoring.started_document(&raw, &op.sequences);
         let body = if op.sequences.is_empty() {
@@ -1035,6 +1046,7 @@ impl ClientInner {
                     monitoring.started(rid, started_doc.take())
                 })
                 .await;
+            restore_dirty(session.as_deref_mut(), was_dirty);
             if let Err(e) = sent {
                 monitoring.failed(e.to_string(), false);
                 return Err(Box::pin(self.round_trip_failure(conn, session, e)).await);
@@ -1048,6 +1060,7 @@ impl ClientInner {
                 monitoring.started(rid, started_doc.take())
             })
             .await;
+        restore_dirty(session.as_deref_mut(), was_dirty);
         let raw = match result {
             Ok(r) => r,
             Err(e) => {
@@ -1224,6 +1237,8 @@ impl ClientInner {
     }
 
     /// A round trip that failed: a network error marks the session dirty and goes to SDAM.
+    /// A connection found already closed (an earlier exchange on it was cut off) sent
+    /// nothing and says nothing about the server: it goes to no one.
     async fn round_trip_failure(
         &self,
         conn: &PooledConnection<Connection>,
@@ -1234,6 +1249,8 @@ impl ClientInner {
             if let Some(s) = session {
                 s.dirty = true;
             }
+        }
+        if e.is_network_error() && !matches!(e, pool::Error::ConnectionClosed { .. }) {
             let app = application_error(
                 conn.address().clone(),
                 &e,
@@ -1278,6 +1295,13 @@ impl ClientInner {
         if current.as_ref().is_none_or(|old| new > old.timestamp) {
             *current = Some(ClusterTime { timestamp: new, raw: Arc::new(ct.to_owned()) });
         }
+    }
+}
+
+/// Puts back a session's dirty flag once its exchange ended (see [`ClientInner::attempt`]).
+fn restore_dirty(session: Option<&mut ServerSession>, was: Option<bool>) {
+    if let (Some(s), Some(was)) = (session, was) {
+        s.dirty = was;
     }
 }
 
@@ -1410,9 +1434,11 @@ impl<'a> Monitoring<'a> {
     fn failed(&self, failure: String, server: bool) {
         let duration = self.started.map(|s| s.elapsed()).unwrap_or_default();
         self.metrics.record(self.command_name, false, duration);
+        // A sensitive command's server error is redacted from its event as from its log.
+        let failure =
+            if self.redact && server { crate::command_log::REDACTED_FAILURE.to_string() } else { failure };
         if let Some(ctx) = self.log_context() {
-            let shown = if self.redact && server { crate::command_log::REDACTED_FAILURE } else { &failure };
-            crate::command_log::failed(&ctx, shown, duration);
+            crate::command_log::failed(&ctx, &failure, duration);
         }
         self.ended(|m, connection| CommandEvent::Failed {
             failure,
@@ -1478,6 +1504,11 @@ fn overload_retry_allowed(op: &Op, settings: &Settings) -> bool {
         (Retry::Write, _) | (Retry::No, Criteria::Write) => settings.retry_writes,
         (Retry::No, _) => settings.retry_reads,
     }
+}
+
+/// An `ok: 1` reply whose write concern (or write) failed: the command ran.
+fn applied_with_concern_error(e: &Error) -> bool {
+    matches!(e, Error::Command { error, .. } if !error.command_failed)
 }
 
 /// A network or pool-cleared error of a retryable write gets `RetryableWriteError`.

@@ -153,7 +153,8 @@ impl ServerSession {
     fn expires_soon(&self, timeout_minutes: Option<i64>, now: Instant) -> bool {
         match timeout_minutes {
             Some(m) => {
-                let timeout = Duration::from_secs(u64::try_from(m.max(0)).unwrap_or(0) * 60);
+                // A server's hostile minute count saturates instead of overflowing.
+                let timeout = Duration::from_secs(u64::try_from(m.max(0)).unwrap_or(0).saturating_mul(60));
                 now.saturating_duration_since(self.last_use) + EXPIRY_MARGIN >= timeout
             }
             None => false,

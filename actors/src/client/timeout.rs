@@ -21,7 +21,7 @@ pub(crate) fn inherit(outer: Option<Duration>, inner: Option<Duration>) -> Optio
 
 /// The deadline of an operation starting now (`None`: no timeoutMS, or timeoutMS 0).
 pub(crate) fn deadline(timeout: Option<Duration>) -> Option<Instant> {
-    timeout.filter(|t| !t.is_zero()).map(|t| Instant::now() + t)
+    timeout.filter(|t| !t.is_zero()).and_then(|t| Instant::now().checked_add(t))
 }
 
 /// The `maxTimeMS` to append: the remaining time minus the server's minimum RTT, rounded

@@ -448,6 +448,11 @@ impl ClientSession {
             TransactionState::Committed if !self.commit_sent => return Ok(()),
             TransactionState::InProgress | TransactionState::Committed => {}
         }
+        // Committed before anything is sent: a commit whose future is dropped mid-exchange
+        // leaves an outcome as unknown as `UnknownTransactionCommitResult` says: the commit may
+        // be called again (and is sent again), abort is refused, and dropping the session
+        // aborts nothing.
+        self.state = TransactionState::Committed;
         let mut result = self.end_command(Outcome::Commit, timeout, deadline, true).await;
         if let Err(e) = &mut result {
             label_commit_error(e);
@@ -938,7 +943,7 @@ impl Drop for ClientSession {
                     snapshot: false,
                 };
                 let inner = self.client.inner.clone();
-                inner.spawn(async move {
+                inner.spawn_background(async move {
                     let _ = session.abort_transaction().await;
                 });
                 return;

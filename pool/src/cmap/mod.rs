@@ -56,6 +56,7 @@ pub mod establish;
 pub mod events;
 pub mod logging;
 pub mod options;
+mod outbox;
 pub mod pool;
 #[cfg(test)]
 mod tests;

@@ -22,8 +22,8 @@ use tokio_util::sync::CancellationToken;
 use super::conn::{CheckoutPurpose, ConnMeta, PooledConnection, ReturnTo};
 use super::establish::{EstablishRequest, Established, Establisher, PoolConnection};
 use super::events::{CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason};
-use super::logging::log_event;
 use super::options::PoolOptions;
+use super::outbox::{Events, Locked};
 use crate::{Error, Result};
 
 /// The CMAP state of a pool.
@@ -255,14 +255,13 @@ impl<C: PoolConnection> State<C> {
 
 pub(crate) struct Inner<E: Establisher> {
     address: ServerAddress,
-    /// Added to every log message as `topologyId`, so one client's messages can be told apart.
-    topology_id: Option<String>,
     options: PoolOptions,
     establisher: E,
-    handler: Option<Arc<dyn CmapEventHandler>>,
     background_error: Option<BackgroundErrorHook>,
     establishment_error: Option<EstablishmentErrorHook>,
-    state: Mutex<State<E::Connection>>,
+    /// The state, and the events emitted under its lock (delivered once it is released: see
+    /// [`super::outbox`]).
+    state: Locked<State<E::Connection>>,
     /// Mirrors of `state.status` and `state.generation`, written under the lock, so that
     /// server selection and operations read them without taking it.
     status_hint: AtomicU8,
@@ -306,19 +305,16 @@ enum Acquired<C: PoolConnection> {
 use crate::earliest;
 
 impl<E: Establisher> Inner<E> {
+    /// Emits `event` to the handler and the log: at once, or, under the pool lock, when the
+    /// lock is released.
     fn emit(&self, event: CmapEvent) {
-        log_event(&event, self.topology_id.as_deref());
-        if let Some(h) = &self.handler {
-            h.handle(&event);
-        }
+        self.state.events().emit(event);
     }
 
     /// Emits the event `make` builds, building it only when a handler or the log takes it:
     /// the check-out and check-in events come with every operation.
     fn emit_with(&self, make: impl FnOnce() -> CmapEvent) {
-        if self.handler.is_some()
-            || tracing::enabled!(target: crate::cmap::logging::LOG_TARGET, tracing::Level::DEBUG)
-        {
+        if self.state.events().wanted() {
             self.emit(make());
         }
     }
@@ -639,7 +635,10 @@ impl<E: Establisher> Inner<E> {
         }
         if may_create && self.can_create(st) {
             let (tx, rx) = oneshot::channel();
-            let deadline = earliest(deadline, self.options.connect_timeout().map(|t| Instant::now() + t));
+            let deadline = earliest(
+                deadline,
+                self.options.connect_timeout().and_then(|t| Instant::now().checked_add(t)),
+            );
             self.start_establishment(st, Some((tx, purpose)), deadline);
             return Acquired::Pending(rx);
         }
@@ -705,7 +704,7 @@ impl<E: Establisher> Inner<E> {
     ) -> Result<PooledConnection<E::Connection>> {
         let started = Instant::now();
         let wait_queue_timeout = self.options.wait_queue_timeout().filter(|_| wait_queue_timeout);
-        let wait_deadline = earliest(deadline, wait_queue_timeout.map(|t| started + t));
+        let wait_deadline = earliest(deadline, wait_queue_timeout.and_then(|t| started.checked_add(t)));
         let mut waiter: Option<WaiterGuard<E>> = None;
         let mut first = true;
         let receiver = loop {
@@ -971,7 +970,7 @@ impl<E: Establisher> Inner<E> {
         }
         if st.status == PoolState::Ready {
             while st.total() < self.options.min_pool_size() as usize && self.can_create(&st) {
-                let deadline = self.options.connect_timeout().map(|t| Instant::now() + t);
+                let deadline = self.options.connect_timeout().and_then(|t| Instant::now().checked_add(t));
                 self.start_establishment(&mut st, None, deadline);
             }
         }
@@ -1301,24 +1300,25 @@ impl<E: Establisher> PoolBuilder<E> {
         let maintenance = Arc::new(Notify::new());
         let inner = Arc::new(Inner {
             address: self.address,
-            topology_id: self.topology_id,
             options: self.options,
             establisher: self.establisher,
-            handler: self.handler,
             background_error: self.background_error,
             establishment_error: self.establishment_error,
-            state: Mutex::new(State {
-                status: PoolState::Paused,
-                generation: 0,
-                services: HashMap::new(),
-                next_connection_id: 0,
-                next_waiter_id: 0,
-                available: VecDeque::new(),
-                pending: HashMap::new(),
-                in_use: HashMap::new(),
-                queue: BTreeMap::new(),
-                runtimes: HashMap::new(),
-            }),
+            state: Locked::new(
+                State {
+                    status: PoolState::Paused,
+                    generation: 0,
+                    services: HashMap::new(),
+                    next_connection_id: 0,
+                    next_waiter_id: 0,
+                    available: VecDeque::new(),
+                    pending: HashMap::new(),
+                    in_use: HashMap::new(),
+                    queue: BTreeMap::new(),
+                    runtimes: HashMap::new(),
+                },
+                Events::new(self.handler, self.topology_id),
+            ),
             status_hint: AtomicU8::new(status_code(PoolState::Paused)),
             generation_hint: AtomicU32::new(0),
             maintenance: maintenance.clone(),

@@ -31,11 +31,11 @@ const KEEPALIVE: Duration = Duration::from_secs(120);
 /// What the handshake said about the server, as far as sending messages is concerned.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamDescription {
-    /// `maxBsonObjectSize` (default 16 MiB).
+    /// `maxBsonObjectSize` (default and ceiling 16 MiB, mongod's).
     pub max_bson_object_size: i64,
-    /// `maxMessageSizeBytes` (default 48 MB).
+    /// `maxMessageSizeBytes` (default and ceiling 48,000,000, mongod's).
     pub max_message_size_bytes: i64,
-    /// `maxWriteBatchSize` (default 100 000).
+    /// `maxWriteBatchSize` (default and ceiling 100,000, mongod's).
     pub max_write_batch_size: i64,
     /// `minWireVersion`.
     pub min_wire_version: i32,
@@ -47,14 +47,30 @@ pub struct StreamDescription {
     pub logical_session_timeout_minutes: Option<i64>,
 }
 
+/// mongod's own `maxBsonObjectSize` (16 MiB): the most a server may announce.
+const MAX_BSON_OBJECT_SIZE: i64 = 16 * 1024 * 1024;
+/// mongod's own `maxMessageSizeBytes` (48,000,000).
+const MAX_MESSAGE_SIZE: i64 = protocol::wire::DEFAULT_MAX_MESSAGE_SIZE as i64;
+/// mongod's own `maxWriteBatchSize` (100,000).
+const MAX_WRITE_BATCH_SIZE: i64 = 100_000;
+
+/// A size a server announced, trusted only up to `ceiling` (mongod's value): a missing,
+/// zero or negative one is the ceiling, a larger one is cut down to it. A lying hello
+/// (`maxMessageSizeBytes: 2147483647`) then cannot make the client accept or allocate more
+/// than any real server sends.
+fn bounded(announced: Option<i64>, ceiling: i64) -> i64 {
+    match announced {
+        Some(n) if n > 0 => n.min(ceiling),
+        _ => ceiling,
+    }
+}
+
 impl StreamDescription {
     fn from_reply(r: &HelloReply) -> Self {
         StreamDescription {
-            max_bson_object_size: r.max_bson_object_size.unwrap_or(16 * 1024 * 1024),
-            max_message_size_bytes: r
-                .max_message_size_bytes
-                .unwrap_or(protocol::wire::DEFAULT_MAX_MESSAGE_SIZE as i64),
-            max_write_batch_size: r.max_write_batch_size.unwrap_or(100_000),
+            max_bson_object_size: bounded(r.max_bson_object_size, MAX_BSON_OBJECT_SIZE),
+            max_message_size_bytes: bounded(r.max_message_size_bytes, MAX_MESSAGE_SIZE),
+            max_write_batch_size: bounded(r.max_write_batch_size, MAX_WRITE_BATCH_SIZE),
             min_wire_version: r.min_wire_version,
             max_wire_version: r.max_wire_version,
             hello_ok: r.hello_ok,
@@ -102,6 +118,11 @@ pub struct Connection {
     framed: Framed<Stream, MessageCodec>,
     cancel: CancellationToken,
     closed: bool,
+    /// A request is on the wire and its whole reply has not been read yet: set before the
+    /// first byte is written, cleared once the reply is complete. A caller's future dropped
+    /// in between (a timeout, `select!`, a handler actix cancelled) leaves it set, and a
+    /// connection left mid-exchange is never used again: the pool closes it on check-in.
+    in_flight: bool,
     socket_timeout: Option<Duration>,
     server_api: Option<ServerApi>,
     /// The open exhaust stream, if the last reply had `moreToCome` set.
@@ -120,6 +141,7 @@ impl std::fmt::Debug for Connection {
             .field("service_id", &self.service_id)
             .field("tls", &matches!(self.framed.get_ref(), Stream::Tls(_)))
             .field("closed", &self.closed)
+            .field("in_flight", &self.in_flight)
             .field("monitoring", &self.monitoring)
             .field("max_wire_version", &self.description.max_wire_version)
             .finish_non_exhaustive()
@@ -192,7 +214,10 @@ impl Connection {
     /// before the earlier of `request.deadline` and connectTimeoutMS, and stops with
     /// [`Error::Interrupted`] when `request.cancel` fires (as does every later round trip).
     pub async fn connect(options: &ConnectionOptions, request: EstablishRequest) -> Result<Connection> {
-        let deadline = crate::earliest(request.deadline, options.connect_timeout.map(|t| Instant::now() + t));
+        let deadline = crate::earliest(
+            request.deadline,
+            options.connect_timeout.and_then(|t| Instant::now().checked_add(t)),
+        );
         let service_slot = request.service_id.clone();
         let mut conn = Self::open(
             options,
@@ -220,7 +245,7 @@ impl Connection {
         options: &ConnectionOptions,
         address: ServerAddress,
     ) -> Result<Connection> {
-        let deadline = options.connect_timeout.map(|t| Instant::now() + t);
+        let deadline = options.connect_timeout.and_then(|t| Instant::now().checked_add(t));
         let mut conn = Self::open(options, address, 0, 0, CancellationToken::new(), deadline, true).await?;
         handshake::handshake(&mut conn, options, deadline).await?;
         Ok(conn)
@@ -285,9 +310,10 @@ impl Connection {
             // 1 KiB buffers, not tokio-util's 8 KiB each: most requests and replies are a few
             // hundred bytes, and an idle pooled connection should cost little (the decoder
             // reserves a larger frame's room as its header arrives).
-            framed: Framed::with_capacity(stream, MessageCodec::new(), FRAME_BUFFER),
+            framed: Framed::with_capacity(stream, client_codec(), FRAME_BUFFER),
             cancel,
             closed: false,
+            in_flight: false,
             socket_timeout: options.socket_timeout,
             server_api: options.server_api.clone(),
             exhaust: None,
@@ -296,9 +322,10 @@ impl Connection {
         })
     }
 
-    /// Sets the compressor the handshake negotiated.
+    /// Sets the compressor the handshake negotiated: the one replies may arrive in.
     pub(crate) fn set_compressor(&mut self, compressor: Option<WireCompressor>) {
         self.compressor = compressor;
+        self.framed.codec_mut().accept_compressors(compressor.map_or(0, |c| 1 << c.id()));
     }
 
     /// The compressor the handshake negotiated, if any.
@@ -358,9 +385,18 @@ impl Connection {
         matches!(self.framed.get_ref(), Stream::Tls(_))
     }
 
-    /// True after an I/O error, timeout, cancellation or [`Connection::close`].
+    /// True after an I/O error, timeout, cancellation or [`Connection::close`], and after
+    /// an exchange that was cut off: a request sent whose reply was not read whole because
+    /// its future was dropped. Such a connection is out of step with its server and is never
+    /// used again.
     pub fn is_closed(&self) -> bool {
-        self.closed
+        self.closed || self.in_flight
+    }
+
+    /// Whether a request was sent and its reply not read whole: the future that ran the
+    /// exchange was dropped part way.
+    pub fn is_mid_exchange(&self) -> bool {
+        self.in_flight
     }
 
     /// Marks the connection closed; its socket is released when it is dropped.
@@ -504,14 +540,14 @@ impl Connection {
     }
 
     fn check_open(&self) -> Result<()> {
-        if self.closed {
+        if self.closed || self.in_flight {
             return Err(Error::ConnectionClosed { address: self.address.clone() });
         }
         Ok(())
     }
 
     fn step_deadline(&self, deadline: Option<Instant>) -> Option<Instant> {
-        deadline.or_else(|| self.socket_timeout.map(|t| Instant::now() + t))
+        deadline.or_else(|| self.socket_timeout.and_then(|t| Instant::now().checked_add(t)))
     }
 
     async fn round_trip(
@@ -530,6 +566,11 @@ impl Connection {
             });
         }
         let request_id = frame.request_id;
+        let exhaust_allowed = match &frame.message {
+            Message::Msg(m) => m.flags.contains(OpMsgFlags::EXHAUST_ALLOWED),
+            _ => false,
+        };
+        self.in_flight = true;
         let result = async {
             self.write_frame(frame, deadline, write_phase).await?;
             let read_deadline = self.step_deadline(deadline);
@@ -537,6 +578,19 @@ impl Connection {
             self.read_reply(expect, read_deadline, read_phase).await
         }
         .await;
+        // Reached only when the exchange ran to its end (a dropped future never gets here).
+        self.in_flight = false;
+        let result = result.and_then(|reply| {
+            if self.exhaust.is_some() && !exhaust_allowed {
+                // moreToCome on a reply to a request that did not allow it: the server would
+                // keep streaming into the next operation's read.
+                return Err(self.protocol_error(protocol::Error::malformed(
+                    "reply",
+                    "moreToCome set on a reply to a request without exhaustAllowed",
+                )));
+            }
+            Ok(reply)
+        });
         if let Err(e) = &result {
             self.closed = true;
             tracing::debug!(address = %self.address, id = self.id, error = %e, "connection closed after error");
@@ -583,7 +637,9 @@ impl Connection {
         }
         let frame = self.msg_frame(db, body.into(), OpMsgFlags::MORE_TO_COME)?;
         before_send(frame.request_id);
+        self.in_flight = true;
         let result = self.write_frame(frame, deadline, Phase::Write).await;
+        self.in_flight = false;
         if let Err(e) = &result {
             self.closed = true;
             tracing::debug!(address = %self.address, id = self.id, error = %e, "connection closed after error");
@@ -648,8 +704,11 @@ impl Connection {
 }
 
 impl crate::cmap::PoolConnection for Connection {
+    /// A pooled connection checked in mid-exchange (its operation's future was dropped) or
+    /// with an exhaust stream still open would hand the next operation another request's
+    /// reply: the pool closes it instead (CMAP reason `error`, no pool clear).
     fn is_closed(&self) -> bool {
-        self.closed
+        self.closed || self.in_flight || self.exhaust.is_some()
     }
 }
 
@@ -668,6 +727,14 @@ fn tls_error(address: &ServerAddress, e: std::io::Error) -> Error {
     } else {
         io_error(address, Phase::TlsHandshake, e)
     }
+}
+
+/// A client's codec: no OP_COMPRESSED reply is accepted until the handshake negotiates a
+/// compressor.
+fn client_codec() -> MessageCodec {
+    let mut codec = MessageCodec::new();
+    codec.accept_compressors(0);
+    codec
 }
 
 /// The initial capacity of a connection's read and write buffers.

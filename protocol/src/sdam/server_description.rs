@@ -202,7 +202,7 @@ mod opt_duration_ms {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let ms = Option::<f64>::deserialize(d)?;
-        Ok(ms.filter(|m| m.is_finite() && *m >= 0.0).map(|m| Duration::from_secs_f64(m / 1000.0)))
+        Ok(ms.and_then(crate::duration::from_millis_f64))
     }
 }
 

@@ -109,7 +109,9 @@ pub struct Credential {
     /// The user name (percent-decoded). `None` when the string gives none, as `MONGODB-X509`
     /// and `MONGODB-OIDC` allow.
     pub username: Option<String>,
-    /// The password (percent-decoded); `Some("")` for `user:@host`.
+    /// The password (percent-decoded); `Some("")` for `user:@host`. Serialized as
+    /// `"<redacted>"`.
+    #[serde(serialize_with = "redact_password")]
     pub password: Option<String>,
     /// The database to authenticate against: `authSource`, else the mechanism's default
     /// (the path database or `admin` for SCRAM, the path database or `$external` for PLAIN,
@@ -119,6 +121,13 @@ pub struct Credential {
     pub mechanism: Option<AuthMechanism>,
     /// `authMechanismProperties`, if given.
     pub mechanism_properties: Option<MechanismProperties>,
+}
+
+fn redact_password<S: serde::Serializer>(p: &Option<String>, s: S) -> std::result::Result<S::Ok, S::Error> {
+    match p {
+        Some(_) => s.serialize_some(super::options::REDACTED),
+        None => s.serialize_none(),
+    }
 }
 
 impl fmt::Debug for Credential {

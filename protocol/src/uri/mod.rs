@@ -123,8 +123,12 @@ impl ConnectionString {
             if raw.is_empty() {
                 return Err(Error::InvalidUri("empty host in the host list".into()));
             }
-            let decoded = decode(raw, "host")?;
-            let addr = ServerAddress::parse(&decoded)?;
+            // A password with an unescaped '/' or '?' ends the authority early, and the rest
+            // of it would be read as a host: the error must not echo it.
+            let misplaced = userinfo.is_none() && tail.contains('@');
+            let hide = |e: Error| if misplaced { unescaped_userinfo() } else { e };
+            let decoded = decode(raw, "host").map_err(hide)?;
+            let addr = ServerAddress::parse(&decoded).map_err(hide)?;
             if srv {
                 if hosts_raw.contains(',') {
                     return Err(Error::InvalidUri("mongodb+srv requires exactly one host".into()));
@@ -321,6 +325,48 @@ fn decode(s: &str, what: &str) -> Result<String> {
 }
 
 /// Splits and decodes `user[:password]`, rejecting what the spec says must be encoded.
+/// `uri` with its password replaced by `<redacted>`, for `Debug` output, logs and errors:
+/// whatever lies between the first ':' after the scheme and the last '@' (a password with
+/// unescaped characters included). A string without a userinfo comes back unchanged; one
+/// that only looks like it may lose more than its password, never less.
+///
+/// The values of the options that are secrets (`tlsCertificateKeyFilePassword`,
+/// `proxyPassword`) are redacted too.
+pub fn redact_uri(uri: &str) -> String {
+    let Some(scheme_end) = uri.find("://").map(|i| i + 3) else { return uri.to_string() };
+    let rest = &uri[scheme_end..];
+    let redacted = match (rest.find(':'), rest.rfind('@')) {
+        (Some(colon), Some(at)) if colon < at => {
+            format!("{}{}:{}{}", &uri[..scheme_end], &rest[..colon], options::REDACTED, &rest[at..])
+        }
+        _ => uri.to_string(),
+    };
+    let Some((head, query)) = redacted.split_once('?') else { return redacted };
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) if SECRET_OPTIONS.iter().any(|s| s.eq_ignore_ascii_case(key)) => {
+                format!("{key}={}", options::REDACTED)
+            }
+            _ => pair.to_string(),
+        })
+        .collect();
+    format!("{head}?{}", pairs.join("&"))
+}
+
+/// The URI options whose values are secrets.
+const SECRET_OPTIONS: [&str; 2] = ["tlsCertificateKeyFilePassword", "proxyPassword"];
+
+/// The error for a host list that is really the start of a userinfo (a password with an
+/// unescaped '/' or '?'): it names no part of the string.
+fn unescaped_userinfo() -> Error {
+    Error::InvalidUri(
+        "the host list cannot be read: the userinfo appears to contain an unescaped '/' or '?' \
+         (percent-encode them)"
+            .into(),
+    )
+}
+
 fn parse_userinfo(u: &str) -> Result<(Option<String>, Option<String>)> {
     let must_encode = |m: &str| {
         Err(Error::InvalidUri(format!("{m}; the username and password must be percent-encoded (RFC 3986)")))

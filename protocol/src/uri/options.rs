@@ -17,9 +17,20 @@ use crate::error::{Error, Result};
 
 /// A secret string (a password). `Debug` prints `<redacted>`; serde and [`Secret::expose`]
 /// give the real value.
-#[derive(Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(transparent)]
 pub struct Secret(String);
+
+/// Serialized as `"<redacted>"`: a configuration dump or a logged options value must not
+/// carry the secret.
+impl Serialize for Secret {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(REDACTED)
+    }
+}
+
+/// What a secret is shown as.
+pub const REDACTED: &str = "<redacted>";
 
 impl Secret {
     /// Wraps a secret.

@@ -3,6 +3,7 @@
 use bytes::BytesMut;
 use tokio_util::codec::{Decoder, Encoder};
 
+use super::compressed::ALL_COMPRESSORS;
 use super::CompressedFrame;
 use super::{
     check_message_length, decode_validated, encode_compressed_frame, encode_frame, Frame, MessageHeader,
@@ -24,6 +25,8 @@ pub struct MessageCodec {
     checksum_on_encode: bool,
     /// The compressor id of the last decoded frame, when it came as OP_COMPRESSED.
     last_compressor: Option<u8>,
+    /// The compressor ids OP_COMPRESSED frames may use (bit `1 << id`).
+    accepted_compressors: u8,
 }
 
 impl Default for MessageCodec {
@@ -40,7 +43,16 @@ impl MessageCodec {
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             checksum_on_encode: false,
             last_compressor: None,
+            accepted_compressors: ALL_COMPRESSORS,
         }
+    }
+
+    /// Which compressor ids an OP_COMPRESSED frame may use, as a mask of `1 << id`
+    /// ([`ALL_COMPRESSORS`] by default, as a server needs; a client accepts only what its
+    /// handshake negotiated, and nothing before it). A frame with another id is a protocol
+    /// error, refused before anything is decompressed.
+    pub fn accept_compressors(&mut self, mask: u8) {
+        self.accepted_compressors = mask;
     }
 
     /// The `compressorId` of the last decoded frame if it arrived as OP_COMPRESSED (a server
@@ -109,7 +121,7 @@ impl Decoder for MessageCodec {
         let frame = src.split_to(len);
         self.last_compressor =
             (header.op_code == OpCode::Compressed).then(|| frame.get(HEADER_LEN + 8)).flatten().copied();
-        let decoded = decode_validated(&header, &frame, self.max_message_size);
+        let decoded = decode_validated(&header, &frame, self.max_message_size, self.accepted_compressors);
         // Each frame split off shortens the buffer's free tail, until a reply no longer fits
         // and arrives in two reads (a second `recv` every few round trips). With the frame
         // dropped the allocation is ours alone again, and `reserve` takes it back in place.

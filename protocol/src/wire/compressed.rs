@@ -16,6 +16,13 @@ use crate::uri::Compressor;
 /// The fixed fields after the header: originalOpcode, uncompressedSize, compressorId.
 const PREFIX_LEN: usize = 4 + 4 + 1;
 
+/// The most raw snappy can expand: a 3-byte copy element yields at most 64 bytes.
+const SNAPPY_MAX_EXPANSION: usize = 22;
+
+/// Every compressor id this crate decodes (noop, snappy, zlib, zstd), as a
+/// [`MessageCodec::accept_compressors`](super::MessageCodec::accept_compressors) mask.
+pub const ALL_COMPRESSORS: u8 = 0b1111;
+
 /// How a message is compressed on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WireCompressor {
@@ -159,6 +166,7 @@ pub(super) fn decode_compressed(
     header: &MessageHeader,
     bytes: &[u8],
     max_message_size: usize,
+    accepted: u8,
 ) -> Result<Frame> {
     let rest = &bytes[HEADER_LEN..];
     let field = |i: usize| i32::from_le_bytes([rest[i], rest[i + 1], rest[i + 2], rest[i + 3]]);
@@ -172,24 +180,30 @@ pub(super) fn decode_compressed(
         return Err(Error::MessageTooLarge { length: size + HEADER_LEN, max: max_message_size });
     }
     let id = rest[8];
+    if id <= 3 && accepted & (1 << id) == 0 {
+        // Only the compressor the handshake negotiated may arrive: anything else is a peer
+        // that does not follow the protocol (or a decompression bomb aimed at a codec the
+        // client never agreed to run).
+        return Err(Error::malformed("OP_COMPRESSED", format!("compressor id {id} was not negotiated")));
+    }
     let data = &rest[PREFIX_LEN..];
-    let mut plain = BytesMut::with_capacity(HEADER_LEN + size);
+    // The announced size passed the limit check above, but is the peer's word: the buffer
+    // grows only as data really decompresses (or, for snappy, within what the received
+    // bytes can expand to), never to the announced size up front.
+    let mut plain = BytesMut::with_capacity(HEADER_LEN + size.min(data.len().saturating_mul(4)));
     MessageHeader { message_length: (HEADER_LEN + size) as i32, op_code: original, ..*header }
         .write_to(&mut plain);
+    // Read at most one byte more than announced, so a bomb cannot grow the buffer further
+    // and a longer output is caught by the length check below.
+    let limit = size as u64 + 1;
     match id {
         0 => plain.put_slice(data),
         2 => {
-            // Read at most one byte more than announced, so a zlib bomb cannot grow the buffer.
-            let mut out = Vec::with_capacity(size);
-            flate2::read::ZlibDecoder::new(data)
-                .take(size as u64 + 1)
-                .read_to_end(&mut out)
+            let decoder = flate2::read::ZlibDecoder::new(data);
+            std::io::copy(&mut decoder.take(limit), &mut (&mut plain).writer())
                 .map_err(|e| Error::malformed("OP_COMPRESSED", format!("zlib: {e}")))?;
-            plain.put_slice(&out);
         }
         1 => {
-            // The announced length is checked before anything is allocated; the data is
-            // decompressed in place, after the header.
             let len = snap::raw::decompress_len(data)
                 .map_err(|e| Error::malformed("OP_COMPRESSED", format!("snappy: {e}")))?;
             if len != size {
@@ -198,18 +212,27 @@ pub(super) fn decode_compressed(
                     format!("uncompressedSize is {size}, the snappy data holds {len}"),
                 ));
             }
+            // Raw snappy decodes into a buffer of the full length; no element expands more
+            // than 64 bytes from 3, so a length beyond 22 times the data is a lie.
+            if size > data.len().saturating_mul(SNAPPY_MAX_EXPANSION) {
+                return Err(Error::malformed(
+                    "OP_COMPRESSED",
+                    format!(
+                        "uncompressedSize {size} is more than {} bytes of snappy data can hold",
+                        data.len()
+                    ),
+                ));
+            }
             plain.resize(HEADER_LEN + size, 0);
             snap::raw::Decoder::new()
                 .decompress(data, &mut plain[HEADER_LEN..])
                 .map_err(|e| Error::malformed("OP_COMPRESSED", format!("snappy: {e}")))?;
         }
         3 => {
-            // In place, after the header: at most `size` bytes, so a bomb cannot grow the
-            // buffer, and fewer is caught by the length check below.
-            plain.resize(HEADER_LEN + size, 0);
-            let written = zstd::bulk::decompress_to_buffer(data, &mut plain[HEADER_LEN..])
+            let decoder = zstd::stream::read::Decoder::with_buffer(data)
                 .map_err(|e| Error::malformed("OP_COMPRESSED", format!("zstd: {e}")))?;
-            plain.truncate(HEADER_LEN + written);
+            std::io::copy(&mut decoder.take(limit), &mut (&mut plain).writer())
+                .map_err(|e| Error::malformed("OP_COMPRESSED", format!("zstd: {e}")))?;
         }
         id => return Err(Error::UnsupportedCompressor { id, request_id: header.request_id }),
     }
@@ -220,5 +243,5 @@ pub(super) fn decode_compressed(
         ));
     }
     let inner = MessageHeader::parse(&plain, max_message_size)?;
-    decode_validated(&inner, &plain, max_message_size)
+    decode_validated(&inner, &plain, max_message_size, 0)
 }

@@ -30,7 +30,9 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use bytes::{BufMut, BytesMut};
 
 pub use codec::MessageCodec;
-pub use compressed::{encode_compressed_frame, may_compress, CompressedFrame, WireCompressor};
+pub use compressed::{
+    encode_compressed_frame, may_compress, CompressedFrame, WireCompressor, ALL_COMPRESSORS,
+};
 pub use header::{check_message_length, MessageHeader, OpCode};
 pub use legacy::{OpQuery, OpReply, QueryFlags, ReplyFlags};
 pub use op_msg::{DocumentSequence, OpMsg, OpMsgFlags};
@@ -159,16 +161,24 @@ pub fn decode_frame(bytes: &[u8], max_message_size: usize) -> Result<Frame> {
             format!("{what}: header says {} bytes, got {}", header.len(), bytes.len()),
         ));
     }
-    decode_validated(&header, bytes, max_message_size)
+    decode_validated(&header, bytes, max_message_size, compressed::ALL_COMPRESSORS)
 }
 
-/// Decodes a message whose header has been validated and whose length matches `bytes`.
-fn decode_validated(header: &MessageHeader, bytes: &[u8], max_message_size: usize) -> Result<Frame> {
+/// Decodes a message whose header has been validated and whose length matches `bytes`;
+/// OP_COMPRESSED only with a compressor id in the `accepted` mask (bit `1 << id`).
+fn decode_validated(
+    header: &MessageHeader,
+    bytes: &[u8],
+    max_message_size: usize,
+    accepted: u8,
+) -> Result<Frame> {
     let message = match header.op_code {
         OpCode::Msg => Message::Msg(OpMsg::decode(bytes)?),
         OpCode::Query => Message::Query(OpQuery::decode(bytes)?),
         OpCode::Reply => Message::Reply(OpReply::decode(bytes)?),
-        OpCode::Compressed => return compressed::decode_compressed(header, bytes, max_message_size),
+        OpCode::Compressed => {
+            return compressed::decode_compressed(header, bytes, max_message_size, accepted)
+        }
     };
     Ok(Frame { request_id: header.request_id, response_to: header.response_to, message })
 }

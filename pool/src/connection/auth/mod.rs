@@ -6,6 +6,7 @@
 //! (e.g. 18 `AuthenticationFailed`), without one when the client detected it (a bad server
 //! signature, a malformed message). Passwords never reach a log line or an error message.
 
+mod salted;
 pub mod scram;
 
 use bson::spec::BinarySubtype;
@@ -227,8 +228,10 @@ async fn scram(
     let (conversation_id, server_first, _) = server_step(conn, version, &server_first_reply)?;
     let password =
         version.prepare_password(user, c.password.as_deref().unwrap_or_default()).map_err(|e| fail(e.0))?;
-    let fin = first.respond(&server_first, &password).map_err(|e| fail(e.0))?;
-    drop(password);
+    let parsed = first.parse(&server_first).map_err(|e| fail(e.0))?;
+    let salted = salted::salted_password(conn, version, password, &parsed, deadline).await?;
+    let fin = first.finish(&parsed, &salted).map_err(|e| fail(e.0))?;
+    drop(salted);
     let reply = command(
         conn,
         version,

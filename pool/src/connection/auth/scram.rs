@@ -8,6 +8,10 @@ use md5::Digest as _;
 
 /// The lowest iteration count a server may ask for (auth spec).
 const MIN_ITERATIONS: u32 = 4096;
+/// The highest iteration count a server may ask for: mongod's default is 15,000 (SHA-256)
+/// or 10,000 (SHA-1), and PBKDF2 costs about a microsecond an iteration, so ten million is
+/// seconds of CPU; `i=4294967295` would be hours.
+pub const MAX_ITERATIONS: u32 = 10_000_000;
 
 /// Which hash the conversation uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +74,9 @@ impl ScramVersion {
         }
     }
 
-    fn salted_password(self, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
+    /// PBKDF2 of `password` (see [`ScramVersion::prepare_password`]): CPU-bound, seconds at
+    /// the highest iteration counts, so callers run it off the async executor.
+    pub fn salted_password(self, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
         match self {
             ScramVersion::Sha1 => {
                 let mut out = vec![0; 20];
@@ -122,6 +128,23 @@ impl std::fmt::Debug for ClientFirst {
     }
 }
 
+/// A parsed server-first message: what PBKDF2 needs, and the nonce to answer with.
+#[derive(Clone)]
+pub struct ServerFirst {
+    message: String,
+    nonce: String,
+    /// The salt, decoded.
+    pub salt: Vec<u8>,
+    /// The iteration count, within the allowed range.
+    pub iterations: u32,
+}
+
+impl std::fmt::Debug for ServerFirst {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerFirst").field("iterations", &self.iterations).finish_non_exhaustive()
+    }
+}
+
 /// The state after the client-final message: what the server must prove.
 #[derive(Clone)]
 pub struct ClientFinal {
@@ -154,8 +177,16 @@ impl ClientFirst {
     }
 
     /// Answers the server-first message, `password` being [`ScramVersion::prepare_password`]'s
-    /// output.
+    /// output: [`parse`](Self::parse), PBKDF2 and [`finish`](Self::finish) in one call.
     pub fn respond(&self, server_first: &str, password: &[u8]) -> Result<ClientFinal, ScramError> {
+        let parsed = self.parse(server_first)?;
+        let salted = self.version.salted_password(password, &parsed.salt, parsed.iterations);
+        self.finish(&parsed, &salted)
+    }
+
+    /// Reads the server-first message: the nonce must extend ours, and the iteration count
+    /// lie between [`MIN_ITERATIONS`] (4,096) and [`MAX_ITERATIONS`].
+    pub fn parse(&self, server_first: &str) -> Result<ServerFirst, ScramError> {
         let mut nonce = None;
         let mut salt = None;
         let mut iterations = None;
@@ -179,15 +210,24 @@ impl ClientFirst {
         if iterations < MIN_ITERATIONS {
             return err(format!("iteration count {iterations} is below the minimum {MIN_ITERATIONS}"));
         }
+        if iterations > MAX_ITERATIONS {
+            return err(format!("iteration count {iterations} is above the maximum {MAX_ITERATIONS}"));
+        }
+        Ok(ServerFirst { message: server_first.to_string(), nonce: nonce.to_string(), salt, iterations })
+    }
+
+    /// The client-final message for a parsed server-first message and the salted password
+    /// ([`ScramVersion::salted_password`] of its salt and iteration count).
+    pub fn finish(&self, server_first: &ServerFirst, salted: &[u8]) -> Result<ClientFinal, ScramError> {
+        let ServerFirst { message: server_first, nonce, .. } = server_first;
         let v = self.version;
-        let salted = v.salted_password(password, &salt, iterations);
-        let client_key = v.hmac(&salted, b"Client Key")?;
+        let client_key = v.hmac(salted, b"Client Key")?;
         let stored_key = v.hash(&client_key);
         let without_proof = format!("c=biws,r={nonce}");
         let auth_message = format!("{},{server_first},{without_proof}", self.bare);
         let client_signature = v.hmac(&stored_key, auth_message.as_bytes())?;
         let proof: Vec<u8> = client_key.iter().zip(&client_signature).map(|(a, b)| a ^ b).collect();
-        let server_key = v.hmac(&salted, b"Server Key")?;
+        let server_key = v.hmac(salted, b"Server Key")?;
         let server_signature = v.hmac(&server_key, auth_message.as_bytes())?;
         Ok(ClientFinal { message: format!("{without_proof},p={}", B64.encode(proof)), server_signature })
     }
@@ -298,6 +338,8 @@ mod tests {
         assert!(e.0.contains("nonce"), "{e:?}");
         let e = first.respond("r=abc123,s=AAAA,i=1000", b"p").unwrap_err();
         assert!(e.0.contains("iteration"), "{e:?}");
+        let e = first.respond("r=abc123,s=AAAA,i=4294967295", b"p").unwrap_err();
+        assert!(e.0.contains("above the maximum 10000000"), "{e:?}");
         let e = first.respond("r=abc123,s=AAAA", b"p").unwrap_err();
         assert!(e.0.contains("malformed"), "{e:?}");
         assert_eq!(new_nonce().len(), 32);

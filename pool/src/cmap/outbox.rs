@@ -1,0 +1,181 @@
+//! The pool's lock, with its events delivered after it is released.
+//!
+//! Pool events reach user code: an in-place handler, the metrics recorder, a `tracing`
+//! subscriber. None of it may run under the pool lock (a handler that formats the pool, or
+//! checks a connection out, would deadlock on it). So an event emitted while the lock is held
+//! goes to an outbox, in the lock's order, and the guard that releases the lock delivers the
+//! outbox. One delivery at a time per pool (a reentrant lock, so a handler may use the pool):
+//! every handler sees every pool's events in the order they happened, and a call that emitted an
+//! event returns only after it was delivered, as when events were delivered under the lock.
+
+use std::cell::RefCell;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard, ReentrantMutex};
+
+use super::events::{CmapEvent, CmapEventHandler};
+use super::logging::log_event;
+
+/// Where a pool's events go: the handler and the log.
+pub(crate) struct Events {
+    handler: Option<Arc<dyn CmapEventHandler>>,
+    /// Added to every log message as `topologyId`.
+    topology_id: Option<String>,
+    outbox: Mutex<Vec<CmapEvent>>,
+    delivery: ReentrantMutex<()>,
+}
+
+thread_local! {
+    /// The pool locks this thread holds (by the address of their `Events`).
+    static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Events {
+    pub(crate) fn new(handler: Option<Arc<dyn CmapEventHandler>>, topology_id: Option<String>) -> Self {
+        Events { handler, topology_id, outbox: Mutex::new(Vec::new()), delivery: ReentrantMutex::new(()) }
+    }
+
+    /// Whether anybody takes events (a handler, or the log at DEBUG).
+    pub(crate) fn wanted(&self) -> bool {
+        self.handler.is_some()
+            || tracing::enabled!(target: crate::cmap::logging::LOG_TARGET, tracing::Level::DEBUG)
+    }
+
+    fn key(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+
+    /// Emits `event`: delivered now when this thread does not hold the pool lock, otherwise
+    /// when it releases it.
+    pub(crate) fn emit(&self, event: CmapEvent) {
+        self.outbox.lock().push(event);
+        let held = HELD.with(|h| h.borrow().contains(&self.key()));
+        if !held {
+            self.deliver();
+        }
+    }
+
+    /// Delivers the outbox, in order, with no pool lock held.
+    fn deliver(&self) {
+        let _one_at_a_time = self.delivery.lock();
+        loop {
+            let batch = std::mem::take(&mut *self.outbox.lock());
+            if batch.is_empty() {
+                return;
+            }
+            for event in &batch {
+                log_event(event, self.topology_id.as_deref());
+                if let Some(h) = &self.handler {
+                    h.handle(event);
+                }
+            }
+        }
+    }
+}
+
+/// The pool's state behind its mutex, with the events emitted under it.
+pub(crate) struct Locked<T> {
+    state: Mutex<T>,
+    events: Events,
+}
+
+impl<T> Locked<T> {
+    pub(crate) fn new(state: T, events: Events) -> Self {
+        Locked { state: Mutex::new(state), events }
+    }
+
+    /// Takes the lock; the events emitted while it is held are delivered when the guard goes.
+    pub(crate) fn lock(&self) -> Guard<'_, T> {
+        let guard = self.state.lock();
+        HELD.with(|h| h.borrow_mut().push(self.events.key()));
+        Guard { guard: Some(guard), events: &self.events }
+    }
+
+    /// The pool's events.
+    pub(crate) fn events(&self) -> &Events {
+        &self.events
+    }
+}
+
+/// A held pool lock.
+pub(crate) struct Guard<'a, T> {
+    guard: Option<MutexGuard<'a, T>>,
+    events: &'a Events,
+}
+
+impl<T> Deref for Guard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // Only `Drop` takes the guard out.
+        self.guard.as_deref().expect("held until dropped")
+    }
+}
+
+impl<T> DerefMut for Guard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.guard.as_deref_mut().expect("held until dropped")
+    }
+}
+
+impl<T> Drop for Guard<'_, T> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        let key = self.events.key();
+        let still_held = HELD.with(|h| {
+            let mut h = h.borrow_mut();
+            if let Some(i) = h.iter().rposition(|k| *k == key) {
+                h.remove(i);
+            }
+            h.contains(&key)
+        });
+        if !still_held {
+            self.events.deliver();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::ServerAddress;
+
+    /// A handler that reads the state it was emitted under: it would deadlock if it ran with
+    /// the lock held.
+    #[test]
+    fn events_are_delivered_after_the_lock_is_released_in_order() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let locked: Arc<Locked<u32>> = Arc::new_cyclic(|weak: &std::sync::Weak<Locked<u32>>| {
+            let weak = weak.clone();
+            let seen = seen.clone();
+            let handler = move |e: &CmapEvent| {
+                let now = weak.upgrade().map(|l| *l.lock());
+                seen.lock().push((e.clone(), now));
+            };
+            let handler: Arc<dyn CmapEventHandler> = Arc::new(handler);
+            Locked::new(0, Events::new(Some(handler), None))
+        });
+        let address = ServerAddress::tcp("a", 1);
+        {
+            let mut st = locked.lock();
+            *st = 1;
+            locked.events().emit(CmapEvent::PoolReady { address: address.clone() });
+            *st = 2;
+            locked.events().emit(CmapEvent::PoolClosed { address: address.clone() });
+            assert!(seen.lock().is_empty(), "nothing is delivered under the lock");
+        }
+        // Not under the lock: delivered at once.
+        locked.events().emit(CmapEvent::PoolCleared {
+            address: address.clone(),
+            service_id: None,
+            interrupt_in_use_connections: false,
+        });
+        let seen = seen.lock();
+        let kinds: Vec<_> = seen.iter().map(|(e, at)| (std::mem::discriminant(e), *at)).collect();
+        assert_eq!(kinds.len(), 3);
+        assert!(matches!(seen[0].0, CmapEvent::PoolReady { .. }));
+        assert!(matches!(seen[1].0, CmapEvent::PoolClosed { .. }));
+        assert!(matches!(seen[2].0, CmapEvent::PoolCleared { .. }));
+        assert!(seen.iter().all(|(_, at)| *at == Some(2)), "{kinds:?}");
+    }
+}
