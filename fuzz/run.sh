@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
-TARGETS="${FUZZ_TARGETS:-wire_decode hello_reply connection_string}"
+TARGETS="${FUZZ_TARGETS:-wire_decode hello_reply connection_string compressed executor_reply}"
 
 if ! rustup run nightly rustc --version >/dev/null 2>&1; then
     echo "fuzz: installing the nightly toolchain (cargo-fuzz needs it for -Zsanitizer)"

@@ -58,6 +58,13 @@ impl Setup {
         self.database("cancel").collection::<Document>(name)
     }
 
+    /// The collection `name`, emptied.
+    async fn fresh(&self, name: &str) -> actors::Collection {
+        let coll = self.coll(name);
+        let _ = coll.drop().await;
+        coll
+    }
+
     async fn seed_probe(&self) {
         let probes = self.coll("probes");
         let _ = probes.drop().await;
@@ -139,8 +146,7 @@ async fn setup(extra: &str) -> Setup {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn find_one_dropped_at_every_await_point() {
     let s = setup("").await;
-    let coll = s.coll("find_one");
-    let _ = coll.drop().await;
+    let coll = s.fresh("find_one").await;
     coll.insert_one(doc! {"_id": 1, "x": "one"}).await.expect("seed");
     let (found, drops) =
         s.drop_at_every_await("find_one", |_| coll.find_one(doc! {"_id": 1}), async |_| {}).await;
@@ -151,8 +157,7 @@ async fn find_one_dropped_at_every_await_point() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn insert_one_dropped_at_every_await_point_is_applied_at_most_once() {
     let s = setup("").await;
-    let coll = s.coll("insert_one");
-    let _ = coll.drop().await;
+    let coll = s.fresh("insert_one").await;
     let (result, drops) = s
         .drop_at_every_await(
             "insert_one",
@@ -176,8 +181,7 @@ async fn insert_one_dropped_at_every_await_point_is_applied_at_most_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn update_many_dropped_at_every_await_point_never_applies_later() {
     let s = setup("").await;
-    let coll = s.coll("update_many");
-    let _ = coll.drop().await;
+    let coll = s.fresh("update_many").await;
     coll.insert_many([doc! {"_id": 1, "n": 0}, doc! {"_id": 2, "n": 0}]).await.expect("seed");
     let read = async || {
         let docs = coll.find(doc! {}).sort(doc! {"_id": 1}).await.expect("find").try_collect().await;
@@ -206,8 +210,7 @@ async fn update_many_dropped_at_every_await_point_never_applies_later() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aggregate_with_get_mores_dropped_at_every_await_point() {
     let s = setup("").await;
-    let coll = s.coll("aggregate");
-    let _ = coll.drop().await;
+    let coll = s.fresh("aggregate").await;
     coll.insert_many((1..=7).map(|i| doc! {"_id": i})).await.expect("seed");
     let run = || async {
         let cursor = coll.aggregate(vec![doc! {"$sort": {"_id": 1}}]).batch_size(2).await?;
@@ -222,8 +225,7 @@ async fn aggregate_with_get_mores_dropped_at_every_await_point() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cursor_whose_get_more_was_dropped_ends_instead_of_skipping_a_batch() {
     let s = setup("").await;
-    let coll = s.coll("cursor_cut");
-    let _ = coll.drop().await;
+    let coll = s.fresh("cursor_cut").await;
     coll.insert_many((1..=6).map(|i| doc! {"_id": i})).await.expect("seed");
     // Drop the first getMore at every point of its exchange: the cursor either goes on with
     // the next batch (nothing was sent) or ends with a typed error, never skips a batch.
@@ -271,8 +273,7 @@ async fn commit_dropped_at_every_await_point_keeps_unknown_commit_semantics() {
     if !s.replica_set_or_not_applicable("cancellation::commit", "transactions") {
         return;
     }
-    let coll = s.coll("commit");
-    let _ = coll.drop().await;
+    let coll = s.fresh("commit").await;
     coll.insert_one(doc! {"_id": "seed"}).await.expect("create the collection");
     for polls in 1..=MAX_POLLS {
         let mut session = s.client.start_session().await.expect("session");
@@ -341,8 +342,7 @@ async fn a_change_streams_next_dropped_at_every_await_point_loses_no_event() {
     if !s.replica_set_or_not_applicable("cancellation::change_stream", "change streams") {
         return;
     }
-    let coll = s.coll("stream");
-    let _ = coll.drop().await;
+    let coll = s.fresh("stream").await;
     coll.insert_one(doc! {"_id": 0}).await.expect("create the collection");
     let mut stream = coll.watch().max_await_time(Duration::from_millis(50)).await.expect("watch");
     for polls in 1..=MAX_POLLS {
@@ -378,8 +378,7 @@ async fn a_timed_out_find_one_leaves_no_stale_reply_for_the_next_write() {
         return;
     };
     s.seed_probe().await;
-    let coll = s.coll("stale");
-    let _ = coll.drop().await;
+    let coll = s.fresh("stale").await;
     coll.insert_one(doc! {"_id": 1, "n": 0}).await.expect("seed");
     let _ = s.cmap.try_iter().count();
     for round in 0..5 {

@@ -530,7 +530,11 @@ async fn scripted(
 
 /// An OP_MSG reply to `request` with `flags`, encoded.
 fn msg_bytes(request: &Frame, body: &Document, flags: protocol::wire::OpMsgFlags) -> BytesMut {
-    let msg = OpMsg::from_document(body).expect("msg").with_flags(flags);
+    encoded_reply(request, OpMsg::from_document(body).expect("msg").with_flags(flags))
+}
+
+/// `msg` as the encoded reply to `request`.
+fn encoded_reply(request: &Frame, msg: OpMsg) -> BytesMut {
     let mut out = BytesMut::new();
     tokio_util::codec::Encoder::encode(
         &mut MessageCodec::new(),
@@ -756,14 +760,7 @@ async fn a_reply_of_tiny_documents_costs_a_bounded_multiple_of_its_size() {
         let empty = RawDocumentBuf::new();
         let mut msg = OpMsg::new(body);
         msg.sequences = vec![protocol::wire::DocumentSequence::new("docs", vec![empty; DOCS])];
-        let mut out = BytesMut::new();
-        tokio_util::codec::Encoder::encode(
-            &mut MessageCodec::new(),
-            Frame::reply(request.request_id, msg),
-            &mut out,
-        )
-        .expect("encode");
-        out
+        encoded_reply(request, msg)
     })
     .await;
     let mut conn = Connection::connect(&options(), request(&address)).await.expect("connect");

@@ -563,19 +563,20 @@ impl RunBatches<'_> {
                         return Err(Error::BulkWriteStopped { error: Box::new(error), partial_result });
                     }
                 };
+            // Counts from the server saturate: a lying `n` cannot overflow the sums.
             let n = reply.n;
             match batch.kind {
-                WriteKind::Insert => result.inserted_count += n,
-                WriteKind::Delete => result.deleted_count += n,
+                WriteKind::Insert => result.inserted_count = result.inserted_count.saturating_add(n),
+                WriteKind::Delete => result.deleted_count = result.deleted_count.saturating_add(n),
                 WriteKind::Update => {
                     let ups = reply.upserted.len() as u64;
                     for (i, id) in reply.upserted {
                         let index = batch.indexes.get(i).copied().unwrap_or_default();
                         result.upserted_ids.insert(index, id);
                     }
-                    result.upserted_count += ups;
-                    result.matched_count += n.saturating_sub(ups);
-                    result.modified_count += reply.n_modified;
+                    result.upserted_count = result.upserted_count.saturating_add(ups);
+                    result.matched_count = result.matched_count.saturating_add(n.saturating_sub(ups));
+                    result.modified_count = result.modified_count.saturating_add(reply.n_modified);
                 }
             }
             if stop {

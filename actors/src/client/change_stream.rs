@@ -36,7 +36,7 @@ use super::concern::{duration_ms, ReadConcern};
 use super::crud_options::Collation;
 use super::cursor::{Cursor, OpenCursor};
 use super::database::Database;
-use super::inner::Client;
+use super::inner::{Client, BACKGROUND_TIMEOUT};
 use super::op_options::{check_max_await, cursor_mode, CursorType};
 use super::ops::append;
 use super::ops::read;
@@ -564,7 +564,7 @@ impl<T> ChangeStream<T> {
         };
         let spec = Arc::clone(&self.spec);
         let deadline = deadline.unwrap_or_else(|| super::timeout::deadline(spec.timeout));
-        self.resuming = Some(Box::pin(async move {
+        let resume = async move {
             if let Some(old) = old {
                 old.close(None).await;
             }
@@ -575,7 +575,24 @@ impl<T> ChangeStream<T> {
             // The call goes on with the new cursor, under the same deadline.
             cursor.set_call_deadline(Some(deadline));
             Ok(cursor)
-        }));
+        };
+        self.resuming = Some(match deadline {
+            Some(_) => Box::pin(resume),
+            // Without timeoutMS a resume (the old cursor's killCursors, the new aggregate) is
+            // still bounded: an unresponsive server cannot hold `next` for ever. Like a CSOT
+            // timeout, the error leaves the stream to resume again on the next call.
+            None => Box::pin(async move {
+                match tokio::time::timeout(BACKGROUND_TIMEOUT, resume).await {
+                    Ok(r) => r,
+                    Err(_) => Err(Error::Timeout {
+                        message: format!(
+                            "the change stream's resume did not finish within {BACKGROUND_TIMEOUT:?} (no timeoutMS)"
+                        ),
+                        source: None,
+                    }),
+                }
+            }),
+        });
     }
 
     /// The next event document: `once` returns `None` after one empty batch.

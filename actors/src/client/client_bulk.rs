@@ -783,11 +783,12 @@ impl Gather<'_> {
         }
         self.succeeded = true;
         let s = &mut self.results.summary;
-        s.inserted_count += c.inserted;
-        s.upserted_count += c.upserted;
-        s.matched_count += c.matched;
-        s.modified_count += c.modified;
-        s.deleted_count += c.deleted;
+        // Counts from the server saturate: a lying reply cannot overflow the sums.
+        s.inserted_count = s.inserted_count.saturating_add(c.inserted);
+        s.upserted_count = s.upserted_count.saturating_add(c.upserted);
+        s.matched_count = s.matched_count.saturating_add(c.matched);
+        s.modified_count = s.modified_count.saturating_add(c.modified);
+        s.deleted_count = s.deleted_count.saturating_add(c.deleted);
     }
 
     /// A verbose result (`ok: 1`) of write `index`.

@@ -42,6 +42,9 @@ pub mod config;
 pub mod crud_options;
 pub mod cursor;
 pub mod database;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gridfs;
 pub(crate) mod inner;
 pub(crate) mod op_options;

@@ -731,3 +731,46 @@ fn a_check_out_on_a_runtime_that_has_shut_down_fails_instead_of_deadlocking() {
     assert_eq!((stats.pending, stats.total), (0, 0), "{:?}", names(&events));
     drop(home);
 }
+
+/// An in-place handler may use the pool it hears from (format it, read its stats, clear it):
+/// events reach it after the pool lock is released, so nothing deadlocks, and it sees each
+/// event in order.
+#[tokio::test(start_paused = true)]
+async fn an_in_place_handler_may_use_its_pool() {
+    let slot: Arc<std::sync::OnceLock<Pool<Arc<Mock>>>> = Arc::default();
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (handler_slot, sink) = (slot.clone(), seen.clone());
+    let pool = Pool::builder(ServerAddress::tcp("db", 27017), Arc::new(Mock::default()))
+        .event_handler(Arc::new(move |e: &CmapEvent| {
+            if let Some(pool) = handler_slot.get() {
+                // Each of these takes the pool lock.
+                let shown = format!("{pool:?}");
+                let stats = pool.stats();
+                sink.lock().push(format!("{} {} {}", e.name(), stats.total, shown.len()));
+            }
+        }))
+        .build()
+        .unwrap();
+    let _ = slot.set(pool.clone());
+    pool.ready();
+    let conn = pool.check_out(None, CheckoutPurpose::Other).await.unwrap();
+    drop(conn);
+    pool.clear(None, false);
+    settle().await;
+    let seen = seen.lock();
+    let names: Vec<&str> = seen.iter().map(|s| s.split(' ').next().unwrap_or_default()).collect();
+    assert_eq!(
+        names,
+        [
+            "ConnectionPoolReady",
+            "ConnectionCheckOutStarted",
+            "ConnectionCreated",
+            "ConnectionReady",
+            "ConnectionCheckedOut",
+            "ConnectionCheckedIn",
+            "ConnectionPoolCleared",
+            // The idle connection, stale after the clear, closed by the maintenance.
+            "ConnectionClosed",
+        ]
+    );
+}
