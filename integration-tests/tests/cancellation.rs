@@ -58,6 +58,13 @@ impl Setup {
         self.database("cancel").collection::<Document>(name)
     }
 
+    /// Whether every exchange is sure to suspend (the simulator, with its added latency): a
+    /// fast real server can answer before the first poll reads, so there the counts of drops
+    /// are not checked.
+    fn suspends(&self) -> bool {
+        self.deployment.sim().is_some()
+    }
+
     /// The collection `name`, emptied.
     async fn fresh(&self, name: &str) -> actors::Collection {
         let coll = self.coll(name);
@@ -151,7 +158,7 @@ async fn find_one_dropped_at_every_await_point() {
     let (found, drops) =
         s.drop_at_every_await("find_one", |_| coll.find_one(doc! {"_id": 1}), async |_| {}).await;
     assert_eq!(found.expect("find_one"), Some(doc! {"_id": 1, "x": "one"}));
-    assert!(drops >= 1, "the operation never suspended: nothing was tested");
+    assert!(drops >= 1 || !s.suspends(), "the operation never suspended: nothing was tested");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -219,7 +226,7 @@ async fn aggregate_with_get_mores_dropped_at_every_await_point() {
     let (docs, drops) = s.drop_at_every_await("aggregate + getMore", |_| run(), async |_| {}).await;
     let ids: Vec<i32> = docs.expect("aggregate").iter().map(|d| d.get_i32("_id").expect("_id")).collect();
     assert_eq!(ids, (1..=7).collect::<Vec<_>>());
-    assert!(drops >= 4, "the aggregate and its three getMores each suspend: {drops} drops");
+    assert!(drops >= 4 || !s.suspends(), "the aggregate and its three getMores each suspend: {drops} drops");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -294,7 +301,7 @@ async fn commit_dropped_at_every_await_point_keeps_unknown_commit_semantics() {
         let found = coll.count_documents(doc! {"_id": polls as i64}).await.expect("count");
         assert_eq!(found, 1, "the transaction's insert after {polls} polls");
         if committed.is_some() {
-            assert!(polls > 1, "the commit never suspended");
+            assert!(polls > 1 || !s.suspends(), "the commit never suspended");
             return;
         }
     }
@@ -321,7 +328,7 @@ async fn gridfs_upload_and_download_dropped_at_every_await_point() {
     };
     let (id, drops) = s.drop_at_every_await("GridFS upload", upload, async |_| {}).await;
     let id = id.expect("upload");
-    assert!(drops >= 3, "an upload is several round trips: {drops} drops");
+    assert!(drops >= 3 || !s.suspends(), "an upload is several round trips: {drops} drops");
     let download = |_| {
         let (bucket, id) = (bucket.clone(), id.clone());
         async move {
@@ -333,7 +340,7 @@ async fn gridfs_upload_and_download_dropped_at_every_await_point() {
     };
     let (back, drops) = s.drop_at_every_await("GridFS download", download, async |_| {}).await;
     assert_eq!(back.expect("download"), content);
-    assert!(drops >= 2, "a download is at least two round trips: {drops} drops");
+    assert!(drops >= 2 || !s.suspends(), "a download is at least two round trips: {drops} drops");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -664,7 +664,10 @@ async fn tailable_await_max_await_time() {
     let get_more = seen.started("getMore");
     assert!(get_more.len() >= 10, "{}", get_more.len());
     let last = max_time(get_more.last().expect("getMore")).expect("maxTimeMS");
-    assert!(last < 60, "the last getMore gets the remaining time: {last}");
+    // The last getMore gets the remaining time; or, sent with 60 ms when a little more than
+    // that remained, it was cut off by the client's deadline while a slow server waited.
+    let cut_off = err.to_string().contains("during socket read");
+    assert!(last < 60 || (last == 60 && cut_off), "the last getMore gets the remaining time: {last}: {err}");
 }
 
 /// A typed collection: documents go through serde both ways, and one that does not fit the
