@@ -12,7 +12,7 @@ help:
 	@echo "make test-peer  the client's end-to-end tests, the examples and the demo against SecantusDB (pip, in .venv-peer)"
 	@echo "make spec    run the spec runner; SPEC_ROOT=DIR to run another upstream-layout directory"
 	@echo "make build   build the workspace"
-	@echo "make fuzz    run each cargo-fuzz target for FUZZ_SECONDS (default 60); installs nightly + cargo-fuzz if missing"
+	@echo "make fuzz    run each cargo-fuzz target for FUZZ_RUNS executions (default 10 million) or FUZZ_SECONDS (default 1800), whichever first; installs nightly + cargo-fuzz if missing"
 	@echo "make fmt     format the code"
 	@echo "make lint    clippy with -D warnings"
 	@echo "make bench-selection  criterion benchmark of server selection (ns per selection)"
@@ -41,9 +41,10 @@ spec:
 	$(CARGO) run -q -p integration-tests --bin spec-runner -- --root $(SPEC_ROOT)
 
 # Fuzz targets live in fuzz/ (outside the workspace; nightly + cargo-fuzz).
-FUZZ_SECONDS ?= 60
+FUZZ_SECONDS ?= 1800
+FUZZ_RUNS ?= 10000000
 fuzz:
-	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) fuzz/run.sh
 
 fmt:
 	$(CARGO) fmt --all

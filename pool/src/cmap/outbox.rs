@@ -8,8 +8,8 @@
 //! every handler sees every pool's events in the order they happened, and a call that emitted an
 //! event returns only after it was delivered, as when events were delivered under the lock.
 
-use std::cell::RefCell;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard, ReentrantMutex};
@@ -23,17 +23,32 @@ pub(crate) struct Events {
     /// Added to every log message as `topologyId`.
     topology_id: Option<String>,
     outbox: Mutex<Vec<CmapEvent>>,
+    /// The outbox has events (read without its lock on every release of the pool lock).
+    pending: AtomicBool,
+    /// The thread holding the pool lock ([`thread_mark`]), 0 for none.
+    holder: AtomicUsize,
     delivery: ReentrantMutex<()>,
 }
 
 thread_local! {
-    /// The pool locks this thread holds (by the address of their `Events`).
-    static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    static MARK: u8 = const { 0 };
+}
+
+/// A number that tells the live threads apart, for the price of a thread-local access.
+fn thread_mark() -> usize {
+    MARK.with(|m| std::ptr::from_ref(m) as usize)
 }
 
 impl Events {
     pub(crate) fn new(handler: Option<Arc<dyn CmapEventHandler>>, topology_id: Option<String>) -> Self {
-        Events { handler, topology_id, outbox: Mutex::new(Vec::new()), delivery: ReentrantMutex::new(()) }
+        Events {
+            handler,
+            topology_id,
+            outbox: Mutex::new(Vec::new()),
+            pending: AtomicBool::new(false),
+            holder: AtomicUsize::new(0),
+            delivery: ReentrantMutex::new(()),
+        }
     }
 
     /// Whether anybody takes events (a handler, or the log at DEBUG).
@@ -42,16 +57,15 @@ impl Events {
             || tracing::enabled!(target: crate::cmap::logging::LOG_TARGET, tracing::Level::DEBUG)
     }
 
-    fn key(&self) -> usize {
-        std::ptr::from_ref(self) as usize
-    }
-
     /// Emits `event`: delivered now when this thread does not hold the pool lock, otherwise
     /// when it releases it.
     pub(crate) fn emit(&self, event: CmapEvent) {
-        self.outbox.lock().push(event);
-        let held = HELD.with(|h| h.borrow().contains(&self.key()));
-        if !held {
+        {
+            let mut outbox = self.outbox.lock();
+            outbox.push(event);
+            self.pending.store(true, Ordering::Release);
+        }
+        if self.holder.load(Ordering::Relaxed) != thread_mark() {
             self.deliver();
         }
     }
@@ -60,7 +74,11 @@ impl Events {
     fn deliver(&self) {
         let _one_at_a_time = self.delivery.lock();
         loop {
-            let batch = std::mem::take(&mut *self.outbox.lock());
+            let batch = {
+                let mut outbox = self.outbox.lock();
+                self.pending.store(false, Ordering::Release);
+                std::mem::take(&mut *outbox)
+            };
             if batch.is_empty() {
                 return;
             }
@@ -88,7 +106,7 @@ impl<T> Locked<T> {
     /// Takes the lock; the events emitted while it is held are delivered when the guard goes.
     pub(crate) fn lock(&self) -> Guard<'_, T> {
         let guard = self.state.lock();
-        HELD.with(|h| h.borrow_mut().push(self.events.key()));
+        self.events.holder.store(thread_mark(), Ordering::Relaxed);
         Guard { guard: Some(guard), events: &self.events }
     }
 
@@ -120,16 +138,10 @@ impl<T> DerefMut for Guard<'_, T> {
 
 impl<T> Drop for Guard<'_, T> {
     fn drop(&mut self) {
+        // Written under the lock, so the next holder's mark replaces it only after this.
+        self.events.holder.store(0, Ordering::Relaxed);
         drop(self.guard.take());
-        let key = self.events.key();
-        let still_held = HELD.with(|h| {
-            let mut h = h.borrow_mut();
-            if let Some(i) = h.iter().rposition(|k| *k == key) {
-                h.remove(i);
-            }
-            h.contains(&key)
-        });
-        if !still_held {
+        if self.events.pending.load(Ordering::Acquire) {
             self.events.deliver();
         }
     }
