@@ -110,6 +110,13 @@ impl<T> Locked<T> {
         Guard { guard: Some(guard), events: &self.events }
     }
 
+    /// The lock if it is free now.
+    pub(crate) fn try_lock(&self) -> Option<Guard<'_, T>> {
+        let guard = self.state.try_lock()?;
+        self.events.holder.store(thread_mark(), Ordering::Relaxed);
+        Some(Guard { guard: Some(guard), events: &self.events })
+    }
+
     /// The pool's events.
     pub(crate) fn events(&self) -> &Events {
         &self.events

@@ -978,7 +978,16 @@ impl<E: Establisher> Inner<E> {
     }
 
     fn stats(&self) -> PoolStats {
-        let st = self.state.lock();
+        Self::stats_of(&self.state.lock())
+    }
+
+    /// The stats if the lock is free now: what `Debug` shows, so that formatting a pool
+    /// never waits (or deadlocks, under the lock's own holder).
+    fn try_stats(&self) -> Option<PoolStats> {
+        self.state.try_lock().map(|st| Self::stats_of(&st))
+    }
+
+    fn stats_of(st: &State<E::Connection>) -> PoolStats {
         let count = |p: CheckoutPurpose| st.in_use.values().filter(|u| u.purpose == p).count();
         PoolStats {
             state: st.status,
@@ -1111,7 +1120,7 @@ impl<E: Establisher> std::fmt::Debug for Pool<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pool")
             .field("address", &self.handle.inner.address)
-            .field("stats", &self.stats())
+            .field("stats", &self.handle.inner.try_stats())
             .finish()
     }
 }
