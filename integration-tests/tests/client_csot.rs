@@ -124,6 +124,13 @@ async fn max_time_ms_is_appended_under_timeout_ms_only() {
     coll.insert_one(doc! {"_id": 1}).await.expect("insert");
     coll.find_one(doc! {}).await.expect("find");
     assert_eq!(max_time(&started(&s.events, "insert")[0]), None, "no timeoutMS, no maxTimeMS");
+    // A timeout too long for any clock (Duration::MAX) is no deadline, not a panic.
+    let forever = coll.clone().with_timeout(Some(Duration::MAX));
+    forever.find_one(doc! {}).await.expect("find under Duration::MAX");
+    coll.find_one(doc! {}).timeout(Duration::MAX).await.expect("find with its own Duration::MAX");
+    let finds = started(&s.events, "find");
+    assert_eq!(finds.len(), 2);
+    assert!(finds.iter().all(|f| max_time(f).is_none()), "no deadline, no maxTimeMS");
     s.client.shutdown().await.expect("shutdown");
 }
 

@@ -122,6 +122,9 @@ mod tests {
         assert_eq!(inherit(None, s), s);
         assert_eq!(deadline(Some(Duration::ZERO)), None);
         assert_eq!(deadline(None), None);
+        // A timeout too long for an Instant is no deadline, not a panic.
+        assert_eq!(deadline(Some(Duration::MAX)), None);
+        assert_eq!(max_time_ms(deadline(Some(Duration::MAX)), Duration::from_millis(5)).ok(), Some(None));
     }
 
     #[tokio::test(start_paused = true)]
