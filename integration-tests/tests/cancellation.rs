@@ -194,22 +194,27 @@ async fn update_many_dropped_at_every_await_point_never_applies_later() {
         let docs = coll.find(doc! {}).sort(doc! {"_id": 1}).await.expect("find").try_collect().await;
         docs.expect("collect").iter().map(|d| d.get_i32("n").expect("n")).collect::<Vec<_>>()
     };
-    let mut last = vec![0, 0];
-    let (result, _) = s
+    // A real server may still be applying a cut-off update when the check reads (it had the
+    // whole request), so each check bounds the counters: at most one increment per update
+    // started so far. After the last one they must settle at exactly one per update applied.
+    let (result, dropped) = s
         .drop_at_every_await(
             "update_many",
             |_| coll.update_many(doc! {}, doc! {"$inc": {"n": 1}}),
             async |n| {
-                // A cut-off update was applied once or not at all, and both documents alike.
                 let now = read().await;
-                assert!(now[0] == now[1] && (now[0] == last[0] || now[0] == last[0] + 1), "{n}: {now:?}");
-                last = now;
+                assert!(now.iter().all(|v| *v as usize <= n), "after {n} cut-off updates: {now:?}");
             },
         )
         .await;
     assert_eq!(result.expect("the completed update").modified_count, 2);
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let after = read().await;
-    assert_eq!(after, vec![last[0] + 1, last[1] + 1], "the completed update applied exactly once");
+    assert_eq!(after[0], after[1], "every update applied to both documents or to none");
+    assert!(
+        after[0] >= 1 && after[0] as usize <= dropped + 1,
+        "each update applied at most once: {after:?} after {dropped} cut off and one completed"
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(read().await, after, "nothing a dropped update left behind was applied later");
 }
