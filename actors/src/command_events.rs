@@ -1,15 +1,12 @@
 //! Command monitoring events (the command-logging-and-monitoring spec's started, succeeded
 //! and failed events) and how they reach subscribers.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::Document;
 use protocol::ServerAddress;
 use serde::Serialize;
-
-use crate::events::{Delivery, RecipientHandler};
 
 /// Where a command ran.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -90,72 +87,17 @@ impl CommandEvent {
     }
 }
 
-/// Receives command events. A crossbeam `Sender`, a closure or an actix `Recipient` (through
-/// [`RecipientHandler`]) works as a handler. The client puts a bounded queue in front of it
-/// (see [`crate::events`]): a closure runs on a delivery thread, never in the operation.
-pub trait CommandEventHandler: Send + Sync {
-    /// Handles one event.
-    fn handle(&self, event: &CommandEvent);
+pool::event_handler_alias!(
+    /// Receives command events: any [`EventHandler<CommandEvent>`](crate::events::EventHandler).
+    /// A crossbeam `Sender`, a closure or an actix `Recipient` (through
+    /// [`RecipientHandler`](crate::events::RecipientHandler)) works as a handler. The client
+    /// puts a bounded queue in front of it (see [`crate::events`]): a closure runs on a
+    /// delivery thread, never in the operation.
+    CommandEventHandler,
+    CommandEvent
+);
 
-    /// How this handler takes events (default: [`Delivery::Queued`]).
-    fn delivery(&self) -> Delivery {
-        Delivery::Queued
-    }
-
-    /// Hands one event over from a delivery thread, waiting until the subscriber took it if
-    /// that is what bounds its queue (default: [`handle`](Self::handle)).
-    fn deliver(&self, event: &CommandEvent) {
-        self.handle(event)
-    }
-}
-
-impl<F> CommandEventHandler for F
-where
-    F: Fn(&CommandEvent) + Send + Sync,
-{
-    fn handle(&self, event: &CommandEvent) {
-        self(event)
-    }
-}
-
-impl CommandEventHandler for crossbeam_channel::Sender<CommandEvent> {
-    fn handle(&self, event: &CommandEvent) {
-        // Never blocks: a full bounded channel loses the event, not the operation's time.
-        let _ = self.try_send(event.clone());
-    }
-
-    fn delivery(&self) -> Delivery {
-        Delivery::InPlace { backlog: self.len() }
-    }
-}
-
-/// A command event, as an actix message: a `Recipient<CommandEventOccurred>` receives the
-/// client's command events through
-/// [`RecipientHandler`] or [`command_recipient`].
-#[derive(Debug, Clone, actix::Message)]
-#[rtype(result = "()")]
-pub struct CommandEventOccurred(pub CommandEvent);
-
-impl CommandEventHandler for RecipientHandler<CommandEventOccurred> {
-    fn handle(&self, event: &CommandEvent) {
-        // Never blocks; a stopped subscriber is not the operation's problem.
-        self.recipient().do_send(CommandEventOccurred(event.clone()));
-    }
-
-    fn deliver(&self, event: &CommandEvent) {
-        self.send_and_wait(CommandEventOccurred(event.clone()));
-    }
-}
-
-/// A command handler that sends every event to `recipient`.
-pub fn command_recipient(recipient: actix::Recipient<CommandEventOccurred>) -> Arc<dyn CommandEventHandler> {
-    Arc::new(RecipientHandler::new(recipient))
-}
-
-/// A command handler that sends every event to a crossbeam channel.
-pub fn command_channel(sender: crossbeam_channel::Sender<CommandEvent>) -> Arc<dyn CommandEventHandler> {
-    Arc::new(sender)
-}
+pub use crate::events::recipient::{command_channel, command_recipient, CommandEventOccurred};
 
 #[cfg(test)]
 mod tests {

@@ -15,6 +15,7 @@ pub mod messages;
 pub mod metrics;
 pub mod monitor;
 pub mod pool_actor;
+pub mod results;
 pub mod rtt_pinger;
 pub mod rtt_stats;
 pub mod sdam_log;

@@ -92,7 +92,7 @@ impl RecordCmap {
     }
 }
 
-impl CmapEventHandler for RecordCmap {
+impl pool::events::EventHandler<CmapEvent> for RecordCmap {
     // Recording is quick and never blocks; the inner handler is bounded already.
     fn delivery(&self) -> crate::events::Delivery {
         crate::events::Delivery::InPlace { backlog: 0 }
@@ -141,7 +141,7 @@ impl RecordSdam {
     }
 }
 
-impl SdamEventHandler for RecordSdam {
+impl pool::events::EventHandler<SdamEvent> for RecordSdam {
     // Recording is quick and never blocks; the inner handler is bounded already.
     fn delivery(&self) -> crate::events::Delivery {
         crate::events::Delivery::InPlace { backlog: 0 }
@@ -232,7 +232,7 @@ impl RecordCommands {
     }
 }
 
-impl CommandEventHandler for RecordCommands {
+impl pool::events::EventHandler<CommandEvent> for RecordCommands {
     // Recording is quick and never blocks; the inner handler is bounded already.
     fn delivery(&self) -> crate::events::Delivery {
         crate::events::Delivery::InPlace { backlog: 0 }

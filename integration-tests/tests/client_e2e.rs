@@ -689,7 +689,8 @@ async fn shutdown_stops_every_actor_and_closes_every_connection() {
     }
     let err = coll.find_one(doc! {}).await.expect_err("the client is shut down");
     assert_eq!(err.kind(), ErrorKind::ActorStopped, "{err}");
-    let err = actor.send(actors::client::actor::FindOne::<bson::Document>::new("e2e", "shutdown", doc! {}));
+    let err =
+        actor.send(actors::client::actor::FindOneRequest::<bson::Document>::new("e2e", "shutdown", doc! {}));
     // A stopped actor's mailbox refuses the message: a typed error, not a panic.
     assert!(err.await.is_err());
 }

@@ -6,7 +6,9 @@
 
 use std::time::{Duration, Instant};
 
-use actors::client::actor::{CountDocuments, Find, FindOne, InsertOne, RunCommand};
+use actors::client::actor::{
+    CountDocumentsRequest, FindOneRequest, FindRequest, InsertOneRequest, RunCommandRequest,
+};
 use actors::command_events::CommandEvent;
 use actors::{Client, Criteria, ErrorKind, FindOneOptions, FindOptions};
 use bson::{doc, Bson, Document};
@@ -442,36 +444,37 @@ async fn actix_message_api_inside_a_system() {
     let app = if deployment.is_real() { format!("app_{}", bson::oid::ObjectId::new()) } else { "app".into() };
     let app = app.as_str();
     let inserted = addr
-        .send(InsertOne::new(app, "c", doc! {"_id": 7, "v": "x"}))
+        .send(InsertOneRequest::new(app, "c", doc! {"_id": 7, "v": "x"}))
         .await
         .expect("mailbox")
         .expect("insert");
     assert_eq!(inserted.inserted_id, Bson::Int32(7));
     let one = addr
-        .send(FindOne::<bson::Document>::new(app, "c", doc! {"_id": 7}))
+        .send(FindOneRequest::<bson::Document>::new(app, "c", doc! {"_id": 7}))
         .await
         .expect("mailbox")
         .expect("find_one");
     assert_eq!(one.and_then(|d| d.get_str("v").ok().map(str::to_string)).as_deref(), Some("x"));
     let all = addr
         .send(
-            Find::<bson::Document>::new(app, "c", doc! {})
+            FindRequest::<bson::Document>::new(app, "c", doc! {})
                 .with_options(FindOptions { batch_size: Some(1), ..Default::default() }),
         )
         .await
         .expect("mailbox")
         .expect("find");
     assert_eq!(all.len(), 1);
-    let n = addr.send(CountDocuments::new(app, "c", doc! {})).await.expect("mailbox").expect("count");
+    let n = addr.send(CountDocumentsRequest::new(app, "c", doc! {})).await.expect("mailbox").expect("count");
     assert_eq!(n, 1);
     let reply = addr
-        .send(RunCommand { database: "admin".into(), command: doc! {"ping": 1}, criteria: None })
+        .send(RunCommandRequest { database: "admin".into(), command: doc! {"ping": 1}, criteria: None })
         .await
         .expect("mailbox")
         .expect("ping");
     assert_eq!(reply.get_f64("ok").ok(), Some(1.0));
     // `?` turns a mailbox error into the crate's error.
-    let via_question_mark = async { addr.send(FindOne::<Document>::new(app, "c", doc! {})).await? }.await;
+    let via_question_mark =
+        async { addr.send(FindOneRequest::<Document>::new(app, "c", doc! {})).await? }.await;
     assert!(via_question_mark.expect("find").is_some());
     client.shutdown().await.expect("shutdown");
     if let Some(cluster) = deployment.sim() {

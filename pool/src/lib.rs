@@ -12,6 +12,7 @@ pub mod error;
 pub use error::{Error, Phase, Result};
 pub mod cmap;
 pub mod connection;
+pub mod events;
 
 /// The earlier of two optional deadlines (`None`: no limit).
 pub(crate) fn earliest(

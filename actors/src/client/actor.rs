@@ -1,16 +1,16 @@
-//! The actix message API: a [`ClientActor`] holding a [`Client`], and one message per
+//! The actix message API: a [`ClientActor`] holding a [`Client`], and one `*Request` message per
 //! operation, each with a typed result.
 //!
 //! ```no_run
-//! use actors::client::actor::{FindOne, InsertOne};
+//! use actors::client::actor::{FindOneRequest, InsertOneRequest};
 //! use actors::Client;
 //! use bson::doc;
 //!
 //! # async fn example() -> actors::Result<()> {
 //! let client = Client::with_uri_str("mongodb://127.0.0.1:27017").await?;
 //! let addr = client.actor();
-//! addr.send(InsertOne::new("app", "people", doc! {"name": "Ada"})).await??;
-//! let ada = addr.send(FindOne::<bson::Document>::new("app", "people", doc! {"name": "Ada"})).await??;
+//! addr.send(InsertOneRequest::new("app", "people", doc! {"name": "Ada"})).await??;
+//! let ada = addr.send(FindOneRequest::<bson::Document>::new("app", "people", doc! {"name": "Ada"})).await??;
 //! assert!(ada.is_some());
 //! # Ok(())
 //! # }
@@ -26,12 +26,12 @@ use serde::Serialize;
 
 use parking_lot::Mutex;
 
-use super::crud_options::{
+use super::inner::{Client, Host};
+use super::options::crud::{
     CountOptions, DeleteOptions, FindOneOptions, FindOptions, InsertManyOptions, InsertOneOptions,
     UpdateModifications, UpdateOptions,
 };
-use super::inner::{Client, Host};
-use super::op_options::{DeleteResult, InsertManyResult, InsertOneResult, UpdateResult};
+use crate::results::{DeleteResult, InsertManyResult, InsertOneResult, UpdateResult};
 use crate::selection_actor::Criteria;
 use crate::Result;
 
@@ -85,7 +85,7 @@ impl Client {
 /// Runs a command (see [`Database::run_command`](super::Database::run_command)).
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "Result<Document>")]
-pub struct RunCommand {
+pub struct RunCommandRequest {
     /// The database.
     pub database: String,
     /// The command.
@@ -145,62 +145,62 @@ macro_rules! collection_message {
 
 collection_message! {
     /// Inserts one document (a `T`, `Document` by default).
-    InsertOne<T> => InsertOneResult, where [T: 'static];
+    InsertOneRequest<T> => InsertOneResult, where [T: 'static];
     required { document: T } options InsertOneOptions
 }
 
 collection_message! {
     /// Inserts documents.
-    InsertMany<T> => InsertManyResult, where [T: 'static];
+    InsertManyRequest<T> => InsertManyResult, where [T: 'static];
     required { documents: Vec<T> } options InsertManyOptions
 }
 
 collection_message! {
     /// Finds documents and collects them all as `T`s (the cursor runs to its end).
-    Find<T> => Vec<T>, where [T: 'static];
+    FindRequest<T> => Vec<T>, where [T: 'static];
     required { filter: Document } options FindOptions
 }
 
 collection_message! {
     /// Finds the first matching document, as a `T`.
-    FindOne<T> => Option<T>, where [T: 'static];
+    FindOneRequest<T> => Option<T>, where [T: 'static];
     required { filter: Document } options FindOneOptions
 }
 
 collection_message! {
     /// Updates the first matching document.
-    UpdateOne => UpdateResult, where [];
+    UpdateOneRequest => UpdateResult, where [];
     required { filter: Document, update: UpdateModifications } options UpdateOptions
 }
 
 collection_message! {
     /// Updates every matching document.
-    UpdateMany => UpdateResult, where [];
+    UpdateManyRequest => UpdateResult, where [];
     required { filter: Document, update: UpdateModifications } options UpdateOptions
 }
 
 collection_message! {
     /// Deletes the first matching document.
-    DeleteOne => DeleteResult, where [];
+    DeleteOneRequest => DeleteResult, where [];
     required { filter: Document } options DeleteOptions
 }
 
 collection_message! {
     /// Deletes every matching document.
-    DeleteMany => DeleteResult, where [];
+    DeleteManyRequest => DeleteResult, where [];
     required { filter: Document } options DeleteOptions
 }
 
 collection_message! {
     /// Counts matching documents.
-    CountDocuments => u64, where [];
+    CountDocumentsRequest => u64, where [];
     required { filter: Document } options CountOptions
 }
 
-impl Handler<RunCommand> for ClientActor {
+impl Handler<RunCommandRequest> for ClientActor {
     type Result = ResponseFuture<Result<Document>>;
 
-    fn handle(&mut self, msg: RunCommand, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: RunCommandRequest, _ctx: &mut Self::Context) -> Self::Result {
         let db = self.client.database(&msg.database);
         Box::pin(async move { db.run_command(msg.command).criteria(msg.criteria).await })
     }
@@ -221,18 +221,27 @@ macro_rules! collection_handler {
     (@t) => { Document };
 }
 
-collection_handler!(InsertOne<T: [Serialize + Send + Sync + 'static]>, InsertOneResult, |c, m| c.insert_one(m.document).with_options(m.options).await);
-collection_handler!(InsertMany<T: [Serialize + Send + Sync + 'static]>, InsertManyResult, |c, m| c.insert_many(m.documents).with_options(m.options).await);
-collection_handler!(Find<T: [DeserializeOwned + Send + Sync + 'static]>, Vec<T>, |c, m| c.find(m.filter).with_options(m.options).await?.try_collect().await);
-collection_handler!(FindOne<T: [DeserializeOwned + Send + Sync + 'static]>, Option<T>, |c, m| c.find_one(m.filter).with_options(m.options).await);
-collection_handler!(UpdateOne, UpdateResult, |c, m| c
+collection_handler!(InsertOneRequest<T: [Serialize + Send + Sync + 'static]>, InsertOneResult, |c, m| c.insert_one(m.document).with_options(m.options).await);
+collection_handler!(InsertManyRequest<T: [Serialize + Send + Sync + 'static]>, InsertManyResult, |c, m| c.insert_many(m.documents).with_options(m.options).await);
+collection_handler!(FindRequest<T: [DeserializeOwned + Send + Sync + 'static]>, Vec<T>, |c, m| c.find(m.filter).with_options(m.options).await?.try_collect().await);
+collection_handler!(FindOneRequest<T: [DeserializeOwned + Send + Sync + 'static]>, Option<T>, |c, m| c.find_one(m.filter).with_options(m.options).await);
+collection_handler!(UpdateOneRequest, UpdateResult, |c, m| c
     .update_one(m.filter, m.update)
     .with_options(m.options)
     .await);
-collection_handler!(UpdateMany, UpdateResult, |c, m| c
+collection_handler!(UpdateManyRequest, UpdateResult, |c, m| c
     .update_many(m.filter, m.update)
     .with_options(m.options)
     .await);
-collection_handler!(DeleteOne, DeleteResult, |c, m| c.delete_one(m.filter).with_options(m.options).await);
-collection_handler!(DeleteMany, DeleteResult, |c, m| c.delete_many(m.filter).with_options(m.options).await);
-collection_handler!(CountDocuments, u64, |c, m| c.count_documents(m.filter).with_options(m.options).await);
+collection_handler!(DeleteOneRequest, DeleteResult, |c, m| c
+    .delete_one(m.filter)
+    .with_options(m.options)
+    .await);
+collection_handler!(DeleteManyRequest, DeleteResult, |c, m| c
+    .delete_many(m.filter)
+    .with_options(m.options)
+    .await);
+collection_handler!(CountDocumentsRequest, u64, |c, m| c
+    .count_documents(m.filter)
+    .with_options(m.options)
+    .await);

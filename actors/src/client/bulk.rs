@@ -7,7 +7,6 @@
 //! them are reported together. A `timeoutMS` is one deadline for the whole bulk. Each
 //! command is a retryable write unless it holds a multi-document update or delete.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
@@ -17,13 +16,14 @@ use serde::{Deserialize, Serialize};
 use super::action::{into_future, option_setters};
 use super::collection::{Collection, Handle};
 use super::concern::{duration_ms, WriteConcern};
-use super::crud_options::{Collation, Hint, UpdateModifications};
 use super::op_options::with_id;
-use super::operation::Limits;
-use super::ops::write::{WriteKind, WriteReply};
+use super::ops::write::{too_large, WriteKind, WriteReply, MAX_STATEMENT_BYTES};
+use super::options::crud::{Collation, Hint, UpdateModifications};
+use super::session::ClientSession;
 use super::timeout;
-use super::transaction::ClientSession;
+use super::timeout::Limits;
 use crate::error::{ServerError, WriteConcernError, WriteError};
+use crate::results::BulkWriteResult;
 use crate::{Error, Result};
 
 /// The most statements per command (the servers' `maxWriteBatchSize`).
@@ -33,10 +33,6 @@ const MAX_BATCH: usize = 100_000;
 /// sequence, so a message holds up to `maxMessageSizeBytes` (48,000,000); 16 KiB are left for
 /// the command's body and the message framing.
 const MAX_BATCH_BYTES: usize = 48_000_000 - 16 * 1024;
-
-/// The largest statement a server takes (`maxBsonObjectSize`, plus the 16 KiB a statement's
-/// own fields may add around a document of that size).
-pub(crate) const MAX_STATEMENT_BYTES: usize = 16 * 1024 * 1024 + 16 * 1024;
 
 /// One write of [`Collection::bulk_write`].
 #[derive(Debug, Clone, PartialEq)]
@@ -329,27 +325,6 @@ pub struct BulkWriteOptions {
     pub raw_data: Option<bool>,
 }
 
-/// The result of [`Collection::bulk_write`]. Ids are keyed by the model's index.
-#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BulkWriteResult {
-    /// Documents inserted by `InsertOne` models.
-    pub inserted_count: u64,
-    /// Documents matched by updates and replaces (upserts excluded).
-    pub matched_count: u64,
-    /// Documents changed by updates and replaces.
-    pub modified_count: u64,
-    /// Documents deleted.
-    pub deleted_count: u64,
-    /// Documents upserted.
-    pub upserted_count: u64,
-    /// The `_id` of every upserted document.
-    pub upserted_ids: BTreeMap<usize, Bson>,
-    /// The `_id` of every `InsertOne` document (sent; see `inserted_count` for how many
-    /// the server inserted).
-    pub inserted_ids: BTreeMap<usize, Bson>,
-}
-
 /// Statements of one command, with the model index of each.
 pub(crate) struct Batch {
     pub kind: WriteKind,
@@ -358,15 +333,6 @@ pub(crate) struct Batch {
     pub multi: bool,
     /// The statements' encoded size.
     pub bytes: usize,
-}
-
-/// The error for a statement a server would refuse for its size.
-pub(crate) fn too_large(index: usize, size: usize) -> Error {
-    Error::InvalidOptions {
-        message: format!(
-            "write {index} is {size} bytes, more than the servers' maxBsonObjectSize (16777216 bytes)"
-        ),
-    }
 }
 
 /// Adds `statement` (model `index`) to the last batch when it is of the same kind and has
@@ -453,7 +419,11 @@ impl<'a> BulkWrite<'a> {
 
     async fn execute(self) -> Result<BulkWriteResult> {
         let BulkWrite { handle, models, options, session } = self;
-        super::transaction::refuse_own_concerns(session.as_deref(), false, options.write_concern.is_some())?;
+        super::session::transaction::refuse_own_concerns(
+            session.as_deref(),
+            false,
+            options.write_concern.is_some(),
+        )?;
         if models.is_empty() {
             return Err(Error::InvalidOptions { message: "bulk_write needs at least one write".into() });
         }
@@ -531,7 +501,7 @@ impl RunBatches<'_> {
             );
             let limits = Limits::until(timeout, deadline);
             let (reply, stop) =
-                match super::transaction::run(handle.client(), op, limits, session.as_deref_mut()).await {
+                match super::executor::run(handle.client(), op, limits, session.as_deref_mut()).await {
                     Ok(reply) => (reply, false),
                     Err(Error::Command { address, error }) if !error.command_failed => {
                         let ServerError {

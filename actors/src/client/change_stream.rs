@@ -31,16 +31,17 @@ use serde::{Deserialize, Serialize};
 use selection::ReadPreference;
 
 use super::action::{decode, into_future, option_setters};
-use super::collection::{CollectionOptions, Handle};
+use super::collection::Handle;
 use super::concern::{duration_ms, ReadConcern};
-use super::crud_options::Collation;
 use super::cursor::{Cursor, OpenCursor};
 use super::database::Database;
 use super::inner::{Client, BACKGROUND_TIMEOUT};
 use super::op_options::{check_max_await, cursor_mode, CursorType};
+use super::ops::aggregate;
 use super::ops::append;
-use super::ops::read;
-use super::transaction::ClientSession;
+use super::options::crud::Collation;
+use super::options::handle::CollectionOptions;
+use super::session::ClientSession;
 use crate::{Error, Result};
 
 /// A change stream's resume token: the `_id` of an event or a batch's
@@ -295,7 +296,7 @@ impl Spec {
     }
 
     /// The `aggregate` starting at `start`.
-    fn aggregate(&self, start: &Start) -> Result<read::Aggregate> {
+    fn aggregate(&self, start: &Start) -> Result<aggregate::Aggregate> {
         let t = &self.target;
         let handle = Handle { db: &t.db, coll: t.coll.as_deref().unwrap_or(""), settings: &t.settings };
         let read = handle.read_on(
@@ -314,7 +315,7 @@ impl Spec {
         append(&mut fields, "comment", self.options.comment.clone());
         append(&mut fields, "readConcern", read.read_concern);
         let db = if t.cluster { "admin" } else { t.db.name() };
-        Ok(read::Aggregate::new(
+        Ok(aggregate::Aggregate::new(
             (db, t.coll.as_deref()),
             pipeline,
             self.options.batch_size,

@@ -27,15 +27,21 @@ use super::bulk::{
 };
 use super::collection::Collection;
 use super::concern::{duration_ms, WriteConcern};
-use super::crud_options::{Collation, Hint, UpdateModifications};
 use super::cursor::{Cursor, RawCursor};
+use super::executor::operation::{cursor_id, Command, OpOutput, Operation, Shape, WIRE_VERSION_8_0};
 use super::inner::Client;
-use super::op_options::{with_id, DeleteResult, InsertOneResult, TimeoutMode, UpdateResult};
-use super::operation::{cursor_id, Command, Limits, OpOutput, Operation, Shape, WIRE_VERSION_8_0};
-use super::ops::cursor::{CursorReply, Docs};
+use super::op_options::{with_id, TimeoutMode};
+use super::ops::cursor_reply::{CursorReply, Docs};
+use super::options::crud::{Collation, Hint, UpdateModifications};
+use super::session::ClientSession;
 use super::timeout;
-use super::transaction::ClientSession;
+use super::timeout::Limits;
+use crate::error::ClientBulkWriteError;
 use crate::error::{ServerError, WriteConcernError, WriteError};
+use crate::results::{
+    DeleteResult, InsertOneResult, PartialBulkWriteResult, SummaryBulkWriteResult, UpdateResult,
+    VerboseBulkWriteResult,
+};
 use crate::{Error, Result};
 
 /// The most writes per `bulkWrite` command (the servers' `maxWriteBatchSize`).
@@ -195,103 +201,6 @@ pub struct ClientBulkWriteOptions {
     pub raw_data: Option<bool>,
 }
 
-/// The totals of [`Client::bulk_write`].
-#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SummaryBulkWriteResult {
-    /// `false` for an unacknowledged write concern (`w: 0`): the server did not say what it
-    /// wrote, and every count is 0.
-    pub acknowledged: bool,
-    /// Documents inserted.
-    pub inserted_count: i64,
-    /// Documents upserted.
-    pub upserted_count: i64,
-    /// Documents matched by updates and replaces.
-    pub matched_count: i64,
-    /// Documents changed by updates and replaces.
-    pub modified_count: i64,
-    /// Documents deleted.
-    pub deleted_count: i64,
-}
-
-/// The totals of [`Client::bulk_write`] with each successful write's result, keyed by the
-/// write's index in the models given ([`ClientBulkWrite::verbose_results`]).
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct VerboseBulkWriteResult {
-    /// The totals.
-    pub summary: SummaryBulkWriteResult,
-    /// Each insert's `_id`.
-    pub insert_results: BTreeMap<usize, InsertOneResult>,
-    /// Each update's and replace's counts and upserted `_id`.
-    pub update_results: BTreeMap<usize, UpdateResult>,
-    /// Each delete's count.
-    pub delete_results: BTreeMap<usize, DeleteResult>,
-}
-
-/// What succeeded before a [`ClientBulkWriteError`].
-#[derive(Debug, Clone, PartialEq)]
-pub enum PartialBulkWriteResult {
-    /// Totals (a bulk without `verbose_results`).
-    Summary(SummaryBulkWriteResult),
-    /// Totals and each write's result.
-    Verbose(VerboseBulkWriteResult),
-}
-
-impl PartialBulkWriteResult {
-    /// The totals.
-    pub fn summary(&self) -> &SummaryBulkWriteResult {
-        match self {
-            PartialBulkWriteResult::Summary(s) => s,
-            PartialBulkWriteResult::Verbose(v) => &v.summary,
-        }
-    }
-}
-
-/// Why [`Client::bulk_write`] failed after it had sent writes ([`Error::ClientBulkWrite`]):
-/// writes that failed, write concerns that were not satisfied, or an error that stopped the
-/// bulk after some results had come back.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct ClientBulkWriteError {
-    /// The error that stopped the bulk (network, timeout, a command error: its
-    /// [`Error::server_error`] has the server's reply), if one did.
-    pub error: Option<Box<Error>>,
-    /// Each command's unsatisfied write concern, in order.
-    pub write_concern_errors: Vec<WriteConcernError>,
-    /// The writes that failed, keyed by their index in the models given (`index` is that
-    /// index too). An ordered bulk stops at its first.
-    pub write_errors: BTreeMap<usize, WriteError>,
-    /// What succeeded, when it can be told that something did.
-    pub partial_result: Option<PartialBulkWriteResult>,
-}
-
-impl std::error::Error for ClientBulkWriteError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.error.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
-
-impl fmt::Display for ClientBulkWriteError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "client bulk write failed")?;
-        let mut sep = ":";
-        if let Some(e) = &self.error {
-            write!(f, "{sep} {e}")?;
-            sep = ";";
-        }
-        if let Some((i, e)) = self.write_errors.iter().next() {
-            let n = self.write_errors.len();
-            write!(f, "{sep} {n} write error(s), first: write {i}: {} (code {})", e.message, e.code)?;
-            sep = ";";
-        }
-        if let Some(e) = self.write_concern_errors.first() {
-            let n = self.write_concern_errors.len();
-            write!(f, "{sep} {n} write concern error(s), first: {} (code {})", e.message, e.code)?;
-        }
-        Ok(())
-    }
-}
-
 impl Client {
     /// Runs inserts, updates, replaces and deletes on any namespaces with MongoDB 8.0's
     /// `bulkWrite` command (see the module docs). Build the models with
@@ -323,18 +232,6 @@ pub trait BulkWriteOutput: Sized + Send {
     /// From the gathered results.
     #[doc(hidden)]
     fn from_results(r: VerboseBulkWriteResult) -> Self;
-}
-
-impl BulkWriteOutput for SummaryBulkWriteResult {
-    fn from_results(r: VerboseBulkWriteResult) -> Self {
-        r.summary
-    }
-}
-
-impl BulkWriteOutput for VerboseBulkWriteResult {
-    fn from_results(r: VerboseBulkWriteResult) -> Self {
-        r
-    }
 }
 
 /// A client-level bulk write: see [`Client::bulk_write`].
@@ -370,7 +267,11 @@ impl<'a, R: BulkWriteOutput> ClientBulkWrite<'a, R> {
         let verbose = options.verbose_results.unwrap_or(false);
         let ordered = options.ordered.unwrap_or(true);
         let timeout = timeout::inherit(client.inner.settings.timeout, options.timeout);
-        super::transaction::refuse_own_concerns(session.as_deref(), false, options.write_concern.is_some())?;
+        super::session::transaction::refuse_own_concerns(
+            session.as_deref(),
+            false,
+            options.write_concern.is_some(),
+        )?;
         let in_transaction = session.as_ref().is_some_and(|s| s.in_transaction());
         // In a transaction the statement is acknowledged: the write concern is the commit's.
         let write_concern = options
@@ -714,7 +615,7 @@ impl Gather<'_> {
         let op = BulkWriteOp { command, ops, ns_info, multi };
         let limits = Limits::until(self.timeout, self.deadline);
         let (reply, counts) =
-            match super::transaction::run(self.client, op, limits, session.as_deref_mut()).await {
+            match super::executor::run(self.client, op, limits, session.as_deref_mut()).await {
                 Ok(reply) => reply,
                 // `ok: 1` with a writeConcernError: the writes ran; their results are in the reply.
                 Err(Error::Command { address, error }) if !error.command_failed => {
@@ -888,6 +789,18 @@ fn bson_index(v: &Bson) -> Option<usize> {
 /// A count field as the spec's `Int64`.
 fn count_of(d: &Document, key: &str) -> i64 {
     i64::try_from(super::op_options::count_of(d, key)).unwrap_or(i64::MAX)
+}
+
+impl BulkWriteOutput for SummaryBulkWriteResult {
+    fn from_results(r: VerboseBulkWriteResult) -> Self {
+        r.summary
+    }
+}
+
+impl BulkWriteOutput for VerboseBulkWriteResult {
+    fn from_results(r: VerboseBulkWriteResult) -> Self {
+        r
+    }
 }
 
 #[cfg(test)]

@@ -9,50 +9,19 @@ use std::time::Duration;
 
 use bson::Document;
 use selection::ReadPreference;
-use serde::{Deserialize, Serialize};
 
-use super::concern::{duration_ms, ReadConcern, WriteConcern};
+use super::concern::{ReadConcern, WriteConcern};
 use super::database::Database;
-pub use super::op_options::{DeleteResult, InsertManyResult, InsertOneResult, TimeoutMode, UpdateResult};
-use super::operation::{read_criteria, Limits, Operation};
-use super::ops::read::ReadOn;
+use super::executor::operation::{read_criteria, Operation};
+pub use super::op_options::TimeoutMode;
+use super::ops::read_on::ReadOn;
 use super::ops::write::{Write, WriteKind};
 use super::ops::{legacy_max_time, Namespace};
-use super::transaction::ClientSession;
+use super::options::handle::CollectionOptions;
+use super::session::ClientSession;
+use super::timeout::Limits;
+pub use crate::results::{DeleteResult, InsertManyResult, InsertOneResult, UpdateResult};
 use crate::Result;
-
-/// What a database or collection handle passes to its operations; `None` inherits the outer
-/// handle's value (the client's, for a database).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct CollectionOptions {
-    /// Where reads go.
-    #[serde(skip)]
-    pub read_preference: Option<ReadPreference>,
-    /// The read concern of reads.
-    pub read_concern: Option<ReadConcern>,
-    /// The write concern of writes.
-    pub write_concern: Option<WriteConcern>,
-    /// `timeoutMS` (client-side operations timeout): `Some(ZERO)` means no limit; an outer
-    /// timeout cannot be unset with `None`.
-    #[serde(rename = "timeoutMS", with = "duration_ms")]
-    pub timeout: Option<Duration>,
-}
-
-/// The options of a database handle (the same as a collection's).
-pub type DatabaseOptions = CollectionOptions;
-
-impl CollectionOptions {
-    /// These options over `outer`: each value set here wins.
-    pub(crate) fn over(self, outer: &CollectionOptions) -> CollectionOptions {
-        CollectionOptions {
-            read_preference: self.read_preference.or_else(|| outer.read_preference.clone()),
-            read_concern: self.read_concern.or_else(|| outer.read_concern.clone()),
-            write_concern: self.write_concern.or_else(|| outer.write_concern.clone()),
-            timeout: super::timeout::inherit(outer.timeout, self.timeout),
-        }
-    }
-}
 
 /// A collection of `T`s (`Document` unless given): cheap to clone, no I/O until an operation
 /// runs. Reads deserialize into `T`, writes serialize from `T`; a value that does not
@@ -186,7 +155,7 @@ impl<'a> Handle<'a> {
     where
         'a: 's,
     {
-        super::transaction::run(self.db.client(), op, Limits::new(timeout), session)
+        super::executor::run(self.db.client(), op, Limits::new(timeout), session)
     }
 
     /// An operation's `timeoutMS`: its own over this handle's.

@@ -15,13 +15,18 @@ use pool::cmap::{CheckoutPurpose, PooledConnection};
 use pool::connection::Connection;
 use protocol::ServerAddress;
 
+use super::executor::operation::{convert, Operation};
+use super::executor::{Binding, SessionUse};
 use super::inner::Client;
 use super::op_options::TimeoutMode;
-use super::operation::{convert, Binding, Limits, Operation, SessionUse};
-use super::ops::cursor::{CursorReply, Doc, Docs, GetMore, KillCursors, NextBatch};
-use super::session::ServerSession;
+use super::ops::cursor_reply::NextBatch;
+use super::ops::cursor_reply::{CursorReply, Doc, Docs};
+use super::ops::get_more::GetMore;
+use super::ops::kill_cursors::KillCursors;
+use super::session::pool::ServerSession;
+use super::session::ClientSession;
 use super::timeout;
-use super::transaction::ClientSession;
+use super::timeout::Limits;
 use crate::selection_actor::{PinConnection, PinId, Selector, TakePinned, Unpin};
 use crate::{Error, Result};
 
@@ -440,7 +445,7 @@ impl OpenCursor {
     ) -> Result<RawCursor> {
         let (mode, send_max_time) = self.mode;
         let limits = Limits::new(self.timeout).sending_max_time(send_max_time);
-        let reply = super::transaction::run(client, op, limits, session.as_deref_mut()).await?;
+        let reply = super::executor::run(client, op, limits, session.as_deref_mut()).await?;
         let mut cursor = RawCursor::new(client.clone(), reply, self.batch_size).await?;
         cursor.set_timeout(self.timeout, mode, limits.deadline);
         if let Some(session) = session.filter(|s| s.in_transaction()) {

@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use selection::ReadPreference;
 
-use super::collection::DatabaseOptions;
 use super::concern::{ReadConcern, WriteConcern};
 use super::inner::Client;
+use super::options::handle::DatabaseOptions;
 
 /// A database: a name, the client and what its operations inherit (cheap to clone, no I/O
 /// until an operation runs).

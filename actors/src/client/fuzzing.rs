@@ -4,8 +4,9 @@
 use bson::RawDocumentBuf;
 use protocol::ServerAddress;
 
-use super::operation::{OpOutput, Operation, Reply};
-use super::ops::cursor::{CursorReply, GetMore};
+use super::executor::operation::{OpOutput, Operation, Reply};
+use super::ops::cursor_reply::CursorReply;
+use super::ops::get_more::GetMore;
 use super::ops::write::WriteReply;
 use crate::Result;
 
@@ -67,7 +68,7 @@ pub fn read_reply(kind: ReplyKind, bytes: &[u8]) -> Option<Result<()>> {
 }
 
 /// Decodes every document of a batch, as a cursor hands them out.
-fn drain(mut docs: super::ops::cursor::Docs) -> Result<()> {
+fn drain(mut docs: super::ops::cursor_reply::Docs) -> Result<()> {
     while let Some(d) = docs.pop_front() {
         let raw = d.as_raw()?;
         bson::Document::try_from(raw)

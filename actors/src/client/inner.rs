@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_rt::{ArbiterHandle, System};
-use parking_lot::Mutex;
 use selection::ReadPreference;
 use tokio::sync::OnceCell;
 
-use super::session::SessionPool;
+use super::executor::cluster_time::ClientClusterTime;
+use super::session::pool::SessionPool;
 use crate::command_events::CommandEventHandler;
 use crate::selection_actor::Selector;
 use crate::srv_poller::SrvPoller;
@@ -84,7 +84,7 @@ pub(crate) struct ClientInner {
     pub(crate) selector: Selector,
     pub(crate) settings: Settings,
     pub(crate) sessions: SessionPool,
-    pub(crate) cluster_time: Mutex<Option<super::operation::ClusterTime>>,
+    pub(crate) cluster_time: ClientClusterTime,
     /// The user's command event handler (behind its bounded queue).
     pub(crate) command_handler: Option<Arc<dyn CommandEventHandler>>,
     /// The subscribers' queues.

@@ -32,80 +32,79 @@
 
 pub mod action;
 pub mod actor;
-pub mod admin_options;
 pub mod bulk;
 pub mod change_stream;
 pub mod client_bulk;
 pub mod collection;
 pub mod concern;
 pub mod config;
-pub mod crud_options;
 pub mod cursor;
 pub mod database;
+pub(crate) mod executor;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gridfs;
 pub(crate) mod inner;
 pub(crate) mod op_options;
-pub(crate) mod operation;
 pub(crate) mod ops;
 pub mod options;
 pub(crate) mod session;
 /// `mongodb+srv` resolution (moved to [`crate::srv`]; this path stays for compatibility).
 pub use crate::srv;
 pub(crate) mod timeout;
-pub mod transaction;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix_rt::{Arbiter, System};
-use parking_lot::Mutex;
 use selection::ReadPreference;
 use tokio::sync::OnceCell;
 
+pub use crate::error::ClientBulkWriteError;
+pub use crate::results::{
+    BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, PartialBulkWriteResult,
+    SummaryBulkWriteResult, UpdateResult, VerboseBulkWriteResult,
+};
 pub use action::SearchIndexModel;
 pub use actor::ClientActor;
-pub use admin_options::{
-    CommandOptions, CreateCollectionOptions, CreateIndexOptions, IndexModel, IndexOptions,
-    ListDatabasesOptions, ListOptions, RunCommandOptions, RunCursorCommandOptions,
-};
 pub use bulk::{
-    BulkWriteOptions, BulkWriteResult, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel,
-    UpdateManyModel, UpdateOneModel, WriteModel,
+    BulkWriteOptions, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel,
+    UpdateOneModel, WriteModel,
 };
 pub use change_stream::{
     ChangeNamespace, ChangeStream, ChangeStreamEvent, ChangeStreamOptions, FullDocumentBeforeChangeType,
     FullDocumentType, OperationType, ResumeToken, TruncatedArray, UpdateDescription,
 };
 pub use client_bulk::{
-    BulkWriteOutput, ClientBulkWrite, ClientBulkWriteError, ClientBulkWriteOptions, ClientWriteModel,
-    Namespace, PartialBulkWriteResult, SummaryBulkWriteResult, VerboseBulkWriteResult,
+    BulkWriteOutput, ClientBulkWrite, ClientBulkWriteOptions, ClientWriteModel, Namespace,
 };
-pub use collection::{Collection, CollectionOptions, DatabaseOptions};
+pub use collection::Collection;
 pub use concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
 pub use config::ClientConfig;
-pub use crud_options::{
+pub use cursor::Cursor;
+pub use database::Database;
+pub use op_options::{CursorType, TimeoutMode};
+pub use options::admin::{
+    CommandOptions, CreateCollectionOptions, CreateIndexOptions, IndexModel, IndexOptions,
+    ListDatabasesOptions, ListOptions, RunCommandOptions, RunCursorCommandOptions,
+};
+pub use options::client::{options_without_effect, ClientOptions, ClientOptionsBuilder};
+pub use options::crud::{
     AggregateOptions, Collation, CountOptions, DeleteOptions, DistinctOptions, EstimatedDocumentCountOptions,
     FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions, FindOptions,
     Hint, InsertManyOptions, InsertOneOptions, ReplaceOptions, ReturnDocument, UpdateModifications,
     UpdateOptions,
 };
-pub use cursor::Cursor;
-pub use database::Database;
-pub use op_options::{
-    CursorType, DeleteResult, InsertManyResult, InsertOneResult, TimeoutMode, UpdateResult,
+pub use options::handle::{CollectionOptions, DatabaseOptions};
+pub use session::options::{
+    EndTransactionOptions, SessionOptions, TransactionOptions, WithTransactionOptions,
 };
-pub use options::{options_without_effect, ClientOptions, ClientOptionsBuilder};
+pub use session::{ClientSession, TransactionState};
 pub use srv::ResolverConfig;
-pub use transaction::{
-    ClientSession, EndTransactionOptions, SessionOptions, TransactionOptions, TransactionState,
-    WithTransactionOptions,
-};
 
-use self::session::SessionPool;
+use self::session::pool::SessionPool;
 use crate::events::EventQueues;
 use crate::selection_actor::{Selector, SelectorOptions};
 use crate::srv_poller::SrvPoller;
@@ -168,7 +167,10 @@ impl Client {
             read_preference: Arc::new(read_preference),
             load_balanced: cs.options.load_balanced.unwrap_or(false),
             timeout: cs.options.timeout_ms.map(Duration::from_millis),
-            max_adaptive_retries: cs.options.max_adaptive_retries.unwrap_or(operation::MAX_ADAPTIVE_RETRIES),
+            max_adaptive_retries: cs
+                .options
+                .max_adaptive_retries
+                .unwrap_or(executor::retry::MAX_ADAPTIVE_RETRIES),
             overload_retargeting: cs.options.enable_overload_retargeting.unwrap_or(false),
             server_api: options.server_api.clone(),
         };
@@ -243,7 +245,7 @@ impl Client {
                 _srv_poller: srv_poller,
                 settings,
                 sessions: SessionPool::default(),
-                cluster_time: Mutex::new(None),
+                cluster_time: Default::default(),
                 command_handler,
                 events,
                 command_metrics: crate::metrics::RecordCommands::new(None),
@@ -346,10 +348,10 @@ async fn end_sessions(inner: &ClientInner) {
     let ids: Vec<bson::Bson> =
         inner.sessions.drain().into_iter().map(|s| bson::Bson::Document(s.lsid)).collect();
     for batch in ids.chunks(10_000) {
-        let op = ops::session::EndSessions { ids: batch.to_vec() };
-        let limits = operation::Limits::new(Some(Duration::from_millis(500))).sending_max_time(false);
+        let op = ops::end_sessions::EndSessions { ids: batch.to_vec() };
+        let limits = timeout::Limits::new(Some(Duration::from_millis(500))).sending_max_time(false);
         let binding =
-            operation::Binding { session: operation::SessionUse::None, ..operation::Binding::implicit() };
+            executor::Binding { session: executor::SessionUse::None, ..executor::Binding::implicit() };
         if let Err(e) = inner.run(op, limits, binding).await {
             tracing::debug!(target: "mongo_actors::client", error = %e, "endSessions failed (ignored)");
         }

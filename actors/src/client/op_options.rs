@@ -1,7 +1,6 @@
 //! The options of operations, their results, and the pure rules that turn options into
 //! commands (the lowest file of the client: every operation family reads it).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
@@ -19,38 +18,6 @@ pub enum TimeoutMode {
     CursorLifetime,
     /// The `find` and each `getMore` get a deadline of their own.
     Iteration,
-}
-
-/// The result of [`Collection::insert_one`](super::Collection::insert_one).
-#[derive(Debug, Clone, PartialEq)]
-pub struct InsertOneResult {
-    /// The `_id` of the document (generated when it had none).
-    pub inserted_id: Bson,
-}
-
-/// The result of [`Collection::insert_many`](super::Collection::insert_many).
-#[derive(Debug, Clone, PartialEq)]
-pub struct InsertManyResult {
-    /// The `_id` of every document, by its index in the input.
-    pub inserted_ids: BTreeMap<usize, Bson>,
-}
-
-/// The result of [`Collection::update_one`](super::Collection::update_one) and [`Collection::update_many`](super::Collection::update_many).
-#[derive(Debug, Clone, PartialEq)]
-pub struct UpdateResult {
-    /// Documents the filter matched.
-    pub matched_count: u64,
-    /// Documents changed.
-    pub modified_count: u64,
-    /// The `_id` of an upserted document.
-    pub upserted_id: Option<Bson>,
-}
-
-/// The result of [`Collection::delete_one`](super::Collection::delete_one) and [`Collection::delete_many`](super::Collection::delete_many).
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeleteResult {
-    /// Documents deleted.
-    pub deleted_count: u64,
 }
 
 /// The kind of cursor [`Database::run_cursor_command`](super::Database::run_cursor_command) opens.

@@ -107,6 +107,37 @@ pub(crate) fn convert(e: Error, timeout: Option<Duration>, deadline: Option<Inst
     Error::Timeout { message, source: Some(Box::new(e)) }
 }
 
+/// An operation's CSOT limits: its `timeoutMS`, the one deadline of every step of every
+/// attempt, and whether the command carries the remaining time as `maxTimeMS`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// The operation's `timeoutMS` (`Some(ZERO)`: CSOT without a limit).
+    pub timeout: Option<Duration>,
+    /// When it runs out.
+    pub deadline: Option<Instant>,
+    /// The command carries the remaining time as `maxTimeMS`.
+    pub send_max_time: bool,
+}
+
+impl Limits {
+    /// `timeout` from now.
+    pub(crate) fn new(timeout: Option<Duration>) -> Limits {
+        Limits::until(timeout, deadline(timeout))
+    }
+
+    /// A deadline fixed earlier (a cursor's lifetime starts with its first command).
+    pub(crate) fn until(timeout: Option<Duration>, deadline: Option<Instant>) -> Limits {
+        Limits { timeout, deadline, send_max_time: true }
+    }
+
+    /// With `send: false` the deadline stays client-side: no `maxTimeMS` (a cursor in
+    /// ITERATION mode, a `getMore`).
+    #[must_use]
+    pub(crate) fn sending_max_time(self, send: bool) -> Limits {
+        Limits { send_max_time: send, ..self }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use protocol::ServerAddress;

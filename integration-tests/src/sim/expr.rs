@@ -12,14 +12,12 @@ use std::cmp::Ordering;
 
 use bson::{Bson, Document};
 
-use super::store::{self, StoreError};
+use super::value::{self, type_name, StoreError};
 
 #[derive(Default, Clone)]
 struct Context {
     /// `let` variables (`$$name`).
     vars: Document,
-    /// A collation of strength 1 or 2: strings compare without case.
-    case_insensitive: bool,
 }
 
 thread_local! {
@@ -30,12 +28,15 @@ thread_local! {
 /// drop. The store is synchronous, so a thread-local lives exactly as long as the command.
 pub(crate) struct Scope {
     previous: Context,
+    /// The collation's case rule before this scope.
+    previous_case: bool,
 }
 
 impl Drop for Scope {
     fn drop(&mut self) {
         let previous = std::mem::take(&mut self.previous);
         CONTEXT.with(|c| *c.borrow_mut() = previous);
+        value::set_case_insensitive(self.previous_case);
     }
 }
 
@@ -49,17 +50,14 @@ pub(crate) fn scope(lets: Option<&Document>, collation: Option<&Document>) -> Re
             next.vars.insert(k.clone(), eval(v, &empty)?.unwrap_or(Bson::Null));
         }
     }
+    let mut case = value::case_insensitive();
     if let Some(c) = collation {
         let strength = c.get("strength").and_then(number).unwrap_or(3.0);
-        next.case_insensitive = c.get_str("locale").is_ok_and(|l| l != "simple") && strength <= 2.0;
+        case = c.get_str("locale").is_ok_and(|l| l != "simple") && strength <= 2.0;
     }
     let previous = CONTEXT.with(|c| std::mem::replace(&mut *c.borrow_mut(), next));
-    Ok(Scope { previous })
-}
-
-/// Strings compare without case (a collation of strength 1 or 2 is in force).
-pub(crate) fn case_insensitive() -> bool {
-    CONTEXT.with(|c| c.borrow().case_insensitive)
+    let previous_case = value::set_case_insensitive(case);
+    Ok(Scope { previous, previous_case })
 }
 
 /// The value of `$$name` (`None`: missing); a variable no `let` defined is mongod's error
@@ -78,7 +76,7 @@ fn variable(name: &str, root: &Document) -> Result<Option<Bson>, StoreError> {
     };
     Ok(match (rest, value) {
         (None, v) => Some(v),
-        (Some(path), Bson::Document(d)) => store::lookup(&d, path).first().map(|v| (*v).clone()),
+        (Some(path), Bson::Document(d)) => value::lookup(&d, path).first().map(|v| (*v).clone()),
         (Some(_), _) => None,
     })
 }
@@ -152,40 +150,13 @@ fn arith(op: &str, values: &[Bson]) -> Result<Bson, StoreError> {
     })
 }
 
-/// The BSON type name of a value, as `$type` reports it.
-pub(crate) fn type_name(v: &Bson) -> &'static str {
-    match v {
-        Bson::Double(_) => "double",
-        Bson::String(_) => "string",
-        Bson::Document(_) => "object",
-        Bson::Array(_) => "array",
-        Bson::Binary(_) => "binData",
-        Bson::Undefined => "undefined",
-        Bson::ObjectId(_) => "objectId",
-        Bson::Boolean(_) => "bool",
-        Bson::DateTime(_) => "date",
-        Bson::Null => "null",
-        Bson::RegularExpression(_) => "regex",
-        Bson::JavaScriptCode(_) => "javascript",
-        Bson::Symbol(_) => "symbol",
-        Bson::JavaScriptCodeWithScope(_) => "javascriptWithScope",
-        Bson::Int32(_) => "int",
-        Bson::Timestamp(_) => "timestamp",
-        Bson::Int64(_) => "long",
-        Bson::Decimal128(_) => "decimal",
-        Bson::MinKey => "minKey",
-        Bson::MaxKey => "maxKey",
-        _ => "unknown",
-    }
-}
-
 /// Evaluates an aggregation expression against `root`; `None` is a missing value (a field
 /// that is not there, or `$$REMOVE`).
 pub(crate) fn eval(expr: &Bson, root: &Document) -> Result<Option<Bson>, StoreError> {
     match expr {
         Bson::String(s) if s.starts_with("$$") => variable(&s[2..], root),
         Bson::String(s) if s.starts_with('$') => {
-            Ok(store::lookup(root, &s[1..]).first().map(|v| (*v).clone()))
+            Ok(value::lookup(root, &s[1..]).first().map(|v| (*v).clone()))
         }
         Bson::Array(items) => {
             let mut out = Vec::with_capacity(items.len());
@@ -211,7 +182,7 @@ pub(crate) fn eval(expr: &Bson, root: &Document) -> Result<Option<Bson>, StoreEr
 }
 
 fn operator(op: &str, arg: &Bson, root: &Document) -> Result<Option<Bson>, StoreError> {
-    let cmp = |a: &Bson, b: &Bson| store::compare(a, b);
+    let cmp = |a: &Bson, b: &Bson| value::compare(a, b);
     Ok(Some(match op {
         "$literal" => arg.clone(),
         "$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte" | "$cmp" => {
@@ -382,21 +353,21 @@ pub(crate) fn shape(name: &str, arg: &Bson, doc: Document) -> Option<Result<Docu
             let mut out = doc.clone();
             for (path, expr) in fields {
                 match eval(expr, &doc)? {
-                    Some(v) => store::set_field(&mut out, path, v)?,
-                    None => store::unset_field(&mut out, path),
+                    Some(v) => value::set_field(&mut out, path, v)?,
+                    None => value::unset_field(&mut out, path),
                 }
             }
             Ok(out)
         })(),
         ("$unset", Bson::String(path)) => {
             let mut out = doc;
-            store::unset_field(&mut out, path);
+            value::unset_field(&mut out, path);
             Ok(out)
         }
         ("$unset", Bson::Array(paths)) => {
             let mut out = doc;
             for p in paths.iter().filter_map(Bson::as_str) {
-                store::unset_field(&mut out, p);
+                value::unset_field(&mut out, p);
             }
             Ok(out)
         }
@@ -429,7 +400,7 @@ fn project(doc: Document, spec: &Document) -> Result<Document, StoreError> {
     let computed = spec.iter().any(|(_, v)| flag(v).is_none());
     let inclusion = computed || spec.iter().any(|(k, v)| k != "_id" && flag(v) == Some(true));
     if !inclusion {
-        return Ok(store::project(doc, spec));
+        return Ok(value::project(doc, spec));
     }
     let mut out = Document::new();
     if spec.get("_id").and_then(flag) != Some(false) {
@@ -443,14 +414,14 @@ fn project(doc: Document, spec: &Document) -> Result<Document, StoreError> {
         }
         match flag(v) {
             Some(true) => {
-                if let Some(found) = store::lookup(&doc, path).first() {
-                    store::set_field(&mut out, path, (*found).clone())?;
+                if let Some(found) = value::lookup(&doc, path).first() {
+                    value::set_field(&mut out, path, (*found).clone())?;
                 }
             }
             Some(false) => {}
             None => {
                 if let Some(value) = eval(v, &doc)? {
-                    store::set_field(&mut out, path, value)?;
+                    value::set_field(&mut out, path, value)?;
                 }
             }
         }

@@ -31,6 +31,7 @@ mod server;
 mod store;
 pub mod testing;
 mod tls;
+mod value;
 
 pub use tls::SimTls;
 

@@ -38,7 +38,7 @@ pub(crate) struct ConnMeta {
     pub cancel: CancellationToken,
     /// The caller's runtime the connection was established on (its socket is registered with
     /// that runtime's I/O driver); `None`: the pool's own runtime.
-    pub runtime: Option<Arc<crate::cmap::pool::RuntimeTag>>,
+    pub runtime: Option<Arc<super::runtime::RuntimeTag>>,
 }
 
 /// The pool side of a checked-out connection: where it goes back to.

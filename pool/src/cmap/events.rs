@@ -211,64 +211,15 @@ impl CmapEvent {
     }
 }
 
-/// How a subscriber takes its events. The pool calls every handler in place; the `actors`
-/// crate's client and topology put a bounded queue in front of each subscriber and read this
-/// to decide how to feed it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Delivery {
-    /// The handler may be slow or block (a closure, an actor): it runs on a delivery thread of
-    /// its own, fed by a bounded queue, so the producer never waits for it.
-    Queued,
-    /// The handler never blocks and is called in place; it already holds `backlog` events not
-    /// yet taken by the subscriber (a channel's length), and a new event is dropped once the
-    /// backlog reaches the queue's bound.
-    InPlace {
-        /// Events delivered but not yet taken.
-        backlog: usize,
-    },
-}
+crate::event_handler_alias!(
+    /// Receives the events of a pool: any [`EventHandler<CmapEvent>`](crate::events::EventHandler).
+    ///
+    /// The pool calls [`handle`](crate::events::EventHandler::handle) after it released its
+    /// lock, in the order the spec requires: a handler given to a pool directly must be quick.
+    /// Handlers given to a client or topology of the `actors` crate sit behind a bounded queue
+    /// instead (see [`Delivery`]).
+    CmapEventHandler,
+    CmapEvent
+);
 
-/// Receives the events of a pool.
-///
-/// The pool calls [`handle`](Self::handle) synchronously while it holds its lock, so that
-/// subscribers see events in the order the spec requires: a handler given to a pool directly
-/// must be quick and must not call back into the pool. Handlers given to a client or topology
-/// of the `actors` crate sit behind a bounded queue instead (see [`Delivery`]).
-pub trait CmapEventHandler: Send + Sync {
-    /// Handles one event.
-    fn handle(&self, event: &CmapEvent);
-
-    /// How this handler takes events (default: [`Delivery::Queued`]).
-    fn delivery(&self) -> Delivery {
-        Delivery::Queued
-    }
-
-    /// Hands one event over from a delivery thread, which may wait until the subscriber has
-    /// taken it (an actor's mailbox): that wait is what keeps its queue bounded. Default:
-    /// [`handle`](Self::handle).
-    fn deliver(&self, event: &CmapEvent) {
-        self.handle(event)
-    }
-}
-
-impl<F> CmapEventHandler for F
-where
-    F: Fn(&CmapEvent) + Send + Sync,
-{
-    fn handle(&self, event: &CmapEvent) {
-        self(event)
-    }
-}
-
-impl CmapEventHandler for crossbeam_channel::Sender<CmapEvent> {
-    fn handle(&self, event: &CmapEvent) {
-        // Never blocks: a full bounded channel, or a subscriber that went away, loses the
-        // event, not the pool's time.
-        let _ = self.try_send(event.clone());
-    }
-
-    fn delivery(&self) -> Delivery {
-        Delivery::InPlace { backlog: self.len() }
-    }
-}
+pub use crate::events::Delivery;

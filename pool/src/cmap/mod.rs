@@ -58,6 +58,7 @@ pub mod logging;
 pub mod options;
 mod outbox;
 pub mod pool;
+pub(crate) mod runtime;
 #[cfg(test)]
 mod tests;
 

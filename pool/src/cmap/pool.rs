@@ -7,7 +7,7 @@
 //! spawned task so that a caller giving up does not waste the connection.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ use super::establish::{EstablishRequest, Established, Establisher, PoolConnectio
 use super::events::{CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason};
 use super::options::PoolOptions;
 use super::outbox::{Events, Locked};
+use super::runtime::{MarkGone, RuntimeTag};
 use crate::{Error, Result};
 
 /// The CMAP state of a pool.
@@ -100,33 +101,6 @@ struct Pending<C: PoolConnection> {
     runtime: Option<Arc<RuntimeTag>>,
     /// The check-out this connection is for; `None` for minPoolSize population.
     waiter: Option<(Delivery<C>, CheckoutPurpose)>,
-}
-
-/// A caller's multi-threaded runtime that establishes connections: an operation that checks
-/// one out on the runtime whose I/O driver it is registered with is woken by that runtime's
-/// own workers, not by a hop through the pool's runtime (a thread switch per round trip).
-#[derive(Debug)]
-pub(crate) struct RuntimeTag {
-    pub(crate) id: tokio::runtime::Id,
-    /// Set when the runtime shuts down (its watcher task is dropped): its sockets no longer
-    /// work, so its idle connections are closed instead of handed out.
-    gone: AtomicBool,
-}
-
-impl RuntimeTag {
-    fn is_gone(&self) -> bool {
-        self.gone.load(Ordering::Acquire)
-    }
-}
-
-/// Marks a runtime gone when dropped: held by a task on that runtime, which tokio drops
-/// when the runtime shuts down (or which ends when the pool closes).
-struct MarkGone(Arc<RuntimeTag>);
-
-impl Drop for MarkGone {
-    fn drop(&mut self) {
-        self.0.gone.store(true, Ordering::Release);
-    }
 }
 
 /// Reports an establishment whose task was dropped before it finished (its runtime shut
@@ -479,7 +453,7 @@ impl<E: Establisher> Inner<E> {
         if let Some(tag) = st.runtimes.get(&id).filter(|t| !t.is_gone()) {
             return (handle, Some(tag.clone()));
         }
-        let tag = Arc::new(RuntimeTag { id, gone: AtomicBool::new(false) });
+        let tag = Arc::new(RuntimeTag::new(id));
         // Runtimes that shut down leave their tags behind (ids are never reused): drop them
         // here, where a new one comes, so short-lived runtimes do not pile up.
         st.runtimes.retain(|_, t| !t.is_gone());

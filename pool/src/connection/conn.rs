@@ -21,8 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::options::ConnectionOptions;
 use super::stream::Stream;
-use super::{handshake, tls};
-use crate::cmap::EstablishRequest;
+use super::tls;
 use crate::{Error, Phase, Result};
 
 /// TCP keepalive idle time (the handshake spec recommends at most 120 s).
@@ -210,49 +209,8 @@ pub fn command_result(address: &ServerAddress, reply: RawDocumentBuf) -> Result<
 }
 
 impl Connection {
-    /// Opens, handshakes and authenticates a connection for a pool: the attempt must finish
-    /// before the earlier of `request.deadline` and connectTimeoutMS, and stops with
-    /// [`Error::Interrupted`] when `request.cancel` fires (as does every later round trip).
-    pub async fn connect(options: &ConnectionOptions, request: EstablishRequest) -> Result<Connection> {
-        let deadline = crate::earliest(
-            request.deadline,
-            options.connect_timeout.and_then(|t| Instant::now().checked_add(t)),
-        );
-        let service_slot = request.service_id.clone();
-        let mut conn = Self::open(
-            options,
-            request.address,
-            request.id,
-            request.generation,
-            request.cancel,
-            deadline,
-            false,
-        )
-        .await?;
-        let reply = handshake::handshake(&mut conn, options, deadline).await?;
-        if let Some(sid) = conn.service_id {
-            let _ = service_slot.set(sid);
-        }
-        if let Some(pending) = reply {
-            super::auth::authenticate(&mut conn, options, pending, deadline).await?;
-        }
-        Ok(conn)
-    }
-
-    /// Opens and handshakes a monitoring connection: never authenticates, id 0, generation 0,
-    /// its own cancellation token ([`Connection::cancel_token`]). Bounded by connectTimeoutMS.
-    pub async fn connect_monitoring(
-        options: &ConnectionOptions,
-        address: ServerAddress,
-    ) -> Result<Connection> {
-        let deadline = options.connect_timeout.and_then(|t| Instant::now().checked_add(t));
-        let mut conn = Self::open(options, address, 0, 0, CancellationToken::new(), deadline, true).await?;
-        handshake::handshake(&mut conn, options, deadline).await?;
-        Ok(conn)
-    }
-
     /// TCP (and TLS), no handshake yet.
-    async fn open(
+    pub(super) async fn open(
         options: &ConnectionOptions,
         address: ServerAddress,
         id: u32,

@@ -9,6 +9,7 @@
 
 pub mod auth;
 mod conn;
+mod connect;
 mod establisher;
 mod handshake;
 mod options;

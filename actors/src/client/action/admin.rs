@@ -9,25 +9,26 @@ use std::time::Duration;
 use bson::{doc, Bson, Document};
 use selection::ReadPreference;
 
-use super::super::admin_options::{
-    CommandOptions, CreateCollectionOptions, CreateIndexOptions, IndexModel, ListDatabasesOptions,
-    ListOptions, RunCommandOptions, RunCursorCommandOptions,
-};
 use super::super::collection::{Collection, Handle};
 use super::super::concern::WriteConcern;
 use super::super::cursor::{Cursor, OpenCursor};
 use super::super::database::Database;
 use super::super::inner::Client;
 use super::super::op_options::{cursor_mode, names, CursorType, TimeoutMode};
-use super::super::operation::Limits;
-use super::super::ops::admin::{
-    AdminWrite, ListCollections as ListCollectionsOp, ListDatabases as ListDatabasesOp,
-    ListIndexes as ListIndexesOp, RunCommand as RunCommandOp,
-};
-use super::super::ops::cursor::RunCursorCommand as RunCursorCommandOp;
+use super::super::ops::admin::AdminWrite;
+use super::super::ops::list_collections::ListCollections as ListCollectionsOp;
+use super::super::ops::list_databases::ListDatabases as ListDatabasesOp;
+use super::super::ops::list_indexes::ListIndexes as ListIndexesOp;
+use super::super::ops::run_command::RunCommand as RunCommandOp;
+use super::super::ops::run_cursor_command::RunCursorCommand as RunCursorCommandOp;
 use super::super::ops::{append, legacy_max_time};
+use super::super::options::admin::{
+    CommandOptions, CreateCollectionOptions, CreateIndexOptions, IndexModel, ListDatabasesOptions,
+    ListOptions, RunCommandOptions, RunCursorCommandOptions,
+};
+use super::super::session::ClientSession;
 use super::super::timeout;
-use super::super::transaction::ClientSession;
+use super::super::timeout::Limits;
 use super::{into_future, option_setters};
 use crate::selection_actor::Criteria;
 use crate::{Error, Result};
@@ -246,7 +247,7 @@ async fn admin_write(
     session: Option<&mut ClientSession>,
 ) -> Result<Document> {
     let op = AdminWrite { db: db.to_string(), name, command };
-    super::super::transaction::run(handle.client(), op, Limits::new(timeout), session).await
+    super::super::executor::run(handle.client(), op, Limits::new(timeout), session).await
 }
 
 /// What a `createIndexes` gives: one name, or all of them.
@@ -299,7 +300,7 @@ impl<'a, R: IndexNames> CreateIndexes<'a, R> {
 
     async fn execute(self) -> Result<R> {
         let CreateIndexes { handle, indexes, options, session, .. } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             false,
             options.write_concern.is_some(),
@@ -347,7 +348,7 @@ impl<'a> DropIndexes<'a> {
 
     async fn execute(self) -> Result<()> {
         let DropIndexes { handle, index, options, session } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             false,
             options.write_concern.is_some(),
@@ -468,7 +469,7 @@ impl<'a> DropNamespace<'a> {
 
     async fn execute(self) -> Result<()> {
         let DropNamespace { handle, collection, options, session } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             false,
             options.write_concern.is_some(),
@@ -511,7 +512,7 @@ impl<'a> Rename<'a> {
 
     async fn execute(self) -> Result<()> {
         let Rename { handle, to, drop_target, options, session } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             false,
             options.write_concern.is_some(),
@@ -551,7 +552,7 @@ impl<'a> CreateCollection<'a> {
         validation_action: String,
         view_on: String,
         pipeline: Vec<Document>,
-        collation: super::super::crud_options::Collation,
+        collation: super::super::options::crud::Collation,
         index_option_defaults: Document,
         timeseries: Document,
         expire_after_seconds: i64,
@@ -564,7 +565,7 @@ impl<'a> CreateCollection<'a> {
 
     async fn execute(self) -> Result<()> {
         let CreateCollection { handle, name, options, session } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             false,
             options.write_concern.is_some(),
@@ -676,7 +677,7 @@ impl<'a, M: DatabasesOutput> ListDatabases<'a, M> {
         append(&mut command, "authorizedDatabases", options.authorized_databases);
         append(&mut command, "comment", options.comment);
         let op = ListDatabasesOp { command };
-        let docs = super::super::transaction::run(client, op, Limits::new(timeout), session).await?;
+        let docs = super::super::executor::run(client, op, Limits::new(timeout), session).await?;
         Ok(M::from_documents(docs))
     }
 }
@@ -708,7 +709,7 @@ impl<'a> RunCommand<'a> {
 
     async fn execute(self) -> Result<Document> {
         let RunCommand { handle, command, criteria, options, session } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             command.contains_key("readConcern"),
             false,
@@ -817,7 +818,7 @@ impl<T> Collection<T> {
     pub fn list_search_indexes(
         &self,
         name: Option<&str>,
-        options: impl Into<Option<super::super::crud_options::AggregateOptions>>,
+        options: impl Into<Option<super::super::options::crud::AggregateOptions>>,
     ) -> super::find::Aggregate<'_> {
         let mut stage = Document::new();
         if let Some(n) = name {

@@ -8,16 +8,16 @@ use bson::{doc, Bson, Document};
 use serde::de::DeserializeOwned;
 
 use super::super::collection::{Collection, Handle};
-use super::super::crud_options::{
-    AggregateOptions, Collation, CountOptions, DistinctOptions, EstimatedDocumentCountOptions,
-    FindOneOptions, FindOptions, Hint,
-};
 use super::super::cursor::{Cursor, OpenCursor};
 use super::super::database::Database;
 use super::super::op_options::{check_max_await, cursor_mode, int, CursorType, TimeoutMode};
 use super::super::ops::append;
-use super::super::ops::read;
-use super::super::transaction::ClientSession;
+use super::super::ops::{aggregate, count, distinct, find};
+use super::super::options::crud::{
+    AggregateOptions, Collation, CountOptions, DistinctOptions, EstimatedDocumentCountOptions,
+    FindOneOptions, FindOptions, Hint,
+};
+use super::super::session::ClientSession;
 use super::{into_future, option_setters};
 use crate::{Error, Result};
 
@@ -144,7 +144,7 @@ impl<'a, T> Find<'a, T> {
 
     async fn execute(self) -> Result<Cursor<T>> {
         let Find { coll, filter, options, session } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             options.read_concern.is_some(),
             false,
@@ -162,7 +162,7 @@ impl<'a, T> Find<'a, T> {
             options.max_time,
             timeout,
         );
-        let op = read::Find { read, filter, options };
+        let op = find::Find { read, filter, options };
         let open = OpenCursor { timeout, mode, batch_size };
         let mut raw = open.run(handle.client(), op, session).await?;
         if cursor_type == Some(CursorType::TailableAwait) {
@@ -209,7 +209,7 @@ impl<'a, T: DeserializeOwned + 'static> FindOne<'a, T> {
     fn execute(self) -> impl std::future::Future<Output = Result<Option<T>>> + 'a {
         use futures_util::future::{Either, FutureExt};
         let FindOne { coll, filter, options, session } = self;
-        if let Err(e) = super::super::transaction::refuse_own_concerns(
+        if let Err(e) = super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             options.read_concern.is_some(),
             false,
@@ -225,7 +225,7 @@ impl<'a, T: DeserializeOwned + 'static> FindOne<'a, T> {
             options.max_time,
             timeout,
         );
-        let op = read::FindOne(read::Find { read, filter, options });
+        let op = find::FindOne(find::Find { read, filter, options });
         Either::Right(
             handle.run(op, timeout, session).map(|r| r?.as_deref().map(super::decode_raw).transpose()),
         )
@@ -286,13 +286,13 @@ impl<'a, T> Aggregate<'a, T> {
 
     async fn execute(self) -> Result<Cursor<T>> {
         let Aggregate { handle, on_collection, pipeline, options, session, .. } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             options.read_concern.is_some(),
             options.write_concern.is_some(),
         )?;
         let timeout = handle.op_timeout(options.timeout);
-        let writes = read::writes(&pipeline);
+        let writes = aggregate::writes(&pipeline);
         if writes && options.timeout_mode == Some(TimeoutMode::Iteration) {
             return Err(Error::InvalidOptions {
                 message: "an aggregate with $out or $merge cannot use timeoutMode ITERATION".into(),
@@ -357,7 +357,7 @@ impl<'a, T> Aggregate<'a, T> {
             let lb = handle.client().inner.settings.load_balanced;
             anywhere = lb || (!versions.is_empty() && versions.iter().all(|w| w.is_some_and(|w| w >= 13)));
         }
-        let op = read::Aggregate::new(ns, pipeline, options.batch_size, read.criteria, fields)
+        let op = aggregate::Aggregate::new(ns, pipeline, options.batch_size, read.criteria, fields)
             .writes_anywhere(anywhere);
         let open = OpenCursor { timeout, mode, batch_size: options.batch_size };
         let mut raw = open.run(handle.client(), op, session).await?;
@@ -403,7 +403,7 @@ impl<'a> CountDocuments<'a> {
 
     async fn execute(self) -> Result<u64> {
         let CountDocuments { handle, filter, options, session, legacy } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             options.read_concern.is_some(),
             false,
@@ -417,10 +417,10 @@ impl<'a> CountDocuments<'a> {
             append(&mut fields, "skip", options.skip.map(int));
             append(&mut fields, "limit", options.limit.map(int));
             fields.extend(common);
-            return handle.run(read::Count { read, filter: Some(filter), fields }, timeout, session).await;
+            return handle.run(count::Count { read, filter: Some(filter), fields }, timeout, session).await;
         }
         let op =
-            read::CountDocuments { read, filter, skip: options.skip, limit: options.limit, fields: common };
+            count::CountDocuments { read, filter, skip: options.skip, limit: options.limit, fields: common };
         handle.run(op, timeout, session).await
     }
 }
@@ -446,7 +446,7 @@ impl<'a> EstimatedDocumentCount<'a> {
 
     async fn execute(self) -> Result<u64> {
         let EstimatedDocumentCount { handle, options, session } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             options.read_concern.is_some(),
             false,
@@ -455,7 +455,7 @@ impl<'a> EstimatedDocumentCount<'a> {
         let read =
             handle.read_on(options.read_preference, options.read_concern.as_ref(), options.max_time, timeout);
         let fields = common_fields(None, None, options.comment, options.raw_data);
-        handle.run(read::Count { read, filter: None, fields }, timeout, session).await
+        handle.run(count::Count { read, filter: None, fields }, timeout, session).await
     }
 }
 
@@ -484,7 +484,7 @@ impl<'a> Distinct<'a> {
 
     async fn execute(self) -> Result<Vec<Bson>> {
         let Distinct { handle, field, filter, options, session } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             options.read_concern.is_some(),
             false,
@@ -493,7 +493,7 @@ impl<'a> Distinct<'a> {
         let read =
             handle.read_on(options.read_preference, options.read_concern.as_ref(), options.max_time, timeout);
         let fields = common_fields(options.collation, options.hint, options.comment, options.raw_data);
-        handle.run(read::Distinct { read, field, filter, fields }, timeout, session).await
+        handle.run(distinct::Distinct { read, field, filter, fields }, timeout, session).await
     }
 }
 

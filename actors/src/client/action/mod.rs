@@ -125,7 +125,7 @@ pub(crate) fn decode<T: DeserializeOwned + 'static>(doc: Document) -> Result<T> 
 /// converted when `T` is `Document`.
 pub(crate) fn decode_raw<T: DeserializeOwned + 'static>(raw: &bson::RawDocument) -> Result<T> {
     if std::any::TypeId::of::<T>() == std::any::TypeId::of::<Document>() {
-        return decode(crate::client::operation::convert(raw));
+        return decode(crate::client::executor::operation::convert(raw));
     }
     bson::deserialize_from_slice(raw.as_bytes())
         .map_err(|e| Error::BsonDeserialization { message: e.to_string() })

@@ -12,22 +12,22 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::super::bulk::{
-    check_modifications, delete_statement, push_statement, BulkWriteResult, RunBatches, UpdateStatement,
+    check_modifications, delete_statement, push_statement, RunBatches, UpdateStatement,
 };
 use super::super::collection::{Collection, Handle};
 use super::super::concern::WriteConcern;
-use super::super::crud_options::{
+use super::super::op_options::{check_replacement, with_raw_id};
+use super::super::ops::find_and_modify::FindAndModify;
+use super::super::ops::write::WriteKind;
+use super::super::ops::{append, legacy_max_time};
+use super::super::options::crud::{
     Collation, DeleteOptions, FindAndModifyFields, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
     FindOneAndUpdateOptions, Hint, InsertManyOptions, InsertOneOptions, ReplaceOptions, ReturnDocument,
     UpdateModifications, UpdateOptions,
 };
-use super::super::op_options::{
-    check_replacement, with_raw_id, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult,
-};
-use super::super::ops::write::{FindAndModify, WriteKind};
-use super::super::ops::{append, legacy_max_time};
-use super::super::transaction::ClientSession;
+use super::super::session::ClientSession;
 use super::{decode, encode, encode_raw, into_future, option_setters, to_raw};
+use crate::results::{BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult};
 use crate::{Error, Result};
 
 impl<T: Serialize + Send + Sync + 'static> Collection<T> {
@@ -178,7 +178,7 @@ impl<'a> InsertOne<'a> {
 
     async fn execute(self) -> Result<InsertOneResult> {
         let InsertOne { handle, doc, options, session } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             false,
             options.write_concern.is_some(),
@@ -216,7 +216,7 @@ impl<'a> InsertMany<'a> {
 
     async fn execute(self) -> Result<InsertManyResult> {
         let InsertMany { handle, docs, options, session } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             false,
             options.write_concern.is_some(),
@@ -277,7 +277,7 @@ impl<'a> Update<'a> {
 
     async fn execute(self) -> Result<UpdateResult> {
         let Update { handle, filter, update, many, options, session } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             false,
             options.write_concern.is_some(),
@@ -333,7 +333,7 @@ impl<'a> Replace<'a> {
 
     async fn execute(self) -> Result<UpdateResult> {
         let Replace { handle, filter, replacement, options, session } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             false,
             options.write_concern.is_some(),
@@ -390,7 +390,7 @@ impl<'a> Delete<'a> {
 
     async fn execute(self) -> Result<DeleteResult> {
         let Delete { handle, filter, many, options, session } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             false,
             options.write_concern.is_some(),
@@ -464,7 +464,7 @@ impl<'a, T: DeserializeOwned + 'static> FindOneAndDelete<'a, T> {
 
     async fn execute(self) -> Result<Option<T>> {
         let FindOneAndDelete { handle, filter, options, session, .. } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             false,
             options.write_concern.is_some(),
@@ -504,7 +504,7 @@ impl<'a, T: DeserializeOwned + 'static> FindOneAndReplace<'a, T> {
 
     async fn execute(self) -> Result<Option<T>> {
         let FindOneAndReplace { handle, filter, replacement, options, session, .. } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             false,
             options.write_concern.is_some(),
@@ -547,7 +547,7 @@ impl<'a, T: DeserializeOwned + 'static> FindOneAndUpdate<'a, T> {
 
     async fn execute(self) -> Result<Option<T>> {
         let FindOneAndUpdate { handle, filter, update, options, session, .. } = self;
-        super::super::transaction::refuse_own_concerns(
+        super::super::session::transaction::refuse_own_concerns(
             session.as_deref(),
             false,
             options.write_concern.is_some(),

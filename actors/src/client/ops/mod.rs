@@ -1,22 +1,35 @@
 //! The operations, as values the executor runs: each builds its command body, names the
 //! servers that may run it and how it may be retried, and reads its reply (see
-//! [`Operation`](super::operation::Operation)). One file per family, as mini-redis has one
-//! per command: reads, writes, cursors, namespaces and indexes, sessions. The handles
+//! [`Operation`](super::executor::operation::Operation)). One file per command, as mini-redis
+//! has (`insert`, `update` and `delete` share [`write`], one command shape). The handles
 //! (`Client`, `Database`, `Collection`, `ClientSession`) only resolve their settings (concerns,
 //! read preference, timeouts) into an operation and hand it to the executor.
 
 pub(crate) mod admin;
-pub(crate) mod cursor;
-pub(crate) mod read;
-pub(crate) mod session;
+pub(crate) mod aggregate;
+pub(crate) mod count;
+pub(crate) mod cursor_reply;
+pub(crate) mod distinct;
+pub(crate) mod end_sessions;
+pub(crate) mod end_transaction;
+pub(crate) mod find;
+pub(crate) mod find_and_modify;
+pub(crate) mod get_more;
+pub(crate) mod kill_cursors;
+pub(crate) mod list_collections;
+pub(crate) mod list_databases;
+pub(crate) mod list_indexes;
+pub(crate) mod read_on;
+pub(crate) mod run_command;
+pub(crate) mod run_cursor_command;
 pub(crate) mod write;
 
 use std::time::Duration;
 
 use bson::Document;
 
+use super::executor::operation::Command;
 use super::op_options::ms;
-use super::operation::Command;
 use crate::{Error, Result};
 
 /// A collection's database and name.
@@ -38,6 +51,13 @@ pub(crate) fn append(command: &mut Document, key: &str, value: Option<impl Into<
     if let Some(v) = value {
         command.insert(key, v);
     }
+}
+
+/// The `cursor` document of a listing.
+pub(crate) fn cursor_options(batch_size: Option<u32>) -> Document {
+    let mut cursor = Document::new();
+    append(&mut cursor, "batchSize", batch_size.map(i64::from));
+    cursor
 }
 
 /// A command body written straight to bytes, field by field in the order a `doc!` would
@@ -138,16 +158,18 @@ mod tests {
     use protocol::ServerAddress;
     use selection::ReadPreference;
 
-    use super::super::crud_options::FindOptions;
-    use super::super::operation::{OpOutput, Operation, Retry};
-    use super::read::{Aggregate, Find, FindOne, ReadOn};
+    use super::super::executor::operation::{OpOutput, Operation, Retry};
+    use super::super::options::crud::FindOptions;
+    use super::aggregate::Aggregate;
+    use super::find::{Find, FindOne};
+    use super::read_on::ReadOn;
     use super::write::{Write, WriteKind};
     use super::*;
     use crate::selection_actor::Criteria;
 
     fn out(reply: Document) -> OpOutput {
         OpOutput {
-            reply: crate::client::operation::Reply::from_document(reply),
+            reply: crate::client::executor::operation::Reply::from_document(reply),
             address: ServerAddress::parse("db1:27017").expect("address"),
             session: None,
             connection: None,
@@ -201,7 +223,7 @@ mod tests {
 
     #[test]
     fn a_find_built_as_bytes_holds_every_option_in_order() {
-        use super::super::crud_options::Hint;
+        use super::super::options::crud::Hint;
         let ns = Namespace { db: "app", coll: "people" };
         let options = FindOptions {
             sort: Some(doc! {"a": -1}),
@@ -222,7 +244,7 @@ mod tests {
         let read = ReadOn { read_concern: None, max_time_ms: None, ..read_on(ns) };
         let mut one = FindOne(Find { read, filter: doc! {"a": {"$gt": 1}}, options });
         let op = one.prepare().expect("prepared");
-        assert!(matches!(op.command, super::super::operation::Command::Raw(..)));
+        assert!(matches!(op.command, super::super::executor::operation::Command::Raw(..)));
         assert_eq!(
             op.command.to_document(),
             doc! {"find": "people", "filter": {"a": {"$gt": 1}}, "sort": {"a": -1}, "projection": {"a": 1},

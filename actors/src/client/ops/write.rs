@@ -1,15 +1,29 @@
-//! Writes: `insert`, `update` and `delete` (one statement or a bulk's batch of them) and
-//! `findAndModify`. Single-statement writes are retryable writes; multi-document updates and
-//! deletes run once (retryable writes spec).
+//! `insert`, `update` and `delete`: one command shape (one statement, or a bulk's batch of
+//! them sent as a document sequence), so one operation with its [`WriteKind`].
+//! Single-statement writes are retryable writes; multi-document updates and deletes run once
+//! (retryable writes spec).
 
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use protocol::wire::DocumentSequence;
 
-use super::super::crud_options::{FindAndModifyFields, ReturnDocument};
-use super::super::op_options::{count_of, UpdateResult};
-use super::super::operation::{Command, OpOutput, Operation, Shape};
+use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
+use super::super::op_options::count_of;
 use super::{append, Namespace};
-use crate::Result;
+use crate::results::UpdateResult;
+use crate::{Error, Result};
+
+/// The largest statement a server takes (`maxBsonObjectSize`, plus the 16 KiB a statement's
+/// own fields may add around a document of that size).
+pub(crate) const MAX_STATEMENT_BYTES: usize = 16 * 1024 * 1024 + 16 * 1024;
+
+/// The error for a statement a server would refuse for its size.
+pub(crate) fn too_large(index: usize, size: usize) -> Error {
+    Error::InvalidOptions {
+        message: format!(
+            "write {index} is {size} bytes, more than the servers' maxBsonObjectSize (16777216 bytes)"
+        ),
+    }
+}
 
 /// Which write command a batch of statements is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -109,68 +123,15 @@ impl Operation for Write<'_> {
     fn sequences(&mut self) -> Result<Vec<DocumentSequence>> {
         let (_, field) = self.kind.names();
         let documents = std::mem::take(&mut self.statements);
-        if let Some((i, d)) = documents
-            .iter()
-            .enumerate()
-            .find(|(_, d)| d.as_bytes().len() > super::super::bulk::MAX_STATEMENT_BYTES)
+        if let Some((i, d)) =
+            documents.iter().enumerate().find(|(_, d)| d.as_bytes().len() > MAX_STATEMENT_BYTES)
         {
-            return Err(super::super::bulk::too_large(i, d.as_bytes().len()));
+            return Err(too_large(i, d.as_bytes().len()));
         }
         Ok(vec![DocumentSequence::new(field, documents)])
     }
 
     fn handle_reply(self, out: OpOutput) -> Result<WriteReply> {
         Ok(WriteReply::parse(&out.reply))
-    }
-}
-
-/// `findAndModify`: deletes (`change: None`), replaces or updates one document and returns
-/// it. A retryable write.
-pub(crate) struct FindAndModify<'a> {
-    pub ns: Namespace<'a>,
-    pub filter: Document,
-    pub change: Option<Bson>,
-    pub options: FindAndModifyFields,
-    pub max_time_ms: Option<i64>,
-    pub write_concern: Option<Document>,
-}
-
-impl Operation for FindAndModify<'_> {
-    type Output = Option<Document>;
-
-    fn shape(&self) -> Shape<'_> {
-        Shape::write("findAndModify", self.ns.db)
-    }
-
-    fn build(&mut self) -> Result<Command> {
-        let o = &mut self.options;
-        let filter = std::mem::take(&mut self.filter);
-        let mut command = doc! {"findAndModify": self.ns.coll, "query": filter};
-        match self.change.take() {
-            None => {
-                command.insert("remove", true);
-            }
-            Some(c) => {
-                command.insert("update", c);
-                command.insert("new", o.return_document == Some(ReturnDocument::After));
-                append(&mut command, "upsert", o.upsert);
-            }
-        }
-        append(&mut command, "sort", o.sort.take());
-        append(&mut command, "fields", o.projection.take());
-        append(&mut command, "arrayFilters", o.array_filters.take());
-        append(&mut command, "bypassDocumentValidation", o.bypass_document_validation);
-        append(&mut command, "collation", o.collation.take());
-        append(&mut command, "hint", o.hint.take());
-        append(&mut command, "comment", o.comment.take());
-        append(&mut command, "let", o.let_vars.take());
-        append(&mut command, "rawData", o.raw_data);
-        append(&mut command, "maxTimeMS", self.max_time_ms);
-        append(&mut command, "writeConcern", self.write_concern.take());
-        Ok(command.into())
-    }
-
-    fn handle_reply(self, out: OpOutput) -> Result<Option<Document>> {
-        Ok(out.reply.get_document("value").ok().cloned())
     }
 }

@@ -1,7 +1,14 @@
 //! The one error type of the `actors` crate.
 
+mod client_bulk_write;
+mod gridfs;
+
 pub use protocol::reply::{ServerError, WriteConcernError, WriteError};
 use protocol::ServerAddress;
+
+pub use self::client_bulk_write::ClientBulkWriteError;
+pub use self::gridfs::GridFsErrorKind;
+use crate::results::BulkWriteResult;
 
 /// A `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -11,6 +18,10 @@ pub const RETRYABLE_WRITE_ERROR: &str = "RetryableWriteError";
 /// The label a retry attempt's error carries when it performed no write: the first attempt's
 /// error is then the one returned.
 pub const NO_WRITES_PERFORMED: &str = "NoWritesPerformed";
+/// The label of errors after which the whole transaction may be retried.
+pub const TRANSIENT_TRANSACTION_ERROR: &str = "TransientTransactionError";
+/// The label of commit errors whose outcome is unknown.
+pub const UNKNOWN_TRANSACTION_COMMIT_RESULT: &str = "UnknownTransactionCommitResult";
 
 /// What can go wrong talking to the actors.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -119,7 +130,7 @@ pub enum Error {
         error: Box<ServerError>,
         /// What succeeded: the counts, the upserted ids, and the `_id`s of the inserts that
         /// did not fail (an ordered bulk stops at its first write error).
-        partial_result: Box<crate::client::BulkWriteResult>,
+        partial_result: Box<BulkWriteResult>,
     },
     /// A collection's [`bulk_write`](crate::client::Collection::bulk_write) or
     /// [`insert_many`](crate::client::Collection::insert_many) was stopped by an error that is
@@ -132,19 +143,19 @@ pub enum Error {
         /// The error that stopped it.
         error: Box<Error>,
         /// What the server confirmed before the error.
-        partial_result: Box<crate::client::BulkWriteResult>,
+        partial_result: Box<BulkWriteResult>,
     },
     /// A GridFS file is missing or its chunks are inconsistent, or an upload stream was
     /// used after it was closed or aborted ([`ErrorKind::GridFs`]).
     #[error("GridFS: {0}")]
-    GridFs(crate::client::gridfs::GridFsErrorKind),
+    GridFs(GridFsErrorKind),
     /// [`Client::bulk_write`](crate::client::Client::bulk_write) sent writes and some failed
     /// (`write_errors`), a write concern was not satisfied (`write_concern_errors`), or an
     /// error stopped it after results had come back (`error`); `partial_result` has what
     /// succeeded. Its kind, code and labels are `error`'s when there is one, else
     /// [`ErrorKind::Write`].
     #[error(transparent)]
-    ClientBulkWrite(Box<crate::client::ClientBulkWriteError>),
+    ClientBulkWrite(Box<ClientBulkWriteError>),
     /// The selected server is too old for the operation (for example
     /// [`Client::bulk_write`](crate::client::Client::bulk_write), which needs MongoDB 8.0);
     /// nothing was sent. Retrying cannot help until the deployment is upgraded.

@@ -9,8 +9,8 @@ use bson::{Bson, Document};
 use selection::ReadPreference;
 use serde::{Deserialize, Serialize};
 
-use super::concern::{duration_ms, ReadConcern, WriteConcern};
-use super::op_options::{CursorType, TimeoutMode};
+use super::super::concern::{duration_ms, ReadConcern, WriteConcern};
+use super::super::op_options::{CursorType, TimeoutMode};
 
 /// An index to use: its key pattern or its name (`hint`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -20,11 +20,17 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub use pool::cmap::Delivery;
-use pool::cmap::{CmapEvent, CmapEventHandler};
+pub(crate) mod recipient;
+
+use pool::cmap::CmapEventHandler;
+pub use pool::events::{Delivery, EventHandler, InPlace};
 use protocol::sdam::events::SdamEvent;
 
-use crate::command_events::{CommandEvent, CommandEventHandler};
+pub use self::recipient::{
+    cmap_channel, cmap_recipient, sdam_channel, sdam_recipient, CmapEventOccurred, RecipientHandler,
+    SdamEventOccurred,
+};
+use crate::command_events::CommandEventHandler;
 
 /// The log target of the delivery's own messages (a subscriber that falls behind).
 pub const LOG_TARGET: &str = "mongo_actors::events";
@@ -33,96 +39,16 @@ pub const EVENTS_DROPPED_TOTAL: &str = "mongo_actors_events_dropped_total";
 /// How many events each subscriber's queue holds by default.
 pub const DEFAULT_EVENT_QUEUE_CAPACITY: usize = 10_000;
 
-/// Receives SDAM events (topology, server and heartbeat events) in the order they happen.
-///
-/// A crossbeam `Sender`, a closure or an actix `Recipient` (through [`RecipientHandler`])
-/// works as a handler. Behind a client or topology it sits behind a bounded queue (see the
-/// [module](self)); a handler called directly must be quick and must not block.
-pub trait SdamEventHandler: Send + Sync {
-    /// Handles one event.
-    fn handle(&self, event: &SdamEvent);
-
-    /// How this handler takes events (default: [`Delivery::Queued`]).
-    fn delivery(&self) -> Delivery {
-        Delivery::Queued
-    }
-
-    /// Hands one event over from a delivery thread, waiting until the subscriber took it if
-    /// that is what bounds its queue (default: [`handle`](Self::handle)).
-    fn deliver(&self, event: &SdamEvent) {
-        self.handle(event)
-    }
-}
-
-impl<F> SdamEventHandler for F
-where
-    F: Fn(&SdamEvent) + Send + Sync,
-{
-    fn handle(&self, event: &SdamEvent) {
-        self(event)
-    }
-}
-
-impl SdamEventHandler for crossbeam_channel::Sender<SdamEvent> {
-    fn handle(&self, event: &SdamEvent) {
-        // Never blocks: a full bounded channel, or a subscriber that went away, loses the
-        // event, not the topology's time.
-        let _ = self.try_send(event.clone());
-    }
-
-    fn delivery(&self) -> Delivery {
-        Delivery::InPlace { backlog: self.len() }
-    }
-}
-
-/// A closure called in place, on the task or thread that emits the event (for CMAP events,
-/// under the pool's lock), with no queue and no delivery thread: for handlers that are quick,
-/// never block and keep no backlog of their own, when the emission's order and instant matter
-/// (timestamps, counters). Anything slower belongs behind the bounded queue a plain closure
-/// gets: an `InPlace` handler that blocks blocks the client.
-///
-/// ```
-/// use std::sync::atomic::{AtomicU64, Ordering};
-/// use std::sync::Arc;
-/// use actors::events::{InPlace, SdamEventHandler};
-///
-/// let heartbeats = Arc::new(AtomicU64::new(0));
-/// let counter = heartbeats.clone();
-/// let handler: Arc<dyn SdamEventHandler> = Arc::new(InPlace(move |e: &protocol::sdam::events::SdamEvent| {
-///     if e.name() == "server_heartbeat_succeeded_event" {
-///         counter.fetch_add(1, Ordering::Relaxed);
-///     }
-/// }));
-/// ```
-#[derive(Debug, Clone, Copy)]
-pub struct InPlace<F>(pub F);
-
-impl<F: Fn(&SdamEvent) + Send + Sync> SdamEventHandler for InPlace<F> {
-    fn handle(&self, event: &SdamEvent) {
-        (self.0)(event)
-    }
-    fn delivery(&self) -> Delivery {
-        Delivery::InPlace { backlog: 0 }
-    }
-}
-
-impl<F: Fn(&CmapEvent) + Send + Sync> CmapEventHandler for InPlace<F> {
-    fn handle(&self, event: &CmapEvent) {
-        (self.0)(event)
-    }
-    fn delivery(&self) -> Delivery {
-        Delivery::InPlace { backlog: 0 }
-    }
-}
-
-impl<F: Fn(&CommandEvent) + Send + Sync> CommandEventHandler for InPlace<F> {
-    fn handle(&self, event: &CommandEvent) {
-        (self.0)(event)
-    }
-    fn delivery(&self) -> Delivery {
-        Delivery::InPlace { backlog: 0 }
-    }
-}
+pool::event_handler_alias!(
+    /// Receives SDAM events (topology, server and heartbeat events) in the order they happen:
+    /// any [`EventHandler<SdamEvent>`].
+    ///
+    /// A crossbeam `Sender`, a closure or an actix `Recipient` (through [`RecipientHandler`])
+    /// works as a handler. Behind a client or topology it sits behind a bounded queue (see the
+    /// [module](self)); a handler called directly must be quick and must not block.
+    SdamEventHandler,
+    SdamEvent
+);
 
 /// One subscriber, whatever its kind of event: what a [`Bounded`] queue needs of it.
 pub(crate) trait Subscriber<E>: Send + Sync + 'static {
@@ -131,24 +57,17 @@ pub(crate) trait Subscriber<E>: Send + Sync + 'static {
     fn deliver(&self, event: &E);
 }
 
-macro_rules! subscriber {
-    ($event:ty, $handler:path) => {
-        impl Subscriber<$event> for Arc<dyn $handler> {
-            fn delivery(&self) -> Delivery {
-                (**self).delivery()
-            }
-            fn handle(&self, event: &$event) {
-                (**self).handle(event)
-            }
-            fn deliver(&self, event: &$event) {
-                (**self).deliver(event)
-            }
-        }
-    };
+impl<E, H: EventHandler<E> + ?Sized + 'static> Subscriber<E> for Arc<H> {
+    fn delivery(&self) -> Delivery {
+        (**self).delivery()
+    }
+    fn handle(&self, event: &E) {
+        (**self).handle(event)
+    }
+    fn deliver(&self, event: &E) {
+        (**self).deliver(event)
+    }
 }
-subscriber!(SdamEvent, SdamEventHandler);
-subscriber!(CmapEvent, CmapEventHandler);
-subscriber!(CommandEvent, CommandEventHandler);
 
 /// Progress of one queue's delivery thread, for [`EventQueues::flushed`].
 #[derive(Default)]
@@ -342,22 +261,15 @@ fn deliver_until_stopped<E, S: Subscriber<E>>(
     progress.notify.notify_waiters();
 }
 
-macro_rules! bounded_handler {
-    ($event:ty, $handler:path) => {
-        impl $handler for Bounded<$event, Arc<dyn $handler>> {
-            fn handle(&self, event: &$event) {
-                self.offer(event)
-            }
-            fn delivery(&self) -> Delivery {
-                // Bounded already: a second wrapper calls it in place.
-                Delivery::InPlace { backlog: 0 }
-            }
-        }
-    };
+impl<E: Clone + Send + 'static, S: Subscriber<E>> EventHandler<E> for Bounded<E, S> {
+    fn handle(&self, event: &E) {
+        self.offer(event)
+    }
+    fn delivery(&self) -> Delivery {
+        // Bounded already: a second wrapper calls it in place.
+        Delivery::InPlace { backlog: 0 }
+    }
 }
-bounded_handler!(SdamEvent, SdamEventHandler);
-bounded_handler!(CmapEvent, CmapEventHandler);
-bounded_handler!(CommandEvent, CommandEventHandler);
 
 /// The bounded queues of one client or topology, and the signal that stops their threads.
 #[derive(Clone)]
@@ -420,147 +332,10 @@ impl EventQueues {
     }
 }
 
-/// Forwards events to an actix [`Recipient`](actix::Recipient) of any message type built
-/// from the event (see [`SdamEventOccurred`], [`CmapEventOccurred`] and
-/// [`CommandEventOccurred`](crate::command_events::CommandEventOccurred)).
-///
-/// The orphan rule keeps us from implementing the handler traits on `Recipient` itself, so
-/// this wrapper is what a `Recipient` becomes when handed to a topology, pool or client:
-/// `Arc::new(RecipientHandler::new(addr.recipient()))`. Behind a client or topology its
-/// delivery thread sends the next event once the actor handled the last one, so the actor's
-/// mailbox never holds more than one of them and the rest wait in the bounded queue; called
-/// directly, `handle` uses `do_send`, which never blocks (a stopped actor's events are
-/// dropped).
-pub struct RecipientHandler<M>
-where
-    M: actix::Message<Result = ()> + Send,
-{
-    recipient: actix::Recipient<M>,
-}
-
-impl<M> RecipientHandler<M>
-where
-    M: actix::Message<Result = ()> + Send,
-{
-    /// Wraps `recipient`.
-    pub fn new(recipient: actix::Recipient<M>) -> Self {
-        RecipientHandler { recipient }
-    }
-
-    /// The wrapped recipient.
-    pub fn recipient(&self) -> &actix::Recipient<M> {
-        &self.recipient
-    }
-
-    /// Sends `message` and waits until the actor has handled it (a stopped actor: at once).
-    /// For delivery threads, which run no runtime; inside one it only queues the message,
-    /// since blocking there could wait on the very thread the actor runs on.
-    pub(crate) fn send_and_wait(&self, message: M)
-    where
-        M: 'static,
-    {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            self.recipient.do_send(message);
-            return;
-        }
-        thread_local! {
-            static RUNTIME: Option<tokio::runtime::Runtime> =
-                tokio::runtime::Builder::new_current_thread().build().ok();
-        }
-        let request = self.recipient.send(message);
-        RUNTIME.with(|rt| match rt {
-            Some(rt) => {
-                let _ = rt.block_on(request);
-            }
-            None => drop(request),
-        });
-    }
-}
-
-impl<M> Clone for RecipientHandler<M>
-where
-    M: actix::Message<Result = ()> + Send,
-{
-    fn clone(&self) -> Self {
-        RecipientHandler { recipient: self.recipient.clone() }
-    }
-}
-
-impl<M> std::fmt::Debug for RecipientHandler<M>
-where
-    M: actix::Message<Result = ()> + Send,
-{
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RecipientHandler").field("connected", &self.recipient.connected()).finish()
-    }
-}
-
-impl<M> From<actix::Recipient<M>> for RecipientHandler<M>
-where
-    M: actix::Message<Result = ()> + Send,
-{
-    fn from(recipient: actix::Recipient<M>) -> Self {
-        RecipientHandler::new(recipient)
-    }
-}
-
-/// An SDAM event, as an actix message: a `Recipient<SdamEventOccurred>` receives the
-/// topology's events through [`RecipientHandler`] or [`sdam_recipient`].
-#[derive(Debug, Clone, actix::Message)]
-#[rtype(result = "()")]
-pub struct SdamEventOccurred(pub SdamEvent);
-
-/// A CMAP event, as an actix message: a `Recipient<CmapEventOccurred>` receives the pools'
-/// events through [`RecipientHandler`] or [`cmap_recipient`].
-#[derive(Debug, Clone, actix::Message)]
-#[rtype(result = "()")]
-pub struct CmapEventOccurred(pub CmapEvent);
-
-impl SdamEventHandler for RecipientHandler<SdamEventOccurred> {
-    fn handle(&self, event: &SdamEvent) {
-        // Never blocks; a stopped subscriber is not the topology's problem.
-        self.recipient.do_send(SdamEventOccurred(event.clone()));
-    }
-
-    fn deliver(&self, event: &SdamEvent) {
-        self.send_and_wait(SdamEventOccurred(event.clone()));
-    }
-}
-
-impl CmapEventHandler for RecipientHandler<CmapEventOccurred> {
-    fn handle(&self, event: &CmapEvent) {
-        // Runs under the pool's lock: do_send only queues.
-        self.recipient.do_send(CmapEventOccurred(event.clone()));
-    }
-
-    fn deliver(&self, event: &CmapEvent) {
-        self.send_and_wait(CmapEventOccurred(event.clone()));
-    }
-}
-
-/// An SDAM handler that sends every event to `recipient`.
-pub fn sdam_recipient(recipient: actix::Recipient<SdamEventOccurred>) -> Arc<dyn SdamEventHandler> {
-    Arc::new(RecipientHandler::new(recipient))
-}
-
-/// A CMAP handler that sends every event to `recipient`.
-pub fn cmap_recipient(recipient: actix::Recipient<CmapEventOccurred>) -> Arc<dyn CmapEventHandler> {
-    Arc::new(RecipientHandler::new(recipient))
-}
-
-/// A CMAP handler that sends every event to a crossbeam channel (the pool crate implements
-/// the trait on `Sender<CmapEvent>`; this is the same, as an `Arc<dyn ..>`).
-pub fn cmap_channel(sender: crossbeam_channel::Sender<CmapEvent>) -> Arc<dyn CmapEventHandler> {
-    Arc::new(sender)
-}
-
-/// An SDAM handler that sends every event to a crossbeam channel.
-pub fn sdam_channel(sender: crossbeam_channel::Sender<SdamEvent>) -> Arc<dyn SdamEventHandler> {
-    Arc::new(sender)
-}
-
 #[cfg(test)]
 mod tests {
+    use pool::cmap::CmapEvent;
+
     use super::*;
     use actix::prelude::*;
     use bson::oid::ObjectId;
@@ -639,7 +414,7 @@ mod tests {
         // Let the actor finish stopping.
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         // Neither panics nor blocks.
-        SdamEventHandler::handle(&handler, &opening());
+        EventHandler::<SdamEvent>::handle(&handler, &opening());
         assert!(!handler.recipient().connected());
     }
 

@@ -1,19 +1,17 @@
-//! Cursors: the reply of a command that opens one, `getMore`, `killCursors`, and
-//! `run_cursor_command`'s command.
+//! The reply of a command that opens a cursor: its id, server and first batch, read from
+//! the reply's bytes.
 
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::Arc;
 
-use bson::{doc, Bson, Document, RawDocumentBuf};
+use bson::{Document, RawDocumentBuf};
 use pool::cmap::PooledConnection;
 use pool::connection::Connection;
 use protocol::ServerAddress;
-use selection::ReadPreference;
 
-use super::super::operation::{convert, raw_cursor_id, Command, OpOutput, Operation, Shape};
-use super::super::session::ServerSession;
-use crate::selection_actor::Criteria;
+use super::super::executor::operation::{convert, raw_cursor_id, OpOutput};
+use super::super::session::pool::ServerSession;
 use crate::{Error, Result};
 
 /// What a command that opens a cursor answered: the cursor's id, server and first batch,
@@ -70,7 +68,7 @@ impl CursorReply {
 /// The cursor id, the documents of a cursor reply's `key` batch and its resume token, read
 /// from the reply's bytes: the documents stay in the reply (shared), none is copied or
 /// converted.
-fn batch(out: OpOutput, key: &str) -> Result<(NextBatch, OpOutput)> {
+pub(super) fn batch(out: OpOutput, key: &str) -> Result<(NextBatch, OpOutput)> {
     let raw = out.reply.raw();
     let id = raw_cursor_id(raw);
     let cursor = raw.get_document("cursor").map_err(|_| Error::InvalidResponse {
@@ -147,19 +145,6 @@ impl Doc {
     }
 }
 
-/// `getMore`: the next batch of a cursor, on its server. Never retried.
-pub(crate) struct GetMore<'a> {
-    /// The cursor's database and collection.
-    pub db: &'a str,
-    pub collection: &'a str,
-    pub id: i64,
-    pub batch_size: Option<u32>,
-    /// `maxTimeMS` (a tailable awaitData cursor's `maxAwaitTimeMS`).
-    pub max_time_ms: Option<i64>,
-    /// The opening command's `comment`.
-    pub comment: Option<Bson>,
-}
-
 /// A `getMore`'s answer.
 pub(crate) struct NextBatch {
     /// The cursor id (0: exhausted).
@@ -168,79 +153,4 @@ pub(crate) struct NextBatch {
     pub batch: Docs,
     /// A change stream's `postBatchResumeToken`.
     pub post_batch_resume_token: Option<Document>,
-}
-
-impl Operation for GetMore<'_> {
-    type Output = NextBatch;
-
-    fn shape(&self) -> Shape<'_> {
-        Shape::command("getMore", self.db, Criteria::Read(ReadPreference::PRIMARY))
-    }
-
-    fn build(&mut self) -> Result<Command> {
-        let mut command = doc! {"getMore": self.id, "collection": self.collection};
-        super::append(&mut command, "batchSize", self.batch_size.map(i64::from));
-        super::append(&mut command, "maxTimeMS", self.max_time_ms);
-        super::append(&mut command, "comment", self.comment.take());
-        Ok(command.into())
-    }
-
-    fn handle_reply(self, out: OpOutput) -> Result<NextBatch> {
-        batch(out, "nextBatch").map(|(b, _)| b)
-    }
-}
-
-/// `killCursors`: closes a cursor on its server. Never retried.
-pub(crate) struct KillCursors<'a> {
-    pub db: &'a str,
-    pub collection: &'a str,
-    pub id: i64,
-}
-
-impl Operation for KillCursors<'_> {
-    type Output = ();
-
-    fn shape(&self) -> Shape<'_> {
-        Shape::command("killCursors", self.db, Criteria::Read(ReadPreference::PRIMARY))
-    }
-
-    fn build(&mut self) -> Result<Command> {
-        Ok(doc! {"killCursors": self.collection, "cursors": [self.id]}.into())
-    }
-
-    fn handle_reply(self, _: OpOutput) -> Result<()> {
-        Ok(())
-    }
-}
-
-/// A command the caller wrote that opens a cursor (`run_cursor_command`). Never retried.
-pub(crate) struct RunCursorCommand {
-    pub db: String,
-    pub command: Document,
-    pub read_preference: ReadPreference,
-}
-
-impl RunCursorCommand {
-    fn collection(&self) -> &str {
-        let name = self.command.keys().next().map_or("", String::as_str);
-        self.command.get_str(name).unwrap_or_default()
-    }
-}
-
-impl Operation for RunCursorCommand {
-    type Output = CursorReply;
-
-    fn shape(&self) -> Shape<'_> {
-        let name = self.command.keys().next().cloned().unwrap_or_default();
-        Shape::command(name, &self.db, Criteria::Read(self.read_preference.clone())).cursor().generic()
-    }
-
-    fn build(&mut self) -> Result<Command> {
-        // Cloned: the getMores name the collection the command names.
-        Ok(self.command.clone().into())
-    }
-
-    fn handle_reply(self, out: OpOutput) -> Result<CursorReply> {
-        CursorReply::read(out, &self.db, self.collection())
-    }
 }

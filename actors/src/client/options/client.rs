@@ -3,7 +3,7 @@
 //!
 //! - [`ClientOptions::parse`]: a URI; `mongodb+srv` is resolved through the system's DNS.
 //! - [`ClientOptions::builder`]: a URI, options overriding the URI's, a DNS resolver, handlers.
-//! - [`ClientOptions::from_config`](super::config): a file and environment variables.
+//! - [`ClientOptions::from_config`](super::super::config): a file and environment variables.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +21,7 @@ use crate::srv_poller::{SrvPollerOptions, DEFAULT_RESCAN_INTERVAL};
 use crate::topology::TopologyBuilder;
 use crate::{Error, Result};
 
-/// Everything a [`Client`](super::Client) is built from: a parsed connection string (with
+/// Everything a [`Client`](crate::Client) is built from: a parsed connection string (with
 /// `mongodb+srv` already resolved into hosts), plus what a URI cannot carry.
 #[derive(Clone, Default)]
 pub struct ClientOptions {
@@ -109,7 +109,7 @@ impl ClientOptions {
 
     /// The client's write concern from `w`, `wtimeoutMS` and `journal` (`None`: none is set,
     /// the server's default); an error for a combination the spec forbids (`w=0&journal=true`).
-    pub fn write_concern(&self) -> Result<Option<super::concern::WriteConcern>> {
+    pub fn write_concern(&self) -> Result<Option<super::super::concern::WriteConcern>> {
         // The URI parser ignores a bad `w`, `wtimeoutMS` or `journal` with a warning; a write
         // concern must not silently become weaker than asked (read-write-concern spec).
         let bad = ["'w'", "'wtimeoutms'", "'journal'"];
@@ -120,7 +120,7 @@ impl ClientOptions {
             return Err(Error::InvalidOptions { message: w.clone() });
         }
         let o = &self.connection_string.options;
-        let wc = super::concern::WriteConcern {
+        let wc = super::super::concern::WriteConcern {
             w: o.w.clone(),
             w_timeout: o.w_timeout_ms.map(Duration::from_millis),
             journal: o.journal,
@@ -130,9 +130,9 @@ impl ClientOptions {
     }
 
     /// The client's read concern from `readConcernLevel` (`None`: the server's default).
-    pub fn read_concern(&self) -> Option<super::concern::ReadConcern> {
+    pub fn read_concern(&self) -> Option<super::super::concern::ReadConcern> {
         let level = self.connection_string.options.read_concern_level.as_deref()?;
-        Some(super::concern::ReadConcernLevel::from_name(level).into())
+        Some(super::super::concern::ReadConcernLevel::from_name(level).into())
     }
 
     /// The SRV poller's options, or `None` when polling does not apply (not `mongodb+srv`, or

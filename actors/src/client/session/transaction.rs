@@ -1,18 +1,15 @@
-//! Explicit sessions and transactions (minimal).
+//! Transactions of an explicit session: start, commit, abort and `with_transaction` (the
+//! transactions and convenient transactions specs), how a statement of a transaction is
+//! sent, and how an operation runs with the session (its executor binding).
 //!
-//! [`Client::start_session`] takes a server session from the pool; the [`ClientSession`] gives
-//! it back when dropped. Every operation takes it with `.session(&mut session)`
-//! (`coll.insert_one(doc).session(&mut session).await`), and then sends its `lsid`; with or
-//! without one, operations run through the client's one executor.
-//!
-//! Inside a transaction ([`ClientSession::start_transaction`]) every command carries
-//! `txnNumber` and `autocommit: false`, the first one `startTransaction: true`; the
-//! collection's write concern is only sent with `commitTransaction` / `abortTransaction`.
-//! In load-balanced mode the transaction pins one connection (checked out with
-//! [`CheckoutPurpose::Transaction`]) for all its commands: one check-out and one check-in
-//! event, and two sessions never share it. It stays pinned after a commit (which may be
-//! repeated) and is unpinned by an abort, a network or `TransientTransactionError` error, the
-//! next transaction, the next operation outside a transaction, or the end of the session.
+//! Inside a transaction every command carries `txnNumber` and `autocommit: false`, the first
+//! one `startTransaction: true`; the collection's write concern is only sent with
+//! `commitTransaction` / `abortTransaction`. In load-balanced mode the transaction pins one
+//! connection (checked out with [`CheckoutPurpose::Transaction`]) for all its commands: one
+//! check-out and one check-in event, and two sessions never share it. It stays pinned after a
+//! commit (which may be repeated) and is unpinned by an abort, a network or
+//! `TransientTransactionError` error, the next transaction, the next operation outside a
+//! transaction, or the end of the session.
 //!
 //! A cursor opened in a load-balanced transaction runs its `getMore`s and `killCursors` on the
 //! transaction's connection; do not iterate it while the session runs another operation.
@@ -22,289 +19,38 @@
 //! timeout ([`SessionOptions::default_timeout`], else the client's).
 //! [`ClientSession::with_transaction`] applies one deadline to its whole run.
 //!
-//! Every operation takes a session, and runs through the client's one executor either way:
-//! outside a transaction an explicit session's operations are retried as
-//! implicit ones are; a transaction's statements are not (commit and abort are retried once
-//! on a retryable error).
+//! Outside a transaction an explicit session's operations are retried as implicit ones are; a
+//! transaction's statements are not (commit and abort are retried once on a retryable error).
 
 use std::time::Duration;
 
-use bson::{Document, Timestamp};
+use bson::Document;
 use futures_util::future::BoxFuture;
 use pool::cmap::CheckoutPurpose;
 use protocol::sdam::TopologyType;
-use protocol::ServerAddress;
 use selection::ReadPreference;
 use tokio::time::Instant;
 
-use super::concern::{Acknowledgment, ReadConcern, WriteConcern};
-
-use super::inner::Client;
-use super::operation::{Binding, Limits, Op, OpOutput, Operation, SessionUse};
-use super::ops::session::{EndTransaction, Outcome};
-use super::session::{ServerSession, Tracking};
-use super::timeout;
-use crate::error::RETRYABLE_WRITE_ERROR;
-use crate::selection_actor::{Criteria, PinConnection, PinId, SelectionRequest, TakePinned, Unpin};
+use super::super::concern::{Acknowledgment, WriteConcern};
+use super::super::executor::operation::{Op, OpOutput, Operation, Retry};
+use super::super::executor::retry::{label_commit_error, label_end_transaction_error, label_root};
+use super::super::executor::{Binding, ExplicitSession, SessionUse};
+use super::super::inner::ClientInner;
+use super::super::ops::end_transaction::{EndTransaction, Outcome};
+use super::super::timeout::{self, Limits};
+#[cfg(doc)]
+use super::options::SessionOptions;
+use super::options::{EndTransactionOptions, TransactionOptions, WithTransactionOptions};
+use super::{state_error, CallbackTimeout, ClientSession, TransactionState};
+use crate::error::{RETRYABLE_WRITE_ERROR, TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
+use crate::selection_actor::{Criteria, PinConnection, TakePinned, Unpin};
 use crate::{Error, Result};
-
-/// The label of errors after which the whole transaction may be retried.
-pub const TRANSIENT_TRANSACTION_ERROR: &str = "TransientTransactionError";
-/// The label of commit errors whose outcome is unknown.
-pub const UNKNOWN_TRANSACTION_COMMIT_RESULT: &str = "UnknownTransactionCommitResult";
 
 /// How long [`ClientSession::with_transaction`] retries without a timeoutMS (convenient
 /// transactions API).
 const WITH_TRANSACTION_LIMIT: Duration = Duration::from_secs(120);
 
-/// Where a session's transaction stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TransactionState {
-    /// No transaction was started.
-    None,
-    /// Started; no command sent yet.
-    Starting,
-    /// At least one command was sent.
-    InProgress,
-    /// Committed.
-    Committed,
-    /// Aborted.
-    Aborted,
-}
-
-/// Options of [`Client::start_session_with_options`].
-#[derive(Debug, Clone, Default)]
-pub struct SessionOptions {
-    /// `defaultTimeoutMS`: the timeoutMS of [`ClientSession::commit_transaction`],
-    /// [`ClientSession::abort_transaction`] and [`ClientSession::with_transaction`] when the
-    /// call sets none (`Some(Duration::ZERO)`: no limit). `None` inherits the client's.
-    pub default_timeout: Option<Duration>,
-    /// `causalConsistency`: each read sees the session's earlier reads and writes (it sends
-    /// `afterClusterTime`). Default: on, unless `snapshot` is set. Not causally consistent
-    /// with unacknowledged writes.
-    pub causal_consistency: Option<bool>,
-    /// `snapshot`: every read of the session sees the same point in time (`readConcern:
-    /// {level: "snapshot", atClusterTime}`, the time of its first read). MongoDB 5.0+;
-    /// no transactions, no writes, and not with `causal_consistency: Some(true)`.
-    pub snapshot: Option<bool>,
-    /// `defaultTransactionOptions`: what [`ClientSession::start_transaction`] uses for the
-    /// options it is not given.
-    pub default_transaction_options: Option<TransactionOptions>,
-    /// `snapshotTime`: the time a snapshot session reads at (another snapshot session's
-    /// [`ClientSession::snapshot_time`]); `None`: the time of its first read. Only with
-    /// `snapshot`.
-    pub snapshot_time: Option<Timestamp>,
-}
-
-/// Options of a transaction ([`ClientSession::start_transaction_with`], or a session's
-/// [`SessionOptions::default_transaction_options`]). Each option left `None` comes from the
-/// session's default transaction options, else from the client.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct TransactionOptions {
-    /// The read concern of the transaction's first command (which fixes its snapshot).
-    pub read_concern: Option<ReadConcern>,
-    /// The write concern of `commitTransaction` and `abortTransaction` (never sent with the
-    /// statements). Must be acknowledged.
-    pub write_concern: Option<WriteConcern>,
-    /// The read preference of the transaction's reads; it must be primary (reads fail
-    /// otherwise, writes do not care).
-    pub read_preference: Option<ReadPreference>,
-    /// `maxCommitTimeMS`: sent as `commitTransaction`'s `maxTimeMS` (ignored under a
-    /// `timeoutMS`, which replaces it).
-    pub max_commit_time: Option<Duration>,
-}
-
-/// Options of [`ClientSession::commit_transaction_with`] and
-/// [`ClientSession::abort_transaction_with`].
-#[derive(Debug, Clone, Default)]
-pub struct EndTransactionOptions {
-    /// timeoutMS of this call (`Some(Duration::ZERO)`: no limit); `None` uses the session's
-    /// default timeout.
-    pub timeout: Option<Duration>,
-}
-
-/// Options of [`ClientSession::with_transaction`].
-#[derive(Debug, Clone, Default)]
-pub struct WithTransactionOptions {
-    /// timeoutMS of the whole call, retries included (`Some(Duration::ZERO)`: no limit);
-    /// `None` uses the session's default timeout. Without any, retries stop after 120 s.
-    pub timeout: Option<Duration>,
-    /// The options of each transaction it starts (`None`: the session's defaults).
-    pub transaction_options: Option<TransactionOptions>,
-}
-
-/// The timeout a running `with_transaction` applies to its callback's operations.
-#[derive(Debug, Clone, Copy)]
-struct CallbackTimeout {
-    timeout: Option<Duration>,
-    deadline: Option<Instant>,
-}
-
-/// An explicit session: a server session owned until drop, with at most one transaction at
-/// a time. Not for concurrent use (operations take `&mut`).
-pub struct ClientSession {
-    client: Client,
-    server: Option<ServerSession>,
-    timeout_minutes: Option<i64>,
-    state: TransactionState,
-    /// The session's timeoutMS for commit / abort / with_transaction (the client's when the
-    /// options set none).
-    default_timeout: Option<Duration>,
-    /// Set while `with_transaction` runs with a timeout: its operations share its deadline.
-    callback_timeout: Option<CallbackTimeout>,
-    /// Load-balanced transaction: its connection, pinned in the selection actor. Kept after
-    /// commit (a commit may be repeated) until the next transaction, the next operation
-    /// outside a transaction, an abort, a transient error, or the end of the session.
-    pin: Option<PinId>,
-    /// The copy a drop spawns to abort: dropping it never spawns again (a runtime shutting
-    /// down drops spawned futures at once).
-    aborting_on_drop: bool,
-    /// The session's `defaultTransactionOptions`.
-    default_transaction: TransactionOptions,
-    /// The current (or last) transaction's options, resolved at its start (every option set
-    /// that the call, the session defaults or the client sets).
-    txn: TransactionOptions,
-    /// Sharded transaction: the mongos of its first statement, where every later statement
-    /// and the commit or abort go (unpinned on the transactions spec's rules).
-    mongos: Option<ServerAddress>,
-    /// A `commitTransaction` was sent for the current transaction: the next one is a retry
-    /// (`w: majority`).
-    commit_sent: bool,
-    /// A snapshot session (no transactions).
-    snapshot: bool,
-}
-
-impl std::fmt::Debug for ClientSession {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientSession")
-            .field("lsid", &self.server.as_ref().map(|s| &s.lsid))
-            .field("state", &self.state)
-            .field("pinned", &self.pin.is_some())
-            .finish()
-    }
-}
-
-impl Client {
-    /// Starts an explicit session (no I/O in load-balanced mode; otherwise waits in server
-    /// selection until the deployment's session support is known).
-    ///
-    /// # Errors
-    /// [`Error::InvalidOptions`] when the deployment does not support sessions; selection
-    /// errors.
-    pub async fn start_session(&self) -> Result<ClientSession> {
-        self.start_session_with_options(SessionOptions::default()).await
-    }
-
-    /// [`start_session`](Self::start_session) with options. The wait for session support is
-    /// limited by the client's timeoutMS (never the session's).
-    ///
-    /// # Errors
-    /// As [`start_session`](Self::start_session).
-    pub async fn start_session_with_options(&self, options: SessionOptions) -> Result<ClientSession> {
-        self.inner.check_open()?;
-        let snapshot = options.snapshot.unwrap_or(false);
-        if snapshot && options.causal_consistency == Some(true) {
-            return Err(state_error("causalConsistency and snapshot cannot both be set for a session"));
-        }
-        if options.snapshot_time.is_some() && !snapshot {
-            return Err(state_error("snapshotTime can only be set for a snapshot session"));
-        }
-        let mut timeout = self.inner.topology.snapshot().description.logical_session_timeout_minutes();
-        if timeout.is_none() && !self.inner.settings.load_balanced {
-            let mut request = SelectionRequest::new(
-                Criteria::Read(selection::ReadPreference::PRIMARY_PREFERRED),
-                "startSession",
-            );
-            let client_timeout = self.inner.settings.timeout;
-            request.deadline = timeout::deadline(client_timeout);
-            let deadline = request.deadline;
-            let selected = self
-                .inner
-                .selector
-                .select(request)
-                .await
-                .map_err(|e| timeout::convert(e, client_timeout, deadline))?;
-            timeout = selected.snapshot().description.logical_session_timeout_minutes();
-            if timeout.is_none() {
-                return Err(Error::InvalidOptions {
-                    message: "the deployment does not support sessions".into(),
-                });
-            }
-        }
-        let mut server = self.inner.sessions.acquire(timeout);
-        server.tracking = Some(Box::new(Tracking {
-            causal: options.causal_consistency.unwrap_or(!snapshot),
-            snapshot,
-            snapshot_time: options.snapshot_time,
-            ..Tracking::default()
-        }));
-        Ok(ClientSession {
-            client: self.clone(),
-            server: Some(server),
-            timeout_minutes: timeout,
-            state: TransactionState::None,
-            default_timeout: timeout::inherit(self.inner.settings.timeout, options.default_timeout),
-            callback_timeout: None,
-            pin: None,
-            aborting_on_drop: false,
-            default_transaction: options.default_transaction_options.unwrap_or_default(),
-            txn: TransactionOptions::default(),
-            mongos: None,
-            commit_sent: false,
-            snapshot,
-        })
-    }
-}
-
-fn state_error(message: &str) -> Error {
-    Error::InvalidOptions { message: message.to_string() }
-}
-
-/// An error that says the transaction may be retried, or that its connection is not usable
-/// for it any more (also under a timeout that wraps it).
-fn releases_pin(e: &Error) -> bool {
-    let network = match e {
-        Error::Timeout { source: Some(source), .. } => source.is_network_error(),
-        e => e.is_network_error(),
-    };
-    network || e.has_label(TRANSIENT_TRANSACTION_ERROR)
-}
-
 impl ClientSession {
-    /// The session id (`{id: UUID}`).
-    pub fn id(&self) -> Option<&Document> {
-        self.server.as_ref().map(|s| &s.lsid)
-    }
-
-    /// Where the transaction stands.
-    pub fn transaction_state(&self) -> TransactionState {
-        self.state
-    }
-
-    /// Whether a connection (load-balanced transactions) or a mongos (sharded transactions)
-    /// is pinned to the session.
-    pub fn is_pinned(&self) -> bool {
-        self.pin.is_some() || self.mongos.is_some()
-    }
-
-    /// The mongos a sharded transaction is pinned to (its first statement's), until the
-    /// transactions spec's rules unpin it.
-    pub fn pinned_server(&self) -> Option<&ServerAddress> {
-        self.mongos.as_ref()
-    }
-
-    /// Whether a network error made the session's server session unusable: it is discarded
-    /// when the session ends, never reused.
-    pub fn is_dirty(&self) -> bool {
-        self.server.as_ref().is_some_and(|s| s.dirty)
-    }
-
-    /// The session's timeoutMS for commit, abort and `with_transaction` (`None`: not set).
-    pub fn default_timeout(&self) -> Option<Duration> {
-        self.default_timeout
-    }
-
     /// Starts a transaction with the session's default transaction options: the next
     /// command carries `startTransaction: true`.
     ///
@@ -361,45 +107,6 @@ impl ClientSession {
         server.next_txn_number();
         self.state = TransactionState::Starting;
         Ok(())
-    }
-
-    /// The session's `operationTime`: the latest a reply reported (causal consistency).
-    pub fn operation_time(&self) -> Option<Timestamp> {
-        self.tracking().and_then(|t| t.operation_time)
-    }
-
-    /// The session's `$clusterTime`: the latest a reply reported, or the user advanced to.
-    pub fn cluster_time(&self) -> Option<&Document> {
-        self.tracking().and_then(|t| t.cluster_time.as_ref())
-    }
-
-    /// A snapshot session's read time (`None` until its first read).
-    pub fn snapshot_time(&self) -> Option<Timestamp> {
-        self.tracking().and_then(|t| t.snapshot_time)
-    }
-
-    /// Advances the session's `operationTime` to `ts` (never backwards): its next read is
-    /// causally after whatever another session observed at `ts`.
-    pub fn advance_operation_time(&mut self, ts: Timestamp) {
-        if let Some(t) = self.tracking_mut() {
-            t.advance_operation_time(ts);
-        }
-    }
-
-    /// Advances the session's `$clusterTime` to `cluster_time` (a `$clusterTime` document
-    /// another session reported; never backwards).
-    pub fn advance_cluster_time(&mut self, cluster_time: &Document) {
-        if let Some(t) = self.tracking_mut() {
-            t.advance_cluster_time(cluster_time);
-        }
-    }
-
-    fn tracking(&self) -> Option<&Tracking> {
-        self.server.as_ref().and_then(|s| s.tracking.as_deref())
-    }
-
-    fn tracking_mut(&mut self) -> Option<&mut Tracking> {
-        self.server.as_mut().and_then(|s| s.tracking.as_deref_mut())
     }
 
     /// Commits the transaction (nothing is sent when no command ran in it), under the
@@ -509,7 +216,7 @@ impl ClientSession {
         }
         let mut result = self.end_command(Outcome::Abort, timeout, deadline, true).await;
         if let Err(e) = &mut result {
-            add_write_label(e);
+            label_end_transaction_error(e);
             if e.is_network_error() || e.has_label(RETRYABLE_WRITE_ERROR) {
                 self.unpin();
                 result = self.end_command(Outcome::Abort, timeout, deadline, false).await;
@@ -626,36 +333,6 @@ impl ClientSession {
                 }
                 return Err(e);
             }
-        }
-    }
-
-    /// Ends the session: aborts a transaction in progress, gives a pinned connection back to
-    /// its pool before returning, and returns the server session to the pool. Dropping the
-    /// session does the same in the background.
-    pub async fn end_session(mut self) {
-        if self.state == TransactionState::InProgress {
-            let _ = self.abort_transaction().await;
-        }
-        if let Some(pin) = self.pin.take() {
-            let _ = self.client.inner.selector.actor().send(Unpin { pin }).await;
-        }
-    }
-
-    /// The pinned connection of a load-balanced transaction in progress (its cursors run
-    /// their `getMore`s on it).
-    pub(crate) fn transaction_pin(&self) -> Option<PinId> {
-        self.pin.filter(|_| self.in_transaction())
-    }
-
-    /// Whether a transaction is starting or in progress.
-    pub(crate) fn in_transaction(&self) -> bool {
-        matches!(self.state, TransactionState::Starting | TransactionState::InProgress)
-    }
-
-    fn unpin(&mut self) {
-        self.mongos = None;
-        if let Some(pin) = self.pin.take() {
-            self.client.inner.selector.actor().do_send(Unpin { pin });
         }
     }
 
@@ -812,7 +489,7 @@ fn statement(op: &mut Op, txn: &TransactionOptions, first: bool, end: bool) -> R
         // The transaction's read preference replaces a read's (and its handle's); a generic
         // command keeps its own too, as the spec's operation-level read preference.
         let txn_primary = txn.read_preference.as_ref().is_none_or(|rp| *rp == ReadPreference::PRIMARY);
-        let read = op.retry == super::operation::Retry::Read || op.read_concern;
+        let read = op.retry == Retry::Read || op.read_concern;
         if !txn_primary || (!read && *own != ReadPreference::PRIMARY) {
             return Err(state_error("read preference in a transaction must be primary"));
         }
@@ -821,61 +498,16 @@ fn statement(op: &mut Op, txn: &TransactionOptions, first: bool, end: bool) -> R
     Ok(())
 }
 
-/// Labels a failed commit as the transactions spec says: `RetryableWriteError` for a
-/// network error or a cleared pool (commit is a retryable write), and
-/// `UnknownTransactionCommitResult` when the outcome is unknown (network, retryable, timeout,
-/// `MaxTimeMSExpired` and write concern errors, except the two that say the write concern
-/// can never be satisfied).
-fn label_commit_error(e: &mut Error) {
-    add_write_label(e);
-    let root = match &*e {
-        Error::Timeout { source: Some(source), .. } => source,
-        e => e,
+/// An error that says the transaction may be retried, or that its connection is not usable
+/// for it any more (also under a timeout that wraps it).
+fn releases_pin(e: &Error) -> bool {
+    let network = match e {
+        Error::Timeout { source: Some(source), .. } => source.is_network_error(),
+        e => e.is_network_error(),
     };
-    let write_concern_failed = root.server_error().is_some_and(|se| {
-        let code = match &se.write_concern_error {
-            Some(w) => Some(w.code),
-            None => se.code.filter(|c| *c == 64),
-        };
-        code.is_some_and(|c| c != 100 && c != 79)
-    });
-    let unknown = root.is_network_error()
-        || root.has_label(RETRYABLE_WRITE_ERROR)
-        || root.code() == Some(protocol::reply::MAX_TIME_MS_EXPIRED)
-        || write_concern_failed
-        || matches!(root, Error::ServerSelection(_))
-        || e.kind() == crate::ErrorKind::Timeout;
-    if unknown && !root.has_label(TRANSIENT_TRANSACTION_ERROR) {
-        label_root(e, UNKNOWN_TRANSACTION_COMMIT_RESULT);
-    }
+    network || e.has_label(TRANSIENT_TRANSACTION_ERROR)
 }
 
-/// A network error or a cleared pool of commit or abort (retryable writes) gets
-/// `RetryableWriteError`.
-fn add_write_label(e: &mut Error) {
-    let root_is = |e: &Error| {
-        e.is_network_error()
-            || matches!(e, Error::Connection { source, .. } if matches!(**source, pool::Error::PoolCleared { .. }))
-    };
-    let yes = match &*e {
-        Error::Timeout { source: Some(source), .. } => root_is(source),
-        e => root_is(e),
-    };
-    if yes {
-        label_root(e, RETRYABLE_WRITE_ERROR);
-    }
-}
-
-/// Labels `e`, or the error a timeout wraps (whose labels the timeout reports).
-fn label_root(e: &mut Error, label: &str) {
-    match e {
-        Error::Timeout { source: Some(source), .. } => source.add_label(label),
-        e => e.add_label(label),
-    }
-}
-
-/// Runs `op` with `session` (explicit, maybe in a transaction) or an implicit one, and reads
-/// its reply.
 /// The transactions spec: an operation inside a transaction cannot set its own read or write
 /// concern (the transaction's apply; sending another would be ambiguous, and ignoring it would
 /// be a silent surprise).
@@ -893,31 +525,17 @@ pub(crate) fn refuse_own_concerns(session: Option<&ClientSession>, read: bool, w
     })
 }
 
-/// Not an `async fn`: the async block holds `op` once (an `async fn` with a `mut` parameter
-/// holds it twice), which is what a queued operation costs in memory.
-#[allow(clippy::manual_async_fn)]
-pub(crate) fn run<'a, O: Operation + 'a>(
-    client: &'a Client,
-    mut op: O,
-    limits: Limits,
-    session: Option<&'a mut ClientSession>,
-) -> impl std::future::Future<Output = Result<O::Output>> + 'a {
-    async move {
-        if session.as_ref().is_some_and(|s| !std::sync::Arc::ptr_eq(&s.client.inner, &client.inner)) {
-            // Its server session and cluster time belong to another client's deployment.
-            return Err(Error::InvalidOptions {
-                message: "the session was started by another client than the one running the operation"
-                    .into(),
-            });
-        }
-        let prepared = op.prepare()?;
-        // Boxed: the fluent operations box their future (IntoFuture); with the executor's state
-        // behind a pointer, that box is small and cheap to fill.
-        let out = match session {
-            Some(session) => Box::pin(session.execute(prepared, limits)).await?,
-            None => Box::pin(client.inner.execute(prepared, limits, Binding::implicit())).await?,
-        };
-        op.handle_reply(out)
+impl ExplicitSession for ClientSession {
+    fn started_by(&self, inner: &std::sync::Arc<ClientInner>) -> bool {
+        std::sync::Arc::ptr_eq(&self.client.inner, inner)
+    }
+
+    fn execute(
+        &mut self,
+        op: Op,
+        limits: Limits,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<OpOutput>> + Send + '_>> {
+        Box::pin(ClientSession::execute(self, op, limits))
     }
 }
 

@@ -8,9 +8,9 @@ use bson::{Bson, Document};
 use selection::ReadPreference;
 use serde::{Deserialize, Serialize};
 
-use super::concern::{duration_ms, WriteConcern};
-use super::crud_options::Collation;
-use super::op_options::{CursorType, TimeoutMode};
+use super::super::concern::{duration_ms, WriteConcern};
+use super::super::op_options::{CursorType, TimeoutMode};
+use super::crud::Collation;
 
 /// An index: its keys and options, as `createIndexes` takes it and `listIndexes` gives it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -41,7 +41,7 @@ impl IndexModel {
         self.options
             .as_ref()
             .and_then(|o| o.name.clone())
-            .unwrap_or_else(|| super::op_options::index_name(&self.keys))
+            .unwrap_or_else(|| super::super::op_options::index_name(&self.keys))
     }
 
     /// The index specification `createIndexes` sends.

@@ -1,12 +1,9 @@
-//! Sessions: `commitTransaction`, `abortTransaction` and `endSessions`, all on `admin`.
+//! `commitTransaction` and `abortTransaction`, on `admin`.
 
-use bson::{doc, Bson, Document};
-use selection::ReadPreference;
-
-use super::super::operation::{Command, OpOutput, Operation, Shape};
+use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::append;
-use crate::selection_actor::Criteria;
 use crate::Result;
+use bson::{doc, Document};
 
 /// How a transaction ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,26 +53,5 @@ impl Operation for EndTransaction {
 
     fn handle_reply(self, out: OpOutput) -> Result<Document> {
         Ok(out.reply.into_document())
-    }
-}
-
-/// `endSessions` of up to 10,000 session ids, sent without a session of its own.
-pub(crate) struct EndSessions {
-    pub ids: Vec<Bson>,
-}
-
-impl Operation for EndSessions {
-    type Output = ();
-
-    fn shape(&self) -> Shape<'_> {
-        Shape::command("endSessions", "admin", Criteria::Read(ReadPreference::PRIMARY_PREFERRED))
-    }
-
-    fn build(&mut self) -> Result<Command> {
-        Ok(doc! {"endSessions": std::mem::take(&mut self.ids)}.into())
-    }
-
-    fn handle_reply(self, _: OpOutput) -> Result<()> {
-        Ok(())
     }
 }

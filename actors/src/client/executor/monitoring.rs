@@ -1,0 +1,208 @@
+//! Command monitoring of one attempt: the started, succeeded and failed events of the
+//! user's handler, the command log messages and the command metrics, with sensitive
+//! commands redacted from all three.
+
+use std::time::Instant as StdInstant;
+
+use bson::{Bson, Document};
+use pool::cmap::PooledConnection;
+use pool::connection::Connection;
+use protocol::wire::DocumentSequence;
+
+use super::super::inner::ClientInner;
+use super::operation::{convert, Command, Op, Reply};
+use crate::command_events::{CommandConnection, CommandEvent, CommandEventHandler};
+use crate::metrics::RecordCommands;
+
+/// Commands whose bodies and replies command monitoring redacts.
+const SENSITIVE_COMMANDS: [&str; 9] = [
+    "authenticate",
+    "saslstart",
+    "saslcontinue",
+    "getnonce",
+    "createuser",
+    "updateuser",
+    "copydbgetnonce",
+    "copydbsaslstart",
+    "copydb",
+];
+
+/// Command monitoring of one attempt: the command metrics, and the events of the user's
+/// handler, built only when one listens.
+pub(super) struct Monitoring<'a> {
+    handler: Option<&'a dyn CommandEventHandler>,
+    metrics: &'a RecordCommands,
+    connection: Option<CommandConnection>,
+    command_name: &'a str,
+    db: &'a str,
+    operation_id: i64,
+    request_id: i32,
+    /// When the command went out; `None` when nobody takes its duration (no handler, no
+    /// log, no metrics recorder): then no clock is read.
+    started: Option<StdInstant>,
+    /// A sensitive command (authentication, a hello with speculative authentication): its
+    /// body and reply are not shown.
+    redact: bool,
+    /// The topology id, when command log messages are wanted.
+    log: Option<String>,
+}
+
+impl<'a> Monitoring<'a> {
+    pub(super) fn new(
+        client: &'a ClientInner,
+        conn: &PooledConnection<Connection>,
+        op: &'a Op,
+        command: &Command,
+        operation_id: i64,
+    ) -> Self {
+        let handler = client.command_handler.as_deref();
+        let log = crate::command_log::enabled().then(|| client.topology.id().0.to_string());
+        let observed = handler.is_some() || log.is_some();
+        Monitoring {
+            handler,
+            metrics: &client.command_metrics,
+            connection: observed.then(|| CommandConnection {
+                address: conn.address().clone(),
+                driver_connection_id: conn.id(),
+                server_connection_id: conn.hello_reply().connection_id,
+                service_id: conn.service_id(),
+            }),
+            redact: observed && is_sensitive(&op.name, command),
+            log,
+            command_name: &op.name,
+            db: &op.db,
+            operation_id,
+            request_id: 0,
+            started: (observed || client.command_metrics.enabled()).then(StdInstant::now),
+        }
+    }
+
+    /// The command the started event shows: a document sequence appears as the array field
+    /// it stands for (command monitoring spec).
+    /// Built from the bytes sent, and only when a handler or the log shows it.
+    pub(super) fn started_document(
+        &self,
+        sent: &bson::RawDocument,
+        sequences: &[DocumentSequence],
+    ) -> Option<Document> {
+        match (self.handler.is_some() || self.log.is_some(), self.redact) {
+            (true, false) => {
+                let mut command = convert(sent);
+                for seq in sequences {
+                    let docs: Vec<Bson> = seq
+                        .documents
+                        .iter()
+                        .filter_map(|d| Document::try_from(d.as_ref()).ok().map(Bson::Document))
+                        .collect();
+                    command.insert(seq.identifier.clone(), docs);
+                }
+                Some(command)
+            }
+            (true, true) => Some(Document::new()),
+            _ => None,
+        }
+    }
+
+    /// The fields of this command's log messages, when they are wanted.
+    fn log_context(&self) -> Option<crate::command_log::Context<'_>> {
+        Some(crate::command_log::Context {
+            topology_id: self.log.as_deref()?,
+            connection: self.connection.as_ref()?,
+            command_name: self.command_name,
+            database_name: self.db,
+            request_id: self.request_id,
+            operation_id: self.operation_id,
+        })
+    }
+
+    pub(super) fn started(&mut self, request_id: i32, command: Option<Document>) {
+        self.request_id = request_id;
+        if self.started.is_some() {
+            self.started = Some(StdInstant::now());
+        }
+        if let (Some(ctx), Some(command)) = (self.log_context(), command.as_ref()) {
+            crate::command_log::started(&ctx, command);
+        }
+        if let (Some(h), Some(command), Some(c)) = (self.handler, command, self.connection.clone()) {
+            h.handle(&CommandEvent::Started {
+                command,
+                database_name: self.db.to_string(),
+                command_name: self.command_name.to_string(),
+                request_id,
+                operation_id: self.operation_id,
+                connection: c,
+            });
+        }
+    }
+
+    /// The reply's `Document` is built only when a log message or a handler shows it.
+    pub(super) fn succeeded(&self, reply: &Reply) {
+        let duration = self.started.map(|s| s.elapsed()).unwrap_or_default();
+        self.metrics.record(self.command_name, true, duration);
+        if let Some(ctx) = self.log_context() {
+            let empty = Document::new();
+            crate::command_log::succeeded(&ctx, if self.redact { &empty } else { reply }, duration);
+        }
+        self.ended(|m, connection| CommandEvent::Succeeded {
+            reply: if m.redact { Document::new() } else { Document::clone(reply) },
+            command_name: m.command_name.to_string(),
+            database_name: m.db.to_string(),
+            request_id: m.request_id,
+            operation_id: m.operation_id,
+            duration,
+            connection,
+        });
+    }
+
+    /// `server`: the server answered with an error (redacted from the log for a sensitive
+    /// command), rather than a network, timeout or decoding failure.
+    pub(super) fn failed(&self, failure: String, server: bool) {
+        let duration = self.started.map(|s| s.elapsed()).unwrap_or_default();
+        self.metrics.record(self.command_name, false, duration);
+        // A sensitive command's server error is redacted from its event as from its log.
+        let failure =
+            if self.redact && server { crate::command_log::REDACTED_FAILURE.to_string() } else { failure };
+        if let Some(ctx) = self.log_context() {
+            crate::command_log::failed(&ctx, &failure, duration);
+        }
+        self.ended(|m, connection| CommandEvent::Failed {
+            failure,
+            command_name: m.command_name.to_string(),
+            database_name: m.db.to_string(),
+            request_id: m.request_id,
+            operation_id: m.operation_id,
+            duration,
+            connection,
+        });
+    }
+
+    /// Emits the event that ends the command, built only when a handler listens.
+    fn ended(&self, event: impl FnOnce(&Self, CommandConnection) -> CommandEvent) {
+        if let (Some(h), Some(c)) = (self.handler, self.connection.clone()) {
+            h.handle(&event(self, c));
+        }
+    }
+}
+
+/// A command whose body and reply are not shown: authentication, and a hello with
+/// speculative authentication.
+fn is_sensitive(name: &str, command: &Command) -> bool {
+    let lower = name.to_ascii_lowercase();
+    SENSITIVE_COMMANDS.contains(&lower.as_str())
+        || (matches!(lower.as_str(), "hello" | "ismaster") && command.contains_key("speculativeAuthenticate"))
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::doc;
+
+    use super::*;
+
+    #[test]
+    fn redaction() {
+        assert!(is_sensitive("saslStart", &doc! {}.into()));
+        assert!(is_sensitive("hello", &doc! {"speculativeAuthenticate": {}}.into()));
+        assert!(!is_sensitive("hello", &doc! {}.into()));
+        assert!(!is_sensitive("find", &doc! {}.into()));
+    }
+}

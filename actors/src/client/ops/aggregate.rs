@@ -1,0 +1,101 @@
+//! `aggregate`, on a collection or a database. A retryable read, except a pipeline that ends
+//! in `$out` or `$merge` (a write to the primary, run once).
+
+use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
+use super::append;
+use super::cursor_reply::CursorReply;
+use crate::selection_actor::Criteria;
+use crate::Result;
+use bson::{doc, Bson, Document};
+
+/// `aggregate` on a collection, or on a database (`aggregate: 1`), opening a cursor.
+pub(crate) struct Aggregate {
+    db: String,
+    /// The collection; `None`: a database-level pipeline.
+    collection: Option<String>,
+    pipeline: Vec<Document>,
+    batch_size: Option<u32>,
+    /// The read's criteria (a pipeline that writes goes to the primary whatever it says).
+    criteria: Criteria,
+    /// Option fields (`allowDiskUse`, `collation`, `comment`, `hint`, `let`, `maxTimeMS`,
+    /// `readConcern`, `writeConcern`...), appended as they are.
+    fields: Document,
+    /// The pipeline ends in `$out` or `$merge`.
+    writes: bool,
+    /// A writing pipeline may follow the read preference (every server is 5.0+).
+    writes_anywhere: bool,
+}
+
+impl Aggregate {
+    /// An aggregate of `pipeline` on `collection` of `db` (`None`: the database), with its
+    /// option `fields`.
+    pub(crate) fn new(
+        (db, collection): (&str, Option<&str>),
+        pipeline: Vec<Document>,
+        batch_size: Option<u32>,
+        criteria: Criteria,
+        fields: Document,
+    ) -> Aggregate {
+        Aggregate {
+            db: db.to_string(),
+            collection: collection.map(str::to_string),
+            writes: writes(&pipeline),
+            pipeline,
+            batch_size,
+            criteria,
+            fields,
+            writes_anywhere: false,
+        }
+    }
+
+    /// A writing pipeline may run where the read preference says (CRUD spec: when every
+    /// server is 5.0 or newer); otherwise it goes to the primary.
+    pub(crate) fn writes_anywhere(mut self, allowed: bool) -> Self {
+        self.writes_anywhere = allowed;
+        self
+    }
+
+    /// Whether the pipeline ends in `$out` or `$merge`.
+    pub(crate) fn writes(&self) -> bool {
+        self.writes
+    }
+}
+
+/// Whether `pipeline` ends in `$out` or `$merge` (a write).
+pub(crate) fn writes(pipeline: &[Document]) -> bool {
+    pipeline.last().and_then(|s| s.keys().next()).is_some_and(|k| k == "$out" || k == "$merge")
+}
+
+impl Operation for Aggregate {
+    type Output = CursorReply;
+
+    fn shape(&self) -> Shape<'_> {
+        if self.writes && self.writes_anywhere {
+            Shape::command("aggregate", &self.db, self.criteria.clone()).cursor().reading_concern()
+        } else if self.writes {
+            Shape::command("aggregate", &self.db, Criteria::Write).cursor().reading_concern()
+        } else {
+            Shape::read("aggregate", &self.db, self.criteria.clone()).cursor().reading_concern()
+        }
+    }
+
+    fn build(&mut self) -> Result<Command> {
+        let mut cursor = Document::new();
+        if !self.writes() {
+            append(&mut cursor, "batchSize", self.batch_size.map(i64::from));
+        }
+        let target = match &self.collection {
+            Some(c) => Bson::String(c.clone()),
+            None => Bson::Int32(1),
+        };
+        let pipeline = std::mem::take(&mut self.pipeline);
+        let mut command = doc! {"aggregate": target, "pipeline": pipeline, "cursor": cursor};
+        command.extend(std::mem::take(&mut self.fields));
+        Ok(command.into())
+    }
+
+    fn handle_reply(self, out: OpOutput) -> Result<CursorReply> {
+        let collection = self.collection.as_deref().unwrap_or("$cmd.aggregate");
+        CursorReply::read(out, &self.db, collection)
+    }
+}

@@ -1,0 +1,30 @@
+//! `killCursors`: ends a cursor the client no longer reads.
+
+use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
+use crate::selection_actor::Criteria;
+use crate::Result;
+use bson::doc;
+use selection::ReadPreference;
+
+/// `killCursors`: closes a cursor on its server. Never retried.
+pub(crate) struct KillCursors<'a> {
+    pub db: &'a str,
+    pub collection: &'a str,
+    pub id: i64,
+}
+
+impl Operation for KillCursors<'_> {
+    type Output = ();
+
+    fn shape(&self) -> Shape<'_> {
+        Shape::command("killCursors", self.db, Criteria::Read(ReadPreference::PRIMARY))
+    }
+
+    fn build(&mut self) -> Result<Command> {
+        Ok(doc! {"killCursors": self.collection, "cursors": [self.id]}.into())
+    }
+
+    fn handle_reply(self, _: OpOutput) -> Result<()> {
+        Ok(())
+    }
+}

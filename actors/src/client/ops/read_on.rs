@@ -1,0 +1,37 @@
+//! What every read of a collection carries: its namespace, the servers it may read from, its
+//! read concern and its legacy `maxTimeMS`, the last fields of its command.
+
+use super::super::executor::operation::Shape;
+use super::{append, Namespace, RawCommand};
+use crate::selection_actor::Criteria;
+use crate::Result;
+use bson::Document;
+
+/// What every read of a collection carries: where it runs, the servers it may read from,
+/// its read concern and its legacy `maxTimeMS`.
+pub(crate) struct ReadOn<'a> {
+    pub ns: Namespace<'a>,
+    pub criteria: Criteria,
+    pub read_concern: Option<Document>,
+    /// The legacy `maxTimeMS` (see [`super::legacy_max_time`]).
+    pub max_time_ms: Option<i64>,
+}
+
+impl ReadOn<'_> {
+    /// A retryable read named `name`.
+    pub(super) fn shape(&self, name: &'static str) -> Shape<'_> {
+        Shape::read(name, self.ns.db, self.criteria.clone()).reading_concern()
+    }
+
+    /// Appends `maxTimeMS` and `readConcern`, the last fields of a read's command.
+    pub(super) fn finish(&mut self, command: &mut Document) {
+        append(command, "maxTimeMS", self.max_time_ms);
+        append(command, "readConcern", self.read_concern.take());
+    }
+
+    /// [`finish`](Self::finish) for a body built as bytes.
+    pub(super) fn finish_raw(&mut self, command: &mut RawCommand) -> Result<()> {
+        command.append("maxTimeMS", self.max_time_ms)?;
+        command.append("readConcern", self.read_concern.take())
+    }
+}

@@ -1,0 +1,18 @@
+//! Every option type of the client's handles and operations, by what they configure:
+//!
+//! | file | options of |
+//! |---|---|
+//! | [`client`] | the client ([`ClientOptions`], from a URI or a builder) |
+//! | [`handle`] | database and collection handles |
+//! | [`crud`] | reads and writes (find, aggregate, insert, update, delete, findAndModify...) |
+//! | [`admin`] | commands on namespaces and indexes, `run_command` |
+
+pub mod admin;
+pub mod client;
+pub mod crud;
+pub mod handle;
+
+pub use self::admin::*;
+pub use self::client::*;
+pub use self::crud::*;
+pub use self::handle::*;

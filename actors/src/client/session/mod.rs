@@ -1,0 +1,281 @@
+//! Explicit sessions: a [`ClientSession`] owns a server session until it ends, with at most
+//! one transaction at a time ([`transaction`]).
+//!
+//! [`Client::start_session`] takes a server session from the pool; the [`ClientSession`] gives
+//! it back when dropped. Every operation takes it with `.session(&mut session)`
+//! (`coll.insert_one(doc).session(&mut session).await`), and then sends its `lsid`; with or
+//! without one, operations run through the client's one executor.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | [`ClientSession`], its state and times, [`Client::start_session`] |
+//! | [`transaction`] | start, commit, abort, `with_transaction`, a transaction's statements |
+//! | [`options`] | [`SessionOptions`], [`TransactionOptions`] and the end and `with_transaction` options |
+//! | [`pool`] | server sessions and their pool (implicit sessions) |
+//! | [`tracking`] | causal consistency, snapshot time, `$clusterTime`, recovery token |
+
+pub(crate) mod options;
+pub(crate) mod pool;
+pub(crate) mod tracking;
+pub(crate) mod transaction;
+
+use std::time::Duration;
+
+use bson::{Document, Timestamp};
+use protocol::ServerAddress;
+use tokio::time::Instant;
+
+use self::options::{SessionOptions, TransactionOptions};
+use self::pool::ServerSession;
+use self::tracking::Tracking;
+use super::inner::Client;
+use super::timeout;
+use crate::selection_actor::{Criteria, PinId, SelectionRequest, Unpin};
+use crate::{Error, Result};
+
+/// Where a session's transaction stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransactionState {
+    /// No transaction was started.
+    None,
+    /// Started; no command sent yet.
+    Starting,
+    /// At least one command was sent.
+    InProgress,
+    /// Committed.
+    Committed,
+    /// Aborted.
+    Aborted,
+}
+
+/// The timeout a running `with_transaction` applies to its callback's operations.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallbackTimeout {
+    pub timeout: Option<Duration>,
+    pub deadline: Option<Instant>,
+}
+
+/// An explicit session: a server session owned until drop, with at most one transaction at
+/// a time. Not for concurrent use (operations take `&mut`).
+pub struct ClientSession {
+    client: Client,
+    server: Option<ServerSession>,
+    timeout_minutes: Option<i64>,
+    state: TransactionState,
+    /// The session's timeoutMS for commit / abort / with_transaction (the client's when the
+    /// options set none).
+    default_timeout: Option<Duration>,
+    /// Set while `with_transaction` runs with a timeout: its operations share its deadline.
+    callback_timeout: Option<CallbackTimeout>,
+    /// Load-balanced transaction: its connection, pinned in the selection actor. Kept after
+    /// commit (a commit may be repeated) until the next transaction, the next operation
+    /// outside a transaction, an abort, a transient error, or the end of the session.
+    pin: Option<PinId>,
+    /// The copy a drop spawns to abort: dropping it never spawns again (a runtime shutting
+    /// down drops spawned futures at once).
+    aborting_on_drop: bool,
+    /// The session's `defaultTransactionOptions`.
+    default_transaction: TransactionOptions,
+    /// The current (or last) transaction's options, resolved at its start (every option set
+    /// that the call, the session defaults or the client sets).
+    txn: TransactionOptions,
+    /// Sharded transaction: the mongos of its first statement, where every later statement
+    /// and the commit or abort go (unpinned on the transactions spec's rules).
+    mongos: Option<ServerAddress>,
+    /// A `commitTransaction` was sent for the current transaction: the next one is a retry
+    /// (`w: majority`).
+    commit_sent: bool,
+    /// A snapshot session (no transactions).
+    snapshot: bool,
+}
+
+impl std::fmt::Debug for ClientSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientSession")
+            .field("lsid", &self.server.as_ref().map(|s| &s.lsid))
+            .field("state", &self.state)
+            .field("pinned", &self.pin.is_some())
+            .finish()
+    }
+}
+
+impl Client {
+    /// Starts an explicit session (no I/O in load-balanced mode; otherwise waits in server
+    /// selection until the deployment's session support is known).
+    ///
+    /// # Errors
+    /// [`Error::InvalidOptions`] when the deployment does not support sessions; selection
+    /// errors.
+    pub async fn start_session(&self) -> Result<ClientSession> {
+        self.start_session_with_options(SessionOptions::default()).await
+    }
+
+    /// [`start_session`](Self::start_session) with options. The wait for session support is
+    /// limited by the client's timeoutMS (never the session's).
+    ///
+    /// # Errors
+    /// As [`start_session`](Self::start_session).
+    pub async fn start_session_with_options(&self, options: SessionOptions) -> Result<ClientSession> {
+        self.inner.check_open()?;
+        let snapshot = options.snapshot.unwrap_or(false);
+        if snapshot && options.causal_consistency == Some(true) {
+            return Err(state_error("causalConsistency and snapshot cannot both be set for a session"));
+        }
+        if options.snapshot_time.is_some() && !snapshot {
+            return Err(state_error("snapshotTime can only be set for a snapshot session"));
+        }
+        let mut timeout = self.inner.topology.snapshot().description.logical_session_timeout_minutes();
+        if timeout.is_none() && !self.inner.settings.load_balanced {
+            let mut request = SelectionRequest::new(
+                Criteria::Read(selection::ReadPreference::PRIMARY_PREFERRED),
+                "startSession",
+            );
+            let client_timeout = self.inner.settings.timeout;
+            request.deadline = timeout::deadline(client_timeout);
+            let deadline = request.deadline;
+            let selected = self
+                .inner
+                .selector
+                .select(request)
+                .await
+                .map_err(|e| timeout::convert(e, client_timeout, deadline))?;
+            timeout = selected.snapshot().description.logical_session_timeout_minutes();
+            if timeout.is_none() {
+                return Err(Error::InvalidOptions {
+                    message: "the deployment does not support sessions".into(),
+                });
+            }
+        }
+        let mut server = self.inner.sessions.acquire(timeout);
+        server.tracking = Some(Box::new(Tracking {
+            causal: options.causal_consistency.unwrap_or(!snapshot),
+            snapshot,
+            snapshot_time: options.snapshot_time,
+            ..Tracking::default()
+        }));
+        Ok(ClientSession {
+            client: self.clone(),
+            server: Some(server),
+            timeout_minutes: timeout,
+            state: TransactionState::None,
+            default_timeout: timeout::inherit(self.inner.settings.timeout, options.default_timeout),
+            callback_timeout: None,
+            pin: None,
+            aborting_on_drop: false,
+            default_transaction: options.default_transaction_options.unwrap_or_default(),
+            txn: TransactionOptions::default(),
+            mongos: None,
+            commit_sent: false,
+            snapshot,
+        })
+    }
+}
+
+pub(crate) fn state_error(message: &str) -> Error {
+    Error::InvalidOptions { message: message.to_string() }
+}
+
+impl ClientSession {
+    /// The session id (`{id: UUID}`).
+    pub fn id(&self) -> Option<&Document> {
+        self.server.as_ref().map(|s| &s.lsid)
+    }
+
+    /// Where the transaction stands.
+    pub fn transaction_state(&self) -> TransactionState {
+        self.state
+    }
+
+    /// Whether a connection (load-balanced transactions) or a mongos (sharded transactions)
+    /// is pinned to the session.
+    pub fn is_pinned(&self) -> bool {
+        self.pin.is_some() || self.mongos.is_some()
+    }
+
+    /// The mongos a sharded transaction is pinned to (its first statement's), until the
+    /// transactions spec's rules unpin it.
+    pub fn pinned_server(&self) -> Option<&ServerAddress> {
+        self.mongos.as_ref()
+    }
+
+    /// Whether a network error made the session's server session unusable: it is discarded
+    /// when the session ends, never reused.
+    pub fn is_dirty(&self) -> bool {
+        self.server.as_ref().is_some_and(|s| s.dirty)
+    }
+
+    /// The session's timeoutMS for commit, abort and `with_transaction` (`None`: not set).
+    pub fn default_timeout(&self) -> Option<Duration> {
+        self.default_timeout
+    }
+
+    /// The session's `operationTime`: the latest a reply reported (causal consistency).
+    pub fn operation_time(&self) -> Option<Timestamp> {
+        self.tracking().and_then(|t| t.operation_time)
+    }
+
+    /// The session's `$clusterTime`: the latest a reply reported, or the user advanced to.
+    pub fn cluster_time(&self) -> Option<&Document> {
+        self.tracking().and_then(|t| t.cluster_time.as_ref())
+    }
+
+    /// A snapshot session's read time (`None` until its first read).
+    pub fn snapshot_time(&self) -> Option<Timestamp> {
+        self.tracking().and_then(|t| t.snapshot_time)
+    }
+
+    /// Advances the session's `operationTime` to `ts` (never backwards): its next read is
+    /// causally after whatever another session observed at `ts`.
+    pub fn advance_operation_time(&mut self, ts: Timestamp) {
+        if let Some(t) = self.tracking_mut() {
+            t.advance_operation_time(ts);
+        }
+    }
+
+    /// Advances the session's `$clusterTime` to `cluster_time` (a `$clusterTime` document
+    /// another session reported; never backwards).
+    pub fn advance_cluster_time(&mut self, cluster_time: &Document) {
+        if let Some(t) = self.tracking_mut() {
+            t.advance_cluster_time(cluster_time);
+        }
+    }
+
+    fn tracking(&self) -> Option<&Tracking> {
+        self.server.as_ref().and_then(|s| s.tracking.as_deref())
+    }
+
+    fn tracking_mut(&mut self) -> Option<&mut Tracking> {
+        self.server.as_mut().and_then(|s| s.tracking.as_deref_mut())
+    }
+
+    /// Ends the session: aborts a transaction in progress, gives a pinned connection back to
+    /// its pool before returning, and returns the server session to the pool. Dropping the
+    /// session does the same in the background.
+    pub async fn end_session(mut self) {
+        if self.state == TransactionState::InProgress {
+            let _ = self.abort_transaction().await;
+        }
+        if let Some(pin) = self.pin.take() {
+            let _ = self.client.inner.selector.actor().send(Unpin { pin }).await;
+        }
+    }
+
+    /// The pinned connection of a load-balanced transaction in progress (its cursors run
+    /// their `getMore`s on it).
+    pub(crate) fn transaction_pin(&self) -> Option<PinId> {
+        self.pin.filter(|_| self.in_transaction())
+    }
+
+    /// Whether a transaction is starting or in progress.
+    pub(crate) fn in_transaction(&self) -> bool {
+        matches!(self.state, TransactionState::Starting | TransactionState::InProgress)
+    }
+
+    fn unpin(&mut self) {
+        self.mongos = None;
+        if let Some(pin) = self.pin.take() {
+            self.client.inner.selector.actor().do_send(Unpin { pin });
+        }
+    }
+}

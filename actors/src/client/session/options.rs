@@ -1,0 +1,69 @@
+//! The options of explicit sessions and their transactions.
+
+use std::time::Duration;
+
+use bson::Timestamp;
+use selection::ReadPreference;
+
+use super::super::concern::{ReadConcern, WriteConcern};
+
+/// Options of [`Client::start_session_with_options`](crate::Client::start_session_with_options).
+#[derive(Debug, Clone, Default)]
+pub struct SessionOptions {
+    /// `defaultTimeoutMS`: the timeoutMS of [`ClientSession::commit_transaction`],
+    /// [`ClientSession::abort_transaction`] and [`ClientSession::with_transaction`] when the
+    /// call sets none (`Some(Duration::ZERO)`: no limit). `None` inherits the client's.
+    pub default_timeout: Option<Duration>,
+    /// `causalConsistency`: each read sees the session's earlier reads and writes (it sends
+    /// `afterClusterTime`). Default: on, unless `snapshot` is set. Not causally consistent
+    /// with unacknowledged writes.
+    pub causal_consistency: Option<bool>,
+    /// `snapshot`: every read of the session sees the same point in time (`readConcern:
+    /// {level: "snapshot", atClusterTime}`, the time of its first read). MongoDB 5.0+;
+    /// no transactions, no writes, and not with `causal_consistency: Some(true)`.
+    pub snapshot: Option<bool>,
+    /// `defaultTransactionOptions`: what [`ClientSession::start_transaction`] uses for the
+    /// options it is not given.
+    pub default_transaction_options: Option<TransactionOptions>,
+    /// `snapshotTime`: the time a snapshot session reads at (another snapshot session's
+    /// [`ClientSession::snapshot_time`]); `None`: the time of its first read. Only with
+    /// `snapshot`.
+    pub snapshot_time: Option<Timestamp>,
+}
+
+/// Options of a transaction ([`ClientSession::start_transaction_with`], or a session's
+/// [`SessionOptions::default_transaction_options`]). Each option left `None` comes from the
+/// session's default transaction options, else from the client.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TransactionOptions {
+    /// The read concern of the transaction's first command (which fixes its snapshot).
+    pub read_concern: Option<ReadConcern>,
+    /// The write concern of `commitTransaction` and `abortTransaction` (never sent with the
+    /// statements). Must be acknowledged.
+    pub write_concern: Option<WriteConcern>,
+    /// The read preference of the transaction's reads; it must be primary (reads fail
+    /// otherwise, writes do not care).
+    pub read_preference: Option<ReadPreference>,
+    /// `maxCommitTimeMS`: sent as `commitTransaction`'s `maxTimeMS` (ignored under a
+    /// `timeoutMS`, which replaces it).
+    pub max_commit_time: Option<Duration>,
+}
+
+/// Options of [`ClientSession::commit_transaction_with`] and
+/// [`ClientSession::abort_transaction_with`].
+#[derive(Debug, Clone, Default)]
+pub struct EndTransactionOptions {
+    /// timeoutMS of this call (`Some(Duration::ZERO)`: no limit); `None` uses the session's
+    /// default timeout.
+    pub timeout: Option<Duration>,
+}
+
+/// Options of [`ClientSession::with_transaction`].
+#[derive(Debug, Clone, Default)]
+pub struct WithTransactionOptions {
+    /// timeoutMS of the whole call, retries included (`Some(Duration::ZERO)`: no limit);
+    /// `None` uses the session's default timeout. Without any, retries stop after 120 s.
+    pub timeout: Option<Duration>,
+    /// The options of each transaction it starts (`None`: the session's defaults).
+    pub transaction_options: Option<TransactionOptions>,
+}

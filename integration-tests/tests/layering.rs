@@ -1,0 +1,500 @@
+//! The layering of the crates, read from their source: which file imports which.
+//!
+//! Every path a file names (`use` trees and paths in code: `crate::…`, `super::…`,
+//! `self::…`) is resolved to the file that defines the item, through `pub use` re-exports. A
+//! re-export itself is not a dependency (it only names an item elsewhere); test modules are
+//! left out. The test fails on any import circle between two files of `actors` or `pool`, or
+//! of the simulator's data layer, and on an arrow that points up a layer:
+//!
+//! - the executor and the operations (`client/executor/`, `client/ops/`) never name the
+//!   builders or the handles (`client/action/`, `client/collection.rs`, `client/database.rs`);
+//! - the actor core (`topology`, `monitor`, `rtt_pinger`, `pool_actor`, `selection_actor`,
+//!   `events`, `metrics`) never names `client/`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// A crate's files by module path (`["client", "executor"]` for `client/executor/mod.rs`).
+struct Crate {
+    files: BTreeMap<Vec<String>, Module>,
+}
+
+/// One file: what its `use` declarations bind, its glob imports, the items it defines, and
+/// the paths its code names.
+#[derive(Default)]
+struct Module {
+    file: String,
+    /// Name → the path a `use` binds it to, and whether that `use` is `pub` (a re-export).
+    bindings: BTreeMap<String, (Vec<String>, bool)>,
+    globs: Vec<Vec<String>>,
+    defines: BTreeSet<String>,
+    /// Every absolute path named by a private `use` or by code.
+    named: Vec<Vec<String>>,
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The code before its first `#[cfg(test)]` module, without comments and string literals.
+fn production_code(source: &str) -> String {
+    let cut = source.find("#[cfg(test)]\nmod tests").unwrap_or(source.len());
+    let src = &source[..cut];
+    let mut out = String::with_capacity(src.len());
+    let b = src.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+            i += 2;
+            while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                i += 1;
+            }
+            i += 2;
+        } else if b[i] == b'"' {
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if b[i] == b'\'' && b.get(i + 2) == Some(&b'\'') {
+            // A char literal ('"' would open a string otherwise); lifetimes are kept.
+            i += 3;
+        } else {
+            out.push(b[i] as char);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Splits code into identifiers, `::` and single punctuation characters.
+fn tokens(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = code.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_alphanumeric() || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            out.push(chars[start..i].iter().collect());
+        } else if c == ':' && chars.get(i + 1) == Some(&':') {
+            out.push("::".into());
+            i += 2;
+        } else {
+            if !c.is_whitespace() {
+                out.push(c.to_string());
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Expands a `use` tree starting at `toks[*i]` into (binding name, path) pairs; a glob
+/// binds `*`.
+fn use_tree(toks: &[String], i: &mut usize, prefix: &[String], out: &mut Vec<(String, Vec<String>)>) {
+    let mut path = prefix.to_vec();
+    while *i < toks.len() {
+        let t = toks[*i].as_str();
+        match t {
+            "{" => {
+                *i += 1;
+                while *i < toks.len() && toks[*i] != "}" {
+                    use_tree(toks, i, &path, out);
+                    if *i < toks.len() && toks[*i] == "," {
+                        *i += 1;
+                    }
+                }
+                *i += 1;
+                return;
+            }
+            "*" => {
+                *i += 1;
+                out.push(("*".into(), path));
+                return;
+            }
+            "::" => *i += 1,
+            "," | "}" | ";" => break,
+            "as" => {
+                let alias = toks.get(*i + 1).cloned().unwrap_or_default();
+                *i += 2;
+                out.push((alias, path));
+                return;
+            }
+            _ => {
+                path.push(t.to_string());
+                *i += 1;
+            }
+        }
+    }
+    if let Some(last) = path.last().cloned() {
+        let name = if last == "self" {
+            path.pop();
+            path.last().cloned().unwrap_or_default()
+        } else {
+            last
+        };
+        out.push((name, path));
+    }
+}
+
+/// `path` made absolute from module `module` (`crate`, `super` and `self` resolved); `None`
+/// for a path into another crate.
+fn absolute(module: &[String], path: &[String]) -> Option<Vec<String>> {
+    let mut base: Vec<String> = module.to_vec();
+    let mut rest = path;
+    match rest.first().map(String::as_str) {
+        Some("crate") => {
+            base.clear();
+            rest = &rest[1..];
+        }
+        Some("super") | Some("self") => {
+            while let Some(first) = rest.first() {
+                match first.as_str() {
+                    "super" => {
+                        base.pop();
+                    }
+                    "self" => {}
+                    _ => break,
+                }
+                rest = &rest[1..];
+            }
+        }
+        _ => return None,
+    }
+    base.extend(rest.iter().cloned());
+    Some(base)
+}
+
+fn parse(module: &[String], file: String, source: &str) -> Module {
+    let code = production_code(source);
+    let toks = tokens(&code);
+    let mut m = Module { file, ..Module::default() };
+    let mut i = 0;
+    while i < toks.len() {
+        let t = toks[i].as_str();
+        let public = t == "pub";
+        let at_use = if public {
+            // `pub use`, `pub(crate) use`
+            let mut j = i + 1;
+            if toks.get(j).map(String::as_str) == Some("(") {
+                while j < toks.len() && toks[j] != ")" {
+                    j += 1;
+                }
+                j += 1;
+            }
+            (toks.get(j).map(String::as_str) == Some("use")).then_some(j)
+        } else {
+            (t == "use").then_some(i)
+        };
+        if let Some(u) = at_use {
+            let mut j = u + 1;
+            let mut pairs = Vec::new();
+            use_tree(&toks, &mut j, &[], &mut pairs);
+            for (name, path) in pairs {
+                // Relative `use x::…` in a 2018 crate names a child module or an extern crate.
+                let rooted = match path.first().map(String::as_str) {
+                    Some("crate" | "super" | "self") => absolute(module, &path),
+                    _ => None,
+                };
+                let Some(abs) = rooted else { continue };
+                if name == "*" {
+                    m.globs.push(abs.clone());
+                } else {
+                    m.bindings.insert(name, (abs.clone(), public));
+                }
+                if !public {
+                    m.named.push(abs);
+                }
+            }
+            i = j;
+            continue;
+        }
+        if matches!(t, "struct" | "enum" | "fn" | "trait" | "type" | "const" | "static" | "mod" | "union") {
+            if let Some(name) = toks.get(i + 1) {
+                m.defines.insert(name.clone());
+            }
+        }
+        if matches!(t, "crate" | "super" | "self")
+            && toks.get(i + 1).map(String::as_str) == Some("::")
+            && (i == 0 || toks[i - 1] != "::")
+        {
+            let mut path = vec![t.to_string()];
+            let mut j = i + 1;
+            while toks.get(j).map(String::as_str) == Some("::") {
+                match toks.get(j + 1) {
+                    Some(n) if n.chars().next().is_some_and(|c| c.is_alphanumeric() || c == '_') => {
+                        path.push(n.clone());
+                        j += 2;
+                    }
+                    _ => break,
+                }
+            }
+            if let Some(abs) = absolute(module, &path) {
+                m.named.push(abs);
+            }
+            i = j;
+            continue;
+        }
+        i += 1;
+    }
+    m
+}
+
+fn load(src: &Path) -> Crate {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("a source directory").flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|e| e == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut paths = Vec::new();
+    walk(src, &mut paths);
+    let mut files = BTreeMap::new();
+    for p in paths {
+        let rel = p.strip_prefix(src).expect("under src");
+        let mut module: Vec<String> = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+        let last = module.pop().unwrap_or_default();
+        if !matches!(last.as_str(), "mod.rs" | "lib.rs" | "main.rs") {
+            module.push(last.trim_end_matches(".rs").to_string());
+        }
+        if module.first().is_some_and(|m| m == "bin") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&p).expect("a readable source file");
+        let name = rel.to_string_lossy().into_owned();
+        files.insert(module.clone(), parse(&module, name, &source));
+    }
+    Crate { files }
+}
+
+impl Crate {
+    /// The file that defines what `path` names, through re-exports (depth-limited).
+    fn resolve(&self, path: &[String], depth: usize) -> Option<Vec<String>> {
+        // The longest prefix that is a file.
+        let mut k = path.len();
+        while k > 0 && !self.files.contains_key(&path[..k]) {
+            k -= 1;
+        }
+        let module = path[..k].to_vec();
+        let Some(m) = self.files.get(&module) else { return Some(module) };
+        let Some(item) = path.get(k) else { return Some(module) };
+        if depth == 0 || m.defines.contains(item) {
+            return Some(module);
+        }
+        if let Some((target, _)) = m.bindings.get(item) {
+            let mut next = target.clone();
+            next.extend(path[k + 1..].iter().cloned());
+            return self.resolve(&next, depth - 1);
+        }
+        for glob in &m.globs {
+            let mut next = glob.clone();
+            next.extend(path[k..].iter().cloned());
+            if let Some(found) = self.resolve(&next, depth - 1) {
+                if found != *glob || self.files.get(glob).is_some_and(|g| g.defines.contains(item)) {
+                    return Some(found);
+                }
+            }
+        }
+        Some(module)
+    }
+
+    /// File → the files it depends on.
+    fn edges(&self) -> BTreeMap<String, BTreeSet<String>> {
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (module, m) in &self.files {
+            let out = edges.entry(m.file.clone()).or_default();
+            for path in &m.named {
+                let Some(target) = self.resolve(path, 16) else { continue };
+                // A module naming its own descendants' items through a private `use` is how a
+                // parent builds on its children; naming the parent back is what a circle needs.
+                if target != *module {
+                    if let Some(t) = self.files.get(&target) {
+                        out.insert(t.file.clone());
+                    }
+                }
+            }
+        }
+        edges
+    }
+}
+
+/// The import circles: strongly connected components of more than one file.
+fn circles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct Tarjan<'a> {
+        edges: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        out: Vec<Vec<String>>,
+    }
+    impl<'a> Tarjan<'a> {
+        fn visit(&mut self, v: &'a str) {
+            let n = self.index.len();
+            self.index.insert(v, n);
+            self.low.insert(v, n);
+            self.stack.push(v);
+            self.on_stack.insert(v);
+            for w in self.edges.get(v).into_iter().flatten() {
+                let w = w.as_str();
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let l = self.low[w].min(self.low[v]);
+                    self.low.insert(v, l);
+                } else if self.on_stack.contains(w) {
+                    let l = self.index[w].min(self.low[v]);
+                    self.low.insert(v, l);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut component = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack.remove(w);
+                    component.push(w.to_string());
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    component.sort();
+                    self.out.push(component);
+                }
+            }
+        }
+    }
+    let mut t = Tarjan {
+        edges,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for v in edges.keys() {
+        if !t.index.contains_key(v.as_str()) {
+            t.visit(v);
+        }
+    }
+    t.out
+}
+
+/// The arrows of `edges` that break a rule: from a file `from` matches to one `to` matches.
+fn violations(
+    edges: &BTreeMap<String, BTreeSet<String>>,
+    from: impl Fn(&str) -> bool,
+    to: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    edges
+        .iter()
+        .filter(|(f, _)| from(f))
+        .flat_map(|(f, ts)| ts.iter().filter(|t| to(t)).map(move |t| format!("{f} -> {t}")))
+        .collect()
+}
+
+/// Checks the files of the crate whose sources are in `src`; every arrow inside a circle is
+/// printed, to show where to cut it.
+fn assert_no_circles(name: &str, src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let krate = load(src);
+    assert!(krate.files.len() > 5, "{name}: read {} files from {}", krate.files.len(), src.display());
+    let edges = krate.edges();
+    let found = circles(&edges);
+    let arrows: Vec<String> = found
+        .iter()
+        .flat_map(|c| {
+            let edges = &edges;
+            c.iter().flat_map(move |f| {
+                edges[f].iter().filter(|t| c.contains(t)).map(move |t| format!("{f} -> {t}"))
+            })
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "{name}: files that import each other in a circle: {found:#?}\narrows: {arrows:#?}"
+    );
+    edges
+}
+
+#[test]
+fn actors_has_no_circle_and_no_arrow_up_a_layer() {
+    let edges = assert_no_circles("actors", &root().join("actors/src"));
+    let low = |f: &str| f.starts_with("client/executor/") || f.starts_with("client/ops/");
+    let handles =
+        |f: &str| f.starts_with("client/action/") || f == "client/collection.rs" || f == "client/database.rs";
+    let up = violations(&edges, low, handles);
+    assert!(up.is_empty(), "the executor and the operations name the builders or handles: {up:#?}");
+    let core = |f: &str| {
+        [
+            "topology.rs",
+            "monitor.rs",
+            "rtt_pinger.rs",
+            "pool_actor.rs",
+            "selection_actor.rs",
+            "events.rs",
+            "metrics.rs",
+        ]
+        .contains(&f)
+    };
+    let up = violations(&edges, core, |f| f.starts_with("client/"));
+    assert!(up.is_empty(), "the actor core names client/: {up:#?}");
+    // The test reads what it should: the executor builds on its operations.
+    assert!(edges["client/executor/mod.rs"].contains("client/executor/operation.rs"), "{edges:#?}");
+}
+
+#[test]
+fn pool_has_no_circle() {
+    let edges = assert_no_circles("pool", &root().join("pool/src"));
+    assert!(!edges["cmap/pool.rs"].is_empty());
+}
+
+/// The simulator's data layer (documents, queries, expressions, the replication log) sits
+/// below its command dispatch and is in no circle. The dispatch itself (cluster state, the
+/// command handlers and the server loop call each other) is left as it is: cutting it is not
+/// cheap, and it is test tooling.
+#[test]
+fn simulator_data_layer_has_no_circle_and_never_names_the_dispatch() {
+    let krate = load(&root().join("integration-tests/src"));
+    let edges = krate.edges();
+    let data = |f: &str| ["sim/value.rs", "sim/expr.rs", "sim/store.rs", "sim/repl.rs"].contains(&f);
+    let up = violations(&edges, data, |t| t.starts_with("sim/") && !data(t));
+    assert!(up.is_empty(), "the simulator's data layer names its dispatch: {up:#?}");
+    let data_edges: BTreeMap<String, BTreeSet<String>> = edges
+        .into_iter()
+        .filter(|(f, _)| data(f))
+        .map(|(f, ts)| (f, ts.into_iter().filter(|t| data(t)).collect()))
+        .collect();
+    assert_eq!(data_edges.len(), 4, "{data_edges:#?}");
+    let found = circles(&data_edges);
+    assert!(found.is_empty(), "the simulator's data layer has circles: {found:#?} ({data_edges:#?})");
+    assert!(data_edges["sim/store.rs"].contains("sim/expr.rs"), "{data_edges:#?}");
+}
+
+#[test]
+fn the_reader_resolves_re_exports_and_nested_use_trees() {
+    let module = vec!["a".to_string()];
+    let m = parse(
+        &module,
+        "a.rs".into(),
+        "use super::{b::{C, D as E}, c::*};\npub use self::x::Y;\nfn f() { crate::z::w(); }\n#[cfg(test)]\nmod tests { use crate::q::R; }",
+    );
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(m.bindings.get("C").map(|b| b.0.clone()), Some(s(&["b", "C"])));
+    assert_eq!(m.bindings.get("E").map(|b| b.0.clone()), Some(s(&["b", "D"])));
+    assert_eq!(m.bindings.get("Y"), Some(&(s(&["a", "x", "Y"]), true)));
+    assert_eq!(m.globs, vec![s(&["c"])]);
+    assert!(m.named.contains(&s(&["z", "w"])), "{:?}", m.named);
+    assert!(!m.named.iter().any(|p| p.contains(&"q".to_string())), "test modules are left out");
+    assert!(m.defines.contains("f"));
+}
