@@ -419,11 +419,8 @@ impl<'a> BulkWrite<'a> {
 
     async fn execute(self) -> Result<BulkWriteResult> {
         let BulkWrite { handle, models, options, session } = self;
-        super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            false,
-            options.write_concern.is_some(),
-        )?;
+        let timeout =
+            handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
         if models.is_empty() {
             return Err(Error::InvalidOptions { message: "bulk_write needs at least one write".into() });
         }
@@ -435,7 +432,6 @@ impl<'a> BulkWrite<'a> {
         append_opt(&mut extra, "comment", options.comment);
         append_opt(&mut extra, "let", options.let_vars);
         append_opt(&mut extra, "rawData", options.raw_data);
-        let timeout = handle.op_timeout(options.timeout);
         let write_concern = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
         let run = RunBatches { handle, ordered, extra, write_concern, timeout };
         run.run(batches, result, session).await

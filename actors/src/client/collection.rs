@@ -18,6 +18,7 @@ use super::ops::read_on::ReadOn;
 use super::ops::write::{Write, WriteKind};
 use super::ops::{legacy_max_time, Namespace};
 use super::options::handle::CollectionOptions;
+use super::session::transaction::refuse_own_concerns;
 use super::session::ClientSession;
 use super::timeout::Limits;
 pub use crate::results::{DeleteResult, InsertManyResult, InsertOneResult, UpdateResult};
@@ -161,6 +162,33 @@ impl<'a> Handle<'a> {
     /// An operation's `timeoutMS`: its own over this handle's.
     pub(crate) fn op_timeout(&self, timeout: Option<Duration>) -> Option<Duration> {
         super::timeout::inherit(self.settings.timeout, timeout)
+    }
+
+    /// The opening every builder shares: an operation inside a transaction may not set its
+    /// own read or write concern (`read_concern`, `write_concern`: it sets one), and its
+    /// `timeoutMS` is its own over this handle's.
+    pub(crate) fn begin(
+        &self,
+        session: Option<&ClientSession>,
+        read_concern: bool,
+        write_concern: bool,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Duration>> {
+        refuse_own_concerns(session, read_concern, write_concern)?;
+        Ok(self.op_timeout(timeout))
+    }
+
+    /// [`begin`](Self::begin) for a read, with where it reads ([`read_on`](Self::read_on)).
+    pub(crate) fn begin_read(
+        &self,
+        session: Option<&ClientSession>,
+        read_preference: Option<ReadPreference>,
+        read_concern: Option<&ReadConcern>,
+        max_time: Option<Duration>,
+        timeout: Option<Duration>,
+    ) -> Result<(Option<Duration>, ReadOn<'a>)> {
+        let timeout = self.begin(session, read_concern.is_some(), false, timeout)?;
+        Ok((timeout, self.read_on(read_preference, read_concern, max_time, timeout)))
     }
 
     /// The collection's database and name, for its operations.

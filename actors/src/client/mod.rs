@@ -105,7 +105,7 @@ pub use session::{ClientSession, TransactionState};
 pub use srv::ResolverConfig;
 
 use self::session::pool::SessionPool;
-use crate::events::EventQueues;
+use crate::events::{EventQueues, EventStopGuard};
 use crate::selection_actor::{Selector, SelectorOptions};
 use crate::srv_poller::SrvPoller;
 use crate::topology::Topology;
@@ -126,54 +126,8 @@ impl Client {
     /// a dedicated thread and runs its actors there; inside an actix System it uses the
     /// current arbiter.
     pub async fn with_options(mut options: ClientOptions) -> Result<Client> {
-        // The URI parser ignores an invalid timeoutMS with a warning; CSOT makes it an error
-        // (a negative value must not silently mean "no timeout").
-        if let Some(w) =
-            options.connection_string.warnings.iter().find(|w| w.to_ascii_lowercase().contains("'timeoutms'"))
-        {
-            return Err(Error::InvalidOptions { message: w.clone() });
-        }
-        // Nothing the URI says is dropped without a word: what the parser ignored (unknown keys,
-        // bad values) and what this client does not act on is logged once, at warning level.
-        for w in options
-            .connection_string
-            .warnings
-            .iter()
-            .cloned()
-            .chain(options_without_effect(&options.connection_string)?)
-        {
-            tracing::warn!(target: "mongo_actors::client", "{w}");
-        }
-        if options.connection_string.options.timeout_ms.is_some() {
-            // CSOT: timeoutMS replaces socketTimeoutMS, waitQueueTimeoutMS and wTimeoutMS.
-            let o = &mut options.connection_string.options;
-            o.socket_timeout_ms = None;
-            o.wait_queue_timeout_ms = None;
-            o.w_timeout_ms = None;
-        }
-        let cs = options.connection_string.clone();
-        let read_preference = ReadPreference::from_uri_options(&cs.options)
-            .map_err(|e| Error::InvalidOptions { message: e.to_string() })?;
-        let write_concern = options.write_concern()?;
-        let settings = Settings {
-            retry_reads: cs.options.retry_reads.unwrap_or(true),
-            retry_writes: cs.options.retry_writes.unwrap_or(true),
-            write_concern,
-            read_concern: cs
-                .options
-                .read_concern_level
-                .as_deref()
-                .map(|l| ReadConcernLevel::from_name(l).into()),
-            read_preference: Arc::new(read_preference),
-            load_balanced: cs.options.load_balanced.unwrap_or(false),
-            timeout: cs.options.timeout_ms.map(Duration::from_millis),
-            max_adaptive_retries: cs
-                .options
-                .max_adaptive_retries
-                .unwrap_or(executor::retry::MAX_ADAPTIVE_RETRIES),
-            overload_retargeting: cs.options.enable_overload_retargeting.unwrap_or(false),
-            server_api: options.server_api.clone(),
-        };
+        check_uri_options(&mut options)?;
+        let settings = settings_of(&options)?;
         // Every subscriber behind a bounded queue; metrics are recorded in place, before it.
         let capacity = options.event_queue_capacity.unwrap_or(crate::events::DEFAULT_EVENT_QUEUE_CAPACITY);
         if capacity == 0 {
@@ -183,61 +137,9 @@ impl Client {
         }
         let (events, event_stop) = EventQueues::new(capacity);
         let command_handler = options.command_event_handler.clone().map(|h| events.command(h));
-        let sdam_handler = options.sdam_event_handler.clone().map(|h| events.sdam(h));
-        let cmap_handler = options.cmap_event_handler.clone().map(|h| events.cmap(h));
         let queues = events.clone();
-        let build = move || -> Result<(Topology, Selector, Option<actix::Addr<SrvPoller>>)> {
-            // Connection options with the host resolver of a custom DNS configuration.
-            let mut builder =
-                options.topology_builder()?.seeds(cs.hosts.clone()).event_queues(queues, event_stop);
-            if let Some(h) = crate::metrics::sdam_handler(sdam_handler) {
-                builder = builder.sdam_event_handler(h);
-            }
-            if let Some(h) = crate::metrics::cmap_handler(cmap_handler) {
-                builder = builder.cmap_event_handler(h);
-            }
-            let topology = builder.start()?;
-            let selector_options = SelectorOptions {
-                server_selection_timeout: cs
-                    .options
-                    .server_selection_timeout_ms
-                    .map_or(SelectorOptions::default().server_selection_timeout, Duration::from_millis),
-                custom_selector: options.custom_selector.clone(),
-                max_waiters: options.max_selection_waiters,
-            };
-            let selector = Selector::start(&topology, selector_options);
-            // `mongodb+srv` only; it stops by itself when the topology closes.
-            let srv_poller =
-                options.srv_poller_options().map(|o| SrvPoller::start(&topology, o)).transpose()?;
-            Ok((topology, selector, srv_poller))
-        };
-        let (topology, selector, srv_poller, host) = if in_actix_context() {
-            let (topology, selector, srv_poller) = build()?;
-            (topology, selector, srv_poller, Host::Current { arbiter: Arbiter::current() })
-        } else {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            std::thread::Builder::new()
-                .name("mongo-actors".into())
-                .spawn(move || {
-                    let system = System::new();
-                    let ok = system.block_on(async move {
-                        let result = build();
-                        let ok = result.is_ok();
-                        let _ =
-                            tx.send(result.map(|(t, s, p)| (t, s, p, System::current(), Arbiter::current())));
-                        ok
-                    });
-                    if ok {
-                        let _ = system.run();
-                    }
-                })
-                .map_err(|e| Error::InvalidOptions {
-                    message: format!("cannot start the client thread: {e}"),
-                })?;
-            let (topology, selector, srv_poller, system, arbiter) =
-                rx.await.map_err(|_| Error::stopped("client system"))??;
-            (topology, selector, srv_poller, Host::Own { system, arbiter })
-        };
+        let build = move || start_actors(&options, queues, event_stop);
+        let (topology, selector, srv_poller, host) = start_on_host(build).await?;
         Ok(Client {
             inner: Arc::new(ClientInner {
                 topology,
@@ -337,6 +239,118 @@ impl Client {
             .await;
         Ok(())
     }
+}
+
+/// What a client's actors are: its topology, its selection actor and, for `mongodb+srv`, its
+/// SRV poller.
+type Actors = (Topology, Selector, Option<actix::Addr<SrvPoller>>);
+
+/// Refuses an invalid `timeoutMS` (the URI parser only warns: CSOT must not read a negative
+/// value as "no timeout"), logs what the URI says that has no effect, and drops the timeouts
+/// `timeoutMS` replaces.
+fn check_uri_options(options: &mut ClientOptions) -> Result<()> {
+    if let Some(w) =
+        options.connection_string.warnings.iter().find(|w| w.to_ascii_lowercase().contains("'timeoutms'"))
+    {
+        return Err(Error::InvalidOptions { message: w.clone() });
+    }
+    // Nothing the URI says is dropped without a word: what the parser ignored (unknown keys,
+    // bad values) and what this client does not act on is logged once, at warning level.
+    for w in options
+        .connection_string
+        .warnings
+        .iter()
+        .cloned()
+        .chain(options_without_effect(&options.connection_string)?)
+    {
+        tracing::warn!(target: "mongo_actors::client", "{w}");
+    }
+    if options.connection_string.options.timeout_ms.is_some() {
+        // CSOT: timeoutMS replaces socketTimeoutMS, waitQueueTimeoutMS and wTimeoutMS.
+        let o = &mut options.connection_string.options;
+        o.socket_timeout_ms = None;
+        o.wait_queue_timeout_ms = None;
+        o.w_timeout_ms = None;
+    }
+    Ok(())
+}
+
+/// What operations take from the options.
+fn settings_of(options: &ClientOptions) -> Result<Settings> {
+    let o = &options.connection_string.options;
+    let read_preference =
+        ReadPreference::from_uri_options(o).map_err(|e| Error::InvalidOptions { message: e.to_string() })?;
+    Ok(Settings {
+        retry_reads: o.retry_reads.unwrap_or(true),
+        retry_writes: o.retry_writes.unwrap_or(true),
+        write_concern: options.write_concern()?,
+        read_concern: o.read_concern_level.as_deref().map(|l| ReadConcernLevel::from_name(l).into()),
+        read_preference: Arc::new(read_preference),
+        load_balanced: o.load_balanced.unwrap_or(false),
+        timeout: o.timeout_ms.map(Duration::from_millis),
+        max_adaptive_retries: o.max_adaptive_retries.unwrap_or(executor::retry::MAX_ADAPTIVE_RETRIES),
+        overload_retargeting: o.enable_overload_retargeting.unwrap_or(false),
+        server_api: options.server_api.clone(),
+    })
+}
+
+/// Starts the topology (with the event handlers behind `queues`), the selection actor and the
+/// SRV poller, in the current actix System.
+fn start_actors(options: &ClientOptions, queues: EventQueues, event_stop: EventStopGuard) -> Result<Actors> {
+    let cs = &options.connection_string;
+    let sdam_handler = options.sdam_event_handler.clone().map(|h| queues.sdam(h));
+    let cmap_handler = options.cmap_event_handler.clone().map(|h| queues.cmap(h));
+    // Connection options with the host resolver of a custom DNS configuration.
+    let mut builder = options.topology_builder()?.seeds(cs.hosts.clone()).event_queues(queues, event_stop);
+    if let Some(h) = crate::metrics::sdam_handler(sdam_handler) {
+        builder = builder.sdam_event_handler(h);
+    }
+    if let Some(h) = crate::metrics::cmap_handler(cmap_handler) {
+        builder = builder.cmap_event_handler(h);
+    }
+    let topology = builder.start()?;
+    let selector_options = SelectorOptions {
+        server_selection_timeout: cs
+            .options
+            .server_selection_timeout_ms
+            .map_or(SelectorOptions::default().server_selection_timeout, Duration::from_millis),
+        custom_selector: options.custom_selector.clone(),
+        max_waiters: options.max_selection_waiters,
+    };
+    let selector = Selector::start(&topology, selector_options);
+    // `mongodb+srv` only; it stops by itself when the topology closes.
+    let srv_poller = options.srv_poller_options().map(|o| SrvPoller::start(&topology, o)).transpose()?;
+    Ok((topology, selector, srv_poller))
+}
+
+/// Runs `build` in the caller's actix System, or in a System of the client's own on a
+/// dedicated thread (any other tokio runtime).
+async fn start_on_host(
+    build: impl FnOnce() -> Result<Actors> + Send + 'static,
+) -> Result<(Topology, Selector, Option<actix::Addr<SrvPoller>>, Host)> {
+    if in_actix_context() {
+        let (topology, selector, srv_poller) = build()?;
+        return Ok((topology, selector, srv_poller, Host::Current { arbiter: Arbiter::current() }));
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("mongo-actors".into())
+        .spawn(move || {
+            let system = System::new();
+            let ok = system.block_on(async move {
+                let result = build();
+                let ok = result.is_ok();
+                let _ = tx.send(result.map(|(t, s, p)| (t, s, p, System::current(), Arbiter::current())));
+                ok
+            });
+            if ok {
+                let _ = system.run();
+            }
+        })
+        .map_err(|e| Error::InvalidOptions { message: format!("cannot start the client thread: {e}") })?;
+    let (topology, selector, srv_poller, system, arbiter) =
+        rx.await.map_err(|_| Error::stopped("client system"))??;
+    Ok((topology, selector, srv_poller, Host::Own { system, arbiter }))
 }
 
 /// How long [`Client::shutdown`] waits for the subscribers to take the events queued for them.

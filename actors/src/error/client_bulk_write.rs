@@ -6,7 +6,7 @@ use std::fmt;
 use super::{Error, WriteConcernError, WriteError};
 use crate::results::PartialBulkWriteResult;
 
-/// Why [`Client::bulk_write`] failed after it had sent writes ([`Error::ClientBulkWrite`]):
+/// Why [`Client::bulk_write`](crate::Client::bulk_write) failed after it had sent writes ([`Error::ClientBulkWrite`]):
 /// writes that failed, write concerns that were not satisfied, or an error that stopped the
 /// bulk after some results had come back.
 #[derive(Debug, Clone)]

@@ -34,14 +34,28 @@ fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// Logs the message that goes with `event`.
+/// Logs the message that goes with `event` (CMAP logging spec: the pool's, a connection's, a
+/// check-out's).
 pub(crate) fn log_event(event: &CmapEvent, topology_id: Option<&str>) {
     if !tracing::enabled!(target: LOG_TARGET, tracing::Level::DEBUG) {
         return;
     }
     let address = event.address();
-    let server_host = address.host();
-    let server_port = address.port();
+    let (host, port) = (address.host(), address.port());
+    match event {
+        CmapEvent::PoolCreated { .. }
+        | CmapEvent::PoolReady { .. }
+        | CmapEvent::PoolCleared { .. }
+        | CmapEvent::PoolClosed { .. } => log_pool_event(event, topology_id, host, port),
+        CmapEvent::ConnectionCreated { .. }
+        | CmapEvent::ConnectionReady { .. }
+        | CmapEvent::ConnectionClosed { .. } => log_connection_event(event, topology_id, host, port),
+        _ => log_check_out_event(event, topology_id, host, port),
+    }
+}
+
+/// The pool's own messages: created, ready, cleared, closed.
+fn log_pool_event(event: &CmapEvent, topology_id: Option<&str>, server_host: &str, server_port: Option<u16>) {
     match event {
         CmapEvent::PoolCreated { options, .. } => {
             let given = options.given();
@@ -74,6 +88,18 @@ pub(crate) fn log_event(event: &CmapEvent, topology_id: Option<&str>) {
         CmapEvent::PoolClosed { .. } => {
             tracing::debug!(target: LOG_TARGET, topologyId = topology_id, serverHost = server_host, serverPort = server_port, "Connection pool closed");
         }
+        _ => {}
+    }
+}
+
+/// A connection's messages: created, ready, closed.
+fn log_connection_event(
+    event: &CmapEvent,
+    topology_id: Option<&str>,
+    server_host: &str,
+    server_port: Option<u16>,
+) {
+    match event {
         CmapEvent::ConnectionCreated { connection_id, .. } => {
             tracing::debug!(
                 target: LOG_TARGET,
@@ -107,6 +133,18 @@ pub(crate) fn log_event(event: &CmapEvent, topology_id: Option<&str>) {
                 "Connection closed"
             );
         }
+        _ => {}
+    }
+}
+
+/// A check-out's messages: started, failed, checked out, checked in.
+fn log_check_out_event(
+    event: &CmapEvent,
+    topology_id: Option<&str>,
+    server_host: &str,
+    server_port: Option<u16>,
+) {
+    match event {
         CmapEvent::CheckOutStarted { .. } => {
             tracing::debug!(
                 target: LOG_TARGET,
@@ -149,6 +187,7 @@ pub(crate) fn log_event(event: &CmapEvent, topology_id: Option<&str>) {
                 "Connection checked in"
             );
         }
+        _ => {}
     }
 }
 

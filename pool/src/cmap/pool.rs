@@ -696,13 +696,7 @@ impl<E: Establisher> Inner<E> {
                     (None, PoolState::Ready) => None,
                 };
                 if let Some(e) = failure {
-                    if let Some(w) = waiter.take() {
-                        let room = self.can_create(&st);
-                        st.remove_waiter(w.id, room);
-                        w.disarm();
-                    }
-                    self.emit_failed(Self::failed_reason(&e), &e, started);
-                    return Err(e);
+                    return Err(self.fail_check_out(&mut st, waiter.take(), e, started));
                 }
                 // The head may take an idle connection or start one; the waiters behind it
                 // only an idle connection there is one for each of them and those ahead (a
@@ -741,25 +735,9 @@ impl<E: Establisher> Inner<E> {
                 match &waiter {
                     Some(w) => w.shared.clone(),
                     None => {
-                        if let Some(limit) = self.options.max_wait_queue_size() {
-                            if st.queue.len() >= limit {
-                                let e = Error::WaitQueueFull { address: self.address.clone(), limit };
-                                self.emit_failed(CheckOutFailedReason::WaitQueueFull, &e, started);
-                                return Err(e);
-                            }
-                        }
-                        st.next_waiter_id += 1;
-                        let id = st.next_waiter_id;
-                        let shared =
-                            Arc::new(WaiterShared { notify: Notify::new(), evicted: Mutex::new(None) });
-                        st.queue.insert(id, shared.clone());
-                        waiter = Some(WaiterGuard {
-                            inner: self.clone(),
-                            id,
-                            shared: shared.clone(),
-                            started,
-                            armed: true,
-                        });
+                        let w = self.enqueue(&mut st, started)?;
+                        let shared = w.shared.clone();
+                        waiter = Some(w);
                         shared
                     }
                 }
@@ -769,18 +747,7 @@ impl<E: Establisher> Inner<E> {
                 None => notified.await,
                 Some(d) => {
                     if tokio::time::timeout_at(d, notified).await.is_err() {
-                        let mut st = self.state.lock();
-                        if let Some(w) = waiter.take() {
-                            let room = self.can_create(&st);
-                            if st.remove_waiter(w.id, room) {
-                                w.disarm();
-                                let e = self.wait_queue_timeout_error(&st, started.elapsed());
-                                self.emit_failed(CheckOutFailedReason::Timeout, &e, started);
-                                return Err(e);
-                            }
-                            // Evicted at the same moment: the loop reports why.
-                            waiter = Some(w);
-                        }
+                        waiter = self.wait_timed_out(waiter.take(), started)?;
                     }
                 }
             }
@@ -790,6 +757,68 @@ impl<E: Establisher> Inner<E> {
         let abandoned = AbandonedCheckOut { inner: self.clone(), started, armed: true };
         let result = receiver.await;
         abandoned.disarm();
+        self.established_for_check_out(result, started)
+    }
+
+    /// A check-out that failed (pool closed or cleared, or its waiter evicted): it leaves the
+    /// queue, and `CheckOutFailed` is emitted.
+    fn fail_check_out(
+        &self,
+        st: &mut State<E::Connection>,
+        waiter: Option<WaiterGuard<E>>,
+        e: Error,
+        started: Instant,
+    ) -> Error {
+        if let Some(w) = waiter {
+            let room = self.can_create(st);
+            st.remove_waiter(w.id, room);
+            w.disarm();
+        }
+        self.emit_failed(Self::failed_reason(&e), &e, started);
+        e
+    }
+
+    /// Queues a check-out that has to wait, unless the wait queue is full.
+    fn enqueue(self: &Arc<Self>, st: &mut State<E::Connection>, started: Instant) -> Result<WaiterGuard<E>> {
+        if let Some(limit) = self.options.max_wait_queue_size() {
+            if st.queue.len() >= limit {
+                let e = Error::WaitQueueFull { address: self.address.clone(), limit };
+                self.emit_failed(CheckOutFailedReason::WaitQueueFull, &e, started);
+                return Err(e);
+            }
+        }
+        st.next_waiter_id += 1;
+        let id = st.next_waiter_id;
+        let shared = Arc::new(WaiterShared { notify: Notify::new(), evicted: Mutex::new(None) });
+        st.queue.insert(id, shared.clone());
+        Ok(WaiterGuard { inner: self.clone(), id, shared, started, armed: true })
+    }
+
+    /// The wait ran out: the waiter leaves the queue with a timeout, unless it was evicted at
+    /// the same moment (then it is handed back, and the loop reports why).
+    fn wait_timed_out(
+        &self,
+        waiter: Option<WaiterGuard<E>>,
+        started: Instant,
+    ) -> Result<Option<WaiterGuard<E>>> {
+        let mut st = self.state.lock();
+        let Some(w) = waiter else { return Ok(None) };
+        let room = self.can_create(&st);
+        if st.remove_waiter(w.id, room) {
+            w.disarm();
+            let e = self.wait_queue_timeout_error(&st, started.elapsed());
+            self.emit_failed(CheckOutFailedReason::Timeout, &e, started);
+            return Err(e);
+        }
+        Ok(Some(w))
+    }
+
+    /// The end of a check-out that waited for a connection established for it.
+    fn established_for_check_out(
+        &self,
+        result: std::result::Result<Result<PooledConnection<E::Connection>>, oneshot::error::RecvError>,
+        started: Instant,
+    ) -> Result<PooledConnection<E::Connection>> {
         let _st = self.state.lock();
         match result {
             Ok(Ok(mut conn)) => {

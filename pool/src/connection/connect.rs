@@ -15,7 +15,7 @@ use crate::Result;
 impl Connection {
     /// Opens, handshakes and authenticates a connection for a pool: the attempt must finish
     /// before the earlier of `request.deadline` and connectTimeoutMS, and stops with
-    /// [`Error::Interrupted`] when `request.cancel` fires (as does every later round trip).
+    /// [`Error::Interrupted`](crate::Error::Interrupted) when `request.cancel` fires (as does every later round trip).
     pub async fn connect(options: &ConnectionOptions, request: EstablishRequest) -> Result<Connection> {
         let deadline = crate::earliest(
             request.deadline,

@@ -175,8 +175,28 @@ impl Credential {
                 return bad(format!("{name} does not accept the mechanism property '{k}'"));
             }
         }
+        self.check_mechanism(name, has_user)?;
+        if mech == Some(AuthMechanism::Gssapi) {
+            self.mechanism_properties
+                .get_or_insert_with(Default::default)
+                .entry("SERVICE_NAME".to_string())
+                .or_insert_with(|| "mongodb".to_string());
+        }
+        if self.source.is_none() {
+            self.source = Some(match mech {
+                Some(m) if m.is_external() => "$external".to_string(),
+                Some(AuthMechanism::Plain) => db.unwrap_or("$external").to_string(),
+                _ => db.unwrap_or("admin").to_string(),
+            });
+        }
+        Ok(self)
+    }
+
+    /// The rules of the mechanism the string names (or of the default one).
+    fn check_mechanism(&self, name: &str, has_user: bool) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidCredential(m));
         let prop = |k: &str| self.mechanism_properties.as_ref().and_then(|p| p.get(k)).map(String::as_str);
-        match mech {
+        match self.mechanism {
             None | Some(AuthMechanism::ScramSha1 | AuthMechanism::ScramSha256) => {
                 if !has_user {
                     return bad(format!("{name} requires a username"));
@@ -215,46 +235,44 @@ impl Credential {
                 if self.password.is_some() {
                     return bad("MONGODB-OIDC does not accept a password".into());
                 }
-                // Without ENVIRONMENT the application must provide a callback in code, which
-                // cannot be checked here (the client refuses MONGODB-OIDC when it is built).
-                match (prop("ENVIRONMENT"), prop("TOKEN_RESOURCE")) {
-                    (None, Some(_)) => return bad("TOKEN_RESOURCE requires ENVIRONMENT".into()),
-                    (None, None) => {}
-                    (Some(env @ ("test" | "k8s")), tr) => {
-                        if has_user {
-                            return bad(format!("ENVIRONMENT:{env} does not accept a username"));
-                        }
-                        if tr.is_some() {
-                            return bad(format!("ENVIRONMENT:{env} does not accept TOKEN_RESOURCE"));
-                        }
-                    }
-                    (Some(env @ ("azure" | "gcp")), tr) => {
-                        if tr.is_none() {
-                            return bad(format!("ENVIRONMENT:{env} requires TOKEN_RESOURCE"));
-                        }
-                        if env == "gcp" && has_user {
-                            return bad("ENVIRONMENT:gcp does not accept a username".into());
-                        }
-                    }
-                    (Some(env), _) => return bad(format!("unknown OIDC ENVIRONMENT '{env}'")),
-                }
+                check_oidc_environment(prop("ENVIRONMENT"), prop("TOKEN_RESOURCE"), has_user)?;
             }
         }
-        if mech == Some(AuthMechanism::Gssapi) {
-            self.mechanism_properties
-                .get_or_insert_with(Default::default)
-                .entry("SERVICE_NAME".to_string())
-                .or_insert_with(|| "mongodb".to_string());
-        }
-        if self.source.is_none() {
-            self.source = Some(match mech {
-                Some(m) if m.is_external() => "$external".to_string(),
-                Some(AuthMechanism::Plain) => db.unwrap_or("$external").to_string(),
-                _ => db.unwrap_or("admin").to_string(),
-            });
-        }
-        Ok(self)
+        Ok(())
     }
+}
+
+/// MONGODB-OIDC's `ENVIRONMENT` and `TOKEN_RESOURCE` properties.
+fn check_oidc_environment(
+    environment: Option<&str>,
+    token_resource: Option<&str>,
+    has_user: bool,
+) -> Result<()> {
+    let bad = |m: String| Err(Error::InvalidCredential(m));
+    // Without ENVIRONMENT the application must provide a callback in code, which
+    // cannot be checked here (the client refuses MONGODB-OIDC when it is built).
+    match (environment, token_resource) {
+        (None, Some(_)) => return bad("TOKEN_RESOURCE requires ENVIRONMENT".into()),
+        (None, None) => {}
+        (Some(env @ ("test" | "k8s")), tr) => {
+            if has_user {
+                return bad(format!("ENVIRONMENT:{env} does not accept a username"));
+            }
+            if tr.is_some() {
+                return bad(format!("ENVIRONMENT:{env} does not accept TOKEN_RESOURCE"));
+            }
+        }
+        (Some(env @ ("azure" | "gcp")), tr) => {
+            if tr.is_none() {
+                return bad(format!("ENVIRONMENT:{env} requires TOKEN_RESOURCE"));
+            }
+            if env == "gcp" && has_user {
+                return bad("ENVIRONMENT:gcp does not accept a username".into());
+            }
+        }
+        (Some(env), _) => return bad(format!("unknown OIDC ENVIRONMENT '{env}'")),
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -109,98 +109,15 @@ impl ConnectionString {
         };
         let user_pass = userinfo.map(parse_userinfo).transpose()?;
 
-        if hosts_raw.is_empty() {
-            let hint = if tail.starts_with('/') && authority.is_empty() {
-                " (Unix domain socket paths must be percent-encoded, e.g. %2Ftmp%2Fmongodb-27017.sock)"
-            } else {
-                ""
-            };
-            return Err(Error::InvalidUri(format!("missing host{hint}")));
-        }
-        let mut hosts = Vec::new();
-        let mut srv_host = None;
-        for raw in hosts_raw.split(',') {
-            if raw.is_empty() {
-                return Err(Error::InvalidUri("empty host in the host list".into()));
-            }
-            // A password with an unescaped '/' or '?' ends the authority early, and the rest
-            // of it would be read as a host: the error must not echo it.
-            let misplaced = userinfo.is_none() && tail.contains('@');
-            let hide = |e: Error| if misplaced { unescaped_userinfo() } else { e };
-            let decoded = decode(raw, "host").map_err(hide)?;
-            let addr = ServerAddress::parse(&decoded).map_err(hide)?;
-            if srv {
-                if hosts_raw.contains(',') {
-                    return Err(Error::InvalidUri("mongodb+srv requires exactly one host".into()));
-                }
-                match &addr {
-                    ServerAddress::Tcp { host, .. } if !decoded.contains(':') => {
-                        srv_host = Some(host.clone());
-                    }
-                    ServerAddress::Tcp { .. } => {
-                        return Err(Error::InvalidUri(
-                            "a mongodb+srv host must not have a port (nor be an IP literal)".into(),
-                        ))
-                    }
-                    ServerAddress::Unix { .. } => {
-                        return Err(Error::InvalidUri(
-                            "a mongodb+srv host cannot be a Unix domain socket".into(),
-                        ))
-                    }
-                }
-            } else {
-                hosts.push(addr);
-            }
-        }
+        let misplaced = userinfo.is_none() && tail.contains('@');
+        let (hosts, srv_host) =
+            parse_hosts(hosts_raw, srv, authority.is_empty() && tail.starts_with('/'), misplaced)?;
 
-        let default_database = if db_raw.is_empty() {
-            None
-        } else {
-            let db = decode(db_raw, "database name")?;
-            if let Some(c) = db.chars().find(|c| "/\\ \"$".contains(*c)) {
-                return Err(Error::InvalidUri(format!("database name '{db}' must not contain {c:?}")));
-            }
-            Some(db)
-        };
+        let default_database = parse_database(db_raw)?;
 
-        let mut parser = OptionParser::default();
-        for pair in query.unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
-            let Some((k, v)) = pair.split_once('=') else {
-                return Err(Error::InvalidOption {
-                    name: pair.to_string(),
-                    message: "expected key=value".into(),
-                });
-            };
-            if k.is_empty() {
-                return Err(Error::InvalidUri(format!("option '{pair}' has an empty key")));
-            }
-            let key = decode(k, "option key")?;
-            let value = decode(v, "option value")?;
-            parser.apply(&key, &value)?;
-        }
-        let (options, warnings) = parser.finish()?;
+        let (options, warnings) = parse_options(query.unwrap_or_default())?;
 
-        // Userinfo or a mechanism asks for authentication; a database or an authSource alone
-        // does not (auth spec), though an empty authSource is still an error.
-        if options.auth_source.as_deref() == Some("") {
-            return Err(Error::InvalidCredential("authSource must not be empty".into()));
-        }
-        let wants_auth = user_pass.is_some()
-            || options.auth_mechanism.is_some()
-            || options.auth_mechanism_properties.is_some();
-        let credential = if wants_auth {
-            let (username, password) = user_pass.unwrap_or_default();
-            let cred = Credential {
-                username,
-                password,
-                source: options.auth_source.clone(),
-                mechanism: options.auth_mechanism,
-                mechanism_properties: options.auth_mechanism_properties.clone(),
-            };
-            Some(cred.finish(default_database.as_deref())?)
-        } else {
-            None
-        };
+        let credential = credential_of(user_pass, &options, default_database.as_deref())?;
 
         let cs = ConnectionString { hosts, srv_host, credential, default_database, options, warnings };
         cs.validate()?;
@@ -296,6 +213,118 @@ impl std::str::FromStr for ConnectionString {
 }
 
 /// Strips the scheme; returns whether it is `mongodb+srv`.
+/// The host list of a connection string: the hosts (none for `mongodb+srv`) and the SRV name.
+/// `socket_hint`: the string looks like an unencoded Unix socket path; `misplaced`: a password
+/// with an unescaped '/' or '?' ended the authority early, and the rest of it would be read as
+/// a host: the error must not echo it.
+fn parse_hosts(
+    hosts_raw: &str,
+    srv: bool,
+    socket_hint: bool,
+    misplaced: bool,
+) -> Result<(Vec<ServerAddress>, Option<String>)> {
+    if hosts_raw.is_empty() {
+        let hint = if socket_hint {
+            " (Unix domain socket paths must be percent-encoded, e.g. %2Ftmp%2Fmongodb-27017.sock)"
+        } else {
+            ""
+        };
+        return Err(Error::InvalidUri(format!("missing host{hint}")));
+    }
+    let mut hosts = Vec::new();
+    let mut srv_host = None;
+    for raw in hosts_raw.split(',') {
+        if raw.is_empty() {
+            return Err(Error::InvalidUri("empty host in the host list".into()));
+        }
+        let hide = |e: Error| if misplaced { unescaped_userinfo() } else { e };
+        let decoded = decode(raw, "host").map_err(hide)?;
+        let addr = ServerAddress::parse(&decoded).map_err(hide)?;
+        if !srv {
+            hosts.push(addr);
+            continue;
+        }
+        if hosts_raw.contains(',') {
+            return Err(Error::InvalidUri("mongodb+srv requires exactly one host".into()));
+        }
+        srv_host = Some(srv_host_of(addr, &decoded)?);
+    }
+    Ok((hosts, srv_host))
+}
+
+/// The one host of a `mongodb+srv` string: a name, without a port.
+fn srv_host_of(addr: ServerAddress, decoded: &str) -> Result<String> {
+    match addr {
+        ServerAddress::Tcp { host, .. } if !decoded.contains(':') => Ok(host),
+        ServerAddress::Tcp { .. } => {
+            Err(Error::InvalidUri("a mongodb+srv host must not have a port (nor be an IP literal)".into()))
+        }
+        ServerAddress::Unix { .. } => {
+            Err(Error::InvalidUri("a mongodb+srv host cannot be a Unix domain socket".into()))
+        }
+    }
+}
+
+/// The default database (after the host list's '/'), checked for the characters a database
+/// name cannot have.
+fn parse_database(db_raw: &str) -> Result<Option<String>> {
+    if db_raw.is_empty() {
+        return Ok(None);
+    }
+    let db = decode(db_raw, "database name")?;
+    if let Some(c) = db.chars().find(|c| "/\\ \"$".contains(*c)) {
+        return Err(Error::InvalidUri(format!("database name '{db}' must not contain {c:?}")));
+    }
+    Ok(Some(db))
+}
+
+/// The options of the query string, and the warnings of those ignored.
+fn parse_options(query: &str) -> Result<(UriOptions, Vec<String>)> {
+    let mut parser = OptionParser::default();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let Some((k, v)) = pair.split_once('=') else {
+            return Err(Error::InvalidOption {
+                name: pair.to_string(),
+                message: "expected key=value".into(),
+            });
+        };
+        if k.is_empty() {
+            return Err(Error::InvalidUri(format!("option '{pair}' has an empty key")));
+        }
+        let key = decode(k, "option key")?;
+        let value = decode(v, "option value")?;
+        parser.apply(&key, &value)?;
+    }
+    parser.finish()
+}
+
+/// The credential: userinfo or a mechanism asks for authentication; a database or an
+/// authSource alone does not (auth spec), though an empty authSource is still an error.
+fn credential_of(
+    user_pass: Option<(Option<String>, Option<String>)>,
+    options: &UriOptions,
+    default_database: Option<&str>,
+) -> Result<Option<Credential>> {
+    if options.auth_source.as_deref() == Some("") {
+        return Err(Error::InvalidCredential("authSource must not be empty".into()));
+    }
+    let wants_auth = user_pass.is_some()
+        || options.auth_mechanism.is_some()
+        || options.auth_mechanism_properties.is_some();
+    if !wants_auth {
+        return Ok(None);
+    }
+    let (username, password) = user_pass.unwrap_or_default();
+    let cred = Credential {
+        username,
+        password,
+        source: options.auth_source.clone(),
+        mechanism: options.auth_mechanism,
+        mechanism_properties: options.auth_mechanism_properties.clone(),
+    };
+    Ok(Some(cred.finish(default_database)?))
+}
+
 fn split_scheme(s: &str) -> Result<(bool, &str)> {
     for (scheme, srv) in [("mongodb://", false), ("mongodb+srv://", true)] {
         // `get` rather than slicing: the prefix length may not fall on a char boundary.

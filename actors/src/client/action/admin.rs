@@ -174,7 +174,7 @@ impl Database {
     /// Runs `command` as is (plus `$db`, `lsid`, `$clusterTime` and `$readPreference` as the
     /// server selection spec says), on a primary unless
     /// [`read_preference`](RunCommand::read_preference) says otherwise. Never retried.
-    /// Gives the reply; `ok: 0` is [`Error::Command`](crate::Error::Command).
+    /// Gives the reply; `ok: 0` is [`Error::Command`].
     ///
     /// With `timeoutMS` set, the client appends `maxTimeMS` = remaining time − the server's
     /// minimum RTT, which replaces a `maxTimeMS` the command carries itself; without
@@ -300,15 +300,11 @@ impl<'a, R: IndexNames> CreateIndexes<'a, R> {
 
     async fn execute(self) -> Result<R> {
         let CreateIndexes { handle, indexes, options, session, .. } = self;
-        super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            false,
-            options.write_concern.is_some(),
-        )?;
+        let timeout =
+            handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
         if indexes.is_empty() || indexes.iter().any(|i| i.keys.is_empty()) {
             return Err(Error::InvalidOptions { message: "an index needs at least one key".into() });
         }
-        let timeout = handle.op_timeout(options.timeout);
         let names: Vec<String> = indexes.iter().map(IndexModel::name).collect();
         let specs: Vec<Document> = indexes.iter().map(IndexModel::to_spec).collect();
         let mut command = doc! {"createIndexes": handle.coll, "indexes": specs};
@@ -348,15 +344,11 @@ impl<'a> DropIndexes<'a> {
 
     async fn execute(self) -> Result<()> {
         let DropIndexes { handle, index, options, session } = self;
-        super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            false,
-            options.write_concern.is_some(),
-        )?;
+        let timeout =
+            handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
         let index = index.ok_or_else(|| Error::InvalidOptions {
             message: "drop_index(\"*\") would drop every index: use drop_indexes".into(),
         })?;
-        let timeout = handle.op_timeout(options.timeout);
         let mut command = doc! {"dropIndexes": handle.coll, "index": index};
         command.extend(command_fields(&handle, &options, timeout)?);
         admin_write(handle, handle.db.name(), "dropIndexes", command, timeout, session).await?;
@@ -469,12 +461,8 @@ impl<'a> DropNamespace<'a> {
 
     async fn execute(self) -> Result<()> {
         let DropNamespace { handle, collection, options, session } = self;
-        super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            false,
-            options.write_concern.is_some(),
-        )?;
-        let timeout = handle.op_timeout(options.timeout);
+        let timeout =
+            handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
         let (name, mut command) = if collection {
             ("drop", doc! {"drop": handle.coll})
         } else {
@@ -512,12 +500,8 @@ impl<'a> Rename<'a> {
 
     async fn execute(self) -> Result<()> {
         let Rename { handle, to, drop_target, options, session } = self;
-        super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            false,
-            options.write_concern.is_some(),
-        )?;
-        let timeout = handle.op_timeout(options.timeout);
+        let timeout =
+            handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
         let db = handle.db.name();
         let mut command = doc! {
             "renameCollection": format!("{db}.{}", handle.coll),
@@ -565,12 +549,8 @@ impl<'a> CreateCollection<'a> {
 
     async fn execute(self) -> Result<()> {
         let CreateCollection { handle, name, options, session } = self;
-        super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            false,
-            options.write_concern.is_some(),
-        )?;
-        let timeout = handle.op_timeout(options.timeout);
+        let timeout =
+            handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
         let mut command = doc! {"create": &name};
         let fields = bson::serialize_to_document(&options)
             .map_err(|e| Error::BsonSerialization { message: e.to_string() })?;
@@ -709,11 +689,8 @@ impl<'a> RunCommand<'a> {
 
     async fn execute(self) -> Result<Document> {
         let RunCommand { handle, command, criteria, options, session } = self;
-        super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            command.contains_key("readConcern"),
-            false,
-        )?;
+        let timeout =
+            handle.begin(session.as_deref(), command.contains_key("readConcern"), false, options.timeout)?;
         if command.contains_key("$readPreference") {
             return Err(Error::InvalidOptions {
                 message: "run_command takes its read preference as an option, not as $readPreference".into(),
@@ -722,7 +699,6 @@ impl<'a> RunCommand<'a> {
         let criteria = criteria
             .or_else(|| options.read_preference.map(Criteria::Read))
             .unwrap_or(Criteria::Read(ReadPreference::PRIMARY));
-        let timeout = handle.op_timeout(options.timeout);
         let op = RunCommandOp { db: handle.db.name().to_string(), command, criteria };
         handle.run(op, timeout, session).await
     }

@@ -10,8 +10,7 @@ use serde::de::DeserializeOwned;
 use super::super::collection::{Collection, Handle};
 use super::super::cursor::{Cursor, OpenCursor};
 use super::super::database::Database;
-use super::super::op_options::{check_max_await, cursor_mode, int, CursorType, TimeoutMode};
-use super::super::ops::append;
+use super::super::op_options::{check_max_await, cursor_mode, CursorType, TimeoutMode};
 use super::super::ops::{aggregate, count, distinct, find};
 use super::super::options::crud::{
     AggregateOptions, Collation, CountOptions, DistinctOptions, EstimatedDocumentCountOptions,
@@ -91,21 +90,6 @@ impl Database {
     }
 }
 
-/// The option fields every read shares, in the order the CRUD spec lists them.
-fn common_fields(
-    collation: Option<Collation>,
-    hint: Option<Hint>,
-    comment: Option<Bson>,
-    raw_data: Option<bool>,
-) -> Document {
-    let mut fields = Document::new();
-    append(&mut fields, "collation", collation);
-    append(&mut fields, "hint", hint);
-    append(&mut fields, "comment", comment);
-    append(&mut fields, "rawData", raw_data);
-    fields
-}
-
 /// A `find`: see [`Collection::find`]. Gives a [`Cursor<T>`].
 #[must_use = "an operation does nothing until it is awaited"]
 pub struct Find<'a, T = Document> {
@@ -144,24 +128,19 @@ impl<'a, T> Find<'a, T> {
 
     async fn execute(self) -> Result<Cursor<T>> {
         let Find { coll, filter, options, session } = self;
-        super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            options.read_concern.is_some(),
-            false,
-        )?;
         let handle = coll.handle();
+        let (timeout, read) = handle.begin_read(
+            session.as_deref(),
+            options.read_preference.clone(),
+            options.read_concern.as_ref(),
+            options.max_time,
+            options.timeout,
+        )?;
         let batch_size = options.batch_size;
-        let timeout = handle.op_timeout(options.timeout);
         let mode = cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
         check_max_await(timeout, options.max_await_time)?;
         let (cursor_type, max_await, comment) =
             (options.cursor_type, options.max_await_time, options.comment.clone());
-        let read = handle.read_on(
-            options.read_preference.clone(),
-            options.read_concern.as_ref(),
-            options.max_time,
-            timeout,
-        );
         let op = find::Find { read, filter, options };
         let open = OpenCursor { timeout, mode, batch_size };
         let mut raw = open.run(handle.client(), op, session).await?;
@@ -209,22 +188,19 @@ impl<'a, T: DeserializeOwned + 'static> FindOne<'a, T> {
     fn execute(self) -> impl std::future::Future<Output = Result<Option<T>>> + 'a {
         use futures_util::future::{Either, FutureExt};
         let FindOne { coll, filter, options, session } = self;
-        if let Err(e) = super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            options.read_concern.is_some(),
-            false,
-        ) {
-            return Either::Left(std::future::ready(Err(e)));
-        }
         let handle = coll.handle();
-        let timeout = handle.op_timeout(options.timeout);
         let options = FindOptions::from(options);
-        let read = handle.read_on(
+        let begun = handle.begin_read(
+            session.as_deref(),
             options.read_preference.clone(),
             options.read_concern.as_ref(),
             options.max_time,
-            timeout,
+            options.timeout,
         );
+        let (timeout, read) = match begun {
+            Ok(b) => b,
+            Err(e) => return Either::Left(std::future::ready(Err(e))),
+        };
         let op = find::FindOne(find::Find { read, filter, options });
         Either::Right(
             handle.run(op, timeout, session).map(|r| r?.as_deref().map(super::decode_raw).transpose()),
@@ -286,12 +262,12 @@ impl<'a, T> Aggregate<'a, T> {
 
     async fn execute(self) -> Result<Cursor<T>> {
         let Aggregate { handle, on_collection, pipeline, options, session, .. } = self;
-        super::super::session::transaction::refuse_own_concerns(
+        let timeout = handle.begin(
             session.as_deref(),
             options.read_concern.is_some(),
             options.write_concern.is_some(),
+            options.timeout,
         )?;
-        let timeout = handle.op_timeout(options.timeout);
         let writes = aggregate::writes(&pipeline);
         if writes && options.timeout_mode == Some(TimeoutMode::Iteration) {
             return Err(Error::InvalidOptions {
@@ -300,31 +276,16 @@ impl<'a, T> Aggregate<'a, T> {
         }
         let mode = cursor_mode(timeout, options.timeout_mode, None)?;
         check_max_await(timeout, options.max_await_time)?;
-        let read = handle.read_on(
+        let mut read = handle.read_on(
             options.read_preference.clone(),
             options.read_concern.as_ref(),
             options.max_time,
             timeout,
         );
-        let mut fields = Document::new();
-        append(&mut fields, "allowDiskUse", options.allow_disk_use);
-        append(&mut fields, "bypassDocumentValidation", options.bypass_document_validation);
-        fields.extend(common_fields(
-            options.collation,
-            options.hint,
-            options.comment.clone(),
-            options.raw_data,
-        ));
-        append(&mut fields, "let", options.let_vars);
-        append(&mut fields, "maxTimeMS", read.max_time_ms);
-        append(&mut fields, "readConcern", read.read_concern);
-        if writes {
-            append(
-                &mut fields,
-                "writeConcern",
-                handle.write_concern_doc(options.write_concern.as_ref(), timeout)?,
-            );
-        }
+        let write_concern =
+            if writes { handle.write_concern_doc(options.write_concern.as_ref(), timeout)? } else { None };
+        let fields =
+            aggregate::option_fields(&options, read.max_time_ms, read.read_concern.take(), write_concern);
         let ns = (handle.db.name(), on_collection.then_some(handle.coll));
         // $out/$merge may follow a non-primary read preference only when every known server
         // is 5.0 or newer (wire version 13); otherwise they run on the primary.
@@ -403,25 +364,17 @@ impl<'a> CountDocuments<'a> {
 
     async fn execute(self) -> Result<u64> {
         let CountDocuments { handle, filter, options, session, legacy } = self;
-        super::super::session::transaction::refuse_own_concerns(
+        let (timeout, read) = handle.begin_read(
             session.as_deref(),
-            options.read_concern.is_some(),
-            false,
+            options.read_preference.clone(),
+            options.read_concern.as_ref(),
+            options.max_time,
+            options.timeout,
         )?;
-        let timeout = handle.op_timeout(options.timeout);
-        let read =
-            handle.read_on(options.read_preference, options.read_concern.as_ref(), options.max_time, timeout);
-        let common = common_fields(options.collation, options.hint, options.comment, options.raw_data);
         if legacy {
-            let mut fields = Document::new();
-            append(&mut fields, "skip", options.skip.map(int));
-            append(&mut fields, "limit", options.limit.map(int));
-            fields.extend(common);
-            return handle.run(count::Count { read, filter: Some(filter), fields }, timeout, session).await;
+            return handle.run(count::Count { read, filter: Some(filter), options }, timeout, session).await;
         }
-        let op =
-            count::CountDocuments { read, filter, skip: options.skip, limit: options.limit, fields: common };
-        handle.run(op, timeout, session).await
+        handle.run(count::CountDocuments { read, filter, options }, timeout, session).await
     }
 }
 
@@ -446,16 +399,16 @@ impl<'a> EstimatedDocumentCount<'a> {
 
     async fn execute(self) -> Result<u64> {
         let EstimatedDocumentCount { handle, options, session } = self;
-        super::super::session::transaction::refuse_own_concerns(
+        let (timeout, read) = handle.begin_read(
             session.as_deref(),
-            options.read_concern.is_some(),
-            false,
+            options.read_preference.clone(),
+            options.read_concern.as_ref(),
+            options.max_time,
+            options.timeout,
         )?;
-        let timeout = handle.op_timeout(options.timeout);
-        let read =
-            handle.read_on(options.read_preference, options.read_concern.as_ref(), options.max_time, timeout);
-        let fields = common_fields(None, None, options.comment, options.raw_data);
-        handle.run(count::Count { read, filter: None, fields }, timeout, session).await
+        let options =
+            CountOptions { comment: options.comment, raw_data: options.raw_data, ..CountOptions::default() };
+        handle.run(count::Count { read, filter: None, options }, timeout, session).await
     }
 }
 
@@ -484,16 +437,14 @@ impl<'a> Distinct<'a> {
 
     async fn execute(self) -> Result<Vec<Bson>> {
         let Distinct { handle, field, filter, options, session } = self;
-        super::super::session::transaction::refuse_own_concerns(
+        let (timeout, read) = handle.begin_read(
             session.as_deref(),
-            options.read_concern.is_some(),
-            false,
+            options.read_preference.clone(),
+            options.read_concern.as_ref(),
+            options.max_time,
+            options.timeout,
         )?;
-        let timeout = handle.op_timeout(options.timeout);
-        let read =
-            handle.read_on(options.read_preference, options.read_concern.as_ref(), options.max_time, timeout);
-        let fields = common_fields(options.collation, options.hint, options.comment, options.raw_data);
-        handle.run(distinct::Distinct { read, field, filter, fields }, timeout, session).await
+        handle.run(distinct::Distinct { read, field, filter, options }, timeout, session).await
     }
 }
 

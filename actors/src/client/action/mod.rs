@@ -16,6 +16,7 @@
 
 mod admin;
 mod find;
+mod watch;
 mod write;
 
 pub use super::bulk::BulkWrite;
@@ -25,6 +26,7 @@ pub use admin::{
     RunCommand, RunCursorCommand, SearchIndex, SearchIndexModel, SearchIndexOutput,
 };
 pub use find::{Aggregate, Count, CountDocuments, Distinct, EstimatedDocumentCount, Find, FindOne};
+pub use watch::Watch;
 pub use write::{
     Delete, FindOneAndDelete, FindOneAndReplace, FindOneAndUpdate, InsertMany, InsertOne, Replace, Update,
 };

@@ -178,13 +178,9 @@ impl<'a> InsertOne<'a> {
 
     async fn execute(self) -> Result<InsertOneResult> {
         let InsertOne { handle, doc, options, session } = self;
-        super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            false,
-            options.write_concern.is_some(),
-        )?;
+        let timeout =
+            handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
         let (doc, inserted_id) = with_raw_id(doc?)?;
-        let timeout = handle.op_timeout(options.timeout);
         let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
         let extra = extra(options.bypass_document_validation, options.comment, None, options.raw_data);
         let op = handle.write(WriteKind::Insert, vec![doc], true, false, wc, extra);
@@ -216,11 +212,8 @@ impl<'a> InsertMany<'a> {
 
     async fn execute(self) -> Result<InsertManyResult> {
         let InsertMany { handle, docs, options, session } = self;
-        super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            false,
-            options.write_concern.is_some(),
-        )?;
+        let timeout =
+            handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
         if docs.is_empty() {
             return Err(Error::InvalidOptions { message: "insert_many needs at least one document".into() });
         }
@@ -231,7 +224,6 @@ impl<'a> InsertMany<'a> {
             inserted_ids.insert(i, id);
             push_statement(&mut batches, WriteKind::Insert, d, i, false)?;
         }
-        let timeout = handle.op_timeout(options.timeout);
         let run = RunBatches {
             handle,
             ordered: options.ordered.unwrap_or(true),
@@ -277,11 +269,8 @@ impl<'a> Update<'a> {
 
     async fn execute(self) -> Result<UpdateResult> {
         let Update { handle, filter, update, many, options, session } = self;
-        super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            false,
-            options.write_concern.is_some(),
-        )?;
+        let timeout =
+            handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
         check_modifications(&update)?;
         if many && options.sort.is_some() {
             return Err(Error::InvalidOptions { message: "update_many does not take a sort".into() });
@@ -296,7 +285,6 @@ impl<'a> Update<'a> {
             hint: options.hint,
             sort: options.sort,
         };
-        let timeout = handle.op_timeout(options.timeout);
         let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
         let extra =
             extra(options.bypass_document_validation, options.comment, options.let_vars, options.raw_data);
@@ -333,11 +321,8 @@ impl<'a> Replace<'a> {
 
     async fn execute(self) -> Result<UpdateResult> {
         let Replace { handle, filter, replacement, options, session } = self;
-        super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            false,
-            options.write_concern.is_some(),
-        )?;
+        let timeout =
+            handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
         let replacement = replacement?;
         check_replacement(&replacement)?;
         let statement = UpdateStatement {
@@ -350,7 +335,6 @@ impl<'a> Replace<'a> {
             hint: options.hint,
             sort: options.sort,
         };
-        let timeout = handle.op_timeout(options.timeout);
         let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
         let extra =
             extra(options.bypass_document_validation, options.comment, options.let_vars, options.raw_data);
@@ -390,13 +374,9 @@ impl<'a> Delete<'a> {
 
     async fn execute(self) -> Result<DeleteResult> {
         let Delete { handle, filter, many, options, session } = self;
-        super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            false,
-            options.write_concern.is_some(),
-        )?;
+        let timeout =
+            handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
         let statement = delete_statement(filter, many, options.collation, options.hint);
-        let timeout = handle.op_timeout(options.timeout);
         let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
         let extra = extra(None, options.comment, options.let_vars, options.raw_data);
         let op = handle.write(WriteKind::Delete, vec![to_raw(&statement)?], true, many, wc, extra);
@@ -464,11 +444,7 @@ impl<'a, T: DeserializeOwned + 'static> FindOneAndDelete<'a, T> {
 
     async fn execute(self) -> Result<Option<T>> {
         let FindOneAndDelete { handle, filter, options, session, .. } = self;
-        super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            false,
-            options.write_concern.is_some(),
-        )?;
+        handle.begin(session.as_deref(), false, options.write_concern.is_some(), None)?;
         find_and_modify(handle, filter, None, options.into(), session).await
     }
 }
@@ -504,11 +480,7 @@ impl<'a, T: DeserializeOwned + 'static> FindOneAndReplace<'a, T> {
 
     async fn execute(self) -> Result<Option<T>> {
         let FindOneAndReplace { handle, filter, replacement, options, session, .. } = self;
-        super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            false,
-            options.write_concern.is_some(),
-        )?;
+        handle.begin(session.as_deref(), false, options.write_concern.is_some(), None)?;
         let replacement = replacement?;
         check_replacement(&replacement)?;
         find_and_modify(handle, filter, Some(Bson::Document(replacement)), options.into(), session).await
@@ -547,11 +519,7 @@ impl<'a, T: DeserializeOwned + 'static> FindOneAndUpdate<'a, T> {
 
     async fn execute(self) -> Result<Option<T>> {
         let FindOneAndUpdate { handle, filter, update, options, session, .. } = self;
-        super::super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            false,
-            options.write_concern.is_some(),
-        )?;
+        handle.begin(session.as_deref(), false, options.write_concern.is_some(), None)?;
         check_modifications(&update)?;
         find_and_modify(handle, filter, Some(update.into()), options.into(), session).await
     }

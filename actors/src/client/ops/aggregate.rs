@@ -1,12 +1,15 @@
 //! `aggregate`, on a collection or a database. A retryable read, except a pipeline that ends
 //! in `$out` or `$merge` (a write to the primary, run once).
 
+use bson::{doc, Bson, Document};
+
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
+use super::super::options::crud::AggregateOptions;
 use super::append;
 use super::cursor_reply::CursorReply;
+use super::read_on::common_fields;
 use crate::selection_actor::Criteria;
 use crate::Result;
-use bson::{doc, Bson, Document};
 
 /// `aggregate` on a collection, or on a database (`aggregate: 1`), opening a cursor.
 pub(crate) struct Aggregate {
@@ -59,6 +62,30 @@ impl Aggregate {
     pub(crate) fn writes(&self) -> bool {
         self.writes
     }
+}
+
+/// The fields of an `aggregate` from its options, in the order the CRUD spec lists them, and
+/// the read's `maxTimeMS` and `readConcern`, and (a writing pipeline) its `writeConcern`.
+pub(crate) fn option_fields(
+    options: &AggregateOptions,
+    max_time_ms: Option<i64>,
+    read_concern: Option<Document>,
+    write_concern: Option<Document>,
+) -> Document {
+    let mut fields = Document::new();
+    append(&mut fields, "allowDiskUse", options.allow_disk_use);
+    append(&mut fields, "bypassDocumentValidation", options.bypass_document_validation);
+    fields.extend(common_fields(
+        options.collation.clone(),
+        options.hint.clone(),
+        options.comment.clone(),
+        options.raw_data,
+    ));
+    append(&mut fields, "let", options.let_vars.clone());
+    append(&mut fields, "maxTimeMS", max_time_ms);
+    append(&mut fields, "readConcern", read_concern);
+    append(&mut fields, "writeConcern", write_concern);
+    fields
 }
 
 /// Whether `pipeline` ends in `$out` or `$merge` (a write).

@@ -1,19 +1,21 @@
 //! `count` (the legacy command, and `estimated_document_count`) and `countDocuments`'
 //! aggregate pipeline. Retryable reads.
 
+use bson::{doc, Document};
+
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::super::op_options::{count_of, first_batch, int};
+use super::super::options::crud::CountOptions;
 use super::append;
-use super::read_on::ReadOn;
+use super::read_on::{common_fields, ReadOn};
 use crate::Result;
-use bson::{doc, Document};
 
 /// `count`, with a filter (the legacy `count`) or without (`estimated_document_count`).
 pub(crate) struct Count<'a> {
     pub read: ReadOn<'a>,
     pub filter: Option<Document>,
-    /// Option fields (`skip`, `limit`, `hint`, `collation`, `comment`), appended as they are.
-    pub fields: Document,
+    /// `skip`, `limit`, `collation`, `hint`, `comment`, `rawData` (the rest is in `read`).
+    pub options: CountOptions,
 }
 
 impl Operation for Count<'_> {
@@ -26,7 +28,10 @@ impl Operation for Count<'_> {
     fn build(&mut self) -> Result<Command> {
         let mut command = doc! {"count": self.read.ns.coll};
         append(&mut command, "query", self.filter.take());
-        command.extend(std::mem::take(&mut self.fields));
+        let o = &mut self.options;
+        append(&mut command, "skip", o.skip.map(int));
+        append(&mut command, "limit", o.limit.map(int));
+        command.extend(common_fields(o.collation.take(), o.hint.take(), o.comment.take(), o.raw_data));
         self.read.finish(&mut command);
         Ok(command.into())
     }
@@ -41,10 +46,8 @@ impl Operation for Count<'_> {
 pub(crate) struct CountDocuments<'a> {
     pub read: ReadOn<'a>,
     pub filter: Document,
-    pub skip: Option<u64>,
-    pub limit: Option<u64>,
-    /// Option fields (`hint`, `collation`, `comment`), appended as they are.
-    pub fields: Document,
+    /// `skip`, `limit` (pipeline stages), `collation`, `hint`, `comment`, `rawData`.
+    pub options: CountOptions,
 }
 
 impl Operation for CountDocuments<'_> {
@@ -56,15 +59,16 @@ impl Operation for CountDocuments<'_> {
 
     fn build(&mut self) -> Result<Command> {
         let mut pipeline = vec![doc! {"$match": std::mem::take(&mut self.filter)}];
-        if let Some(skip) = self.skip {
+        let o = &mut self.options;
+        if let Some(skip) = o.skip {
             pipeline.push(doc! {"$skip": int(skip)});
         }
-        if let Some(limit) = self.limit {
+        if let Some(limit) = o.limit {
             pipeline.push(doc! {"$limit": int(limit)});
         }
         pipeline.push(doc! {"$group": {"_id": 1, "n": {"$sum": 1}}});
         let mut command = doc! {"aggregate": self.read.ns.coll, "pipeline": pipeline, "cursor": {}};
-        command.extend(std::mem::take(&mut self.fields));
+        command.extend(common_fields(o.collation.take(), o.hint.take(), o.comment.take(), o.raw_data));
         self.read.finish(&mut command);
         Ok(command.into())
     }

@@ -1,17 +1,19 @@
 //! `distinct`: a retryable read.
 
-use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
-use super::read_on::ReadOn;
-use crate::Result;
 use bson::{doc, Bson, Document};
+
+use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
+use super::super::options::crud::DistinctOptions;
+use super::read_on::{common_fields, ReadOn};
+use crate::Result;
 
 /// `distinct`: a field's distinct values among matching documents.
 pub(crate) struct Distinct<'a> {
     pub read: ReadOn<'a>,
     pub field: String,
     pub filter: Document,
-    /// Option fields (`collation`, `comment`, `hint`), appended as they are.
-    pub fields: Document,
+    /// `collation`, `hint`, `comment`, `rawData` (the rest is in `read`).
+    pub options: DistinctOptions,
 }
 
 impl Operation for Distinct<'_> {
@@ -24,7 +26,8 @@ impl Operation for Distinct<'_> {
     fn build(&mut self) -> Result<Command> {
         let filter = std::mem::take(&mut self.filter);
         let mut command = doc! {"distinct": self.read.ns.coll, "key": &self.field, "query": filter};
-        command.extend(std::mem::take(&mut self.fields));
+        let o = &mut self.options;
+        command.extend(common_fields(o.collation.take(), o.hint.take(), o.comment.take(), o.raw_data));
         self.read.finish(&mut command);
         Ok(command.into())
     }

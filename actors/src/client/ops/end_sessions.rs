@@ -1,10 +1,11 @@
 //! `endSessions`: the server may forget the client's idle sessions (at shutdown).
 
+use bson::{doc, Bson};
+use selection::ReadPreference;
+
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use crate::selection_actor::Criteria;
 use crate::Result;
-use bson::{doc, Bson};
-use selection::ReadPreference;
 
 /// `endSessions` of up to 10,000 session ids, sent without a session of its own.
 pub(crate) struct EndSessions {

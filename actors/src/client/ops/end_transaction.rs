@@ -1,9 +1,10 @@
 //! `commitTransaction` and `abortTransaction`, on `admin`.
 
+use bson::{doc, Document};
+
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::append;
 use crate::Result;
-use bson::{doc, Document};
 
 /// How a transaction ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

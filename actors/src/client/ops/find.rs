@@ -1,6 +1,8 @@
 //! `find`: a cursor, or `find_one`'s single document read from the first batch. A retryable
 //! read; every field of the command is built here from [`FindOptions`].
 
+use bson::Document;
+
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::super::op_options::{int, CursorType};
 use super::super::options::crud::FindOptions;
@@ -8,7 +10,6 @@ use super::cursor_reply::CursorReply;
 use super::read_on::ReadOn;
 use super::RawCommand;
 use crate::Result;
-use bson::Document;
 
 /// `find`, opening a cursor.
 pub(crate) struct Find<'a> {

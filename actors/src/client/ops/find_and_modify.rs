@@ -1,11 +1,12 @@
 //! `findAndModify`: `find_one_and_delete`, `find_one_and_update` and
 //! `find_one_and_replace`. A retryable write.
 
+use bson::{doc, Bson, Document};
+
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::super::options::crud::{FindAndModifyFields, ReturnDocument};
 use super::{append, Namespace};
 use crate::Result;
-use bson::{doc, Bson, Document};
 
 /// `findAndModify`: deletes (`change: None`), replaces or updates one document and returns
 /// it. A retryable write.

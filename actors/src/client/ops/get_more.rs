@@ -1,11 +1,12 @@
 //! `getMore`: the next batch of a cursor, on the server (and connection) that opened it.
 
+use bson::{doc, Bson};
+use selection::ReadPreference;
+
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::cursor_reply::{batch, NextBatch};
 use crate::selection_actor::Criteria;
 use crate::Result;
-use bson::{doc, Bson};
-use selection::ReadPreference;
 
 /// `getMore`: the next batch of a cursor, on its server. Never retried.
 pub(crate) struct GetMore<'a> {

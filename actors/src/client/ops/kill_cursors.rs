@@ -1,10 +1,11 @@
 //! `killCursors`: ends a cursor the client no longer reads.
 
+use bson::doc;
+use selection::ReadPreference;
+
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use crate::selection_actor::Criteria;
 use crate::Result;
-use bson::doc;
-use selection::ReadPreference;
 
 /// `killCursors`: closes a cursor on its server. Never retried.
 pub(crate) struct KillCursors<'a> {

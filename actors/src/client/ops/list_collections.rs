@@ -1,12 +1,13 @@
 //! `listCollections`: a retryable read on the primary, opening a cursor.
 
+use bson::{doc, Document};
+use selection::ReadPreference;
+
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::cursor_options;
 use super::cursor_reply::CursorReply;
 use crate::selection_actor::Criteria;
 use crate::Result;
-use bson::{doc, Document};
-use selection::ReadPreference;
 
 /// `listCollections`, opening a cursor.
 pub(crate) struct ListCollections {

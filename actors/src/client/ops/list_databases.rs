@@ -1,10 +1,11 @@
 //! `listDatabases`: a retryable read on the primary.
 
+use bson::{Bson, Document};
+use selection::ReadPreference;
+
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use crate::selection_actor::Criteria;
 use crate::Result;
-use bson::{Bson, Document};
-use selection::ReadPreference;
 
 /// `listDatabases` on `admin`: one document a database.
 pub(crate) struct ListDatabases {

@@ -1,11 +1,13 @@
 //! What every read of a collection carries: its namespace, the servers it may read from, its
 //! read concern and its legacy `maxTimeMS`, the last fields of its command.
 
+use bson::{Bson, Document};
+
 use super::super::executor::operation::Shape;
+use super::super::options::crud::{Collation, Hint};
 use super::{append, Namespace, RawCommand};
 use crate::selection_actor::Criteria;
 use crate::Result;
-use bson::Document;
 
 /// What every read of a collection carries: where it runs, the servers it may read from,
 /// its read concern and its legacy `maxTimeMS`.
@@ -34,4 +36,19 @@ impl ReadOn<'_> {
         command.append("maxTimeMS", self.max_time_ms)?;
         command.append("readConcern", self.read_concern.take())
     }
+}
+
+/// The option fields every read shares, in the order the CRUD spec lists them.
+pub(super) fn common_fields(
+    collation: Option<Collation>,
+    hint: Option<Hint>,
+    comment: Option<Bson>,
+    raw_data: Option<bool>,
+) -> Document {
+    let mut fields = Document::new();
+    append(&mut fields, "collation", collation);
+    append(&mut fields, "hint", hint);
+    append(&mut fields, "comment", comment);
+    append(&mut fields, "rawData", raw_data);
+    fields
 }

@@ -1,9 +1,10 @@
 //! `run_command`'s command, as the caller wrote it: sent once, its reply taken as it is.
 
+use bson::Document;
+
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use crate::selection_actor::Criteria;
 use crate::Result;
-use bson::Document;
 
 /// A command as the caller wrote it (`run_command`): never retried, its reply returned as is.
 pub(crate) struct RunCommand {

@@ -140,7 +140,7 @@ pub enum ReturnDocument {
     After,
 }
 
-/// Options of [`Collection::find`](super::Collection::find).
+/// Options of [`Collection::find`](crate::Collection::find).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FindOptions {
@@ -206,7 +206,7 @@ pub struct FindOptions {
     pub raw_data: Option<bool>,
 }
 
-/// Options of [`Collection::find_one`](super::Collection::find_one): those of `find` that
+/// Options of [`Collection::find_one`](crate::Collection::find_one): those of `find` that
 /// make sense for one document.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -325,8 +325,8 @@ pub struct AggregateOptions {
     pub raw_data: Option<bool>,
 }
 
-/// Options of [`Collection::count_documents`](super::Collection::count_documents) and the
-/// legacy [`Collection::count`](super::Collection::count).
+/// Options of [`Collection::count_documents`](crate::Collection::count_documents) and the
+/// legacy [`Collection::count`](crate::Collection::count).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct CountOptions {
@@ -358,7 +358,7 @@ pub struct CountOptions {
     pub raw_data: Option<bool>,
 }
 
-/// Options of [`Collection::estimated_document_count`](super::Collection::estimated_document_count).
+/// Options of [`Collection::estimated_document_count`](crate::Collection::estimated_document_count).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct EstimatedDocumentCountOptions {
@@ -382,7 +382,7 @@ pub struct EstimatedDocumentCountOptions {
     pub raw_data: Option<bool>,
 }
 
-/// Options of [`Collection::distinct`](super::Collection::distinct).
+/// Options of [`Collection::distinct`](crate::Collection::distinct).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct DistinctOptions {
@@ -410,7 +410,7 @@ pub struct DistinctOptions {
     pub raw_data: Option<bool>,
 }
 
-/// Options of [`Collection::insert_one`](super::Collection::insert_one).
+/// Options of [`Collection::insert_one`](crate::Collection::insert_one).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct InsertOneOptions {
@@ -430,7 +430,7 @@ pub struct InsertOneOptions {
     pub raw_data: Option<bool>,
 }
 
-/// Options of [`Collection::insert_many`](super::Collection::insert_many).
+/// Options of [`Collection::insert_many`](crate::Collection::insert_many).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct InsertManyOptions {
@@ -485,7 +485,7 @@ pub struct UpdateOptions {
     pub raw_data: Option<bool>,
 }
 
-/// Options of [`Collection::replace_one`](super::Collection::replace_one).
+/// Options of [`Collection::replace_one`](crate::Collection::replace_one).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ReplaceOptions {
@@ -541,7 +541,7 @@ pub struct DeleteOptions {
     pub raw_data: Option<bool>,
 }
 
-/// Options of [`Collection::find_one_and_delete`](super::Collection::find_one_and_delete).
+/// Options of [`Collection::find_one_and_delete`](crate::Collection::find_one_and_delete).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FindOneAndDeleteOptions {
@@ -573,7 +573,7 @@ pub struct FindOneAndDeleteOptions {
     pub raw_data: Option<bool>,
 }
 
-/// Options of [`Collection::find_one_and_replace`](super::Collection::find_one_and_replace).
+/// Options of [`Collection::find_one_and_replace`](crate::Collection::find_one_and_replace).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FindOneAndReplaceOptions {
@@ -611,7 +611,7 @@ pub struct FindOneAndReplaceOptions {
     pub raw_data: Option<bool>,
 }
 
-/// Options of [`Collection::find_one_and_update`](super::Collection::find_one_and_update).
+/// Options of [`Collection::find_one_and_update`](crate::Collection::find_one_and_update).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FindOneAndUpdateOptions {

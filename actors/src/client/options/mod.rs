@@ -8,11 +8,13 @@
 //! | [`admin`] | commands on namespaces and indexes, `run_command` |
 
 pub mod admin;
+pub mod change_stream;
 pub mod client;
 pub mod crud;
 pub mod handle;
 
 pub use self::admin::*;
+pub use self::change_stream::*;
 pub use self::client::*;
 pub use self::crud::*;
 pub use self::handle::*;

@@ -10,8 +10,8 @@ use super::super::concern::{ReadConcern, WriteConcern};
 /// Options of [`Client::start_session_with_options`](crate::Client::start_session_with_options).
 #[derive(Debug, Clone, Default)]
 pub struct SessionOptions {
-    /// `defaultTimeoutMS`: the timeoutMS of [`ClientSession::commit_transaction`],
-    /// [`ClientSession::abort_transaction`] and [`ClientSession::with_transaction`] when the
+    /// `defaultTimeoutMS`: the timeoutMS of [`ClientSession::commit_transaction`](crate::ClientSession::commit_transaction),
+    /// [`ClientSession::abort_transaction`](crate::ClientSession::abort_transaction) and [`ClientSession::with_transaction`](crate::ClientSession::with_transaction) when the
     /// call sets none (`Some(Duration::ZERO)`: no limit). `None` inherits the client's.
     pub default_timeout: Option<Duration>,
     /// `causalConsistency`: each read sees the session's earlier reads and writes (it sends
@@ -22,16 +22,16 @@ pub struct SessionOptions {
     /// {level: "snapshot", atClusterTime}`, the time of its first read). MongoDB 5.0+;
     /// no transactions, no writes, and not with `causal_consistency: Some(true)`.
     pub snapshot: Option<bool>,
-    /// `defaultTransactionOptions`: what [`ClientSession::start_transaction`] uses for the
+    /// `defaultTransactionOptions`: what [`ClientSession::start_transaction`](crate::ClientSession::start_transaction) uses for the
     /// options it is not given.
     pub default_transaction_options: Option<TransactionOptions>,
     /// `snapshotTime`: the time a snapshot session reads at (another snapshot session's
-    /// [`ClientSession::snapshot_time`]); `None`: the time of its first read. Only with
+    /// [`ClientSession::snapshot_time`](crate::ClientSession::snapshot_time)); `None`: the time of its first read. Only with
     /// `snapshot`.
     pub snapshot_time: Option<Timestamp>,
 }
 
-/// Options of a transaction ([`ClientSession::start_transaction_with`], or a session's
+/// Options of a transaction ([`ClientSession::start_transaction_with`](crate::ClientSession::start_transaction_with), or a session's
 /// [`SessionOptions::default_transaction_options`]). Each option left `None` comes from the
 /// session's default transaction options, else from the client.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -49,8 +49,8 @@ pub struct TransactionOptions {
     pub max_commit_time: Option<Duration>,
 }
 
-/// Options of [`ClientSession::commit_transaction_with`] and
-/// [`ClientSession::abort_transaction_with`].
+/// Options of [`ClientSession::commit_transaction_with`](crate::ClientSession::commit_transaction_with) and
+/// [`ClientSession::abort_transaction_with`](crate::ClientSession::abort_transaction_with).
 #[derive(Debug, Clone, Default)]
 pub struct EndTransactionOptions {
     /// timeoutMS of this call (`Some(Duration::ZERO)`: no limit); `None` uses the session's
@@ -58,7 +58,7 @@ pub struct EndTransactionOptions {
     pub timeout: Option<Duration>,
 }
 
-/// Options of [`ClientSession::with_transaction`].
+/// Options of [`ClientSession::with_transaction`](crate::ClientSession::with_transaction).
 #[derive(Debug, Clone, Default)]
 pub struct WithTransactionOptions {
     /// timeoutMS of the whole call, retries included (`Some(Duration::ZERO)`: no limit);

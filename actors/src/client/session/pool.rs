@@ -7,9 +7,9 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Binary, Document};
+use parking_lot::Mutex;
 
 use super::tracking::Tracking;
-use parking_lot::Mutex;
 
 /// A session is not reused when it would expire within this margin (the spec's one minute).
 const EXPIRY_MARGIN: Duration = Duration::from_secs(60);

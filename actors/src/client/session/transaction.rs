@@ -38,6 +38,7 @@ use super::super::executor::{Binding, ExplicitSession, SessionUse};
 use super::super::inner::ClientInner;
 use super::super::ops::end_transaction::{EndTransaction, Outcome};
 use super::super::timeout::{self, Limits};
+
 #[cfg(doc)]
 use super::options::SessionOptions;
 use super::options::{EndTransactionOptions, TransactionOptions, WithTransactionOptions};

@@ -185,7 +185,7 @@ impl ClientFirst {
     }
 
     /// Reads the server-first message: the nonce must extend ours, and the iteration count
-    /// lie between [`MIN_ITERATIONS`] (4,096) and [`MAX_ITERATIONS`].
+    /// lie between 4,096 (the spec's minimum) and [`MAX_ITERATIONS`].
     pub fn parse(&self, server_first: &str) -> Result<ServerFirst, ScramError> {
         let mut nonce = None;
         let mut salt = None;

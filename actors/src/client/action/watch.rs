@@ -1,0 +1,119 @@
+//! The `watch` builder of clients, databases and collections.
+
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use bson::{doc, Bson, Document, Timestamp};
+use selection::ReadPreference;
+
+use super::super::action::{into_future, option_setters};
+use super::super::change_stream::event::{ChangeStreamEvent, ResumeToken};
+use super::super::change_stream::spec::{Spec, Start, Target};
+use super::super::change_stream::ChangeStream;
+use super::super::concern::ReadConcern;
+use super::super::database::Database;
+use super::super::inner::Client;
+use super::super::op_options::check_max_await;
+use super::super::options::change_stream::{
+    ChangeStreamOptions, FullDocumentBeforeChangeType, FullDocumentType,
+};
+use super::super::options::crud::Collation;
+use super::super::session::ClientSession;
+use crate::Result;
+
+/// A `watch`: see [`Collection::watch`](super::super::Collection::watch). Gives a
+/// [`ChangeStream`] of [`ChangeStreamEvent<T>`]s.
+#[must_use = "an operation does nothing until it is awaited"]
+pub struct Watch<'a, T = Document> {
+    target: Target,
+    pipeline: Vec<Document>,
+    options: ChangeStreamOptions,
+    session: Option<&'a mut ClientSession>,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<'a, T> Watch<'a, T> {
+    fn new(target: Target) -> Self {
+        Watch {
+            target,
+            pipeline: Vec::new(),
+            options: ChangeStreamOptions::default(),
+            session: None,
+            _type: PhantomData,
+        }
+    }
+
+    /// The stages after `$changeStream` (`$match`, `$project`, ... on the events).
+    pub fn pipeline(mut self, pipeline: impl IntoIterator<Item = Document>) -> Self {
+        self.pipeline = pipeline.into_iter().collect();
+        self
+    }
+
+    option_setters!(options: ChangeStreamOptions;
+        full_document: FullDocumentType,
+        full_document_before_change: FullDocumentBeforeChangeType,
+        resume_after => ResumeToken,
+        start_after => ResumeToken,
+        start_at_operation_time: Timestamp,
+        show_expanded_events: bool,
+        batch_size: u32,
+        max_await_time: Duration,
+        collation: Collation,
+        comment => Bson,
+        read_concern: ReadConcern,
+        read_preference: ReadPreference,
+        timeout: Duration,
+    );
+
+    /// Events whose full documents are `U`s.
+    pub fn with_type<U>(self) -> Watch<'a, U> {
+        let Watch { target, pipeline, options, session, .. } = self;
+        Watch { target, pipeline, options, session, _type: PhantomData }
+    }
+
+    async fn execute(self) -> Result<ChangeStream<ChangeStreamEvent<T>>> {
+        let Watch { target, pipeline, options, session, .. } = self;
+        let timeout = super::super::timeout::inherit(target.settings.timeout, options.timeout);
+        check_max_await(timeout, options.max_await_time)?;
+        let start = Start {
+            resume_after: options.resume_after.clone(),
+            start_after: options.start_after.clone(),
+            start_at_operation_time: options.start_at_operation_time,
+        };
+        ChangeStream::open(Spec { target, pipeline, options, timeout }, &start, session).await
+    }
+}
+
+impl<T> super::super::Collection<T> {
+    /// A change stream of this collection's events (MongoDB replica sets and sharded
+    /// clusters; a standalone server refuses it). Set the pipeline with
+    /// [`Watch::pipeline`].
+    pub fn watch(&self) -> Watch<'_, T> {
+        let h = self.handle();
+        Watch::new(Target {
+            db: h.db.clone(),
+            coll: Some(h.coll.to_string()),
+            settings: h.settings.clone(),
+            cluster: false,
+        })
+    }
+}
+
+impl Database {
+    /// A change stream of the events of every collection of this database.
+    pub fn watch(&self) -> Watch<'_, Document> {
+        Watch::new(Target { db: self.clone(), coll: None, settings: self.settings().clone(), cluster: false })
+    }
+}
+
+impl Client {
+    /// A change stream of the events of every database of the deployment (an `aggregate` on
+    /// `admin` with `allChangesForCluster`).
+    pub fn watch(&self) -> Watch<'_, Document> {
+        let db = self.database("admin");
+        let settings = db.settings().clone();
+        Watch::new(Target { db, coll: None, settings, cluster: true })
+    }
+}
+
+into_future!(Watch<'a, T> => ChangeStream<ChangeStreamEvent<T>>, where T: Send + Sync + 'static);
