@@ -160,6 +160,7 @@ impl<'a> Handle<'a> {
     }
 
     /// An operation's `timeoutMS`: its own over this handle's.
+    #[inline]
     pub(crate) fn op_timeout(&self, timeout: Option<Duration>) -> Option<Duration> {
         super::timeout::inherit(self.settings.timeout, timeout)
     }
@@ -167,6 +168,7 @@ impl<'a> Handle<'a> {
     /// The opening every builder shares: an operation inside a transaction may not set its
     /// own read or write concern (`read_concern`, `write_concern`: it sets one), and its
     /// `timeoutMS` is its own over this handle's.
+    #[inline]
     pub(crate) fn begin(
         &self,
         session: Option<&ClientSession>,
@@ -179,6 +181,7 @@ impl<'a> Handle<'a> {
     }
 
     /// [`begin`](Self::begin) for a read, with where it reads ([`read_on`](Self::read_on)).
+    #[inline]
     pub(crate) fn begin_read(
         &self,
         session: Option<&ClientSession>,
@@ -211,6 +214,7 @@ impl<'a> Handle<'a> {
     /// A read of this collection: from `read_preference` (`None`: this handle's), with
     /// `read_concern` (`None`: this handle's) and a legacy `max_time` (sent only without a
     /// `timeoutMS`).
+    #[inline]
     pub(crate) fn read_on(
         &self,
         read_preference: Option<ReadPreference>,

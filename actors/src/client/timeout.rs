@@ -121,11 +121,13 @@ pub(crate) struct Limits {
 
 impl Limits {
     /// `timeout` from now.
+    #[inline]
     pub(crate) fn new(timeout: Option<Duration>) -> Limits {
         Limits::until(timeout, deadline(timeout))
     }
 
     /// A deadline fixed earlier (a cursor's lifetime starts with its first command).
+    #[inline]
     pub(crate) fn until(timeout: Option<Duration>, deadline: Option<Instant>) -> Limits {
         Limits { timeout, deadline, send_max_time: true }
     }
@@ -133,6 +135,7 @@ impl Limits {
     /// With `send: false` the deadline stays client-side: no `maxTimeMS` (a cursor in
     /// ITERATION mode, a `getMore`).
     #[must_use]
+    #[inline]
     pub(crate) fn sending_max_time(self, send: bool) -> Limits {
         Limits { send_max_time: send, ..self }
     }

@@ -98,10 +98,15 @@ impl ClientInner {
                 return Err(Box::pin(self.round_trip_failure(conn, session, e)).await);
             }
         };
-        self.read_reply(conn, op, session, &attempt, &monitoring, raw).await
+        let (reply, error) = self.observe_reply(session, &attempt, raw);
+        if let Some(e) = &error {
+            Box::pin(self.report_state_change(conn, e)).await;
+        }
+        conclude(conn, op, &attempt, &monitoring, reply, error)
     }
 
     /// The bytes `op` sends on `conn` in this attempt (see [`command_for`]).
+    #[inline]
     fn command(
         &self,
         conn: &PooledConnection<Connection>,
@@ -127,18 +132,16 @@ impl ClientInner {
             .map_err(|e| Error::InvalidOptions { message: format!("the command cannot be serialized: {e}") })
     }
 
-    /// What a reply means: the client's and the session's times advance, state change errors
-    /// go to SDAM, and a command error (or, for a write, write and write concern errors)
-    /// fails the attempt.
-    async fn read_reply(
+    /// What a reply tells the client and the session (their `$clusterTime`, the session's
+    /// times and tokens), and the server's error in it, if any (which may be a state change
+    /// for SDAM).
+    #[inline]
+    fn observe_reply(
         &self,
-        conn: &PooledConnection<Connection>,
-        op: &Op,
         session: Option<&mut ServerSession>,
         attempt: &Attempt,
-        monitoring: &Monitoring<'_>,
         raw: RawDocumentBuf,
-    ) -> Result<Reply> {
+    ) -> (Reply, Option<Box<ServerError>>) {
         // Read from the bytes: nothing here builds the reply's `Document` when the command
         // succeeded and no session tracks causal consistency.
         let scan = protocol::reply::scan_raw_reply(&raw);
@@ -151,25 +154,7 @@ impl ClientInner {
             t.observe(&reply, attempt.transaction.is_some());
         }
         let error = if clean { None } else { protocol::reply::reply_error(&reply) };
-        if let Some(e) = &error {
-            Box::pin(self.report_state_change(conn, e)).await;
-        }
-        // Write errors and write concern errors fail only writes.
-        let Some(mut error) = error.filter(|e| e.command_failed || op.check_write) else {
-            monitoring.succeeded(&reply);
-            return Ok(reply);
-        };
-        let max_wire_version = conn.stream_description().max_wire_version;
-        retry::label_legacy_write_error(&mut error, attempt.txn_number.is_some(), max_wire_version);
-        if error.command_failed {
-            let e = Error::Command { address: conn.address().clone(), error };
-            monitoring.failed(e.to_string(), true);
-            Err(e)
-        } else {
-            // ok: 1: the command succeeded as far as monitoring is concerned.
-            monitoring.succeeded(&reply);
-            Err(Error::Command { address: conn.address().clone(), error })
-        }
+        (reply, error)
     }
 
     /// A round trip that failed: a network error marks the session dirty and goes to SDAM.
@@ -224,7 +209,37 @@ impl ClientInner {
     }
 }
 
+/// What a reply means: a command error (or, for a write, write and write concern errors)
+/// fails the attempt; the rest succeeds.
+#[inline]
+fn conclude(
+    conn: &PooledConnection<Connection>,
+    op: &Op,
+    attempt: &Attempt,
+    monitoring: &Monitoring<'_>,
+    reply: Reply,
+    error: Option<Box<ServerError>>,
+) -> Result<Reply> {
+    // Write errors and write concern errors fail only writes.
+    let Some(mut error) = error.filter(|e| e.command_failed || op.check_write) else {
+        monitoring.succeeded(&reply);
+        return Ok(reply);
+    };
+    let max_wire_version = conn.stream_description().max_wire_version;
+    retry::label_legacy_write_error(&mut error, attempt.txn_number.is_some(), max_wire_version);
+    if error.command_failed {
+        let e = Error::Command { address: conn.address().clone(), error };
+        monitoring.failed(e.to_string(), true);
+        Err(e)
+    } else {
+        // ok: 1: the command succeeded as far as monitoring is concerned.
+        monitoring.succeeded(&reply);
+        Err(Error::Command { address: conn.address().clone(), error })
+    }
+}
+
 /// Puts back a session's dirty flag once its exchange ended (see [`ClientInner::attempt`]).
+#[inline]
 fn restore_dirty(session: Option<&mut ServerSession>, was: Option<bool>) {
     if let (Some(s), Some(was)) = (session, was) {
         s.dirty = was;

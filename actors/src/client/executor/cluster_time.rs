@@ -25,6 +25,7 @@ pub(crate) struct ClientClusterTime(Mutex<Option<ClusterTime>>);
 impl ClientClusterTime {
     /// Keeps the greatest `$clusterTime` seen. Read from the reply's bytes: nothing is built
     /// unless the time moved forward.
+    #[inline]
     pub(crate) fn advance(&self, ct: &bson::RawDocument) {
         let Ok(new) = ct.get_timestamp("clusterTime") else { return };
         let mut current = self.0.lock();
@@ -34,6 +35,7 @@ impl ClientClusterTime {
     }
 
     /// The current time, shared (the lock is held only to clone the pointer).
+    #[inline]
     pub(crate) fn get(&self) -> Option<ClusterTime> {
         self.0.lock().clone()
     }
@@ -65,6 +67,7 @@ pub(crate) enum ToSend {
 
 impl ToSend {
     /// The greater of `client`'s time and `session`'s.
+    #[inline]
     pub(crate) fn choose(
         client: &ClientClusterTime,
         session: Option<&Document>,
@@ -82,6 +85,7 @@ impl ToSend {
     }
 
     /// The document to send.
+    #[inline]
     pub(crate) fn as_raw(&self) -> Option<&bson::RawDocument> {
         match self {
             ToSend::Session(s) => Some(s),

@@ -61,6 +61,7 @@ pub(super) struct AttemptArguments<'a> {
 /// command already has is replaced where it stands, one it lacks is appended, as
 /// `Document::insert` would; `args.drop` names a field left out. The command is serialized
 /// once and copied element by element: no `Document` is cloned.
+#[inline]
 pub(super) fn command_for(op: &Op, args: &AttemptArguments<'_>) -> BsonResult<RawDocumentBuf> {
     // Values built for this attempt live here; `globals` borrows them and the rest.
     let read_preference = match &op.criteria {
@@ -122,6 +123,7 @@ pub(super) fn command_for(op: &Op, args: &AttemptArguments<'_>) -> BsonResult<Ra
 
 /// The `readConcern` an explicit session adds (causal consistency and snapshot reads): to a
 /// read outside a transaction, or to the statement that starts one.
+#[inline]
 fn session_read_concern(
     op: &Op,
     t: &Tracking,
@@ -142,6 +144,7 @@ fn session_read_concern(
 }
 
 /// The command's bytes with `globals` in place and `drop` left out.
+#[inline]
 fn assemble(
     op: &Op,
     globals: &[(&'static str, RawBsonRef<'_>)],
@@ -184,11 +187,13 @@ fn assemble(
 }
 
 /// The `$readPreference` to send for a read, per the server selection spec.
+#[inline]
 fn read_preference_document(args: &AttemptArguments<'_>, rp: &ReadPreference) -> Option<Document> {
     selection::read_preference_for_command(args.topology_type, args.server_type, Some(rp))
 }
 
 /// About the bytes `value` takes in a document (to reserve room; not exact for every type).
+#[inline]
 fn raw_size(value: &RawBsonRef<'_>) -> usize {
     match value {
         RawBsonRef::Document(d) => d.as_bytes().len(),
@@ -210,6 +215,7 @@ impl Default for Globals<'_> {
 }
 
 impl<'a> Globals<'a> {
+    #[inline]
     fn push(&mut self, key: &'static str, value: RawBsonRef<'a>) {
         debug_assert!(self.len < self.items.len(), "a thirteenth global argument");
         if let Some(slot) = self.items.get_mut(self.len) {
@@ -218,6 +224,7 @@ impl<'a> Globals<'a> {
         }
     }
 
+    #[inline]
     fn as_slice(&self) -> &[(&'static str, RawBsonRef<'a>)] {
         &self.items[..self.len]
     }

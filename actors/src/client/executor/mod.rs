@@ -164,6 +164,7 @@ impl<'a> Run<'a> {
 
     /// Whether the operation takes an implicit session: on the first attempt, when the
     /// deployment supports sessions. It is taken after the check-out.
+    #[inline]
     fn plan_implicit_session(&mut self, sessions: Option<Option<i64>>) {
         let first = !self.retry.is_retry();
         if let (SessionUse::Implicit, None, true, Some(timeout)) =
@@ -175,6 +176,7 @@ impl<'a> Run<'a> {
     }
 
     /// Takes the planned implicit session (a connection is checked out).
+    #[inline]
     fn take_implicit_session(&mut self, client: &ClientInner) {
         if self.wants_implicit && self.implicit.is_none() {
             self.implicit = Some(client.sessions.acquire(self.session_timeout));
@@ -182,6 +184,7 @@ impl<'a> Run<'a> {
     }
 
     /// Whether `op` may be retried on a server of type `server` (see [`Retrying::allowed`]).
+    #[inline]
     fn retryable(&self, op: &Op, server: ServerType, client: &ClientInner) -> bool {
         let in_transaction = matches!(self.session, SessionUse::Transaction { .. });
         let has_session =
@@ -190,6 +193,7 @@ impl<'a> Run<'a> {
     }
 
     /// Gives a retryable write its `txnNumber` (once: its retry reuses it).
+    #[inline]
     fn number_the_write(&mut self) {
         if self.txn_number.is_none() {
             self.txn_number = match &mut self.session {
@@ -202,6 +206,7 @@ impl<'a> Run<'a> {
 
     /// The session and the ids of the next attempt; CSOT's `maxTimeMS` from the server's
     /// minimum RTT (an error when no time is left for the round trip).
+    #[inline]
     fn attempt(
         &mut self,
         limits: Limits,
@@ -227,6 +232,7 @@ impl<'a> Run<'a> {
     }
 
     /// The session an open cursor keeps: the implicit one, or a copy of an explicit one's id.
+    #[inline]
     fn session_for_cursor(&mut self, cursor_open: bool) -> Option<ServerSession> {
         if !cursor_open {
             return None;
@@ -253,6 +259,7 @@ struct Located {
 impl Located {
     /// Where selection sent the attempt (the selected server itself stays with the caller:
     /// it counts the operation against its server until dropped).
+    #[inline]
     fn of(selected: &SelectedServer) -> Located {
         Located {
             address: selected.address().clone(),
@@ -338,13 +345,18 @@ impl ClientInner {
             };
             let attempt = match checked_out {
                 Err(e) => Err(e),
-                Ok(conn) => {
-                    let pin = connection.as_deref_mut();
+                Ok(mut conn) => {
                     let min_rtt = handle.as_ref().map(|h| h.rtt.min()).unwrap_or_default();
-                    // Boxed: an operation waiting for its check-out or selection (a burst far
-                    // over capacity) holds no room for the round trip's state.
-                    let on = On { target: &target, retryable, min_rtt, operation_id, limits };
-                    Box::pin(self.attempt_on(conn, pin, &op, &mut run, on)).await
+                    let reply =
+                        match self.prepare_attempt(&mut run, &op, retryable, limits, min_rtt, operation_id) {
+                            // Boxed: an operation waiting for its check-out or selection (a
+                            // burst far over capacity) holds no room for the round trip's state.
+                            Ok((session, ids)) => {
+                                Box::pin(self.attempt(&mut conn, &target, &op, session, ids)).await
+                            }
+                            Err(e) => Err(e),
+                        };
+                    leave_connection(conn, connection.as_deref_mut(), reply)
                 }
             };
             drop(selected);
@@ -364,6 +376,7 @@ impl ClientInner {
     }
 
     /// What selection is asked for an attempt: a retry avoids the servers that failed.
+    #[inline]
     fn selection_request(
         &self,
         op: &Op,
@@ -382,6 +395,7 @@ impl ClientInner {
 
     /// Where the attempt runs: the selected server, the pinned connection's, or the named
     /// server (a cursor's).
+    #[inline]
     fn locate(
         &self,
         selected: Option<&SelectedServer>,
@@ -396,39 +410,30 @@ impl ClientInner {
         }
     }
 
-    /// One attempt on `conn`: the implicit session and the write's number are taken now,
-    /// then the round trip ([`ClientInner::attempt`]). A pinned operation leaves its
-    /// connection in `pin` for the caller.
-    async fn attempt_on(
+    /// What an attempt on a checked-out connection sends: the implicit session and the
+    /// write's number are taken now; CSOT's `maxTimeMS` comes from the server's minimum RTT,
+    /// checked after the check-out (a failure returns the connection unsent).
+    #[inline]
+    fn prepare_attempt<'r>(
         &self,
-        mut conn: PooledConnection<Connection>,
-        pin: Option<&mut Option<PooledConnection<Connection>>>,
+        run: &'r mut Run<'_>,
         op: &Op,
-        run: &mut Run<'_>,
-        on: On<'_>,
-    ) -> Attempted {
+        retryable: bool,
+        limits: Limits,
+        min_rtt: std::time::Duration,
+        operation_id: i64,
+    ) -> Result<(Option<&'r mut ServerSession>, Attempt)> {
         run.take_implicit_session(self);
-        if op.retry == Retry::Write && on.retryable {
+        if op.retry == Retry::Write && retryable {
             run.number_the_write();
         }
-        // CSOT: maxTimeMS from the server's minimum RTT, checked after the check-out; a
-        // failure here returns the connection unsent.
-        let reply = match run.attempt(on.limits, on.min_rtt, on.operation_id) {
-            Ok((session, ids)) => self.attempt(&mut conn, on.target, op, session, ids).await,
-            Err(e) => Err(e),
-        };
-        match pin {
-            Some(slot) => {
-                *slot = Some(conn);
-                reply.map(|r| (r, None))
-            }
-            None => reply.map(|r| (r, Some(conn))),
-        }
+        run.attempt(limits, min_rtt, operation_id)
     }
 
     /// The operation's output: an open cursor keeps the session (an explicit one lends a
     /// copy of its id) and, in load-balanced mode, the connection; an implicit session goes
     /// back to the pool otherwise; errors become timeouts past the deadline.
+    #[inline]
     fn finish(
         &self,
         op: &Op,
@@ -518,16 +523,25 @@ impl ClientInner {
     }
 }
 
-/// What an attempt runs on, besides its connection.
-struct On<'a> {
-    target: &'a Target,
-    retryable: bool,
-    min_rtt: std::time::Duration,
-    operation_id: i64,
-    limits: Limits,
+/// A pinned operation leaves its connection in `pin` for the caller; otherwise the attempt
+/// returns it with the reply.
+#[inline]
+fn leave_connection(
+    conn: PooledConnection<Connection>,
+    pin: Option<&mut Option<PooledConnection<Connection>>>,
+    reply: Result<operation::Reply>,
+) -> Attempted {
+    match pin {
+        Some(slot) => {
+            *slot = Some(conn);
+            reply.map(|r| (r, None))
+        }
+        None => reply.map(|r| (r, Some(conn))),
+    }
 }
 
 /// Whether the topology supports sessions, and their timeout.
+#[inline]
 fn session_support(topology_type: TopologyType, timeout: Option<i64>) -> Option<Option<i64>> {
     match (topology_type, timeout) {
         (_, Some(t)) => Some(Some(t)),
@@ -546,12 +560,14 @@ fn pool_closed(address: &ServerAddress) -> Error {
 }
 
 /// What `snapshot` says of `address`.
+#[inline]
 fn target_in(snapshot: &TopologySnapshot, address: &ServerAddress) -> Target {
     let server_type = snapshot.server(address).map_or(ServerType::Unknown, |d| d.server_type);
     Target { topology_type: snapshot.description.topology_type(), server_type }
 }
 
 /// Session support in `snapshot` (see [`session_support`]).
+#[inline]
 fn sessions_in(snapshot: &TopologySnapshot) -> Option<Option<i64>> {
     session_support(
         snapshot.description.topology_type(),

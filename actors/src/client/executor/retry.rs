@@ -52,6 +52,7 @@ impl Retrying {
     /// Whether `op` may be retried on a server of type `server` (never inside a
     /// transaction; a write only with a session, on a replica set or a sharded cluster, and
     /// acknowledged).
+    #[inline]
     pub(super) fn allowed(
         op: &Op,
         in_transaction: bool,
@@ -75,26 +76,31 @@ impl Retrying {
     }
 
     /// Whether an attempt failed before this one.
+    #[inline]
     pub(super) fn is_retry(&self) -> bool {
         self.first_error.is_some()
     }
 
     /// The pending retry is backpressure's (allowed whatever the operation's own rules).
+    #[inline]
     pub(super) fn is_overload_retry(&self) -> bool {
         self.overload_retry
     }
 
     /// The error a retry that cannot run returns: the first attempt's.
+    #[inline]
     pub(super) fn take_first_error(&mut self) -> Option<Error> {
         self.first_error.take()
     }
 
     /// The backoff to wait before the next attempt.
+    #[inline]
     pub(super) fn take_backoff(&mut self) -> Option<Duration> {
         self.backoff.take()
     }
 
     /// The servers selection avoids for the next attempt.
+    #[inline]
     pub(super) fn deprioritized(&self) -> &[ServerAddress] {
         &self.deprioritized
     }
