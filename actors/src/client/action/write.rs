@@ -25,6 +25,7 @@ use super::super::options::crud::{
     FindOneAndUpdateOptions, Hint, InsertManyOptions, InsertOneOptions, ReplaceOptions, ReturnDocument,
     UpdateModifications, UpdateOptions,
 };
+use super::super::session::transaction::refuse_own_concerns;
 use super::super::session::ClientSession;
 use super::{decode, encode, encode_raw, into_future, option_setters, to_raw};
 use crate::results::{BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult};
@@ -444,7 +445,7 @@ impl<'a, T: DeserializeOwned + 'static> FindOneAndDelete<'a, T> {
 
     async fn execute(self) -> Result<Option<T>> {
         let FindOneAndDelete { handle, filter, options, session, .. } = self;
-        handle.begin(session.as_deref(), false, options.write_concern.is_some(), None)?;
+        refuse_own_concerns(session.as_deref(), false, options.write_concern.is_some())?;
         find_and_modify(handle, filter, None, options.into(), session).await
     }
 }
@@ -480,7 +481,7 @@ impl<'a, T: DeserializeOwned + 'static> FindOneAndReplace<'a, T> {
 
     async fn execute(self) -> Result<Option<T>> {
         let FindOneAndReplace { handle, filter, replacement, options, session, .. } = self;
-        handle.begin(session.as_deref(), false, options.write_concern.is_some(), None)?;
+        refuse_own_concerns(session.as_deref(), false, options.write_concern.is_some())?;
         let replacement = replacement?;
         check_replacement(&replacement)?;
         find_and_modify(handle, filter, Some(Bson::Document(replacement)), options.into(), session).await
@@ -519,7 +520,7 @@ impl<'a, T: DeserializeOwned + 'static> FindOneAndUpdate<'a, T> {
 
     async fn execute(self) -> Result<Option<T>> {
         let FindOneAndUpdate { handle, filter, update, options, session, .. } = self;
-        handle.begin(session.as_deref(), false, options.write_concern.is_some(), None)?;
+        refuse_own_concerns(session.as_deref(), false, options.write_concern.is_some())?;
         check_modifications(&update)?;
         find_and_modify(handle, filter, Some(update.into()), options.into(), session).await
     }
