@@ -498,3 +498,30 @@ fn the_reader_resolves_re_exports_and_nested_use_trees() {
     assert!(!m.named.iter().any(|p| p.contains(&"q".to_string())), "test modules are left out");
     assert!(m.defines.contains("f"));
 }
+
+/// One builder per file in `client/action/`: a builder is a `#[must_use]` public struct, and
+/// a file holds at most one (the shared opening of the `find_one_and_*` builders, the macros
+/// and the re-exports hold none).
+#[test]
+fn each_builder_has_a_file_of_its_own() {
+    let dir = root().join("actors/src/client/action");
+    let mut builders = 0;
+    for entry in std::fs::read_dir(&dir).expect("action/") {
+        let path = entry.expect("an entry").path();
+        let code = production_code(&std::fs::read_to_string(&path).expect("a source file"));
+        let lines: Vec<&str> = code.lines().collect();
+        let found: Vec<&str> = lines
+            .windows(2)
+            .filter(|w| w[0].trim_start().starts_with("#[must_use") && w[1].starts_with("pub struct "))
+            .map(|w| w[1])
+            .collect();
+        assert!(found.len() <= 1, "{} holds {} builders: {found:?}", path.display(), found.len());
+        builders += found.len();
+    }
+    // find, find_one, aggregate, count_documents, estimated_document_count, distinct,
+    // insert_one, insert_many, update, replace_one, delete, the three find_one_and_*,
+    // bulk_write, client_bulk_write, watch, create_index, drop_index, list_indexes, drop,
+    // rename, create_collection, list_collections, list_databases, run_command,
+    // run_cursor_command, search_index.
+    assert_eq!(builders, 28);
+}

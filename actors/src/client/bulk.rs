@@ -13,11 +13,11 @@ use bson::{doc, Bson, Document};
 
 use serde::{Deserialize, Serialize};
 
-use super::action::{into_future, option_setters};
-use super::collection::{Collection, Handle};
+use super::collection::Handle;
 use super::concern::{duration_ms, WriteConcern};
 use super::op_options::with_id;
-use super::ops::write::{too_large, WriteKind, WriteReply, MAX_STATEMENT_BYTES};
+use super::ops::statement::{check_modifications, delete_statement, UpdateStatement};
+use super::ops::write::{option_fields, too_large, WriteKind, WriteReply, MAX_STATEMENT_BYTES};
 use super::options::crud::{Collation, Hint, UpdateModifications};
 use super::session::ClientSession;
 use super::timeout;
@@ -174,68 +174,6 @@ impl UpdateManyModel {
     }
 }
 
-/// An update statement (`{q, u, upsert, multi, arrayFilters, collation, hint, sort}`), as the
-/// `update` command takes it.
-pub(crate) struct UpdateStatement {
-    pub filter: Document,
-    pub update: Bson,
-    pub multi: bool,
-    pub upsert: Option<bool>,
-    pub array_filters: Option<Vec<Document>>,
-    pub collation: Option<Collation>,
-    pub hint: Option<Hint>,
-    pub sort: Option<Document>,
-}
-
-impl UpdateStatement {
-    /// The statement document.
-    pub(crate) fn into_document(self) -> Document {
-        let mut s = doc! {"q": self.filter, "u": self.update};
-        if let Some(u) = self.upsert {
-            s.insert("upsert", u);
-        }
-        s.insert("multi", self.multi);
-        if let Some(a) = self.array_filters {
-            s.insert("arrayFilters", a);
-        }
-        if let Some(c) = self.collation {
-            s.insert("collation", c);
-        }
-        if let Some(h) = self.hint {
-            s.insert("hint", h);
-        }
-        if let Some(sort) = self.sort {
-            s.insert("sort", sort);
-        }
-        s
-    }
-}
-
-/// A delete statement (`{q, limit, collation, hint}`).
-pub(crate) fn delete_statement(
-    filter: Document,
-    many: bool,
-    collation: Option<Collation>,
-    hint: Option<Hint>,
-) -> Document {
-    let mut s = doc! {"q": filter, "limit": if many { 0 } else { 1 }};
-    if let Some(c) = collation {
-        s.insert("collation", c);
-    }
-    if let Some(h) = hint {
-        s.insert("hint", h);
-    }
-    s
-}
-
-/// Checks an update: a document of update operators, or a pipeline.
-pub(crate) fn check_modifications(u: &UpdateModifications) -> Result<()> {
-    match u {
-        UpdateModifications::Document(d) => super::op_options::check_update(d),
-        UpdateModifications::Pipeline(_) => Ok(()),
-    }
-}
-
 impl WriteModel {
     fn kind(&self) -> WriteKind {
         match self {
@@ -375,75 +313,36 @@ fn batches(models: Vec<WriteModel>, ordered: bool, result: &mut BulkWriteResult)
         if let Some(id) = id {
             result.inserted_ids.insert(index, id);
         }
-        push_statement(&mut out, kind, super::action::to_raw(&statement)?, index, multi)?;
+        push_statement(&mut out, kind, super::codec::to_raw(&statement)?, index, multi)?;
     }
     Ok(out)
 }
 
-impl<T> Collection<T> {
-    /// Runs inserts, updates, replaces and deletes in as few commands as the order allows
-    /// (see the module docs). Write errors come back as one [`Error::BulkWrite`] (kind
-    /// [`ErrorKind::Write`](crate::ErrorKind::Write)) whose indexes are the models' indexes
-    /// (ordered: the first one; unordered: all of them; a write concern error does not stop
-    /// the bulk and is reported at the end), with the result of what succeeded. Other errors
-    /// (network, timeout, command) stop the bulk at once: an [`Error::BulkWriteStopped`]
-    /// with that error and what the server confirmed before it.
-    pub fn bulk_write(&self, models: impl IntoIterator<Item = WriteModel>) -> BulkWrite<'_> {
-        BulkWrite {
-            handle: self.handle(),
-            models: models.into_iter().collect(),
-            options: BulkWriteOptions::default(),
-            session: None,
-        }
-    }
-}
-
-/// A collection's `bulk_write`: see [`Collection::bulk_write`].
-#[must_use = "an operation does nothing until it is awaited"]
-pub struct BulkWrite<'a> {
-    handle: Handle<'a>,
+/// Runs a collection's bulk write (see the module docs): groups the models into commands and
+/// runs them under one `timeoutMS`.
+pub(crate) async fn run(
+    handle: Handle<'_>,
     models: Vec<WriteModel>,
     options: BulkWriteOptions,
-    session: Option<&'a mut ClientSession>,
-}
-
-impl<'a> BulkWrite<'a> {
-    option_setters!(options: BulkWriteOptions;
-        bypass_document_validation: bool,
-        comment => Bson,
-        let_vars: Document,
-        ordered: bool,
-        write_concern: WriteConcern,
-        timeout: Duration,
+    session: Option<&mut ClientSession>,
+) -> Result<BulkWriteResult> {
+    let timeout =
+        handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
+    if models.is_empty() {
+        return Err(Error::InvalidOptions { message: "bulk_write needs at least one write".into() });
+    }
+    let ordered = options.ordered.unwrap_or(true);
+    let mut result = BulkWriteResult::default();
+    let batches = batches(models, ordered, &mut result)?;
+    let extra = option_fields(
+        options.bypass_document_validation,
+        options.comment,
+        options.let_vars,
+        options.raw_data,
     );
-
-    async fn execute(self) -> Result<BulkWriteResult> {
-        let BulkWrite { handle, models, options, session } = self;
-        let timeout =
-            handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
-        if models.is_empty() {
-            return Err(Error::InvalidOptions { message: "bulk_write needs at least one write".into() });
-        }
-        let ordered = options.ordered.unwrap_or(true);
-        let mut result = BulkWriteResult::default();
-        let batches = batches(models, ordered, &mut result)?;
-        let mut extra = Document::new();
-        append_opt(&mut extra, "bypassDocumentValidation", options.bypass_document_validation);
-        append_opt(&mut extra, "comment", options.comment);
-        append_opt(&mut extra, "let", options.let_vars);
-        append_opt(&mut extra, "rawData", options.raw_data);
-        let write_concern = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
-        let run = RunBatches { handle, ordered, extra, write_concern, timeout };
-        run.run(batches, result, session).await
-    }
-}
-
-into_future!(BulkWrite<'a> => BulkWriteResult);
-
-fn append_opt(d: &mut Document, key: &str, v: Option<impl Into<Bson>>) {
-    if let Some(v) = v {
-        d.insert(key, v.into());
-    }
+    let write_concern = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
+    let run = RunBatches { handle, ordered, extra, write_concern, timeout };
+    run.run(batches, result, session).await
 }
 
 /// Keeps the `_id`s of the inserts that ran: not those that failed, nor (ordered) those after

@@ -11,7 +11,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::marker::PhantomData;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -20,11 +19,10 @@ use protocol::hello::reply::{bson_to_i64, bson_truthy};
 use protocol::wire::DocumentSequence;
 use serde::{Deserialize, Serialize};
 
-use super::action::{encode, into_future, option_setters};
 use super::bulk::{
-    check_modifications, DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel,
-    WriteModel,
+    DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
 };
+use super::codec::encode;
 use super::collection::Collection;
 use super::concern::{duration_ms, WriteConcern};
 use super::cursor::{Cursor, RawCursor};
@@ -32,6 +30,7 @@ use super::executor::operation::{cursor_id, Command, OpOutput, Operation, Shape,
 use super::inner::Client;
 use super::op_options::{with_id, TimeoutMode};
 use super::ops::cursor_reply::{CursorReply, Docs};
+use super::ops::statement::check_modifications;
 use super::options::crud::{Collation, Hint, UpdateModifications};
 use super::session::ClientSession;
 use super::timeout;
@@ -201,142 +200,85 @@ pub struct ClientBulkWriteOptions {
     pub raw_data: Option<bool>,
 }
 
-impl Client {
-    /// Runs inserts, updates, replaces and deletes on any namespaces with MongoDB 8.0's
-    /// `bulkWrite` command (see the module docs). Build the models with
-    /// [`WriteModel::on`] or a collection's `*_model` helpers
-    /// ([`Collection::insert_one_model`], ...). Gives the totals; call
-    /// [`verbose_results`](ClientBulkWrite::verbose_results) for each write's result.
-    ///
-    /// Errors: [`Error::InvalidOptions`] before anything is sent (no models, an update
-    /// without operators, a replacement with them, `w: 0` with `ordered` or verbose
-    /// results); [`Error::ClientBulkWrite`] once writes were sent and some failed; the
-    /// error itself when a command fails before any result came back.
-    pub fn bulk_write(
-        &self,
-        models: impl IntoIterator<Item = ClientWriteModel>,
-    ) -> ClientBulkWrite<'_, SummaryBulkWriteResult> {
-        ClientBulkWrite {
-            client: self,
-            models: models.into_iter().collect(),
-            options: ClientBulkWriteOptions::default(),
-            session: None,
-            _out: PhantomData,
-        }
-    }
-}
-
-/// The result types of [`ClientBulkWrite`]: [`SummaryBulkWriteResult`] or
-/// [`VerboseBulkWriteResult`].
-pub trait BulkWriteOutput: Sized + Send {
-    /// From the gathered results.
-    #[doc(hidden)]
-    fn from_results(r: VerboseBulkWriteResult) -> Self;
-}
-
-/// A client-level bulk write: see [`Client::bulk_write`].
-#[must_use = "an operation does nothing until it is awaited"]
-pub struct ClientBulkWrite<'a, R> {
-    client: &'a Client,
+/// Runs a client-level bulk write (see the module docs): checks its models and options,
+/// splits it into `bulkWrite` commands that fit a message, runs them and gathers the results.
+pub(crate) async fn run(
+    client: &Client,
     models: Vec<ClientWriteModel>,
     options: ClientBulkWriteOptions,
-    session: Option<&'a mut ClientSession>,
-    _out: PhantomData<fn() -> R>,
-}
-
-impl<'a, R: BulkWriteOutput> ClientBulkWrite<'a, R> {
-    option_setters!(options: ClientBulkWriteOptions;
-        ordered: bool,
-        bypass_document_validation: bool,
-        let_vars: Document,
-        write_concern: WriteConcern,
-        comment => Bson,
-        timeout: Duration,
-    );
-
-    /// Reports each write's result as well as the totals.
-    pub fn verbose_results(self) -> ClientBulkWrite<'a, VerboseBulkWriteResult> {
-        let ClientBulkWrite { client, models, mut options, session, .. } = self;
-        options.verbose_results = Some(true);
-        ClientBulkWrite { client, models, options, session, _out: PhantomData }
+    session: Option<&mut ClientSession>,
+) -> Result<VerboseBulkWriteResult> {
+    client.inner.check_open()?;
+    let verbose = options.verbose_results.unwrap_or(false);
+    let ordered = options.ordered.unwrap_or(true);
+    let timeout = timeout::inherit(client.inner.settings.timeout, options.timeout);
+    super::session::transaction::refuse_own_concerns(
+        session.as_deref(),
+        false,
+        options.write_concern.is_some(),
+    )?;
+    let in_transaction = session.as_ref().is_some_and(|s| s.in_transaction());
+    // In a transaction the statement is acknowledged: the write concern is the commit's.
+    let write_concern = options
+        .write_concern
+        .as_ref()
+        .or(client.inner.settings.write_concern.as_ref())
+        .filter(|_| !in_transaction);
+    let acknowledged = write_concern.is_none_or(WriteConcern::is_acknowledged);
+    if models.is_empty() {
+        return Err(Error::InvalidOptions { message: "bulk_write needs at least one write".into() });
     }
-
-    async fn execute(self) -> Result<R> {
-        let ClientBulkWrite { client, models, options, session, .. } = self;
-        client.inner.check_open()?;
-        let verbose = options.verbose_results.unwrap_or(false);
-        let ordered = options.ordered.unwrap_or(true);
-        let timeout = timeout::inherit(client.inner.settings.timeout, options.timeout);
-        super::session::transaction::refuse_own_concerns(
-            session.as_deref(),
-            false,
-            options.write_concern.is_some(),
-        )?;
-        let in_transaction = session.as_ref().is_some_and(|s| s.in_transaction());
-        // In a transaction the statement is acknowledged: the write concern is the commit's.
-        let write_concern = options
-            .write_concern
-            .as_ref()
-            .or(client.inner.settings.write_concern.as_ref())
-            .filter(|_| !in_transaction);
-        let acknowledged = write_concern.is_none_or(WriteConcern::is_acknowledged);
-        if models.is_empty() {
-            return Err(Error::InvalidOptions { message: "bulk_write needs at least one write".into() });
-        }
-        if !acknowledged && verbose {
-            return Err(Error::InvalidOptions {
-                message: "Cannot request unacknowledged write concern and verbose results".into(),
-            });
-        }
-        if !acknowledged && ordered {
-            return Err(Error::InvalidOptions {
-                message: "Cannot request unacknowledged write concern and ordered writes".into(),
-            });
-        }
-        let write_concern = match write_concern {
-            Some(wc) => {
-                wc.validate()?;
-                wc.to_document(timeout.is_some())
-            }
-            None => None,
-        };
-        let mut command = doc! {"bulkWrite": 1, "errorsOnly": !verbose, "ordered": ordered};
-        append(&mut command, "bypassDocumentValidation", options.bypass_document_validation);
-        append(&mut command, "comment", options.comment);
-        append(&mut command, "let", options.let_vars);
-        append(&mut command, "rawData", options.raw_data);
-        append(&mut command, "writeConcern", write_concern);
-        let command_bytes = bson::serialize_to_vec(&command).map_or(0, |v| v.len());
-        let room = MAX_MESSAGE_BYTES - MESSAGE_OVERHEAD_BYTES - command_bytes;
-        let (writes, batches) = prepare(models, room)?;
-        let mut run = Gather {
-            client,
-            writes,
-            verbose,
-            ordered,
-            acknowledged,
-            timeout,
-            deadline: timeout::deadline(timeout),
-            results: VerboseBulkWriteResult {
-                summary: SummaryBulkWriteResult { acknowledged, ..Default::default() },
-                ..Default::default()
-            },
-            succeeded: false,
-            write_errors: BTreeMap::new(),
-            write_concern_errors: Vec::new(),
-        };
-        let mut session = session;
-        for batch in batches {
-            let stop = run.batch(batch, &command, session.as_deref_mut()).await?;
-            if stop {
-                break;
-            }
-        }
-        run.finish().map(R::from_results)
+    if !acknowledged && verbose {
+        return Err(Error::InvalidOptions {
+            message: "Cannot request unacknowledged write concern and verbose results".into(),
+        });
     }
+    if !acknowledged && ordered {
+        return Err(Error::InvalidOptions {
+            message: "Cannot request unacknowledged write concern and ordered writes".into(),
+        });
+    }
+    let write_concern = match write_concern {
+        Some(wc) => {
+            wc.validate()?;
+            wc.to_document(timeout.is_some())
+        }
+        None => None,
+    };
+    let mut command = doc! {"bulkWrite": 1, "errorsOnly": !verbose, "ordered": ordered};
+    append(&mut command, "bypassDocumentValidation", options.bypass_document_validation);
+    append(&mut command, "comment", options.comment);
+    append(&mut command, "let", options.let_vars);
+    append(&mut command, "rawData", options.raw_data);
+    append(&mut command, "writeConcern", write_concern);
+    let command_bytes = bson::serialize_to_vec(&command).map_or(0, |v| v.len());
+    let room = MAX_MESSAGE_BYTES - MESSAGE_OVERHEAD_BYTES - command_bytes;
+    let (writes, batches) = prepare(models, room)?;
+    let mut run = Gather {
+        client,
+        writes,
+        verbose,
+        ordered,
+        acknowledged,
+        timeout,
+        deadline: timeout::deadline(timeout),
+        results: VerboseBulkWriteResult {
+            summary: SummaryBulkWriteResult { acknowledged, ..Default::default() },
+            ..Default::default()
+        },
+        succeeded: false,
+        write_errors: BTreeMap::new(),
+        write_concern_errors: Vec::new(),
+    };
+    let mut session = session;
+    for batch in batches {
+        let stop = run.batch(batch, &command, session.as_deref_mut()).await?;
+        if stop {
+            break;
+        }
+    }
+    run.finish()
 }
-
-into_future!(ClientBulkWrite<'a, R> => R, where R: BulkWriteOutput + 'a);
 
 fn append(d: &mut Document, key: &str, v: Option<impl Into<Bson>>) {
     if let Some(v) = v {
@@ -789,18 +731,6 @@ fn bson_index(v: &Bson) -> Option<usize> {
 /// A count field as the spec's `Int64`.
 fn count_of(d: &Document, key: &str) -> i64 {
     i64::try_from(super::op_options::count_of(d, key)).unwrap_or(i64::MAX)
-}
-
-impl BulkWriteOutput for SummaryBulkWriteResult {
-    fn from_results(r: VerboseBulkWriteResult) -> Self {
-        r.summary
-    }
-}
-
-impl BulkWriteOutput for VerboseBulkWriteResult {
-    fn from_results(r: VerboseBulkWriteResult) -> Self {
-        r
-    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use super::executor::operation::{read_criteria, Operation};
 pub use super::op_options::TimeoutMode;
 use super::ops::read_on::ReadOn;
 use super::ops::write::{Write, WriteKind};
+use super::ops::write_on::WriteOn;
 use super::ops::{legacy_max_time, Namespace};
 use super::options::handle::CollectionOptions;
 use super::session::transaction::refuse_own_concerns;
@@ -192,6 +193,22 @@ impl<'a> Handle<'a> {
     ) -> Result<(Option<Duration>, ReadOn<'a>)> {
         let timeout = self.begin(session, read_concern.is_some(), false, timeout)?;
         Ok((timeout, self.read_on(read_preference, read_concern, max_time, timeout)))
+    }
+
+    /// [`begin`](Self::begin) for a command that changes something, with its write concern
+    /// (`None`: this handle's) and legacy `max_time` ([`WriteOn`]).
+    #[inline]
+    pub(crate) fn begin_write(
+        &self,
+        session: Option<&ClientSession>,
+        write_concern: Option<&WriteConcern>,
+        max_time: Option<Duration>,
+        timeout: Option<Duration>,
+    ) -> Result<(Option<Duration>, WriteOn<'a>)> {
+        let timeout = self.begin(session, false, write_concern.is_some(), timeout)?;
+        let write_concern = self.write_concern_doc(write_concern, timeout)?;
+        let max_time_ms = legacy_max_time(max_time, timeout);
+        Ok((timeout, WriteOn { ns: self.namespace(), write_concern, max_time_ms }))
     }
 
     /// The collection's database and name, for its operations.

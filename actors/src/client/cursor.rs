@@ -712,7 +712,7 @@ impl<T: DeserializeOwned + 'static> Cursor<T> {
     /// empty (a tailable cursor with no new data) or the cursor is exhausted.
     pub async fn try_next_once(&mut self) -> Result<Option<T>> {
         let next = std::future::poll_fn(|cx| self.poll_next_raw(cx, true)).await;
-        next.map(|r| r.and_then(|d| super::action::decode_raw(d.as_raw()?))).transpose()
+        next.map(|r| r.and_then(|d| super::codec::decode_raw(d.as_raw()?))).transpose()
     }
 
     /// Every remaining document.
@@ -731,6 +731,6 @@ impl<T: DeserializeOwned + 'static> Stream for Cursor<T> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<T>>> {
         let this = self.get_mut();
         this.poll_next_raw(cx, false)
-            .map(|next| next.map(|r| r.and_then(|d| super::action::decode_raw(d.as_raw()?))))
+            .map(|next| next.map(|r| r.and_then(|d| super::codec::decode_raw(d.as_raw()?))))
     }
 }

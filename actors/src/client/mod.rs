@@ -35,6 +35,7 @@ pub mod actor;
 pub mod bulk;
 pub mod change_stream;
 pub mod client_bulk;
+pub(crate) mod codec;
 pub mod collection;
 pub mod concern;
 pub mod config;
@@ -67,7 +68,7 @@ pub use crate::results::{
     BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, PartialBulkWriteResult,
     SummaryBulkWriteResult, UpdateResult, VerboseBulkWriteResult,
 };
-pub use action::SearchIndexModel;
+pub use action::{BulkWriteOutput, ClientBulkWrite, SearchIndexModel};
 pub use actor::ClientActor;
 pub use bulk::{
     BulkWriteOptions, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel,
@@ -77,9 +78,7 @@ pub use change_stream::{
     ChangeNamespace, ChangeStream, ChangeStreamEvent, ChangeStreamOptions, FullDocumentBeforeChangeType,
     FullDocumentType, OperationType, ResumeToken, TruncatedArray, UpdateDescription,
 };
-pub use client_bulk::{
-    BulkWriteOutput, ClientBulkWrite, ClientBulkWriteOptions, ClientWriteModel, Namespace,
-};
+pub use client_bulk::{ClientBulkWriteOptions, ClientWriteModel, Namespace};
 pub use collection::Collection;
 pub use concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
 pub use config::ClientConfig;

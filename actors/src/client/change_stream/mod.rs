@@ -33,8 +33,8 @@ pub use self::event::{
     ChangeNamespace, ChangeStreamEvent, OperationType, ResumeToken, TruncatedArray, UpdateDescription,
 };
 use self::spec::{setup, Spec, Start};
-use super::action::decode;
 pub use super::action::Watch;
+use super::codec::decode;
 use super::cursor::Cursor;
 use super::inner::{Client, BACKGROUND_TIMEOUT};
 pub use super::options::change_stream::{

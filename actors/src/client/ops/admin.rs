@@ -1,14 +1,14 @@
-//! The commands that change namespaces and indexes (`create`, `drop`, `dropDatabase`,
-//! `createIndexes`, `dropIndexes`, `renameCollection`, `collMod`): run once on the primary.
+//! The operation of the commands that change namespaces and indexes (`create`, `drop`,
+//! `dropDatabase`, `createIndexes`, `dropIndexes`, `renameCollection`, the search index
+//! commands): run once on the primary. Each command's fields are built in its own file.
 
 use bson::Document;
 
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use crate::Result;
 
-/// A namespace or index command that changes something (`create`, `drop`, `dropDatabase`,
-/// `createIndexes`, `dropIndexes`, `renameCollection`, `collMod`): run once on the primary,
-/// failed by a write concern error; answers the reply.
+/// A namespace or index command that changes something: run once on the primary, failed by
+/// a write concern error; answers the reply.
 pub(crate) struct AdminWrite {
     pub db: String,
     pub name: &'static str,

@@ -4,6 +4,7 @@
 use bson::{doc, Bson, Document};
 
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
+use super::super::inner::Client;
 use super::super::options::crud::AggregateOptions;
 use super::append;
 use super::cursor_reply::CursorReply;
@@ -86,6 +87,33 @@ pub(crate) fn option_fields(
     append(&mut fields, "readConcern", read_concern);
     append(&mut fields, "writeConcern", write_concern);
     fields
+}
+
+/// Whether a pipeline ending in `$out` or `$merge` may follow a non-primary read preference
+/// (CRUD spec): when every known data-bearing server is 5.0 or newer (wire version 13), or
+/// behind a load balancer (which needs 5.0). With nothing discovered yet, waits for a server
+/// `criteria` allows first.
+pub(crate) async fn may_write_anywhere(client: &Client, criteria: &Criteria) -> bool {
+    if client.inner.settings.load_balanced {
+        return true;
+    }
+    let known = || {
+        let snapshot = client.inner.topology.snapshot();
+        let versions: Vec<Option<i32>> = snapshot
+            .description
+            .servers()
+            .filter(|s| s.server_type.is_data_bearing())
+            .map(|s| s.max_wire_version)
+            .collect();
+        versions
+    };
+    let mut versions = known();
+    if versions.is_empty() {
+        let request = crate::selection_actor::SelectionRequest::new(criteria.clone(), "aggregate");
+        let _ = client.inner.selector.select(request).await;
+        versions = known();
+    }
+    !versions.is_empty() && versions.iter().all(|w| w.is_some_and(|w| w >= 13))
 }
 
 /// Whether `pipeline` ends in `$out` or `$merge` (a write).

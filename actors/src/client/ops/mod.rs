@@ -8,8 +8,12 @@
 pub(crate) mod admin;
 pub(crate) mod aggregate;
 pub(crate) mod count;
+pub(crate) mod create;
+pub(crate) mod create_indexes;
 pub(crate) mod cursor_reply;
 pub(crate) mod distinct;
+pub(crate) mod drop;
+pub(crate) mod drop_indexes;
 pub(crate) mod end_sessions;
 pub(crate) mod end_transaction;
 pub(crate) mod find;
@@ -20,9 +24,13 @@ pub(crate) mod list_collections;
 pub(crate) mod list_databases;
 pub(crate) mod list_indexes;
 pub(crate) mod read_on;
+pub(crate) mod rename;
 pub(crate) mod run_command;
 pub(crate) mod run_cursor_command;
+pub(crate) mod search_index;
+pub(crate) mod statement;
 pub(crate) mod write;
+pub(crate) mod write_on;
 
 use std::time::Duration;
 

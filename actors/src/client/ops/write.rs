@@ -25,6 +25,22 @@ pub(crate) fn too_large(index: usize, size: usize) -> Error {
     }
 }
 
+/// The command-level fields of a write (`bypassDocumentValidation`, `comment`, `let`,
+/// `rawData`), in the order the CRUD spec lists them.
+pub(crate) fn option_fields(
+    bypass: Option<bool>,
+    comment: Option<Bson>,
+    let_vars: Option<Document>,
+    raw_data: Option<bool>,
+) -> Document {
+    let mut fields = Document::new();
+    append(&mut fields, "bypassDocumentValidation", bypass);
+    append(&mut fields, "comment", comment);
+    append(&mut fields, "let", let_vars);
+    append(&mut fields, "rawData", raw_data);
+    fields
+}
+
 /// Which write command a batch of statements is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum WriteKind {

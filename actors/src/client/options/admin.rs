@@ -327,3 +327,17 @@ pub struct CreateCollectionOptions {
     #[serde(skip)]
     pub timeout: Option<Duration>,
 }
+
+/// An Atlas Search (or Vector Search) index: its definition, and optionally its name
+/// (default `default`) and type (`search` or `vectorSearch`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SearchIndexModel {
+    /// The index definition (mappings, fields...).
+    pub definition: Document,
+    /// The index name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `search` or `vectorSearch`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub index_type: Option<String>,
+}

@@ -1,0 +1,80 @@
+//! `drop_index`, `drop_index_by_keys` and `drop_indexes`: one `dropIndexes` command. Runs once
+//! on the primary.
+
+use std::time::Duration;
+
+use bson::{doc, Bson, Document};
+
+use super::super::collection::{Collection, Handle};
+use super::super::concern::WriteConcern;
+use super::super::ops::drop_indexes;
+use super::super::options::admin::CommandOptions;
+use super::super::session::ClientSession;
+use super::{into_future, option_setters};
+use crate::{Error, Result};
+
+impl<T> Collection<T> {
+    /// Drops the index named `name` (`"*"` is refused: use
+    /// [`drop_indexes`](Self::drop_indexes)). Not retried.
+    pub fn drop_index(&self, name: impl AsRef<str>) -> DropIndexes<'_> {
+        let name = name.as_ref();
+        let index = (name != "*").then(|| Bson::String(name.to_string()));
+        DropIndexes { handle: self.handle(), index, options: CommandOptions::default(), session: None }
+    }
+
+    /// Drops the index on `keys` (its key pattern). Not retried.
+    pub fn drop_index_by_keys(&self, keys: Document) -> DropIndexes<'_> {
+        DropIndexes {
+            handle: self.handle(),
+            index: Some(Bson::Document(keys)),
+            options: CommandOptions::default(),
+            session: None,
+        }
+    }
+
+    /// Drops every index but `_id`'s. Not retried.
+    pub fn drop_indexes(&self) -> DropIndexes<'_> {
+        DropIndexes {
+            handle: self.handle(),
+            index: Some(Bson::String("*".into())),
+            options: CommandOptions::default(),
+            session: None,
+        }
+    }
+}
+
+/// A `drop_index` or `drop_indexes`: see [`Collection::drop_index`].
+#[must_use = "an operation does nothing until it is awaited"]
+pub struct DropIndexes<'a> {
+    handle: Handle<'a>,
+    /// A name, a key pattern or `"*"`; `None`: `drop_index("*")`, refused.
+    index: Option<Bson>,
+    options: CommandOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a> DropIndexes<'a> {
+    option_setters!(options: CommandOptions;
+        comment => Bson,
+        max_time: Duration,
+        write_concern: WriteConcern,
+        timeout: Duration,
+    );
+
+    async fn execute(self) -> Result<()> {
+        let DropIndexes { handle, index, options, session } = self;
+        let (timeout, write) = handle.begin_write(
+            session.as_deref(),
+            options.write_concern.as_ref(),
+            options.max_time,
+            options.timeout,
+        )?;
+        let index = index.ok_or_else(|| Error::InvalidOptions {
+            message: "drop_index(\"*\") would drop every index: use drop_indexes".into(),
+        })?;
+        handle.run(drop_indexes::drop_indexes(write, index, options), timeout, session).await?;
+        Ok(())
+    }
+}
+
+into_future!(DropIndexes<'a> => ());

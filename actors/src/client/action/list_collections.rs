@@ -1,0 +1,100 @@
+//! `list_collections` and `list_collection_names`: a retryable read on the primary.
+
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use bson::{doc, Bson, Document};
+
+use super::super::collection::Handle;
+use super::super::cursor::{Cursor, OpenCursor};
+use super::super::database::Database;
+use super::super::op_options::{cursor_mode, names, TimeoutMode};
+use super::super::ops::list_collections::ListCollections as ListCollectionsOp;
+use super::super::ops::{append, legacy_max_time};
+use super::super::options::admin::ListOptions;
+use super::super::session::ClientSession;
+use super::{into_future, option_setters};
+use crate::Result;
+
+impl Database {
+    /// The database's collections (one document each) through a cursor. A retryable read
+    /// on the primary.
+    pub fn list_collections(&self) -> ListCollections<'_, Cursor<Document>> {
+        ListCollections {
+            handle: self.handle(),
+            options: ListOptions::default(),
+            session: None,
+            _out: PhantomData,
+        }
+    }
+
+    /// The names of the database's collections (`nameOnly: true`). A retryable read.
+    pub fn list_collection_names(&self) -> ListCollections<'_, Vec<String>> {
+        let options = ListOptions { name_only: Some(true), ..Default::default() };
+        ListCollections { handle: self.handle(), options, session: None, _out: PhantomData }
+    }
+}
+
+/// What a listing gives: a cursor of its documents, or their names.
+pub trait ListingOutput<T>: Sized + Send {
+    /// From the listing's cursor.
+    #[doc(hidden)]
+    fn from_cursor(cursor: Cursor<Document>) -> futures_util::future::BoxFuture<'static, Result<Self>>;
+}
+
+impl<T: serde::de::DeserializeOwned + Send + 'static> ListingOutput<T> for Cursor<T> {
+    fn from_cursor(cursor: Cursor<Document>) -> futures_util::future::BoxFuture<'static, Result<Self>> {
+        Box::pin(async move { Ok(cursor.with_type()) })
+    }
+}
+
+impl<T> ListingOutput<T> for Vec<String> {
+    fn from_cursor(cursor: Cursor<Document>) -> futures_util::future::BoxFuture<'static, Result<Self>> {
+        Box::pin(async move { Ok(names(cursor.try_collect().await?)) })
+    }
+}
+
+/// A `list_collections` or `list_collection_names`: see [`Database::list_collections`].
+#[must_use = "an operation does nothing until it is awaited"]
+pub struct ListCollections<'a, M> {
+    handle: Handle<'a>,
+    options: ListOptions,
+    session: Option<&'a mut ClientSession>,
+    _out: PhantomData<fn() -> M>,
+}
+
+impl<'a, M: ListingOutput<Document>> ListCollections<'a, M> {
+    option_setters!(options: ListOptions;
+        authorized_collections: bool,
+        batch_size: u32,
+        comment => Bson,
+        filter: Document,
+        max_time: Duration,
+        timeout: Duration,
+        timeout_mode: TimeoutMode,
+    );
+
+    async fn execute(self) -> Result<M> {
+        let ListCollections { handle, options, session, .. } = self;
+        let timeout = handle.op_timeout(options.timeout);
+        let mut fields = Document::new();
+        append(&mut fields, "nameOnly", options.name_only);
+        append(&mut fields, "authorizedCollections", options.authorized_collections);
+        append(&mut fields, "comment", options.comment.clone());
+        append(&mut fields, "maxTimeMS", legacy_max_time(options.max_time, timeout));
+        append(&mut fields, "rawData", options.raw_data);
+        let op = ListCollectionsOp {
+            db: handle.db.name().to_string(),
+            filter: options.filter.unwrap_or_default(),
+            batch_size: options.batch_size,
+            fields,
+        };
+        let mode = cursor_mode(timeout, options.timeout_mode, None)?;
+        let open = OpenCursor { timeout, mode, batch_size: options.batch_size };
+        let mut raw = open.run(handle.client(), op, session).await?;
+        raw.set_comment(options.comment);
+        M::from_cursor(Cursor::new(raw)).await
+    }
+}
+
+into_future!(ListCollections<'a, M> => M, where M: ListingOutput<Document> + 'a);

@@ -1,0 +1,88 @@
+//! `list_databases` and `list_database_names`: a retryable read on the primary.
+
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use bson::{doc, Bson, Document};
+
+use super::super::inner::Client;
+use super::super::op_options::names;
+use super::super::ops::append;
+use super::super::ops::list_databases::ListDatabases as ListDatabasesOp;
+use super::super::options::admin::ListDatabasesOptions;
+use super::super::session::ClientSession;
+use super::super::timeout;
+use super::super::timeout::Limits;
+use super::{into_future, option_setters};
+use crate::Result;
+
+impl Client {
+    /// The deployment's databases (`listDatabases` on `admin`), one document each. A
+    /// retryable read on the primary.
+    pub fn list_databases(&self) -> ListDatabases<'_, Vec<Document>> {
+        ListDatabases {
+            client: self,
+            options: ListDatabasesOptions::default(),
+            session: None,
+            _out: PhantomData,
+        }
+    }
+
+    /// The names of the deployment's databases (`nameOnly: true`). A retryable read.
+    pub fn list_database_names(&self) -> ListDatabases<'_, Vec<String>> {
+        let options = ListDatabasesOptions { name_only: Some(true), ..Default::default() };
+        ListDatabases { client: self, options, session: None, _out: PhantomData }
+    }
+}
+
+/// What `list_databases` gives: the documents, or their names.
+pub trait DatabasesOutput: Sized + Send {
+    /// From the `databases` of the reply.
+    #[doc(hidden)]
+    fn from_documents(docs: Vec<Document>) -> Self;
+}
+
+impl DatabasesOutput for Vec<Document> {
+    fn from_documents(docs: Vec<Document>) -> Self {
+        docs
+    }
+}
+
+impl DatabasesOutput for Vec<String> {
+    fn from_documents(docs: Vec<Document>) -> Self {
+        names(docs)
+    }
+}
+
+/// A `list_databases` or `list_database_names`: see [`Client::list_databases`].
+#[must_use = "an operation does nothing until it is awaited"]
+pub struct ListDatabases<'a, M> {
+    client: &'a Client,
+    options: ListDatabasesOptions,
+    session: Option<&'a mut ClientSession>,
+    _out: PhantomData<fn() -> M>,
+}
+
+impl<'a, M: DatabasesOutput> ListDatabases<'a, M> {
+    option_setters!(options: ListDatabasesOptions;
+        authorized_databases: bool,
+        comment => Bson,
+        filter: Document,
+        timeout: Duration,
+    );
+
+    async fn execute(self) -> Result<M> {
+        let ListDatabases { client, options, session, .. } = self;
+        let timeout = timeout::inherit(client.inner.settings.timeout, options.timeout);
+        let mut command = doc! {"listDatabases": 1};
+        append(&mut command, "filter", options.filter);
+        append(&mut command, "nameOnly", options.name_only);
+        append(&mut command, "authorizedDatabases", options.authorized_databases);
+        append(&mut command, "comment", options.comment);
+        let op = ListDatabasesOp { command };
+        let docs = super::super::executor::run(client, op, Limits::new(timeout), session).await?;
+        Ok(M::from_documents(docs))
+    }
+}
+
+into_future!(ListDatabases<'a, M> => M, where M: DatabasesOutput + 'a);

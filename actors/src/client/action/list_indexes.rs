@@ -1,0 +1,102 @@
+//! `list_indexes` and `list_index_names`: a retryable read on the primary.
+
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use bson::{doc, Bson, Document};
+
+use super::super::collection::{Collection, Handle};
+use super::super::cursor::{Cursor, OpenCursor};
+use super::super::op_options::{cursor_mode, names, TimeoutMode};
+use super::super::ops::list_indexes::ListIndexes as ListIndexesOp;
+use super::super::ops::{append, legacy_max_time};
+use super::super::options::admin::{IndexModel, ListOptions};
+use super::super::session::ClientSession;
+use super::option_setters;
+use crate::Result;
+
+impl<T> Collection<T> {
+    /// The collection's indexes through a cursor. A retryable read on the primary.
+    pub fn list_indexes(&self) -> ListIndexes<'_, IndexModel> {
+        ListIndexes {
+            handle: self.handle(),
+            options: ListOptions::default(),
+            session: None,
+            _out: PhantomData,
+        }
+    }
+
+    /// The names of the collection's indexes. A retryable read on the primary.
+    pub fn list_index_names(&self) -> ListIndexes<'_, Vec<String>> {
+        ListIndexes {
+            handle: self.handle(),
+            options: ListOptions::default(),
+            session: None,
+            _out: PhantomData,
+        }
+    }
+}
+
+/// A `list_indexes` or `list_index_names`: see [`Collection::list_indexes`].
+#[must_use = "an operation does nothing until it is awaited"]
+pub struct ListIndexes<'a, M> {
+    handle: Handle<'a>,
+    options: ListOptions,
+    session: Option<&'a mut ClientSession>,
+    _out: PhantomData<fn() -> M>,
+}
+
+impl<'a, M> ListIndexes<'a, M> {
+    option_setters!(options: ListOptions;
+        batch_size: u32,
+        comment => Bson,
+        max_time: Duration,
+        timeout: Duration,
+        timeout_mode: TimeoutMode,
+    );
+
+    async fn open(self) -> Result<Cursor<Document>> {
+        let ListIndexes { handle, options, session, .. } = self;
+        let timeout = handle.op_timeout(options.timeout);
+        let mut fields = Document::new();
+        append(&mut fields, "comment", options.comment.clone());
+        append(&mut fields, "maxTimeMS", legacy_max_time(options.max_time, timeout));
+        append(&mut fields, "rawData", options.raw_data);
+        let op = ListIndexesOp { ns: handle.namespace(), batch_size: options.batch_size, fields };
+        let mode = cursor_mode(timeout, options.timeout_mode, None)?;
+        let open = OpenCursor { timeout, mode, batch_size: options.batch_size };
+        let mut raw = open.run(handle.client(), op, session).await?;
+        raw.set_comment(options.comment);
+        Ok(Cursor::new(raw))
+    }
+}
+
+impl<'a> ListIndexes<'a, IndexModel> {
+    async fn execute(self) -> Result<Cursor<IndexModel>> {
+        Ok(self.open().await?.with_type())
+    }
+}
+
+impl<'a> ListIndexes<'a, Vec<String>> {
+    async fn execute(self) -> Result<Vec<String>> {
+        Ok(names(self.open().await?.try_collect().await?))
+    }
+}
+
+impl<'a> std::future::IntoFuture for ListIndexes<'a, IndexModel> {
+    type Output = Result<Cursor<IndexModel>>;
+    type IntoFuture = futures_util::future::BoxFuture<'a, Result<Cursor<IndexModel>>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.execute())
+    }
+}
+
+impl<'a> std::future::IntoFuture for ListIndexes<'a, Vec<String>> {
+    type Output = Result<Vec<String>>;
+    type IntoFuture = futures_util::future::BoxFuture<'a, Result<Vec<String>>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.execute())
+    }
+}

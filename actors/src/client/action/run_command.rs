@@ -1,0 +1,78 @@
+//! `run_command`: a command as the caller wrote it, where the read preference says. Not
+//! retried.
+
+use std::time::Duration;
+
+use bson::{doc, Document};
+use selection::ReadPreference;
+
+use super::super::collection::Handle;
+use super::super::database::Database;
+use super::super::ops::run_command::RunCommand as RunCommandOp;
+use super::super::options::admin::RunCommandOptions;
+use super::super::session::ClientSession;
+use super::{into_future, option_setters};
+use crate::selection_actor::Criteria;
+use crate::{Error, Result};
+
+impl Database {
+    /// Runs `command` as is (plus `$db`, `lsid`, `$clusterTime` and `$readPreference` as the
+    /// server selection spec says), on a primary unless
+    /// [`read_preference`](RunCommand::read_preference) says otherwise. Never retried.
+    /// Gives the reply; `ok: 0` is [`Error::Command`].
+    ///
+    /// With `timeoutMS` set, the client appends `maxTimeMS` = remaining time − the server's
+    /// minimum RTT, which replaces a `maxTimeMS` the command carries itself; without
+    /// `timeoutMS`, the command's own `maxTimeMS` is sent as is.
+    pub fn run_command(&self, command: Document) -> RunCommand<'_> {
+        RunCommand {
+            handle: self.handle(),
+            command,
+            criteria: None,
+            options: RunCommandOptions::default(),
+            session: None,
+        }
+    }
+}
+
+/// A `run_command`: see [`Database::run_command`].
+#[must_use = "an operation does nothing until it is awaited"]
+pub struct RunCommand<'a> {
+    handle: Handle<'a>,
+    command: Document,
+    criteria: Option<Criteria>,
+    options: RunCommandOptions,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a> RunCommand<'a> {
+    option_setters!(options: RunCommandOptions;
+        read_preference: ReadPreference,
+        timeout: Duration,
+    );
+
+    /// Where to run, as [`Criteria`] (a read preference, or a write to the primary):
+    /// replaces [`read_preference`](Self::read_preference).
+    pub fn criteria(mut self, criteria: impl Into<Option<Criteria>>) -> Self {
+        self.criteria = criteria.into();
+        self
+    }
+
+    async fn execute(self) -> Result<Document> {
+        let RunCommand { handle, command, criteria, options, session } = self;
+        let timeout =
+            handle.begin(session.as_deref(), command.contains_key("readConcern"), false, options.timeout)?;
+        if command.contains_key("$readPreference") {
+            return Err(Error::InvalidOptions {
+                message: "run_command takes its read preference as an option, not as $readPreference".into(),
+            });
+        }
+        let criteria = criteria
+            .or_else(|| options.read_preference.map(Criteria::Read))
+            .unwrap_or(Criteria::Read(ReadPreference::PRIMARY));
+        let op = RunCommandOp { db: handle.db.name().to_string(), command, criteria };
+        handle.run(op, timeout, session).await
+    }
+}
+
+into_future!(RunCommand<'a> => Document);
