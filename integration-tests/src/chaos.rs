@@ -384,17 +384,7 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     let tally = Arc::new(Tally::default());
     let limit = options.timeout + SLACK;
 
-    let client = runtime.block_on(async {
-        let client_options = actors::ClientOptions::builder()
-            .uri(uri.clone())
-            .cmap_event_handler(Arc::new(handler))
-            // The checks count connections from CMAP events: the burst must not overflow the
-            // counter's queue (a dropped event would be a false mismatch).
-            .event_queue_capacity(1 << 20)
-            .build()
-            .await?;
-        Client::with_options(client_options).await
-    })?;
+    let client = runtime.block_on(start_client(&uri, handler))?;
     let coll = client.database(DB).collection::<bson::Document>(COLL);
     let txn_coll = client.database(DB).collection::<bson::Document>(TXN_COLL);
 
@@ -424,31 +414,13 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     report.faults = faults;
     stop.store(true, Ordering::Relaxed);
     report.seconds = started.elapsed().as_secs_f64();
-    runtime.block_on(async {
-        for t in tasks {
-            if let Err(e) = t.await {
-                tally.error(format!("TaskFailed({e})"));
-            }
-        }
-        if let Some(b) = burst {
-            match b.await {
-                Ok(counts) => report.burst = counts,
-                Err(e) => tally.error(format!("TaskFailed({e})")),
-            }
-        }
-    });
+    if let Some(counts) = runtime.block_on(join_workload(tasks, burst, &tally)) {
+        report.burst = counts;
+    }
     sampling.store(true, Ordering::Relaxed);
     report.memory.1 = sampler.join().unwrap_or(0);
 
-    // Heal everything; wait for a primary.
-    heal(&cluster, options.members);
-    let healed = Instant::now();
-    while cluster.primary().is_none() && healed.elapsed() < options.settle {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if cluster.primary().is_none() {
-        report.failures.push("no primary after healing".into());
-    }
+    heal_and_elect(&cluster, options, &mut report);
 
     // Every acknowledged write must be on the primary.
     let acked: Vec<(i64, Duration, Duration)> = tally.acked.lock().clone();
@@ -470,10 +442,71 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
         client_threads_before,
     );
 
+    report.acked = acked.len() as u64;
+    add_tally(&mut report, &tally);
+    report.panics = PANICS.load(Ordering::SeqCst) - panics_before;
+    if report.panics > 0 {
+        report.failures.push(format!("{} panics", report.panics));
+    }
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    cluster.shutdown();
+    Ok(report)
+}
+
+/// Waits for the workload's tasks and the burst (its counts); a task that failed is an error.
+async fn join_workload(
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    burst: Option<tokio::task::JoinHandle<(u64, u64)>>,
+    tally: &Tally,
+) -> Option<(u64, u64)> {
+    for t in tasks {
+        if let Err(e) = t.await {
+            tally.error(format!("TaskFailed({e})"));
+        }
+    }
+    match burst?.await {
+        Ok(counts) => Some(counts),
+        Err(e) => {
+            tally.error(format!("TaskFailed({e})"));
+            None
+        }
+    }
+}
+
+/// The workload's client: CMAP events counted by `handler`.
+async fn start_client(
+    uri: &str,
+    handler: impl Fn(&CmapEvent) + Send + Sync + 'static,
+) -> Result<Client, ChaosError> {
+    let client_options = actors::ClientOptions::builder()
+        .uri(uri.to_owned())
+        .cmap_event_handler(Arc::new(handler))
+        // The checks count connections from CMAP events: the burst must not overflow the
+        // counter's queue (a dropped event would be a false mismatch).
+        .event_queue_capacity(1 << 20)
+        .build()
+        .await?;
+    Ok(Client::with_options(client_options).await?)
+}
+
+/// Heals every fault and waits (up to `options.settle`) for a primary.
+fn heal_and_elect(cluster: &Cluster, options: &Options, report: &mut Report) {
+    heal(cluster, options.members);
+    let healed = Instant::now();
+    while cluster.primary().is_none() && healed.elapsed() < options.settle {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if cluster.primary().is_none() {
+        report.failures.push("no primary after healing".into());
+    }
+}
+
+/// The workload's counts and errors into the report, with the failures they mean: hung or
+/// too slow operations, failed tasks.
+fn add_tally(report: &mut Report, tally: &Tally) {
     report.writes = tally.writes.load(Ordering::Relaxed);
     report.reads = tally.reads.load(Ordering::Relaxed);
     report.reads_ok = tally.reads_ok.load(Ordering::Relaxed);
-    report.acked = acked.len() as u64;
     report.errors = tally.errors.lock().clone();
     report.slowest = *tally.slowest.lock();
     if report.errors.contains_key("Hang") {
@@ -483,13 +516,6 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     if let Some(k) = report.errors.keys().find(|k| k.starts_with("TaskFailed")) {
         report.failures.push(format!("a workload task failed: {k}"));
     }
-    report.panics = PANICS.load(Ordering::SeqCst) - panics_before;
-    if report.panics > 0 {
-        report.failures.push(format!("{} panics", report.panics));
-    }
-    runtime.shutdown_timeout(Duration::from_secs(2));
-    cluster.shutdown();
-    Ok(report)
 }
 
 /// The transactions' documents: the `_id`s by writer, and each writer's counter.
@@ -692,6 +718,45 @@ enum Undo {
     NoLatency(usize),
 }
 
+/// A `failCommand` fail point on `member` for 1 to 3 commands: dropped connections (also of
+/// handshakes and heartbeats), a reply after `timeoutMS`, retryable and transient errors.
+fn fail_command(cluster: &Cluster, member: usize, rng: &mut SmallRng) -> bool {
+    let data = match rng.random_range(0..8) {
+        0 => doc! {"failCommands": ["insert", "find"], "closeConnection": true},
+        // Handshakes and heartbeats fail: monitors reconnect, pools are cleared.
+        1 => doc! {"failCommands": ["hello", "isMaster"], "closeConnection": true},
+        // A reply that comes after timeoutMS: the client must give up on time
+        // and close that connection.
+        2 => {
+            doc! {"failCommands": ["insert", "find"], "blockConnection": true, "blockTimeMS": 3000}
+        }
+        // A commit that fails after it may have happened, and a transient
+        // statement error: with_transaction retries the commit or the whole
+        // transaction.
+        5 => {
+            doc! {"failCommands": ["commitTransaction"], "errorCode": 91, "errorLabels": ["RetryableWriteError"]}
+        }
+        6 => doc! {"failCommands": ["commitTransaction"], "closeConnection": true},
+        7 => {
+            doc! {"failCommands": ["update"], "errorCode": 112, "errorLabels": ["TransientTransactionError"]}
+        }
+        // PrimarySteppedDown and HostUnreachable: retryable, labelled by the server.
+        3 => {
+            doc! {"failCommands": ["insert"], "errorCode": 189, "errorLabels": ["RetryableWriteError"]}
+        }
+        _ => {
+            doc! {"failCommands": ["find", "insert"], "errorCode": 6, "errorLabels": ["RetryableWriteError"]}
+        }
+    };
+    let times = rng.random_range(1..=3_i64);
+    cluster
+        .configure_fail_point(
+            member,
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": times}, "data": data},
+        )
+        .is_ok()
+}
+
 /// Injects random faults until `until`; returns how many of each kind. At most one member is
 /// down and one partitioned at a time, so a majority stays reachable most of the time.
 fn inject_faults(
@@ -714,11 +779,7 @@ fn inject_faults(
             if pending[i].0 <= now {
                 let (_, undo) = pending.swap_remove(i);
                 timeline.push((now - started, undo.describe()));
-                match undo {
-                    Undo::Restart(m) => cluster.restart(m),
-                    Undo::Unpartition(m) => cluster.partition(m, false),
-                    Undo::NoLatency(m) => cluster.set_latency(m, Duration::ZERO),
-                }
+                undo.apply(cluster);
             } else {
                 i += 1;
             }
@@ -762,42 +823,7 @@ fn inject_faults(
                     pending.push((now + millis(&mut rng, 500, 4000), Undo::NoLatency(member)));
                     true
                 }
-                _ => {
-                    let data = match rng.random_range(0..8) {
-                        0 => doc! {"failCommands": ["insert", "find"], "closeConnection": true},
-                        // Handshakes and heartbeats fail: monitors reconnect, pools are cleared.
-                        1 => doc! {"failCommands": ["hello", "isMaster"], "closeConnection": true},
-                        // A reply that comes after timeoutMS: the client must give up on time
-                        // and close that connection.
-                        2 => {
-                            doc! {"failCommands": ["insert", "find"], "blockConnection": true, "blockTimeMS": 3000}
-                        }
-                        // A commit that fails after it may have happened, and a transient
-                        // statement error: with_transaction retries the commit or the whole
-                        // transaction.
-                        5 => {
-                            doc! {"failCommands": ["commitTransaction"], "errorCode": 91, "errorLabels": ["RetryableWriteError"]}
-                        }
-                        6 => doc! {"failCommands": ["commitTransaction"], "closeConnection": true},
-                        7 => {
-                            doc! {"failCommands": ["update"], "errorCode": 112, "errorLabels": ["TransientTransactionError"]}
-                        }
-                        // PrimarySteppedDown and HostUnreachable: retryable, labelled by the server.
-                        3 => {
-                            doc! {"failCommands": ["insert"], "errorCode": 189, "errorLabels": ["RetryableWriteError"]}
-                        }
-                        _ => {
-                            doc! {"failCommands": ["find", "insert"], "errorCode": 6, "errorLabels": ["RetryableWriteError"]}
-                        }
-                    };
-                    let times = rng.random_range(1..=3_i64);
-                    cluster
-                        .configure_fail_point(
-                            member,
-                            doc! {"configureFailPoint": "failCommand", "mode": {"times": times}, "data": data},
-                        )
-                        .is_ok()
-                }
+                _ => fail_command(cluster, member, &mut rng),
             };
             if done {
                 *faults.entry(kind).or_default() += 1;
@@ -810,16 +836,21 @@ fn inject_faults(
     }
     // Restart a killed member right away (healing does the rest).
     for (_, undo) in pending {
-        match undo {
-            Undo::Restart(m) => cluster.restart(m),
-            Undo::Unpartition(m) => cluster.partition(m, false),
-            Undo::NoLatency(m) => cluster.set_latency(m, Duration::ZERO),
-        }
+        undo.apply(cluster);
     }
     (faults, timeline)
 }
 
 impl Undo {
+    /// Ends the fault.
+    fn apply(self, cluster: &Cluster) {
+        match self {
+            Undo::Restart(m) => cluster.restart(m),
+            Undo::Unpartition(m) => cluster.partition(m, false),
+            Undo::NoLatency(m) => cluster.set_latency(m, Duration::ZERO),
+        }
+    }
+
     fn describe(&self) -> String {
         match self {
             Undo::Restart(m) => format!("restart member {m}"),

@@ -130,31 +130,9 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
         Some(_) => println!("started an embedded 3-member replica set: {uri}"),
         None => println!("connecting to {uri} (no stepdown against a real deployment)"),
     }
-    let probe = Arc::new(std::sync::Mutex::new(Probe::default()));
-    let mut client_options = ClientOptions::parse(&uri).await?;
-    let events = probe.clone();
-    client_options.sdam_event_handler =
-        // In place: the timeline's instants are the events' own (the probe is quick).
-        Some(Arc::new(actors::events::InPlace(move |e: &SdamEvent| events.lock().map_or((), |mut p| p.on_event(e)))));
-    // Which server each find and insert was sent to, by read preference: the wire's
-    // `$readPreference` (none means primary).
-    let served: Served = Arc::default();
-    client_options.command_event_handler = Some(served_recorder(served.clone()));
-    let client = Client::with_options(client_options).await?;
+    let (client, probe, served) = connect(&uri).await?;
     let topology = client.topology().clone();
-    // A real deployment may have a member down: go on once any data-bearing server is known.
-    let snapshot = match topology.wait_for(discovered, Duration::from_secs(10)).await {
-        Some(s) => s,
-        None => Some(topology.snapshot())
-            .filter(|s| s.description.servers().any(|d| d.server_type.is_data_bearing()))
-            .ok_or("no data-bearing server was discovered within 10 s")?,
-    };
-    println!(
-        "connected in {}: {} with {} servers",
-        ms(started.elapsed()),
-        snapshot.description.topology_type(),
-        snapshot.description.servers().count()
-    );
+    wait_for_data(&topology, started).await?;
     let run_id = bson::oid::ObjectId::new();
     let collection: Collection = client
         .database("mongo_actors_demo")
@@ -233,6 +211,41 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
     if let Some(c) = cluster {
         c.shutdown();
     }
+    Ok(())
+}
+
+/// The demo's client on `uri`: its SDAM events timestamped by a [`Probe`], and which
+/// server each find and insert went to ([`Served`]).
+async fn connect(uri: &str) -> Result<(Client, Arc<std::sync::Mutex<Probe>>, Served), CliError> {
+    let probe = Arc::new(std::sync::Mutex::new(Probe::default()));
+    let mut client_options = ClientOptions::parse(uri).await?;
+    let events = probe.clone();
+    client_options.sdam_event_handler =
+        // In place: the timeline's instants are the events' own (the probe is quick).
+        Some(Arc::new(actors::events::InPlace(move |e: &SdamEvent| events.lock().map_or((), |mut p| p.on_event(e)))));
+    // Which server each find and insert was sent to, by read preference: the wire's
+    // `$readPreference` (none means primary).
+    let served: Served = Arc::default();
+    client_options.command_event_handler = Some(served_recorder(served.clone()));
+    let client = Client::with_options(client_options).await?;
+    Ok((client, probe, served))
+}
+
+/// Waits (up to 10 s) for a data-bearing server and says what the client found.
+async fn wait_for_data(topology: &actors::Topology, started: Instant) -> Result<(), CliError> {
+    // A real deployment may have a member down: go on once any data-bearing server is known.
+    let snapshot = match topology.wait_for(discovered, Duration::from_secs(10)).await {
+        Some(s) => s,
+        None => Some(topology.snapshot())
+            .filter(|s| s.description.servers().any(|d| d.server_type.is_data_bearing()))
+            .ok_or("no data-bearing server was discovered within 10 s")?,
+    };
+    println!(
+        "connected in {}: {} with {} servers",
+        ms(started.elapsed()),
+        snapshot.description.topology_type(),
+        snapshot.description.servers().count()
+    );
     Ok(())
 }
 

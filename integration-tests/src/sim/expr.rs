@@ -182,6 +182,15 @@ pub(crate) fn eval(expr: &Bson, root: &Document) -> Result<Option<Bson>, StoreEr
 }
 
 fn operator(op: &str, arg: &Bson, root: &Document) -> Result<Option<Bson>, StoreError> {
+    match op {
+        "$literal" | "$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte" | "$cmp" | "$and" | "$or" | "$not"
+        | "$cond" | "$ifNull" | "$in" | "$isArray" | "$type" => logic_operator(op, arg, root),
+        _ => value_operator(op, arg, root),
+    }
+}
+
+/// Comparisons, boolean logic, conditionals and type tests.
+fn logic_operator(op: &str, arg: &Bson, root: &Document) -> Result<Option<Bson>, StoreError> {
     let cmp = |a: &Bson, b: &Bson| value::compare(a, b);
     Ok(Some(match op {
         "$literal" => arg.clone(),
@@ -202,28 +211,6 @@ fn operator(op: &str, arg: &Bson, root: &Document) -> Result<Option<Bson>, Store
         "$and" => Bson::Boolean(args(arg, root)?.iter().all(truthy)),
         "$or" => Bson::Boolean(args(arg, root)?.iter().any(truthy)),
         "$not" => Bson::Boolean(!args(arg, root)?.first().is_some_and(truthy)),
-        "$add" | "$subtract" | "$multiply" | "$divide" | "$mod" => arith(op, &args(arg, root)?)?,
-        "$abs" => match args(arg, root)?.first() {
-            Some(Bson::Int32(i)) => Bson::Int32(i.abs()),
-            Some(Bson::Int64(i)) => Bson::Int64(i.abs()),
-            Some(Bson::Double(d)) => Bson::Double(d.abs()),
-            _ => Bson::Null,
-        },
-        "$concat" => {
-            let mut s = String::new();
-            for v in args(arg, root)? {
-                match v {
-                    Bson::String(p) => s.push_str(&p),
-                    _ => return Ok(Some(Bson::Null)),
-                }
-            }
-            Bson::String(s)
-        }
-        "$toUpper" | "$toLower" => match args(arg, root)?.first() {
-            Some(Bson::String(s)) if op == "$toUpper" => Bson::String(s.to_uppercase()),
-            Some(Bson::String(s)) => Bson::String(s.to_lowercase()),
-            _ => Bson::String(String::new()),
-        },
         "$cond" => {
             let (c, then, otherwise) = match arg {
                 Bson::Array(a) if a.len() == 3 => (&a[0], &a[1], &a[2]),
@@ -257,11 +244,45 @@ fn operator(op: &str, arg: &Bson, root: &Document) -> Result<Option<Bson>, Store
                 _ => return Err(StoreError::bad_value("$in requires an array as a second argument")),
             }
         }
+        "$isArray" => Bson::Boolean(matches!(args(arg, root)?.first(), Some(Bson::Array(_)))),
+        "$type" => {
+            let v = eval(arg, root)?;
+            Bson::String(v.as_ref().map_or("missing", type_name).to_string())
+        }
+        other => return Err(unsupported(other)),
+    }))
+}
+
+/// Arithmetic, strings, arrays, fields and accumulators.
+fn value_operator(op: &str, arg: &Bson, root: &Document) -> Result<Option<Bson>, StoreError> {
+    let cmp = |a: &Bson, b: &Bson| value::compare(a, b);
+    Ok(Some(match op {
+        "$add" | "$subtract" | "$multiply" | "$divide" | "$mod" => arith(op, &args(arg, root)?)?,
+        "$abs" => match args(arg, root)?.first() {
+            Some(Bson::Int32(i)) => Bson::Int32(i.abs()),
+            Some(Bson::Int64(i)) => Bson::Int64(i.abs()),
+            Some(Bson::Double(d)) => Bson::Double(d.abs()),
+            _ => Bson::Null,
+        },
+        "$concat" => {
+            let mut s = String::new();
+            for v in args(arg, root)? {
+                match v {
+                    Bson::String(p) => s.push_str(&p),
+                    _ => return Ok(Some(Bson::Null)),
+                }
+            }
+            Bson::String(s)
+        }
+        "$toUpper" | "$toLower" => match args(arg, root)?.first() {
+            Some(Bson::String(s)) if op == "$toUpper" => Bson::String(s.to_uppercase()),
+            Some(Bson::String(s)) => Bson::String(s.to_lowercase()),
+            _ => Bson::String(String::new()),
+        },
         "$size" => match args(arg, root)?.first() {
             Some(Bson::Array(a)) => Bson::Int32(i32::try_from(a.len()).unwrap_or(i32::MAX)),
             _ => return Err(StoreError::bad_value("The argument to $size must be an array")),
         },
-        "$isArray" => Bson::Boolean(matches!(args(arg, root)?.first(), Some(Bson::Array(_)))),
         "$arrayElemAt" => {
             let v = args(arg, root)?;
             match (v.first(), v.get(1).and_then(number)) {
@@ -275,10 +296,6 @@ fn operator(op: &str, arg: &Bson, root: &Document) -> Result<Option<Bson>, Store
                 _ => Bson::Null,
             }
         }
-        "$type" => {
-            let v = eval(arg, root)?;
-            Bson::String(v.as_ref().map_or("missing", type_name).to_string())
-        }
         "$rand" => {
             // Any value in [0, 1) will do for the tests; the clock's nanoseconds are enough.
             let nanos = std::time::SystemTime::now()
@@ -286,39 +303,7 @@ fn operator(op: &str, arg: &Bson, root: &Document) -> Result<Option<Bson>, Store
                 .map_or(0, |d| d.subsec_nanos());
             Bson::Double(f64::from(nanos % 1_000_000) / 1_000_000.0)
         }
-        "$getField" | "$setField" | "$unsetField" => {
-            let Bson::Document(spec) = arg else {
-                return Err(StoreError::bad_value(format!("{op} needs an object")));
-            };
-            let field = match eval(spec.get("field").unwrap_or(&Bson::Null), root)? {
-                Some(Bson::String(f)) => f,
-                _ => {
-                    return Err(StoreError::bad_value(format!(
-                        "{op} requires 'field' to evaluate to a string"
-                    )))
-                }
-            };
-            let input = match spec.get("input") {
-                Some(i) => eval(i, root)?,
-                None => Some(Bson::Document(root.clone())),
-            };
-            let Some(Bson::Document(mut input)) = input else { return Ok(None) };
-            match op {
-                "$getField" => return Ok(input.get(&field).cloned()),
-                "$unsetField" => {
-                    input.remove(&field);
-                }
-                _ => match eval(spec.get("value").unwrap_or(&Bson::Null), root)? {
-                    Some(v) => {
-                        input.insert(field, v);
-                    }
-                    None => {
-                        input.remove(&field);
-                    }
-                },
-            }
-            Bson::Document(input)
-        }
+        "$getField" | "$setField" | "$unsetField" => return field_operator(op, arg, root),
         "$max" | "$min" | "$sum" => {
             let mut v = args(arg, root)?;
             if let [Bson::Array(items)] = v.as_slice() {
@@ -339,6 +324,37 @@ fn operator(op: &str, arg: &Bson, root: &Document) -> Result<Option<Bson>, Store
         }
         other => return Err(unsupported(other)),
     }))
+}
+
+/// `$getField`, `$setField` and `$unsetField`: a field of `input` (default: the document).
+fn field_operator(op: &str, arg: &Bson, root: &Document) -> Result<Option<Bson>, StoreError> {
+    let Bson::Document(spec) = arg else {
+        return Err(StoreError::bad_value(format!("{op} needs an object")));
+    };
+    let field = match eval(spec.get("field").unwrap_or(&Bson::Null), root)? {
+        Some(Bson::String(f)) => f,
+        _ => return Err(StoreError::bad_value(format!("{op} requires 'field' to evaluate to a string"))),
+    };
+    let input = match spec.get("input") {
+        Some(i) => eval(i, root)?,
+        None => Some(Bson::Document(root.clone())),
+    };
+    let Some(Bson::Document(mut input)) = input else { return Ok(None) };
+    match op {
+        "$getField" => return Ok(input.get(&field).cloned()),
+        "$unsetField" => {
+            input.remove(&field);
+        }
+        _ => match eval(spec.get("value").unwrap_or(&Bson::Null), root)? {
+            Some(v) => {
+                input.insert(field, v);
+            }
+            None => {
+                input.remove(&field);
+            }
+        },
+    }
+    Ok(Some(Bson::Document(input)))
 }
 
 fn number_arg(v: Option<&Bson>) -> Option<f64> {

@@ -152,69 +152,7 @@ pub(crate) fn reply(
             d.insert(writable_key, true);
             d.insert("msg", "isdbgrid");
         }
-        Kind::ReplicaSet => {
-            let st = shared.state.lock();
-            let i = member.index;
-            let me = st.members.get(i);
-            let mut hosts = Vec::new();
-            let mut passives = Vec::new();
-            let mut arbiters = Vec::new();
-            for (h, m) in st.handles.iter().zip(&st.members) {
-                if m.removed || m.hidden {
-                    continue;
-                }
-                if m.arbiter {
-                    arbiters.push(Bson::String(h.addr.clone()));
-                } else if m.priority == 0.0 {
-                    passives.push(Bson::String(h.addr.clone()));
-                } else {
-                    hosts.push(Bson::String(h.addr.clone()));
-                }
-            }
-            let is_primary = st.primary == Some(i);
-            d.insert("hosts", hosts);
-            if !passives.is_empty() {
-                d.insert("passives", passives);
-            }
-            if !arbiters.is_empty() {
-                d.insert("arbiters", arbiters);
-            }
-            d.insert("setName", shared.set_name.as_str());
-            d.insert("setVersion", st.set_version);
-            d.insert(writable_key, is_primary);
-            let arbiter = me.is_some_and(|m| m.arbiter);
-            d.insert("secondary", !is_primary && !arbiter);
-            if let Some(p) = st.primary.and_then(|p| st.handles.get(p)) {
-                d.insert("primary", p.addr.as_str());
-            }
-            if arbiter {
-                d.insert("arbiterOnly", true);
-            }
-            if me.is_some_and(|m| m.priority == 0.0 && !m.arbiter && !m.hidden) {
-                d.insert("passive", true);
-            }
-            if me.is_some_and(|m| m.hidden) {
-                d.insert("hidden", true);
-            }
-            d.insert("me", member.addr.as_str());
-            if is_primary {
-                d.insert("electionId", election_id(st.term));
-            }
-            let last = st.optime(i);
-            let majority = st.majority_optime();
-            d.insert(
-                "lastWrite",
-                doc! {
-                    "opTime": {"ts": last.ts, "t": last.term},
-                    "lastWriteDate": last.wall,
-                    "majorityOpTime": {"ts": majority.ts, "t": majority.term},
-                    "majorityWriteDate": majority.wall,
-                },
-            );
-            if let Some(m) = me.filter(|m| !m.tags.is_empty()) {
-                d.insert("tags", m.tags.clone());
-            }
-        }
+        Kind::ReplicaSet => replica_set_fields(&mut d, shared, member, writable_key),
     }
     if lb_connection {
         d.insert("serviceId", member.service_id);
@@ -233,4 +171,69 @@ pub(crate) fn reply(
     }
     d.insert("ok", 1.0);
     Ok(d)
+}
+
+/// A replica set member's fields: the members by role, its own state and its last writes.
+fn replica_set_fields(d: &mut Document, shared: &Shared, member: &Member, writable_key: &str) {
+    let st = shared.state.lock();
+    let i = member.index;
+    let me = st.members.get(i);
+    let mut hosts = Vec::new();
+    let mut passives = Vec::new();
+    let mut arbiters = Vec::new();
+    for (h, m) in st.handles.iter().zip(&st.members) {
+        if m.removed || m.hidden {
+            continue;
+        }
+        if m.arbiter {
+            arbiters.push(Bson::String(h.addr.clone()));
+        } else if m.priority == 0.0 {
+            passives.push(Bson::String(h.addr.clone()));
+        } else {
+            hosts.push(Bson::String(h.addr.clone()));
+        }
+    }
+    let is_primary = st.primary == Some(i);
+    d.insert("hosts", hosts);
+    if !passives.is_empty() {
+        d.insert("passives", passives);
+    }
+    if !arbiters.is_empty() {
+        d.insert("arbiters", arbiters);
+    }
+    d.insert("setName", shared.set_name.as_str());
+    d.insert("setVersion", st.set_version);
+    d.insert(writable_key, is_primary);
+    let arbiter = me.is_some_and(|m| m.arbiter);
+    d.insert("secondary", !is_primary && !arbiter);
+    if let Some(p) = st.primary.and_then(|p| st.handles.get(p)) {
+        d.insert("primary", p.addr.as_str());
+    }
+    if arbiter {
+        d.insert("arbiterOnly", true);
+    }
+    if me.is_some_and(|m| m.priority == 0.0 && !m.arbiter && !m.hidden) {
+        d.insert("passive", true);
+    }
+    if me.is_some_and(|m| m.hidden) {
+        d.insert("hidden", true);
+    }
+    d.insert("me", member.addr.as_str());
+    if is_primary {
+        d.insert("electionId", election_id(st.term));
+    }
+    let last = st.optime(i);
+    let majority = st.majority_optime();
+    d.insert(
+        "lastWrite",
+        doc! {
+            "opTime": {"ts": last.ts, "t": last.term},
+            "lastWriteDate": last.wall,
+            "majorityOpTime": {"ts": majority.ts, "t": majority.term},
+            "majorityWriteDate": majority.wall,
+        },
+    );
+    if let Some(m) = me.filter(|m| !m.tags.is_empty()) {
+        d.insert("tags", m.tags.clone());
+    }
 }

@@ -19,7 +19,7 @@ use tokio_util::codec::Framed;
 use super::auth::{self, ConnAuth};
 use super::cluster::{Kind, Member, Shared, TopologyVersion};
 use super::commands::{self, CmdError, ConnInfo, Ctx, RETRYABLE_CODES};
-use super::failpoint::Triggered;
+use super::failpoint::{Triggered, TxnWriteTriggered};
 use super::hello::{self, HelloRequest};
 
 type Conn<S> = Framed<S, MessageCodec>;
@@ -495,34 +495,10 @@ impl Connection {
         if triggered.close_connection {
             // A transaction statement whose client disconnects is killed, and the kill
             // aborts the transaction (another mongos then answers NoSuchTransaction).
-            let statement = !matches!(name, "commitTransaction" | "abortTransaction");
-            if statement && body.get("autocommit").ok().flatten().is_some() {
-                let args = Document::try_from(body)
-                    .ok()
-                    .and_then(|d| commands::txn::TxnArgs::parse(&d).ok().flatten());
-                if let Some(args) = args {
-                    commands::txn::abort_on_error(&mut self.shared.state.lock(), &args);
-                }
-            }
+            self.kill_statement(name, body);
             return Action::Close;
         }
-        // onPrimaryTransactionalWrite: a retryable write fails before its commit, or commits,
-        // and the connection closes.
-        let retryable_write = matches!(name, "insert" | "update" | "delete" | "findAndModify" | "bulkWrite")
-            && body.get("txnNumber").ok().flatten().is_some()
-            && body.get("autocommit").ok().flatten().is_none();
-        // A retry of a statement that already committed is answered from the session table,
-        // before the write path where the fail point sits.
-        let fresh_write = || {
-            let args =
-                Document::try_from(body).ok().and_then(|d| commands::txn::TxnArgs::parse(&d).ok().flatten());
-            args.is_none_or(|a| !self.shared.state.lock().retried_writes.contains_key(&(a.lsid, a.number)))
-        };
-        let txn_write = if retryable_write && self.member.failpoints.txn_write_armed() && fresh_write() {
-            self.member.failpoints.check_txn_write()
-        } else {
-            None
-        };
+        let txn_write = self.txn_write_fail_point(name, body);
         if let Some(t) = txn_write {
             if let Some(code) = t.fail_before_commit {
                 if t.close_connection {
@@ -592,6 +568,40 @@ impl Connection {
         }
         self.add_topology_version(&mut doc);
         self.reply_frame(request_id, doc, OpMsgFlags::empty()).map_or(Action::Close, Action::Reply)
+    }
+
+    /// A transaction statement whose client disconnects is killed, and the kill aborts the
+    /// transaction (another mongos then answers NoSuchTransaction).
+    fn kill_statement(&self, name: &str, body: &RawDocument) {
+        let statement = !matches!(name, "commitTransaction" | "abortTransaction");
+        if statement && body.get("autocommit").ok().flatten().is_some() {
+            let args =
+                Document::try_from(body).ok().and_then(|d| commands::txn::TxnArgs::parse(&d).ok().flatten());
+            if let Some(args) = args {
+                commands::txn::abort_on_error(&mut self.shared.state.lock(), &args);
+            }
+        }
+    }
+
+    /// `onPrimaryTransactionalWrite`: a retryable write fails before its commit, or commits,
+    /// and the connection closes. A retry of a statement that already committed is answered
+    /// from the session table, before the write path where the fail point sits.
+    fn txn_write_fail_point(&self, name: &str, body: &RawDocument) -> Option<TxnWriteTriggered> {
+        let retryable_write = matches!(name, "insert" | "update" | "delete" | "findAndModify" | "bulkWrite")
+            && body.get("txnNumber").ok().flatten().is_some()
+            && body.get("autocommit").ok().flatten().is_none();
+        if !retryable_write || !self.member.failpoints.txn_write_armed() {
+            return None;
+        }
+        let args =
+            Document::try_from(body).ok().and_then(|d| commands::txn::TxnArgs::parse(&d).ok().flatten());
+        let fresh =
+            args.is_none_or(|a| !self.shared.state.lock().retried_writes.contains_key(&(a.lsid, a.number)));
+        if fresh {
+            self.member.failpoints.check_txn_write()
+        } else {
+            None
+        }
     }
 
     /// As mongod 4.4+ does on a replica set member, a NotPrimary error (at the top level or as

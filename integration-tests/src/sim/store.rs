@@ -726,50 +726,8 @@ pub(crate) fn apply_update(
                         set_path(doc, to, v)?;
                     }
                 }
-                "$push" | "$addToSet" => {
-                    let items: Vec<Bson> = match value {
-                        Bson::Document(d) if d.contains_key("$each") => match d.get("$each") {
-                            Some(Bson::Array(a)) => a.clone(),
-                            _ => return Err(StoreError::bad_value("$each must be an array")),
-                        },
-                        other => vec![other.clone()],
-                    };
-                    let mut arr = match get_path(doc, path) {
-                        None => Vec::new(),
-                        Some(Bson::Array(a)) => a.clone(),
-                        Some(_) => {
-                            return Err(StoreError {
-                                code: 2,
-                                code_name: "BadValue",
-                                message: format!("The field '{path}' must be an array"),
-                            })
-                        }
-                    };
-                    for item in items {
-                        if op == "$push" || !arr.iter().any(|e| equal(e, &item)) {
-                            arr.push(item);
-                        }
-                    }
-                    set_path(doc, path, Bson::Array(arr))?;
-                }
-                "$pull" => {
-                    if let Some(Bson::Array(a)) = get_path(doc, path) {
-                        let mut kept = Vec::with_capacity(a.len());
-                        for e in a {
-                            let remove = match (is_operator_doc(value), e) {
-                                (Some(ops), _) => match_operators(&[e], ops)?,
-                                (None, Bson::Document(ed)) if matches!(value, Bson::Document(_)) => {
-                                    matches(ed, value.as_document().unwrap_or(&Document::new()))?
-                                }
-                                _ => equal(e, value),
-                            };
-                            if !remove {
-                                kept.push(e.clone());
-                            }
-                        }
-                        set_path(doc, path, Bson::Array(kept))?;
-                    }
-                }
+                "$push" | "$addToSet" => push(doc, path, value, op)?,
+                "$pull" => pull(doc, path, value)?,
                 other => {
                     return Err(StoreError {
                         code: 9,
@@ -780,6 +738,56 @@ pub(crate) fn apply_update(
             }
         }
     }
+    Ok(())
+}
+
+/// `$pull`: the elements equal to `value`, or matching it (a condition or a document).
+fn pull(doc: &mut Document, path: &str, value: &Bson) -> Result<(), StoreError> {
+    if let Some(Bson::Array(a)) = get_path(doc, path) {
+        let mut kept = Vec::with_capacity(a.len());
+        for e in a {
+            let remove = match (is_operator_doc(value), e) {
+                (Some(ops), _) => match_operators(&[e], ops)?,
+                (None, Bson::Document(ed)) if matches!(value, Bson::Document(_)) => {
+                    matches(ed, value.as_document().unwrap_or(&Document::new()))?
+                }
+                _ => equal(e, value),
+            };
+            if !remove {
+                kept.push(e.clone());
+            }
+        }
+        set_path(doc, path, Bson::Array(kept))?;
+    }
+    Ok(())
+}
+
+/// `$push` and `$addToSet` (one value, or `$each` of several).
+fn push(doc: &mut Document, path: &str, value: &Bson, op: &str) -> Result<(), StoreError> {
+    let items: Vec<Bson> = match value {
+        Bson::Document(d) if d.contains_key("$each") => match d.get("$each") {
+            Some(Bson::Array(a)) => a.clone(),
+            _ => return Err(StoreError::bad_value("$each must be an array")),
+        },
+        other => vec![other.clone()],
+    };
+    let mut arr = match get_path(doc, path) {
+        None => Vec::new(),
+        Some(Bson::Array(a)) => a.clone(),
+        Some(_) => {
+            return Err(StoreError {
+                code: 2,
+                code_name: "BadValue",
+                message: format!("The field '{path}' must be an array"),
+            })
+        }
+    };
+    for item in items {
+        if op == "$push" || !arr.iter().any(|e| equal(e, &item)) {
+            arr.push(item);
+        }
+    }
+    set_path(doc, path, Bson::Array(arr))?;
     Ok(())
 }
 

@@ -68,31 +68,8 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
             ctx.member.failpoints.configure(&cmd).map_err(sim_err)?;
             ok()
         }
-        "replSetStepDown" => {
-            if shared.kind != Kind::ReplicaSet {
-                return Err(CmdError::new(76, "NoReplicationEnabled", "not running with --replSet"));
-            }
-            if shared.primary() != Some(ctx.member.index) {
-                return Err(CmdError::new(10107, "NotWritablePrimary", "not primary so can't step down"));
-            }
-            let secs = number(cmd.get("replSetStepDown")).unwrap_or(60).max(1);
-            let secs = Duration::from_secs(u64::try_from(secs).unwrap_or(60));
-            shared.step_down(Duration::ZERO, Some(secs)).map_err(sim_err)?;
-            ok()
-        }
-        "replSetFreeze" => {
-            if shared.kind != Kind::ReplicaSet {
-                return Err(CmdError::new(76, "NoReplicationEnabled", "not running with --replSet"));
-            }
-            if shared.primary() == Some(ctx.member.index) {
-                return Err(CmdError::new(95, "NotSecondary", "cannot freeze node when primary"));
-            }
-            // 0 unfreezes: the member may stand for election again at once.
-            let secs = u64::try_from(number(cmd.get("replSetFreeze")).unwrap_or(0)).unwrap_or(0);
-            let until = (secs > 0).then(|| std::time::Instant::now() + Duration::from_secs(secs));
-            shared.state.lock().members[ctx.member.index].stepped_down_until = until;
-            ok()
-        }
+        "replSetStepDown" => repl_set_step_down(ctx, &cmd),
+        "replSetFreeze" => repl_set_freeze(ctx, &cmd),
         "simStepDown" => {
             shared.step_down(millis(&cmd, "gapMS")?, None).map_err(sim_err)?;
             ok()
@@ -143,27 +120,61 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
             Ok(d)
         }
         "replSetGetStatus" | "replSetGetConfig" => repl_set_status(ctx),
-        "serverStatus" => {
-            let counters = shared.counters();
-            let mine = counters.members.get(ctx.member.index).cloned().unwrap_or_default();
-            let process =
-                if matches!(shared.kind, Kind::Sharded | Kind::LoadBalanced) { "mongos" } else { "mongod" };
-            Ok(doc! {
-                "host": ctx.member.addr.as_str(),
-                "version": shared.version.as_str(),
-                "process": process,
-                "pid": i64::from(std::process::id()),
-                "localTime": bson::DateTime::now(),
-                "connections": {"totalCreated": i64::try_from(mine.connections_opened).unwrap_or(i64::MAX)},
-                "ok": 1.0,
-            })
-        }
+        "serverStatus" => server_status(ctx),
         "getParameter" | "getCmdLineOpts" => ok(),
         "connectionStatus" => {
             Ok(doc! {"authInfo": {"authenticatedUsers": [], "authenticatedUserRoles": []}, "ok": 1.0})
         }
         other => Err(CmdError::new(59, "CommandNotFound", format!("no such command: '{other}'"))),
     }
+}
+
+/// `serverStatus`: the process, its version and this member's connection count.
+fn server_status(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
+    let shared = ctx.shared;
+    let counters = shared.counters();
+    let mine = counters.members.get(ctx.member.index).cloned().unwrap_or_default();
+    let process = if matches!(shared.kind, Kind::Sharded | Kind::LoadBalanced) { "mongos" } else { "mongod" };
+    Ok(doc! {
+        "host": ctx.member.addr.as_str(),
+        "version": shared.version.as_str(),
+        "process": process,
+        "pid": i64::from(std::process::id()),
+        "localTime": bson::DateTime::now(),
+        "connections": {"totalCreated": i64::try_from(mine.connections_opened).unwrap_or(i64::MAX)},
+        "ok": 1.0,
+    })
+}
+
+/// `replSetFreeze`: a secondary may not stand for election for the seconds asked.
+fn repl_set_freeze(ctx: &Ctx<'_>, cmd: &Document) -> Result<Document, CmdError> {
+    let shared = ctx.shared;
+    if shared.kind != Kind::ReplicaSet {
+        return Err(CmdError::new(76, "NoReplicationEnabled", "not running with --replSet"));
+    }
+    if shared.primary() == Some(ctx.member.index) {
+        return Err(CmdError::new(95, "NotSecondary", "cannot freeze node when primary"));
+    }
+    // 0 unfreezes: the member may stand for election again at once.
+    let secs = u64::try_from(number(cmd.get("replSetFreeze")).unwrap_or(0)).unwrap_or(0);
+    let until = (secs > 0).then(|| std::time::Instant::now() + Duration::from_secs(secs));
+    shared.state.lock().members[ctx.member.index].stepped_down_until = until;
+    Ok(doc! {"ok": 1.0})
+}
+
+/// `replSetStepDown`: the primary steps down for the seconds asked (at least 1, default 60).
+fn repl_set_step_down(ctx: &Ctx<'_>, cmd: &Document) -> Result<Document, CmdError> {
+    let shared = ctx.shared;
+    if shared.kind != Kind::ReplicaSet {
+        return Err(CmdError::new(76, "NoReplicationEnabled", "not running with --replSet"));
+    }
+    if shared.primary() != Some(ctx.member.index) {
+        return Err(CmdError::new(10107, "NotWritablePrimary", "not primary so can't step down"));
+    }
+    let secs = number(cmd.get("replSetStepDown")).unwrap_or(60).max(1);
+    let secs = Duration::from_secs(u64::try_from(secs).unwrap_or(60));
+    shared.step_down(Duration::ZERO, Some(secs)).map_err(sim_err)?;
+    Ok(doc! {"ok": 1.0})
 }
 
 /// `replSetGetStatus` and `replSetGetConfig`: the members as mongod describes them.

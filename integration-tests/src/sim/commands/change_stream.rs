@@ -13,7 +13,7 @@ use super::crud::{read_stage, unrecognized_stage, usize_opt};
 use super::{check_role, number, Access, CmdError, Ctx};
 use crate::sim::cluster::{Kind, Shared, State};
 use crate::sim::repl::Op;
-use crate::sim::store::id_key;
+use crate::sim::store::{id_key, Store};
 
 /// How many change events the deployment keeps.
 pub(crate) const KEPT: usize = 10_000;
@@ -371,75 +371,10 @@ pub(crate) fn open(ctx: &Ctx<'_>, cmd: &Document) -> Result<Document, CmdError> 
         .and_then(Bson::as_document)
         .and_then(|s| s.get_document("$changeStream").ok())
         .ok_or_else(|| CmdError::bad("the $changeStream stage takes a document"))?;
-    let mut stages = Vec::new();
-    for s in &pipeline[1..] {
-        let s = s.as_document().ok_or_else(|| CmdError::bad("each pipeline stage must be an object"))?;
-        let name = s.keys().next().map(String::as_str).unwrap_or("");
-        if !ALLOWED_STAGES.contains(&name) {
-            return Err(if KNOWN_STAGES.contains(&name) {
-                CmdError::new(
-                    20,
-                    "IllegalOperation",
-                    format!("{name} is not permitted in a $changeStream pipeline"),
-                )
-            } else {
-                unrecognized_stage(name)
-            });
-        }
-        stages.push(s.clone());
-    }
+    let stages = later_stages(&pipeline[1..])?;
     let all = spec.get_bool("allChangesForCluster").unwrap_or(false);
-    let (db, coll, ns) = match cmd.get("aggregate") {
-        Some(Bson::String(c)) => (Some(ctx.db.to_owned()), Some(c.clone()), format!("{}.{c}", ctx.db)),
-        Some(n) if number(Some(n)) == Some(1) && all => {
-            if ctx.db != "admin" {
-                return Err(CmdError::new(
-                    72,
-                    "InvalidOptions",
-                    "A $changeStream with 'allChangesForCluster:true' may only be opened on the 'admin' database",
-                ));
-            }
-            (None, None, "admin.$cmd.aggregate".to_owned())
-        }
-        Some(n) if number(Some(n)) == Some(1) => {
-            if matches!(ctx.db, "admin" | "config" | "local") {
-                return Err(CmdError::new(
-                    73,
-                    "InvalidNamespace",
-                    format!("$changeStream may not be opened on the internal {} database", ctx.db),
-                ));
-            }
-            (Some(ctx.db.to_owned()), None, format!("{}.$cmd.aggregate", ctx.db))
-        }
-        _ => return Err(CmdError::bad("aggregate needs a collection name or 1")),
-    };
-    let known = [
-        "fullDocument",
-        "fullDocumentBeforeChange",
-        "resumeAfter",
-        "startAfter",
-        "startAtOperationTime",
-        "allChangesForCluster",
-        "showExpandedEvents",
-    ];
-    if let Some(k) = spec.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(CmdError::new(
-            40415,
-            "Location40415",
-            format!("BSON field '$changeStream.{k}' is an unknown field."),
-        ));
-    }
-    let starts = ["resumeAfter", "startAfter", "startAtOperationTime"]
-        .iter()
-        .filter(|k| spec.contains_key(**k))
-        .count();
-    if starts > 1 {
-        return Err(CmdError::new(
-            40674,
-            "Location40674",
-            "Only one type of resume option is allowed, but multiple were found.",
-        ));
-    }
+    let (db, coll, ns) = watched(ctx, cmd, all)?;
+    check_spec(spec)?;
     let full_document = spec.get_str("fullDocument").unwrap_or("default").to_owned();
     let before_change = spec.get_str("fullDocumentBeforeChange").unwrap_or("off").to_owned();
     let batch = cmd.get_document("cursor").ok().and_then(|c| usize_opt(c.get("batchSize")));
@@ -494,6 +429,93 @@ pub(crate) fn open(ctx: &Ctx<'_>, cmd: &Document) -> Result<Document, CmdError> 
         id
     };
     Ok(doc! {"cursor": {"firstBatch": docs, "postBatchResumeToken": pbrt, "id": id, "ns": ns}, "ok": 1.0})
+}
+
+/// The stages after `$changeStream`: only those a change stream allows.
+fn later_stages(pipeline: &[Bson]) -> Result<Vec<Document>, CmdError> {
+    let mut stages = Vec::new();
+    for s in &pipeline[1..] {
+        let s = s.as_document().ok_or_else(|| CmdError::bad("each pipeline stage must be an object"))?;
+        let name = s.keys().next().map(String::as_str).unwrap_or("");
+        if !ALLOWED_STAGES.contains(&name) {
+            return Err(if KNOWN_STAGES.contains(&name) {
+                CmdError::new(
+                    20,
+                    "IllegalOperation",
+                    format!("{name} is not permitted in a $changeStream pipeline"),
+                )
+            } else {
+                unrecognized_stage(name)
+            });
+        }
+        stages.push(s.clone());
+    }
+    Ok(stages)
+}
+
+/// What a change stream watches: a collection, a database, or (`allChangesForCluster`, on
+/// `admin`) the cluster; and the namespace its cursor reports.
+fn watched(
+    ctx: &Ctx<'_>,
+    cmd: &Document,
+    all: bool,
+) -> Result<(Option<String>, Option<String>, String), CmdError> {
+    Ok(match cmd.get("aggregate") {
+        Some(Bson::String(c)) => (Some(ctx.db.to_owned()), Some(c.clone()), format!("{}.{c}", ctx.db)),
+        Some(n) if number(Some(n)) == Some(1) && all => {
+            if ctx.db != "admin" {
+                return Err(CmdError::new(
+                    72,
+                    "InvalidOptions",
+                    "A $changeStream with 'allChangesForCluster:true' may only be opened on the 'admin' database",
+                ));
+            }
+            (None, None, "admin.$cmd.aggregate".to_owned())
+        }
+        Some(n) if number(Some(n)) == Some(1) => {
+            if matches!(ctx.db, "admin" | "config" | "local") {
+                return Err(CmdError::new(
+                    73,
+                    "InvalidNamespace",
+                    format!("$changeStream may not be opened on the internal {} database", ctx.db),
+                ));
+            }
+            (Some(ctx.db.to_owned()), None, format!("{}.$cmd.aggregate", ctx.db))
+        }
+        _ => return Err(CmdError::bad("aggregate needs a collection name or 1")),
+    })
+}
+
+/// The `$changeStream` stage's own fields: known ones, and one resume option at most.
+fn check_spec(spec: &Document) -> Result<(), CmdError> {
+    let known = [
+        "fullDocument",
+        "fullDocumentBeforeChange",
+        "resumeAfter",
+        "startAfter",
+        "startAtOperationTime",
+        "allChangesForCluster",
+        "showExpandedEvents",
+    ];
+    if let Some(k) = spec.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(CmdError::new(
+            40415,
+            "Location40415",
+            format!("BSON field '$changeStream.{k}' is an unknown field."),
+        ));
+    }
+    let starts = ["resumeAfter", "startAfter", "startAtOperationTime"]
+        .iter()
+        .filter(|k| spec.contains_key(**k))
+        .count();
+    if starts > 1 {
+        return Err(CmdError::new(
+            40674,
+            "Location40674",
+            "Only one type of resume option is allowed, but multiple were found.",
+        ));
+    }
+    Ok(())
 }
 
 /// Whether a `getMore` names a change stream cursor.
@@ -581,40 +603,18 @@ fn read(
             full = false;
             break;
         }
-        let watched = match (&stream.db, &stream.coll) {
-            (None, _) => !matches!(db.as_str(), "admin" | "config" | "local"),
-            (Some(d), None) => *d == db,
-            (Some(d), Some(c)) => *d == db && (coll.as_ref() == Some(c) || coll.is_none()),
-        };
-        if !watched || (expanded && !stream.expanded) {
+        if !stream.watches(&db, coll.as_ref()) || (expanded && !stream.expanded) {
             stream.after = pos;
             continue;
         }
         let op = base.get_str("operationType").unwrap_or("").to_owned();
-        let invalidates = match (&stream.db, &stream.coll) {
-            (Some(_), Some(_)) => op == "drop" || op == "dropDatabase" || op == "rename",
-            (Some(_), None) => op == "dropDatabase",
-            _ => false,
-        };
+        let invalidates = stream.invalidated_by(&op);
         // A collection stream reports its database's drop as its own collection's drop.
         if stream.coll.is_some() && op == "dropDatabase" && coll.is_none() {
             stream.after = pos;
             continue;
         }
-        let mut event = doc! {"_id": token(pos, false)};
-        event.extend(base.clone());
-        event.insert("clusterTime", unpack(pos.ts));
-        event.insert("wallTime", wall);
-        if stream.expanded {
-            if let Some(c) = &coll {
-                event.insert("collectionUUID", collection_uuid(&db, c));
-            }
-        } else {
-            event.remove("operationDescription");
-            if let Ok(u) = event.get_document_mut("updateDescription") {
-                u.remove("disambiguatedPaths");
-            }
-        }
+        let mut event = event_of(stream, pos, wall, &db, coll.as_deref(), &base);
         // Pre- and post-images exist only where the collection records them.
         let images = st
             .store_mut(kind, i)
@@ -639,11 +639,8 @@ fn read(
         if op == "update" {
             match stream.full_document.as_str() {
                 "updateLookup" => {
-                    let key = base.get_document("documentKey").ok().and_then(|k| k.get("_id")).map(id_key);
-                    let current = st.store_mut(kind, i).and_then(|s| {
-                        let found = s.coll(&db, coll.as_deref().unwrap_or(""))?;
-                        key.as_ref().and_then(|k| found.get(k)).cloned()
-                    });
+                    let current =
+                        st.store_mut(kind, i).and_then(|s| looked_up(s, &db, coll.as_deref(), &base));
                     event.insert("fullDocument", current.map_or(Bson::Null, Bson::Document));
                 }
                 wanted => {
@@ -658,23 +655,7 @@ fn read(
                 event.insert("fullDocumentBeforeChange", v);
             }
         }
-        let mut docs = vec![event];
-        for stage in &stream.stages {
-            let Some((name, arg)) = stage.iter().next() else { continue };
-            docs = match read_stage(name, arg, docs)? {
-                Some(r) => r?,
-                None => return Err(unrecognized_stage(name)),
-            };
-        }
-        let id = token(pos, false);
-        if docs.iter().any(|d| d.get_document("_id").ok() != Some(&id)) {
-            return Err(CmdError::new(
-                280,
-                "ChangeStreamFatalError",
-                "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point. Only transformations that retain the unmodified _id field are allowed.",
-            )
-            .label("NonResumableChangeStreamError"));
-        }
+        let docs = apply_stages(stream, event, pos)?;
         out.extend(docs.into_iter().map(Bson::Document));
         stream.after = pos;
         if invalidates {
@@ -692,6 +673,82 @@ fn read(
         stream.after = high;
     }
     Ok((out, invalidated))
+}
+
+impl Stream {
+    /// Whether a change of `db`.`coll` (`None`: of the database) is one this stream watches.
+    fn watches(&self, db: &str, coll: Option<&String>) -> bool {
+        match (&self.db, &self.coll) {
+            (None, _) => !matches!(db, "admin" | "config" | "local"),
+            (Some(d), None) => d == db,
+            (Some(d), Some(c)) => d == db && (coll == Some(c) || coll.is_none()),
+        }
+    }
+
+    /// Whether an event of operation `op` ends this stream: a collection's drop or rename,
+    /// a database's drop.
+    fn invalidated_by(&self, op: &str) -> bool {
+        match (&self.db, &self.coll) {
+            (Some(_), Some(_)) => op == "drop" || op == "dropDatabase" || op == "rename",
+            (Some(_), None) => op == "dropDatabase",
+            _ => false,
+        }
+    }
+}
+
+/// `fullDocument: updateLookup`: the changed document as it is now.
+fn looked_up(store: &mut Store, db: &str, coll: Option<&str>, event: &Document) -> Option<Document> {
+    let key = event.get_document("documentKey").ok().and_then(|k| k.get("_id")).map(id_key)?;
+    store.coll(db, coll.unwrap_or(""))?.get(&key).cloned()
+}
+
+/// An event through the stream's later stages; none may change its `_id` (its resume token).
+fn apply_stages(stream: &Stream, event: Document, pos: Pos) -> Result<Vec<Document>, CmdError> {
+    let mut docs = vec![event];
+    for stage in &stream.stages {
+        let Some((name, arg)) = stage.iter().next() else { continue };
+        docs = match read_stage(name, arg, docs)? {
+            Some(r) => r?,
+            None => return Err(unrecognized_stage(name)),
+        };
+    }
+    let id = token(pos, false);
+    if docs.iter().any(|d| d.get_document("_id").ok() != Some(&id)) {
+        return Err(CmdError::new(
+            280,
+            "ChangeStreamFatalError",
+            "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point. Only transformations that retain the unmodified _id field are allowed.",
+        )
+        .label("NonResumableChangeStreamError"));
+    }
+    Ok(docs)
+}
+
+/// The event of a change as the stream shows it: its resume token and times, the expanded
+/// fields only when the stream asked for them.
+fn event_of(
+    stream: &Stream,
+    pos: Pos,
+    wall: bson::DateTime,
+    db: &str,
+    coll: Option<&str>,
+    base: &Document,
+) -> Document {
+    let mut event = doc! {"_id": token(pos, false)};
+    event.extend(base.clone());
+    event.insert("clusterTime", unpack(pos.ts));
+    event.insert("wallTime", wall);
+    if stream.expanded {
+        if let Some(c) = coll {
+            event.insert("collectionUUID", collection_uuid(db, c));
+        }
+    } else {
+        event.remove("operationDescription");
+        if let Ok(u) = event.get_document_mut("updateDescription") {
+            u.remove("disambiguatedPaths");
+        }
+    }
+    event
 }
 
 #[cfg(test)]

@@ -101,16 +101,7 @@ pub(crate) enum Exec {
 /// Runs a CRUD command: role check, transaction routing, execution, oplog, write concern.
 pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
     let cmd = ctx.document()?;
-    // `$where: "sleep(ms) || true"` keeps the connection busy, as the spec tests expect (in
-    // the body or in a document sequence's statements).
-    let mut sleep = store::where_sleep(&Bson::Document(cmd.clone()));
-    for seq in ctx.sequences.iter() {
-        for d in seq.documents.iter() {
-            if let Ok(d) = Document::try_from(d.as_ref()) {
-                sleep += store::where_sleep(&Bson::Document(d));
-            }
-        }
-    }
+    let sleep = where_sleep(ctx, &cmd);
     if !sleep.is_zero() {
         tokio::time::sleep(sleep).await;
     }
@@ -164,33 +155,7 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
             _ => {}
         }
         let (exec, ops) = match &txn_args {
-            Some(t) if t.in_txn => {
-                if ctx.name == "count" {
-                    return Err(CmdError::new(
-                        50851,
-                        "OperationNotSupportedInTransaction",
-                        "Cannot run 'count' in a multi-document transaction.",
-                    ));
-                }
-                let namespaces = match cmd.get_str(ctx.name) {
-                    Ok(coll) => vec![(ctx.db.to_owned(), coll.to_owned())],
-                    // The client bulkWrite: every namespace of its nsInfo.
-                    Err(_) if ctx.name == "bulkWrite" => seq_or_array(ctx, &cmd, "nsInfo")?
-                        .iter()
-                        .filter_map(|d| d.get_str("ns").ok())
-                        .filter_map(|ns| ns.split_once('.'))
-                        .map(|(d, c)| (d.to_owned(), c.to_owned()))
-                        .collect(),
-                    Err(_) => Vec::new(),
-                };
-                let exec = txn::in_transaction(shared, &mut st, i, t, &namespaces, |store, ops| {
-                    exec(ctx, &cmd, store, ops)
-                })?;
-                if matches!(&exec, Exec::Reply(d) if d.contains_key("writeErrors")) {
-                    txn::abort_on_error(&mut st, t);
-                }
-                (exec, Ops::new(false))
-            }
+            Some(t) if t.in_txn => (in_transaction(ctx, &cmd, &mut st, i, t)?, Ops::new(false)),
             _ => {
                 // A retried retryable write gets the first attempt's reply (the statement
                 // already ran, maybe after the client gave up waiting for it).
@@ -201,14 +166,8 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
                     .as_ref()
                     .filter(|_| access == Access::Write && super::retryable_write(&cmd))
                     .map(|t| (t.lsid.clone(), t.number));
-                if let Some(key) = retry_key.as_ref() {
-                    match st.retried_writes.get(key) {
-                        Some((_, Some(p))) if p.rolled_back(&st) => {
-                            st.retried_writes.remove(key);
-                        }
-                        Some((reply, p)) => break 'locked (reply.clone(), *p),
-                        None => {}
-                    }
+                if let Some(answered) = retry_key.as_ref().and_then(|key| first_reply(&mut st, key)) {
+                    break 'locked answered;
                 }
                 if access == Access::Write {
                     wc.check(shared, &st)?;
@@ -222,20 +181,7 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
         };
         let pending = if ops.count > 0 { log_write(shared, &mut st, i, ops.list) } else { None };
         let retry_key = retry_key.take().filter(|_| !matches!(exec, Exec::Cursor { .. }));
-        let reply = match exec {
-            Exec::Reply(d) => d,
-            Exec::Cursor { ns, docs, batch, single } => {
-                cursor::open(&mut st, i, ns, docs, batch, single, cursor::tailable_of(ctx.name, &cmd))
-            }
-            Exec::Bulk { docs, batch, counts } => {
-                let ns = "admin.$cmd.bulkWrite".to_owned();
-                let mut reply = cursor::open(&mut st, i, ns, docs, batch, false, (false, false));
-                reply.remove("ok");
-                reply.extend(counts);
-                reply.insert("ok", 1.0);
-                reply
-            }
-        };
+        let reply = reply_of(ctx, &cmd, &mut st, i, exec);
         if let Some(key) = retry_key {
             st.retried_writes.insert(key, (reply.clone(), pending));
         }
@@ -251,6 +197,87 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
         }
     }
     Ok(reply)
+}
+
+/// The reply a retried retryable write gets: the first attempt's, unless the write it
+/// records was rolled back (the entry goes with it, and the retry runs the write again).
+fn first_reply(st: &mut State, key: &(Vec<u8>, i64)) -> Option<(Document, Option<PendingWrite>)> {
+    match st.retried_writes.get(key) {
+        Some((_, Some(p))) if p.rolled_back(st) => {
+            st.retried_writes.remove(key);
+            None
+        }
+        Some((reply, p)) => Some((reply.clone(), *p)),
+        None => None,
+    }
+}
+
+/// `$where: "sleep(ms) || true"` keeps the connection busy, as the spec tests expect (in the
+/// body or in a document sequence's statements): how long.
+fn where_sleep(ctx: &Ctx<'_>, cmd: &Document) -> std::time::Duration {
+    let mut sleep = store::where_sleep(&Bson::Document(cmd.clone()));
+    for seq in ctx.sequences.iter() {
+        for d in seq.documents.iter() {
+            if let Ok(d) = Document::try_from(d.as_ref()) {
+                sleep += store::where_sleep(&Bson::Document(d));
+            }
+        }
+    }
+    sleep
+}
+
+/// Runs a statement of transaction `t` on member `i`: on the transaction's snapshot of the
+/// namespaces it names; a write error aborts the transaction.
+fn in_transaction(
+    ctx: &Ctx<'_>,
+    cmd: &Document,
+    st: &mut State,
+    i: usize,
+    t: &TxnArgs,
+) -> Result<Exec, CmdError> {
+    if ctx.name == "count" {
+        return Err(CmdError::new(
+            50851,
+            "OperationNotSupportedInTransaction",
+            "Cannot run 'count' in a multi-document transaction.",
+        ));
+    }
+    let namespaces = match cmd.get_str(ctx.name) {
+        Ok(coll) => vec![(ctx.db.to_owned(), coll.to_owned())],
+        // The client bulkWrite: every namespace of its nsInfo.
+        Err(_) if ctx.name == "bulkWrite" => seq_or_array(ctx, cmd, "nsInfo")?
+            .iter()
+            .filter_map(|d| d.get_str("ns").ok())
+            .filter_map(|ns| ns.split_once('.'))
+            .map(|(d, c)| (d.to_owned(), c.to_owned()))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    let exec =
+        txn::in_transaction(ctx.shared, st, i, t, &namespaces, |store, ops| exec(ctx, cmd, store, ops))?;
+    if matches!(&exec, Exec::Reply(d) if d.contains_key("writeErrors")) {
+        txn::abort_on_error(st, t);
+    }
+    Ok(exec)
+}
+
+/// The reply of what a command did: its document, or a cursor opened on member `i` over its
+/// results (the client bulkWrite's with its counts).
+fn reply_of(ctx: &Ctx<'_>, cmd: &Document, st: &mut State, i: usize, exec: Exec) -> Document {
+    match exec {
+        Exec::Reply(d) => d,
+        Exec::Cursor { ns, docs, batch, single } => {
+            cursor::open(st, i, ns, docs, batch, single, cursor::tailable_of(ctx.name, cmd))
+        }
+        Exec::Bulk { docs, batch, counts } => {
+            let ns = "admin.$cmd.bulkWrite".to_owned();
+            let mut reply = cursor::open(st, i, ns, docs, batch, false, (false, false));
+            reply.remove("ok");
+            reply.extend(counts);
+            reply.insert("ok", 1.0);
+            reply
+        }
+    }
 }
 
 /// How many snapshots snapshot reads keep.
@@ -570,47 +597,7 @@ fn counts(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store) -> Result<Exec, CmdE
 fn namespaces(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Result<Exec, CmdError> {
     let db = ctx.db;
     match ctx.name {
-        "create" => {
-            let coll = coll_name(cmd, "create")?;
-            if store.has_coll(db, coll) {
-                return Err(CmdError::new(
-                    48,
-                    "NamespaceExists",
-                    format!("Collection {db}.{coll} already exists."),
-                ));
-            }
-            let created = store.coll_mut(db, coll);
-            const OPTIONS: [&str; 15] = [
-                "capped",
-                "size",
-                "max",
-                "storageEngine",
-                "validator",
-                "validationLevel",
-                "validationAction",
-                "viewOn",
-                "pipeline",
-                "collation",
-                "indexOptionDefaults",
-                "timeseries",
-                "expireAfterSeconds",
-                "clusteredIndex",
-                "changeStreamPreAndPostImages",
-            ];
-            let mut options: Document = cmd
-                .iter()
-                .filter(|(k, _)| OPTIONS.contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            if let Ok(c) = options.get_document_mut("clusteredIndex") {
-                if !c.contains_key("v") {
-                    c.insert("v", 2);
-                }
-            }
-            created.set_options(options);
-            ops.push(|| Op::Create { db: db.to_owned(), coll: coll.to_owned() });
-            Ok(Exec::Reply(doc! {"ok": 1.0}))
-        }
+        "create" => create(ctx, cmd, store, ops),
         "drop" => {
             let coll = coll_name(cmd, "drop")?;
             // Since 7.0, dropping a missing collection succeeds.
@@ -625,64 +612,111 @@ fn namespaces(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -
             }
             Ok(Exec::Reply(doc! {"dropped": db, "ok": 1.0}))
         }
-        "listDatabases" => {
-            let name_only = cmd.get_bool("nameOnly").unwrap_or(false);
-            let filter = cmd.get_document("filter").cloned().unwrap_or_default();
-            let mut dbs = Vec::new();
-            let mut total: i64 = 0;
-            for (name, count) in store.databases() {
-                let size = i64::try_from(count).unwrap_or(i64::MAX).saturating_mul(64).max(8192);
-                let entry = if name_only {
-                    doc! {"name": name}
-                } else {
-                    doc! {"name": name, "sizeOnDisk": size, "empty": count == 0}
-                };
-                if store::matches(&entry, &filter)? {
-                    total = total.saturating_add(size);
-                    dbs.push(Bson::Document(entry));
-                }
-            }
-            let mut reply = doc! {"databases": dbs};
-            if !name_only {
-                reply.insert("totalSize", total);
-                reply.insert("totalSizeMb", total / (1024 * 1024));
-            }
-            reply.insert("ok", 1.0);
-            Ok(Exec::Reply(reply))
-        }
-        "listCollections" => {
-            let name_only = cmd.get_bool("nameOnly").unwrap_or(false);
-            let filter = cmd.get_document("filter").cloned().unwrap_or_default();
-            let mut docs = Vec::new();
-            for name in store.collections(db) {
-                let options = store.coll(db, &name).map(|c| c.options().clone()).unwrap_or_default();
-                let kind = if options.contains_key("timeseries") {
-                    "timeseries"
-                } else if options.contains_key("viewOn") {
-                    "view"
-                } else {
-                    "collection"
-                };
-                let entry = if name_only {
-                    doc! {"name": &name, "type": kind}
-                } else {
-                    doc! {
-                        "name": &name,
-                        "type": kind,
-                        "options": options,
-                        "info": {"readOnly": false},
-                        "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"},
-                    }
-                };
-                if store::matches(&entry, &filter)? {
-                    docs.push(entry);
-                }
-            }
-            let batch = cmd.get_document("cursor").ok().and_then(|c| usize_opt(c.get("batchSize")));
-            Ok(Exec::Cursor { ns: format!("{db}.$cmd.listCollections"), docs, batch, single: false })
-        }
+        "listDatabases" => list_databases(cmd, store),
+        "listCollections" => list_collections(ctx, cmd, store),
         other => Err(CmdError::new(59, "CommandNotFound", format!("no such command: '{other}'"))),
     }
+}
+
+/// `listCollections`: a cursor over the database's collections, views and time series.
+fn list_collections(ctx: &Ctx<'_>, cmd: &Document, store: &Store) -> Result<Exec, CmdError> {
+    let db = ctx.db;
+    let name_only = cmd.get_bool("nameOnly").unwrap_or(false);
+    let filter = cmd.get_document("filter").cloned().unwrap_or_default();
+    let mut docs = Vec::new();
+    for name in store.collections(db) {
+        let options = store.coll(db, &name).map(|c| c.options().clone()).unwrap_or_default();
+        let kind = if options.contains_key("timeseries") {
+            "timeseries"
+        } else if options.contains_key("viewOn") {
+            "view"
+        } else {
+            "collection"
+        };
+        let entry = if name_only {
+            doc! {"name": &name, "type": kind}
+        } else {
+            doc! {
+                "name": &name,
+                "type": kind,
+                "options": options,
+                "info": {"readOnly": false},
+                "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"},
+            }
+        };
+        if store::matches(&entry, &filter)? {
+            docs.push(entry);
+        }
+    }
+    let batch = cmd.get_document("cursor").ok().and_then(|c| usize_opt(c.get("batchSize")));
+    Ok(Exec::Cursor { ns: format!("{db}.$cmd.listCollections"), docs, batch, single: false })
+}
+
+/// `listDatabases`: every database, with made-up sizes (64 bytes a document, 8 KiB at least).
+fn list_databases(cmd: &Document, store: &Store) -> Result<Exec, CmdError> {
+    let name_only = cmd.get_bool("nameOnly").unwrap_or(false);
+    let filter = cmd.get_document("filter").cloned().unwrap_or_default();
+    let mut dbs = Vec::new();
+    let mut total: i64 = 0;
+    for (name, count) in store.databases() {
+        let size = i64::try_from(count).unwrap_or(i64::MAX).saturating_mul(64).max(8192);
+        let entry = if name_only {
+            doc! {"name": name}
+        } else {
+            doc! {"name": name, "sizeOnDisk": size, "empty": count == 0}
+        };
+        if store::matches(&entry, &filter)? {
+            total = total.saturating_add(size);
+            dbs.push(Bson::Document(entry));
+        }
+    }
+    let mut reply = doc! {"databases": dbs};
+    if !name_only {
+        reply.insert("totalSize", total);
+        reply.insert("totalSizeMb", total / (1024 * 1024));
+    }
+    reply.insert("ok", 1.0);
+    Ok(Exec::Reply(reply))
+}
+
+/// `create`: a collection with its options (`clusteredIndex` gets its default `v: 2`).
+fn create(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Result<Exec, CmdError> {
+    let db = ctx.db;
+    let coll = coll_name(cmd, "create")?;
+    if store.has_coll(db, coll) {
+        return Err(CmdError::new(48, "NamespaceExists", format!("Collection {db}.{coll} already exists.")));
+    }
+    let created = store.coll_mut(db, coll);
+    const OPTIONS: [&str; 15] = [
+        "capped",
+        "size",
+        "max",
+        "storageEngine",
+        "validator",
+        "validationLevel",
+        "validationAction",
+        "viewOn",
+        "pipeline",
+        "collation",
+        "indexOptionDefaults",
+        "timeseries",
+        "expireAfterSeconds",
+        "clusteredIndex",
+        "changeStreamPreAndPostImages",
+    ];
+    let mut options: Document = cmd
+        .iter()
+        .filter(|(k, _)| OPTIONS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if let Ok(c) = options.get_document_mut("clusteredIndex") {
+        if !c.contains_key("v") {
+            c.insert("v", 2);
+        }
+    }
+    created.set_options(options);
+    ops.push(|| Op::Create { db: db.to_owned(), coll: coll.to_owned() });
+    Ok(Exec::Reply(doc! {"ok": 1.0}))
 }
 
 /// Indexes: `listIndexes`, `createIndexes`, `dropIndexes`.
@@ -1261,25 +1295,7 @@ fn aggregate(db: &str, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Resu
     let (coll, source, pipeline) = match cmd.get("aggregate") {
         Some(Bson::String(s)) => (s.as_str(), None, pipeline),
         Some(n) if number(Some(n)) == Some(1) => {
-            let first = pipeline.first().and_then(Bson::as_document).and_then(|d| d.iter().next());
-            let docs = match first {
-                Some((name, Bson::Array(docs))) if name == "$documents" => {
-                    docs.iter().filter_map(Bson::as_document).cloned().collect()
-                }
-                // No other client's sessions or operations are visible in the simulator.
-                // The caller's own session is the only one the simulator lists.
-                Some((name, _)) if name == "$listLocalSessions" => {
-                    cmd.get_document("lsid").map(|l| vec![doc! {"_id": l.clone()}]).unwrap_or_default()
-                }
-                Some((name, _)) if name == "$currentOp" => Vec::new(),
-                _ => {
-                    return Err(CmdError::new(
-                        40324,
-                        "Location40324",
-                        "a database-level aggregate starts with $documents, $listLocalSessions or $currentOp in the simulator",
-                    ))
-                }
-            };
+            let docs = database_source(cmd, pipeline)?;
             ("$cmd.aggregate", Some(docs), &pipeline[1..])
         }
         _ => return Err(CmdError::bad("aggregate needs a collection name or 1")),
@@ -1359,6 +1375,31 @@ fn aggregate(db: &str, cmd: &Document, store: &mut Store, ops: &mut Ops) -> Resu
         };
     }
     Ok(Exec::Cursor { ns: format!("{db}.{coll}"), docs, batch, single: false })
+}
+
+/// The documents a database-level aggregate (`aggregate: 1`) starts from, made by its first
+/// stage: `$documents`, `$listLocalSessions` (the caller's own session only) or `$currentOp`
+/// (nothing: no other client's operations are visible in the simulator).
+fn database_source(cmd: &Document, pipeline: &[Bson]) -> Result<Vec<Document>, CmdError> {
+    let first = pipeline.first().and_then(Bson::as_document).and_then(|d| d.iter().next());
+    Ok(match first {
+        Some((name, Bson::Array(docs))) if name == "$documents" => {
+            docs.iter().filter_map(Bson::as_document).cloned().collect()
+        }
+        // No other client's sessions or operations are visible in the simulator.
+        // The caller's own session is the only one the simulator lists.
+        Some((name, _)) if name == "$listLocalSessions" => {
+            cmd.get_document("lsid").map(|l| vec![doc! {"_id": l.clone()}]).unwrap_or_default()
+        }
+        Some((name, _)) if name == "$currentOp" => Vec::new(),
+        _ => {
+            return Err(CmdError::new(
+                40324,
+                "Location40324",
+                "a database-level aggregate starts with $documents, $listLocalSessions or $currentOp in the simulator",
+            ))
+        }
+    })
 }
 
 /// The error of a stage the simulator does not have (mongod's code for an unknown stage).
@@ -1687,20 +1728,7 @@ fn bulk_write(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -
         ));
     }
     let writes = seq_or_array(ctx, cmd, "ops")?;
-    let namespaces = seq_or_array(ctx, cmd, "nsInfo")?
-        .iter()
-        .map(|n| {
-            let ns = n.get_str("ns").map_err(|_| CmdError::bad("nsInfo entries need ns"))?;
-            match ns.split_once('.') {
-                Some((db, coll)) if !db.is_empty() && !coll.is_empty() => {
-                    Ok((db.to_owned(), coll.to_owned()))
-                }
-                _ => {
-                    Err(CmdError::new(73, "InvalidNamespace", format!("Invalid namespace specified '{ns}'")))
-                }
-            }
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let namespaces = bulk_namespaces(ctx, cmd)?;
     let ordered = cmd.get_bool("ordered").unwrap_or(true);
     let errors_only = cmd.get_bool("errorsOnly").unwrap_or(false);
     let batch = cmd.get_document("cursor").ok().and_then(|c| usize_opt(c.get("batchSize")));
@@ -1773,11 +1801,7 @@ fn bulk_write(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -
             }
             Err(e) => {
                 errors += 1;
-                let mut item = doc! {"ok": 0.0, "idx": i32_of(idx), "code": e.code, "codeName": e.code_name.as_str(), "errmsg": e.errmsg.as_str()};
-                if let Some(extra) = &e.extra {
-                    item.extend((**extra).clone());
-                }
-                results.push(item);
+                results.push(bulk_error(idx, &e));
                 if ordered {
                     break;
                 }
@@ -1793,6 +1817,33 @@ fn bulk_write(ctx: &Ctx<'_>, cmd: &Document, store: &mut Store, ops: &mut Ops) -
         "nDeleted": i32_of(deleted),
     };
     Ok(Exec::Bulk { docs: results, batch, counts })
+}
+
+/// The client bulkWrite's `nsInfo`: each namespace as (database, collection).
+fn bulk_namespaces(ctx: &Ctx<'_>, cmd: &Document) -> Result<Vec<(String, String)>, CmdError> {
+    seq_or_array(ctx, cmd, "nsInfo")?
+        .iter()
+        .map(|n| {
+            let ns = n.get_str("ns").map_err(|_| CmdError::bad("nsInfo entries need ns"))?;
+            match ns.split_once('.') {
+                Some((db, coll)) if !db.is_empty() && !coll.is_empty() => {
+                    Ok((db.to_owned(), coll.to_owned()))
+                }
+                _ => {
+                    Err(CmdError::new(73, "InvalidNamespace", format!("Invalid namespace specified '{ns}'")))
+                }
+            }
+        })
+        .collect()
+}
+
+/// The result item of a client bulkWrite's failed write `idx`.
+fn bulk_error(idx: usize, e: &CmdError) -> Document {
+    let mut item = doc! {"ok": 0.0, "idx": i32_of(idx), "code": e.code, "codeName": e.code_name.as_str(), "errmsg": e.errmsg.as_str()};
+    if let Some(extra) = &e.extra {
+        item.extend((**extra).clone());
+    }
+    item
 }
 
 /// The command's `bypassDocumentValidation`.

@@ -439,8 +439,43 @@ async fn collection_op_result(
     new_cursor: &mut Option<Cursor>,
     session: Option<&mut actors::ClientSession>,
 ) -> R<OpResult> {
+    match name {
+        "insertOne" | "insertMany" | "updateOne" | "updateMany" | "replaceOne" | "deleteOne"
+        | "deleteMany" | "findOneAndDelete" | "findOneAndReplace" | "findOneAndUpdate" | "bulkWrite" => {
+            write_op_result(coll, name, args, session).await
+        }
+        "find"
+        | "createFindCursor"
+        | "findOne"
+        | "countDocuments"
+        | "count"
+        | "estimatedDocumentCount"
+        | "distinct"
+        | "aggregate" => read_op_result(coll, name, args, new_cursor, session).await,
+        "createIndex"
+        | "dropIndex"
+        | "dropIndexes"
+        | "listIndexes"
+        | "listIndexNames"
+        | "rename"
+        | "createSearchIndex"
+        | "createSearchIndexes"
+        | "updateSearchIndex"
+        | "dropSearchIndex"
+        | "listSearchIndexes" => index_op_result(coll, name, args, new_cursor, session).await,
+        other => Err(format!("collection operation {other} not supported")),
+    }
+}
+
+/// Runs a collection's write: inserts, updates, replaces, deletes, `findOneAnd*` and
+/// `bulkWrite`.
+async fn write_op_result(
+    coll: &Collection,
+    name: &str,
+    args: &Document,
+    session: Option<&mut actors::ClientSession>,
+) -> R<OpResult> {
     let filter = || document(name, args, "filter");
-    let rp = op_read_preference(args, coll.read_preference().cloned())?;
     Ok(match name {
         "insertOne" => {
             let o: InsertOneOptions = options(name, args, &["document"])?;
@@ -456,19 +491,6 @@ async fn collection_op_result(
                 let ids: Document = r.inserted_ids.into_iter().map(|(i, id)| (i.to_string(), id)).collect();
                 Some(Bson::Document(doc! {"insertedIds": ids}))
             })
-        }
-        "find" | "createFindCursor" => {
-            let mut o: FindOptions = options(name, args, &["filter"])?;
-            o.read_preference = rp;
-            match coll.find(filter()?).with_options(o).session(session).await {
-                Ok(c) => cursor_result(c, name == "createFindCursor", new_cursor).await,
-                Err(e) => Err(e),
-            }
-        }
-        "findOne" => {
-            let mut o: FindOneOptions = options(name, args, &["filter"])?;
-            o.read_preference = rp;
-            coll.find_one(filter()?).with_options(o).session(session).await.map(optional_document)
         }
         "updateOne" | "updateMany" => {
             let o: UpdateOptions = options(name, args, &["filter", "update"])?;
@@ -497,6 +519,58 @@ async fn collection_op_result(
                 .session(session)
                 .await
                 .map(|r| Some(Bson::Document(doc! {"deletedCount": count(r.deleted_count)})))
+        }
+        "findOneAndDelete" => {
+            let o: FindOneAndDeleteOptions = options(name, args, &["filter"])?;
+            coll.find_one_and_delete(filter()?).with_options(o).session(session).await.map(optional_document)
+        }
+        "findOneAndReplace" => {
+            let o: FindOneAndReplaceOptions = options(name, args, &["filter", "replacement"])?;
+            coll.find_one_and_replace(filter()?, document(name, args, "replacement")?)
+                .with_options(o)
+                .session(session)
+                .await
+                .map(optional_document)
+        }
+        "findOneAndUpdate" => {
+            let o: FindOneAndUpdateOptions = options(name, args, &["filter", "update"])?;
+            coll.find_one_and_update(filter()?, update(name, args)?)
+                .with_options(o)
+                .session(session)
+                .await
+                .map(optional_document)
+        }
+        "bulkWrite" => {
+            let o: BulkWriteOptions = options(name, args, &["requests"])?;
+            coll.bulk_write(write_models(args)?).with_options(o).session(session).await.map(bulk_result)
+        }
+        other => return Err(format!("write_op_result: {other} not handled here")),
+    })
+}
+
+/// Runs a collection's read: `find`, `findOne`, the counts, `distinct` and `aggregate`.
+async fn read_op_result(
+    coll: &Collection,
+    name: &str,
+    args: &Document,
+    new_cursor: &mut Option<Cursor>,
+    session: Option<&mut actors::ClientSession>,
+) -> R<OpResult> {
+    let filter = || document(name, args, "filter");
+    let rp = op_read_preference(args, coll.read_preference().cloned())?;
+    Ok(match name {
+        "find" | "createFindCursor" => {
+            let mut o: FindOptions = options(name, args, &["filter"])?;
+            o.read_preference = rp;
+            match coll.find(filter()?).with_options(o).session(session).await {
+                Ok(c) => cursor_result(c, name == "createFindCursor", new_cursor).await,
+                Err(e) => Err(e),
+            }
+        }
+        "findOne" => {
+            let mut o: FindOneOptions = options(name, args, &["filter"])?;
+            o.read_preference = rp;
+            coll.find_one(filter()?).with_options(o).session(session).await.map(optional_document)
         }
         "countDocuments" | "count" => {
             let mut o: CountOptions = options(name, args, &["filter"])?;
@@ -530,50 +604,21 @@ async fn collection_op_result(
                 Err(e) => Err(e),
             }
         }
-        "findOneAndDelete" => {
-            let o: FindOneAndDeleteOptions = options(name, args, &["filter"])?;
-            coll.find_one_and_delete(filter()?).with_options(o).session(session).await.map(optional_document)
-        }
-        "findOneAndReplace" => {
-            let o: FindOneAndReplaceOptions = options(name, args, &["filter", "replacement"])?;
-            coll.find_one_and_replace(filter()?, document(name, args, "replacement")?)
-                .with_options(o)
-                .session(session)
-                .await
-                .map(optional_document)
-        }
-        "findOneAndUpdate" => {
-            let o: FindOneAndUpdateOptions = options(name, args, &["filter", "update"])?;
-            coll.find_one_and_update(filter()?, update(name, args)?)
-                .with_options(o)
-                .session(session)
-                .await
-                .map(optional_document)
-        }
-        "bulkWrite" => {
-            let o: BulkWriteOptions = options(name, args, &["requests"])?;
-            coll.bulk_write(write_models(args)?).with_options(o).session(session).await.map(bulk_result)
-        }
-        "createIndex" => {
-            // The command's options, and the index's (every other argument).
-            const COMMAND: [&str; 6] =
-                ["commitQuorum", "comment", "maxTimeMS", "writeConcern", "timeoutMS", "rawData"];
-            let (mut command, mut spec) = (Document::new(), Document::new());
-            for (k, v) in args.iter().filter(|(k, _)| !matches!(k.as_str(), "keys" | "session")) {
-                let side = if COMMAND.contains(&k.as_str()) { &mut command } else { &mut spec };
-                side.insert(k.clone(), v.clone());
-            }
-            let o: CreateIndexOptions =
-                bson::deserialize_from_document(command).map_err(|e| format!("createIndex: {e}"))?;
-            let index_options: IndexOptions =
-                bson::deserialize_from_document(spec).map_err(|e| format!("createIndex: {e}"))?;
-            let model = IndexModel::new(document(name, args, "keys")?).with_options(index_options);
-            coll.create_index(model)
-                .with_options(o)
-                .session(session)
-                .await
-                .map(|r| Some(Bson::String(r.index_name)))
-        }
+        other => return Err(format!("read_op_result: {other} not handled here")),
+    })
+}
+
+/// Runs an index or namespace operation of a collection: indexes, search indexes and
+/// `rename`.
+async fn index_op_result(
+    coll: &Collection,
+    name: &str,
+    args: &Document,
+    new_cursor: &mut Option<Cursor>,
+    session: Option<&mut actors::ClientSession>,
+) -> R<OpResult> {
+    Ok(match name {
+        "createIndex" => create_index(coll, args, session).await?,
         "dropIndex" => {
             let o: CommandOptions = options(name, args, &["name"])?;
             let index = args.get_str("name").map_err(|_| "dropIndex needs a name")?;
@@ -608,24 +653,7 @@ async fn collection_op_result(
                 .map(|()| None)
         }
         "createSearchIndex" | "createSearchIndexes" => {
-            let o: RunCommandOptions = options(name, args, &["model", "models"])?;
-            let models: Vec<SearchIndexModel> = match args.get("model") {
-                Some(m) => vec![bson::deserialize_from_bson(m.clone()).map_err(|e| format!("{name}: {e}"))?],
-                None => {
-                    bson::deserialize_from_bson(args.get("models").cloned().unwrap_or(Bson::Array(vec![])))
-                        .map_err(|e| format!("{name}: {e}"))?
-                }
-            };
-            if name == "createSearchIndex" {
-                let model = models.into_iter().next().ok_or("createSearchIndex needs a model")?;
-                coll.create_search_index(model)
-                    .with_options(o)
-                    .session(session)
-                    .await
-                    .map(|n| Some(Bson::String(n)))
-            } else {
-                coll.create_search_indexes(models).with_options(o).session(session).await.map(strings)
-            }
+            create_search_indexes(coll, name, args, session).await?
         }
         "updateSearchIndex" => {
             let o: RunCommandOptions = options(name, args, &["name", "definition"])?;
@@ -652,8 +680,62 @@ async fn collection_op_result(
                 Err(e) => Err(e),
             }
         }
-        other => return Err(format!("collection operation {other} not supported")),
+        other => return Err(format!("index_op_result: {other} not handled here")),
     })
+}
+
+/// `createSearchIndex` (`model`) and `createSearchIndexes` (`models`).
+async fn create_search_indexes(
+    coll: &Collection,
+    name: &str,
+    args: &Document,
+    session: Option<&mut actors::ClientSession>,
+) -> R<OpResult> {
+    let o: RunCommandOptions = options(name, args, &["model", "models"])?;
+    let models: Vec<SearchIndexModel> = match args.get("model") {
+        Some(m) => vec![bson::deserialize_from_bson(m.clone()).map_err(|e| format!("{name}: {e}"))?],
+        None => bson::deserialize_from_bson(args.get("models").cloned().unwrap_or(Bson::Array(vec![])))
+            .map_err(|e| format!("{name}: {e}"))?,
+    };
+    if name == "createSearchIndex" {
+        let model = models.into_iter().next().ok_or("createSearchIndex needs a model")?;
+        Ok(coll
+            .create_search_index(model)
+            .with_options(o)
+            .session(session)
+            .await
+            .map(|n| Some(Bson::String(n))))
+    } else {
+        Ok(coll.create_search_indexes(models).with_options(o).session(session).await.map(strings))
+    }
+}
+
+/// `createIndex`: the command's options, and the index's (every other argument).
+async fn create_index(
+    coll: &Collection,
+    args: &Document,
+    session: Option<&mut actors::ClientSession>,
+) -> R<OpResult> {
+    let name = "createIndex";
+    // The command's options, and the index's (every other argument).
+    const COMMAND: [&str; 6] =
+        ["commitQuorum", "comment", "maxTimeMS", "writeConcern", "timeoutMS", "rawData"];
+    let (mut command, mut spec) = (Document::new(), Document::new());
+    for (k, v) in args.iter().filter(|(k, _)| !matches!(k.as_str(), "keys" | "session")) {
+        let side = if COMMAND.contains(&k.as_str()) { &mut command } else { &mut spec };
+        side.insert(k.clone(), v.clone());
+    }
+    let o: CreateIndexOptions =
+        bson::deserialize_from_document(command).map_err(|e| format!("createIndex: {e}"))?;
+    let index_options: IndexOptions =
+        bson::deserialize_from_document(spec).map_err(|e| format!("createIndex: {e}"))?;
+    let model = IndexModel::new(document(name, args, "keys")?).with_options(index_options);
+    Ok(coll
+        .create_index(model)
+        .with_options(o)
+        .session(session)
+        .await
+        .map(|r| Some(Bson::String(r.index_name))))
 }
 
 /// Runs a database operation.

@@ -289,9 +289,9 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
     Ok(())
 }
 
-/// A client entity: its URI (the deployment's, or one host), and handlers that record the
-/// events it observes and count checked-out connections.
-async fn create_client(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
+/// A client entity's URI: the deployment's (or one host: a single mongos, a single load
+/// balancer, `directConnection`), with the spec's `uriOptions` and the credentials.
+fn client_uri(ctx: &Ctx, spec: &Document) -> R<String> {
     let empty = Document::new();
     // Sharded with useMultipleMongoses false (the default here): the first mongos only, the
     // one fail points are set on.
@@ -309,7 +309,13 @@ async fn create_client(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
     if ctx.fail_points && !uri_options.contains_key("heartbeatFrequencyMS") {
         uri_options.insert("heartbeatFrequencyMS", 500);
     }
-    let uri = uri_with(&with_credentials(&base, ctx.auth), &uri_options);
+    Ok(uri_with(&with_credentials(&base, ctx.auth), &uri_options))
+}
+
+/// A client entity: its URI (the deployment's, or one host), and handlers that record the
+/// events it observes and count checked-out connections.
+async fn create_client(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
+    let uri = client_uri(ctx, spec)?;
     let observe: Vec<String> = spec
         .get_array("observeEvents")
         .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
@@ -766,78 +772,13 @@ async fn execute_inner(
 ) -> R<OpResult> {
     let empty = Document::new();
     if let Some(Entity::Cursor(cursor)) = ctx.entities.get_mut(object) {
-        return match name {
-            "close" => {
-                if let Some(c) = cursor.take() {
-                    c.close(timeout_ms(args)).await;
-                }
-                Ok(Ok(None))
-            }
-            "iterateUntilDocumentOrError" => {
-                let Some(c) = cursor.as_mut() else { return Err("cursor is closed".into()) };
-                match c.try_next().await {
-                    Ok(Some(d)) => Ok(Ok(Some(Bson::Document(d)))),
-                    Ok(None) => Err("cursor exhausted before a document".into()),
-                    Err(e) => Ok(Err(e)),
-                }
-            }
-            "iterateOnce" => {
-                let Some(c) = cursor.as_mut() else { return Err("cursor is closed".into()) };
-                Ok(c.try_next_once().await.map(|d| d.map(Bson::Document)))
-            }
-            other => Err(format!("cursor operation {other} not supported")),
-        };
+        return cursor_op(cursor, name, args).await;
     }
     if let Some(Entity::ChangeStream(stream)) = ctx.entities.get_mut(object) {
-        return match name {
-            "close" => {
-                if let Some(s) = stream.take() {
-                    s.close().await;
-                }
-                Ok(Ok(None))
-            }
-            "iterateUntilDocumentOrError" => {
-                let Some(s) = stream.as_mut() else { return Err("change stream is closed".into()) };
-                match s.next().await {
-                    Some(Ok(d)) => Ok(Ok(Some(Bson::Document(d)))),
-                    Some(Err(e)) => Ok(Err(e)),
-                    None => Err("change stream ended before a document".into()),
-                }
-            }
-            "iterateOnce" => {
-                let Some(s) = stream.as_mut() else { return Err("change stream is closed".into()) };
-                Ok(s.next_if_any().await.map(|d| d.map(Bson::Document)))
-            }
-            other => Err(format!("change stream operation {other} not supported")),
-        };
+        return stream_op(stream, name).await;
     }
     if name == "createChangeStream" {
-        let target = match ctx.entities.get(object) {
-            Some(Entity::Database { client: c, name: db, options }) => {
-                super::crud_ops::WatchTarget::Database(
-                    client(ctx, c)?.client.database_with_options(db, options.clone()),
-                )
-            }
-            Some(Entity::Collection { client: c, db, name: coll, db_options, options }) => {
-                super::crud_ops::WatchTarget::Collection(collection_handle(
-                    ctx,
-                    c,
-                    db,
-                    coll,
-                    (db_options, options),
-                    &Document::new(),
-                )?)
-            }
-            Some(Entity::Client(c)) => super::crud_ops::WatchTarget::Client(c.client.clone()),
-            _ => return Err(format!("createChangeStream on {object}, which cannot watch")),
-        };
-        return Ok(match Box::pin(super::crud_ops::watch(target, args, session)).await? {
-            Ok(stream) => {
-                ctx.new_stream = Some(stream);
-                Ok(None)
-            }
-            Err(e) => Err(e),
-        });
+        return create_change_stream(ctx, object, args, session).await;
     }
     match ctx.entities.get(object) {
         Some(Entity::Database { client: c, name: db, options }) => {
@@ -884,6 +825,89 @@ async fn execute_inner(
             Err(format!("unknown entity {object}"))
         }
     }
+}
+
+/// A cursor entity's operation: `close`, `iterateUntilDocumentOrError`, `iterateOnce`.
+async fn cursor_op(cursor: &mut Option<actors::Cursor>, name: &str, args: &Document) -> R<OpResult> {
+    match name {
+        "close" => {
+            if let Some(c) = cursor.take() {
+                c.close(timeout_ms(args)).await;
+            }
+            Ok(Ok(None))
+        }
+        "iterateUntilDocumentOrError" => {
+            let Some(c) = cursor.as_mut() else { return Err("cursor is closed".into()) };
+            match c.try_next().await {
+                Ok(Some(d)) => Ok(Ok(Some(Bson::Document(d)))),
+                Ok(None) => Err("cursor exhausted before a document".into()),
+                Err(e) => Ok(Err(e)),
+            }
+        }
+        "iterateOnce" => {
+            let Some(c) = cursor.as_mut() else { return Err("cursor is closed".into()) };
+            Ok(c.try_next_once().await.map(|d| d.map(Bson::Document)))
+        }
+        other => Err(format!("cursor operation {other} not supported")),
+    }
+}
+
+/// A change stream entity's operation: `close`, `iterateUntilDocumentOrError`, `iterateOnce`.
+async fn stream_op(stream: &mut Option<actors::ChangeStream<Document>>, name: &str) -> R<OpResult> {
+    match name {
+        "close" => {
+            if let Some(s) = stream.take() {
+                s.close().await;
+            }
+            Ok(Ok(None))
+        }
+        "iterateUntilDocumentOrError" => {
+            let Some(s) = stream.as_mut() else { return Err("change stream is closed".into()) };
+            match s.next().await {
+                Some(Ok(d)) => Ok(Ok(Some(Bson::Document(d)))),
+                Some(Err(e)) => Ok(Err(e)),
+                None => Err("change stream ended before a document".into()),
+            }
+        }
+        "iterateOnce" => {
+            let Some(s) = stream.as_mut() else { return Err("change stream is closed".into()) };
+            Ok(s.next_if_any().await.map(|d| d.map(Bson::Document)))
+        }
+        other => Err(format!("change stream operation {other} not supported")),
+    }
+}
+
+/// `createChangeStream` on a client, database or collection entity.
+async fn create_change_stream(
+    ctx: &mut Ctx,
+    object: &str,
+    args: &Document,
+    session: Option<&mut actors::ClientSession>,
+) -> R<OpResult> {
+    let target = match ctx.entities.get(object) {
+        Some(Entity::Database { client: c, name: db, options }) => super::crud_ops::WatchTarget::Database(
+            client(ctx, c)?.client.database_with_options(db, options.clone()),
+        ),
+        Some(Entity::Collection { client: c, db, name: coll, db_options, options }) => {
+            super::crud_ops::WatchTarget::Collection(collection_handle(
+                ctx,
+                c,
+                db,
+                coll,
+                (db_options, options),
+                &Document::new(),
+            )?)
+        }
+        Some(Entity::Client(c)) => super::crud_ops::WatchTarget::Client(c.client.clone()),
+        _ => return Err(format!("createChangeStream on {object}, which cannot watch")),
+    };
+    Ok(match Box::pin(super::crud_ops::watch(target, args, session)).await? {
+        Ok(stream) => {
+            ctx.new_stream = Some(stream);
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    })
 }
 
 async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
@@ -949,36 +973,7 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
         | "assertSessionUnpinned"
         | "assertSessionDirty"
         | "assertSessionNotDirty"
-        | "assertSessionTransactionState" => {
-            let sid = args.get_str("session").unwrap_or("");
-            let Some(Entity::Session(Some(session))) = ctx.entities.get(sid) else {
-                return Err(format!("unknown or ended session {sid}"));
-            };
-            let (what, have, want) = match name {
-                "assertSessionPinned" | "assertSessionUnpinned" => {
-                    ("pinned", session.is_pinned().to_string(), (name == "assertSessionPinned").to_string())
-                }
-                "assertSessionDirty" | "assertSessionNotDirty" => {
-                    ("dirty", session.is_dirty().to_string(), (name == "assertSessionDirty").to_string())
-                }
-                _ => {
-                    let have = match session.transaction_state() {
-                        actors::TransactionState::None => "none",
-                        actors::TransactionState::Starting => "starting",
-                        actors::TransactionState::InProgress => "in_progress",
-                        actors::TransactionState::Committed => "committed",
-                        actors::TransactionState::Aborted => "aborted",
-                        _ => "unknown",
-                    };
-                    ("transaction state", have.to_string(), args.get_str("state").unwrap_or("").to_string())
-                }
-            };
-            if have == want {
-                Ok(())
-            } else {
-                Err(format!("session {sid}: {what} is {have}, expected {want}"))
-            }
-        }
+        | "assertSessionTransactionState" => assert_session(ctx, name, args),
         "wait" => {
             let ms = args.get("ms").and_then(|v| v.as_i64().or(v.as_i32().map(i64::from))).unwrap_or(0);
             tokio::time::sleep(Duration::from_millis(u64::try_from(ms).unwrap_or(0))).await;
@@ -986,6 +981,39 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
         }
         "waitForEvent" | "assertEventCount" => wait_for_events(ctx, name, args).await,
         other => Err(format!("testRunner operation {other} not supported")),
+    }
+}
+
+/// `assertSessionPinned`, `assertSessionUnpinned`, `assertSessionDirty`,
+/// `assertSessionNotDirty` and `assertSessionTransactionState`.
+fn assert_session(ctx: &Ctx, name: &str, args: &Document) -> R<()> {
+    let sid = args.get_str("session").unwrap_or("");
+    let Some(Entity::Session(Some(session))) = ctx.entities.get(sid) else {
+        return Err(format!("unknown or ended session {sid}"));
+    };
+    let (what, have, want) = match name {
+        "assertSessionPinned" | "assertSessionUnpinned" => {
+            ("pinned", session.is_pinned().to_string(), (name == "assertSessionPinned").to_string())
+        }
+        "assertSessionDirty" | "assertSessionNotDirty" => {
+            ("dirty", session.is_dirty().to_string(), (name == "assertSessionDirty").to_string())
+        }
+        _ => {
+            let have = match session.transaction_state() {
+                actors::TransactionState::None => "none",
+                actors::TransactionState::Starting => "starting",
+                actors::TransactionState::InProgress => "in_progress",
+                actors::TransactionState::Committed => "committed",
+                actors::TransactionState::Aborted => "aborted",
+                _ => "unknown",
+            };
+            ("transaction state", have.to_string(), args.get_str("state").unwrap_or("").to_string())
+        }
+    };
+    if have == want {
+        Ok(())
+    } else {
+        Err(format!("session {sid}: {what} is {have}, expected {want}"))
     }
 }
 
