@@ -522,6 +522,30 @@ fn each_builder_has_a_file_of_its_own() {
     // insert_one, insert_many, update, replace_one, delete, the three find_one_and_*,
     // bulk_write, client_bulk_write, watch, create_index, drop_index, list_indexes, drop,
     // rename, create_collection, list_collections, list_databases, run_command,
-    // run_cursor_command, search_index.
-    assert_eq!(builders, 28);
+    // run_cursor_command, search_index, open_download_stream_by_name, open_upload_stream.
+    assert_eq!(builders, 30);
+}
+
+/// Load-balanced pinning stays a message of the selection actor's mailbox, and the client
+/// reaches it through one small type: only `client/pinned.rs` names the pinning messages.
+#[test]
+fn pinning_is_reached_through_one_client_side_type() {
+    let client = root().join("actors/src/client");
+    let mut stack = vec![client.clone()];
+    let mut naming = Vec::new();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a directory") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let code = production_code(&std::fs::read_to_string(&path).expect("a source file"));
+            let words = tokens(&code);
+            if words.iter().any(|w| matches!(w.as_str(), "PinConnection" | "TakePinned" | "Unpin")) {
+                naming.push(path.strip_prefix(&client).expect("under client/").display().to_string());
+            }
+        }
+    }
+    assert_eq!(naming, vec!["pinned.rs".to_string()]);
 }

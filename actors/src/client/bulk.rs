@@ -34,7 +34,7 @@ const MAX_BATCH: usize = 100_000;
 /// the command's body and the message framing.
 const MAX_BATCH_BYTES: usize = 48_000_000 - 16 * 1024;
 
-/// One write of [`Collection::bulk_write`].
+/// One write of [`Collection::bulk_write`](crate::client::Collection::bulk_write).
 #[derive(Debug, Clone, PartialEq)]
 pub enum WriteModel {
     /// Inserts a document.
@@ -238,7 +238,7 @@ impl WriteModel {
     }
 }
 
-/// Options of [`Collection::bulk_write`].
+/// Options of [`Collection::bulk_write`](crate::client::Collection::bulk_write).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct BulkWriteOptions {

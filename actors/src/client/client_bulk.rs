@@ -189,7 +189,7 @@ pub struct ClientBulkWriteOptions {
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
     /// Report each write's result, not only the totals (`None`: `false`). Set by
-    /// [`ClientBulkWrite::verbose_results`], which also changes the result's type.
+    /// [`ClientBulkWrite::verbose_results`](crate::client::ClientBulkWrite::verbose_results), which also changes the result's type.
     pub verbose_results: Option<bool>,
     /// This bulk's `timeoutMS`, one deadline for every command (`None`: the client's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]

@@ -6,14 +6,13 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use bson::Document;
 use futures_util::future::BoxFuture;
 use futures_util::Stream;
-use serde::de::DeserializeOwned;
-
-use bson::Document;
 use pool::cmap::{CheckoutPurpose, PooledConnection};
 use pool::connection::Connection;
 use protocol::ServerAddress;
+use serde::de::DeserializeOwned;
 
 use super::executor::operation::{convert, Operation};
 use super::executor::{Binding, SessionUse};
@@ -23,11 +22,12 @@ use super::ops::cursor_reply::NextBatch;
 use super::ops::cursor_reply::{CursorReply, Doc, Docs};
 use super::ops::get_more::GetMore;
 use super::ops::kill_cursors::KillCursors;
+use super::pinned::Pins;
 use super::session::pool::ServerSession;
 use super::session::ClientSession;
 use super::timeout;
 use super::timeout::Limits;
-use crate::selection_actor::{PinConnection, PinId, Selector, TakePinned, Unpin};
+use crate::selection_actor::{PinId, Selector};
 use crate::{Error, Result};
 
 /// A server cursor's state: its batches, its server, session and pin, and its `getMore`s.
@@ -98,8 +98,9 @@ impl RawCursor {
         let mut pin = None;
         if let Some(mut connection) = connection {
             connection.set_purpose(CheckoutPurpose::Cursor);
-            let id = client.inner.selector.new_pin_id();
-            client.inner.selector.actor().send(PinConnection { pin: id, connection }).await??;
+            let pins = Pins::new(&client.inner.selector);
+            let id = pins.new_id();
+            pins.keep(id, connection).await?;
             pin = Some(id);
         }
         let mut cursor = RawCursor {
@@ -177,7 +178,7 @@ impl RawCursor {
     fn release(&mut self) {
         if let Some(pin) = self.pin.take() {
             if !self.in_transaction {
-                self.client.inner.selector.actor().do_send(Unpin { pin });
+                Pins::new(&self.client.inner.selector).release_later(pin);
             }
         }
         if let Some(s) = self.session.take() {
@@ -233,7 +234,7 @@ impl RawCursor {
         };
         if let (Some(pin), Some(connection)) = (self.pin, pinned) {
             // Pinned again while the cursor lives (release() unpins at the end).
-            let _ = self.client.inner.selector.actor().send(PinConnection { pin, connection }).await;
+            let _ = Pins::new(&self.client.inner.selector).keep(pin, connection).await;
         }
         match result {
             Ok(NextBatch { id, batch, post_batch_resume_token }) => {
@@ -294,11 +295,7 @@ fn session_use<'a>(
 
 /// Takes a cursor's pinned connection out of the selection actor for one command.
 async fn take_pinned(selector: &Selector, pin: PinId) -> Result<PooledConnection<Connection>> {
-    selector
-        .actor()
-        .send(TakePinned { pin })
-        .await??
-        .ok_or_else(|| Error::stopped("selection (pinned connection gone)"))
+    Pins::new(selector).take(pin).await?.ok_or_else(|| Error::stopped("selection (pinned connection gone)"))
 }
 
 /// A timeout that expired while the request was on the wire (not while selecting a server or
@@ -366,7 +363,7 @@ impl Kill {
             tracing::debug!(%address, cursor = id, error = %e, "killCursors failed (ignored)");
         }
         if let (true, Some(pin), Some(connection)) = (in_transaction, pin, pinned.take()) {
-            let _ = client.inner.selector.actor().send(PinConnection { pin, connection }).await;
+            let _ = Pins::new(&client.inner.selector).keep(pin, connection).await;
         }
         drop(pinned);
         if let Some(s) = session {

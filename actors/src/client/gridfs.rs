@@ -278,17 +278,68 @@ impl GridFsBucket {
         timeout::deadline(self.inner.timeout)
     }
 
-    /// Opens an upload of a new file named `filename`: write to the stream, then `close` it
-    /// (the files document is written then). Set the id, chunk size or metadata on the
-    /// returned builder.
-    pub fn open_upload_stream(&self, filename: impl Into<String>) -> OpenUploadStream {
-        OpenUploadStream {
-            bucket: self.clone(),
-            filename: filename.into(),
-            id: None,
-            chunk_size_bytes: None,
-            metadata: None,
+    /// The download of revision `revision` of the file `filename` (see
+    /// [`OpenDownloadStreamByName::revision`]).
+    pub(crate) async fn download_by_name(
+        &self,
+        filename: String,
+        revision: i32,
+    ) -> Result<GridFsDownloadStream> {
+        let deadline = self.deadline();
+        let (sort, skip) = if revision >= 0 { (1, revision) } else { (-1, -revision - 1) };
+        let files = self.inner.files.clone_with_type::<FilesCollectionDocument>();
+        let found = files
+            .find_one(doc! {"filename": &filename})
+            .sort(doc! {"uploadDate": sort})
+            .skip(u64::from(skip.unsigned_abs()))
+            .maybe_timeout(left(deadline)?)
+            .await?;
+        let file = match found {
+            Some(f) => f,
+            None => {
+                let exists = files
+                    .find_one(doc! {"filename": &filename})
+                    .maybe_timeout(left(deadline)?)
+                    .await?
+                    .is_some();
+                let kind = if exists {
+                    GridFsErrorKind::RevisionNotFound { revision }
+                } else {
+                    GridFsErrorKind::FileNotFound { identifier: filename }
+                };
+                return Err(Error::GridFs(kind));
+            }
+        };
+        self.inner.download(file, deadline).await
+    }
+
+    /// An upload of a new file (its id: a new `ObjectId` by default; its chunk size: the
+    /// bucket's by default).
+    pub(crate) fn upload_stream(
+        &self,
+        filename: String,
+        id: Option<Bson>,
+        chunk_size_bytes: Option<u32>,
+        metadata: Option<Document>,
+    ) -> Result<GridFsUploadStream> {
+        let chunk_size = chunk_size_bytes.unwrap_or(self.inner.chunk_size);
+        if chunk_size == 0 {
+            return Err(Error::InvalidOptions { message: "chunkSizeBytes must be greater than 0".into() });
         }
+        let deadline = self.deadline();
+        Ok(GridFsUploadStream {
+            bucket: self.inner.clone(),
+            id: id.unwrap_or_else(|| Bson::ObjectId(ObjectId::new())),
+            filename,
+            metadata,
+            chunk_size: chunk_size as usize,
+            buffer: Vec::new(),
+            n: 0,
+            length: 0,
+            pending: None,
+            state: UploadState::Open,
+            deadline,
+        })
     }
 
     /// Opens a download of the file `id`.
@@ -296,12 +347,6 @@ impl GridFsBucket {
         let deadline = self.deadline();
         let file = self.inner.file(&id, deadline).await?;
         self.inner.download(file, deadline).await
-    }
-
-    /// Opens a download of a file by name: the newest revision unless
-    /// [`revision`](OpenDownloadStreamByName::revision) says otherwise.
-    pub fn open_download_stream_by_name(&self, filename: impl Into<String>) -> OpenDownloadStreamByName {
-        OpenDownloadStreamByName { bucket: self.clone(), filename: filename.into(), revision: -1 }
     }
 
     /// The files documents matching `filter` (sorted with `sort`, if given).
@@ -398,123 +443,6 @@ impl GridFsBucket {
         self.inner.chunks.drop().maybe_timeout(left(deadline)?).await?;
         self.inner.indexes_checked.store(false, Ordering::Release);
         Ok(())
-    }
-}
-
-/// [`GridFsBucket::open_download_stream_by_name`]: `.await` gives the stream.
-#[must_use = "an operation does nothing until it is awaited"]
-pub struct OpenDownloadStreamByName {
-    bucket: GridFsBucket,
-    filename: String,
-    revision: i32,
-}
-
-impl OpenDownloadStreamByName {
-    /// Which revision: 0 the first upload, 1 the second, ...; -1 the newest (the default),
-    /// -2 the one before, ...
-    pub fn revision(mut self, revision: i32) -> Self {
-        self.revision = revision;
-        self
-    }
-
-    async fn execute(self) -> Result<GridFsDownloadStream> {
-        let OpenDownloadStreamByName { bucket, filename, revision } = self;
-        let deadline = bucket.deadline();
-        let (sort, skip) = if revision >= 0 { (1, revision) } else { (-1, -revision - 1) };
-        let files = bucket.inner.files.clone_with_type::<FilesCollectionDocument>();
-        let found = files
-            .find_one(doc! {"filename": &filename})
-            .sort(doc! {"uploadDate": sort})
-            .skip(u64::from(skip.unsigned_abs()))
-            .maybe_timeout(left(deadline)?)
-            .await?;
-        let file = match found {
-            Some(f) => f,
-            None => {
-                let exists = files
-                    .find_one(doc! {"filename": &filename})
-                    .maybe_timeout(left(deadline)?)
-                    .await?
-                    .is_some();
-                let kind = if exists {
-                    GridFsErrorKind::RevisionNotFound { revision }
-                } else {
-                    GridFsErrorKind::FileNotFound { identifier: filename }
-                };
-                return Err(Error::GridFs(kind));
-            }
-        };
-        bucket.inner.download(file, deadline).await
-    }
-}
-
-impl std::future::IntoFuture for OpenDownloadStreamByName {
-    type Output = Result<GridFsDownloadStream>;
-    type IntoFuture = BoxFuture<'static, Result<GridFsDownloadStream>>;
-
-    fn into_future(self) -> Self::IntoFuture {
-        Box::pin(self.execute())
-    }
-}
-
-/// [`GridFsBucket::open_upload_stream`]: `.await` gives the stream.
-#[must_use = "an operation does nothing until it is awaited"]
-pub struct OpenUploadStream {
-    bucket: GridFsBucket,
-    filename: String,
-    id: Option<Bson>,
-    chunk_size_bytes: Option<u32>,
-    metadata: Option<Document>,
-}
-
-impl OpenUploadStream {
-    /// The file's id (default: a new `ObjectId`).
-    pub fn id(mut self, id: Bson) -> Self {
-        self.id = Some(id);
-        self
-    }
-
-    /// This file's chunk size (default: the bucket's).
-    pub fn chunk_size_bytes(mut self, size: u32) -> Self {
-        self.chunk_size_bytes = Some(size);
-        self
-    }
-
-    /// Metadata stored in the files document.
-    pub fn metadata(mut self, metadata: Document) -> Self {
-        self.metadata = Some(metadata);
-        self
-    }
-
-    fn execute(self) -> Result<GridFsUploadStream> {
-        let OpenUploadStream { bucket, filename, id, chunk_size_bytes, metadata } = self;
-        let chunk_size = chunk_size_bytes.unwrap_or(bucket.inner.chunk_size);
-        if chunk_size == 0 {
-            return Err(Error::InvalidOptions { message: "chunkSizeBytes must be greater than 0".into() });
-        }
-        let deadline = bucket.deadline();
-        Ok(GridFsUploadStream {
-            bucket: bucket.inner.clone(),
-            id: id.unwrap_or_else(|| Bson::ObjectId(ObjectId::new())),
-            filename,
-            metadata,
-            chunk_size: chunk_size as usize,
-            buffer: Vec::new(),
-            n: 0,
-            length: 0,
-            pending: None,
-            state: UploadState::Open,
-            deadline,
-        })
-    }
-}
-
-impl std::future::IntoFuture for OpenUploadStream {
-    type Output = Result<GridFsUploadStream>;
-    type IntoFuture = std::future::Ready<Result<GridFsUploadStream>>;
-
-    fn into_future(self) -> Self::IntoFuture {
-        std::future::ready(self.execute())
     }
 }
 

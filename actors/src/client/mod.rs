@@ -50,6 +50,7 @@ pub(crate) mod inner;
 pub(crate) mod op_options;
 pub(crate) mod ops;
 pub mod options;
+pub(crate) mod pinned;
 pub(crate) mod session;
 /// `mongodb+srv` resolution (moved to [`crate::srv`]; this path stays for compatibility).
 pub use crate::srv;

@@ -18,13 +18,13 @@ use crate::Result;
 impl Client {
     /// Runs inserts, updates, replaces and deletes on any namespaces with MongoDB 8.0's
     /// `bulkWrite` command (see the module docs). Build the models with
-    /// [`WriteModel::on`] or a collection's `*_model` helpers
-    /// ([`Collection::insert_one_model`], ...). Gives the totals; call
+    /// [`WriteModel::on`](crate::client::WriteModel::on) or a collection's `*_model` helpers
+    /// ([`Collection::insert_one_model`](crate::client::Collection::insert_one_model), ...). Gives the totals; call
     /// [`verbose_results`](ClientBulkWrite::verbose_results) for each write's result.
     ///
-    /// Errors: [`Error::InvalidOptions`] before anything is sent (no models, an update
+    /// Errors: [`Error::InvalidOptions`](crate::Error::InvalidOptions) before anything is sent (no models, an update
     /// without operators, a replacement with them, `w: 0` with `ordered` or verbose
-    /// results); [`Error::ClientBulkWrite`] once writes were sent and some failed; the
+    /// results); [`Error::ClientBulkWrite`](crate::Error::ClientBulkWrite) once writes were sent and some failed; the
     /// error itself when a command fails before any result came back.
     pub fn bulk_write(
         &self,

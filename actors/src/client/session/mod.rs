@@ -29,8 +29,9 @@ use self::options::{SessionOptions, TransactionOptions};
 use self::pool::ServerSession;
 use self::tracking::Tracking;
 use super::inner::Client;
+use super::pinned::Pins;
 use super::timeout;
-use crate::selection_actor::{Criteria, PinId, SelectionRequest, Unpin};
+use crate::selection_actor::{Criteria, PinId, SelectionRequest};
 use crate::{Error, Result};
 
 /// Where a session's transaction stands.
@@ -257,7 +258,7 @@ impl ClientSession {
             let _ = self.abort_transaction().await;
         }
         if let Some(pin) = self.pin.take() {
-            let _ = self.client.inner.selector.actor().send(Unpin { pin }).await;
+            let _ = Pins::new(&self.client.inner.selector).release(pin).await;
         }
     }
 
@@ -275,7 +276,7 @@ impl ClientSession {
     fn unpin(&mut self) {
         self.mongos = None;
         if let Some(pin) = self.pin.take() {
-            self.client.inner.selector.actor().do_send(Unpin { pin });
+            Pins::new(&self.client.inner.selector).release_later(pin);
         }
     }
 }

@@ -37,6 +37,7 @@ use super::super::executor::retry::{label_commit_error, label_end_transaction_er
 use super::super::executor::{Binding, ExplicitSession, SessionUse};
 use super::super::inner::ClientInner;
 use super::super::ops::end_transaction::{EndTransaction, Outcome};
+use super::super::pinned::Pins;
 use super::super::timeout::{self, Limits};
 
 #[cfg(doc)]
@@ -44,7 +45,7 @@ use super::options::SessionOptions;
 use super::options::{EndTransactionOptions, TransactionOptions, WithTransactionOptions};
 use super::{state_error, CallbackTimeout, ClientSession, TransactionState};
 use crate::error::{RETRYABLE_WRITE_ERROR, TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
-use crate::selection_actor::{Criteria, PinConnection, TakePinned, Unpin};
+use crate::selection_actor::Criteria;
 use crate::{Error, Result};
 
 /// How long [`ClientSession::with_transaction`] retries without a timeoutMS (convenient
@@ -404,7 +405,7 @@ impl ClientSession {
             // An operation outside a transaction releases the last transaction's connection,
             // back in the pool before this operation checks one out, and its mongos.
             if let Some(pin) = self.pin.take() {
-                inner.selector.actor().send(Unpin { pin }).await?;
+                Pins::new(&inner.selector).release(pin).await?;
             }
             self.mongos = None;
             if matches!(self.state, TransactionState::Committed | TransactionState::Aborted) {
@@ -420,7 +421,7 @@ impl ClientSession {
         let mongos = self.mongos.clone().filter(|_| in_txn);
         let pin_txn = in_txn && inner.settings.load_balanced && may_pin;
         let mut pinned = match self.pin {
-            Some(pin) if pin_txn => inner.selector.actor().send(TakePinned { pin }).await??,
+            Some(pin) if pin_txn => Pins::new(&inner.selector).take(pin).await?,
             _ => None,
         };
         let mut starting = self.state == TransactionState::Starting;
@@ -453,8 +454,9 @@ impl ClientSession {
             _ => false,
         };
         if let Some(connection) = pinned.filter(|_| !release) {
-            let pin = *self.pin.get_or_insert_with(|| inner.selector.new_pin_id());
-            inner.selector.actor().send(PinConnection { pin, connection }).await??;
+            let pins = Pins::new(&inner.selector);
+            let pin = *self.pin.get_or_insert_with(|| pins.new_id());
+            pins.keep(pin, connection).await?;
         }
         if release {
             self.unpin();

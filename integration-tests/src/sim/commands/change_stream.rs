@@ -434,7 +434,7 @@ pub(crate) fn open(ctx: &Ctx<'_>, cmd: &Document) -> Result<Document, CmdError> 
 /// The stages after `$changeStream`: only those a change stream allows.
 fn later_stages(pipeline: &[Bson]) -> Result<Vec<Document>, CmdError> {
     let mut stages = Vec::new();
-    for s in &pipeline[1..] {
+    for s in pipeline {
         let s = s.as_document().ok_or_else(|| CmdError::bad("each pipeline stage must be an object"))?;
         let name = s.keys().next().map(String::as_str).unwrap_or("");
         if !ALLOWED_STAGES.contains(&name) {
