@@ -76,6 +76,10 @@ pub(super) struct Ctx {
     /// `failCommand`-style fail points set on an external deployment, turned off after the test
     /// (a simulator is thrown away instead).
     fail_points_set: Vec<String>,
+    /// The longest `blockTimeMS` of those fail points: a command a timed-out client left
+    /// blocked on the external server still runs that long after, and the next test waits it
+    /// out before its setup (a late `delete` would remove the next test's initial data).
+    blocked_for: Duration,
     sharded: bool,
     setup: Client,
     entities: HashMap<String, Entity>,
@@ -157,6 +161,7 @@ pub(super) async fn run_test(
     let mut ctx = Ctx {
         cluster,
         fail_points_set: Vec::new(),
+        blocked_for: Duration::ZERO,
         sharded: topology == "sharded",
         auth,
         setup,
@@ -175,6 +180,10 @@ pub(super) async fn run_test(
     }
     for name in std::mem::take(&mut ctx.fail_points_set) {
         let _ = ctx.cluster.configure_fail_point(doc! {"configureFailPoint": name, "mode": "off"}).await;
+    }
+    if ctx.cluster.is_real() && !ctx.blocked_for.is_zero() {
+        // And a little for the command itself to run once released.
+        tokio::time::sleep(ctx.blocked_for + Duration::from_millis(50)).await;
     }
     let _ = ctx.setup.shutdown().await;
     if let Some(sim) = ctx.cluster.sim() {
@@ -910,6 +919,21 @@ async fn create_change_stream(
     })
 }
 
+/// Records a fail point set on the deployment: turned off after the test, and (with
+/// `blockConnection`) how long a command it blocked may still run.
+fn note_fail_point(ctx: &mut Ctx, fp: &Document) {
+    if let Ok(name) = fp.get_str("configureFailPoint") {
+        ctx.fail_points_set.push(name.to_owned());
+    }
+    let data = fp.get_document("data").ok();
+    if data.and_then(|d| d.get_bool("blockConnection").ok()) == Some(true) {
+        let ms =
+            data.and_then(|d| d.get("blockTimeMS")).and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)));
+        let block = Duration::from_millis(u64::try_from(ms.unwrap_or(0)).unwrap_or(0));
+        ctx.blocked_for = ctx.blocked_for.max(block);
+    }
+}
+
 async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
     if let Some(r) = sdam_ops::testrunner_op(ctx, name, args).await {
         return r;
@@ -917,9 +941,7 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
     match name {
         "failPoint" => {
             let fp = args.get_document("failPoint").map_err(|_| "failPoint without failPoint")?;
-            if let Ok(name) = fp.get_str("configureFailPoint") {
-                ctx.fail_points_set.push(name.to_owned());
-            }
+            note_fail_point(ctx, fp);
             if let Some(result) = sessions::fail_point_through_client(ctx, args, fp).await {
                 return result;
             }
@@ -933,9 +955,7 @@ async fn testrunner(ctx: &mut Ctx, name: &str, args: &Document) -> R<()> {
                 return Err(format!("unknown or ended session {sid}"));
             };
             let host = session.pinned_server().map(ToString::to_string);
-            if let Ok(name) = fp.get_str("configureFailPoint") {
-                ctx.fail_points_set.push(name.to_owned());
-            }
+            note_fail_point(ctx, fp);
             let result = match host {
                 Some(host) => ctx.cluster.configure_fail_point_on(&host, fp.clone()).await,
                 None => return Err(format!("targetedFailPoint: session {sid} is not pinned to a server")),
