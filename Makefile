@@ -24,6 +24,7 @@ help:
 	@echo "make bench   every benchmark vs the official mongodb crate in one release run; writes BENCHMARKS.md (BENCH_QUICK=1: short)"
 	@echo "make chaos   a 60 s chaos soak (CHAOS_ARGS='--duration 5m --members 5 --seed 42'): faults under w:majority writes, then lost-write, timing and leak checks"
 	@echo "make examples  run every example once with --smoke against its embedded simulator"
+	@echo "make api-gap  what of the official mongodb crate's public API ours lacks (rustdoc JSON, nightly): writes integration-tests/compat/API-GAPS.md"
 
 build:
 	$(CARGO) build --workspace --all-targets
@@ -113,3 +114,15 @@ chaos:
 .PHONY: bench
 bench:
 	$(CARGO) bench -p integration-tests --bench suite -- $(if $(filter 1,$(BENCH_QUICK)),--quick,)
+
+# The official API this crate still lacks (issue 40): the rustdoc JSON of both crates (the
+# official one at the version and features of our dev-dependency, through
+# integration-tests/compat/official-api), compared path by path.
+APIDOC_TARGET ?= target/apidoc
+.PHONY: api-gap
+api-gap:
+	cp -n Cargo.lock integration-tests/compat/official-api/Cargo.lock
+	CARGO_TARGET_DIR=$(abspath $(APIDOC_TARGET)) $(CARGO) +nightly rustdoc -q --manifest-path integration-tests/compat/official-api/Cargo.toml -p mongodb --lib -- -Z unstable-options --output-format json
+	CARGO_TARGET_DIR=$(APIDOC_TARGET) $(CARGO) +nightly rustdoc -q -p mongo-actors --lib -- -Z unstable-options --output-format json
+	python3 integration-tests/compat/api_gap.py $(APIDOC_TARGET)/doc/mongodb.json $(APIDOC_TARGET)/doc/actors.json > integration-tests/compat/API-GAPS.md
+	@sed -n 6,9p integration-tests/compat/API-GAPS.md
