@@ -18,6 +18,8 @@ use super::ops::read_on::ReadOn;
 use super::ops::write::{Write, WriteKind};
 use super::ops::write_on::WriteOn;
 use super::ops::{legacy_max_time, Namespace};
+use super::options::admin::{CommandOptions, CreateCollectionOptions, CreateIndexOptions};
+use super::options::crud::{CountOptions, DistinctOptions, EstimatedDocumentCountOptions, FindOptions};
 use super::options::handle::CollectionOptions;
 use super::session::transaction::refuse_own_concerns;
 use super::session::ClientSession;
@@ -181,33 +183,31 @@ impl<'a> Handle<'a> {
         Ok(self.op_timeout(timeout))
     }
 
-    /// [`begin`](Self::begin) for a read, with where it reads ([`read_on`](Self::read_on)).
+    /// [`begin`](Self::begin) for a read, with where it reads ([`read_on`](Self::read_on)),
+    /// from the read's `options`.
     #[inline]
     pub(crate) fn begin_read(
         &self,
         session: Option<&ClientSession>,
-        read_preference: Option<ReadPreference>,
-        read_concern: Option<&ReadConcern>,
-        max_time: Option<Duration>,
-        timeout: Option<Duration>,
+        options: &impl ReadArgs,
     ) -> Result<(Option<Duration>, ReadOn<'a>)> {
-        let timeout = self.begin(session, read_concern.is_some(), false, timeout)?;
-        Ok((timeout, self.read_on(read_preference, read_concern, max_time, timeout)))
+        let read_concern = options.read_concern();
+        let timeout = self.begin(session, read_concern.is_some(), false, options.timeout())?;
+        Ok((timeout, self.read_on(options.read_preference(), read_concern, options.max_time(), timeout)))
     }
 
     /// [`begin`](Self::begin) for a command that changes something, with its write concern
-    /// (`None`: this handle's) and legacy `max_time` ([`WriteOn`]).
+    /// (`None`: this handle's) and legacy `max_time` ([`WriteOn`]), from its `options`.
     #[inline]
     pub(crate) fn begin_write(
         &self,
         session: Option<&ClientSession>,
-        write_concern: Option<&WriteConcern>,
-        max_time: Option<Duration>,
-        timeout: Option<Duration>,
+        options: &impl WriteArgs,
     ) -> Result<(Option<Duration>, WriteOn<'a>)> {
-        let timeout = self.begin(session, false, write_concern.is_some(), timeout)?;
+        let write_concern = options.write_concern();
+        let timeout = self.begin(session, false, write_concern.is_some(), options.timeout())?;
         let write_concern = self.write_concern_doc(write_concern, timeout)?;
-        let max_time_ms = legacy_max_time(max_time, timeout);
+        let max_time_ms = legacy_max_time(options.max_time(), timeout);
         Ok((timeout, WriteOn { ns: self.namespace(), write_concern, max_time_ms }))
     }
 
@@ -261,6 +261,86 @@ impl<'a> Handle<'a> {
         extra: Document,
     ) -> Write<'a> {
         Write { ns: self.namespace(), kind, statements, ordered, multi, write_concern, extra }
+    }
+}
+
+/// What [`Handle::begin_read`] takes from a read's options.
+pub(crate) trait ReadArgs {
+    /// The read preference (`None`: the handle's).
+    fn read_preference(&self) -> Option<ReadPreference>;
+    /// The read concern (`None`: the handle's).
+    fn read_concern(&self) -> Option<&ReadConcern>;
+    /// The legacy `maxTimeMS`.
+    fn max_time(&self) -> Option<Duration>;
+    /// The operation's `timeoutMS`.
+    fn timeout(&self) -> Option<Duration>;
+}
+
+/// What [`Handle::begin_write`] takes from the options of a command that changes something.
+pub(crate) trait WriteArgs {
+    /// The write concern (`None`: the handle's).
+    fn write_concern(&self) -> Option<&WriteConcern>;
+    /// The legacy `maxTimeMS`.
+    fn max_time(&self) -> Option<Duration>;
+    /// The operation's `timeoutMS`.
+    fn timeout(&self) -> Option<Duration>;
+}
+
+/// [`ReadArgs`] for options with the fields of that name.
+macro_rules! read_args {
+    ($($options:ty),+) => {$(
+        impl ReadArgs for $options {
+            #[inline]
+            fn read_preference(&self) -> Option<ReadPreference> {
+                self.read_preference.clone()
+            }
+            #[inline]
+            fn read_concern(&self) -> Option<&ReadConcern> {
+                self.read_concern.as_ref()
+            }
+            #[inline]
+            fn max_time(&self) -> Option<Duration> {
+                self.max_time
+            }
+            #[inline]
+            fn timeout(&self) -> Option<Duration> {
+                self.timeout
+            }
+        }
+    )+};
+}
+
+read_args!(FindOptions, CountOptions, DistinctOptions, EstimatedDocumentCountOptions);
+
+/// [`WriteArgs`] for options with the fields of that name.
+macro_rules! write_args {
+    ($($options:ty),+) => {$(
+        impl WriteArgs for $options {
+            fn write_concern(&self) -> Option<&WriteConcern> {
+                self.write_concern.as_ref()
+            }
+            fn max_time(&self) -> Option<Duration> {
+                self.max_time
+            }
+            fn timeout(&self) -> Option<Duration> {
+                self.timeout
+            }
+        }
+    )+};
+}
+
+write_args!(CommandOptions, CreateIndexOptions);
+
+/// `create` takes no `maxTimeMS`.
+impl WriteArgs for CreateCollectionOptions {
+    fn write_concern(&self) -> Option<&WriteConcern> {
+        self.write_concern.as_ref()
+    }
+    fn max_time(&self) -> Option<Duration> {
+        None
+    }
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
     }
 }
 

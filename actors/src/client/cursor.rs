@@ -27,7 +27,7 @@ use super::session::pool::ServerSession;
 use super::session::ClientSession;
 use super::timeout;
 use super::timeout::Limits;
-use crate::selection_actor::{PinId, Selector};
+use crate::selection_actor::PinId;
 use crate::{Error, Result};
 
 /// A server cursor's state: its batches, its server, session and pin, and its `getMore`s.
@@ -98,7 +98,7 @@ impl RawCursor {
         let mut pin = None;
         if let Some(mut connection) = connection {
             connection.set_purpose(CheckoutPurpose::Cursor);
-            let pins = Pins::new(&client.inner.selector);
+            let pins = client.inner.pins();
             let id = pins.new_id();
             pins.keep(id, connection).await?;
             pin = Some(id);
@@ -178,7 +178,7 @@ impl RawCursor {
     fn release(&mut self) {
         if let Some(pin) = self.pin.take() {
             if !self.in_transaction {
-                Pins::new(&self.client.inner.selector).release_later(pin);
+                self.client.inner.pins().release_later(pin);
             }
         }
         if let Some(s) = self.session.take() {
@@ -209,7 +209,7 @@ impl RawCursor {
             comment: self.comment.clone(),
         };
         let mut pinned = match self.pin {
-            Some(pin) => Some(take_pinned(&self.client.inner.selector, pin).await?),
+            Some(pin) => Some(take_pinned(self.client.inner.pins(), pin).await?),
             None => None,
         };
         let result = if timeout::is_expired(deadline) {
@@ -234,7 +234,7 @@ impl RawCursor {
         };
         if let (Some(pin), Some(connection)) = (self.pin, pinned) {
             // Pinned again while the cursor lives (release() unpins at the end).
-            let _ = Pins::new(&self.client.inner.selector).keep(pin, connection).await;
+            let _ = self.client.inner.pins().keep(pin, connection).await;
         }
         match result {
             Ok(NextBatch { id, batch, post_batch_resume_token }) => {
@@ -294,8 +294,8 @@ fn session_use<'a>(
 }
 
 /// Takes a cursor's pinned connection out of the selection actor for one command.
-async fn take_pinned(selector: &Selector, pin: PinId) -> Result<PooledConnection<Connection>> {
-    Pins::new(selector).take(pin).await?.ok_or_else(|| Error::stopped("selection (pinned connection gone)"))
+async fn take_pinned(pins: Pins<'_>, pin: PinId) -> Result<PooledConnection<Connection>> {
+    pins.take(pin).await?.ok_or_else(|| Error::stopped("selection (pinned connection gone)"))
 }
 
 /// A timeout that expired while the request was on the wire (not while selecting a server or
@@ -347,7 +347,7 @@ impl Kill {
     async fn run(self) {
         let Kill { client, address, db, collection, id, mut session, pin, timeout, in_transaction } = self;
         let mut pinned = match pin {
-            Some(pin) => take_pinned(&client.inner.selector, pin).await.ok(),
+            Some(pin) => take_pinned(client.inner.pins(), pin).await.ok(),
             None => None,
         };
         let op = KillCursors { db: &db, collection: &collection, id };
@@ -363,7 +363,7 @@ impl Kill {
             tracing::debug!(%address, cursor = id, error = %e, "killCursors failed (ignored)");
         }
         if let (true, Some(pin), Some(connection)) = (in_transaction, pin, pinned.take()) {
-            let _ = Pins::new(&client.inner.selector).keep(pin, connection).await;
+            let _ = client.inner.pins().keep(pin, connection).await;
         }
         drop(pinned);
         if let Some(s) = session {

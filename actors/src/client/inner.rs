@@ -12,6 +12,7 @@ use selection::ReadPreference;
 use tokio::sync::OnceCell;
 
 use super::executor::cluster_time::ClientClusterTime;
+use super::pinned::Pins;
 use super::session::pool::SessionPool;
 use crate::command_events::CommandEventHandler;
 use crate::selection_actor::Selector;
@@ -99,6 +100,11 @@ pub(crate) struct ClientInner {
 }
 
 impl ClientInner {
+    /// The selection actor's pinned connections (load-balanced cursors and transactions).
+    pub(crate) fn pins(&self) -> Pins<'_> {
+        Pins::new(&self.selector)
+    }
+
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             Err(Error::stopped("client (shut down)"))

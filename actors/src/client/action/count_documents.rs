@@ -63,13 +63,7 @@ impl<'a> CountDocuments<'a> {
 
     async fn execute(self) -> Result<u64> {
         let CountDocuments { handle, filter, options, session, legacy } = self;
-        let (timeout, read) = handle.begin_read(
-            session.as_deref(),
-            options.read_preference.clone(),
-            options.read_concern.as_ref(),
-            options.max_time,
-            options.timeout,
-        )?;
+        let (timeout, read) = handle.begin_read(session.as_deref(), &options)?;
         if legacy {
             return handle.run(count::Count { read, filter: Some(filter), options }, timeout, session).await;
         }

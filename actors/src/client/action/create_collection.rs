@@ -59,8 +59,7 @@ impl<'a> CreateCollection<'a> {
 
     async fn execute(self) -> Result<()> {
         let CreateCollection { handle, name, options, session } = self;
-        let (timeout, write) =
-            handle.begin_write(session.as_deref(), options.write_concern.as_ref(), None, options.timeout)?;
+        let (timeout, write) = handle.begin_write(session.as_deref(), &options)?;
         handle.run(create::create(write, &name, &options)?, timeout, session).await?;
         Ok(())
     }

@@ -92,12 +92,7 @@ impl<'a, R: IndexNames> CreateIndexes<'a, R> {
 
     async fn execute(self) -> Result<R> {
         let CreateIndexes { handle, indexes, options, session, .. } = self;
-        let (timeout, write) = handle.begin_write(
-            session.as_deref(),
-            options.write_concern.as_ref(),
-            options.max_time,
-            options.timeout,
-        )?;
+        let (timeout, write) = handle.begin_write(session.as_deref(), &options)?;
         let (op, names) = create_indexes::create_indexes(write, &indexes, options)?;
         handle.run(op, timeout, session).await?;
         Ok(R::from_names(names))

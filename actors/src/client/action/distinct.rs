@@ -50,13 +50,7 @@ impl<'a> Distinct<'a> {
 
     async fn execute(self) -> Result<Vec<Bson>> {
         let Distinct { handle, field, filter, options, session } = self;
-        let (timeout, read) = handle.begin_read(
-            session.as_deref(),
-            options.read_preference.clone(),
-            options.read_concern.as_ref(),
-            options.max_time,
-            options.timeout,
-        )?;
+        let (timeout, read) = handle.begin_read(session.as_deref(), &options)?;
         handle.run(distinct::Distinct { read, field, filter, options }, timeout, session).await
     }
 }

@@ -58,12 +58,7 @@ impl<'a> DropNamespace<'a> {
 
     async fn execute(self) -> Result<()> {
         let DropNamespace { handle, collection, options, session } = self;
-        let (timeout, write) = handle.begin_write(
-            session.as_deref(),
-            options.write_concern.as_ref(),
-            options.max_time,
-            options.timeout,
-        )?;
+        let (timeout, write) = handle.begin_write(session.as_deref(), &options)?;
         match handle.run(drop::drop(write, collection, options), timeout, session).await {
             Err(e) if collection && e.code() == Some(drop::NAMESPACE_NOT_FOUND) => Ok(()),
             Err(e) => Err(e),

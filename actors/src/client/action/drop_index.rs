@@ -63,12 +63,7 @@ impl<'a> DropIndexes<'a> {
 
     async fn execute(self) -> Result<()> {
         let DropIndexes { handle, index, options, session } = self;
-        let (timeout, write) = handle.begin_write(
-            session.as_deref(),
-            options.write_concern.as_ref(),
-            options.max_time,
-            options.timeout,
-        )?;
+        let (timeout, write) = handle.begin_write(session.as_deref(), &options)?;
         let index = index.ok_or_else(|| Error::InvalidOptions {
             message: "drop_index(\"*\") would drop every index: use drop_indexes".into(),
         })?;

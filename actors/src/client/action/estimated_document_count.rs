@@ -45,13 +45,7 @@ impl<'a> EstimatedDocumentCount<'a> {
 
     async fn execute(self) -> Result<u64> {
         let EstimatedDocumentCount { handle, options, session } = self;
-        let (timeout, read) = handle.begin_read(
-            session.as_deref(),
-            options.read_preference.clone(),
-            options.read_concern.as_ref(),
-            options.max_time,
-            options.timeout,
-        )?;
+        let (timeout, read) = handle.begin_read(session.as_deref(), &options)?;
         let options =
             CountOptions { comment: options.comment, raw_data: options.raw_data, ..CountOptions::default() };
         handle.run(count::Count { read, filter: None, options }, timeout, session).await

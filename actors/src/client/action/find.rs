@@ -63,13 +63,7 @@ impl<'a, T> Find<'a, T> {
     async fn execute(self) -> Result<Cursor<T>> {
         let Find { coll, filter, options, session } = self;
         let handle = coll.handle();
-        let (timeout, read) = handle.begin_read(
-            session.as_deref(),
-            options.read_preference.clone(),
-            options.read_concern.as_ref(),
-            options.max_time,
-            options.timeout,
-        )?;
+        let (timeout, read) = handle.begin_read(session.as_deref(), &options)?;
         let batch_size = options.batch_size;
         let mode = cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
         check_max_await(timeout, options.max_await_time)?;

@@ -68,8 +68,6 @@ pub use insert_one::InsertOne;
 pub use list_collections::{ListCollections, ListingOutput};
 pub use list_databases::{DatabasesOutput, ListDatabases};
 pub use list_indexes::ListIndexes;
-pub use open_download_stream_by_name::OpenDownloadStreamByName;
-pub use open_upload_stream::OpenUploadStream;
 pub use rename::Rename;
 pub use replace_one::Replace;
 pub use run_command::RunCommand;
@@ -77,6 +75,12 @@ pub use run_cursor_command::RunCursorCommand;
 pub use search_index::{SearchIndex, SearchIndexOutput};
 pub use update::Update;
 pub use watch::Watch;
+
+/// The GridFS builders, at the path the official crate gives them (`action::gridfs`).
+pub mod gridfs {
+    pub use super::open_download_stream_by_name::OpenDownloadStreamByName;
+    pub use super::open_upload_stream::OpenUploadStream;
+}
 
 /// The setters of an action's options: each sets one field of its options struct (`name: T`
 /// takes a `T`, `name => T` anything `Into<T>`), and `with_options` replaces them all.

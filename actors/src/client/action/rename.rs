@@ -46,12 +46,7 @@ impl<'a> Rename<'a> {
 
     async fn execute(self) -> Result<()> {
         let Rename { handle, to, drop_target, options, session } = self;
-        let (timeout, write) = handle.begin_write(
-            session.as_deref(),
-            options.write_concern.as_ref(),
-            options.max_time,
-            options.timeout,
-        )?;
+        let (timeout, write) = handle.begin_write(session.as_deref(), &options)?;
         handle.run(rename::rename(write, &to, drop_target, options), timeout, session).await?;
         Ok(())
     }

@@ -6,14 +6,15 @@ use std::time::Duration;
 use bson::{Bson, Document};
 use serde::Serialize;
 
-use super::super::codec::{encode, to_raw};
+use super::super::codec::encode;
 use super::super::collection::{Collection, Handle};
 use super::super::concern::WriteConcern;
 use super::super::op_options::check_replacement;
 use super::super::ops::statement::UpdateStatement;
-use super::super::ops::write::{option_fields, WriteKind};
+use super::super::ops::write::option_fields;
 use super::super::options::crud::{Collation, Hint, ReplaceOptions};
 use super::super::session::ClientSession;
+use super::update::run_update;
 use super::{into_future, option_setters};
 use crate::results::UpdateResult;
 use crate::Result;
@@ -71,22 +72,13 @@ impl<'a> Replace<'a> {
             hint: options.hint,
             sort: options.sort,
         };
-        let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
-        let extra = option_fields(
+        let fields = option_fields(
             options.bypass_document_validation,
             options.comment,
             options.let_vars,
             options.raw_data,
         );
-        let op = handle.write(
-            WriteKind::Update,
-            vec![to_raw(&statement.into_document())?],
-            true,
-            false,
-            wc,
-            extra,
-        );
-        Ok(handle.run(op, timeout, session).await?.into_update_result())
+        run_update(handle, statement, fields, options.write_concern.as_ref(), timeout, session).await
     }
 }
 

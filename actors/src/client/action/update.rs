@@ -77,17 +77,31 @@ impl<'a> Update<'a> {
             hint: options.hint,
             sort: options.sort,
         };
-        let wc = handle.write_concern_doc(options.write_concern.as_ref(), timeout)?;
-        let extra = option_fields(
+        let fields = option_fields(
             options.bypass_document_validation,
             options.comment,
             options.let_vars,
             options.raw_data,
         );
-        let op =
-            handle.write(WriteKind::Update, vec![to_raw(&statement.into_document())?], true, many, wc, extra);
-        Ok(handle.run(op, timeout, session).await?.into_update_result())
+        run_update(handle, statement, fields, options.write_concern.as_ref(), timeout, session).await
     }
 }
 
 into_future!(Update<'a> => UpdateResult);
+
+/// Runs one `update` statement, an update or a replacement, with its command-level `fields`:
+/// a retryable write unless the statement is `multi`.
+pub(super) async fn run_update(
+    handle: Handle<'_>,
+    statement: UpdateStatement,
+    fields: Document,
+    write_concern: Option<&WriteConcern>,
+    timeout: Option<Duration>,
+    session: Option<&mut ClientSession>,
+) -> Result<UpdateResult> {
+    let many = statement.multi;
+    let write_concern = handle.write_concern_doc(write_concern, timeout)?;
+    let statements = vec![to_raw(&statement.into_document())?];
+    let op = handle.write(WriteKind::Update, statements, true, many, write_concern, fields);
+    Ok(handle.run(op, timeout, session).await?.into_update_result())
+}

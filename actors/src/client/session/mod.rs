@@ -29,7 +29,6 @@ use self::options::{SessionOptions, TransactionOptions};
 use self::pool::ServerSession;
 use self::tracking::Tracking;
 use super::inner::Client;
-use super::pinned::Pins;
 use super::timeout;
 use crate::selection_actor::{Criteria, PinId, SelectionRequest};
 use crate::{Error, Result};
@@ -258,7 +257,7 @@ impl ClientSession {
             let _ = self.abort_transaction().await;
         }
         if let Some(pin) = self.pin.take() {
-            let _ = Pins::new(&self.client.inner.selector).release(pin).await;
+            let _ = self.client.inner.pins().release(pin).await;
         }
     }
 
@@ -276,7 +275,7 @@ impl ClientSession {
     fn unpin(&mut self) {
         self.mongos = None;
         if let Some(pin) = self.pin.take() {
-            Pins::new(&self.client.inner.selector).release_later(pin);
+            self.client.inner.pins().release_later(pin);
         }
     }
 }

@@ -37,7 +37,6 @@ use super::super::executor::retry::{label_commit_error, label_end_transaction_er
 use super::super::executor::{Binding, ExplicitSession, SessionUse};
 use super::super::inner::ClientInner;
 use super::super::ops::end_transaction::{EndTransaction, Outcome};
-use super::super::pinned::Pins;
 use super::super::timeout::{self, Limits};
 
 #[cfg(doc)]
@@ -405,7 +404,7 @@ impl ClientSession {
             // An operation outside a transaction releases the last transaction's connection,
             // back in the pool before this operation checks one out, and its mongos.
             if let Some(pin) = self.pin.take() {
-                Pins::new(&inner.selector).release(pin).await?;
+                inner.pins().release(pin).await?;
             }
             self.mongos = None;
             if matches!(self.state, TransactionState::Committed | TransactionState::Aborted) {
@@ -421,7 +420,7 @@ impl ClientSession {
         let mongos = self.mongos.clone().filter(|_| in_txn);
         let pin_txn = in_txn && inner.settings.load_balanced && may_pin;
         let mut pinned = match self.pin {
-            Some(pin) if pin_txn => Pins::new(&inner.selector).take(pin).await?,
+            Some(pin) if pin_txn => inner.pins().take(pin).await?,
             _ => None,
         };
         let mut starting = self.state == TransactionState::Starting;
@@ -454,7 +453,7 @@ impl ClientSession {
             _ => false,
         };
         if let Some(connection) = pinned.filter(|_| !release) {
-            let pins = Pins::new(&inner.selector);
+            let pins = inner.pins();
             let pin = *self.pin.get_or_insert_with(|| pins.new_id());
             pins.keep(pin, connection).await?;
         }

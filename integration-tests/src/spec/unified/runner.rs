@@ -465,7 +465,12 @@ async fn create_session(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
 
 /// `timeoutMS` of an options or arguments document (0: no limit).
 pub(super) fn timeout_ms(d: &Document) -> Option<Duration> {
-    let v = d.get("timeoutMS")?;
+    millis(d, "timeoutMS")
+}
+
+/// A field of milliseconds (an int32, int64 or double) as a duration.
+fn millis(d: &Document, key: &str) -> Option<Duration> {
+    let v = d.get(key)?;
     let ms = v.as_i64().or(v.as_i32().map(i64::from)).or(v.as_f64().map(|f| f as i64))?;
     Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
 }
@@ -927,9 +932,7 @@ fn note_fail_point(ctx: &mut Ctx, fp: &Document) {
     }
     let data = fp.get_document("data").ok();
     if data.and_then(|d| d.get_bool("blockConnection").ok()) == Some(true) {
-        let ms =
-            data.and_then(|d| d.get("blockTimeMS")).and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)));
-        let block = Duration::from_millis(u64::try_from(ms.unwrap_or(0)).unwrap_or(0));
+        let block = data.and_then(|d| millis(d, "blockTimeMS")).unwrap_or_default();
         ctx.blocked_for = ctx.blocked_for.max(block);
     }
 }
