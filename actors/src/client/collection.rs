@@ -191,9 +191,23 @@ impl<'a> Handle<'a> {
         session: Option<&ClientSession>,
         options: &impl ReadArgs,
     ) -> Result<(Option<Duration>, ReadOn<'a>)> {
-        let read_concern = options.read_concern();
-        let timeout = self.begin(session, read_concern.is_some(), false, options.timeout())?;
-        Ok((timeout, self.read_on(options.read_preference(), read_concern, options.max_time(), timeout)))
+        let (rp, rc, max_time, timeout) =
+            (options.read_preference(), options.read_concern(), options.max_time(), options.timeout());
+        self.begin_read_with(session, rp, rc, max_time, timeout)
+    }
+
+    /// [`begin_read`](Self::begin_read) from the fields themselves.
+    #[inline]
+    pub(crate) fn begin_read_with(
+        &self,
+        session: Option<&ClientSession>,
+        read_preference: Option<ReadPreference>,
+        read_concern: Option<&ReadConcern>,
+        max_time: Option<Duration>,
+        timeout: Option<Duration>,
+    ) -> Result<(Option<Duration>, ReadOn<'a>)> {
+        let timeout = self.begin(session, read_concern.is_some(), false, timeout)?;
+        Ok((timeout, self.read_on(read_preference, read_concern, max_time, timeout)))
     }
 
     /// [`begin`](Self::begin) for a command that changes something, with its write concern
