@@ -92,7 +92,7 @@ pub struct VerboseBulkWriteResult {
     pub delete_results: BTreeMap<usize, DeleteResult>,
 }
 
-/// What succeeded before a [`ClientBulkWriteError`](crate::error::ClientBulkWriteError).
+/// What succeeded before a [`BulkWriteError`](crate::error::BulkWriteError).
 #[derive(Debug, Clone, PartialEq)]
 pub enum PartialBulkWriteResult {
     /// Totals (a bulk without `verbose_results`).

@@ -113,7 +113,7 @@ pub struct SelectorOptions {
     /// The application's selector, if any.
     pub custom_selector: Option<CustomSelector>,
     /// Admission control: the most operations waiting for a suitable server at once; past
-    /// it a selection fails at once with [`Error::Overloaded`]. `None` (the default, as in
+    /// it a selection fails at once with [`ErrorKind::Overloaded`](crate::error::ErrorKind::Overloaded). `None` (the default, as in
     /// the official drivers): no limit. Selections the current snapshot serves never wait.
     pub max_waiters: Option<usize>,
 }
@@ -456,7 +456,7 @@ fn timeout_error(
     started: Instant,
     deadline: Instant,
 ) -> Error {
-    Error::ServerSelection(selection::Error::selection_timeout(
+    Error::from(selection::Error::selection_timeout(
         &snapshot.description,
         &full_criteria(request, custom),
         deadline.saturating_duration_since(started),
@@ -645,7 +645,7 @@ impl SelectionActor {
         let servers = match candidates(snapshot, &waiter.request, custom) {
             Ok(s) => s,
             Err(e) => {
-                self.answer(waiter, &snapshot.description, Err(Error::ServerSelection(e)));
+                self.answer(waiter, &snapshot.description, Err(Error::from(e)));
                 return;
             }
         };
@@ -711,7 +711,7 @@ impl SelectionActor {
         }
         // Pool readiness may have changed during the await: recompute the candidates.
         match candidates(snapshot, &waiter.request, None) {
-            Err(e) => self.answer(waiter, &snapshot.description, Err(Error::ServerSelection(e))),
+            Err(e) => self.answer(waiter, &snapshot.description, Err(Error::from(e))),
             Ok(mut servers) => {
                 keep(&mut servers, &addresses);
                 match choose(snapshot, servers).and_then(|sd| selected(snapshot, sd)) {
@@ -1146,8 +1146,7 @@ impl Selector {
         let slot = WaitSlot { waiting: &self.waiting, actor: &self.actor, id: None };
         if let Some(limit) = self.options.max_waiters.filter(|&limit| waiting >= limit) {
             drop(slot);
-            let e =
-                Error::Overloaded { queue: crate::OverloadedQueue::ServerSelection, limit, address: None };
+            let e = Error::overloaded(crate::OverloadedQueue::ServerSelection, limit, None);
             let custom = self.options.custom_selector.as_ref();
             log_outcome(&self.topology_id, &request, custom, &snapshot.description, &Err(e.clone()));
             return Err(e);
@@ -1196,7 +1195,7 @@ impl Selector {
         self.topology.snapshot().handle(address).map_or(0, |h| h.operations.load(Ordering::Relaxed))
     }
 
-    /// Stops the actor (waiters get [`Error::ActorStopped`]); pinned connections return to
+    /// Stops the actor (waiters get [`ErrorKind::Shutdown`](crate::error::ErrorKind::Shutdown)); pinned connections return to
     /// their pools.
     pub async fn close(&self) {
         self.closed.store(true, Ordering::Relaxed);

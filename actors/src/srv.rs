@@ -113,13 +113,13 @@ pub struct SrvInfo {
 /// A broken seed list rule as the client's DNS error.
 fn seedlist_error(e: protocol::Error) -> Error {
     match e {
-        protocol::Error::Seedlist { host, message } => Error::Dns { host, message },
-        other => Error::Dns { host: String::new(), message: other.to_string() },
+        protocol::Error::Seedlist { host, message } => Error::dns(&host, message),
+        other => Error::dns("", other),
     }
 }
 
 fn dns_error(host: &str, message: impl Into<String>) -> Error {
-    Error::Dns { host: host.to_string(), message: message.into() }
+    Error::dns(host, message.into())
 }
 
 impl SrvResolver {
@@ -250,7 +250,7 @@ pub async fn resolve(cs: &mut ConnectionString, resolver: &SrvResolver) -> Resul
     apply_txt(cs, txt);
     let max = cs.options.srv_max_hosts;
     cs.hosts = selection::with_thread_rng(|rng| choose_hosts(lookup.hosts, max, rng));
-    cs.validate().map_err(|e| Error::InvalidOptions { message: format!("after SRV resolution: {e}") })?;
+    cs.validate().map_err(|e| Error::invalid_argument(format!("after SRV resolution: {e}")))?;
     Ok(Some(SrvInfo {
         host: srv_host,
         service_name,

@@ -63,14 +63,12 @@ impl std::fmt::Debug for SrvPoller {
 impl SrvPoller {
     /// Starts polling for `topology` (a client starts it for a `mongodb+srv` URI that is not
     /// load balanced: [`ClientOptions::srv_poller_options`](crate::ClientOptions::srv_poller_options)).
-    /// Must run inside an actix system. Fails with [`Error::InvalidOptions`] for a rescan
-    /// interval below [`MIN_RESCAN_INTERVAL`], or [`Error::Dns`] if the resolver cannot be
+    /// Must run inside an actix system. Fails with [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) for a rescan
+    /// interval below [`MIN_RESCAN_INTERVAL`], or [`ErrorKind::DnsResolve`](crate::error::ErrorKind::DnsResolve) if the resolver cannot be
     /// created.
     pub fn start(topology: &Topology, options: SrvPollerOptions) -> Result<Addr<SrvPoller>> {
         if options.rescan_interval < MIN_RESCAN_INTERVAL {
-            return Err(Error::InvalidOptions {
-                message: format!("the SRV rescan interval must be at least {MIN_RESCAN_INTERVAL:?}"),
-            });
+            return Err(Error::invalid_argument(format!("the SRV rescan interval must be at least {MIN_RESCAN_INTERVAL:?}")));
         }
         let resolver = SrvResolver::new(&options.resolver_config)?;
         Ok(SrvPoller {

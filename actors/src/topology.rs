@@ -168,9 +168,9 @@ impl TopologyBuilder {
                 ConnectionOptions::builder_from_connection_string(cs)
                     .platform(platform())
                     .build()
-                    .map_err(Error::Pool),
+                    .map_err(Error::from),
             ),
-            pool_options: Some(PoolOptions::from_uri_options(&cs.options).map_err(Error::Pool)),
+            pool_options: Some(PoolOptions::from_uri_options(&cs.options).map_err(Error::from)),
             monitoring_mode: cs.options.server_monitoring_mode.unwrap_or_default(),
             ..Self::default()
         }
@@ -254,7 +254,7 @@ impl TopologyBuilder {
 
     /// Validates the options and creates the (not yet started) actor.
     pub fn build(self) -> Result<TopologyActor> {
-        let invalid = |message: String| Error::InvalidOptions { message };
+        let invalid = |message: String| Error::invalid_argument(message);
         let mut settings = self.settings.unwrap_or_else(|| TopologySettings {
             seeds: Vec::new(),
             set_name: None,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actors::messages::{ApplicationErrorOccurred, CheckOutcome, ServerCheckCompleted};
-use actors::{Error, MonitorFactory, Topology, TopologyBuilder};
+use actors::{MonitorFactory, Topology, TopologyBuilder};
 use bson::{doc, oid::ObjectId, Document};
 use parking_lot::Mutex;
 use pool::cmap::{CmapEvent, PoolOptions, PoolState};
@@ -409,7 +409,7 @@ async fn close_stops_every_actor_and_publishes_a_final_snapshot() {
     // Closing again is fine; talking to a closed topology is an error, not a panic.
     h.topology.close().await.expect("idempotent");
     h.settle().await;
-    assert!(matches!(h.topology.request_immediate_check().await, Err(Error::ActorStopped { .. })));
+    assert!(h.topology.request_immediate_check().await.as_ref().is_err_and(|e| matches!(*e.kind, actors::ErrorKind::Shutdown)));
     assert!(!pool_actors[0].connected(), "the pool actors stopped with the topology");
 }
 
@@ -437,7 +437,10 @@ async fn wait_for_sees_later_snapshots_and_times_out() {
 #[actix::test]
 async fn builder_validates() {
     let err = |b: TopologyBuilder| match b.build() {
-        Err(Error::InvalidOptions { message }) => message,
+        Err(e) => match *e.kind {
+            actors::ErrorKind::InvalidArgument { message, .. } => message,
+            other => panic!("expected an invalid argument, got {other:?}"),
+        },
         other => panic!("expected invalid options, got {other:?}"),
     };
     assert!(err(TopologyBuilder::new()).contains("seed"));

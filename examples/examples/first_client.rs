@@ -10,7 +10,8 @@
 use std::time::Duration;
 
 use actors::bson::doc;
-use actors::{Client, Collection, Criteria, ErrorKind, ReadPreference};
+use actors::error::{ErrorKind, WriteError, WriteFailure};
+use actors::{Client, Collection, Criteria, ReadPreference};
 use mongo_actors_examples::{check, deployment, Args, BoxError};
 use serde::{Deserialize, Serialize};
 
@@ -68,11 +69,16 @@ async fn main() -> Result<(), BoxError> {
         .await?;
     println!("ping: {reply}");
 
-    // Errors are one typed enum: match on kind() rather than on messages.
+    // Errors match on their kind (as with the official driver), not on messages.
     let raw = people.clone_with_type::<actors::bson::Document>();
     match raw.insert_one(doc! {"_id": "dup"}).await.and(raw.insert_one(doc! {"_id": "dup"}).await) {
-        Err(e) if e.kind() == ErrorKind::Write => println!("duplicate key, as expected: {e}"),
-        Err(e) if e.kind() == ErrorKind::Timeout => println!("timed out: {e}"),
+        Err(e) => match *e.kind {
+            ErrorKind::Write(WriteFailure::WriteError(WriteError { code: 11000, .. })) => {
+                println!("duplicate key, as expected")
+            }
+            ErrorKind::Timeout { .. } => println!("timed out: {e}"),
+            _ => println!("unexpected: {e}"),
+        },
         other => println!("unexpected: {other:?}"),
     }
 

@@ -249,9 +249,13 @@ impl Tally {
 
 /// The error's kind; for a timeout, also what timed out (`Timeout/ServerSelection`, ...).
 fn error_kind(e: &actors::Error) -> String {
-    match e {
-        actors::Error::Timeout { source: Some(source), .. } => format!("Timeout/{:?}", source.kind()),
-        e => format!("{:?}", e.kind()),
+    let name = |e: &actors::Error| {
+        let kind = format!("{:?}", e.kind);
+        kind.split(['(', ' ', '{']).next().unwrap_or_default().to_owned()
+    };
+    match e.cause() {
+        Some(source) if e.is_timeout() => format!("Timeout/{}", name(source)),
+        _ => name(e),
     }
 }
 

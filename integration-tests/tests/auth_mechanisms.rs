@@ -63,7 +63,7 @@ async fn x509_takes_the_user_from_the_certificate() {
     // A user the certificate does not name is refused by the server: a typed auth error.
     let other = base.replacen("mongodb://", "mongodb://CN%3Dsomeone-else@", 1);
     let e = insert_as(&other).await.expect_err("another user");
-    assert_eq!(e.kind(), ErrorKind::Pool, "{e}");
+    assert!(matches!(*e.kind, ErrorKind::Authentication { .. }), "{e}");
     assert!(e.to_string().contains("MONGODB-X509"), "{e}");
 }
 
@@ -73,7 +73,7 @@ async fn x509_needs_a_registered_subject_and_a_certificate() {
     let cluster = x509_cluster(&certs, "CN=another-service");
     let uri = x509_uri(&cluster, &certs);
     let e = insert_as(&uri).await.expect_err("no user for this subject");
-    assert_eq!(e.kind(), ErrorKind::Pool, "{e}");
+    assert!(matches!(*e.kind, ErrorKind::Authentication { .. }), "{e}");
     // Without a client certificate the options are refused before any connection.
     let e = Client::with_uri_str(&format!(
         "mongodb://{}/?tls=true&tlsCAFile={}&authMechanism=MONGODB-X509",
@@ -111,7 +111,7 @@ async fn plain_authenticates_external_and_local_users() {
         doc! {"user": "admin-user", "db": "admin"}
     );
     let e = insert_as(&at("ldap-user:wrong", "")).await.expect_err("wrong password");
-    assert_eq!(e.kind(), ErrorKind::Pool, "{e}");
+    assert!(matches!(*e.kind, ErrorKind::Authentication { .. }), "{e}");
     assert!(!e.to_string().contains("wrong"), "the password never shows: {e}");
     // No password: refused when the options are built.
     let e = Client::with_uri_str(&at("ldap-user", "")).await.expect_err("no password");
@@ -126,7 +126,7 @@ async fn mechanisms_that_need_a_cloud_or_a_kdc_are_refused_at_build() {
         "mongodb://127.0.0.1:1/?authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:test",
     ] {
         let e = Client::with_uri_str(uri).await.expect_err(uri);
-        assert_eq!(e.kind(), ErrorKind::InvalidOptions, "{uri}: {e}");
+        assert!(matches!(*e.kind, ErrorKind::InvalidArgument { .. }), "{uri}: {e}");
         assert!(e.to_string().contains("not supported") || e.to_string().contains("only"), "{uri}: {e}");
     }
 }

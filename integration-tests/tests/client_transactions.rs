@@ -150,7 +150,7 @@ async fn a_session_of_another_client_is_refused() {
     let mut session = other.start_session().await.expect("session");
     let coll = s.database("other_client").collection::<Document>("c");
     let e = coll.insert_one(doc! {"_id": 1}).session(&mut session).await.unwrap_err();
-    assert_eq!(e.kind(), actors::ErrorKind::InvalidOptions, "{e}");
+    assert!(matches!(*e.kind, actors::ErrorKind::InvalidArgument { .. }), "{e}");
     assert!(e.to_string().contains("another client"), "{e}");
     assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 0, "nothing was sent");
     other.shutdown().await.expect("shutdown");
@@ -175,7 +175,7 @@ async fn an_operation_in_a_transaction_cannot_set_its_own_concerns() {
         .session(&mut session)
         .await
         .expect_err("an explicit write concern is refused");
-    assert_eq!(e.kind(), actors::ErrorKind::InvalidOptions, "{e}");
+    assert!(matches!(*e.kind, actors::ErrorKind::InvalidArgument { .. }), "{e}");
     assert!(e.to_string().contains("Cannot set write concern after starting a transaction."), "{e}");
     let e = coll
         .find(doc! {})

@@ -114,7 +114,7 @@ fn heartbeat_below_the_minimum_is_rejected() {
             collector.recipient(),
         );
         options.heartbeat_frequency = Duration::from_millis(499);
-        assert!(matches!(MonitorActor::new(options), Err(actors::Error::InvalidOptions { .. })));
+        assert!(MonitorActor::new(options).as_ref().is_err_and(|e| matches!(*e.kind, actors::ErrorKind::InvalidArgument { .. })));
     });
 }
 

@@ -85,6 +85,9 @@ pub struct WriteConcernError {
     pub message: String,
     /// Its own `topologyVersion`, if it carries one.
     pub topology_version: Option<TopologyVersion>,
+    /// Its `errInfo`, if it carries one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Document>,
 }
 
 impl ServerError {
@@ -202,6 +205,7 @@ pub fn reply_error(reply: &Document) -> Option<Box<ServerError>> {
         code_name: name_of(w),
         message: message_of(w),
         topology_version: TopologyVersion::from_reply(w).ok().flatten(),
+        details: w.get_document("errInfo").ok().cloned(),
     });
     Some(Box::new(ServerError {
         command_failed,

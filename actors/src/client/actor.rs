@@ -16,7 +16,7 @@
 //! # }
 //! ```
 //!
-//! A mailbox error (the actor stopped) converts into [`Error::ActorStopped`](crate::Error)
+//! A mailbox error (the actor stopped) converts into [`ErrorKind::Shutdown`](crate::error::ErrorKind::Shutdown)(crate::Error)
 //! with `?`.
 
 use actix::prelude::*;

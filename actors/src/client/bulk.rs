@@ -22,7 +22,7 @@ use super::options::crud::{Collation, Hint, UpdateModifications};
 use super::session::ClientSession;
 use super::timeout;
 use super::timeout::Limits;
-use crate::error::{ServerError, WriteConcernError, WriteError};
+use protocol::reply::{ServerError, WriteConcernError, WriteError};
 use crate::results::BulkWriteResult;
 use crate::{Error, Result};
 
@@ -329,7 +329,7 @@ pub(crate) async fn run(
     let timeout =
         handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
     if models.is_empty() {
-        return Err(Error::InvalidOptions { message: "bulk_write needs at least one write".into() });
+        return Err(Error::invalid_argument("bulk_write needs at least one write"));
     }
     let ordered = options.ordered.unwrap_or(true);
     let mut result = BulkWriteResult::default();
@@ -398,14 +398,15 @@ impl RunBatches<'_> {
             let (reply, stop) =
                 match super::executor::run(handle.client(), op, limits, session.as_deref_mut()).await {
                     Ok(reply) => (reply, false),
-                    Err(Error::Command { address, error }) if !error.command_failed => {
+                    Err(e) => match e.into_write_reply() {
+                    Ok((address, error)) => {
                         let ServerError {
                             write_errors: errors,
                             write_concern_error: wce,
                             labels,
                             response,
                             ..
-                        } = *error;
+                        } = error;
                         let stop = ordered && !errors.is_empty();
                         write_errors.extend(errors.into_iter().map(|mut e| {
                             e.index = batch.indexes.get(e.index).copied().unwrap_or(e.index);
@@ -424,9 +425,9 @@ impl RunBatches<'_> {
                         let unconfirmed: Vec<usize> =
                             batch.indexes.iter().copied().chain(batches.flat_map(|b| b.indexes)).collect();
                         keep_inserted_ids(&mut result, &write_errors, ordered, &unconfirmed);
-                        let partial_result = Box::new(result);
-                        return Err(Error::BulkWriteStopped { error: Box::new(error), partial_result });
+                        return Err(error.with_partial_result(result));
                     }
+                    },
                 };
             // Counts from the server saturate: a lying `n` cannot overflow the sums.
             let n = reply.n;
@@ -454,7 +455,7 @@ impl RunBatches<'_> {
                 keep_inserted_ids(&mut result, &write_errors, ordered, &[]);
                 let error =
                     ServerError { write_errors, write_concern_error, labels, ..ServerError::default() };
-                Err(Error::BulkWrite { address, error: Box::new(error), partial_result: Box::new(result) })
+                Err(Error::collection_bulk(address, error, result))
             }
             None => Ok(result),
         }

@@ -5,7 +5,7 @@
 //! A bulk is split into as few commands as `maxWriteBatchSize` and `maxMessageSizeBytes`
 //! allow; each command's results come back in a cursor, drained (with `getMore`s on the same
 //! server and session) before the next command. Write errors and write concern errors are
-//! gathered into one [`ClientBulkWriteError`] with what succeeded before them; any other
+//! gathered into one [`BulkWriteError`] with what succeeded before them; any other
 //! error stops the bulk at once. A command is a retryable write unless it holds a
 //! multi-document update or delete. A `timeoutMS` is one deadline for the whole bulk.
 
@@ -35,8 +35,8 @@ use super::options::crud::{Collation, Hint, UpdateModifications};
 use super::session::ClientSession;
 use super::timeout;
 use super::timeout::Limits;
-use crate::error::ClientBulkWriteError;
-use crate::error::{ServerError, WriteConcernError, WriteError};
+use crate::error::{BulkWriteError, WriteConcernError, WriteError};
+use protocol::reply::ServerError;
 use crate::results::{
     DeleteResult, InsertOneResult, PartialBulkWriteResult, SummaryBulkWriteResult, UpdateResult,
     VerboseBulkWriteResult,
@@ -82,7 +82,7 @@ impl FromStr for Namespace {
     fn from_str(s: &str) -> Result<Self> {
         match s.split_once('.') {
             Some((db, coll)) if !db.is_empty() && !coll.is_empty() => Ok(Namespace::new(db, coll)),
-            _ => Err(Error::InvalidOptions { message: format!("{s:?} is not a namespace (db.collection)") }),
+            _ => Err(Error::invalid_argument(format!("{s:?} is not a namespace (db.collection)"))),
         }
     }
 }
@@ -154,7 +154,7 @@ impl<T> Collection<T> {
 
 impl<T: Serialize + 'static> Collection<T> {
     /// An `InsertOne` of `document` into this collection for [`Client::bulk_write`]; a
-    /// [`Error::BsonSerialization`] if it does not serialize to a document.
+    /// [`ErrorKind::BsonSerialization`](crate::error::ErrorKind::BsonSerialization) if it does not serialize to a document.
     pub fn insert_one_model(&self, document: impl std::borrow::Borrow<T>) -> Result<ClientWriteModel> {
         let document = encode(document.borrow())?;
         Ok(WriteModel::InsertOne(InsertOneModel { document }).on(self.namespace()))
@@ -226,17 +226,13 @@ pub(crate) async fn run(
         .filter(|_| !in_transaction);
     let acknowledged = write_concern.is_none_or(WriteConcern::is_acknowledged);
     if models.is_empty() {
-        return Err(Error::InvalidOptions { message: "bulk_write needs at least one write".into() });
+        return Err(Error::invalid_argument("bulk_write needs at least one write"));
     }
     if !acknowledged && verbose {
-        return Err(Error::InvalidOptions {
-            message: "Cannot request unacknowledged write concern and verbose results".into(),
-        });
+        return Err(Error::invalid_argument("Cannot request unacknowledged write concern and verbose results"));
     }
     if !acknowledged && ordered {
-        return Err(Error::InvalidOptions {
-            message: "Cannot request unacknowledged write concern and ordered writes".into(),
-        });
+        return Err(Error::invalid_argument("Cannot request unacknowledged write concern and ordered writes"));
     }
     let write_concern = match write_concern {
         Some(wc) => {
@@ -334,11 +330,9 @@ fn prepare(models: Vec<ClientWriteModel>, room: usize) -> Result<(Vec<PreparedWr
             added = encoded_len(&op, ns.as_ref());
         }
         if added > room {
-            return Err(Error::InvalidOptions {
-                message: format!(
+            return Err(Error::invalid_argument(format!(
                     "write {i} is {added} bytes with its namespace: more than one bulkWrite command holds ({room} bytes)"
-                ),
-            });
+                )));
         }
         bytes += added;
         if let Some(ns) = ns {
@@ -381,7 +375,7 @@ fn encode_write(
     };
     op.insert(key, index);
     let raw = |d: &Document| {
-        RawDocumentBuf::try_from(d).map_err(|e| Error::BsonSerialization { message: e.to_string() })
+        RawDocumentBuf::try_from(d).map_err(|e| Error::serialization(e.to_string()))
     };
     Ok((raw(&op)?, ns_doc.as_ref().map(raw).transpose()?))
 }
@@ -560,9 +554,10 @@ impl Gather<'_> {
             match super::executor::run(self.client, op, limits, session.as_deref_mut()).await {
                 Ok(reply) => reply,
                 // `ok: 1` with a writeConcernError: the writes ran; their results are in the reply.
-                Err(Error::Command { address, error }) if !error.command_failed => {
-                    let ServerError { write_concern_error, response, .. } = *error;
-                    self.write_concern_errors.extend(write_concern_error);
+                Err(e) => match e.into_write_reply() {
+                Ok((address, error)) => {
+                    let ServerError { write_concern_error, response, .. } = error;
+                    self.write_concern_errors.extend(write_concern_error.as_ref().map(Into::into));
                     let (id, batch) = first_batch(&response);
                     let cursor = CursorReply {
                         address,
@@ -578,6 +573,7 @@ impl Gather<'_> {
                     (cursor, Counts::read(&response))
                 }
                 Err(e) => return Err(self.fail(e)),
+                },
             };
         if !self.acknowledged {
             return Ok(false);
@@ -610,7 +606,7 @@ impl Gather<'_> {
                 self.record_success(index, &item);
             } else {
                 first_error = Some(first_error.map_or(idx, |f| f.min(idx)));
-                self.write_errors.insert(index, write_error(index, &item));
+                self.write_errors.insert(index, write_error(&item));
             }
         }
         if self.ordered && n_errors > 0 && first_error.is_some_and(|f| f > 0) {
@@ -665,12 +661,12 @@ impl Gather<'_> {
         if !self.succeeded && self.write_errors.is_empty() && self.write_concern_errors.is_empty() {
             return e;
         }
-        Error::ClientBulkWrite(Box::new(ClientBulkWriteError {
-            error: Some(Box::new(e)),
+        let payload = BulkWriteError {
             write_concern_errors: std::mem::take(&mut self.write_concern_errors),
-            write_errors: std::mem::take(&mut self.write_errors),
+            write_errors: std::mem::take(&mut self.write_errors).into_iter().collect(),
             partial_result: self.partial(),
-        }))
+        };
+        Error::client_bulk(payload, Some(e))
     }
 
     fn partial(&mut self) -> Option<PartialBulkWriteResult> {
@@ -689,12 +685,12 @@ impl Gather<'_> {
         if self.write_errors.is_empty() && self.write_concern_errors.is_empty() {
             return Ok(self.results);
         }
-        Err(Error::ClientBulkWrite(Box::new(ClientBulkWriteError {
-            error: None,
+        let payload = BulkWriteError {
             write_concern_errors: std::mem::take(&mut self.write_concern_errors),
-            write_errors: std::mem::take(&mut self.write_errors),
+            write_errors: std::mem::take(&mut self.write_errors).into_iter().collect(),
             partial_result: self.partial(),
-        })))
+        };
+        Err(Error::client_bulk(payload, None))
     }
 }
 
@@ -713,10 +709,9 @@ fn first_batch(reply: &Document) -> (i64, Docs) {
     (cursor_id(reply), Docs::from_documents(docs))
 }
 
-/// A result document's write error (`ok: 0`), as the write `index` of the models given.
-fn write_error(index: usize, item: &Document) -> WriteError {
+/// A result document's write error (`ok: 0`).
+fn write_error(item: &Document) -> WriteError {
     WriteError {
-        index,
         code: item.get("code").and_then(bson_to_i64).and_then(|c| i32::try_from(c).ok()).unwrap_or(0),
         code_name: item.get_str("codeName").ok().map(str::to_string),
         message: item.get_str("errmsg").unwrap_or_default().to_string(),
@@ -773,7 +768,7 @@ mod tests {
     #[test]
     fn a_write_larger_than_a_command_is_refused() {
         let e = prepare(vec![insert("db.a", 1)], 20).err().expect("too large");
-        assert!(matches!(e, Error::InvalidOptions { .. }), "{e}");
+        assert!(matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. }), "{e}");
         let e = prepare(
             vec![WriteModel::UpdateOne(UpdateOneModel::new(doc! {}, doc! {"x": 1}))
                 .on(Namespace::new("db", "a"))],
@@ -781,7 +776,7 @@ mod tests {
         )
         .err()
         .expect("an update needs operators");
-        assert!(matches!(e, Error::InvalidOptions { .. }), "{e}");
+        assert!(matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. }), "{e}");
     }
 
     #[test]

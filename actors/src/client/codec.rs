@@ -21,7 +21,7 @@ pub(crate) fn decode<T: DeserializeOwned + 'static>(doc: Document) -> Result<T> 
         }
     }
     let doc = slot.take().unwrap_or_default();
-    bson::deserialize_from_document(doc).map_err(|e| Error::BsonDeserialization { message: e.to_string() })
+    bson::deserialize_from_document(doc).map_err(|e| Error::deserialization(e.to_string()))
 }
 
 /// A document's bytes as a `T`: deserialized from the bytes (no `Document` in between), or
@@ -31,7 +31,7 @@ pub(crate) fn decode_raw<T: DeserializeOwned + 'static>(raw: &bson::RawDocument)
         return decode(crate::client::executor::operation::convert(raw));
     }
     bson::deserialize_from_slice(raw.as_bytes())
-        .map_err(|e| Error::BsonDeserialization { message: e.to_string() })
+        .map_err(|e| Error::deserialization(e.to_string()))
 }
 
 /// `value` as a `Document` (a `Document` is cloned as it is).
@@ -41,16 +41,14 @@ pub(crate) fn encode<T: Serialize + 'static>(value: &T) -> Result<Document> {
     }
     match bson::serialize_to_bson(value) {
         Ok(Bson::Document(d)) => Ok(d),
-        Ok(other) => Err(Error::BsonSerialization {
-            message: format!("a document must serialize to a BSON document, not {:?}", other.element_type()),
-        }),
-        Err(e) => Err(Error::BsonSerialization { message: e.to_string() }),
+        Ok(other) => Err(Error::serialization(format!("a document must serialize to a BSON document, not {:?}", other.element_type()))),
+        Err(e) => Err(Error::serialization(e.to_string())),
     }
 }
 
 /// A statement's bytes.
 pub(crate) fn to_raw(doc: &Document) -> Result<bson::RawDocumentBuf> {
-    bson::RawDocumentBuf::try_from(doc).map_err(|e| Error::BsonSerialization { message: e.to_string() })
+    bson::RawDocumentBuf::try_from(doc).map_err(|e| Error::serialization(e.to_string()))
 }
 
 /// `value` as the bytes of a document, serialized once (no `Document` in between).
@@ -71,13 +69,13 @@ pub(crate) fn encode_raw<T: Serialize + 'static>(value: &T) -> Result<bson::RawD
             Some(d) => d.to_writer(&mut *buf),
             None => bson::serialize_to_buffer(value, buf),
         };
-        written.map_err(|e| Error::BsonSerialization { message: e.to_string() })?;
+        written.map_err(|e| Error::serialization(e.to_string()))?;
         let bytes = buf.as_slice().to_vec();
         if buf.capacity() > KEEP {
             *buf = Vec::new();
         }
         bson::RawDocumentBuf::from_bytes(bytes)
-            .map_err(|e| Error::BsonSerialization { message: e.to_string() })
+            .map_err(|e| Error::serialization(e.to_string()))
     };
     // A serializer that re-enters (a user's `Serialize` that inserts) gets a buffer of its own.
     SCRATCH
@@ -114,8 +112,8 @@ mod tests {
     #[test]
     fn a_value_that_does_not_fit_is_a_typed_error() {
         let e = decode::<Person>(doc! {"name": 3}).expect_err("mistyped");
-        assert_eq!(e.kind(), crate::ErrorKind::BsonDeserialization);
+        assert!(matches!(*e.kind, crate::ErrorKind::BsonDeserialization(_)));
         let e = encode(&5_i32).expect_err("not a document");
-        assert_eq!(e.kind(), crate::ErrorKind::BsonSerialization);
+        assert!(matches!(*e.kind, crate::ErrorKind::BsonSerialization(_)));
     }
 }

@@ -29,8 +29,8 @@ use crate::Result;
 
 /// A collection of `T`s (`Document` unless given): cheap to clone, no I/O until an operation
 /// runs. Reads deserialize into `T`, writes serialize from `T`; a value that does not
-/// (de)serialize is a typed error ([`Error::BsonSerialization`](crate::Error::BsonSerialization),
-/// [`Error::BsonDeserialization`](crate::Error::BsonDeserialization)).
+/// (de)serialize is a typed error ([`ErrorKind::BsonSerialization`](crate::error::ErrorKind::BsonSerialization),
+/// [`ErrorKind::BsonDeserialization`](crate::error::ErrorKind::BsonDeserialization)).
 pub struct Collection<T = Document> {
     /// Shared: a clone is a reference count.
     inner: Arc<CollectionInner>,

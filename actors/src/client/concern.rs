@@ -152,9 +152,7 @@ impl WriteConcern {
     /// Checks the combinations the spec forbids (`w: 0` with `j: true`).
     pub fn validate(&self) -> Result<()> {
         if self.w == Some(Acknowledgment::Nodes(0)) && self.journal == Some(true) {
-            return Err(Error::InvalidOptions {
-                message: "a write concern cannot be unacknowledged (w: 0) and journaled (j: true)".into(),
-            });
+            return Err(Error::invalid_argument("a write concern cannot be unacknowledged (w: 0) and journaled (j: true)"));
         }
         Ok(())
     }

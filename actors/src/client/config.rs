@@ -10,7 +10,7 @@
 //!
 //! Option names are the snake_case forms of the URI option names (see [`ClientConfig`]).
 //! Values are checked with the URI rules, but an invalid value, an unknown key in the file or
-//! an unknown `MONGO_ACTORS_*` variable is an [`Error::InvalidOptions`], never ignored.
+//! an unknown `MONGO_ACTORS_*` variable is an [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument), never ignored.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -207,7 +207,7 @@ const URI_NAMES: [(&str, &str); 34] = [
 ];
 
 fn invalid(message: impl Into<String>) -> Error {
-    Error::InvalidOptions { message: message.into() }
+    Error::invalid_argument(message.into())
 }
 
 impl ClientConfig {
@@ -290,7 +290,8 @@ impl ClientOptions {
     /// assert_eq!(o.connection_string.options.max_pool_size, Some(20));
     ///
     /// std::fs::write(&file, "uri = \"mongodb://db1\"\nmax_pool_size = -3\n").unwrap();
-    /// assert!(matches!(ClientOptions::from_config(None, Some(&file)).await, Err(actors::Error::InvalidOptions { .. })));
+    /// let r = ClientOptions::from_config(None, Some(&file)).await;
+    /// assert!(r.is_err_and(|e| matches!(*e.kind, actors::error::ErrorKind::InvalidArgument { .. })));
     /// # std::fs::remove_dir_all(&dir).ok();
     /// # });
     /// ```
@@ -347,7 +348,7 @@ mod tests {
         assert!(ClientConfig::load_with_env(None, e).is_err(), "environment");
         // The URI parser warns (URI options spec); the client refuses it.
         let e = crate::Client::with_uri_str("mongodb://127.0.0.1:1/?timeoutMS=-5").await.unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::InvalidOptions, "URI: {e}");
+        assert!(matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. }), "URI: {e}");
         let o = ClientOptions::parse("mongodb://db1/?timeoutMS=0").await.unwrap();
         assert_eq!(o.connection_string.options.timeout_ms, Some(0));
     }
@@ -443,24 +444,20 @@ mod tests {
                 Ok(c) => ClientOptions::from_client_config(None, c).await.map(|_| ()),
                 Err(e) => Err(e),
             };
-            assert!(matches!(r, Err(Error::InvalidOptions { .. })), "{name}: {r:?}");
+            assert!(r.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })), "{name}: {r:?}");
         }
         let unknown_ext = temp_file("g.ini2", "x=1");
-        assert!(matches!(
-            ClientConfig::load_with_env(Some(&unknown_ext), env(&[])),
-            Err(Error::InvalidOptions { .. })
-        ));
+        let r = ClientConfig::load_with_env(Some(&unknown_ext), env(&[]));
+        assert!(r.is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
         let missing = std::env::temp_dir().join("mongo-actors-no-such-file.toml");
-        assert!(matches!(
-            ClientConfig::load_with_env(Some(&missing), env(&[])),
-            Err(Error::InvalidOptions { .. })
-        ));
+        let r = ClientConfig::load_with_env(Some(&missing), env(&[]));
+        assert!(r.is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
         // No URI anywhere.
         let r = ClientOptions::from_client_config(None, ClientConfig::default()).await;
-        assert!(matches!(r, Err(Error::InvalidOptions { .. })));
+        assert!(r.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
         // Bad environment value.
         let r = ClientConfig::load_with_env(None, env(&[("MONGO_ACTORS_MAX_POOL_SIZE", "lots")]));
-        assert!(matches!(r, Err(Error::InvalidOptions { .. })));
+        assert!(r.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
         let c = ClientConfig { dns_name_servers: Some(vec!["localhost".into()]), ..Default::default() };
         assert!(c.resolver_config().is_err());
     }

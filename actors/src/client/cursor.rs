@@ -213,10 +213,7 @@ impl RawCursor {
             None => None,
         };
         let result = if timeout::is_expired(deadline) {
-            Err(Error::Timeout {
-                message: "the cursor's timeoutMS expired before getMore".into(),
-                source: None,
-            })
+            Err(Error::timeout("the cursor's timeoutMS expired before getMore", None))
         } else {
             let limits = Limits::until(self.timeout, deadline).sending_max_time(false);
             // Set across the exchange: a future dropped in it leaves the cursor cut off.
@@ -245,7 +242,7 @@ impl RawCursor {
                     self.release();
                 }
             }
-            Err(e) if e.kind() == crate::ErrorKind::Timeout && self.pin.is_none() => {
+            Err(e) if e.is_timeout() && self.pin.is_none() => {
                 // CSOT: the client gave up waiting; the server's cursor lives on, so the
                 // cursor may be iterated again, and closing it kills it.
                 return Err(e);
@@ -301,9 +298,8 @@ async fn take_pinned(pins: Pins<'_>, pin: PinId) -> Result<PooledConnection<Conn
 /// A timeout that expired while the request was on the wire (not while selecting a server or
 /// checking out a connection): the server may have answered.
 fn timed_out_mid_exchange(e: &Error) -> bool {
-    let Error::Timeout { source: Some(source), .. } = e else { return false };
-    matches!(&**source, Error::Connection { source, .. }
-        if matches!(**source, pool::Error::Timeout { phase: pool::Phase::Write | pool::Phase::Read, .. }))
+    let Some(source) = e.timeout_source() else { return false };
+    matches!(source.pool_error(), Some(pool::Error::Timeout { phase: pool::Phase::Write | pool::Phase::Read, .. }))
 }
 
 /// The error of a cursor whose earlier `getMore` was cut off: a network error (a change stream
@@ -312,11 +308,7 @@ fn cut_off_error(address: &ServerAddress) -> Error {
     let reason = "an earlier getMore of this cursor was cut off mid-exchange (its future was dropped or \
                   timed out): the batch it asked for may be lost, so the cursor cannot go on"
         .to_string();
-    Error::Connection {
-        address: address.clone(),
-        source: Box::new(pool::Error::Interrupted { address: address.clone(), reason }),
-        labels: Vec::new(),
-    }
+    Error::connection(address.clone(), pool::Error::Interrupted { address: address.clone(), reason })
 }
 
 /// The server has no such cursor (any more).
@@ -506,7 +498,7 @@ type Pending = BoxFuture<'static, (Box<RawCursor>, Result<()>)>;
 /// its session (and, in load-balanced mode, on its pinned connection). Dropping a cursor that
 /// is not exhausted kills it on the server in the background (errors ignored) and returns
 /// its session. A document that does not deserialize into `T` is an
-/// [`Error::BsonDeserialization`] for that item; the cursor goes on with the next.
+/// [`ErrorKind::BsonDeserialization`](crate::error::ErrorKind::BsonDeserialization) for that item; the cursor goes on with the next.
 pub struct Cursor<T = Document> {
     /// `None` while a `getMore` is in flight.
     raw: Option<Box<RawCursor>>,

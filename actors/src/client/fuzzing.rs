@@ -72,7 +72,7 @@ fn drain(mut docs: super::ops::cursor_reply::Docs) -> Result<()> {
     while let Some(d) = docs.pop_front() {
         let raw = d.as_raw()?;
         bson::Document::try_from(raw)
-            .map_err(|e| crate::Error::BsonDeserialization { message: e.to_string() })?;
+            .map_err(|e| Error::deserialization(e.to_string()))?;
     }
     Ok(())
 }

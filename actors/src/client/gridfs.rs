@@ -43,7 +43,7 @@ use super::database::Database;
 use super::options::admin::{IndexModel, IndexOptions};
 use super::options::handle::CollectionOptions;
 use super::timeout;
-pub use crate::error::GridFsErrorKind;
+use crate::error::{GridFsErrorKind, GridFsFileIdentifier};
 use crate::{Error, Result};
 
 /// The default chunk size: 255 KiB.
@@ -140,10 +140,7 @@ fn left(deadline: Option<tokio::time::Instant>) -> Result<Option<Duration>> {
         Some(d) => {
             let now = tokio::time::Instant::now();
             if now >= d {
-                return Err(Error::Timeout {
-                    message: "the GridFS operation's timeoutMS expired".into(),
-                    source: None,
-                });
+                return Err(Error::timeout("the GridFS operation's timeoutMS expired", None));
             }
             Ok(Some(d - now))
         }
@@ -217,7 +214,7 @@ impl Bucket {
             .find_one(doc! {"_id": id.clone()})
             .maybe_timeout(left(deadline)?)
             .await?;
-        found.ok_or_else(|| Error::GridFs(GridFsErrorKind::FileNotFound { identifier: id.to_string() }))
+        found.ok_or_else(|| Error::gridfs(GridFsErrorKind::FileNotFound { identifier: GridFsFileIdentifier::Id(id.clone()) }))
     }
 
     /// A download of `file`: its chunks in order, checked as they come.
@@ -305,9 +302,9 @@ impl GridFsBucket {
                 let kind = if exists {
                     GridFsErrorKind::RevisionNotFound { revision }
                 } else {
-                    GridFsErrorKind::FileNotFound { identifier: filename }
+                    GridFsErrorKind::FileNotFound { identifier: GridFsFileIdentifier::Filename(filename) }
                 };
-                return Err(Error::GridFs(kind));
+                return Err(Error::gridfs(kind));
             }
         };
         self.inner.download(file, deadline).await
@@ -324,7 +321,7 @@ impl GridFsBucket {
     ) -> Result<GridFsUploadStream> {
         let chunk_size = chunk_size_bytes.unwrap_or(self.inner.chunk_size);
         if chunk_size == 0 {
-            return Err(Error::InvalidOptions { message: "chunkSizeBytes must be greater than 0".into() });
+            return Err(Error::invalid_argument("chunkSizeBytes must be greater than 0"));
         }
         let deadline = self.deadline();
         Ok(GridFsUploadStream {
@@ -376,7 +373,7 @@ impl GridFsBucket {
             .deleted_count;
         self.inner.chunks.delete_many(doc! {"files_id": id.clone()}).maybe_timeout(left(deadline)?).await?;
         if deleted == 0 {
-            return Err(Error::GridFs(GridFsErrorKind::FileNotFound { identifier: id.to_string() }));
+            return Err(Error::gridfs(GridFsErrorKind::FileNotFound { identifier: GridFsFileIdentifier::Id(id.clone()) }));
         }
         Ok(())
     }
@@ -397,7 +394,7 @@ impl GridFsBucket {
             .filter_map(|d| d.get("_id").cloned())
             .collect();
         if ids.is_empty() {
-            return Err(Error::GridFs(GridFsErrorKind::FileNotFound { identifier: filename.to_owned() }));
+            return Err(Error::gridfs(GridFsErrorKind::FileNotFound { identifier: GridFsFileIdentifier::Filename(filename.to_owned()) }));
         }
         self.inner
             .files
@@ -417,7 +414,7 @@ impl GridFsBucket {
             .maybe_timeout(self.inner.timeout)
             .await?;
         if updated.matched_count == 0 {
-            return Err(Error::GridFs(GridFsErrorKind::FileNotFound { identifier: id.to_string() }));
+            return Err(Error::gridfs(GridFsErrorKind::FileNotFound { identifier: GridFsFileIdentifier::Id(id.clone()) }));
         }
         Ok(())
     }
@@ -431,7 +428,7 @@ impl GridFsBucket {
             .maybe_timeout(self.inner.timeout)
             .await?;
         if updated.matched_count == 0 {
-            return Err(Error::GridFs(GridFsErrorKind::FileNotFound { identifier: filename.to_owned() }));
+            return Err(Error::gridfs(GridFsErrorKind::FileNotFound { identifier: GridFsFileIdentifier::Filename(filename.to_owned()) }));
         }
         Ok(())
     }
@@ -447,7 +444,7 @@ impl GridFsBucket {
 }
 
 /// A download: an [`AsyncRead`] of the file's bytes, checking each chunk's number and size
-/// as it comes (an inconsistent file is an [`Error::GridFs`] in the read's `io::Error`).
+/// as it comes (an inconsistent file is an [`ErrorKind::GridFs`](crate::error::ErrorKind::GridFs) in the read's `io::Error`).
 pub struct GridFsDownloadStream {
     file: FilesCollectionDocument,
     /// `None` for an empty file (no query).
@@ -481,7 +478,7 @@ impl GridFsDownloadStream {
         };
         let expected_n = self.next_n;
         if n != Some(expected_n) {
-            return Err(Error::GridFs(GridFsErrorKind::MissingChunk { expected: expected_n }));
+            return Err(Error::gridfs(GridFsErrorKind::MissingChunk { n: expected_n }));
         }
         let data = match chunk.get("data") {
             Some(Bson::Binary(b)) => b.bytes.clone(),
@@ -490,14 +487,17 @@ impl GridFsDownloadStream {
         let chunk_size = u64::from(self.file.chunk_size);
         let left = self.file.length.saturating_sub(self.received);
         if left == 0 {
-            return Err(Error::GridFs(GridFsErrorKind::ExtraChunk { n: expected_n }));
+            return Err(Error::gridfs(GridFsErrorKind::WrongNumberOfChunks {
+                actual_number: expected_n.saturating_add(1),
+                expected_number: expected_n,
+            }));
         }
         let expected = usize::try_from(left.min(chunk_size)).unwrap_or(usize::MAX);
         if data.len() != expected {
-            return Err(Error::GridFs(GridFsErrorKind::WrongSizeChunk {
+            return Err(Error::gridfs(GridFsErrorKind::WrongSizeChunk {
+                actual_size: data.len(),
+                expected_size: u32::try_from(expected).unwrap_or(u32::MAX),
                 n: expected_n,
-                actual: data.len(),
-                expected,
             }));
         }
         self.received += data.len() as u64;
@@ -532,7 +532,7 @@ impl AsyncRead for GridFsDownloadStream {
             match cursor.poll_next_unpin(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => {
-                    let e = Error::GridFs(GridFsErrorKind::MissingChunk { expected: this.next_n });
+                    let e = Error::gridfs(GridFsErrorKind::MissingChunk { n: this.next_n });
                     return Poll::Ready(Err(std::io::Error::other(e)));
                 }
                 Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(std::io::Error::other(e))),
@@ -595,7 +595,7 @@ impl GridFsUploadStream {
             let _ = p.await;
         }
         if self.state == UploadState::Closed {
-            return Err(Error::GridFs(GridFsErrorKind::UploadClosed));
+            return Err(Error::gridfs(GridFsErrorKind::UploadStreamClosed));
         }
         self.state = UploadState::Aborted;
         self.buffer.clear();
@@ -671,7 +671,7 @@ impl GridFsUploadStream {
     fn check_open(&self) -> std::io::Result<()> {
         match self.state {
             UploadState::Open => Ok(()),
-            _ => Err(std::io::Error::other(Error::GridFs(GridFsErrorKind::UploadClosed))),
+            _ => Err(std::io::Error::other(Error::gridfs(GridFsErrorKind::UploadStreamClosed))),
         }
     }
 }
@@ -706,8 +706,8 @@ impl AsyncWrite for GridFsUploadStream {
             match this.state {
                 UploadState::Closed => return Poll::Ready(Ok(())),
                 UploadState::Aborted | UploadState::Failed => {
-                    return Poll::Ready(Err(std::io::Error::other(Error::GridFs(
-                        GridFsErrorKind::UploadClosed,
+                    return Poll::Ready(Err(std::io::Error::other(Error::gridfs(
+                        GridFsErrorKind::UploadStreamClosed,
                     ))))
                 }
                 UploadState::Open => {

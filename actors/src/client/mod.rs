@@ -64,7 +64,6 @@ use actix_rt::{Arbiter, System};
 use selection::ReadPreference;
 use tokio::sync::OnceCell;
 
-pub use crate::error::ClientBulkWriteError;
 pub use crate::results::{
     BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, PartialBulkWriteResult,
     SummaryBulkWriteResult, UpdateResult, VerboseBulkWriteResult,
@@ -131,9 +130,7 @@ impl Client {
         // Every subscriber behind a bounded queue; metrics are recorded in place, before it.
         let capacity = options.event_queue_capacity.unwrap_or(crate::events::DEFAULT_EVENT_QUEUE_CAPACITY);
         if capacity == 0 {
-            return Err(Error::InvalidOptions {
-                message: "the event queue capacity must be at least 1".into(),
-            });
+            return Err(Error::invalid_argument("the event queue capacity must be at least 1"));
         }
         let (events, event_stop) = EventQueues::new(capacity);
         let command_handler = options.command_event_handler.clone().map(|h| events.command(h));
@@ -183,13 +180,13 @@ impl Client {
     /// handshake metadata of the connections this client opens from now on (the handshake
     /// spec's `appendMetadata`): established connections keep theirs, and none is opened or
     /// closed for it. The same information twice changes nothing; a `|` in it is
-    /// [`Error::InvalidOptions`].
+    /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument).
     pub fn append_metadata(&self, info: crate::options::DriverInfo) -> Result<()> {
         self.inner
             .topology
             .connection_options()
             .append_metadata(info)
-            .map_err(|e| Error::InvalidOptions { message: e.to_string() })
+            .map_err(|e| Error::invalid_argument(e.to_string()))
     }
 
     /// Waits until every event emitted so far has reached its subscriber (or was dropped
@@ -218,7 +215,7 @@ impl Client {
     /// Stops the selection and topology actors and closes every connection (monitoring and
     /// pooled), waits (at most 2 s) for the event subscribers to take what is queued for them,
     /// the closing events included, then, for a client that started its own actix System,
-    /// stops it. Idempotent; later operations fail with [`Error::ActorStopped`].
+    /// stops it. Idempotent; later operations fail with [`ErrorKind::Shutdown`](crate::error::ErrorKind::Shutdown).
     pub async fn shutdown(&self) -> Result<()> {
         let inner = &self.inner;
         inner
@@ -252,7 +249,7 @@ fn check_uri_options(options: &mut ClientOptions) -> Result<()> {
     if let Some(w) =
         options.connection_string.warnings.iter().find(|w| w.to_ascii_lowercase().contains("'timeoutms'"))
     {
-        return Err(Error::InvalidOptions { message: w.clone() });
+        return Err(Error::invalid_argument(w.clone()));
     }
     // Nothing the URI says is dropped without a word: what the parser ignored (unknown keys,
     // bad values) and what this client does not act on is logged once, at warning level.
@@ -279,7 +276,7 @@ fn check_uri_options(options: &mut ClientOptions) -> Result<()> {
 fn settings_of(options: &ClientOptions) -> Result<Settings> {
     let o = &options.connection_string.options;
     let read_preference =
-        ReadPreference::from_uri_options(o).map_err(|e| Error::InvalidOptions { message: e.to_string() })?;
+        ReadPreference::from_uri_options(o).map_err(|e| Error::invalid_argument(e.to_string()))?;
     Ok(Settings {
         retry_reads: o.retry_reads.unwrap_or(true),
         retry_writes: o.retry_writes.unwrap_or(true),
@@ -347,7 +344,7 @@ async fn start_on_host(
                 let _ = system.run();
             }
         })
-        .map_err(|e| Error::InvalidOptions { message: format!("cannot start the client thread: {e}") })?;
+        .map_err(|e| Error::invalid_argument(format!("cannot start the client thread: {e}")))?;
     let (topology, selector, srv_poller, system, arbiter) =
         rx.await.map_err(|_| Error::stopped("client system"))??;
     Ok((topology, selector, srv_poller, Host::Own { system, arbiter }))

@@ -64,13 +64,11 @@ pub(crate) fn first_batch(reply: &Document) -> Vec<Document> {
 /// batch could never arrive in time).
 pub(crate) fn check_max_await(timeout: Option<Duration>, max_await: Option<Duration>) -> Result<()> {
     match (timeout, max_await) {
-        (Some(t), Some(a)) if !t.is_zero() && a >= t => Err(Error::InvalidOptions {
-            message: format!(
+        (Some(t), Some(a)) if !t.is_zero() && a >= t => Err(Error::invalid_argument(format!(
                 "maxAwaitTimeMS ({} ms) must be less than timeoutMS ({} ms)",
                 a.as_millis(),
                 t.as_millis()
-            ),
-        }),
+            ))),
         _ => Ok(()),
     }
 }
@@ -87,14 +85,10 @@ pub(crate) fn cursor_mode(
     let cursor_type = cursor_type.unwrap_or_default();
     let tailable = cursor_type != CursorType::NonTailable;
     if tailable && mode == Some(TimeoutMode::CursorLifetime) {
-        return Err(Error::InvalidOptions {
-            message: "a tailable cursor cannot use timeoutMode CURSOR_LIFETIME".into(),
-        });
+        return Err(Error::invalid_argument("a tailable cursor cannot use timeoutMode CURSOR_LIFETIME"));
     }
     if mode.is_some() && timeout.is_none() {
-        return Err(Error::InvalidOptions {
-            message: "timeoutMode needs timeoutMS (on the operation, collection, database or client)".into(),
-        });
+        return Err(Error::invalid_argument("timeoutMode needs timeoutMS (on the operation, collection, database or client)"));
     }
     let mode = match mode {
         Some(m) => m,
@@ -129,9 +123,7 @@ pub(crate) fn index_name(keys: &Document) -> String {
 /// A replacement document may not use update operators.
 pub(crate) fn check_replacement(d: &Document) -> Result<()> {
     if d.keys().next().is_some_and(|k| k.starts_with('$')) {
-        return Err(Error::InvalidOptions {
-            message: "a replacement document cannot contain update operators".into(),
-        });
+        return Err(Error::invalid_argument("a replacement document cannot contain update operators"));
     }
     Ok(())
 }
@@ -139,9 +131,7 @@ pub(crate) fn check_replacement(d: &Document) -> Result<()> {
 /// An update document must use update operators.
 pub(crate) fn check_update(d: &Document) -> Result<()> {
     if !d.keys().next().is_some_and(|k| k.starts_with('$')) {
-        return Err(Error::InvalidOptions {
-            message: "an update document must contain update operators".into(),
-        });
+        return Err(Error::invalid_argument("an update document must contain update operators"));
     }
     Ok(())
 }
@@ -149,7 +139,7 @@ pub(crate) fn check_update(d: &Document) -> Result<()> {
 /// `doc` with an `_id` first when it has none, and its `_id`.
 /// [`with_id`] on a document's bytes: its `_id`, or a new `ObjectId` put first.
 pub(crate) fn with_raw_id(doc: bson::RawDocumentBuf) -> crate::Result<(bson::RawDocumentBuf, Bson)> {
-    let invalid = |e: bson::error::Error| crate::Error::BsonSerialization { message: e.to_string() };
+    let invalid = |e: bson::error::Error| Error::serialization(e.to_string());
     if let Some(id) = doc.get("_id").map_err(invalid)? {
         // The usual `_id` types directly; the rest through an owned `RawBson`.
         let id = match id {

@@ -1,6 +1,6 @@
 //! Client-side operations timeout (CSOT): where `timeoutMS` comes from, the deadline it gives
 //! an operation, the `maxTimeMS` sent to the server, and which errors become
-//! [`Error::Timeout`].
+//! [`ErrorKind::Timeout`](crate::error::ErrorKind::Timeout).
 //!
 //! A timeout is an `Option<Duration>` at every level (client, database, collection,
 //! operation): `None` inherits the outer level, `Some(Duration::ZERO)` is "no limit" (but
@@ -31,14 +31,11 @@ pub(crate) fn max_time_ms(deadline: Option<Instant>, min_rtt: Duration) -> Resul
     let Some(deadline) = deadline else { return Ok(None) };
     let remaining = deadline.saturating_duration_since(Instant::now());
     if remaining <= min_rtt {
-        return Err(Error::Timeout {
-            message: format!(
+        return Err(Error::timeout(format!(
                 "the remaining {} ms of timeoutMS is not more than the server's minimum round trip time ({} ms); the command was not sent",
                 remaining.as_millis(),
                 min_rtt.as_millis()
-            ),
-            source: None,
-        });
+            ), None));
     }
     let ms = (remaining - min_rtt).as_millis();
     Ok(Some(i64::try_from(ms).unwrap_or(i64::MAX).max(1)))
@@ -72,10 +69,7 @@ pub(crate) fn retry_selection_error(
     deadline: Option<Instant>,
 ) -> Error {
     match first {
-        Some(e) if is_expired(deadline) => Error::Timeout {
-            message: format!("timeoutMS expired while retrying after: {e}"),
-            source: Some(Box::new(e)),
-        },
+        Some(e) if is_expired(deadline) => Error::timeout(format!("timeoutMS expired while retrying after: {e}"), Some(e)),
         Some(e) => e,
         None => selection,
     }
@@ -83,28 +77,32 @@ pub(crate) fn retry_selection_error(
 
 /// Whether `e` carries MaxTimeMSExpired (top level, a write error or the write concern error).
 fn is_max_time_expired(e: &Error) -> bool {
-    matches!(e, Error::Command { error, .. } if error.is_max_time_expired())
+    e.pool_error().is_none() && e.server_error().is_some_and(|s| s.is_max_time_expired()) && !e.is_timeout()
 }
 
 /// The error an operation in CSOT mode (`timeout` set) returns: MaxTimeMSExpired, socket and
 /// check-out timeouts, and a server selection failure once the deadline has passed, become
-/// [`Error::Timeout`] wrapping the original; other errors are unchanged.
+/// [`ErrorKind::Timeout`](crate::error::ErrorKind::Timeout) wrapping the original; other errors are unchanged.
 pub(crate) fn convert(e: Error, timeout: Option<Duration>, deadline: Option<Instant>) -> Error {
     if timeout.is_none() {
         return e;
     }
-    let message = match &e {
-        Error::Timeout { .. } => return e,
-        e if is_max_time_expired(e) => format!("the server's maxTimeMS expired: {e}"),
-        Error::Connection { source, .. } if source.is_timeout() => format!("the connection timed out: {e}"),
+    let selection = matches!(*e.kind, crate::ErrorKind::ServerSelection { .. }) && is_expired(deadline);
+    let message = if e.is_timeout() {
+        return e;
+    } else if is_max_time_expired(&e) {
+        format!("the server's maxTimeMS expired: {e}")
+    } else if e.pool_error().is_some_and(pool::Error::is_timeout) {
+        format!("the connection timed out: {e}")
+    } else if selection && matches!(e.selection_error(), Some(selection::Error::ServerSelectionTimeout { .. })) {
         // The selection error says itself that selection timed out, and after how long.
-        Error::ServerSelection(selection::Error::ServerSelectionTimeout { .. }) if is_expired(deadline) => {
-            e.to_string()
-        }
-        Error::ServerSelection(_) if is_expired(deadline) => format!("server selection timed out: {e}"),
-        _ => return e,
+        e.to_string()
+    } else if selection {
+        format!("server selection timed out: {e}")
+    } else {
+        return e;
     };
-    Error::Timeout { message, source: Some(Box::new(e)) }
+    Error::timeout(message, Some(e))
 }
 
 /// An operation's CSOT limits: its `timeoutMS`, the one deadline of every step of every
@@ -146,7 +144,8 @@ mod tests {
     use protocol::ServerAddress;
 
     use super::*;
-    use crate::error::{ErrorKind, ServerError, WriteConcernError};
+    use crate::error::ErrorKind;
+    use protocol::reply::{ServerError, WriteConcernError, WriteError};
 
     #[test]
     fn inheritance_cannot_unset() {
@@ -167,7 +166,7 @@ mod tests {
         assert_eq!(max_time_ms(d, Duration::from_millis(100)).unwrap(), Some(400));
         assert_eq!(max_time_ms(None, Duration::from_millis(100)).unwrap(), None);
         let e = max_time_ms(d, Duration::from_millis(500)).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Timeout);
+        assert!(e.is_timeout());
         tokio::time::advance(Duration::from_millis(450)).await;
         assert_eq!(max_time_ms(d, Duration::from_millis(10)).unwrap(), Some(40));
         assert!(!is_expired(d));
@@ -181,12 +180,12 @@ mod tests {
         let t = Some(Duration::from_secs(1));
         let mut error = ServerError::command(50, "operation exceeded time limit");
         error.code_name = Some("MaxTimeMSExpired".into());
-        let cmd = Error::Command { address: address.clone(), error: Box::new(error) };
+        let cmd = Error::command(address.clone(), error);
         let e = convert(cmd.clone(), t, None);
-        assert_eq!(e.kind(), ErrorKind::Timeout);
+        assert!(e.is_timeout());
         assert!(e.to_string().contains("operation exceeded time limit"));
         assert_eq!(e.code(), Some(50));
-        assert_eq!(convert(cmd, None, None).kind(), ErrorKind::Command);
+        assert!(matches!(*convert(cmd, None, None).kind, ErrorKind::Command(_)));
         let wce = ServerError {
             write_concern_error: Some(WriteConcernError {
                 code: 50,
@@ -195,10 +194,10 @@ mod tests {
             }),
             ..Default::default()
         };
-        let wce = Error::Command { address, error: Box::new(wce) };
-        assert_eq!(convert(wce, t, None).kind(), ErrorKind::Timeout);
+        let wce = Error::command(address, wce);
+        assert!(convert(wce, t, None).is_timeout());
         let we = ServerError {
-            write_errors: vec![crate::error::WriteError {
+            write_errors: vec![WriteError {
                 index: 0,
                 code: 50,
                 code_name: None,
@@ -207,7 +206,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        let we = Error::Command { address: ServerAddress::tcp("a", 1), error: Box::new(we) };
-        assert_eq!(convert(we, t, None).kind(), ErrorKind::Timeout);
+        let we = Error::command(ServerAddress::tcp("a", 1), we);
+        assert!(convert(we, t, None).is_timeout());
     }
 }

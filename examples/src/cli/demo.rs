@@ -68,7 +68,7 @@ impl OpStats {
                 self.ok += 1;
                 self.latencies.push(took);
             }
-            Err(e) => *self.errors.entry(format!("{:?}", e.kind())).or_default() += 1,
+            Err(e) => *self.errors.entry(kind_name(&e)).or_default() += 1,
         }
     }
 
@@ -551,4 +551,10 @@ fn served_recorder(sent: Served) -> Arc<dyn actors::command_events::CommandEvent
             }
         }
     })
+}
+
+/// An error's kind, without its payload (`Timeout`, `ServerSelection`...).
+fn kind_name(e: &actors::Error) -> String {
+    let kind = format!("{:?}", e.kind);
+    kind.split(['(', ' ', '{']).next().unwrap_or_default().to_owned()
 }

@@ -16,11 +16,11 @@ use crate::Result;
 
 impl<T> Collection<T> {
     /// Runs inserts, updates, replaces and deletes in as few commands as the order allows
-    /// (see the module docs). Write errors come back as one [`Error::BulkWrite`](crate::Error::BulkWrite) (kind
+    /// (see the module docs). Write errors come back as one [`ErrorKind::CollectionBulkWrite`](crate::error::ErrorKind::CollectionBulkWrite) (kind
     /// [`ErrorKind::Write`](crate::ErrorKind::Write)) whose indexes are the models' indexes
     /// (ordered: the first one; unordered: all of them; a write concern error does not stop
     /// the bulk and is reported at the end), with the result of what succeeded. Other errors
-    /// (network, timeout, command) stop the bulk at once: an [`Error::BulkWriteStopped`](crate::Error::BulkWriteStopped)
+    /// (network, timeout, command) stop the bulk at once: an [`ErrorKind::CollectionBulkWrite`](crate::error::ErrorKind::CollectionBulkWrite)
     /// with that error and what the server confirmed before it.
     pub fn bulk_write(&self, models: impl IntoIterator<Item = WriteModel>) -> BulkWrite<'_> {
         BulkWrite {

@@ -22,9 +22,9 @@ impl Client {
     /// ([`Collection::insert_one_model`](crate::client::Collection::insert_one_model), ...). Gives the totals; call
     /// [`verbose_results`](ClientBulkWrite::verbose_results) for each write's result.
     ///
-    /// Errors: [`Error::InvalidOptions`](crate::Error::InvalidOptions) before anything is sent (no models, an update
+    /// Errors: [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) before anything is sent (no models, an update
     /// without operators, a replacement with them, `w: 0` with `ordered` or verbose
-    /// results); [`Error::ClientBulkWrite`](crate::Error::ClientBulkWrite) once writes were sent and some failed; the
+    /// results); [`ErrorKind::BulkWrite`](crate::error::ErrorKind::BulkWrite) once writes were sent and some failed; the
     /// error itself when a command fails before any result came back.
     pub fn bulk_write(
         &self,

@@ -23,10 +23,12 @@ impl<T: Serialize + Send + Sync + 'static> Collection<T> {
     /// Inserts documents (an `_id` is generated for those that have none), in as few
     /// `insert` commands as fit (at most 100,000 documents and 48 MB each, sent as OP_MSG
     /// document sequences). Ordered by default: the first failed document stops the rest.
-    /// A retryable write per command. Failed writes are an [`Error::BulkWrite`] whose
-    /// `partial_result.inserted_ids` are the documents that were inserted; another error
-    /// (network, timeout) stops the rest: an [`Error::BulkWriteStopped`] with the documents
-    /// inserted before it.
+    /// A retryable write per command. Failed writes are an
+    /// [`ErrorKind::InsertMany`](crate::error::ErrorKind::InsertMany) (the write errors by
+    /// document index, and the write concern error); another error (network, timeout) stops
+    /// the rest and is returned as it is. Either way
+    /// [`Error::partial_result`](crate::Error::partial_result) has the `_id`s of the
+    /// documents inserted.
     pub fn insert_many(&self, docs: impl IntoIterator<Item = impl Borrow<T>>) -> InsertMany<'_> {
         let docs = docs.into_iter().map(|d| encode_raw(d.borrow())).collect();
         InsertMany { handle: self.handle(), docs, options: InsertManyOptions::default(), session: None }
@@ -57,7 +59,7 @@ impl<'a> InsertMany<'a> {
         let timeout =
             handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
         if docs.is_empty() {
-            return Err(Error::InvalidOptions { message: "insert_many needs at least one document".into() });
+            return Err(Error::invalid_argument("insert_many needs at least one document"));
         }
         let mut inserted_ids = BTreeMap::new();
         let mut batches = Vec::new();
@@ -73,7 +75,7 @@ impl<'a> InsertMany<'a> {
             write_concern: handle.write_concern_doc(options.write_concern.as_ref(), timeout)?,
             timeout,
         };
-        run.run(batches, BulkWriteResult::default(), session).await?;
+        run.run(batches, BulkWriteResult::default(), session).await.map_err(Error::into_insert_many)?;
         Ok(InsertManyResult { inserted_ids })
     }
 }

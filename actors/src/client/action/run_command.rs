@@ -19,7 +19,7 @@ impl Database {
     /// Runs `command` as is (plus `$db`, `lsid`, `$clusterTime` and `$readPreference` as the
     /// server selection spec says), on a primary unless
     /// [`read_preference`](RunCommand::read_preference) says otherwise. Never retried.
-    /// Gives the reply; `ok: 0` is [`Error::Command`].
+    /// Gives the reply; `ok: 0` is [`ErrorKind::Command`](crate::error::ErrorKind::Command).
     ///
     /// With `timeoutMS` set, the client appends `maxTimeMS` = remaining time − the server's
     /// minimum RTT, which replaces a `maxTimeMS` the command carries itself; without
@@ -63,9 +63,7 @@ impl<'a> RunCommand<'a> {
         let timeout =
             handle.begin(session.as_deref(), command.contains_key("readConcern"), false, options.timeout)?;
         if command.contains_key("$readPreference") {
-            return Err(Error::InvalidOptions {
-                message: "run_command takes its read preference as an option, not as $readPreference".into(),
-            });
+            return Err(Error::invalid_argument("run_command takes its read preference as an option, not as $readPreference"));
         }
         let criteria = criteria
             .or_else(|| options.read_preference.map(Criteria::Read))

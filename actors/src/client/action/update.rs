@@ -65,7 +65,7 @@ impl<'a> Update<'a> {
             handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
         check_modifications(&update)?;
         if many && options.sort.is_some() {
-            return Err(Error::InvalidOptions { message: "update_many does not take a sort".into() });
+            return Err(Error::invalid_argument("update_many does not take a sort"));
         }
         let statement = UpdateStatement {
             filter,

@@ -193,12 +193,9 @@ impl<T> ChangeStream<T> {
             None => Box::pin(async move {
                 match tokio::time::timeout(BACKGROUND_TIMEOUT, resume).await {
                     Ok(r) => r,
-                    Err(_) => Err(Error::Timeout {
-                        message: format!(
+                    Err(_) => Err(Error::timeout(format!(
                             "the change stream's resume did not finish within {BACKGROUND_TIMEOUT:?} (no timeoutMS)"
-                        ),
-                        source: None,
-                    }),
+                        ), None)),
                 }
             }),
         });
@@ -222,7 +219,7 @@ impl<T> ChangeStream<T> {
                                 self.cache_batch_token();
                             }
                             Err(e) => {
-                                if e.kind() == crate::ErrorKind::Timeout {
+                                if e.is_timeout() {
                                     self.resume_next = true;
                                 }
                                 return Poll::Ready(Some(Err(e)));
@@ -237,15 +234,10 @@ impl<T> ChangeStream<T> {
                 Poll::Ready(Some(Ok(d))) => {
                     let Some(id) = d.get("_id").cloned() else {
                         // Without the token the stream could not resume: end it.
-                        let address = cursor.address().clone();
                         if let Some(c) = self.cursor.take() {
                             drop(c);
                         }
-                        return Poll::Ready(Some(Err(Error::InvalidResponse {
-                            address,
-                            message: "Cannot provide resume functionality when the resume token is missing."
-                                .into(),
-                        })));
+                        return Poll::Ready(Some(Err(crate::ErrorKind::MissingResumeToken.into())));
                     };
                     self.token = Some(ResumeToken(id));
                     self.cache_batch_token();
@@ -268,7 +260,7 @@ impl<T> ChangeStream<T> {
                     if let Some(c) = self.cursor.as_mut() {
                         c.reset_deadline();
                     }
-                    if e.kind() == crate::ErrorKind::Timeout {
+                    if e.is_timeout() {
                         // CSOT: the stream stays usable; the next call resumes.
                         self.resume_next = true;
                         return Poll::Ready(Some(Err(e)));
@@ -293,15 +285,15 @@ const RESUMABLE_CODES: [i32; 17] =
 fn resumable(e: &Error, client: &Client) -> bool {
     let Some(server) = e.server_error() else {
         // Not a server error: a network error, or the client gave up.
-        return !matches!(
-            e.kind(),
-            crate::ErrorKind::InvalidOptions
-                | crate::ErrorKind::BsonDeserialization
-                | crate::ErrorKind::ActorStopped
-        );
+        let stopped = matches!(*e.kind, crate::ErrorKind::Shutdown) && e.pool_error().is_none();
+        return !stopped
+            && !matches!(
+                *e.kind,
+                crate::ErrorKind::InvalidArgument { .. } | crate::ErrorKind::BsonDeserialization(_)
+            );
     };
     let code = server.code.unwrap_or(0);
-    if code == 43 || e.has_label("ResumableChangeStreamError") {
+    if code == 43 || e.contains_label("ResumableChangeStreamError") {
         return true;
     }
     let old_server = e.address().is_some_and(|a| {

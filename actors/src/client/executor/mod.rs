@@ -71,10 +71,9 @@ pub(crate) fn run<'a, O: Operation + 'a, S: ExplicitSession + ?Sized>(
     async move {
         if session.as_ref().is_some_and(|s| !s.started_by(&client.inner)) {
             // Its server session and cluster time belong to another client's deployment.
-            return Err(Error::InvalidOptions {
-                message: "the session was started by another client than the one running the operation"
-                    .into(),
-            });
+            return Err(Error::invalid_argument(
+                "the session was started by another client than the one running the operation",
+            ));
         }
         let prepared = op.prepare()?;
         // Boxed: the fluent operations box their future (IntoFuture); with the executor's state
@@ -281,7 +280,7 @@ impl ClientInner {
     /// connection `binding` pins), check-out, the session's fields, the command's global
     /// arguments, command monitoring, reply classification, SDAM error reporting, and the
     /// retry rules, all under `limits`. With a `timeoutMS`, retryable operations retry as
-    /// long as time remains (otherwise once), and timeouts become [`Error::Timeout`].
+    /// long as time remains (otherwise once), and timeouts become [`ErrorKind::Timeout`](crate::error::ErrorKind::Timeout).
     pub(crate) async fn execute(&self, op: Op, limits: Limits, binding: Binding<'_>) -> Result<OpOutput> {
         self.check_open()?;
         let Binding { session, server, mut connection, purpose } = binding;
@@ -363,7 +362,7 @@ impl ClientInner {
             match attempt {
                 Ok((reply, conn)) => break Ok((reply, address, conn)),
                 // Admission control fails at once: a retry would only queue again.
-                Err(e @ Error::Overloaded { .. }) => break Err(e),
+                Err(e) if matches!(*e.kind, crate::ErrorKind::Overloaded { .. }) => break Err(e),
                 Err(e) => {
                     let sharded = (target.topology_type == TopologyType::Sharded).then_some(address);
                     if let Some(e) = run.retry.failed(e, &op, retryable, limits, sharded, &self.settings) {
@@ -499,11 +498,7 @@ impl ClientInner {
         write: bool,
     ) -> Error {
         if let pool::Error::WaitQueueFull { address, limit } = e {
-            return Error::Overloaded {
-                queue: crate::OverloadedQueue::ConnectionPool,
-                limit,
-                address: Some(address),
-            };
+            return Error::overloaded(crate::OverloadedQueue::ConnectionPool, limit, Some(address));
         }
         let establishment = e.is_network_error() || matches!(e, pool::Error::Authentication { .. });
         if establishment && !matches!(e, pool::Error::PoolCleared { .. }) {
@@ -519,7 +514,11 @@ impl ClientInner {
         }
         let labels = retry::check_out_labels(&e, write);
         let address = pool_error_address(&e).cloned().unwrap_or_else(|| address.clone());
-        Error::Connection { address, source: Box::new(e), labels }
+        let mut error = Error::connection(address, e);
+        for label in labels {
+            error.add_label(&label);
+        }
+        error
     }
 }
 
@@ -552,11 +551,7 @@ fn session_support(topology_type: TopologyType, timeout: Option<i64>) -> Option<
 
 /// The error of an operation whose server has left the topology (its pool is gone).
 fn pool_closed(address: &ServerAddress) -> Error {
-    Error::Connection {
-        address: address.clone(),
-        source: Box::new(pool::Error::PoolClosed { address: address.clone() }),
-        labels: Vec::new(),
-    }
+    Error::connection(address.clone(), pool::Error::PoolClosed { address: address.clone() })
 }
 
 /// What `snapshot` says of `address`.

@@ -160,7 +160,7 @@ impl<'a> Shape<'a> {
         Shape { read_concern: true, ..self }
     }
 
-    /// This shape, refused with [`crate::Error::IncompatibleServer`] (`why`) before it is sent to a
+    /// This shape, refused with [`ErrorKind::IncompatibleServer`](crate::error::ErrorKind::IncompatibleServer) (`why`) before it is sent to a
     /// server older than wire version `wire`.
     pub(crate) fn requires(self, wire: i32, why: &'static str) -> Self {
         Shape { requires: Some((wire, why)), ..self }

@@ -126,22 +126,22 @@ impl Retrying {
         let by_policy = retryable
             && match op.retry {
                 Retry::Read => is_retryable_read_error(&e),
-                Retry::Write => e.has_label(RETRYABLE_WRITE_ERROR),
+                Retry::Write => e.contains_label(RETRYABLE_WRITE_ERROR),
                 Retry::No => false,
             };
-        let overload = e.has_label(SYSTEM_OVERLOADED_ERROR);
+        let overload = e.contains_label(SYSTEM_OVERLOADED_ERROR);
         // Only a command the server refused is retried for overload: an `ok: 1` reply with a
         // write concern error wrote (an `updateMany` has no txnNumber to make a second send
         // harmless), and overload labels on a connection error come from establishment,
         // before anything was sent.
         let by_overload = overload
-            && e.has_label(RETRYABLE_ERROR)
+            && e.contains_label(RETRYABLE_ERROR)
             && !applied_with_concern_error(&e)
             && overload_retry_allowed(op, settings);
         self.overloaded |= overload;
         // The retry failed with an error that says it wrote nothing: the previous error.
         if let Some(first) = self.first_error.take() {
-            if e.has_label(NO_WRITES_PERFORMED) {
+            if e.contains_label(NO_WRITES_PERFORMED) {
                 e = first;
             }
         }
@@ -214,30 +214,23 @@ fn overload_retry_allowed(op: &Op, settings: &Settings) -> bool {
 
 /// An `ok: 1` reply whose write concern (or write) failed: the command ran.
 fn applied_with_concern_error(e: &Error) -> bool {
-    matches!(e, Error::Command { error, .. } if !error.command_failed)
+    matches!(*e.kind, crate::ErrorKind::Write(_)) && e.server_error().is_some_and(|s| !s.command_failed)
 }
 
 /// A network or pool-cleared error of a retryable write gets `RetryableWriteError`.
 fn add_write_labels(e: &mut Error) {
-    if let Error::Connection { source, .. } = e {
-        if source.is_network_error() || matches!(**source, pool::Error::PoolCleared { .. }) {
-            e.add_label(RETRYABLE_WRITE_ERROR);
-        }
+    if e.pool_error().is_some_and(|p| p.is_network_error() || matches!(p, pool::Error::PoolCleared { .. })) {
+        e.add_label(RETRYABLE_WRITE_ERROR);
     }
 }
 
 /// The errors a retryable read retries: network errors, a cleared pool, and the retryable
 /// codes.
 fn is_retryable_read_error(e: &Error) -> bool {
-    match e {
-        Error::Connection { source, .. } => {
-            source.is_network_error() || matches!(**source, pool::Error::PoolCleared { .. })
-        }
-        Error::Command { error, .. } => {
-            error.command_failed && error.code.is_some_and(|c| RETRYABLE_READ_CODES.contains(&c))
-        }
-        _ => false,
+    if let Some(p) = e.pool_error() {
+        return p.is_network_error() || matches!(p, pool::Error::PoolCleared { .. });
     }
+    e.server_error().is_some_and(|s| s.command_failed && s.code.is_some_and(|c| RETRYABLE_READ_CODES.contains(&c)))
 }
 
 /// The labels of a check-out failure: the pool's, and `RetryableWriteError` for a write
@@ -266,10 +259,7 @@ pub(super) fn label_legacy_write_error(error: &mut ServerError, numbered: bool, 
 /// can never be satisfied).
 pub(crate) fn label_commit_error(e: &mut Error) {
     label_end_transaction_error(e);
-    let root = match &*e {
-        Error::Timeout { source: Some(source), .. } => source,
-        e => e,
-    };
+    let root = e.timeout_source().unwrap_or(e);
     let write_concern_failed = root.server_error().is_some_and(|se| {
         let code = match &se.write_concern_error {
             Some(w) => Some(w.code),
@@ -278,12 +268,12 @@ pub(crate) fn label_commit_error(e: &mut Error) {
         code.is_some_and(|c| c != 100 && c != 79)
     });
     let unknown = root.is_network_error()
-        || root.has_label(RETRYABLE_WRITE_ERROR)
+        || root.contains_label(RETRYABLE_WRITE_ERROR)
         || root.code() == Some(protocol::reply::MAX_TIME_MS_EXPIRED)
         || write_concern_failed
-        || matches!(root, Error::ServerSelection(_))
-        || e.kind() == crate::ErrorKind::Timeout;
-    if unknown && !root.has_label(TRANSIENT_TRANSACTION_ERROR) {
+        || matches!(*root.kind, crate::ErrorKind::ServerSelection { .. })
+        || e.is_timeout();
+    if unknown && !root.contains_label(TRANSIENT_TRANSACTION_ERROR) {
         label_root(e, UNKNOWN_TRANSACTION_COMMIT_RESULT);
     }
 }
@@ -293,12 +283,9 @@ pub(crate) fn label_commit_error(e: &mut Error) {
 pub(crate) fn label_end_transaction_error(e: &mut Error) {
     let root_is = |e: &Error| {
         e.is_network_error()
-            || matches!(e, Error::Connection { source, .. } if matches!(**source, pool::Error::PoolCleared { .. }))
+            || matches!(e.pool_error(), Some(pool::Error::PoolCleared { .. }))
     };
-    let yes = match &*e {
-        Error::Timeout { source: Some(source), .. } => root_is(source),
-        e => root_is(e),
-    };
+    let yes = root_is(e.timeout_source().unwrap_or(e));
     if yes {
         label_root(e, RETRYABLE_WRITE_ERROR);
     }
@@ -306,9 +293,9 @@ pub(crate) fn label_end_transaction_error(e: &mut Error) {
 
 /// Labels `e`, or the error a timeout wraps (whose labels the timeout reports).
 pub(crate) fn label_root(e: &mut Error, label: &str) {
-    match e {
-        Error::Timeout { source: Some(source), .. } => source.add_label(label),
-        e => e.add_label(label),
+    match e.timeout_source_mut() {
+        Some(source) => source.add_label(label),
+        None => e.add_label(label),
     }
 }
 
@@ -324,18 +311,14 @@ mod tests {
 
     #[test]
     fn retryable_read_errors() {
-        let cmd = |code| Error::Command { address: addr(), error: Box::new(ServerError::command(code, "")) };
+        let cmd = |code| Error::command(addr(), ServerError::command(code, ""));
         assert!(is_retryable_read_error(&cmd(91)));
         assert!(!is_retryable_read_error(&cmd(11000)));
-        let net = Error::Connection {
-            address: addr(),
-            source: Box::new(pool::Error::ConnectionClosed { address: addr() }),
-            labels: vec![],
-        };
+        let net = Error::connection(addr(), pool::Error::ConnectionClosed { address: addr() });
         assert!(is_retryable_read_error(&net));
         let mut w = net.clone();
         add_write_labels(&mut w);
-        assert!(w.has_label(RETRYABLE_WRITE_ERROR));
+        assert!(w.contains_label(RETRYABLE_WRITE_ERROR));
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub(crate) fn create_indexes(
     options: CreateIndexOptions,
 ) -> Result<(AdminWrite, Vec<String>)> {
     if indexes.is_empty() || indexes.iter().any(|i| i.keys.is_empty()) {
-        return Err(Error::InvalidOptions { message: "an index needs at least one key".into() });
+        return Err(Error::invalid_argument("an index needs at least one key"));
     }
     let names = indexes.iter().map(IndexModel::name).collect();
     let specs: Vec<Document> = indexes.iter().map(IndexModel::to_spec).collect();

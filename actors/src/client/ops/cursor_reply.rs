@@ -71,10 +71,7 @@ impl CursorReply {
 pub(super) fn batch(out: OpOutput, key: &str) -> Result<(NextBatch, OpOutput)> {
     let raw = out.reply.raw();
     let id = raw_cursor_id(raw);
-    let cursor = raw.get_document("cursor").map_err(|_| Error::InvalidResponse {
-        address: out.address.clone(),
-        message: "the reply has no cursor document".into(),
-    })?;
+    let cursor = raw.get_document("cursor").map_err(|_| Error::invalid_response(out.address.clone(), "the reply has no cursor document"))?;
     let base = raw.as_bytes().as_ptr() as usize;
     // Where each document of the batch lies in the reply's bytes.
     let ranges: VecDeque<Range<usize>> = match cursor.get_array(key) {
@@ -141,7 +138,7 @@ impl Doc {
     pub(crate) fn as_raw(&self) -> Result<&bson::RawDocument> {
         let bytes = self.bytes.as_bytes().get(self.range.clone()).unwrap_or_default();
         bson::RawDocument::from_bytes(bytes)
-            .map_err(|e| Error::BsonDeserialization { message: format!("a batch document: {e}") })
+            .map_err(|e| Error::deserialization(format!("a batch document: {e}")))
     }
 }
 

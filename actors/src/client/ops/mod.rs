@@ -94,7 +94,7 @@ impl RawCommand {
     /// Appends a string.
     pub(crate) fn str(&mut self, key: &'static str, value: &str) -> Result<()> {
         let len = i32::try_from(value.len() + 1)
-            .map_err(|_| Error::BsonSerialization { message: format!("the {key} string is too long") })?;
+            .map_err(|_| Error::serialization(format!("the {key} string is too long")))?;
         self.key(0x02, key);
         self.bytes.extend_from_slice(&len.to_le_bytes());
         self.bytes.extend_from_slice(value.as_bytes());
@@ -117,7 +117,7 @@ impl RawCommand {
     /// Appends a document, serialized in place.
     pub(crate) fn document(&mut self, key: &'static str, value: &Document) -> Result<()> {
         self.key(0x03, key);
-        value.to_writer(&mut self.bytes).map_err(|e| Error::BsonSerialization { message: e.to_string() })
+        value.to_writer(&mut self.bytes).map_err(|e| Error::serialization(e.to_string()))
     }
 
     /// Appends `value` when there is one (see [`append`]).
@@ -140,7 +140,7 @@ impl RawCommand {
                 one.insert(key, other);
                 let mut element = Vec::new();
                 one.to_writer(&mut element)
-                    .map_err(|e| Error::BsonSerialization { message: e.to_string() })?;
+                    .map_err(|e| Error::serialization(e.to_string()))?;
                 self.keys.push(key);
                 self.bytes.extend_from_slice(&element[4..element.len() - 1]);
                 Ok(())
@@ -152,11 +152,11 @@ impl RawCommand {
     pub(crate) fn finish(mut self) -> Result<Command> {
         self.bytes.push(0);
         let len = i32::try_from(self.bytes.len())
-            .map_err(|_| Error::BsonSerialization { message: "the command is too large".to_owned() })?;
+            .map_err(|_| Error::serialization("the command is too large".to_owned()))?;
         self.bytes[..4].copy_from_slice(&len.to_le_bytes());
         bson::RawDocumentBuf::from_bytes(self.bytes)
             .map(|raw| Command::Raw(raw, self.keys))
-            .map_err(|e| Error::BsonSerialization { message: e.to_string() })
+            .map_err(|e| Error::serialization(e.to_string()))
     }
 }
 
@@ -263,7 +263,7 @@ mod tests {
         assert!(op.command.contains_key("let") && !op.command.contains_key("collation"));
         // A key the server cannot take is a typed error, not a panic.
         let bad = Find { read: read_on(ns), filter: doc! {"a\0b": 1}, options: FindOptions::default() };
-        assert!(matches!(FindOne(bad).prepare(), Err(Error::BsonSerialization { .. })));
+        assert!(FindOne(bad).prepare().as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::BsonSerialization(_))));
     }
 
     #[test]

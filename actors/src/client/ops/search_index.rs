@@ -24,7 +24,7 @@ pub(crate) fn search_index(ns: Namespace<'_>, command: SearchIndexCommand) -> Re
                 .iter()
                 .map(bson::serialize_to_document)
                 .collect::<std::result::Result<_, _>>()
-                .map_err(|e| Error::BsonSerialization { message: e.to_string() })?;
+                .map_err(|e| Error::serialization(e.to_string()))?;
             ("createSearchIndexes", doc! {"createSearchIndexes": ns.coll, "indexes": indexes})
         }
         SearchIndexCommand::Update { name, definition } => {

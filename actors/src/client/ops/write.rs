@@ -18,11 +18,9 @@ pub(crate) const MAX_STATEMENT_BYTES: usize = 16 * 1024 * 1024 + 16 * 1024;
 
 /// The error for a statement a server would refuse for its size.
 pub(crate) fn too_large(index: usize, size: usize) -> Error {
-    Error::InvalidOptions {
-        message: format!(
+    Error::invalid_argument(format!(
             "write {index} is {size} bytes, more than the servers' maxBsonObjectSize (16777216 bytes)"
-        ),
-    }
+        ))
 }
 
 /// The command-level fields of a write (`bypassDocumentValidation`, `comment`, `let`,
@@ -77,7 +75,7 @@ pub(crate) struct Write<'a> {
     pub extra: Document,
 }
 
-/// What a write command answered (write errors are [`Error::Command`](crate::Error::Command)s).
+/// What a write command answered (write errors are [`ErrorKind::Command`](crate::error::ErrorKind::Command)s).
 #[derive(Debug, Default)]
 pub(crate) struct WriteReply {
     /// `n`: documents inserted, deleted, or matched and upserted.

@@ -49,11 +49,11 @@ pub struct ClientOptions {
     /// sent with every command, the handshake's `hello` included (`None`: nothing is sent).
     pub server_api: Option<ServerApi>,
     /// Admission control: the most operations waiting for a suitable server at once; past it
-    /// an operation fails at once with [`Error::Overloaded`]. `None` (the default, as in the
+    /// an operation fails at once with [`ErrorKind::Overloaded`](crate::error::ErrorKind::Overloaded). `None` (the default, as in the
     /// official drivers): no limit.
     pub max_selection_waiters: Option<usize>,
     /// Admission control: the most check-outs waiting for a connection of one server's pool;
-    /// past it an operation fails at once with [`Error::Overloaded`]. `None` (the default):
+    /// past it an operation fails at once with [`ErrorKind::Overloaded`](crate::error::ErrorKind::Overloaded). `None` (the default):
     /// no limit.
     pub max_wait_queue_size: Option<u32>,
     /// How many events each subscriber's queue holds (`None`:
@@ -92,7 +92,7 @@ impl ClientOptions {
     /// let o = ClientOptions::parse("mongodb://alice:s3cret@db1:27017,db2:27017/?appname=svc").await.unwrap();
     /// assert_eq!(o.connection_string.hosts.len(), 2);
     /// assert!(!format!("{o:?}").contains("s3cret"));
-    /// assert!(matches!(ClientOptions::parse("http://x").await, Err(actors::Error::InvalidOptions { .. })));
+    /// assert!(ClientOptions::parse("http://x").await.as_ref().is_err_and(|e| matches!(*e.kind, actors::error::ErrorKind::InvalidArgument { .. })));
     /// # });
     /// # fn tokio_test_block_on(f: impl std::future::Future<Output = ()>) {
     /// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
@@ -117,7 +117,7 @@ impl ClientOptions {
             let w = w.to_ascii_lowercase();
             bad.iter().any(|key| w.contains(key))
         }) {
-            return Err(Error::InvalidOptions { message: w.clone() });
+            return Err(Error::invalid_argument(w.clone()));
         }
         let o = &self.connection_string.options;
         let wc = super::super::concern::WriteConcern {
@@ -198,7 +198,7 @@ impl ClientOptions {
 ///
 /// // Invalid values are errors here (a URI would only warn).
 /// let e = ClientOptions::builder().uri("mongodb://db1").option("heartbeatFrequencyMS", 10).build().await;
-/// assert!(matches!(e, Err(actors::Error::InvalidOptions { .. })));
+/// assert!(e.as_ref().is_err_and(|e| matches!(*e.kind, actors::error::ErrorKind::InvalidArgument { .. })));
 /// # });
 /// ```
 #[must_use]
@@ -320,7 +320,7 @@ impl ClientOptionsBuilder {
     }
 
     /// Admission control: at most `n` operations wait for a suitable server at once; the next
-    /// one fails at once with [`Error::Overloaded`] instead of queuing. Off by default (as in
+    /// one fails at once with [`ErrorKind::Overloaded`](crate::error::ErrorKind::Overloaded) instead of queuing. Off by default (as in
     /// the official drivers); selections the current topology serves never wait.
     pub fn max_selection_waiters(mut self, n: usize) -> Self {
         self.max_selection_waiters = Some(n);
@@ -328,7 +328,7 @@ impl ClientOptionsBuilder {
     }
 
     /// Admission control: at most `n` check-outs wait for a connection of each server's pool;
-    /// the next one fails at once with [`Error::Overloaded`] instead of queuing (0: never
+    /// the next one fails at once with [`ErrorKind::Overloaded`](crate::error::ErrorKind::Overloaded) instead of queuing (0: never
     /// wait). Off by default (as in the official drivers).
     pub fn max_wait_queue_size(mut self, n: u32) -> Self {
         self.max_wait_queue_size = Some(n);
@@ -353,10 +353,10 @@ impl ClientOptionsBuilder {
     /// Parses the URI, applies the overrides, resolves `mongodb+srv` (SRV and TXT records)
     /// and validates.
     ///
-    /// Errors: [`Error::InvalidOptions`] for a bad URI, option or combination,
-    /// [`Error::Dns`] when `mongodb+srv` resolution fails or breaks the spec's rules.
+    /// Errors: [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) for a bad URI, option or combination,
+    /// [`ErrorKind::DnsResolve`](crate::error::ErrorKind::DnsResolve) when `mongodb+srv` resolution fails or breaks the spec's rules.
     pub async fn build(self) -> Result<ClientOptions> {
-        let invalid = |message: String| Error::InvalidOptions { message };
+        let invalid = |message: String| Error::invalid_argument(message);
         let mut cs = match (self.connection_string, self.uri) {
             (Some(cs), _) => cs,
             (None, Some(uri)) => ConnectionString::parse(&uri).map_err(|e| invalid(e.to_string()))?,
@@ -410,7 +410,7 @@ pub(crate) fn apply_overrides(cs: &mut ConnectionString, overrides: &[(String, S
     if overrides.is_empty() {
         return Ok(());
     }
-    let invalid = |message: String| Error::InvalidOptions { message };
+    let invalid = |message: String| Error::invalid_argument(message);
     let mut query = String::new();
     for (name, value) in overrides {
         if !UriOptions::NAMES.iter().any(|n| n.eq_ignore_ascii_case(name)) {
@@ -442,7 +442,7 @@ pub(crate) fn apply_overrides(cs: &mut ConnectionString, overrides: &[(String, S
 fn overlay(base: &UriOptions, over: &UriOptions) -> Result<UriOptions> {
     let to_map = |o: &UriOptions| match serde_json::to_value(o) {
         Ok(serde_json::Value::Object(m)) => Ok(m),
-        _ => Err(Error::InvalidOptions { message: "options cannot be merged".into() }),
+        _ => Err(Error::invalid_argument("options cannot be merged")),
     };
     let mut merged = to_map(base)?;
     for (k, v) in to_map(over)? {
@@ -451,7 +451,7 @@ fn overlay(base: &UriOptions, over: &UriOptions) -> Result<UriOptions> {
         }
     }
     serde_json::from_value(serde_json::Value::Object(merged))
-        .map_err(|e| Error::InvalidOptions { message: format!("options cannot be merged: {e}") })
+        .map_err(|e| Error::invalid_argument(format!("options cannot be merged: {e}")))
 }
 
 /// Percent-encodes what would break a query string.
@@ -474,7 +474,7 @@ fn encode(s: &str) -> String {
 pub fn options_without_effect(cs: &ConnectionString) -> Result<Vec<String>> {
     use protocol::uri::AuthMechanism;
     let o = &cs.options;
-    let invalid = |message: String| Error::InvalidOptions { message };
+    let invalid = |message: String| Error::invalid_argument(message);
     if let Some(m) = cs.credential.as_ref().and_then(|c| c.mechanism) {
         if !matches!(
             m,
@@ -537,19 +537,19 @@ mod tests {
             [("maxPoolSize", "-1"), ("nope", "1"), ("retryReads", "maybe"), ("directConnection", "x")]
         {
             let e = ClientOptions::builder().uri("mongodb://h").option(k, v).build().await.unwrap_err();
-            assert!(matches!(e, Error::InvalidOptions { .. }), "{k}: {e}");
+            assert!(matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. }), "{k}: {e}");
         }
         // Combinations are checked after the overlay.
         let e = ClientOptions::builder().uri("mongodb://a,b").option("directConnection", true).build().await;
-        assert!(matches!(e, Err(Error::InvalidOptions { .. })));
+        assert!(e.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
         let e = ClientOptions::builder()
             .uri("mongodb://a")
             .option("minPoolSize", 9)
             .option("maxPoolSize", 3)
             .build()
             .await;
-        assert!(matches!(e, Err(Error::InvalidOptions { .. })));
-        assert!(matches!(ClientOptions::builder().build().await, Err(Error::InvalidOptions { .. })));
+        assert!(e.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
+        assert!(ClientOptions::builder().build().await.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
     }
 
     #[tokio::test]

@@ -105,7 +105,7 @@ impl Client {
     /// selection until the deployment's session support is known).
     ///
     /// # Errors
-    /// [`Error::InvalidOptions`] when the deployment does not support sessions; selection
+    /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) when the deployment does not support sessions; selection
     /// errors.
     pub async fn start_session(&self) -> Result<ClientSession> {
         self.start_session_with_options(SessionOptions::default()).await
@@ -120,10 +120,10 @@ impl Client {
         self.inner.check_open()?;
         let snapshot = options.snapshot.unwrap_or(false);
         if snapshot && options.causal_consistency == Some(true) {
-            return Err(state_error("causalConsistency and snapshot cannot both be set for a session"));
+            return Err(Error::invalid_argument("causalConsistency and snapshot cannot both be set for a session"));
         }
         if options.snapshot_time.is_some() && !snapshot {
-            return Err(state_error("snapshotTime can only be set for a snapshot session"));
+            return Err(Error::invalid_argument("snapshotTime can only be set for a snapshot session"));
         }
         let mut timeout = self.inner.topology.snapshot().description.logical_session_timeout_minutes();
         if timeout.is_none() && !self.inner.settings.load_balanced {
@@ -142,9 +142,7 @@ impl Client {
                 .map_err(|e| timeout::convert(e, client_timeout, deadline))?;
             timeout = selected.snapshot().description.logical_session_timeout_minutes();
             if timeout.is_none() {
-                return Err(Error::InvalidOptions {
-                    message: "the deployment does not support sessions".into(),
-                });
+                return Err(crate::ErrorKind::SessionsNotSupported.into());
             }
         }
         let mut server = self.inner.sessions.acquire(timeout);
@@ -172,8 +170,9 @@ impl Client {
     }
 }
 
+/// A session or transaction used out of order ([`ErrorKind::Transaction`](crate::ErrorKind::Transaction)).
 pub(crate) fn state_error(message: &str) -> Error {
-    Error::InvalidOptions { message: message.to_string() }
+    Error::transaction(message)
 }
 
 impl ClientSession {

@@ -65,7 +65,7 @@ impl ClientSession {
     /// default transaction options, else from the client).
     ///
     /// # Errors
-    /// [`Error::InvalidOptions`] when a transaction is already in progress, the session is
+    /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) when a transaction is already in progress, the session is
     /// a snapshot session, or the write concern is unacknowledged.
     pub fn start_transaction_with(&mut self, options: TransactionOptions) -> Result<()> {
         if self.snapshot {
@@ -116,9 +116,9 @@ impl ClientSession {
     /// network or transient error.
     ///
     /// # Errors
-    /// [`Error::InvalidOptions`] without a transaction; the server's or the network's error,
+    /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) without a transaction; the server's or the network's error,
     /// labelled `UnknownTransactionCommitResult` when the outcome is unknown;
-    /// [`Error::Timeout`] when the timeout expires.
+    /// [`ErrorKind::Timeout`](crate::error::ErrorKind::Timeout) when the timeout expires.
     pub async fn commit_transaction(&mut self) -> Result<()> {
         self.commit_transaction_with(EndTransactionOptions::default()).await
     }
@@ -164,7 +164,7 @@ impl ClientSession {
         let mut result = self.end_command(Outcome::Commit, timeout, deadline, true).await;
         if let Err(e) = &mut result {
             label_commit_error(e);
-            if e.is_network_error() || e.has_label(RETRYABLE_WRITE_ERROR) {
+            if e.is_network_error() || e.contains_label(RETRYABLE_WRITE_ERROR) {
                 // The retry goes to another connection (and mongos), which is not pinned.
                 self.unpin();
                 result = self.end_command(Outcome::Commit, timeout, deadline, false).await;
@@ -175,7 +175,7 @@ impl ClientSession {
         }
         self.state = TransactionState::Committed;
         if let Err(e) = &result {
-            if e.has_label(TRANSIENT_TRANSACTION_ERROR) || e.has_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) {
+            if e.contains_label(TRANSIENT_TRANSACTION_ERROR) || e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) {
                 self.unpin();
             }
         }
@@ -187,7 +187,7 @@ impl ClientSession {
     /// the transactions spec says; the connection is unpinned.
     ///
     /// # Errors
-    /// [`Error::InvalidOptions`] without a transaction in progress.
+    /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) without a transaction in progress.
     pub async fn abort_transaction(&mut self) -> Result<()> {
         self.abort_transaction_with(EndTransactionOptions::default()).await
     }
@@ -218,7 +218,7 @@ impl ClientSession {
         let mut result = self.end_command(Outcome::Abort, timeout, deadline, true).await;
         if let Err(e) = &mut result {
             label_end_transaction_error(e);
-            if e.is_network_error() || e.has_label(RETRYABLE_WRITE_ERROR) {
+            if e.is_network_error() || e.contains_label(RETRYABLE_WRITE_ERROR) {
                 self.unpin();
                 result = self.end_command(Outcome::Abort, timeout, deadline, false).await;
             }
@@ -236,7 +236,7 @@ impl ClientSession {
     /// `UnknownTransactionCommitResult`, until the timeout (the options', else the session's
     /// default timeout) expires, or for 120 s without one. The callback's operations with
     /// this session share that deadline; one on a handle whose timeoutMS differs from the
-    /// client's fails with [`Error::InvalidOptions`]. Operations without the session do not
+    /// client's fails with [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument). Operations without the session do not
     /// get the deadline. When the callback fails the transaction is aborted under a fresh
     /// timeout.
     ///
@@ -263,9 +263,9 @@ impl ClientSession {
     /// ```
     ///
     /// # Errors
-    /// The callback's error (after the abort), the commit's error, or [`Error::Timeout`]
+    /// The callback's error (after the abort), the commit's error, or [`ErrorKind::Timeout`](crate::error::ErrorKind::Timeout)
     /// (wrapping the last error) when the timeout expires between retries;
-    /// [`Error::InvalidOptions`] when a transaction is already in progress.
+    /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) when a transaction is already in progress.
     pub async fn with_transaction<R, C, F>(
         &mut self,
         mut context: C,
@@ -284,10 +284,9 @@ impl ClientSession {
             _ => started.elapsed() < WITH_TRANSACTION_LIMIT,
         };
         let out_of_time = |e: Error| match timeout {
-            Some(_) if e.kind() != crate::ErrorKind::Timeout => Error::Timeout {
-                message: format!("timeoutMS expired while retrying the transaction after: {e}"),
-                source: Some(Box::new(e)),
-            },
+            Some(_) if !e.is_timeout() => {
+                Error::timeout(format!("timeoutMS expired while retrying the transaction after: {e}"), Some(e))
+            }
             _ => e,
         };
         'transaction: loop {
@@ -303,7 +302,7 @@ impl ClientSession {
                         // A fresh timeout: the transaction must not stay open on the server.
                         let _ = self.abort_until(timeout, timeout::deadline(timeout)).await;
                     }
-                    if e.has_label(TRANSIENT_TRANSACTION_ERROR) {
+                    if e.contains_label(TRANSIENT_TRANSACTION_ERROR) {
                         if time_left() {
                             continue 'transaction;
                         }
@@ -320,13 +319,13 @@ impl ClientSession {
                 let result = self.commit_until(timeout, deadline).await;
                 let Err(e) = result else { return Ok(ret) };
                 let max_time_expired = e.code() == Some(protocol::reply::MAX_TIME_MS_EXPIRED);
-                if e.has_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && !max_time_expired {
+                if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && !max_time_expired {
                     if time_left() {
                         continue;
                     }
                     return Err(out_of_time(e));
                 }
-                if e.has_label(TRANSIENT_TRANSACTION_ERROR) {
+                if e.contains_label(TRANSIENT_TRANSACTION_ERROR) {
                     if time_left() {
                         continue 'transaction;
                     }
@@ -379,9 +378,7 @@ impl ClientSession {
         let limits = match self.callback_timeout {
             Some(c) => {
                 if limits.timeout != self.client.inner.settings.timeout {
-                    return Err(Error::InvalidOptions {
-                        message: "timeoutMS cannot be set for an operation inside with_transaction".into(),
-                    });
+                    return Err(Error::invalid_argument("timeoutMS cannot be set for an operation inside with_transaction"));
                 }
                 Limits { timeout: c.timeout, deadline: c.deadline, ..limits }
             }
@@ -503,11 +500,8 @@ fn statement(op: &mut Op, txn: &TransactionOptions, first: bool, end: bool) -> R
 /// An error that says the transaction may be retried, or that its connection is not usable
 /// for it any more (also under a timeout that wraps it).
 fn releases_pin(e: &Error) -> bool {
-    let network = match e {
-        Error::Timeout { source: Some(source), .. } => source.is_network_error(),
-        e => e.is_network_error(),
-    };
-    network || e.has_label(TRANSIENT_TRANSACTION_ERROR)
+    let network = e.timeout_source().unwrap_or(e).is_network_error();
+    network || e.contains_label(TRANSIENT_TRANSACTION_ERROR)
 }
 
 /// The transactions spec: an operation inside a transaction cannot set its own read or write
@@ -522,9 +516,7 @@ pub(crate) fn refuse_own_concerns(session: Option<&ClientSession>, read: bool, w
         (false, true) => "write",
         (false, false) => return Ok(()),
     };
-    Err(Error::InvalidOptions {
-        message: format!("Cannot set {which} concern after starting a transaction."),
-    })
+    Err(Error::invalid_argument(format!("Cannot set {which} concern after starting a transaction.")))
 }
 
 impl ExplicitSession for ClientSession {

@@ -141,8 +141,8 @@ pub(super) async fn bucket_op(
     let io = |e: std::io::Error| -> actors::Error {
         match e.into_inner().map(|inner| inner.downcast::<actors::Error>()) {
             Some(Ok(e)) => *e,
-            Some(Err(other)) => actors::Error::InvalidOptions { message: other.to_string() },
-            None => actors::Error::InvalidOptions { message: "I/O error".into() },
+            Some(Err(other)) => actors::Error::custom(other.to_string()),
+            None => actors::Error::custom("I/O error".to_owned()),
         }
     };
     let bytes = |b: Vec<u8>| {

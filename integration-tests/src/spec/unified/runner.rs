@@ -618,17 +618,28 @@ fn check_outcome(op: &Document, result: OpResult) -> R<()> {
     }
 }
 
-fn check_error(e: &actors::Error, expected: &Document) -> R<()> {
+/// Whether the server reported the error (`isClientError: false`): a command or write error
+/// of an operation (not of a connection's handshake), or a client bulk write stopped by one
+/// or with write errors only.
+fn is_server_side(e: &actors::Error) -> bool {
     use actors::ErrorKind as K;
+    match &*e.kind {
+        K::BulkWrite(_) => e.cause().is_none_or(is_server_side),
+        K::Command(_) | K::Write(_) | K::InsertMany(_) | K::CollectionBulkWrite(_) => e.pool_error().is_none(),
+        _ => false,
+    }
+}
+
+fn check_error(e: &actors::Error, expected: &Document) -> R<()> {
     let text = e.to_string();
-    let server_side = matches!(e.kind(), K::Command | K::Write);
+    let server_side = is_server_side(e);
     if let Ok(want) = expected.get_bool("isClientError") {
         if want == server_side {
             return Err(format!("isClientError {want}, got {e}"));
         }
     }
     if let Ok(want) = expected.get_bool("isTimeoutError") {
-        let timeout = e.kind() == K::Timeout;
+        let timeout = e.is_timeout();
         if want != timeout {
             return Err(format!("isTimeoutError {want}, got {e}"));
         }
@@ -663,12 +674,12 @@ fn check_error(e: &actors::Error, expected: &Document) -> R<()> {
     check_bulk_error(e, expected)?;
     let labels = e.labels();
     for l in expected.get_array("errorLabelsContain").map(|a| a.as_slice()).unwrap_or(&[]) {
-        if !labels.iter().any(|x| Some(x.as_str()) == l.as_str()) {
+        if !l.as_str().is_some_and(|l| e.contains_label(l)) {
             return Err(format!("error labels {labels:?} should contain {l}"));
         }
     }
     for l in expected.get_array("errorLabelsOmit").map(|a| a.as_slice()).unwrap_or(&[]) {
-        if labels.iter().any(|x| Some(x.as_str()) == l.as_str()) {
+        if l.as_str().is_some_and(|l| e.contains_label(l)) {
             return Err(format!("error labels {labels:?} should omit {l}"));
         }
     }
@@ -679,17 +690,14 @@ fn check_error(e: &actors::Error, expected: &Document) -> R<()> {
 /// (`expectResult`), and a client bulk write's `writeErrors` and `writeConcernErrors`.
 fn check_bulk_error(e: &actors::Error, expected: &Document) -> R<()> {
     use actors::options::PartialBulkWriteResult as P;
-    let bulk = match e {
-        actors::Error::ClientBulkWrite(b) => Some(b),
+    let bulk = match &*e.kind {
+        actors::ErrorKind::BulkWrite(b) => Some(b),
         _ => None,
     };
     if let Some(want) = expected.get("expectResult") {
-        let partial = match e {
-            actors::Error::BulkWrite { partial_result, .. }
-            | actors::Error::BulkWriteStopped { partial_result, .. } => {
-                super::crud_ops::bulk_result((**partial_result).clone())
-            }
-            _ => bulk.and_then(|b| b.partial_result.as_ref()).map(|p| match p {
+        let partial = match e.partial_result() {
+            Some(partial_result) => super::crud_ops::bulk_result(partial_result.clone()),
+            None => bulk.and_then(|b| b.partial_result.as_ref()).map(|p| match p {
                 P::Summary(s) => super::crud_ops::summary_bulk_result(s),
                 P::Verbose(v) => super::crud_ops::verbose_bulk_result(v),
             }),

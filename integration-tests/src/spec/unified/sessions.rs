@@ -186,7 +186,7 @@ fn run_callback<'b>(
 /// Records a runner failure and stops the transaction with an error it does not retry.
 fn runner_failure(state: &mut Callback<'_>, failure: String) -> actors::Error {
     state.failure.get_or_insert(failure.clone());
-    actors::Error::InvalidOptions { message: format!("test runner: {failure}") }
+    actors::Error::custom(format!("test runner: {failure}"))
 }
 
 /// The `failPoint` operation sends `configureFailPoint` through its client, as the unified

@@ -1,0 +1,205 @@
+//! What kind of error an [`Error`](super::Error) is: the official driver's variants, with
+//! their payloads, and the three this client adds (`Timeout`, `Overloaded`,
+//! `CollectionBulkWrite`).
+
+use std::any::Any;
+use std::sync::Arc;
+
+use super::bulk_write::{BulkWriteError, CollectionBulkWriteError};
+use super::gridfs::GridFsErrorKind;
+use super::server::{CommandError, InsertManyError, WriteFailure};
+use super::OverloadedQueue;
+
+/// The kind of an [`Error`](super::Error), in `*error.kind`.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// An argument or option is invalid (checked when a client or builder is built, or when an
+    /// operation cannot be sent, for example an empty `insert_many`). Retrying cannot help.
+    #[error("invalid argument: {message}")]
+    #[non_exhaustive]
+    InvalidArgument {
+        /// What is wrong.
+        message: String,
+    },
+    /// Authentication failed (the server refused the credential, or the mechanism's exchange
+    /// went wrong). Permanent until the configuration changes.
+    #[error("{message}")]
+    #[non_exhaustive]
+    Authentication {
+        /// What went wrong.
+        message: String,
+    },
+    /// A document from the server does not deserialize into the requested type (a missing or
+    /// mistyped field). A cursor moves past that document.
+    #[error("{0}")]
+    BsonDeserialization(bson::error::Error),
+    /// A value given to an operation does not serialize to BSON.
+    #[error("{0}")]
+    BsonSerialization(bson::error::Error),
+    /// Another BSON error (raw document access, for example).
+    #[error("{0}")]
+    Bson(bson::error::Error),
+    /// `insert_many` ran and some inserts failed or its write concern was not satisfied.
+    #[error("insert_many failed: {0}")]
+    InsertMany(InsertManyError),
+    /// [`Client::bulk_write`](crate::Client::bulk_write) sent writes and some failed, a write
+    /// concern was not satisfied, or an error (the error's `source`) stopped it after results
+    /// had come back.
+    #[error("{0}")]
+    BulkWrite(BulkWriteError),
+    /// The server answered a command with `ok: 0`.
+    #[error("command failed: {0}")]
+    Command(CommandError),
+    /// `mongodb+srv` resolution failed: a lookup failed or found nothing, or the records break
+    /// the Initial DNS Seedlist Discovery rules.
+    #[error("DNS resolution failed: {message}")]
+    #[non_exhaustive]
+    DnsResolve {
+        /// What went wrong.
+        message: String,
+    },
+    /// A GridFS file is missing or inconsistent, or an upload stream was misused.
+    #[error("GridFS: {0}")]
+    GridFs(GridFsErrorKind),
+    /// A bug or an impossible state inside the client (an actor's mailbox gone while the
+    /// client still runs, a connection used out of order).
+    #[error("internal error: {message}")]
+    #[non_exhaustive]
+    Internal {
+        /// What happened.
+        message: String,
+    },
+    /// A network error on a connection (refused, reset, closed, or a socket timeout).
+    /// Transient: retrying may help.
+    #[error("I/O error: {0}")]
+    Io(Arc<std::io::Error>),
+    /// The connection pool was cleared (another operation hit a network error or the server
+    /// changed state) while this operation waited for or used a connection.
+    #[error("{message}")]
+    #[non_exhaustive]
+    ConnectionPoolCleared {
+        /// What happened.
+        message: String,
+    },
+    /// A reply could not be understood (a missing or mistyped field, a malformed message).
+    #[error("invalid reply: {message}")]
+    #[non_exhaustive]
+    InvalidResponse {
+        /// What was wrong.
+        message: String,
+    },
+    /// No suitable server: the topology or read preference does not fit (at once), or none
+    /// appeared within `serverSelectionTimeoutMS` (the message names the servers and their
+    /// errors).
+    #[error("{message}")]
+    #[non_exhaustive]
+    ServerSelection {
+        /// The selection error, naming the servers.
+        message: String,
+    },
+    /// A session was requested from a deployment that does not support sessions.
+    #[error("the deployment does not support sessions")]
+    SessionsNotSupported,
+    /// The TLS options are invalid (a certificate or key that cannot be read).
+    #[error("{message}")]
+    #[non_exhaustive]
+    InvalidTlsConfig {
+        /// What is wrong.
+        message: String,
+    },
+    /// The server ran the write, and it failed (`writeErrors`) or its write concern was not
+    /// satisfied (`writeConcernError`).
+    #[error("write failed: {0}")]
+    Write(WriteFailure),
+    /// A transaction was used out of order (commit without start, a second start...).
+    #[error("{message}")]
+    #[non_exhaustive]
+    Transaction {
+        /// What was wrong.
+        message: String,
+    },
+    /// The selected server is too old for the operation; nothing was sent.
+    #[error("incompatible server: {message}")]
+    #[non_exhaustive]
+    IncompatibleServer {
+        /// What it lacks.
+        message: String,
+    },
+    /// A change stream cannot resume: an event had no `_id` (resume token).
+    #[error("a change stream event has no resume token")]
+    MissingResumeToken,
+    /// A value given to [`Error::custom`](super::Error::custom), for example to abort a
+    /// transaction's callback.
+    #[error("custom error{}", display_custom(.0))]
+    Custom(Arc<dyn Any + Send + Sync>),
+    /// The client was shut down ([`Client::shutdown`](crate::Client::shutdown)), or the
+    /// actor that should answer has stopped.
+    #[error("the client has been shut down")]
+    Shutdown,
+    /// (Ours.) The operation ran out of its `timeoutMS` (client-side operations timeout):
+    /// server selection, check-out, the round trip, or the server's `MaxTimeMSExpired`. The
+    /// error's `source` is the underlying error when there is one.
+    #[error("operation timed out: {message}")]
+    #[non_exhaustive]
+    Timeout {
+        /// What timed out, with the underlying error's text.
+        message: String,
+    },
+    /// (Ours.) Admission control turned the operation away at once (nothing was sent):
+    /// `limit` operations already waited for a server (`max_selection_waiters`) or for a
+    /// connection (`max_wait_queue_size`). Labelled `RetryableError`.
+    #[error("the client is overloaded: {limit} operations already wait for {}", match queue {
+        OverloadedQueue::ConnectionPool => "a connection (max_wait_queue_size)",
+        OverloadedQueue::ServerSelection => "a server (max_selection_waiters)",
+    })]
+    #[non_exhaustive]
+    Overloaded {
+        /// The queue that was full.
+        queue: OverloadedQueue,
+        /// Its limit.
+        limit: usize,
+    },
+    /// (Ours.) A collection's `bulk_write` ran, and some writes failed or a write concern was
+    /// not satisfied; the payload has what succeeded.
+    #[error("bulk write failed: {0}")]
+    CollectionBulkWrite(CollectionBulkWriteError),
+}
+
+fn display_custom(value: &Arc<dyn Any + Send + Sync>) -> String {
+    if let Some(s) = value.downcast_ref::<String>() {
+        format!(": {s}")
+    } else if let Some(s) = value.downcast_ref::<&str>() {
+        format!(": {s}")
+    } else {
+        String::new()
+    }
+}
+
+impl From<bson::error::Error> for ErrorKind {
+    fn from(e: bson::error::Error) -> Self {
+        match e.kind {
+            bson::error::ErrorKind::Deserialization { .. } => ErrorKind::BsonDeserialization(e),
+            bson::error::ErrorKind::Serialization { .. } => ErrorKind::BsonSerialization(e),
+            _ => ErrorKind::Bson(e),
+        }
+    }
+}
+
+impl From<std::io::Error> for ErrorKind {
+    fn from(e: std::io::Error) -> Self {
+        ErrorKind::Io(Arc::new(e))
+    }
+}
+
+impl From<std::io::ErrorKind> for ErrorKind {
+    fn from(kind: std::io::ErrorKind) -> Self {
+        ErrorKind::Io(Arc::new(kind.into()))
+    }
+}
+
+impl From<std::convert::Infallible> for ErrorKind {
+    fn from(e: std::convert::Infallible) -> Self {
+        match e {}
+    }
+}
