@@ -62,7 +62,7 @@ async fn main() -> Result<(), BoxError> {
         check(o.server_selection_timeout_ms == Some(5000), "serverSelectionTimeoutMS from the file")?;
     }
 
-    let client = Client::with_options(options).await?;
+    let client = Client::with_options(options)?;
     let settings = client.database("app").collection::<bson::Document>("settings");
     // A generated _id, so runs against the same deployment do not collide.
     let id = settings.insert_one(doc! {"key": "theme", "value": "dark"}).await?.inserted_id;

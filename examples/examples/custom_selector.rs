@@ -98,7 +98,7 @@ async fn main() -> Result<(), BoxError> {
         .custom_selector(CustomSelector::Actor(selector.clone().recipient()))
         .build()
         .await?;
-    let client = Client::with_options(options).await?;
+    let client = Client::with_options(options)?;
 
     // Wait until every member is discovered and every secondary's round trip measured, so the
     // selector compares them all (not just the first one to answer).

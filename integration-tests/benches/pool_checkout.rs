@@ -347,7 +347,7 @@ pub(crate) async fn ours_client(cluster: &Cluster, tasks: usize, max_connecting:
         .build()
         .await
         .expect("options");
-    let client = actors::Client::with_options(options).await.expect("our client");
+    let client = actors::Client::with_options(options).expect("our client");
     wait_until(|| pool_ready.load(Ordering::Acquire) != 0, "ours").await;
     assert_eq!(counters.created.load(Ordering::Relaxed), 0, "the pool must start empty");
 

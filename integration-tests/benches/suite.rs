@@ -239,7 +239,7 @@ fn monitor_child(side: &str, uri: &str, idle: Duration) {
             Connected::Official(client)
         } else {
             let options = actors::ClientOptions::builder().uri(uri).build().await.expect("options");
-            Connected::Ours(actors::Client::with_options(options).await.expect("our client"))
+            Connected::Ours(actors::Client::with_options(options).expect("our client"))
         };
         tokio::time::sleep(idle).await;
         figures.rss_kib = proc_status_kib("VmRSS:");

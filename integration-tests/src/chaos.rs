@@ -490,7 +490,7 @@ async fn start_client(
         .event_queue_capacity(1 << 20)
         .build()
         .await?;
-    Ok(Client::with_options(client_options).await?)
+    Ok(Client::with_options(client_options)?)
 }
 
 /// Heals every fault and waits (up to `options.settle`) for a primary.

@@ -44,7 +44,7 @@ async fn options_from_a_toml_file_and_the_environment_reach_the_cluster() {
     assert_eq!(options.connection_string.options.server_selection_timeout_ms, Some(5000));
     let (tx, events) = crossbeam_channel::unbounded();
     options.command_event_handler = Some(Arc::new(tx));
-    let client = Client::with_options(options).await.expect("client");
+    let client = Client::with_options(options).expect("client");
     client
         .topology()
         .wait_for(

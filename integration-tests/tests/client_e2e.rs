@@ -82,7 +82,7 @@ async fn client_with_log(uri: &str) -> (Client, CommandLog) {
     let log = CommandLog::default();
     let mut options = ClientOptions::parse(uri).await.expect("uri");
     options.command_event_handler = Some(log.handler());
-    (Client::with_options(options).await.expect("client"), log)
+    (Client::with_options(options).expect("client"), log)
 }
 
 fn with_options(uri: &str, options: &str) -> String {
@@ -462,7 +462,7 @@ async fn events_reach_crossbeam_receivers_and_actix_recipients() {
         c1.handle(e);
         c2.handle(e);
     }));
-    let client = Client::with_options(options).await.expect("client");
+    let client = Client::with_options(options).expect("client");
     let coll = client.database(&e2e_db(&deployment)).collection::<bson::Document>("events");
     coll.insert_one(doc! { "_id": 1 }).await.expect("insert");
     assert!(coll.find_one(doc! { "_id": 1 }).await.expect("find").is_some());

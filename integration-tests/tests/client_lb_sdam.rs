@@ -27,7 +27,7 @@ async fn client(uri: &str) -> Setup {
     options.command_event_handler = Some(Arc::new(tx));
     let (tx, cmap) = crossbeam_channel::unbounded();
     options.cmap_event_handler = Some(Arc::new(tx));
-    let client = Client::with_options(options).await.expect("client");
+    let client = Client::with_options(options).expect("client");
     Setup { client, commands, cmap }
 }
 

@@ -333,7 +333,7 @@ impl Observed {
         options.command_event_handler = Some(Arc::new(tx));
         let (tx, cmap) = crossbeam_channel::unbounded();
         options.cmap_event_handler = Some(Arc::new(tx));
-        Observed { client: Client::with_options(options).await.expect("client"), events, cmap }
+        Observed { client: Client::with_options(options).expect("client"), events, cmap }
     }
 
     /// `cluster`'s URI with `extra` appended.

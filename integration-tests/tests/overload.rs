@@ -89,7 +89,7 @@ async fn primary_client(
     let uri = integration_tests::deployment::with_options(&cluster.uri(), extra);
     let mut options = ClientOptions::parse(&uri).await.expect("uri");
     configure(&mut options);
-    let client = Client::with_options(options).await.expect("client");
+    let client = Client::with_options(options).expect("client");
     client
         .topology()
         .wait_for(|t| !t.servers_of_type(ServerType::RsPrimary).is_empty(), Duration::from_secs(10))
@@ -275,7 +275,7 @@ async fn admission_limits_fail_fast_with_a_typed_retryable_error() {
     let uri = format!("mongodb://{}/?replicaSet=elsewhere&serverSelectionTimeoutMS=3000", cluster.hosts()[0]);
     let mut options = ClientOptions::parse(&uri).await.expect("uri");
     options.max_selection_waiters = Some(1);
-    let limited = Client::with_options(options).await.expect("client");
+    let limited = Client::with_options(options).expect("client");
     let limited_coll = limited.database("overload").collection::<Document>("c");
     let first = {
         let c = limited_coll.clone();

@@ -72,7 +72,7 @@ async fn a_password_never_leaves_in_plain_text() {
     assert_hidden("ClientOptions Debug", &format!("{options:?}"));
     let (tx, events) = crossbeam_channel::unbounded();
     options.command_event_handler = Some(Arc::new(tx));
-    let client = Client::with_options(options).await.expect("client");
+    let client = Client::with_options(options).expect("client");
     let coll = client.database("app").collection::<bson::Document>("c");
     coll.insert_one(doc! {"x": 1}).await.expect("an authenticated write");
     // Sensitive commands carrying the password, one the server refuses: their events and log

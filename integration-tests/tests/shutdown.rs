@@ -62,7 +62,7 @@ fn the_last_handle_or_a_stopped_system_closes_everything() {
     // 1. Outside any actix System: the client runs its own, on a thread of its own. Dropping
     // the last handle (a clone first) ends it all.
     runtime.block_on(async {
-        let client = Client::with_options(options(&cluster).await).await.expect("client");
+        let client = Client::with_options(options(&cluster).await).expect("client");
         let clone = client.clone();
         use_client(&client).await;
         drop(client);
@@ -82,7 +82,7 @@ fn the_last_handle_or_a_stopped_system_closes_everything() {
     let system_thread = std::thread::spawn(move || {
         let system = actix::System::new();
         system.block_on(async move {
-            let client = Client::with_options(uri_options).await.expect("client");
+            let client = Client::with_options(uri_options).expect("client");
             use_client(&client).await;
             let _ = tx.send(client);
         });

@@ -22,7 +22,7 @@ async fn a_declared_api_version_goes_with_every_command() {
         .build()
         .await
         .expect("options");
-    let client = Client::with_options(options).await.expect("client");
+    let client = Client::with_options(options).expect("client");
     let coll = client.database("stable_api").collection::<Document>("c");
     let _ = coll.drop().await;
     coll.insert_many((0..5).map(|i| doc! {"_id": i})).await.expect("insert");

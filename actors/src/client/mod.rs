@@ -115,16 +115,17 @@ use inner::{in_actix_context, ClientInner, Host, Settings};
 impl Client {
     /// Parses `uri` and connects (see [`with_options`](Self::with_options)).
     pub async fn with_uri_str(uri: &str) -> Result<Client> {
-        Client::with_options(ClientOptions::parse(uri).await?).await
+        Client::with_options(ClientOptions::parse(uri).await?)
     }
 
     /// Builds the topology (monitors start at once) and the selection actor. Does not wait
     /// for any server: operations wait in server selection.
     ///
-    /// Works in any tokio runtime: without a current actix System, the client starts one on
-    /// a dedicated thread and runs its actors there; inside an actix System it uses the
-    /// current arbiter.
-    pub async fn with_options(mut options: ClientOptions) -> Result<Client> {
+    /// Synchronous, as in the official driver: monitoring starts in the background. Works
+    /// with or without a tokio runtime: without a current actix System, the client starts one
+    /// on a dedicated thread and runs its actors there (the call waits only for that thread to
+    /// have created them); inside an actix System it uses the current arbiter.
+    pub fn with_options(mut options: ClientOptions) -> Result<Client> {
         check_uri_options(&mut options)?;
         let settings = settings_of(&options)?;
         // Every subscriber behind a bounded queue; metrics are recorded in place, before it.
@@ -136,7 +137,7 @@ impl Client {
         let command_handler = options.command_event_handler.clone().map(|h| events.command(h));
         let queues = events.clone();
         let build = move || start_actors(&options, queues, event_stop);
-        let (topology, selector, srv_poller, host) = start_on_host(build).await?;
+        let (topology, selector, srv_poller, host) = start_on_host(build)?;
         Ok(Client {
             inner: Arc::new(ClientInner {
                 topology,
@@ -322,14 +323,15 @@ fn start_actors(options: &ClientOptions, queues: EventQueues, event_stop: EventS
 
 /// Runs `build` in the caller's actix System, or in a System of the client's own on a
 /// dedicated thread (any other tokio runtime).
-async fn start_on_host(
+fn start_on_host(
     build: impl FnOnce() -> Result<Actors> + Send + 'static,
 ) -> Result<(Topology, Selector, Option<actix::Addr<SrvPoller>>, Host)> {
     if in_actix_context() {
         let (topology, selector, srv_poller) = build()?;
         return Ok((topology, selector, srv_poller, Host::Current { arbiter: Arbiter::current() }));
     }
-    let (tx, rx) = tokio::sync::oneshot::channel();
+    // A rendezvous: the new thread only creates the actors (no I/O) before answering.
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
     std::thread::Builder::new()
         .name("mongo-actors".into())
         .spawn(move || {
@@ -346,7 +348,7 @@ async fn start_on_host(
         })
         .map_err(|e| Error::invalid_argument(format!("cannot start the client thread: {e}")))?;
     let (topology, selector, srv_poller, system, arbiter) =
-        rx.await.map_err(|_| Error::stopped("client system"))??;
+        rx.recv().map_err(|_| Error::stopped("client system"))??;
     Ok((topology, selector, srv_poller, Host::Own { system, arbiter }))
 }
 

@@ -227,7 +227,7 @@ async fn connect(uri: &str) -> Result<(Client, Arc<std::sync::Mutex<Probe>>, Ser
     // `$readPreference` (none means primary).
     let served: Served = Arc::default();
     client_options.command_event_handler = Some(served_recorder(served.clone()));
-    let client = Client::with_options(client_options).await?;
+    let client = Client::with_options(client_options)?;
     Ok((client, probe, served))
 }
 

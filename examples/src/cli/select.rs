@@ -381,7 +381,7 @@ pub fn to_json(e: &Explanation) -> Value {
 /// Connects, waits for discovery, explains one selection and prints it.
 pub async fn run(options: SelectOptions) -> Result<(), CliError> {
     let rp = read_preference(&options)?;
-    let client = Client::with_options(ClientOptions::parse(&options.uri).await?).await?;
+    let client = Client::with_options(ClientOptions::parse(&options.uri).await?)?;
     let topology = client.topology().clone();
     // Every seed and discovered member checked once (or the wait ends): a fair picture. A
     // discovered deployment gets a moment more for the RTT pingers' samples.

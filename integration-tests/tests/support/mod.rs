@@ -109,7 +109,7 @@ pub async fn connect_to(deployment: Deployment, extra: &str) -> Setup {
     options.command_event_handler = Some(Arc::new(tx));
     let (tx, cmap) = crossbeam_channel::unbounded();
     options.cmap_event_handler = Some(Arc::new(tx));
-    let client = Client::with_options(options).await.expect("client");
+    let client = Client::with_options(options).expect("client");
     Setup { deployment, client, events, cmap, tag }
 }
 

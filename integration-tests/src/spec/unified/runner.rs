@@ -406,7 +406,7 @@ async fn create_client(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
         builder = builder.server_api(server_api);
     }
     let options = builder.build().await.map_err(|e| format!("client {id}: {e}"))?;
-    let client = Client::with_options(options).await.map_err(|e| format!("client {id}: {e}"))?;
+    let client = Client::with_options(options).map_err(|e| format!("client {id}: {e}"))?;
     Ok(Entity::Client(ClientEntity { client, events, checked_out, logs: log_observer }))
 }
 
