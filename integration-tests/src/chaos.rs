@@ -550,7 +550,8 @@ fn spawn_transactions(
                         let mut session = client.start_session().await?;
                         let context = (coll.clone(), k, w);
                         session
-                            .with_transaction(
+                            .start_transaction()
+                            .and_run(
                                 context,
                                 |session, (coll, k, w)| {
                                     Box::pin(async move {
@@ -567,11 +568,10 @@ fn spawn_transactions(
                                         Ok(())
                                     })
                                 },
-                                Default::default(),
                             )
                             .await
                     };
-                    // with_transaction retries until timeoutMS: never longer than that (plus
+                    // and_run retries until timeoutMS: never longer than that (plus
                     // the abort's own timeout and slack).
                     match tokio::time::timeout(Duration::from_secs(30), run).await {
                         Ok(Ok(())) => committed.lock().push((w, k)),

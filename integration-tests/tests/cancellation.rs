@@ -289,7 +289,7 @@ async fn commit_dropped_at_every_await_point_keeps_unknown_commit_semantics() {
     coll.insert_one(doc! {"_id": "seed"}).await.expect("create the collection");
     for polls in 1..=MAX_POLLS {
         let mut session = s.client.start_session().await.expect("session");
-        session.start_transaction().expect("start");
+        session.start_transaction().await.expect("start");
         coll.insert_one(doc! {"_id": polls as i64}).session(&mut session).await.expect("insert");
         let committed = poll_at_most(session.commit_transaction(), polls).await;
         if let Some(result) = &committed {

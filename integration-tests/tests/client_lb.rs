@@ -67,8 +67,8 @@ async fn transactions_pin_one_connection_each() {
     let _ = s.cmap.try_iter().count();
     let mut a = s.client.start_session().await.expect("session a");
     let mut b = s.client.start_session().await.expect("session b");
-    a.start_transaction().expect("start a");
-    b.start_transaction().expect("start b");
+    a.start_transaction().await.expect("start a");
+    b.start_transaction().await.expect("start b");
     for i in 1..=2 {
         coll.insert_one(doc! {"_id": i}).session(&mut a).await.expect("insert a");
         coll.insert_one(doc! {"_id": 10 + i}).session(&mut b).await.expect("insert b");
@@ -99,7 +99,7 @@ async fn transactions_pin_one_connection_each() {
     assert_eq!((out, back), (2, 0), "{cmap:?}");
     assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 5);
     // An aborted transaction leaves nothing behind.
-    a.start_transaction().expect("start again");
+    a.start_transaction().await.expect("start again");
     coll.insert_one(doc! {"_id": 99}).session(&mut a).await.expect("insert");
     a.abort_transaction().await.expect("abort");
     assert!(!a.is_pinned());
@@ -122,7 +122,7 @@ async fn transactions_pin_one_connection_each() {
     assert_eq!(events.iter().filter(|e| e.0 == "getMore").count(), 2);
     assert!(events.iter().all(|e| e.1.as_ref() == b.id() && e.2 == events[0].2), "{events:?}");
     // A cursor in a transaction uses the transaction's pinned connection for its getMores.
-    b.start_transaction().expect("start b again");
+    b.start_transaction().await.expect("start b again");
     coll.insert_one(doc! {"_id": 20}).session(&mut b).await.expect("insert in txn");
     let _ = s.events.try_iter().count();
     let docs = coll
@@ -259,7 +259,7 @@ async fn wait_queue_timeout_message_counts_pinned_cursors() {
     assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 4);
     // A transaction's pinned connection counts as in use by transactions.
     let mut session = s.client.start_session().await.expect("session");
-    session.start_transaction().expect("start");
+    session.start_transaction().await.expect("start");
     coll.insert_one(doc! {"i": 4}).session(&mut session).await.expect("insert");
     let e = coll.count_documents(doc! {}).await.expect_err("pinned by the transaction");
     assert!(
@@ -333,8 +333,8 @@ async fn transaction_fields_on_a_replica_set() {
     let coll = s.database("app").collection::<bson::Document>("rs");
     let mut session = client.start_session().await.expect("session");
     assert!(session.commit_transaction().await.is_err(), "no transaction");
-    session.start_transaction().expect("start");
-    assert!(session.start_transaction().is_err(), "already in progress");
+    session.start_transaction().await.expect("start");
+    assert!(session.start_transaction().await.is_err(), "already in progress");
     coll.insert_one(doc! {"_id": 1}).session(&mut session).await.expect("insert 1");
     coll.insert_one(doc! {"_id": 2}).session(&mut session).await.expect("insert 2");
     session.commit_transaction().await.expect("commit");
@@ -395,7 +395,7 @@ async fn dropping_a_session_aborts_its_transaction() {
     let Some(s) = connect("client_lb::dropping_a_session_aborts_its_transaction", "").await else { return };
     let coll = s.database("app").collection::<bson::Document>("drop");
     let mut session = s.client.start_session().await.expect("session");
-    session.start_transaction().expect("start");
+    session.start_transaction().await.expect("start");
     coll.insert_many([doc! {"_id": 1}, doc! {"_id": 2}]).session(&mut session).await.expect("insert");
     let cursor = coll
         .find(doc! {})

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use actors::command_events::CommandEvent;
 use actors::{
     ClientSession, Collection, EndTransactionOptions, FindOptions, SessionOptions,
-    TransactionState, WithTransactionOptions,
+    TransactionState,
 };
 use bson::{doc, Bson, Document};
 use futures_util::future::BoxFuture;
@@ -61,7 +61,7 @@ async fn with_transaction_commits_the_callback_work() {
     let coll = s.database("app").collection::<bson::Document>("c");
     let mut session = s.client.start_session().await.expect("session");
     let n = session
-        .with_transaction(coll.clone(), insert_two, WithTransactionOptions::default())
+        .start_transaction().and_run(coll.clone(), insert_two)
         .await
         .expect("committed");
     assert_eq!(n, 7);
@@ -85,7 +85,7 @@ async fn with_transaction_retries_a_transient_error() {
     s.fail_point(bson::bson!({"times": 1}), doc! {"failCommands": ["insert"], "errorCode": 112}).await;
     let mut session = s.client.start_session().await.expect("session");
     let n = session
-        .with_transaction(coll.clone(), insert_two, WithTransactionOptions::default())
+        .start_transaction().and_run(coll.clone(), insert_two)
         .await
         .expect("committed on the second attempt");
     assert_eq!(n, 7);
@@ -111,8 +111,8 @@ async fn with_transaction_stops_retrying_at_its_timeout() {
     .await;
     let mut session = s.client.start_session().await.expect("session");
     let start = Instant::now();
-    let options = WithTransactionOptions { timeout: Some(Duration::from_millis(300)), ..Default::default() };
-    let e = session.with_transaction(coll.clone(), insert_two, options).await.expect_err("timed out");
+    let run = session.start_transaction().timeout(Duration::from_millis(300));
+    let e = run.and_run(coll.clone(), insert_two).await.expect_err("timed out");
     let elapsed = start.elapsed();
     assert!(e.is_timeout(), "{e}");
     assert!(elapsed >= Duration::from_millis(280), "retried until the deadline: {elapsed:?}");
@@ -146,7 +146,7 @@ async fn a_timeout_set_inside_the_callback_is_rejected() {
     let coll = s.database("app").collection::<bson::Document>("c");
     let mut session = s.client.start_session().await.expect("session");
     let e = session
-        .with_transaction(coll, insert_with_own_timeout, WithTransactionOptions::default())
+        .start_transaction().and_run(coll, insert_with_own_timeout)
         .await
         .expect_err("rejected");
     assert!(matches!(*e.kind, actors::ErrorKind::InvalidArgument { .. }), "{e}");
@@ -163,10 +163,10 @@ async fn session_and_call_timeouts_reach_commit_and_abort() {
     };
     let coll = s.database("app").collection::<bson::Document>("c");
     let options = SessionOptions { default_timeout: Some(Duration::from_millis(200)), ..Default::default() };
-    let mut session = s.client.start_session_with_options(options).await.expect("session");
+    let mut session = s.client.start_session().with_options(options).await.expect("session");
     assert_eq!(session.default_timeout(), Some(Duration::from_millis(200)));
     // The session's default timeout: a blocked commit times out.
-    session.start_transaction().expect("start");
+    session.start_transaction().await.expect("start");
     coll.insert_one(doc! {"_id": 1}).session(&mut session).await.expect("insert");
     s.fail_point(
         bson::bson!({"times": 1}),
@@ -181,7 +181,7 @@ async fn session_and_call_timeouts_reach_commit_and_abort() {
     let commit = cmds.iter().find(|(n, _)| n == "commitTransaction").expect("commit sent");
     assert!(has_max_time(&commit.1), "{:?}", commit.1);
     // A per-call timeout overrides it (no limit: the blocked abort completes).
-    session.start_transaction().expect("start");
+    session.start_transaction().await.expect("start");
     coll.insert_one(doc! {"_id": 2}).session(&mut session).await.expect("insert");
     s.fail_point(
         bson::bson!({"times": 1}),
@@ -339,7 +339,7 @@ async fn every_operation_sends_its_session() {
     check_sent(ev, "list_database_names", &["listDatabases"], &lsid, None);
 
     // In a transaction: every statement carries its txnNumber (the next one: base + 10).
-    ss.start_transaction().expect("start");
+    ss.start_transaction().await.expect("start");
     coll.insert_one(doc! {"_id": 30}).session(&mut *ss).await.expect("insert_one");
     check_sent(ev, "insert_one in a transaction", &["insert"], &lsid, Some(base + 10));
     coll.insert_many(vec![doc! {"_id": 31}]).session(&mut *ss).await.expect("insert_many");

@@ -53,7 +53,7 @@ async fn a_sharded_transaction_stays_on_the_mongos_of_its_first_statement() {
     for t in 0..12 {
         let _ = started(&s.events);
         let mut session = s.client.start_session().await.expect("session");
-        session.start_transaction().expect("start");
+        session.start_transaction().await.expect("start");
         for i in 0..3 {
             coll.insert_one(doc! {"_id": t * 10 + i}).session(&mut session).await.expect("insert");
         }
@@ -168,7 +168,7 @@ async fn an_operation_in_a_transaction_cannot_set_its_own_concerns() {
     let _ = coll.drop().await;
     coll.insert_one(doc! {"_id": 0}).await.expect("create the collection");
     let mut session = s.client.start_session().await.expect("session");
-    session.start_transaction().expect("start");
+    session.start_transaction().await.expect("start");
     let e = coll
         .insert_one(doc! {"_id": 1})
         .write_concern(actors::WriteConcern::majority())

@@ -98,7 +98,7 @@ pub use options::crud::{
 };
 pub use options::handle::{CollectionOptions, DatabaseOptions};
 pub use session::options::{
-    EndTransactionOptions, SessionOptions, TransactionOptions, WithTransactionOptions,
+    EndTransactionOptions, SessionOptions, TransactionOptions,
 };
 pub use session::{ClientSession, TransactionState};
 pub use srv::ResolverConfig;

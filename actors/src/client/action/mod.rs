@@ -43,6 +43,8 @@ mod replace_one;
 mod run_command;
 mod run_cursor_command;
 mod search_index;
+mod start_session;
+mod start_transaction;
 mod update;
 mod watch;
 
@@ -73,6 +75,8 @@ pub use replace_one::Replace;
 pub use run_command::RunCommand;
 pub use run_cursor_command::RunCursorCommand;
 pub use search_index::{SearchIndex, SearchIndexOutput};
+pub use start_session::StartSession;
+pub use start_transaction::{BoxFuture, StartTransaction};
 pub use update::Update;
 pub use watch::Watch;
 

@@ -9,8 +9,8 @@
 //! | file | what it holds |
 //! |---|---|
 //! | `mod.rs` | [`ClientSession`], its state and times, [`Client::start_session`] |
-//! | [`transaction`] | start, commit, abort, `with_transaction`, a transaction's statements |
-//! | [`options`] | [`SessionOptions`], [`TransactionOptions`] and the end and `with_transaction` options |
+//! | [`transaction`] | start, commit, abort, `run_transaction` (behind `and_run`), a transaction's statements |
+//! | [`options`] | [`SessionOptions`], [`TransactionOptions`] and the end options |
 //! | [`pool`] | server sessions and their pool (implicit sessions) |
 //! | [`tracking`] | causal consistency, snapshot time, `$clusterTime`, recovery token |
 
@@ -101,22 +101,10 @@ impl std::fmt::Debug for ClientSession {
 }
 
 impl Client {
-    /// Starts an explicit session (no I/O in load-balanced mode; otherwise waits in server
-    /// selection until the deployment's session support is known).
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) when the deployment does not support sessions; selection
-    /// errors.
-    pub async fn start_session(&self) -> Result<ClientSession> {
-        self.start_session_with_options(SessionOptions::default()).await
-    }
-
-    /// [`start_session`](Self::start_session) with options. The wait for session support is
-    /// limited by the client's timeoutMS (never the session's).
-    ///
-    /// # Errors
-    /// As [`start_session`](Self::start_session).
-    pub async fn start_session_with_options(&self, options: SessionOptions) -> Result<ClientSession> {
+    /// Starts an explicit session with `options` (no I/O in load-balanced mode; otherwise
+    /// waits in server selection, limited by the client's timeoutMS, until the deployment's
+    /// session support is known). Behind [`Client::start_session`].
+    pub(crate) async fn begin_session(&self, options: SessionOptions) -> Result<ClientSession> {
         self.inner.check_open()?;
         let snapshot = options.snapshot.unwrap_or(false);
         if snapshot && options.causal_consistency == Some(true) {

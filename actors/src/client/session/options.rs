@@ -7,11 +7,11 @@ use selection::ReadPreference;
 
 use super::super::concern::{ReadConcern, WriteConcern};
 
-/// Options of [`Client::start_session_with_options`](crate::Client::start_session_with_options).
+/// Options of [`Client::start_session`](crate::Client::start_session).
 #[derive(Debug, Clone, Default)]
 pub struct SessionOptions {
     /// `defaultTimeoutMS`: the timeoutMS of [`ClientSession::commit_transaction`](crate::ClientSession::commit_transaction),
-    /// [`ClientSession::abort_transaction`](crate::ClientSession::abort_transaction) and [`ClientSession::with_transaction`](crate::ClientSession::with_transaction) when the
+    /// [`ClientSession::abort_transaction`](crate::ClientSession::abort_transaction) and [`StartTransaction::and_run`](crate::action::StartTransaction::and_run) when the
     /// call sets none (`Some(Duration::ZERO)`: no limit). `None` inherits the client's.
     pub default_timeout: Option<Duration>,
     /// `causalConsistency`: each read sees the session's earlier reads and writes (it sends
@@ -31,7 +31,7 @@ pub struct SessionOptions {
     pub snapshot_time: Option<Timestamp>,
 }
 
-/// Options of a transaction ([`ClientSession::start_transaction_with`](crate::ClientSession::start_transaction_with), or a session's
+/// Options of a transaction ([`ClientSession::start_transaction`](crate::ClientSession::start_transaction), or a session's
 /// [`SessionOptions::default_transaction_options`]). Each option left `None` comes from the
 /// session's default transaction options, else from the client.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -56,14 +56,4 @@ pub struct EndTransactionOptions {
     /// timeoutMS of this call (`Some(Duration::ZERO)`: no limit); `None` uses the session's
     /// default timeout.
     pub timeout: Option<Duration>,
-}
-
-/// Options of [`ClientSession::with_transaction`](crate::ClientSession::with_transaction).
-#[derive(Debug, Clone, Default)]
-pub struct WithTransactionOptions {
-    /// timeoutMS of the whole call, retries included (`Some(Duration::ZERO)`: no limit);
-    /// `None` uses the session's default timeout. Without any, retries stop after 120 s.
-    pub timeout: Option<Duration>,
-    /// The options of each transaction it starts (`None`: the session's defaults).
-    pub transaction_options: Option<TransactionOptions>,
 }

@@ -1,4 +1,4 @@
-//! Transactions of an explicit session: start, commit, abort and `with_transaction` (the
+//! Transactions of an explicit session: start, commit, abort and `run_transaction` (the
 //! transactions and convenient transactions specs), how a statement of a transaction is
 //! sent, and how an operation runs with the session (its executor binding).
 //!
@@ -17,7 +17,7 @@
 //! CSOT: an operation with a session runs under its handle's timeoutMS (selection, check-out,
 //! round trip, `maxTimeMS`); commit and abort under the call's, else the session's default
 //! timeout ([`SessionOptions::default_timeout`], else the client's).
-//! [`ClientSession::with_transaction`] applies one deadline to its whole run.
+//! `StartTransaction::and_run` applies one deadline to its whole run.
 //!
 //! Outside a transaction an explicit session's operations are retried as implicit ones are; a
 //! transaction's statements are not (commit and abort are retried once on a retryable error).
@@ -25,7 +25,6 @@
 use std::time::Duration;
 
 use bson::Document;
-use futures_util::future::BoxFuture;
 use pool::cmap::CheckoutPurpose;
 use protocol::sdam::TopologyType;
 use selection::ReadPreference;
@@ -41,7 +40,7 @@ use super::super::timeout::{self, Limits};
 
 #[cfg(doc)]
 use super::options::SessionOptions;
-use super::options::{EndTransactionOptions, TransactionOptions, WithTransactionOptions};
+use super::options::{EndTransactionOptions, TransactionOptions};
 use super::{state_error, CallbackTimeout, ClientSession, TransactionState};
 use crate::error::{RETRYABLE_WRITE_ERROR, TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 use crate::selection_actor::Criteria;
@@ -52,22 +51,16 @@ use crate::{Error, Result};
 const WITH_TRANSACTION_LIMIT: Duration = Duration::from_secs(120);
 
 impl ClientSession {
-    /// Starts a transaction with the session's default transaction options: the next
-    /// command carries `startTransaction: true`.
-    ///
-    /// # Errors
-    /// As [`start_transaction_with`](Self::start_transaction_with).
-    pub fn start_transaction(&mut self) -> Result<()> {
-        self.start_transaction_with(TransactionOptions::default())
-    }
-
     /// Starts a transaction with `options` (each one not set comes from the session's
-    /// default transaction options, else from the client).
+    /// default transaction options, else from the client): the next command carries
+    /// `startTransaction: true`. Behind
+    /// [`ClientSession::start_transaction`](crate::ClientSession::start_transaction).
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) when a transaction is already in progress, the session is
-    /// a snapshot session, or the write concern is unacknowledged.
-    pub fn start_transaction_with(&mut self, options: TransactionOptions) -> Result<()> {
+    /// [`ErrorKind::Transaction`](crate::error::ErrorKind::Transaction) when a transaction is
+    /// already in progress, the session is a snapshot session, or the write concern is
+    /// unacknowledged.
+    pub(crate) fn begin_transaction(&mut self, options: TransactionOptions) -> Result<()> {
         if self.snapshot {
             return Err(state_error("Transactions are not supported in snapshot sessions"));
         }
@@ -231,108 +224,52 @@ impl ClientSession {
         Ok(())
     }
 
-    /// Runs `callback` in a transaction and commits it (the convenient transactions API):
-    /// the whole transaction is retried on a `TransientTransactionError`, the commit on an
-    /// `UnknownTransactionCommitResult`, until the timeout (the options', else the session's
-    /// default timeout) expires, or for 120 s without one. The callback's operations with
-    /// this session share that deadline; one on a handle whose timeoutMS differs from the
-    /// client's fails with [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument). Operations without the session do not
-    /// get the deadline. When the callback fails the transaction is aborted under a fresh
-    /// timeout.
-    ///
-    /// ```no_run
-    /// # async fn example(client: actors::Client) -> actors::Result<()> {
-    /// use futures_util::FutureExt;
-    /// let coll = client.database("app").collection::<bson::Document>("people");
-    /// let mut session = client.start_session().await?;
-    /// session
-    ///     .with_transaction(
-    ///         &coll,
-    ///         |session, coll| {
-    ///             async move {
-    ///                 coll.insert_one(bson::doc! {"name": "Ada"}).session(session).await?;
-    ///                 Ok(())
-    ///             }
-    ///             .boxed()
-    ///         },
-    ///         Default::default(),
-    ///     )
-    ///     .await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    ///
-    /// # Errors
-    /// The callback's error (after the abort), the commit's error, or [`ErrorKind::Timeout`](crate::error::ErrorKind::Timeout)
-    /// (wrapping the last error) when the timeout expires between retries;
-    /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) when a transaction is already in progress.
-    pub async fn with_transaction<R, C, F>(
-        &mut self,
-        mut context: C,
-        mut callback: F,
-        options: WithTransactionOptions,
-    ) -> Result<R>
-    where
-        F: for<'b> FnMut(&'b mut ClientSession, &'b mut C) -> BoxFuture<'b, Result<R>>,
-    {
-        let timeout = timeout::inherit(self.default_timeout, options.timeout);
-        let deadline = timeout::deadline(timeout);
-        let started = Instant::now();
-        let time_left = || match (timeout, deadline) {
-            (Some(_), Some(d)) => Instant::now() < d,
-            (Some(_), None) => true,
-            _ => started.elapsed() < WITH_TRANSACTION_LIMIT,
+    /// The start of a convenient transaction run (`StartTransaction::and_run`): its timeout
+    /// (`timeout`, else the session's default) and deadline.
+    pub(crate) fn transaction_run(&self, timeout: Option<Duration>) -> TransactionRun {
+        let timeout = timeout::inherit(self.default_timeout, timeout);
+        TransactionRun { timeout, deadline: timeout::deadline(timeout), started: Instant::now() }
+    }
+
+    /// Starts one attempt of a convenient run: the callback's operations with this session
+    /// share the run's deadline.
+    pub(crate) fn begin_attempt(&mut self, run: &TransactionRun, options: &TransactionOptions) -> Result<()> {
+        self.begin_transaction(options.clone())?;
+        self.callback_timeout =
+            run.timeout.map(|timeout| CallbackTimeout { timeout: Some(timeout), deadline: run.deadline });
+        Ok(())
+    }
+
+    /// Ends one attempt with the callback's result (the convenient transactions spec): the
+    /// transaction is aborted when the callback failed, committed otherwise (the commit
+    /// retried on `UnknownTransactionCommitResult`), and the whole transaction retried on a
+    /// `TransientTransactionError` while time is left.
+    pub(crate) async fn end_attempt<R>(&mut self, run: &TransactionRun, ret: Result<R>) -> Attempt<R> {
+        self.callback_timeout = None;
+        let ret = match ret {
+            Ok(r) => r,
+            Err(e) => {
+                if self.in_transaction() {
+                    // A fresh timeout: the transaction must not stay open on the server.
+                    let _ = self.abort_until(run.timeout, timeout::deadline(run.timeout)).await;
+                }
+                return run.retry_if(e.contains_label(TRANSIENT_TRANSACTION_ERROR), e);
+            }
         };
-        let out_of_time = |e: Error| match timeout {
-            Some(_) if !e.is_timeout() => {
-                Error::timeout(format!("timeoutMS expired while retrying the transaction after: {e}"), Some(e))
-            }
-            _ => e,
-        };
-        'transaction: loop {
-            self.start_transaction_with(options.transaction_options.clone().unwrap_or_default())?;
-            self.callback_timeout =
-                timeout.map(|timeout| CallbackTimeout { timeout: Some(timeout), deadline });
-            let ret = callback(self, &mut context).await;
-            self.callback_timeout = None;
-            let ret = match ret {
-                Ok(r) => r,
-                Err(e) => {
-                    if self.in_transaction() {
-                        // A fresh timeout: the transaction must not stay open on the server.
-                        let _ = self.abort_until(timeout, timeout::deadline(timeout)).await;
-                    }
-                    if e.contains_label(TRANSIENT_TRANSACTION_ERROR) {
-                        if time_left() {
-                            continue 'transaction;
-                        }
-                        return Err(out_of_time(e));
-                    }
-                    return Err(e);
+        if !self.in_transaction() {
+            // The callback committed or aborted itself.
+            return Attempt::Done(Ok(ret));
+        }
+        loop {
+            let Err(e) = self.commit_until(run.timeout, run.deadline).await else { return Attempt::Done(Ok(ret)) };
+            let max_time_expired = e.code() == Some(protocol::reply::MAX_TIME_MS_EXPIRED);
+            if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && !max_time_expired {
+                if run.time_left() {
+                    continue;
                 }
-            };
-            if !self.in_transaction() {
-                // The callback committed or aborted itself.
-                return Ok(ret);
+                return Attempt::Done(Err(run.out_of_time(e)));
             }
-            loop {
-                let result = self.commit_until(timeout, deadline).await;
-                let Err(e) = result else { return Ok(ret) };
-                let max_time_expired = e.code() == Some(protocol::reply::MAX_TIME_MS_EXPIRED);
-                if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && !max_time_expired {
-                    if time_left() {
-                        continue;
-                    }
-                    return Err(out_of_time(e));
-                }
-                if e.contains_label(TRANSIENT_TRANSACTION_ERROR) {
-                    if time_left() {
-                        continue 'transaction;
-                    }
-                    return Err(out_of_time(e));
-                }
-                return Err(e);
-            }
+            return run.retry_if(e.contains_label(TRANSIENT_TRANSACTION_ERROR), e);
         }
     }
 
@@ -378,7 +315,7 @@ impl ClientSession {
         let limits = match self.callback_timeout {
             Some(c) => {
                 if limits.timeout != self.client.inner.settings.timeout {
-                    return Err(Error::invalid_argument("timeoutMS cannot be set for an operation inside with_transaction"));
+                    return Err(Error::invalid_argument("timeoutMS cannot be set for an operation inside StartTransaction::and_run"));
                 }
                 Limits { timeout: c.timeout, deadline: c.deadline, ..limits }
             }
@@ -568,5 +505,51 @@ impl Drop for ClientSession {
             self.client.inner.sessions.release(s, self.timeout_minutes);
         }
         self.unpin();
+    }
+}
+
+/// A convenient transaction run's limits (`StartTransaction::and_run`).
+pub(crate) struct TransactionRun {
+    timeout: Option<Duration>,
+    deadline: Option<Instant>,
+    started: Instant,
+}
+
+/// What follows an attempt of a convenient transaction run.
+pub(crate) enum Attempt<R> {
+    /// Run the whole transaction again.
+    Retry,
+    /// The run's outcome.
+    Done(Result<R>),
+}
+
+impl TransactionRun {
+    /// Whether another attempt may start: before the deadline, or within 120 s without a
+    /// timeout.
+    fn time_left(&self) -> bool {
+        match (self.timeout, self.deadline) {
+            (Some(_), Some(d)) => Instant::now() < d,
+            (Some(_), None) => true,
+            _ => self.started.elapsed() < WITH_TRANSACTION_LIMIT,
+        }
+    }
+
+    /// Under a timeout, the last error becomes the timeout's cause.
+    fn out_of_time(&self, e: Error) -> Error {
+        match self.timeout {
+            Some(_) if !e.is_timeout() => {
+                Error::timeout(format!("timeoutMS expired while retrying the transaction after: {e}"), Some(e))
+            }
+            _ => e,
+        }
+    }
+
+    /// Retry when `transient` and time is left; otherwise `e`.
+    fn retry_if<R>(&self, transient: bool, e: Error) -> Attempt<R> {
+        match (transient, self.time_left()) {
+            (true, true) => Attempt::Retry,
+            (true, false) => Attempt::Done(Err(self.out_of_time(e))),
+            (false, _) => Attempt::Done(Err(e)),
+        }
     }
 }

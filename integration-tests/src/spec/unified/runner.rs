@@ -454,7 +454,8 @@ async fn create_session(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
     let c = spec.get_str("client").map_err(|_| "session without client")?;
     let session = client(ctx, c)?
         .client
-        .start_session_with_options(sessions::session_options(spec, &ctx.values)?)
+        .start_session()
+        .with_options(sessions::session_options(spec, &ctx.values)?)
         .await
         .map_err(|e| format!("session {id}: {e}"))?;
     if let Some(lsid) = session.id() {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use actors::{ClientSession, EndTransactionOptions, TransactionOptions, WithTransactionOptions};
+use actors::{ClientSession, EndTransactionOptions, TransactionOptions};
 use bson::{Bson, Document};
 use futures_util::future::BoxFuture;
 
@@ -82,7 +82,7 @@ pub(super) async fn session_op(ctx: &mut Ctx, sid: &str, name: &str, args: &Docu
             let Some(Entity::Session(Some(session))) = ctx.entities.get_mut(sid) else {
                 return Some(Err(format!("session {sid} has ended")));
             };
-            Some(start_transaction(session, args))
+            Some(start_transaction(session, args).await)
         }
         "withTransaction" => Some(with_transaction(ctx, sid, args).await),
         "getSnapshotTime" => {
@@ -95,16 +95,16 @@ pub(super) async fn session_op(ctx: &mut Ctx, sid: &str, name: &str, args: &Docu
     }
 }
 
-fn start_transaction(session: &mut ClientSession, args: &Document) -> R<OpResult> {
+async fn start_transaction(session: &mut ClientSession, args: &Document) -> R<OpResult> {
     let options = transaction_options(args)?;
-    Ok(session.start_transaction_with(options).map(|()| None))
+    Ok(session.start_transaction().with_options(options).await.map(|()| None))
 }
 
 /// A session operation inside a `withTransaction` callback, on the callback's session.
 async fn callback_session_op(session: &mut ClientSession, name: &str, args: &Document) -> R<OpResult> {
     let options = EndTransactionOptions { timeout: timeout_ms(args) };
     let r = match name {
-        "startTransaction" => return start_transaction(session, args),
+        "startTransaction" => return start_transaction(session, args).await,
         "commitTransaction" => session.commit_transaction_with(options).await,
         "abortTransaction" => session.abort_transaction_with(options).await,
         other => return Err(format!("session operation {other} is not supported in a callback")),
@@ -132,12 +132,13 @@ async fn with_transaction(ctx: &mut Ctx, sid: &str, args: &Document) -> R<OpResu
         }
         _ => return Err(format!("unknown session entity {sid}")),
     };
-    let options = WithTransactionOptions {
-        timeout: timeout_ms(args),
-        transaction_options: Some(transaction_options(args)?),
-    };
+    let options = transaction_options(args)?;
     let mut state = Callback { ctx: &mut *ctx, sid: sid.to_string(), operations, failure: None };
-    let result = session.with_transaction(&mut state, run_callback, options).await;
+    let mut start = session.start_transaction().with_options(options);
+    if let Some(timeout) = timeout_ms(args) {
+        start = start.timeout(timeout);
+    }
+    let result = start.and_run(&mut state, run_callback).await;
     let failure = state.failure.take();
     if let Some(lsid) = session.id() {
         ctx.lsids.insert(sid.to_string(), lsid.clone());

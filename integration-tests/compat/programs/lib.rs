@@ -1,0 +1,28 @@
+//! Programs written against the official `mongodb` 3.x API, in the style of its documentation,
+//! and nothing else: `compat-ours` builds them against this client (renamed `mongodb` in its
+//! Cargo.toml) and runs them; `compat-official` builds the same files against the official
+//! crate. Each program takes a connection string and a database name of its own, checks what
+//! it reads back, and returns the first error.
+//!
+//! A program joins this crate only when it compiles against both crates; what the official
+//! API has and ours does not yet is listed in `../API-GAPS.md`.
+#![allow(clippy::unwrap_used)]
+
+pub mod crud;
+pub mod errors;
+pub mod transactions;
+
+/// Every program: its name, whether it needs a replica set (transactions), and the program.
+pub fn all() -> Vec<(&'static str, bool, Program)> {
+    vec![
+        ("crud", false, |uri, db| Box::pin(crud::run(uri, db))),
+        ("errors", false, |uri, db| Box::pin(errors::run(uri, db))),
+        ("transactions", true, |uri, db| Box::pin(transactions::run(uri, db))),
+    ]
+}
+
+/// A program: connection string and database name in, the first error out.
+pub type Program = for<'a> fn(
+    &'a str,
+    &'a str,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = mongodb::error::Result<()>> + 'a>>;
