@@ -52,8 +52,7 @@ pub mod options {
         PartialBulkWriteResult, ReadConcern, ReadConcernLevel, ReplaceOneModel, ReplaceOptions,
         ReturnDocument, RunCommandOptions, RunCursorCommandOptions, SearchIndexModel, SessionOptions,
         SummaryBulkWriteResult, TimeoutMode, TransactionOptions, UpdateManyModel, UpdateModifications,
-        UpdateOneModel, UpdateOptions, UpdateResult, VerboseBulkWriteResult,
-        WriteConcern, WriteModel,
+        UpdateOneModel, UpdateOptions, UpdateResult, VerboseBulkWriteResult, WriteConcern, WriteModel,
     };
     pub use crate::client::{ClientOptions, ClientOptionsBuilder};
     pub use protocol::hello::command::ServerApi;

@@ -129,10 +129,10 @@ impl MonitorOptions {
     fn validate(&self) -> Result<()> {
         if self.heartbeat_frequency < MIN_HEARTBEAT_FREQUENCY {
             return Err(Error::invalid_argument(format!(
-                    "heartbeatFrequencyMS must be at least {} ms, not {} ms",
-                    MIN_HEARTBEAT_FREQUENCY.as_millis(),
-                    self.heartbeat_frequency.as_millis()
-                )));
+                "heartbeatFrequencyMS must be at least {} ms, not {} ms",
+                MIN_HEARTBEAT_FREQUENCY.as_millis(),
+                self.heartbeat_frequency.as_millis()
+            )));
         }
         Ok(())
     }

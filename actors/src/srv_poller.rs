@@ -68,7 +68,9 @@ impl SrvPoller {
     /// created.
     pub fn start(topology: &Topology, options: SrvPollerOptions) -> Result<Addr<SrvPoller>> {
         if options.rescan_interval < MIN_RESCAN_INTERVAL {
-            return Err(Error::invalid_argument(format!("the SRV rescan interval must be at least {MIN_RESCAN_INTERVAL:?}")));
+            return Err(Error::invalid_argument(format!(
+                "the SRV rescan interval must be at least {MIN_RESCAN_INTERVAL:?}"
+            )));
         }
         let resolver = SrvResolver::new(&options.resolver_config)?;
         Ok(SrvPoller {

@@ -65,7 +65,10 @@ read_preference = "secondaryPreferred"
     std::env::remove_var("MONGO_ACTORS_HEARTBEAT_FREQUENCY_MS");
     std::env::set_var("MONGO_ACTORS_MAX_POOLSIZE", "3");
     let r = ClientOptions::from_config(None, Some(&file)).await;
-    assert!(r.as_ref().is_err_and(|e| matches!(*e.kind, actors::ErrorKind::InvalidArgument { .. })), "a misspelt variable is an error: {r:?}");
+    assert!(
+        r.as_ref().is_err_and(|e| matches!(*e.kind, actors::ErrorKind::InvalidArgument { .. })),
+        "a misspelt variable is an error: {r:?}"
+    );
     std::env::remove_var("MONGO_ACTORS_MAX_POOLSIZE");
 
     // Environment only, no file.

@@ -409,7 +409,12 @@ async fn close_stops_every_actor_and_publishes_a_final_snapshot() {
     // Closing again is fine; talking to a closed topology is an error, not a panic.
     h.topology.close().await.expect("idempotent");
     h.settle().await;
-    assert!(h.topology.request_immediate_check().await.as_ref().is_err_and(|e| matches!(*e.kind, actors::ErrorKind::Shutdown)));
+    assert!(h
+        .topology
+        .request_immediate_check()
+        .await
+        .as_ref()
+        .is_err_and(|e| matches!(*e.kind, actors::ErrorKind::Shutdown)));
     assert!(!pool_actors[0].connected(), "the pool actors stopped with the topology");
 }
 

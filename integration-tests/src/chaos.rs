@@ -551,24 +551,19 @@ fn spawn_transactions(
                         let context = (coll.clone(), k, w);
                         session
                             .start_transaction()
-                            .and_run(
-                                context,
-                                |session, (coll, k, w)| {
-                                    Box::pin(async move {
-                                        coll.insert_one(doc! {"_id": *k, "w": *w})
-                                            .session(&mut *session)
-                                            .await?;
-                                        coll.update_one(
-                                            doc! {"_id": format!("count-{w}")},
-                                            doc! {"$inc": {"n": 1_i64}},
-                                        )
-                                        .upsert(true)
-                                        .session(&mut *session)
-                                        .await?;
-                                        Ok(())
-                                    })
-                                },
-                            )
+                            .and_run(context, |session, (coll, k, w)| {
+                                Box::pin(async move {
+                                    coll.insert_one(doc! {"_id": *k, "w": *w}).session(&mut *session).await?;
+                                    coll.update_one(
+                                        doc! {"_id": format!("count-{w}")},
+                                        doc! {"$inc": {"n": 1_i64}},
+                                    )
+                                    .upsert(true)
+                                    .session(&mut *session)
+                                    .await?;
+                                    Ok(())
+                                })
+                            })
                             .await
                     };
                     // and_run retries until timeoutMS: never longer than that (plus

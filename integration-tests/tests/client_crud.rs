@@ -280,12 +280,21 @@ async fn run_cursor_command_and_timeout_modes() {
         timeout: Some(Duration::from_secs(5)),
         ..Default::default()
     };
-    assert!(matches!(*db.run_cursor_command(doc! {"find": "items"}).with_options(options).await.unwrap_err().kind, ErrorKind::InvalidArgument { .. }));
+    assert!(matches!(
+        *db.run_cursor_command(doc! {"find": "items"}).with_options(options).await.unwrap_err().kind,
+        ErrorKind::InvalidArgument { .. }
+    ));
     let coll = db.collection::<bson::Document>("items");
     let options = FindOptions { timeout_mode: mode, ..Default::default() };
-    assert!(matches!(*coll.find(doc! {}).with_options(options).await.unwrap_err().kind, ErrorKind::InvalidArgument { .. }));
+    assert!(matches!(
+        *coll.find(doc! {}).with_options(options).await.unwrap_err().kind,
+        ErrorKind::InvalidArgument { .. }
+    ));
     let options = ListOptions { timeout_mode: mode, ..Default::default() };
-    assert!(matches!(*coll.list_indexes().with_options(options).await.unwrap_err().kind, ErrorKind::InvalidArgument { .. }));
+    assert!(matches!(
+        *coll.list_indexes().with_options(options).await.unwrap_err().kind,
+        ErrorKind::InvalidArgument { .. }
+    ));
     let options = AggregateOptions {
         timeout_mode: Some(TimeoutMode::Iteration),
         timeout: Some(Duration::from_secs(5)),
@@ -418,7 +427,10 @@ async fn close_tailable_and_session_count() {
     assert_eq!(find[0].get_bool("tailable").ok(), Some(true));
     assert!(!find[0].contains_key("awaitData") && max_time(&find[0]).is_none(), "{:?}", find[0]);
     let lifetime = FindOptions { timeout_mode: Some(TimeoutMode::CursorLifetime), ..tailable };
-    assert!(matches!(*capped.find(doc! {}).with_options(lifetime).await.unwrap_err().kind, ErrorKind::InvalidArgument { .. }));
+    assert!(matches!(
+        *capped.find(doc! {}).with_options(lifetime).await.unwrap_err().kind,
+        ErrorKind::InvalidArgument { .. }
+    ));
     drop(cursor);
 
     // countDocuments with an explicit session sends its lsid.
@@ -612,13 +624,19 @@ async fn tailable_await_max_await_time() {
         max_await_time: Some(Duration::from_millis(50)),
         ..Default::default()
     };
-    assert!(matches!(*coll.find(doc! {}).with_options(too_long).await.unwrap_err().kind, ErrorKind::InvalidArgument { .. }));
+    assert!(matches!(
+        *coll.find(doc! {}).with_options(too_long).await.unwrap_err().kind,
+        ErrorKind::InvalidArgument { .. }
+    ));
     let options = AggregateOptions {
         timeout: Some(Duration::from_millis(50)),
         max_await_time: Some(Duration::from_millis(80)),
         ..Default::default()
     };
-    assert!(matches!(*coll.aggregate(vec![]).with_options(options).await.unwrap_err().kind, ErrorKind::InvalidArgument { .. }));
+    assert!(matches!(
+        *coll.aggregate(vec![]).with_options(options).await.unwrap_err().kind,
+        ErrorKind::InvalidArgument { .. }
+    ));
 
     // The getMore waits maxAwaitTimeMS for data (the cursor stays open) and sends it as
     // maxTimeMS; the remaining timeoutMS caps it.

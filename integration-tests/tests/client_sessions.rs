@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 use actors::command_events::CommandEvent;
 use actors::{
-    ClientSession, Collection, EndTransactionOptions, FindOptions, SessionOptions,
-    TransactionState,
+    ClientSession, Collection, EndTransactionOptions, FindOptions, SessionOptions, TransactionState,
 };
 use bson::{doc, Bson, Document};
 use futures_util::future::BoxFuture;
@@ -60,10 +59,7 @@ async fn with_transaction_commits_the_callback_work() {
     };
     let coll = s.database("app").collection::<bson::Document>("c");
     let mut session = s.client.start_session().await.expect("session");
-    let n = session
-        .start_transaction().and_run(coll.clone(), insert_two)
-        .await
-        .expect("committed");
+    let n = session.start_transaction().and_run(coll.clone(), insert_two).await.expect("committed");
     assert_eq!(n, 7);
     assert_eq!(session.transaction_state(), TransactionState::Committed);
     let cmds = started(&s.events);
@@ -85,7 +81,8 @@ async fn with_transaction_retries_a_transient_error() {
     s.fail_point(bson::bson!({"times": 1}), doc! {"failCommands": ["insert"], "errorCode": 112}).await;
     let mut session = s.client.start_session().await.expect("session");
     let n = session
-        .start_transaction().and_run(coll.clone(), insert_two)
+        .start_transaction()
+        .and_run(coll.clone(), insert_two)
         .await
         .expect("committed on the second attempt");
     assert_eq!(n, 7);
@@ -145,10 +142,7 @@ async fn a_timeout_set_inside_the_callback_is_rejected() {
     };
     let coll = s.database("app").collection::<bson::Document>("c");
     let mut session = s.client.start_session().await.expect("session");
-    let e = session
-        .start_transaction().and_run(coll, insert_with_own_timeout)
-        .await
-        .expect_err("rejected");
+    let e = session.start_transaction().and_run(coll, insert_with_own_timeout).await.expect_err("rejected");
     assert!(matches!(*e.kind, actors::ErrorKind::InvalidArgument { .. }), "{e}");
     assert!(started(&s.events).is_empty(), "nothing was sent");
     assert_eq!(session.transaction_state(), TransactionState::Aborted);

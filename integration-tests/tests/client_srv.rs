@@ -187,7 +187,9 @@ async fn resolution_rules_through_the_stub() {
     assert_eq!(o.connection_string.hosts[0].to_string(), "c.one.test:3");
 
     // Errors: no records, wrong domain, two TXT records, a forbidden TXT option.
-    let dns_err = |r: actors::Result<ClientOptions>| r.as_ref().is_err_and(|e| matches!(*e.kind, actors::ErrorKind::DnsResolve { .. }));
+    let dns_err = |r: actors::Result<ClientOptions>| {
+        r.as_ref().is_err_and(|e| matches!(*e.kind, actors::ErrorKind::DnsResolve { .. }))
+    };
     assert!(dns_err(parse(&dns, "mongodb+srv://none.test/").await));
     dns.set_srv("_mongodb._tcp.bad.test", &[("a.evil.test", 1)]);
     assert!(dns_err(parse(&dns, "mongodb+srv://bad.test/").await));

@@ -76,7 +76,10 @@ async fn a_file_goes_in_and_out_of_a_bucket_byte_for_byte() {
     let missing =
         bucket.open_download_stream_by_name("report.bin").revision(5).await.expect_err("no such revision");
     assert!(
-        matches!(*missing.kind, actors::ErrorKind::GridFs(GridFsErrorKind::RevisionNotFound { revision: 5, .. })),
+        matches!(
+            *missing.kind,
+            actors::ErrorKind::GridFs(GridFsErrorKind::RevisionNotFound { revision: 5, .. })
+        ),
         "{missing}"
     );
 

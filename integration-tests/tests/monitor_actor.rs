@@ -114,7 +114,9 @@ fn heartbeat_below_the_minimum_is_rejected() {
             collector.recipient(),
         );
         options.heartbeat_frequency = Duration::from_millis(499);
-        assert!(MonitorActor::new(options).as_ref().is_err_and(|e| matches!(*e.kind, actors::ErrorKind::InvalidArgument { .. })));
+        assert!(MonitorActor::new(options)
+            .as_ref()
+            .is_err_and(|e| matches!(*e.kind, actors::ErrorKind::InvalidArgument { .. })));
     });
 }
 

@@ -706,10 +706,7 @@ async fn max_pool_size_and_wait_queue_timeout() {
         let second = c.ping().await;
         if second_waits {
             let err = second.expect_err("the only connection is busy");
-            assert!(
-                matches!(err.pool_error(), Some(pool::Error::WaitQueueTimeout { .. })),
-                "{err:?}"
-            );
+            assert!(matches!(err.pool_error(), Some(pool::Error::WaitQueueTimeout { .. })), "{err:?}");
             assert!(started.elapsed() < Duration::from_millis(1000), "{:?}", started.elapsed());
         } else {
             second.expect("a second connection");

@@ -22,9 +22,9 @@ use super::options::crud::{Collation, Hint, UpdateModifications};
 use super::session::ClientSession;
 use super::timeout;
 use super::timeout::Limits;
-use protocol::reply::{ServerError, WriteConcernError, WriteError};
 use crate::results::BulkWriteResult;
 use crate::{Error, Result};
+use protocol::reply::{ServerError, WriteConcernError, WriteError};
 
 /// The most statements per command (the servers' `maxWriteBatchSize`).
 const MAX_BATCH: usize = 100_000;
@@ -399,34 +399,38 @@ impl RunBatches<'_> {
                 match super::executor::run(handle.client(), op, limits, session.as_deref_mut()).await {
                     Ok(reply) => (reply, false),
                     Err(e) => match e.into_write_reply() {
-                    Ok((address, error)) => {
-                        let ServerError {
-                            write_errors: errors,
-                            write_concern_error: wce,
-                            labels,
-                            response,
-                            ..
-                        } = error;
-                        let stop = ordered && !errors.is_empty();
-                        write_errors.extend(errors.into_iter().map(|mut e| {
-                            e.index = batch.indexes.get(e.index).copied().unwrap_or(e.index);
-                            e
-                        }));
-                        if write_concern_error.is_none() {
-                            write_concern_error = wce;
+                        Ok((address, error)) => {
+                            let ServerError {
+                                write_errors: errors,
+                                write_concern_error: wce,
+                                labels,
+                                response,
+                                ..
+                            } = error;
+                            let stop = ordered && !errors.is_empty();
+                            write_errors.extend(errors.into_iter().map(|mut e| {
+                                e.index = batch.indexes.get(e.index).copied().unwrap_or(e.index);
+                                e
+                            }));
+                            if write_concern_error.is_none() {
+                                write_concern_error = wce;
+                            }
+                            failure = Some((address, labels));
+                            // What succeeded beside the errors still counts (the partial result).
+                            (WriteReply::parse(&response), stop)
                         }
-                        failure = Some((address, labels));
-                        // What succeeded beside the errors still counts (the partial result).
-                        (WriteReply::parse(&response), stop)
-                    }
-                    // What ran before the error is the partial result (the failing batch's
-                    // writes are not counted: their outcome is unknown).
-                    Err(error) => {
-                        let unconfirmed: Vec<usize> =
-                            batch.indexes.iter().copied().chain(batches.flat_map(|b| b.indexes)).collect();
-                        keep_inserted_ids(&mut result, &write_errors, ordered, &unconfirmed);
-                        return Err(error.with_partial_result(result));
-                    }
+                        // What ran before the error is the partial result (the failing batch's
+                        // writes are not counted: their outcome is unknown).
+                        Err(error) => {
+                            let unconfirmed: Vec<usize> = batch
+                                .indexes
+                                .iter()
+                                .copied()
+                                .chain(batches.flat_map(|b| b.indexes))
+                                .collect();
+                            keep_inserted_ids(&mut result, &write_errors, ordered, &unconfirmed);
+                            return Err(error.with_partial_result(result));
+                        }
                     },
                 };
             // Counts from the server saturate: a lying `n` cannot overflow the sums.

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
+use typed_builder::TypedBuilder;
 
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use protocol::hello::reply::{bson_to_i64, bson_truthy};
@@ -36,12 +37,12 @@ use super::session::ClientSession;
 use super::timeout;
 use super::timeout::Limits;
 use crate::error::{BulkWriteError, WriteConcernError, WriteError};
-use protocol::reply::ServerError;
 use crate::results::{
     DeleteResult, InsertOneResult, PartialBulkWriteResult, SummaryBulkWriteResult, UpdateResult,
     VerboseBulkWriteResult,
 };
 use crate::{Error, Result};
+use protocol::reply::ServerError;
 
 /// The most writes per `bulkWrite` command (the servers' `maxWriteBatchSize`).
 const MAX_WRITES: usize = 100_000;
@@ -174,7 +175,8 @@ impl<T: Serialize + 'static> Collection<T> {
 }
 
 /// Options of [`Client::bulk_write`].
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ClientBulkWriteOptions {
     /// Run the writes in order and stop at the first write error (`None`: `true`).
@@ -229,10 +231,14 @@ pub(crate) async fn run(
         return Err(Error::invalid_argument("bulk_write needs at least one write"));
     }
     if !acknowledged && verbose {
-        return Err(Error::invalid_argument("Cannot request unacknowledged write concern and verbose results"));
+        return Err(Error::invalid_argument(
+            "Cannot request unacknowledged write concern and verbose results",
+        ));
     }
     if !acknowledged && ordered {
-        return Err(Error::invalid_argument("Cannot request unacknowledged write concern and ordered writes"));
+        return Err(Error::invalid_argument(
+            "Cannot request unacknowledged write concern and ordered writes",
+        ));
     }
     let write_concern = match write_concern {
         Some(wc) => {
@@ -374,9 +380,7 @@ fn encode_write(
         Kind::Delete => "delete",
     };
     op.insert(key, index);
-    let raw = |d: &Document| {
-        RawDocumentBuf::try_from(d).map_err(|e| Error::serialization(e.to_string()))
-    };
+    let raw = |d: &Document| RawDocumentBuf::try_from(d).map_err(|e| Error::serialization(e.to_string()));
     Ok((raw(&op)?, ns_doc.as_ref().map(raw).transpose()?))
 }
 
@@ -555,24 +559,24 @@ impl Gather<'_> {
                 Ok(reply) => reply,
                 // `ok: 1` with a writeConcernError: the writes ran; their results are in the reply.
                 Err(e) => match e.into_write_reply() {
-                Ok((address, error)) => {
-                    let ServerError { write_concern_error, response, .. } = error;
-                    self.write_concern_errors.extend(write_concern_error.as_ref().map(Into::into));
-                    let (id, batch) = first_batch(&response);
-                    let cursor = CursorReply {
-                        address,
-                        db: "admin".into(),
-                        collection: "$cmd.bulkWrite".into(),
-                        id,
-                        batch,
-                        session: None,
-                        connection: None,
-                        post_batch_resume_token: None,
-                        operation_time: None,
-                    };
-                    (cursor, Counts::read(&response))
-                }
-                Err(e) => return Err(self.fail(e)),
+                    Ok((address, error)) => {
+                        let ServerError { write_concern_error, response, .. } = error;
+                        self.write_concern_errors.extend(write_concern_error.as_ref().map(Into::into));
+                        let (id, batch) = first_batch(&response);
+                        let cursor = CursorReply {
+                            address,
+                            db: "admin".into(),
+                            collection: "$cmd.bulkWrite".into(),
+                            id,
+                            batch,
+                            session: None,
+                            connection: None,
+                            post_batch_resume_token: None,
+                            operation_time: None,
+                        };
+                        (cursor, Counts::read(&response))
+                    }
+                    Err(e) => return Err(self.fail(e)),
                 },
             };
         if !self.acknowledged {

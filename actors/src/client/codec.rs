@@ -30,8 +30,7 @@ pub(crate) fn decode_raw<T: DeserializeOwned + 'static>(raw: &bson::RawDocument)
     if std::any::TypeId::of::<T>() == std::any::TypeId::of::<Document>() {
         return decode(crate::client::executor::operation::convert(raw));
     }
-    bson::deserialize_from_slice(raw.as_bytes())
-        .map_err(|e| Error::deserialization(e.to_string()))
+    bson::deserialize_from_slice(raw.as_bytes()).map_err(|e| Error::deserialization(e.to_string()))
 }
 
 /// `value` as a `Document` (a `Document` is cloned as it is).
@@ -41,7 +40,10 @@ pub(crate) fn encode<T: Serialize + 'static>(value: &T) -> Result<Document> {
     }
     match bson::serialize_to_bson(value) {
         Ok(Bson::Document(d)) => Ok(d),
-        Ok(other) => Err(Error::serialization(format!("a document must serialize to a BSON document, not {:?}", other.element_type()))),
+        Ok(other) => Err(Error::serialization(format!(
+            "a document must serialize to a BSON document, not {:?}",
+            other.element_type()
+        ))),
         Err(e) => Err(Error::serialization(e.to_string())),
     }
 }
@@ -74,8 +76,7 @@ pub(crate) fn encode_raw<T: Serialize + 'static>(value: &T) -> Result<bson::RawD
         if buf.capacity() > KEEP {
             *buf = Vec::new();
         }
-        bson::RawDocumentBuf::from_bytes(bytes)
-            .map_err(|e| Error::serialization(e.to_string()))
+        bson::RawDocumentBuf::from_bytes(bytes).map_err(|e| Error::serialization(e.to_string()))
     };
     // A serializer that re-enters (a user's `Serialize` that inserts) gets a buffer of its own.
     SCRATCH

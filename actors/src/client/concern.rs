@@ -3,6 +3,7 @@
 //! wins over its collection's, which wins over its database's, which wins over the client's).
 
 use std::time::Duration;
+use typed_builder::TypedBuilder;
 
 use bson::{doc, Bson, Document};
 pub use protocol::uri::Acknowledgment;
@@ -57,7 +58,8 @@ impl ReadConcernLevel {
 }
 
 /// A read concern. The default (no level) is the server's default and is not sent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(deny_unknown_fields)]
 pub struct ReadConcern {
     /// The level (`None`: the server's default).
@@ -114,7 +116,8 @@ impl From<ReadConcernLevel> for ReadConcern {
 /// A write concern: how many nodes acknowledge a write (`w`), whether it is journaled
 /// (`j`), and how long the server waits for that (`wtimeout`). The default (all unset) is the
 /// server's default and is not sent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(deny_unknown_fields)]
 pub struct WriteConcern {
     /// `w`: a number of nodes (0: unacknowledged), `majority` or a tag set name.
@@ -152,7 +155,9 @@ impl WriteConcern {
     /// Checks the combinations the spec forbids (`w: 0` with `j: true`).
     pub fn validate(&self) -> Result<()> {
         if self.w == Some(Acknowledgment::Nodes(0)) && self.journal == Some(true) {
-            return Err(Error::invalid_argument("a write concern cannot be unacknowledged (w: 0) and journaled (j: true)"));
+            return Err(Error::invalid_argument(
+                "a write concern cannot be unacknowledged (w: 0) and journaled (j: true)",
+            ));
         }
         Ok(())
     }

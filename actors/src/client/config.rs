@@ -444,7 +444,10 @@ mod tests {
                 Ok(c) => ClientOptions::from_client_config(None, c).await.map(|_| ()),
                 Err(e) => Err(e),
             };
-            assert!(r.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })), "{name}: {r:?}");
+            assert!(
+                r.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })),
+                "{name}: {r:?}"
+            );
         }
         let unknown_ext = temp_file("g.ini2", "x=1");
         let r = ClientConfig::load_with_env(Some(&unknown_ext), env(&[]));

@@ -299,7 +299,10 @@ async fn take_pinned(pins: Pins<'_>, pin: PinId) -> Result<PooledConnection<Conn
 /// checking out a connection): the server may have answered.
 fn timed_out_mid_exchange(e: &Error) -> bool {
     let Some(source) = e.timeout_source() else { return false };
-    matches!(source.pool_error(), Some(pool::Error::Timeout { phase: pool::Phase::Write | pool::Phase::Read, .. }))
+    matches!(
+        source.pool_error(),
+        Some(pool::Error::Timeout { phase: pool::Phase::Write | pool::Phase::Read, .. })
+    )
 }
 
 /// The error of a cursor whose earlier `getMore` was cut off: a network error (a change stream

@@ -71,8 +71,7 @@ pub fn read_reply(kind: ReplyKind, bytes: &[u8]) -> Option<Result<()>> {
 fn drain(mut docs: super::ops::cursor_reply::Docs) -> Result<()> {
     while let Some(d) = docs.pop_front() {
         let raw = d.as_raw()?;
-        bson::Document::try_from(raw)
-            .map_err(|e| Error::deserialization(e.to_string()))?;
+        bson::Document::try_from(raw).map_err(|e| Error::deserialization(e.to_string()))?;
     }
     Ok(())
 }

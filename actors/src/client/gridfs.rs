@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
+use typed_builder::TypedBuilder;
 
 use bson::oid::ObjectId;
 use bson::spec::BinarySubtype;
@@ -50,7 +51,8 @@ use crate::{Error, Result};
 pub const DEFAULT_CHUNK_SIZE_BYTES: u32 = 255 * 1024;
 
 /// Options of a [`GridFsBucket`].
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct GridFsBucketOptions {
     /// The bucket's name: the collections are `<name>.files` and `<name>.chunks` (default
@@ -214,7 +216,9 @@ impl Bucket {
             .find_one(doc! {"_id": id.clone()})
             .maybe_timeout(left(deadline)?)
             .await?;
-        found.ok_or_else(|| Error::gridfs(GridFsErrorKind::FileNotFound { identifier: GridFsFileIdentifier::Id(id.clone()) }))
+        found.ok_or_else(|| {
+            Error::gridfs(GridFsErrorKind::FileNotFound { identifier: GridFsFileIdentifier::Id(id.clone()) })
+        })
     }
 
     /// A download of `file`: its chunks in order, checked as they come.
@@ -373,7 +377,9 @@ impl GridFsBucket {
             .deleted_count;
         self.inner.chunks.delete_many(doc! {"files_id": id.clone()}).maybe_timeout(left(deadline)?).await?;
         if deleted == 0 {
-            return Err(Error::gridfs(GridFsErrorKind::FileNotFound { identifier: GridFsFileIdentifier::Id(id.clone()) }));
+            return Err(Error::gridfs(GridFsErrorKind::FileNotFound {
+                identifier: GridFsFileIdentifier::Id(id.clone()),
+            }));
         }
         Ok(())
     }
@@ -394,7 +400,9 @@ impl GridFsBucket {
             .filter_map(|d| d.get("_id").cloned())
             .collect();
         if ids.is_empty() {
-            return Err(Error::gridfs(GridFsErrorKind::FileNotFound { identifier: GridFsFileIdentifier::Filename(filename.to_owned()) }));
+            return Err(Error::gridfs(GridFsErrorKind::FileNotFound {
+                identifier: GridFsFileIdentifier::Filename(filename.to_owned()),
+            }));
         }
         self.inner
             .files
@@ -414,7 +422,9 @@ impl GridFsBucket {
             .maybe_timeout(self.inner.timeout)
             .await?;
         if updated.matched_count == 0 {
-            return Err(Error::gridfs(GridFsErrorKind::FileNotFound { identifier: GridFsFileIdentifier::Id(id.clone()) }));
+            return Err(Error::gridfs(GridFsErrorKind::FileNotFound {
+                identifier: GridFsFileIdentifier::Id(id.clone()),
+            }));
         }
         Ok(())
     }
@@ -428,7 +438,9 @@ impl GridFsBucket {
             .maybe_timeout(self.inner.timeout)
             .await?;
         if updated.matched_count == 0 {
-            return Err(Error::gridfs(GridFsErrorKind::FileNotFound { identifier: GridFsFileIdentifier::Filename(filename.to_owned()) }));
+            return Err(Error::gridfs(GridFsErrorKind::FileNotFound {
+                identifier: GridFsFileIdentifier::Filename(filename.to_owned()),
+            }));
         }
         Ok(())
     }

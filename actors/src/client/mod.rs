@@ -97,9 +97,7 @@ pub use options::crud::{
     UpdateOptions,
 };
 pub use options::handle::{CollectionOptions, DatabaseOptions};
-pub use session::options::{
-    EndTransactionOptions, SessionOptions, TransactionOptions,
-};
+pub use session::options::{EndTransactionOptions, SessionOptions, TransactionOptions};
 pub use session::{ClientSession, TransactionState};
 pub use srv::ResolverConfig;
 

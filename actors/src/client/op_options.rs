@@ -65,10 +65,10 @@ pub(crate) fn first_batch(reply: &Document) -> Vec<Document> {
 pub(crate) fn check_max_await(timeout: Option<Duration>, max_await: Option<Duration>) -> Result<()> {
     match (timeout, max_await) {
         (Some(t), Some(a)) if !t.is_zero() && a >= t => Err(Error::invalid_argument(format!(
-                "maxAwaitTimeMS ({} ms) must be less than timeoutMS ({} ms)",
-                a.as_millis(),
-                t.as_millis()
-            ))),
+            "maxAwaitTimeMS ({} ms) must be less than timeoutMS ({} ms)",
+            a.as_millis(),
+            t.as_millis()
+        ))),
         _ => Ok(()),
     }
 }
@@ -88,7 +88,9 @@ pub(crate) fn cursor_mode(
         return Err(Error::invalid_argument("a tailable cursor cannot use timeoutMode CURSOR_LIFETIME"));
     }
     if mode.is_some() && timeout.is_none() {
-        return Err(Error::invalid_argument("timeoutMode needs timeoutMS (on the operation, collection, database or client)"));
+        return Err(Error::invalid_argument(
+            "timeoutMode needs timeoutMS (on the operation, collection, database or client)",
+        ));
     }
     let mode = match mode {
         Some(m) => m,

@@ -69,7 +69,9 @@ pub(crate) fn retry_selection_error(
     deadline: Option<Instant>,
 ) -> Error {
     match first {
-        Some(e) if is_expired(deadline) => Error::timeout(format!("timeoutMS expired while retrying after: {e}"), Some(e)),
+        Some(e) if is_expired(deadline) => {
+            Error::timeout(format!("timeoutMS expired while retrying after: {e}"), Some(e))
+        }
         Some(e) => e,
         None => selection,
     }
@@ -94,7 +96,9 @@ pub(crate) fn convert(e: Error, timeout: Option<Duration>, deadline: Option<Inst
         format!("the server's maxTimeMS expired: {e}")
     } else if e.pool_error().is_some_and(pool::Error::is_timeout) {
         format!("the connection timed out: {e}")
-    } else if selection && matches!(e.selection_error(), Some(selection::Error::ServerSelectionTimeout { .. })) {
+    } else if selection
+        && matches!(e.selection_error(), Some(selection::Error::ServerSelectionTimeout { .. }))
+    {
         // The selection error says itself that selection timed out, and after how long.
         e.to_string()
     } else if selection {

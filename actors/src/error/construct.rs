@@ -18,7 +18,13 @@ use crate::results::BulkWriteResult;
 impl Error {
     /// An error of `kind`, with no labels or cause.
     pub(crate) fn new(kind: ErrorKind) -> Self {
-        Error { kind: Box::new(kind), labels: HashSet::new(), source: None, server_response: None, context: None }
+        Error {
+            kind: Box::new(kind),
+            labels: HashSet::new(),
+            source: None,
+            server_response: None,
+            context: None,
+        }
     }
 
     fn context_mut(&mut self) -> &mut Context {
@@ -120,7 +126,11 @@ impl Error {
 
     /// A collection's bulk write whose writes failed: `error` has the write errors, the write
     /// concern error and the labels.
-    pub(crate) fn collection_bulk(address: ServerAddress, error: ServerError, partial: BulkWriteResult) -> Self {
+    pub(crate) fn collection_bulk(
+        address: ServerAddress,
+        error: ServerError,
+        partial: BulkWriteResult,
+    ) -> Self {
         let payload = CollectionBulkWriteError {
             write_errors: error.write_errors.iter().map(IndexedWriteError::from).collect(),
             write_concern_error: error.write_concern_error.as_ref().map(Into::into),
@@ -147,7 +157,8 @@ impl Error {
         if !matches!(*self.kind, ErrorKind::CollectionBulkWrite(_)) {
             return self;
         }
-        let ErrorKind::CollectionBulkWrite(b) = std::mem::replace(&mut *self.kind, ErrorKind::Shutdown) else {
+        let ErrorKind::CollectionBulkWrite(b) = std::mem::replace(&mut *self.kind, ErrorKind::Shutdown)
+        else {
             return self;
         };
         let CollectionBulkWriteError { write_errors, write_concern_error, partial_result } = b;
@@ -200,7 +211,9 @@ fn kind_of_pool_error(e: &pool::Error) -> ErrorKind {
         P::PoolClosed { .. } => ErrorKind::Shutdown,
         P::InvalidOptions { message } => ErrorKind::InvalidArgument { message: message.clone() },
         P::WaitQueueTimeout { .. } => ErrorKind::Timeout { message },
-        P::WaitQueueFull { limit, .. } => ErrorKind::Overloaded { queue: OverloadedQueue::ConnectionPool, limit: *limit },
+        P::WaitQueueFull { limit, .. } => {
+            ErrorKind::Overloaded { queue: OverloadedQueue::ConnectionPool, limit: *limit }
+        }
         _ => ErrorKind::Internal { message },
     }
 }

@@ -222,7 +222,8 @@ impl Error {
             ErrorKind::BulkWrite(_) => self.source.as_ref().is_some_and(|s| s.is_transient()),
             _ if self.pool_error().is_some_and(pool_transient) => true,
             _ if self.context.as_ref().is_some_and(|c| c.server.is_some()) => {
-                const LABELS: [&str; 3] = [RETRYABLE_WRITE_ERROR, TRANSIENT_TRANSACTION_ERROR, RETRYABLE_ERROR];
+                const LABELS: [&str; 3] =
+                    [RETRYABLE_WRITE_ERROR, TRANSIENT_TRANSACTION_ERROR, RETRYABLE_ERROR];
                 LABELS.iter().any(|l| self.labels.contains(*l))
                     || self.code().is_some_and(|c| {
                         protocol::reply::RETRYABLE_READ_CODES.contains(&c)
@@ -296,7 +297,9 @@ impl std::error::Error for Error {
             Some(s) => Some(&**s),
             None => match &*self.kind {
                 ErrorKind::Io(e) => Some(&**e),
-                ErrorKind::BsonDeserialization(e) | ErrorKind::BsonSerialization(e) | ErrorKind::Bson(e) => Some(e),
+                ErrorKind::BsonDeserialization(e) | ErrorKind::BsonSerialization(e) | ErrorKind::Bson(e) => {
+                    Some(e)
+                }
                 _ => None,
             },
         }

@@ -25,7 +25,12 @@ pub struct CommandError {
     #[serde(rename = "topologyVersion", default, skip_serializing_if = "Option::is_none")]
     pub(crate) topology_version: Option<TopologyVersion>,
     /// How long the server asked clients to back off before retrying (`baseBackoffMS`).
-    #[serde(rename = "baseBackoffMS", default, with = "millis_option", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "baseBackoffMS",
+        default,
+        with = "millis_option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub base_backoff: Option<Duration>,
 }
 
@@ -112,8 +117,12 @@ pub enum WriteFailure {
 impl fmt::Display for WriteFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (prefix, message, code, name) = match self {
-            WriteFailure::WriteConcernError(e) => ("write concern error: ", &e.message, e.code, e.code_name.as_str()),
-            WriteFailure::WriteError(e) => ("", &e.message, e.code, e.code_name.as_deref().unwrap_or_default()),
+            WriteFailure::WriteConcernError(e) => {
+                ("write concern error: ", &e.message, e.code, e.code_name.as_str())
+            }
+            WriteFailure::WriteError(e) => {
+                ("", &e.message, e.code, e.code_name.as_deref().unwrap_or_default())
+            }
         };
         write!(f, "{prefix}{message} (code {code}")?;
         if !name.is_empty() {
@@ -157,7 +166,14 @@ pub(crate) fn write_summary(
 ) -> fmt::Result {
     let mut sep = "";
     if let Some(e) = errors.first() {
-        write!(f, "{} write error(s), first: write {}: {} (code {})", errors.len(), e.index, e.message, e.code)?;
+        write!(
+            f,
+            "{} write error(s), first: write {}: {} (code {})",
+            errors.len(),
+            e.index,
+            e.message,
+            e.code
+        )?;
         sep = "; ";
     }
     if let Some(e) = wce {

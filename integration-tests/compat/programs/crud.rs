@@ -32,7 +32,9 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
 
     let inserted = books_coll.insert_many(books()).await?;
     assert_eq!(inserted.inserted_ids.len(), 4);
-    let one = books_coll.insert_one(Book { title: "Emma".into(), author: "Jane Austen".into(), year: 1815 }).await?;
+    let one = books_coll
+        .insert_one(Book { title: "Emma".into(), author: "Jane Austen".into(), year: 1815 })
+        .await?;
     assert!(one.inserted_id.as_object_id().is_some());
 
     let mut cursor = books_coll.find(doc! { "author": "George Orwell" }).sort(doc! { "year": 1 }).await?;
@@ -42,7 +44,8 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
     }
     assert_eq!(titles, ["Animal Farm", "1984"]);
 
-    let limited: Vec<Book> = books_coll.find(doc! {}).sort(doc! { "year": -1 }).limit(2).await?.try_collect().await?;
+    let limited: Vec<Book> =
+        books_coll.find(doc! {}).sort(doc! { "year": -1 }).limit(2).await?.try_collect().await?;
     assert_eq!(limited.iter().map(|b| b.year).collect::<Vec<_>>(), [1960, 1949]);
 
     let found = books_coll.find_one(doc! { "title": "1984" }).await?;
@@ -51,8 +54,10 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
 
     let updated = books_coll.update_one(doc! { "title": "Emma" }, doc! { "$set": { "year": 1816 } }).await?;
     assert_eq!((updated.matched_count, updated.modified_count), (1, 1));
-    let upserted =
-        books_coll.update_one(doc! { "title": "Dune" }, doc! { "$set": { "author": "Frank Herbert", "year": 1965 } }).upsert(true).await?;
+    let upserted = books_coll
+        .update_one(doc! { "title": "Dune" }, doc! { "$set": { "author": "Frank Herbert", "year": 1965 } })
+        .upsert(true)
+        .await?;
     assert!(upserted.upserted_id.is_some());
 
     assert_eq!(books_coll.count_documents(doc! {}).await?, 6);

@@ -8,6 +8,7 @@
 //! API has and ours does not yet is listed in `../API-GAPS.md`.
 #![allow(clippy::unwrap_used)]
 
+pub mod builders;
 pub mod crud;
 pub mod errors;
 pub mod transactions;
@@ -16,13 +17,15 @@ pub mod transactions;
 pub fn all() -> Vec<(&'static str, bool, Program)> {
     vec![
         ("crud", false, |uri, db| Box::pin(crud::run(uri, db))),
+        ("builders", false, |uri, db| Box::pin(builders::run(uri, db))),
         ("errors", false, |uri, db| Box::pin(errors::run(uri, db))),
         ("transactions", true, |uri, db| Box::pin(transactions::run(uri, db))),
     ]
 }
 
 /// A program: connection string and database name in, the first error out.
-pub type Program = for<'a> fn(
-    &'a str,
-    &'a str,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = mongodb::error::Result<()>> + 'a>>;
+pub type Program =
+    for<'a> fn(
+        &'a str,
+        &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = mongodb::error::Result<()>> + 'a>>;

@@ -27,9 +27,7 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
 
     session
         .start_transaction()
-        .and_run(coll.clone(), |session, coll| {
-            async move { transfer(coll, session, 30).await }.boxed()
-        })
+        .and_run(coll.clone(), |session, coll| async move { transfer(coll, session, 30).await }.boxed())
         .await?;
     let moved = 20;
     session.start_transaction().and_run2(async |session| transfer(&coll, session, moved).await).await?;
@@ -46,8 +44,16 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
 }
 
 /// Moves `amount` from alice to bob in the session's transaction.
-async fn transfer(coll: &Collection<Document>, session: &mut ClientSession, amount: i32) -> mongodb::error::Result<()> {
-    coll.update_one(doc! { "_id": "alice" }, doc! { "$inc": { "balance": -amount } }).session(&mut *session).await?;
-    coll.update_one(doc! { "_id": "bob" }, doc! { "$inc": { "balance": amount } }).session(&mut *session).await?;
+async fn transfer(
+    coll: &Collection<Document>,
+    session: &mut ClientSession,
+    amount: i32,
+) -> mongodb::error::Result<()> {
+    coll.update_one(doc! { "_id": "alice" }, doc! { "$inc": { "balance": -amount } })
+        .session(&mut *session)
+        .await?;
+    coll.update_one(doc! { "_id": "bob" }, doc! { "$inc": { "balance": amount } })
+        .session(&mut *session)
+        .await?;
     Ok(())
 }

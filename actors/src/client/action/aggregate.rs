@@ -96,7 +96,9 @@ impl<'a, T> Aggregate<'a, T> {
         )?;
         let writes = aggregate::writes(&pipeline);
         if writes && options.timeout_mode == Some(TimeoutMode::Iteration) {
-            return Err(Error::invalid_argument("an aggregate with $out or $merge cannot use timeoutMode ITERATION"));
+            return Err(Error::invalid_argument(
+                "an aggregate with $out or $merge cannot use timeoutMode ITERATION",
+            ));
         }
         let mode = cursor_mode(timeout, options.timeout_mode, None)?;
         check_max_await(timeout, options.max_await_time)?;

@@ -64,7 +64,9 @@ impl<'a> DropIndexes<'a> {
     async fn execute(self) -> Result<()> {
         let DropIndexes { handle, index, options, session } = self;
         let (timeout, write) = handle.begin_write(session.as_deref(), &options)?;
-        let index = index.ok_or_else(|| Error::invalid_argument("drop_index(\"*\") would drop every index: use drop_indexes"))?;
+        let index = index.ok_or_else(|| {
+            Error::invalid_argument("drop_index(\"*\") would drop every index: use drop_indexes")
+        })?;
         handle.run(drop_indexes::drop_indexes(write, index, options), timeout, session).await?;
         Ok(())
     }

@@ -63,7 +63,9 @@ impl<'a> RunCommand<'a> {
         let timeout =
             handle.begin(session.as_deref(), command.contains_key("readConcern"), false, options.timeout)?;
         if command.contains_key("$readPreference") {
-            return Err(Error::invalid_argument("run_command takes its read preference as an option, not as $readPreference"));
+            return Err(Error::invalid_argument(
+                "run_command takes its read preference as an option, not as $readPreference",
+            ));
         }
         let criteria = criteria
             .or_else(|| options.read_preference.map(Criteria::Read))

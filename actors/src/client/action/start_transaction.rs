@@ -153,7 +153,9 @@ impl IntoFuture for StartTransaction<&mut ClientSession> {
     fn into_future(self) -> Self::IntoFuture {
         let StartTransaction { session, options, timeout } = self;
         if timeout.is_some() {
-            let e = Error::invalid_argument("StartTransaction::timeout applies to and_run, not to starting a transaction");
+            let e = Error::invalid_argument(
+                "StartTransaction::timeout applies to and_run, not to starting a transaction",
+            );
             return std::future::ready(Err(e));
         }
         std::future::ready(session.begin_transaction(options))

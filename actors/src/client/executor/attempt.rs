@@ -271,7 +271,10 @@ mod tests {
         assert_eq!(e.code(), Some(10107));
         assert!(e.contains_label("RetryableWriteError"));
         assert_eq!(e.address(), Some(&addr()));
-        assert_eq!(e.to_string(), "command failed: not primary (code 10107, NotWritablePrimary) (on a:27017)");
+        assert_eq!(
+            e.to_string(),
+            "command failed: not primary (code 10107, NotWritablePrimary) (on a:27017)"
+        );
         let e =
             error_of(doc! {"ok": 1.0, "n": 0, "writeErrors": [{"index": 0, "code": 11000, "errmsg": "dup"}]});
         assert!(matches!(*e.kind, crate::error::ErrorKind::Write(_)));

@@ -230,7 +230,8 @@ fn is_retryable_read_error(e: &Error) -> bool {
     if let Some(p) = e.pool_error() {
         return p.is_network_error() || matches!(p, pool::Error::PoolCleared { .. });
     }
-    e.server_error().is_some_and(|s| s.command_failed && s.code.is_some_and(|c| RETRYABLE_READ_CODES.contains(&c)))
+    e.server_error()
+        .is_some_and(|s| s.command_failed && s.code.is_some_and(|c| RETRYABLE_READ_CODES.contains(&c)))
 }
 
 /// The labels of a check-out failure: the pool's, and `RetryableWriteError` for a write
@@ -281,10 +282,8 @@ pub(crate) fn label_commit_error(e: &mut Error) {
 /// A network error or a cleared pool of commit or abort (retryable writes) gets
 /// `RetryableWriteError`, on the error a timeout wraps too.
 pub(crate) fn label_end_transaction_error(e: &mut Error) {
-    let root_is = |e: &Error| {
-        e.is_network_error()
-            || matches!(e.pool_error(), Some(pool::Error::PoolCleared { .. }))
-    };
+    let root_is =
+        |e: &Error| e.is_network_error() || matches!(e.pool_error(), Some(pool::Error::PoolCleared { .. }));
     let yes = root_is(e.timeout_source().unwrap_or(e));
     if yes {
         label_root(e, RETRYABLE_WRITE_ERROR);

@@ -71,7 +71,9 @@ impl CursorReply {
 pub(super) fn batch(out: OpOutput, key: &str) -> Result<(NextBatch, OpOutput)> {
     let raw = out.reply.raw();
     let id = raw_cursor_id(raw);
-    let cursor = raw.get_document("cursor").map_err(|_| Error::invalid_response(out.address.clone(), "the reply has no cursor document"))?;
+    let cursor = raw
+        .get_document("cursor")
+        .map_err(|_| Error::invalid_response(out.address.clone(), "the reply has no cursor document"))?;
     let base = raw.as_bytes().as_ptr() as usize;
     // Where each document of the batch lies in the reply's bytes.
     let ranges: VecDeque<Range<usize>> = match cursor.get_array(key) {

@@ -139,8 +139,7 @@ impl RawCommand {
                 let mut one = Document::new();
                 one.insert(key, other);
                 let mut element = Vec::new();
-                one.to_writer(&mut element)
-                    .map_err(|e| Error::serialization(e.to_string()))?;
+                one.to_writer(&mut element).map_err(|e| Error::serialization(e.to_string()))?;
                 self.keys.push(key);
                 self.bytes.extend_from_slice(&element[4..element.len() - 1]);
                 Ok(())
@@ -263,7 +262,10 @@ mod tests {
         assert!(op.command.contains_key("let") && !op.command.contains_key("collation"));
         // A key the server cannot take is a typed error, not a panic.
         let bad = Find { read: read_on(ns), filter: doc! {"a\0b": 1}, options: FindOptions::default() };
-        assert!(FindOne(bad).prepare().as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::BsonSerialization(_))));
+        assert!(FindOne(bad)
+            .prepare()
+            .as_ref()
+            .is_err_and(|e| matches!(*e.kind, crate::ErrorKind::BsonSerialization(_))));
     }
 
     #[test]

@@ -19,8 +19,8 @@ pub(crate) const MAX_STATEMENT_BYTES: usize = 16 * 1024 * 1024 + 16 * 1024;
 /// The error for a statement a server would refuse for its size.
 pub(crate) fn too_large(index: usize, size: usize) -> Error {
     Error::invalid_argument(format!(
-            "write {index} is {size} bytes, more than the servers' maxBsonObjectSize (16777216 bytes)"
-        ))
+        "write {index} is {size} bytes, more than the servers' maxBsonObjectSize (16777216 bytes)"
+    ))
 }
 
 /// The command-level fields of a write (`bypassDocumentValidation`, `comment`, `let`,

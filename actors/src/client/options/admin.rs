@@ -3,6 +3,7 @@
 //! names.
 
 use std::time::Duration;
+use typed_builder::TypedBuilder;
 
 use bson::{Bson, Document};
 use selection::ReadPreference;
@@ -13,7 +14,8 @@ use super::super::op_options::{CursorType, TimeoutMode};
 use super::crud::Collation;
 
 /// An index: its keys and options, as `createIndexes` takes it and `listIndexes` gives it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 pub struct IndexModel {
     /// The key pattern, for example `{"a": 1, "b": -1}` or `{"$**": 1}`.
     #[serde(rename = "key")]
@@ -57,7 +59,8 @@ impl IndexModel {
 }
 
 /// The options of one index (fields of its specification).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct IndexOptions {
     /// Build in the background (ignored by MongoDB 4.2 and newer).
@@ -139,7 +142,8 @@ mod duration_secs {
 }
 
 /// Options of `create_index` and `create_indexes`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct CreateIndexOptions {
     /// How many data-bearing members must finish the build (`commitQuorum`: a number,
@@ -164,7 +168,8 @@ pub struct CreateIndexOptions {
 
 /// Options of `drop_index`, `drop_indexes`, `drop` (collection and database) and
 /// `rename`: the commands without options of their own.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct CommandOptions {
     /// A comment for the server's logs.
@@ -185,7 +190,8 @@ pub struct CommandOptions {
 }
 
 /// Options of `list_indexes` and `list_collections`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ListOptions {
     /// `list_collections`: only the collections the user may use.
@@ -214,7 +220,8 @@ pub struct ListOptions {
 }
 
 /// Options of `list_databases` and `list_database_names`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ListDatabasesOptions {
     /// Only the databases the user may use.
@@ -231,7 +238,8 @@ pub struct ListDatabasesOptions {
 }
 
 /// Options of `run_command`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct RunCommandOptions {
     /// Where to run (default: primary; the command's own `$readPreference` is not allowed).
@@ -243,7 +251,8 @@ pub struct RunCommandOptions {
 }
 
 /// Options of `run_cursor_command`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct RunCursorCommandOptions {
     /// `batchSize` of the `getMore`s (the command carries its own for the first batch).
@@ -269,7 +278,8 @@ pub struct RunCursorCommandOptions {
 
 /// Options of `create_collection`: every field of the `create` command the
 /// collection-management spec names.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct CreateCollectionOptions {
     /// A capped collection (needs `size`).
@@ -330,7 +340,8 @@ pub struct CreateCollectionOptions {
 
 /// An Atlas Search (or Vector Search) index: its definition, and optionally its name
 /// (default `default`) and type (`search` or `vectorSearch`).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 pub struct SearchIndexModel {
     /// The index definition (mappings, fields...).
     pub definition: Document,

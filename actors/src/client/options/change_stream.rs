@@ -1,6 +1,7 @@
 //! The options of a change stream (`watch`).
 
 use std::time::Duration;
+use typed_builder::TypedBuilder;
 
 use bson::{doc, Bson, Timestamp};
 use selection::ReadPreference;
@@ -45,7 +46,8 @@ pub enum FullDocumentBeforeChangeType {
 }
 
 /// Options of a change stream (`watch`).
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ChangeStreamOptions {
     /// What update events carry as `fullDocument`.

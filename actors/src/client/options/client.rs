@@ -549,7 +549,11 @@ mod tests {
             .build()
             .await;
         assert!(e.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
-        assert!(ClientOptions::builder().build().await.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
+        assert!(ClientOptions::builder()
+            .build()
+            .await
+            .as_ref()
+            .is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
     }
 
     #[tokio::test]

@@ -4,6 +4,7 @@
 //! none is accepted and dropped.
 
 use std::time::Duration;
+use typed_builder::TypedBuilder;
 
 use bson::{Bson, Document};
 use selection::ReadPreference;
@@ -50,7 +51,8 @@ impl From<String> for Hint {
 }
 
 /// Language-specific string comparison rules (`collation`), sent as the server expects.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase")]
 pub struct Collation {
     /// The ICU locale, for example `en_US` or `fr` (`simple` for binary comparison).
@@ -141,7 +143,8 @@ pub enum ReturnDocument {
 }
 
 /// Options of [`Collection::find`](crate::Collection::find).
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FindOptions {
     /// Let the server write temporary files for large sorts (`allowDiskUse`).
@@ -208,7 +211,8 @@ pub struct FindOptions {
 
 /// Options of [`Collection::find_one`](crate::Collection::find_one): those of `find` that
 /// make sense for one document.
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FindOneOptions {
     /// Return a partial result when some shards are down.
@@ -280,7 +284,8 @@ impl From<FindOneOptions> for FindOptions {
 }
 
 /// Options of `aggregate` on a collection or a database.
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct AggregateOptions {
     /// Let stages write temporary files.
@@ -327,7 +332,8 @@ pub struct AggregateOptions {
 
 /// Options of [`Collection::count_documents`](crate::Collection::count_documents) and the
 /// legacy [`Collection::count`](crate::Collection::count).
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct CountOptions {
     /// String comparison rules.
@@ -359,7 +365,8 @@ pub struct CountOptions {
 }
 
 /// Options of [`Collection::estimated_document_count`](crate::Collection::estimated_document_count).
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct EstimatedDocumentCountOptions {
     /// A comment for the server's logs.
@@ -383,7 +390,8 @@ pub struct EstimatedDocumentCountOptions {
 }
 
 /// Options of [`Collection::distinct`](crate::Collection::distinct).
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct DistinctOptions {
     /// String comparison rules.
@@ -411,7 +419,8 @@ pub struct DistinctOptions {
 }
 
 /// Options of [`Collection::insert_one`](crate::Collection::insert_one).
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct InsertOneOptions {
     /// Skip document validation.
@@ -431,7 +440,8 @@ pub struct InsertOneOptions {
 }
 
 /// Options of [`Collection::insert_many`](crate::Collection::insert_many).
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct InsertManyOptions {
     /// Skip document validation.
@@ -453,7 +463,8 @@ pub struct InsertManyOptions {
 }
 
 /// Options of `update_one` and `update_many`.
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct UpdateOptions {
     /// Which array elements the update's `$[name]` operators change.
@@ -486,7 +497,8 @@ pub struct UpdateOptions {
 }
 
 /// Options of [`Collection::replace_one`](crate::Collection::replace_one).
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ReplaceOptions {
     /// Skip document validation.
@@ -517,7 +529,8 @@ pub struct ReplaceOptions {
 }
 
 /// Options of `delete_one` and `delete_many`.
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct DeleteOptions {
     /// String comparison rules.
@@ -542,7 +555,8 @@ pub struct DeleteOptions {
 }
 
 /// Options of [`Collection::find_one_and_delete`](crate::Collection::find_one_and_delete).
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FindOneAndDeleteOptions {
     /// String comparison rules.
@@ -574,7 +588,8 @@ pub struct FindOneAndDeleteOptions {
 }
 
 /// Options of [`Collection::find_one_and_replace`](crate::Collection::find_one_and_replace).
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FindOneAndReplaceOptions {
     /// Skip document validation.
@@ -612,7 +627,8 @@ pub struct FindOneAndReplaceOptions {
 }
 
 /// Options of [`Collection::find_one_and_update`](crate::Collection::find_one_and_update).
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FindOneAndUpdateOptions {
     /// Which array elements the update's `$[name]` operators change.

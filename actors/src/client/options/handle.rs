@@ -1,6 +1,7 @@
 //! The options of database and collection handles.
 
 use std::time::Duration;
+use typed_builder::TypedBuilder;
 
 use selection::ReadPreference;
 use serde::{Deserialize, Serialize};
@@ -10,7 +11,8 @@ use super::super::timeout;
 
 /// What a database or collection handle passes to its operations; `None` inherits the outer
 /// handle's value (the client's, for a database).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct CollectionOptions {
     /// Where reads go.

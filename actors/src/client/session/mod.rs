@@ -108,7 +108,9 @@ impl Client {
         self.inner.check_open()?;
         let snapshot = options.snapshot.unwrap_or(false);
         if snapshot && options.causal_consistency == Some(true) {
-            return Err(Error::invalid_argument("causalConsistency and snapshot cannot both be set for a session"));
+            return Err(Error::invalid_argument(
+                "causalConsistency and snapshot cannot both be set for a session",
+            ));
         }
         if options.snapshot_time.is_some() && !snapshot {
             return Err(Error::invalid_argument("snapshotTime can only be set for a snapshot session"));

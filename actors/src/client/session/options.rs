@@ -1,6 +1,7 @@
 //! The options of explicit sessions and their transactions.
 
 use std::time::Duration;
+use typed_builder::TypedBuilder;
 
 use bson::Timestamp;
 use selection::ReadPreference;
@@ -8,7 +9,8 @@ use selection::ReadPreference;
 use super::super::concern::{ReadConcern, WriteConcern};
 
 /// Options of [`Client::start_session`](crate::Client::start_session).
-#[derive(Debug, Clone, Default)]
+#[derive(TypedBuilder, Debug, Clone, Default)]
+#[builder(field_defaults(default, setter(into)))]
 pub struct SessionOptions {
     /// `defaultTimeoutMS`: the timeoutMS of [`ClientSession::commit_transaction`](crate::ClientSession::commit_transaction),
     /// [`ClientSession::abort_transaction`](crate::ClientSession::abort_transaction) and [`StartTransaction::and_run`](crate::action::StartTransaction::and_run) when the
@@ -34,7 +36,8 @@ pub struct SessionOptions {
 /// Options of a transaction ([`ClientSession::start_transaction`](crate::ClientSession::start_transaction), or a session's
 /// [`SessionOptions::default_transaction_options`]). Each option left `None` comes from the
 /// session's default transaction options, else from the client.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(TypedBuilder, Debug, Clone, Default, PartialEq)]
+#[builder(field_defaults(default, setter(into)))]
 pub struct TransactionOptions {
     /// The read concern of the transaction's first command (which fixes its snapshot).
     pub read_concern: Option<ReadConcern>,
@@ -51,7 +54,8 @@ pub struct TransactionOptions {
 
 /// Options of [`ClientSession::commit_transaction_with`](crate::ClientSession::commit_transaction_with) and
 /// [`ClientSession::abort_transaction_with`](crate::ClientSession::abort_transaction_with).
-#[derive(Debug, Clone, Default)]
+#[derive(TypedBuilder, Debug, Clone, Default)]
+#[builder(field_defaults(default, setter(into)))]
 pub struct EndTransactionOptions {
     /// timeoutMS of this call (`Some(Duration::ZERO)`: no limit); `None` uses the session's
     /// default timeout.

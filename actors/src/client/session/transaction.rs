@@ -168,7 +168,9 @@ impl ClientSession {
         }
         self.state = TransactionState::Committed;
         if let Err(e) = &result {
-            if e.contains_label(TRANSIENT_TRANSACTION_ERROR) || e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) {
+            if e.contains_label(TRANSIENT_TRANSACTION_ERROR)
+                || e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
+            {
                 self.unpin();
             }
         }
@@ -261,7 +263,9 @@ impl ClientSession {
             return Attempt::Done(Ok(ret));
         }
         loop {
-            let Err(e) = self.commit_until(run.timeout, run.deadline).await else { return Attempt::Done(Ok(ret)) };
+            let Err(e) = self.commit_until(run.timeout, run.deadline).await else {
+                return Attempt::Done(Ok(ret));
+            };
             let max_time_expired = e.code() == Some(protocol::reply::MAX_TIME_MS_EXPIRED);
             if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && !max_time_expired {
                 if run.time_left() {
@@ -315,7 +319,9 @@ impl ClientSession {
         let limits = match self.callback_timeout {
             Some(c) => {
                 if limits.timeout != self.client.inner.settings.timeout {
-                    return Err(Error::invalid_argument("timeoutMS cannot be set for an operation inside StartTransaction::and_run"));
+                    return Err(Error::invalid_argument(
+                        "timeoutMS cannot be set for an operation inside StartTransaction::and_run",
+                    ));
                 }
                 Limits { timeout: c.timeout, deadline: c.deadline, ..limits }
             }
@@ -537,9 +543,10 @@ impl TransactionRun {
     /// Under a timeout, the last error becomes the timeout's cause.
     fn out_of_time(&self, e: Error) -> Error {
         match self.timeout {
-            Some(_) if !e.is_timeout() => {
-                Error::timeout(format!("timeoutMS expired while retrying the transaction after: {e}"), Some(e))
-            }
+            Some(_) if !e.is_timeout() => Error::timeout(
+                format!("timeoutMS expired while retrying the transaction after: {e}"),
+                Some(e),
+            ),
             _ => e,
         }
     }

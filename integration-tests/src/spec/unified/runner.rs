@@ -626,7 +626,9 @@ fn is_server_side(e: &actors::Error) -> bool {
     use actors::ErrorKind as K;
     match &*e.kind {
         K::BulkWrite(_) => e.cause().is_none_or(is_server_side),
-        K::Command(_) | K::Write(_) | K::InsertMany(_) | K::CollectionBulkWrite(_) => e.pool_error().is_none(),
+        K::Command(_) | K::Write(_) | K::InsertMany(_) | K::CollectionBulkWrite(_) => {
+            e.pool_error().is_none()
+        }
         _ => false,
     }
 }
