@@ -61,6 +61,8 @@ pub(crate) struct Settings {
     pub overload_retargeting: bool,
     /// The declared Stable API version, appended to every command.
     pub server_api: Option<protocol::hello::command::ServerApi>,
+    /// The database the connection string names (`Client::default_database`).
+    pub default_database: Option<String>,
 }
 
 /// Where the client's actors live.

@@ -112,7 +112,7 @@ use inner::{in_actix_context, ClientInner, Host, Settings};
 
 impl Client {
     /// Parses `uri` and connects (see [`with_options`](Self::with_options)).
-    pub async fn with_uri_str(uri: &str) -> Result<Client> {
+    pub async fn with_uri_str(uri: impl AsRef<str>) -> Result<Client> {
         Client::with_options(ClientOptions::parse(uri).await?)
     }
 
@@ -124,6 +124,7 @@ impl Client {
     /// on a dedicated thread and runs its actors there (the call waits only for that thread to
     /// have created them); inside an actix System it uses the current arbiter.
     pub fn with_options(mut options: ClientOptions) -> Result<Client> {
+        options.fold_into_uri()?;
         check_uri_options(&mut options)?;
         let settings = settings_of(&options)?;
         // Every subscriber behind a bounded queue; metrics are recorded in place, before it.
@@ -157,6 +158,12 @@ impl Client {
     /// A database handle (no I/O).
     pub fn database(&self, name: &str) -> Database {
         Database::new(self.clone(), name, DatabaseOptions::default())
+    }
+
+    /// The database the connection string names (`mongodb://host/app` names `app`), or
+    /// [`ClientOptions::default_database`] when set; `None` when neither names one.
+    pub fn default_database(&self) -> Option<Database> {
+        self.inner.settings.default_database.as_deref().map(|name| self.database(name))
     }
 
     /// A database handle with its own read preference, concerns or `timeoutMS` (each `None`
@@ -287,6 +294,7 @@ fn settings_of(options: &ClientOptions) -> Result<Settings> {
         max_adaptive_retries: o.max_adaptive_retries.unwrap_or(executor::retry::MAX_ADAPTIVE_RETRIES),
         overload_retargeting: o.enable_overload_retargeting.unwrap_or(false),
         server_api: options.server_api.clone(),
+        default_database: options.connection_string.default_database.clone(),
     })
 }
 

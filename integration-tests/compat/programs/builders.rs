@@ -4,8 +4,8 @@
 use futures_util::stream::TryStreamExt;
 use mongodb::bson::{doc, Document};
 use mongodb::options::{
-    Acknowledgment, AggregateOptions, CollectionOptions, CountOptions, FindOptions, IndexOptions, ReadConcern,
-    WriteConcern,
+    Acknowledgment, AggregateOptions, CollectionOptions, CountOptions, FindOptions, IndexOptions,
+    ReadConcern, WriteConcern,
 };
 use mongodb::{Client, Collection, IndexModel};
 
@@ -20,7 +20,8 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
     let docs: Vec<Document> = (0..10).map(|i| doc! { "player": format!("p{}", i % 3), "score": i }).collect();
     coll.insert_many(docs).write_concern(write_concern).await?;
 
-    let options = FindOptions::builder().sort(doc! { "score": -1 }).limit(3).projection(doc! { "_id": 0 }).build();
+    let options =
+        FindOptions::builder().sort(doc! { "score": -1 }).limit(3).projection(doc! { "_id": 0 }).build();
     let top: Vec<Document> = coll.find(doc! {}).with_options(options).await?.try_collect().await?;
     assert_eq!(top.iter().map(|d| d.get_i32("score").unwrap()).collect::<Vec<_>>(), [9, 8, 7]);
     assert!(top.iter().all(|d| !d.contains_key("_id")));
@@ -49,8 +50,10 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
     }
     assert_eq!(seen, [("p0".to_string(), 18), ("p1".to_string(), 12), ("p2".to_string(), 15)]);
 
-    let majority: Collection<Document> = database
-        .collection_with_options("scores", CollectionOptions::builder().read_concern(ReadConcern::majority()).build());
+    let majority: Collection<Document> = database.collection_with_options(
+        "scores",
+        CollectionOptions::builder().read_concern(ReadConcern::majority()).build(),
+    );
     assert_eq!(majority.count_documents(doc! {}).await?, 10);
     coll.drop().await?;
     Ok(())

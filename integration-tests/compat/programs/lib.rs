@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used)]
 
 pub mod builders;
+pub mod client_options;
 pub mod crud;
 pub mod errors;
 pub mod transactions;
@@ -18,6 +19,7 @@ pub fn all() -> Vec<(&'static str, bool, Program)> {
     vec![
         ("crud", false, |uri, db| Box::pin(crud::run(uri, db))),
         ("builders", false, |uri, db| Box::pin(builders::run(uri, db))),
+        ("client_options", false, |uri, db| Box::pin(client_options::run(uri, db))),
         ("errors", false, |uri, db| Box::pin(errors::run(uri, db))),
         ("transactions", true, |uri, db| Box::pin(transactions::run(uri, db))),
     ]

@@ -11,7 +11,9 @@ use std::time::Duration;
 use pool::cmap::CmapEventHandler;
 use pool::connection::{ConnectionOptions, HostResolver};
 use protocol::hello::command::ServerApi;
-use protocol::uri::{ConnectionString, UriOptions};
+use protocol::uri::{ConnectionString, ServerMonitoringMode, UriOptions};
+
+use super::super::concern::{ReadConcern, WriteConcern};
 
 use crate::command_events::CommandEventHandler;
 use crate::events::SdamEventHandler;
@@ -21,11 +23,59 @@ use crate::srv_poller::{SrvPollerOptions, DEFAULT_RESCAN_INTERVAL};
 use crate::topology::TopologyBuilder;
 use crate::{Error, Result};
 
-/// Everything a [`Client`](crate::Client) is built from: a parsed connection string (with
-/// `mongodb+srv` already resolved into hosts), plus what a URI cannot carry.
+/// Everything a [`Client`](crate::Client) is built from: the official driver's option
+/// fields (filled from the URI by [`ClientOptions::parse`], then edited at will:
+/// `opts.app_name = Some("app".into())`), the parsed connection string they came from (with
+/// `mongodb+srv` already resolved into hosts), and what only this client has.
+///
+/// The typed fields win: [`Client::with_options`](crate::Client::with_options) writes them
+/// over the connection string's options (a field set to `None` clears that option).
 #[derive(Clone, Default)]
 pub struct ClientOptions {
-    /// The connection string; its hosts are the seeds.
+    /// The application's name, sent in the handshake and logged by the server (`appName`).
+    pub app_name: Option<String>,
+    /// How long opening a connection may take (`connectTimeoutMS`; `Duration::ZERO`: no limit).
+    pub connect_timeout: Option<Duration>,
+    /// Connect to the one seed only, whatever its type (`directConnection`).
+    pub direct_connection: Option<bool>,
+    /// How often each server is checked (`heartbeatFrequencyMS`; at least 500 ms).
+    pub heartbeat_freq: Option<Duration>,
+    /// The deployment is behind a load balancer (`loadBalanced`).
+    pub load_balanced: Option<bool>,
+    /// The latency window of server selection (`localThresholdMS`).
+    pub local_threshold: Option<Duration>,
+    /// How long a connection may stay idle in the pool before it is closed (`maxIdleTimeMS`).
+    pub max_idle_time: Option<Duration>,
+    /// The most connections of each server's pool (`maxPoolSize`; 0: no limit).
+    pub max_pool_size: Option<u32>,
+    /// The connections each server's pool keeps open (`minPoolSize`).
+    pub min_pool_size: Option<u32>,
+    /// The most connections each pool opens at once (`maxConnecting`).
+    pub max_connecting: Option<u32>,
+    /// The client's default read concern (`readConcernLevel`).
+    pub read_concern: Option<ReadConcern>,
+    /// The replica set's name: members of another set are ignored (`replicaSet`).
+    pub repl_set_name: Option<String>,
+    /// Retry a read once on a retryable error (`retryReads`; default on).
+    pub retry_reads: Option<bool>,
+    /// Retry a write once on a retryable error (`retryWrites`; default on).
+    pub retry_writes: Option<bool>,
+    /// How monitors learn of changes: streaming, polling, or decided by the platform
+    /// (`serverMonitoringMode`).
+    pub server_monitoring_mode: Option<ServerMonitoringMode>,
+    /// How long server selection waits for a suitable server (`serverSelectionTimeoutMS`).
+    pub server_selection_timeout: Option<Duration>,
+    /// The database the URI names, for [`Client::default_database`](crate::Client::default_database).
+    pub default_database: Option<String>,
+    /// The client's default write concern (`w`, `journal`, `wTimeoutMS`).
+    pub write_concern: Option<WriteConcern>,
+    /// The most retries of an overloaded server's errors (`maxAdaptiveRetries`).
+    pub max_adaptive_retries: Option<u32>,
+    /// Send the retry of an overloaded server's error to another server
+    /// (`enableOverloadRetargeting`).
+    pub enable_overload_retargeting: Option<bool>,
+    /// (Ours.) The parsed connection string; its hosts are the seeds. The fields above are
+    /// written over its options when the client is built.
     pub connection_string: ConnectionString,
     /// The application's server selector.
     pub custom_selector: Option<CustomSelector>,
@@ -98,8 +148,8 @@ impl ClientOptions {
     /// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
     /// # }
     /// ```
-    pub async fn parse(uri: &str) -> Result<ClientOptions> {
-        ClientOptions::builder().uri(uri).build().await
+    pub async fn parse(uri: impl AsRef<str>) -> Result<ClientOptions> {
+        ClientOptions::builder().uri(uri.as_ref()).build().await
     }
 
     /// A builder.
@@ -385,7 +435,7 @@ impl ClientOptionsBuilder {
             let resolver = SrvResolver::new(config)?;
             host_resolver = srv::host_resolver(&resolver);
         }
-        Ok(ClientOptions {
+        let mut options = ClientOptions {
             connection_string: cs,
             custom_selector: self.custom_selector,
             sdam_event_handler: self.sdam_event_handler,
@@ -399,7 +449,10 @@ impl ClientOptionsBuilder {
             max_selection_waiters: self.max_selection_waiters,
             max_wait_queue_size: self.max_wait_queue_size,
             event_queue_capacity: self.event_queue_capacity,
-        })
+            ..ClientOptions::default()
+        };
+        options.spread_uri();
+        Ok(options)
     }
 }
 

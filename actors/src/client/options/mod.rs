@@ -10,6 +10,7 @@
 pub mod admin;
 pub mod change_stream;
 pub mod client;
+mod client_fields;
 pub mod crud;
 pub mod handle;
 

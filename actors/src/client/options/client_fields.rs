@@ -1,0 +1,89 @@
+//! The official driver's typed fields of [`ClientOptions`] and the connection string's options:
+//! filled from it when the options are built, written back over it when the client is.
+
+use std::time::Duration;
+
+use protocol::uri::UriOptions;
+
+use super::super::concern::{ReadConcern, ReadConcernLevel, WriteConcern};
+use super::client::ClientOptions;
+use crate::{Error, Result};
+
+impl ClientOptions {
+    /// Fills the typed fields from the connection string.
+    pub(crate) fn spread_uri(&mut self) {
+        let o = &self.connection_string.options;
+        let ms = |v: Option<u64>| v.map(Duration::from_millis);
+        self.app_name = o.app_name.clone();
+        self.connect_timeout = ms(o.connect_timeout_ms);
+        self.direct_connection = o.direct_connection;
+        self.heartbeat_freq = ms(o.heartbeat_frequency_ms);
+        self.load_balanced = o.load_balanced;
+        self.local_threshold = ms(o.local_threshold_ms);
+        self.max_idle_time = ms(o.max_idle_time_ms);
+        self.max_pool_size = o.max_pool_size;
+        self.min_pool_size = o.min_pool_size;
+        self.max_connecting = o.max_connecting;
+        self.read_concern = o
+            .read_concern_level
+            .as_deref()
+            .map(|l| ReadConcern { level: Some(ReadConcernLevel::from_name(l)) });
+        self.repl_set_name = o.replica_set.clone();
+        self.retry_reads = o.retry_reads;
+        self.retry_writes = o.retry_writes;
+        self.server_monitoring_mode = o.server_monitoring_mode;
+        self.server_selection_timeout = ms(o.server_selection_timeout_ms);
+        self.default_database = self.connection_string.default_database.clone();
+        self.write_concern = write_concern_of(o);
+        self.max_adaptive_retries = o.max_adaptive_retries;
+        self.enable_overload_retargeting = o.enable_overload_retargeting;
+    }
+
+    /// Writes the typed fields over the connection string's options and checks the result
+    /// (a combination a URI could not have is refused as it would be there).
+    pub(crate) fn fold_into_uri(&mut self) -> Result<()> {
+        let ms = |d: Option<Duration>, name: &str| -> Result<Option<u64>> {
+            d.map(|d| {
+                u64::try_from(d.as_millis())
+                    .map_err(|_| Error::invalid_argument(format!("{name} is too long")))
+            })
+            .transpose()
+        };
+        let o = &mut self.connection_string.options;
+        o.app_name = self.app_name.clone();
+        o.connect_timeout_ms = ms(self.connect_timeout, "connect_timeout")?;
+        o.direct_connection = self.direct_connection;
+        o.heartbeat_frequency_ms = ms(self.heartbeat_freq, "heartbeat_freq")?;
+        o.load_balanced = self.load_balanced;
+        o.local_threshold_ms = ms(self.local_threshold, "local_threshold")?;
+        o.max_idle_time_ms = ms(self.max_idle_time, "max_idle_time")?;
+        o.max_pool_size = self.max_pool_size;
+        o.min_pool_size = self.min_pool_size;
+        o.max_connecting = self.max_connecting;
+        o.read_concern_level =
+            self.read_concern.as_ref().and_then(|r| r.level.as_ref()).map(|l| l.as_str().to_owned());
+        o.replica_set = self.repl_set_name.clone();
+        o.retry_reads = self.retry_reads;
+        o.retry_writes = self.retry_writes;
+        o.server_monitoring_mode = self.server_monitoring_mode;
+        o.server_selection_timeout_ms = ms(self.server_selection_timeout, "server_selection_timeout")?;
+        let wc = self.write_concern.clone().unwrap_or_default();
+        o.w = wc.w;
+        o.journal = wc.journal;
+        o.w_timeout_ms = ms(wc.w_timeout, "write_concern.w_timeout")?;
+        o.max_adaptive_retries = self.max_adaptive_retries;
+        o.enable_overload_retargeting = self.enable_overload_retargeting;
+        self.connection_string.default_database = self.default_database.clone();
+        self.connection_string.validate().map_err(|e| Error::invalid_argument(e.to_string()))
+    }
+}
+
+/// The URI's write concern, if it sets any part of one.
+fn write_concern_of(o: &UriOptions) -> Option<WriteConcern> {
+    let wc = WriteConcern {
+        w: o.w.clone(),
+        journal: o.journal,
+        w_timeout: o.w_timeout_ms.map(Duration::from_millis),
+    };
+    (!wc.is_server_default()).then_some(wc)
+}

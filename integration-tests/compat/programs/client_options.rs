@@ -1,0 +1,50 @@
+//! The official connection example: parse a URI into `ClientOptions`, edit its fields, build
+//! the client synchronously with `Client::with_options`, and use the URI's default database.
+
+use std::time::Duration;
+
+use mongodb::bson::{doc, Document};
+use mongodb::options::{Acknowledgment, ClientOptions, ReadConcern, WriteConcern};
+use mongodb::Client;
+
+/// The URI with `db` as its default database (`mongodb://host/db?options`).
+fn with_default_database(uri: &str, db: &str) -> String {
+    let (base, query) = uri.split_once('?').map_or((uri, None), |(b, q)| (b, Some(q)));
+    let hosts = base.trim_end_matches('/');
+    match query {
+        Some(q) => format!("{hosts}/{db}?{q}"),
+        None => format!("{hosts}/{db}"),
+    }
+}
+
+/// Runs the program against `uri`, in database `db`.
+pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
+    let mut client_options = ClientOptions::parse(with_default_database(uri, db)).await?;
+    assert_eq!(client_options.default_database.as_deref(), Some(db));
+    client_options.app_name = Some("compat-client-options".to_string());
+    client_options.max_pool_size = Some(4);
+    client_options.min_pool_size = Some(1);
+    client_options.server_selection_timeout = Some(Duration::from_secs(10));
+    client_options.connect_timeout = Some(Duration::from_secs(5));
+    client_options.retry_writes = Some(true);
+    client_options.retry_reads = Some(true);
+    client_options.write_concern = Some(WriteConcern::builder().w(Acknowledgment::Majority).build());
+    client_options.read_concern = Some(ReadConcern::majority());
+    let client = Client::with_options(client_options)?;
+
+    let database = client.default_database().expect("the URI names a database");
+    assert_eq!(database.name(), db);
+    let coll = database.collection::<Document>("things");
+    coll.insert_one(doc! { "x": 1 }).await?;
+    assert_eq!(coll.count_documents(doc! {}).await?, 1);
+    let ping = client.database("admin").run_command(doc! { "ping": 1 }).await?;
+    assert!(ping.get("ok").is_some());
+    database.drop().await?;
+
+    // Options that do not go together are refused when the client is built.
+    let mut bad = ClientOptions::parse(uri).await?;
+    bad.min_pool_size = Some(10);
+    bad.max_pool_size = Some(2);
+    assert!(Client::with_options(bad).is_err());
+    Ok(())
+}
