@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bson::Document;
+use bson::{Document, RawDocument};
 use futures_util::future::BoxFuture;
 use futures_util::Stream;
 use pool::cmap::{CheckoutPurpose, PooledConnection};
@@ -515,6 +515,8 @@ pub struct Cursor<T = Document> {
     /// `getMore`).
     id: i64,
     address: ServerAddress,
+    /// The document [`Cursor::advance`] moved to.
+    current: Option<Doc>,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -537,6 +539,7 @@ impl<T> Cursor<T> {
             pending: None,
             next_deadline: None,
             sent: false,
+            current: None,
             _type: PhantomData,
         }
     }
@@ -625,8 +628,8 @@ impl<T> Cursor<T> {
 
     /// The same cursor, reading `U`s.
     pub fn with_type<U>(self) -> Cursor<U> {
-        let Cursor { raw, pending, next_deadline, sent, id, address, _type } = self;
-        Cursor { raw, pending, next_deadline, sent, id, address, _type: PhantomData }
+        let Cursor { raw, pending, next_deadline, sent, id, address, current, _type } = self;
+        Cursor { raw, pending, next_deadline, sent, id, address, current, _type: PhantomData }
     }
 
     /// Closes the cursor: a live one is killed on the server (`killCursors`, errors ignored)
@@ -689,6 +692,50 @@ impl<T> Cursor<T> {
             }));
             self.sent = true;
         }
+    }
+}
+
+impl<T> Cursor<T> {
+    /// Moves to the next document without deserializing it, sending `getMore`s as needed:
+    /// `true` when there is one ([`current`](Cursor::current) then borrows it), `false` once
+    /// the cursor is exhausted.
+    pub async fn advance(&mut self) -> Result<bool> {
+        self.current = None;
+        match std::future::poll_fn(|cx| self.poll_next_raw(cx, false)).await {
+            Some(Ok(doc)) => {
+                self.current = Some(doc);
+                Ok(true)
+            }
+            Some(Err(e)) => Err(e),
+            None => Ok(false),
+        }
+    }
+
+    /// The document the last [`advance`](Cursor::advance) that returned `true` moved to, as
+    /// the server sent it (no copy). Before that, or after it returned `false`, an empty
+    /// document (the official driver panics there).
+    pub fn current(&self) -> &RawDocument {
+        static EMPTY: std::sync::LazyLock<bson::RawDocumentBuf> =
+            std::sync::LazyLock::new(bson::RawDocumentBuf::new);
+        self.current.as_ref().and_then(|d| d.as_raw().ok()).unwrap_or(&EMPTY)
+    }
+
+    /// The current document as a `T`, borrowing from it where `T` does (`&str` fields).
+    ///
+    /// # Errors
+    /// [`ErrorKind::BsonDeserialization`](crate::error::ErrorKind::BsonDeserialization) when it
+    /// does not deserialize; [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument)
+    /// when there is no current document.
+    pub fn deserialize_current<'a>(&'a self) -> Result<T>
+    where
+        T: serde::Deserialize<'a>,
+    {
+        let doc = self
+            .current
+            .as_ref()
+            .ok_or_else(|| Error::invalid_argument("no current document: advance() has not returned true"))?;
+        bson::deserialize_from_slice(doc.as_raw()?.as_bytes())
+            .map_err(|e| Error::deserialization(e.to_string()))
     }
 }
 

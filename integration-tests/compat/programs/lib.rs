@@ -12,6 +12,7 @@ pub mod builders;
 pub mod client_options;
 pub mod crud;
 pub mod errors;
+pub mod raw_cursor;
 pub mod transactions;
 
 /// Every program: its name, whether it needs a replica set (transactions), and the program.
@@ -21,6 +22,7 @@ pub fn all() -> Vec<(&'static str, bool, Program)> {
         ("builders", false, |uri, db| Box::pin(builders::run(uri, db))),
         ("client_options", false, |uri, db| Box::pin(client_options::run(uri, db))),
         ("errors", false, |uri, db| Box::pin(errors::run(uri, db))),
+        ("raw_cursor", false, |uri, db| Box::pin(raw_cursor::run(uri, db))),
         ("transactions", true, |uri, db| Box::pin(transactions::run(uri, db))),
     ]
 }
