@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use actors::client::ClientOptions;
+use mongo_actors::client::ClientOptions;
 use protocol::uri::ReadPreferenceMode;
 
 fn temp_toml(contents: &str) -> PathBuf {
@@ -54,19 +54,22 @@ read_preference = "secondaryPreferred"
     // Bad environment values are typed errors.
     std::env::set_var("MONGO_ACTORS_MAX_POOL_SIZE", "lots");
     let r = ClientOptions::from_config(None, Some(&file)).await;
-    assert!(r.as_ref().is_err_and(|e| matches!(*e.kind, actors::ErrorKind::InvalidArgument { .. })), "{r:?}");
+    assert!(
+        r.as_ref().is_err_and(|e| matches!(*e.kind, mongo_actors::ErrorKind::InvalidArgument { .. })),
+        "{r:?}"
+    );
     std::env::set_var("MONGO_ACTORS_MAX_POOL_SIZE", "20");
     std::env::set_var("MONGO_ACTORS_HEARTBEAT_FREQUENCY_MS", "10");
     let r = ClientOptions::from_config(None, Some(&file)).await;
     assert!(
-        r.as_ref().is_err_and(|e| matches!(&*e.kind, actors::ErrorKind::InvalidArgument { message, .. } if message.contains("heartbeatFrequencyMS"))),
+        r.as_ref().is_err_and(|e| matches!(&*e.kind, mongo_actors::ErrorKind::InvalidArgument { message, .. } if message.contains("heartbeatFrequencyMS"))),
         "{r:?}"
     );
     std::env::remove_var("MONGO_ACTORS_HEARTBEAT_FREQUENCY_MS");
     std::env::set_var("MONGO_ACTORS_MAX_POOLSIZE", "3");
     let r = ClientOptions::from_config(None, Some(&file)).await;
     assert!(
-        r.as_ref().is_err_and(|e| matches!(*e.kind, actors::ErrorKind::InvalidArgument { .. })),
+        r.as_ref().is_err_and(|e| matches!(*e.kind, mongo_actors::ErrorKind::InvalidArgument { .. })),
         "a misspelt variable is an error: {r:?}"
     );
     std::env::remove_var("MONGO_ACTORS_MAX_POOLSIZE");

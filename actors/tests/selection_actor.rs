@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::{Actor, ActorContext, Context, Handler};
-use actors::messages::{CheckOutcome, ServerCheckCompleted};
-use actors::selection_actor::{
+use bson::{doc, oid::ObjectId, Document};
+use mongo_actors::messages::{CheckOutcome, ServerCheckCompleted};
+use mongo_actors::selection_actor::{
     Criteria, CustomSelector, FilterServers, SelectServer, SelectedServer, SelectionRequest, Selector,
     SelectorOptions,
 };
-use actors::{Error, Topology, TopologyBuilder};
-use bson::{doc, oid::ObjectId, Document};
+use mongo_actors::{Error, Topology, TopologyBuilder};
 use parking_lot::Mutex;
 use protocol::address::ServerAddress;
 use protocol::hello::reply::HelloReply;
@@ -423,7 +423,7 @@ async fn a_custom_selector_actor_filters_on_fast_and_slow_paths() {
     east.send(StopFilter).await.expect("stop");
     settle().await;
     let e = selector.select(read(ReadPreference::SECONDARY)).await.expect_err("stopped");
-    assert!(matches!(*e.kind, actors::ErrorKind::Shutdown), "{e}");
+    assert!(matches!(*e.kind, mongo_actors::ErrorKind::Shutdown), "{e}");
 }
 
 #[derive(actix::Message)]
@@ -462,9 +462,9 @@ async fn closing_fails_waiters_and_later_selections() {
     settle().await;
     selector.close().await;
     let e = waiter.await.expect("task").expect_err("stopped");
-    assert!(matches!(*e.kind, actors::ErrorKind::Shutdown), "{e}");
+    assert!(matches!(*e.kind, mongo_actors::ErrorKind::Shutdown), "{e}");
     let e = selector.select(write("insert")).await.expect_err("closed");
-    assert!(matches!(*e.kind, actors::ErrorKind::Shutdown), "{e}");
+    assert!(matches!(*e.kind, mongo_actors::ErrorKind::Shutdown), "{e}");
 }
 
 #[actix::test]
@@ -476,5 +476,5 @@ async fn closing_the_topology_fails_waiters() {
     settle().await;
     h.topology.close().await.expect("close");
     let e = waiter.await.expect("task").expect_err("stopped");
-    assert!(matches!(*e.kind, actors::ErrorKind::Shutdown), "{e}");
+    assert!(matches!(*e.kind, mongo_actors::ErrorKind::Shutdown), "{e}");
 }

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use actors::messages::{ApplicationErrorOccurred, CheckOutcome, ServerCheckCompleted};
-use actors::{MonitorFactory, Topology, TopologyBuilder};
 use bson::{doc, oid::ObjectId, Document};
+use mongo_actors::messages::{ApplicationErrorOccurred, CheckOutcome, ServerCheckCompleted};
+use mongo_actors::{MonitorFactory, Topology, TopologyBuilder};
 use parking_lot::Mutex;
 use pool::cmap::{CmapEvent, PoolOptions, PoolState};
 use pool::connection::ConnectionOptions;
@@ -414,7 +414,7 @@ async fn close_stops_every_actor_and_publishes_a_final_snapshot() {
         .request_immediate_check()
         .await
         .as_ref()
-        .is_err_and(|e| matches!(*e.kind, actors::ErrorKind::Shutdown)));
+        .is_err_and(|e| matches!(*e.kind, mongo_actors::ErrorKind::Shutdown)));
     assert!(!pool_actors[0].connected(), "the pool actors stopped with the topology");
 }
 
@@ -443,7 +443,7 @@ async fn wait_for_sees_later_snapshots_and_times_out() {
 async fn builder_validates() {
     let err = |b: TopologyBuilder| match b.build() {
         Err(e) => match *e.kind {
-            actors::ErrorKind::InvalidArgument { message, .. } => message,
+            mongo_actors::ErrorKind::InvalidArgument { message, .. } => message,
             other => panic!("expected an invalid argument, got {other:?}"),
         },
         other => panic!("expected invalid options, got {other:?}"),

@@ -2,11 +2,11 @@
 //! operation, each with a typed result.
 //!
 //! ```no_run
-//! use actors::client::actor::{FindOneRequest, InsertOneRequest};
-//! use actors::Client;
+//! use mongo_actors::client::actor::{FindOneRequest, InsertOneRequest};
+//! use mongo_actors::Client;
 //! use bson::doc;
 //!
-//! # async fn example() -> actors::Result<()> {
+//! # async fn example() -> mongo_actors::Result<()> {
 //! let client = Client::with_uri_str("mongodb://127.0.0.1:27017").await?;
 //! let addr = client.actor();
 //! addr.send(InsertOneRequest::new("app", "people", doc! {"name": "Ada"})).await??;

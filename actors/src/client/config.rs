@@ -273,7 +273,7 @@ impl ClientOptions {
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// use actors::client::ClientOptions;
+    /// use mongo_actors::client::ClientOptions;
     ///
     /// let dir = std::env::temp_dir().join(format!("mongo-actors-doc-{}", std::process::id()));
     /// std::fs::create_dir_all(&dir).unwrap();
@@ -291,7 +291,7 @@ impl ClientOptions {
     ///
     /// std::fs::write(&file, "uri = \"mongodb://db1\"\nmax_pool_size = -3\n").unwrap();
     /// let r = ClientOptions::from_config(None, Some(&file)).await;
-    /// assert!(r.is_err_and(|e| matches!(*e.kind, actors::error::ErrorKind::InvalidArgument { .. })));
+    /// assert!(r.is_err_and(|e| matches!(*e.kind, mongo_actors::error::ErrorKind::InvalidArgument { .. })));
     /// # std::fs::remove_dir_all(&dir).ok();
     /// # });
     /// ```

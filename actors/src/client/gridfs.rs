@@ -4,7 +4,7 @@
 //! `timeoutMS` bounds each whole operation (an upload from its opening to its close).
 //!
 //! ```no_run
-//! # async fn example(db: actors::Database) -> Result<(), Box<dyn std::error::Error>> {
+//! # async fn example(db: mongo_actors::Database) -> Result<(), Box<dyn std::error::Error>> {
 //! use futures_util::io::{AsyncReadExt, AsyncWriteExt};
 //! let bucket = db.gridfs_bucket(None);
 //! let mut upload = bucket.open_upload_stream("notes.txt").await?;
@@ -18,7 +18,7 @@
 //! ```
 //!
 //! An I/O error of a stream wraps this crate's [`Error`]: `e.into_inner()` and
-//! `downcast::<actors::Error>()` give it back.
+//! `downcast::<mongo_actors::Error>()` give it back.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};

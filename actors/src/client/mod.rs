@@ -3,8 +3,8 @@
 //! actors.
 //!
 //! ```no_run
-//! use actors::bson::doc;
-//! use actors::{Client, Collection, ReadPreference};
+//! use mongo_actors::bson::doc;
+//! use mongo_actors::{Client, Collection, ReadPreference};
 //! use serde::{Deserialize, Serialize};
 //!
 //! #[derive(Debug, Serialize, Deserialize)]
@@ -13,7 +13,7 @@
 //!     born: i32,
 //! }
 //!
-//! # async fn example() -> actors::Result<()> {
+//! # async fn example() -> mongo_actors::Result<()> {
 //! // Works in any tokio runtime: without an actix System, the client runs its actors on a
 //! // System of its own, on a dedicated thread.
 //! let client = Client::with_uri_str("mongodb://127.0.0.1:27017/?replicaSet=rs0").await?;

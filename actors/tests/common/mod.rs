@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use actix::{Actor, ActorContext, Context, Handler};
-use actors::messages::{CancelCheck, RequestImmediateCheck, StopActor};
-use actors::{MonitorFactory, MonitorHandles, MonitorSpawn};
+use mongo_actors::messages::{CancelCheck, RequestImmediateCheck, StopActor};
+use mongo_actors::{MonitorFactory, MonitorHandles, MonitorSpawn};
 use parking_lot::Mutex;
 use protocol::address::ServerAddress;
 

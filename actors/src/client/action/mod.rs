@@ -4,7 +4,7 @@
 //! and `.await` (the builder implements `IntoFuture`) runs it.
 //!
 //! ```no_run
-//! # async fn example(coll: actors::Collection<bson::Document>) -> actors::Result<()> {
+//! # async fn example(coll: mongo_actors::Collection<bson::Document>) -> mongo_actors::Result<()> {
 //! use bson::doc;
 //! let mut cursor = coll.find(doc! {"x": {"$gt": 1}}).sort(doc! {"x": 1}).limit(10).await?;
 //! while let Some(d) = cursor.try_next().await? {

@@ -88,7 +88,7 @@ impl StartTransaction<&mut ClientSession> {
     /// borrow it. When the callback fails the transaction is aborted and its error returned.
     ///
     /// ```no_run
-    /// # async fn example(client: actors::Client) -> actors::error::Result<()> {
+    /// # async fn example(client: mongo_actors::Client) -> mongo_actors::error::Result<()> {
     /// use futures_util::FutureExt;
     /// let coll = client.database("app").collection::<bson::Document>("people");
     /// let mut session = client.start_session().await?;

@@ -4,7 +4,7 @@
 //! spec).
 //!
 //! ```no_run
-//! # async fn example(coll: actors::Collection<bson::Document>) -> actors::Result<()> {
+//! # async fn example(coll: mongo_actors::Collection<bson::Document>) -> mongo_actors::Result<()> {
 //! use bson::doc;
 //! let mut stream = coll.watch().pipeline([doc! {"$match": {"operationType": "insert"}}]).await?;
 //! while let Some(event) = stream.next_if_any().await? {

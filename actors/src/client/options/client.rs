@@ -137,12 +137,12 @@ impl ClientOptions {
     ///
     /// ```
     /// # tokio_test_block_on(async {
-    /// use actors::client::ClientOptions;
+    /// use mongo_actors::client::ClientOptions;
     ///
     /// let o = ClientOptions::parse("mongodb://alice:s3cret@db1:27017,db2:27017/?appname=svc").await.unwrap();
     /// assert_eq!(o.connection_string.hosts.len(), 2);
     /// assert!(!format!("{o:?}").contains("s3cret"));
-    /// assert!(ClientOptions::parse("http://x").await.as_ref().is_err_and(|e| matches!(*e.kind, actors::error::ErrorKind::InvalidArgument { .. })));
+    /// assert!(ClientOptions::parse("http://x").await.as_ref().is_err_and(|e| matches!(*e.kind, mongo_actors::error::ErrorKind::InvalidArgument { .. })));
     /// # });
     /// # fn tokio_test_block_on(f: impl std::future::Future<Output = ()>) {
     /// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
@@ -207,7 +207,7 @@ impl ClientOptions {
 
     /// The topology builder for these options: SDAM settings (seeds, replicaSet, srvMaxHosts,
     /// ...), pool options and connection options with the [`host_resolver`](Self::host_resolver).
-    /// Event handlers are not set: the Client adds them (through `actors::metrics`).
+    /// Event handlers are not set: the Client adds them (through `mongo_actors::metrics`).
     pub fn topology_builder(&self) -> Result<TopologyBuilder> {
         let cs = &self.connection_string;
         let mut builder =
@@ -234,7 +234,7 @@ impl ClientOptions {
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// use actors::client::ClientOptions;
+/// use mongo_actors::client::ClientOptions;
 ///
 /// let o = ClientOptions::builder()
 ///     .uri("mongodb://db1/?maxPoolSize=5&appname=fromUri")
@@ -248,7 +248,7 @@ impl ClientOptions {
 ///
 /// // Invalid values are errors here (a URI would only warn).
 /// let e = ClientOptions::builder().uri("mongodb://db1").option("heartbeatFrequencyMS", 10).build().await;
-/// assert!(e.as_ref().is_err_and(|e| matches!(*e.kind, actors::error::ErrorKind::InvalidArgument { .. })));
+/// assert!(e.as_ref().is_err_and(|e| matches!(*e.kind, mongo_actors::error::ErrorKind::InvalidArgument { .. })));
 /// # });
 /// ```
 #[must_use]
