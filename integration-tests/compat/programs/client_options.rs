@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use mongodb::bson::{doc, Document};
+use futures_util::stream::TryStreamExt;
+
+use mongodb::bson::{doc, rawdoc, Document};
 use mongodb::options::{Acknowledgment, ClientOptions, ReadConcern, WriteConcern};
 use mongodb::Client;
 
@@ -39,6 +41,13 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
     assert_eq!(coll.count_documents(doc! {}).await?, 1);
     let ping = client.database("admin").run_command(doc! { "ping": 1 }).await?;
     assert!(ping.get("ok").is_some());
+    let ping = client.database("admin").run_raw_command(rawdoc! { "ping": 1 }).await?;
+    assert!(ping.get("ok").is_some());
+    let listed: Vec<Document> =
+        database.run_raw_cursor_command(rawdoc! { "listCollections": 1 }).await?.try_collect().await?;
+    assert!(listed.iter().any(|c| c.get_str("name").ok() == Some("things")));
+    let session = client.start_session().await?;
+    assert!(session.client().database(db).name() == db);
     database.drop().await?;
 
     // Options that do not go together are refused when the client is built.

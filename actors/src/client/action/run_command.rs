@@ -27,7 +27,20 @@ impl Database {
     pub fn run_command(&self, command: Document) -> RunCommand<'_> {
         RunCommand {
             handle: self.handle(),
-            command,
+            command: Ok(command),
+            criteria: None,
+            options: RunCommandOptions::default(),
+            session: None,
+        }
+    }
+
+    /// [`run_command`](Database::run_command) with the command as raw BSON; a document that
+    /// is not valid BSON fails the call with
+    /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument).
+    pub fn run_raw_command(&self, command: bson::RawDocumentBuf) -> RunCommand<'_> {
+        RunCommand {
+            handle: self.handle(),
+            command: raw_command(&command),
             criteria: None,
             options: RunCommandOptions::default(),
             session: None,
@@ -35,11 +48,17 @@ impl Database {
     }
 }
 
+/// A raw command as a document.
+pub(super) fn raw_command(command: &bson::RawDocument) -> Result<Document> {
+    Document::try_from(command)
+        .map_err(|e| Error::invalid_argument(format!("the raw command is not valid BSON: {e}")))
+}
+
 /// A `run_command`: see [`Database::run_command`].
 #[must_use = "an operation does nothing until it is awaited"]
 pub struct RunCommand<'a> {
     handle: Handle<'a>,
-    command: Document,
+    command: Result<Document>,
     criteria: Option<Criteria>,
     options: RunCommandOptions,
     session: Option<&'a mut ClientSession>,
@@ -60,6 +79,7 @@ impl<'a> RunCommand<'a> {
 
     async fn execute(self) -> Result<Document> {
         let RunCommand { handle, command, criteria, options, session } = self;
+        let command = command?;
         let timeout =
             handle.begin(session.as_deref(), command.contains_key("readConcern"), false, options.timeout)?;
         if command.contains_key("$readPreference") {

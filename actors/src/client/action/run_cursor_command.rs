@@ -23,7 +23,19 @@ impl Database {
     pub fn run_cursor_command(&self, command: Document) -> RunCursorCommand<'_> {
         RunCursorCommand {
             handle: self.handle(),
-            command,
+            command: Ok(command),
+            options: RunCursorCommandOptions::default(),
+            session: None,
+        }
+    }
+
+    /// [`run_cursor_command`](Database::run_cursor_command) with the command as raw BSON; a
+    /// document that is not valid BSON fails the call with
+    /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument).
+    pub fn run_raw_cursor_command(&self, command: bson::RawDocumentBuf) -> RunCursorCommand<'_> {
+        RunCursorCommand {
+            handle: self.handle(),
+            command: super::run_command::raw_command(&command),
             options: RunCursorCommandOptions::default(),
             session: None,
         }
@@ -34,7 +46,7 @@ impl Database {
 #[must_use = "an operation does nothing until it is awaited"]
 pub struct RunCursorCommand<'a> {
     handle: Handle<'a>,
-    command: Document,
+    command: Result<Document>,
     options: RunCursorCommandOptions,
     session: Option<&'a mut ClientSession>,
 }
@@ -52,6 +64,7 @@ impl<'a> RunCursorCommand<'a> {
 
     async fn execute(self) -> Result<Cursor<Document>> {
         let RunCursorCommand { handle, command, options, session } = self;
+        let command = command?;
         let timeout = handle.op_timeout(options.timeout);
         let mode = cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
         let read_preference = options.read_preference.clone().unwrap_or(ReadPreference::PRIMARY);

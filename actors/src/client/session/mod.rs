@@ -166,6 +166,11 @@ pub(crate) fn state_error(message: &str) -> Error {
 }
 
 impl ClientSession {
+    /// The client that started the session.
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
     /// The session id (`{id: UUID}`).
     pub fn id(&self) -> Option<&Document> {
         self.server.as_ref().map(|s| &s.lsid)
