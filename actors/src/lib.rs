@@ -63,6 +63,9 @@ pub mod options {
 /// The BSON crate this one is built on (`bson::doc!`, `Document`, `oid::ObjectId`...): one
 /// dependency is enough.
 pub use bson;
+
+/// A boxed future that is `Send`, as [`action::StartTransaction::and_run`]'s callback returns.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 pub use error::{Error, ErrorKind, OverloadedQueue, Result, WriteConcernError, WriteError};
 pub use options::*;
 pub use selection::ReadPreference;

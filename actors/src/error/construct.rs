@@ -63,13 +63,18 @@ impl Error {
 
     /// A connection or pool error of an operation on `address`.
     pub(crate) fn connection(address: ServerAddress, e: pool::Error) -> Self {
+        Error::of_pool(Some(address), e)
+    }
+
+    /// A connection or pool error, on `address` when it names one.
+    fn of_pool(address: Option<ServerAddress>, e: pool::Error) -> Self {
         let mut error = Error::new(kind_of_pool_error(&e));
         error.labels = e.labels().into_iter().collect();
         if let pool::Error::Command { error: s, .. } = &e {
             error.server_response = raw(&s.response);
         }
         let context = error.context_mut();
-        context.address = Some(address);
+        context.address = address;
         context.pool = Some(e);
         error
     }
@@ -269,10 +274,7 @@ impl From<std::io::ErrorKind> for Error {
 
 impl From<pool::Error> for Error {
     fn from(e: pool::Error) -> Self {
-        let address = super::pool_error_address(&e).cloned();
-        let mut error = Error::connection(ServerAddress::tcp("unknown", 0), e);
-        error.context_mut().address = address;
-        error
+        Error::of_pool(super::pool_error_address(&e).cloned(), e)
     }
 }
 

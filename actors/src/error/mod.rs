@@ -252,9 +252,7 @@ impl Error {
 
     /// Adds a label (the client's own, such as `RetryableWriteError`).
     pub(crate) fn add_label(&mut self, label: &str) {
-        if !self.labels.contains(label) {
-            self.labels.insert(label.to_owned());
-        }
+        self.labels.insert(label.to_owned());
     }
 }
 

@@ -29,6 +29,7 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
         .start_transaction()
         .and_run(coll.clone(), |session, coll| async move { transfer(coll, session, 30).await }.boxed())
         .await?;
+    session.start_transaction().and_run(coll.clone(), no_op).await?;
     let moved = 20;
     session.start_transaction().and_run2(async |session| transfer(&coll, session, moved).await).await?;
     let bob = coll.find_one(doc! { "_id": "bob" }).await?.expect("bob");
@@ -56,4 +57,12 @@ async fn transfer(
         .session(&mut *session)
         .await?;
     Ok(())
+}
+
+/// A callback as a named function: `and_run` takes `mongodb::BoxFuture`s.
+fn no_op<'a>(
+    _session: &'a mut ClientSession,
+    _coll: &'a mut Collection<Document>,
+) -> mongodb::BoxFuture<'a, mongodb::error::Result<()>> {
+    Box::pin(async { Ok(()) })
 }

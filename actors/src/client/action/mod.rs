@@ -76,7 +76,7 @@ pub use run_command::RunCommand;
 pub use run_cursor_command::RunCursorCommand;
 pub use search_index::{SearchIndex, SearchIndexOutput};
 pub use start_session::StartSession;
-pub use start_transaction::{BoxFuture, StartTransaction};
+pub use start_transaction::StartTransaction;
 pub use update::Update;
 pub use watch::Watch;
 

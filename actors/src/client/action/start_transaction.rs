@@ -2,8 +2,7 @@
 //! the transaction, and `and_run` runs a callback in it, retrying and committing (the
 //! convenient transactions API).
 
-use std::future::{Future, IntoFuture};
-use std::pin::Pin;
+use std::future::IntoFuture;
 use std::time::Duration;
 
 use selection::ReadPreference;
@@ -12,10 +11,7 @@ use super::super::concern::{ReadConcern, WriteConcern};
 use super::super::session::options::TransactionOptions;
 use super::super::session::transaction::Attempt;
 use super::super::session::ClientSession;
-use crate::{Error, Result};
-
-/// A boxed future that is `Send`, as [`StartTransaction::and_run`]'s callback returns.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+use crate::{BoxFuture, Error, Result};
 
 impl ClientSession {
     /// A transaction to start: `session.start_transaction().await?` starts it (the next
