@@ -100,8 +100,8 @@ macro_rules! command_message {
             operationId = ctx.operation_id,
             driverConnectionId = c.driver_connection_id,
             serverConnectionId = c.server_connection_id,
-            serverHost = c.address.host(),
-            serverPort = c.address.port().map(i64::from),
+            serverHost = c.address.host().as_ref(),
+            serverPort = c.address.tcp_port().map(i64::from),
             serviceId = service_id(c),
             $message
         );

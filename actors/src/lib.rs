@@ -20,6 +20,8 @@ pub mod rtt_pinger;
 pub mod rtt_stats;
 pub mod sdam_log;
 pub mod selection_actor;
+pub mod selection_criteria;
+mod server_info;
 pub mod snapshot;
 pub mod srv;
 pub mod srv_poller;
@@ -55,10 +57,12 @@ pub mod options {
         UpdateOneModel, UpdateOptions, UpdateResult, VerboseBulkWriteResult, WriteConcern, WriteModel,
     };
     pub use crate::client::{ClientOptions, ClientOptionsBuilder};
+    pub use crate::selection_criteria::{Predicate, SelectionCriteria};
     pub use protocol::hello::command::ServerApi;
     pub use protocol::hello::metadata::DriverInfo;
-    pub use protocol::uri::Compressor;
-    pub use selection::ReadPreference;
+    pub use protocol::uri::{Compressor, TagSet};
+    pub use protocol::ServerAddress;
+    pub use selection::{HedgedReadOptions, ReadPreference, ReadPreferenceOptions};
 }
 /// The BSON crate this one is built on (`bson::doc!`, `Document`, `oid::ObjectId`...): one
 /// dependency is enough.
@@ -68,8 +72,9 @@ pub use bson;
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 pub use error::{Error, ErrorKind, OverloadedQueue, Result, WriteConcernError, WriteError};
 pub use options::*;
-pub use selection::ReadPreference;
+pub use protocol::sdam::{ServerType, TopologyType};
 pub use selection_actor::{Criteria, Selector};
+pub use server_info::ServerInfo;
 pub use snapshot::{ServerHandle, TopologySnapshot};
 pub use topology::{
     default_monitor_factory, MonitorFactory, MonitorHandles, MonitorSpawn, Topology, TopologyActor,

@@ -571,8 +571,8 @@ impl Checker {
         tracing::debug!(
             target: crate::sdam_log::LOG_TARGET,
             topologyId = %self.options.topology_id.0,
-            serverHost = a.host(),
-            serverPort = a.port().unwrap_or(27017),
+            serverHost = a.host().as_ref(),
+            serverPort = a.tcp_port().unwrap_or(27017),
             driverConnectionId = driver,
             serverConnectionId = server,
             awaited,
@@ -590,8 +590,8 @@ impl Checker {
         tracing::debug!(
             target: crate::sdam_log::LOG_TARGET,
             topologyId = %self.options.topology_id.0,
-            serverHost = a.host(),
-            serverPort = a.port().unwrap_or(27017),
+            serverHost = a.host().as_ref(),
+            serverPort = a.tcp_port().unwrap_or(27017),
             driverConnectionId = driver,
             serverConnectionId = server,
             awaited,
@@ -613,8 +613,8 @@ impl Checker {
         tracing::debug!(
             target: crate::sdam_log::LOG_TARGET,
             topologyId = %self.options.topology_id.0,
-            serverHost = a.host(),
-            serverPort = a.port().unwrap_or(27017),
+            serverHost = a.host().as_ref(),
+            serverPort = a.tcp_port().unwrap_or(27017),
             driverConnectionId = driver,
             serverConnectionId = server,
             awaited,

@@ -22,14 +22,14 @@ pub fn log_event(event: &SdamEvent) {
             target: LOG_TARGET,
             topologyId = %e.topology_id.0,
             serverHost = %e.address.host(),
-            serverPort = e.address.port().unwrap_or(27017),
+            serverPort = e.address.tcp_port().unwrap_or(27017),
             "Starting server monitoring"
         ),
         SdamEvent::ServerClosed(e) => tracing::debug!(
             target: LOG_TARGET,
             topologyId = %e.topology_id.0,
             serverHost = %e.address.host(),
-            serverPort = e.address.port().unwrap_or(27017),
+            serverPort = e.address.tcp_port().unwrap_or(27017),
             "Stopped server monitoring"
         ),
         SdamEvent::TopologyDescriptionChanged(e) => tracing::debug!(

@@ -26,22 +26,35 @@ use pool::cmap::PooledConnection;
 use pool::connection::Connection;
 use protocol::sdam::{ServerDescription, TopologyDescription};
 use protocol::ServerAddress;
-use selection::{ReadPreference, SelectionCriteria, ServerSelector, Servers};
+use selection::{ReadPreference, SelectionQuery, ServerSelector, Servers};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
 use crate::messages::RequestImmediateCheck;
+use crate::selection_criteria::{PredicateSelector, SelectionCriteria};
 use crate::snapshot::{Remembered, ServerHandle, TopologySnapshot};
 use crate::topology::{Topology, TopologyActor};
 use crate::{Error, Result};
 
-/// What an operation needs from its server: a read with a read preference, or a write.
+/// What an operation needs from its server: a read with a read preference, a read from a
+/// server an application predicate accepts, or a write.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Criteria {
     /// A read with this read preference.
     Read(ReadPreference),
+    /// A read from a data-bearing server the predicate accepts.
+    Predicate(PredicateSelector),
     /// A write (or any operation that must go to a writable server).
     Write,
+}
+
+impl From<SelectionCriteria> for Criteria {
+    fn from(criteria: SelectionCriteria) -> Self {
+        match criteria {
+            SelectionCriteria::ReadPreference(rp) => Criteria::Read(rp),
+            SelectionCriteria::Predicate(p) => Criteria::Predicate(PredicateSelector(p)),
+        }
+    }
 }
 
 /// One selection request: owned, so it can wait in the mailbox.
@@ -239,10 +252,11 @@ impl ServerSelector for ActorSelectorMarker {
 static ACTOR_SELECTOR: ActorSelectorMarker = ActorSelectorMarker;
 
 /// The pure criteria of a request, without the custom selector (it runs after readiness).
-fn base_criteria(request: &SelectionRequest) -> SelectionCriteria<'_> {
+fn base_criteria(request: &SelectionRequest) -> SelectionQuery<'_> {
     let criteria = match &request.criteria {
-        Criteria::Read(rp) => SelectionCriteria::read(rp),
-        Criteria::Write => SelectionCriteria::write(),
+        Criteria::Read(rp) => SelectionQuery::read(rp),
+        Criteria::Predicate(p) => SelectionQuery::any(p),
+        Criteria::Write => SelectionQuery::write(),
     };
     criteria.with_deprioritized(&request.deprioritized)
 }
@@ -251,7 +265,7 @@ fn base_criteria(request: &SelectionRequest) -> SelectionCriteria<'_> {
 fn full_criteria<'a>(
     request: &'a SelectionRequest,
     custom: Option<&'a CustomSelector>,
-) -> SelectionCriteria<'a> {
+) -> SelectionQuery<'a> {
     let criteria = base_criteria(request);
     match custom {
         Some(CustomSelector::Function(f)) => criteria.with_selector(f.as_ref()),
@@ -273,6 +287,7 @@ fn remembered<'a>(snapshot: &'a TopologySnapshot, request: &SelectionRequest) ->
     }
     let read = match &request.criteria {
         Criteria::Read(rp) => Some(rp),
+        Criteria::Predicate(_) => return None,
         Criteria::Write => None,
     };
     snapshot.remembered(crate::snapshot::suitable_slot(read)?, |s| {
@@ -368,7 +383,7 @@ fn selector_stopped() -> Error {
 fn log_failed(
     topology_id: &str,
     request: &SelectionRequest,
-    criteria: &SelectionCriteria<'_>,
+    criteria: &SelectionQuery<'_>,
     topology: &TopologyDescription,
     failure: &Error,
 ) {

@@ -152,11 +152,11 @@ impl TopologySnapshot {
         if let Some(e) = self.index.iter().find(|e| e.address == ptr) {
             return Some(&e.handle);
         }
-        let port = address.port();
+        let port = address.tcp_port();
         self.index
             .iter()
             .map(|e| &e.handle)
-            .find(|h| h.pool.address().port() == port && h.pool.address() == address)
+            .find(|h| h.pool.address().tcp_port() == port && h.pool.address() == address)
             .or_else(|| self.servers.get(address))
     }
 

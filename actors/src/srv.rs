@@ -183,7 +183,7 @@ impl SrvResolver {
             if let RData::SRV(srv) = &record.data {
                 let target = srv.target.to_utf8();
                 let target = target.trim_end_matches('.');
-                hosts.push(ServerAddress::Tcp { host: target.to_ascii_lowercase(), port: srv.port });
+                hosts.push(ServerAddress::Tcp { host: target.to_ascii_lowercase(), port: Some(srv.port) });
                 min_ttl = min_ttl.min(record.ttl);
             }
         }

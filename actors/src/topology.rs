@@ -1004,7 +1004,7 @@ mod tests {
     use super::*;
 
     fn addr() -> ServerAddress {
-        ServerAddress::Tcp { host: "a".into(), port: 27017 }
+        ServerAddress::Tcp { host: "a".into(), port: Some(27017) }
     }
 
     #[test]

@@ -67,7 +67,10 @@ async fn main() -> Result<(), BoxError> {
     // A generated _id, so runs against the same deployment do not collide.
     let id = settings.insert_one(doc! {"key": "theme", "value": "dark"}).await?.inserted_id;
     // The configured default is secondaryPreferred; read our own write from the primary.
-    let read = FindOneOptions { read_preference: Some(ReadPreference::PRIMARY), ..FindOneOptions::default() };
+    let read = FindOneOptions {
+        selection_criteria: Some(ReadPreference::Primary.into()),
+        ..FindOneOptions::default()
+    };
     let found = settings.find_one(doc! {"_id": id}).with_options(read).await?;
     println!("read back: {found:?}");
     if args.smoke {

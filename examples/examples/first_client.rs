@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use actors::bson::doc;
 use actors::error::{ErrorKind, WriteError, WriteFailure};
+use actors::options::SelectionCriteria;
 use actors::{Client, Collection, Criteria, ReadPreference};
 use mongo_actors_examples::{check, deployment, Args, BoxError};
 use serde::{Deserialize, Serialize};
@@ -44,7 +45,10 @@ async fn main() -> Result<(), BoxError> {
         .await?;
 
     // Reads pick a server by read preference: nearest is any member within the latency window.
-    let grace = people.find_one(doc! {"name": "Grace"}).read_preference(ReadPreference::NEAREST).await?;
+    let grace = people
+        .find_one(doc! {"name": "Grace"})
+        .selection_criteria(SelectionCriteria::ReadPreference(ReadPreference::Nearest { options: None }))
+        .await?;
     if let Some(person) = &grace {
         println!("found: {person:?}");
     }

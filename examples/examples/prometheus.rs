@@ -26,7 +26,9 @@ async fn scrape(handle: web::Data<PrometheusHandle>) -> HttpResponse {
 async fn workload(client: &Client, round: u32) -> Result<(), actors::Error> {
     let coll = client.database("app").collection::<bson::Document>("metrics_demo");
     coll.insert_one(doc! {"round": round}).await?;
-    coll.count_documents(doc! {}).read_preference(ReadPreference::SECONDARY_PREFERRED).await?;
+    coll.count_documents(doc! {})
+        .selection_criteria(ReadPreference::SecondaryPreferred { options: None }.into())
+        .await?;
     client
         .database("admin")
         .run_command(doc! {"ping": 1})

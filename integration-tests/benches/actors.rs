@@ -30,7 +30,7 @@ use parking_lot::Mutex;
 use pool::cmap::PoolState;
 use protocol::sdam::ServerType;
 use protocol::uri::ConnectionString;
-use selection::{select_server, ReadPreference, SelectionCriteria};
+use selection::{select_server, ReadPreference, SelectionQuery};
 
 pub(crate) const DB: &str = "bench";
 pub(crate) const COLL: &str = "docs";
@@ -112,8 +112,8 @@ pub(crate) async fn selection_bench(uri: String, iterations: u32) -> Vec<Selecti
         // Pure: the same snapshot, reading the same operation counters.
         let snapshot = topology.snapshot();
         let criteria = match &rp {
-            Some(rp) => SelectionCriteria::read(rp),
-            None => SelectionCriteria::write(),
+            Some(rp) => SelectionQuery::read(rp),
+            None => SelectionQuery::write(),
         };
         let counts = |a: &protocol::ServerAddress| {
             snapshot.handle(a).map_or(0, |h| h.operations.load(Ordering::Relaxed))

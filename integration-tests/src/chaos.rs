@@ -651,7 +651,7 @@ async fn read_all(coll: &Collection, within: Duration) -> Result<HashSet<i64>, a
     let deadline = Instant::now() + within;
     loop {
         let options = FindOptions {
-            read_preference: Some(ReadPreference::PRIMARY),
+            selection_criteria: Some(ReadPreference::PRIMARY.into()),
             projection: Some(doc! {"_id": 1}),
             batch_size: Some(10_000),
             timeout: Some(Duration::from_secs(10)),
@@ -919,7 +919,7 @@ impl Workload<'_> {
                     let t = Instant::now();
                     let r = tokio::time::timeout(
                         limit + Duration::from_secs(5),
-                        coll.find_one(doc! {"_id": id}).read_preference(rp.clone()),
+                        coll.find_one(doc! {"_id": id}).selection_criteria(rp.clone().into()),
                     )
                     .await;
                     tally.timed("find_one", t.elapsed(), limit);

@@ -330,7 +330,7 @@ async fn each_read_preference_mode_and_tag_set_reaches_the_expected_member() {
         let mut seen = BTreeSet::new();
         for _ in 0..6 {
             coll.find_one(doc! { "_id": 1 })
-                .read_preference(read_preference.clone())
+                .selection_criteria(read_preference.clone().into())
                 .await
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             // The closure gets its events on a delivery thread: what was emitted first.
@@ -664,7 +664,7 @@ async fn shutdown_stops_every_actor_and_closes_every_connection() {
         vec![ReadPreferenceMode::Secondary, ReadPreferenceMode::Secondary, ReadPreferenceMode::Nearest]
     };
     for mode in modes {
-        coll.find_one(doc! {}).read_preference(rp(mode, &[])).await.expect("read");
+        coll.find_one(doc! {}).selection_criteria(rp(mode, &[]).into()).await.expect("read");
     }
     let mut cursor = coll
         .find(doc! {})

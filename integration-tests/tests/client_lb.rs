@@ -367,7 +367,7 @@ async fn load_balancers_get_read_preference_as_mongos() {
     };
     let coll = s.database("app").collection::<bson::Document>("rp");
     coll.find_one(doc! {})
-        .read_preference(ReadPreference::SECONDARY_PREFERRED)
+        .selection_criteria(ReadPreference::SECONDARY_PREFERRED.into())
         .await
         .expect("secondaryPreferred");
     coll.find_one(doc! {}).await.expect("primary");

@@ -359,7 +359,7 @@ async fn secondary_read_preference_reaches_a_secondary() {
         .collection::<bson::Document>("c")
         .find_one(doc! {})
         .with_options(FindOneOptions {
-            read_preference: Some(ReadPreference::SECONDARY_PREFERRED),
+            selection_criteria: Some(ReadPreference::SECONDARY_PREFERRED.into()),
             ..Default::default()
         })
         .await

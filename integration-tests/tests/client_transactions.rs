@@ -118,7 +118,10 @@ async fn a_causally_consistent_read_on_a_lagging_secondary_waits_for_its_write()
     let primary = db.collection::<Document>("c");
     let secondary = db.collection_with_options::<Document>(
         "c",
-        CollectionOptions { read_preference: Some(ReadPreference::SECONDARY), ..Default::default() },
+        CollectionOptions {
+            selection_criteria: Some(ReadPreference::SECONDARY.into()),
+            ..Default::default()
+        },
     );
 
     // Without a session the secondary answers at once, before the write reaches it.

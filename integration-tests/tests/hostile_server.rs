@@ -72,11 +72,7 @@ impl Hostile {
                 tokio::spawn(serve(socket, bad, target, s.clone(), c.clone()));
             }
         });
-        Hostile {
-            address: ServerAddress::parse(&format!("127.0.0.1:{port}")).expect("address"),
-            sent,
-            closed,
-        }
+        Hostile { address: ServerAddress::parse(format!("127.0.0.1:{port}")).expect("address"), sent, closed }
     }
 
     /// Waits until the client has closed `n` connections that got a bad reply.
@@ -388,7 +384,7 @@ async fn streaming_server(ids: StreamIds, n: usize) -> ServerAddress {
         // Keep the socket open until the client is done.
         let _ = framed.next().await;
     });
-    ServerAddress::parse(&format!("127.0.0.1:{port}")).expect("address")
+    ServerAddress::parse(format!("127.0.0.1:{port}")).expect("address")
 }
 
 /// Follow-up replies of an exhaust stream are accepted whether they answer the previous reply
@@ -520,7 +516,7 @@ async fn scripted(
             });
         }
     });
-    ServerAddress::parse(&format!("127.0.0.1:{port}")).expect("address")
+    ServerAddress::parse(format!("127.0.0.1:{port}")).expect("address")
 }
 
 /// An OP_MSG reply to `request` with `flags`, encoded.

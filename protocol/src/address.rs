@@ -1,6 +1,9 @@
 //! Server addresses: `host:port` pairs (IPv6 literals in brackets) and Unix domain sockets.
 
+use std::borrow::Cow;
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -12,8 +15,10 @@ pub const DEFAULT_PORT: u16 = 27017;
 
 /// The address of one server.
 ///
-/// Host names are normalised to lower case, as SDAM compares addresses case-insensitively.
-/// The string form is `host:port`, or `[v6]:port` for an IPv6 literal, or the socket path.
+/// The official driver's shape: a TCP port of `None` means the default, 27017, and compares
+/// equal to `Some(27017)`. [`parse`](Self::parse) normalises host names to lower case, as SDAM
+/// compares addresses case-insensitively. The string form is `host:port`, or `[v6]:port` for
+/// an IPv6 literal, or the socket path.
 ///
 /// ```
 /// use protocol::ServerAddress;
@@ -22,26 +27,85 @@ pub const DEFAULT_PORT: u16 = 27017;
 /// let b: ServerAddress = "[::1]:27018".parse().unwrap();
 /// assert_eq!(b.to_string(), "[::1]:27018");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Eq)]
+#[non_exhaustive]
 pub enum ServerAddress {
-    /// A TCP address. `host` is lower case and holds an IPv6 literal without brackets.
+    /// A TCP address; `host` holds an IPv6 literal without brackets.
     Tcp {
         /// Host name or IP literal.
         host: String,
-        /// TCP port.
-        port: u16,
+        /// TCP port; `None` is the default port, 27017.
+        port: Option<u16>,
     },
     /// A Unix domain socket path (already percent-decoded).
     Unix {
         /// Absolute or relative path of the socket.
-        path: String,
+        path: PathBuf,
     },
+}
+
+impl Default for ServerAddress {
+    /// `localhost:27017`, as the official driver's.
+    fn default() -> Self {
+        ServerAddress::Tcp { host: "localhost".into(), port: None }
+    }
+}
+
+impl PartialEq for ServerAddress {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (ServerAddress::Tcp { host: a, .. }, ServerAddress::Tcp { host: b, .. }) => {
+                a == b && self.tcp_port() == other.tcp_port()
+            }
+            (ServerAddress::Unix { path: a }, ServerAddress::Unix { path: b }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Hash for ServerAddress {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match self {
+            ServerAddress::Tcp { host, .. } => {
+                host.hash(state);
+                self.tcp_port().hash(state);
+            }
+            ServerAddress::Unix { path } => path.hash(state),
+        }
+    }
+}
+
+impl Ord for ServerAddress {
+    /// TCP addresses by host then port (`None` as 27017), then socket paths: a stable order
+    /// for logs and tests.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        match (self, other) {
+            (ServerAddress::Tcp { host: a, .. }, ServerAddress::Tcp { host: b, .. }) => {
+                a.cmp(b).then(self.tcp_port().cmp(&other.tcp_port()))
+            }
+            (ServerAddress::Unix { path: a }, ServerAddress::Unix { path: b }) => a.cmp(b),
+            (ServerAddress::Tcp { .. }, ServerAddress::Unix { .. }) => std::cmp::Ordering::Less,
+            (ServerAddress::Unix { .. }, ServerAddress::Tcp { .. }) => std::cmp::Ordering::Greater,
+        }
+    }
+}
+
+impl PartialOrd for ServerAddress {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl From<std::net::SocketAddr> for ServerAddress {
+    fn from(a: std::net::SocketAddr) -> Self {
+        ServerAddress::Tcp { host: a.ip().to_string(), port: Some(a.port()) }
+    }
 }
 
 impl ServerAddress {
     /// A TCP address; `host` is lower-cased.
     pub fn tcp(host: impl AsRef<str>, port: u16) -> Self {
-        ServerAddress::Tcp { host: host.as_ref().to_ascii_lowercase(), port }
+        ServerAddress::Tcp { host: host.as_ref().to_ascii_lowercase(), port: Some(port) }
     }
 
     /// Parses `host`, `host:port`, `[v6]` or `[v6]:port`. A string containing a `/` and ending
@@ -51,14 +115,15 @@ impl ServerAddress {
     /// The input must already be percent-decoded. Host names may not contain whitespace,
     /// control characters or any of `/ \ ? # @ [ ] , %`; IPv6 literals must be valid
     /// addresses (optionally with a `%zone` suffix).
-    pub fn parse(s: &str) -> Result<Self> {
+    pub fn parse(address: impl AsRef<str>) -> Result<Self> {
+        let s = address.as_ref();
         let invalid = |m: &str| Error::InvalidUri(format!("invalid host '{s}': {m}"));
         if s.is_empty() {
             return Err(invalid("empty host"));
         }
         if s.contains('/') {
             if s.ends_with(".sock") {
-                return Ok(ServerAddress::Unix { path: s.to_string() });
+                return Ok(ServerAddress::Unix { path: PathBuf::from(s) });
             }
             return Err(invalid("unsupported host; Unix domain socket paths must end in '.sock'"));
         }
@@ -112,17 +177,26 @@ impl ServerAddress {
     }
 
     /// The host (or socket path).
-    pub fn host(&self) -> &str {
+    pub fn host(&self) -> Cow<'_, str> {
         match self {
-            ServerAddress::Tcp { host, .. } => host,
-            ServerAddress::Unix { path } => path,
+            ServerAddress::Tcp { host, .. } => Cow::Borrowed(host),
+            ServerAddress::Unix { path } => path.to_string_lossy(),
         }
     }
 
-    /// The TCP port, or `None` for a Unix socket.
+    /// The TCP port as given (`None`: the default, 27017), or `None` for a Unix socket.
     pub fn port(&self) -> Option<u16> {
         match self {
-            ServerAddress::Tcp { port, .. } => Some(*port),
+            ServerAddress::Tcp { port, .. } => *port,
+            ServerAddress::Unix { .. } => None,
+        }
+    }
+
+    /// The TCP port to connect to (the default, 27017, when none was given), or `None` for a
+    /// Unix socket.
+    pub fn tcp_port(&self) -> Option<u16> {
+        match self {
+            ServerAddress::Tcp { port, .. } => Some(port.unwrap_or(DEFAULT_PORT)),
             ServerAddress::Unix { .. } => None,
         }
     }
@@ -131,9 +205,11 @@ impl ServerAddress {
 impl fmt::Display for ServerAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ServerAddress::Tcp { host, port } if host.contains(':') => write!(f, "[{host}]:{port}"),
-            ServerAddress::Tcp { host, port } => write!(f, "{host}:{port}"),
-            ServerAddress::Unix { path } => f.write_str(path),
+            ServerAddress::Tcp { host, port } if host.contains(':') => {
+                write!(f, "[{host}]:{}", port.unwrap_or(DEFAULT_PORT))
+            }
+            ServerAddress::Tcp { host, port } => write!(f, "{host}:{}", port.unwrap_or(DEFAULT_PORT)),
+            ServerAddress::Unix { path } => write!(f, "{}", path.display()),
         }
     }
 }
@@ -181,5 +257,25 @@ mod tests {
         assert!(ServerAddress::parse("[fe80::1%eth0]:1").is_ok());
         assert!(ServerAddress::parse("a b").is_err());
         assert!(ServerAddress::parse("a@b").is_err());
+    }
+}
+
+#[cfg(test)]
+mod default_port_tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn no_port_is_the_default_port() {
+        let implicit = ServerAddress::Tcp { host: "a".into(), port: None };
+        let explicit = ServerAddress::tcp("a", DEFAULT_PORT);
+        assert_eq!(implicit, explicit);
+        assert_eq!(implicit.to_string(), "a:27017");
+        assert_eq!((implicit.port(), explicit.port()), (None, Some(27017)));
+        assert_eq!(implicit.tcp_port(), Some(27017));
+        let set: HashSet<_> = [implicit, explicit].into_iter().collect();
+        assert_eq!(set.len(), 1);
+        assert_ne!(ServerAddress::tcp("a", 1), ServerAddress::tcp("a", 2));
     }
 }

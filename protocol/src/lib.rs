@@ -20,5 +20,5 @@ pub mod sdam;
 pub mod uri;
 pub mod wire;
 
-pub use address::ServerAddress;
+pub use address::{ServerAddress, DEFAULT_PORT};
 pub use error::{Error, Result};

@@ -10,7 +10,7 @@ use protocol::uri::{ReadPreferenceMode, TagSet};
 use protocol::ServerAddress;
 use selection::rand::rngs::SmallRng;
 use selection::rand::SeedableRng;
-use selection::{select_server, select_server_with_rng, ReadPreference, SelectionCriteria};
+use selection::{select_server, select_server_with_rng, ReadPreference, SelectionQuery};
 
 fn server(host: &str, ty: ServerType, rtt_ms: u64, dc: &str) -> ServerDescription {
     ServerDescription {
@@ -63,7 +63,7 @@ fn benches(c: &mut Criterion) {
         .tag_sets([[("dc".to_string(), "ny".to_string())].into(), TagSet::new()])
         .build()
         .unwrap();
-    let criteria = SelectionCriteria::read(&nearest_tags);
+    let criteria = SelectionQuery::read(&nearest_tags);
     c.bench_function("rs3/nearest+tags", |b| {
         b.iter(|| select_server(black_box(&rs), black_box(&criteria), &counts).unwrap().is_some())
     });
@@ -72,14 +72,14 @@ fn benches(c: &mut Criterion) {
         .max_staleness_seconds(120)
         .build()
         .unwrap();
-    let criteria = SelectionCriteria::read(&staleness);
+    let criteria = SelectionQuery::read(&staleness);
     c.bench_function("rs3/secondaryPreferred+maxStaleness", |b| {
         b.iter(|| select_server(black_box(&rs), black_box(&criteria), &counts).unwrap().is_some())
     });
 
     let cluster = sharded(50);
     let rp = ReadPreference::NEAREST;
-    let criteria = SelectionCriteria::read(&rp);
+    let criteria = SelectionQuery::read(&rp);
     c.bench_function("sharded50/nearest", |b| {
         b.iter(|| select_server(black_box(&cluster), black_box(&criteria), &counts).unwrap().is_some())
     });

@@ -65,7 +65,7 @@ impl Error {
     /// errors (see [`crate::no_suitable_server_message`]).
     pub fn selection_timeout(
         topology: &protocol::sdam::TopologyDescription,
-        criteria: &crate::SelectionCriteria<'_>,
+        criteria: &crate::SelectionQuery<'_>,
         timeout: Duration,
     ) -> Self {
         Error::ServerSelectionTimeout {

@@ -17,7 +17,7 @@
 //! ```
 //! use protocol::sdam::{ServerDescription, TopologyDescription, TopologySettings, TopologyType};
 //! use protocol::ServerAddress;
-//! use selection::{select_server, ReadPreference, SelectionCriteria};
+//! use selection::{select_server, ReadPreference, SelectionQuery};
 //!
 //! let mongos = |host: &str, rtt_ms: u64| ServerDescription {
 //!     server_type: protocol::sdam::ServerType::Mongos,
@@ -28,9 +28,9 @@
 //! let settings = TopologySettings { local_threshold: std::time::Duration::from_millis(15), ..Default::default() };
 //! let td = TopologyDescription::from_parts(TopologyType::Sharded, [mongos("a", 5), mongos("b", 50)], settings);
 //! let rp = ReadPreference::NEAREST;
-//! let chosen = select_server(&td, &SelectionCriteria::read(&rp), &|_: &ServerAddress| 0).unwrap();
+//! let chosen = select_server(&td, &SelectionQuery::read(&rp), &|_: &ServerAddress| 0).unwrap();
 //! // b is outside the latency window.
-//! assert_eq!(chosen.map(|s| s.address.host()), Some("a"));
+//! assert_eq!(chosen.map(|s| s.address.to_string()), Some("a:27017".to_string()));
 //! ```
 //!
 //! [`TopologyDescription`]: protocol::sdam::TopologyDescription
@@ -54,12 +54,12 @@ pub use command::{read_preference_for_command, read_preference_for_op_query, OpQ
 pub use error::{Error, Result};
 pub use log::{no_suitable_server_message, TopologySummary};
 pub use read_preference::{
-    HedgeOptions, ReadPreference, ReadPreferenceBuilder, IDLE_WRITE_PERIOD, MAX_STALENESS_MIN_WIRE_VERSION,
-    SMALLEST_MAX_STALENESS,
+    HedgedReadOptions, ReadPreference, ReadPreferenceBuilder, ReadPreferenceOptions, IDLE_WRITE_PERIOD,
+    MAX_STALENESS_MIN_WIRE_VERSION, SMALLEST_MAX_STALENESS,
 };
 pub use select::{
     in_latency_window, select_server, select_server_with_rng, selector_fn, suitable_servers, validate,
-    SelectionCriteria, ServerSelector,
+    SelectionQuery, ServerSelector,
 };
 pub use suitability::{estimated_staleness_ms, matches_tag_set, Operation};
 pub use window::{

@@ -7,7 +7,7 @@ use std::fmt;
 use protocol::sdam::TopologyDescription;
 use protocol::ServerAddress;
 
-use crate::select::SelectionCriteria;
+use crate::select::SelectionQuery;
 use crate::suitability::Operation;
 
 /// Displays a topology for the log's `topologyDescription` field:
@@ -37,7 +37,8 @@ impl fmt::Display for TopologySummary<'_> {
             }
             if !s.tags.is_empty() {
                 f.write_str(", tags: ")?;
-                crate::read_preference::fmt_tag_sets(std::slice::from_ref(&s.tags), f)?;
+                let tags: protocol::uri::TagSet = s.tags.clone().into_iter().collect();
+                crate::read_preference::fmt_tag_sets(std::slice::from_ref(&tags), f)?;
             }
             if let Some(e) = &s.error {
                 write!(f, ", error: {e:?}")?;
@@ -53,10 +54,7 @@ impl fmt::Display for TopologySummary<'_> {
 /// [, and maxStalenessSeconds <n>]` (or `No server available for writes`); otherwise the
 /// servers' errors: the common one if they are all the same, else each `address: error`
 /// joined with `, `.
-pub fn no_suitable_server_message(
-    topology: &TopologyDescription,
-    criteria: &SelectionCriteria<'_>,
-) -> String {
+pub fn no_suitable_server_message(topology: &TopologyDescription, criteria: &SelectionQuery<'_>) -> String {
     let any_available = topology.servers().any(|s| s.server_type.is_known());
     let mut errors = topology.servers().filter_map(|s| s.error.as_deref().map(|e| (&s.address, e)));
     if !any_available {
@@ -71,6 +69,7 @@ pub fn no_suitable_server_message(
     }
     match criteria.operation() {
         Operation::Write => "No server available for writes".to_string(),
+        Operation::Any(_) => "No server available that the selection predicate accepts".to_string(),
         Operation::Read(rp) => {
             let mut m = format!("No server available for query with ReadPreference {}", rp.mode());
             let tags = rp.has_tags().then(|| TagList(rp.tag_sets()).to_string());
@@ -98,7 +97,7 @@ pub fn selection_started(
     topology_id: Option<&str>,
     operation: &str,
     operation_id: Option<i64>,
-    criteria: &SelectionCriteria<'_>,
+    criteria: &SelectionQuery<'_>,
     topology: &TopologyDescription,
 ) {
     tracing::debug!(
@@ -117,7 +116,7 @@ pub fn selection_succeeded(
     topology_id: Option<&str>,
     operation: &str,
     operation_id: Option<i64>,
-    criteria: &SelectionCriteria<'_>,
+    criteria: &SelectionQuery<'_>,
     topology: &TopologyDescription,
     selected: &ServerAddress,
 ) {
@@ -129,8 +128,8 @@ pub fn selection_succeeded(
         operationId = operation_id,
         selector = %criteria,
         topologyDescription = %TopologySummary(topology),
-        serverHost = selected.host(),
-        serverPort = selected.port(),
+        serverHost = %selected.host(),
+        serverPort = selected.tcp_port(),
     );
 }
 
@@ -139,7 +138,7 @@ pub fn selection_failed(
     topology_id: Option<&str>,
     operation: &str,
     operation_id: Option<i64>,
-    criteria: &SelectionCriteria<'_>,
+    criteria: &SelectionQuery<'_>,
     topology: &TopologyDescription,
     failure: &crate::Error,
 ) {
@@ -161,7 +160,7 @@ pub fn waiting_for_suitable_server(
     topology_id: Option<&str>,
     operation: &str,
     operation_id: Option<i64>,
-    criteria: &SelectionCriteria<'_>,
+    criteria: &SelectionQuery<'_>,
     topology: &TopologyDescription,
     remaining_time_ms: Option<u64>,
 ) {

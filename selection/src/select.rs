@@ -81,15 +81,15 @@ where
 /// addresses deprioritized by earlier attempts of the same operation, and an optional
 /// application selector. Cheap to copy; borrows everything.
 #[derive(Clone, Copy)]
-pub struct SelectionCriteria<'a> {
+pub struct SelectionQuery<'a> {
     operation: Operation<'a>,
     deprioritized: &'a [ServerAddress],
     selector: Option<&'a dyn ServerSelector>,
 }
 
-impl fmt::Debug for SelectionCriteria<'_> {
+impl fmt::Debug for SelectionQuery<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SelectionCriteria")
+        f.debug_struct("SelectionQuery")
             .field("operation", &self.operation)
             .field("deprioritized", &self.deprioritized)
             .field("selector", &self.selector.map(|_| "custom"))
@@ -97,15 +97,21 @@ impl fmt::Debug for SelectionCriteria<'_> {
     }
 }
 
-impl<'a> SelectionCriteria<'a> {
+impl<'a> SelectionQuery<'a> {
     /// Criteria for a read with `read_preference`.
     pub fn read(read_preference: &'a ReadPreference) -> Self {
-        SelectionCriteria { operation: Operation::Read(read_preference), deprioritized: &[], selector: None }
+        SelectionQuery { operation: Operation::Read(read_preference), deprioritized: &[], selector: None }
     }
 
     /// Criteria for a write.
     pub fn write() -> Self {
-        SelectionCriteria { operation: Operation::Write, deprioritized: &[], selector: None }
+        SelectionQuery { operation: Operation::Write, deprioritized: &[], selector: None }
+    }
+
+    /// Criteria for any data-bearing server that `filter` keeps (the official predicate
+    /// criteria); an application selector may still be added.
+    pub fn any(filter: &'a dyn ServerSelector) -> Self {
+        SelectionQuery { operation: Operation::Any(filter), deprioritized: &[], selector: None }
     }
 
     /// Avoids these servers (typically where a retried attempt failed) unless nothing else is
@@ -132,7 +138,7 @@ impl<'a> SelectionCriteria<'a> {
     pub fn read_preference(&self) -> Option<&'a ReadPreference> {
         match self.operation {
             Operation::Read(rp) => Some(rp),
-            Operation::Write => None,
+            Operation::Write | Operation::Any(_) => None,
         }
     }
 
@@ -147,13 +153,14 @@ impl<'a> SelectionCriteria<'a> {
     }
 }
 
-impl fmt::Display for SelectionCriteria<'_> {
+impl fmt::Display for SelectionQuery<'_> {
     /// The log's `selector` string: `ReadPreference { mode: nearest, tag_sets: [{dc: "ny"}] }`
     /// or `Write`, then the custom selector and deprioritized servers if any.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.operation {
             Operation::Read(rp) => write!(f, "ReadPreference {{ {rp} }}")?,
             Operation::Write => f.write_str("Write")?,
+            Operation::Any(filter) => filter.describe(f)?,
         }
         if let Some(s) = self.selector {
             f.write_str(" and ")?;
@@ -175,7 +182,7 @@ impl fmt::Display for SelectionCriteria<'_> {
 
 /// Checks what must hold before any server is looked at: the topology is compatible, and the
 /// read preference suits the topology (see [`ReadPreference::validate_for_topology`]).
-pub fn validate(topology: &TopologyDescription, criteria: &SelectionCriteria<'_>) -> Result<()> {
+pub fn validate(topology: &TopologyDescription, criteria: &SelectionQuery<'_>) -> Result<()> {
     if let Some(e) = topology.compatibility_error() {
         return Err(Error::IncompatibleTopology(e.to_string()));
     }
@@ -191,7 +198,7 @@ pub fn validate(topology: &TopologyDescription, criteria: &SelectionCriteria<'_>
 /// suitable yet": the caller waits for a topology change.
 pub fn suitable_servers<'a>(
     topology: &'a TopologyDescription,
-    criteria: &SelectionCriteria<'_>,
+    criteria: &SelectionQuery<'_>,
 ) -> Result<Servers<'a>> {
     validate(topology, criteria)?;
     let mut out = Servers::new();
@@ -219,7 +226,7 @@ pub fn in_latency_window(topology: &TopologyDescription, servers: &mut Servers<'
 /// selection impossible. The caller increments the chosen server's `operationCount`.
 pub fn select_server<'a>(
     topology: &'a TopologyDescription,
-    criteria: &SelectionCriteria<'_>,
+    criteria: &SelectionQuery<'_>,
     counts: &(impl OperationCounts + ?Sized),
 ) -> Result<Option<&'a Arc<ServerDescription>>> {
     with_thread_rng(|rng| select_server_with_rng(topology, criteria, counts, rng))
@@ -228,7 +235,7 @@ pub fn select_server<'a>(
 /// [`select_server`] with a given random source (for deterministic tests).
 pub fn select_server_with_rng<'a, R: Rng + ?Sized>(
     topology: &'a TopologyDescription,
-    criteria: &SelectionCriteria<'_>,
+    criteria: &SelectionQuery<'_>,
     counts: &(impl OperationCounts + ?Sized),
     rng: &mut R,
 ) -> Result<Option<&'a Arc<ServerDescription>>> {

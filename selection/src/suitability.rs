@@ -8,22 +8,61 @@ use protocol::uri::{ReadPreferenceMode, TagSet};
 use protocol::ServerAddress;
 
 use crate::read_preference::ReadPreference;
+use crate::select::ServerSelector;
 use crate::Servers;
 
 /// The kind of operation a server is selected for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub enum Operation<'a> {
     /// A read with this read preference (ignored outside replica sets, except that it is
     /// passed on to mongoses).
     Read(&'a ReadPreference),
     /// A write: only a primary, a mongos, a load balancer or the single server is suitable.
     Write,
+    /// Any data-bearing server (or the single server) that this filter keeps: the official
+    /// driver's predicate criteria.
+    Any(&'a dyn ServerSelector),
+}
+
+impl PartialEq for Operation<'_> {
+    /// Filters compare by identity.
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Operation::Read(a), Operation::Read(b)) => a == b,
+            (Operation::Write, Operation::Write) => true,
+            (Operation::Any(a), Operation::Any(b)) => std::ptr::addr_eq(*a as *const _, *b as *const _),
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Debug for Operation<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Operation::Read(rp) => f.debug_tuple("Read").field(rp).finish(),
+            Operation::Write => f.write_str("Write"),
+            Operation::Any(_) => f.write_str("Any"),
+        }
+    }
 }
 
 /// Appends the servers suitable for `operation` to `out` (which must be empty), considering
 /// only the servers whose address `allowed` accepts. Staleness is estimated against the whole
 /// topology.
 pub(crate) fn collect_suitable<'a>(
+    topology: &'a TopologyDescription,
+    operation: Operation<'_>,
+    allowed: &dyn Fn(&ServerAddress) -> bool,
+    out: &mut Servers<'a>,
+) {
+    collect_by_type(topology, operation, allowed, out);
+    if let (Operation::Any(filter), false) = (operation, out.is_empty()) {
+        *out = filter.filter(topology, std::mem::take(out).into_vec()).into_iter().collect();
+    }
+}
+
+/// The servers suitable by topology type and, in replica sets, by the read preference.
+fn collect_by_type<'a>(
     topology: &'a TopologyDescription,
     operation: Operation<'_>,
     allowed: &dyn Fn(&ServerAddress) -> bool,
@@ -43,6 +82,12 @@ pub(crate) fn collect_suitable<'a>(
             let rp = match operation {
                 Operation::Write => {
                     out.extend(primary());
+                    return;
+                }
+                Operation::Any(_) => {
+                    out.extend(pool().filter(|s| {
+                        matches!(s.server_type, ServerType::RsPrimary | ServerType::RsSecondary)
+                    }));
                     return;
                 }
                 Operation::Read(rp) => rp,

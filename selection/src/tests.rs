@@ -30,7 +30,7 @@ fn server(host: &str, ty: ServerType, rtt_ms: u64) -> ServerDescription {
 }
 
 fn tagged(mut sd: ServerDescription, tags: &[(&str, &str)]) -> ServerDescription {
-    sd.tags = tag_set(tags);
+    sd.tags = tag_set(tags).into_iter().collect();
     sd
 }
 
@@ -63,7 +63,7 @@ fn hosts(servers: &Servers<'_>) -> Vec<String> {
     v
 }
 
-fn suitable(td: &TopologyDescription, criteria: &SelectionCriteria<'_>) -> Vec<String> {
+fn suitable(td: &TopologyDescription, criteria: &SelectionQuery<'_>) -> Vec<String> {
     hosts(&suitable_servers(td, criteria).unwrap())
 }
 
@@ -121,7 +121,7 @@ fn staleness_of_extreme_last_write_dates_saturates_instead_of_overflowing() {
     assert_eq!(estimated_staleness_ms(&td, td.server(&addr("s")).unwrap()), Some(i64::MIN));
     let rp =
         ReadPreference::builder(ReadPreferenceMode::Secondary).max_staleness_seconds(90).build().unwrap();
-    assert_eq!(suitable(&td, &SelectionCriteria::read(&rp)), ["s"]);
+    assert_eq!(suitable(&td, &SelectionQuery::read(&rp)), ["s"]);
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn huge_heartbeat_and_rtt_do_not_overflow() {
     );
     let rp =
         ReadPreference::builder(ReadPreferenceMode::Secondary).max_staleness_seconds(90).build().unwrap();
-    assert!(suitable_servers(&td, &SelectionCriteria::read(&rp)).is_err());
+    assert!(suitable_servers(&td, &SelectionQuery::read(&rp)).is_err());
     let mut stats = rtt::RttStats::with_average(Duration::MAX);
     stats.add_sample(Duration::MAX);
     assert_eq!(stats.average(), Some(Duration::MAX));
@@ -158,8 +158,8 @@ fn staleness_filter_uses_the_heartbeat_and_excludes_unknown_staleness() {
     let rp = |secs| {
         ReadPreference::builder(ReadPreferenceMode::Secondary).max_staleness_seconds(secs).build().unwrap()
     };
-    assert_eq!(suitable(&td, &SelectionCriteria::read(&rp(150))), ["s1", "s2"]);
-    assert_eq!(suitable(&td, &SelectionCriteria::read(&rp(120))), ["s2"]);
+    assert_eq!(suitable(&td, &SelectionQuery::read(&rp(150))), ["s1", "s2"]);
+    assert_eq!(suitable(&td, &SelectionQuery::read(&rp(120))), ["s2"]);
 }
 
 #[test]
@@ -178,7 +178,7 @@ fn staleness_is_applied_before_tag_sets() {
         .tag_sets([tag_set(&[("tag", "value1")]), tag_set(&[("tag", "value2")])])
         .build()
         .unwrap();
-    assert_eq!(suitable(&td, &SelectionCriteria::read(&rp)), ["n2"]);
+    assert_eq!(suitable(&td, &SelectionQuery::read(&rp)), ["n2"]);
 }
 
 // ---- modes, tags ----
@@ -197,36 +197,36 @@ fn replica_set_modes() {
         ReadPreference::builder(mode).add_tag_set(tag_set(tags)).build().unwrap()
     };
     use ReadPreferenceMode as M;
-    assert_eq!(suitable(&td, &SelectionCriteria::read(&ReadPreference::PRIMARY)), ["p"]);
-    assert_eq!(suitable(&td, &SelectionCriteria::read(&rp(M::PrimaryPreferred, &[("dc", "sf")]))), ["p"]);
-    assert_eq!(suitable(&td, &SelectionCriteria::read(&rp(M::Secondary, &[("dc", "sf")]))), ["s2"]);
-    assert!(suitable(&td, &SelectionCriteria::read(&rp(M::Secondary, &[("dc", "la")]))).is_empty());
-    assert_eq!(suitable(&td, &SelectionCriteria::read(&rp(M::SecondaryPreferred, &[("dc", "la")]))), ["p"]);
-    assert_eq!(suitable(&td, &SelectionCriteria::read(&rp(M::Nearest, &[("dc", "ny")]))), ["p", "s1"]);
-    assert_eq!(suitable(&td, &SelectionCriteria::write()), ["p"]);
+    assert_eq!(suitable(&td, &SelectionQuery::read(&ReadPreference::PRIMARY)), ["p"]);
+    assert_eq!(suitable(&td, &SelectionQuery::read(&rp(M::PrimaryPreferred, &[("dc", "sf")]))), ["p"]);
+    assert_eq!(suitable(&td, &SelectionQuery::read(&rp(M::Secondary, &[("dc", "sf")]))), ["s2"]);
+    assert!(suitable(&td, &SelectionQuery::read(&rp(M::Secondary, &[("dc", "la")]))).is_empty());
+    assert_eq!(suitable(&td, &SelectionQuery::read(&rp(M::SecondaryPreferred, &[("dc", "la")]))), ["p"]);
+    assert_eq!(suitable(&td, &SelectionQuery::read(&rp(M::Nearest, &[("dc", "ny")]))), ["p", "s1"]);
+    assert_eq!(suitable(&td, &SelectionQuery::write()), ["p"]);
     // No writes without a primary; unknown topologies select nothing.
     let td = topology(TopologyType::ReplicaSetNoPrimary, vec![server("s1", ServerType::RsSecondary, 5)]);
-    assert!(suitable(&td, &SelectionCriteria::write()).is_empty());
+    assert!(suitable(&td, &SelectionQuery::write()).is_empty());
     let td = topology(TopologyType::Unknown, vec![server("s1", ServerType::RsSecondary, 5)]);
-    assert!(suitable(&td, &SelectionCriteria::read(&ReadPreference::NEAREST)).is_empty());
+    assert!(suitable(&td, &SelectionQuery::read(&ReadPreference::NEAREST)).is_empty());
 }
 
 #[test]
 fn single_load_balanced_and_sharded() {
     let td = topology(TopologyType::Single, vec![server("s", ServerType::RsSecondary, 5)]);
     // Direct connection: read preference ignored, the server is suitable for writes too.
-    assert_eq!(suitable(&td, &SelectionCriteria::read(&ReadPreference::PRIMARY)), ["s"]);
-    assert_eq!(suitable(&td, &SelectionCriteria::write()), ["s"]);
+    assert_eq!(suitable(&td, &SelectionQuery::read(&ReadPreference::PRIMARY)), ["s"]);
+    assert_eq!(suitable(&td, &SelectionQuery::write()), ["s"]);
     let td = topology(TopologyType::Single, vec![server("s", ServerType::Unknown, 5)]);
-    assert!(suitable(&td, &SelectionCriteria::write()).is_empty());
+    assert!(suitable(&td, &SelectionQuery::write()).is_empty());
     let lb = ServerDescription::new_load_balancer(addr("lb"));
     let td = topology(TopologyType::LoadBalanced, vec![lb]);
-    assert_eq!(suitable(&td, &SelectionCriteria::write()), ["lb"]);
+    assert_eq!(suitable(&td, &SelectionQuery::write()), ["lb"]);
     let td = topology(
         TopologyType::Sharded,
         vec![server("m1", ServerType::Mongos, 5), server("u", ServerType::Unknown, 1)],
     );
-    assert_eq!(suitable(&td, &SelectionCriteria::read(&ReadPreference::SECONDARY)), ["m1"]);
+    assert_eq!(suitable(&td, &SelectionQuery::read(&ReadPreference::SECONDARY)), ["m1"]);
 }
 
 // ---- deprioritized ----
@@ -238,9 +238,9 @@ fn deprioritized_servers_are_avoided_unless_nothing_else_is_suitable() {
         vec![server("m1", ServerType::Mongos, 5), server("m2", ServerType::Mongos, 5)],
     );
     let d1 = [addr("m1")];
-    assert_eq!(suitable(&td, &SelectionCriteria::write().with_deprioritized(&d1)), ["m2"]);
+    assert_eq!(suitable(&td, &SelectionQuery::write().with_deprioritized(&d1)), ["m2"]);
     let both = [addr("m1"), addr("m2")];
-    assert_eq!(suitable(&td, &SelectionCriteria::write().with_deprioritized(&both)), ["m1", "m2"]);
+    assert_eq!(suitable(&td, &SelectionQuery::write().with_deprioritized(&both)), ["m1", "m2"]);
 
     // Since the 2025-12 revision of the spec this holds in every topology type: with all
     // secondaries deprioritized, secondaryPreferred selects the primary...
@@ -254,15 +254,15 @@ fn deprioritized_servers_are_avoided_unless_nothing_else_is_suitable() {
     );
     let secondaries = [addr("s1"), addr("s2")];
     let sp = ReadPreference::SECONDARY_PREFERRED;
-    assert_eq!(suitable(&rs, &SelectionCriteria::read(&sp).with_deprioritized(&secondaries)), ["p"]);
+    assert_eq!(suitable(&rs, &SelectionQuery::read(&sp).with_deprioritized(&secondaries)), ["p"]);
     // ...and with the primary deprioritized, primaryPreferred selects the secondaries.
     let primary = [addr("p")];
     let pp = ReadPreference::PRIMARY_PREFERRED;
-    assert_eq!(suitable(&rs, &SelectionCriteria::read(&pp).with_deprioritized(&primary)), ["s1", "s2"]);
+    assert_eq!(suitable(&rs, &SelectionQuery::read(&pp).with_deprioritized(&primary)), ["s1", "s2"]);
     // Deprioritizing the single server of a direct connection changes nothing.
     let single = topology(TopologyType::Single, vec![server("a", ServerType::Standalone, 5)]);
     let a = [addr("a")];
-    assert_eq!(suitable(&single, &SelectionCriteria::write().with_deprioritized(&a)), ["a"]);
+    assert_eq!(suitable(&single, &SelectionQuery::write().with_deprioritized(&a)), ["a"]);
 }
 
 // ---- application selector ----
@@ -285,7 +285,7 @@ fn application_selector_runs_after_suitability_and_before_the_window() {
         servers.split_off(servers.len().saturating_sub(1))
     });
     let rp = ReadPreference::NEAREST;
-    let criteria = SelectionCriteria::read(&rp).with_selector(&highest_port);
+    let criteria = SelectionQuery::read(&rp).with_selector(&highest_port);
     // b is outside the latency window of a, but a is filtered out first.
     let chosen = select_server(&td, &criteria, &|_: &ServerAddress| 0).unwrap();
     assert_eq!(chosen.map(|s| s.address.port()), Some(Some(27019)));
@@ -304,7 +304,7 @@ fn latency_window_is_inclusive() {
             server("c", ServerType::Mongos, 26),
         ],
     );
-    let mut servers = suitable_servers(&td, &SelectionCriteria::write()).unwrap();
+    let mut servers = suitable_servers(&td, &SelectionQuery::write()).unwrap();
     in_latency_window(&td, &mut servers);
     assert_eq!(hosts(&servers), ["a", "b"]);
 }
@@ -334,7 +334,10 @@ fn power_of_two_choices_with_a_fixed_rng() {
     assert!((share_a - 0.5).abs() < 0.03, "a selected {share_a}");
     // A single server is returned directly; an empty window gives nothing.
     let mut rng = SmallRng::seed_from_u64(1);
-    assert_eq!(choose_in_window(&[&c], &lookup, &mut rng).map(|s| s.address.host()), Some("c"));
+    assert_eq!(
+        choose_in_window(&[&c], &lookup, &mut rng).map(|s| s.address.host().into_owned()),
+        Some("c".to_string())
+    );
     assert!(choose_in_window(&[], &lookup, &mut rng).is_none());
 }
 
@@ -346,7 +349,7 @@ fn thread_rng_is_usable_repeatedly() {
     );
     let busy_b = |x: &ServerAddress| usize::from(x.host() == "b");
     for _ in 0..100 {
-        let chosen = select_server(&td, &SelectionCriteria::write(), &busy_b).unwrap().unwrap();
+        let chosen = select_server(&td, &SelectionQuery::write(), &busy_b).unwrap().unwrap();
         assert_eq!(chosen.address.host(), "a");
     }
 }
@@ -435,7 +438,7 @@ fn max_staleness_is_validated_against_the_topology() {
 fn incompatible_topology_is_an_error() {
     let old = ServerDescription { max_wire_version: Some(6), ..server("a", ServerType::Standalone, 5) };
     let td = topology(TopologyType::Single, vec![old]);
-    let e = suitable_servers(&td, &SelectionCriteria::write()).unwrap_err();
+    let e = suitable_servers(&td, &SelectionQuery::write()).unwrap_err();
     assert!(matches!(e, Error::IncompatibleTopology(m) if m.contains("reports wire version 6")));
 }
 
@@ -506,19 +509,19 @@ fn failure_messages() {
         .unwrap();
     let td = topology(TopologyType::ReplicaSetWithPrimary, vec![server("p", ServerType::RsPrimary, 5)]);
     assert_eq!(
-        no_suitable_server_message(&td, &SelectionCriteria::read(&rp)),
+        no_suitable_server_message(&td, &SelectionQuery::read(&rp)),
         "No server available for query with ReadPreference secondary, tag set list [{dc: \"ny\"}], and maxStalenessSeconds 120"
     );
     assert_eq!(
-        no_suitable_server_message(&td, &SelectionCriteria::read(&ReadPreference::SECONDARY)),
+        no_suitable_server_message(&td, &SelectionQuery::read(&ReadPreference::SECONDARY)),
         "No server available for query with ReadPreference secondary"
     );
     // No available server: the servers' errors, once if they are all the same.
     let down = |h: &str, e: &str| ServerDescription::new_error(addr(h), e, None);
     let td = topology(TopologyType::ReplicaSetNoPrimary, vec![down("a", "refused"), down("b", "refused")]);
-    assert_eq!(no_suitable_server_message(&td, &SelectionCriteria::write()), "refused");
+    assert_eq!(no_suitable_server_message(&td, &SelectionQuery::write()), "refused");
     let td = topology(TopologyType::ReplicaSetNoPrimary, vec![down("a", "refused"), down("b", "timed out")]);
-    let e = Error::selection_timeout(&td, &SelectionCriteria::write(), Duration::from_secs(30));
+    let e = Error::selection_timeout(&td, &SelectionQuery::write(), Duration::from_secs(30));
     assert_eq!(
         e.to_string(),
         "server selection timed out after 30000 ms: a:27017: refused, b:27017: timed out"
@@ -546,8 +549,58 @@ fn log_strings() {
         .unwrap();
     let dep = [addr("b")];
     assert_eq!(
-        SelectionCriteria::read(&rp).with_deprioritized(&dep).to_string(),
+        SelectionQuery::read(&rp).with_deprioritized(&dep).to_string(),
         "ReadPreference { mode: nearest, tag_sets: [{dc: \"ny\"}, {}], maxStalenessSeconds: 100, hedge: {enabled: true} }, deprioritized: [b:27017]"
     );
-    assert_eq!(SelectionCriteria::write().to_string(), "Write");
+    assert_eq!(SelectionQuery::write().to_string(), "Write");
+}
+
+#[test]
+fn any_keeps_data_bearing_members_the_filter_accepts() {
+    let td = topology(
+        TopologyType::ReplicaSetWithPrimary,
+        vec![
+            server("p", ServerType::RsPrimary, 5),
+            server("s1", ServerType::RsSecondary, 5),
+            server("s2", ServerType::RsSecondary, 5),
+            server("arb", ServerType::RsArbiter, 5),
+        ],
+    );
+    let not_s2 = selector_fn(|_, mut servers| {
+        servers.retain(|s| s.address.host() != "s2");
+        servers
+    });
+    assert_eq!(suitable(&td, &SelectionQuery::any(&not_s2)), ["p", "s1"]);
+    let none = selector_fn(|_, _| Vec::new());
+    assert!(suitable(&td, &SelectionQuery::any(&none)).is_empty());
+}
+
+#[test]
+fn read_preference_enum_and_its_document() {
+    let options = ReadPreferenceOptions::builder()
+        .tag_sets(vec![tag_set(&[("dc", "ny")]), TagSet::new()])
+        .max_staleness(Duration::from_secs(120))
+        .build();
+    let rp = ReadPreference::Nearest { options: Some(options) };
+    assert_eq!(rp.mode(), ReadPreferenceMode::Nearest);
+    assert_eq!(rp.max_staleness_seconds(), Some(120));
+    assert_eq!(
+        rp.to_document(),
+        doc! { "mode": "nearest", "tags": [{ "dc": "ny" }, {}], "maxStalenessSeconds": 120_i64 }
+    );
+    let back: ReadPreference = bson::deserialize_from_document(
+        doc! { "mode": "Nearest", "tagSets": [{ "dc": "ny" }, {}], "maxStalenessSeconds": 120 },
+    )
+    .unwrap();
+    assert_eq!(back, rp);
+    assert!(bson::deserialize_from_document::<ReadPreference>(
+        doc! { "mode": "primary", "maxStalenessSeconds": 120 }
+    )
+    .is_err());
+    // A maximum staleness under a second is refused at selection, as a URI's zero would be.
+    let tiny = ReadPreference::Secondary {
+        options: Some(ReadPreferenceOptions::builder().max_staleness(Duration::from_millis(10)).build()),
+    };
+    assert!(tiny.validate().is_err());
+    assert!(ReadPreference::SECONDARY.validate().is_ok());
 }

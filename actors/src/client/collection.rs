@@ -3,12 +3,12 @@
 //! concerns and `timeoutMS`, each inherited from the database unless set here. The
 //! operations themselves are fluent builders in [`super::action`].
 
+use crate::selection_criteria::SelectionCriteria;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bson::Document;
-use selection::ReadPreference;
 
 use super::concern::{ReadConcern, WriteConcern};
 use super::database::Database;
@@ -90,8 +90,8 @@ impl<T> Collection<T> {
     }
 
     /// The read preference of this handle's reads (`None`: the client's).
-    pub fn read_preference(&self) -> Option<&ReadPreference> {
-        self.inner.settings.read_preference.as_ref()
+    pub fn selection_criteria(&self) -> Option<&SelectionCriteria> {
+        self.inner.settings.selection_criteria.as_ref()
     }
 
     /// The read concern of this handle's reads (`None`: the server's default).
@@ -192,7 +192,7 @@ impl<'a> Handle<'a> {
         options: &impl ReadArgs,
     ) -> Result<(Option<Duration>, ReadOn<'a>)> {
         let (rp, rc, max_time, timeout) =
-            (options.read_preference(), options.read_concern(), options.max_time(), options.timeout());
+            (options.selection_criteria(), options.read_concern(), options.max_time(), options.timeout());
         self.begin_read_with(session, rp, rc, max_time, timeout)
     }
 
@@ -201,13 +201,13 @@ impl<'a> Handle<'a> {
     pub(crate) fn begin_read_with(
         &self,
         session: Option<&ClientSession>,
-        read_preference: Option<ReadPreference>,
+        selection_criteria: Option<SelectionCriteria>,
         read_concern: Option<&ReadConcern>,
         max_time: Option<Duration>,
         timeout: Option<Duration>,
     ) -> Result<(Option<Duration>, ReadOn<'a>)> {
         let timeout = self.begin(session, read_concern.is_some(), false, timeout)?;
-        Ok((timeout, self.read_on(read_preference, read_concern, max_time, timeout)))
+        Ok((timeout, self.read_on(selection_criteria, read_concern, max_time, timeout)))
     }
 
     /// [`begin`](Self::begin) for a command that changes something, with its write concern
@@ -242,22 +242,22 @@ impl<'a> Handle<'a> {
         Ok(wc.to_document(timeout.is_some()))
     }
 
-    /// A read of this collection: from `read_preference` (`None`: this handle's), with
+    /// A read of this collection: from `selection_criteria` (`None`: this handle's), with
     /// `read_concern` (`None`: this handle's) and a legacy `max_time` (sent only without a
     /// `timeoutMS`).
     #[inline]
     pub(crate) fn read_on(
         &self,
-        read_preference: Option<ReadPreference>,
+        selection_criteria: Option<SelectionCriteria>,
         read_concern: Option<&ReadConcern>,
         max_time: Option<Duration>,
         timeout: Option<Duration>,
     ) -> ReadOn<'a> {
-        let read_preference = read_preference.or_else(|| self.settings.read_preference.clone());
+        let selection_criteria = selection_criteria.or_else(|| self.settings.selection_criteria.clone());
         let read_concern = read_concern.or(self.settings.read_concern.as_ref());
         ReadOn {
             ns: self.namespace(),
-            criteria: read_criteria(read_preference, &self.db.client().inner.settings.read_preference),
+            criteria: read_criteria(selection_criteria, &self.db.client().inner.settings.selection_criteria),
             read_concern: read_concern.filter(|rc| !rc.is_server_default()).map(ReadConcern::to_document),
             max_time_ms: legacy_max_time(max_time, timeout),
         }
@@ -281,7 +281,7 @@ impl<'a> Handle<'a> {
 /// What [`Handle::begin_read`] takes from a read's options.
 pub(crate) trait ReadArgs {
     /// The read preference (`None`: the handle's).
-    fn read_preference(&self) -> Option<ReadPreference>;
+    fn selection_criteria(&self) -> Option<SelectionCriteria>;
     /// The read concern (`None`: the handle's).
     fn read_concern(&self) -> Option<&ReadConcern>;
     /// The legacy `maxTimeMS`.
@@ -305,8 +305,8 @@ macro_rules! read_args {
     ($($options:ty),+) => {$(
         impl ReadArgs for $options {
             #[inline]
-            fn read_preference(&self) -> Option<ReadPreference> {
-                self.read_preference.clone()
+            fn selection_criteria(&self) -> Option<SelectionCriteria> {
+                self.selection_criteria.clone()
             }
             #[inline]
             fn read_concern(&self) -> Option<&ReadConcern> {

@@ -1,8 +1,7 @@
 //! A database handle.
 
+use crate::selection_criteria::SelectionCriteria;
 use std::time::Duration;
-
-use selection::ReadPreference;
 
 use super::concern::{ReadConcern, WriteConcern};
 use super::inner::Client;
@@ -28,7 +27,7 @@ impl Database {
     pub(crate) fn new(client: Client, name: &str, options: DatabaseOptions) -> Self {
         let s = &client.inner.settings;
         let outer = DatabaseOptions {
-            read_preference: None,
+            selection_criteria: None,
             read_concern: s.read_concern.clone(),
             write_concern: s.write_concern.clone(),
             timeout: s.timeout,
@@ -53,8 +52,8 @@ impl Database {
     }
 
     /// The read preference of this handle's reads (`None`: the client's).
-    pub fn read_preference(&self) -> Option<&ReadPreference> {
-        self.inner.settings.read_preference.as_ref()
+    pub fn selection_criteria(&self) -> Option<&SelectionCriteria> {
+        self.inner.settings.selection_criteria.as_ref()
     }
 
     /// This handle with `timeoutMS` (client-side operations timeout) set for its operations

@@ -20,6 +20,7 @@
 //! An I/O error of a stream wraps this crate's [`Error`]: `e.into_inner()` and
 //! `downcast::<mongo_actors::Error>()` give it back.
 
+use crate::selection_criteria::SelectionCriteria;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -66,7 +67,7 @@ pub struct GridFsBucketOptions {
     pub read_concern: Option<ReadConcern>,
     /// Where downloads and finds read (default: the database's).
     #[serde(skip)]
-    pub read_preference: Option<ReadPreference>,
+    pub selection_criteria: Option<SelectionCriteria>,
     /// The `timeoutMS` of each operation, an upload or download stream's whole life
     /// included (default: the database's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
@@ -115,7 +116,7 @@ impl Database {
         let o = options.into().unwrap_or_default();
         let name = o.bucket_name.clone().unwrap_or_else(|| "fs".to_owned());
         let settings = CollectionOptions {
-            read_preference: o.read_preference.clone(),
+            selection_criteria: o.selection_criteria.clone(),
             read_concern: o.read_concern.clone(),
             write_concern: o.write_concern.clone(),
             timeout: o.timeout,
@@ -178,7 +179,7 @@ impl Bucket {
             .files
             .find_one(doc! {})
             .projection(doc! {"_id": 1})
-            .read_preference(ReadPreference::PRIMARY)
+            .selection_criteria(ReadPreference::PRIMARY.into())
             .maybe_timeout(left(deadline)?)
             .await?;
         if any.is_none() {

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::selection_criteria::SelectionCriteria;
 use actix_rt::{ArbiterHandle, System};
-use selection::ReadPreference;
 use tokio::sync::OnceCell;
 
 use super::executor::cluster_time::ClientClusterTime;
@@ -47,8 +47,10 @@ pub(crate) struct Settings {
     /// `{level: readConcernLevel}` from the URI: what reads (find, aggregate, count, distinct)
     /// and a transaction's first command send unless a handle or operation says otherwise.
     pub read_concern: Option<super::concern::ReadConcern>,
-    /// The URI's read preference (default primary).
-    pub read_preference: Arc<ReadPreference>,
+    /// The client's selection criteria (default: the primary read preference).
+    pub selection_criteria: Arc<SelectionCriteria>,
+    /// Whether the options named the criteria (`Client::selection_criteria` is `None` if not).
+    pub selection_criteria_set: bool,
     pub load_balanced: bool,
     /// `timeoutMS` (`Some(ZERO)`: CSOT without a limit): one deadline for the selection, the
     /// check-out and the round trips of each operation, retries included.

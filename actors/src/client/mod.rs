@@ -19,7 +19,7 @@
 //! let client = Client::with_uri_str("mongodb://127.0.0.1:27017/?replicaSet=rs0").await?;
 //! let people: Collection<Person> = client.database("app").collection("people");
 //! people.insert_one(Person { name: "Ada".into(), born: 1815 }).await?;
-//! let ada = people.find_one(doc! {"name": "Ada"}).read_preference(ReadPreference::NEAREST).await?;
+//! let ada = people.find_one(doc! {"name": "Ada"}).selection_criteria(ReadPreference::NEAREST.into()).await?;
 //! assert_eq!(ada.map(|p| p.born), Some(1815));
 //! let mut cursor = people.find(doc! {}).sort(doc! {"born": 1}).batch_size(100).await?;
 //! while let Some(person) = cursor.try_next().await? {
@@ -63,6 +63,8 @@ use std::time::Duration;
 use actix_rt::{Arbiter, System};
 use selection::ReadPreference;
 use tokio::sync::OnceCell;
+
+use crate::selection_criteria::SelectionCriteria;
 
 pub use crate::results::{
     BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, PartialBulkWriteResult,
@@ -164,6 +166,13 @@ impl Client {
     /// [`ClientOptions::default_database`] when set; `None` when neither names one.
     pub fn default_database(&self) -> Option<Database> {
         self.inner.settings.default_database.as_deref().map(|name| self.database(name))
+    }
+
+    /// The client's selection criteria, when its options name them (`None`: reads go to the
+    /// primary unless a handle or an operation says otherwise).
+    pub fn selection_criteria(&self) -> Option<&SelectionCriteria> {
+        let settings = &self.inner.settings;
+        settings.selection_criteria_set.then_some(&*settings.selection_criteria)
     }
 
     /// A database handle with its own read preference, concerns or `timeoutMS` (each `None`
@@ -281,14 +290,20 @@ fn check_uri_options(options: &mut ClientOptions) -> Result<()> {
 /// What operations take from the options.
 fn settings_of(options: &ClientOptions) -> Result<Settings> {
     let o = &options.connection_string.options;
-    let read_preference =
-        ReadPreference::from_uri_options(o).map_err(|e| Error::invalid_argument(e.to_string()))?;
+    // The field, when set, carries what a URI cannot (a predicate, the hedge option).
+    let selection_criteria = match &options.selection_criteria {
+        Some(c) => c.clone(),
+        None => {
+            ReadPreference::from_uri_options(o).map_err(|e| Error::invalid_argument(e.to_string()))?.into()
+        }
+    };
     Ok(Settings {
         retry_reads: o.retry_reads.unwrap_or(true),
         retry_writes: o.retry_writes.unwrap_or(true),
         write_concern: options.write_concern()?,
         read_concern: o.read_concern_level.as_deref().map(|l| ReadConcernLevel::from_name(l).into()),
-        read_preference: Arc::new(read_preference),
+        selection_criteria: Arc::new(selection_criteria),
+        selection_criteria_set: options.selection_criteria.is_some(),
         load_balanced: o.load_balanced.unwrap_or(false),
         timeout: o.timeout_ms.map(Duration::from_millis),
         max_adaptive_retries: o.max_adaptive_retries.unwrap_or(executor::retry::MAX_ADAPTIVE_RETRIES),

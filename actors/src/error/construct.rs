@@ -286,6 +286,14 @@ impl From<selection::Error> for Error {
     }
 }
 
+impl From<protocol::Error> for Error {
+    /// A connection string, address or option the protocol layer refused (as
+    /// `ServerAddress::parse(..)?` in code returning this crate's `Result`).
+    fn from(e: protocol::Error) -> Self {
+        Error::invalid_argument(e.to_string())
+    }
+}
+
 impl From<actix::MailboxError> for Error {
     fn from(e: actix::MailboxError) -> Self {
         Error::stopped(format!("unknown ({e})"))

@@ -13,7 +13,7 @@ use bson::doc;
 use integration_tests::sim::Cluster;
 use protocol::address::ServerAddress;
 use protocol::sdam::{SdamEvent, ServerType};
-use selection::{ReadPreference, SelectionCriteria};
+use selection::{ReadPreference, SelectionQuery};
 use tokio::sync::Mutex;
 
 use super::table::{discovered, render, LiveView};
@@ -387,7 +387,7 @@ impl Workload<'_> {
                     // would wait out its timeout and stall this reader's other modes: skip it.
                     let snapshot = topology.snapshot();
                     let servable =
-                        selection::suitable_servers(&snapshot.description, &SelectionCriteria::read(rp))
+                        selection::suitable_servers(&snapshot.description, &SelectionQuery::read(rp))
                             .is_ok_and(|servers| !servers.is_empty());
                     if !servable {
                         let mut s = shared.lock().await;
@@ -404,7 +404,7 @@ impl Workload<'_> {
                     let t = Instant::now();
                     let result = collection
                         .find_one(doc! {"run": run_id})
-                        .read_preference(rp.clone())
+                        .selection_criteria(rp.clone().into())
                         .await
                         .map(|_| ());
                     let took = t.elapsed();

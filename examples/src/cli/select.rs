@@ -11,7 +11,7 @@ use actors::{Client, ClientOptions, TopologySnapshot};
 use protocol::address::ServerAddress;
 use protocol::sdam::{ServerDescription, ServerType, TopologyType};
 use protocol::uri::{ReadPreferenceMode, TagSet};
-use selection::{estimated_staleness_ms, ReadPreference, SelectionCriteria};
+use selection::{estimated_staleness_ms, ReadPreference, SelectionQuery};
 use serde_json::{json, Value};
 
 use super::{ms, CliError};
@@ -77,7 +77,7 @@ pub struct Candidate {
     /// Its average RTT.
     pub rtt: Option<Duration>,
     /// Its tags.
-    pub tags: TagSet,
+    pub tags: std::collections::BTreeMap<String, String>,
     /// Its estimated staleness (ms), for secondaries.
     pub staleness_ms: Option<i64>,
     /// Operations in flight on it (the power of two choices compares these).
@@ -107,8 +107,10 @@ pub struct Explanation {
     pub chosen: Option<ServerAddress>,
 }
 
-fn tags_string(t: &TagSet) -> String {
-    let parts: Vec<String> = t.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+fn tags_string<'a>(t: impl IntoIterator<Item = (&'a String, &'a String)>) -> String {
+    // Sorted: a tag set is a HashMap, and the output must not change from run to run.
+    let mut parts: Vec<String> = t.into_iter().map(|(k, v)| format!("{k}:{v}")).collect();
+    parts.sort();
     format!("{{{}}}", parts.join(","))
 }
 
@@ -118,7 +120,7 @@ fn tags_string(t: &TagSet) -> String {
 pub fn explain(snapshot: &TopologySnapshot, rp: &ReadPreference) -> Explanation {
     let topology = &snapshot.description;
     let ty = topology.topology_type();
-    let criteria = SelectionCriteria::read(rp);
+    let criteria = SelectionQuery::read(rp);
     let invalid = selection::validate(topology, &criteria).err().map(|e| e.to_string());
     let ops = |a: &ServerAddress| snapshot.handle(a).map_or(0, |h| h.operations.load(Ordering::Relaxed));
     let mut candidates: Vec<Candidate> = topology

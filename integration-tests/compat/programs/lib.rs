@@ -13,6 +13,7 @@ pub mod client_options;
 pub mod crud;
 pub mod errors;
 pub mod raw_cursor;
+pub mod selection;
 pub mod transactions;
 
 /// Every program: its name, whether it needs a replica set (transactions), and the program.
@@ -23,6 +24,7 @@ pub fn all() -> Vec<(&'static str, bool, Program)> {
         ("client_options", false, |uri, db| Box::pin(client_options::run(uri, db))),
         ("errors", false, |uri, db| Box::pin(errors::run(uri, db))),
         ("raw_cursor", false, |uri, db| Box::pin(raw_cursor::run(uri, db))),
+        ("selection", false, |uri, db| Box::pin(selection::run(uri, db))),
         ("transactions", true, |uri, db| Box::pin(transactions::run(uri, db))),
     ]
 }

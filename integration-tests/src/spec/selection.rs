@@ -19,7 +19,7 @@ use protocol::ServerAddress;
 use selection::rand::rngs::SmallRng;
 use selection::rand::SeedableRng;
 use selection::{
-    in_latency_window, select_server_with_rng, suitable_servers, ReadPreference, SelectionCriteria,
+    in_latency_window, select_server_with_rng, suitable_servers, ReadPreference, SelectionQuery,
 };
 use serde_json::{Map, Value};
 
@@ -94,7 +94,7 @@ pub fn run_logic_file(path: &Path) -> Result<(), String> {
         Some(v) => read_preference(v)?,
     };
     let outcome = rp.and_then(|rp| {
-        let criteria = if write { SelectionCriteria::write() } else { SelectionCriteria::read(&rp) }
+        let criteria = if write { SelectionQuery::write() } else { SelectionQuery::read(&rp) }
             .with_deprioritized(&deprioritized);
         let suitable = suitable_servers(&td, &criteria)?;
         let mut window = suitable.clone();
@@ -174,7 +174,7 @@ pub fn run_in_window_file(path: &Path) -> Result<(), String> {
     let n = iterations.max(needed).clamp(1, MAX_IN_WINDOW_SELECTIONS);
 
     let rp = ReadPreference::NEAREST;
-    let criteria = SelectionCriteria::read(&rp);
+    let criteria = SelectionQuery::read(&rp);
     let lookup = |a: &ServerAddress| counts.get(a).copied().unwrap_or(0);
     let mut rng = SmallRng::seed_from_u64(IN_WINDOW_SEED);
     let mut tally: BTreeMap<String, u64> = BTreeMap::new();
@@ -237,7 +237,7 @@ fn server(v: &Value, base: Instant) -> Result<ServerDescription, String> {
         sd.round_trip_time = Some(Duration::try_from_secs_f64(ms / 1000.0).map_err(|_| bad())?);
     }
     if let Some(tags) = o.get("tags") {
-        sd.tags = tag_set(tags)?;
+        sd.tags = tag_set(tags)?.into_iter().collect();
     }
     if let Some(t) = o.get("lastUpdateTime") {
         // Milliseconds since an arbitrary epoch: only differences matter.

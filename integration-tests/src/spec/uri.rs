@@ -121,7 +121,7 @@ fn host_type(a: &ServerAddress) -> &'static str {
         ServerAddress::Unix { .. } => "unix",
         ServerAddress::Tcp { host, .. } if host.contains(':') => "ip_literal",
         ServerAddress::Tcp { host, .. } if host.parse::<Ipv4Addr>().is_ok() => "ipv4",
-        ServerAddress::Tcp { .. } => "hostname",
+        _ => "hostname",
     }
 }
 
@@ -130,7 +130,7 @@ fn check_hosts(expected: &[Value], cs: &ConnectionString) -> Result<(), String> 
     let srv: Vec<ServerAddress>;
     let actual = match &cs.srv_host {
         Some(h) => {
-            srv = vec![ServerAddress::Tcp { host: h.clone(), port: 0 }];
+            srv = vec![ServerAddress::Tcp { host: h.clone(), port: Some(0) }];
             &srv
         }
         None => &cs.hosts,
@@ -145,10 +145,11 @@ fn check_hosts(expected: &[Value], cs: &ConnectionString) -> Result<(), String> 
         if let Some(host) = str_of("host") {
             // TCP host names are case-insensitive (and stored lower-cased); paths are not.
             let same = match a {
-                ServerAddress::Unix { path } => path == host,
+                ServerAddress::Unix { path } => path.as_os_str() == host,
                 ServerAddress::Tcp { host: h, .. } => {
                     h.eq_ignore_ascii_case(host) || *h == host.to_lowercase()
                 }
+                _ => false,
             };
             if !same {
                 return Err(format!("host #{i}: expected '{host}', got '{}' in [{}]", a.host(), shown()));

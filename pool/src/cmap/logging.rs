@@ -41,7 +41,8 @@ pub(crate) fn log_event(event: &CmapEvent, topology_id: Option<&str>) {
         return;
     }
     let address = event.address();
-    let (host, port) = (address.host(), address.port());
+    let (host, port) = (address.host(), address.tcp_port());
+    let host = &*host;
     match event {
         CmapEvent::PoolCreated { .. }
         | CmapEvent::PoolReady { .. }

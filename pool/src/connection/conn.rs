@@ -220,10 +220,10 @@ impl Connection {
         monitoring: bool,
     ) -> Result<Connection> {
         let (host, port) = match &address {
-            ServerAddress::Tcp { host, port } => (host.clone(), *port),
-            ServerAddress::Unix { path } => {
+            ServerAddress::Tcp { host, port } => (host.clone(), port.unwrap_or(protocol::DEFAULT_PORT)),
+            other => {
                 return Err(Error::InvalidOptions {
-                    message: format!("Unix domain sockets are not supported ({path})"),
+                    message: format!("Unix domain sockets are not supported ({other})"),
                 })
             }
         };

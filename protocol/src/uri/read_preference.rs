@@ -1,13 +1,13 @@
 //! Read preference options as they appear in a connection string.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 /// A read preference tag set: every tag must match the server's tag of the same name.
 /// The empty set matches any server.
-pub type TagSet = BTreeMap<String, String>;
+pub type TagSet = HashMap<String, String>;
 
 /// The read preference mode (server-selection spec, "mode").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

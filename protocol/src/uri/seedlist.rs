@@ -63,7 +63,7 @@ pub fn validate_srv_hosts(
     for addr in hosts {
         let host = match &addr {
             ServerAddress::Tcp { host, .. } => host.trim_end_matches('.').to_ascii_lowercase(),
-            ServerAddress::Unix { path } => path.clone(),
+            ServerAddress::Unix { path } => path.to_string_lossy().into_owned(),
         };
         // `ends_with(".parent")` also guarantees at least one more label than the suffix.
         if host.ends_with(&suffix) && host.len() > suffix.len() {
@@ -164,7 +164,7 @@ mod tests {
     use crate::uri::ConnectionString;
 
     fn hosts(names: &[&str]) -> Vec<ServerAddress> {
-        names.iter().map(|n| ServerAddress::Tcp { host: n.to_string(), port: 27017 }).collect()
+        names.iter().map(|n| ServerAddress::Tcp { host: n.to_string(), port: Some(27017) }).collect()
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! `aggregate` on a collection or a database: a cursor over the pipeline's results. A
 //! retryable read, except a pipeline that ends in `$out` or `$merge` (a write, run once).
 
+use crate::selection_criteria::SelectionCriteria;
 use std::marker::PhantomData;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
-use selection::ReadPreference;
 
 use super::super::collection::{Collection, Handle};
 use super::super::concern::{ReadConcern, WriteConcern};
@@ -73,7 +73,7 @@ impl<'a, T> Aggregate<'a, T> {
         max_await_time: Duration,
         max_time: Duration,
         read_concern: ReadConcern,
-        read_preference: ReadPreference,
+        selection_criteria: SelectionCriteria,
         write_concern: WriteConcern,
         let_vars: Document,
         timeout: Duration,
@@ -103,7 +103,7 @@ impl<'a, T> Aggregate<'a, T> {
         let mode = cursor_mode(timeout, options.timeout_mode, None)?;
         check_max_await(timeout, options.max_await_time)?;
         let mut read = handle.read_on(
-            options.read_preference.clone(),
+            options.selection_criteria.clone(),
             options.read_concern.as_ref(),
             options.max_time,
             timeout,
@@ -116,10 +116,10 @@ impl<'a, T> Aggregate<'a, T> {
         // $out/$merge may follow a non-primary read preference only when every known server
         // is 5.0 or newer (wire version 13); otherwise they run on the primary.
         let explicit_secondary = options
-            .read_preference
+            .selection_criteria
             .as_ref()
-            .or(handle.settings.read_preference.as_ref())
-            .is_some_and(|rp| rp.mode() != protocol::uri::ReadPreferenceMode::Primary);
+            .or(handle.settings.selection_criteria.as_ref())
+            .is_some_and(|c| !c.is_read_pref_primary());
         let anywhere = writes
             && explicit_secondary
             && aggregate::may_write_anywhere(handle.client(), &read.criteria).await;

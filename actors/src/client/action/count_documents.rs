@@ -1,10 +1,10 @@
 //! `count_documents` (the drivers' `aggregate` pipeline) and the legacy `count` (the `count`
 //! command with a filter): one builder. Retryable reads.
 
+use crate::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
-use selection::ReadPreference;
 
 use super::super::collection::{Collection, Handle};
 use super::super::concern::ReadConcern;
@@ -56,7 +56,7 @@ impl<'a> CountDocuments<'a> {
         limit: u64,
         max_time: Duration,
         read_concern: ReadConcern,
-        read_preference: ReadPreference,
+        selection_criteria: SelectionCriteria,
         skip: u64,
         timeout: Duration,
     );

@@ -1,9 +1,9 @@
 //! `distinct`: the distinct values of a field among the matching documents. A retryable read.
 
+use crate::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
-use selection::ReadPreference;
 
 use super::super::collection::{Collection, Handle};
 use super::super::concern::ReadConcern;
@@ -44,7 +44,7 @@ impl<'a> Distinct<'a> {
         hint => Hint,
         max_time: Duration,
         read_concern: ReadConcern,
-        read_preference: ReadPreference,
+        selection_criteria: SelectionCriteria,
         timeout: Duration,
     );
 

@@ -1,10 +1,10 @@
 //! `estimated_document_count`: the `count` command without a filter, from the collection's
 //! metadata. A retryable read.
 
+use crate::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use bson::{doc, Bson};
-use selection::ReadPreference;
 
 use super::super::collection::{Collection, Handle};
 use super::super::concern::ReadConcern;
@@ -39,7 +39,7 @@ impl<'a> EstimatedDocumentCount<'a> {
         comment => Bson,
         max_time: Duration,
         read_concern: ReadConcern,
-        read_preference: ReadPreference,
+        selection_criteria: SelectionCriteria,
         timeout: Duration,
     );
 

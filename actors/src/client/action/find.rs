@@ -1,10 +1,10 @@
 //! `find`: a cursor over the documents matching a filter. A retryable read (the `find`, not
 //! the `getMore`s).
 
+use crate::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
-use selection::ReadPreference;
 
 use super::super::collection::Collection;
 use super::super::concern::ReadConcern;
@@ -50,7 +50,7 @@ impl<'a, T> Find<'a, T> {
         no_cursor_timeout: bool,
         projection: Document,
         read_concern: ReadConcern,
-        read_preference: ReadPreference,
+        selection_criteria: SelectionCriteria,
         return_key: bool,
         show_record_id: bool,
         skip: u64,

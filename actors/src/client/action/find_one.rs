@@ -1,9 +1,9 @@
 //! `find_one`: the first document matching a filter (`limit: 1`, one batch). A retryable read.
 
+use crate::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
-use selection::ReadPreference;
 use serde::de::DeserializeOwned;
 
 use super::super::collection::Collection;
@@ -41,7 +41,7 @@ impl<'a, T: DeserializeOwned + 'static> FindOne<'a, T> {
         min: Document,
         projection: Document,
         read_concern: ReadConcern,
-        read_preference: ReadPreference,
+        selection_criteria: SelectionCriteria,
         return_key: bool,
         show_record_id: bool,
         skip: u64,
@@ -61,7 +61,7 @@ impl<'a, T: DeserializeOwned + 'static> FindOne<'a, T> {
         // whole options cost about 100 instructions per call (callgrind).
         let begun = handle.begin_read_with(
             session.as_deref(),
-            options.read_preference.clone(),
+            options.selection_criteria.clone(),
             options.read_concern.as_ref(),
             options.max_time,
             options.timeout,

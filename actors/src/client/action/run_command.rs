@@ -1,6 +1,7 @@
 //! `run_command`: a command as the caller wrote it, where the read preference says. Not
 //! retried.
 
+use crate::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use bson::{doc, Document};
@@ -18,7 +19,7 @@ use crate::{Error, Result};
 impl Database {
     /// Runs `command` as is (plus `$db`, `lsid`, `$clusterTime` and `$readPreference` as the
     /// server selection spec says), on a primary unless
-    /// [`read_preference`](RunCommand::read_preference) says otherwise. Never retried.
+    /// [`selection_criteria`](RunCommand::selection_criteria) says otherwise. Never retried.
     /// Gives the reply; `ok: 0` is [`ErrorKind::Command`](crate::error::ErrorKind::Command).
     ///
     /// With `timeoutMS` set, the client appends `maxTimeMS` = remaining time − the server's
@@ -66,12 +67,12 @@ pub struct RunCommand<'a> {
 
 impl<'a> RunCommand<'a> {
     option_setters!(options: RunCommandOptions;
-        read_preference: ReadPreference,
+        selection_criteria: SelectionCriteria,
         timeout: Duration,
     );
 
     /// Where to run, as [`Criteria`] (a read preference, or a write to the primary):
-    /// replaces [`read_preference`](Self::read_preference).
+    /// replaces [`selection_criteria`](Self::selection_criteria).
     pub fn criteria(mut self, criteria: impl Into<Option<Criteria>>) -> Self {
         self.criteria = criteria.into();
         self
@@ -88,7 +89,7 @@ impl<'a> RunCommand<'a> {
             ));
         }
         let criteria = criteria
-            .or_else(|| options.read_preference.map(Criteria::Read))
+            .or_else(|| options.selection_criteria.map(Criteria::from))
             .unwrap_or(Criteria::Read(ReadPreference::PRIMARY));
         let op = RunCommandOp { db: handle.db.name().to_string(), command, criteria };
         handle.run(op, timeout, session).await

@@ -1,5 +1,6 @@
 //! `run_cursor_command`: a command that opens a cursor, as the caller wrote it.
 
+use crate::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
@@ -57,7 +58,7 @@ impl<'a> RunCursorCommand<'a> {
         comment => Bson,
         cursor_type: CursorType,
         max_time: Duration,
-        read_preference: ReadPreference,
+        selection_criteria: SelectionCriteria,
         timeout: Duration,
         timeout_mode: TimeoutMode,
     );
@@ -67,8 +68,8 @@ impl<'a> RunCursorCommand<'a> {
         let command = command?;
         let timeout = handle.op_timeout(options.timeout);
         let mode = cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
-        let read_preference = options.read_preference.clone().unwrap_or(ReadPreference::PRIMARY);
-        let op = RunCursorCommandOp { db: handle.db.name().to_string(), command, read_preference };
+        let selection_criteria = options.selection_criteria.clone().unwrap_or(ReadPreference::PRIMARY.into());
+        let op = RunCursorCommandOp { db: handle.db.name().to_string(), command, selection_criteria };
         let open = OpenCursor { timeout, mode, batch_size: options.batch_size };
         let mut raw = open.run(handle.client(), op, session).await?;
         raw.set_max_await(options.max_time);

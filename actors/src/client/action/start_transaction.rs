@@ -2,10 +2,9 @@
 //! the transaction, and `and_run` runs a callback in it, retrying and committing (the
 //! convenient transactions API).
 
+use crate::selection_criteria::SelectionCriteria;
 use std::future::IntoFuture;
 use std::time::Duration;
-
-use selection::ReadPreference;
 
 use super::super::concern::{ReadConcern, WriteConcern};
 use super::super::session::options::TransactionOptions;
@@ -49,9 +48,9 @@ impl<S> StartTransaction<S> {
         self
     }
 
-    /// Sets [`TransactionOptions::read_preference`].
-    pub fn read_preference(mut self, value: ReadPreference) -> Self {
-        self.options.read_preference = Some(value);
+    /// Sets [`TransactionOptions::selection_criteria`].
+    pub fn selection_criteria(mut self, value: SelectionCriteria) -> Self {
+        self.options.selection_criteria = Some(value);
         self
     }
 

@@ -1,10 +1,10 @@
 //! The `watch` builder of clients, databases and collections.
 
+use crate::selection_criteria::SelectionCriteria;
 use std::marker::PhantomData;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document, Timestamp};
-use selection::ReadPreference;
 
 use super::super::action::{into_future, option_setters};
 use super::super::change_stream::event::{ChangeStreamEvent, ResumeToken};
@@ -61,7 +61,7 @@ impl<'a, T> Watch<'a, T> {
         collation: Collation,
         comment => Bson,
         read_concern: ReadConcern,
-        read_preference: ReadPreference,
+        selection_criteria: SelectionCriteria,
         timeout: Duration,
     );
 

@@ -79,7 +79,7 @@ impl Spec {
         let t = &self.target;
         let handle = Handle { db: &t.db, coll: t.coll.as_deref().unwrap_or(""), settings: &t.settings };
         let read = handle.read_on(
-            self.options.read_preference.clone(),
+            self.options.selection_criteria.clone(),
             self.options.read_concern.as_ref(),
             None,
             self.timeout,

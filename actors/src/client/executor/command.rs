@@ -68,7 +68,11 @@ pub(super) fn command_for(op: &Op, args: &AttemptArguments<'_>) -> BsonResult<Ra
         Criteria::Read(rp) => {
             read_preference_document(args, rp).map(|d| RawDocumentBuf::try_from(&d)).transpose()?
         }
-        _ => None,
+        // As the official driver: any member the predicate picked may answer.
+        Criteria::Predicate(_) => read_preference_document(args, &ReadPreference::PRIMARY_PREFERRED)
+            .map(|d| RawDocumentBuf::try_from(&d))
+            .transpose()?,
+        Criteria::Write => None,
     };
     let tracking = args.session.and_then(|s| s.tracking.as_deref());
     let read_concern = match tracking {

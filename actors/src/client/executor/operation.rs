@@ -5,12 +5,12 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
+use crate::selection_criteria::SelectionCriteria;
 use bson::{Bson, Document, RawDocumentBuf};
 use pool::cmap::PooledConnection;
 use pool::connection::Connection;
 use protocol::wire::DocumentSequence;
 use protocol::ServerAddress;
-use selection::ReadPreference;
 
 use super::super::session::pool::ServerSession;
 use crate::selection_actor::Criteria;
@@ -408,8 +408,11 @@ pub(crate) fn cursor_id(reply: &Document) -> i64 {
 }
 
 /// The criteria of a read with `rp` (or the client's default).
-pub(crate) fn read_criteria(rp: Option<ReadPreference>, default: &Arc<ReadPreference>) -> Criteria {
-    Criteria::Read(rp.unwrap_or_else(|| (**default).clone()))
+pub(crate) fn read_criteria(
+    criteria: Option<SelectionCriteria>,
+    default: &Arc<SelectionCriteria>,
+) -> Criteria {
+    Criteria::from(criteria.unwrap_or_else(|| (**default).clone()))
 }
 
 #[cfg(test)]

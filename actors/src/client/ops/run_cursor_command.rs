@@ -1,7 +1,7 @@
 //! `run_cursor_command`'s command: a command of the caller's that opens a cursor.
 
+use crate::selection_criteria::SelectionCriteria;
 use bson::Document;
-use selection::ReadPreference;
 
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::cursor_reply::CursorReply;
@@ -12,7 +12,7 @@ use crate::Result;
 pub(crate) struct RunCursorCommand {
     pub db: String,
     pub command: Document,
-    pub read_preference: ReadPreference,
+    pub selection_criteria: SelectionCriteria,
 }
 
 impl RunCursorCommand {
@@ -27,7 +27,7 @@ impl Operation for RunCursorCommand {
 
     fn shape(&self) -> Shape<'_> {
         let name = self.command.keys().next().cloned().unwrap_or_default();
-        Shape::command(name, &self.db, Criteria::Read(self.read_preference.clone())).cursor().generic()
+        Shape::command(name, &self.db, Criteria::from(self.selection_criteria.clone())).cursor().generic()
     }
 
     fn build(&mut self) -> Result<Command> {

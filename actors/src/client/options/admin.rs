@@ -2,11 +2,11 @@
 //! enumerate-collections and enumerate-databases specs), as serde types with the spec's
 //! names.
 
+use crate::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 use typed_builder::TypedBuilder;
 
 use bson::{Bson, Document};
-use selection::ReadPreference;
 use serde::{Deserialize, Serialize};
 
 use super::super::concern::{duration_ms, WriteConcern};
@@ -244,7 +244,7 @@ pub struct ListDatabasesOptions {
 pub struct RunCommandOptions {
     /// Where to run (default: primary; the command's own `$readPreference` is not allowed).
     #[serde(skip)]
-    pub read_preference: Option<ReadPreference>,
+    pub selection_criteria: Option<SelectionCriteria>,
     /// This operation's `timeoutMS` (`None`: the database's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
@@ -268,7 +268,7 @@ pub struct RunCursorCommandOptions {
     pub max_time: Option<Duration>,
     /// Where to run (default: primary).
     #[serde(skip)]
-    pub read_preference: Option<ReadPreference>,
+    pub selection_criteria: Option<SelectionCriteria>,
     /// This operation's `timeoutMS` (`None`: the database's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,

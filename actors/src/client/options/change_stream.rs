@@ -1,10 +1,10 @@
 //! The options of a change stream (`watch`).
 
+use crate::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 use typed_builder::TypedBuilder;
 
 use bson::{doc, Bson, Timestamp};
-use selection::ReadPreference;
 use serde::{Deserialize, Serialize};
 
 use super::super::change_stream::event::ResumeToken;
@@ -76,7 +76,7 @@ pub struct ChangeStreamOptions {
     pub read_concern: Option<ReadConcern>,
     /// Where to read (default: the handle's); a resume selects a server again with it.
     #[serde(skip)]
-    pub read_preference: Option<ReadPreference>,
+    pub selection_criteria: Option<SelectionCriteria>,
     /// The `timeoutMS` of the opening `aggregate` and of each `next` (`None`: the handle's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,

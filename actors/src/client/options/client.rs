@@ -18,6 +18,7 @@ use super::super::concern::{ReadConcern, WriteConcern};
 use crate::command_events::CommandEventHandler;
 use crate::events::SdamEventHandler;
 use crate::selection_actor::CustomSelector;
+use crate::selection_criteria::SelectionCriteria;
 use crate::srv::{self, ResolverConfig, SrvInfo, SrvResolver};
 use crate::srv_poller::{SrvPollerOptions, DEFAULT_RESCAN_INTERVAL};
 use crate::topology::TopologyBuilder;
@@ -65,6 +66,9 @@ pub struct ClientOptions {
     pub server_monitoring_mode: Option<ServerMonitoringMode>,
     /// How long server selection waits for a suitable server (`serverSelectionTimeoutMS`).
     pub server_selection_timeout: Option<Duration>,
+    /// How reads choose their server by default (`readPreference`, `readPreferenceTags`,
+    /// `maxStalenessSeconds`; or a predicate, which no URI can carry). `None`: primary.
+    pub selection_criteria: Option<SelectionCriteria>,
     /// The database the URI names, for [`Client::default_database`](crate::Client::default_database).
     pub default_database: Option<String>,
     /// The client's default write concern (`w`, `journal`, `wTimeoutMS`).

@@ -4,9 +4,11 @@
 use std::time::Duration;
 
 use protocol::uri::UriOptions;
+use selection::ReadPreference;
 
 use super::super::concern::{ReadConcern, ReadConcernLevel, WriteConcern};
 use super::client::ClientOptions;
+use crate::selection_criteria::SelectionCriteria;
 use crate::{Error, Result};
 
 impl ClientOptions {
@@ -33,6 +35,7 @@ impl ClientOptions {
         self.retry_writes = o.retry_writes;
         self.server_monitoring_mode = o.server_monitoring_mode;
         self.server_selection_timeout = ms(o.server_selection_timeout_ms);
+        self.selection_criteria = uri_read_preference(o);
         self.default_database = self.connection_string.default_database.clone();
         self.write_concern = write_concern_of(o);
         self.max_adaptive_retries = o.max_adaptive_retries;
@@ -67,6 +70,7 @@ impl ClientOptions {
         o.retry_writes = self.retry_writes;
         o.server_monitoring_mode = self.server_monitoring_mode;
         o.server_selection_timeout_ms = ms(self.server_selection_timeout, "server_selection_timeout")?;
+        fold_read_preference(self.selection_criteria.as_ref(), o)?;
         let wc = self.write_concern.clone().unwrap_or_default();
         o.w = wc.w;
         o.journal = wc.journal;
@@ -86,4 +90,23 @@ fn write_concern_of(o: &UriOptions) -> Option<WriteConcern> {
         w_timeout: o.w_timeout_ms.map(Duration::from_millis),
     };
     (!wc.is_server_default()).then_some(wc)
+}
+
+/// The read preference a connection string names, if it names one.
+fn uri_read_preference(o: &UriOptions) -> Option<SelectionCriteria> {
+    if o.read_preference.is_none() && o.read_preference_tags.is_none() && o.max_staleness_seconds.is_none() {
+        return None;
+    }
+    ReadPreference::from_uri_options(o).ok().map(SelectionCriteria::ReadPreference)
+}
+
+/// Writes a read preference over the URI's options (a predicate leaves them empty: it lives in
+/// the field). The spec's rules are checked as a URI's would be.
+fn fold_read_preference(criteria: Option<&SelectionCriteria>, o: &mut UriOptions) -> Result<()> {
+    let rp = criteria.and_then(SelectionCriteria::as_read_pref);
+    rp.map(ReadPreference::validate).transpose().map_err(|e| Error::invalid_argument(e.to_string()))?;
+    o.read_preference = rp.map(ReadPreference::mode);
+    o.read_preference_tags = rp.filter(|rp| !rp.tag_sets().is_empty()).map(|rp| rp.tag_sets().to_vec());
+    o.max_staleness_seconds = rp.and_then(ReadPreference::max_staleness_seconds).map(u64::from);
+    Ok(())
 }

@@ -3,11 +3,11 @@
 //! handle says (read preference, concerns, `timeoutMS`). An option is either sent or refused:
 //! none is accepted and dropped.
 
+use crate::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 use typed_builder::TypedBuilder;
 
 use bson::{Bson, Document};
-use selection::ReadPreference;
 use serde::{Deserialize, Serialize};
 
 use super::super::concern::{duration_ms, ReadConcern, WriteConcern};
@@ -183,7 +183,7 @@ pub struct FindOptions {
     pub read_concern: Option<ReadConcern>,
     /// Where to read (default: the collection's read preference).
     #[serde(skip)]
-    pub read_preference: Option<ReadPreference>,
+    pub selection_criteria: Option<SelectionCriteria>,
     /// Return only the index keys (`returnKey`).
     pub return_key: Option<bool>,
     /// Add each document's record id (`showRecordId`).
@@ -236,7 +236,7 @@ pub struct FindOneOptions {
     pub read_concern: Option<ReadConcern>,
     /// Where to read.
     #[serde(skip)]
-    pub read_preference: Option<ReadPreference>,
+    pub selection_criteria: Option<SelectionCriteria>,
     /// Return only the index keys.
     pub return_key: Option<bool>,
     /// Add the document's record id.
@@ -270,7 +270,7 @@ impl From<FindOneOptions> for FindOptions {
             min: o.min,
             projection: o.projection,
             read_concern: o.read_concern,
-            read_preference: o.read_preference,
+            selection_criteria: o.selection_criteria,
             return_key: o.return_key,
             show_record_id: o.show_record_id,
             skip: o.skip,
@@ -312,7 +312,7 @@ pub struct AggregateOptions {
     /// Where to read (default: the handle's; a pipeline that writes goes to a primary unless
     /// every server is 5.0 or newer).
     #[serde(skip)]
-    pub read_preference: Option<ReadPreference>,
+    pub selection_criteria: Option<SelectionCriteria>,
     /// `$out`/`$merge`: the write concern (default: the handle's).
     pub write_concern: Option<WriteConcern>,
     /// Variables the pipeline can use (`let`).
@@ -351,7 +351,7 @@ pub struct CountOptions {
     pub read_concern: Option<ReadConcern>,
     /// Where to read.
     #[serde(skip)]
-    pub read_preference: Option<ReadPreference>,
+    pub selection_criteria: Option<SelectionCriteria>,
     /// Documents to skip.
     pub skip: Option<u64>,
     /// This operation's `timeoutMS` (`None`: the handle's).
@@ -378,7 +378,7 @@ pub struct EstimatedDocumentCountOptions {
     pub read_concern: Option<ReadConcern>,
     /// Where to read.
     #[serde(skip)]
-    pub read_preference: Option<ReadPreference>,
+    pub selection_criteria: Option<SelectionCriteria>,
     /// This operation's `timeoutMS` (`None`: the handle's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,
@@ -407,7 +407,7 @@ pub struct DistinctOptions {
     pub read_concern: Option<ReadConcern>,
     /// Where to read.
     #[serde(skip)]
-    pub read_preference: Option<ReadPreference>,
+    pub selection_criteria: Option<SelectionCriteria>,
     /// This operation's `timeoutMS` (`None`: the handle's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
     pub timeout: Option<Duration>,

@@ -1,9 +1,9 @@
 //! The options of database and collection handles.
 
+use crate::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 use typed_builder::TypedBuilder;
 
-use selection::ReadPreference;
 use serde::{Deserialize, Serialize};
 
 use super::super::concern::{duration_ms, ReadConcern, WriteConcern};
@@ -17,7 +17,7 @@ use super::super::timeout;
 pub struct CollectionOptions {
     /// Where reads go.
     #[serde(skip)]
-    pub read_preference: Option<ReadPreference>,
+    pub selection_criteria: Option<SelectionCriteria>,
     /// The read concern of reads.
     pub read_concern: Option<ReadConcern>,
     /// The write concern of writes.
@@ -35,7 +35,7 @@ impl CollectionOptions {
     /// These options over `outer`: each value set here wins.
     pub(crate) fn over(self, outer: &CollectionOptions) -> CollectionOptions {
         CollectionOptions {
-            read_preference: self.read_preference.or_else(|| outer.read_preference.clone()),
+            selection_criteria: self.selection_criteria.or_else(|| outer.selection_criteria.clone()),
             read_concern: self.read_concern.or_else(|| outer.read_concern.clone()),
             write_concern: self.write_concern.or_else(|| outer.write_concern.clone()),
             timeout: timeout::inherit(outer.timeout, self.timeout),

@@ -1,10 +1,10 @@
 //! The options of explicit sessions and their transactions.
 
+use crate::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 use typed_builder::TypedBuilder;
 
 use bson::Timestamp;
-use selection::ReadPreference;
 
 use super::super::concern::{ReadConcern, WriteConcern};
 
@@ -46,7 +46,7 @@ pub struct TransactionOptions {
     pub write_concern: Option<WriteConcern>,
     /// The read preference of the transaction's reads; it must be primary (reads fail
     /// otherwise, writes do not care).
-    pub read_preference: Option<ReadPreference>,
+    pub selection_criteria: Option<SelectionCriteria>,
     /// `maxCommitTimeMS`: sent as `commitTransaction`'s `maxTimeMS` (ignored under a
     /// `timeoutMS`, which replaces it).
     pub max_commit_time: Option<Duration>,

@@ -22,6 +22,7 @@
 //! Outside a transaction an explicit session's operations are retried as implicit ones are; a
 //! transaction's statements are not (commit and abort are retried once on a retryable error).
 
+use crate::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use bson::Document;
@@ -82,10 +83,10 @@ impl ClientSession {
                 .or_else(|| defaults.read_concern.clone())
                 .or_else(|| settings.read_concern.clone()),
             write_concern,
-            read_preference: options
-                .read_preference
-                .or_else(|| defaults.read_preference.clone())
-                .or_else(|| Some((*settings.read_preference).clone())),
+            selection_criteria: options
+                .selection_criteria
+                .or_else(|| defaults.selection_criteria.clone())
+                .or_else(|| Some((*settings.selection_criteria).clone())),
             max_commit_time: options.max_commit_time.or(defaults.max_commit_time),
         };
         if self.server.is_none() {
@@ -427,12 +428,17 @@ fn statement(op: &mut Op, txn: &TransactionOptions, first: bool, end: bool) -> R
             command.remove("readConcern");
         }
     }
-    if let Criteria::Read(own) = &op.criteria {
+    let own_primary = match &op.criteria {
+        Criteria::Read(own) => Some(*own == ReadPreference::PRIMARY),
+        Criteria::Predicate(_) => Some(false),
+        Criteria::Write => None,
+    };
+    if let Some(own_primary) = own_primary {
         // The transaction's read preference replaces a read's (and its handle's); a generic
         // command keeps its own too, as the spec's operation-level read preference.
-        let txn_primary = txn.read_preference.as_ref().is_none_or(|rp| *rp == ReadPreference::PRIMARY);
+        let txn_primary = txn.selection_criteria.as_ref().is_none_or(SelectionCriteria::is_read_pref_primary);
         let read = op.retry == Retry::Read || op.read_concern;
-        if !txn_primary || (!read && *own != ReadPreference::PRIMARY) {
+        if !txn_primary || (!read && !own_primary) {
             return Err(state_error("read preference in a transaction must be primary"));
         }
         op.criteria = Criteria::Read(ReadPreference::PRIMARY);

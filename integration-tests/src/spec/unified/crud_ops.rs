@@ -244,7 +244,7 @@ pub(super) async fn watch(
     session: Option<&mut actors::ClientSession>,
 ) -> R<actors::Result<actors::ChangeStream<Document>>> {
     let mut o: actors::ChangeStreamOptions = options("createChangeStream", args, &["pipeline"])?;
-    o.read_preference = op_read_preference(args, None)?;
+    o.selection_criteria = op_read_preference(args, None)?;
     let pipeline = documents(args, "pipeline");
     let result = match &target {
         WatchTarget::Client(c) => c.watch().pipeline(pipeline).with_options(o).session(session).await,
@@ -381,9 +381,9 @@ pub(super) fn bulk_result(r: BulkWriteResult) -> Option<Bson> {
 }
 
 /// Where the operation reads: its `readPreference` argument, else the entity's.
-fn op_read_preference(args: &Document, entity: Option<ReadPreference>) -> R<Option<ReadPreference>> {
+fn op_read_preference(args: &Document, entity: Option<SelectionCriteria>) -> R<Option<SelectionCriteria>> {
     match args.get_document("readPreference") {
-        Ok(rp) => read_preference(rp).map(Some),
+        Ok(rp) => read_preference(rp).map(|rp| Some(rp.into())),
         Err(_) => Ok(entity),
     }
 }
@@ -557,11 +557,11 @@ async fn read_op_result(
     session: Option<&mut actors::ClientSession>,
 ) -> R<OpResult> {
     let filter = || document(name, args, "filter");
-    let rp = op_read_preference(args, coll.read_preference().cloned())?;
+    let rp = op_read_preference(args, coll.selection_criteria().cloned())?;
     Ok(match name {
         "find" | "createFindCursor" => {
             let mut o: FindOptions = options(name, args, &["filter"])?;
-            o.read_preference = rp;
+            o.selection_criteria = rp;
             match coll.find(filter()?).with_options(o).session(session).await {
                 Ok(c) => cursor_result(c, name == "createFindCursor", new_cursor).await,
                 Err(e) => Err(e),
@@ -569,12 +569,12 @@ async fn read_op_result(
         }
         "findOne" => {
             let mut o: FindOneOptions = options(name, args, &["filter"])?;
-            o.read_preference = rp;
+            o.selection_criteria = rp;
             coll.find_one(filter()?).with_options(o).session(session).await.map(optional_document)
         }
         "countDocuments" | "count" => {
             let mut o: CountOptions = options(name, args, &["filter"])?;
-            o.read_preference = rp;
+            o.selection_criteria = rp;
             let action = if name == "count" { None } else { Some(coll.count_documents(filter()?)) };
             match action {
                 Some(a) => a.with_options(o).session(session).await.map(count),
@@ -583,12 +583,12 @@ async fn read_op_result(
         }
         "estimatedDocumentCount" => {
             let mut o: EstimatedDocumentCountOptions = options(name, args, &[])?;
-            o.read_preference = rp;
+            o.selection_criteria = rp;
             coll.estimated_document_count().with_options(o).session(session).await.map(count)
         }
         "distinct" => {
             let mut o: DistinctOptions = options(name, args, &["fieldName", "filter"])?;
-            o.read_preference = rp;
+            o.selection_criteria = rp;
             let field = args.get_str("fieldName").map_err(|_| "distinct needs a fieldName")?;
             coll.distinct(field, filter()?)
                 .with_options(o)
@@ -598,7 +598,7 @@ async fn read_op_result(
         }
         "aggregate" => {
             let mut o: AggregateOptions = options(name, args, &["pipeline"])?;
-            o.read_preference = rp;
+            o.selection_criteria = rp;
             match coll.aggregate(documents(args, "pipeline")).with_options(o).session(session).await {
                 Ok(c) => cursor_result(c, false, new_cursor).await,
                 Err(e) => Err(e),
@@ -751,12 +751,12 @@ pub(super) async fn database_op(
             let command = super::command_with_name_first(args);
             let rp = op_read_preference(args, None)?;
             let mut o: RunCommandOptions = options(name, args, &["command", "commandName"])?;
-            o.read_preference = rp;
+            o.selection_criteria = rp;
             db.run_command(command).with_options(o).session(session).await.map(|d| Some(Bson::Document(d)))
         }
         "aggregate" => {
             let mut o: AggregateOptions = options(name, args, &["pipeline"])?;
-            o.read_preference = op_read_preference(args, None)?;
+            o.selection_criteria = op_read_preference(args, None)?;
             match db.aggregate(documents(args, "pipeline")).with_options(o).session(session).await {
                 Ok(c) => cursor_result(c, false, new_cursor).await,
                 Err(e) => Err(e),
@@ -778,7 +778,7 @@ pub(super) async fn database_op(
         "runCursorCommand" | "createCommandCursor" => {
             let command = super::command_with_name_first(args);
             let mut o: RunCursorCommandOptions = options(name, args, &["command", "commandName"])?;
-            o.read_preference = op_read_preference(args, None)?;
+            o.selection_criteria = op_read_preference(args, None)?;
             match db.run_cursor_command(command).with_options(o).session(session).await {
                 Ok(c) => cursor_result(c, name == "createCommandCursor", new_cursor).await,
                 Err(e) => Err(e),

@@ -287,7 +287,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             let mut options: actors::gridfs::GridFsBucketOptions =
                 bson::deserialize_from_document(o).map_err(|e| format!("bucketOptions: {e}"))?;
             if let Some(Bson::Document(rp)) = rp {
-                options.read_preference = Some(super::crud_ops::read_preference(&rp)?);
+                options.selection_criteria = Some(super::crud_ops::read_preference(&rp)?.into());
             }
             Entity::Bucket(db.gridfs_bucket(options))
         }
@@ -445,7 +445,7 @@ pub(super) fn handle_options(options: Option<&Document>) -> R<actors::Collection
     }
     let mut options: actors::CollectionOptions =
         bson::deserialize_from_document(rest).map_err(|e| format!("entity options: {e}"))?;
-    options.read_preference = read_preference;
+    options.selection_criteria = read_preference.map(Into::into);
     Ok(options)
 }
 

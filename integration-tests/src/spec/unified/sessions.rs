@@ -48,7 +48,7 @@ pub(super) fn transaction_options(args: &Document) -> R<TransactionOptions> {
     Ok(TransactionOptions {
         read_concern: h.read_concern,
         write_concern: h.write_concern,
-        read_preference: h.read_preference,
+        selection_criteria: h.selection_criteria,
         max_commit_time: args.get("maxCommitTimeMS").and_then(ms),
     })
 }
