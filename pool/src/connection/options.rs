@@ -379,11 +379,7 @@ impl ConnectionOptionsBuilder {
                 }
             }
         }
-        if let Some(api) = &self.server_api {
-            if api.version != "1" {
-                return Err(invalid(format!("unknown server API version {:?}", api.version)));
-            }
-        }
+        // Every ServerApiVersion is one this client speaks: the type checks the version.
         if let Some(level) = self.zlib_compression_level.filter(|l| !(-1..=9).contains(l)) {
             return Err(invalid(format!("zlibCompressionLevel must be between -1 and 9, got {level}")));
         }

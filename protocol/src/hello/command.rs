@@ -16,14 +16,47 @@ pub const LEGACY_HELLO: &str = "isMaster";
 /// The modern hello command name.
 pub const HELLO: &str = "hello";
 
-/// A declared Stable API version, sent with every command when configured.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A Stable API version (the official `ServerApiVersion`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum ServerApiVersion {
+    /// Version 1, sent as `apiVersion: "1"`.
+    #[serde(rename = "1")]
+    V1,
+}
+
+impl ServerApiVersion {
+    /// The `apiVersion` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerApiVersion::V1 => "1",
+        }
+    }
+}
+
+impl std::str::FromStr for ServerApiVersion {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "1" => Ok(ServerApiVersion::V1),
+            other => Err(format!("unknown Stable API version {other:?}")),
+        }
+    }
+}
+
+/// A declared Stable API version, sent with every command when configured (the official
+/// `ServerApi`, built with [`ServerApi::builder`] or [`ServerApi::v1`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, typed_builder::TypedBuilder)]
+#[builder(field_defaults(setter(into)))]
+#[non_exhaustive]
 pub struct ServerApi {
-    /// `apiVersion`; only "1" exists.
-    pub version: String,
+    /// `apiVersion`.
+    pub version: ServerApiVersion,
     /// `apiStrict`.
+    #[builder(default)]
     pub strict: Option<bool>,
     /// `apiDeprecationErrors`.
+    #[builder(default)]
     pub deprecation_errors: Option<bool>,
 }
 
@@ -31,7 +64,7 @@ impl ServerApi {
     /// Stable API version 1, with the server's defaults for `strict` and
     /// `deprecation_errors`.
     pub fn v1() -> ServerApi {
-        ServerApi { version: "1".into(), strict: None, deprecation_errors: None }
+        ServerApi { version: ServerApiVersion::V1, strict: None, deprecation_errors: None }
     }
 
     /// `apiStrict`: the server refuses commands and options outside the version.
@@ -188,7 +221,11 @@ mod tests {
     #[test]
     fn handshake_with_api_and_auth() {
         let opts = HandshakeOptions {
-            server_api: Some(ServerApi { version: "1".into(), strict: Some(true), deprecation_errors: None }),
+            server_api: Some(ServerApi {
+                version: ServerApiVersion::V1,
+                strict: Some(true),
+                deprecation_errors: None,
+            }),
             sasl_supported_mechs: Some("admin.user".into()),
             compressors: vec!["zstd".into()],
             ..Default::default()

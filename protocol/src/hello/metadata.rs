@@ -151,13 +151,16 @@ impl EnvMetadata {
 }
 
 /// Information a library wrapping mongo-actors appends to the driver metadata.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, typed_builder::TypedBuilder)]
 pub struct DriverInfo {
     /// The wrapping library's name.
+    #[builder(setter(into))]
     pub name: String,
     /// Its version.
+    #[builder(default, setter(into))]
     pub version: Option<String>,
     /// Its platform details.
+    #[builder(default, setter(into))]
     pub platform: Option<String>,
 }
 

@@ -103,7 +103,8 @@ impl fmt::Display for AuthMechanism {
 /// a database in the path alone does not request authentication.
 ///
 /// `Debug` never prints the password.
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize, typed_builder::TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 #[serde(default)]
 pub struct Credential {
     /// The user name (percent-decoded). `None` when the string gives none, as `MONGODB-X509`
@@ -149,7 +150,7 @@ impl Credential {
     ///
     /// Passwords are never required here: they may be supplied in code when the client is
     /// built. What the connection string says must however be consistent.
-    pub(crate) fn finish(mut self, db: Option<&str>) -> Result<Self> {
+    pub fn finish(mut self, db: Option<&str>) -> Result<Self> {
         let bad = |m: String| Err(Error::InvalidCredential(m));
         let mech = self.mechanism;
         let name = mech.map_or("the default mechanism", AuthMechanism::as_str);

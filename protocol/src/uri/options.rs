@@ -274,7 +274,7 @@ pub struct UriOptions {
 
 impl UriOptions {
     /// Every option name of the uri-options table (plus CSOT's `timeoutMS`), spelled as the
-    /// spec spells it: the names of [`OPTIONS`], the table `apply` reads values with. Each has
+    /// spec spells it: the names of `OPTIONS`, the table `apply` reads values with. Each has
     /// a field here (`ssl` shares `tls`); keys are matched ASCII case-insensitively.
     pub const NAMES: [&'static str; OPTIONS.len()] = names();
 }

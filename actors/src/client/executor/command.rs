@@ -113,7 +113,7 @@ pub(super) fn command_for(op: &Op, args: &AttemptArguments<'_>) -> BsonResult<Ra
     if let Some(api) = args.server_api {
         // Every command, getMore and a transaction's included (versioned-api spec); a
         // generic command's own fields are not looked at.
-        globals.push("apiVersion", RawBsonRef::String(&api.version));
+        globals.push("apiVersion", RawBsonRef::String(api.version.as_str()));
         if let Some(strict) = api.strict {
             globals.push("apiStrict", RawBsonRef::Boolean(strict));
         }

@@ -15,6 +15,8 @@ use protocol::uri::{ConnectionString, ServerMonitoringMode, UriOptions};
 
 use super::super::concern::{ReadConcern, WriteConcern};
 
+use super::compressor::Compressor;
+use super::tls::Tls;
 use crate::command_events::CommandEventHandler;
 use crate::events::SdamEventHandler;
 use crate::selection_actor::CustomSelector;
@@ -23,6 +25,9 @@ use crate::srv::{self, ResolverConfig, SrvInfo, SrvResolver};
 use crate::srv_poller::{SrvPollerOptions, DEFAULT_RESCAN_INTERVAL};
 use crate::topology::TopologyBuilder;
 use crate::{Error, Result};
+use protocol::hello::metadata::DriverInfo;
+use protocol::uri::Credential;
+use protocol::ServerAddress;
 
 /// Everything a [`Client`](crate::Client) is built from: the official driver's option
 /// fields (filled from the URI by [`ClientOptions::parse`], then edited at will:
@@ -33,6 +38,24 @@ use crate::{Error, Result};
 /// over the connection string's options (a field set to `None` clears that option).
 #[derive(Clone, Default)]
 pub struct ClientOptions {
+    /// The seed list: the connection string's hosts (for `mongodb+srv`, what SRV resolution
+    /// found). Empty: the connection string's, else `localhost:27017`.
+    pub hosts: Vec<ServerAddress>,
+    /// How to authenticate (userinfo, `authSource`, `authMechanism`,
+    /// `authMechanismProperties`); `None`: no authentication.
+    pub credential: Option<Credential>,
+    /// TLS (`tls`, `tlsCAFile`, `tlsCertificateKeyFile`, `tlsAllowInvalidCertificates`,
+    /// `tlsAllowInvalidHostnames`); `None`: plain TCP unless the scheme is `mongodb+srv`.
+    pub tls: Option<Tls>,
+    /// The wire compressors to offer, in order of preference (`compressors`,
+    /// `zlibCompressionLevel`).
+    pub compressors: Option<Vec<Compressor>>,
+    /// A wrapping library's name, version and platform, appended to the handshake's metadata.
+    pub driver_info: Option<DriverInfo>,
+    /// The SRV service name for `mongodb+srv` (`srvServiceName`; default `mongodb`).
+    pub srv_service_name: Option<String>,
+    /// The most hosts taken from SRV resolution (`srvMaxHosts`; `None` or 0: all).
+    pub srv_max_hosts: Option<u32>,
     /// The application's name, sent in the handshake and logged by the server (`appName`).
     pub app_name: Option<String>,
     /// How long opening a connection may take (`connectTimeoutMS`; `Duration::ZERO`: no limit).
@@ -219,6 +242,9 @@ impl ClientOptions {
         if let Some(api) = &self.server_api {
             builder = builder.server_api(api.clone());
         }
+        if let Some(info) = &self.driver_info {
+            builder = builder.driver_info(info.clone());
+        }
         let mut connection = builder.build()?;
         connection.set_host_resolver(self.host_resolver.clone());
         let mut topology = TopologyBuilder::from_connection_string(cs).connection_options(connection);
@@ -325,8 +351,15 @@ impl ClientOptionsBuilder {
 
     /// `compressors`: offered in the handshake, most preferred first; the first the server
     /// also supports compresses every message but the handshake and authentication.
-    pub fn compressors(self, compressors: &[crate::options::Compressor]) -> Self {
-        let names: Vec<&str> = compressors.iter().map(|c| c.as_str()).collect();
+    pub fn compressors(mut self, compressors: &[Compressor]) -> Self {
+        let names: Vec<&str> = compressors.iter().map(Compressor::name).collect();
+        let zlib = compressors.iter().find_map(|c| match c {
+            Compressor::Zlib { level: Some(l) } => Some(*l),
+            _ => None,
+        });
+        if let Some(level) = zlib {
+            self = self.option("zlibCompressionLevel", level);
+        }
         self.option("compressors", names.join(","))
     }
 

@@ -8,6 +8,8 @@ use selection::ReadPreference;
 
 use super::super::concern::{ReadConcern, ReadConcernLevel, WriteConcern};
 use super::client::ClientOptions;
+use super::compressor::{compressors_of, fold_compressors};
+use super::tls::{fold_tls, tls_of};
 use crate::selection_criteria::SelectionCriteria;
 use crate::{Error, Result};
 
@@ -16,6 +18,12 @@ impl ClientOptions {
     pub(crate) fn spread_uri(&mut self) {
         let o = &self.connection_string.options;
         let ms = |v: Option<u64>| v.map(Duration::from_millis);
+        self.hosts = self.connection_string.hosts.clone();
+        self.credential = self.connection_string.credential.clone();
+        self.tls = tls_of(o);
+        self.compressors = compressors_of(o);
+        self.srv_service_name = o.srv_service_name.clone();
+        self.srv_max_hosts = o.srv_max_hosts;
         self.app_name = o.app_name.clone();
         self.connect_timeout = ms(o.connect_timeout_ms);
         self.direct_connection = o.direct_connection;
@@ -52,7 +60,24 @@ impl ClientOptions {
             })
             .transpose()
         };
-        let o = &mut self.connection_string.options;
+        let cs = &mut self.connection_string;
+        if !self.hosts.is_empty() {
+            cs.hosts = self.hosts.clone();
+        } else if cs.hosts.is_empty() && cs.srv_host.is_none() {
+            cs.hosts = vec![protocol::ServerAddress::default()];
+        }
+        let db = self.default_database.as_deref().or(cs.default_database.as_deref());
+        cs.credential = self
+            .credential
+            .clone()
+            .map(|c| c.finish(db))
+            .transpose()
+            .map_err(|e| Error::invalid_argument(e.to_string()))?;
+        let o = &mut cs.options;
+        fold_tls(self.tls.as_ref(), o);
+        fold_compressors(self.compressors.as_deref(), o)?;
+        o.srv_service_name = self.srv_service_name.clone();
+        o.srv_max_hosts = self.srv_max_hosts;
         o.app_name = self.app_name.clone();
         o.connect_timeout_ms = ms(self.connect_timeout, "connect_timeout")?;
         o.direct_connection = self.direct_connection;

@@ -11,11 +11,15 @@ pub mod admin;
 pub mod change_stream;
 pub mod client;
 mod client_fields;
+pub mod compressor;
 pub mod crud;
 pub mod handle;
+pub mod tls;
 
 pub use self::admin::*;
 pub use self::change_stream::*;
 pub use self::client::*;
+pub use self::compressor::Compressor;
 pub use self::crud::*;
 pub use self::handle::*;
+pub use self::tls::{Tls, TlsOptions};

@@ -400,7 +400,7 @@ async fn create_client(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
         .cmap_event_handler(Arc::new(cmap_handler));
     if let Ok(api) = spec.get_document("serverApi") {
         let mut server_api = actors::options::ServerApi::v1();
-        server_api.version = api.get_str("version").map_err(|_| "serverApi needs a version")?.to_owned();
+        server_api.version = api.get_str("version").map_err(|_| "serverApi needs a version")?.parse()?;
         server_api.strict = api.get_bool("strict").ok();
         server_api.deprecation_errors = api.get_bool("deprecationErrors").ok();
         builder = builder.server_api(server_api);

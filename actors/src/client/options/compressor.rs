@@ -1,0 +1,101 @@
+//! [`Compressor`]: the official typed form of `compressors` and `zlibCompressionLevel`
+//! (`ClientOptions::compressors`).
+
+use protocol::uri::{Compressor as Name, UriOptions};
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// A wire compressor the client offers the server, in order of preference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Compressor {
+    /// Zstandard. This client compresses at zstd's default level; a `level` is refused.
+    Zstd {
+        /// Must be `None` here.
+        level: Option<i32>,
+    },
+    /// zlib, at `level` (-1 to 9; `None` or -1: zlib's default).
+    Zlib {
+        /// The compression level.
+        level: Option<i32>,
+    },
+    /// Snappy.
+    Snappy,
+}
+
+impl Compressor {
+    /// The name negotiated in the handshake (`zstd`, `zlib`, `snappy`).
+    pub fn name(&self) -> &'static str {
+        self.wire_name().as_str()
+    }
+
+    fn wire_name(&self) -> Name {
+        match self {
+            Compressor::Zstd { .. } => Name::Zstd,
+            Compressor::Zlib { .. } => Name::Zlib,
+            Compressor::Snappy => Name::Snappy,
+        }
+    }
+}
+
+/// The compressors a connection string names, if it names any.
+pub(crate) fn compressors_of(o: &UriOptions) -> Option<Vec<Compressor>> {
+    let names = o.compressors.as_ref()?;
+    let of = |n: &Name| match n {
+        Name::Zstd => Compressor::Zstd { level: None },
+        Name::Zlib => Compressor::Zlib { level: o.zlib_compression_level },
+        Name::Snappy => Compressor::Snappy,
+    };
+    Some(names.iter().map(of).collect())
+}
+
+/// Writes `compressors` over the connection string's options (`None` clears them), refusing
+/// what this client cannot honour.
+pub(crate) fn fold_compressors(compressors: Option<&[Compressor]>, o: &mut UriOptions) -> Result<()> {
+    let mut zlib_level = None;
+    for c in compressors.unwrap_or_default() {
+        match c {
+            Compressor::Zstd { level: Some(l) } => {
+                return Err(Error::invalid_argument(format!(
+                    "a zstd compression level ({l}) is not supported: this client uses zstd's default level"
+                )))
+            }
+            Compressor::Zlib { level: Some(l) } if !(-1..=9).contains(l) => {
+                return Err(Error::invalid_argument(format!(
+                    "zlib compression level {l} is not between -1 and 9"
+                )))
+            }
+            Compressor::Zlib { level } => zlib_level = *level,
+            _ => {}
+        }
+    }
+    o.compressors = compressors.map(|cs| cs.iter().map(Compressor::wire_name).collect());
+    o.zlib_compression_level = zlib_level;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uri_compressors_round_trip_and_refusals() {
+        let o = protocol::uri::ConnectionString::parse(
+            "mongodb://h/?compressors=zstd,zlib&zlibCompressionLevel=3",
+        )
+        .unwrap()
+        .options;
+        let cs = compressors_of(&o).unwrap();
+        assert_eq!(cs, [Compressor::Zstd { level: None }, Compressor::Zlib { level: Some(3) }]);
+        let mut back = UriOptions::default();
+        fold_compressors(Some(&[Compressor::Snappy, Compressor::Zlib { level: Some(9) }]), &mut back)
+            .unwrap();
+        assert_eq!(back.compressors, Some(vec![Name::Snappy, Name::Zlib]));
+        assert_eq!(back.zlib_compression_level, Some(9));
+        assert!(fold_compressors(Some(&[Compressor::Zstd { level: Some(3) }]), &mut back).is_err());
+        assert!(fold_compressors(Some(&[Compressor::Zlib { level: Some(10) }]), &mut back).is_err());
+        fold_compressors(None, &mut back).unwrap();
+        assert_eq!((back.compressors, back.zlib_compression_level), (None, None));
+    }
+}
