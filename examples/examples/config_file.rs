@@ -76,7 +76,7 @@ async fn main() -> Result<(), BoxError> {
     if args.smoke {
         check(found.as_ref().and_then(|d| d.get_str("value").ok()) == Some("dark"), "read back the write")?;
     }
-    client.shutdown().await?;
+    client.shutdown().await;
     if args.smoke {
         println!("smoke ok");
     }

@@ -148,7 +148,7 @@ async fn main() -> Result<(), BoxError> {
         )?;
         check(pinned >= 20, format!("pinned {pinned}"))?;
     }
-    client.shutdown().await?;
+    client.shutdown().await;
     if args.smoke {
         println!("smoke ok");
     }

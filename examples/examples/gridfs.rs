@@ -58,6 +58,6 @@ async fn main() -> Result<(), BoxError> {
         check(revisions == 2 && left == 0, format!("2 revisions then none, not {revisions} and {left}"))?;
         println!("smoke ok");
     }
-    client.shutdown().await?;
+    client.shutdown().await;
     Ok(())
 }

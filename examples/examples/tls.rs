@@ -67,7 +67,7 @@ async fn main() -> Result<(), BoxError> {
         "ping ok, {n} document(s) in app.notes, over TLS verified against {}",
         ca_file.as_deref().unwrap_or("the system roots")
     );
-    client.shutdown().await?;
+    client.shutdown().await;
 
     if cluster.is_some() {
         // Without the CA: the handshake fails certificate verification, so no server is
@@ -79,7 +79,7 @@ async fn main() -> Result<(), BoxError> {
             Ok(_) => println!("without tlsCAFile: unexpectedly connected"),
             Err(e) => println!("without tlsCAFile: refused as expected: {e}"),
         }
-        client.shutdown().await?;
+        client.shutdown().await;
         if args.smoke {
             check(n >= 1, "the write is counted")?;
             check(refused.is_err(), "an untrusted server certificate must be refused")?;

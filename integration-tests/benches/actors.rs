@@ -247,11 +247,7 @@ impl Connected {
     pub(crate) async fn shutdown(self) {
         match self {
             Connected::Official(c) => c.shutdown().await,
-            Connected::Ours(c) => {
-                if let Err(e) = c.shutdown().await {
-                    println!("ours: shutdown failed: {e}");
-                }
-            }
+            Connected::Ours(c) => c.shutdown().await,
         }
     }
 }

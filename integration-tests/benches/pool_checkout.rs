@@ -362,9 +362,7 @@ pub(crate) async fn ours_client(cluster: &Cluster, tasks: usize, max_connecting:
     })
     .await;
     let sim_opened = cluster.counters().total.connections_opened;
-    if let Err(e) = client.shutdown().await {
-        println!("ours: shutdown failed: {e}");
-    }
+    client.shutdown().await;
     client_run(&counters, &checkouts, (op, wall), sim_opened)
 }
 

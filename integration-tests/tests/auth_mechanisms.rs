@@ -23,7 +23,7 @@ async fn insert_as(uri: &str) -> Result<Document, actors::Error> {
         whoami(&client).await
     }
     .await;
-    client.shutdown().await?;
+    client.shutdown().await;
     result
 }
 

@@ -101,6 +101,9 @@ pub(crate) struct ClientInner {
     pub(crate) _srv_poller: Option<actix::Addr<SrvPoller>>,
     pub(crate) closed: AtomicBool,
     pub(crate) shutdown: OnceCell<()>,
+    /// Operations running and work left by dropped values (killCursors, abortTransaction):
+    /// what a graceful [`Client::shutdown`](crate::Client::shutdown) waits for.
+    pub(crate) in_flight: tokio_util::task::TaskTracker,
 }
 
 impl ClientInner {
@@ -126,6 +129,7 @@ impl ClientInner {
     where
         F: std::future::Future<Output = ()> + Send + 'static,
     {
+        let fut = self.in_flight.track_future(fut);
         self.spawn(async move {
             if tokio::time::timeout(BACKGROUND_TIMEOUT, fut).await.is_err() {
                 tracing::debug!(target: "mongo_actors::client", "background work cut off after {BACKGROUND_TIMEOUT:?}");

@@ -25,7 +25,7 @@
 //! while let Some(person) = cursor.try_next().await? {
 //!     println!("{person:?}");
 //! }
-//! client.shutdown().await?;
+//! client.shutdown().await;
 //! # Ok(())
 //! # }
 //! ```
@@ -153,6 +153,7 @@ impl Client {
                 host,
                 closed: AtomicBool::new(false),
                 shutdown: OnceCell::new(),
+                in_flight: tokio_util::task::TaskTracker::new(),
             }),
         })
     }
@@ -231,7 +232,7 @@ impl Client {
     /// pooled), waits (at most 2 s) for the event subscribers to take what is queued for them,
     /// the closing events included, then, for a client that started its own actix System,
     /// stops it. Idempotent; later operations fail with [`ErrorKind::Shutdown`](crate::error::ErrorKind::Shutdown).
-    pub async fn shutdown(&self) -> Result<()> {
+    pub(crate) async fn close(&self) {
         let inner = &self.inner;
         inner
             .shutdown
@@ -249,7 +250,6 @@ impl Client {
                 }
             })
             .await;
-        Ok(())
     }
 }
 

@@ -207,7 +207,7 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
     // The recorder runs on a delivery thread: every command event so far, counted.
     client.flush_events().await;
     print_summary(&options, &shared, &served, started.elapsed()).await;
-    client.shutdown().await?;
+    client.shutdown().await;
     if let Some(c) = cluster {
         c.shutdown();
     }

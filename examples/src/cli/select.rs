@@ -399,7 +399,7 @@ pub async fn run(options: SelectOptions) -> Result<(), CliError> {
             println!("{line}");
         }
     }
-    client.shutdown().await?;
+    client.shutdown().await;
     Ok(())
 }
 

@@ -150,7 +150,7 @@ pub async fn run(options: WatchOptions) -> Result<(), CliError> {
         view.update(&log, &render(&snapshot), force);
     }
     let last = render(&topology.snapshot());
-    client.shutdown().await?;
+    client.shutdown().await;
     // The events of the shutdown (servers and topology closed) above the last table.
     let log: Vec<String> = events
         .try_iter()
@@ -196,7 +196,7 @@ async fn run_json(
         ticks += 1;
     }
     let last = to_json(&client.topology().snapshot());
-    client.shutdown().await?;
+    client.shutdown().await;
     print_events(&events);
     println!("{}", serde_json::json!({"t": t(), "topology": last}));
     Ok(())

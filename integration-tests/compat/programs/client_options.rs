@@ -6,6 +6,7 @@ use std::time::Duration;
 use futures_util::stream::TryStreamExt;
 
 use mongodb::bson::{doc, rawdoc, Document};
+use mongodb::error::ErrorKind;
 use mongodb::options::{Acknowledgment, ClientOptions, ReadConcern, WriteConcern};
 use mongodb::Client;
 
@@ -49,6 +50,15 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
     let session = client.start_session().await?;
     assert!(session.client().database(db).name() == db);
     database.drop().await?;
+
+    // The pools fill to minPoolSize on request; shutting down waits for operations in flight
+    // (none here), after which every clone of the client refuses work.
+    drop(session); // the official crate's graceful shutdown waits for live sessions to drop
+    client.warm_connection_pool().await;
+    let clone = client.clone();
+    client.shutdown().await;
+    let refused = clone.database(db).collection::<Document>("things").find_one(doc! {}).await;
+    assert!(matches!(*refused.expect_err("shut down").kind, ErrorKind::Shutdown));
 
     // Options that do not go together are refused when the client is built.
     let mut bad = ClientOptions::parse(uri).await?;

@@ -43,9 +43,11 @@ mod replace_one;
 mod run_command;
 mod run_cursor_command;
 mod search_index;
+mod shutdown;
 mod start_session;
 mod start_transaction;
 mod update;
+mod warm_connection_pool;
 mod watch;
 
 pub use super::options::admin::SearchIndexModel;
@@ -75,9 +77,11 @@ pub use replace_one::Replace;
 pub use run_command::RunCommand;
 pub use run_cursor_command::RunCursorCommand;
 pub use search_index::{SearchIndex, SearchIndexOutput};
+pub use shutdown::Shutdown;
 pub use start_session::StartSession;
 pub use start_transaction::StartTransaction;
 pub use update::Update;
+pub use warm_connection_pool::WarmConnectionPool;
 pub use watch::Watch;
 
 /// The GridFS builders, at the path the official crate gives them (`action::gridfs`).

@@ -283,6 +283,8 @@ impl ClientInner {
     /// long as time remains (otherwise once), and timeouts become [`ErrorKind::Timeout`](crate::error::ErrorKind::Timeout).
     pub(crate) async fn execute(&self, op: Op, limits: Limits, binding: Binding<'_>) -> Result<OpOutput> {
         self.check_open()?;
+        // A graceful shutdown waits for this operation.
+        let _in_flight = self.in_flight.token();
         let Binding { session, server, mut connection, purpose } = binding;
         let mut run = Run::new(session);
         let operation_id = next_operation_id();

@@ -175,7 +175,7 @@ pub(super) async fn run_test(
     let result = run_in(&mut ctx, file, test).await;
     for e in ctx.entities.values() {
         if let Entity::Client(c) = e {
-            let _ = c.client.shutdown().await;
+            c.client.clone().shutdown().immediate(true).await;
         }
     }
     for name in std::mem::take(&mut ctx.fail_points_set) {
@@ -827,7 +827,7 @@ async fn execute_inner(
             result
         }
         Some(Entity::Client(c)) if name == "close" => {
-            let _ = c.client.shutdown().await;
+            c.client.clone().shutdown().immediate(true).await;
             Ok(Ok(None))
         }
         Some(Entity::Client(c)) => Box::pin(super::crud_ops::client_op(&c.client, name, args, session)).await,
