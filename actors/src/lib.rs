@@ -44,18 +44,18 @@ pub mod change_stream {
 pub mod options {
     pub use crate::client::options::{Compressor, Tls, TlsOptions};
     pub use crate::client::{
-        Acknowledgment, AggregateOptions, BulkWriteOptions, BulkWriteResult, ChangeStreamOptions,
-        ClientBulkWriteOptions, ClientWriteModel, Collation, CollectionOptions, CommandOptions, CountOptions,
-        CreateCollectionOptions, CreateIndexOptions, CursorType, DatabaseOptions, DeleteManyModel,
-        DeleteOneModel, DeleteOptions, DeleteResult, DistinctOptions, EndTransactionOptions,
-        EstimatedDocumentCountOptions, FindOneAndDeleteOptions, FindOneAndReplaceOptions,
-        FindOneAndUpdateOptions, FindOneOptions, FindOptions, FullDocumentBeforeChangeType, FullDocumentType,
-        Hint, IndexModel, IndexOptions, InsertManyOptions, InsertManyResult, InsertOneModel,
-        InsertOneOptions, InsertOneResult, ListDatabasesOptions, ListOptions, Namespace,
-        PartialBulkWriteResult, ReadConcern, ReadConcernLevel, ReplaceOneModel, ReplaceOptions,
-        ReturnDocument, RunCommandOptions, RunCursorCommandOptions, SearchIndexModel, SessionOptions,
-        SummaryBulkWriteResult, TimeoutMode, TransactionOptions, UpdateManyModel, UpdateModifications,
-        UpdateOneModel, UpdateOptions, UpdateResult, VerboseBulkWriteResult, WriteConcern, WriteModel,
+        Acknowledgment, AggregateOptions, BulkWriteOptions, BulkWriteResult, ChangeStreamOptions, Collation,
+        CollectionBulkWriteOptions, CollectionOptions, CommandOptions, CountOptions, CreateCollectionOptions,
+        CreateIndexOptions, CursorType, DatabaseOptions, DeleteManyModel, DeleteOneModel, DeleteOptions,
+        DeleteResult, DistinctOptions, EndTransactionOptions, EstimatedDocumentCountOptions,
+        FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions,
+        FindOptions, FullDocumentBeforeChangeType, FullDocumentType, Hint, IndexModel, IndexOptions,
+        InsertManyOptions, InsertManyResult, InsertOneModel, InsertOneOptions, InsertOneResult,
+        ListDatabasesOptions, ListOptions, Namespace, PartialBulkWriteResult, ReadConcern, ReadConcernLevel,
+        ReplaceOneModel, ReplaceOptions, ReturnDocument, RunCommandOptions, RunCursorCommandOptions,
+        SearchIndexModel, SessionOptions, SummaryBulkWriteResult, TimeoutMode, TransactionOptions,
+        UpdateManyModel, UpdateModifications, UpdateOneModel, UpdateOptions, UpdateResult,
+        VerboseBulkWriteResult, WriteConcern, WriteModel,
     };
     pub use crate::client::{ClientOptions, ClientOptionsBuilder};
     pub use crate::selection_criteria::{Predicate, SelectionCriteria};

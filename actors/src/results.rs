@@ -79,7 +79,7 @@ pub struct SummaryBulkWriteResult {
 }
 
 /// The totals of [`Client::bulk_write`](crate::Client::bulk_write) with each successful write's result, keyed by the
-/// write's index in the models given ([`ClientBulkWrite::verbose_results`](crate::client::ClientBulkWrite::verbose_results)).
+/// write's index in the models given ([`BulkWrite::verbose_results`](crate::client::BulkWrite::verbose_results)).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct VerboseBulkWriteResult {
     /// The totals.

@@ -469,8 +469,14 @@ impl<'a> Seen<'a> {
 
 fn bulk_models() -> Vec<WriteModel> {
     vec![
-        WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 10, "kind": "new"} }),
-        WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 11, "kind": "new"} }),
+        WriteModel::InsertOne(InsertOneModel {
+            namespace: Default::default(),
+            document: doc! {"_id": 10, "kind": "new"},
+        }),
+        WriteModel::InsertOne(InsertOneModel {
+            namespace: Default::default(),
+            document: doc! {"_id": 11, "kind": "new"},
+        }),
         WriteModel::UpdateOne(UpdateOneModel::new(doc! {"_id": 1}, doc! {"$set": {"x": 1}})),
         WriteModel::UpdateMany(UpdateManyModel::new(doc! {"kind": "even"}, doc! {"$set": {"x": 2}})),
         WriteModel::ReplaceOne(ReplaceOneModel {
@@ -480,7 +486,10 @@ fn bulk_models() -> Vec<WriteModel> {
             ..Default::default()
         }),
         WriteModel::DeleteOne(DeleteOneModel { filter: doc! {"_id": 3}, ..Default::default() }),
-        WriteModel::InsertOne(InsertOneModel { document: doc! {"kind": "generated"} }),
+        WriteModel::InsertOne(InsertOneModel {
+            namespace: Default::default(),
+            document: doc! {"kind": "generated"},
+        }),
         WriteModel::DeleteMany(DeleteManyModel { filter: doc! {"kind": "new"}, ..Default::default() }),
     ]
 }
@@ -517,7 +526,7 @@ async fn bulk_write_batches_counts_and_ids() {
     // Unordered: one command per kind.
     let r = coll
         .bulk_write(bulk_models())
-        .with_options(BulkWriteOptions { ordered: Some(false), ..Default::default() })
+        .with_options(CollectionBulkWriteOptions { ordered: Some(false), ..Default::default() })
         .await
         .expect("unordered");
     assert_eq!(seen.started("insert").len(), 1);
@@ -534,9 +543,9 @@ async fn bulk_write_errors_use_model_indexes() {
     let coll = seed(&s).await;
     let models = vec![
         WriteModel::DeleteOne(DeleteOneModel { filter: doc! {"_id": 5}, ..Default::default() }),
-        WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 20} }),
-        WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 1} }),
-        WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 21} }),
+        WriteModel::InsertOne(InsertOneModel { namespace: Default::default(), document: doc! {"_id": 20} }),
+        WriteModel::InsertOne(InsertOneModel { namespace: Default::default(), document: doc! {"_id": 1} }),
+        WriteModel::InsertOne(InsertOneModel { namespace: Default::default(), document: doc! {"_id": 21} }),
         WriteModel::DeleteOne(DeleteOneModel { filter: doc! {"_id": 4}, ..Default::default() }),
     ];
     let err = coll.bulk_write(models.clone()).await.expect_err("dup");
@@ -548,7 +557,7 @@ async fn bulk_write_errors_use_model_indexes() {
 
     let err = coll
         .bulk_write(models)
-        .with_options(BulkWriteOptions { ordered: Some(false), ..Default::default() })
+        .with_options(CollectionBulkWriteOptions { ordered: Some(false), ..Default::default() })
         .await
         .expect_err("dups");
     assert!(matches!(*err.kind, ErrorKind::CollectionBulkWrite(_)), "{err}");
@@ -556,7 +565,7 @@ async fn bulk_write_errors_use_model_indexes() {
     assert_eq!(write_errors.iter().map(|e| (e.index, e.code)).collect::<Vec<_>>(), [(1, 11000), (2, 11000)]);
     assert_eq!(coll.count_documents(doc! {"_id": {"$in": [4, 20, 21]}}).await.expect("count"), 2);
 
-    let err = coll.bulk_write(Vec::new()).await.expect_err("empty");
+    let err = coll.bulk_write(Vec::<WriteModel>::new()).await.expect_err("empty");
     assert!(matches!(*err.kind, ErrorKind::InvalidArgument { .. }));
     let bad = vec![WriteModel::UpdateOne(UpdateOneModel::new(doc! {}, doc! {"x": 1}))];
     let err = coll.bulk_write(bad).await.expect_err("not an update");
@@ -574,14 +583,15 @@ async fn bulk_write_retries_and_one_deadline() {
     // timeoutMS covers the whole bulk: each command takes 120 ms of a 200 ms budget.
     s.fail(doc! {"failCommands": ["insert", "update"], "blockConnection": true, "blockTimeMS": 120}, 2).await;
     let models = vec![
-        WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 31} }),
+        WriteModel::InsertOne(InsertOneModel { namespace: Default::default(), document: doc! {"_id": 31} }),
         WriteModel::ReplaceOne(ReplaceOneModel {
             filter: doc! {"_id": 31},
             replacement: doc! {"x": 1},
             ..Default::default()
         }),
     ];
-    let options = BulkWriteOptions { timeout: Some(Duration::from_millis(200)), ..Default::default() };
+    let options =
+        CollectionBulkWriteOptions { timeout: Some(Duration::from_millis(200)), ..Default::default() };
     let err = coll.bulk_write(models).with_options(options).await.expect_err("timeout");
     assert!(err.is_timeout(), "{err:?}");
     let inserts = seen.started("insert");
@@ -593,7 +603,10 @@ async fn bulk_write_retries_and_one_deadline() {
 
     // A single-statement batch is retried with the same txnNumber.
     s.fail(doc! {"failCommands": ["insert"], "closeConnection": true}, 1).await;
-    let models = vec![WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 30} })];
+    let models = vec![WriteModel::InsertOne(InsertOneModel {
+        namespace: Default::default(),
+        document: doc! {"_id": 30},
+    })];
     let r = coll.bulk_write(models).await.expect("retried");
     assert_eq!(r.inserted_count, 1);
     let inserts = seen.started("insert");
@@ -763,10 +776,10 @@ async fn client_bulk_write_across_namespaces() {
     let b = s.database("app").collection::<Document>("b");
     a.insert_many([doc! {"_id": 1, "x": 1}, doc! {"_id": 2, "x": 2}]).await.expect("seed");
     let _ = s.started("bulkWrite");
-    let models = vec![
-        a.insert_one_model(doc! {"_id": 3, "x": 3}).expect("model"),
-        b.insert_one_model(doc! {"_id": 1}).expect("model"),
-        a.update_many_model(doc! {"x": {"$gte": 2}}, doc! {"$inc": {"x": 10}}),
+    let models: Vec<WriteModel> = vec![
+        a.insert_one_model(doc! {"_id": 3, "x": 3}).expect("model").into(),
+        b.insert_one_model(doc! {"_id": 1}).expect("model").into(),
+        a.update_many_model(doc! {"x": {"$gte": 2}}, doc! {"$inc": {"x": 10}}).into(),
         WriteModel::ReplaceOne(ReplaceOneModel {
             filter: doc! {"_id": 7},
             replacement: doc! {"y": 7},
@@ -774,7 +787,7 @@ async fn client_bulk_write_across_namespaces() {
             ..Default::default()
         })
         .on(b.namespace()),
-        a.delete_one_model(doc! {"_id": 1}),
+        a.delete_one_model(doc! {"_id": 1}).into(),
     ];
     let r = s.client.bulk_write(models.clone()).verbose_results().await.expect("bulk");
     let sm = &r.summary;
@@ -808,7 +821,8 @@ async fn client_bulk_write_across_namespaces() {
     assert!(!err.is_transient());
 
     // Unordered: the rest still runs, and is counted.
-    let models = vec![a.insert_one_model(doc! {"_id": 3}).expect("model"), b.delete_many_model(doc! {})];
+    let models: Vec<WriteModel> =
+        vec![a.insert_one_model(doc! {"_id": 3}).expect("model").into(), b.delete_many_model(doc! {}).into()];
     let err = s.client.bulk_write(models).ordered(false).await.expect_err("duplicate _id 3");
     let ErrorKind::BulkWrite(e) = &*err.kind else { panic!("not a client bulk write error: {err:?}") };
     assert_eq!(e.write_errors.keys().copied().collect::<Vec<_>>(), [0]);
@@ -852,6 +866,6 @@ async fn client_bulk_write_needs_8_0() {
         doc! {"bulkWrite": 1, "ops": [{"insert": 0, "document": {"x": 1}}], "nsInfo": [{"ns": "app.a"}]};
     let err = s.client.database("admin").run_command(command).await.expect_err("no such command");
     assert!(matches!(*err.kind, ErrorKind::Command(_)) && err.code() == Some(59), "{err}");
-    let err = s.client.bulk_write(Vec::new()).await.expect_err("no models");
+    let err = s.client.bulk_write(Vec::<WriteModel>::new()).await.expect_err("no models");
     assert!(matches!(*err.kind, ErrorKind::InvalidArgument { .. }));
 }

@@ -366,7 +366,10 @@ async fn every_operation_sends_its_session() {
     check_sent(ev, "delete_one in a transaction", &["delete"], &lsid, Some(base + 10));
     coll.delete_many(doc! {"_id": 30}).session(&mut *ss).await.expect("delete_many");
     check_sent(ev, "delete_many in a transaction", &["delete"], &lsid, Some(base + 10));
-    let models = vec![WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": 40} })];
+    let models = vec![WriteModel::InsertOne(InsertOneModel {
+        namespace: Default::default(),
+        document: doc! {"_id": 40},
+    })];
     coll.bulk_write(models).session(&mut *ss).await.expect("bulk_write");
     check_sent(ev, "bulk_write in a transaction", &["insert"], &lsid, Some(base + 10));
     let n = coll.count_documents(doc! {}).session(&mut *ss).await.expect("count_documents");

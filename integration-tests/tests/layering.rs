@@ -523,8 +523,8 @@ fn each_builder_has_a_file_of_its_own() {
     // bulk_write, client_bulk_write, watch, create_index, drop_index, list_indexes, drop,
     // rename, create_collection, list_collections, list_databases, run_command,
     // run_cursor_command, search_index, open_download_stream_by_name, open_upload_stream,
-    // start_session, start_transaction.
-    assert_eq!(builders, 32);
+    // start_session, start_transaction, shutdown, warm_connection_pool.
+    assert_eq!(builders, 34);
 }
 
 /// Load-balanced pinning stays a message of the selection actor's mailbox, and the client

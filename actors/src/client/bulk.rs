@@ -18,7 +18,7 @@ use super::concern::{duration_ms, WriteConcern};
 use super::op_options::with_id;
 use super::ops::statement::{check_modifications, delete_statement, UpdateStatement};
 use super::ops::write::{option_fields, too_large, WriteKind, WriteReply, MAX_STATEMENT_BYTES};
-use super::options::crud::{Collation, Hint, UpdateModifications};
+use super::options::write_model::{InsertOneModel, WriteModel};
 use super::session::ClientSession;
 use super::timeout;
 use super::timeout::Limits;
@@ -34,146 +34,6 @@ const MAX_BATCH: usize = 100_000;
 /// the command's body and the message framing.
 const MAX_BATCH_BYTES: usize = 48_000_000 - 16 * 1024;
 
-/// One write of [`Collection::bulk_write`](crate::client::Collection::bulk_write).
-#[derive(Debug, Clone, PartialEq)]
-pub enum WriteModel {
-    /// Inserts a document.
-    InsertOne(InsertOneModel),
-    /// Updates the first matching document.
-    UpdateOne(UpdateOneModel),
-    /// Updates every matching document (makes its command non-retryable).
-    UpdateMany(UpdateManyModel),
-    /// Replaces the first matching document.
-    ReplaceOne(ReplaceOneModel),
-    /// Deletes the first matching document.
-    DeleteOne(DeleteOneModel),
-    /// Deletes every matching document (makes its command non-retryable).
-    DeleteMany(DeleteManyModel),
-}
-
-/// Inserts `document` (an `_id` is generated when it has none).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct InsertOneModel {
-    /// The document.
-    pub document: Document,
-}
-
-/// Updates the first document matching `filter`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct UpdateOneModel {
-    /// Which document.
-    pub filter: Document,
-    /// The update document (`$set`, ...) or pipeline.
-    pub update: UpdateModifications,
-    /// Which array elements `$[name]` operators change.
-    #[serde(default)]
-    pub array_filters: Option<Vec<Document>>,
-    /// String comparison rules.
-    #[serde(default)]
-    pub collation: Option<Collation>,
-    /// The index to use.
-    #[serde(default)]
-    pub hint: Option<Hint>,
-    /// Which matching document is updated (MongoDB 8.0 and newer).
-    #[serde(default)]
-    pub sort: Option<Document>,
-    /// Insert a document when none matches.
-    #[serde(default)]
-    pub upsert: Option<bool>,
-}
-
-/// Updates every document matching `filter`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct UpdateManyModel {
-    /// Which documents.
-    pub filter: Document,
-    /// The update document (`$set`, ...) or pipeline.
-    pub update: UpdateModifications,
-    /// Which array elements `$[name]` operators change.
-    #[serde(default)]
-    pub array_filters: Option<Vec<Document>>,
-    /// String comparison rules.
-    #[serde(default)]
-    pub collation: Option<Collation>,
-    /// The index to use.
-    #[serde(default)]
-    pub hint: Option<Hint>,
-    /// Insert a document when none matches.
-    #[serde(default)]
-    pub upsert: Option<bool>,
-}
-
-/// Replaces the first document matching `filter`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ReplaceOneModel {
-    /// Which document.
-    pub filter: Document,
-    /// The new document (no update operators).
-    pub replacement: Document,
-    /// String comparison rules.
-    #[serde(default)]
-    pub collation: Option<Collation>,
-    /// The index to use.
-    #[serde(default)]
-    pub hint: Option<Hint>,
-    /// Which matching document is replaced (MongoDB 8.0 and newer).
-    #[serde(default)]
-    pub sort: Option<Document>,
-    /// Insert `replacement` when none matches.
-    #[serde(default)]
-    pub upsert: Option<bool>,
-}
-
-/// Deletes the first document matching `filter`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct DeleteOneModel {
-    /// Which document.
-    pub filter: Document,
-    /// String comparison rules.
-    #[serde(default)]
-    pub collation: Option<Collation>,
-    /// The index to use.
-    #[serde(default)]
-    pub hint: Option<Hint>,
-}
-
-/// Deletes every document matching `filter`.
-pub type DeleteManyModel = DeleteOneModel;
-
-impl UpdateOneModel {
-    /// Updates the first document matching `filter` with `update`, without options.
-    pub fn new(filter: Document, update: impl Into<UpdateModifications>) -> Self {
-        UpdateOneModel {
-            filter,
-            update: update.into(),
-            array_filters: None,
-            collation: None,
-            hint: None,
-            sort: None,
-            upsert: None,
-        }
-    }
-}
-
-impl UpdateManyModel {
-    /// Updates every document matching `filter` with `update`, without options.
-    pub fn new(filter: Document, update: impl Into<UpdateModifications>) -> Self {
-        UpdateManyModel {
-            filter,
-            update: update.into(),
-            array_filters: None,
-            collation: None,
-            hint: None,
-            upsert: None,
-        }
-    }
-}
-
 impl WriteModel {
     fn kind(&self) -> WriteKind {
         match self {
@@ -186,7 +46,7 @@ impl WriteModel {
     /// The command statement, the generated `_id` of an insert, and whether it is multi.
     fn statement(self) -> Result<(Document, Option<Bson>, bool)> {
         Ok(match self {
-            WriteModel::InsertOne(InsertOneModel { document }) => {
+            WriteModel::InsertOne(InsertOneModel { document, .. }) => {
                 let (d, id) = with_id(document);
                 (d, Some(id), false)
             }
@@ -241,7 +101,7 @@ impl WriteModel {
 /// Options of [`Collection::bulk_write`](crate::client::Collection::bulk_write).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct BulkWriteOptions {
+pub struct CollectionBulkWriteOptions {
     /// Skip document validation.
     pub bypass_document_validation: Option<bool>,
     /// A comment for the server's logs.
@@ -318,12 +178,27 @@ fn batches(models: Vec<WriteModel>, ordered: bool, result: &mut BulkWriteResult)
     Ok(out)
 }
 
+/// A collection's bulk write writes to that collection: a model names it, or no namespace.
+fn check_namespaces(models: &[WriteModel], db: &str, coll: &str) -> Result<()> {
+    let elsewhere = models.iter().enumerate().find(|(_, m)| {
+        let ns = m.namespace();
+        !(ns.db.is_empty() && ns.coll.is_empty()) && (ns.db != db || ns.coll != coll)
+    });
+    match elsewhere {
+        Some((i, m)) => Err(Error::invalid_argument(format!(
+            "write {i} is on {}, not on {db}.{coll}: Collection::bulk_write writes to its own collection (Client::bulk_write writes anywhere)",
+            m.namespace()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Runs a collection's bulk write (see the module docs): groups the models into commands and
 /// runs them under one `timeoutMS`.
 pub(crate) async fn run(
     handle: Handle<'_>,
     models: Vec<WriteModel>,
-    options: BulkWriteOptions,
+    options: CollectionBulkWriteOptions,
     session: Option<&mut ClientSession>,
 ) -> Result<BulkWriteResult> {
     let timeout =
@@ -331,6 +206,7 @@ pub(crate) async fn run(
     if models.is_empty() {
         return Err(Error::invalid_argument("bulk_write needs at least one write"));
     }
+    check_namespaces(&models, handle.db.name(), handle.coll)?;
     let ordered = options.ordered.unwrap_or(true);
     let mut result = BulkWriteResult::default();
     let batches = batches(models, ordered, &mut result)?;

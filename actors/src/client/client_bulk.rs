@@ -10,8 +10,6 @@
 //! multi-document update or delete. A `timeoutMS` is one deadline for the whole bulk.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 use typed_builder::TypedBuilder;
 
@@ -20,19 +18,21 @@ use protocol::hello::reply::{bson_to_i64, bson_truthy};
 use protocol::wire::DocumentSequence;
 use serde::{Deserialize, Serialize};
 
-use super::bulk::{
-    DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel, WriteModel,
-};
 use super::codec::encode;
 use super::collection::Collection;
 use super::concern::{duration_ms, WriteConcern};
 use super::cursor::{Cursor, RawCursor};
 use super::executor::operation::{cursor_id, Command, OpOutput, Operation, Shape, WIRE_VERSION_8_0};
 use super::inner::Client;
+use super::namespace::Namespace;
 use super::op_options::{with_id, TimeoutMode};
 use super::ops::cursor_reply::{CursorReply, Docs};
 use super::ops::statement::check_modifications;
 use super::options::crud::{Collation, Hint, UpdateModifications};
+use super::options::write_model::{
+    DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel,
+    WriteModel,
+};
 use super::session::ClientSession;
 use super::timeout;
 use super::timeout::Limits;
@@ -54,69 +54,6 @@ const MAX_MESSAGE_BYTES: usize = 48_000_000;
 /// (`lsid`, `txnNumber`, `$clusterTime`...), as the spec says.
 const MESSAGE_OVERHEAD_BYTES: usize = 1_000;
 
-/// A collection's full name: database and collection.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Namespace {
-    /// The database.
-    pub db: String,
-    /// The collection.
-    pub coll: String,
-}
-
-impl Namespace {
-    /// The namespace `db.coll`.
-    pub fn new(db: impl Into<String>, coll: impl Into<String>) -> Self {
-        Namespace { db: db.into(), coll: coll.into() }
-    }
-}
-
-impl fmt::Display for Namespace {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.db, self.coll)
-    }
-}
-
-impl FromStr for Namespace {
-    type Err = Error;
-
-    /// `db.coll` (the collection name may contain dots; the database name may not).
-    fn from_str(s: &str) -> Result<Self> {
-        match s.split_once('.') {
-            Some((db, coll)) if !db.is_empty() && !coll.is_empty() => Ok(Namespace::new(db, coll)),
-            _ => Err(Error::invalid_argument(format!("{s:?} is not a namespace (db.collection)"))),
-        }
-    }
-}
-
-impl Serialize for Namespace {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Namespace {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
-
-/// One write of [`Client::bulk_write`]: a [`WriteModel`] and the namespace it writes to.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClientWriteModel {
-    /// Where.
-    pub namespace: Namespace,
-    /// What.
-    pub model: WriteModel,
-}
-
-impl WriteModel {
-    /// This write, on `namespace`, for [`Client::bulk_write`].
-    pub fn on(self, namespace: Namespace) -> ClientWriteModel {
-        ClientWriteModel { namespace, model: self }
-    }
-}
-
 impl<T> Collection<T> {
     /// This collection's namespace.
     pub fn namespace(&self) -> Namespace {
@@ -129,8 +66,8 @@ impl<T> Collection<T> {
         &self,
         filter: Document,
         update: impl Into<UpdateModifications>,
-    ) -> ClientWriteModel {
-        WriteModel::UpdateOne(UpdateOneModel::new(filter, update)).on(self.namespace())
+    ) -> UpdateOneModel {
+        UpdateOneModel { namespace: self.namespace(), ..UpdateOneModel::new(filter, update) }
     }
 
     /// An `UpdateMany` of this collection for [`Client::bulk_write`].
@@ -138,27 +75,27 @@ impl<T> Collection<T> {
         &self,
         filter: Document,
         update: impl Into<UpdateModifications>,
-    ) -> ClientWriteModel {
-        WriteModel::UpdateMany(UpdateManyModel::new(filter, update)).on(self.namespace())
+    ) -> UpdateManyModel {
+        UpdateManyModel { namespace: self.namespace(), ..UpdateManyModel::new(filter, update) }
     }
 
     /// A `DeleteOne` of this collection for [`Client::bulk_write`].
-    pub fn delete_one_model(&self, filter: Document) -> ClientWriteModel {
-        WriteModel::DeleteOne(DeleteOneModel { filter, ..Default::default() }).on(self.namespace())
+    pub fn delete_one_model(&self, filter: Document) -> DeleteOneModel {
+        DeleteOneModel { namespace: self.namespace(), filter, collation: None, hint: None }
     }
 
     /// A `DeleteMany` of this collection for [`Client::bulk_write`].
-    pub fn delete_many_model(&self, filter: Document) -> ClientWriteModel {
-        WriteModel::DeleteMany(DeleteOneModel { filter, ..Default::default() }).on(self.namespace())
+    pub fn delete_many_model(&self, filter: Document) -> DeleteManyModel {
+        DeleteManyModel { namespace: self.namespace(), filter, collation: None, hint: None }
     }
 }
 
 impl<T: Serialize + 'static> Collection<T> {
     /// An `InsertOne` of `document` into this collection for [`Client::bulk_write`]; a
     /// [`ErrorKind::BsonSerialization`](crate::error::ErrorKind::BsonSerialization) if it does not serialize to a document.
-    pub fn insert_one_model(&self, document: impl std::borrow::Borrow<T>) -> Result<ClientWriteModel> {
+    pub fn insert_one_model(&self, document: impl std::borrow::Borrow<T>) -> Result<InsertOneModel> {
         let document = encode(document.borrow())?;
-        Ok(WriteModel::InsertOne(InsertOneModel { document }).on(self.namespace()))
+        Ok(InsertOneModel { namespace: self.namespace(), document })
     }
 
     /// A `ReplaceOne` of the document matching `filter` with `replacement`, for
@@ -167,10 +104,9 @@ impl<T: Serialize + 'static> Collection<T> {
         &self,
         filter: Document,
         replacement: impl std::borrow::Borrow<T>,
-    ) -> Result<ClientWriteModel> {
+    ) -> Result<ReplaceOneModel> {
         let replacement = encode(replacement.borrow())?;
-        let model = ReplaceOneModel { filter, replacement, ..Default::default() };
-        Ok(WriteModel::ReplaceOne(model).on(self.namespace()))
+        Ok(ReplaceOneModel { namespace: self.namespace(), filter, replacement, ..Default::default() })
     }
 }
 
@@ -178,7 +114,7 @@ impl<T: Serialize + 'static> Collection<T> {
 #[derive(TypedBuilder, Debug, Default, Clone, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct ClientBulkWriteOptions {
+pub struct BulkWriteOptions {
     /// Run the writes in order and stop at the first write error (`None`: `true`).
     pub ordered: Option<bool>,
     /// Skip document validation.
@@ -191,7 +127,7 @@ pub struct ClientBulkWriteOptions {
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
     /// Report each write's result, not only the totals (`None`: `false`). Set by
-    /// [`ClientBulkWrite::verbose_results`](crate::client::ClientBulkWrite::verbose_results), which also changes the result's type.
+    /// [`BulkWrite::verbose_results`](crate::client::BulkWrite::verbose_results), which also changes the result's type.
     pub verbose_results: Option<bool>,
     /// This bulk's `timeoutMS`, one deadline for every command (`None`: the client's).
     #[serde(rename = "timeoutMS", with = "duration_ms")]
@@ -206,8 +142,8 @@ pub struct ClientBulkWriteOptions {
 /// splits it into `bulkWrite` commands that fit a message, runs them and gathers the results.
 pub(crate) async fn run(
     client: &Client,
-    models: Vec<ClientWriteModel>,
-    options: ClientBulkWriteOptions,
+    models: Vec<WriteModel>,
+    options: BulkWriteOptions,
     session: Option<&mut ClientSession>,
 ) -> Result<VerboseBulkWriteResult> {
     client.inner.check_open()?;
@@ -318,7 +254,7 @@ struct BatchPlan {
 /// Checks and encodes every model, then splits them into commands of at most
 /// [`MAX_WRITES`] writes and `room` bytes of `ops` and `nsInfo` (the spec's batching: a
 /// command's `nsInfo` names only its own writes' namespaces).
-fn prepare(models: Vec<ClientWriteModel>, room: usize) -> Result<(Vec<PreparedWrite>, Vec<BatchPlan>)> {
+fn prepare(models: Vec<WriteModel>, room: usize) -> Result<(Vec<PreparedWrite>, Vec<BatchPlan>)> {
     let writes = models.into_iter().map(prepare_one).collect::<Result<Vec<_>>>()?;
     let mut batches: Vec<BatchPlan> = Vec::new();
     let mut current = BatchPlan::starting_at(0);
@@ -386,11 +322,14 @@ fn encode_write(
 
 /// Checks a model and builds its `ops` document (the first key, the operation's name, is
 /// set per batch).
-fn prepare_one(m: ClientWriteModel) -> Result<PreparedWrite> {
-    let ClientWriteModel { namespace, model } = m;
+fn prepare_one(model: WriteModel) -> Result<PreparedWrite> {
+    let namespace = model.namespace().clone();
+    if namespace.db.is_empty() || namespace.coll.is_empty() {
+        return Err(Error::invalid_argument("a client bulk write's model needs a namespace (db.collection)"));
+    }
     let mut inserted_id = None;
     let (kind, multi, op) = match model {
-        WriteModel::InsertOne(InsertOneModel { document }) => {
+        WriteModel::InsertOne(InsertOneModel { document, .. }) => {
             let (document, id) = with_id(document);
             inserted_id = Some(id);
             (Kind::Insert, false, doc! {"insert": 0, "document": document})
@@ -736,9 +675,9 @@ fn count_of(d: &Document, key: &str) -> i64 {
 mod tests {
     use super::*;
 
-    fn insert(ns: &str, x: i32) -> ClientWriteModel {
-        WriteModel::InsertOne(InsertOneModel { document: doc! {"_id": x, "pad": "p".repeat(50)} })
-            .on(ns.parse().expect("namespace"))
+    fn insert(ns: &str, x: i32) -> WriteModel {
+        let document = doc! {"_id": x, "pad": "p".repeat(50)};
+        WriteModel::InsertOne(InsertOneModel { namespace: ns.parse().expect("namespace"), document })
     }
 
     fn ns_of(b: &BatchPlan) -> Vec<String> {

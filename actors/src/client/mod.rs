@@ -47,6 +47,7 @@ pub(crate) mod executor;
 pub mod fuzzing;
 pub mod gridfs;
 pub(crate) mod inner;
+pub mod namespace;
 pub(crate) mod op_options;
 pub(crate) mod ops;
 pub mod options;
@@ -70,22 +71,20 @@ pub use crate::results::{
     BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, PartialBulkWriteResult,
     SummaryBulkWriteResult, UpdateResult, VerboseBulkWriteResult,
 };
-pub use action::{BulkWriteOutput, ClientBulkWrite, SearchIndexModel};
+pub use action::{BulkWrite, BulkWriteOutput, SearchIndexModel};
 pub use actor::ClientActor;
-pub use bulk::{
-    BulkWriteOptions, DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel,
-    UpdateOneModel, WriteModel,
-};
+pub use bulk::CollectionBulkWriteOptions;
 pub use change_stream::{
     ChangeNamespace, ChangeStream, ChangeStreamEvent, ChangeStreamOptions, FullDocumentBeforeChangeType,
     FullDocumentType, OperationType, ResumeToken, TruncatedArray, UpdateDescription,
 };
-pub use client_bulk::{ClientBulkWriteOptions, ClientWriteModel, Namespace};
+pub use client_bulk::BulkWriteOptions;
 pub use collection::Collection;
 pub use concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
 pub use config::ClientConfig;
 pub use cursor::Cursor;
 pub use database::Database;
+pub use namespace::Namespace;
 pub use op_options::{CursorType, TimeoutMode};
 pub use options::admin::{
     CommandOptions, CreateCollectionOptions, CreateIndexOptions, IndexModel, IndexOptions,
@@ -99,6 +98,10 @@ pub use options::crud::{
     UpdateOptions,
 };
 pub use options::handle::{CollectionOptions, DatabaseOptions};
+pub use options::write_model::{
+    DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel,
+    WriteModel,
+};
 pub use session::options::{EndTransactionOptions, SessionOptions, TransactionOptions};
 pub use session::{ClientSession, TransactionState};
 pub use srv::ResolverConfig;

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used)]
 
 pub mod builders;
+pub mod bulk_write;
 pub mod client_fields;
 pub mod client_options;
 pub mod crud;
@@ -22,6 +23,7 @@ pub fn all() -> Vec<(&'static str, bool, Program)> {
     vec![
         ("crud", false, |uri, db| Box::pin(crud::run(uri, db))),
         ("builders", false, |uri, db| Box::pin(builders::run(uri, db))),
+        ("bulk_write", false, |uri, db| Box::pin(bulk_write::run(uri, db))),
         ("client_options", false, |uri, db| Box::pin(client_options::run(uri, db))),
         ("client_fields", false, |uri, db| Box::pin(client_fields::run(uri, db))),
         ("errors", false, |uri, db| Box::pin(errors::run(uri, db))),

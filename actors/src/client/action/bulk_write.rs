@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use bson::{Bson, Document};
 
-use super::super::bulk::{self, BulkWriteOptions, WriteModel};
+use super::super::bulk::{self, CollectionBulkWriteOptions};
 use super::super::collection::{Collection, Handle};
 use super::super::concern::WriteConcern;
+use super::super::options::write_model::WriteModel;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
 use crate::results::BulkWriteResult;
@@ -22,11 +23,14 @@ impl<T> Collection<T> {
     /// the bulk and is reported at the end), with the result of what succeeded. Other errors
     /// (network, timeout, command) stop the bulk at once: an [`ErrorKind::CollectionBulkWrite`](crate::error::ErrorKind::CollectionBulkWrite)
     /// with that error and what the server confirmed before it.
-    pub fn bulk_write(&self, models: impl IntoIterator<Item = WriteModel>) -> BulkWrite<'_> {
-        BulkWrite {
+    pub fn bulk_write(
+        &self,
+        models: impl IntoIterator<Item = impl Into<WriteModel>>,
+    ) -> CollectionBulkWrite<'_> {
+        CollectionBulkWrite {
             handle: self.handle(),
-            models: models.into_iter().collect(),
-            options: BulkWriteOptions::default(),
+            models: models.into_iter().map(Into::into).collect(),
+            options: CollectionBulkWriteOptions::default(),
             session: None,
         }
     }
@@ -34,15 +38,15 @@ impl<T> Collection<T> {
 
 /// A collection's `bulk_write`: see [`Collection::bulk_write`](crate::client::Collection::bulk_write).
 #[must_use = "an operation does nothing until it is awaited"]
-pub struct BulkWrite<'a> {
+pub struct CollectionBulkWrite<'a> {
     handle: Handle<'a>,
     models: Vec<WriteModel>,
-    options: BulkWriteOptions,
+    options: CollectionBulkWriteOptions,
     session: Option<&'a mut ClientSession>,
 }
 
-impl<'a> BulkWrite<'a> {
-    option_setters!(options: BulkWriteOptions;
+impl<'a> CollectionBulkWrite<'a> {
+    option_setters!(options: CollectionBulkWriteOptions;
         bypass_document_validation: bool,
         comment => Bson,
         let_vars: Document,
@@ -52,9 +56,9 @@ impl<'a> BulkWrite<'a> {
     );
 
     async fn execute(self) -> Result<BulkWriteResult> {
-        let BulkWrite { handle, models, options, session } = self;
+        let CollectionBulkWrite { handle, models, options, session } = self;
         bulk::run(handle, models, options, session).await
     }
 }
 
-into_future!(BulkWrite<'a> => BulkWriteResult);
+into_future!(CollectionBulkWrite<'a> => BulkWriteResult);

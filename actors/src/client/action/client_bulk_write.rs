@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use bson::{Bson, Document};
 
-use super::super::client_bulk::{self, ClientBulkWriteOptions, ClientWriteModel};
+use super::super::client_bulk::{self, BulkWriteOptions};
 use super::super::concern::WriteConcern;
 use super::super::inner::Client;
+use super::super::options::write_model::WriteModel;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
 use crate::results::{SummaryBulkWriteResult, VerboseBulkWriteResult};
@@ -17,10 +18,10 @@ use crate::Result;
 
 impl Client {
     /// Runs inserts, updates, replaces and deletes on any namespaces with MongoDB 8.0's
-    /// `bulkWrite` command (see the module docs). Build the models with
-    /// [`WriteModel::on`](crate::client::WriteModel::on) or a collection's `*_model` helpers
+    /// `bulkWrite` command (see the module docs). Build the models with their builders
+    /// (`InsertOneModel::builder().namespace(ns).document(d).build()`) or a collection's `*_model` helpers
     /// ([`Collection::insert_one_model`](crate::client::Collection::insert_one_model), ...). Gives the totals; call
-    /// [`verbose_results`](ClientBulkWrite::verbose_results) for each write's result.
+    /// [`verbose_results`](BulkWrite::verbose_results) for each write's result.
     ///
     /// Errors: [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) before anything is sent (no models, an update
     /// without operators, a replacement with them, `w: 0` with `ordered` or verbose
@@ -28,19 +29,19 @@ impl Client {
     /// error itself when a command fails before any result came back.
     pub fn bulk_write(
         &self,
-        models: impl IntoIterator<Item = ClientWriteModel>,
-    ) -> ClientBulkWrite<'_, SummaryBulkWriteResult> {
-        ClientBulkWrite {
+        models: impl IntoIterator<Item = impl Into<WriteModel>>,
+    ) -> BulkWrite<'_, SummaryBulkWriteResult> {
+        BulkWrite {
             client: self,
-            models: models.into_iter().collect(),
-            options: ClientBulkWriteOptions::default(),
+            models: models.into_iter().map(Into::into).collect(),
+            options: BulkWriteOptions::default(),
             session: None,
             _out: PhantomData,
         }
     }
 }
 
-/// The result types of [`ClientBulkWrite`]: [`SummaryBulkWriteResult`] or
+/// The result types of [`BulkWrite`]: [`SummaryBulkWriteResult`] or
 /// [`VerboseBulkWriteResult`].
 pub trait BulkWriteOutput: Sized + Send {
     /// From the gathered results.
@@ -50,16 +51,16 @@ pub trait BulkWriteOutput: Sized + Send {
 
 /// A client-level bulk write: see [`Client::bulk_write`].
 #[must_use = "an operation does nothing until it is awaited"]
-pub struct ClientBulkWrite<'a, R> {
+pub struct BulkWrite<'a, R> {
     client: &'a Client,
-    models: Vec<ClientWriteModel>,
-    options: ClientBulkWriteOptions,
+    models: Vec<WriteModel>,
+    options: BulkWriteOptions,
     session: Option<&'a mut ClientSession>,
     _out: PhantomData<fn() -> R>,
 }
 
-impl<'a, R: BulkWriteOutput> ClientBulkWrite<'a, R> {
-    option_setters!(options: ClientBulkWriteOptions;
+impl<'a, R: BulkWriteOutput> BulkWrite<'a, R> {
+    option_setters!(options: BulkWriteOptions;
         ordered: bool,
         bypass_document_validation: bool,
         let_vars: Document,
@@ -69,19 +70,19 @@ impl<'a, R: BulkWriteOutput> ClientBulkWrite<'a, R> {
     );
 
     /// Reports each write's result as well as the totals.
-    pub fn verbose_results(self) -> ClientBulkWrite<'a, VerboseBulkWriteResult> {
-        let ClientBulkWrite { client, models, mut options, session, .. } = self;
+    pub fn verbose_results(self) -> BulkWrite<'a, VerboseBulkWriteResult> {
+        let BulkWrite { client, models, mut options, session, .. } = self;
         options.verbose_results = Some(true);
-        ClientBulkWrite { client, models, options, session, _out: PhantomData }
+        BulkWrite { client, models, options, session, _out: PhantomData }
     }
 
     async fn execute(self) -> Result<R> {
-        let ClientBulkWrite { client, models, options, session, .. } = self;
+        let BulkWrite { client, models, options, session, .. } = self;
         client_bulk::run(client, models, options, session).await.map(R::from_results)
     }
 }
 
-into_future!(ClientBulkWrite<'a, R> => R, where R: BulkWriteOutput + 'a);
+into_future!(BulkWrite<'a, R> => R, where R: BulkWriteOutput + 'a);
 
 impl BulkWriteOutput for SummaryBulkWriteResult {
     fn from_results(r: VerboseBulkWriteResult) -> Self {

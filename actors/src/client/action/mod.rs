@@ -52,8 +52,8 @@ mod watch;
 
 pub use super::options::admin::SearchIndexModel;
 pub use aggregate::Aggregate;
-pub use bulk_write::BulkWrite;
-pub use client_bulk_write::{BulkWriteOutput, ClientBulkWrite};
+pub use bulk_write::CollectionBulkWrite;
+pub use client_bulk_write::{BulkWrite, BulkWriteOutput};
 pub use count_documents::{Count, CountDocuments};
 pub use create_collection::CreateCollection;
 pub use create_index::{CreateIndexResult, CreateIndexes, CreateIndexesResult, IndexNames};

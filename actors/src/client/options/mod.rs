@@ -15,6 +15,7 @@ pub mod compressor;
 pub mod crud;
 pub mod handle;
 pub mod tls;
+pub mod write_model;
 
 pub use self::admin::*;
 pub use self::change_stream::*;
@@ -23,3 +24,4 @@ pub use self::compressor::Compressor;
 pub use self::crud::*;
 pub use self::handle::*;
 pub use self::tls::{Tls, TlsOptions};
+pub use self::write_model::*;

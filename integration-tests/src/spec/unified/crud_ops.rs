@@ -303,7 +303,7 @@ fn write_models(args: &Document) -> R<Vec<WriteModel>> {
 
 /// The `models` of a `clientBulkWrite`: `{insertOne: {namespace, document}}` and the like,
 /// each read as the client's model type.
-fn client_write_models(args: &Document) -> R<Vec<ClientWriteModel>> {
+fn client_write_models(args: &Document) -> R<Vec<WriteModel>> {
     let mut models = Vec::new();
     for r in args.get_array("models").map_err(|_| "clientBulkWrite needs models".to_string())? {
         let r = r.as_document().ok_or("a clientBulkWrite model must be a document")?;
@@ -541,7 +541,7 @@ async fn write_op_result(
                 .map(optional_document)
         }
         "bulkWrite" => {
-            let o: BulkWriteOptions = options(name, args, &["requests"])?;
+            let o: CollectionBulkWriteOptions = options(name, args, &["requests"])?;
             coll.bulk_write(write_models(args)?).with_options(o).session(session).await.map(bulk_result)
         }
         other => return Err(format!("write_op_result: {other} not handled here")),
@@ -832,7 +832,7 @@ pub(super) async fn client_op(
             client.list_database_names().with_options(o).session(session).await.map(strings)
         }
         "clientBulkWrite" => {
-            let o: ClientBulkWriteOptions = options(name, args, &["models"])?;
+            let o: BulkWriteOptions = options(name, args, &["models"])?;
             let verbose = o.verbose_results == Some(true);
             let models = client_write_models(args)?;
             let unacknowledged =
