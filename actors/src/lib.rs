@@ -42,6 +42,7 @@ pub mod change_stream {
 }
 /// Every option, result and model type, in one place (as `mongodb::options` has them).
 pub mod options {
+    pub use crate::client::gridfs::GridFsBucketOptions;
     pub use crate::client::options::{Compressor, Tls, TlsOptions};
     pub use crate::client::{
         Acknowledgment, AggregateOptions, BulkWriteOptions, BulkWriteResult, ChangeStreamOptions, Collation,
@@ -62,6 +63,7 @@ pub mod options {
     pub use crate::srv::ResolverConfig;
     pub use protocol::hello::command::{ServerApi, ServerApiVersion};
     pub use protocol::hello::metadata::DriverInfo;
+    pub use protocol::uri::ServerMonitoringMode;
     pub use protocol::uri::{AuthMechanism, Credential, TagSet};
     pub use protocol::ServerAddress;
     pub use selection::{HedgedReadOptions, ReadPreference, ReadPreferenceOptions};

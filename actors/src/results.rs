@@ -7,21 +7,24 @@ use bson::Bson;
 use serde::{Deserialize, Serialize};
 
 /// The result of [`Collection::insert_one`](crate::Collection::insert_one).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct InsertOneResult {
     /// The `_id` of the document (generated when it had none).
     pub inserted_id: Bson,
 }
 
 /// The result of [`Collection::insert_many`](crate::Collection::insert_many).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct InsertManyResult {
     /// The `_id` of every document, by its index in the input.
     pub inserted_ids: BTreeMap<usize, Bson>,
 }
 
 /// The result of [`Collection::update_one`](crate::Collection::update_one) and [`Collection::update_many`](crate::Collection::update_many).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct UpdateResult {
     /// Documents the filter matched.
     pub matched_count: u64,
@@ -32,7 +35,8 @@ pub struct UpdateResult {
 }
 
 /// The result of [`Collection::delete_one`](crate::Collection::delete_one) and [`Collection::delete_many`](crate::Collection::delete_many).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DeleteResult {
     /// Documents deleted.
     pub deleted_count: u64,

@@ -78,6 +78,11 @@ impl ReadConcern {
         ReadConcern { level: Some(ReadConcernLevel::Majority) }
     }
 
+    /// `{level: <level>}` for any level name (a known one is that level).
+    pub fn custom(level: impl AsRef<str>) -> ReadConcern {
+        ReadConcern { level: Some(ReadConcernLevel::from_name(level.as_ref())) }
+    }
+
     /// `{level: "linearizable"}`.
     pub const fn linearizable() -> ReadConcern {
         ReadConcern { level: Some(ReadConcernLevel::Linearizable) }
@@ -140,6 +145,16 @@ impl WriteConcern {
     /// `{w: n}`.
     pub fn nodes(n: u32) -> WriteConcern {
         WriteConcern { w: Some(Acknowledgment::Nodes(n)), ..Default::default() }
+    }
+
+    /// `{w: <name>}`: a write concern the replica set's configuration defines (`majority` is
+    /// [`Acknowledgment::Majority`]).
+    pub fn custom(name: impl AsRef<str>) -> WriteConcern {
+        let w = match name.as_ref() {
+            "majority" => Acknowledgment::Majority,
+            other => Acknowledgment::Custom(other.to_string()),
+        };
+        WriteConcern { w: Some(w), ..Default::default() }
     }
 
     /// `{w: 0}` without `j: true`: the server does not answer whether the write happened.

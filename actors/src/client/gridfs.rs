@@ -276,6 +276,21 @@ impl GridFsBucket {
         self.inner.chunk_size
     }
 
+    /// The bucket's read concern, if set (its files collection's).
+    pub fn read_concern(&self) -> Option<&ReadConcern> {
+        self.inner.files.read_concern()
+    }
+
+    /// The bucket's write concern, if set (its files collection's).
+    pub fn write_concern(&self) -> Option<&WriteConcern> {
+        self.inner.files.write_concern()
+    }
+
+    /// The bucket's selection criteria, if set (its files collection's).
+    pub fn selection_criteria(&self) -> Option<&SelectionCriteria> {
+        self.inner.files.selection_criteria()
+    }
+
     fn deadline(&self) -> Option<tokio::time::Instant> {
         timeout::deadline(self.inner.timeout)
     }

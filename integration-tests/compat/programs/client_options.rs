@@ -7,7 +7,8 @@ use futures_util::stream::TryStreamExt;
 
 use mongodb::bson::{doc, rawdoc, Document};
 use mongodb::error::ErrorKind;
-use mongodb::options::{Acknowledgment, ClientOptions, ReadConcern, WriteConcern};
+use mongodb::options::{Acknowledgment, ClientOptions, GridFsBucketOptions, ReadConcern, WriteConcern};
+use mongodb::results::InsertOneResult;
 use mongodb::Client;
 
 /// The URI with `db` as its default database (`mongodb://host/db?options`).
@@ -53,6 +54,17 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
 
     // The pools fill to minPoolSize on request; shutting down waits for operations in flight
     // (none here), after which every clone of the client refuses work.
+    // Concerns by name, and a bucket's settings (no I/O until it is used).
+    assert_eq!(ReadConcern::custom("majority"), ReadConcern::majority());
+    assert_eq!(WriteConcern::custom("majority").w, Some(Acknowledgment::Majority));
+    let bucket =
+        database.gridfs_bucket(GridFsBucketOptions::builder().bucket_name("files".to_string()).build());
+    // The bucket inherits the client's concerns.
+    assert_eq!(bucket.read_concern(), Some(&ReadConcern::majority()));
+    assert_eq!(bucket.write_concern().and_then(|w| w.w.clone()), Some(Acknowledgment::Majority));
+    assert!(bucket.selection_criteria().is_none());
+    assert_eq!(InsertOneResult::default().inserted_id, mongodb::bson::Bson::Null);
+
     drop(session); // the official crate's graceful shutdown waits for live sessions to drop
     client.warm_connection_pool().await;
     let clone = client.clone();
