@@ -68,7 +68,13 @@ pub(super) fn command_for(op: &Op, args: &AttemptArguments<'_>) -> BsonResult<Ra
         Criteria::Read(rp) => {
             read_preference_document(args, rp).map(|d| RawDocumentBuf::try_from(&d)).transpose()?
         }
-        // As the official driver: any member the predicate picked may answer.
+        // As the official driver: primaryPreferred, so that any member the predicate picked may
+        // answer; nothing to a mongos or a load balancer, which choose by themselves.
+        Criteria::Predicate(_)
+            if matches!(args.server_type, ServerType::Mongos | ServerType::LoadBalancer) =>
+        {
+            None
+        }
         Criteria::Predicate(_) => read_preference_document(args, &ReadPreference::PRIMARY_PREFERRED)
             .map(|d| RawDocumentBuf::try_from(&d))
             .transpose()?,
