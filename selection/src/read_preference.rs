@@ -428,7 +428,7 @@ impl ReadPreferenceBuilder {
         };
         Ok(ReadPreference::of_mode(
             self.mode,
-            (!options.is_default() || options.tag_sets.is_some()).then_some(options),
+            (options != ReadPreferenceOptions::default()).then_some(options),
         ))
     }
 }

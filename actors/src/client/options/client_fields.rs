@@ -67,12 +67,7 @@ impl ClientOptions {
             cs.hosts = vec![protocol::ServerAddress::default()];
         }
         let db = self.default_database.as_deref().or(cs.default_database.as_deref());
-        cs.credential = self
-            .credential
-            .clone()
-            .map(|c| c.finish(db))
-            .transpose()
-            .map_err(|e| Error::invalid_argument(e.to_string()))?;
+        cs.credential = self.credential.clone().map(|c| c.finish(db)).transpose()?;
         let o = &mut cs.options;
         fold_tls(self.tls.as_ref(), o);
         fold_compressors(self.compressors.as_deref(), o)?;

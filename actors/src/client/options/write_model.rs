@@ -224,30 +224,29 @@ from_model!(
     DeleteManyModel => DeleteMany,
 );
 
+/// `$body` with `$m` bound to whichever model `$model` holds (every model has a `namespace`).
+macro_rules! any_model {
+    ($model:expr, $m:ident => $body:expr) => {
+        match $model {
+            WriteModel::InsertOne($m) => $body,
+            WriteModel::UpdateOne($m) => $body,
+            WriteModel::UpdateMany($m) => $body,
+            WriteModel::ReplaceOne($m) => $body,
+            WriteModel::DeleteOne($m) => $body,
+            WriteModel::DeleteMany($m) => $body,
+        }
+    };
+}
+
 impl WriteModel {
     /// The collection this write goes to.
     pub fn namespace(&self) -> &Namespace {
-        match self {
-            WriteModel::InsertOne(m) => &m.namespace,
-            WriteModel::UpdateOne(m) => &m.namespace,
-            WriteModel::UpdateMany(m) => &m.namespace,
-            WriteModel::ReplaceOne(m) => &m.namespace,
-            WriteModel::DeleteOne(m) => &m.namespace,
-            WriteModel::DeleteMany(m) => &m.namespace,
-        }
+        any_model!(self, m => &m.namespace)
     }
 
     /// This write, on `namespace` instead.
     pub fn on(mut self, namespace: Namespace) -> Self {
-        let ns = match &mut self {
-            WriteModel::InsertOne(m) => &mut m.namespace,
-            WriteModel::UpdateOne(m) => &mut m.namespace,
-            WriteModel::UpdateMany(m) => &mut m.namespace,
-            WriteModel::ReplaceOne(m) => &mut m.namespace,
-            WriteModel::DeleteOne(m) => &mut m.namespace,
-            WriteModel::DeleteMany(m) => &mut m.namespace,
-        };
-        *ns = namespace;
+        any_model!(&mut self, m => m.namespace = namespace);
         self
     }
 }
