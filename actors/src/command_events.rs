@@ -21,6 +21,17 @@ pub struct CommandConnection {
     pub service_id: Option<ObjectId>,
 }
 
+/// The error that failed a command, in a [`CommandEvent::Failed`]: compared by its text, so
+/// that events compare.
+#[derive(Debug, Clone)]
+pub struct CommandFailure(pub crate::Error);
+
+impl PartialEq for CommandFailure {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_string() == other.0.to_string()
+    }
+}
+
 /// A command monitoring event.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
@@ -61,6 +72,9 @@ pub enum CommandEvent {
     Failed {
         /// The error's text.
         failure: String,
+        /// The error itself.
+        #[serde(skip)]
+        error: CommandFailure,
         /// The command's name.
         command_name: String,
         /// The database.

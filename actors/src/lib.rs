@@ -10,6 +10,7 @@ pub mod client;
 pub mod command_events;
 pub mod command_log;
 pub mod error;
+pub mod event;
 pub mod events;
 pub mod messages;
 pub mod metrics;

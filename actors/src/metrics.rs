@@ -454,6 +454,7 @@ mod tests {
                 } else {
                     CommandEvent::Failed {
                         failure: "boom".into(),
+                        error: crate::command_events::CommandFailure(crate::Error::custom("boom")),
                         command_name: "find".into(),
                         database_name: "db".into(),
                         request_id: 1,

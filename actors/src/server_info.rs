@@ -30,6 +30,11 @@ impl<'a> ServerInfo<'a> {
         ServerInfo { description: Cow::Borrowed(description), tags: OnceLock::new(), error: OnceLock::new() }
     }
 
+    /// The view of an owned `description` (an SDAM event's).
+    pub(crate) fn new_owned(description: ServerDescription) -> ServerInfo<'static> {
+        ServerInfo { description: Cow::Owned(description), tags: OnceLock::new(), error: OnceLock::new() }
+    }
+
     /// The server's address.
     pub fn address(&self) -> &ServerAddress {
         &self.description.address

@@ -213,13 +213,13 @@ impl TopologyBuilder {
     }
 
     /// Receives SDAM events (topology, server and, through the monitors, heartbeat events).
-    pub fn sdam_event_handler(mut self, handler: Arc<dyn SdamEventHandler>) -> Self {
+    pub fn sdam_event_subscriber(mut self, handler: Arc<dyn SdamEventHandler>) -> Self {
         self.sdam_handler = Some(handler);
         self
     }
 
     /// Receives the CMAP events of every pool.
-    pub fn cmap_event_handler(mut self, handler: Arc<dyn CmapEventHandler>) -> Self {
+    pub fn cmap_event_subscriber(mut self, handler: Arc<dyn CmapEventHandler>) -> Self {
         self.cmap_handler = Some(handler);
         self
     }

@@ -37,8 +37,8 @@ impl Harness {
         let factory = fake_monitors(&log, &spawned);
         let topology = builder
             .monitor_factory(factory)
-            .sdam_event_handler(Arc::new(sdam_tx))
-            .cmap_event_handler(Arc::new(cmap_tx))
+            .sdam_event_subscriber(Arc::new(sdam_tx))
+            .cmap_event_subscriber(Arc::new(cmap_tx))
             .start()
             .expect("valid options");
         Harness { topology, spawned, log, sdam, cmap }

@@ -343,7 +343,7 @@ pub(crate) async fn ours_client(cluster: &Cluster, tasks: usize, max_connecting:
         .max_pool_size(MAX_POOL_SIZE)
         .option("maxConnecting", max_connecting)
         .server_selection_timeout(OP_TIMEOUT)
-        .cmap_event_handler(Arc::new(handler))
+        .cmap_event_subscriber(Arc::new(handler))
         .build()
         .await
         .expect("options");

@@ -484,7 +484,7 @@ async fn start_client(
 ) -> Result<Client, ChaosError> {
     let client_options = actors::ClientOptions::builder()
         .uri(uri.to_owned())
-        .cmap_event_handler(Arc::new(handler))
+        .cmap_event_subscriber(Arc::new(handler))
         // The checks count connections from CMAP events: the burst must not overflow the
         // counter's queue (a dropped event would be a false mismatch).
         .event_queue_capacity(1 << 20)

@@ -43,7 +43,7 @@ async fn options_from_a_toml_file_and_the_environment_reach_the_cluster() {
     assert_eq!(options.connection_string.options.app_name.as_deref(), Some(app.as_str()));
     assert_eq!(options.connection_string.options.server_selection_timeout_ms, Some(5000));
     let (tx, events) = crossbeam_channel::unbounded();
-    options.command_event_handler = Some(Arc::new(tx));
+    options.command_event_subscriber = Some(Arc::new(tx));
     let client = Client::with_options(options).expect("client");
     client
         .topology()

@@ -24,9 +24,9 @@ struct Setup {
 async fn client(uri: &str) -> Setup {
     let mut options = ClientOptions::parse(uri).await.expect("uri");
     let (tx, commands) = crossbeam_channel::unbounded();
-    options.command_event_handler = Some(Arc::new(tx));
+    options.command_event_subscriber = Some(Arc::new(tx));
     let (tx, cmap) = crossbeam_channel::unbounded();
-    options.cmap_event_handler = Some(Arc::new(tx));
+    options.cmap_event_subscriber = Some(Arc::new(tx));
     let client = Client::with_options(options).expect("client");
     Setup { client, commands, cmap }
 }

@@ -88,7 +88,7 @@ async fn srv_discovery_and_polling() {
     let topology = options
         .topology_builder()
         .expect("topology options")
-        .sdam_event_handler(Arc::new(sender))
+        .sdam_event_subscriber(Arc::new(sender))
         .start()
         .expect("topology");
     assert_eq!(topology.snapshot().description.topology_type(), TopologyType::Unknown);

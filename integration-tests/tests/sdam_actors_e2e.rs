@@ -51,7 +51,7 @@ fn start(seeds: Vec<ServerAddress>, direct: bool, mode: ServerMonitoringMode, he
         )
         .monitoring_mode(mode)
         .monitor_factory(factory)
-        .sdam_event_handler(Arc::new(sender))
+        .sdam_event_subscriber(Arc::new(sender))
         .start()
         .expect("valid options");
     Live { topology, monitors_started, events }

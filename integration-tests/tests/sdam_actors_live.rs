@@ -58,7 +58,7 @@ fn start_with(
         .monitoring_mode(mode)
         .monitor_factory(factory)
         // In place: the heartbeats' own instants.
-        .sdam_event_handler(Arc::new(actors::events::InPlace(move |e: &SdamEvent| {
+        .sdam_event_subscriber(Arc::new(actors::events::InPlace(move |e: &SdamEvent| {
             if let SdamEvent::ServerHeartbeatStarted(h) = e {
                 sink.lock().push((Instant::now(), h.awaited));
             }

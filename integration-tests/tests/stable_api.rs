@@ -18,7 +18,7 @@ async fn a_declared_api_version_goes_with_every_command() {
     let options = ClientOptions::builder()
         .uri(s.deployment.uri())
         .server_api(ServerApi::v1().strict(true))
-        .command_event_handler(Arc::new(tx))
+        .command_event_subscriber(Arc::new(tx))
         .build()
         .await
         .expect("options");

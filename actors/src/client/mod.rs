@@ -107,6 +107,7 @@ pub use session::{ClientSession, TransactionState};
 pub use srv::ResolverConfig;
 
 use self::session::pool::SessionPool;
+use crate::event::official::Official;
 use crate::events::{EventQueues, EventStopGuard};
 use crate::selection_actor::{Selector, SelectorOptions};
 use crate::srv_poller::SrvPoller;
@@ -138,7 +139,11 @@ impl Client {
             return Err(Error::invalid_argument("the event queue capacity must be at least 1"));
         }
         let (events, event_stop) = EventQueues::new(capacity);
-        let command_handler = options.command_event_handler.clone().map(|h| events.command(h));
+        let command_handler = crate::events::either_or_both(
+            options.command_event_handler.clone().map(|h| events.command(Arc::new(Official::new(h)))),
+            options.command_event_subscriber.clone().map(|h| events.command(h)),
+            |both| Arc::new(both),
+        );
         let queues = events.clone();
         let build = move || start_actors(&options, queues, event_stop);
         let (topology, selector, srv_poller, host) = start_on_host(build)?;
@@ -320,15 +325,23 @@ fn settings_of(options: &ClientOptions) -> Result<Settings> {
 /// SRV poller, in the current actix System.
 fn start_actors(options: &ClientOptions, queues: EventQueues, event_stop: EventStopGuard) -> Result<Actors> {
     let cs = &options.connection_string;
-    let sdam_handler = options.sdam_event_handler.clone().map(|h| queues.sdam(h));
-    let cmap_handler = options.cmap_event_handler.clone().map(|h| queues.cmap(h));
+    let sdam_handler = crate::events::either_or_both(
+        options.sdam_event_handler.clone().map(|h| queues.sdam(Arc::new(Official::new(h)))),
+        options.sdam_event_subscriber.clone().map(|h| queues.sdam(h)),
+        |both| Arc::new(both),
+    );
+    let cmap_handler = crate::events::either_or_both(
+        options.cmap_event_handler.clone().map(|h| queues.cmap(Arc::new(Official::new(h)))),
+        options.cmap_event_subscriber.clone().map(|h| queues.cmap(h)),
+        |both| Arc::new(both),
+    );
     // Connection options with the host resolver of a custom DNS configuration.
     let mut builder = options.topology_builder()?.seeds(cs.hosts.clone()).event_queues(queues, event_stop);
     if let Some(h) = crate::metrics::sdam_handler(sdam_handler) {
-        builder = builder.sdam_event_handler(h);
+        builder = builder.sdam_event_subscriber(h);
     }
     if let Some(h) = crate::metrics::cmap_handler(cmap_handler) {
-        builder = builder.cmap_event_handler(h);
+        builder = builder.cmap_event_subscriber(h);
     }
     let topology = builder.start()?;
     let selector_options = SelectorOptions {

@@ -14,6 +14,7 @@ pub mod client_fields;
 pub mod client_options;
 pub mod crud;
 pub mod errors;
+pub mod events;
 pub mod raw_cursor;
 pub mod selection;
 pub mod transactions;
@@ -27,6 +28,7 @@ pub fn all() -> Vec<(&'static str, bool, Program)> {
         ("client_options", false, |uri, db| Box::pin(client_options::run(uri, db))),
         ("client_fields", false, |uri, db| Box::pin(client_fields::run(uri, db))),
         ("errors", false, |uri, db| Box::pin(errors::run(uri, db))),
+        ("events", false, |uri, db| Box::pin(events::run(uri, db))),
         ("raw_cursor", false, |uri, db| Box::pin(raw_cursor::run(uri, db))),
         ("selection", false, |uri, db| Box::pin(selection::run(uri, db))),
         ("transactions", true, |uri, db| Box::pin(transactions::run(uri, db))),

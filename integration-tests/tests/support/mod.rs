@@ -106,9 +106,9 @@ pub async fn connect_to(deployment: Deployment, extra: &str) -> Setup {
     let uri = integration_tests::deployment::with_options(&uri, extra);
     let mut options = ClientOptions::parse(&uri).await.expect("uri");
     let (tx, events) = crossbeam_channel::unbounded();
-    options.command_event_handler = Some(Arc::new(tx));
+    options.command_event_subscriber = Some(Arc::new(tx));
     let (tx, cmap) = crossbeam_channel::unbounded();
-    options.cmap_event_handler = Some(Arc::new(tx));
+    options.cmap_event_subscriber = Some(Arc::new(tx));
     let client = Client::with_options(options).expect("client");
     Setup { deployment, client, events, cmap, tag }
 }

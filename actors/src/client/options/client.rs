@@ -18,6 +18,7 @@ use super::super::concern::{ReadConcern, WriteConcern};
 use super::compressor::Compressor;
 use super::tls::Tls;
 use crate::command_events::CommandEventHandler;
+use crate::event::EventHandler;
 use crate::events::SdamEventHandler;
 use crate::selection_actor::CustomSelector;
 use crate::selection_criteria::SelectionCriteria;
@@ -106,12 +107,20 @@ pub struct ClientOptions {
     pub connection_string: ConnectionString,
     /// The application's server selector.
     pub custom_selector: Option<CustomSelector>,
-    /// Receives SDAM events.
-    pub sdam_event_handler: Option<Arc<dyn SdamEventHandler>>,
-    /// Receives CMAP events.
-    pub cmap_event_handler: Option<Arc<dyn CmapEventHandler>>,
-    /// Receives command events.
-    pub command_event_handler: Option<Arc<dyn CommandEventHandler>>,
+    /// Receives SDAM events in the official shape (behind a bounded queue, as every
+    /// subscriber: see [`crate::events`]).
+    pub sdam_event_handler: Option<EventHandler<crate::event::sdam::SdamEvent>>,
+    /// Receives CMAP events in the official shape.
+    pub cmap_event_handler: Option<EventHandler<crate::event::cmap::CmapEvent>>,
+    /// Receives command events in the official shape.
+    pub command_event_handler: Option<EventHandler<crate::event::command::CommandEvent>>,
+    /// (Ours.) Receives SDAM events in the spec's shape: a crossbeam `Sender`, a closure or an
+    /// actix `Recipient` (see [`crate::events`]). Both it and `sdam_event_handler` may be set.
+    pub sdam_event_subscriber: Option<Arc<dyn SdamEventHandler>>,
+    /// (Ours.) Receives CMAP events in the spec's shape.
+    pub cmap_event_subscriber: Option<Arc<dyn CmapEventHandler>>,
+    /// (Ours.) Receives command events in the spec's shape.
+    pub command_event_subscriber: Option<Arc<dyn CommandEventHandler>>,
     /// The DNS servers for `mongodb+srv` (`None`: the system's).
     pub resolver_config: Option<ResolverConfig>,
     /// Resolves host names for every connection (`None`: the system resolver). Set by
@@ -148,6 +157,9 @@ impl std::fmt::Debug for ClientOptions {
             .field("sdam_event_handler", &self.sdam_event_handler.is_some())
             .field("cmap_event_handler", &self.cmap_event_handler.is_some())
             .field("command_event_handler", &self.command_event_handler.is_some())
+            .field("sdam_event_subscriber", &self.sdam_event_subscriber.is_some())
+            .field("cmap_event_subscriber", &self.cmap_event_subscriber.is_some())
+            .field("command_event_subscriber", &self.command_event_subscriber.is_some())
             .field("resolver_config", &self.resolver_config)
             .field("srv", &self.srv)
             .field("srv_rescan_interval", &self.srv_rescan_interval)
@@ -288,9 +300,12 @@ pub struct ClientOptionsBuilder {
     connection_string: Option<ConnectionString>,
     overrides: Vec<(String, String)>,
     custom_selector: Option<CustomSelector>,
-    sdam_event_handler: Option<Arc<dyn SdamEventHandler>>,
-    cmap_event_handler: Option<Arc<dyn CmapEventHandler>>,
-    command_event_handler: Option<Arc<dyn CommandEventHandler>>,
+    sdam_event_handler: Option<EventHandler<crate::event::sdam::SdamEvent>>,
+    cmap_event_handler: Option<EventHandler<crate::event::cmap::CmapEvent>>,
+    command_event_handler: Option<EventHandler<crate::event::command::CommandEvent>>,
+    sdam_event_subscriber: Option<Arc<dyn SdamEventHandler>>,
+    cmap_event_subscriber: Option<Arc<dyn CmapEventHandler>>,
+    command_event_subscriber: Option<Arc<dyn CommandEventHandler>>,
     resolver_config: Option<ResolverConfig>,
     srv_rescan_interval: Option<Duration>,
     server_api: Option<ServerApi>,
@@ -374,21 +389,48 @@ impl ClientOptionsBuilder {
         self
     }
 
-    /// Receives SDAM events.
-    pub fn sdam_event_handler(mut self, handler: Arc<dyn SdamEventHandler>) -> Self {
-        self.sdam_event_handler = Some(handler);
+    /// Receives SDAM events in the official shape.
+    pub fn sdam_event_handler(
+        mut self,
+        handler: impl Into<EventHandler<crate::event::sdam::SdamEvent>>,
+    ) -> Self {
+        self.sdam_event_handler = Some(handler.into());
         self
     }
 
-    /// Receives CMAP events.
-    pub fn cmap_event_handler(mut self, handler: Arc<dyn CmapEventHandler>) -> Self {
-        self.cmap_event_handler = Some(handler);
+    /// Receives CMAP events in the official shape.
+    pub fn cmap_event_handler(
+        mut self,
+        handler: impl Into<EventHandler<crate::event::cmap::CmapEvent>>,
+    ) -> Self {
+        self.cmap_event_handler = Some(handler.into());
         self
     }
 
-    /// Receives command events.
-    pub fn command_event_handler(mut self, handler: Arc<dyn CommandEventHandler>) -> Self {
-        self.command_event_handler = Some(handler);
+    /// Receives command events in the official shape.
+    pub fn command_event_handler(
+        mut self,
+        handler: impl Into<EventHandler<crate::event::command::CommandEvent>>,
+    ) -> Self {
+        self.command_event_handler = Some(handler.into());
+        self
+    }
+
+    /// (Ours.) Receives SDAM events in the spec's shape.
+    pub fn sdam_event_subscriber(mut self, handler: Arc<dyn SdamEventHandler>) -> Self {
+        self.sdam_event_subscriber = Some(handler);
+        self
+    }
+
+    /// (Ours.) Receives CMAP events in the spec's shape.
+    pub fn cmap_event_subscriber(mut self, handler: Arc<dyn CmapEventHandler>) -> Self {
+        self.cmap_event_subscriber = Some(handler);
+        self
+    }
+
+    /// (Ours.) Receives command events in the spec's shape.
+    pub fn command_event_subscriber(mut self, handler: Arc<dyn CommandEventHandler>) -> Self {
+        self.command_event_subscriber = Some(handler);
         self
     }
 
@@ -478,6 +520,9 @@ impl ClientOptionsBuilder {
             sdam_event_handler: self.sdam_event_handler,
             cmap_event_handler: self.cmap_event_handler,
             command_event_handler: self.command_event_handler,
+            sdam_event_subscriber: self.sdam_event_subscriber,
+            cmap_event_subscriber: self.cmap_event_subscriber,
+            command_event_subscriber: self.command_event_subscriber,
             resolver_config: self.resolver_config,
             host_resolver,
             srv: srv_info,

@@ -395,9 +395,9 @@ async fn create_client(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
     };
     let mut builder = ClientOptions::builder()
         .uri(uri)
-        .sdam_event_handler(Arc::new(sdam_handler))
-        .command_event_handler(Arc::new(cmd_handler))
-        .cmap_event_handler(Arc::new(cmap_handler));
+        .sdam_event_subscriber(Arc::new(sdam_handler))
+        .command_event_subscriber(Arc::new(cmd_handler))
+        .cmap_event_subscriber(Arc::new(cmap_handler));
     if let Ok(api) = spec.get_document("serverApi") {
         let mut server_api = actors::options::ServerApi::v1();
         server_api.version = api.get_str("version").map_err(|_| "serverApi needs a version")?.parse()?;
