@@ -59,6 +59,10 @@ pub mod options {
         UpdateManyModel, UpdateModifications, UpdateOneModel, UpdateOptions, UpdateResult,
         VerboseBulkWriteResult, WriteConcern, WriteModel,
     };
+    pub use crate::client::{
+        ChangeStreamPreAndPostImages, ClusteredIndex, IndexOptionDefaults, TimeseriesGranularity,
+        TimeseriesOptions, ValidationAction, ValidationLevel,
+    };
     pub use crate::client::{ClientOptions, ClientOptionsBuilder};
     pub use crate::selection_criteria::{Predicate, SelectionCriteria};
     pub use crate::srv::ResolverConfig;

@@ -239,7 +239,8 @@ async fn indexes_collections_and_databases() {
         .await
         .expect("collect");
     assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].get_str("type").ok(), Some("collection"));
+    assert_eq!(listed[0].collection_type, actors::results::CollectionType::Collection);
+    assert!(listed[0].info.uuid.is_some());
 
     let other = s.database("other");
     other.collection::<bson::Document>("c").insert_one(doc! {"a": 1}).await.expect("insert");
@@ -248,7 +249,8 @@ async fn indexes_collections_and_databases() {
     assert!(dbs.contains(&app) && dbs.contains(&other.name().to_owned()), "{dbs:?}");
     let only = s.client.list_databases().filter(doc! {"name": other.name()}).await.expect("list");
     assert_eq!(only.len(), 1);
-    assert!(only[0].contains_key("sizeOnDisk"));
+    assert_eq!(only[0].name, other.name());
+    assert!(!only[0].empty);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -87,10 +87,14 @@ pub use database::Database;
 pub use namespace::Namespace;
 pub use op_options::{CursorType, TimeoutMode};
 pub use options::admin::{
-    CommandOptions, CreateCollectionOptions, CreateIndexOptions, IndexModel, IndexOptions,
-    ListDatabasesOptions, ListOptions, RunCommandOptions, RunCursorCommandOptions,
+    CommandOptions, CreateIndexOptions, IndexModel, IndexOptions, ListDatabasesOptions, ListOptions,
+    RunCommandOptions, RunCursorCommandOptions,
 };
 pub use options::client::{options_without_effect, ClientOptions, ClientOptionsBuilder};
+pub use options::create_collection::{
+    ChangeStreamPreAndPostImages, ClusteredIndex, CreateCollectionOptions, IndexOptionDefaults,
+    TimeseriesGranularity, TimeseriesOptions, ValidationAction, ValidationLevel,
+};
 pub use options::crud::{
     AggregateOptions, Collation, CountOptions, DeleteOptions, DistinctOptions, EstimatedDocumentCountOptions,
     FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions, FindOptions,

@@ -12,6 +12,7 @@ pub mod builders;
 pub mod bulk_write;
 pub mod client_fields;
 pub mod client_options;
+pub mod collections;
 pub mod crud;
 pub mod errors;
 pub mod events;
@@ -27,6 +28,7 @@ pub fn all() -> Vec<(&'static str, bool, Program)> {
         ("bulk_write", false, |uri, db| Box::pin(bulk_write::run(uri, db))),
         ("client_options", false, |uri, db| Box::pin(client_options::run(uri, db))),
         ("client_fields", false, |uri, db| Box::pin(client_fields::run(uri, db))),
+        ("collections", false, |uri, db| Box::pin(collections::run(uri, db))),
         ("errors", false, |uri, db| Box::pin(errors::run(uri, db))),
         ("events", false, |uri, db| Box::pin(events::run(uri, db))),
         ("raw_cursor", false, |uri, db| Box::pin(raw_cursor::run(uri, db))),

@@ -57,12 +57,29 @@ pub(crate) struct Collection {
     /// The options it was created with (`listCollections` reports them); a time series
     /// collection does not index `_id`.
     options: Document,
+    /// Its UUID, made when it is created (`listCollections` reports it in `info`).
+    uuid: CollectionUuid,
+}
+
+/// A collection's UUID: a new random one for each collection.
+#[derive(Clone, Copy, Debug)]
+struct CollectionUuid(bson::Uuid);
+
+impl Default for CollectionUuid {
+    fn default() -> Self {
+        CollectionUuid(bson::Uuid::new())
+    }
 }
 
 impl Collection {
     /// Whether it was created capped.
     pub(crate) fn is_capped(&self) -> bool {
         self.capped
+    }
+
+    /// Its UUID.
+    pub(crate) fn uuid(&self) -> bson::Uuid {
+        self.uuid.0
     }
 
     /// The options it was created with.

@@ -8,7 +8,10 @@ use super::super::collection::Handle;
 use super::super::concern::WriteConcern;
 use super::super::database::Database;
 use super::super::ops::create;
-use super::super::options::admin::CreateCollectionOptions;
+use super::super::options::create_collection::{
+    ChangeStreamPreAndPostImages, ClusteredIndex, CreateCollectionOptions, IndexOptionDefaults,
+    TimeseriesOptions, ValidationAction, ValidationLevel,
+};
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
 use crate::Result;
@@ -42,16 +45,16 @@ impl<'a> CreateCollection<'a> {
         max: u64,
         storage_engine: Document,
         validator: Document,
-        validation_level: String,
-        validation_action: String,
+        validation_level: ValidationLevel,
+        validation_action: ValidationAction,
         view_on: String,
         pipeline: Vec<Document>,
         collation: super::super::options::crud::Collation,
-        index_option_defaults: Document,
-        timeseries: Document,
-        expire_after_seconds: i64,
-        clustered_index: Document,
-        change_stream_pre_and_post_images: Document,
+        index_option_defaults: IndexOptionDefaults,
+        timeseries: TimeseriesOptions,
+        expire_after_seconds: Duration,
+        clustered_index: ClusteredIndex,
+        change_stream_pre_and_post_images: ChangeStreamPreAndPostImages,
         comment => Bson,
         write_concern: WriteConcern,
         timeout: Duration,

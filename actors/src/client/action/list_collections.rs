@@ -14,12 +14,13 @@ use super::super::ops::{append, legacy_max_time};
 use super::super::options::admin::ListOptions;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
+use crate::results::CollectionSpecification;
 use crate::Result;
 
 impl Database {
-    /// The database's collections (one document each) through a cursor. A retryable read
+    /// The database's collections (one specification each) through a cursor. A retryable read
     /// on the primary.
-    pub fn list_collections(&self) -> ListCollections<'_, Cursor<Document>> {
+    pub fn list_collections(&self) -> ListCollections<'_, Cursor<CollectionSpecification>> {
         ListCollections {
             handle: self.handle(),
             options: ListOptions::default(),
@@ -42,7 +43,7 @@ pub trait ListingOutput<T>: Sized + Send {
     fn from_cursor(cursor: Cursor<Document>) -> futures_util::future::BoxFuture<'static, Result<Self>>;
 }
 
-impl<T: serde::de::DeserializeOwned + Send + 'static> ListingOutput<T> for Cursor<T> {
+impl<T: serde::de::DeserializeOwned + Send + 'static, U> ListingOutput<U> for Cursor<T> {
     fn from_cursor(cursor: Cursor<Document>) -> futures_util::future::BoxFuture<'static, Result<Self>> {
         Box::pin(async move { Ok(cursor.with_type()) })
     }

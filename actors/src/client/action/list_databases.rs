@@ -14,12 +14,13 @@ use super::super::session::ClientSession;
 use super::super::timeout;
 use super::super::timeout::Limits;
 use super::{into_future, option_setters};
-use crate::Result;
+use crate::results::DatabaseSpecification;
+use crate::{Error, Result};
 
 impl Client {
-    /// The deployment's databases (`listDatabases` on `admin`), one document each. A
+    /// The deployment's databases (`listDatabases` on `admin`), one specification each. A
     /// retryable read on the primary.
-    pub fn list_databases(&self) -> ListDatabases<'_, Vec<Document>> {
+    pub fn list_databases(&self) -> ListDatabases<'_, Vec<DatabaseSpecification>> {
         ListDatabases {
             client: self,
             options: ListDatabasesOptions::default(),
@@ -39,18 +40,18 @@ impl Client {
 pub trait DatabasesOutput: Sized + Send {
     /// From the `databases` of the reply.
     #[doc(hidden)]
-    fn from_documents(docs: Vec<Document>) -> Self;
+    fn from_documents(docs: Vec<Document>) -> Result<Self>;
 }
 
-impl DatabasesOutput for Vec<Document> {
-    fn from_documents(docs: Vec<Document>) -> Self {
-        docs
+impl DatabasesOutput for Vec<DatabaseSpecification> {
+    fn from_documents(docs: Vec<Document>) -> Result<Self> {
+        docs.into_iter().map(|d| bson::deserialize_from_document(d).map_err(Error::from)).collect()
     }
 }
 
 impl DatabasesOutput for Vec<String> {
-    fn from_documents(docs: Vec<Document>) -> Self {
-        names(docs)
+    fn from_documents(docs: Vec<Document>) -> Result<Self> {
+        Ok(names(docs))
     }
 }
 
@@ -81,7 +82,7 @@ impl<'a, M: DatabasesOutput> ListDatabases<'a, M> {
         append(&mut command, "comment", options.comment);
         let op = ListDatabasesOp { command };
         let docs = super::super::executor::run(client, op, Limits::new(timeout), session).await?;
-        Ok(M::from_documents(docs))
+        M::from_documents(docs)
     }
 }
 

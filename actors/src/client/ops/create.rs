@@ -2,7 +2,7 @@
 
 use bson::doc;
 
-use super::super::options::admin::CreateCollectionOptions;
+use super::super::options::create_collection::CreateCollectionOptions;
 use super::admin::AdminWrite;
 use super::append;
 use super::write_on::WriteOn;

@@ -276,68 +276,6 @@ pub struct RunCursorCommandOptions {
     pub timeout_mode: Option<TimeoutMode>,
 }
 
-/// Options of `create_collection`: every field of the `create` command the
-/// collection-management spec names.
-#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
-#[builder(field_defaults(default, setter(into)))]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct CreateCollectionOptions {
-    /// A capped collection (needs `size`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub capped: Option<bool>,
-    /// A capped collection's size in bytes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size: Option<u64>,
-    /// A capped collection's most documents.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max: Option<u64>,
-    /// Storage engine options.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub storage_engine: Option<Document>,
-    /// A validator (a query filter or `$jsonSchema`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub validator: Option<Document>,
-    /// `off`, `strict` or `moderate`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub validation_level: Option<String>,
-    /// `error` or `warn`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub validation_action: Option<String>,
-    /// A view on this collection ...
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub view_on: Option<String>,
-    /// ... through this pipeline.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pipeline: Option<Vec<Document>>,
-    /// The default collation.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub collation: Option<Collation>,
-    /// The defaults of the collection's indexes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub index_option_defaults: Option<Document>,
-    /// A time series collection (`{timeField, metaField, granularity}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timeseries: Option<Document>,
-    /// Time series and clustered collections: documents expire after this many seconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expire_after_seconds: Option<i64>,
-    /// A clustered collection (`{key: {_id: 1}, unique: true}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub clustered_index: Option<Document>,
-    /// Record pre- and post-images for change streams (`{enabled: true}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub change_stream_pre_and_post_images: Option<Document>,
-    /// A comment for the server's logs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comment: Option<Bson>,
-    /// The write concern (default: the database's).
-    #[serde(skip)]
-    pub write_concern: Option<WriteConcern>,
-    /// This operation's `timeoutMS` (`None`: the database's).
-    #[serde(skip)]
-    pub timeout: Option<Duration>,
-}
-
 /// An Atlas Search (or Vector Search) index: its definition, and optionally its name
 /// (default `default`) and type (`search` or `vectorSearch`).
 #[derive(TypedBuilder, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -6,12 +6,14 @@
 //! | [`handle`] | database and collection handles |
 //! | [`crud`] | reads and writes (find, aggregate, insert, update, delete, findAndModify...) |
 //! | [`admin`] | commands on namespaces and indexes, `run_command` |
+//! | [`create_collection`] | `create_collection`, and a collection's options as `list_collections` reports them |
 
 pub mod admin;
 pub mod change_stream;
 pub mod client;
 mod client_fields;
 pub mod compressor;
+pub mod create_collection;
 pub mod crud;
 pub mod handle;
 pub mod tls;
@@ -21,6 +23,7 @@ pub use self::admin::*;
 pub use self::change_stream::*;
 pub use self::client::*;
 pub use self::compressor::Compressor;
+pub use self::create_collection::*;
 pub use self::crud::*;
 pub use self::handle::*;
 pub use self::tls::{Tls, TlsOptions};

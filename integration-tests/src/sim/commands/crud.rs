@@ -625,7 +625,8 @@ fn list_collections(ctx: &Ctx<'_>, cmd: &Document, store: &Store) -> Result<Exec
     let filter = cmd.get_document("filter").cloned().unwrap_or_default();
     let mut docs = Vec::new();
     for name in store.collections(db) {
-        let options = store.coll(db, &name).map(|c| c.options().clone()).unwrap_or_default();
+        let coll = store.coll(db, &name);
+        let options = coll.map(|c| c.options().clone()).unwrap_or_default();
         let kind = if options.contains_key("timeseries") {
             "timeseries"
         } else if options.contains_key("viewOn") {
@@ -636,13 +637,7 @@ fn list_collections(ctx: &Ctx<'_>, cmd: &Document, store: &Store) -> Result<Exec
         let entry = if name_only {
             doc! {"name": &name, "type": kind}
         } else {
-            doc! {
-                "name": &name,
-                "type": kind,
-                "options": options,
-                "info": {"readOnly": false},
-                "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"},
-            }
+            listed(&name, kind, options, coll.map(|c| c.uuid()))
         };
         if store::matches(&entry, &filter)? {
             docs.push(entry);
@@ -650,6 +645,22 @@ fn list_collections(ctx: &Ctx<'_>, cmd: &Document, store: &Store) -> Result<Exec
     }
     let batch = cmd.get_document("cursor").ok().and_then(|c| usize_opt(c.get("batchSize")));
     Ok(Exec::Cursor { ns: format!("{db}.$cmd.listCollections"), docs, batch, single: false })
+}
+
+/// A collection's `listCollections` entry, as mongod writes it: a view is read-only and has
+/// no UUID; a view, a time series or a clustered collection has no `_id` index entry.
+fn listed(name: &str, kind: &str, options: Document, uuid: Option<bson::Uuid>) -> Document {
+    let view = kind == "view";
+    let mut info = doc! {"readOnly": view};
+    if let (Some(uuid), false) = (uuid, view) {
+        info.insert("uuid", uuid);
+    }
+    let id_index = kind == "collection" && !options.contains_key("clusteredIndex");
+    let mut entry = doc! {"name": name, "type": kind, "options": options, "info": info};
+    if id_index {
+        entry.insert("idIndex", doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"});
+    }
+    entry
 }
 
 /// `listDatabases`: every database, with made-up sizes (64 bytes a document, 8 KiB at least).
