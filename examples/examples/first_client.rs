@@ -7,6 +7,7 @@
 //! cargo run -p mongo-actors-examples --example first_client -- --uri 'mongodb://host/?replicaSet=rs0'
 //! ```
 
+use futures_util::TryStreamExt;
 use std::time::Duration;
 
 use actors::bson::doc;

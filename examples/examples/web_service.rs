@@ -11,6 +11,7 @@
 //! Then `curl -X POST -d '{"title":"hi","body":"there"}' localhost:8080/notes` and
 //! `curl localhost:8080/notes`.
 
+use futures_util::TryStreamExt;
 use std::time::Duration;
 
 use actix_web::{web, App, HttpResponse, HttpServer};
@@ -97,7 +98,7 @@ async fn list_notes(client: web::Data<Client>) -> HttpResponse {
     let notes = notes(&client);
     let cursor = notes.find(doc! {}).sort(doc! {"created": -1}).limit(100).timeout(Duration::from_secs(2));
     match cursor.await {
-        Ok(cursor) => match cursor.try_collect().await {
+        Ok(cursor) => match cursor.try_collect::<Vec<_>>().await {
             Ok(all) => HttpResponse::Ok().json(all.into_iter().map(NoteView::from).collect::<Vec<_>>()),
             Err(e) => failed(e),
         },

@@ -15,6 +15,7 @@
 //!
 //! [`Report::summary`] is the one-line summary; [`Report::failures`] lists failed checks.
 
+use futures_util::TryStreamExt;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Once};
@@ -657,7 +658,8 @@ async fn read_all(coll: &Collection, within: Duration) -> Result<HashSet<i64>, a
             timeout: Some(Duration::from_secs(10)),
             ..FindOptions::default()
         };
-        let result = async { coll.find(doc! {}).with_options(options).await?.try_collect().await }.await;
+        let result =
+            async { coll.find(doc! {}).with_options(options).await?.try_collect::<Vec<_>>().await }.await;
         match result {
             Ok(docs) => {
                 return Ok(docs

@@ -9,6 +9,7 @@
 //! and no `PoolCleared` event may have been emitted. Real sockets, on the simulator and (with
 //! `MONGODB_URI`) on SecantusDB.
 
+use futures_util::TryStreamExt;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -191,7 +192,8 @@ async fn update_many_dropped_at_every_await_point_never_applies_later() {
     let coll = s.fresh("update_many").await;
     coll.insert_many([doc! {"_id": 1, "n": 0}, doc! {"_id": 2, "n": 0}]).await.expect("seed");
     let read = async || {
-        let docs = coll.find(doc! {}).sort(doc! {"_id": 1}).await.expect("find").try_collect().await;
+        let docs =
+            coll.find(doc! {}).sort(doc! {"_id": 1}).await.expect("find").try_collect::<Vec<_>>().await;
         docs.expect("collect").iter().map(|d| d.get_i32("n").expect("n")).collect::<Vec<_>>()
     };
     // A real server may still be applying a cut-off update when the check reads (it had the
@@ -226,7 +228,7 @@ async fn aggregate_with_get_mores_dropped_at_every_await_point() {
     coll.insert_many((1..=7).map(|i| doc! {"_id": i})).await.expect("seed");
     let run = || async {
         let cursor = coll.aggregate(vec![doc! {"$sort": {"_id": 1}}]).batch_size(2).await?;
-        cursor.try_collect().await
+        cursor.try_collect::<Vec<_>>().await
     };
     let (docs, drops) = s.drop_at_every_await("aggregate + getMore", |_| run(), async |_| {}).await;
     let ids: Vec<i32> = docs.expect("aggregate").iter().map(|d| d.get_i32("_id").expect("_id")).collect();

@@ -4,6 +4,7 @@
 //! from timeoutMS, timeout errors, cursor timeout modes) and retryable reads and writes.
 //! Real time (sockets).
 
+use futures_util::TryStreamExt;
 use std::time::Duration;
 
 use actors::command_events::CommandEvent;
@@ -64,7 +65,7 @@ async fn aggregate_count_and_distinct() {
         doc! {"$sort": {"_id": 1}},
     ];
     let groups = coll.aggregate(pipeline).await.expect("aggregate");
-    let groups = groups.try_collect().await.expect("collect");
+    let groups = groups.try_collect::<Vec<_>>().await.expect("collect");
     assert_eq!(groups, vec![doc! {"_id": "even", "n": 2}, doc! {"_id": "odd", "n": 2}]);
 
     // A small batch size: the rest comes with getMores naming the collection.
@@ -72,8 +73,13 @@ async fn aggregate_count_and_distinct() {
     let options = AggregateOptions { batch_size: Some(2), ..Default::default() };
     let all =
         coll.aggregate(vec![doc! {"$sort": {"_id": -1}}]).with_options(options).await.expect("aggregate");
-    let ids: Vec<i32> =
-        all.try_collect().await.expect("collect").iter().map(|d| d.get_i32("_id").unwrap()).collect();
+    let ids: Vec<i32> = all
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("collect")
+        .iter()
+        .map(|d| d.get_i32("_id").unwrap())
+        .collect();
     assert_eq!(ids, vec![5, 4, 3, 2, 1]);
     let get_mores = s.started("getMore");
     assert_eq!(get_mores.len(), 2);
@@ -186,7 +192,7 @@ async fn indexes_collections_and_databases() {
     assert_eq!(names, vec!["_id_", "by_tags", "kind_1_n_-1"]);
     let _ = s.started("getMore");
     let options = ListOptions { batch_size: Some(1), ..Default::default() };
-    let specs = coll
+    let specs: Vec<_> = coll
         .list_indexes()
         .with_options(options)
         .await
@@ -229,7 +235,7 @@ async fn indexes_collections_and_databases() {
     names.sort();
     assert_eq!(names, vec!["items", "log"]);
     let options = ListOptions { batch_size: Some(1), ..Default::default() };
-    let listed = db
+    let listed: Vec<_> = db
         .list_collections()
         .with_options(options)
         .filter(doc! {"name": "log"})
@@ -264,7 +270,7 @@ async fn run_cursor_command_and_timeout_modes() {
         .with_options(options)
         .await
         .expect("run");
-    assert_eq!(cursor.try_collect().await.expect("collect").len(), 5);
+    assert_eq!(cursor.try_collect::<Vec<_>>().await.expect("collect").len(), 5);
     let get_mores = s.started("getMore");
     // 1 + 2 + 2 documents; a server that does not look ahead (mongod when a batch ends on the
     // last document) closes the cursor with a third, empty batch.
@@ -314,7 +320,7 @@ async fn run_cursor_command_and_timeout_modes() {
         .with_options(options)
         .await
         .expect("aggregate")
-        .try_collect()
+        .try_collect::<Vec<_>>()
         .await
         .expect("collect");
     let options = AggregateOptions { timeout: t, ..Default::default() };
@@ -322,7 +328,7 @@ async fn run_cursor_command_and_timeout_modes() {
         .with_options(options)
         .await
         .expect("aggregate")
-        .try_collect()
+        .try_collect::<Vec<_>>()
         .await
         .expect("collect");
     let sent = s.started("aggregate");

@@ -5,6 +5,7 @@
 //! (sockets). Fail points go through `configureFailPoint`; the tests that need the simulator's
 //! latency control say they do not apply to a real deployment.
 
+use futures_util::TryStreamExt;
 use std::time::{Duration, Instant};
 
 use actors::command_events::CommandEvent;
@@ -140,14 +141,28 @@ async fn cursor_lifetime_get_more_has_no_max_time_ms() {
     let coll = s.database("app").collection::<bson::Document>("c");
     coll.insert_many((0..5).map(|i| doc! {"_id": i})).await.expect("insert");
     let opts = FindOptions { batch_size: Some(2), ..Default::default() };
-    let docs = coll.find(doc! {}).with_options(opts).await.expect("find").try_collect().await.expect("all");
+    let docs = coll
+        .find(doc! {})
+        .with_options(opts)
+        .await
+        .expect("find")
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("all");
     assert_eq!(docs.len(), 5);
     let get_mores = started(&s.events, "getMore");
     assert_eq!(get_mores.len(), 2);
     assert!(get_mores.iter().all(|g| max_time(g).is_none()), "no maxTimeMS on getMore");
     let opts =
         FindOptions { batch_size: Some(2), timeout_mode: Some(TimeoutMode::Iteration), ..Default::default() };
-    let docs = coll.find(doc! {}).with_options(opts).await.expect("find").try_collect().await.expect("all");
+    let docs = coll
+        .find(doc! {})
+        .with_options(opts)
+        .await
+        .expect("find")
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("all");
     assert_eq!(docs.len(), 5);
     s.client.shutdown().await;
 }

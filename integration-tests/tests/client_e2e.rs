@@ -6,6 +6,7 @@
 //!
 //! Real time (sockets do not work with paused time), with margins where load could matter.
 
+use futures_util::TryStreamExt;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};

@@ -4,6 +4,7 @@
 //! `MONGODB_LB_URI` (a real load balancer) or say they do not apply; the tests that need two
 //! services the simulator controls one by one need the simulator.
 
+use futures_util::TryStreamExt;
 use std::time::Duration;
 
 use actors::command_events::CommandEvent;
@@ -108,12 +109,13 @@ async fn transactions_pin_one_connection_each() {
     // A cursor of an explicit session (outside a transaction) sends the session's lsid with
     // its getMores, on its pinned connection.
     let _ = s.events.try_iter().count();
-    let docs = coll
+    let docs: Vec<_> = coll
         .find(doc! {})
         .with_options(FindOptions { batch_size: Some(2), ..Default::default() })
         .session(&mut b)
         .await
         .expect("find")
+        .into_cursor()
         .try_collect()
         .await
         .expect("collect");
@@ -125,12 +127,13 @@ async fn transactions_pin_one_connection_each() {
     b.start_transaction().await.expect("start b again");
     coll.insert_one(doc! {"_id": 20}).session(&mut b).await.expect("insert in txn");
     let _ = s.events.try_iter().count();
-    let docs = coll
+    let docs: Vec<_> = coll
         .find(doc! {})
         .with_options(FindOptions { batch_size: Some(2), ..Default::default() })
         .session(&mut b)
         .await
         .expect("find in txn")
+        .into_cursor()
         .try_collect()
         .await
         .expect("collect in txn");
@@ -255,7 +258,7 @@ async fn wait_queue_timeout_message_counts_pinned_cursors() {
         "{text}"
     );
     // Closing the cursor gives the connection back.
-    assert_eq!(cursor.try_collect().await.expect("collect").len(), 4);
+    assert_eq!(cursor.try_collect::<Vec<_>>().await.expect("collect").len(), 4);
     assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 4);
     // A transaction's pinned connection counts as in use by transactions.
     let mut session = s.client.start_session().await.expect("session");
@@ -402,7 +405,8 @@ async fn dropping_a_session_aborts_its_transaction() {
         .with_options(FindOptions { batch_size: Some(1), ..Default::default() })
         .session(&mut session)
         .await
-        .expect("find");
+        .expect("find")
+        .into_cursor();
     // Closing the transaction's cursor kills it on the pinned connection.
     cursor.close(None).await;
     drop(session);

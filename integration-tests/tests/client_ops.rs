@@ -4,6 +4,7 @@
 //! matter. Connection counts are the simulator's; a test that needs more members than the
 //! deployment has, or the simulator's counters, says it does not apply.
 
+use futures_util::TryStreamExt;
 use std::time::{Duration, Instant};
 
 use actors::client::actor::{
@@ -109,7 +110,7 @@ async fn crud_round_trip_and_shutdown() {
     assert_eq!(found.as_ref().and_then(|d| d.get_i32("n").ok()), Some(1));
     assert_eq!(found.and_then(|d| d.get("_id").cloned()), Some(one.inserted_id));
     assert_eq!(coll.find_one(doc! {"name": "zed"}).await.expect("find_one"), None);
-    let sorted = coll
+    let sorted: Vec<_> = coll
         .find(doc! {})
         .with_options(FindOptions { sort: Some(doc! {"n": -1}), ..Default::default() })
         .await
@@ -203,7 +204,7 @@ async fn cursor_get_more_kill_cursors_and_implicit_sessions() {
         .with_options(FindOptions { batch_size: Some(4), ..Default::default() })
         .await
         .expect("find");
-    assert_eq!(all.try_collect().await.expect("collect").len(), 10);
+    assert_eq!(all.try_collect::<Vec<_>>().await.expect("collect").len(), 10);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let events = drain(&s.events);
     assert_eq!(started(&events, "getMore").len(), 2);
@@ -517,7 +518,7 @@ async fn load_balanced_cursor_keeps_its_connection_pinned() {
         .await
         .expect("find");
     // Other operations meanwhile use other connections.
-    let (a, b) = tokio::join!(coll.count_documents(doc! {}), cursor.try_collect());
+    let (a, b) = tokio::join!(coll.count_documents(doc! {}), cursor.try_collect::<Vec<_>>());
     assert_eq!(a.expect("count"), 5);
     assert_eq!(b.expect("collect").len(), 5);
     let events = drain(&s.events);

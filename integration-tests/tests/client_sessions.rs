@@ -3,6 +3,7 @@
 //! (`maxTimeMS`, timeout errors); a timeoutMS set inside the callback is rejected. Real time
 //! (sockets).
 
+use futures_util::TryStreamExt;
 use std::time::{Duration, Instant};
 
 use actors::command_events::CommandEvent;
@@ -67,7 +68,7 @@ async fn with_transaction_commits_the_callback_work() {
     assert_eq!(cmds[0].1.get_bool("startTransaction").ok(), Some(true));
     assert!(!cmds[1].1.contains_key("startTransaction"));
     assert_eq!(cmds[0].1.get("txnNumber"), cmds[2].1.get("txnNumber"));
-    let docs = coll.find(doc! {}).await.expect("find").try_collect().await.expect("docs");
+    let docs = coll.find(doc! {}).await.expect("find").try_collect::<Vec<_>>().await.expect("docs");
     assert_eq!(docs.len(), 2);
     s.client.shutdown().await;
 }
@@ -249,7 +250,13 @@ async fn every_operation_sends_its_session() {
     coll.insert_many(vec![doc! {"_id": 11}, doc! {"_id": 12}]).session(&mut *ss).await.expect("insert_many");
     check_sent(ev, "insert_many", &["insert"], &lsid, Some(base + 2));
     let all = coll.find(doc! {}).with_options(batch.clone()).session(&mut *ss).await.expect("find");
-    assert_eq!(all.try_collect().await.expect("docs").len(), 7);
+    let mut all = all;
+    let mut n = 0;
+    while let Some(doc) = all.next(&mut *ss).await {
+        doc.expect("doc");
+        n += 1;
+    }
+    assert_eq!(n, 7);
     check_sent(ev, "find", &["find", "getMore", "getMore", "getMore"], &lsid, None);
     coll.find_one(doc! {"_id": 1}).session(&mut *ss).await.expect("find_one");
     check_sent(ev, "find_one", &["find"], &lsid, None);
@@ -291,16 +298,19 @@ async fn every_operation_sends_its_session() {
     let pipeline = vec![doc! {"$match": {}}];
     let options = AggregateOptions { batch_size: Some(2), ..Default::default() };
     let agg = coll.aggregate(pipeline).with_options(options).session(&mut *ss);
-    assert_eq!(agg.await.expect("aggregate").try_collect().await.expect("docs").len(), 3);
+    let mut agg = agg.await.expect("aggregate");
+    let docs: Vec<bson::Document> =
+        futures_util::TryStreamExt::try_collect(agg.stream(&mut *ss)).await.expect("docs");
+    assert_eq!(docs.len(), 3);
     check_sent(ev, "aggregate", &["aggregate", "getMore"], &lsid, None);
     let docs = vec![doc! {"$documents": [{"a": 1}]}];
     let agg = db.aggregate(docs).session(&mut *ss).await.expect("db aggregate");
-    assert_eq!(agg.try_collect().await.expect("docs").len(), 1);
+    assert_eq!(agg.into_cursor().try_collect::<Vec<_>>().await.expect("docs").len(), 1);
     check_sent(ev, "database aggregate", &["aggregate"], &lsid, None);
     coll.create_index(IndexModel::new(doc! {"x": 1})).session(&mut *ss).await.expect("create_index");
     check_sent(ev, "create_index", &["createIndexes"], &lsid, None);
     let listed = coll.list_indexes().session(&mut *ss).await.expect("list_indexes");
-    assert_eq!(listed.try_collect().await.expect("indexes").len(), 2);
+    assert_eq!(listed.try_collect::<Vec<_>>().await.expect("indexes").len(), 2);
     check_sent(ev, "list_indexes", &["listIndexes"], &lsid, None);
     let index_names = coll.list_index_names().session(&mut *ss).await.expect("list_index_names");
     assert_eq!(index_names, ["_id_", "x_1"]);
@@ -312,7 +322,7 @@ async fn every_operation_sends_its_session() {
     db.create_collection("other").session(&mut *ss).await.expect("create_collection");
     check_sent(ev, "create_collection", &["create"], &lsid, None);
     let listed = db.list_collections().session(&mut *ss).await.expect("list");
-    assert_eq!(listed.try_collect().await.expect("collections").len(), 2);
+    assert_eq!(listed.try_collect::<Vec<_>>().await.expect("collections").len(), 2);
     check_sent(ev, "list_collections", &["listCollections"], &lsid, None);
     let mut collection_names =
         db.list_collection_names().session(&mut *ss).await.expect("list_collection_names");
@@ -321,7 +331,7 @@ async fn every_operation_sends_its_session() {
     check_sent(ev, "list_collection_names", &["listCollections"], &lsid, None);
     let command = doc! {"find": "ops", "batchSize": 2};
     let cursor = db.run_cursor_command(command).session(&mut *ss).await.expect("run_cursor_command");
-    assert_eq!(cursor.try_collect().await.expect("docs").len(), 3);
+    assert_eq!(cursor.try_collect::<Vec<_>>().await.expect("docs").len(), 3);
     check_sent(ev, "run_cursor_command", &["find", "getMore"], &lsid, None);
     db.run_command(doc! {"ping": 1}).session(&mut *ss).await.expect("run_command");
     check_sent(ev, "run_command", &["ping"], &lsid, None);
@@ -340,7 +350,7 @@ async fn every_operation_sends_its_session() {
     check_sent(ev, "insert_many in a transaction", &["insert"], &lsid, Some(base + 10));
     let batch = FindOptions { batch_size: Some(4), ..Default::default() };
     let cursor = coll.find(doc! {}).with_options(batch).session(&mut *ss).await.expect("find");
-    assert_eq!(cursor.try_collect().await.expect("docs").len(), 5);
+    assert_eq!(cursor.into_cursor().try_collect::<Vec<_>>().await.expect("docs").len(), 5);
     check_sent(ev, "find in a transaction", &["find", "getMore"], &lsid, Some(base + 10));
     coll.find_one(doc! {}).session(&mut *ss).await.expect("find_one");
     check_sent(ev, "find_one in a transaction", &["find"], &lsid, Some(base + 10));
@@ -378,11 +388,14 @@ async fn every_operation_sends_its_session() {
     coll.distinct("x", doc! {}).session(&mut *ss).await.expect("distinct");
     check_sent(ev, "distinct in a transaction", &["distinct"], &lsid, Some(base + 10));
     let agg = coll.aggregate(vec![doc! {"$match": {}}]).session(&mut *ss);
-    assert_eq!(agg.await.expect("aggregate").try_collect().await.expect("docs").len(), 4);
+    assert_eq!(
+        agg.await.expect("aggregate").into_cursor().try_collect::<Vec<_>>().await.expect("docs").len(),
+        4
+    );
     check_sent(ev, "aggregate in a transaction", &["aggregate"], &lsid, Some(base + 10));
     let cursor =
         db.run_cursor_command(doc! {"find": "ops"}).session(&mut *ss).await.expect("run_cursor_command");
-    assert_eq!(cursor.try_collect().await.expect("docs").len(), 4);
+    assert_eq!(cursor.try_collect::<Vec<_>>().await.expect("docs").len(), 4);
     check_sent(ev, "run_cursor_command in a transaction", &["find"], &lsid, Some(base + 10));
     db.run_command(doc! {"find": "ops", "filter": {"_id": 40}}).session(&mut *ss).await.expect("run_command");
     check_sent(ev, "run_command in a transaction", &["find"], &lsid, Some(base + 10));

@@ -4,6 +4,7 @@
 //! need a simulated topology (two mongoses; a secondary that lags on purpose), so against
 //! `MONGODB_URI` they say they do not apply. Real time (sockets).
 
+use futures_util::TryStreamExt;
 use std::time::{Duration, Instant};
 
 use actors::command_events::CommandEvent;

@@ -3,6 +3,7 @@
 //! multi-byte characters. The messages are captured from `tracing` as the fields the
 //! client writes.
 
+use futures_util::TryStreamExt;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 

@@ -7,6 +7,7 @@ use actors::error::GridFsErrorKind;
 use actors::gridfs::GridFsBucketOptions;
 use bson::{doc, Document};
 use futures_util::io::{AsyncReadExt, AsyncWriteExt};
+use futures_util::TryStreamExt;
 
 mod support;
 use support::replica_set_with_primary;
@@ -112,7 +113,7 @@ async fn a_file_goes_in_and_out_of_a_bucket_byte_for_byte() {
         .find(doc! {}, None)
         .await
         .expect("find")
-        .try_collect()
+        .try_collect::<Vec<_>>()
         .await
         .expect("files")
         .into_iter()

@@ -2,6 +2,7 @@
 //! every command, getMore included, and a strict client is refused a command outside
 //! version 1 with the server's `APIStrictError`. Real time (sockets).
 
+use futures_util::TryStreamExt;
 use std::sync::Arc;
 
 use actors::command_events::CommandEvent;

@@ -21,6 +21,7 @@
 
 use actix::prelude::*;
 use bson::Document;
+use futures_util::TryStreamExt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 

@@ -9,6 +9,7 @@
 //! error stops the bulk at once. A command is a retryable write unless it holds a
 //! multi-document update or delete. A `timeoutMS` is one deadline for the whole bulk.
 
+use futures_util::TryStreamExt;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 use typed_builder::TypedBuilder;

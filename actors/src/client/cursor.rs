@@ -740,27 +740,11 @@ impl<T> Cursor<T> {
 }
 
 impl<T: DeserializeOwned + 'static> Cursor<T> {
-    /// The next document, sending `getMore`s while the batches come back empty (a tailable
-    /// cursor); `None` once the cursor is exhausted. In ITERATION mode one `timeoutMS` covers
-    /// the whole call.
-    pub async fn try_next(&mut self) -> Result<Option<T>> {
-        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await.transpose()
-    }
-
     /// The next document with at most one `getMore` (`tryNext`): `None` when that batch was
     /// empty (a tailable cursor with no new data) or the cursor is exhausted.
     pub async fn try_next_once(&mut self) -> Result<Option<T>> {
         let next = std::future::poll_fn(|cx| self.poll_next_raw(cx, true)).await;
         next.map(|r| r.and_then(|d| super::codec::decode_raw(d.as_raw()?))).transpose()
-    }
-
-    /// Every remaining document.
-    pub async fn try_collect(mut self) -> Result<Vec<T>> {
-        let mut all = Vec::new();
-        while let Some(d) = self.try_next().await? {
-            all.push(d);
-        }
-        Ok(all)
     }
 }
 

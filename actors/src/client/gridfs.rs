@@ -33,7 +33,7 @@ use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, DateTime, Document};
 use futures_util::future::BoxFuture;
 use futures_util::io::{AsyncRead, AsyncWrite};
-use futures_util::{FutureExt, StreamExt};
+use futures_util::{FutureExt, StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use selection::ReadPreference;
@@ -410,7 +410,7 @@ impl GridFsBucket {
             .projection(doc! {"_id": 1})
             .maybe_timeout(left(deadline)?)
             .await?
-            .try_collect()
+            .try_collect::<Vec<_>>()
             .await?
             .into_iter()
             .filter_map(|d| d.get("_id").cloned())

@@ -3,6 +3,7 @@
 //! actors.
 //!
 //! ```no_run
+//! use futures_util::TryStreamExt;
 //! use mongo_actors::bson::doc;
 //! use mongo_actors::{Client, Collection, ReadPreference};
 //! use serde::{Deserialize, Serialize};
@@ -53,6 +54,7 @@ pub(crate) mod ops;
 pub mod options;
 pub(crate) mod pinned;
 pub(crate) mod session;
+pub mod session_cursor;
 /// `mongodb+srv` resolution (moved to [`crate::srv`]; this path stays for compatibility).
 pub use crate::srv;
 pub(crate) mod timeout;
@@ -108,6 +110,7 @@ pub use options::write_model::{
 };
 pub use session::options::{EndTransactionOptions, SessionOptions, TransactionOptions};
 pub use session::{ClientSession, TransactionState};
+pub use session_cursor::{SessionCursor, SessionCursorStream};
 pub use srv::ResolverConfig;
 
 use self::session::pool::SessionPool;

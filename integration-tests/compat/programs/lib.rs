@@ -18,6 +18,7 @@ pub mod errors;
 pub mod events;
 pub mod raw_cursor;
 pub mod selection;
+pub mod session_cursors;
 pub mod transactions;
 
 /// Every program: its name, whether it needs a replica set (transactions), and the program.
@@ -33,6 +34,7 @@ pub fn all() -> Vec<(&'static str, bool, Program)> {
         ("events", false, |uri, db| Box::pin(events::run(uri, db))),
         ("raw_cursor", false, |uri, db| Box::pin(raw_cursor::run(uri, db))),
         ("selection", false, |uri, db| Box::pin(selection::run(uri, db))),
+        ("session_cursors", false, |uri, db| Box::pin(session_cursors::run(uri, db))),
         ("transactions", true, |uri, db| Box::pin(transactions::run(uri, db))),
     ]
 }

@@ -4,6 +4,7 @@
 //! applied twice, or its leftover bytes sent later, would show), and an update that returned
 //! `Ok` is there exactly once.
 
+use futures_util::TryStreamExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,7 +66,7 @@ pub(super) fn spawn(
 pub(super) async fn check(report: &mut Report, state: &Cancelled, coll: &Collection) {
     report.cancelled = (state.attempts.load(Ordering::Relaxed), state.cut.load(Ordering::Relaxed));
     let docs = match coll.find(doc! {}).await {
-        Ok(cursor) => cursor.try_collect().await,
+        Ok(cursor) => cursor.try_collect::<Vec<_>>().await,
         Err(e) => Err(e),
     };
     let docs = match docs {

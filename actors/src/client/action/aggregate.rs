@@ -15,7 +15,7 @@ use super::super::op_options::{check_max_await, cursor_mode, TimeoutMode};
 use super::super::ops::aggregate;
 use super::super::options::crud::{AggregateOptions, Collation, Hint};
 use super::super::session::ClientSession;
-use super::{into_future, option_setters};
+use super::{cursor_into_future, option_setters, ExplicitSession, ImplicitSession};
 use crate::{Error, Result};
 
 impl<T> Collection<T> {
@@ -39,14 +39,14 @@ impl Database {
 /// An `aggregate` on a collection or a database: see [`Collection::aggregate`]. Gives a
 /// [`Cursor<T>`] of documents, or of `U`s after [`with_type`](Self::with_type).
 #[must_use = "an operation does nothing until it is awaited"]
-pub struct Aggregate<'a, T = Document> {
+pub struct Aggregate<'a, Session = ImplicitSession, T = Document> {
     handle: Handle<'a>,
     /// On the handle's collection (`false`: on its database).
     on_collection: bool,
     pipeline: Vec<Document>,
     options: AggregateOptions,
     session: Option<&'a mut ClientSession>,
-    _type: PhantomData<fn() -> T>,
+    _type: PhantomData<fn() -> (Session, T)>,
 }
 
 impl<'a> Aggregate<'a> {
@@ -62,8 +62,32 @@ impl<'a> Aggregate<'a> {
     }
 }
 
-impl<'a, T> Aggregate<'a, T> {
-    option_setters!(options: AggregateOptions;
+impl<'a, T> Aggregate<'a, ImplicitSession, T> {
+    /// Runs the aggregation in `session` (in its transaction, if one is in progress): it then
+    /// gives a [`SessionCursor`](crate::SessionCursor), iterated with the same session.
+    pub fn session(self, session: impl Into<&'a mut ClientSession>) -> Aggregate<'a, ExplicitSession<'a>, T> {
+        let Aggregate { handle, on_collection, pipeline, options, .. } = self;
+        Aggregate {
+            handle,
+            on_collection,
+            pipeline,
+            options,
+            session: Some(session.into()),
+            _type: PhantomData,
+        }
+    }
+}
+
+impl<'a, T> Aggregate<'a, ExplicitSession<'a>, T> {
+    /// Runs the aggregation in `session` instead.
+    pub fn session(mut self, session: impl Into<&'a mut ClientSession>) -> Self {
+        self.session = Some(session.into());
+        self
+    }
+}
+
+impl<'a, Session, T> Aggregate<'a, Session, T> {
+    option_setters!(@without_session options: AggregateOptions;
         allow_disk_use: bool,
         batch_size: u32,
         bypass_document_validation: bool,
@@ -81,7 +105,7 @@ impl<'a, T> Aggregate<'a, T> {
     );
 
     /// The results as `U`s.
-    pub fn with_type<U>(self) -> Aggregate<'a, U> {
+    pub fn with_type<U>(self) -> Aggregate<'a, Session, U> {
         let Aggregate { handle, on_collection, pipeline, options, session, .. } = self;
         Aggregate { handle, on_collection, pipeline, options, session, _type: PhantomData }
     }
@@ -133,4 +157,4 @@ impl<'a, T> Aggregate<'a, T> {
     }
 }
 
-into_future!(Aggregate<'a, T> => Cursor<T>, where T: Send + Sync + 'static);
+cursor_into_future!(Aggregate<'a, Session, T>, where T: Send + Sync + 'static);

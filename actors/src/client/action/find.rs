@@ -2,6 +2,7 @@
 //! the `getMore`s).
 
 use crate::selection_criteria::SelectionCriteria;
+use std::marker::PhantomData;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
@@ -13,28 +14,47 @@ use super::super::op_options::{check_max_await, cursor_mode, CursorType, Timeout
 use super::super::ops::find;
 use super::super::options::crud::{Collation, FindOptions, Hint};
 use super::super::session::ClientSession;
-use super::{into_future, option_setters};
+use super::{cursor_into_future, option_setters, ExplicitSession, ImplicitSession};
 use crate::Result;
 
 impl<T> Collection<T> {
     /// Finds the documents matching `filter`: the first batch comes with the `find`, the rest
     /// with `getMore`s on the same server. A retryable read (the `find`, not the `getMore`s).
     pub fn find(&self, filter: Document) -> Find<'_, T> {
-        Find { coll: self, filter, options: FindOptions::default(), session: None }
+        Find { coll: self, filter, options: FindOptions::default(), session: None, _mode: PhantomData }
     }
 }
 
-/// A `find`: see [`Collection::find`]. Gives a [`Cursor<T>`].
+/// A `find`: see [`Collection::find`]. Gives a [`Cursor<T>`], or a [`SessionCursor<T>`] when
+/// run in an explicit [`session`](Self::session).
 #[must_use = "an operation does nothing until it is awaited"]
-pub struct Find<'a, T = Document> {
+pub struct Find<'a, T = Document, Session = ImplicitSession> {
     coll: &'a Collection<T>,
     filter: Document,
     options: FindOptions,
     session: Option<&'a mut ClientSession>,
+    _mode: PhantomData<Session>,
 }
 
-impl<'a, T> Find<'a, T> {
-    option_setters!(options: FindOptions;
+impl<'a, T> Find<'a, T, ImplicitSession> {
+    /// Runs the `find` in `session` (in its transaction, if one is in progress): it then
+    /// gives a [`SessionCursor`], iterated with the same session.
+    pub fn session(self, session: impl Into<&'a mut ClientSession>) -> Find<'a, T, ExplicitSession<'a>> {
+        let Find { coll, filter, options, .. } = self;
+        Find { coll, filter, options, session: Some(session.into()), _mode: PhantomData }
+    }
+}
+
+impl<'a, T> Find<'a, T, ExplicitSession<'a>> {
+    /// Runs the `find` in `session` instead.
+    pub fn session(mut self, session: impl Into<&'a mut ClientSession>) -> Self {
+        self.session = Some(session.into());
+        self
+    }
+}
+
+impl<'a, T, Session> Find<'a, T, Session> {
+    option_setters!(@without_session options: FindOptions;
         allow_disk_use: bool,
         allow_partial_results: bool,
         batch_size: u32,
@@ -61,7 +81,7 @@ impl<'a, T> Find<'a, T> {
     );
 
     async fn execute(self) -> Result<Cursor<T>> {
-        let Find { coll, filter, options, session } = self;
+        let Find { coll, filter, options, session, .. } = self;
         let handle = coll.handle();
         let (timeout, read) = handle.begin_read(session.as_deref(), &options)?;
         let batch_size = options.batch_size;
@@ -80,4 +100,4 @@ impl<'a, T> Find<'a, T> {
     }
 }
 
-into_future!(Find<'a, T> => Cursor<T>, where T: Send + Sync + 'static);
+cursor_into_future!(Find<'a, T>, where T: Send + Sync + 'static);

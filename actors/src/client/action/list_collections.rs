@@ -1,5 +1,6 @@
 //! `list_collections` and `list_collection_names`: a retryable read on the primary.
 
+use futures_util::TryStreamExt;
 use std::marker::PhantomData;
 use std::time::Duration;
 

@@ -6,6 +6,7 @@
 //! ```no_run
 //! # async fn example(coll: mongo_actors::Collection<bson::Document>) -> mongo_actors::Result<()> {
 //! use bson::doc;
+//! use futures_util::TryStreamExt;
 //! let mut cursor = coll.find(doc! {"x": {"$gt": 1}}).sort(doc! {"x": 1}).limit(10).await?;
 //! while let Some(d) = cursor.try_next().await? {
 //!     println!("{d}");
@@ -94,7 +95,7 @@ pub mod gridfs {
 /// takes a `T`, `name => T` anything `Into<T>`), and `with_options` replaces them all.
 /// `session` runs the action in an explicit session.
 macro_rules! option_setters {
-    ($opts:ident : $ty:ident; $($name:ident $(: $t:ty)? $(=> $into:ty)?),* $(,)?) => {
+    (@without_session $opts:ident : $ty:ident; $($name:ident $(: $t:ty)? $(=> $into:ty)?),* $(,)?) => {
         $(
             option_setters!(@one $opts, $ty, $name, $(exact $t)? $(into $into)?);
         )*
@@ -104,6 +105,9 @@ macro_rules! option_setters {
             self.$opts = options.into().unwrap_or_default();
             self
         }
+    };
+    ($opts:ident : $ty:ident; $($name:ident $(: $t:ty)? $(=> $into:ty)?),* $(,)?) => {
+        option_setters!(@without_session $opts : $ty; $($name $(: $t)? $(=> $into)?),*);
 
         /// Runs the operation in `session` (in its transaction, if one is in progress);
         /// `None` uses an implicit session.
@@ -156,6 +160,104 @@ macro_rules! into_future {
                 Box::pin(self.execute())
             }
         }
+
+        impl<'a $(, $t)?> $crate::client::action::private::Sealed for $action<'a $(, $t)?> $(where $($bound)+)? {}
+        impl<'a $(, $t)?> $crate::client::action::Action for $action<'a $(, $t)?> $(where $($bound)+)? {}
     };
 }
 pub(crate) use into_future;
+
+/// `IntoFuture` for an action that opens a cursor: a [`Cursor`](crate::Cursor) without a
+/// session, a [`SessionCursor`](crate::SessionCursor) with an explicit one.
+macro_rules! cursor_into_future {
+    ($action:ident<'a, T> $(, where $($bound:tt)+)?) => {
+        cursor_into_future!(@impl [$action<'a, T, $crate::client::action::ImplicitSession>]
+            [$action<'a, T, $crate::client::action::ExplicitSession<'a>>] [$action<'a, T, S>] $(, $($bound)+)?);
+    };
+    ($action:ident<'a, Session, T> $(, where $($bound:tt)+)?) => {
+        cursor_into_future!(@impl [$action<'a, $crate::client::action::ImplicitSession, T>]
+            [$action<'a, $crate::client::action::ExplicitSession<'a>, T>] [$action<'a, S, T>] $(, $($bound)+)?);
+    };
+    (@impl [$($implicit:tt)+] [$($explicit:tt)+] [$($any:tt)+] $(, $($bound:tt)+)?) => {
+        impl<'a, T> std::future::IntoFuture for $($implicit)+ $(where $($bound)+)? {
+            type Output = crate::Result<$crate::Cursor<T>>;
+            type IntoFuture = futures_util::future::BoxFuture<'a, crate::Result<$crate::Cursor<T>>>;
+
+            fn into_future(self) -> Self::IntoFuture {
+                Box::pin(self.execute())
+            }
+        }
+
+        impl<'a, T> std::future::IntoFuture for $($explicit)+ $(where $($bound)+)? {
+            type Output = crate::Result<$crate::SessionCursor<T>>;
+            type IntoFuture = futures_util::future::BoxFuture<'a, crate::Result<$crate::SessionCursor<T>>>;
+
+            fn into_future(self) -> Self::IntoFuture {
+                Box::pin(async move { self.execute().await.map($crate::SessionCursor::new) })
+            }
+        }
+
+        impl<'a, T, S> $crate::client::action::private::Sealed for $($any)+ {}
+        impl<'a, T> $crate::client::action::Action for $($implicit)+ $(where $($bound)+)? {}
+        impl<'a, T> $crate::client::action::Action for $($explicit)+ $(where $($bound)+)? {}
+    };
+}
+pub(crate) use cursor_into_future;
+
+/// The session of an action that opens a cursor: none given (the action gives a [`Cursor`](crate::Cursor)).
+#[derive(Debug)]
+pub struct ImplicitSession;
+
+/// The session of an action that opens a cursor: one given with `session(..)` (the action
+/// gives a [`SessionCursor`](crate::SessionCursor), iterated with the same session).
+#[derive(Debug)]
+pub struct ExplicitSession<'a>(std::marker::PhantomData<&'a mut super::session::ClientSession>);
+
+/// Makes `Action` a trait only this crate implements.
+pub(crate) mod private {
+    /// Implemented by every action.
+    pub trait Sealed {}
+}
+
+/// An operation to run: configured by its chained setters, run by `.await`.
+pub trait Action: private::Sealed + std::future::IntoFuture {
+    /// Calls `f` on the action with the value, when there is one: a conditional setter in a
+    /// chain.
+    ///
+    /// ```no_run
+    /// # async fn example(db: mongo_actors::Database, filter: Option<bson::Document>) -> mongo_actors::error::Result<()> {
+    /// use mongo_actors::action::Action;
+    /// let names = db.list_collection_names().optional(filter, |a, f| a.filter(f)).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn optional<Value>(self, value: Option<Value>, f: impl FnOnce(Self, Value) -> Self) -> Self
+    where
+        Self: Sized,
+    {
+        match value {
+            Some(value) => f(self, value),
+            None => self,
+        }
+    }
+}
+
+/// Marks the listed actions (each with its generics) as [`Action`]s.
+macro_rules! action {
+    ($(impl$(<$($g:tt),*>)? for $ty:ty;)*) => {
+        $(
+            impl$(<$($g),*>)? $crate::client::action::private::Sealed for $ty {}
+            impl$(<$($g),*>)? $crate::client::action::Action for $ty {}
+        )*
+    };
+}
+
+action! {
+    impl<'a> for ListIndexes<'a, super::options::admin::IndexModel>;
+    impl<'a> for ListIndexes<'a, Vec<String>>;
+    impl for Shutdown;
+    impl<'a> for StartTransaction<&'a mut super::session::ClientSession>;
+    impl<'a> for WarmConnectionPool<'a>;
+    impl for gridfs::OpenUploadStream;
+    impl for gridfs::OpenDownloadStreamByName;
+}

@@ -6,6 +6,7 @@
 use actors::options::*;
 use actors::{Collection, Cursor, Database};
 use bson::{doc, Bson, Document};
+use futures_util::TryStreamExt;
 use serde::de::DeserializeOwned;
 
 use super::runner::{OpResult, R};
@@ -118,6 +119,20 @@ fn update(name: &str, args: &Document) -> R<UpdateModifications> {
     }
 }
 
+/// A cursor-opening action run in `session` when there is one: the official API's
+/// `SessionCursor` then, as a plain cursor for the runner's entities.
+macro_rules! cursor_in {
+    ($action:expr, $session:expr) => {{
+        let action = $action;
+        async move {
+            match $session {
+                Some(s) => action.session(s).await.map(actors::SessionCursor::into_cursor),
+                None => action.await,
+            }
+        }
+    }};
+}
+
 /// Typed specifications as the documents a test expects.
 fn specifications(v: Vec<actors::results::DatabaseSpecification>) -> actors::Result<Option<Bson>> {
     let all = v.iter().map(bson::serialize_to_document).collect::<Result<Vec<_>, _>>()?;
@@ -223,7 +238,7 @@ pub(super) async fn bucket_op(
             let filter = args.get_document("filter").cloned().unwrap_or_default();
             let sort = args.get_document("sort").ok().cloned();
             match bucket.find(filter, sort).await {
-                Ok(c) => match c.try_collect().await {
+                Ok(c) => match c.try_collect::<Vec<_>>().await {
                     Ok(files) => Ok(Some(Bson::Array(
                         files.iter().filter_map(|f| bson::serialize_to_bson(f).ok()).collect(),
                     ))),
@@ -568,7 +583,7 @@ async fn read_op_result(
         "find" | "createFindCursor" => {
             let mut o: FindOptions = options(name, args, &["filter"])?;
             o.selection_criteria = rp;
-            match coll.find(filter()?).with_options(o).session(session).await {
+            match cursor_in!(coll.find(filter()?).with_options(o), session).await {
                 Ok(c) => cursor_result(c, name == "createFindCursor", new_cursor).await,
                 Err(e) => Err(e),
             }
@@ -605,7 +620,7 @@ async fn read_op_result(
         "aggregate" => {
             let mut o: AggregateOptions = options(name, args, &["pipeline"])?;
             o.selection_criteria = rp;
-            match coll.aggregate(documents(args, "pipeline")).with_options(o).session(session).await {
+            match cursor_in!(coll.aggregate(documents(args, "pipeline")).with_options(o), session).await {
                 Ok(c) => cursor_result(c, false, new_cursor).await,
                 Err(e) => Err(e),
             }
@@ -681,7 +696,8 @@ async fn index_op_result(
                 Err(_) => AggregateOptions::default(),
             };
             let _: RunCommandOptions = options(name, args, &["name", "aggregationOptions"])?;
-            match coll.list_search_indexes(args.get_str("name").ok(), aggregation).session(session).await {
+            match cursor_in!(coll.list_search_indexes(args.get_str("name").ok(), aggregation), session).await
+            {
                 Ok(c) => cursor_result(c, false, new_cursor).await,
                 Err(e) => Err(e),
             }
@@ -763,7 +779,7 @@ pub(super) async fn database_op(
         "aggregate" => {
             let mut o: AggregateOptions = options(name, args, &["pipeline"])?;
             o.selection_criteria = op_read_preference(args, None)?;
-            match db.aggregate(documents(args, "pipeline")).with_options(o).session(session).await {
+            match cursor_in!(db.aggregate(documents(args, "pipeline")).with_options(o), session).await {
                 Ok(c) => cursor_result(c, false, new_cursor).await,
                 Err(e) => Err(e),
             }

@@ -1,6 +1,7 @@
 //! Runs one unified test: a fresh simulated deployment, the entities, the operations, then the
 //! expected events and the outcome.
 
+use futures_util::TryStreamExt;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -249,7 +250,7 @@ async fn run_in(ctx: &mut Ctx, file: &Document, test: &Document) -> R<()> {
             .with_options(options)
             .await
             .map_err(|e| format!("outcome find: {e}"))?
-            .try_collect()
+            .try_collect::<Vec<Document>>()
             .await
             .map_err(|e| format!("outcome find: {e}"))?;
         let expected = Bson::Array(outcome.get_array("documents").cloned().unwrap_or_default());
