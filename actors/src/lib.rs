@@ -43,7 +43,7 @@ pub mod change_stream {
 }
 /// Every option, result and model type, in one place (as `mongodb::options` has them).
 pub mod options {
-    pub use crate::client::gridfs::GridFsBucketOptions;
+    pub use crate::client::gridfs::{GridFsBucketOptions, GridFsFindOneOptions, GridFsFindOptions};
     pub use crate::client::options::{Compressor, Tls, TlsOptions};
     pub use crate::client::{
         Acknowledgment, AggregateOptions, BulkWriteOptions, BulkWriteResult, ChangeStreamOptions, Collation,

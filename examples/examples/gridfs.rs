@@ -46,11 +46,10 @@ async fn main() -> Result<(), BoxError> {
     let mut newest = Vec::new();
     bucket.open_download_stream_by_name("report.bin").await?.read_to_end(&mut newest).await?;
     println!("newest revision: {:?}", String::from_utf8_lossy(&newest));
-    let revisions =
-        bucket.find(doc! {"filename": "report.bin"}, None).await?.try_collect::<Vec<_>>().await?.len();
+    let revisions = bucket.find(doc! {"filename": "report.bin"}).await?.try_collect::<Vec<_>>().await?.len();
 
     bucket.delete_by_name("report.bin").await?;
-    let left = bucket.find(doc! {}, None).await?.try_collect::<Vec<_>>().await?.len();
+    let left = bucket.find(doc! {}).await?.try_collect::<Vec<_>>().await?.len();
     println!("revisions: {revisions}, left after delete_by_name: {left}");
 
     if args.smoke {

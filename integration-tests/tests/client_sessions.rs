@@ -331,7 +331,7 @@ async fn every_operation_sends_its_session() {
     check_sent(ev, "list_collection_names", &["listCollections"], &lsid, None);
     let command = doc! {"find": "ops", "batchSize": 2};
     let cursor = db.run_cursor_command(command).session(&mut *ss).await.expect("run_cursor_command");
-    assert_eq!(cursor.try_collect::<Vec<_>>().await.expect("docs").len(), 3);
+    assert_eq!(cursor.into_cursor().try_collect::<Vec<_>>().await.expect("docs").len(), 3);
     check_sent(ev, "run_cursor_command", &["find", "getMore"], &lsid, None);
     db.run_command(doc! {"ping": 1}).session(&mut *ss).await.expect("run_command");
     check_sent(ev, "run_command", &["ping"], &lsid, None);
@@ -395,7 +395,7 @@ async fn every_operation_sends_its_session() {
     check_sent(ev, "aggregate in a transaction", &["aggregate"], &lsid, Some(base + 10));
     let cursor =
         db.run_cursor_command(doc! {"find": "ops"}).session(&mut *ss).await.expect("run_cursor_command");
-    assert_eq!(cursor.try_collect::<Vec<_>>().await.expect("docs").len(), 4);
+    assert_eq!(cursor.into_cursor().try_collect::<Vec<_>>().await.expect("docs").len(), 4);
     check_sent(ev, "run_cursor_command in a transaction", &["find"], &lsid, Some(base + 10));
     db.run_command(doc! {"find": "ops", "filter": {"_id": 40}}).session(&mut *ss).await.expect("run_command");
     check_sent(ev, "run_command in a transaction", &["find"], &lsid, Some(base + 10));

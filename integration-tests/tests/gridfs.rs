@@ -110,7 +110,7 @@ async fn a_file_goes_in_and_out_of_a_bucket_byte_for_byte() {
     assert!(matches!(*gone.kind, actors::ErrorKind::GridFs(GridFsErrorKind::FileNotFound { .. })), "{gone}");
     assert!(matches!(*gone.kind, actors::ErrorKind::GridFs(_)));
     let names: Vec<Option<String>> = bucket
-        .find(doc! {}, None)
+        .find(doc! {})
         .await
         .expect("find")
         .try_collect::<Vec<_>>()

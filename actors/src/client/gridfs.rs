@@ -74,6 +74,63 @@ pub struct GridFsBucketOptions {
     pub timeout: Option<Duration>,
 }
 
+/// Options of [`GridFsBucket::find`]: those of a `find` on the files collection.
+#[derive(TypedBuilder, Debug, Default, Clone, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
+#[non_exhaustive]
+pub struct GridFsFindOptions {
+    /// Let the server use temporary files for a large sort.
+    pub allow_disk_use: Option<bool>,
+    /// Documents per batch.
+    pub batch_size: Option<u32>,
+    /// The most files documents to give.
+    pub limit: Option<i64>,
+    /// The server-side time limit of each batch.
+    pub max_time: Option<Duration>,
+    /// Files documents to skip.
+    pub skip: Option<u64>,
+    /// Their order.
+    pub sort: Option<Document>,
+}
+
+impl From<GridFsFindOptions> for crate::options::FindOptions {
+    fn from(o: GridFsFindOptions) -> Self {
+        crate::options::FindOptions {
+            allow_disk_use: o.allow_disk_use,
+            batch_size: o.batch_size,
+            limit: o.limit,
+            max_time: o.max_time,
+            skip: o.skip,
+            sort: o.sort,
+            ..Default::default()
+        }
+    }
+}
+
+/// Options of [`GridFsBucket::find_one`].
+#[derive(TypedBuilder, Debug, Default, Clone, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
+#[non_exhaustive]
+pub struct GridFsFindOneOptions {
+    /// The server-side time limit.
+    pub max_time: Option<Duration>,
+    /// Files documents to skip.
+    pub skip: Option<u64>,
+    /// Their order (the first one is given).
+    pub sort: Option<Document>,
+}
+
+impl From<GridFsFindOneOptions> for crate::options::FindOneOptions {
+    fn from(o: GridFsFindOneOptions) -> Self {
+        crate::options::FindOneOptions {
+            max_time: o.max_time,
+            skip: o.skip,
+            sort: o.sort,
+            ..Default::default()
+        }
+    }
+}
+
 /// A file's document in the files collection.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -85,7 +142,8 @@ pub struct FilesCollectionDocument {
     /// Its length in bytes.
     pub length: u64,
     /// Its chunk size in bytes.
-    pub chunk_size: u32,
+    #[serde(rename = "chunkSize")]
+    pub chunk_size_bytes: u32,
     /// When it was uploaded.
     pub upload_date: DateTime,
     /// Its name (not unique: several revisions may share it).
@@ -360,29 +418,35 @@ impl GridFsBucket {
     }
 
     /// Opens a download of the file `id`.
-    pub async fn open_download_stream(&self, id: Bson) -> Result<GridFsDownloadStream> {
+    pub(crate) async fn download_by_id(&self, id: Bson) -> Result<GridFsDownloadStream> {
         let deadline = self.deadline();
         let file = self.inner.file(&id, deadline).await?;
         self.inner.download(file, deadline).await
     }
 
-    /// The files documents matching `filter` (sorted with `sort`, if given).
-    pub async fn find(
+    /// The files documents matching `filter`, found with `options`.
+    pub(crate) async fn find_files(
         &self,
         filter: Document,
-        sort: Option<Document>,
+        options: crate::options::FindOptions,
     ) -> Result<Cursor<FilesCollectionDocument>> {
         let files = self.inner.files.clone_with_type::<FilesCollectionDocument>();
-        let mut find = files.find(filter);
-        if let Some(sort) = sort {
-            find = find.sort(sort);
-        }
-        find.maybe_timeout(self.inner.timeout).await
+        files.find(filter).with_options(options).maybe_timeout(self.inner.timeout).await
+    }
+
+    /// The first files document matching `filter`, found with `options`.
+    pub(crate) async fn find_one_file(
+        &self,
+        filter: Document,
+        options: crate::options::FindOneOptions,
+    ) -> Result<Option<FilesCollectionDocument>> {
+        let files = self.inner.files.clone_with_type::<FilesCollectionDocument>();
+        files.find_one(filter).with_options(options).maybe_timeout(self.inner.timeout).await
     }
 
     /// Deletes the file `id`: its files document, then its chunks. A missing file is an
     /// error (its stray chunks are deleted all the same).
-    pub async fn delete(&self, id: Bson) -> Result<()> {
+    pub(crate) async fn delete_file(&self, id: Bson) -> Result<()> {
         let deadline = self.deadline();
         let deleted = self
             .inner
@@ -401,7 +465,7 @@ impl GridFsBucket {
     }
 
     /// Deletes every revision of the files named `filename`.
-    pub async fn delete_by_name(&self, filename: &str) -> Result<()> {
+    pub(crate) async fn delete_files_named(&self, filename: &str) -> Result<()> {
         let deadline = self.deadline();
         let ids: Vec<Bson> = self
             .inner
@@ -430,7 +494,7 @@ impl GridFsBucket {
     }
 
     /// Renames the file `id`.
-    pub async fn rename(&self, id: Bson, new_filename: &str) -> Result<()> {
+    pub(crate) async fn rename_file(&self, id: Bson, new_filename: &str) -> Result<()> {
         let updated = self
             .inner
             .files
@@ -446,7 +510,7 @@ impl GridFsBucket {
     }
 
     /// Renames every revision of the files named `filename`.
-    pub async fn rename_by_name(&self, filename: &str, new_filename: &str) -> Result<()> {
+    pub(crate) async fn rename_files_named(&self, filename: &str, new_filename: &str) -> Result<()> {
         let updated = self
             .inner
             .files
@@ -462,7 +526,7 @@ impl GridFsBucket {
     }
 
     /// Drops the bucket's two collections.
-    pub async fn drop(&self) -> Result<()> {
+    pub(crate) async fn drop_bucket(&self) -> Result<()> {
         let deadline = self.deadline();
         self.inner.files.drop().maybe_timeout(left(deadline)?).await?;
         self.inner.chunks.drop().maybe_timeout(left(deadline)?).await?;
@@ -512,7 +576,7 @@ impl GridFsDownloadStream {
             Some(Bson::Binary(b)) => b.bytes.clone(),
             _ => Vec::new(),
         };
-        let chunk_size = u64::from(self.file.chunk_size);
+        let chunk_size = u64::from(self.file.chunk_size_bytes);
         let left = self.file.length.saturating_sub(self.received);
         if left == 0 {
             return Err(Error::gridfs(GridFsErrorKind::WrongNumberOfChunks {

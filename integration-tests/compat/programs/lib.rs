@@ -16,6 +16,7 @@ pub mod collections;
 pub mod crud;
 pub mod errors;
 pub mod events;
+pub mod gridfs;
 pub mod raw_cursor;
 pub mod selection;
 pub mod session_cursors;
@@ -32,6 +33,7 @@ pub fn all() -> Vec<(&'static str, bool, Program)> {
         ("collections", false, |uri, db| Box::pin(collections::run(uri, db))),
         ("errors", false, |uri, db| Box::pin(errors::run(uri, db))),
         ("events", false, |uri, db| Box::pin(events::run(uri, db))),
+        ("gridfs", false, |uri, db| Box::pin(gridfs::run(uri, db))),
         ("raw_cursor", false, |uri, db| Box::pin(raw_cursor::run(uri, db))),
         ("selection", false, |uri, db| Box::pin(selection::run(uri, db))),
         ("session_cursors", false, |uri, db| Box::pin(session_cursors::run(uri, db))),

@@ -32,6 +32,7 @@ mod find_one;
 mod find_one_and_delete;
 mod find_one_and_replace;
 mod find_one_and_update;
+mod gridfs_files;
 mod insert_many;
 mod insert_one;
 mod list_collections;
@@ -87,6 +88,9 @@ pub use watch::Watch;
 
 /// The GridFS builders, at the path the official crate gives them (`action::gridfs`).
 pub mod gridfs {
+    pub use super::gridfs_files::{
+        Delete, DeleteByName, Drop, Find, FindOne, OpenDownloadStream, Rename, RenameByName,
+    };
     pub use super::open_download_stream_by_name::OpenDownloadStreamByName;
     pub use super::open_upload_stream::OpenUploadStream;
 }
@@ -251,6 +255,8 @@ macro_rules! action {
         )*
     };
 }
+
+pub(crate) use action;
 
 action! {
     impl<'a> for ListIndexes<'a, super::options::admin::IndexModel>;

@@ -13,8 +13,10 @@ use super::super::op_options::{cursor_mode, CursorType, TimeoutMode};
 use super::super::ops::run_cursor_command::RunCursorCommand as RunCursorCommandOp;
 use super::super::options::admin::RunCursorCommandOptions;
 use super::super::session::ClientSession;
-use super::{into_future, option_setters};
+use super::super::session_cursor::SessionCursor;
+use super::{option_setters, ExplicitSession, ImplicitSession};
 use crate::Result;
+use std::marker::PhantomData;
 
 impl Database {
     /// Runs `command`, which opens a cursor (a `find`, `aggregate`, ...), and gives the
@@ -27,6 +29,7 @@ impl Database {
             command: Ok(command),
             options: RunCursorCommandOptions::default(),
             session: None,
+            _mode: PhantomData,
         }
     }
 
@@ -39,21 +42,44 @@ impl Database {
             command: super::run_command::raw_command(&command),
             options: RunCursorCommandOptions::default(),
             session: None,
+            _mode: PhantomData,
         }
     }
 }
 
-/// A `run_cursor_command`: see [`Database::run_cursor_command`].
+/// A `run_cursor_command`: see [`Database::run_cursor_command`]. Gives a [`Cursor`], or a
+/// [`SessionCursor`](crate::SessionCursor) when run in an explicit
+/// [`session`](Self::session).
 #[must_use = "an operation does nothing until it is awaited"]
-pub struct RunCursorCommand<'a> {
+pub struct RunCursorCommand<'a, Session = ImplicitSession> {
     handle: Handle<'a>,
     command: Result<Document>,
     options: RunCursorCommandOptions,
     session: Option<&'a mut ClientSession>,
+    _mode: PhantomData<Session>,
 }
 
-impl<'a> RunCursorCommand<'a> {
-    option_setters!(options: RunCursorCommandOptions;
+impl<'a> RunCursorCommand<'a, ImplicitSession> {
+    /// Runs the command in `session`: it then gives a [`SessionCursor`](crate::SessionCursor).
+    pub fn session(
+        self,
+        session: impl Into<&'a mut ClientSession>,
+    ) -> RunCursorCommand<'a, ExplicitSession<'a>> {
+        let RunCursorCommand { handle, command, options, .. } = self;
+        RunCursorCommand { handle, command, options, session: Some(session.into()), _mode: PhantomData }
+    }
+}
+
+impl<'a> RunCursorCommand<'a, ExplicitSession<'a>> {
+    /// Runs the command in `session` instead.
+    pub fn session(mut self, session: impl Into<&'a mut ClientSession>) -> Self {
+        self.session = Some(session.into());
+        self
+    }
+}
+
+impl<'a, Session> RunCursorCommand<'a, Session> {
+    option_setters!(@without_session options: RunCursorCommandOptions;
         batch_size: u32,
         comment => Bson,
         cursor_type: CursorType,
@@ -64,7 +90,7 @@ impl<'a> RunCursorCommand<'a> {
     );
 
     async fn execute(self) -> Result<Cursor<Document>> {
-        let RunCursorCommand { handle, command, options, session } = self;
+        let RunCursorCommand { handle, command, options, session, .. } = self;
         let command = command?;
         let timeout = handle.op_timeout(options.timeout);
         let mode = cursor_mode(timeout, options.timeout_mode, options.cursor_type)?;
@@ -78,4 +104,25 @@ impl<'a> RunCursorCommand<'a> {
     }
 }
 
-into_future!(RunCursorCommand<'a> => Cursor<Document>);
+impl<'a> std::future::IntoFuture for RunCursorCommand<'a, ImplicitSession> {
+    type Output = Result<Cursor<Document>>;
+    type IntoFuture = futures_util::future::BoxFuture<'a, Result<Cursor<Document>>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.execute())
+    }
+}
+
+impl<'a> std::future::IntoFuture for RunCursorCommand<'a, ExplicitSession<'a>> {
+    type Output = Result<SessionCursor<Document>>;
+    type IntoFuture = futures_util::future::BoxFuture<'a, Result<SessionCursor<Document>>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { self.execute().await.map(SessionCursor::new) })
+    }
+}
+
+super::action! {
+    impl<'a> for RunCursorCommand<'a, ImplicitSession>;
+    impl<'a> for RunCursorCommand<'a, ExplicitSession<'a>>;
+}

@@ -236,8 +236,11 @@ pub(super) async fn bucket_op(
         "drop" => bucket.drop().await.map(|()| None),
         "find" => {
             let filter = args.get_document("filter").cloned().unwrap_or_default();
-            let sort = args.get_document("sort").ok().cloned();
-            match bucket.find(filter, sort).await {
+            let mut find = bucket.find(filter);
+            if let Ok(sort) = args.get_document("sort") {
+                find = find.sort(sort.clone());
+            }
+            match find.await {
                 Ok(c) => match c.try_collect::<Vec<_>>().await {
                     Ok(files) => Ok(Some(Bson::Array(
                         files.iter().filter_map(|f| bson::serialize_to_bson(f).ok()).collect(),
@@ -803,7 +806,7 @@ pub(super) async fn database_op(
             let command = super::command_with_name_first(args);
             let mut o: RunCursorCommandOptions = options(name, args, &["command", "commandName"])?;
             o.selection_criteria = op_read_preference(args, None)?;
-            match db.run_cursor_command(command).with_options(o).session(session).await {
+            match cursor_in!(db.run_cursor_command(command).with_options(o), session).await {
                 Ok(c) => cursor_result(c, name == "createCommandCursor", new_cursor).await,
                 Err(e) => Err(e),
             }
