@@ -123,6 +123,6 @@ APIDOC_TARGET ?= target/apidoc
 api-gap:
 	cp -n Cargo.lock integration-tests/compat/official-api/Cargo.lock
 	CARGO_TARGET_DIR=$(abspath $(APIDOC_TARGET)) $(CARGO) +nightly rustdoc -q --manifest-path integration-tests/compat/official-api/Cargo.toml -p mongodb --lib -- -Z unstable-options --output-format json
-	CARGO_TARGET_DIR=$(APIDOC_TARGET) $(CARGO) +nightly rustdoc -q -p mongo-actors --lib -- -Z unstable-options --output-format json
+	CARGO_TARGET_DIR=$(APIDOC_TARGET) $(CARGO) +nightly rustdoc -q -p mongo-actors --features sync --lib -- -Z unstable-options --output-format json
 	python3 integration-tests/compat/api_gap.py $(APIDOC_TARGET)/doc/mongodb.json $(APIDOC_TARGET)/doc/mongo_actors.json > integration-tests/compat/API-GAPS.md
 	@sed -n 6,9p integration-tests/compat/API-GAPS.md

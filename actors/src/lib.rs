@@ -26,6 +26,8 @@ mod server_info;
 pub mod snapshot;
 pub mod srv;
 pub mod srv_poller;
+#[cfg(feature = "sync")]
+pub mod sync;
 pub mod topology;
 
 pub use client::actor::ClientActor;

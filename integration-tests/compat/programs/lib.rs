@@ -20,6 +20,7 @@ pub mod gridfs;
 pub mod raw_cursor;
 pub mod selection;
 pub mod session_cursors;
+pub mod sync;
 pub mod transactions;
 
 /// Every program: its name, whether it needs a replica set (transactions), and the program.
@@ -37,6 +38,7 @@ pub fn all() -> Vec<(&'static str, bool, Program)> {
         ("raw_cursor", false, |uri, db| Box::pin(raw_cursor::run(uri, db))),
         ("selection", false, |uri, db| Box::pin(selection::run(uri, db))),
         ("session_cursors", false, |uri, db| Box::pin(session_cursors::run(uri, db))),
+        ("sync", false, |uri, db| Box::pin(sync::run(uri, db))),
         ("transactions", true, |uri, db| Box::pin(transactions::run(uri, db))),
     ]
 }

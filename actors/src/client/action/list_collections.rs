@@ -99,4 +99,13 @@ impl<'a, M: ListingOutput<Document>> ListCollections<'a, M> {
     }
 }
 
-into_future!(ListCollections<'a, M> => M, where M: ListingOutput<Document> + 'a);
+into_future!(@future ListCollections<'a, M> => M, where M: ListingOutput<Document> + 'a);
+
+#[cfg(feature = "sync")]
+impl<'a, M: ListingOutput<Document> + crate::sync::IntoSync + 'a> ListCollections<'a, M> {
+    /// Runs the action to completion, blocking (the sync API).
+    pub fn run(self) -> Result<M::Sync> {
+        crate::sync::block_on(std::future::IntoFuture::into_future(self))
+            .map(crate::sync::IntoSync::into_sync)
+    }
+}

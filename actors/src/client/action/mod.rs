@@ -25,6 +25,7 @@ mod delete;
 mod distinct;
 mod drop;
 mod drop_index;
+mod end_transaction;
 mod estimated_document_count;
 mod find;
 mod find_and_modify;
@@ -63,6 +64,7 @@ pub use delete::Delete;
 pub use distinct::Distinct;
 pub use drop::DropNamespace;
 pub use drop_index::DropIndexes;
+pub use end_transaction::{AbortTransaction, CommitTransaction};
 pub use estimated_document_count::EstimatedDocumentCount;
 pub use find::Find;
 pub use find_one::FindOne;
@@ -155,7 +157,29 @@ pub(crate) use option_setters;
 
 /// `IntoFuture` for an action: `.await` runs its `execute`.
 macro_rules! into_future {
+    ($action:ident<'a $(, $t:ident)?> => sync $out:ty $(, where $($bound:tt)+)?) => {
+        into_future!(@future $action<'a $(, $t)?> => $out $(, where $($bound)+)?);
+
+        #[cfg(feature = "sync")]
+        impl<'a $(, $t)?> $action<'a $(, $t)?> $(where $($bound)+)? {
+            /// Runs the action to completion, blocking (the sync API).
+            pub fn run(self) -> crate::Result<<$out as crate::sync::IntoSync>::Sync> {
+                crate::sync::block_on(std::future::IntoFuture::into_future(self)).map(crate::sync::IntoSync::into_sync)
+            }
+        }
+    };
     ($action:ident<'a $(, $t:ident)?> => $out:ty $(, where $($bound:tt)+)?) => {
+        into_future!(@future $action<'a $(, $t)?> => $out $(, where $($bound)+)?);
+
+        #[cfg(feature = "sync")]
+        impl<'a $(, $t)?> $action<'a $(, $t)?> $(where $($bound)+)? {
+            /// Runs the action to completion, blocking (the sync API).
+            pub fn run(self) -> crate::Result<$out> {
+                crate::sync::block_on(std::future::IntoFuture::into_future(self))
+            }
+        }
+    };
+    (@future $action:ident<'a $(, $t:ident)?> => $out:ty $(, where $($bound:tt)+)?) => {
         impl<'a $(, $t)?> std::future::IntoFuture for $action<'a $(, $t)?> $(where $($bound)+)? {
             type Output = crate::Result<$out>;
             type IntoFuture = futures_util::future::BoxFuture<'a, crate::Result<$out>>;
@@ -204,6 +228,22 @@ macro_rules! cursor_into_future {
         impl<'a, T, S> $crate::client::action::private::Sealed for $($any)+ {}
         impl<'a, T> $crate::client::action::Action for $($implicit)+ $(where $($bound)+)? {}
         impl<'a, T> $crate::client::action::Action for $($explicit)+ $(where $($bound)+)? {}
+
+        #[cfg(feature = "sync")]
+        impl<'a, T> $($implicit)+ $(where $($bound)+)? {
+            /// Runs the action to completion, blocking (the sync API).
+            pub fn run(self) -> crate::Result<$crate::sync::Cursor<T>> {
+                crate::sync::block_on(std::future::IntoFuture::into_future(self)).map($crate::sync::Cursor::new)
+            }
+        }
+
+        #[cfg(feature = "sync")]
+        impl<'a, T> $($explicit)+ $(where $($bound)+)? {
+            /// Runs the action to completion, blocking (the sync API).
+            pub fn run(self) -> crate::Result<$crate::sync::SessionCursor<T>> {
+                crate::sync::block_on(std::future::IntoFuture::into_future(self)).map($crate::sync::SessionCursor::new)
+            }
+        }
     };
 }
 pub(crate) use cursor_into_future;

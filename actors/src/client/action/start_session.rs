@@ -74,4 +74,4 @@ impl<'a> StartSession<'a> {
     }
 }
 
-into_future!(StartSession<'a> => ClientSession);
+into_future!(StartSession<'a> => sync ClientSession);

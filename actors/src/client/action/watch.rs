@@ -116,4 +116,4 @@ impl Client {
     }
 }
 
-into_future!(Watch<'a, T> => ChangeStream<ChangeStreamEvent<T>>, where T: Send + Sync + 'static);
+into_future!(Watch<'a, T> => sync ChangeStream<ChangeStreamEvent<T>>, where T: Send + Sync + 'static);

@@ -113,8 +113,8 @@ impl ClientSession {
     /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) without a transaction; the server's or the network's error,
     /// labelled `UnknownTransactionCommitResult` when the outcome is unknown;
     /// [`ErrorKind::Timeout`](crate::error::ErrorKind::Timeout) when the timeout expires.
-    pub async fn commit_transaction(&mut self) -> Result<()> {
-        self.commit_transaction_with(EndTransactionOptions::default()).await
+    pub fn commit_transaction(&mut self) -> crate::action::CommitTransaction<'_> {
+        crate::action::CommitTransaction::new(self)
     }
 
     /// [`commit_transaction`](Self::commit_transaction) with a timeout of its own.
@@ -184,8 +184,8 @@ impl ClientSession {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) without a transaction in progress.
-    pub async fn abort_transaction(&mut self) -> Result<()> {
-        self.abort_transaction_with(EndTransactionOptions::default()).await
+    pub fn abort_transaction(&mut self) -> crate::action::AbortTransaction<'_> {
+        crate::action::AbortTransaction::new(self)
     }
 
     /// [`abort_transaction`](Self::abort_transaction) with a timeout of its own.

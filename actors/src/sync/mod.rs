@@ -1,0 +1,88 @@
+//! The blocking API (`mongodb::sync`, with the `sync` feature): the same client, handles and
+//! actions, run to completion on a runtime of the crate's own with `.run()` instead of
+//! `.await`.
+//!
+//! ```no_run
+//! use mongo_actors::bson::doc;
+//! use mongo_actors::sync::Client;
+//!
+//! let client = Client::with_uri_str("mongodb://127.0.0.1:27017")?;
+//! let coll = client.database("app").collection::<mongo_actors::bson::Document>("notes");
+//! coll.insert_one(doc! { "text": "hello" }).run()?;
+//! for note in coll.find(doc! {}).run()? {
+//!     println!("{}", note?);
+//! }
+//! # Ok::<(), mongo_actors::error::Error>(())
+//! ```
+//!
+//! A handle derefs to its async counterpart, so every operation of the async API is there;
+//! the handles that change type (a database's collection, a client's database, a session, a
+//! cursor, a change stream) are the sync ones. Calling `.run()` inside an async runtime
+//! panics, as blocking there would (use `.await`).
+
+mod change_stream;
+mod client;
+mod cursor;
+mod run;
+mod session;
+
+use std::future::Future;
+use std::sync::LazyLock;
+
+pub use self::change_stream::ChangeStream;
+pub use self::client::{Client, Collection, Database};
+pub use self::cursor::{Cursor, SessionCursor, SessionCursorIter};
+pub use self::session::ClientSession;
+
+/// Where the sync API's futures run: two worker threads, started at first use. The client's
+/// actors run on their own System thread, as for any client built outside actix.
+static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("mongo-actors-sync")
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("the sync API cannot start its runtime: {e}"))
+});
+
+/// Runs `future` to completion on the sync API's runtime.
+pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
+    RUNTIME.block_on(future)
+}
+
+/// An async action's output as the sync API gives it: a cursor, a session or a change
+/// stream becomes its blocking counterpart, anything else is itself.
+pub trait IntoSync {
+    /// The blocking counterpart.
+    type Sync;
+    /// Converts.
+    fn into_sync(self) -> Self::Sync;
+}
+
+impl<T> IntoSync for crate::Cursor<T> {
+    type Sync = Cursor<T>;
+    fn into_sync(self) -> Cursor<T> {
+        Cursor::new(self)
+    }
+}
+
+impl IntoSync for Vec<String> {
+    type Sync = Vec<String>;
+    fn into_sync(self) -> Vec<String> {
+        self
+    }
+}
+
+impl IntoSync for crate::ClientSession {
+    type Sync = ClientSession;
+    fn into_sync(self) -> ClientSession {
+        ClientSession::new(self)
+    }
+}
+
+impl<T> IntoSync for crate::ChangeStream<T> {
+    type Sync = ChangeStream<T>;
+    fn into_sync(self) -> ChangeStream<T> {
+        ChangeStream::new(self)
+    }
+}
