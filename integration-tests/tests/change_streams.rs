@@ -3,6 +3,7 @@
 //! drop, and a standalone's refusal. Against `MONGODB_URI` the replica-set tests run when it is
 //! a replica set. Real time (sockets).
 
+use futures_util::StreamExt;
 use std::time::Duration;
 
 use actors::change_stream::{FullDocumentType, OperationType};

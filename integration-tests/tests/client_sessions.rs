@@ -310,7 +310,7 @@ async fn every_operation_sends_its_session() {
     coll.create_index(IndexModel::new(doc! {"x": 1})).session(&mut *ss).await.expect("create_index");
     check_sent(ev, "create_index", &["createIndexes"], &lsid, None);
     let listed = coll.list_indexes().session(&mut *ss).await.expect("list_indexes");
-    assert_eq!(listed.try_collect::<Vec<_>>().await.expect("indexes").len(), 2);
+    assert_eq!(listed.into_cursor().try_collect::<Vec<_>>().await.expect("indexes").len(), 2);
     check_sent(ev, "list_indexes", &["listIndexes"], &lsid, None);
     let index_names = coll.list_index_names().session(&mut *ss).await.expect("list_index_names");
     assert_eq!(index_names, ["_id_", "x_1"]);
@@ -322,7 +322,7 @@ async fn every_operation_sends_its_session() {
     db.create_collection("other").session(&mut *ss).await.expect("create_collection");
     check_sent(ev, "create_collection", &["create"], &lsid, None);
     let listed = db.list_collections().session(&mut *ss).await.expect("list");
-    assert_eq!(listed.try_collect::<Vec<_>>().await.expect("collections").len(), 2);
+    assert_eq!(listed.into_cursor().try_collect::<Vec<_>>().await.expect("collections").len(), 2);
     check_sent(ev, "list_collections", &["listCollections"], &lsid, None);
     let mut collection_names =
         db.list_collection_names().session(&mut *ss).await.expect("list_collection_names");

@@ -495,7 +495,7 @@ type Pending = BoxFuture<'static, (Box<RawCursor>, Result<()>)>;
 
 /// The results of a `find`, an `aggregate` or a listing, as `T`s (`Document` unless given),
 /// batch by batch: a [`Stream`] of `Result<T>` (use `futures::TryStreamExt`, or
-/// [`try_next`](Self::try_next) and [`try_collect`](Self::try_collect)).
+/// `TryStreamExt::try_next` and `try_collect`).
 ///
 /// When a batch runs out, the cursor sends a `getMore` to the server that opened it, with
 /// its session (and, in load-balanced mode, on its pinned connection). Dropping a cursor that

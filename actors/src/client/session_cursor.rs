@@ -1,9 +1,8 @@
 //! [`SessionCursor`]: the cursor of an operation run in an explicit session, iterated with
 //! that session (the official driver's shape: `cursor.next(&mut session)`).
 //!
-//! The cursor already keeps its session's id for its `getMore`s (see
-//! [`session::pool`](super::session)), so the session passed to each call only proves, as in
-//! the official API, that no other operation uses it meanwhile.
+//! The cursor already keeps its session's id for its `getMore`s, so the session passed to
+//! each call only proves, as in the official API, that no other operation uses it meanwhile.
 
 use std::marker::PhantomData;
 use std::pin::Pin;

@@ -46,6 +46,6 @@ impl<T: DeserializeOwned + 'static> Iterator for ChangeStream<T> {
     type Item = Result<T>;
 
     fn next(&mut self) -> Option<Result<T>> {
-        block_on(self.inner.next())
+        block_on(futures_util::StreamExt::next(&mut self.inner))
     }
 }

@@ -25,6 +25,20 @@ impl ListIndexes<'_, Vec<String>> {
     }
 }
 
+impl<'a> ListIndexes<'a, IndexModel, ExplicitSession<'a>> {
+    /// Runs the action to completion, blocking (the sync API).
+    pub fn run(self) -> Result<SessionCursor<IndexModel>> {
+        block_on(self.into_future()).map(SessionCursor::new)
+    }
+}
+
+impl<'a> ListIndexes<'a, Vec<String>, ExplicitSession<'a>> {
+    /// Runs the action to completion, blocking (the sync API).
+    pub fn run(self) -> Result<Vec<String>> {
+        block_on(self.into_future())
+    }
+}
+
 impl RunCursorCommand<'_, ImplicitSession> {
     /// Runs the action to completion, blocking (the sync API).
     pub fn run(self) -> Result<Cursor<bson::Document>> {

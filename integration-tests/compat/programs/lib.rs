@@ -10,6 +10,7 @@
 
 pub mod builders;
 pub mod bulk_write;
+pub mod change_streams;
 pub mod client_fields;
 pub mod client_options;
 pub mod collections;
@@ -23,7 +24,8 @@ pub mod session_cursors;
 pub mod sync;
 pub mod transactions;
 
-/// Every program: its name, whether it needs a replica set (transactions), and the program.
+/// Every program: its name, whether it needs a replica set (transactions, change streams),
+/// and the program.
 pub fn all() -> Vec<(&'static str, bool, Program)> {
     vec![
         ("crud", false, |uri, db| Box::pin(crud::run(uri, db))),
@@ -40,6 +42,7 @@ pub fn all() -> Vec<(&'static str, bool, Program)> {
         ("session_cursors", false, |uri, db| Box::pin(session_cursors::run(uri, db))),
         ("sync", false, |uri, db| Box::pin(sync::run(uri, db))),
         ("transactions", true, |uri, db| Box::pin(transactions::run(uri, db))),
+        ("change_streams", true, |uri, db| Box::pin(change_streams::run(uri, db))),
     ]
 }
 

@@ -25,7 +25,7 @@ impl<T> Collection<T> {
     }
 }
 
-/// A `find`: see [`Collection::find`]. Gives a [`Cursor<T>`], or a [`SessionCursor<T>`] when
+/// A `find`: see [`Collection::find`]. Gives a [`Cursor<T>`], or a [`SessionCursor<T>`](crate::SessionCursor) when
 /// run in an explicit [`session`](Self::session).
 #[must_use = "an operation does nothing until it is awaited"]
 pub struct Find<'a, T = Document, Session = ImplicitSession> {
@@ -38,7 +38,7 @@ pub struct Find<'a, T = Document, Session = ImplicitSession> {
 
 impl<'a, T> Find<'a, T, ImplicitSession> {
     /// Runs the `find` in `session` (in its transaction, if one is in progress): it then
-    /// gives a [`SessionCursor`], iterated with the same session.
+    /// gives a [`SessionCursor`](crate::SessionCursor), iterated with the same session.
     pub fn session(self, session: impl Into<&'a mut ClientSession>) -> Find<'a, T, ExplicitSession<'a>> {
         let Find { coll, filter, options, .. } = self;
         Find { coll, filter, options, session: Some(session.into()), _mode: PhantomData }

@@ -14,7 +14,8 @@ use super::super::ops::list_collections::ListCollections as ListCollectionsOp;
 use super::super::ops::{append, legacy_max_time};
 use super::super::options::admin::ListOptions;
 use super::super::session::ClientSession;
-use super::{into_future, option_setters};
+use super::super::session_cursor::SessionCursor;
+use super::{into_future, option_setters, ExplicitSession, ImplicitSession};
 use crate::results::CollectionSpecification;
 use crate::Result;
 
@@ -39,18 +40,31 @@ impl Database {
 
 /// What a listing gives: a cursor of its documents, or their names.
 pub trait ListingOutput<T>: Sized + Send {
+    /// What a listing run in an explicit session gives.
+    #[doc(hidden)]
+    type InSession;
+    #[doc(hidden)]
+    fn in_session(self) -> Self::InSession;
     /// From the listing's cursor.
     #[doc(hidden)]
     fn from_cursor(cursor: Cursor<Document>) -> futures_util::future::BoxFuture<'static, Result<Self>>;
 }
 
 impl<T: serde::de::DeserializeOwned + Send + 'static, U> ListingOutput<U> for Cursor<T> {
+    type InSession = SessionCursor<T>;
+    fn in_session(self) -> SessionCursor<T> {
+        SessionCursor::new(self)
+    }
     fn from_cursor(cursor: Cursor<Document>) -> futures_util::future::BoxFuture<'static, Result<Self>> {
         Box::pin(async move { Ok(cursor.with_type()) })
     }
 }
 
 impl<T> ListingOutput<T> for Vec<String> {
+    type InSession = Vec<String>;
+    fn in_session(self) -> Vec<String> {
+        self
+    }
     fn from_cursor(cursor: Cursor<Document>) -> futures_util::future::BoxFuture<'static, Result<Self>> {
         Box::pin(async move { Ok(names(cursor.try_collect().await?)) })
     }
@@ -58,15 +72,35 @@ impl<T> ListingOutput<T> for Vec<String> {
 
 /// A `list_collections` or `list_collection_names`: see [`Database::list_collections`].
 #[must_use = "an operation does nothing until it is awaited"]
-pub struct ListCollections<'a, M> {
+pub struct ListCollections<'a, M, S = ImplicitSession> {
     handle: Handle<'a>,
     options: ListOptions,
     session: Option<&'a mut ClientSession>,
-    _out: PhantomData<fn() -> M>,
+    _out: PhantomData<fn() -> (M, S)>,
 }
 
-impl<'a, M: ListingOutput<Document>> ListCollections<'a, M> {
-    option_setters!(options: ListOptions;
+impl<'a, M> ListCollections<'a, M, ImplicitSession> {
+    /// Lists in `session`: the specifications then come through a
+    /// [`SessionCursor`](crate::SessionCursor) (the names as they are).
+    pub fn session(
+        self,
+        session: impl Into<&'a mut ClientSession>,
+    ) -> ListCollections<'a, M, ExplicitSession<'a>> {
+        let ListCollections { handle, options, .. } = self;
+        ListCollections { handle, options, session: Some(session.into()), _out: PhantomData }
+    }
+}
+
+impl<'a, M> ListCollections<'a, M, ExplicitSession<'a>> {
+    /// Lists in `session` instead.
+    pub fn session(mut self, session: impl Into<&'a mut ClientSession>) -> Self {
+        self.session = Some(session.into());
+        self
+    }
+}
+
+impl<'a, M: ListingOutput<Document>, S> ListCollections<'a, M, S> {
+    option_setters!(@without_session options: ListOptions;
         authorized_collections: bool,
         batch_size: u32,
         comment => Bson,
@@ -100,6 +134,23 @@ impl<'a, M: ListingOutput<Document>> ListCollections<'a, M> {
 }
 
 into_future!(@future ListCollections<'a, M> => M, where M: ListingOutput<Document> + 'a);
+
+impl<'a, M: ListingOutput<Document> + 'a> std::future::IntoFuture
+    for ListCollections<'a, M, ExplicitSession<'a>>
+{
+    type Output = Result<M::InSession>;
+    type IntoFuture = futures_util::future::BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { self.execute().await.map(M::in_session) })
+    }
+}
+
+impl<'a, M: ListingOutput<Document> + 'a> super::private::Sealed
+    for ListCollections<'a, M, ExplicitSession<'a>>
+{
+}
+impl<'a, M: ListingOutput<Document> + 'a> super::Action for ListCollections<'a, M, ExplicitSession<'a>> {}
 
 #[cfg(feature = "sync")]
 impl<'a, M: ListingOutput<Document> + crate::sync::IntoSync + 'a> ListCollections<'a, M> {

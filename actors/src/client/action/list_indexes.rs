@@ -13,7 +13,8 @@ use super::super::ops::list_indexes::ListIndexes as ListIndexesOp;
 use super::super::ops::{append, legacy_max_time};
 use super::super::options::admin::{IndexModel, ListOptions};
 use super::super::session::ClientSession;
-use super::option_setters;
+use super::super::session_cursor::SessionCursor;
+use super::{option_setters, ExplicitSession, ImplicitSession};
 use crate::Result;
 
 impl<T> Collection<T> {
@@ -40,15 +41,35 @@ impl<T> Collection<T> {
 
 /// A `list_indexes` or `list_index_names`: see [`Collection::list_indexes`].
 #[must_use = "an operation does nothing until it is awaited"]
-pub struct ListIndexes<'a, M> {
+pub struct ListIndexes<'a, M, Session = ImplicitSession> {
     handle: Handle<'a>,
     options: ListOptions,
     session: Option<&'a mut ClientSession>,
-    _out: PhantomData<fn() -> M>,
+    _out: PhantomData<fn() -> (M, Session)>,
 }
 
-impl<'a, M> ListIndexes<'a, M> {
-    option_setters!(options: ListOptions;
+impl<'a, M> ListIndexes<'a, M, ImplicitSession> {
+    /// Lists in `session`: the indexes then come through a
+    /// [`SessionCursor`](crate::SessionCursor) (the names as they are).
+    pub fn session(
+        self,
+        session: impl Into<&'a mut ClientSession>,
+    ) -> ListIndexes<'a, M, ExplicitSession<'a>> {
+        let ListIndexes { handle, options, .. } = self;
+        ListIndexes { handle, options, session: Some(session.into()), _out: PhantomData }
+    }
+}
+
+impl<'a, M> ListIndexes<'a, M, ExplicitSession<'a>> {
+    /// Lists in `session` instead.
+    pub fn session(mut self, session: impl Into<&'a mut ClientSession>) -> Self {
+        self.session = Some(session.into());
+        self
+    }
+}
+
+impl<'a, M, S> ListIndexes<'a, M, S> {
+    option_setters!(@without_session options: ListOptions;
         batch_size: u32,
         comment => Bson,
         max_time: Duration,
@@ -72,15 +93,33 @@ impl<'a, M> ListIndexes<'a, M> {
     }
 }
 
-impl<'a> ListIndexes<'a, IndexModel> {
+impl<'a, S> ListIndexes<'a, IndexModel, S> {
     async fn execute(self) -> Result<Cursor<IndexModel>> {
         Ok(self.open().await?.with_type())
     }
 }
 
-impl<'a> ListIndexes<'a, Vec<String>> {
+impl<'a, S> ListIndexes<'a, Vec<String>, S> {
     async fn execute(self) -> Result<Vec<String>> {
         Ok(names(self.open().await?.try_collect().await?))
+    }
+}
+
+impl<'a> std::future::IntoFuture for ListIndexes<'a, IndexModel, ExplicitSession<'a>> {
+    type Output = Result<SessionCursor<IndexModel>>;
+    type IntoFuture = futures_util::future::BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { self.execute().await.map(SessionCursor::new) })
+    }
+}
+
+impl<'a> std::future::IntoFuture for ListIndexes<'a, Vec<String>, ExplicitSession<'a>> {
+    type Output = Result<Vec<String>>;
+    type IntoFuture = futures_util::future::BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.execute())
     }
 }
 

@@ -301,6 +301,8 @@ pub(crate) use action;
 action! {
     impl<'a> for ListIndexes<'a, super::options::admin::IndexModel>;
     impl<'a> for ListIndexes<'a, Vec<String>>;
+    impl<'a> for ListIndexes<'a, super::options::admin::IndexModel, ExplicitSession<'a>>;
+    impl<'a> for ListIndexes<'a, Vec<String>, ExplicitSession<'a>>;
     impl for Shutdown;
     impl<'a> for StartTransaction<&'a mut super::session::ClientSession>;
     impl<'a> for WarmConnectionPool<'a>;

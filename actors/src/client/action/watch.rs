@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use bson::{doc, Bson, Document, Timestamp};
 
-use super::super::action::{into_future, option_setters};
+use super::super::action::{option_setters, ExplicitSession, ImplicitSession};
 use super::super::change_stream::event::{ChangeStreamEvent, ResumeToken};
+use super::super::change_stream::session::SessionChangeStream;
 use super::super::change_stream::spec::{Spec, Start, Target};
 use super::super::change_stream::ChangeStream;
 use super::super::concern::ReadConcern;
@@ -24,15 +25,15 @@ use crate::Result;
 /// A `watch`: see [`Collection::watch`](super::super::Collection::watch). Gives a
 /// [`ChangeStream`] of [`ChangeStreamEvent<T>`]s.
 #[must_use = "an operation does nothing until it is awaited"]
-pub struct Watch<'a, T = Document> {
+pub struct Watch<'a, T = Document, S = ImplicitSession> {
     target: Target,
     pipeline: Vec<Document>,
     options: ChangeStreamOptions,
     session: Option<&'a mut ClientSession>,
-    _type: PhantomData<fn() -> T>,
+    _type: PhantomData<fn() -> (T, S)>,
 }
 
-impl<'a, T> Watch<'a, T> {
+impl<'a, T> Watch<'a, T, ImplicitSession> {
     fn new(target: Target) -> Self {
         Watch {
             target,
@@ -43,13 +44,30 @@ impl<'a, T> Watch<'a, T> {
         }
     }
 
+    /// Opens the stream in `session`: it then gives a [`SessionChangeStream`], read with the
+    /// same session.
+    pub fn session(self, session: impl Into<&'a mut ClientSession>) -> Watch<'a, T, ExplicitSession<'a>> {
+        let Watch { target, pipeline, options, .. } = self;
+        Watch { target, pipeline, options, session: Some(session.into()), _type: PhantomData }
+    }
+}
+
+impl<'a, T> Watch<'a, T, ExplicitSession<'a>> {
+    /// Opens the stream in `session` instead.
+    pub fn session(mut self, session: impl Into<&'a mut ClientSession>) -> Self {
+        self.session = Some(session.into());
+        self
+    }
+}
+
+impl<'a, T, S> Watch<'a, T, S> {
     /// The stages after `$changeStream` (`$match`, `$project`, ... on the events).
     pub fn pipeline(mut self, pipeline: impl IntoIterator<Item = Document>) -> Self {
         self.pipeline = pipeline.into_iter().collect();
         self
     }
 
-    option_setters!(options: ChangeStreamOptions;
+    option_setters!(@without_session options: ChangeStreamOptions;
         full_document: FullDocumentType,
         full_document_before_change: FullDocumentBeforeChangeType,
         resume_after => ResumeToken,
@@ -66,7 +84,7 @@ impl<'a, T> Watch<'a, T> {
     );
 
     /// Events whose full documents are `U`s.
-    pub fn with_type<U>(self) -> Watch<'a, U> {
+    pub fn with_type<U>(self) -> Watch<'a, U, S> {
         let Watch { target, pipeline, options, session, .. } = self;
         Watch { target, pipeline, options, session, _type: PhantomData }
     }
@@ -116,4 +134,32 @@ impl Client {
     }
 }
 
-into_future!(Watch<'a, T> => sync ChangeStream<ChangeStreamEvent<T>>, where T: Send + Sync + 'static);
+impl<'a, T: Send + Sync + 'static> std::future::IntoFuture for Watch<'a, T, ImplicitSession> {
+    type Output = Result<ChangeStream<ChangeStreamEvent<T>>>;
+    type IntoFuture = futures_util::future::BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.execute())
+    }
+}
+
+impl<'a, T: Send + Sync + 'static> std::future::IntoFuture for Watch<'a, T, ExplicitSession<'a>> {
+    type Output = Result<SessionChangeStream<ChangeStreamEvent<T>>>;
+    type IntoFuture = futures_util::future::BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { self.execute().await.map(SessionChangeStream::new) })
+    }
+}
+
+impl<T, S> super::private::Sealed for Watch<'_, T, S> {}
+impl<T: Send + Sync + 'static> super::Action for Watch<'_, T, ImplicitSession> {}
+impl<'a, T: Send + Sync + 'static> super::Action for Watch<'a, T, ExplicitSession<'a>> {}
+
+#[cfg(feature = "sync")]
+impl<T: Send + Sync + 'static> Watch<'_, T, ImplicitSession> {
+    /// Runs the action to completion, blocking (the sync API).
+    pub fn run(self) -> Result<crate::sync::ChangeStream<ChangeStreamEvent<T>>> {
+        crate::sync::block_on(std::future::IntoFuture::into_future(self)).map(crate::sync::ChangeStream::new)
+    }
+}

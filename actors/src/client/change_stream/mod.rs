@@ -17,6 +17,7 @@
 //! ```
 
 pub mod event;
+pub mod session;
 pub(crate) mod spec;
 
 use std::marker::PhantomData;
@@ -305,12 +306,6 @@ fn resumable(e: &Error, client: &Client) -> bool {
 }
 
 impl<T: DeserializeOwned + 'static> ChangeStream<T> {
-    /// The next event, waiting for one (each `getMore` waits `max_await_time` on the server);
-    /// `None` once the stream is invalidated or closed.
-    pub async fn next(&mut self) -> Option<Result<T>> {
-        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
-    }
-
     /// The next event if one comes within one `getMore` (`tryNext`): `None` when there is
     /// none yet. The resume token moves on even then.
     pub async fn next_if_any(&mut self) -> Result<Option<T>> {

@@ -21,7 +21,10 @@ async fn every_program_passes() {
     let replica_set = transactions_supported(&uri).await;
     for (name, needs_replica_set, program) in compat_ours::all() {
         if needs_replica_set && !replica_set {
-            print_skip(&format!("compat program {name}"), "needs a replica set (transactions)");
+            print_skip(
+                &format!("compat program {name}"),
+                "needs a replica set (transactions, change streams)",
+            );
             continue;
         }
         let db = format!("compat_{name}_{}", std::process::id());

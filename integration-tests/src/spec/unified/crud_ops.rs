@@ -270,10 +270,19 @@ pub(super) async fn watch(
     let mut o: actors::ChangeStreamOptions = options("createChangeStream", args, &["pipeline"])?;
     o.selection_criteria = op_read_preference(args, None)?;
     let pipeline = documents(args, "pipeline");
-    let result = match &target {
-        WatchTarget::Client(c) => c.watch().pipeline(pipeline).with_options(o).session(session).await,
-        WatchTarget::Database(d) => d.watch().pipeline(pipeline).with_options(o).session(session).await,
-        WatchTarget::Collection(c) => c.watch().pipeline(pipeline).with_options(o).session(session).await,
+    let watch = match &target {
+        WatchTarget::Client(c) => c.watch(),
+        WatchTarget::Database(d) => d.watch(),
+        WatchTarget::Collection(c) => c.watch().with_type::<Document>(),
+    };
+    let watch = watch.pipeline(pipeline).with_options(o);
+    // The official API's SessionChangeStream in a session, as a plain stream for the runner.
+    let result = match session {
+        Some(s) => watch
+            .session(s)
+            .await
+            .map(actors::change_stream::session::SessionChangeStream::into_change_stream),
+        None => watch.await,
     };
     Ok(result.map(|s| s.with_type::<Document>()))
 }
@@ -654,7 +663,7 @@ async fn index_op_result(
         }
         "listIndexes" => {
             let o: ListOptions = options(name, args, &[])?;
-            match coll.list_indexes().with_options(o).session(session).await {
+            match cursor_in!(coll.list_indexes().with_options(o), session).await {
                 Ok(c) => {
                     // The listing as the server sent it (IndexModel drops fields it does not know).
                     let c: Cursor = c.with_type();
@@ -665,7 +674,12 @@ async fn index_op_result(
         }
         "listIndexNames" => {
             let o: ListOptions = options(name, args, &[])?;
-            coll.list_index_names().with_options(o).session(session).await.map(strings)
+            let names = coll.list_index_names().with_options(o);
+            match session {
+                Some(s) => names.session(s).await,
+                None => names.await,
+            }
+            .map(strings)
         }
         "rename" => {
             let to = args.get_str("to").map_err(|_| "rename needs a target name")?;
@@ -792,7 +806,7 @@ pub(super) async fn database_op(
             let o: ListOptions = options(name, args, &[])?;
             // The server's documents as they came (the typed specification keeps only the
             // fields it has).
-            match db.list_collections().with_options(o).session(session).await {
+            match cursor_in!(db.list_collections().with_options(o), session).await {
                 Ok(c) => cursor_result(c.with_type::<Document>(), false, new_cursor).await,
                 Err(e) => Err(e),
             }
@@ -800,7 +814,12 @@ pub(super) async fn database_op(
         "listCollectionNames" => {
             let mut o: ListOptions = options(name, args, &[])?;
             o.name_only = Some(true);
-            db.list_collection_names().with_options(o).session(session).await.map(strings)
+            let names = db.list_collection_names().with_options(o);
+            match session {
+                Some(s) => names.session(s).await,
+                None => names.await,
+            }
+            .map(strings)
         }
         "runCursorCommand" | "createCommandCursor" => {
             let command = super::command_with_name_first(args);

@@ -1,6 +1,7 @@
 //! Runs one unified test: a fresh simulated deployment, the entities, the operations, then the
 //! expected events and the outcome.
 
+use futures_util::StreamExt;
 use futures_util::TryStreamExt;
 use std::collections::HashMap;
 use std::sync::Arc;
