@@ -195,3 +195,21 @@ fn u64_of_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error
     }
     .ok_or_else(|| serde::de::Error::custom("expected a whole, non-negative number"))
 }
+
+/// What [`Collection::create_index`](crate::Collection::create_index) gives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct CreateIndexResult {
+    /// The index's name.
+    pub index_name: String,
+}
+
+/// What [`Collection::create_indexes`](crate::Collection::create_indexes) gives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct CreateIndexesResult {
+    /// The indexes' names, in the order given.
+    pub index_names: Vec<String>,
+}

@@ -520,11 +520,13 @@ fn each_builder_has_a_file_of_its_own() {
     }
     // find, find_one, aggregate, count_documents, estimated_document_count, distinct,
     // insert_one, insert_many, update, replace_one, delete, the three find_one_and_*,
-    // bulk_write, client_bulk_write, watch, create_index, drop_index, list_indexes, drop,
-    // rename, create_collection, list_collections, list_databases, run_command,
-    // run_cursor_command, search_index, open_download_stream_by_name, open_upload_stream,
-    // start_session, start_transaction, shutdown, warm_connection_pool.
-    assert_eq!(builders, 34);
+    // bulk_write, client_bulk_write, watch, create_index, drop_index, list_indexes,
+    // drop_collection, drop_database, rename, create_collection, list_collections,
+    // list_databases, run_command, run_cursor_command, search_index, start_session,
+    // start_transaction, commit_transaction, abort_transaction, shutdown,
+    // warm_connection_pool; GridFS: open_upload_stream, open_download_stream(_by_name), and
+    // the bucket's find, find_one, delete, delete_by_name, rename, rename_by_name, drop.
+    assert_eq!(builders, 45);
 }
 
 /// Load-balanced pinning stays a message of the selection actor's mailbox, and the client

@@ -10,70 +10,58 @@ use super::super::concern::WriteConcern;
 use super::super::ops::create_indexes;
 use super::super::options::admin::{CreateIndexOptions, IndexModel};
 use super::super::session::ClientSession;
-use super::{into_future, option_setters};
+use super::{into_future, option_setters, Multiple, Single};
+use crate::results::{CreateIndexResult, CreateIndexesResult};
 use crate::Result;
-
-/// What `create_index` gives.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CreateIndexResult {
-    /// The index's name.
-    pub index_name: String,
-}
-
-/// What `create_indexes` gives.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CreateIndexesResult {
-    /// The indexes' names, in the order given.
-    pub index_names: Vec<String>,
-}
 
 impl<T> Collection<T> {
     /// Creates an index (`createIndexes`). Not retried.
-    pub fn create_index(&self, index: IndexModel) -> CreateIndexes<'_, CreateIndexResult> {
-        CreateIndexes::new(self.handle(), vec![index])
+    pub fn create_index(&self, index: IndexModel) -> CreateIndex<'_, Single> {
+        CreateIndex::new(self.handle(), vec![index])
     }
 
     /// Creates several indexes in one `createIndexes`. Not retried.
-    pub fn create_indexes(
-        &self,
-        indexes: impl IntoIterator<Item = IndexModel>,
-    ) -> CreateIndexes<'_, CreateIndexesResult> {
-        CreateIndexes::new(self.handle(), indexes.into_iter().collect())
+    pub fn create_indexes(&self, indexes: impl IntoIterator<Item = IndexModel>) -> CreateIndex<'_, Multiple> {
+        CreateIndex::new(self.handle(), indexes.into_iter().collect())
     }
 }
 
-/// What a `createIndexes` gives: one name, or all of them.
-pub trait IndexNames: Sized + Send {
+/// What a `createIndexes` gives: one name ([`Single`]), or all of them ([`Multiple`]).
+pub trait IndexNames: Send {
+    /// The result.
+    type Output: Send;
     /// From the names of the indexes created.
     #[doc(hidden)]
-    fn from_names(names: Vec<String>) -> Self;
+    fn from_names(names: Vec<String>) -> Self::Output;
 }
 
-impl IndexNames for CreateIndexResult {
-    fn from_names(names: Vec<String>) -> Self {
+impl IndexNames for Single {
+    type Output = CreateIndexResult;
+    fn from_names(names: Vec<String>) -> CreateIndexResult {
         CreateIndexResult { index_name: names.into_iter().next().unwrap_or_default() }
     }
 }
 
-impl IndexNames for CreateIndexesResult {
-    fn from_names(index_names: Vec<String>) -> Self {
+impl IndexNames for Multiple {
+    type Output = CreateIndexesResult;
+    fn from_names(index_names: Vec<String>) -> CreateIndexesResult {
         CreateIndexesResult { index_names }
     }
 }
 
 /// A `create_index` or `create_indexes`: see [`Collection::create_index`].
 #[must_use = "an operation does nothing until it is awaited"]
-pub struct CreateIndexes<'a, R> {
+pub struct CreateIndex<'a, M = Single> {
     handle: Handle<'a>,
     indexes: Vec<IndexModel>,
     options: CreateIndexOptions,
     session: Option<&'a mut ClientSession>,
-    _out: PhantomData<fn() -> R>,
+    _out: PhantomData<fn() -> M>,
 }
 
-impl<'a, R: IndexNames> CreateIndexes<'a, R> {
+impl<'a, M: IndexNames> CreateIndex<'a, M> {
     fn new(handle: Handle<'a>, indexes: Vec<IndexModel>) -> Self {
-        CreateIndexes {
+        CreateIndex {
             handle,
             indexes,
             options: CreateIndexOptions::default(),
@@ -90,13 +78,13 @@ impl<'a, R: IndexNames> CreateIndexes<'a, R> {
         timeout: Duration,
     );
 
-    async fn execute(self) -> Result<R> {
-        let CreateIndexes { handle, indexes, options, session, .. } = self;
+    async fn execute(self) -> Result<M::Output> {
+        let CreateIndex { handle, indexes, options, session, .. } = self;
         let (timeout, write) = handle.begin_write(session.as_deref(), &options)?;
         let (op, names) = create_indexes::create_indexes(write, &indexes, options)?;
         handle.run(op, timeout, session).await?;
-        Ok(R::from_names(names))
+        Ok(M::from_names(names))
     }
 }
 
-into_future!(CreateIndexes<'a, R> => R, where R: IndexNames + 'a);
+into_future!(CreateIndex<'a, M> => M::Output, where M: IndexNames + 'a);

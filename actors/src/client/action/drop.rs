@@ -1,62 +1,84 @@
-//! A collection's `drop` and a database's `dropDatabase`: one builder. Runs once on the
-//! primary; dropping a collection that does not exist is not an error.
+//! What a collection's `drop` and a database's `dropDatabase` share: the command, its
+//! options and the builders' setters. Runs once on the primary; dropping a collection that
+//! does not exist is not an error.
 
-use std::time::Duration;
-
-use bson::{doc, Bson};
-
-use super::super::collection::{Collection, Handle};
-use super::super::concern::WriteConcern;
-use super::super::database::Database;
+use super::super::collection::Handle;
 use super::super::ops::drop;
 use super::super::options::admin::CommandOptions;
 use super::super::session::ClientSession;
-use super::{into_future, option_setters};
 use crate::Result;
 
-impl<T> Collection<T> {
-    /// Drops the collection (a collection that does not exist is not an error). Not retried.
-    pub fn drop(&self) -> DropNamespace<'_> {
-        DropNamespace {
-            handle: self.handle(),
-            collection: true,
-            options: CommandOptions::default(),
-            session: None,
-        }
-    }
-}
-
-impl Database {
-    /// Drops the database. Not retried.
-    pub fn drop(&self) -> DropNamespace<'_> {
-        DropNamespace {
-            handle: self.handle(),
-            collection: false,
-            options: CommandOptions::default(),
-            session: None,
-        }
-    }
-}
-
-/// A collection's or database's `drop`: see [`Collection::drop`], [`Database::drop`].
-#[must_use = "an operation does nothing until it is awaited"]
-pub struct DropNamespace<'a> {
-    handle: Handle<'a>,
+/// Either drop: what the two builders share.
+pub(super) struct DropNamespace<'a> {
+    pub(super) handle: Handle<'a>,
     /// The collection (`false`: the database).
-    collection: bool,
-    options: CommandOptions,
-    session: Option<&'a mut ClientSession>,
+    pub(super) collection: bool,
+    pub(super) options: CommandOptions,
+    pub(super) session: Option<&'a mut ClientSession>,
 }
+
+/// The setters of both drops, on the shared part.
+macro_rules! drop_setters {
+    ($($action:ident),*) => {
+        $(
+            impl<'a> $action<'a> {
+                /// Sets a comment for the server's logs.
+                pub fn comment(mut self, value: impl Into<bson::Bson>) -> Self {
+                    self.0.options.comment = Some(value.into());
+                    self
+                }
+
+                /// Sets the server-side time limit.
+                pub fn max_time(mut self, value: std::time::Duration) -> Self {
+                    self.0.options.max_time = Some(value);
+                    self
+                }
+
+                /// Sets the write concern.
+                pub fn write_concern(mut self, value: $crate::client::concern::WriteConcern) -> Self {
+                    self.0.options.write_concern = Some(value);
+                    self
+                }
+
+                /// Sets this operation's `timeoutMS`.
+                pub fn timeout(mut self, value: std::time::Duration) -> Self {
+                    self.0.options.timeout = Some(value);
+                    self
+                }
+
+                /// Sets the `timeoutMS` when there is one (a deadline's remaining time).
+                #[allow(dead_code)]
+                pub(crate) fn maybe_timeout(mut self, value: Option<std::time::Duration>) -> Self {
+                    if value.is_some() {
+                        self.0.options.timeout = value;
+                    }
+                    self
+                }
+
+                /// Replaces every option with `options` (`None`: the defaults).
+                pub fn with_options(mut self, options: impl Into<Option<$crate::client::options::admin::CommandOptions>>) -> Self {
+                    self.0.options = options.into().unwrap_or_default();
+                    self
+                }
+
+                /// Runs the drop in `session`.
+                pub fn session(mut self, session: impl Into<Option<&'a mut $crate::client::session::ClientSession>>) -> Self {
+                    self.0.session = session.into();
+                    self
+                }
+
+                async fn execute(self) -> crate::Result<()> {
+                    self.0.execute().await
+                }
+            }
+        )*
+    };
+}
+
+pub(super) use drop_setters;
 
 impl<'a> DropNamespace<'a> {
-    option_setters!(options: CommandOptions;
-        comment => Bson,
-        max_time: Duration,
-        write_concern: WriteConcern,
-        timeout: Duration,
-    );
-
-    async fn execute(self) -> Result<()> {
+    pub(super) async fn execute(self) -> Result<()> {
         let DropNamespace { handle, collection, options, session } = self;
         let (timeout, write) = handle.begin_write(session.as_deref(), &options)?;
         match handle.run(drop::drop(write, collection, options), timeout, session).await {
@@ -66,5 +88,3 @@ impl<'a> DropNamespace<'a> {
         }
     }
 }
-
-into_future!(DropNamespace<'a> => ());

@@ -16,15 +16,15 @@ use crate::{Error, Result};
 impl<T> Collection<T> {
     /// Drops the index named `name` (`"*"` is refused: use
     /// [`drop_indexes`](Self::drop_indexes)). Not retried.
-    pub fn drop_index(&self, name: impl AsRef<str>) -> DropIndexes<'_> {
+    pub fn drop_index(&self, name: impl AsRef<str>) -> DropIndex<'_> {
         let name = name.as_ref();
         let index = (name != "*").then(|| Bson::String(name.to_string()));
-        DropIndexes { handle: self.handle(), index, options: CommandOptions::default(), session: None }
+        DropIndex { handle: self.handle(), index, options: CommandOptions::default(), session: None }
     }
 
     /// Drops the index on `keys` (its key pattern). Not retried.
-    pub fn drop_index_by_keys(&self, keys: Document) -> DropIndexes<'_> {
-        DropIndexes {
+    pub fn drop_index_by_keys(&self, keys: Document) -> DropIndex<'_> {
+        DropIndex {
             handle: self.handle(),
             index: Some(Bson::Document(keys)),
             options: CommandOptions::default(),
@@ -33,8 +33,8 @@ impl<T> Collection<T> {
     }
 
     /// Drops every index but `_id`'s. Not retried.
-    pub fn drop_indexes(&self) -> DropIndexes<'_> {
-        DropIndexes {
+    pub fn drop_indexes(&self) -> DropIndex<'_> {
+        DropIndex {
             handle: self.handle(),
             index: Some(Bson::String("*".into())),
             options: CommandOptions::default(),
@@ -45,7 +45,7 @@ impl<T> Collection<T> {
 
 /// A `drop_index` or `drop_indexes`: see [`Collection::drop_index`].
 #[must_use = "an operation does nothing until it is awaited"]
-pub struct DropIndexes<'a> {
+pub struct DropIndex<'a> {
     handle: Handle<'a>,
     /// A name, a key pattern or `"*"`; `None`: `drop_index("*")`, refused.
     index: Option<Bson>,
@@ -53,7 +53,7 @@ pub struct DropIndexes<'a> {
     session: Option<&'a mut ClientSession>,
 }
 
-impl<'a> DropIndexes<'a> {
+impl<'a> DropIndex<'a> {
     option_setters!(options: CommandOptions;
         comment => Bson,
         max_time: Duration,
@@ -62,7 +62,7 @@ impl<'a> DropIndexes<'a> {
     );
 
     async fn execute(self) -> Result<()> {
-        let DropIndexes { handle, index, options, session } = self;
+        let DropIndex { handle, index, options, session } = self;
         let (timeout, write) = handle.begin_write(session.as_deref(), &options)?;
         let index = index.ok_or_else(|| {
             Error::invalid_argument("drop_index(\"*\") would drop every index: use drop_indexes")
@@ -72,4 +72,4 @@ impl<'a> DropIndexes<'a> {
     }
 }
 
-into_future!(DropIndexes<'a> => ());
+into_future!(DropIndex<'a> => ());

@@ -15,17 +15,20 @@
 //! # }
 //! ```
 
+mod abort_transaction;
 mod aggregate;
 mod bulk_write;
 mod client_bulk_write;
+mod commit_transaction;
 mod count_documents;
 mod create_collection;
 mod create_index;
 mod delete;
 mod distinct;
 mod drop;
+mod drop_collection;
+mod drop_database;
 mod drop_index;
-mod end_transaction;
 mod estimated_document_count;
 mod find;
 mod find_and_modify;
@@ -33,12 +36,20 @@ mod find_one;
 mod find_one_and_delete;
 mod find_one_and_replace;
 mod find_one_and_update;
-mod gridfs_files;
+mod gridfs_delete;
+mod gridfs_delete_by_name;
+mod gridfs_drop;
+mod gridfs_find;
+mod gridfs_find_one;
+mod gridfs_macros;
+mod gridfs_rename;
+mod gridfs_rename_by_name;
 mod insert_many;
 mod insert_one;
 mod list_collections;
 mod list_databases;
 mod list_indexes;
+mod open_download_stream;
 mod open_download_stream_by_name;
 mod open_upload_stream;
 mod rename;
@@ -54,17 +65,19 @@ mod warm_connection_pool;
 mod watch;
 
 pub use super::options::admin::SearchIndexModel;
+pub use abort_transaction::AbortTransaction;
 pub use aggregate::Aggregate;
 pub use bulk_write::CollectionBulkWrite;
 pub use client_bulk_write::{BulkWrite, BulkWriteOutput};
+pub use commit_transaction::CommitTransaction;
 pub use count_documents::{Count, CountDocuments};
 pub use create_collection::CreateCollection;
-pub use create_index::{CreateIndexResult, CreateIndexes, CreateIndexesResult, IndexNames};
+pub use create_index::{CreateIndex, IndexNames};
 pub use delete::Delete;
 pub use distinct::Distinct;
-pub use drop::DropNamespace;
-pub use drop_index::DropIndexes;
-pub use end_transaction::{AbortTransaction, CommitTransaction};
+pub use drop_collection::DropCollection;
+pub use drop_database::DropDatabase;
+pub use drop_index::DropIndex;
 pub use estimated_document_count::EstimatedDocumentCount;
 pub use find::Find;
 pub use find_one::FindOne;
@@ -77,7 +90,7 @@ pub use list_collections::{ListCollections, ListingOutput};
 pub use list_databases::{DatabasesOutput, ListDatabases};
 pub use list_indexes::ListIndexes;
 pub use rename::Rename;
-pub use replace_one::Replace;
+pub use replace_one::ReplaceOne;
 pub use run_command::RunCommand;
 pub use run_cursor_command::RunCursorCommand;
 pub use search_index::{SearchIndex, SearchIndexOutput};
@@ -90,9 +103,14 @@ pub use watch::Watch;
 
 /// The GridFS builders, at the path the official crate gives them (`action::gridfs`).
 pub mod gridfs {
-    pub use super::gridfs_files::{
-        Delete, DeleteByName, Drop, Find, FindOne, OpenDownloadStream, Rename, RenameByName,
-    };
+    pub use super::gridfs_delete::Delete;
+    pub use super::gridfs_delete_by_name::DeleteByName;
+    pub use super::gridfs_drop::Drop;
+    pub use super::gridfs_find::Find;
+    pub use super::gridfs_find_one::FindOne;
+    pub use super::gridfs_rename::Rename;
+    pub use super::gridfs_rename_by_name::RenameByName;
+    pub use super::open_download_stream::OpenDownloadStream;
     pub use super::open_download_stream_by_name::OpenDownloadStreamByName;
     pub use super::open_upload_stream::OpenUploadStream;
 }
@@ -247,6 +265,14 @@ macro_rules! cursor_into_future {
     };
 }
 pub(crate) use cursor_into_future;
+
+/// The mode of `create_index`: one index, one name back.
+#[derive(Debug)]
+pub struct Single;
+
+/// The mode of `create_indexes`: several indexes, every name back.
+#[derive(Debug)]
+pub struct Multiple;
 
 /// The session of an action that opens a cursor: none given (the action gives a [`Cursor`](crate::Cursor)).
 #[derive(Debug)]

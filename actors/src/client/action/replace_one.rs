@@ -22,8 +22,8 @@ use crate::Result;
 impl<T: Serialize + Send + Sync + 'static> Collection<T> {
     /// Replaces the first document matching `filter` with `replacement` (which may not
     /// contain update operators). A retryable write.
-    pub fn replace_one(&self, filter: Document, replacement: impl Borrow<T>) -> Replace<'_> {
-        Replace {
+    pub fn replace_one(&self, filter: Document, replacement: impl Borrow<T>) -> ReplaceOne<'_> {
+        ReplaceOne {
             handle: self.handle(),
             filter,
             replacement: encode(replacement.borrow()),
@@ -35,7 +35,7 @@ impl<T: Serialize + Send + Sync + 'static> Collection<T> {
 
 /// A `replace_one`: see [`Collection::replace_one`].
 #[must_use = "an operation does nothing until it is awaited"]
-pub struct Replace<'a> {
+pub struct ReplaceOne<'a> {
     handle: Handle<'a>,
     filter: Document,
     replacement: Result<Document>,
@@ -43,7 +43,7 @@ pub struct Replace<'a> {
     session: Option<&'a mut ClientSession>,
 }
 
-impl<'a> Replace<'a> {
+impl<'a> ReplaceOne<'a> {
     option_setters!(options: ReplaceOptions;
         bypass_document_validation: bool,
         collation: Collation,
@@ -57,7 +57,7 @@ impl<'a> Replace<'a> {
     );
 
     async fn execute(self) -> Result<UpdateResult> {
-        let Replace { handle, filter, replacement, options, session } = self;
+        let ReplaceOne { handle, filter, replacement, options, session } = self;
         let timeout =
             handle.begin(session.as_deref(), false, options.write_concern.is_some(), options.timeout)?;
         let replacement = replacement?;
@@ -82,4 +82,4 @@ impl<'a> Replace<'a> {
     }
 }
 
-into_future!(Replace<'a> => UpdateResult);
+into_future!(ReplaceOne<'a> => UpdateResult);

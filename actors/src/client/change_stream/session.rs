@@ -27,7 +27,7 @@ impl<T> SessionChangeStream<T> {
     }
 
     /// The same stream, deserializing its events as `D`.
-    pub fn with_type<D: DeserializeOwned + Unpin + Send + Sync>(self) -> SessionChangeStream<D> {
+    pub fn with_type<D: DeserializeOwned + Send + Sync>(self) -> SessionChangeStream<D> {
         SessionChangeStream { stream: self.stream.with_type() }
     }
 

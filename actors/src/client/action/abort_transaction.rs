@@ -1,27 +1,10 @@
-//! `commit_transaction` and `abort_transaction` as actions: `.await` ends the session's
-//! transaction (see [`ClientSession::commit_transaction`] and
+//! `abort_transaction` as an action: `.await` aborts the session's transaction (see
 //! [`ClientSession::abort_transaction`]).
 
 use super::super::session::options::EndTransactionOptions;
 use super::super::session::ClientSession;
 use super::into_future;
 use crate::Result;
-
-/// [`ClientSession::commit_transaction`].
-#[must_use = "an operation does nothing until it is awaited"]
-pub struct CommitTransaction<'a> {
-    session: &'a mut ClientSession,
-}
-
-impl<'a> CommitTransaction<'a> {
-    pub(crate) fn new(session: &'a mut ClientSession) -> Self {
-        CommitTransaction { session }
-    }
-
-    async fn execute(self) -> Result<()> {
-        self.session.commit_transaction_with(EndTransactionOptions::default()).await
-    }
-}
 
 /// [`ClientSession::abort_transaction`].
 #[must_use = "an operation does nothing until it is awaited"]
@@ -39,5 +22,4 @@ impl<'a> AbortTransaction<'a> {
     }
 }
 
-into_future!(CommitTransaction<'a> => ());
 into_future!(AbortTransaction<'a> => ());

@@ -1,0 +1,37 @@
+//! The macros of the GridFS bucket's builders: option setters, and `IntoFuture` over the
+//! bucket's own async functions.
+
+/// A setter of one option.
+macro_rules! gridfs_setter {
+    ($name:ident: $t:ty) => {
+        #[doc = concat!("Sets the `", stringify!($name), "` option.")]
+        pub fn $name(mut self, value: $t) -> Self {
+            self.options.$name = Some(value);
+            self
+        }
+    };
+}
+
+pub(crate) use gridfs_setter;
+
+/// `IntoFuture` (and [`Action`](super::Action)) for each action: `$run` takes the action
+/// and gives its future.
+macro_rules! gridfs_run_by {
+    ($($action:ident => $out:ty, |$a:ident| $run:expr;)*) => {
+        $(
+            impl<'a> std::future::IntoFuture for $action<'a> {
+                type Output = crate::Result<$out>;
+                type IntoFuture = futures_util::future::BoxFuture<'a, crate::Result<$out>>;
+
+                fn into_future(self) -> Self::IntoFuture {
+                    let $a = self;
+                    Box::pin(async move { $run.await })
+                }
+            }
+
+            $crate::client::action::action! { impl<'a> for $action<'a>; }
+        )*
+    };
+}
+
+pub(crate) use gridfs_run_by;
