@@ -18,6 +18,7 @@ pub mod crud;
 pub mod errors;
 pub mod events;
 pub mod gridfs;
+pub mod named_options;
 pub mod raw_cursor;
 pub mod selection;
 pub mod session_cursors;
@@ -37,6 +38,7 @@ pub fn all() -> Vec<(&'static str, bool, Program)> {
         ("errors", false, |uri, db| Box::pin(errors::run(uri, db))),
         ("events", false, |uri, db| Box::pin(events::run(uri, db))),
         ("gridfs", false, |uri, db| Box::pin(gridfs::run(uri, db))),
+        ("named_options", false, |uri, db| Box::pin(named_options::run(uri, db))),
         ("raw_cursor", false, |uri, db| Box::pin(raw_cursor::run(uri, db))),
         ("selection", false, |uri, db| Box::pin(selection::run(uri, db))),
         ("session_cursors", false, |uri, db| Box::pin(session_cursors::run(uri, db))),

@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 use super::super::concern::{duration_ms, ReadConcern, WriteConcern};
 use super::super::op_options::{CursorType, TimeoutMode};
 
+/// Where the CRUD options' collation comes from (see [`super::collation`]).
+pub use super::collation::Collation;
+
 /// An index to use: its key pattern or its name (`hint`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -47,57 +50,6 @@ impl From<&str> for Hint {
 impl From<String> for Hint {
     fn from(s: String) -> Hint {
         Hint::Name(s)
-    }
-}
-
-/// Language-specific string comparison rules (`collation`), sent as the server expects.
-#[derive(TypedBuilder, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[builder(field_defaults(default, setter(into)))]
-#[serde(rename_all = "camelCase")]
-pub struct Collation {
-    /// The ICU locale, for example `en_US` or `fr` (`simple` for binary comparison).
-    pub locale: String,
-    /// Compare case at strength 1 or 2.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub case_level: Option<bool>,
-    /// `upper`, `lower` or `off`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub case_first: Option<String>,
-    /// The comparison level, 1 (base characters) to 5 (identical).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub strength: Option<i32>,
-    /// Compare numeric strings as numbers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub numeric_ordering: Option<bool>,
-    /// `non-ignorable` or `shifted`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub alternate: Option<String>,
-    /// `punct` or `space` (with `alternate: shifted`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_variable: Option<String>,
-    /// Normalize text to Unicode NFD first.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub normalization: Option<bool>,
-    /// Compare secondary differences from the end of the string (French).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backwards: Option<bool>,
-}
-
-impl Collation {
-    /// A collation of `locale` with the locale's defaults.
-    pub fn locale(locale: impl Into<String>) -> Collation {
-        Collation { locale: locale.into(), ..Default::default() }
-    }
-
-    /// The `collation` document.
-    pub fn to_document(&self) -> Document {
-        bson::serialize_to_document(self).unwrap_or_default()
-    }
-}
-
-impl From<Collation> for Bson {
-    fn from(c: Collation) -> Bson {
-        Bson::Document(c.to_document())
     }
 }
 

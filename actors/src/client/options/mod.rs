@@ -4,27 +4,33 @@
 //! |---|---|
 //! | [`client`] | the client ([`ClientOptions`], from a URI or a builder) |
 //! | [`handle`] | database and collection handles |
+//! | [`collation`] | [`Collation`] and its typed settings |
 //! | [`crud`] | reads and writes (find, aggregate, insert, update, delete, findAndModify...) |
 //! | [`admin`] | commands on namespaces and indexes, `run_command` |
+//! | [`official_names`] | the official crate's names for options ours share (`ListCollectionsOptions`, `DropIndexOptions`...) |
 //! | [`create_collection`] | `create_collection`, and a collection's options as `list_collections` reports them |
 
 pub mod admin;
 pub mod change_stream;
 pub mod client;
 mod client_fields;
+pub mod collation;
 pub mod compressor;
 pub mod create_collection;
 pub mod crud;
 pub mod handle;
+pub mod official_names;
 pub mod tls;
 pub mod write_model;
 
 pub use self::admin::*;
 pub use self::change_stream::*;
 pub use self::client::*;
+pub use self::collation::*;
 pub use self::compressor::Compressor;
 pub use self::create_collection::*;
 pub use self::crud::*;
 pub use self::handle::*;
+pub use self::official_names::*;
 pub use self::tls::{Tls, TlsOptions};
 pub use self::write_model::*;

@@ -1,0 +1,52 @@
+//! Options structs by their official names: a typed `Collation`, `ListCollectionsOptions`,
+//! `ListIndexesOptions`, `DropIndexOptions`, `DropCollectionOptions` and
+//! `DropDatabaseOptions`, each given whole with `with_options`.
+
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Document};
+use mongodb::options::{
+    Collation, CollationCaseFirst, CollationStrength, DropCollectionOptions, DropDatabaseOptions,
+    DropIndexOptions, IndexOptions, ListCollectionsOptions, ListIndexesOptions, WriteConcern,
+};
+use mongodb::{Client, Collection, IndexModel};
+
+/// Runs the program against `uri`, in database `db`.
+pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
+    let client = Client::with_uri_str(uri).await?;
+    let database = client.database(db);
+    let coll: Collection<Document> = database.collection("named");
+    coll.drop().await?;
+    coll.insert_many([doc! { "name": "alpha" }, doc! { "name": "Alpha" }, doc! { "name": "beta" }]).await?;
+
+    // Case-insensitive equality: strength 2.
+    let collation = Collation::builder()
+        .locale("en".to_string())
+        .strength(CollationStrength::Secondary)
+        .case_first(CollationCaseFirst::Off)
+        .build();
+    assert_eq!(collation.strength.map(u32::from), Some(2));
+    assert_eq!(CollationCaseFirst::Upper.as_str(), "upper");
+    let alphas: Vec<Document> =
+        coll.find(doc! { "name": "ALPHA" }).collation(collation.clone()).await?.try_collect().await?;
+    assert_eq!(alphas.len(), 2);
+
+    let index = IndexModel::builder()
+        .keys(doc! { "name": 1 })
+        .options(IndexOptions::builder().name("by_name".to_string()).build())
+        .build();
+    coll.create_index(index).await?;
+    let listed = ListIndexesOptions::builder().batch_size(1u32).build();
+    let names = coll.list_index_names().with_options(listed).await?;
+    assert!(names.contains(&"by_name".to_string()), "{names:?}");
+    let drop_index = DropIndexOptions::builder().comment(mongodb::bson::Bson::from("bye")).build();
+    coll.drop_index("by_name").with_options(drop_index).await?;
+    assert!(!coll.list_index_names().await?.contains(&"by_name".to_string()));
+
+    let only_named = ListCollectionsOptions::builder().filter(doc! { "name": "named" }).build();
+    assert_eq!(database.list_collection_names().with_options(only_named).await?, vec!["named".to_string()]);
+
+    let majority = DropCollectionOptions::builder().write_concern(WriteConcern::majority()).build();
+    coll.drop().with_options(majority).await?;
+    database.drop().with_options(DropDatabaseOptions::builder().build()).await?;
+    Ok(())
+}
