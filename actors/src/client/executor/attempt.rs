@@ -78,7 +78,11 @@ impl ClientInner {
                 .await;
             restore_dirty(session.as_deref_mut(), was_dirty);
             if let Err(e) = sent {
-                monitoring.failed(&Error::connection(conn.address().clone(), e.clone()), false);
+                monitoring.failed(
+                    e.to_string(),
+                    || Error::connection(conn.address().clone(), e.clone()),
+                    false,
+                );
                 return Err(Box::pin(self.round_trip_failure(conn, session, e)).await);
             }
             let reply = Reply::from_document(bson::doc! {"ok": 1});
@@ -94,7 +98,11 @@ impl ClientInner {
         let raw = match result {
             Ok(r) => r,
             Err(e) => {
-                monitoring.failed(&Error::connection(conn.address().clone(), e.clone()), false);
+                monitoring.failed(
+                    e.to_string(),
+                    || Error::connection(conn.address().clone(), e.clone()),
+                    false,
+                );
                 return Err(Box::pin(self.round_trip_failure(conn, session, e)).await);
             }
         };
@@ -229,7 +237,7 @@ fn conclude(
     retry::label_legacy_write_error(&mut error, attempt.txn_number.is_some(), max_wire_version);
     if error.command_failed {
         let e = Error::command(conn.address().clone(), *error);
-        monitoring.failed(&e, true);
+        monitoring.failed(e.to_string(), || e.clone(), true);
         Err(e)
     } else {
         // ok: 1: the command succeeded as far as monitoring is concerned.

@@ -156,8 +156,8 @@ impl<'a> Monitoring<'a> {
 
     /// `server`: the server answered with an error (redacted from the log for a sensitive
     /// command), rather than a network, timeout or decoding failure.
-    pub(super) fn failed(&self, error: &crate::Error, server: bool) {
-        let failure = error.to_string();
+    /// `error` builds the error the failed event carries, only when a subscriber takes it.
+    pub(super) fn failed(&self, failure: String, error: impl FnOnce() -> crate::Error, server: bool) {
         let duration = self.started.map(|s| s.elapsed()).unwrap_or_default();
         self.metrics.record(self.command_name, false, duration);
         // A sensitive command's server error is redacted from its event as from its log.
@@ -168,7 +168,7 @@ impl<'a> Monitoring<'a> {
         }
         self.ended(|m, connection| CommandEvent::Failed {
             failure,
-            error: crate::command_events::CommandFailure(error.clone()),
+            error: crate::command_events::CommandFailure(error()),
             command_name: m.command_name.to_string(),
             database_name: m.db.to_string(),
             request_id: m.request_id,
