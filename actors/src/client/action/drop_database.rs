@@ -1,26 +1,43 @@
 //! A database's `dropDatabase`: runs once on the primary.
 
+use std::time::Duration;
+
+use bson::Bson;
+
+use super::super::collection::Handle;
+use super::super::concern::WriteConcern;
 use super::super::database::Database;
 use super::super::options::admin::CommandOptions;
-use super::drop::{drop_setters, DropNamespace};
-use super::into_future;
+use super::super::session::ClientSession;
+use super::{into_future, option_setters};
+use crate::Result;
 
 impl Database {
     /// Drops the database. Not retried.
     pub fn drop(&self) -> DropDatabase<'_> {
-        DropDatabase(DropNamespace {
-            handle: self.handle(),
-            collection: false,
-            options: CommandOptions::default(),
-            session: None,
-        })
+        DropDatabase { handle: self.handle(), options: CommandOptions::default(), session: None }
     }
 }
 
 /// A database's `dropDatabase`: see [`Database::drop`].
 #[must_use = "an operation does nothing until it is awaited"]
-pub struct DropDatabase<'a>(DropNamespace<'a>);
+pub struct DropDatabase<'a> {
+    handle: Handle<'a>,
+    options: CommandOptions,
+    session: Option<&'a mut ClientSession>,
+}
 
-drop_setters!(DropDatabase);
+impl<'a> DropDatabase<'a> {
+    option_setters!(options: CommandOptions;
+        comment => Bson,
+        max_time: Duration,
+        write_concern: WriteConcern,
+        timeout: Duration,
+    );
+
+    async fn execute(self) -> Result<()> {
+        super::drop::run(self.handle, false, self.options, self.session).await
+    }
+}
 
 into_future!(DropDatabase<'a> => ());
