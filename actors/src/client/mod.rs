@@ -86,6 +86,7 @@ pub use concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
 pub use config::ClientConfig;
 pub use cursor::Cursor;
 pub use database::Database;
+pub use gridfs::{GridFsFindOneOptions, GridFsFindOptions};
 pub use namespace::Namespace;
 pub use op_options::{CursorType, TimeoutMode};
 pub use options::admin::{

@@ -2,6 +2,7 @@
 
 use super::super::cursor::Cursor;
 use super::super::gridfs::{FilesCollectionDocument, GridFsBucket, GridFsFindOptions};
+use super::option_setters;
 use bson::Document;
 use std::time::Duration;
 
@@ -21,18 +22,14 @@ pub struct Find<'a> {
 }
 
 impl Find<'_> {
-    super::gridfs_macros::gridfs_setter!(allow_disk_use: bool);
-    super::gridfs_macros::gridfs_setter!(batch_size: u32);
-    super::gridfs_macros::gridfs_setter!(limit: i64);
-    super::gridfs_macros::gridfs_setter!(max_time: Duration);
-    super::gridfs_macros::gridfs_setter!(skip: u64);
-    super::gridfs_macros::gridfs_setter!(sort: Document);
-
-    /// Replaces every option with `options` (`None`: the defaults).
-    pub fn with_options(mut self, options: impl Into<Option<GridFsFindOptions>>) -> Self {
-        self.options = options.into().unwrap_or_default();
-        self
-    }
+    option_setters!(@without_session options: GridFsFindOptions;
+        allow_disk_use: bool,
+        batch_size: u32,
+        limit: i64,
+        max_time: Duration,
+        skip: u64,
+        sort: Document,
+    );
 }
 
 super::gridfs_macros::gridfs_run_by! {

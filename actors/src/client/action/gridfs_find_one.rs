@@ -1,6 +1,7 @@
 //! `GridFsBucket::find_one`: the first files document matching a filter.
 
 use super::super::gridfs::{FilesCollectionDocument, GridFsBucket, GridFsFindOneOptions};
+use super::option_setters;
 use bson::Document;
 use std::time::Duration;
 
@@ -20,15 +21,11 @@ pub struct FindOne<'a> {
 }
 
 impl FindOne<'_> {
-    super::gridfs_macros::gridfs_setter!(max_time: Duration);
-    super::gridfs_macros::gridfs_setter!(skip: u64);
-    super::gridfs_macros::gridfs_setter!(sort: Document);
-
-    /// Replaces every option with `options` (`None`: the defaults).
-    pub fn with_options(mut self, options: impl Into<Option<GridFsFindOneOptions>>) -> Self {
-        self.options = options.into().unwrap_or_default();
-        self
-    }
+    option_setters!(@without_session options: GridFsFindOneOptions;
+        max_time: Duration,
+        skip: u64,
+        sort: Document,
+    );
 }
 
 super::gridfs_macros::gridfs_run_by! {

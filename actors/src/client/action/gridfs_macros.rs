@@ -1,18 +1,5 @@
-//! The macros of the GridFS bucket's builders: option setters, and `IntoFuture` over the
-//! bucket's own async functions.
-
-/// A setter of one option.
-macro_rules! gridfs_setter {
-    ($name:ident: $t:ty) => {
-        #[doc = concat!("Sets the `", stringify!($name), "` option.")]
-        pub fn $name(mut self, value: $t) -> Self {
-            self.options.$name = Some(value);
-            self
-        }
-    };
-}
-
-pub(crate) use gridfs_setter;
+//! The macro of the GridFS bucket's builders: `IntoFuture` over the bucket's own async
+//! functions.
 
 /// `IntoFuture` (and [`Action`](super::Action)) for each action: `$run` takes the action
 /// and gives its future.
