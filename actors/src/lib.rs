@@ -45,12 +45,22 @@ pub mod change_stream {
 }
 /// Every option, result and model type, in one place (as `mongodb::options` has them).
 pub mod options {
-    pub use crate::client::gridfs::{GridFsBucketOptions, GridFsFindOneOptions, GridFsFindOptions};
+    pub use crate::client::gridfs::{
+        GridFsBucketOptions, GridFsDownloadByNameOptions, GridFsFindOneOptions, GridFsFindOptions,
+        GridFsUploadOptions,
+    };
     pub use crate::client::options::collation::{
         CollationAlternate, CollationCaseFirst, CollationMaxVariable, CollationStrength,
     };
     pub use crate::client::options::official_names::*;
-    pub use crate::client::options::{Compressor, Tls, TlsOptions};
+    pub use crate::client::options::search_index::{
+        CreateSearchIndexOptions, DropSearchIndexOptions, ListSearchIndexOptions, SearchIndexType,
+        UpdateSearchIndexOptions,
+    };
+    pub use crate::client::options::{
+        CommitQuorum, Compressor, ConnectionString, HostInfo, IndexVersion, Sphere2DIndexVersion,
+        TextIndexVersion, Tls, TlsOptions,
+    };
     pub use crate::client::{
         Acknowledgment, AggregateOptions, BulkWriteOptions, BulkWriteResult, ChangeStreamOptions, Collation,
         CollectionBulkWriteOptions, CollectionOptions, CommandOptions, CountOptions, CreateCollectionOptions,

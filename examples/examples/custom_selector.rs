@@ -93,11 +93,8 @@ async fn main() -> Result<(), BoxError> {
     };
     let uri = args.uri.clone().or_else(|| cluster.as_ref().map(Cluster::uri)).ok_or("no uri")?;
     let selector = LowestLatencyTagged { key: key.into(), value: value.into(), pinned: 0 }.start();
-    let options = ClientOptions::builder()
-        .uri(&uri)
-        .custom_selector(CustomSelector::Actor(selector.clone().recipient()))
-        .build()
-        .await?;
+    let mut options = ClientOptions::parse(&uri).await?;
+    options.custom_selector = Some(CustomSelector::Actor(selector.clone().recipient()));
     let client = Client::with_options(options)?;
 
     // Wait until every member is discovered and every secondary's round trip measured, so the

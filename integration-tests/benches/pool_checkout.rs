@@ -338,15 +338,13 @@ pub(crate) async fn ours_client(cluster: &Cluster, tasks: usize, max_connecting:
         CmapEvent::CheckedOut { duration, .. } => co.lock().push(*duration),
         _ => {}
     };
-    let options = actors::ClientOptions::builder()
-        .uri(cluster.uri())
-        .max_pool_size(MAX_POOL_SIZE)
+    let mut options = actors::ClientOptions::parse(cluster.uri())
+        .option("maxPoolSize", MAX_POOL_SIZE)
         .option("maxConnecting", max_connecting)
-        .server_selection_timeout(OP_TIMEOUT)
-        .cmap_event_subscriber(Arc::new(handler))
-        .build()
+        .option("serverSelectionTimeoutMS", OP_TIMEOUT.as_millis())
         .await
         .expect("options");
+    options.cmap_event_subscriber = Some(Arc::new(handler));
     let client = actors::Client::with_options(options).expect("our client");
     wait_until(|| pool_ready.load(Ordering::Acquire) != 0, "ours").await;
     assert_eq!(counters.created.load(Ordering::Relaxed), 0, "the pool must start empty");

@@ -238,7 +238,7 @@ fn monitor_child(side: &str, uri: &str, idle: Duration) {
             let client = mongodb::Client::with_options(options).expect("official client");
             Connected::Official(client)
         } else {
-            let options = actors::ClientOptions::builder().uri(uri).build().await.expect("options");
+            let options = actors::ClientOptions::parse(uri).await.expect("options");
             Connected::Ours(actors::Client::with_options(options).expect("our client"))
         };
         tokio::time::sleep(idle).await;

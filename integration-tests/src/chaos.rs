@@ -483,14 +483,11 @@ async fn start_client(
     uri: &str,
     handler: impl Fn(&CmapEvent) + Send + Sync + 'static,
 ) -> Result<Client, ChaosError> {
-    let client_options = actors::ClientOptions::builder()
-        .uri(uri.to_owned())
-        .cmap_event_subscriber(Arc::new(handler))
-        // The checks count connections from CMAP events: the burst must not overflow the
-        // counter's queue (a dropped event would be a false mismatch).
-        .event_queue_capacity(1 << 20)
-        .build()
-        .await?;
+    let mut client_options = actors::ClientOptions::parse(uri).await?;
+    client_options.cmap_event_subscriber = Some(Arc::new(handler));
+    // The checks count connections from CMAP events: the burst must not overflow the
+    // counter's queue (a dropped event would be a false mismatch).
+    client_options.event_queue_capacity = Some(1 << 20);
     Ok(Client::with_options(client_options)?)
 }
 

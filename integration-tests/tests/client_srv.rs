@@ -46,7 +46,7 @@ fn resolver(dns: &DnsStub) -> ResolverConfig {
 }
 
 async fn parse(dns: &DnsStub, uri: &str) -> actors::Result<ClientOptions> {
-    ClientOptions::builder().uri(uri).resolver_config(resolver(dns)).build().await
+    ClientOptions::parse(uri).resolver_config(resolver(dns)).await
 }
 
 fn hosts(s: &TopologySnapshot) -> BTreeSet<String> {
@@ -69,13 +69,11 @@ async fn srv_discovery_and_polling() {
     dns.set_srv(SRV_NAME, &[("a.cluster.test", p0), ("b.cluster.test", p1)]);
     dns.set_txt("cluster.test", &["authSource=admin"]);
 
-    let options = ClientOptions::builder()
-        .uri("mongodb+srv://cluster.test/?tls=false&heartbeatFrequencyMS=500")
+    let mut options = ClientOptions::parse("mongodb+srv://cluster.test/?tls=false&heartbeatFrequencyMS=500")
         .resolver_config(resolver(&dns))
-        .srv_rescan_interval(Duration::from_millis(200))
-        .build()
         .await
         .expect("SRV resolution");
+    options.srv_rescan_interval = Some(Duration::from_millis(200));
     let a = format!("a.cluster.test:{p0}");
     let b = format!("b.cluster.test:{p1}");
     let c = format!("c.cluster.test:{p2}");
@@ -134,13 +132,11 @@ async fn srv_max_hosts_during_polling() {
     let names = ["a.cluster.test", "b.cluster.test", "c.cluster.test"];
     let dns = stub();
     dns.set_srv(SRV_NAME, &[(names[0], ports[0]), (names[1], ports[1])]);
-    let options = ClientOptions::builder()
-        .uri("mongodb+srv://cluster.test/?tls=false&srvMaxHosts=1")
+    let mut options = ClientOptions::parse("mongodb+srv://cluster.test/?tls=false&srvMaxHosts=1")
         .resolver_config(resolver(&dns))
-        .srv_rescan_interval(Duration::from_millis(100))
-        .build()
         .await
         .expect("resolution");
+    options.srv_rescan_interval = Some(Duration::from_millis(100));
     assert_eq!(options.connection_string.hosts.len(), 1, "srvMaxHosts picks one");
     let first = options.connection_string.hosts[0].to_string();
     let topology = options.topology_builder().expect("options").start().expect("topology");

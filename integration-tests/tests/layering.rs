@@ -522,11 +522,12 @@ fn each_builder_has_a_file_of_its_own() {
     // insert_one, insert_many, update, replace_one, delete, the three find_one_and_*,
     // bulk_write, client_bulk_write, watch, create_index, drop_index, list_indexes,
     // drop_collection, drop_database, rename, create_collection, list_collections,
-    // list_databases, run_command, run_cursor_command, search_index, start_session,
+    // list_databases, run_command, run_cursor_command, create_search_index,
+    // update_search_index, drop_search_index, list_search_indexes, start_session,
     // start_transaction, commit_transaction, abort_transaction, shutdown,
-    // warm_connection_pool; GridFS: open_upload_stream, open_download_stream(_by_name), and
+    // warm_connection_pool, parse_connection_string; GridFS: open_upload_stream, open_download_stream(_by_name), and
     // the bucket's find, find_one, delete, delete_by_name, rename, rename_by_name, drop.
-    assert_eq!(builders, 45);
+    assert_eq!(builders, 49);
 }
 
 /// Load-balanced pinning stays a message of the selection actor's mailbox, and the client

@@ -16,13 +16,9 @@ mod support;
 async fn a_declared_api_version_goes_with_every_command() {
     let s = support::replica_set_with_primary(1, "").await;
     let (tx, events) = crossbeam_channel::unbounded();
-    let options = ClientOptions::builder()
-        .uri(s.deployment.uri())
-        .server_api(ServerApi::v1().strict(true))
-        .command_event_subscriber(Arc::new(tx))
-        .build()
-        .await
-        .expect("options");
+    let mut options = ClientOptions::parse(s.deployment.uri()).await.expect("options");
+    options.server_api = Some(ServerApi::v1().strict(true));
+    options.command_event_subscriber = Some(Arc::new(tx));
     let client = Client::with_options(options).expect("client");
     let coll = client.database("stable_api").collection::<Document>("c");
     let _ = coll.drop().await;

@@ -105,13 +105,13 @@ pub struct ClientConfig {
     /// DNS name servers for `mongodb+srv` (`ip:port` strings); empty: the system's.
     pub dns_name_servers: Option<Vec<String>>,
     /// Admission control (not a URI option): see
-    /// [`ClientOptionsBuilder::max_selection_waiters`](super::ClientOptionsBuilder::max_selection_waiters).
+    /// [`ClientOptions::max_selection_waiters`](super::ClientOptions::max_selection_waiters).
     pub max_selection_waiters: Option<usize>,
     /// Admission control (not a URI option): see
-    /// [`ClientOptionsBuilder::max_wait_queue_size`](super::ClientOptionsBuilder::max_wait_queue_size).
+    /// [`ClientOptions::max_wait_queue_size`](super::ClientOptions::max_wait_queue_size).
     pub max_wait_queue_size: Option<u32>,
     /// Each event subscriber's queue (not a URI option): see
-    /// [`ClientOptionsBuilder::event_queue_capacity`](super::ClientOptionsBuilder::event_queue_capacity).
+    /// [`ClientOptions::event_queue_capacity`](super::ClientOptions::event_queue_capacity).
     pub event_queue_capacity: Option<usize>,
 }
 
@@ -304,23 +304,20 @@ impl ClientOptions {
         let uri = uri.map(str::to_string).or_else(|| config.uri.clone()).ok_or_else(|| {
             invalid("no connection string: pass a uri, or set `uri` in the file or MONGO_ACTORS_URI")
         })?;
-        let mut builder = ClientOptions::builder();
         let mut cs = protocol::uri::ConnectionString::parse(&uri).map_err(|e| invalid(e.to_string()))?;
         apply_overrides(&mut cs, &config.uri_options()?)?;
-        builder = builder.connection_string(cs);
+        let mut parse = ClientOptions::parse(super::options::ConnectionString::from(cs));
         if let Some(r) = config.resolver_config()? {
-            builder = builder.resolver_config(r);
+            parse = parse.resolver_config(r);
         }
-        if let Some(n) = config.max_selection_waiters {
-            builder = builder.max_selection_waiters(n);
+        let mut options = parse.await?;
+        options.max_selection_waiters = config.max_selection_waiters;
+        options.max_wait_queue_size = config.max_wait_queue_size;
+        if config.event_queue_capacity == Some(0) {
+            return Err(invalid("event_queue_capacity must be at least 1"));
         }
-        if let Some(n) = config.max_wait_queue_size {
-            builder = builder.max_wait_queue_size(n);
-        }
-        if let Some(n) = config.event_queue_capacity {
-            builder = builder.event_queue_capacity(n);
-        }
-        builder.build().await
+        options.event_queue_capacity = config.event_queue_capacity;
+        Ok(options)
     }
 }
 

@@ -131,6 +131,29 @@ impl From<GridFsFindOneOptions> for crate::options::FindOneOptions {
     }
 }
 
+/// Options of [`GridFsBucket::open_upload_stream`] (and of an upload from a reader).
+#[derive(TypedBuilder, Debug, Default, Clone, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct GridFsUploadOptions {
+    /// This file's chunk size (default: the bucket's).
+    pub chunk_size_bytes: Option<u32>,
+    /// Metadata stored in the files document.
+    pub metadata: Option<Document>,
+}
+
+/// Options of [`GridFsBucket::open_download_stream_by_name`].
+#[derive(TypedBuilder, Debug, Default, Clone, Deserialize)]
+#[builder(field_defaults(default, setter(into)))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct GridFsDownloadByNameOptions {
+    /// Which revision: 0 the first upload, 1 the second, ...; -1 the newest (the default),
+    /// -2 the one before, ...
+    pub revision: Option<i32>,
+}
+
 /// A file's document in the files collection.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

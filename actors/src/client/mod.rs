@@ -86,7 +86,7 @@ pub use concern::{Acknowledgment, ReadConcern, ReadConcernLevel, WriteConcern};
 pub use config::ClientConfig;
 pub use cursor::Cursor;
 pub use database::Database;
-pub use gridfs::{GridFsFindOneOptions, GridFsFindOptions};
+pub use gridfs::{GridFsDownloadByNameOptions, GridFsFindOneOptions, GridFsFindOptions, GridFsUploadOptions};
 pub use namespace::Namespace;
 pub use op_options::{CursorType, TimeoutMode};
 pub use options::admin::{
@@ -127,7 +127,7 @@ use inner::{in_actix_context, ClientInner, Host, Settings};
 impl Client {
     /// Parses `uri` and connects (see [`with_options`](Self::with_options)).
     pub async fn with_uri_str(uri: impl AsRef<str>) -> Result<Client> {
-        Client::with_options(ClientOptions::parse(uri).await?)
+        Client::with_options(ClientOptions::parse(uri.as_ref()).await?)
     }
 
     /// Builds the topology (monitors start at once) and the selection actor. Does not wait

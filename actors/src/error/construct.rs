@@ -254,6 +254,12 @@ impl From<ErrorKind> for Error {
     }
 }
 
+impl From<std::convert::Infallible> for Error {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
 impl From<bson::error::Error> for Error {
     fn from(e: bson::error::Error) -> Self {
         Error::new(e.into())

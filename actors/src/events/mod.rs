@@ -3,7 +3,7 @@
 //!
 //! # Bounded delivery
 //! A client (or a topology) puts a bounded queue of [`DEFAULT_EVENT_QUEUE_CAPACITY`] events
-//! in front of each subscriber ([`ClientOptionsBuilder::event_queue_capacity`] changes it).
+//! in front of each subscriber ([`ClientOptions::event_queue_capacity`] changes it).
 //! A closure or a `Recipient` runs on a delivery thread of its own, fed by that queue (a
 //! `Recipient` takes the next event once its actor handled the last one, so its mailbox
 //! holds at most one of them); a crossbeam `Sender` is fed in place, and its channel's length
@@ -14,7 +14,7 @@
 //! the instant they happen (a timestamp) and never blocks may opt out of the queue with
 //! [`InPlace`].
 //!
-//! [`ClientOptionsBuilder::event_queue_capacity`]: crate::client::ClientOptionsBuilder::event_queue_capacity
+//! [`ClientOptions::event_queue_capacity`]: crate::client::ClientOptions::event_queue_capacity
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

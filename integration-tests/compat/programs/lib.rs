@@ -20,10 +20,12 @@ pub mod events;
 pub mod gridfs;
 pub mod named_options;
 pub mod raw_cursor;
+pub mod search_indexes;
 pub mod selection;
 pub mod session_cursors;
 pub mod sync;
 pub mod transactions;
+pub mod typed_builder;
 
 /// Every program: its name, whether it needs a replica set (transactions, change streams),
 /// and the program.
@@ -40,9 +42,11 @@ pub fn all() -> Vec<(&'static str, bool, Program)> {
         ("gridfs", false, |uri, db| Box::pin(gridfs::run(uri, db))),
         ("named_options", false, |uri, db| Box::pin(named_options::run(uri, db))),
         ("raw_cursor", false, |uri, db| Box::pin(raw_cursor::run(uri, db))),
+        ("search_indexes", false, |uri, db| Box::pin(search_indexes::run(uri, db))),
         ("selection", false, |uri, db| Box::pin(selection::run(uri, db))),
         ("session_cursors", false, |uri, db| Box::pin(session_cursors::run(uri, db))),
         ("sync", false, |uri, db| Box::pin(sync::run(uri, db))),
+        ("typed_builder", false, |uri, db| Box::pin(typed_builder::run(uri, db))),
         ("transactions", true, |uri, db| Box::pin(transactions::run(uri, db))),
         ("change_streams", true, |uri, db| Box::pin(change_streams::run(uri, db))),
     ]

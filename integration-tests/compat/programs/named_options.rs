@@ -5,8 +5,9 @@
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Document};
 use mongodb::options::{
-    Collation, CollationCaseFirst, CollationStrength, DropCollectionOptions, DropDatabaseOptions,
-    DropIndexOptions, IndexOptions, ListCollectionsOptions, ListIndexesOptions, WriteConcern,
+    Collation, CollationCaseFirst, CollationStrength, CommitQuorum, CreateIndexOptions,
+    DropCollectionOptions, DropDatabaseOptions, DropIndexOptions, IndexOptions, IndexVersion,
+    ListCollectionsOptions, ListIndexesOptions, Sphere2DIndexVersion, TextIndexVersion, WriteConcern,
 };
 use mongodb::{Client, Collection, IndexModel};
 
@@ -32,7 +33,7 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
 
     let index = IndexModel::builder()
         .keys(doc! { "name": 1 })
-        .options(IndexOptions::builder().name("by_name".to_string()).build())
+        .options(IndexOptions::builder().name("by_name".to_string()).version(IndexVersion::V2).build())
         .build();
     coll.create_index(index).await?;
     let listed = ListIndexesOptions::builder().batch_size(1u32).build();
@@ -41,6 +42,22 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
     let drop_index = DropIndexOptions::builder().comment(mongodb::bson::Bson::from("bye")).build();
     coll.drop_index("by_name").with_options(drop_index).await?;
     assert!(!coll.list_index_names().await?.contains(&"by_name".to_string()));
+
+    // Typed index versions and commit quorums, as the server reads them.
+    let text = IndexOptions::builder()
+        .text_index_version(TextIndexVersion::V3)
+        .sphere_2d_index_version(Sphere2DIndexVersion::V3)
+        .default_language("french".to_string())
+        .language_override("idioma".to_string())
+        .build();
+    let text = mongodb::bson::serialize_to_document(&text)?;
+    assert_eq!(text.get_i32("textIndexVersion").ok(), Some(3));
+    assert_eq!(text.get_i32("2dsphereIndexVersion").ok(), Some(3));
+    assert_eq!(text.get_str("default_language").ok(), Some("french"));
+    assert_eq!(text.get_str("language_override").ok(), Some("idioma"));
+    let quorum = CreateIndexOptions::builder().commit_quorum(CommitQuorum::Majority).build();
+    assert!(matches!(quorum.commit_quorum, Some(CommitQuorum::Majority)));
+    assert_eq!(mongodb::bson::serialize_to_bson(&CommitQuorum::Nodes(2))?, mongodb::bson::Bson::Int32(2));
 
     let only_named = ListCollectionsOptions::builder().filter(doc! { "name": "named" }).build();
     assert_eq!(database.list_collection_names().with_options(only_named).await?, vec!["named".to_string()]);

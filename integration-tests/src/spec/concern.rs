@@ -86,10 +86,11 @@ pub fn run_connection_string_file(path: &Path) -> Result<(), String> {
         let valid = case.get("valid").and_then(Value::as_bool).ok_or("missing 'valid'")?;
         let rt =
             tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-        let parsed = rt.block_on(ClientOptions::parse(uri)).and_then(|o| {
-            let wc = o.write_concern()?;
-            Ok((o, wc))
-        });
+        let parsed =
+            rt.block_on(std::future::IntoFuture::into_future(ClientOptions::parse(uri))).and_then(|o| {
+                let wc = o.write_concern()?;
+                Ok((o, wc))
+            });
         let (options, wc) = match (valid, parsed) {
             (false, Err(_)) => return Ok(()),
             (false, Ok(_)) => return Err("expected an error, but the URI was accepted".into()),

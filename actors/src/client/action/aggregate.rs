@@ -50,7 +50,11 @@ pub struct Aggregate<'a, Session = ImplicitSession, T = Document> {
 }
 
 impl<'a> Aggregate<'a> {
-    fn new(handle: Handle<'a>, on_collection: bool, pipeline: impl IntoIterator<Item = Document>) -> Self {
+    pub(super) fn new(
+        handle: Handle<'a>,
+        on_collection: bool,
+        pipeline: impl IntoIterator<Item = Document>,
+    ) -> Self {
         Aggregate {
             handle,
             on_collection,

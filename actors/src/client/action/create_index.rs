@@ -9,6 +9,7 @@ use super::super::collection::{Collection, Handle};
 use super::super::concern::WriteConcern;
 use super::super::ops::create_indexes;
 use super::super::options::admin::{CreateIndexOptions, IndexModel};
+use super::super::options::commit_quorum::CommitQuorum;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters, Multiple, Single};
 use crate::results::{CreateIndexResult, CreateIndexesResult};
@@ -71,7 +72,7 @@ impl<'a, M: IndexNames> CreateIndex<'a, M> {
     }
 
     option_setters!(options: CreateIndexOptions;
-        commit_quorum => Bson,
+        commit_quorum: CommitQuorum,
         comment => Bson,
         max_time: Duration,
         write_concern: WriteConcern,

@@ -5,14 +5,19 @@ use std::future::IntoFuture;
 
 use futures_util::future::BoxFuture;
 
-use super::super::gridfs::{GridFsBucket, GridFsDownloadStream};
+use super::super::gridfs::{GridFsBucket, GridFsDownloadByNameOptions, GridFsDownloadStream};
+use super::option_setters;
 use crate::Result;
 
 impl GridFsBucket {
     /// Opens a download of a file by name: the newest revision unless
     /// [`revision`](OpenDownloadStreamByName::revision) says otherwise.
     pub fn open_download_stream_by_name(&self, filename: impl Into<String>) -> OpenDownloadStreamByName {
-        OpenDownloadStreamByName { bucket: self.clone(), filename: filename.into(), revision: -1 }
+        OpenDownloadStreamByName {
+            bucket: self.clone(),
+            filename: filename.into(),
+            options: GridFsDownloadByNameOptions::default(),
+        }
     }
 }
 
@@ -21,20 +26,18 @@ impl GridFsBucket {
 pub struct OpenDownloadStreamByName {
     bucket: GridFsBucket,
     filename: String,
-    revision: i32,
+    options: GridFsDownloadByNameOptions,
 }
 
 impl OpenDownloadStreamByName {
-    /// Which revision: 0 the first upload, 1 the second, ...; -1 the newest (the default),
-    /// -2 the one before, ...
-    pub fn revision(mut self, revision: i32) -> Self {
-        self.revision = revision;
-        self
-    }
+    option_setters!(@without_session options: GridFsDownloadByNameOptions;
+        revision: i32,
+    );
 
     async fn execute(self) -> Result<GridFsDownloadStream> {
-        let OpenDownloadStreamByName { bucket, filename, revision } = self;
-        bucket.download_by_name(filename, revision).await
+        let OpenDownloadStreamByName { bucket, filename, options } = self;
+        // -1: the newest.
+        bucket.download_by_name(filename, options.revision.unwrap_or(-1)).await
     }
 }
 

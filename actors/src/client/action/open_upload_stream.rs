@@ -2,7 +2,8 @@
 
 use bson::{Bson, Document};
 
-use super::super::gridfs::{GridFsBucket, GridFsUploadStream};
+use super::super::gridfs::{GridFsBucket, GridFsUploadOptions, GridFsUploadStream};
+use super::option_setters;
 use crate::Result;
 
 impl GridFsBucket {
@@ -14,8 +15,7 @@ impl GridFsBucket {
             bucket: self.clone(),
             filename: filename.into(),
             id: None,
-            chunk_size_bytes: None,
-            metadata: None,
+            options: GridFsUploadOptions::default(),
         }
     }
 }
@@ -26,8 +26,7 @@ pub struct OpenUploadStream {
     bucket: GridFsBucket,
     filename: String,
     id: Option<Bson>,
-    chunk_size_bytes: Option<u32>,
-    metadata: Option<Document>,
+    options: GridFsUploadOptions,
 }
 
 impl OpenUploadStream {
@@ -37,21 +36,14 @@ impl OpenUploadStream {
         self
     }
 
-    /// This file's chunk size (default: the bucket's).
-    pub fn chunk_size_bytes(mut self, size: u32) -> Self {
-        self.chunk_size_bytes = Some(size);
-        self
-    }
-
-    /// Metadata stored in the files document.
-    pub fn metadata(mut self, metadata: Document) -> Self {
-        self.metadata = Some(metadata);
-        self
-    }
+    option_setters!(@without_session options: GridFsUploadOptions;
+        chunk_size_bytes: u32,
+        metadata: Document,
+    );
 
     fn execute(self) -> Result<GridFsUploadStream> {
-        let OpenUploadStream { bucket, filename, id, chunk_size_bytes, metadata } = self;
-        bucket.upload_stream(filename, id, chunk_size_bytes, metadata)
+        let OpenUploadStream { bucket, filename, id, options } = self;
+        bucket.upload_stream(filename, id, options.chunk_size_bytes, options.metadata)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use bson::{doc, Document};
 
-use super::super::options::admin::SearchIndexModel;
+use super::super::options::search_index::SearchIndexModel;
 use super::admin::AdminWrite;
 use super::Namespace;
 use crate::{Error, Result};

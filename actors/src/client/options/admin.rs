@@ -83,22 +83,23 @@ pub struct IndexOptions {
     pub unique: Option<bool>,
     /// The index version (`v`).
     #[serde(rename = "v", skip_serializing_if = "Option::is_none")]
-    pub version: Option<i32>,
+    pub version: Option<super::index_version::IndexVersion>,
     /// Text indexes: the default language.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    // The server's name has an underscore.
+    #[serde(rename = "default_language", skip_serializing_if = "Option::is_none")]
     pub default_language: Option<String>,
     /// Text indexes: the field that names a document's language.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "language_override", skip_serializing_if = "Option::is_none")]
     pub language_override: Option<String>,
     /// Text indexes: the version.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub text_index_version: Option<i32>,
+    pub text_index_version: Option<super::index_version::TextIndexVersion>,
     /// Text indexes: the weight of each field.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub weights: Option<Document>,
     /// 2dsphere indexes: the version.
     #[serde(rename = "2dsphereIndexVersion", skip_serializing_if = "Option::is_none")]
-    pub sphere_2d_index_version: Option<i32>,
+    pub sphere_2d_index_version: Option<super::index_version::Sphere2DIndexVersion>,
     /// 2d indexes: the geohash precision.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bits: Option<u32>,
@@ -146,9 +147,8 @@ mod duration_secs {
 #[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct CreateIndexOptions {
-    /// How many data-bearing members must finish the build (`commitQuorum`: a number,
-    /// `majority` or `votingMembers`).
-    pub commit_quorum: Option<Bson>,
+    /// How many data-bearing members must finish the build (`commitQuorum`).
+    pub commit_quorum: Option<super::commit_quorum::CommitQuorum>,
     /// A comment for the server's logs.
     pub comment: Option<Bson>,
     /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
@@ -274,19 +274,4 @@ pub struct RunCursorCommandOptions {
     pub timeout: Option<Duration>,
     /// How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
     pub timeout_mode: Option<TimeoutMode>,
-}
-
-/// An Atlas Search (or Vector Search) index: its definition, and optionally its name
-/// (default `default`) and type (`search` or `vectorSearch`).
-#[derive(TypedBuilder, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[builder(field_defaults(default, setter(into)))]
-pub struct SearchIndexModel {
-    /// The index definition (mappings, fields...).
-    pub definition: Document,
-    /// The index name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// `search` or `vectorSearch`.
-    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
-    pub index_type: Option<String>,
 }

@@ -1,8 +1,9 @@
 //! Client options: a connection string plus what a URI cannot carry (custom selector, event
 //! handlers, DNS resolver).
 //!
-//! - [`ClientOptions::parse`]: a URI; `mongodb+srv` is resolved through the system's DNS.
-//! - [`ClientOptions::builder`]: a URI, options overriding the URI's, a DNS resolver, handlers.
+//! - [`ClientOptions::parse`]: a URI (or a [`ConnectionString`](super::ConnectionString));
+//!   `mongodb+srv` is resolved through the system's DNS or the resolver given.
+//! - [`ClientOptions::builder`]: the official typed builder, field by field (no URI).
 //! - [`ClientOptions::from_config`](super::super::config): a file and environment variables.
 
 use std::sync::Arc;
@@ -29,6 +30,7 @@ use crate::{Error, Result};
 use protocol::hello::metadata::DriverInfo;
 use protocol::uri::Credential;
 use protocol::ServerAddress;
+use typed_builder::TypedBuilder;
 
 /// Everything a [`Client`](crate::Client) is built from: the official driver's option
 /// fields (filled from the URI by [`ClientOptions::parse`], then edited at will:
@@ -37,10 +39,28 @@ use protocol::ServerAddress;
 ///
 /// The typed fields win: [`Client::with_options`](crate::Client::with_options) writes them
 /// over the connection string's options (a field set to `None` clears that option).
-#[derive(Clone, Default)]
+///
+/// [`ClientOptions::builder`] is the official typed builder: each setter takes what converts
+/// into its field, `build()` cannot fail (the options are checked when the client is built).
+///
+/// ```
+/// use mongo_actors::options::{ClientOptions, ServerAddress};
+///
+/// let o = ClientOptions::builder()
+///     .hosts(vec![ServerAddress::Tcp { host: "db1".into(), port: Some(27018) }])
+///     .app_name("svc".to_string())
+///     .max_pool_size(20)
+///     .build();
+/// assert_eq!(o.max_pool_size, Some(20));
+/// assert_eq!(ClientOptions::builder().build().hosts, vec![ServerAddress::default()]);
+/// ```
+#[derive(Clone, TypedBuilder)]
+#[builder(field_defaults(default, setter(into)))]
 pub struct ClientOptions {
     /// The seed list: the connection string's hosts (for `mongodb+srv`, what SRV resolution
-    /// found). Empty: the connection string's, else `localhost:27017`.
+    /// found); the builder's default is `localhost:27017`. Empty: the connection string's,
+    /// else `localhost:27017`.
+    #[builder(default = vec![ServerAddress::default()])]
     pub hosts: Vec<ServerAddress>,
     /// How to authenticate (userinfo, `authSource`, `authMechanism`,
     /// `authMechanismProperties`); `None`: no authentication.
@@ -106,27 +126,36 @@ pub struct ClientOptions {
     /// written over its options when the client is built.
     pub connection_string: ConnectionString,
     /// The application's server selector.
+    #[builder(setter(!into, strip_option))]
     pub custom_selector: Option<CustomSelector>,
     /// Receives SDAM events in the official shape (behind a bounded queue, as every
     /// subscriber: see [`crate::events`]).
+    #[builder(setter(strip_option))]
     pub sdam_event_handler: Option<EventHandler<crate::event::sdam::SdamEvent>>,
     /// Receives CMAP events in the official shape.
+    #[builder(setter(strip_option))]
     pub cmap_event_handler: Option<EventHandler<crate::event::cmap::CmapEvent>>,
     /// Receives command events in the official shape.
+    #[builder(setter(strip_option))]
     pub command_event_handler: Option<EventHandler<crate::event::command::CommandEvent>>,
     /// (Ours.) Receives SDAM events in the spec's shape: a crossbeam `Sender`, a closure or an
     /// actix `Recipient` (see [`crate::events`]). Both it and `sdam_event_handler` may be set.
+    #[builder(setter(!into, strip_option))]
     pub sdam_event_subscriber: Option<Arc<dyn SdamEventHandler>>,
     /// (Ours.) Receives CMAP events in the spec's shape.
+    #[builder(setter(!into, strip_option))]
     pub cmap_event_subscriber: Option<Arc<dyn CmapEventHandler>>,
     /// (Ours.) Receives command events in the spec's shape.
+    #[builder(setter(!into, strip_option))]
     pub command_event_subscriber: Option<Arc<dyn CommandEventHandler>>,
     /// The DNS servers for `mongodb+srv` (`None`: the system's).
     pub resolver_config: Option<ResolverConfig>,
     /// Resolves host names for every connection (`None`: the system resolver). Set by
     /// resolution with a custom [`ResolverConfig`], so SRV targets resolve through it too.
+    #[builder(setter(!into, strip_option))]
     pub host_resolver: Option<Arc<dyn HostResolver>>,
     /// For `mongodb+srv`: the SRV host and lookup results the SRV poller needs.
+    #[builder(setter(skip))]
     pub srv: Option<SrvInfo>,
     /// The SRV rescan interval (rescanSRVIntervalMS; `None`: 60 s). See
     /// [`SrvPollerOptions`].
@@ -171,29 +200,43 @@ impl std::fmt::Debug for ClientOptions {
     }
 }
 
-impl ClientOptions {
-    /// Parses a URI (a `mongodb+srv` URI is resolved through the system's DNS).
-    ///
-    /// ```
-    /// # tokio_test_block_on(async {
-    /// use mongo_actors::client::ClientOptions;
-    ///
-    /// let o = ClientOptions::parse("mongodb://alice:s3cret@db1:27017,db2:27017/?appname=svc").await.unwrap();
-    /// assert_eq!(o.connection_string.hosts.len(), 2);
-    /// assert!(!format!("{o:?}").contains("s3cret"));
-    /// assert!(ClientOptions::parse("http://x").await.as_ref().is_err_and(|e| matches!(*e.kind, mongo_actors::error::ErrorKind::InvalidArgument { .. })));
-    /// # });
-    /// # fn tokio_test_block_on(f: impl std::future::Future<Output = ()>) {
-    /// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
-    /// # }
-    /// ```
-    pub async fn parse(uri: impl AsRef<str>) -> Result<ClientOptions> {
-        ClientOptions::builder().uri(uri.as_ref()).build().await
+impl Default for ClientOptions {
+    /// What [`ClientOptions::builder`] builds with nothing set.
+    fn default() -> Self {
+        ClientOptions::builder().build()
     }
+}
 
-    /// A builder.
-    pub fn builder() -> ClientOptionsBuilder {
-        ClientOptionsBuilder::default()
+impl ClientOptions {
+    /// Resolves a parsed connection string into options: `mongodb+srv` is looked up (SRV and
+    /// TXT records), and a resolver with name servers of its own resolves every host name.
+    ///
+    /// Errors: [`ErrorKind::DnsResolve`](crate::error::ErrorKind::DnsResolve) when `mongodb+srv`
+    /// resolution fails or breaks the spec's rules.
+    pub(crate) async fn resolve(
+        mut cs: ConnectionString,
+        resolver_config: Option<ResolverConfig>,
+    ) -> Result<ClientOptions> {
+        let mut host_resolver = None;
+        let mut srv_info = None;
+        if cs.is_srv() {
+            let config = resolver_config.clone().unwrap_or_default();
+            let resolver = SrvResolver::new(&config)?;
+            srv_info = srv::resolve(&mut cs, &resolver).await?;
+            host_resolver = srv::host_resolver(&resolver);
+        } else if let Some(config) = resolver_config.as_ref().filter(|c| !c.is_system()) {
+            let resolver = SrvResolver::new(config)?;
+            host_resolver = srv::host_resolver(&resolver);
+        }
+        let mut options = ClientOptions {
+            connection_string: cs,
+            resolver_config,
+            host_resolver,
+            srv: srv_info,
+            ..ClientOptions::default()
+        };
+        options.spread_uri();
+        Ok(options)
     }
 
     /// The client's write concern from `w`, `wtimeoutMS` and `journal` (`None`: none is set,
@@ -268,273 +311,6 @@ impl ClientOptions {
             topology = topology.event_queue_capacity(capacity);
         }
         Ok(topology)
-    }
-}
-
-/// Builds [`ClientOptions`]; [`build`](Self::build) parses, applies the overrides, resolves
-/// `mongodb+srv` and validates.
-///
-/// ```
-/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// use mongo_actors::client::ClientOptions;
-///
-/// let o = ClientOptions::builder()
-///     .uri("mongodb://db1/?maxPoolSize=5&appname=fromUri")
-///     .option("maxPoolSize", 50)
-///     .app_name("svc")
-///     .build()
-///     .await
-///     .unwrap();
-/// assert_eq!(o.connection_string.options.max_pool_size, Some(50));
-/// assert_eq!(o.connection_string.options.app_name.as_deref(), Some("svc"));
-///
-/// // Invalid values are errors here (a URI would only warn).
-/// let e = ClientOptions::builder().uri("mongodb://db1").option("heartbeatFrequencyMS", 10).build().await;
-/// assert!(e.as_ref().is_err_and(|e| matches!(*e.kind, mongo_actors::error::ErrorKind::InvalidArgument { .. })));
-/// # });
-/// ```
-#[must_use]
-#[derive(Default)]
-pub struct ClientOptionsBuilder {
-    uri: Option<String>,
-    connection_string: Option<ConnectionString>,
-    overrides: Vec<(String, String)>,
-    custom_selector: Option<CustomSelector>,
-    sdam_event_handler: Option<EventHandler<crate::event::sdam::SdamEvent>>,
-    cmap_event_handler: Option<EventHandler<crate::event::cmap::CmapEvent>>,
-    command_event_handler: Option<EventHandler<crate::event::command::CommandEvent>>,
-    sdam_event_subscriber: Option<Arc<dyn SdamEventHandler>>,
-    cmap_event_subscriber: Option<Arc<dyn CmapEventHandler>>,
-    command_event_subscriber: Option<Arc<dyn CommandEventHandler>>,
-    resolver_config: Option<ResolverConfig>,
-    srv_rescan_interval: Option<Duration>,
-    server_api: Option<ServerApi>,
-    max_selection_waiters: Option<usize>,
-    max_wait_queue_size: Option<u32>,
-    event_queue_capacity: Option<usize>,
-}
-
-impl std::fmt::Debug for ClientOptionsBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The URI string may hold a password: never printed.
-        f.debug_struct("ClientOptionsBuilder")
-            .field("uri", &self.uri.as_ref().map(|_| "<redacted>"))
-            .field("connection_string", &self.connection_string)
-            .field("overrides", &self.overrides.iter().map(|(k, _)| k).collect::<Vec<_>>())
-            .field("resolver_config", &self.resolver_config)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ClientOptionsBuilder {
-    /// The connection string to parse (replaces an earlier [`connection_string`](Self::connection_string)).
-    pub fn uri(mut self, uri: impl Into<String>) -> Self {
-        self.uri = Some(uri.into());
-        self.connection_string = None;
-        self
-    }
-
-    /// An already parsed connection string (replaces an earlier [`uri`](Self::uri)).
-    pub fn connection_string(mut self, cs: ConnectionString) -> Self {
-        self.connection_string = Some(cs);
-        self.uri = None;
-        self
-    }
-
-    /// Overrides one URI option, by its connection-string name (case-insensitive, e.g.
-    /// `maxPoolSize`). Values are checked like URI values, but an invalid one fails
-    /// [`build`](Self::build) instead of being ignored with a warning.
-    pub fn option(mut self, name: &str, value: impl ToString) -> Self {
-        self.overrides.push((name.to_string(), value.to_string()));
-        self
-    }
-
-    /// `appname`.
-    pub fn app_name(self, name: &str) -> Self {
-        self.option("appname", name)
-    }
-
-    /// `maxPoolSize`.
-    pub fn max_pool_size(self, size: u32) -> Self {
-        self.option("maxPoolSize", size)
-    }
-
-    /// `serverSelectionTimeoutMS`.
-    pub fn server_selection_timeout(self, timeout: Duration) -> Self {
-        self.option("serverSelectionTimeoutMS", timeout.as_millis())
-    }
-
-    /// `compressors`: offered in the handshake, most preferred first; the first the server
-    /// also supports compresses every message but the handshake and authentication.
-    pub fn compressors(mut self, compressors: &[Compressor]) -> Self {
-        let names: Vec<&str> = compressors.iter().map(Compressor::name).collect();
-        let zlib = compressors.iter().find_map(|c| match c {
-            Compressor::Zlib { level: Some(l) } => Some(*l),
-            _ => None,
-        });
-        if let Some(level) = zlib {
-            self = self.option("zlibCompressionLevel", level);
-        }
-        self.option("compressors", names.join(","))
-    }
-
-    /// `heartbeatFrequencyMS`.
-    pub fn heartbeat_frequency(self, frequency: Duration) -> Self {
-        self.option("heartbeatFrequencyMS", frequency.as_millis())
-    }
-
-    /// The application's server selector.
-    pub fn custom_selector(mut self, selector: CustomSelector) -> Self {
-        self.custom_selector = Some(selector);
-        self
-    }
-
-    /// Receives SDAM events in the official shape.
-    pub fn sdam_event_handler(
-        mut self,
-        handler: impl Into<EventHandler<crate::event::sdam::SdamEvent>>,
-    ) -> Self {
-        self.sdam_event_handler = Some(handler.into());
-        self
-    }
-
-    /// Receives CMAP events in the official shape.
-    pub fn cmap_event_handler(
-        mut self,
-        handler: impl Into<EventHandler<crate::event::cmap::CmapEvent>>,
-    ) -> Self {
-        self.cmap_event_handler = Some(handler.into());
-        self
-    }
-
-    /// Receives command events in the official shape.
-    pub fn command_event_handler(
-        mut self,
-        handler: impl Into<EventHandler<crate::event::command::CommandEvent>>,
-    ) -> Self {
-        self.command_event_handler = Some(handler.into());
-        self
-    }
-
-    /// (Ours.) Receives SDAM events in the spec's shape.
-    pub fn sdam_event_subscriber(mut self, handler: Arc<dyn SdamEventHandler>) -> Self {
-        self.sdam_event_subscriber = Some(handler);
-        self
-    }
-
-    /// (Ours.) Receives CMAP events in the spec's shape.
-    pub fn cmap_event_subscriber(mut self, handler: Arc<dyn CmapEventHandler>) -> Self {
-        self.cmap_event_subscriber = Some(handler);
-        self
-    }
-
-    /// (Ours.) Receives command events in the spec's shape.
-    pub fn command_event_subscriber(mut self, handler: Arc<dyn CommandEventHandler>) -> Self {
-        self.command_event_subscriber = Some(handler);
-        self
-    }
-
-    /// The DNS servers for `mongodb+srv`. With name servers set, connections also resolve
-    /// host names through them (so SRV targets need no system DNS entry).
-    pub fn resolver_config(mut self, config: ResolverConfig) -> Self {
-        self.resolver_config = Some(config);
-        self
-    }
-
-    /// Declares a Stable API version: every command carries it, and a server that does not
-    /// support it refuses them (see [`ClientOptions::server_api`]).
-    pub fn server_api(mut self, api: ServerApi) -> Self {
-        self.server_api = Some(api);
-        self
-    }
-
-    /// Admission control: at most `n` operations wait for a suitable server at once; the next
-    /// one fails at once with [`ErrorKind::Overloaded`](crate::error::ErrorKind::Overloaded) instead of queuing. Off by default (as in
-    /// the official drivers); selections the current topology serves never wait.
-    pub fn max_selection_waiters(mut self, n: usize) -> Self {
-        self.max_selection_waiters = Some(n);
-        self
-    }
-
-    /// Admission control: at most `n` check-outs wait for a connection of each server's pool;
-    /// the next one fails at once with [`ErrorKind::Overloaded`](crate::error::ErrorKind::Overloaded) instead of queuing (0: never
-    /// wait). Off by default (as in the official drivers).
-    pub fn max_wait_queue_size(mut self, n: u32) -> Self {
-        self.max_wait_queue_size = Some(n);
-        self
-    }
-
-    /// How many events each event subscriber's queue holds before events are dropped for it
-    /// (default [`DEFAULT_EVENT_QUEUE_CAPACITY`](crate::events::DEFAULT_EVENT_QUEUE_CAPACITY);
-    /// at least 1). See [`crate::events`].
-    pub fn event_queue_capacity(mut self, capacity: usize) -> Self {
-        self.event_queue_capacity = Some(capacity);
-        self
-    }
-
-    /// The SRV rescan interval (default 60 s; at least
-    /// [`MIN_RESCAN_INTERVAL`](crate::srv_poller::MIN_RESCAN_INTERVAL)).
-    pub fn srv_rescan_interval(mut self, interval: Duration) -> Self {
-        self.srv_rescan_interval = Some(interval);
-        self
-    }
-
-    /// Parses the URI, applies the overrides, resolves `mongodb+srv` (SRV and TXT records)
-    /// and validates.
-    ///
-    /// Errors: [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) for a bad URI, option or combination,
-    /// [`ErrorKind::DnsResolve`](crate::error::ErrorKind::DnsResolve) when `mongodb+srv` resolution fails or breaks the spec's rules.
-    pub async fn build(self) -> Result<ClientOptions> {
-        let invalid = |message: String| Error::invalid_argument(message);
-        let mut cs = match (self.connection_string, self.uri) {
-            (Some(cs), _) => cs,
-            (None, Some(uri)) => ConnectionString::parse(&uri).map_err(|e| invalid(e.to_string()))?,
-            (None, None) => return Err(invalid("a connection string is required".into())),
-        };
-        apply_overrides(&mut cs, &self.overrides)?;
-        if self.event_queue_capacity == Some(0) {
-            return Err(invalid("the event queue capacity must be at least 1".into()));
-        }
-        if let Some(i) = self.srv_rescan_interval {
-            if i < crate::srv_poller::MIN_RESCAN_INTERVAL {
-                return Err(invalid(format!(
-                    "the SRV rescan interval must be at least {:?}",
-                    crate::srv_poller::MIN_RESCAN_INTERVAL
-                )));
-            }
-        }
-        let mut host_resolver = None;
-        let mut srv_info = None;
-        if cs.is_srv() {
-            let config = self.resolver_config.clone().unwrap_or_default();
-            let resolver = SrvResolver::new(&config)?;
-            srv_info = srv::resolve(&mut cs, &resolver).await?;
-            host_resolver = srv::host_resolver(&resolver);
-        } else if let Some(config) = self.resolver_config.as_ref().filter(|c| !c.is_system()) {
-            let resolver = SrvResolver::new(config)?;
-            host_resolver = srv::host_resolver(&resolver);
-        }
-        let mut options = ClientOptions {
-            connection_string: cs,
-            custom_selector: self.custom_selector,
-            sdam_event_handler: self.sdam_event_handler,
-            cmap_event_handler: self.cmap_event_handler,
-            command_event_handler: self.command_event_handler,
-            sdam_event_subscriber: self.sdam_event_subscriber,
-            cmap_event_subscriber: self.cmap_event_subscriber,
-            command_event_subscriber: self.command_event_subscriber,
-            resolver_config: self.resolver_config,
-            host_resolver,
-            srv: srv_info,
-            srv_rescan_interval: self.srv_rescan_interval,
-            server_api: self.server_api,
-            max_selection_waiters: self.max_selection_waiters,
-            max_wait_queue_size: self.max_wait_queue_size,
-            event_queue_capacity: self.event_queue_capacity,
-            ..ClientOptions::default()
-        };
-        options.spread_uri();
-        Ok(options)
     }
 }
 
@@ -654,12 +430,10 @@ mod tests {
 
     #[tokio::test]
     async fn overrides_win_and_are_checked() {
-        let o = ClientOptions::builder()
-            .uri("mongodb://h/?maxPoolSize=5&retryWrites=false&readPreference=secondary")
+        let o = ClientOptions::parse("mongodb://h/?maxPoolSize=5&retryWrites=false&readPreference=secondary")
             .option("MAXPOOLSIZE", 7)
             .option("readPreference", "nearest")
             .option("appname", "a b&c")
-            .build()
             .await
             .unwrap();
         let opts = &o.connection_string.options;
@@ -667,35 +441,67 @@ mod tests {
         assert_eq!(opts.retry_writes, Some(false));
         assert_eq!(opts.app_name.as_deref(), Some("a b&c"));
         assert_eq!(opts.read_preference, Some(protocol::uri::ReadPreferenceMode::Nearest));
+        assert_eq!((o.max_pool_size, o.retry_writes), (Some(7), Some(false)));
 
         for (k, v) in
             [("maxPoolSize", "-1"), ("nope", "1"), ("retryReads", "maybe"), ("directConnection", "x")]
         {
-            let e = ClientOptions::builder().uri("mongodb://h").option(k, v).build().await.unwrap_err();
+            let e = ClientOptions::parse("mongodb://h").option(k, v).await.unwrap_err();
             assert!(matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. }), "{k}: {e}");
         }
         // Combinations are checked after the overlay.
-        let e = ClientOptions::builder().uri("mongodb://a,b").option("directConnection", true).build().await;
+        let e = ClientOptions::parse("mongodb://a,b").option("directConnection", true).await;
         assert!(e.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
-        let e = ClientOptions::builder()
-            .uri("mongodb://a")
-            .option("minPoolSize", 9)
-            .option("maxPoolSize", 3)
-            .build()
-            .await;
+        let e = ClientOptions::parse("mongodb://a").option("minPoolSize", 9).option("maxPoolSize", 3).await;
         assert!(e.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
-        assert!(ClientOptions::builder()
-            .build()
+        assert!(ClientOptions::parse("")
             .await
             .as_ref()
             .is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
     }
 
     #[tokio::test]
+    async fn an_edited_connection_string_wins_over_what_it_was_parsed_from() {
+        let mut cs =
+            super::super::ConnectionString::parse("mongodb://h1,h2/db?maxPoolSize=5&timeoutMS=300").unwrap();
+        cs.max_pool_size = Some(9);
+        cs.host_info = super::super::HostInfo::HostIdentifiers(vec![ServerAddress::parse("h3:1").unwrap()]);
+        cs.app_name = Some("edited".into());
+        let o = ClientOptions::parse(cs).await.unwrap();
+        assert_eq!(o.max_pool_size, Some(9));
+        assert_eq!(o.hosts, vec![ServerAddress::parse("h3:1").unwrap()]);
+        assert_eq!(o.app_name.as_deref(), Some("edited"));
+        assert_eq!(o.default_database.as_deref(), Some("db"));
+        // What has no field is kept from the string.
+        assert_eq!(o.connection_string.options.timeout_ms, Some(300));
+        // An edit a URI could not hold is refused as the URI would be.
+        let mut cs = super::super::ConnectionString::parse("mongodb://h1,h2").unwrap();
+        cs.direct_connection = Some(true);
+        let e = ClientOptions::parse(cs).await.unwrap_err();
+        assert!(matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. }), "{e}");
+    }
+
+    #[test]
+    fn the_typed_builder_sets_fields_and_the_client_checks_them() {
+        let o = ClientOptions::builder()
+            .hosts(vec![ServerAddress::parse("h:1").unwrap()])
+            .max_pool_size(4)
+            .server_selection_timeout(Duration::from_millis(250))
+            .build();
+        assert_eq!(
+            (o.max_pool_size, o.server_selection_timeout),
+            (Some(4), Some(Duration::from_millis(250)))
+        );
+        let bad = ClientOptions::builder().min_pool_size(9).max_pool_size(3).build();
+        let e = crate::Client::with_options(bad).unwrap_err();
+        assert!(matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. }), "{e}");
+    }
+
+    #[tokio::test]
     async fn debug_hides_passwords() {
-        let b = ClientOptions::builder().uri("mongodb://u:hunter2@h/").option("proxyHost", "p");
-        assert!(!format!("{b:?}").contains("hunter2"));
-        let o = b.build().await.unwrap();
+        let cs = super::super::ConnectionString::parse("mongodb://u:hunter2@h/?proxyHost=p").unwrap();
+        assert!(!format!("{cs:?}").contains("hunter2"));
+        let o = ClientOptions::parse(cs).await.unwrap();
         assert!(!format!("{o:?}").contains("hunter2"));
         assert!(!format!("{o:#?}").contains("hunter2"));
     }

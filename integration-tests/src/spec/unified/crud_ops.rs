@@ -694,7 +694,7 @@ async fn index_op_result(
             create_search_indexes(coll, name, args, session).await?
         }
         "updateSearchIndex" => {
-            let o: RunCommandOptions = options(name, args, &["name", "definition"])?;
+            let o: actors::options::UpdateSearchIndexOptions = options(name, args, &["name", "definition"])?;
             let index = args.get_str("name").map_err(|_| "updateSearchIndex needs a name")?;
             coll.update_search_index(index, document(name, args, "definition")?)
                 .with_options(o)
@@ -703,7 +703,7 @@ async fn index_op_result(
                 .map(|()| None)
         }
         "dropSearchIndex" => {
-            let o: RunCommandOptions = options(name, args, &["name"])?;
+            let o: actors::options::DropSearchIndexOptions = options(name, args, &["name"])?;
             let index = args.get_str("name").map_err(|_| "dropSearchIndex needs a name")?;
             coll.drop_search_index(index).with_options(o).session(session).await.map(|()| None)
         }
@@ -712,9 +712,13 @@ async fn index_op_result(
                 Ok(a) => bson::deserialize_from_document(a.clone()).map_err(|e| format!("{name}: {e}"))?,
                 Err(_) => AggregateOptions::default(),
             };
-            let _: RunCommandOptions = options(name, args, &["name", "aggregationOptions"])?;
-            match cursor_in!(coll.list_search_indexes(args.get_str("name").ok(), aggregation), session).await
-            {
+            let o: actors::options::ListSearchIndexOptions =
+                options(name, args, &["name", "aggregationOptions"])?;
+            let mut list = coll.list_search_indexes().aggregate_options(aggregation).with_options(o);
+            if let Ok(index) = args.get_str("name") {
+                list = list.name(index);
+            }
+            match cursor_in!(list, session).await {
                 Ok(c) => cursor_result(c, false, new_cursor).await,
                 Err(e) => Err(e),
             }
@@ -730,7 +734,7 @@ async fn create_search_indexes(
     args: &Document,
     session: Option<&mut actors::ClientSession>,
 ) -> R<OpResult> {
-    let o: RunCommandOptions = options(name, args, &["model", "models"])?;
+    let o: actors::options::CreateSearchIndexOptions = options(name, args, &["model", "models"])?;
     let models: Vec<SearchIndexModel> = match args.get("model") {
         Some(m) => vec![bson::deserialize_from_bson(m.clone()).map_err(|e| format!("{name}: {e}"))?],
         None => bson::deserialize_from_bson(args.get("models").cloned().unwrap_or(Bson::Array(vec![])))

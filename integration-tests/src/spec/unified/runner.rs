@@ -395,19 +395,17 @@ async fn create_client(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
             sdam_sink.lock().push(Event::Sdam(ev.clone()));
         }
     };
-    let mut builder = ClientOptions::builder()
-        .uri(uri)
-        .sdam_event_subscriber(Arc::new(sdam_handler))
-        .command_event_subscriber(Arc::new(cmd_handler))
-        .cmap_event_subscriber(Arc::new(cmap_handler));
+    let mut options = ClientOptions::parse(uri).await.map_err(|e| format!("client {id}: {e}"))?;
+    options.sdam_event_subscriber = Some(Arc::new(sdam_handler));
+    options.command_event_subscriber = Some(Arc::new(cmd_handler));
+    options.cmap_event_subscriber = Some(Arc::new(cmap_handler));
     if let Ok(api) = spec.get_document("serverApi") {
         let mut server_api = actors::options::ServerApi::v1();
         server_api.version = api.get_str("version").map_err(|_| "serverApi needs a version")?.parse()?;
         server_api.strict = api.get_bool("strict").ok();
         server_api.deprecation_errors = api.get_bool("deprecationErrors").ok();
-        builder = builder.server_api(server_api);
+        options.server_api = Some(server_api);
     }
-    let options = builder.build().await.map_err(|e| format!("client {id}: {e}"))?;
     let client = Client::with_options(options).map_err(|e| format!("client {id}: {e}"))?;
     Ok(Entity::Client(ClientEntity { client, events, checked_out, logs: log_observer }))
 }
