@@ -450,7 +450,7 @@ async fn events_reach_crossbeam_receivers_and_actix_recipients() {
     let (s1, s2) = (sdam_channel(sdam_tx), sdam_recipient(collector.clone().recipient()));
     let (p1, p2) = (cmap_channel(cmap_tx), cmap_recipient(collector.clone().recipient()));
     let (c1, c2) = (command_channel(command_tx), command_recipient(collector.clone().recipient()));
-    let mut options = ClientOptions::parse(&deployment.uri()).await.expect("uri");
+    let mut options = ClientOptions::parse(deployment.uri()).await.expect("uri");
     options.sdam_event_subscriber = Some(Arc::new(move |e: &SdamEvent| {
         s1.handle(e);
         s2.handle(e);

@@ -30,7 +30,7 @@ fn eventually(what: &str, mut done: impl FnMut() -> bool) {
 
 /// Options with a closure for each kind of event (each gets a delivery thread).
 async fn options(cluster: &Cluster) -> ClientOptions {
-    let mut options = ClientOptions::parse(&format!("{}&maxPoolSize=5", cluster.uri())).await.expect("uri");
+    let mut options = ClientOptions::parse(format!("{}&maxPoolSize=5", cluster.uri())).await.expect("uri");
     options.sdam_event_subscriber = Some(Arc::new(|_: &SdamEvent| {}));
     options.cmap_event_subscriber = Some(Arc::new(|_: &CmapEvent| {}));
     options.command_event_subscriber = Some(Arc::new(|_: &CommandEvent| {}));

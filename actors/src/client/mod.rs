@@ -105,6 +105,10 @@ pub use options::crud::{
     UpdateOptions,
 };
 pub use options::handle::{CollectionOptions, DatabaseOptions};
+pub use options::search_index::{
+    CreateSearchIndexOptions, DropSearchIndexOptions, ListSearchIndexOptions, SearchIndexType,
+    UpdateSearchIndexOptions,
+};
 pub use options::write_model::{
     DeleteManyModel, DeleteOneModel, InsertOneModel, ReplaceOneModel, UpdateManyModel, UpdateOneModel,
     WriteModel,
