@@ -33,7 +33,7 @@ pub mod topology;
 pub use client::actor::ClientActor;
 pub use client::{
     action, options_without_effect, ChangeStream, ChangeStreamEvent, Client, ClientOptions, ClientSession,
-    Collection, Cursor, Database, SessionCursor, SessionCursorStream, TransactionState,
+    ClusterTime, Collection, Cursor, Database, SessionCursor, SessionCursorStream, TransactionState,
 };
 /// GridFS: buckets, upload and download streams (as `mongodb::gridfs` has them).
 pub mod gridfs {

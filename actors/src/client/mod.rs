@@ -114,7 +114,7 @@ pub use options::write_model::{
     WriteModel,
 };
 pub use session::options::{EndTransactionOptions, SessionOptions, TransactionOptions};
-pub use session::{ClientSession, TransactionState};
+pub use session::{ClientSession, ClusterTime, TransactionState};
 pub use session_cursor::{SessionCursor, SessionCursorStream};
 pub use srv::ResolverConfig;
 

@@ -3,7 +3,7 @@
 
 use futures_util::StreamExt;
 use mongodb::bson::{doc, Document};
-use mongodb::change_stream::event::{ChangeStreamEvent, OperationType};
+use mongodb::change_stream::event::{ChangeNamespaceType, ChangeStreamEvent, OperationType};
 use mongodb::change_stream::session::SessionChangeStream;
 use mongodb::{Client, Collection};
 
@@ -19,6 +19,8 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
     let event: ChangeStreamEvent<Document> = stream.next().await.expect("an event")?;
     assert_eq!(event.operation_type, OperationType::Insert);
     assert_eq!(event.document_key, Some(doc! { "_id": 1 }));
+    // Only a `create` event (with showExpandedEvents) says what it created.
+    assert!(!matches!(event.ns_type, Some(ChangeNamespaceType::View)));
     let token = stream.resume_token().expect("a resume token");
 
     coll.insert_one(doc! { "_id": 2 }).await?;

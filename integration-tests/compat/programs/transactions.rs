@@ -4,7 +4,7 @@
 
 use futures_util::FutureExt;
 use mongodb::bson::{doc, Document};
-use mongodb::{Client, ClientSession, Collection};
+use mongodb::{Client, ClientSession, ClusterTime, Collection};
 
 /// Runs the program against `uri`, in database `db` (a replica set: transactions).
 pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
@@ -39,6 +39,12 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
     coll.update_one(doc! { "_id": "bob" }, doc! { "$inc": { "balance": 1 } }).session(&mut causal).await?;
     let bob = coll.find_one(doc! { "_id": "bob" }).session(&mut causal).await?.expect("bob");
     assert_eq!(bob.get_i32("balance").ok(), Some(51));
+
+    // One session hands its cluster time to another.
+    let seen: ClusterTime = causal.cluster_time().cloned().expect("a replica set reports its cluster time");
+    let mut other = client.start_session().await?;
+    other.advance_cluster_time(&seen);
+    assert!(other.cluster_time().is_some_and(|t| *t >= seen));
 
     coll.drop().await?;
     Ok(())

@@ -96,6 +96,22 @@ pub struct TruncatedArray {
     pub new_size: i32,
 }
 
+/// What kind of object a `create` event created.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum ChangeNamespaceType {
+    /// A collection without special options.
+    Collection,
+    /// A time series collection.
+    Timeseries,
+    /// A view.
+    View,
+    /// A kind this client does not know yet, by its name.
+    #[serde(untagged)]
+    Other(String),
+}
+
 /// One change event, with the full documents as `T`s.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -108,6 +124,8 @@ pub struct ChangeStreamEvent<T> {
     pub operation_type: OperationType,
     /// Where it happened.
     pub ns: Option<ChangeNamespace>,
+    /// What a `create` event created (a collection, a time series collection or a view).
+    pub ns_type: Option<ChangeNamespaceType>,
     /// A rename's new namespace.
     pub to: Option<ChangeNamespace>,
     /// The session of the write, when it ran in a transaction.

@@ -31,7 +31,8 @@ use futures_util::Stream;
 use serde::de::DeserializeOwned;
 
 pub use self::event::{
-    ChangeNamespace, ChangeStreamEvent, OperationType, ResumeToken, TruncatedArray, UpdateDescription,
+    ChangeNamespace, ChangeNamespaceType, ChangeStreamEvent, OperationType, ResumeToken, TruncatedArray,
+    UpdateDescription,
 };
 use self::spec::{setup, Spec, Start};
 pub use super::action::Watch;

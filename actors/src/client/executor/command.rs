@@ -88,7 +88,10 @@ pub(super) fn command_for(op: &Op, args: &AttemptArguments<'_>) -> BsonResult<Ra
     let cluster_time = if args.server_type == ServerType::Standalone {
         ToSend::None
     } else {
-        ToSend::choose(args.cluster_time, tracking.and_then(|t| t.cluster_time.as_ref()))?
+        ToSend::choose(
+            args.cluster_time,
+            tracking.and_then(|t| t.cluster_time.as_ref()).map(|c| c.as_document()),
+        )?
     };
 
     let mut globals = Globals::default();

@@ -14,6 +14,7 @@
 //! | [`pool`] | server sessions and their pool (implicit sessions) |
 //! | [`tracking`] | causal consistency, snapshot time, `$clusterTime`, recovery token |
 
+pub mod cluster_time;
 pub(crate) mod options;
 pub(crate) mod pool;
 pub(crate) mod tracking;
@@ -25,6 +26,7 @@ use bson::{Document, Timestamp};
 use protocol::ServerAddress;
 use tokio::time::Instant;
 
+pub use self::cluster_time::ClusterTime;
 use self::options::{SessionOptions, TransactionOptions};
 use self::pool::ServerSession;
 use self::tracking::Tracking;
@@ -210,7 +212,7 @@ impl ClientSession {
     }
 
     /// The session's `$clusterTime`: the latest a reply reported, or the user advanced to.
-    pub fn cluster_time(&self) -> Option<&Document> {
+    pub fn cluster_time(&self) -> Option<&ClusterTime> {
         self.tracking().and_then(|t| t.cluster_time.as_ref())
     }
 
@@ -227,11 +229,11 @@ impl ClientSession {
         }
     }
 
-    /// Advances the session's `$clusterTime` to `cluster_time` (a `$clusterTime` document
-    /// another session reported; never backwards).
-    pub fn advance_cluster_time(&mut self, cluster_time: &Document) {
+    /// Advances the session's `$clusterTime` to `to` (what another session reported; never
+    /// backwards).
+    pub fn advance_cluster_time(&mut self, to: &ClusterTime) {
         if let Some(t) = self.tracking_mut() {
-            t.advance_cluster_time(cluster_time);
+            t.advance_cluster_time(to.as_document());
         }
     }
 

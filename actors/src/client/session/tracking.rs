@@ -5,6 +5,7 @@
 use bson::{doc, Bson, Document, Timestamp};
 
 use super::super::executor::cluster_time;
+use super::cluster_time::ClusterTime;
 
 /// The per-session times and tokens of an explicit session: causal consistency's
 /// `operationTime`, the session's `$clusterTime`, a snapshot session's read time and a
@@ -18,7 +19,7 @@ pub(crate) struct Tracking {
     /// The greatest `operationTime` of a reply.
     pub operation_time: Option<Timestamp>,
     /// The greatest `$clusterTime` of a reply (or advanced by the user).
-    pub cluster_time: Option<Document>,
+    pub cluster_time: Option<ClusterTime>,
     /// A snapshot session's read time: from its first read's `atClusterTime`.
     pub snapshot_time: Option<Timestamp>,
     /// The last `recoveryToken` of the current sharded transaction.
@@ -35,7 +36,9 @@ impl Tracking {
 
     /// Advances the session's `$clusterTime` (never backwards).
     pub fn advance_cluster_time(&mut self, ct: &Document) {
-        cluster_time::advance_session(&mut self.cluster_time, ct);
+        let mut current = self.cluster_time.take().map(|c| c.as_document().clone());
+        cluster_time::advance_session(&mut current, ct);
+        self.cluster_time = current.map(ClusterTime::from_document);
     }
 
     /// Reads what a reply tells the session: its `operationTime`, `$clusterTime`, a
