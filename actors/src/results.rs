@@ -197,7 +197,7 @@ fn u64_of_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error
 }
 
 /// What [`Collection::create_index`](crate::Collection::create_index) gives.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct CreateIndexResult {
@@ -206,7 +206,7 @@ pub struct CreateIndexResult {
 }
 
 /// What [`Collection::create_indexes`](crate::Collection::create_indexes) gives.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct CreateIndexesResult {

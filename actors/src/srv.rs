@@ -45,8 +45,37 @@ pub struct ResolverConfig {
 
 impl ResolverConfig {
     /// The system's configuration (`/etc/resolv.conf` on Unix).
+    ///
+    /// ```
+    /// use mongo_actors::options::ResolverConfig;
+    /// assert_eq!(ResolverConfig::cloudflare().name_servers().len(), 4);
+    /// assert!(ResolverConfig::system().is_system());
+    /// ```
     pub fn system() -> Self {
         Self::default()
+    }
+
+    /// Cloudflare's public resolvers: 1.1.1.1, 1.0.0.1, 2606:4700:4700::1111 and
+    /// 2606:4700:4700::1001.
+    pub fn cloudflare() -> Self {
+        Self::public(&["1.1.1.1", "1.0.0.1", "2606:4700:4700::1111", "2606:4700:4700::1001"])
+    }
+
+    /// Google's public resolvers: 8.8.8.8, 8.8.4.4, 2001:4860:4860::8888 and
+    /// 2001:4860:4860::8844.
+    pub fn google() -> Self {
+        Self::public(&["8.8.8.8", "8.8.4.4", "2001:4860:4860::8888", "2001:4860:4860::8844"])
+    }
+
+    /// Quad9's secure resolvers: 9.9.9.9, 149.112.112.112, 2620:fe::fe and 2620:fe::9.
+    pub fn quad9() -> Self {
+        Self::public(&["9.9.9.9", "149.112.112.112", "2620:fe::fe", "2620:fe::9"])
+    }
+
+    /// Name servers on port 53, by address (literals that always parse).
+    fn public(addresses: &[&str]) -> Self {
+        let servers = addresses.iter().filter_map(|a| a.parse::<std::net::IpAddr>().ok());
+        Self::with_name_servers(servers.map(|ip| SocketAddr::new(ip, 53)))
     }
 
     /// Queries these name servers over UDP, in order (for example a test DNS stub on

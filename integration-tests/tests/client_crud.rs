@@ -176,7 +176,7 @@ async fn indexes_collections_and_databases() {
     let name =
         coll.create_index(IndexModel::new(doc! {"kind": 1, "n": -1})).await.expect("create_index").index_name;
     assert_eq!(name, "kind_1_n_-1");
-    let named = IndexOptions { name: Some("by_tags".into()), ..Default::default() };
+    let named = IndexOptions::builder().name("by_tags".to_string()).build();
     let created = coll
         .create_index(IndexModel::new(doc! {"tags": 1}).with_options(named))
         .max_time(Duration::from_secs(3))

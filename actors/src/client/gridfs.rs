@@ -276,8 +276,7 @@ impl Bucket {
                     Err(e) => return Err(e),
                 };
                 if !existing.iter().any(|i| same_keys(&i.keys, &keys)) {
-                    let options =
-                        unique.then(|| IndexOptions { unique: Some(true), ..IndexOptions::default() });
+                    let options = unique.then(|| IndexOptions::builder().unique(true).build());
                     coll.create_index(IndexModel { keys, options }).maybe_timeout(left(deadline)?).await?;
                 }
             }

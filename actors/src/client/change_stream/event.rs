@@ -61,7 +61,7 @@ pub enum OperationType {
 }
 
 /// The database and collection of an event.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ChangeNamespace {
     /// The database.

@@ -62,6 +62,7 @@ impl IndexModel {
 #[derive(TypedBuilder, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct IndexOptions {
     /// Build in the background (ignored by MongoDB 4.2 and newer).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -121,6 +122,21 @@ pub struct IndexOptions {
     /// Hidden from the query planner.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hidden: Option<bool>,
+    /// geoHaystack indexes (removed in MongoDB 5.0, which refuses them): the bucket size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bucket_size: Option<u32>,
+    /// Whether a listed index is the collection's clustered index (read from
+    /// `list_indexes`, never sent).
+    #[builder(setter(skip))]
+    #[serde(skip_serializing)]
+    clustered: Option<bool>,
+}
+
+impl IndexOptions {
+    /// Whether the index is the collection's clustered index, as `list_indexes` reports it.
+    pub fn clustered(&self) -> Option<bool> {
+        self.clustered
+    }
 }
 
 /// `Option<Duration>` as whole seconds.

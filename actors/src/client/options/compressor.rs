@@ -24,6 +24,20 @@ pub enum Compressor {
     Snappy,
 }
 
+/// By its name (`zstd`, `zlib`, `snappy`, any case), at its default level.
+impl std::str::FromStr for Compressor {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "zstd" => Ok(Compressor::Zstd { level: None }),
+            "zlib" => Ok(Compressor::Zlib { level: None }),
+            "snappy" => Ok(Compressor::Snappy),
+            other => Err(Error::invalid_argument(format!("unsupported compressor: {other}"))),
+        }
+    }
+}
+
 impl Compressor {
     /// The name negotiated in the handshake (`zstd`, `zlib`, `snappy`).
     pub fn name(&self) -> &'static str {

@@ -5,73 +5,85 @@
 use std::time::Duration;
 
 use bson::{Bson, Document};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use typed_builder::TypedBuilder;
 
-use super::super::concern::WriteConcern;
+use super::super::concern::{duration_ms, WriteConcern};
 use super::admin::{CommandOptions, ListOptions};
 
 /// Options of `list_collections` and `list_collection_names`.
-#[derive(TypedBuilder, Debug, Clone, Default, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default)]
 #[non_exhaustive]
 pub struct ListCollectionsOptions {
     /// Documents per batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub batch_size: Option<u32>,
     /// A comment for the server's logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub comment: Option<Bson>,
     /// Only the collections matching this filter.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub filter: Option<Document>,
     /// Only the collections the user may use.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub authorized_collections: Option<bool>,
 }
 
 /// Options of `list_indexes` and `list_index_names`.
-#[derive(TypedBuilder, Debug, Clone, Default, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default)]
 #[non_exhaustive]
 pub struct ListIndexesOptions {
     /// Legacy `maxTimeMS`.
+    #[serde(rename = "maxTimeMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
     pub max_time: Option<Duration>,
     /// Documents per batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub batch_size: Option<u32>,
     /// A comment for the server's logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub comment: Option<Bson>,
 }
 
 /// Options of a collection's `drop`.
-#[derive(TypedBuilder, Debug, Clone, Default, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default)]
 #[non_exhaustive]
 pub struct DropCollectionOptions {
     /// The write concern (default: the collection's).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub write_concern: Option<WriteConcern>,
 }
 
 /// Options of a database's `drop`.
-#[derive(TypedBuilder, Debug, Clone, Default, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default)]
 #[non_exhaustive]
 pub struct DropDatabaseOptions {
     /// The write concern (default: the database's).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub write_concern: Option<WriteConcern>,
 }
 
 /// Options of `drop_index` and `drop_indexes`.
-#[derive(TypedBuilder, Debug, Clone, Default, Deserialize)]
+#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
 #[serde(rename_all = "camelCase", default)]
 #[non_exhaustive]
 pub struct DropIndexOptions {
     /// Legacy `maxTimeMS`.
+    #[serde(rename = "maxTimeMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
     pub max_time: Option<Duration>,
     /// The write concern (default: the collection's).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub write_concern: Option<WriteConcern>,
     /// A comment for the server's logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub comment: Option<Bson>,
 }
 
