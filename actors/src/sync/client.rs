@@ -75,6 +75,14 @@ impl Database {
     ) -> Collection<T> {
         Collection { inner: self.inner.collection_with_options(name, options) }
     }
+
+    /// A GridFS bucket of this database (no I/O until it is used).
+    pub fn gridfs_bucket(
+        &self,
+        options: impl Into<Option<crate::options::GridFsBucketOptions>>,
+    ) -> super::gridfs::GridFsBucket {
+        super::gridfs::GridFsBucket::new(self.inner.gridfs_bucket(options))
+    }
 }
 
 impl Deref for Database {

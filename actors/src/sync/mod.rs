@@ -23,8 +23,10 @@
 mod change_stream;
 mod client;
 mod cursor;
+pub mod gridfs;
 mod run;
 mod session;
+mod session_change_stream;
 
 use std::future::Future;
 use std::sync::LazyLock;
@@ -33,6 +35,7 @@ pub use self::change_stream::ChangeStream;
 pub use self::client::{Client, Collection, Database};
 pub use self::cursor::{Cursor, SessionCursor, SessionCursorIter};
 pub use self::session::ClientSession;
+pub use self::session_change_stream::SessionChangeStream;
 
 /// Where the sync API's futures run: two worker threads, started at first use. The client's
 /// actors run on their own System thread, as for any client built outside actix.
@@ -63,6 +66,32 @@ impl<T> IntoSync for crate::Cursor<T> {
     type Sync = Cursor<T>;
     fn into_sync(self) -> Cursor<T> {
         Cursor::new(self)
+    }
+}
+
+impl IntoSync for () {
+    type Sync = ();
+    fn into_sync(self) {}
+}
+
+impl<T> IntoSync for Option<T> {
+    type Sync = Option<T>;
+    fn into_sync(self) -> Option<T> {
+        self
+    }
+}
+
+impl IntoSync for crate::gridfs::GridFsDownloadStream {
+    type Sync = gridfs::GridFsDownloadStream;
+    fn into_sync(self) -> gridfs::GridFsDownloadStream {
+        gridfs::GridFsDownloadStream::new(self)
+    }
+}
+
+impl IntoSync for crate::gridfs::GridFsUploadStream {
+    type Sync = gridfs::GridFsUploadStream;
+    fn into_sync(self) -> gridfs::GridFsUploadStream {
+        gridfs::GridFsUploadStream::new(self)
     }
 }
 

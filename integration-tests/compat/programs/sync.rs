@@ -1,9 +1,14 @@
 //! The blocking API (`mongodb::sync`, the `sync` feature): a client, CRUD with `.run()`,
-//! cursors as iterators, a session with a transaction-free session cursor, and listings.
+//! cursors as iterators, a session with a transaction-free session cursor, listings, GridFS
+//! through `std::io`, and (on a replica set) a change stream in a session.
+
+use std::io::{Read, Write};
 
 use mongodb::bson::{doc, Document};
-use mongodb::options::FindOptions;
-use mongodb::sync::{Client, ClientSession, Collection, Cursor};
+use mongodb::change_stream::event::{ChangeStreamEvent, OperationType};
+use mongodb::options::{FindOptions, GridFsBucketOptions};
+use mongodb::sync::gridfs::{FilesCollectionDocument, GridFsBucket, GridFsUploadStream};
+use mongodb::sync::{Client, ClientSession, Collection, Cursor, SessionChangeStream};
 
 /// Runs the program against `uri`, in database `db`, on a thread of its own (the sync API
 /// must not run inside an async runtime).
@@ -47,5 +52,43 @@ fn run_blocking(uri: &str, db: &str) -> mongodb::error::Result<()> {
     assert!(client.list_database_names().run()?.contains(&db.to_string()));
     coll.delete_many(doc! {}).run()?;
     coll.drop().run()?;
+
+    // GridFS through std::io.
+    let bucket: GridFsBucket =
+        client.database(db).gridfs_bucket(GridFsBucketOptions::builder().chunk_size_bytes(3u32).build());
+    let mut upload: GridFsUploadStream = bucket.open_upload_stream("sync.txt").run()?;
+    upload.write_all(b"blocking bytes").map_err(mongodb::error::Error::from)?;
+    upload.close().map_err(mongodb::error::Error::from)?;
+    let id = upload.id().clone();
+    let mut text = String::new();
+    bucket
+        .open_download_stream(id.clone())
+        .run()?
+        .read_to_string(&mut text)
+        .map_err(mongodb::error::Error::from)?;
+    assert_eq!(text, "blocking bytes");
+    let mut by_name = Vec::new();
+    let mut download = bucket.open_download_stream_by_name("sync.txt").run()?;
+    download.read_to_end(&mut by_name).map_err(mongodb::error::Error::from)?;
+    assert_eq!(by_name, b"blocking bytes");
+    let files: Vec<FilesCollectionDocument> = bucket.find(doc! {}).run()?.collect::<Result<_, _>>()?;
+    assert_eq!(files.len(), 1);
+    assert!(bucket.find_one(doc! { "filename": "sync.txt" }).run()?.is_some());
+    bucket.rename(id.clone(), "renamed.txt").run()?;
+    bucket.delete(id).run()?;
+    bucket.drop().run()?;
+
+    // A change stream in a session needs a replica set.
+    let hello = client.database("admin").run_command(doc! { "hello": 1 }).run()?;
+    if hello.contains_key("setName") {
+        let mut session = client.start_session().run()?;
+        let mut stream: SessionChangeStream<ChangeStreamEvent<Document>> =
+            coll.watch().session(&mut session).run()?;
+        coll.insert_one(doc! { "_id": "watched" }).run()?;
+        let event = stream.next(&mut session)?.expect("an insert event");
+        assert_eq!(event.operation_type, OperationType::Insert);
+        assert!(stream.is_alive() && stream.resume_token().is_some());
+        coll.drop().run()?;
+    }
     Ok(())
 }

@@ -17,6 +17,15 @@ macro_rules! gridfs_run_by {
             }
 
             $crate::client::action::action! { impl<'a> for $action<'a>; }
+
+            #[cfg(feature = "sync")]
+            impl $action<'_> {
+                /// Runs the action to completion, blocking (the sync API).
+                pub fn run(self) -> crate::Result<<$out as crate::sync::IntoSync>::Sync> {
+                    crate::sync::block_on(std::future::IntoFuture::into_future(self))
+                        .map(crate::sync::IntoSync::into_sync)
+                }
+            }
         )*
     };
 }

@@ -49,3 +49,11 @@ impl IntoFuture for OpenDownloadStreamByName {
         Box::pin(self.execute())
     }
 }
+
+#[cfg(feature = "sync")]
+impl OpenDownloadStreamByName {
+    /// Opens the download, blocking (the sync API).
+    pub fn run(self) -> Result<crate::sync::gridfs::GridFsDownloadStream> {
+        crate::sync::block_on(self.execute()).map(crate::sync::gridfs::GridFsDownloadStream::new)
+    }
+}

@@ -55,3 +55,11 @@ impl std::future::IntoFuture for OpenUploadStream {
         std::future::ready(self.execute())
     }
 }
+
+#[cfg(feature = "sync")]
+impl OpenUploadStream {
+    /// Opens the upload, blocking (the sync API).
+    pub fn run(self) -> Result<crate::sync::gridfs::GridFsUploadStream> {
+        self.execute().map(crate::sync::gridfs::GridFsUploadStream::new)
+    }
+}

@@ -163,3 +163,12 @@ impl<T: Send + Sync + 'static> Watch<'_, T, ImplicitSession> {
         crate::sync::block_on(std::future::IntoFuture::into_future(self)).map(crate::sync::ChangeStream::new)
     }
 }
+
+#[cfg(feature = "sync")]
+impl<'a, T: Send + Sync + 'static> Watch<'a, T, ExplicitSession<'a>> {
+    /// Runs the action to completion, blocking (the sync API).
+    pub fn run(self) -> Result<crate::sync::SessionChangeStream<ChangeStreamEvent<T>>> {
+        crate::sync::block_on(std::future::IntoFuture::into_future(self))
+            .map(crate::sync::SessionChangeStream::new)
+    }
+}
