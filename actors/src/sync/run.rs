@@ -5,34 +5,34 @@ use std::future::IntoFuture;
 
 use super::{block_on, Cursor, SessionCursor};
 use crate::action::{
-    ExplicitSession, ImplicitSession, ListIndexes, RunCursorCommand, Shutdown, StartTransaction,
-    WarmConnectionPool,
+    ExplicitSession, ImplicitSession, ListIndexes, ListNames, ListSpecifications, RunCursorCommand, Shutdown,
+    StartTransaction, WarmConnectionPool,
 };
 use crate::options::IndexModel;
 use crate::{ClientSession, Result};
 
-impl ListIndexes<'_, IndexModel> {
+impl ListIndexes<'_, ListSpecifications> {
     /// Runs the action to completion, blocking (the sync API).
     pub fn run(self) -> Result<Cursor<IndexModel>> {
         block_on(self.into_future()).map(Cursor::new)
     }
 }
 
-impl ListIndexes<'_, Vec<String>> {
+impl ListIndexes<'_, ListNames> {
     /// Runs the action to completion, blocking (the sync API).
     pub fn run(self) -> Result<Vec<String>> {
         block_on(self.into_future())
     }
 }
 
-impl<'a> ListIndexes<'a, IndexModel, ExplicitSession<'a>> {
+impl<'a> ListIndexes<'a, ListSpecifications, ExplicitSession<'a>> {
     /// Runs the action to completion, blocking (the sync API).
     pub fn run(self) -> Result<SessionCursor<IndexModel>> {
         block_on(self.into_future()).map(SessionCursor::new)
     }
 }
 
-impl<'a> ListIndexes<'a, Vec<String>, ExplicitSession<'a>> {
+impl<'a> ListIndexes<'a, ListNames, ExplicitSession<'a>> {
     /// Runs the action to completion, blocking (the sync API).
     pub fn run(self) -> Result<Vec<String>> {
         block_on(self.into_future())

@@ -56,7 +56,10 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
     assert_eq!((index.key, index.unique), (doc! { "_id": 1 }, true));
     assert_eq!(clustered.options.expire_after_seconds, Some(Duration::from_secs(3600)));
 
-    let names = database.list_collection_names().filter(doc! { "type": "view" }).await?;
+    // The listings' modes by their official names.
+    let listing: mongodb::action::ListCollections<'_, mongodb::action::ListNames> =
+        database.list_collection_names();
+    let names = listing.filter(doc! { "type": "view" }).await?;
     assert_eq!(names, vec!["view".to_string()]);
 
     // A document the validator refuses.

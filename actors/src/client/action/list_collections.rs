@@ -15,14 +15,14 @@ use super::super::ops::{append, legacy_max_time};
 use super::super::options::admin::ListOptions;
 use super::super::session::ClientSession;
 use super::super::session_cursor::SessionCursor;
-use super::{into_future, option_setters, ExplicitSession, ImplicitSession};
+use super::{into_future, option_setters, ExplicitSession, ImplicitSession, ListNames, ListSpecifications};
 use crate::results::CollectionSpecification;
 use crate::Result;
 
 impl Database {
     /// The database's collections (one specification each) through a cursor. A retryable read
     /// on the primary.
-    pub fn list_collections(&self) -> ListCollections<'_, Cursor<CollectionSpecification>> {
+    pub fn list_collections(&self) -> ListCollections<'_> {
         ListCollections {
             handle: self.handle(),
             options: ListOptions::default(),
@@ -32,47 +32,56 @@ impl Database {
     }
 
     /// The names of the database's collections (`nameOnly: true`). A retryable read.
-    pub fn list_collection_names(&self) -> ListCollections<'_, Vec<String>> {
+    pub fn list_collection_names(&self) -> ListCollections<'_, ListNames> {
         let options = ListOptions { name_only: Some(true), ..Default::default() };
         ListCollections { handle: self.handle(), options, session: None, _out: PhantomData }
     }
 }
 
-/// What a listing gives: a cursor of its documents, or their names.
-pub trait ListingOutput<T>: Sized + Send {
+/// What a listing of `T`s gives in a mode: a cursor of `T`s ([`ListSpecifications`]), or
+/// their names ([`ListNames`]).
+pub trait ListingOutput<T>: Send {
+    /// What the listing gives.
+    type Output: Send;
     /// What a listing run in an explicit session gives.
     #[doc(hidden)]
     type InSession;
     #[doc(hidden)]
-    fn in_session(self) -> Self::InSession;
+    fn in_session(output: Self::Output) -> Self::InSession;
     /// From the listing's cursor.
     #[doc(hidden)]
-    fn from_cursor(cursor: Cursor<Document>) -> futures_util::future::BoxFuture<'static, Result<Self>>;
+    fn from_cursor(
+        cursor: Cursor<Document>,
+    ) -> futures_util::future::BoxFuture<'static, Result<Self::Output>>;
 }
 
-impl<T: serde::de::DeserializeOwned + Send + 'static, U> ListingOutput<U> for Cursor<T> {
+impl<T: serde::de::DeserializeOwned + Send + 'static> ListingOutput<T> for ListSpecifications {
+    type Output = Cursor<T>;
     type InSession = SessionCursor<T>;
-    fn in_session(self) -> SessionCursor<T> {
-        SessionCursor::new(self)
+    fn in_session(output: Cursor<T>) -> SessionCursor<T> {
+        SessionCursor::new(output)
     }
-    fn from_cursor(cursor: Cursor<Document>) -> futures_util::future::BoxFuture<'static, Result<Self>> {
+    fn from_cursor(cursor: Cursor<Document>) -> futures_util::future::BoxFuture<'static, Result<Cursor<T>>> {
         Box::pin(async move { Ok(cursor.with_type()) })
     }
 }
 
-impl<T> ListingOutput<T> for Vec<String> {
+impl<T> ListingOutput<T> for ListNames {
+    type Output = Vec<String>;
     type InSession = Vec<String>;
-    fn in_session(self) -> Vec<String> {
-        self
+    fn in_session(output: Vec<String>) -> Vec<String> {
+        output
     }
-    fn from_cursor(cursor: Cursor<Document>) -> futures_util::future::BoxFuture<'static, Result<Self>> {
+    fn from_cursor(
+        cursor: Cursor<Document>,
+    ) -> futures_util::future::BoxFuture<'static, Result<Vec<String>>> {
         Box::pin(async move { Ok(names(cursor.try_collect().await?)) })
     }
 }
 
 /// A `list_collections` or `list_collection_names`: see [`Database::list_collections`].
 #[must_use = "an operation does nothing until it is awaited"]
-pub struct ListCollections<'a, M, S = ImplicitSession> {
+pub struct ListCollections<'a, M = ListSpecifications, S = ImplicitSession> {
     handle: Handle<'a>,
     options: ListOptions,
     session: Option<&'a mut ClientSession>,
@@ -99,7 +108,7 @@ impl<'a, M> ListCollections<'a, M, ExplicitSession<'a>> {
     }
 }
 
-impl<'a, M: ListingOutput<Document>, S> ListCollections<'a, M, S> {
+impl<'a, M: ListingOutput<CollectionSpecification>, S> ListCollections<'a, M, S> {
     option_setters!(@without_session options: ListOptions;
         authorized_collections: bool,
         batch_size: u32,
@@ -110,7 +119,7 @@ impl<'a, M: ListingOutput<Document>, S> ListCollections<'a, M, S> {
         timeout_mode: TimeoutMode,
     );
 
-    async fn execute(self) -> Result<M> {
+    async fn execute(self) -> Result<M::Output> {
         let ListCollections { handle, options, session, .. } = self;
         let timeout = handle.op_timeout(options.timeout);
         let mut fields = Document::new();
@@ -133,9 +142,9 @@ impl<'a, M: ListingOutput<Document>, S> ListCollections<'a, M, S> {
     }
 }
 
-into_future!(@future ListCollections<'a, M> => M, where M: ListingOutput<Document> + 'a);
+into_future!(@future ListCollections<'a, M> => M::Output, where M: ListingOutput<CollectionSpecification> + 'a);
 
-impl<'a, M: ListingOutput<Document> + 'a> std::future::IntoFuture
+impl<'a, M: ListingOutput<CollectionSpecification> + 'a> std::future::IntoFuture
     for ListCollections<'a, M, ExplicitSession<'a>>
 {
     type Output = Result<M::InSession>;
@@ -146,16 +155,22 @@ impl<'a, M: ListingOutput<Document> + 'a> std::future::IntoFuture
     }
 }
 
-impl<'a, M: ListingOutput<Document> + 'a> super::private::Sealed
+impl<'a, M: ListingOutput<CollectionSpecification> + 'a> super::private::Sealed
     for ListCollections<'a, M, ExplicitSession<'a>>
 {
 }
-impl<'a, M: ListingOutput<Document> + 'a> super::Action for ListCollections<'a, M, ExplicitSession<'a>> {}
+impl<'a, M: ListingOutput<CollectionSpecification> + 'a> super::Action
+    for ListCollections<'a, M, ExplicitSession<'a>>
+{
+}
 
 #[cfg(feature = "sync")]
-impl<'a, M: ListingOutput<Document> + crate::sync::IntoSync + 'a> ListCollections<'a, M> {
+impl<'a, M: ListingOutput<CollectionSpecification> + 'a> ListCollections<'a, M>
+where
+    M::Output: crate::sync::IntoSync,
+{
     /// Runs the action to completion, blocking (the sync API).
-    pub fn run(self) -> Result<M::Sync> {
+    pub fn run(self) -> Result<<M::Output as crate::sync::IntoSync>::Sync> {
         crate::sync::block_on(std::future::IntoFuture::into_future(self))
             .map(crate::sync::IntoSync::into_sync)
     }

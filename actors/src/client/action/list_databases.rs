@@ -13,14 +13,14 @@ use super::super::options::admin::ListDatabasesOptions;
 use super::super::session::ClientSession;
 use super::super::timeout;
 use super::super::timeout::Limits;
-use super::{into_future, option_setters};
+use super::{into_future, option_setters, ListNames, ListSpecifications};
 use crate::results::DatabaseSpecification;
 use crate::{Error, Result};
 
 impl Client {
     /// The deployment's databases (`listDatabases` on `admin`), one specification each. A
     /// retryable read on the primary.
-    pub fn list_databases(&self) -> ListDatabases<'_, Vec<DatabaseSpecification>> {
+    pub fn list_databases(&self) -> ListDatabases<'_> {
         ListDatabases {
             client: self,
             options: ListDatabasesOptions::default(),
@@ -30,34 +30,38 @@ impl Client {
     }
 
     /// The names of the deployment's databases (`nameOnly: true`). A retryable read.
-    pub fn list_database_names(&self) -> ListDatabases<'_, Vec<String>> {
+    pub fn list_database_names(&self) -> ListDatabases<'_, ListNames> {
         let options = ListDatabasesOptions { name_only: Some(true), ..Default::default() };
         ListDatabases { client: self, options, session: None, _out: PhantomData }
     }
 }
 
-/// What `list_databases` gives: the documents, or their names.
-pub trait DatabasesOutput: Sized + Send {
+/// What `list_databases` gives in a mode: the specifications, or the names.
+pub trait DatabasesOutput: Send {
+    /// What the listing gives.
+    type Output: Send;
     /// From the `databases` of the reply.
     #[doc(hidden)]
-    fn from_documents(docs: Vec<Document>) -> Result<Self>;
+    fn from_documents(docs: Vec<Document>) -> Result<Self::Output>;
 }
 
-impl DatabasesOutput for Vec<DatabaseSpecification> {
-    fn from_documents(docs: Vec<Document>) -> Result<Self> {
+impl DatabasesOutput for ListSpecifications {
+    type Output = Vec<DatabaseSpecification>;
+    fn from_documents(docs: Vec<Document>) -> Result<Vec<DatabaseSpecification>> {
         docs.into_iter().map(|d| bson::deserialize_from_document(d).map_err(Error::from)).collect()
     }
 }
 
-impl DatabasesOutput for Vec<String> {
-    fn from_documents(docs: Vec<Document>) -> Result<Self> {
+impl DatabasesOutput for ListNames {
+    type Output = Vec<String>;
+    fn from_documents(docs: Vec<Document>) -> Result<Vec<String>> {
         Ok(names(docs))
     }
 }
 
 /// A `list_databases` or `list_database_names`: see [`Client::list_databases`].
 #[must_use = "an operation does nothing until it is awaited"]
-pub struct ListDatabases<'a, M> {
+pub struct ListDatabases<'a, M = ListSpecifications> {
     client: &'a Client,
     options: ListDatabasesOptions,
     session: Option<&'a mut ClientSession>,
@@ -72,7 +76,7 @@ impl<'a, M: DatabasesOutput> ListDatabases<'a, M> {
         timeout: Duration,
     );
 
-    async fn execute(self) -> Result<M> {
+    async fn execute(self) -> Result<M::Output> {
         let ListDatabases { client, options, session, .. } = self;
         let timeout = timeout::inherit(client.inner.settings.timeout, options.timeout);
         let mut command = doc! {"listDatabases": 1};
@@ -86,4 +90,4 @@ impl<'a, M: DatabasesOutput> ListDatabases<'a, M> {
     }
 }
 
-into_future!(ListDatabases<'a, M> => M, where M: DatabasesOutput + 'a);
+into_future!(ListDatabases<'a, M> => M::Output, where M: DatabasesOutput + 'a);

@@ -14,12 +14,12 @@ use super::super::ops::{append, legacy_max_time};
 use super::super::options::admin::{IndexModel, ListOptions};
 use super::super::session::ClientSession;
 use super::super::session_cursor::SessionCursor;
-use super::{option_setters, ExplicitSession, ImplicitSession};
+use super::{option_setters, ExplicitSession, ImplicitSession, ListNames, ListSpecifications};
 use crate::Result;
 
 impl<T> Collection<T> {
     /// The collection's indexes through a cursor. A retryable read on the primary.
-    pub fn list_indexes(&self) -> ListIndexes<'_, IndexModel> {
+    pub fn list_indexes(&self) -> ListIndexes<'_> {
         ListIndexes {
             handle: self.handle(),
             options: ListOptions::default(),
@@ -29,7 +29,7 @@ impl<T> Collection<T> {
     }
 
     /// The names of the collection's indexes. A retryable read on the primary.
-    pub fn list_index_names(&self) -> ListIndexes<'_, Vec<String>> {
+    pub fn list_index_names(&self) -> ListIndexes<'_, ListNames> {
         ListIndexes {
             handle: self.handle(),
             options: ListOptions::default(),
@@ -41,7 +41,7 @@ impl<T> Collection<T> {
 
 /// A `list_indexes` or `list_index_names`: see [`Collection::list_indexes`].
 #[must_use = "an operation does nothing until it is awaited"]
-pub struct ListIndexes<'a, M, Session = ImplicitSession> {
+pub struct ListIndexes<'a, M = ListSpecifications, Session = ImplicitSession> {
     handle: Handle<'a>,
     options: ListOptions,
     session: Option<&'a mut ClientSession>,
@@ -93,19 +93,19 @@ impl<'a, M, S> ListIndexes<'a, M, S> {
     }
 }
 
-impl<'a, S> ListIndexes<'a, IndexModel, S> {
+impl<'a, S> ListIndexes<'a, ListSpecifications, S> {
     async fn execute(self) -> Result<Cursor<IndexModel>> {
         Ok(self.open().await?.with_type())
     }
 }
 
-impl<'a, S> ListIndexes<'a, Vec<String>, S> {
+impl<'a, S> ListIndexes<'a, ListNames, S> {
     async fn execute(self) -> Result<Vec<String>> {
         Ok(names(self.open().await?.try_collect().await?))
     }
 }
 
-impl<'a> std::future::IntoFuture for ListIndexes<'a, IndexModel, ExplicitSession<'a>> {
+impl<'a> std::future::IntoFuture for ListIndexes<'a, ListSpecifications, ExplicitSession<'a>> {
     type Output = Result<SessionCursor<IndexModel>>;
     type IntoFuture = futures_util::future::BoxFuture<'a, Self::Output>;
 
@@ -114,7 +114,7 @@ impl<'a> std::future::IntoFuture for ListIndexes<'a, IndexModel, ExplicitSession
     }
 }
 
-impl<'a> std::future::IntoFuture for ListIndexes<'a, Vec<String>, ExplicitSession<'a>> {
+impl<'a> std::future::IntoFuture for ListIndexes<'a, ListNames, ExplicitSession<'a>> {
     type Output = Result<Vec<String>>;
     type IntoFuture = futures_util::future::BoxFuture<'a, Self::Output>;
 
@@ -123,7 +123,7 @@ impl<'a> std::future::IntoFuture for ListIndexes<'a, Vec<String>, ExplicitSessio
     }
 }
 
-impl<'a> std::future::IntoFuture for ListIndexes<'a, IndexModel> {
+impl<'a> std::future::IntoFuture for ListIndexes<'a, ListSpecifications> {
     type Output = Result<Cursor<IndexModel>>;
     type IntoFuture = futures_util::future::BoxFuture<'a, Result<Cursor<IndexModel>>>;
 
@@ -132,7 +132,7 @@ impl<'a> std::future::IntoFuture for ListIndexes<'a, IndexModel> {
     }
 }
 
-impl<'a> std::future::IntoFuture for ListIndexes<'a, Vec<String>> {
+impl<'a> std::future::IntoFuture for ListIndexes<'a, ListNames> {
     type Output = Result<Vec<String>>;
     type IntoFuture = futures_util::future::BoxFuture<'a, Result<Vec<String>>>;
 

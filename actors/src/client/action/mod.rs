@@ -275,6 +275,15 @@ macro_rules! cursor_into_future {
 }
 pub(crate) use cursor_into_future;
 
+/// The mode of a listing that gives specifications: a cursor of them for collections and
+/// indexes, a `Vec` for databases (the default).
+#[derive(Debug)]
+pub struct ListSpecifications;
+
+/// The mode of a listing that gives names only.
+#[derive(Debug)]
+pub struct ListNames;
+
 /// The mode of `create_index`: one index, one name back.
 #[derive(Debug)]
 pub struct Single;
@@ -334,10 +343,10 @@ macro_rules! action {
 pub(crate) use action;
 
 action! {
-    impl<'a> for ListIndexes<'a, super::options::admin::IndexModel>;
-    impl<'a> for ListIndexes<'a, Vec<String>>;
-    impl<'a> for ListIndexes<'a, super::options::admin::IndexModel, ExplicitSession<'a>>;
-    impl<'a> for ListIndexes<'a, Vec<String>, ExplicitSession<'a>>;
+    impl<'a> for ListIndexes<'a, ListSpecifications>;
+    impl<'a> for ListIndexes<'a, ListNames>;
+    impl<'a> for ListIndexes<'a, ListSpecifications, ExplicitSession<'a>>;
+    impl<'a> for ListIndexes<'a, ListNames, ExplicitSession<'a>>;
     impl for Shutdown;
     impl<'a> for StartTransaction<&'a mut super::session::ClientSession>;
     impl<'a> for WarmConnectionPool<'a>;
