@@ -26,12 +26,14 @@ pub mod session_cursors;
 pub mod sync;
 pub mod transactions;
 pub mod typed_builder;
+pub mod web_service;
 
 /// Every program: its name, whether it needs a replica set (transactions, change streams),
 /// and the program.
 pub fn all() -> Vec<(&'static str, bool, Program)> {
     vec![
         ("crud", false, |uri, db| Box::pin(crud::run(uri, db))),
+        ("web_service", false, |uri, db| Box::pin(web_service::run(uri, db))),
         ("builders", false, |uri, db| Box::pin(builders::run(uri, db))),
         ("bulk_write", false, |uri, db| Box::pin(bulk_write::run(uri, db))),
         ("client_options", false, |uri, db| Box::pin(client_options::run(uri, db))),
