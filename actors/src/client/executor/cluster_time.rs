@@ -46,14 +46,6 @@ pub(crate) fn timestamp_of(ct: &Document) -> Option<Timestamp> {
     ct.get_timestamp("clusterTime").ok()
 }
 
-/// Advances a session's `$clusterTime` to `ct` (never backwards).
-pub(crate) fn advance_session(current: &mut Option<Document>, ct: &Document) {
-    let Some(new) = timestamp_of(ct) else { return };
-    if current.as_ref().and_then(timestamp_of).is_none_or(|old| new > old) {
-        *current = Some(ct.clone());
-    }
-}
-
 /// The `$clusterTime` an attempt sends: the session's when it is greater than the client's
 /// (the user may have advanced it), else the client's.
 pub(crate) enum ToSend {
@@ -125,10 +117,5 @@ mod tests {
         client.advance(&RawDocumentBuf::try_from(&ct(5)).unwrap());
         assert_eq!(sent(Some(&ct(2))), Some(5));
         assert_eq!(sent(Some(&ct(9))), Some(9));
-        let mut session = Some(ct(4));
-        advance_session(&mut session, &ct(3));
-        assert_eq!(session.as_ref().and_then(timestamp_of).map(|t| t.time), Some(4));
-        advance_session(&mut session, &ct(6));
-        assert_eq!(session.as_ref().and_then(timestamp_of).map(|t| t.time), Some(6));
     }
 }

@@ -25,6 +25,36 @@ impl ClusterTime {
     pub fn timestamp(&self) -> Option<Timestamp> {
         self.0.get_timestamp("clusterTime").ok()
     }
+
+    /// Advances `current` to the `$clusterTime` document `ct`, never backwards (a document
+    /// without a time changes nothing). Copies `ct` only when it is newer.
+    pub(crate) fn advance(current: &mut Option<ClusterTime>, ct: &Document) {
+        let Ok(new) = ct.get_timestamp("clusterTime") else { return };
+        if current.as_ref().and_then(ClusterTime::timestamp).is_none_or(|old| new > old) {
+            *current = Some(ClusterTime(ct.clone()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ct(time: u32) -> Document {
+        bson::doc! {"clusterTime": Timestamp { time, increment: 1 }, "signature": {"keyId": 1_i64}}
+    }
+
+    #[test]
+    fn a_session_cluster_time_never_goes_backwards() {
+        let mut session = Some(ClusterTime::from_document(ct(4)));
+        ClusterTime::advance(&mut session, &ct(3));
+        assert_eq!(session.as_ref().and_then(ClusterTime::timestamp).map(|t| t.time), Some(4));
+        ClusterTime::advance(&mut session, &ct(6));
+        assert_eq!(session.as_ref().and_then(ClusterTime::timestamp).map(|t| t.time), Some(6));
+        ClusterTime::advance(&mut session, &bson::doc! {"signature": {}});
+        assert_eq!(session.as_ref().and_then(ClusterTime::timestamp).map(|t| t.time), Some(6));
+        assert!(ClusterTime::from_document(ct(2)) < ClusterTime::from_document(ct(5)));
+    }
 }
 
 impl PartialEq for ClusterTime {

@@ -4,7 +4,6 @@
 
 use bson::{doc, Bson, Document, Timestamp};
 
-use super::super::executor::cluster_time;
 use super::cluster_time::ClusterTime;
 
 /// The per-session times and tokens of an explicit session: causal consistency's
@@ -36,9 +35,7 @@ impl Tracking {
 
     /// Advances the session's `$clusterTime` (never backwards).
     pub fn advance_cluster_time(&mut self, ct: &Document) {
-        let mut current = self.cluster_time.take().map(|c| c.as_document().clone());
-        cluster_time::advance_session(&mut current, ct);
-        self.cluster_time = current.map(ClusterTime::from_document);
+        ClusterTime::advance(&mut self.cluster_time, ct);
     }
 
     /// Reads what a reply tells the session: its `operationTime`, `$clusterTime`, a
