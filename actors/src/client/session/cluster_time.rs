@@ -11,11 +11,6 @@ use serde::{Deserialize, Serialize};
 pub struct ClusterTime(Document);
 
 impl ClusterTime {
-    /// From a reply's `$clusterTime` document.
-    pub(crate) fn from_document(document: Document) -> Self {
-        ClusterTime(document)
-    }
-
     /// The `$clusterTime` document, as commands carry it.
     pub(crate) fn as_document(&self) -> &Document {
         &self.0
@@ -46,14 +41,14 @@ mod tests {
 
     #[test]
     fn a_session_cluster_time_never_goes_backwards() {
-        let mut session = Some(ClusterTime::from_document(ct(4)));
+        let mut session = Some(ClusterTime(ct(4)));
         ClusterTime::advance(&mut session, &ct(3));
         assert_eq!(session.as_ref().and_then(ClusterTime::timestamp).map(|t| t.time), Some(4));
         ClusterTime::advance(&mut session, &ct(6));
         assert_eq!(session.as_ref().and_then(ClusterTime::timestamp).map(|t| t.time), Some(6));
         ClusterTime::advance(&mut session, &bson::doc! {"signature": {}});
         assert_eq!(session.as_ref().and_then(ClusterTime::timestamp).map(|t| t.time), Some(6));
-        assert!(ClusterTime::from_document(ct(2)) < ClusterTime::from_document(ct(5)));
+        assert!(ClusterTime(ct(2)) < ClusterTime(ct(5)));
     }
 }
 
