@@ -39,6 +39,10 @@ pub use client::{
 pub mod gridfs {
     pub use crate::client::gridfs::*;
 }
+/// Raw batch cursors: each item a server batch as it came (`batch()` on the cursor actions).
+pub mod raw_batch_cursor {
+    pub use crate::client::raw_batch_cursor::*;
+}
 /// Change streams: events, options and resume tokens (as `mongodb::change_stream` has them).
 pub mod change_stream {
     pub use crate::client::change_stream::*;

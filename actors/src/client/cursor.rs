@@ -671,6 +671,28 @@ impl<T> Cursor<T> {
     }
 
     fn poll_next_step(&mut self, cx: &mut Context<'_>, once: bool) -> Poll<Option<Result<Doc>>> {
+        self.poll_step(cx, once, Docs::pop_front)
+    }
+
+    /// The rest of the current batch, whole (a raw batch cursor), sending `getMore`s until a
+    /// batch has documents; `None` once the cursor is exhausted.
+    pub(crate) fn poll_next_batch(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Docs>>> {
+        let next = self.poll_step(cx, false, |docs| (!docs.is_empty()).then(|| std::mem::take(docs)));
+        if next.is_ready() {
+            self.next_deadline = None;
+            self.sent = false;
+        }
+        next
+    }
+
+    /// Takes what `take` finds in the buffer, sending a `getMore` when it finds nothing;
+    /// `once`: after at most one `getMore`.
+    fn poll_step<X>(
+        &mut self,
+        cx: &mut Context<'_>,
+        once: bool,
+        take: impl Fn(&mut Docs) -> Option<X>,
+    ) -> Poll<Option<Result<X>>> {
         loop {
             match self.poll_pending(cx) {
                 Poll::Pending => return Poll::Pending,
@@ -678,7 +700,7 @@ impl<T> Cursor<T> {
                 Poll::Ready(Ok(())) => {}
             }
             let Some(raw) = self.raw.as_mut() else { return Poll::Ready(None) };
-            if let Some(d) = raw.buffer.pop_front() {
+            if let Some(d) = take(&mut raw.buffer) {
                 return Poll::Ready(Some(Ok(d)));
             }
             if raw.id == 0 || (once && self.sent) {

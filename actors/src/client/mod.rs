@@ -53,6 +53,7 @@ pub(crate) mod op_options;
 pub(crate) mod ops;
 pub mod options;
 pub(crate) mod pinned;
+pub mod raw_batch_cursor;
 pub(crate) mod session;
 pub mod session_cursor;
 /// `mongodb+srv` resolution (moved to [`crate::srv`]; this path stays for compatibility).

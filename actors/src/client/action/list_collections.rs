@@ -142,6 +142,21 @@ impl<'a, M: ListingOutput<CollectionSpecification>, S> ListCollections<'a, M, S>
     }
 }
 
+impl ListCollections<'_, ListSpecifications, ImplicitSession> {
+    /// The collections as the server's batches, unparsed: a
+    /// [`RawBatchCursor`](crate::raw_batch_cursor::RawBatchCursor).
+    pub async fn batch(self) -> Result<crate::raw_batch_cursor::RawBatchCursor> {
+        self.execute().await.map(crate::raw_batch_cursor::RawBatchCursor::new)
+    }
+}
+
+impl<'a> ListCollections<'a, ListSpecifications, ExplicitSession<'a>> {
+    /// The collections as the server's batches, unparsed, iterated with the session.
+    pub async fn batch(self) -> Result<crate::raw_batch_cursor::SessionRawBatchCursor> {
+        self.execute().await.map(crate::raw_batch_cursor::SessionRawBatchCursor::new)
+    }
+}
+
 into_future!(@future ListCollections<'a, M> => M::Output, where M: ListingOutput<CollectionSpecification> + 'a);
 
 impl<'a, M: ListingOutput<CollectionSpecification> + 'a> std::future::IntoFuture

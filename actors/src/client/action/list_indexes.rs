@@ -105,6 +105,21 @@ impl<'a, S> ListIndexes<'a, ListNames, S> {
     }
 }
 
+impl ListIndexes<'_, ListSpecifications, ImplicitSession> {
+    /// The indexes as the server's batches, unparsed: a
+    /// [`RawBatchCursor`](crate::raw_batch_cursor::RawBatchCursor).
+    pub async fn batch(self) -> Result<crate::raw_batch_cursor::RawBatchCursor> {
+        self.open().await.map(crate::raw_batch_cursor::RawBatchCursor::new)
+    }
+}
+
+impl<'a> ListIndexes<'a, ListSpecifications, ExplicitSession<'a>> {
+    /// The indexes as the server's batches, unparsed, iterated with the session.
+    pub async fn batch(self) -> Result<crate::raw_batch_cursor::SessionRawBatchCursor> {
+        self.open().await.map(crate::raw_batch_cursor::SessionRawBatchCursor::new)
+    }
+}
+
 impl<'a> std::future::IntoFuture for ListIndexes<'a, ListSpecifications, ExplicitSession<'a>> {
     type Output = Result<SessionCursor<IndexModel>>;
     type IntoFuture = futures_util::future::BoxFuture<'a, Self::Output>;

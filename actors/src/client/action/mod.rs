@@ -252,6 +252,22 @@ macro_rules! cursor_into_future {
             }
         }
 
+        impl<'a, T> $($implicit)+ $(where $($bound)+)? {
+            /// The results as the server's batches, unparsed: a
+            /// [`RawBatchCursor`]($crate::raw_batch_cursor::RawBatchCursor).
+            pub async fn batch(self) -> crate::Result<$crate::raw_batch_cursor::RawBatchCursor> {
+                self.execute().await.map($crate::raw_batch_cursor::RawBatchCursor::new)
+            }
+        }
+
+        impl<'a, T> $($explicit)+ $(where $($bound)+)? {
+            /// The results as the server's batches, unparsed, iterated with the session: a
+            /// [`SessionRawBatchCursor`]($crate::raw_batch_cursor::SessionRawBatchCursor).
+            pub async fn batch(self) -> crate::Result<$crate::raw_batch_cursor::SessionRawBatchCursor> {
+                self.execute().await.map($crate::raw_batch_cursor::SessionRawBatchCursor::new)
+            }
+        }
+
         impl<'a, T, S> $crate::client::action::private::Sealed for $($any)+ {}
         impl<'a, T> $crate::client::action::Action for $($implicit)+ $(where $($bound)+)? {}
         impl<'a, T> $crate::client::action::Action for $($explicit)+ $(where $($bound)+)? {}

@@ -127,6 +127,30 @@ impl Docs {
     pub(crate) fn pop_front(&mut self) -> Option<Doc> {
         self.entries.pop_front().map(|(bytes, range)| Doc { bytes, range })
     }
+
+    /// The batch as one reply: the reply it came in when it holds that reply's whole batch
+    /// (shared, no copy), else a reply built around copies of its documents.
+    pub(crate) fn into_reply(self) -> Result<Arc<RawDocumentBuf>> {
+        if let Some(whole) = self.whole_reply() {
+            return Ok(whole);
+        }
+        let mut batch = bson::RawArrayBuf::new();
+        for (bytes, range) in self.entries {
+            batch.push(Doc { bytes, range }.as_raw()?);
+        }
+        Ok(Arc::new(bson::rawdoc! { "cursor": { "nextBatch": batch }, "ok": 1.0 }))
+    }
+
+    /// The reply every document lies in, when they are all of its batch.
+    fn whole_reply(&self) -> Option<Arc<RawDocumentBuf>> {
+        let (first, _) = self.entries.front()?;
+        if !self.entries.iter().all(|(bytes, _)| Arc::ptr_eq(bytes, first)) {
+            return None;
+        }
+        let cursor = first.get_document("cursor").ok()?;
+        let batch = cursor.get_array("firstBatch").or_else(|_| cursor.get_array("nextBatch")).ok()?;
+        (batch.into_iter().count() == self.entries.len()).then(|| first.clone())
+    }
 }
 
 /// One document of a batch: a range of a reply's bytes.
@@ -152,4 +176,41 @@ pub(crate) struct NextBatch {
     pub batch: Docs,
     /// A change stream's `postBatchResumeToken`.
     pub post_batch_resume_token: Option<Document>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first_batch(reply: &Arc<RawDocumentBuf>) -> Docs {
+        let base = reply.as_bytes().as_ptr() as usize;
+        let batch = reply.get_document("cursor").and_then(|c| c.get_array("firstBatch")).expect("a batch");
+        let entries = batch
+            .into_iter()
+            .filter_map(|d| d.ok()?.as_document())
+            .map(|d| {
+                let start = d.as_bytes().as_ptr() as usize - base;
+                (reply.clone(), start..start + d.as_bytes().len())
+            })
+            .collect();
+        Docs { entries }
+    }
+
+    #[test]
+    fn a_whole_batch_is_its_reply_and_a_partial_one_is_copied() {
+        let reply =
+            Arc::new(bson::rawdoc! {"cursor": {"id": 0_i64, "firstBatch": [{"a": 1}, {"a": 2}]}, "ok": 1.0});
+        let whole = first_batch(&reply).into_reply().expect("a reply");
+        assert!(Arc::ptr_eq(&whole, &reply), "no copy");
+
+        let mut partial = first_batch(&reply);
+        let _ = partial.pop_front();
+        let copied = partial.into_reply().expect("a reply");
+        assert!(!Arc::ptr_eq(&copied, &reply));
+        let batch = copied.get_document("cursor").and_then(|c| c.get_array("nextBatch")).expect("a batch");
+        let left: Vec<i32> =
+            batch.into_iter().filter_map(|d| d.ok()?.as_document()?.get_i32("a").ok()).collect();
+        assert_eq!(left, vec![2]);
+        assert!(Docs::default().into_reply().is_ok_and(|r| r.get_f64("ok").ok() == Some(1.0)));
+    }
 }
