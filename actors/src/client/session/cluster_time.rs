@@ -31,6 +31,26 @@ impl ClusterTime {
     }
 }
 
+impl PartialEq for ClusterTime {
+    fn eq(&self, other: &Self) -> bool {
+        self.timestamp() == other.timestamp()
+    }
+}
+
+impl Eq for ClusterTime {}
+
+impl Ord for ClusterTime {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.timestamp().cmp(&other.timestamp())
+    }
+}
+
+impl PartialOrd for ClusterTime {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,25 +69,5 @@ mod tests {
         ClusterTime::advance(&mut session, &bson::doc! {"signature": {}});
         assert_eq!(session.as_ref().and_then(ClusterTime::timestamp).map(|t| t.time), Some(6));
         assert!(ClusterTime(ct(2)) < ClusterTime(ct(5)));
-    }
-}
-
-impl PartialEq for ClusterTime {
-    fn eq(&self, other: &Self) -> bool {
-        self.timestamp() == other.timestamp()
-    }
-}
-
-impl Eq for ClusterTime {}
-
-impl Ord for ClusterTime {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.timestamp().cmp(&other.timestamp())
-    }
-}
-
-impl PartialOrd for ClusterTime {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
     }
 }
