@@ -6,6 +6,7 @@
 //! snapshot; readers never wait on its mailbox.
 #![warn(missing_docs)]
 
+pub mod atlas_search;
 pub mod client;
 pub mod command_events;
 pub mod command_log;

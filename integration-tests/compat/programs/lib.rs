@@ -22,6 +22,7 @@ pub mod named_options;
 pub mod raw_batches;
 pub mod raw_cursor;
 pub mod search_indexes;
+pub mod search_stages;
 pub mod selection;
 pub mod session_cursors;
 pub mod sync;
@@ -47,6 +48,7 @@ pub fn all() -> Vec<(&'static str, bool, Program)> {
         ("raw_batches", false, |uri, db| Box::pin(raw_batches::run(uri, db))),
         ("raw_cursor", false, |uri, db| Box::pin(raw_cursor::run(uri, db))),
         ("search_indexes", false, |uri, db| Box::pin(search_indexes::run(uri, db))),
+        ("search_stages", false, |uri, db| Box::pin(search_stages::run(uri, db))),
         ("selection", false, |uri, db| Box::pin(selection::run(uri, db))),
         ("session_cursors", false, |uri, db| Box::pin(session_cursors::run(uri, db))),
         ("sync", false, |uri, db| Box::pin(sync::run(uri, db))),
