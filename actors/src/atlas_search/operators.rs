@@ -107,7 +107,7 @@ operator! {
 }
 
 operator! {
-    /// `facet`: groups of the results (`$searchMeta`), built with [`super::facet`].
+    /// `facet`: groups of the results (`$searchMeta`), built with the [`facet`](mod@super::facet) module.
     Facet = facet("facet", facets: Document => "facets") {
         /// The operator whose results are grouped.
         operator(impl SearchOperatorParam) => "operator";
