@@ -32,7 +32,7 @@ fn millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D:
 }
 
 /// A pool was created (it starts paused).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct PoolCreatedEvent {
     /// The server of the pool.
@@ -42,7 +42,7 @@ pub struct PoolCreatedEvent {
 }
 
 /// A pool was marked ready: it may open connections.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct PoolReadyEvent {
     /// The server of the pool.
@@ -50,7 +50,7 @@ pub struct PoolReadyEvent {
 }
 
 /// A pool was cleared: its connections of the current generation will be closed.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct PoolClearedEvent {
     /// The server of the pool.
@@ -62,7 +62,7 @@ pub struct PoolClearedEvent {
 }
 
 /// A pool was closed.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct PoolClosedEvent {
     /// The server of the pool.
@@ -70,7 +70,7 @@ pub struct PoolClosedEvent {
 }
 
 /// A connection was created (not yet established).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionCreatedEvent {
@@ -81,7 +81,7 @@ pub struct ConnectionCreatedEvent {
 }
 
 /// A connection finished its handshake and authentication.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionReadyEvent {
@@ -94,7 +94,7 @@ pub struct ConnectionReadyEvent {
 }
 
 /// A connection was closed.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionClosedEvent {
@@ -124,7 +124,7 @@ pub enum ConnectionClosedReason {
 }
 
 /// A check-out started.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ConnectionCheckoutStartedEvent {
     /// The server.
@@ -132,7 +132,7 @@ pub struct ConnectionCheckoutStartedEvent {
 }
 
 /// A check-out failed.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ConnectionCheckoutFailedEvent {
     /// The server.
@@ -156,7 +156,7 @@ pub enum ConnectionCheckoutFailedReason {
 }
 
 /// A connection was checked out.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionCheckedOutEvent {
@@ -169,7 +169,7 @@ pub struct ConnectionCheckedOutEvent {
 }
 
 /// A connection was checked back in.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionCheckedInEvent {

@@ -17,7 +17,7 @@ use crate::selection_criteria::SelectionCriteria;
 use crate::{Error, Result};
 
 /// Where the client finds its seeds.
-#[derive(Debug, PartialEq, Clone)]
+#[derive(Debug, PartialEq, Clone, serde::Serialize)]
 #[non_exhaustive]
 pub enum HostInfo {
     /// The hosts a `mongodb://` string lists.
