@@ -3,11 +3,12 @@
 
 use bson::{Bson, Document};
 
+use super::names::{MatchCriteria, Relation, TokenOrder};
 use super::parameters::private::Parameter;
 use super::parameters::{
     BsonNumber, DocumentOrArray, NearOrigin, RangeValue, SearchOperatorParam, StringOrArray,
 };
-use super::{MatchCriteria, Relation, SearchOperator, TokenOrder};
+use super::search::SearchOperator;
 
 /// A string as BSON.
 fn text_of(value: impl AsRef<str>) -> Bson {

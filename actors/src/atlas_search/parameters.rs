@@ -4,7 +4,7 @@
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document};
 
-use super::SearchOperator;
+use super::search::SearchOperator;
 
 pub(super) mod private {
     use bson::Bson;

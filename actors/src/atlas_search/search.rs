@@ -1,8 +1,8 @@
-//! The `$search` and `$searchMeta` stages around an operator.
+//! A search operator and the `$search` and `$searchMeta` stages around it.
+
+use std::marker::PhantomData;
 
 use bson::{doc, Bson, Document};
-
-use super::SearchOperator;
 
 /// A `$search` stage of `operator`, whose settings follow.
 pub fn search<T>(operator: SearchOperator<T>) -> AtlasSearch {
@@ -80,5 +80,56 @@ impl AtlasSearchMeta {
     /// The stage: `{$searchMeta: {...}}`.
     pub fn into_stage(self) -> Document {
         doc! { "$searchMeta": self.stage }
+    }
+}
+
+/// One search operator (`text`, `compound`, `range`...) with its settings; `T` names which,
+/// so each has only its own setters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchOperator<T> {
+    name: &'static str,
+    spec: Document,
+    _kind: PhantomData<fn() -> T>,
+}
+
+impl<T> SearchOperator<T> {
+    pub(super) fn new(name: &'static str, spec: Document) -> Self {
+        SearchOperator { name, spec, _kind: PhantomData }
+    }
+
+    /// Sets one field of the operator's specification.
+    pub(super) fn set(mut self, key: &str, value: impl Into<Bson>) -> Self {
+        self.spec.insert(key, value);
+        self
+    }
+
+    /// A `$search` stage of this operator alone.
+    pub fn into_stage(self) -> Document {
+        search(self).into_stage()
+    }
+
+    /// A `$searchMeta` stage of this operator alone.
+    pub fn into_stage_meta(self) -> Document {
+        search_meta(self).into_stage()
+    }
+
+    /// The operator with its kind forgotten (to put operators of several kinds in one list).
+    pub fn unit(self) -> SearchOperator<()> {
+        SearchOperator::new(self.name, self.spec)
+    }
+
+    /// `{name: spec}`: how the operator appears inside a stage or another operator.
+    pub(super) fn into_document(self) -> Document {
+        doc! { self.name: self.spec }
+    }
+}
+
+/// A single operator is a list of one (where a setter takes several).
+impl<T> IntoIterator for SearchOperator<T> {
+    type Item = SearchOperator<T>;
+    type IntoIter = std::iter::Once<SearchOperator<T>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        std::iter::once(self)
     }
 }
