@@ -2,7 +2,7 @@
 
 use serde::de::DeserializeOwned;
 
-use super::block_on;
+use super::runtime::block_on;
 use crate::change_stream::ResumeToken;
 use crate::Result;
 

@@ -3,7 +3,7 @@
 
 use std::ops::Deref;
 
-use super::block_on;
+use super::runtime::block_on;
 use crate::options::{ClientOptions, CollectionOptions, DatabaseOptions};
 use crate::Result;
 
@@ -28,7 +28,7 @@ impl Client {
     /// Connects with `options` (monitoring starts in the background).
     pub fn with_options(options: ClientOptions) -> Result<Self> {
         // In the runtime's context, so async event callbacks run there.
-        let _context = super::RUNTIME.enter();
+        let _context = super::runtime::RUNTIME.enter();
         crate::Client::with_options(options).map(Client::from)
     }
 

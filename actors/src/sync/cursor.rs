@@ -5,7 +5,8 @@ use bson::{Document, RawDocument};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
-use super::{block_on, ClientSession};
+use super::runtime::block_on;
+use super::session::ClientSession;
 use crate::Result;
 
 /// The results of a `find`, an `aggregate` or a listing: an `Iterator` of `Result<T>`.

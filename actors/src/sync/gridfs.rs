@@ -7,7 +7,7 @@ use std::ops::Deref;
 use bson::Bson;
 use futures_util::{AsyncReadExt, AsyncWriteExt};
 
-use super::block_on;
+use super::runtime::block_on;
 use crate::Result;
 
 pub use crate::gridfs::FilesCollectionDocument;

@@ -25,33 +25,16 @@ mod client;
 mod cursor;
 pub mod gridfs;
 mod run;
+mod runtime;
 mod session;
 mod session_change_stream;
-
-use std::future::Future;
-use std::sync::LazyLock;
 
 pub use self::change_stream::ChangeStream;
 pub use self::client::{Client, Collection, Database};
 pub use self::cursor::{Cursor, SessionCursor, SessionCursorIter};
+pub(crate) use self::runtime::block_on;
 pub use self::session::ClientSession;
 pub use self::session_change_stream::SessionChangeStream;
-
-/// Where the sync API's futures run: two worker threads, started at first use. The client's
-/// actors run on their own System thread, as for any client built outside actix.
-static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("mongo-actors-sync")
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("the sync API cannot start its runtime: {e}"))
-});
-
-/// Runs `future` to completion on the sync API's runtime.
-pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
-    RUNTIME.block_on(future)
-}
 
 /// An async action's output as the sync API gives it: a cursor, a session or a change
 /// stream becomes its blocking counterpart, anything else is itself.

@@ -3,7 +3,8 @@
 
 use std::future::IntoFuture;
 
-use super::{block_on, Cursor, SessionCursor};
+use super::cursor::{Cursor, SessionCursor};
+use super::runtime::block_on;
 use crate::action::{
     ExplicitSession, ImplicitSession, ListIndexes, ListNames, ListSpecifications, RunCursorCommand, Shutdown,
     StartTransaction, WarmConnectionPool,

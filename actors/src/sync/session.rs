@@ -3,7 +3,7 @@
 
 use std::ops::{Deref, DerefMut};
 
-use super::Client;
+use super::client::Client;
 
 /// A session of the sync API: pass `&mut session` to an action's `session(..)`. Derefs to
 /// the async session (`start_transaction()`, `commit_transaction()`, `abort_transaction()`

@@ -3,7 +3,8 @@
 
 use serde::de::DeserializeOwned;
 
-use super::{block_on, ClientSession};
+use super::runtime::block_on;
+use super::session::ClientSession;
 use crate::change_stream::ResumeToken;
 use crate::Result;
 
