@@ -124,5 +124,6 @@ api-gap:
 	cp -n Cargo.lock integration-tests/compat/official-api/Cargo.lock
 	CARGO_TARGET_DIR=$(abspath $(APIDOC_TARGET)) $(CARGO) +nightly rustdoc -q --manifest-path integration-tests/compat/official-api/Cargo.toml -p mongodb --lib -- -Z unstable-options --output-format json
 	CARGO_TARGET_DIR=$(APIDOC_TARGET) $(CARGO) +nightly rustdoc -q -p mongo-actors --features sync --lib -- -Z unstable-options --output-format json
-	python3 integration-tests/compat/api_gap.py $(APIDOC_TARGET)/doc/mongodb.json $(APIDOC_TARGET)/doc/mongo_actors.json > integration-tests/compat/API-GAPS.md
+	for c in mongo-actors-protocol mongo-actors-selection; do CARGO_TARGET_DIR=$(APIDOC_TARGET) $(CARGO) +nightly rustdoc -q -p $$c --lib -- -Z unstable-options --output-format json || exit 1; done
+	python3 integration-tests/compat/api_gap.py $(APIDOC_TARGET)/doc/mongodb.json $(APIDOC_TARGET)/doc/mongo_actors.json $(APIDOC_TARGET)/doc/protocol.json $(APIDOC_TARGET)/doc/selection.json > integration-tests/compat/API-GAPS.md
 	@sed -n 6,9p integration-tests/compat/API-GAPS.md

@@ -16,6 +16,7 @@ pub mod events;
 pub mod messages;
 pub mod metrics;
 pub mod monitor;
+mod official_features;
 pub mod pool_actor;
 pub mod results;
 pub mod rtt_pinger;
@@ -74,7 +75,7 @@ pub mod options {
         FindOneAndDeleteOptions, FindOneAndReplaceOptions, FindOneAndUpdateOptions, FindOneOptions,
         FindOptions, FullDocumentBeforeChangeType, FullDocumentType, Hint, IndexModel, IndexOptions,
         InsertManyOptions, InsertManyResult, InsertOneModel, InsertOneOptions, InsertOneResult,
-        ListDatabasesOptions, ListOptions, Namespace, PartialBulkWriteResult, ReadConcern, ReadConcernLevel,
+        ListDatabasesOptions, Namespace, PartialBulkWriteResult, ReadConcern, ReadConcernLevel,
         ReplaceOneModel, ReplaceOptions, ReturnDocument, RunCommandOptions, RunCursorCommandOptions,
         SearchIndexModel, SessionOptions, SummaryBulkWriteResult, TimeoutMode, TransactionOptions,
         UpdateManyModel, UpdateModifications, UpdateOneModel, UpdateOptions, UpdateResult,

@@ -191,7 +191,7 @@ async fn indexes_collections_and_databases() {
     names.sort();
     assert_eq!(names, vec!["_id_", "by_tags", "kind_1_n_-1"]);
     let _ = s.started("getMore");
-    let options = ListOptions { batch_size: Some(1), ..Default::default() };
+    let options = ListIndexesOptions::builder().batch_size(1).build();
     let specs: Vec<_> = coll
         .list_indexes()
         .with_options(options)
@@ -234,7 +234,7 @@ async fn indexes_collections_and_databases() {
     let mut names = db.list_collection_names().await.expect("names");
     names.sort();
     assert_eq!(names, vec!["items", "log"]);
-    let options = ListOptions { batch_size: Some(1), ..Default::default() };
+    let options = ListCollectionsOptions::builder().batch_size(1).build();
     let listed: Vec<_> = db
         .list_collections()
         .with_options(options)
@@ -257,6 +257,29 @@ async fn indexes_collections_and_databases() {
     assert_eq!(only.len(), 1);
     assert_eq!(only[0].name, other.name());
     assert!(!only[0].empty);
+}
+
+/// The official API's deprecated `max_scan` is sent as `maxScan`, never dropped: mongod 4.2+
+/// refuses it (40415), and so does the simulator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)]
+async fn max_scan_is_sent_and_refused() {
+    let s = replica_set("").await;
+    let coll = seed(&s).await;
+    let found = coll.find_one(doc! {}).max_scan(3).await;
+    assert_eq!(s.started("find")[0].get("maxScan"), Some(&Bson::Int64(3)));
+    let listed =
+        coll.find(doc! {}).with_options(FindOptions { max_scan: Some(2), ..Default::default() }).await;
+    assert_eq!(s.started("find")[0].get("maxScan"), Some(&Bson::Int64(2)));
+    match (found, listed) {
+        (Err(a), Err(b)) => assert_eq!((a.code(), b.code()), (Some(40415), Some(40415)), "{a}; {b}"),
+        // A server that still reads maxScan (SecantusDB does) deviates from mongod 4.2+; what
+        // is checked here is that the client sent it.
+        (Ok(_), Ok(_)) if s.deployment.is_real() => {
+            println!("note: the deployment accepts maxScan (mongod 4.2+ refuses it with 40415)")
+        }
+        other => panic!("maxScan should be refused: {other:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -298,7 +321,7 @@ async fn run_cursor_command_and_timeout_modes() {
         *coll.find(doc! {}).with_options(options).await.unwrap_err().kind,
         ErrorKind::InvalidArgument { .. }
     ));
-    let options = ListOptions { timeout_mode: mode, ..Default::default() };
+    let options = ListIndexesOptions::builder().timeout_mode(mode).build();
     assert!(matches!(
         *coll.list_indexes().with_options(options).await.unwrap_err().kind,
         ErrorKind::InvalidArgument { .. }

@@ -1,5 +1,5 @@
 //! GridFS end to end: a file of several chunks streamed in with `futures::io::copy` and back
-//! out byte for byte, revisions by name, an aborted upload leaving no chunk, and a missing
+//! out byte for byte, revisions by name, an aborted or dropped upload leaving no chunk, and a missing
 //! chunk reported as a typed error through the reader's `io::Error`. Runs on the simulator
 //! and on `MONGODB_URI`. Real time (sockets).
 
@@ -120,4 +120,74 @@ async fn a_file_goes_in_and_out_of_a_bucket_byte_for_byte() {
         .map(|f| f.filename)
         .collect();
     assert_eq!(names, vec![Some("report.bin".to_string())], "only the second revision is left");
+}
+
+/// An upload dropped before its close completed leaves no chunk without a file: dropped
+/// after storing chunks, or at each poll of its `close`, the file ends up whole or absent
+/// (the dropped stream deletes what it stored in the background).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_upload_leaves_its_file_whole_or_absent() {
+    let s = replica_set_with_primary(1, "").await;
+    let db = s.database("gridfs_drop");
+    let options = GridFsBucketOptions { chunk_size_bytes: Some(100), ..GridFsBucketOptions::default() };
+    let bucket = db.gridfs_bucket(options);
+    let (files, chunks) = (db.collection::<Document>("fs.files"), db.collection::<Document>("fs.chunks"));
+    let data = vec![7u8; 350];
+    let settled = |id: bson::Bson| {
+        let (files, chunks) = (files.clone(), chunks.clone());
+        async move {
+            // Whole (one files document, 4 chunks) or absent (neither), once the background
+            // delete, if any, has run.
+            for _ in 0..200 {
+                let f = files.count_documents(doc! {"_id": id.clone()}).await.expect("count files");
+                let c = chunks.count_documents(doc! {"files_id": id.clone()}).await.expect("count chunks");
+                if (f, c) == (1, 4) || (f, c) == (0, 0) {
+                    return f == 1;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            panic!("file {id} neither whole nor absent");
+        }
+    };
+
+    // Dropped with stored chunks and no close: they are deleted.
+    let mut upload = bucket.open_upload_stream("dropped").await.expect("open");
+    upload.write_all(&data).await.expect("write");
+    upload.flush().await.expect("flush");
+    let id = upload.id().clone();
+    assert!(chunks.count_documents(doc! {"files_id": id.clone()}).await.expect("count") > 0);
+    drop(upload);
+    assert!(!settled(id).await, "absent");
+
+    // Dropped with a chunk write in flight: it runs to its end, then what it wrote is deleted.
+    let mut upload = bucket.open_upload_stream("in flight").await.expect("open");
+    upload.write_all(&data).await.expect("write");
+    let id = upload.id().clone();
+    drop(upload);
+    assert!(!settled(id).await, "absent");
+
+    // Dropped at each poll of its close (the chunks written before it, so the first poll
+    // starts the close): never polled, it is deleted; polled, it finishes in the background.
+    let mut whole = 0;
+    for polls in 0..40 {
+        let mut upload = bucket.open_upload_stream("closing").await.expect("open");
+        upload.write_all(&data).await.expect("write");
+        upload.flush().await.expect("flush");
+        let id = upload.id().clone();
+        let mut close = Box::pin(upload.close());
+        let mut done = false;
+        for _ in 0..polls {
+            if futures_util::poll!(close.as_mut()).is_ready() {
+                done = true;
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        drop(close);
+        drop(upload);
+        let kept = settled(id).await;
+        assert_eq!(kept, polls > 0 || done, "polled {polls} times: a close once started completes");
+        whole += usize::from(kept);
+    }
+    assert_eq!(whole, 39);
 }

@@ -90,6 +90,12 @@ const ACTS: &[(&str, &str, &str)] = &[
         "pool/src/connection/tls.rs::plain_and_encrypted_client_keys",
     ),
     ("tlsInsecure", "TLS verification", "tls_options_control_verification"),
+    (
+        "uuidRepresentation",
+        "ConnectionString::uuid_representation, for the application's decoding of legacy UUIDs (the client \
+         itself decodes none, as the official driver)",
+        "uuid_representation_is_given_to_the_application",
+    ),
     ("w", "writeConcern.w", "write_concern_options_are_sent"),
     ("zlibCompressionLevel", "zlib's level", "compressors_compress_requests_and_replies"),
     ("waitQueueTimeoutMS", "check-out deadline", "max_pool_size_and_wait_queue_timeout"),
@@ -885,4 +891,21 @@ async fn auth_options_pick_mechanism_and_source() {
     insert("&authMechanism=SCRAM-SHA-1").await.expect("the user's mechanism");
     insert("&authMechanism=SCRAM-SHA-256").await.expect_err("a mechanism the user lacks");
     insert("&authSource=other").await.expect_err("the user is not in 'other'");
+}
+
+/// `uuidRepresentation` reaches the application, which decodes a legacy (subtype 3) UUID
+/// with it: without it the same bytes read as another UUID.
+#[test]
+fn uuid_representation_is_given_to_the_application() {
+    use actors::options::ConnectionString as Official;
+    use bson::{Binary, UuidRepresentation};
+    let uuid = bson::Uuid::parse_str("00112233-4455-6677-8899-aabbccddeeff").unwrap();
+    let legacy = Binary::from_uuid_with_representation(uuid, UuidRepresentation::JavaLegacy);
+    let with = Official::parse("mongodb://127.0.0.1/?uuidRepresentation=javaLegacy").unwrap();
+    let rep = with.uuid_representation.expect("given");
+    assert_eq!(legacy.to_uuid_with_representation(rep).unwrap(), uuid);
+    let without = Official::parse("mongodb://127.0.0.1").unwrap();
+    assert_eq!(without.uuid_representation, None);
+    let standard = legacy.to_uuid_with_representation(UuidRepresentation::PythonLegacy).unwrap();
+    assert_ne!(standard, uuid, "the representation matters for these bytes");
 }

@@ -227,10 +227,36 @@ impl Serialize for ServerAddress {
     }
 }
 
+/// Either the string form or, as the official driver also reads, `{host, port}`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum AddressForm {
+    String(String),
+    Object { host: String, port: Option<u16> },
+}
+
 impl<'de> Deserialize<'de> for ServerAddress {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        ServerAddress::parse(&s).map_err(serde::de::Error::custom)
+        match AddressForm::deserialize(d)? {
+            AddressForm::String(s) => ServerAddress::parse(&s).map_err(serde::de::Error::custom),
+            AddressForm::Object { host, port: None } => {
+                ServerAddress::parse(&host).map_err(serde::de::Error::custom)
+            }
+            AddressForm::Object { host, port: Some(port) } => {
+                // The host alone must be a host (an IPv6 literal may come without brackets):
+                // no port of its own, no socket path.
+                let bare = host.trim_start_matches('[').trim_end_matches(']');
+                let parsed = match bare.parse::<std::net::Ipv6Addr>() {
+                    Ok(_) => Some(ServerAddress::tcp(bare, 1)),
+                    Err(_) if host.contains(':') => None,
+                    Err(_) => ServerAddress::parse(&host).ok(),
+                };
+                match parsed {
+                    Some(ServerAddress::Tcp { host, .. }) if port != 0 => Ok(ServerAddress::tcp(host, port)),
+                    _ => Err(serde::de::Error::custom(format!("invalid address {host:?} with port {port}"))),
+                }
+            }
+        }
     }
 }
 
@@ -257,6 +283,18 @@ mod tests {
         assert!(ServerAddress::parse("[fe80::1%eth0]:1").is_ok());
         assert!(ServerAddress::parse("a b").is_err());
         assert!(ServerAddress::parse("a@b").is_err());
+    }
+
+    #[test]
+    fn deserializes_a_string_or_host_and_port() {
+        let de = |j: &str| serde_json::from_str::<ServerAddress>(j);
+        assert_eq!(de(r#""H:2""#).unwrap(), ServerAddress::tcp("h", 2));
+        assert_eq!(de(r#"{"host": "H", "port": 2}"#).unwrap(), ServerAddress::tcp("h", 2));
+        assert_eq!(de(r#"{"host": "h"}"#).unwrap(), ServerAddress::tcp("h", 27017));
+        assert_eq!(de(r#"{"host": "::1", "port": 3}"#).unwrap().to_string(), "[::1]:3");
+        for bad in [r#"{"host": "h:1", "port": 2}"#, r#"{"host": "h", "port": 0}"#, r#"{"host": ""}"#] {
+            assert!(de(bad).is_err(), "{bad}");
+        }
     }
 }
 

@@ -156,6 +156,31 @@ impl ReadPreference {
     /// Mode `nearest` with no other option.
     pub const NEAREST: ReadPreference = ReadPreference::Nearest { options: None };
 
+    /// Mode `primary` (the official constructor; [`PRIMARY`](Self::PRIMARY) is the constant).
+    pub fn primary() -> Self {
+        ReadPreference::Primary
+    }
+
+    /// Mode `secondary` with `options`.
+    pub fn secondary(options: impl Into<Option<ReadPreferenceOptions>>) -> Self {
+        ReadPreference::Secondary { options: options.into() }
+    }
+
+    /// Mode `primaryPreferred` with `options`.
+    pub fn primary_preferred(options: impl Into<Option<ReadPreferenceOptions>>) -> Self {
+        ReadPreference::PrimaryPreferred { options: options.into() }
+    }
+
+    /// Mode `secondaryPreferred` with `options`.
+    pub fn secondary_preferred(options: impl Into<Option<ReadPreferenceOptions>>) -> Self {
+        ReadPreference::SecondaryPreferred { options: options.into() }
+    }
+
+    /// Mode `nearest` with `options`.
+    pub fn nearest(options: impl Into<Option<ReadPreferenceOptions>>) -> Self {
+        ReadPreference::Nearest { options: options.into() }
+    }
+
     /// The read preference of `mode` with `options` (ignored for `primary`, which takes none:
     /// use [`builder`](Self::builder) to have them checked).
     pub fn of_mode(mode: ReadPreferenceMode, options: Option<ReadPreferenceOptions>) -> Self {

@@ -136,6 +136,13 @@ pub struct WriteConcern {
     pub journal: Option<bool>,
 }
 
+/// A write concern of `w` alone.
+impl From<Acknowledgment> for WriteConcern {
+    fn from(w: Acknowledgment) -> Self {
+        WriteConcern { w: Some(w), ..WriteConcern::default() }
+    }
+}
+
 impl WriteConcern {
     /// `{w: "majority"}`.
     pub fn majority() -> WriteConcern {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::concern::{ReadConcern, WriteConcern};
 use super::inner::Client;
-use super::options::handle::DatabaseOptions;
+use super::options::handle::{CollectionOptions, DatabaseOptions};
 
 /// A database: a name, the client and what its operations inherit (cheap to clone, no I/O
 /// until an operation runs).
@@ -20,24 +20,24 @@ struct DatabaseInner {
     client: Client,
     name: String,
     /// Read preference, concerns and `timeoutMS`, over the client's.
-    settings: DatabaseOptions,
+    settings: CollectionOptions,
 }
 
 impl Database {
     pub(crate) fn new(client: Client, name: &str, options: DatabaseOptions) -> Self {
         let s = &client.inner.settings;
-        let outer = DatabaseOptions {
+        let outer = CollectionOptions {
             selection_criteria: None,
             read_concern: s.read_concern.clone(),
             write_concern: s.write_concern.clone(),
             timeout: s.timeout,
         };
-        let settings = options.over(&outer);
+        let settings = CollectionOptions::from(options).over(&outer);
         Database { inner: std::sync::Arc::new(DatabaseInner { client, name: name.to_string(), settings }) }
     }
 
     /// What this database's collections and operations inherit.
-    pub(crate) fn settings(&self) -> &DatabaseOptions {
+    pub(crate) fn settings(&self) -> &CollectionOptions {
         &self.inner.settings
     }
 

@@ -670,8 +670,9 @@ enum UploadState {
 }
 
 /// An upload: an [`AsyncWrite`] that stores full chunks as they fill; `close` stores the
-/// last one and the files document. Dropped without `close`, it leaves its chunks (call
-/// [`abort`](Self::abort) to delete them).
+/// last one and the files document. Dropped before its `close` completed, it settles in the
+/// background: a close in flight finishes, else what it stored is deleted (as
+/// [`abort`](Self::abort) does, and the official driver), so no chunk is left without a file.
 pub struct GridFsUploadStream {
     bucket: Arc<Bucket>,
     id: Bson,
@@ -711,13 +712,18 @@ impl GridFsUploadStream {
         if self.state == UploadState::Closed {
             return Err(Error::gridfs(GridFsErrorKind::UploadStreamClosed));
         }
-        self.state = UploadState::Aborted;
         self.buffer.clear();
+        // Aborted once the chunks are gone: an abort dropped halfway leaves the stream (failed)
+        // to delete them when it is dropped.
+        // A failed delete leaves the stream failed: it takes no more data, and its drop
+        // tries again.
+        self.state = UploadState::Failed;
         self.bucket
             .chunks
             .delete_many(doc! {"files_id": self.id.clone()})
             .maybe_timeout(left(self.deadline)?)
             .await?;
+        self.state = UploadState::Aborted;
         Ok(())
     }
 
@@ -787,6 +793,37 @@ impl GridFsUploadStream {
             UploadState::Open => Ok(()),
             _ => Err(std::io::Error::other(Error::gridfs(GridFsErrorKind::UploadStreamClosed))),
         }
+    }
+}
+
+/// An upload dropped before its `close` completed is settled in the background, under the
+/// client's deadline for such work: the write in flight runs to its end first (so nothing it
+/// sent lands after the cleanup); a close in flight that then succeeds leaves the file whole,
+/// anything else deletes what was stored (its files document too), so the file is either
+/// whole or absent.
+impl Drop for GridFsUploadStream {
+    fn drop(&mut self) {
+        let closing = self.state == UploadState::Closed && self.pending.is_some();
+        let unfinished = matches!(self.state, UploadState::Open | UploadState::Failed) && self.n > 0;
+        if !(closing || unfinished) {
+            return;
+        }
+        let pending = self.pending.take();
+        let (files, chunks, id) = (self.bucket.files.clone(), self.bucket.chunks.clone(), self.id.clone());
+        let client = chunks.client().inner.clone();
+        client.spawn_background(async move {
+            let written = match pending {
+                Some(p) => p.await.is_ok(),
+                None => false,
+            };
+            if closing && written {
+                return;
+            }
+            if closing {
+                let _ = files.delete_one(doc! {"_id": id.clone()}).await;
+            }
+            let _ = chunks.delete_many(doc! {"files_id": id}).await;
+        });
     }
 }
 

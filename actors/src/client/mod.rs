@@ -91,8 +91,8 @@ pub use gridfs::{GridFsDownloadByNameOptions, GridFsFindOneOptions, GridFsFindOp
 pub use namespace::Namespace;
 pub use op_options::{CursorType, TimeoutMode};
 pub use options::admin::{
-    CommandOptions, CreateIndexOptions, IndexModel, IndexOptions, ListDatabasesOptions, ListOptions,
-    RunCommandOptions, RunCursorCommandOptions,
+    CommandOptions, CreateIndexOptions, IndexModel, IndexOptions, ListDatabasesOptions, RunCommandOptions,
+    RunCursorCommandOptions,
 };
 pub use options::client::{options_without_effect, ClientOptions, ClientOptionsBuilder};
 pub use options::create_collection::{
@@ -106,6 +106,9 @@ pub use options::crud::{
     UpdateOptions,
 };
 pub use options::handle::{CollectionOptions, DatabaseOptions};
+pub use options::official_names::{
+    DropCollectionOptions, DropDatabaseOptions, DropIndexOptions, ListCollectionsOptions, ListIndexesOptions,
+};
 pub use options::search_index::{
     CreateSearchIndexOptions, DropSearchIndexOptions, ListSearchIndexOptions, SearchIndexType,
     UpdateSearchIndexOptions,

@@ -261,6 +261,33 @@ fn checkout_reason(reason: CheckOutFailedReason) -> ConnectionCheckoutFailedReas
     }
 }
 
+/// Each event is a [`CmapEvent`] (`event.into()`), as in the official API.
+macro_rules! into_cmap_event {
+    ($($variant:ident($event:ident)),* $(,)?) => {
+        $(
+            impl From<$event> for CmapEvent {
+                fn from(e: $event) -> Self {
+                    CmapEvent::$variant(e)
+                }
+            }
+        )*
+    };
+}
+
+into_cmap_event!(
+    PoolCreated(PoolCreatedEvent),
+    PoolReady(PoolReadyEvent),
+    PoolCleared(PoolClearedEvent),
+    PoolClosed(PoolClosedEvent),
+    ConnectionCreated(ConnectionCreatedEvent),
+    ConnectionReady(ConnectionReadyEvent),
+    ConnectionClosed(ConnectionClosedEvent),
+    ConnectionCheckoutStarted(ConnectionCheckoutStartedEvent),
+    ConnectionCheckoutFailed(ConnectionCheckoutFailedEvent),
+    ConnectionCheckedOut(ConnectionCheckedOutEvent),
+    ConnectionCheckedIn(ConnectionCheckedInEvent),
+);
+
 impl FromOurs<ours::CmapEvent> for CmapEvent {
     fn from_ours(event: &ours::CmapEvent) -> Option<Self> {
         use ours::CmapEvent as O;

@@ -14,6 +14,7 @@ pub mod change_streams;
 pub mod client_fields;
 pub mod client_options;
 pub mod collections;
+pub mod conversions;
 pub mod crud;
 pub mod errors;
 pub mod events;
@@ -41,6 +42,7 @@ pub fn all() -> Vec<(&'static str, bool, Program)> {
         ("client_options", false, |uri, db| Box::pin(client_options::run(uri, db))),
         ("client_fields", false, |uri, db| Box::pin(client_fields::run(uri, db))),
         ("collections", false, |uri, db| Box::pin(collections::run(uri, db))),
+        ("conversions", false, |uri, db| Box::pin(conversions::run(uri, db))),
         ("errors", false, |uri, db| Box::pin(errors::run(uri, db))),
         ("events", false, |uri, db| Box::pin(events::run(uri, db))),
         ("gridfs", false, |uri, db| Box::pin(gridfs::run(uri, db))),

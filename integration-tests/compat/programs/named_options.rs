@@ -1,6 +1,6 @@
 //! Options structs by their official names: a typed `Collation`, `ListCollectionsOptions`,
 //! `ListIndexesOptions`, `DropIndexOptions`, `DropCollectionOptions` and
-//! `DropDatabaseOptions`, each given whole with `with_options`.
+//! `DropDatabaseOptions`, each given whole with `with_options` (as it is or in an `Option`).
 
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Document};
@@ -37,10 +37,10 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
         .build();
     coll.create_index(index).await?;
     let listed = ListIndexesOptions::builder().batch_size(1u32).build();
-    let names = coll.list_index_names().with_options(listed).await?;
+    let names = coll.list_index_names().with_options(Some(listed)).await?;
     assert!(names.contains(&"by_name".to_string()), "{names:?}");
     let drop_index = DropIndexOptions::builder().comment(mongodb::bson::Bson::from("bye")).build();
-    coll.drop_index("by_name").with_options(drop_index).await?;
+    coll.drop_index("by_name").with_options(Some(drop_index)).await?;
     assert!(!coll.list_index_names().await?.contains(&"by_name".to_string()));
 
     // Typed index versions and commit quorums, as the server reads them.
@@ -64,6 +64,7 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
 
     let majority = DropCollectionOptions::builder().write_concern(WriteConcern::majority()).build();
     coll.drop().with_options(majority).await?;
-    database.drop().with_options(DropDatabaseOptions::builder().build()).await?;
+    let none: Option<DropDatabaseOptions> = None;
+    database.drop().with_options(none).await?;
     Ok(())
 }

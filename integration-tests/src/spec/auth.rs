@@ -56,7 +56,8 @@ fn run_case(case: &Value) -> Result<(), String> {
         },
         Some(Value::Object(want)) => check_credential(want, &cs),
         Some(other) => Err(format!("'credential' is {other}")),
-    }
+    }?;
+    super::uri::check_written(&cs)
 }
 
 fn check_credential(want: &Map<String, Value>, cs: &ConnectionString) -> Result<(), String> {
@@ -81,7 +82,7 @@ fn check_credential(want: &Map<String, Value>, cs: &ConnectionString) -> Result<
         .mechanism_properties
         .iter()
         .flat_map(|p| p.iter())
-        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .map(|(k, v)| (k.clone(), Value::String(v.as_str().map_or_else(|| v.to_string(), str::to_string))))
         .collect();
     match want.get("mechanism_properties") {
         None | Some(Value::Null) if actual.is_empty() => Ok(()),

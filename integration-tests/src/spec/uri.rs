@@ -112,6 +112,27 @@ fn check_parsed(case: &Map<String, Value>, cs: &ConnectionString) -> Result<(), 
             }
         }
     }
+    check_written(cs)
+}
+
+/// The URI the connection string writes (`to_uri_string`, behind the official
+/// `ConnectionString`'s `Display`) parses back to the same value, warnings aside.
+pub(super) fn check_written(cs: &ConnectionString) -> Result<(), String> {
+    let uri = cs.to_uri_string();
+    let again =
+        ConnectionString::parse(&uri).map_err(|e| format!("the written URI {uri} does not parse: {e}"))?;
+    let comparable = |c: &ConnectionString| {
+        let mut c = c.clone();
+        c.warnings.clear();
+        c
+    };
+    if comparable(&again) != comparable(cs) {
+        return Err(format!(
+            "the written URI {uri} parses to {} instead of {}",
+            summary(&again),
+            summary(cs)
+        ));
+    }
     Ok(())
 }
 
@@ -247,6 +268,7 @@ fn option_value(cs: &ConnectionString, name: &str) -> Result<Value, String> {
         "tlsdisablecertificaterevocationcheck" => json!(o.tls_disable_certificate_revocation_check),
         "tlsdisableocspendpointcheck" => json!(o.tls_disable_ocsp_endpoint_check),
         "tlsinsecure" => json!(o.tls_insecure),
+        "uuidrepresentation" => json!(o.uuid_representation),
         "w" => match &o.w {
             None => Value::Null,
             Some(Acknowledgment::Nodes(n)) => json!(n),

@@ -34,6 +34,12 @@ impl ServerApiVersion {
     }
 }
 
+impl std::fmt::Display for ServerApiVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl std::str::FromStr for ServerApiVersion {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {

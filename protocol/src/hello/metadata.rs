@@ -151,7 +151,7 @@ impl EnvMetadata {
 }
 
 /// Information a library wrapping mongo-actors appends to the driver metadata.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, typed_builder::TypedBuilder)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, typed_builder::TypedBuilder)]
 pub struct DriverInfo {
     /// The wrapping library's name.
     #[builder(setter(into))]

@@ -12,6 +12,7 @@ pub type MechanismProperties = BTreeMap<String, String>;
 
 /// An authentication mechanism (auth spec, "Supported Authentication Methods").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AuthMechanism {
     /// `SCRAM-SHA-1`.
     #[serde(rename = "SCRAM-SHA-1")]
@@ -34,6 +35,10 @@ pub enum AuthMechanism {
     /// `MONGODB-OIDC`.
     #[serde(rename = "MONGODB-OIDC")]
     MongoDbOidc,
+    /// `MONGODB-CR`: removed from the server in 4.0. Named for the official API's shape; a
+    /// connection string cannot select it and a credential with it is refused.
+    #[serde(rename = "MONGODB-CR")]
+    MongoDbCr,
 }
 
 impl AuthMechanism {
@@ -57,6 +62,7 @@ impl AuthMechanism {
             AuthMechanism::Plain => "PLAIN",
             AuthMechanism::MongoDbAws => "MONGODB-AWS",
             AuthMechanism::MongoDbOidc => "MONGODB-OIDC",
+            AuthMechanism::MongoDbCr => "MONGODB-CR",
         }
     }
 
@@ -64,6 +70,14 @@ impl AuthMechanism {
     /// mechanisms such as `MONGODB-CR`.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|m| m.as_str().eq_ignore_ascii_case(s))
+    }
+
+    /// Checks `credential` against this mechanism's rules (a username where it needs one, no
+    /// password where it takes none, its properties): what building a client with it would
+    /// refuse.
+    pub fn validate_credential(&self, credential: &Credential) -> Result<()> {
+        let c = Credential { mechanism: Some(*self), ..credential.clone() };
+        c.finish(None).map(|_| ())
     }
 
     /// Mechanisms that authenticate against an external source and therefore require
@@ -91,6 +105,20 @@ impl AuthMechanism {
     }
 }
 
+/// The mechanism of a name as the server spells it (`SCRAM-SHA-256`...), `MONGODB-CR`
+/// included; case-insensitive.
+impl std::str::FromStr for AuthMechanism {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        if s.eq_ignore_ascii_case("MONGODB-CR") {
+            return Ok(AuthMechanism::MongoDbCr);
+        }
+        Self::parse(s)
+            .ok_or_else(|| Error::InvalidCredential(format!("unknown authentication mechanism '{s}'")))
+    }
+}
+
 impl fmt::Display for AuthMechanism {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -103,7 +131,7 @@ impl fmt::Display for AuthMechanism {
 /// a database in the path alone does not request authentication.
 ///
 /// `Debug` never prints the password.
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize, typed_builder::TypedBuilder)]
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize, typed_builder::TypedBuilder)]
 #[builder(field_defaults(default, setter(into)))]
 #[serde(default)]
 pub struct Credential {
@@ -120,8 +148,9 @@ pub struct Credential {
     pub source: Option<String>,
     /// The mechanism; `None` means negotiate SCRAM with the server.
     pub mechanism: Option<AuthMechanism>,
-    /// `authMechanismProperties`, if given.
-    pub mechanism_properties: Option<MechanismProperties>,
+    /// `authMechanismProperties`, if given: from a connection string each value is a string;
+    /// set in code a value may also be a boolean (`CANONICALIZE_HOST_NAME: true`).
+    pub mechanism_properties: Option<bson::Document>,
 }
 
 fn redact_password<S: serde::Serializer>(p: &Option<String>, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -178,10 +207,10 @@ impl Credential {
         }
         self.check_mechanism(name, has_user)?;
         if mech == Some(AuthMechanism::Gssapi) {
-            self.mechanism_properties
-                .get_or_insert_with(Default::default)
-                .entry("SERVICE_NAME".to_string())
-                .or_insert_with(|| "mongodb".to_string());
+            let props = self.mechanism_properties.get_or_insert_with(Default::default);
+            if !props.contains_key("SERVICE_NAME") {
+                props.insert("SERVICE_NAME", "mongodb");
+            }
         }
         if self.source.is_none() {
             self.source = Some(match mech {
@@ -196,7 +225,9 @@ impl Credential {
     /// The rules of the mechanism the string names (or of the default one).
     fn check_mechanism(&self, name: &str, has_user: bool) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidCredential(m));
-        let prop = |k: &str| self.mechanism_properties.as_ref().and_then(|p| p.get(k)).map(String::as_str);
+        let text = |k: &str| self.mechanism_properties.as_ref().and_then(|p| p.get(k)).map(property_text);
+        let (canonicalize, session_token) = (text("CANONICALIZE_HOST_NAME"), text("AWS_SESSION_TOKEN"));
+        let (environment, token_resource) = (text("ENVIRONMENT"), text("TOKEN_RESOURCE"));
         match self.mechanism {
             None | Some(AuthMechanism::ScramSha1 | AuthMechanism::ScramSha256) => {
                 if !has_user {
@@ -212,7 +243,7 @@ impl Credential {
                 if !has_user {
                     return bad("GSSAPI requires a username".into());
                 }
-                if let Some(v) = prop("CANONICALIZE_HOST_NAME") {
+                if let Some(v) = canonicalize.as_deref() {
                     if !["true", "false", "none", "forward", "forwardAndReverse"].contains(&v) {
                         return bad(format!("invalid CANONICALIZE_HOST_NAME '{v}'"));
                     }
@@ -225,21 +256,32 @@ impl Credential {
             }
             Some(AuthMechanism::MongoDbAws) => {
                 // Credentials come from the environment only (auth spec, 2025-09-30).
-                if has_user || self.password.is_some() || prop("AWS_SESSION_TOKEN").is_some() {
+                if has_user || self.password.is_some() || session_token.is_some() {
                     return bad(
                         "MONGODB-AWS takes its credentials from the environment, never from the connection string"
                             .into(),
                     );
                 }
             }
+            Some(AuthMechanism::MongoDbCr) => {
+                return bad("MONGODB-CR was removed from the server in 4.0: use SCRAM-SHA-256".into());
+            }
             Some(AuthMechanism::MongoDbOidc) => {
                 if self.password.is_some() {
                     return bad("MONGODB-OIDC does not accept a password".into());
                 }
-                check_oidc_environment(prop("ENVIRONMENT"), prop("TOKEN_RESOURCE"), has_user)?;
+                check_oidc_environment(environment.as_deref(), token_resource.as_deref(), has_user)?;
             }
         }
         Ok(())
+    }
+}
+
+/// A mechanism property's value as the connection string would write it.
+pub fn property_text(v: &bson::Bson) -> String {
+    match v {
+        bson::Bson::String(s) => s.clone(),
+        other => other.to_string(),
     }
 }
 
@@ -324,5 +366,18 @@ mod tests {
     fn mechanism_names() {
         assert_eq!(AuthMechanism::parse("scram-sha-256"), Some(AuthMechanism::ScramSha256));
         assert_eq!(AuthMechanism::parse("MONGODB-CR"), None);
+        // The official API's FromStr names MONGODB-CR, which every credential then refuses.
+        assert_eq!("PLAIN".parse::<AuthMechanism>().unwrap(), AuthMechanism::Plain);
+        let cr: AuthMechanism = "MONGODB-CR".parse().unwrap();
+        assert!(matches!(
+            cr.validate_credential(&cred(Some("u"), Some("p"), None)),
+            Err(Error::InvalidCredential(_))
+        ));
+        assert!("NOPE".parse::<AuthMechanism>().is_err());
+        let scram = AuthMechanism::ScramSha256;
+        assert!(scram.validate_credential(&cred(Some("u"), Some("p"), None)).is_ok());
+        assert!(scram.validate_credential(&cred(None, None, None)).is_err(), "SCRAM needs a username");
+        let x509 = AuthMechanism::MongoDbX509;
+        assert!(x509.validate_credential(&cred(None, Some("p"), None)).is_err(), "X509 takes no password");
     }
 }

@@ -20,6 +20,7 @@ mod credential;
 mod options;
 mod read_preference;
 pub mod seedlist;
+mod writer;
 
 use percent_encoding::percent_decode_str;
 use serde::{Deserialize, Serialize};
@@ -320,7 +321,10 @@ fn credential_of(
         password,
         source: options.auth_source.clone(),
         mechanism: options.auth_mechanism,
-        mechanism_properties: options.auth_mechanism_properties.clone(),
+        mechanism_properties: options
+            .auth_mechanism_properties
+            .as_ref()
+            .map(|p| p.iter().map(|(k, v)| (k.clone(), bson::Bson::String(v.clone()))).collect()),
     };
     Ok(Some(cred.finish(default_database)?))
 }

@@ -135,6 +135,35 @@ impl Acknowledgment {
     }
 }
 
+/// `w: n`.
+impl From<u32> for Acknowledgment {
+    fn from(n: u32) -> Self {
+        Acknowledgment::Nodes(n)
+    }
+}
+
+/// `"majority"`, or the name of a custom write concern.
+impl From<&str> for Acknowledgment {
+    fn from(s: &str) -> Self {
+        if s == "majority" {
+            Acknowledgment::Majority
+        } else {
+            Acknowledgment::Custom(s.to_string())
+        }
+    }
+}
+
+/// `"majority"`, or the name of a custom write concern.
+impl From<String> for Acknowledgment {
+    fn from(s: String) -> Self {
+        if s == "majority" {
+            Acknowledgment::Majority
+        } else {
+            Acknowledgment::Custom(s)
+        }
+    }
+}
+
 impl Serialize for Acknowledgment {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         match self {
@@ -262,6 +291,10 @@ pub struct UriOptions {
     pub tls_disable_ocsp_endpoint_check: Option<bool>,
     /// `tlsInsecure`.
     pub tls_insecure: Option<bool>,
+    /// `uuidRepresentation` (read as the official Rust driver reads it, and `standard`):
+    /// `standard`, `csharpLegacy`, `javaLegacy` or `pythonLegacy`, in that spelling. For the application's own decoding of
+    /// legacy (subtype 3) UUIDs; the client itself decodes nothing with it.
+    pub uuid_representation: Option<String>,
     /// `w`.
     pub w: Option<Acknowledgment>,
     /// `wTimeoutMS` (deprecated alias `wtimeout`); 0 means no timeout.
@@ -332,7 +365,7 @@ macro_rules! text {
 }
 
 /// Every option the client reads: the uri-options table, in its order.
-const OPTIONS: [OptionSpec; 49] = [
+const OPTIONS: [OptionSpec; 50] = [
     OptionSpec { name: "appname", kind: Kind::Custom(OptionParser::app_name) },
     OptionSpec { name: "authMechanism", kind: Kind::Custom(OptionParser::auth_mechanism) },
     OptionSpec {
@@ -388,6 +421,7 @@ const OPTIONS: [OptionSpec; 49] = [
     },
     OptionSpec { name: "tlsDisableOCSPEndpointCheck", kind: boolean!(tls_disable_ocsp_endpoint_check) },
     OptionSpec { name: "tlsInsecure", kind: boolean!(tls_insecure) },
+    OptionSpec { name: "uuidRepresentation", kind: Kind::Custom(OptionParser::uuid_representation) },
     OptionSpec { name: "w", kind: Kind::Custom(OptionParser::w) },
     OptionSpec { name: "waitQueueTimeoutMS", kind: int!(wait_queue_timeout_ms, 1, I32_MAX) },
     OptionSpec { name: "wTimeoutMS", kind: int!(w_timeout_ms, 0, i64::MAX) },
@@ -582,6 +616,15 @@ impl OptionParser {
         match ServerMonitoringMode::parse(value) {
             Some(m) => self.options.server_monitoring_mode = Some(m),
             None => self.invalid(key, value, "expected stream, poll or auto"),
+        }
+        Ok(())
+    }
+
+    fn uuid_representation(&mut self, key: &str, value: &str) -> Result<()> {
+        let known = ["standard", "csharpLegacy", "javaLegacy", "pythonLegacy"];
+        match known.iter().find(|k| k.eq_ignore_ascii_case(value)) {
+            Some(k) => self.options.uuid_representation = Some(k.to_string()),
+            None => self.invalid(key, value, "expected standard, csharpLegacy, javaLegacy or pythonLegacy"),
         }
         Ok(())
     }

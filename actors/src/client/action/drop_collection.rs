@@ -9,6 +9,7 @@ use super::super::collection::Collection;
 use super::super::collection::Handle;
 use super::super::concern::WriteConcern;
 use super::super::options::admin::CommandOptions;
+use super::super::options::official_names::DropCollectionOptions;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
 use crate::Result;
@@ -16,7 +17,7 @@ use crate::Result;
 impl<T> Collection<T> {
     /// Drops the collection (a collection that does not exist is not an error). Not retried.
     pub fn drop(&self) -> DropCollection<'_> {
-        DropCollection { handle: self.handle(), options: CommandOptions::default(), session: None }
+        DropCollection { handle: self.handle(), options: DropCollectionOptions::default(), session: None }
     }
 }
 
@@ -24,12 +25,12 @@ impl<T> Collection<T> {
 #[must_use = "an operation does nothing until it is awaited"]
 pub struct DropCollection<'a> {
     handle: Handle<'a>,
-    options: CommandOptions,
+    options: DropCollectionOptions,
     session: Option<&'a mut ClientSession>,
 }
 
 impl<'a> DropCollection<'a> {
-    option_setters!(options: CommandOptions;
+    option_setters!(options: DropCollectionOptions;
         comment => Bson,
         max_time: Duration,
         write_concern: WriteConcern,
@@ -37,7 +38,7 @@ impl<'a> DropCollection<'a> {
     );
 
     async fn execute(self) -> Result<()> {
-        super::drop::run(self.handle, true, self.options, self.session).await
+        super::drop::run(self.handle, true, CommandOptions::from(self.options), self.session).await
     }
 }
 

@@ -8,6 +8,7 @@ use super::super::collection::Handle;
 use super::super::concern::WriteConcern;
 use super::super::database::Database;
 use super::super::options::admin::CommandOptions;
+use super::super::options::official_names::DropDatabaseOptions;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
 use crate::Result;
@@ -15,7 +16,7 @@ use crate::Result;
 impl Database {
     /// Drops the database. Not retried.
     pub fn drop(&self) -> DropDatabase<'_> {
-        DropDatabase { handle: self.handle(), options: CommandOptions::default(), session: None }
+        DropDatabase { handle: self.handle(), options: DropDatabaseOptions::default(), session: None }
     }
 }
 
@@ -23,12 +24,12 @@ impl Database {
 #[must_use = "an operation does nothing until it is awaited"]
 pub struct DropDatabase<'a> {
     handle: Handle<'a>,
-    options: CommandOptions,
+    options: DropDatabaseOptions,
     session: Option<&'a mut ClientSession>,
 }
 
 impl<'a> DropDatabase<'a> {
-    option_setters!(options: CommandOptions;
+    option_setters!(options: DropDatabaseOptions;
         comment => Bson,
         max_time: Duration,
         write_concern: WriteConcern,
@@ -36,7 +37,7 @@ impl<'a> DropDatabase<'a> {
     );
 
     async fn execute(self) -> Result<()> {
-        super::drop::run(self.handle, false, self.options, self.session).await
+        super::drop::run(self.handle, false, CommandOptions::from(self.options), self.session).await
     }
 }
 

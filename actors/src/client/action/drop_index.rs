@@ -9,6 +9,7 @@ use super::super::collection::{Collection, Handle};
 use super::super::concern::WriteConcern;
 use super::super::ops::drop_indexes;
 use super::super::options::admin::CommandOptions;
+use super::super::options::official_names::DropIndexOptions;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
 use crate::{Error, Result};
@@ -19,7 +20,7 @@ impl<T> Collection<T> {
     pub fn drop_index(&self, name: impl AsRef<str>) -> DropIndex<'_> {
         let name = name.as_ref();
         let index = (name != "*").then(|| Bson::String(name.to_string()));
-        DropIndex { handle: self.handle(), index, options: CommandOptions::default(), session: None }
+        DropIndex { handle: self.handle(), index, options: DropIndexOptions::default(), session: None }
     }
 
     /// Drops the index on `keys` (its key pattern). Not retried.
@@ -27,7 +28,7 @@ impl<T> Collection<T> {
         DropIndex {
             handle: self.handle(),
             index: Some(Bson::Document(keys)),
-            options: CommandOptions::default(),
+            options: DropIndexOptions::default(),
             session: None,
         }
     }
@@ -37,7 +38,7 @@ impl<T> Collection<T> {
         DropIndex {
             handle: self.handle(),
             index: Some(Bson::String("*".into())),
-            options: CommandOptions::default(),
+            options: DropIndexOptions::default(),
             session: None,
         }
     }
@@ -49,12 +50,12 @@ pub struct DropIndex<'a> {
     handle: Handle<'a>,
     /// A name, a key pattern or `"*"`; `None`: `drop_index("*")`, refused.
     index: Option<Bson>,
-    options: CommandOptions,
+    options: DropIndexOptions,
     session: Option<&'a mut ClientSession>,
 }
 
 impl<'a> DropIndex<'a> {
-    option_setters!(options: CommandOptions;
+    option_setters!(options: DropIndexOptions;
         comment => Bson,
         max_time: Duration,
         write_concern: WriteConcern,
@@ -63,6 +64,7 @@ impl<'a> DropIndex<'a> {
 
     async fn execute(self) -> Result<()> {
         let DropIndex { handle, index, options, session } = self;
+        let options = CommandOptions::from(options);
         let (timeout, write) = handle.begin_write(session.as_deref(), &options)?;
         let index = index.ok_or_else(|| {
             Error::invalid_argument("drop_index(\"*\") would drop every index: use drop_indexes")

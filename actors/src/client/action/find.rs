@@ -54,6 +54,15 @@ impl<'a, T> Find<'a, T, ExplicitSession<'a>> {
 }
 
 impl<'a, T, Session> Find<'a, T, Session> {
+    /// Sets [`FindOptions::max_scan`](crate::options::FindOptions::max_scan) (refused by every
+    /// supported server).
+    #[deprecated = "No supported server accepts `maxScan`; use `max_time` or `timeout` instead."]
+    #[allow(deprecated)]
+    pub fn max_scan(mut self, value: u64) -> Self {
+        self.options.max_scan = Some(value);
+        self
+    }
+
     option_setters!(@without_session options: FindOptions;
         allow_disk_use: bool,
         allow_partial_results: bool,

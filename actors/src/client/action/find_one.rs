@@ -31,6 +31,15 @@ pub struct FindOne<'a, T = Document> {
 }
 
 impl<'a, T: DeserializeOwned + 'static> FindOne<'a, T> {
+    /// Sets [`FindOneOptions::max_scan`](crate::options::FindOneOptions::max_scan) (refused by every
+    /// supported server).
+    #[deprecated = "No supported server accepts `maxScan`; use `max_time` or `timeout` instead."]
+    #[allow(deprecated)]
+    pub fn max_scan(mut self, value: u64) -> Self {
+        self.options.max_scan = Some(value);
+        self
+    }
+
     option_setters!(options: FindOneOptions;
         allow_partial_results: bool,
         collation: Collation,

@@ -12,7 +12,7 @@ use super::super::database::Database;
 use super::super::op_options::{cursor_mode, names, TimeoutMode};
 use super::super::ops::list_collections::ListCollections as ListCollectionsOp;
 use super::super::ops::{append, legacy_max_time};
-use super::super::options::admin::ListOptions;
+use super::super::options::official_names::ListCollectionsOptions;
 use super::super::session::ClientSession;
 use super::super::session_cursor::SessionCursor;
 use super::{into_future, option_setters, ExplicitSession, ImplicitSession, ListNames, ListSpecifications};
@@ -25,7 +25,8 @@ impl Database {
     pub fn list_collections(&self) -> ListCollections<'_> {
         ListCollections {
             handle: self.handle(),
-            options: ListOptions::default(),
+            options: ListCollectionsOptions::default(),
+            name_only: false,
             session: None,
             _out: PhantomData,
         }
@@ -33,8 +34,8 @@ impl Database {
 
     /// The names of the database's collections (`nameOnly: true`). A retryable read.
     pub fn list_collection_names(&self) -> ListCollections<'_, ListNames> {
-        let options = ListOptions { name_only: Some(true), ..Default::default() };
-        ListCollections { handle: self.handle(), options, session: None, _out: PhantomData }
+        let options = ListCollectionsOptions::default();
+        ListCollections { handle: self.handle(), options, name_only: true, session: None, _out: PhantomData }
     }
 }
 
@@ -83,7 +84,9 @@ impl<T> ListingOutput<T> for ListNames {
 #[must_use = "an operation does nothing until it is awaited"]
 pub struct ListCollections<'a, M = ListSpecifications, S = ImplicitSession> {
     handle: Handle<'a>,
-    options: ListOptions,
+    options: ListCollectionsOptions,
+    /// `nameOnly: true` (`list_collection_names`).
+    name_only: bool,
     session: Option<&'a mut ClientSession>,
     _out: PhantomData<fn() -> (M, S)>,
 }
@@ -95,8 +98,8 @@ impl<'a, M> ListCollections<'a, M, ImplicitSession> {
         self,
         session: impl Into<&'a mut ClientSession>,
     ) -> ListCollections<'a, M, ExplicitSession<'a>> {
-        let ListCollections { handle, options, .. } = self;
-        ListCollections { handle, options, session: Some(session.into()), _out: PhantomData }
+        let ListCollections { handle, options, name_only, .. } = self;
+        ListCollections { handle, options, name_only, session: Some(session.into()), _out: PhantomData }
     }
 }
 
@@ -109,7 +112,7 @@ impl<'a, M> ListCollections<'a, M, ExplicitSession<'a>> {
 }
 
 impl<'a, M: ListingOutput<CollectionSpecification>, S> ListCollections<'a, M, S> {
-    option_setters!(@without_session options: ListOptions;
+    option_setters!(@without_session options: ListCollectionsOptions;
         authorized_collections: bool,
         batch_size: u32,
         comment => Bson,
@@ -120,10 +123,10 @@ impl<'a, M: ListingOutput<CollectionSpecification>, S> ListCollections<'a, M, S>
     );
 
     async fn execute(self) -> Result<M::Output> {
-        let ListCollections { handle, options, session, .. } = self;
+        let ListCollections { handle, options, name_only, session, .. } = self;
         let timeout = handle.op_timeout(options.timeout);
         let mut fields = Document::new();
-        append(&mut fields, "nameOnly", options.name_only);
+        append(&mut fields, "nameOnly", name_only.then_some(true));
         append(&mut fields, "authorizedCollections", options.authorized_collections);
         append(&mut fields, "comment", options.comment.clone());
         append(&mut fields, "maxTimeMS", legacy_max_time(options.max_time, timeout));

@@ -11,7 +11,8 @@ use super::super::cursor::{Cursor, OpenCursor};
 use super::super::op_options::{cursor_mode, names, TimeoutMode};
 use super::super::ops::list_indexes::ListIndexes as ListIndexesOp;
 use super::super::ops::{append, legacy_max_time};
-use super::super::options::admin::{IndexModel, ListOptions};
+use super::super::options::admin::IndexModel;
+use super::super::options::official_names::ListIndexesOptions;
 use super::super::session::ClientSession;
 use super::super::session_cursor::SessionCursor;
 use super::{option_setters, ExplicitSession, ImplicitSession, ListNames, ListSpecifications};
@@ -22,7 +23,7 @@ impl<T> Collection<T> {
     pub fn list_indexes(&self) -> ListIndexes<'_> {
         ListIndexes {
             handle: self.handle(),
-            options: ListOptions::default(),
+            options: ListIndexesOptions::default(),
             session: None,
             _out: PhantomData,
         }
@@ -32,7 +33,7 @@ impl<T> Collection<T> {
     pub fn list_index_names(&self) -> ListIndexes<'_, ListNames> {
         ListIndexes {
             handle: self.handle(),
-            options: ListOptions::default(),
+            options: ListIndexesOptions::default(),
             session: None,
             _out: PhantomData,
         }
@@ -43,7 +44,7 @@ impl<T> Collection<T> {
 #[must_use = "an operation does nothing until it is awaited"]
 pub struct ListIndexes<'a, M = ListSpecifications, Session = ImplicitSession> {
     handle: Handle<'a>,
-    options: ListOptions,
+    options: ListIndexesOptions,
     session: Option<&'a mut ClientSession>,
     _out: PhantomData<fn() -> (M, Session)>,
 }
@@ -69,7 +70,7 @@ impl<'a, M> ListIndexes<'a, M, ExplicitSession<'a>> {
 }
 
 impl<'a, M, S> ListIndexes<'a, M, S> {
-    option_setters!(@without_session options: ListOptions;
+    option_setters!(@without_session options: ListIndexesOptions;
         batch_size: u32,
         comment => Bson,
         max_time: Duration,

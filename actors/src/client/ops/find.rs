@@ -32,6 +32,8 @@ impl Find<'_> {
         command.append("comment", o.comment.clone())?;
         command.append("max", o.max.take())?;
         command.append("min", o.min.take())?;
+        #[allow(deprecated)]
+        command.append("maxScan", o.max_scan.map(int))?;
         command.append("returnKey", o.return_key)?;
         command.append("showRecordId", o.show_record_id)?;
         command.append("noCursorTimeout", o.no_cursor_timeout)?;

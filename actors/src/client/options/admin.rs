@@ -205,36 +205,6 @@ pub struct CommandOptions {
     pub raw_data: Option<bool>,
 }
 
-/// Options of `list_indexes` and `list_collections`.
-#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
-#[builder(field_defaults(default, setter(into)))]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct ListOptions {
-    /// `list_collections`: only the collections the user may use.
-    pub authorized_collections: Option<bool>,
-    /// Documents per batch.
-    pub batch_size: Option<u32>,
-    /// A comment for the server's logs.
-    pub comment: Option<Bson>,
-    /// `list_collections`: which collections.
-    pub filter: Option<Document>,
-    /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
-    #[serde(rename = "maxTimeMS", with = "duration_ms")]
-    pub max_time: Option<Duration>,
-    /// `list_collections`: names and types only (what `list_collection_names` asks for).
-    pub name_only: Option<bool>,
-    /// This operation's `timeoutMS` (`None`: the handle's).
-    #[serde(rename = "timeoutMS", with = "duration_ms")]
-    pub timeout: Option<Duration>,
-    /// How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
-    pub timeout_mode: Option<TimeoutMode>,
-    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
-    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
-    /// an older server.
-    #[doc(hidden)]
-    pub raw_data: Option<bool>,
-}
-
 /// Options of `list_databases` and `list_database_names`.
 #[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]

@@ -54,13 +54,15 @@ use typed_builder::TypedBuilder;
 /// assert_eq!(o.max_pool_size, Some(20));
 /// assert_eq!(ClientOptions::builder().build().hosts, vec![ServerAddress::default()]);
 /// ```
-#[derive(Clone, TypedBuilder)]
+#[derive(Clone, TypedBuilder, serde::Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClientOptions {
     /// The seed list: the connection string's hosts (for `mongodb+srv`, what SRV resolution
     /// found); the builder's default is `localhost:27017`. Empty: the connection string's,
     /// else `localhost:27017`.
     #[builder(default = vec![ServerAddress::default()])]
+    #[serde(default = "default_hosts")]
     pub hosts: Vec<ServerAddress>,
     /// How to authenticate (userinfo, `authSource`, `authMechanism`,
     /// `authMechanismProperties`); `None`: no authentication.
@@ -124,38 +126,49 @@ pub struct ClientOptions {
     pub enable_overload_retargeting: Option<bool>,
     /// (Ours.) The parsed connection string; its hosts are the seeds. The fields above are
     /// written over its options when the client is built.
+    #[serde(default)]
     pub connection_string: ConnectionString,
     /// The application's server selector.
     #[builder(setter(!into, strip_option))]
+    #[serde(skip)]
     pub custom_selector: Option<CustomSelector>,
     /// Receives SDAM events in the official shape (behind a bounded queue, as every
     /// subscriber: see [`crate::events`]).
     #[builder(setter(strip_option))]
+    #[serde(skip)]
     pub sdam_event_handler: Option<EventHandler<crate::event::sdam::SdamEvent>>,
     /// Receives CMAP events in the official shape.
     #[builder(setter(strip_option))]
+    #[serde(skip)]
     pub cmap_event_handler: Option<EventHandler<crate::event::cmap::CmapEvent>>,
     /// Receives command events in the official shape.
     #[builder(setter(strip_option))]
+    #[serde(skip)]
     pub command_event_handler: Option<EventHandler<crate::event::command::CommandEvent>>,
     /// (Ours.) Receives SDAM events in the spec's shape: a crossbeam `Sender`, a closure or an
     /// actix `Recipient` (see [`crate::events`]). Both it and `sdam_event_handler` may be set.
     #[builder(setter(!into, strip_option))]
+    #[serde(skip)]
     pub sdam_event_subscriber: Option<Arc<dyn SdamEventHandler>>,
     /// (Ours.) Receives CMAP events in the spec's shape.
     #[builder(setter(!into, strip_option))]
+    #[serde(skip)]
     pub cmap_event_subscriber: Option<Arc<dyn CmapEventHandler>>,
     /// (Ours.) Receives command events in the spec's shape.
     #[builder(setter(!into, strip_option))]
+    #[serde(skip)]
     pub command_event_subscriber: Option<Arc<dyn CommandEventHandler>>,
     /// The DNS servers for `mongodb+srv` (`None`: the system's).
+    #[serde(skip)]
     pub resolver_config: Option<ResolverConfig>,
     /// Resolves host names for every connection (`None`: the system resolver). Set by
     /// resolution with a custom [`ResolverConfig`], so SRV targets resolve through it too.
     #[builder(setter(!into, strip_option))]
+    #[serde(skip)]
     pub host_resolver: Option<Arc<dyn HostResolver>>,
     /// For `mongodb+srv`: the SRV host and lookup results the SRV poller needs.
     #[builder(setter(skip))]
+    #[serde(skip)]
     pub srv: Option<SrvInfo>,
     /// The SRV rescan interval (rescanSRVIntervalMS; `None`: 60 s). See
     /// [`SrvPollerOptions`].
@@ -175,6 +188,98 @@ pub struct ClientOptions {
     /// [`DEFAULT_EVENT_QUEUE_CAPACITY`](crate::events::DEFAULT_EVENT_QUEUE_CAPACITY)); see
     /// [`crate::events`].
     pub event_queue_capacity: Option<usize>,
+}
+
+fn default_hosts() -> Vec<ServerAddress> {
+    vec![ServerAddress::default()]
+}
+
+/// Compares the options' values; the handlers, subscribers, custom selector and host resolver
+/// (code, not values) and what an SRV lookup found are left out, as the official crate does.
+impl PartialEq for ClientOptions {
+    fn eq(&self, other: &Self) -> bool {
+        // Destructured, so a new field cannot be forgotten here.
+        let ClientOptions {
+            hosts,
+            credential,
+            tls,
+            compressors,
+            driver_info,
+            srv_service_name,
+            srv_max_hosts,
+            app_name,
+            connect_timeout,
+            direct_connection,
+            heartbeat_freq,
+            load_balanced,
+            local_threshold,
+            max_idle_time,
+            max_pool_size,
+            min_pool_size,
+            max_connecting,
+            read_concern,
+            repl_set_name,
+            retry_reads,
+            retry_writes,
+            server_monitoring_mode,
+            server_selection_timeout,
+            selection_criteria,
+            default_database,
+            write_concern,
+            max_adaptive_retries,
+            enable_overload_retargeting,
+            connection_string,
+            custom_selector: _,
+            sdam_event_handler: _,
+            cmap_event_handler: _,
+            command_event_handler: _,
+            sdam_event_subscriber: _,
+            cmap_event_subscriber: _,
+            command_event_subscriber: _,
+            resolver_config: _,
+            host_resolver: _,
+            srv: _,
+            srv_rescan_interval,
+            server_api,
+            max_selection_waiters,
+            max_wait_queue_size,
+            event_queue_capacity,
+        } = self;
+        hosts == &other.hosts
+            && credential == &other.credential
+            && tls == &other.tls
+            && compressors == &other.compressors
+            && driver_info == &other.driver_info
+            && srv_service_name == &other.srv_service_name
+            && srv_max_hosts == &other.srv_max_hosts
+            && app_name == &other.app_name
+            && connect_timeout == &other.connect_timeout
+            && direct_connection == &other.direct_connection
+            && heartbeat_freq == &other.heartbeat_freq
+            && load_balanced == &other.load_balanced
+            && local_threshold == &other.local_threshold
+            && max_idle_time == &other.max_idle_time
+            && max_pool_size == &other.max_pool_size
+            && min_pool_size == &other.min_pool_size
+            && max_connecting == &other.max_connecting
+            && read_concern == &other.read_concern
+            && repl_set_name == &other.repl_set_name
+            && retry_reads == &other.retry_reads
+            && retry_writes == &other.retry_writes
+            && server_monitoring_mode == &other.server_monitoring_mode
+            && server_selection_timeout == &other.server_selection_timeout
+            && selection_criteria == &other.selection_criteria
+            && default_database == &other.default_database
+            && write_concern == &other.write_concern
+            && max_adaptive_retries == &other.max_adaptive_retries
+            && enable_overload_retargeting == &other.enable_overload_retargeting
+            && connection_string == &other.connection_string
+            && srv_rescan_interval == &other.srv_rescan_interval
+            && server_api == &other.server_api
+            && max_selection_waiters == &other.max_selection_waiters
+            && max_wait_queue_size == &other.max_wait_queue_size
+            && event_queue_capacity == &other.event_queue_capacity
+    }
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -479,6 +584,29 @@ mod tests {
         cs.direct_connection = Some(true);
         let e = ClientOptions::parse(cs).await.unwrap_err();
         assert!(matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. }), "{e}");
+    }
+
+    #[test]
+    fn options_deserialize_by_their_camel_case_names_and_compare_by_value() {
+        let json = r#"{"appName": "svc", "maxPoolSize": 7, "retryWrites": false,
+                       "hosts": [{"host": "h", "port": 1}]}"#;
+        let o: ClientOptions = serde_json::from_str(json).unwrap();
+        let built = ClientOptions::builder()
+            .app_name("svc".to_string())
+            .max_pool_size(7)
+            .retry_writes(false)
+            .hosts(vec![ServerAddress::parse("h:1").unwrap()])
+            .build();
+        assert!(o == built);
+        assert!(serde_json::from_str::<ClientOptions>("{}").unwrap() == ClientOptions::default());
+        // A handler is code, not a value: it does not make two options differ.
+        let handled = ClientOptions::builder()
+            .command_event_handler(crate::event::EventHandler::callback(|_| {}))
+            .build();
+        assert!(handled == ClientOptions::default());
+        assert!(built != ClientOptions::default());
+        // An unknown key is refused, not ignored.
+        assert!(serde_json::from_str::<ClientOptions>(r#"{"maxPoolSise": 1}"#).is_err());
     }
 
     #[test]

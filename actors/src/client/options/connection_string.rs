@@ -4,10 +4,11 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use bson::UuidRepresentation;
 use protocol::uri::{Credential, ServerMonitoringMode};
 use protocol::ServerAddress;
 use selection::ReadPreference;
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::super::concern::{ReadConcern, WriteConcern};
 use super::client::ClientOptions;
@@ -50,68 +51,102 @@ impl Default for HostInfo {
 /// let cs = ConnectionString::parse("mongodb://db1/?maxPoolSize=-1").unwrap();
 /// assert_eq!((cs.max_pool_size, cs.parsed().warnings.len()), (None, 1));
 /// ```
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ConnectionString {
     /// The seeds: the hosts listed, or the SRV name to look them up under.
     pub host_info: HostInfo,
     /// `appName`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub app_name: Option<String>,
     /// `tls`, `ssl` and the `tls*` options.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<Tls>,
     /// `heartbeatFrequencyMS`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub heartbeat_frequency: Option<Duration>,
     /// `localThresholdMS`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub local_threshold: Option<Duration>,
     /// `readConcernLevel`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub read_concern: Option<ReadConcern>,
     /// `replicaSet`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub replica_set: Option<String>,
     /// `w`, `wTimeoutMS` and `journal`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub write_concern: Option<WriteConcern>,
     /// `serverSelectionTimeoutMS`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub server_selection_timeout: Option<Duration>,
     /// `maxPoolSize`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_pool_size: Option<u32>,
     /// `minPoolSize`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub min_pool_size: Option<u32>,
     /// `maxConnecting`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_connecting: Option<u32>,
     /// `maxIdleTimeMS`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_idle_time: Option<Duration>,
     /// `compressors` and `zlibCompressionLevel`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub compressors: Option<Vec<Compressor>>,
     /// `connectTimeoutMS`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_timeout: Option<Duration>,
     /// `retryReads`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_reads: Option<bool>,
     /// `retryWrites`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_writes: Option<bool>,
     /// `serverMonitoringMode`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub server_monitoring_mode: Option<ServerMonitoringMode>,
     /// `directConnection`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub direct_connection: Option<bool>,
     /// The user information and `authSource`, `authMechanism`, `authMechanismProperties`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub credential: Option<Credential>,
     /// The database in the path.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub default_database: Option<String>,
     /// `loadBalanced`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub load_balanced: Option<bool>,
     /// `socketTimeoutMS` (this client honours it: a read or write on a connection that takes
     /// longer fails).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub socket_timeout: Option<Duration>,
     /// `readPreference`, `readPreferenceTags` and `maxStalenessSeconds`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub read_preference: Option<ReadPreference>,
     /// `srvMaxHosts`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub srv_max_hosts: Option<u32>,
     /// `srvServiceName`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub srv_service_name: Option<String>,
     /// `maxAdaptiveRetries`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_adaptive_retries: Option<u32>,
     /// `enableOverloadRetargeting`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub enable_overload_retargeting: Option<bool>,
+    /// `uuidRepresentation`: how the application decodes legacy (subtype 3) UUIDs, with
+    /// [`Binary::to_uuid_with_representation`](bson::Binary::to_uuid_with_representation);
+    /// the client decodes nothing with it (as the official driver).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "uuid_representation_name")]
+    pub uuid_representation: Option<UuidRepresentation>,
     /// What the fields came from: the options without a field here (`timeoutMS`,
     /// `waitQueueTimeoutMS`...) are kept from it.
+    #[serde(skip)]
     parsed: protocol::uri::ConnectionString,
 }
 
@@ -158,6 +193,8 @@ impl ConnectionString {
                 parsed.srv_host = Some(name);
             }
         }
+        parsed.options.uuid_representation =
+            self.uuid_representation.map(|u| uuid_representation_name_of(u).to_owned());
         parsed.options.socket_timeout_ms = self
             .socket_timeout
             .map(|d| u64::try_from(d.as_millis()))
@@ -235,8 +272,53 @@ impl From<protocol::uri::ConnectionString> for ConnectionString {
             srv_service_name: o.srv_service_name,
             max_adaptive_retries: o.max_adaptive_retries,
             enable_overload_retargeting: o.enable_overload_retargeting,
+            uuid_representation: parsed.options.uuid_representation.as_deref().and_then(uuid_representation),
             parsed,
         }
+    }
+}
+
+/// The representation a URI value names (the parser accepts only these spellings).
+fn uuid_representation(name: &str) -> Option<UuidRepresentation> {
+    Some(match name {
+        "standard" => UuidRepresentation::Standard,
+        "csharpLegacy" => UuidRepresentation::CSharpLegacy,
+        "javaLegacy" => UuidRepresentation::JavaLegacy,
+        "pythonLegacy" => UuidRepresentation::PythonLegacy,
+        _ => return None,
+    })
+}
+
+/// The URI value of a representation.
+fn uuid_representation_name_of(u: UuidRepresentation) -> &'static str {
+    match u {
+        UuidRepresentation::CSharpLegacy => "csharpLegacy",
+        UuidRepresentation::JavaLegacy => "javaLegacy",
+        UuidRepresentation::PythonLegacy => "pythonLegacy",
+        _ => "standard",
+    }
+}
+
+fn uuid_representation_name<S: Serializer>(
+    u: &Option<UuidRepresentation>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match u {
+        Some(u) => s.serialize_str(uuid_representation_name_of(*u)),
+        None => s.serialize_none(),
+    }
+}
+
+/// The connection string as a URI, edits included, the password too (keep it out of logs):
+/// [`ConnectionString::parse`] reads it back to the same value. An edit no URI can hold (one
+/// `ClientOptions::parse` refuses) is left out: the string then shows what was parsed.
+impl std::fmt::Display for ConnectionString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let uri = match self.clone().into_parsed() {
+            Ok(parsed) => parsed.to_uri_string(),
+            Err(_) => self.parsed.to_uri_string(),
+        };
+        f.write_str(&uri)
     }
 }
 
@@ -277,5 +359,44 @@ impl<'de> Deserialize<'de> for ConnectionString {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
         let s = String::deserialize(deserializer)?;
         Self::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_back_as_a_uri_with_its_edits() {
+        let uri = "mongodb://al%40ice:p%26ss@db1:27018,db2/app?replicaSet=rs0&w=majority&appName=a%20b\
+                   &readPreference=secondary&readPreferenceTags=dc:ny,rack:1&readPreferenceTags=\
+                   &uuidRepresentation=javaLegacy&timeoutMS=300";
+        let mut cs = ConnectionString::parse(uri).unwrap();
+        assert_eq!(cs.uuid_representation, Some(UuidRepresentation::JavaLegacy));
+        let again = ConnectionString::parse(cs.to_string()).unwrap();
+        assert_eq!(again, cs, "{cs}");
+        cs.max_pool_size = Some(9);
+        cs.uuid_representation = Some(UuidRepresentation::CSharpLegacy);
+        let written = cs.to_string();
+        assert!(written.starts_with("mongodb://al%40ice:p%26ss@db1:27018,db2:27017/app?"), "{written}");
+        let again = ConnectionString::parse(&written).unwrap();
+        assert_eq!((again.max_pool_size, again.uuid_representation), (Some(9), cs.uuid_representation));
+        assert_eq!(again.parsed().options.timeout_ms, Some(300));
+        // An invalid value is ignored with a warning, as every option's.
+        let cs = ConnectionString::parse("mongodb://h/?uuidRepresentation=nope").unwrap();
+        assert_eq!((cs.uuid_representation, cs.parsed().warnings.len()), (None, 1));
+        let srv = ConnectionString::parse("mongodb+srv://cluster0.example.com/?srvMaxHosts=2").unwrap();
+        assert_eq!(srv.to_string(), "mongodb+srv://cluster0.example.com/?srvMaxHosts=2");
+    }
+
+    #[test]
+    fn serializes_its_fields_by_their_names() {
+        let cs =
+            ConnectionString::parse("mongodb://h:1/?maxPoolSize=5&uuidRepresentation=pythonLegacy").unwrap();
+        let v = serde_json::to_value(&cs).unwrap();
+        assert_eq!(v["maxPoolSize"], 5);
+        assert_eq!(v["uuidRepresentation"], "pythonLegacy");
+        assert_eq!(v["hostInfo"]["HostIdentifiers"][0], "h:1");
+        assert!(v.get("appName").is_none());
     }
 }

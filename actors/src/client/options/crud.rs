@@ -118,6 +118,10 @@ pub struct FindOptions {
     pub limit: Option<i64>,
     /// The exclusive upper bound of an index (`max`, with `hint`).
     pub max: Option<Document>,
+    /// The most documents or index keys to scan (`maxScan`): removed from the server in 4.2,
+    /// which refuses it; kept for the official API's shape.
+    #[deprecated = "No supported server accepts `maxScan`; use `max_time` or `timeout` instead."]
+    pub max_scan: Option<u64>,
     /// `maxAwaitTimeMS` of a [`CursorType::TailableAwait`] cursor: the `maxTimeMS` of its
     /// `getMore`s (capped by the remaining `timeoutMS`; less than a non-zero `timeoutMS`).
     #[serde(rename = "maxAwaitTimeMS", with = "duration_ms")]
@@ -177,6 +181,10 @@ pub struct FindOneOptions {
     pub hint: Option<Hint>,
     /// The exclusive upper bound of an index.
     pub max: Option<Document>,
+    /// The most documents or index keys to scan (`maxScan`): removed from the server in 4.2,
+    /// which refuses it; kept for the official API's shape.
+    #[deprecated = "No supported server accepts `maxScan`; use `max_time` or `timeout` instead."]
+    pub max_scan: Option<u64>,
     /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
     #[serde(rename = "maxTimeMS", with = "duration_ms")]
     pub max_time: Option<Duration>,
@@ -218,6 +226,8 @@ impl From<FindOneOptions> for FindOptions {
             comment: o.comment,
             hint: o.hint,
             max: o.max,
+            #[allow(deprecated)]
+            max_scan: o.max_scan,
             max_time: o.max_time,
             min: o.min,
             projection: o.projection,

@@ -1,6 +1,7 @@
-//! The official crate's options structs for operations whose options ours share under one
-//! type (`ListOptions` for both listings, `CommandOptions` for the drops): each converts into
-//! ours, so `with_options(ListCollectionsOptions::builder()...build())` takes it as it is.
+//! The options of the listings and drops, by the official crate's names: each holds the
+//! official fields and ours beside them (`timeout`, and where the official one lacks them the
+//! `comment` and legacy `max_time` the server takes). The drops run through the shared
+//! [`CommandOptions`] each converts into.
 
 use std::time::Duration;
 
@@ -9,12 +10,13 @@ use serde::{Deserialize, Serialize};
 use typed_builder::TypedBuilder;
 
 use super::super::concern::{duration_ms, WriteConcern};
-use super::admin::{CommandOptions, ListOptions};
+use super::super::op_options::TimeoutMode;
+use super::admin::CommandOptions;
 
 /// Options of `list_collections` and `list_collection_names`.
 #[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ListCollectionsOptions {
     /// Documents per batch.
@@ -29,15 +31,30 @@ pub struct ListCollectionsOptions {
     /// Only the collections the user may use.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub authorized_collections: Option<bool>,
+    /// (Ours.) Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
+    #[serde(rename = "maxTimeMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
+    pub max_time: Option<Duration>,
+    /// (Ours.) This operation's `timeoutMS` (`None`: the database's).
+    #[serde(rename = "timeoutMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Duration>,
+    /// (Ours.) How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_mode: Option<TimeoutMode>,
+    /// Internal (MongoDB 8.2+): work on a time series collection's raw buckets. Meant for
+    /// MongoDB's own tools (the CRUD spec asks drivers to discourage its use); never sent to
+    /// an older server.
+    #[doc(hidden)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of `list_indexes` and `list_index_names`.
 #[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ListIndexesOptions {
-    /// Legacy `maxTimeMS`.
+    /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
     #[serde(rename = "maxTimeMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
     pub max_time: Option<Duration>,
     /// Documents per batch.
@@ -46,37 +63,97 @@ pub struct ListIndexesOptions {
     /// A comment for the server's logs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comment: Option<Bson>,
+    /// (Ours.) This operation's `timeoutMS` (`None`: the collection's).
+    #[serde(rename = "timeoutMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Duration>,
+    /// (Ours.) How `timeoutMS` applies to the cursor (needs a `timeoutMS`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_mode: Option<TimeoutMode>,
+    /// Internal (MongoDB 8.2+): see [`ListCollectionsOptions`].
+    #[doc(hidden)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_data: Option<bool>,
 }
 
 /// Options of a collection's `drop`.
 #[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct DropCollectionOptions {
+    /// (Ours.) Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
+    #[serde(rename = "maxTimeMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
+    pub max_time: Option<Duration>,
     /// The write concern (default: the collection's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write_concern: Option<WriteConcern>,
+    /// (Ours.) A comment for the server's logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment: Option<Bson>,
+    /// (Ours.) This operation's `timeoutMS` (`None`: the collection's).
+    #[serde(rename = "timeoutMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): see [`ListCollectionsOptions`].
+    #[doc(hidden)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_data: Option<bool>,
+}
+
+impl From<DropCollectionOptions> for CommandOptions {
+    fn from(o: DropCollectionOptions) -> Self {
+        CommandOptions {
+            comment: o.comment,
+            max_time: o.max_time,
+            write_concern: o.write_concern,
+            timeout: o.timeout,
+            raw_data: o.raw_data,
+        }
+    }
 }
 
 /// Options of a database's `drop`.
 #[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct DropDatabaseOptions {
+    /// (Ours.) Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
+    #[serde(rename = "maxTimeMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
+    pub max_time: Option<Duration>,
     /// The write concern (default: the database's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write_concern: Option<WriteConcern>,
+    /// (Ours.) A comment for the server's logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment: Option<Bson>,
+    /// (Ours.) This operation's `timeoutMS` (`None`: the database's).
+    #[serde(rename = "timeoutMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): see [`ListCollectionsOptions`].
+    #[doc(hidden)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_data: Option<bool>,
+}
+
+impl From<DropDatabaseOptions> for CommandOptions {
+    fn from(o: DropDatabaseOptions) -> Self {
+        CommandOptions {
+            comment: o.comment,
+            max_time: o.max_time,
+            write_concern: o.write_concern,
+            timeout: o.timeout,
+            raw_data: o.raw_data,
+        }
+    }
 }
 
 /// Options of `drop_index` and `drop_indexes`.
 #[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
 #[builder(field_defaults(default, setter(into)))]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct DropIndexOptions {
-    /// Legacy `maxTimeMS`.
+    /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
     #[serde(rename = "maxTimeMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
     pub max_time: Option<Duration>,
     /// The write concern (default: the collection's).
@@ -85,50 +162,23 @@ pub struct DropIndexOptions {
     /// A comment for the server's logs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comment: Option<Bson>,
+    /// (Ours.) This operation's `timeoutMS` (`None`: the collection's).
+    #[serde(rename = "timeoutMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Duration>,
+    /// Internal (MongoDB 8.2+): see [`ListCollectionsOptions`].
+    #[doc(hidden)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_data: Option<bool>,
 }
 
-impl From<ListCollectionsOptions> for Option<ListOptions> {
-    fn from(o: ListCollectionsOptions) -> Self {
-        Some(ListOptions {
-            batch_size: o.batch_size,
-            comment: o.comment,
-            filter: o.filter,
-            authorized_collections: o.authorized_collections,
-            ..Default::default()
-        })
-    }
-}
-
-impl From<ListIndexesOptions> for Option<ListOptions> {
-    fn from(o: ListIndexesOptions) -> Self {
-        Some(ListOptions {
-            max_time: o.max_time,
-            batch_size: o.batch_size,
-            comment: o.comment,
-            ..Default::default()
-        })
-    }
-}
-
-impl From<DropCollectionOptions> for Option<CommandOptions> {
-    fn from(o: DropCollectionOptions) -> Self {
-        Some(CommandOptions { write_concern: o.write_concern, ..Default::default() })
-    }
-}
-
-impl From<DropDatabaseOptions> for Option<CommandOptions> {
-    fn from(o: DropDatabaseOptions) -> Self {
-        Some(CommandOptions { write_concern: o.write_concern, ..Default::default() })
-    }
-}
-
-impl From<DropIndexOptions> for Option<CommandOptions> {
+impl From<DropIndexOptions> for CommandOptions {
     fn from(o: DropIndexOptions) -> Self {
-        Some(CommandOptions {
+        CommandOptions {
+            comment: o.comment,
             max_time: o.max_time,
             write_concern: o.write_concern,
-            comment: o.comment,
-            ..Default::default()
-        })
+            timeout: o.timeout,
+            raw_data: o.raw_data,
+        }
     }
 }

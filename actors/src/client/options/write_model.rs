@@ -12,8 +12,10 @@ use crate::client::namespace::Namespace;
 
 /// One write of [`Client::bulk_write`](crate::Client::bulk_write) (the official
 /// `WriteModel`), or of [`Collection::bulk_write`](crate::client::Collection::bulk_write),
-/// where the namespace is the collection's (left empty, or equal to it).
-#[derive(Debug, Clone, PartialEq)]
+/// where the namespace is the collection's (left empty, or equal to it). It serializes as
+/// its model does (untagged, as the official one).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
 #[non_exhaustive]
 pub enum WriteModel {
     /// Inserts a document.

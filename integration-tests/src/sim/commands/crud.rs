@@ -878,6 +878,10 @@ fn find(db: &str, cmd: &Document, store: &Store) -> Result<Exec, CmdError> {
             format!("error processing query: tailable cursor requested on non capped collection {db}.{coll}"),
         ));
     }
+    if cmd.contains_key("maxScan") {
+        // Removed in 4.2: mongod 7/8 refuse it as an unknown field.
+        return Err(CmdError::new(40415, "Location40415", "BSON field 'find.maxScan' is an unknown field."));
+    }
     let filter = cmd.get_document("filter").cloned().unwrap_or_default();
     let sort = cmd.get_document("sort").ok().filter(|s| !s.is_empty());
     let skip = usize_opt(cmd.get("skip")).unwrap_or(0);

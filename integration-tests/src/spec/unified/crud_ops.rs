@@ -653,16 +653,16 @@ async fn index_op_result(
     Ok(match name {
         "createIndex" => create_index(coll, args, session).await?,
         "dropIndex" => {
-            let o: CommandOptions = options(name, args, &["name"])?;
+            let o: DropIndexOptions = options(name, args, &["name"])?;
             let index = args.get_str("name").map_err(|_| "dropIndex needs a name")?;
             coll.drop_index(index).with_options(o).session(session).await.map(|()| None)
         }
         "dropIndexes" => {
-            let o: CommandOptions = options(name, args, &[])?;
+            let o: DropIndexOptions = options(name, args, &[])?;
             coll.drop_indexes().with_options(o).session(session).await.map(|()| None)
         }
         "listIndexes" => {
-            let o: ListOptions = options(name, args, &[])?;
+            let o: ListIndexesOptions = options(name, args, &[])?;
             match cursor_in!(coll.list_indexes().with_options(o), session).await {
                 Ok(c) => {
                     // The listing as the server sent it (IndexModel drops fields it does not know).
@@ -673,7 +673,7 @@ async fn index_op_result(
             }
         }
         "listIndexNames" => {
-            let o: ListOptions = options(name, args, &[])?;
+            let o: ListIndexesOptions = options(name, args, &[])?;
             let names = coll.list_index_names().with_options(o);
             match session {
                 Some(s) => names.session(s).await,
@@ -807,7 +807,7 @@ pub(super) async fn database_op(
         }
         // The spec's name for the same call where a driver returns typed objects.
         "listCollections" | "listCollectionObjects" => {
-            let o: ListOptions = options(name, args, &[])?;
+            let o: ListCollectionsOptions = options(name, args, &[])?;
             // The server's documents as they came (the typed specification keeps only the
             // fields it has).
             match cursor_in!(db.list_collections().with_options(o), session).await {
@@ -816,8 +816,7 @@ pub(super) async fn database_op(
             }
         }
         "listCollectionNames" => {
-            let mut o: ListOptions = options(name, args, &[])?;
-            o.name_only = Some(true);
+            let o: ListCollectionsOptions = options(name, args, &[])?;
             let names = db.list_collection_names().with_options(o);
             match session {
                 Some(s) => names.session(s).await,
@@ -850,11 +849,11 @@ pub(super) async fn database_op(
         }
         "dropCollection" => {
             let coll = args.get_str("collection").map_err(|_| "dropCollection needs a collection")?;
-            let o: CommandOptions = options(name, args, &["collection"])?;
+            let o: DropCollectionOptions = options(name, args, &["collection"])?;
             db.collection::<Document>(coll).drop().with_options(o).session(session).await.map(|()| None)
         }
         "dropDatabase" => {
-            let o: CommandOptions = options(name, args, &[])?;
+            let o: DropDatabaseOptions = options(name, args, &[])?;
             db.drop().with_options(o).session(session).await.map(|()| None)
         }
         other => return Err(format!("database operation {other} not supported")),

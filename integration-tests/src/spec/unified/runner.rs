@@ -274,7 +274,7 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
                 c.to_string()
             },
             name: spec.get_str("databaseName").map_err(|_| "database without name")?.to_string(),
-            options: handle_options(spec.get_document("databaseOptions").ok())?,
+            options: handle_options(spec.get_document("databaseOptions").ok())?.into(),
         },
         "collection" => create_collection(ctx, spec)?,
         "thread" => Entity::Thread(Vec::new()),

@@ -1,0 +1,33 @@
+//! The official crate's cargo features this client does not have: enabling one stops the
+//! build with the reason, rather than being accepted and ignored. (Its other features name
+//! what this client always does, and are no-ops: see `Cargo.toml`.)
+
+/// Stops the build when `$feature` is enabled, with `$why`.
+macro_rules! not_here {
+    ($($feature:literal => $why:literal,)*) => {
+        $(
+            #[cfg(feature = $feature)]
+            compile_error!(concat!("mongo-actors has no `", $feature, "` feature: ", $why));
+        )*
+    };
+}
+
+not_here! {
+    "compat-3-0-0" => "it re-exports bson 3 (the official `compat-3-0-0` means bson 2): use `compat-3-3-0` or no feature, and see the README's bson note",
+    "bson-2" => "it re-exports bson 3: see the README's bson note for what a bson-2 program changes",
+    "aws-auth" => "MONGODB-AWS is not implemented yet (issue 41)",
+    "gssapi-auth" => "GSSAPI (Kerberos) is not implemented",
+    "azure-oidc" => "MONGODB-OIDC is not implemented yet (issue 41)",
+    "gcp-oidc" => "MONGODB-OIDC is not implemented yet (issue 41)",
+    "azure-kms" => "client-side field level encryption is not implemented",
+    "gcp-kms" => "client-side field level encryption is not implemented",
+    "in-use-encryption" => "client-side field level encryption is not implemented",
+    "in-use-encryption-unstable" => "client-side field level encryption is not implemented",
+    "openssl-tls" => "TLS is rustls (tokio-rustls) only",
+    "rustls-tls-aws-lc" => "rustls runs on its ring provider here",
+    "socks5-proxy" => "SOCKS5 proxies are not supported (the proxy* URI options are refused)",
+    "opentelemetry" => "OpenTelemetry is not implemented yet (issue 42)",
+    "error-backtrace" => "errors do not capture a backtrace",
+    "redact-errors" => "errors are not redacted by a feature",
+    "text-indexes-unstable" => "the unstable text index options are not here",
+}
