@@ -466,7 +466,7 @@ async fn close_tailable_and_session_count() {
 
     // countDocuments with an explicit session sends its lsid.
     let mut session = s.client.start_session().await.expect("session");
-    let lsid = session.id().cloned().expect("lsid");
+    let lsid = session.id().clone();
     let _ = s.started("aggregate");
     let n = coll.count_documents(doc! {"kind": "odd"}).session(&mut session).await.expect("count");
     assert_eq!(n, 3);

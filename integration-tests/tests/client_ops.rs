@@ -499,6 +499,29 @@ async fn dropping_the_last_client_closes_every_connection() {
     assert_no_connections(&cluster).await;
 }
 
+/// Dropping the last handle ends the pooled server sessions (`endSessions`, in the
+/// background, as the official driver does), then every connection closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_last_client_ends_its_sessions() {
+    let s = replica_set("").await;
+    s.database("app").collection::<bson::Document>("c").insert_one(doc! {}).await.expect("insert");
+    let Setup { client, events, deployment, .. } = s;
+    let _ = drain(&events);
+    drop(client);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut ended = Vec::new();
+    while ended.is_empty() && Instant::now() < deadline {
+        ended = started(&drain(&events), "endSessions");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let ids =
+        ended.first().and_then(|(c, _)| c.get_array("endSessions").ok().cloned()).expect("endSessions sent");
+    assert_eq!(ids.len(), 1, "the insert's implicit session");
+    if let Some(cluster) = deployment.sim() {
+        assert_no_connections(cluster).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_balanced_cursor_keeps_its_connection_pinned() {
     let Some(deployment) = Deployment::load_balanced(2).expect("deployment") else {

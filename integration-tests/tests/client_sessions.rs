@@ -235,7 +235,7 @@ async fn every_operation_sends_its_session() {
     coll.insert_many((0..4).map(|i| doc! {"_id": i, "x": i})).await.expect("seed");
     let _ = started(&s.events);
     let mut session = s.client.start_session().await.expect("session");
-    let lsid = session.id().cloned().expect("lsid");
+    let lsid = session.id().clone();
     let ev = &s.events;
     let ss = &mut session;
     let batch = FindOptions { batch_size: Some(2), ..Default::default() };

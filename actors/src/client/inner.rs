@@ -104,6 +104,8 @@ pub(crate) struct ClientInner {
     /// Operations running and work left by dropped values (killCursors, abortTransaction):
     /// what a graceful [`Client::shutdown`](crate::Client::shutdown) waits for.
     pub(crate) in_flight: tokio_util::task::TaskTracker,
+    /// The last handle was dropped and its `endSessions` runs in the background.
+    pub(crate) ending_sessions: AtomicBool,
 }
 
 impl ClientInner {

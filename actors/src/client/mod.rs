@@ -178,6 +178,7 @@ impl Client {
                 closed: AtomicBool::new(false),
                 shutdown: OnceCell::new(),
                 in_flight: tokio_util::task::TaskTracker::new(),
+                ending_sessions: AtomicBool::new(false),
             }),
         })
     }
@@ -274,6 +275,25 @@ impl Client {
                 }
             })
             .await;
+    }
+}
+
+/// Dropping the last handle of a client that was not shut down ends its pooled server
+/// sessions in the background (`endSessions`, best effort, as the official driver does); the
+/// client closes when that work lets go of it. A handle kept elsewhere (a cursor's, a
+/// session's) leaves this to the last of them.
+impl Drop for Client {
+    fn drop(&mut self) {
+        let inner = &self.inner;
+        if std::sync::Arc::strong_count(inner) != 1
+            || inner.shutdown.initialized()
+            || inner.sessions.is_empty()
+            || inner.ending_sessions.swap(true, Ordering::AcqRel)
+        {
+            return;
+        }
+        let client = self.clone();
+        inner.spawn_background(async move { end_sessions(&client.inner).await });
     }
 }
 

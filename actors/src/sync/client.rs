@@ -1,10 +1,16 @@
-//! The sync API's handles: [`Client`], [`Database`] and [`Collection`], each deref'ing to
-//! its async counterpart for the operations (run with `.run()`).
+//! The sync API's [`Client`]: the official sync client's methods, each giving the async
+//! client's action (run with `.run()`), and a `Deref` to the async client for the rest.
 
 use std::ops::Deref;
 
+use bson::Document;
+
+use super::database::Database;
 use super::runtime::block_on;
-use crate::options::{ClientOptions, CollectionOptions, DatabaseOptions};
+use crate::action::{BulkWrite, ListDatabases, ListNames, Shutdown, StartSession, WarmConnectionPool, Watch};
+use crate::options::{ClientOptions, DatabaseOptions, ReadConcern, WriteConcern, WriteModel};
+use crate::results::SummaryBulkWriteResult;
+use crate::selection_criteria::SelectionCriteria;
 use crate::Result;
 
 /// A client of the sync API (cheap to clone).
@@ -34,80 +40,50 @@ impl Client {
 
     /// A database handle (no I/O).
     pub fn database(&self, name: &str) -> Database {
-        Database { inner: self.inner.database(name) }
+        Database::from(self.inner.database(name))
     }
 
     /// A database handle with its own options.
     pub fn database_with_options(&self, name: &str, options: DatabaseOptions) -> Database {
-        Database { inner: self.inner.database_with_options(name, options) }
+        Database::from(self.inner.database_with_options(name, options))
     }
 
     /// The database the connection string names, if any.
     pub fn default_database(&self) -> Option<Database> {
-        self.inner.default_database().map(|inner| Database { inner })
+        self.inner.default_database().map(Database::from)
+    }
+
+    /// Shuts the client down (`.run()`; `.immediate(true)` does not wait for operations in
+    /// flight).
+    pub fn shutdown(self) -> Shutdown {
+        self.inner.shutdown()
+    }
+
+    forward! {
+        /// The deployment's databases (`.run()`).
+        fn list_databases(&self) -> ListDatabases<'_>;
+        /// The names of the deployment's databases (`.run()`).
+        fn list_database_names(&self) -> ListDatabases<'_, ListNames>;
+        /// A session (`.run()` gives a [`ClientSession`](super::ClientSession)).
+        fn start_session(&self) -> StartSession<'_>;
+        /// Opens each pool's `minPoolSize` connections (`.run()`).
+        fn warm_connection_pool(&self) -> WarmConnectionPool<'_>;
+        /// A change stream of the whole deployment (`.run()`).
+        fn watch(&self) -> Watch<'_, Document>;
+        /// A client bulk write (MongoDB 8.0+; `.run()`).
+        fn bulk_write(&self, models: impl IntoIterator<Item = impl Into<WriteModel>>) -> BulkWrite<'_, SummaryBulkWriteResult>;
+        /// The client's read preference, if one was set.
+        fn selection_criteria(&self) -> Option<&SelectionCriteria>;
+        /// The client's read concern, if one was set.
+        fn read_concern(&self) -> Option<&ReadConcern>;
+        /// The client's write concern, if one was set.
+        fn write_concern(&self) -> Option<&WriteConcern>;
     }
 }
 
 impl Deref for Client {
     type Target = crate::Client;
     fn deref(&self) -> &crate::Client {
-        &self.inner
-    }
-}
-
-/// A database of the sync API.
-#[derive(Clone, Debug)]
-pub struct Database {
-    inner: crate::Database,
-}
-
-impl Database {
-    /// A collection handle (no I/O).
-    pub fn collection<T: Send + Sync>(&self, name: &str) -> Collection<T> {
-        Collection { inner: self.inner.collection(name) }
-    }
-
-    /// A collection handle with its own options.
-    pub fn collection_with_options<T: Send + Sync>(
-        &self,
-        name: &str,
-        options: CollectionOptions,
-    ) -> Collection<T> {
-        Collection { inner: self.inner.collection_with_options(name, options) }
-    }
-
-    /// A GridFS bucket of this database (no I/O until it is used).
-    pub fn gridfs_bucket(
-        &self,
-        options: impl Into<Option<crate::options::GridFsBucketOptions>>,
-    ) -> super::gridfs::GridFsBucket {
-        super::gridfs::GridFsBucket::new(self.inner.gridfs_bucket(options))
-    }
-}
-
-impl Deref for Database {
-    type Target = crate::Database;
-    fn deref(&self) -> &crate::Database {
-        &self.inner
-    }
-}
-
-/// A collection of the sync API, of `T`s.
-#[derive(Clone, Debug)]
-pub struct Collection<T: Send + Sync> {
-    inner: crate::Collection<T>,
-}
-
-impl<T: Send + Sync> Collection<T> {
-    /// The same collection, of `U`s.
-    pub fn clone_with_type<U: Send + Sync>(&self) -> Collection<U> {
-        Collection { inner: self.inner.clone_with_type() }
-    }
-}
-
-impl<T: Send + Sync> Deref for Collection<T> {
-    type Target = crate::Collection<T>;
-    fn deref(&self) -> &crate::Collection<T> {
         &self.inner
     }
 }

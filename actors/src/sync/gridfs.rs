@@ -4,16 +4,20 @@
 use std::io::{Read, Write};
 use std::ops::Deref;
 
-use bson::Bson;
+use bson::{Bson, Document};
 use futures_util::{AsyncReadExt, AsyncWriteExt};
 
 use super::runtime::block_on;
+// As a module: its `Drop` would shadow the trait.
+use crate::action::gridfs as action;
+use crate::options::{ReadConcern, WriteConcern};
+use crate::selection_criteria::SelectionCriteria;
 use crate::Result;
 
 pub use crate::gridfs::FilesCollectionDocument;
 
-/// A GridFS bucket of the sync API. It derefs to the async bucket: its actions (`find`,
-/// `delete`, `open_upload_stream`...) are the same builders, run with `.run()`.
+/// A GridFS bucket of the sync API: its actions (`find`, `delete`, `open_upload_stream`...)
+/// are the async bucket's builders, run with `.run()`.
 #[derive(Clone, Debug)]
 pub struct GridFsBucket {
     inner: crate::gridfs::GridFsBucket,
@@ -22,6 +26,35 @@ pub struct GridFsBucket {
 impl GridFsBucket {
     pub(crate) fn new(inner: crate::gridfs::GridFsBucket) -> Self {
         GridFsBucket { inner }
+    }
+
+    forward! {
+        /// The bucket's read preference, if one was set.
+        fn selection_criteria(&self) -> Option<&SelectionCriteria>;
+        /// The bucket's read concern, if one was set.
+        fn read_concern(&self) -> Option<&ReadConcern>;
+        /// The bucket's write concern, if one was set.
+        fn write_concern(&self) -> Option<&WriteConcern>;
+        /// Opens an upload (`.run()` gives a [`GridFsUploadStream`]).
+        fn open_upload_stream(&self, filename: impl Into<String>) -> action::OpenUploadStream;
+        /// Opens the download of file `id` (`.run()` gives a [`GridFsDownloadStream`]).
+        fn open_download_stream(&self, id: Bson) -> action::OpenDownloadStream<'_>;
+        /// Opens the download of a revision of `filename` (`.run()`).
+        fn open_download_stream_by_name(&self, filename: impl Into<String>) -> action::OpenDownloadStreamByName;
+        /// The files documents matching `filter` (`.run()`).
+        fn find(&self, filter: Document) -> action::Find<'_>;
+        /// The first files document matching `filter` (`.run()`).
+        fn find_one(&self, filter: Document) -> action::FindOne<'_>;
+        /// Deletes file `id` (`.run()`).
+        fn delete(&self, id: Bson) -> action::Delete<'_>;
+        /// Deletes every revision of `filename` (`.run()`).
+        fn delete_by_name(&self, filename: impl Into<String>) -> action::DeleteByName<'_>;
+        /// Renames file `id` (`.run()`).
+        fn rename(&self, id: Bson, new_filename: impl Into<String>) -> action::Rename<'_>;
+        /// Renames every revision of `filename` (`.run()`).
+        fn rename_by_name(&self, filename: impl Into<String>, new_filename: impl Into<String>) -> action::RenameByName<'_>;
+        /// Drops the bucket's collections (`.run()`).
+        fn drop(&self) -> action::Drop<'_>;
     }
 }
 
@@ -50,8 +83,8 @@ impl Read for GridFsDownloadStream {
 }
 
 /// A file's upload: `write` blocks while full chunks are written; `close` writes the last
-/// chunk and the files document. Dropped without `close`, it leaves its chunks (call
-/// [`abort`](Self::abort) to delete them), as the async stream does.
+/// chunk and the files document. Dropped before its `close` completed, it deletes what it
+/// stored in the background, as the async stream does.
 pub struct GridFsUploadStream {
     inner: crate::gridfs::GridFsUploadStream,
 }

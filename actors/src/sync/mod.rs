@@ -15,23 +15,32 @@
 //! # Ok::<(), mongo_actors::error::Error>(())
 //! ```
 //!
-//! A handle derefs to its async counterpart, so every operation of the async API is there;
-//! the handles that change type (a database's collection, a client's database, a session, a
-//! cursor, a change stream) are the sync ones. Calling `.run()` inside an async runtime
+//! A handle has the official sync handle's methods, each giving the same action as the async
+//! handle's (run with `.run()`), and derefs to its async counterpart for what only this
+//! crate has; the handles that change type (a database's collection, a client's database, a
+//! session, a cursor, a change stream) are the sync ones. Calling `.run()` inside an async runtime
 //! panics, as blocking there would (use `.await`).
+
+#[macro_use]
+mod forward;
 
 mod change_stream;
 mod client;
+mod collection;
 mod cursor;
+mod database;
 pub mod gridfs;
 mod run;
 mod runtime;
 mod session;
 mod session_change_stream;
+mod transaction;
 
 pub use self::change_stream::ChangeStream;
-pub use self::client::{Client, Collection, Database};
+pub use self::client::Client;
+pub use self::collection::Collection;
 pub use self::cursor::{Cursor, SessionCursor, SessionCursorIter};
+pub use self::database::Database;
 pub(crate) use self::runtime::block_on;
 pub use self::session::ClientSession;
 pub use self::session_change_stream::SessionChangeStream;

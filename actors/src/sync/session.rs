@@ -3,11 +3,16 @@
 
 use std::ops::{Deref, DerefMut};
 
-use super::client::Client;
+use bson::Document;
 
-/// A session of the sync API: pass `&mut session` to an action's `session(..)`. Derefs to
-/// the async session (`start_transaction()`, `commit_transaction()`, `abort_transaction()`
-/// and the rest, each run with `.run()`).
+use super::client::Client;
+use crate::action::{AbortTransaction, CommitTransaction};
+use crate::ClusterTime;
+
+/// A session of the sync API: pass `&mut session` to an action's `session(..)`. Its
+/// transactions: `start_transaction()` (`.run()`, or `.and_run(callback)` with a blocking
+/// callback), `commit_transaction()`, `abort_transaction()`, each run with `.run()`. Derefs to
+/// the async session for the rest.
 #[derive(Debug)]
 pub struct ClientSession {
     pub(crate) inner: crate::ClientSession,
@@ -21,6 +26,28 @@ impl ClientSession {
     /// The client the session belongs to.
     pub fn client(&self) -> Client {
         Client::from(self.inner.client())
+    }
+
+    forward! {
+        /// The session's id (`lsid`).
+        fn id(&self) -> &Document;
+        /// The highest cluster time the session has seen.
+        fn cluster_time(&self) -> Option<&ClusterTime>;
+    }
+
+    /// Advances the session's cluster time to `to` if it is newer.
+    pub fn advance_cluster_time(&mut self, to: &ClusterTime) {
+        self.inner.advance_cluster_time(to)
+    }
+
+    /// Commits the transaction in progress (`.run()`).
+    pub fn commit_transaction(&mut self) -> CommitTransaction<'_> {
+        self.inner.commit_transaction()
+    }
+
+    /// Aborts the transaction in progress (`.run()`).
+    pub fn abort_transaction(&mut self) -> AbortTransaction<'_> {
+        self.inner.abort_transaction()
     }
 }
 

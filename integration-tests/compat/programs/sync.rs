@@ -1,6 +1,7 @@
 //! The blocking API (`mongodb::sync`, the `sync` feature): a client, CRUD with `.run()`,
 //! cursors as iterators, a session with a transaction-free session cursor, listings, GridFS
-//! through `std::io`, and (on a replica set) a change stream in a session.
+//! through `std::io`, and (on a replica set) a change stream in a session and transactions
+//! with a blocking `and_run` callback; then a shutdown.
 
 use std::io::{Read, Write};
 
@@ -89,6 +90,24 @@ fn run_blocking(uri: &str, db: &str) -> mongodb::error::Result<()> {
         assert_eq!(event.operation_type, OperationType::Insert);
         assert!(stream.is_alive() && stream.resume_token().is_some());
         coll.drop().run()?;
+
+        // A transaction with a blocking callback, retried and committed by `and_run`.
+        coll.insert_one(doc! { "_id": "seed" }).run()?;
+        let mut session = client.start_session().run()?;
+        let mut calls = 0;
+        session.start_transaction().and_run(|session| {
+            calls += 1;
+            coll.insert_one(doc! { "_id": "in transaction" }).session(&mut *session).run()?;
+            Ok(())
+        })?;
+        assert_eq!(calls, 1);
+        assert!(session.cluster_time().is_some() && session.id().contains_key("id"));
+        session.start_transaction().run()?;
+        coll.delete_one(doc! { "_id": "seed" }).session(&mut session).run()?;
+        session.abort_transaction().run()?;
+        assert_eq!(coll.count_documents(doc! {}).run()?, 2, "the aborted delete left the seed");
+        coll.drop().run()?;
     }
+    client.shutdown().run();
     Ok(())
 }

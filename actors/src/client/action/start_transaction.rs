@@ -36,6 +36,18 @@ pub struct StartTransaction<S> {
 }
 
 impl<S> StartTransaction<S> {
+    /// The builder of `session`'s transaction (the sync API's sessions build theirs here).
+    #[cfg_attr(not(feature = "sync"), allow(dead_code))]
+    pub(crate) fn new(session: S) -> Self {
+        StartTransaction { session, options: TransactionOptions::default(), timeout: None }
+    }
+
+    /// The session, the options and the `and_run` timeout.
+    #[cfg_attr(not(feature = "sync"), allow(dead_code))]
+    pub(crate) fn into_parts(self) -> (S, TransactionOptions, Option<Duration>) {
+        (self.session, self.options, self.timeout)
+    }
+
     /// Sets [`TransactionOptions::read_concern`].
     pub fn read_concern(mut self, value: ReadConcern) -> Self {
         self.options.read_concern = Some(value);

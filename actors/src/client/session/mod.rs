@@ -63,6 +63,8 @@ pub(crate) struct CallbackTimeout {
 pub struct ClientSession {
     client: Client,
     server: Option<ServerSession>,
+    /// The server session's id, kept here so it is there for as long as the session is.
+    lsid: Document,
     timeout_minutes: Option<i64>,
     state: TransactionState,
     /// The session's timeoutMS for commit / abort / with_transaction (the client's when the
@@ -146,6 +148,7 @@ impl Client {
         }));
         Ok(ClientSession {
             client: self.clone(),
+            lsid: server.lsid.clone(),
             server: Some(server),
             timeout_minutes: timeout,
             state: TransactionState::None,
@@ -174,8 +177,8 @@ impl ClientSession {
     }
 
     /// The session id (`{id: UUID}`).
-    pub fn id(&self) -> Option<&Document> {
-        self.server.as_ref().map(|s| &s.lsid)
+    pub fn id(&self) -> &Document {
+        &self.lsid
     }
 
     /// Where the transaction stands.

@@ -127,6 +127,11 @@ impl SessionPool {
     pub fn len(&self) -> usize {
         self.idle.lock().len()
     }
+
+    /// Whether no idle session is pooled (nothing for `endSessions`).
+    pub fn is_empty(&self) -> bool {
+        self.idle.lock().is_empty()
+    }
 }
 
 #[cfg(test)]

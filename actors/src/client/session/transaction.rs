@@ -490,6 +490,7 @@ impl Drop for ClientSession {
                 // when the session expires otherwise.
                 let mut session = ClientSession {
                     client: self.client.clone(),
+                    lsid: std::mem::take(&mut self.lsid),
                     server: Some(s),
                     timeout_minutes: self.timeout_minutes,
                     state: TransactionState::InProgress,

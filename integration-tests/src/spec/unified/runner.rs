@@ -458,9 +458,7 @@ async fn create_session(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
         .with_options(sessions::session_options(spec, &ctx.values)?)
         .await
         .map_err(|e| format!("session {id}: {e}"))?;
-    if let Some(lsid) = session.id() {
-        ctx.lsids.insert(id.to_string(), lsid.clone());
-    }
+    ctx.lsids.insert(id.to_string(), session.id().clone());
     Ok(Entity::Session(Some(Box::new(session))))
 }
 
@@ -758,9 +756,7 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
             "commitTransaction" => session.commit_transaction().await,
             "abortTransaction" => session.abort_transaction().await,
             "endSession" => {
-                if let Some(lsid) = session.id() {
-                    ctx.lsids.insert(object.to_string(), lsid.clone());
-                }
+                ctx.lsids.insert(object.to_string(), session.id().clone());
                 slot.take();
                 Ok(())
             }
@@ -780,9 +776,7 @@ async fn execute(ctx: &mut Ctx, name: &str, object: &str, args: &Document) -> R<
     };
     let result = execute_inner(ctx, name, object, args, session.as_mut().map(|(_, s)| &mut **s)).await;
     if let Some((sid, s)) = session {
-        if let Some(lsid) = s.id() {
-            ctx.lsids.insert(sid.clone(), lsid.clone());
-        }
+        ctx.lsids.insert(sid.clone(), s.id().clone());
         ctx.entities.insert(sid, Entity::Session(Some(s)));
     }
     result

@@ -140,9 +140,7 @@ async fn with_transaction(ctx: &mut Ctx, sid: &str, args: &Document) -> R<OpResu
     }
     let result = start.and_run(&mut state, run_callback).await;
     let failure = state.failure.take();
-    if let Some(lsid) = session.id() {
-        ctx.lsids.insert(sid.to_string(), lsid.clone());
-    }
+    ctx.lsids.insert(sid.to_string(), session.id().clone());
     ctx.entities.insert(sid.to_string(), Entity::Session(Some(Box::new(session))));
     match failure {
         Some(f) => Err(format!("withTransaction callback: {f}")),
