@@ -130,7 +130,7 @@ use crate::srv_poller::SrvPoller;
 use crate::topology::Topology;
 use crate::{Error, Result};
 pub use inner::Client;
-use inner::{in_actix_context, ClientInner, Host, Settings};
+use inner::{in_actix_context, ClientInner, Host, Settings, BACKGROUND_TIMEOUT};
 
 impl Client {
     /// Parses `uri` and connects (see [`with_options`](Self::with_options)).
@@ -292,8 +292,14 @@ impl Drop for Client {
         {
             return;
         }
+        // On the client's own arbiter, not the caller's runtime, which may never run again
+        // (a `block_on` that returns): the work, and the close after it, always happen. If
+        // the System is gone, the work is dropped here and the client closes at once.
         let client = self.clone();
-        inner.spawn_background(async move { end_sessions(&client.inner).await });
+        let work = async move {
+            let _ = tokio::time::timeout(BACKGROUND_TIMEOUT, end_sessions(&client.inner)).await;
+        };
+        inner.host.arbiter().spawn(work);
     }
 }
 
