@@ -165,14 +165,13 @@ def main():
     official, ours = Api(sys.argv[1]), Api(sys.argv[2])
     # Our other crates: each item by its definition path, with its kind and members.
     others = {}
+    conversions = ours.conversions()
     for extra in sys.argv[3:]:
         api = Api(extra)
+        conversions |= api.conversions()
         for defined, item_id in api.local_items().items():
             item = api.item(item_id)
             others[defined] = (kind_of(item), api.members(item, kind_of(item)))
-    conversions = ours.conversions()
-    for extra in sys.argv[3:]:
-        conversions |= Api(extra).conversions()
     missing, different, elsewhere, partial = [], [], [], defaultdict(list)
     for path, (kind, members) in sorted(official.paths.items()):
         if path not in ours.paths:

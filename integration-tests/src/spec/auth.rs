@@ -82,7 +82,7 @@ fn check_credential(want: &Map<String, Value>, cs: &ConnectionString) -> Result<
         .mechanism_properties
         .iter()
         .flat_map(|p| p.iter())
-        .map(|(k, v)| (k.clone(), Value::String(v.as_str().map_or_else(|| v.to_string(), str::to_string))))
+        .map(|(k, v)| (k.clone(), Value::String(protocol::uri::property_text(v))))
         .collect();
     match want.get("mechanism_properties") {
         None | Some(Value::Null) if actual.is_empty() => Ok(()),

@@ -10,6 +10,14 @@ use crate::error::{Error, Result};
 /// Authentication mechanism properties (`authMechanismProperties`), keys as given.
 pub type MechanismProperties = BTreeMap<String, String>;
 
+/// What a secret is shown as.
+pub const REDACTED: &str = "<redacted>";
+
+/// The properties a connection string gives, as a credential holds them: each value a string.
+pub(crate) fn properties_document(p: &MechanismProperties) -> bson::Document {
+    p.iter().map(|(k, v)| (k.clone(), bson::Bson::String(v.clone()))).collect()
+}
+
 /// An authentication mechanism (auth spec, "Supported Authentication Methods").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -155,7 +163,7 @@ pub struct Credential {
 
 fn redact_password<S: serde::Serializer>(p: &Option<String>, s: S) -> std::result::Result<S::Ok, S::Error> {
     match p {
-        Some(_) => s.serialize_some(super::options::REDACTED),
+        Some(_) => s.serialize_some(REDACTED),
         None => s.serialize_none(),
     }
 }

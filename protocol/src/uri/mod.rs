@@ -25,7 +25,7 @@ mod writer;
 use percent_encoding::percent_decode_str;
 use serde::{Deserialize, Serialize};
 
-pub use credential::{AuthMechanism, Credential, MechanismProperties};
+pub use credential::{property_text, AuthMechanism, Credential, MechanismProperties};
 pub use options::{Acknowledgment, Compressor, Secret, ServerMonitoringMode, UriOptions};
 pub use read_preference::{ReadPreferenceMode, TagSet};
 
@@ -321,10 +321,7 @@ fn credential_of(
         password,
         source: options.auth_source.clone(),
         mechanism: options.auth_mechanism,
-        mechanism_properties: options
-            .auth_mechanism_properties
-            .as_ref()
-            .map(|p| p.iter().map(|(k, v)| (k.clone(), bson::Bson::String(v.clone()))).collect()),
+        mechanism_properties: options.auth_mechanism_properties.as_ref().map(credential::properties_document),
     };
     Ok(Some(cred.finish(default_database)?))
 }
@@ -370,7 +367,7 @@ pub fn redact_uri(uri: &str) -> String {
     let rest = &uri[scheme_end..];
     let redacted = match (rest.find(':'), rest.rfind('@')) {
         (Some(colon), Some(at)) if colon < at => {
-            format!("{}{}:{}{}", &uri[..scheme_end], &rest[..colon], options::REDACTED, &rest[at..])
+            format!("{}{}:{}{}", &uri[..scheme_end], &rest[..colon], credential::REDACTED, &rest[at..])
         }
         _ => uri.to_string(),
     };
@@ -379,7 +376,7 @@ pub fn redact_uri(uri: &str) -> String {
         .split('&')
         .map(|pair| match pair.split_once('=') {
             Some((key, _)) if SECRET_OPTIONS.iter().any(|s| s.eq_ignore_ascii_case(key)) => {
-                format!("{key}={}", options::REDACTED)
+                format!("{key}={}", credential::REDACTED)
             }
             _ => pair.to_string(),
         })

@@ -11,7 +11,7 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::credential::{AuthMechanism, MechanismProperties};
+use super::credential::{AuthMechanism, MechanismProperties, REDACTED};
 use super::read_preference::{parse_tag_set, ReadPreferenceMode, TagSet};
 use crate::error::{Error, Result};
 
@@ -28,9 +28,6 @@ impl Serialize for Secret {
         s.serialize_str(REDACTED)
     }
 }
-
-/// What a secret is shown as.
-pub const REDACTED: &str = "<redacted>";
 
 impl Secret {
     /// Wraps a secret.

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-use super::credential::{property_text, Credential};
+use super::credential::{properties_document, property_text, Credential};
 use super::options::Acknowledgment;
 use super::read_preference::TagSet;
 use super::ConnectionString;
@@ -75,10 +75,7 @@ impl ConnectionString {
         let given = Credential {
             source: o.auth_source.clone(),
             mechanism: o.auth_mechanism,
-            mechanism_properties: o
-                .auth_mechanism_properties
-                .as_ref()
-                .map(|p| p.iter().map(|(k, v)| (k.clone(), bson::Bson::String(v.clone()))).collect()),
+            mechanism_properties: o.auth_mechanism_properties.as_ref().map(properties_document),
             ..Credential::default()
         };
         let Some(c) = &self.credential else { return given };

@@ -75,110 +75,55 @@ pub struct ListIndexesOptions {
     pub raw_data: Option<bool>,
 }
 
-/// Options of a collection's `drop`.
-#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
-#[builder(field_defaults(default, setter(into)))]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct DropCollectionOptions {
-    /// (Ours.) Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
-    #[serde(rename = "maxTimeMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
-    pub max_time: Option<Duration>,
-    /// The write concern (default: the collection's).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub write_concern: Option<WriteConcern>,
-    /// (Ours.) A comment for the server's logs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comment: Option<Bson>,
-    /// (Ours.) This operation's `timeoutMS` (`None`: the collection's).
-    #[serde(rename = "timeoutMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<Duration>,
-    /// Internal (MongoDB 8.2+): see [`ListCollectionsOptions`].
-    #[doc(hidden)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub raw_data: Option<bool>,
+/// The options of a drop: the official struct's fields (`$ours` marks what the official one
+/// lacks) and ours, and the [`CommandOptions`] they run as.
+macro_rules! drop_options {
+    ($(#[doc = $what:literal] $name:ident, $handle:literal, $ours:literal;)*) => {
+        $(
+            #[doc = concat!("Options of", $what, ".")]
+            #[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
+            #[builder(field_defaults(default, setter(into)))]
+            #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+            #[non_exhaustive]
+            pub struct $name {
+                #[doc = concat!($ours, "Legacy `maxTimeMS` (not sent when `timeoutMS` is set).")]
+                #[serde(rename = "maxTimeMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
+                pub max_time: Option<Duration>,
+                #[doc = concat!("The write concern (default: the ", $handle, "'s).")]
+                #[serde(skip_serializing_if = "Option::is_none")]
+                pub write_concern: Option<WriteConcern>,
+                #[doc = concat!($ours, "A comment for the server's logs.")]
+                #[serde(skip_serializing_if = "Option::is_none")]
+                pub comment: Option<Bson>,
+                #[doc = concat!("(Ours.) This operation's `timeoutMS` (`None`: the ", $handle, "'s).")]
+                #[serde(rename = "timeoutMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
+                pub timeout: Option<Duration>,
+                /// Internal (MongoDB 8.2+): see [`ListCollectionsOptions`].
+                #[doc(hidden)]
+                #[serde(skip_serializing_if = "Option::is_none")]
+                pub raw_data: Option<bool>,
+            }
+
+            impl From<$name> for CommandOptions {
+                fn from(o: $name) -> Self {
+                    CommandOptions {
+                        comment: o.comment,
+                        max_time: o.max_time,
+                        write_concern: o.write_concern,
+                        timeout: o.timeout,
+                        raw_data: o.raw_data,
+                    }
+                }
+            }
+        )*
+    };
 }
 
-impl From<DropCollectionOptions> for CommandOptions {
-    fn from(o: DropCollectionOptions) -> Self {
-        CommandOptions {
-            comment: o.comment,
-            max_time: o.max_time,
-            write_concern: o.write_concern,
-            timeout: o.timeout,
-            raw_data: o.raw_data,
-        }
-    }
-}
-
-/// Options of a database's `drop`.
-#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
-#[builder(field_defaults(default, setter(into)))]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct DropDatabaseOptions {
-    /// (Ours.) Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
-    #[serde(rename = "maxTimeMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
-    pub max_time: Option<Duration>,
-    /// The write concern (default: the database's).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub write_concern: Option<WriteConcern>,
-    /// (Ours.) A comment for the server's logs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comment: Option<Bson>,
-    /// (Ours.) This operation's `timeoutMS` (`None`: the database's).
-    #[serde(rename = "timeoutMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<Duration>,
-    /// Internal (MongoDB 8.2+): see [`ListCollectionsOptions`].
-    #[doc(hidden)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub raw_data: Option<bool>,
-}
-
-impl From<DropDatabaseOptions> for CommandOptions {
-    fn from(o: DropDatabaseOptions) -> Self {
-        CommandOptions {
-            comment: o.comment,
-            max_time: o.max_time,
-            write_concern: o.write_concern,
-            timeout: o.timeout,
-            raw_data: o.raw_data,
-        }
-    }
-}
-
-/// Options of `drop_index` and `drop_indexes`.
-#[derive(TypedBuilder, Debug, Clone, Default, Serialize, Deserialize)]
-#[builder(field_defaults(default, setter(into)))]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct DropIndexOptions {
-    /// Legacy `maxTimeMS` (not sent when `timeoutMS` is set).
-    #[serde(rename = "maxTimeMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
-    pub max_time: Option<Duration>,
-    /// The write concern (default: the collection's).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub write_concern: Option<WriteConcern>,
-    /// A comment for the server's logs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comment: Option<Bson>,
-    /// (Ours.) This operation's `timeoutMS` (`None`: the collection's).
-    #[serde(rename = "timeoutMS", with = "duration_ms", skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<Duration>,
-    /// Internal (MongoDB 8.2+): see [`ListCollectionsOptions`].
-    #[doc(hidden)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub raw_data: Option<bool>,
-}
-
-impl From<DropIndexOptions> for CommandOptions {
-    fn from(o: DropIndexOptions) -> Self {
-        CommandOptions {
-            comment: o.comment,
-            max_time: o.max_time,
-            write_concern: o.write_concern,
-            timeout: o.timeout,
-            raw_data: o.raw_data,
-        }
-    }
+drop_options! {
+    /// a collection's `drop`
+    DropCollectionOptions, "collection", "(Ours.) ";
+    /// a database's `drop`
+    DropDatabaseOptions, "database", "(Ours.) ";
+    /// `drop_index` and `drop_indexes`
+    DropIndexOptions, "collection", "";
 }
