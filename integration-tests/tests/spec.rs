@@ -69,3 +69,19 @@ fn unified_suites() {
     let (lists, target) = unified_target();
     check(Kind::Unified, &lists, &target);
 }
+
+/// The DNS seedlist suite: the README's records on a DNS stub, and simulated deployments on the
+/// ports it names (a taken port fails with its owner). It needs the simulator, so an external
+/// deployment does not run it.
+#[test]
+fn seedlist_suite() {
+    if deployment::real_mode() {
+        deployment::print_skip(
+            "spec::seedlist_suite",
+            "needs the simulator on fixed ports; the simulator run covers it",
+        );
+        return;
+    }
+    let lists = [expected::client_list(), expected::simulator_list()];
+    check(Kind::Seedlist, &lists, &spec::unified::Target::Simulator);
+}

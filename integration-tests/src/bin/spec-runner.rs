@@ -21,6 +21,8 @@ enum Kind {
     Pure,
     /// The unified-format suites.
     Unified,
+    /// The DNS seedlist suite (simulated deployments on ports 27017-27019 and 8000).
+    Seedlist,
 }
 
 /// Runs every suite the runner knows that is present under the root.
@@ -74,6 +76,7 @@ fn main() -> ExitCode {
         Kind::All => spec::Kind::All,
         Kind::Pure => spec::Kind::Pure,
         Kind::Unified => spec::Kind::Unified,
+        Kind::Seedlist => spec::Kind::Seedlist,
     };
     let target = match &args.uri {
         None => spec::unified::Target::Simulator,

@@ -455,6 +455,9 @@ pub(crate) struct Security {
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub security: Security,
+    /// The name members advertise (hello, the URI) instead of `127.0.0.1`; they still listen
+    /// on 127.0.0.1 only.
+    pub host_name: Option<String>,
     /// The release the members answer as.
     pub version: super::ServerVersion,
     pub kind: Kind,
@@ -537,6 +540,7 @@ impl Shared {
         };
         Shared {
             security: Security::default(),
+            host_name: None,
             version: super::ServerVersion::default(),
             kind,
             set_name,
@@ -589,7 +593,7 @@ impl Shared {
         }
         let lb = if self.kind == Kind::LoadBalanced { Some(bind(self.base_port)?) } else { None };
         let lb_addr = match &lb {
-            Some(l) => Some(l.local_addr().map_err(SimError::Io)?.to_string()),
+            Some(l) => Some(self.advertised(l.local_addr().map_err(SimError::Io)?)),
             None => None,
         };
         {
@@ -598,7 +602,7 @@ impl Shared {
                 let (addr, port) = match (l, &lb_addr) {
                     (Some(l), _) => {
                         let a = l.local_addr().map_err(SimError::Io)?;
-                        (a.to_string(), a.port())
+                        (self.advertised(a), a.port())
                     }
                     (None, Some(lb)) => (lb.clone(), 0),
                     (None, None) => return Err(SimError::InvalidConfig("no listener".into())),
@@ -865,6 +869,15 @@ impl Shared {
         Ok(())
     }
 
+    /// `host:port` as clients are told to dial it: the configured host name, else the
+    /// listener's own address.
+    pub(crate) fn advertised(&self, a: SocketAddr) -> String {
+        match &self.host_name {
+            Some(name) => format!("{name}:{}", a.port()),
+            None => a.to_string(),
+        }
+    }
+
     /// Adds a secondary (initial sync from the most advanced member); returns its index.
     pub(crate) fn add_member(self: &Arc<Self>, tags: Option<Document>) -> Result<usize, SimError> {
         self.check_rs("add_member")?;
@@ -887,7 +900,7 @@ impl Shared {
                 ms.applied = src.applied;
             }
             st.members.push(ms);
-            st.handles.push(Arc::new(Member::new(index, addr.to_string(), addr.port())));
+            st.handles.push(Arc::new(Member::new(index, self.advertised(addr), addr.port())));
             st.set_version += 1;
             st.bump_all();
         }
@@ -977,7 +990,7 @@ impl Shared {
         }
         self.member(i).ok_or(SimError::NoSuchMember(i))?;
         let l = bind(0)?;
-        let addr = l.local_addr().map_err(SimError::Io)?.to_string();
+        let addr = self.advertised(l.local_addr().map_err(SimError::Io)?);
         let shared = Arc::clone(self);
         let task = self.handle.spawn(async move { super::lb::run(shared, l, Some(i)).await });
         self.single_lbs.lock().push(task.abort_handle());

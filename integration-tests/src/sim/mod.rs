@@ -224,6 +224,7 @@ pub struct ClusterBuilder {
     election_timeout: Duration,
     worker_threads: usize,
     port: u16,
+    host_name: Option<String>,
     tls: Option<SimTls>,
     users: Vec<auth::UserSpec>,
     version: ServerVersion,
@@ -240,6 +241,7 @@ impl ClusterBuilder {
             election_timeout: Duration::ZERO,
             worker_threads: 2,
             port: 0,
+            host_name: None,
             tls: None,
             users: Vec::new(),
             version: ServerVersion::default(),
@@ -320,6 +322,14 @@ impl ClusterBuilder {
         self
     }
 
+    /// The host name members advertise in hello and [`Cluster::uri`] (default: `127.0.0.1`),
+    /// for tests that dial names (`localhost`, or a name a DNS stub maps to 127.0.0.1). They
+    /// still listen on 127.0.0.1 only.
+    pub fn host_name(mut self, name: &str) -> Self {
+        self.host_name = Some(name.to_owned());
+        self
+    }
+
     /// Serves TLS only, on every member, mongos and the load balancer; [`Cluster::uri`] then
     /// says `tls=true`. With [`SimTls::client_ca_pem`] set, clients must present a certificate
     /// signed by that CA.
@@ -395,6 +405,9 @@ impl ClusterBuilder {
         if self.worker_threads == 0 {
             return Err(SimError::InvalidConfig("worker_threads must be at least 1".into()));
         }
+        if self.host_name.as_ref().is_some_and(|h| h.is_empty() || h.contains([':', '/', ',', '?'])) {
+            return Err(SimError::InvalidConfig(format!("invalid host name {:?}", self.host_name)));
+        }
         if self.set_name.is_empty() || self.set_name.contains(['/', '?', '&', ',']) {
             return Err(SimError::InvalidConfig(format!("invalid set name {:?}", self.set_name)));
         }
@@ -452,6 +465,7 @@ impl ClusterBuilder {
         );
         shared.security = security;
         shared.version = self.version;
+        shared.host_name = self.host_name;
         let shared = Arc::new(shared);
         shared.start()?;
         tracing::info!(uri = %shared.uri(), "simulated cluster started");

@@ -29,7 +29,8 @@ use super::{SimError, SimTls};
 pub struct TestCerts {
     /// The CA certificate (PEM).
     pub ca_pem: String,
-    /// The server certificate (PEM), SANs `localhost` and IP `127.0.0.1`.
+    /// The server certificate (PEM), SANs `localhost`, IP `127.0.0.1` and the names given to
+    /// [`TestCerts::try_generate_for`].
     pub server_cert_pem: String,
     /// The server's private key (PKCS#8 PEM).
     pub server_key_pem: String,
@@ -63,6 +64,12 @@ impl TestCerts {
 
     /// [`TestCerts::generate`], reporting failures.
     pub fn try_generate() -> Result<TestCerts, SimError> {
+        TestCerts::try_generate_for(&[])
+    }
+
+    /// [`TestCerts::try_generate`] with a server certificate that also names `extra_names`
+    /// (host names a DNS stub maps to 127.0.0.1, say).
+    pub fn try_generate_for(extra_names: &[&str]) -> Result<TestCerts, SimError> {
         let gen = |e: rcgen::Error| SimError::Tls(format!("certificate generation: {e}"));
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(gen)?;
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -73,8 +80,9 @@ impl TestCerts {
         let ca_cert = ca_params.self_signed(&ca_key).map_err(gen)?;
         let issuer = Issuer::new(ca_params, ca_key);
 
-        let mut server_params =
-            CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).map_err(gen)?;
+        let mut names = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
+        names.extend(extra_names.iter().map(|n| n.to_string()));
+        let mut server_params = CertificateParams::new(names).map_err(gen)?;
         server_params.distinguished_name.push(DnType::CommonName, "localhost");
         server_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         server_params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];

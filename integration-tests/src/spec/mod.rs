@@ -10,6 +10,7 @@ pub mod concern;
 pub mod expected;
 pub mod rtt;
 pub mod sdam;
+pub mod seedlist;
 pub mod selection;
 pub mod unified;
 pub mod uri;
@@ -188,7 +189,9 @@ pub enum Kind {
     Pure,
     /// The unified-format suites, each test against simulated deployments.
     Unified,
-    /// Both.
+    /// The DNS seedlist suite: a DNS stub and simulated deployments on the ports it names.
+    Seedlist,
+    /// All of them.
     All,
 }
 
@@ -206,7 +209,7 @@ pub fn run_and_judge(
 ) -> Option<expected::Verdict> {
     let mut records = Vec::new();
     let mut ran = 0;
-    if kind != Kind::Unified {
+    if matches!(kind, Kind::Pure | Kind::All) {
         for suite in suites() {
             if filter.is_some_and(|f| !suite.name.contains(f)) {
                 continue;
@@ -217,11 +220,25 @@ pub fn run_and_judge(
             records.extend(report.records);
         }
     }
-    if kind != Kind::Pure {
+    if matches!(kind, Kind::Unified | Kind::All) {
         for report in unified::run_root(root, filter, target, Some(list), out) {
             ran += 1;
             out(&report.summary());
             records.extend(report.records);
+        }
+    }
+    if matches!(kind, Kind::Seedlist | Kind::All) {
+        match target {
+            unified::Target::Simulator => {
+                for report in seedlist::run_root(root, filter, out) {
+                    ran += 1;
+                    out(&report.summary());
+                    records.extend(report.records);
+                }
+            }
+            unified::Target::External(_) => out(
+                "initial-dns-seedlist-discovery: not run against an external deployment (it needs the simulated deployments on the ports its README names)",
+            ),
         }
     }
     if ran == 0 {
@@ -236,7 +253,7 @@ pub fn run_and_judge(
     Some(verdict)
 }
 
-fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+pub(crate) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())

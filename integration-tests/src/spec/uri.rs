@@ -215,7 +215,7 @@ fn check_auth(expected: &Map<String, Value>, cs: &ConnectionString) -> Result<()
 
 /// Maps a lower-cased option name to the typed field holding it, as JSON for comparison.
 /// `Err` for a name this runner has no field for, so an unseen expectation fails loudly.
-fn option_value(cs: &ConnectionString, name: &str) -> Result<Value, String> {
+pub(super) fn option_value(cs: &ConnectionString, name: &str) -> Result<Value, String> {
     let o = &cs.options;
     let ms = |v: Option<u64>| json!(v);
     Ok(match name {
@@ -301,7 +301,7 @@ fn stringify_scalars(v: &Value) -> Value {
 }
 
 /// JSON equality with numbers compared by value (`5` equals `5.0`) and objects by key set.
-fn json_eq(a: &Value, b: &Value) -> bool {
+pub(super) fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
             (Some(x), Some(y)) => x == y,
