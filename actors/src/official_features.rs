@@ -15,7 +15,6 @@ macro_rules! not_here {
 not_here! {
     "compat-3-0-0" => "it re-exports bson 3 (the official `compat-3-0-0` means bson 2): use `compat-3-3-0` or no feature, and see the README's bson note",
     "bson-2" => "it re-exports bson 3: see the README's bson note for what a bson-2 program changes",
-    "aws-auth" => "MONGODB-AWS is not implemented yet (issue 41)",
     "gssapi-auth" => "GSSAPI (Kerberos) is not implemented",
     "azure-oidc" => "MONGODB-OIDC is not implemented yet (issue 41)",
     "gcp-oidc" => "MONGODB-OIDC is not implemented yet (issue 41)",

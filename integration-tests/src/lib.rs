@@ -7,6 +7,7 @@
 pub mod chaos;
 pub mod deployment;
 pub mod dns_stub;
+pub mod http_stub;
 pub mod ports;
 pub mod raw_client;
 pub mod sim;

@@ -103,7 +103,7 @@ impl Mechanism {
 }
 
 /// Fills `buf` from the operating system's secure random source (through rustls' provider).
-fn random(buf: &mut [u8]) {
+pub(crate) fn random(buf: &mut [u8]) {
     if rustls::crypto::ring::default_provider().secure_random.fill(buf).is_err() {
         // Never seen in practice; a predictable-but-unique fallback keeps tests running.
         let seed =
@@ -143,11 +143,21 @@ struct User {
 
 /// The users of a cluster, in `admin` or `$external`. Empty = no authentication.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Users(Vec<User>);
+pub(crate) struct Users {
+    users: Vec<User>,
+    /// MONGODB-AWS identities (users of `$external` named by their ARN).
+    aws: Vec<super::auth_aws::AwsUser>,
+    /// The STS host MONGODB-AWS conversations name.
+    sts_host: String,
+}
 
 impl Users {
     /// Derives the stored credentials, with a fresh random salt per user and mechanism.
-    pub(crate) fn new(specs: &[UserSpec]) -> Result<Self, SimError> {
+    pub(crate) fn new(
+        specs: &[UserSpec],
+        aws: &[super::auth_aws::AwsUser],
+        sts_host: &str,
+    ) -> Result<Self, SimError> {
         let mut users = Vec::with_capacity(specs.len());
         for s in specs {
             let mut credentials = Vec::new();
@@ -172,16 +182,16 @@ impl Users {
             }
             users.push(User { name: s.name.clone(), db: s.db.clone(), credentials });
         }
-        Ok(Users(users))
+        Ok(Users { users, aws: aws.to_vec(), sts_host: sts_host.to_owned() })
     }
 
     /// Whether authentication is required (any user exists).
     pub(crate) fn enabled(&self) -> bool {
-        !self.0.is_empty()
+        !self.users.is_empty() || !self.aws.is_empty()
     }
 
     fn find(&self, db: &str, name: &str) -> Option<&User> {
-        self.0.iter().find(|u| u.db == db && u.name == name)
+        self.users.iter().find(|u| u.db == db && u.name == name)
     }
 
     /// hello's `saslSupportedMechs` for `"db.user"`: `None` when the user does not exist (mongod
@@ -251,6 +261,8 @@ pub(crate) struct ConnAuth {
     /// `(user, db)` once a conversation completed.
     pub user: Option<(String, String)>,
     conversation: Option<Conversation>,
+    /// A MONGODB-AWS conversation waiting for the signed request.
+    aws: Option<super::auth_aws::AwsPending>,
     /// The RFC 2253 subject of the verified TLS client certificate, if any.
     pub peer_subject: Option<String>,
 }
@@ -417,10 +429,19 @@ impl ConnAuth {
         body: &RawDocument,
     ) -> Result<Document, CmdError> {
         self.conversation = None;
+        self.aws = None;
         let mechanism =
             body.get_str("mechanism").map_err(|_| CmdError::bad("saslStart needs a mechanism"))?;
         if mechanism == "PLAIN" {
             return self.plain(users, db, body);
+        }
+        if mechanism == "MONGODB-AWS" && !users.aws.is_empty() {
+            if db != "$external" {
+                return Err(auth_failed());
+            }
+            let (reply, pending) = super::auth_aws::start(body, &users.sts_host)?;
+            self.aws = Some(pending);
+            return Ok(reply);
         }
         let Some(mech) = Mechanism::parse(mechanism) else {
             return Err(CmdError::new(
@@ -480,13 +501,23 @@ impl ConnAuth {
     }
 
     /// `saslContinue`.
-    pub(crate) fn sasl_continue(&mut self, body: &RawDocument) -> Result<Document, CmdError> {
+    pub(crate) fn sasl_continue(&mut self, users: &Users, body: &RawDocument) -> Result<Document, CmdError> {
         let id = match body.get("conversationId").ok().flatten() {
             Some(RawBsonRef::Int32(i)) => i64::from(i),
             Some(RawBsonRef::Int64(i)) => i,
             Some(RawBsonRef::Double(d)) => d as i64,
             _ => return Err(CmdError::bad("saslContinue needs a conversationId")),
         };
+        if let Some(pending) = self.aws.take() {
+            if id != i64::from(CONVERSATION_ID) {
+                return Err(CmdError::new(17, "ProtocolError", "sasl: Mismatched conversation id"));
+            }
+            let arn = super::auth_aws::finish(&users.aws, &pending, body)?;
+            self.user = Some((arn, "$external".to_owned()));
+            return Ok(
+                doc! {"conversationId": CONVERSATION_ID, "done": true, "payload": binary(Vec::new()), "ok": 1.0},
+            );
+        }
         let Some(conv) = self.conversation.take() else {
             return Err(CmdError::new(17, "ProtocolError", "No SASL session state found"));
         };
@@ -527,6 +558,7 @@ impl ConnAuth {
     pub(crate) fn logout(&mut self) {
         self.user = None;
         self.conversation = None;
+        self.aws = None;
     }
 }
 
@@ -600,12 +632,16 @@ mod tests {
     }
 
     fn users() -> Users {
-        Users::new(&[UserSpec {
-            name: "ann".into(),
-            password: "pencil".into(),
-            mechanisms: vec![Mechanism::Sha1, Mechanism::Sha256],
-            db: "admin".into(),
-        }])
+        Users::new(
+            &[UserSpec {
+                name: "ann".into(),
+                password: "pencil".into(),
+                mechanisms: vec![Mechanism::Sha1, Mechanism::Sha256],
+                db: "admin".into(),
+            }],
+            &[],
+            "sts.amazonaws.com",
+        )
         .unwrap()
     }
 
@@ -628,13 +664,13 @@ mod tests {
         let (client_final, expected_v) = client_final(mech, "ann", password, bare, &server_first);
         let cont =
             rawdoc! {"saslContinue": 1, "conversationId": 1, "payload": binary(client_final.into_bytes())};
-        let fin = auth.sasl_continue(&cont)?;
+        let fin = auth.sasl_continue(&users, &cont)?;
         assert_eq!(fin.get_binary_generic("payload").unwrap(), expected_v.as_bytes());
         assert_eq!(fin.get_bool("done").unwrap(), skip);
         if !skip {
             assert!(!auth.authenticated());
             let empty = rawdoc! {"saslContinue": 1, "conversationId": 1, "payload": binary(Vec::new())};
-            let done = auth.sasl_continue(&empty)?;
+            let done = auth.sasl_continue(&users, &empty)?;
             assert!(done.get_bool("done").unwrap());
         }
         Ok(auth)
@@ -671,7 +707,7 @@ mod tests {
         // PLAIN exists: a SCRAM payload is not a PLAIN one.
         assert_eq!(auth.sasl_start(&users, "admin", &start("PLAIN", "ann")).unwrap_err().code, 18);
         let cont = rawdoc! {"saslContinue": 1, "conversationId": 1, "payload": binary(Vec::new())};
-        assert_eq!(auth.sasl_continue(&cont).unwrap_err().code, 17);
+        assert_eq!(auth.sasl_continue(&users, &cont).unwrap_err().code, 17);
     }
 
     #[test]
@@ -689,20 +725,24 @@ mod tests {
 
     #[test]
     fn plain_checks_the_password_of_admin_and_external_users() {
-        let users = Users::new(&[
-            UserSpec {
-                name: "ann".into(),
-                password: "pencil".into(),
-                mechanisms: vec![Mechanism::Sha1],
-                db: "admin".into(),
-            },
-            UserSpec {
-                name: "ldap".into(),
-                password: "dir".into(),
-                mechanisms: vec![Mechanism::Sha256],
-                db: "$external".into(),
-            },
-        ])
+        let users = Users::new(
+            &[
+                UserSpec {
+                    name: "ann".into(),
+                    password: "pencil".into(),
+                    mechanisms: vec![Mechanism::Sha1],
+                    db: "admin".into(),
+                },
+                UserSpec {
+                    name: "ldap".into(),
+                    password: "dir".into(),
+                    mechanisms: vec![Mechanism::Sha256],
+                    db: "$external".into(),
+                },
+            ],
+            &[],
+            "sts.amazonaws.com",
+        )
         .unwrap();
         let start = |payload: &[u8]| rawdoc! {"saslStart": 1, "mechanism": "PLAIN", "payload": bson::Binary { subtype: BinarySubtype::Generic, bytes: payload.to_vec() }};
         let mut auth = ConnAuth::default();
@@ -726,12 +766,16 @@ mod tests {
 
     #[test]
     fn x509_takes_the_subject_of_the_verified_certificate() {
-        let users = Users::new(&[UserSpec {
-            name: "CN=svc,O=org".into(),
-            password: String::new(),
-            mechanisms: Vec::new(),
-            db: "$external".into(),
-        }])
+        let users = Users::new(
+            &[UserSpec {
+                name: "CN=svc,O=org".into(),
+                password: String::new(),
+                mechanisms: Vec::new(),
+                db: "$external".into(),
+            }],
+            &[],
+            "sts.amazonaws.com",
+        )
         .unwrap();
         let cmd = rawdoc! {"authenticate": 1, "mechanism": "MONGODB-X509"};
         let mut auth = ConnAuth::with_peer_subject(Some("CN=svc,O=org".into()));

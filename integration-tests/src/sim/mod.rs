@@ -20,6 +20,7 @@
 //! `failCommand` fail point; `lb` the load balancer; [`testing`] a tiny raw client for tests.
 
 mod auth;
+mod auth_aws;
 mod cluster;
 mod commands;
 mod expr;
@@ -33,6 +34,7 @@ pub mod testing;
 mod tls;
 mod value;
 
+pub use auth_aws::AwsUser;
 pub use tls::SimTls;
 
 use std::collections::BTreeMap;
@@ -227,6 +229,8 @@ pub struct ClusterBuilder {
     host_name: Option<String>,
     tls: Option<SimTls>,
     users: Vec<auth::UserSpec>,
+    aws_users: Vec<AwsUser>,
+    sts_host: String,
     version: ServerVersion,
     errors: Vec<String>,
 }
@@ -244,6 +248,8 @@ impl ClusterBuilder {
             host_name: None,
             tls: None,
             users: Vec::new(),
+            aws_users: Vec::new(),
+            sts_host: "sts.amazonaws.com".to_owned(),
             version: ServerVersion::default(),
             errors: Vec::new(),
         }
@@ -395,6 +401,22 @@ impl ClusterBuilder {
         self.add_user(subject, "", Vec::new(), "$external")
     }
 
+    /// Adds a MONGODB-AWS identity: a user of `$external` named by its ARN, whose signed STS
+    /// requests the simulator verifies itself with the user's secret key (it never calls
+    /// AWS). Enables authentication like `user`.
+    pub fn aws_user(mut self, user: AwsUser) -> Self {
+        self.aws_users.retain(|u| u.access_key_id != user.access_key_id);
+        self.aws_users.push(user);
+        self
+    }
+
+    /// The STS host MONGODB-AWS conversations name (default `sts.amazonaws.com`); the client
+    /// derives its signing region from it.
+    pub fn aws_sts_host(mut self, host: &str) -> Self {
+        self.sts_host = host.to_owned();
+        self
+    }
+
     fn validate(&self) -> Result<(), SimError> {
         if let Some(e) = self.errors.first() {
             return Err(SimError::InvalidConfig(e.clone()));
@@ -446,7 +468,7 @@ impl ClusterBuilder {
         self.validate()?;
         let security = cluster::Security {
             tls: self.tls.as_ref().map(tls::acceptor).transpose()?,
-            users: auth::Users::new(&self.users)?,
+            users: auth::Users::new(&self.users, &self.aws_users, &self.sts_host)?,
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(self.worker_threads)

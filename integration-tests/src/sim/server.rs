@@ -708,7 +708,7 @@ impl Connection {
         let mut auth = self.auth.lock();
         match name {
             "saslStart" => auth.sasl_start(users, db, body),
-            "saslContinue" => auth.sasl_continue(body),
+            "saslContinue" => auth.sasl_continue(users, body),
             "authenticate" => auth.authenticate(users, db, body),
             "logout" => {
                 auth.logout();

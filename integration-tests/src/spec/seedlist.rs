@@ -65,8 +65,11 @@ const LAYOUTS: &[Layout] = &[
 const A_RECORDS: &[&str] =
     &["localhost.test.build.10gen.cc", "localhost.sub.test.build.10gen.cc", "localhost"];
 
-/// The README's SRV records: `(test, service, [(target, port)])` under `test.build.10gen.cc`.
-const SRV_RECORDS: &[(&str, &str, &[(&str, u16)])] = &[
+/// The targets of one SRV name: `(host, port)`.
+type Targets = &'static [(&'static str, u16)];
+
+/// The README's SRV records: `(test, service, targets)` under `test.build.10gen.cc`.
+const SRV_RECORDS: &[(&str, &str, Targets)] = &[
     (
         "test1",
         "mongodb",

@@ -38,7 +38,9 @@ pub(crate) async fn handshake(
         let mut start = auth::x509_authenticate(c, options);
         start.insert("db", "$external");
         hs.speculative_authenticate = Some(start);
-    } else if let Some(c) = credential.filter(|c| c.mechanism != Some(AuthMechanism::Plain)) {
+    } else if let Some(c) = credential
+        .filter(|c| matches!(c.mechanism, None | Some(AuthMechanism::ScramSha1 | AuthMechanism::ScramSha256)))
+    {
         let user = c.username.as_deref().unwrap_or_default();
         let source = auth::source(c);
         if c.mechanism.is_none() {

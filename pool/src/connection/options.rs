@@ -17,6 +17,13 @@ use crate::{Error, Result};
 /// The default `connectTimeoutMS`.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The mechanisms this build authenticates with, for the error that refuses another.
+#[cfg(feature = "aws-auth")]
+const SUPPORTED_MECHANISMS: &str = "SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509, PLAIN and MONGODB-AWS";
+#[cfg(not(feature = "aws-auth"))]
+const SUPPORTED_MECHANISMS: &str =
+    "SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509 and PLAIN; MONGODB-AWS needs the `aws-auth` feature";
+
 /// Options for opening connections, validated and with the TLS configuration loaded.
 ///
 /// Built with [`ConnectionOptions::builder`] or [`ConnectionOptions::from_connection_string`].
@@ -52,6 +59,10 @@ pub struct ConnectionOptions {
     /// Resolves host names; `None` = the system resolver.
     #[serde(skip)]
     pub(crate) host_resolver: Option<Arc<dyn HostResolver>>,
+    /// The client's MONGODB-AWS credentials, shared by every clone (every pool).
+    #[cfg(feature = "aws-auth")]
+    #[serde(skip)]
+    pub(crate) aws_credentials: Arc<crate::connection::auth::aws::AwsCredentialCache>,
 }
 
 impl fmt::Debug for ConnectionOptions {
@@ -364,9 +375,24 @@ impl ConnectionOptionsBuilder {
                     }
                     ""
                 }
+                #[cfg(feature = "aws-auth")]
+                Some(AuthMechanism::MongoDbAws) => {
+                    if c.username.is_some() || c.password.is_some() {
+                        return Err(invalid(
+                            "MONGODB-AWS takes its credentials from the environment or the AWS SDK's chain, never from the client's options".into(),
+                        ));
+                    }
+                    if c.source.as_deref().is_some_and(|s| s != "$external") {
+                        return Err(invalid(
+                            "the authentication source of MONGODB-AWS must be $external".into(),
+                        ));
+                    }
+                    ""
+                }
                 Some(m) => {
                     return Err(invalid(format!(
-                        "authentication mechanism {m} is not supported (this client has SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509 and PLAIN)"
+                        "authentication mechanism {m} is not supported (this client has {})",
+                        SUPPORTED_MECHANISMS
                     )))
                 }
             };
@@ -405,6 +431,8 @@ impl ConnectionOptionsBuilder {
             tls_config,
             metadata: Arc::new(parking_lot::RwLock::new(metadata)),
             host_resolver: self.host_resolver,
+            #[cfg(feature = "aws-auth")]
+            aws_credentials: Arc::default(),
         })
     }
 }

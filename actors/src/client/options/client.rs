@@ -486,21 +486,29 @@ fn encode(s: &str) -> String {
 /// Options the URI may carry that this client parses but does not act on, each with what
 /// happens instead; the client logs each as a warning once, when it starts. `Err` for options
 /// whose silent fallback would do something else than the user asked: an authentication
-/// mechanism other than SCRAM, and a proxy (connections would go around it).
+/// mechanism this build does not have, and a proxy (connections would go around it).
 pub fn options_without_effect(cs: &ConnectionString) -> Result<Vec<String>> {
     use protocol::uri::AuthMechanism;
     let o = &cs.options;
     let invalid = |message: String| Error::invalid_argument(message);
     if let Some(m) = cs.credential.as_ref().and_then(|c| c.mechanism) {
-        if !matches!(
-            m,
-            AuthMechanism::ScramSha1
-                | AuthMechanism::ScramSha256
-                | AuthMechanism::MongoDbX509
-                | AuthMechanism::Plain
-        ) {
+        let aws = cfg!(feature = "aws-auth") && m == AuthMechanism::MongoDbAws;
+        if !aws
+            && !matches!(
+                m,
+                AuthMechanism::ScramSha1
+                    | AuthMechanism::ScramSha256
+                    | AuthMechanism::MongoDbX509
+                    | AuthMechanism::Plain
+            )
+        {
+            let more = if m == AuthMechanism::MongoDbAws {
+                " (MONGODB-AWS needs the `aws-auth` feature)"
+            } else {
+                ""
+            };
             return Err(invalid(format!(
-                "authMechanism {}: this client authenticates with SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509 and PLAIN only",
+                "authMechanism {}: this client authenticates with SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509, PLAIN and, with the `aws-auth` feature, MONGODB-AWS only{more}",
                 m.as_str()
             )));
         }

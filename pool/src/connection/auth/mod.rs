@@ -6,6 +6,8 @@
 //! (e.g. 18 `AuthenticationFailed`), without one when the client detected it (a bad server
 //! signature, a malformed message). Passwords never reach a log line or an error message.
 
+#[cfg(feature = "aws-auth")]
+pub mod aws;
 mod salted;
 pub mod scram;
 
@@ -162,6 +164,10 @@ pub(crate) async fn authenticate(
             Ok(())
         }
         Some(AuthMechanism::Plain) => plain(conn, options, &pending.credential, deadline).await,
+        #[cfg(feature = "aws-auth")]
+        Some(AuthMechanism::MongoDbAws) => {
+            aws::authenticate(conn, options, &pending.credential, deadline).await
+        }
         _ => scram(conn, options, pending, deadline).await,
     }
 }
