@@ -58,7 +58,9 @@ pub mod options {
     pub use crate::client::options::collation::{
         CollationAlternate, CollationCaseFirst, CollationMaxVariable, CollationStrength,
     };
+    pub use crate::client::options::credential::Credential;
     pub use crate::client::options::official_names::*;
+    pub use crate::client::options::oidc;
     pub use crate::client::options::search_index::{
         CreateSearchIndexOptions, DropSearchIndexOptions, ListSearchIndexOptions, SearchIndexType,
         UpdateSearchIndexOptions,
@@ -91,7 +93,7 @@ pub mod options {
     pub use protocol::hello::command::{ServerApi, ServerApiVersion};
     pub use protocol::hello::metadata::DriverInfo;
     pub use protocol::uri::ServerMonitoringMode;
-    pub use protocol::uri::{AuthMechanism, Credential, TagSet};
+    pub use protocol::uri::{AuthMechanism, TagSet};
     pub use protocol::ServerAddress;
     pub use selection::{HedgedReadOptions, ReadPreference, ReadPreferenceOptions};
 }

@@ -130,6 +130,11 @@ fn tls_with_client_certificates() {
 }
 
 #[test]
+fn atlas() {
+    smoke_sim_only("atlas", &[], "a DNS server, AWS and OIDC identities and metadata stubs it starts itself");
+}
+
+#[test]
 fn gridfs() {
     smoke_anywhere("gridfs");
 }

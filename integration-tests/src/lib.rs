@@ -5,9 +5,11 @@
 #![warn(missing_docs)]
 
 pub mod chaos;
+pub mod cloud_stubs;
 pub mod deployment;
 pub mod dns_stub;
 pub mod http_stub;
+pub mod oidc_issuer;
 pub mod ports;
 pub mod raw_client;
 pub mod sim;

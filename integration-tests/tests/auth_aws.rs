@@ -10,8 +10,9 @@ use std::process::Command;
 use actors::client::Client;
 use actors::error::ErrorKind;
 use bson::doc;
+use integration_tests::cloud_stubs::{self, AwsTemporaryCredentials};
 use integration_tests::deployment;
-use integration_tests::http_stub::{HttpStub, Request, Response};
+use integration_tests::http_stub::HttpStub;
 use integration_tests::sim::{AwsUser, Cluster};
 
 const CHILD: &str = "AUTH_AWS_CHILD";
@@ -154,40 +155,19 @@ fn no_credentials_anywhere_is_a_clear_authentication_error() {
     assert!(e.starts_with("authentication failed") && e.contains("no AWS credentials"), "{e}");
 }
 
-/// EC2 instance metadata (IMDSv2) as the SDK's chain asks it: a session token by PUT, then the
-/// role name and the role's temporary credentials with that token.
-fn imds(r: &Request) -> Response {
-    const SESSION: &str = "imds-session-token";
-    let authorized = r.headers.get("x-aws-ec2-metadata-token").map(String::as_str) == Some(SESSION);
-    match (r.method.as_str(), r.path.as_str()) {
-        ("PUT", "/latest/api/token") if r.headers.contains_key("x-aws-ec2-metadata-token-ttl-seconds") => {
-            Response::new(200, "text/plain", SESSION).header("x-aws-ec2-metadata-token-ttl-seconds", "21600")
-        }
-        (_, _) if !authorized => Response::new(401, "text/plain", ""),
-        ("GET", "/latest/meta-data/iam/security-credentials/") => {
-            Response::new(200, "text/plain", "app-role")
-        }
-        ("GET", "/latest/meta-data/iam/security-credentials/app-role") => Response::new(
-            200,
-            "application/json",
-            serde_json::json!({
-                "Code": "Success",
-                "LastUpdated": "2026-01-01T00:00:00Z",
-                "Type": "AWS-HMAC",
-                "AccessKeyId": TEMP_KEY_ID,
-                "SecretAccessKey": TEMP_SECRET,
-                "Token": TOKEN,
-                "Expiration": "2099-01-01T00:00:00Z",
-            })
-            .to_string(),
-        ),
-        _ => Response::new(404, "text/plain", ""),
+fn temporary() -> AwsTemporaryCredentials {
+    AwsTemporaryCredentials {
+        access_key_id: TEMP_KEY_ID.into(),
+        secret_access_key: TEMP_SECRET.into(),
+        token: TOKEN.into(),
+        expiration: "2099-01-01T00:00:00Z".into(),
     }
 }
 
 #[test]
 fn ec2_instance_metadata_through_imdsv2() {
-    let stub = (std::env::var_os(CHILD).is_none()).then(|| HttpStub::start(imds).expect("IMDS stub"));
+    let stub = (std::env::var_os(CHILD).is_none())
+        .then(|| HttpStub::start(cloud_stubs::ec2_imds("app-role", temporary())).expect("IMDS stub"));
     let url = stub.as_ref().map(HttpStub::url).unwrap_or_default();
     let Some(result) =
         run("ec2_instance_metadata_through_imdsv2", &[("AWS_EC2_METADATA_SERVICE_ENDPOINT", &url)])
@@ -204,4 +184,51 @@ fn ec2_instance_metadata_through_imdsv2() {
         requests.iter().any(|r| r.path == "/latest/meta-data/iam/security-credentials/app-role"),
         "{requests:?}"
     );
+}
+
+#[test]
+fn ecs_container_credentials_through_the_full_uri() {
+    let stub = (std::env::var_os(CHILD).is_none())
+        .then(|| HttpStub::start(cloud_stubs::ecs("/v2/credentials/task", temporary())).expect("ECS stub"));
+    let url = stub.as_ref().map(|s| format!("{}/v2/credentials/task", s.url())).unwrap_or_default();
+    let Some(result) = run(
+        "ecs_container_credentials_through_the_full_uri",
+        &[("AWS_CONTAINER_CREDENTIALS_FULL_URI", &url)],
+    ) else {
+        return;
+    };
+    assert_eq!(result, Ok("arn:aws:sts::123456789012:assumed-role/app-role/session@$external".to_string()));
+    assert_eq!(stub.expect("the parent's stub").requests().len(), 1, "cached: one request");
+}
+
+#[test]
+fn web_identity_through_assume_role_with_web_identity() {
+    const ROLE: &str = "arn:aws:iam::123456789012:role/app-role";
+    const JWT: &str = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJwb2QifQ.c2lnbmF0dXJl";
+    let parent = std::env::var_os(CHILD).is_none();
+    let stub = parent
+        .then(|| HttpStub::start(cloud_stubs::sts_web_identity(JWT, ROLE, temporary())).expect("STS stub"));
+    let file = parent.then(|| {
+        let path = std::env::temp_dir().join(format!("mongo-actors-web-identity-{}.jwt", std::process::id()));
+        std::fs::write(&path, JWT).expect("token file");
+        path
+    });
+    let url = stub.as_ref().map(HttpStub::url).unwrap_or_default();
+    let path = file.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+    let env = [
+        ("AWS_WEB_IDENTITY_TOKEN_FILE", path.as_str()),
+        ("AWS_ROLE_ARN", ROLE),
+        ("AWS_ROLE_SESSION_NAME", "mongo-actors-test"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ENDPOINT_URL_STS", url.as_str()),
+    ];
+    let result = run("web_identity_through_assume_role_with_web_identity", &env);
+    if let Some(f) = &file {
+        let _ = std::fs::remove_file(f);
+    }
+    let Some(result) = result else { return };
+    assert_eq!(result, Ok("arn:aws:sts::123456789012:assumed-role/app-role/session@$external".to_string()));
+    let requests = stub.expect("the parent's stub").requests();
+    assert_eq!(requests.len(), 1, "one STS request: {requests:?}");
+    assert!(requests[0].body.contains("RoleSessionName=mongo-actors-test"), "{:?}", requests[0].body);
 }

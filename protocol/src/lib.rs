@@ -15,6 +15,7 @@ pub mod address;
 pub mod duration;
 pub mod error;
 pub mod hello;
+pub mod oidc;
 pub mod reply;
 pub mod sdam;
 pub mod uri;

@@ -136,7 +136,8 @@ impl Error {
 
     /// (Ours.) The server's error code: a command error's, or the write concern error's (or
     /// the first write error's) of a write error; for a client bulk write, its stopping
-    /// error's, else its first write concern error's or write error's.
+    /// error's, else its first write concern error's or write error's; for a failed
+    /// authentication, the server's answer (18 `AuthenticationFailed`), if it answered.
     pub fn code(&self) -> Option<i32> {
         if let Some(s) = self.server_error() {
             return s.code();
@@ -149,6 +150,10 @@ impl Error {
             ErrorKind::Command(c) => Some(c.code),
             ErrorKind::Write(WriteFailure::WriteError(w)) => Some(w.code),
             ErrorKind::Write(WriteFailure::WriteConcernError(w)) => Some(w.code),
+            ErrorKind::Authentication { .. } => match self.pool_error() {
+                Some(pool::Error::Authentication { code, .. }) => *code,
+                _ => self.source.as_ref().and_then(|s| s.code()),
+            },
             _ => self.source.as_ref().and_then(|s| s.code()),
         }
     }

@@ -149,6 +149,8 @@ pub(crate) struct Users {
     aws: Vec<super::auth_aws::AwsUser>,
     /// The STS host MONGODB-AWS conversations name.
     sts_host: String,
+    /// The identity provider MONGODB-OIDC tokens come from.
+    oidc: Option<super::auth_oidc::OidcConfig>,
 }
 
 impl Users {
@@ -157,6 +159,7 @@ impl Users {
         specs: &[UserSpec],
         aws: &[super::auth_aws::AwsUser],
         sts_host: &str,
+        oidc: Option<&super::auth_oidc::SimOidc>,
     ) -> Result<Self, SimError> {
         let mut users = Vec::with_capacity(specs.len());
         for s in specs {
@@ -182,12 +185,13 @@ impl Users {
             }
             users.push(User { name: s.name.clone(), db: s.db.clone(), credentials });
         }
-        Ok(Users { users, aws: aws.to_vec(), sts_host: sts_host.to_owned() })
+        let oidc = oidc.map(super::auth_oidc::OidcConfig::new).transpose()?;
+        Ok(Users { users, aws: aws.to_vec(), sts_host: sts_host.to_owned(), oidc })
     }
 
     /// Whether authentication is required (any user exists).
     pub(crate) fn enabled(&self) -> bool {
-        !self.users.is_empty() || !self.aws.is_empty()
+        !self.users.is_empty() || !self.aws.is_empty() || self.oidc.is_some()
     }
 
     fn find(&self, db: &str, name: &str) -> Option<&User> {
@@ -263,6 +267,11 @@ pub(crate) struct ConnAuth {
     conversation: Option<Conversation>,
     /// A MONGODB-AWS conversation waiting for the signed request.
     aws: Option<super::auth_aws::AwsPending>,
+    /// A MONGODB-OIDC two-step conversation waiting for the token.
+    oidc_pending: bool,
+    /// When the MONGODB-OIDC token this connection authenticated with expires (seconds since
+    /// the epoch): after that, commands fail with 391.
+    oidc_expires: Option<u64>,
     /// The RFC 2253 subject of the verified TLS client certificate, if any.
     pub peer_subject: Option<String>,
 }
@@ -430,10 +439,29 @@ impl ConnAuth {
     ) -> Result<Document, CmdError> {
         self.conversation = None;
         self.aws = None;
+        self.oidc_pending = false;
         let mechanism =
             body.get_str("mechanism").map_err(|_| CmdError::bad("saslStart needs a mechanism"))?;
         if mechanism == "PLAIN" {
             return self.plain(users, db, body);
+        }
+        if let (true, Some(config)) = (mechanism == "MONGODB-OIDC", &users.oidc) {
+            if db != "$external" {
+                return Err(auth_failed());
+            }
+            return match super::auth_oidc::start(config, body)? {
+                super::auth_oidc::Start::Done(user, exp) => {
+                    self.user = Some((user, "$external".to_owned()));
+                    self.oidc_expires = Some(exp);
+                    Ok(
+                        doc! {"conversationId": CONVERSATION_ID, "done": true, "payload": binary(Vec::new()), "ok": 1.0},
+                    )
+                }
+                super::auth_oidc::Start::Principal(reply) => {
+                    self.oidc_pending = true;
+                    Ok(reply)
+                }
+            };
         }
         if mechanism == "MONGODB-AWS" && !users.aws.is_empty() {
             if db != "$external" {
@@ -508,6 +536,18 @@ impl ConnAuth {
             Some(RawBsonRef::Double(d)) => d as i64,
             _ => return Err(CmdError::bad("saslContinue needs a conversationId")),
         };
+        if std::mem::take(&mut self.oidc_pending) {
+            let config = users.oidc.as_ref().ok_or_else(auth_failed)?;
+            if id != i64::from(CONVERSATION_ID) {
+                return Err(CmdError::new(17, "ProtocolError", "sasl: Mismatched conversation id"));
+            }
+            let (user, exp) = super::auth_oidc::finish(config, body)?;
+            self.user = Some((user, "$external".to_owned()));
+            self.oidc_expires = Some(exp);
+            return Ok(
+                doc! {"conversationId": CONVERSATION_ID, "done": true, "payload": binary(Vec::new()), "ok": 1.0},
+            );
+        }
         if let Some(pending) = self.aws.take() {
             if id != i64::from(CONVERSATION_ID) {
                 return Err(CmdError::new(17, "ProtocolError", "sasl: Mismatched conversation id"));
@@ -559,6 +599,14 @@ impl ConnAuth {
         self.user = None;
         self.conversation = None;
         self.aws = None;
+        self.oidc_pending = false;
+        self.oidc_expires = None;
+    }
+
+    /// Whether the connection's MONGODB-OIDC token expired: its commands need it to
+    /// authenticate again (391).
+    pub(crate) fn reauthentication_required(&self) -> bool {
+        self.user.is_some() && self.oidc_expires.is_some_and(super::auth_oidc::expired)
     }
 }
 
@@ -641,6 +689,7 @@ mod tests {
             }],
             &[],
             "sts.amazonaws.com",
+            None,
         )
         .unwrap()
     }
@@ -742,6 +791,7 @@ mod tests {
             ],
             &[],
             "sts.amazonaws.com",
+            None,
         )
         .unwrap();
         let start = |payload: &[u8]| rawdoc! {"saslStart": 1, "mechanism": "PLAIN", "payload": bson::Binary { subtype: BinarySubtype::Generic, bytes: payload.to_vec() }};
@@ -775,6 +825,7 @@ mod tests {
             }],
             &[],
             "sts.amazonaws.com",
+            None,
         )
         .unwrap();
         let cmd = rawdoc! {"authenticate": 1, "mechanism": "MONGODB-X509"};

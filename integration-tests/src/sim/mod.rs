@@ -21,6 +21,7 @@
 
 mod auth;
 mod auth_aws;
+mod auth_oidc;
 mod cluster;
 mod commands;
 mod expr;
@@ -35,6 +36,7 @@ mod tls;
 mod value;
 
 pub use auth_aws::AwsUser;
+pub use auth_oidc::SimOidc;
 pub use tls::SimTls;
 
 use std::collections::BTreeMap;
@@ -231,6 +233,7 @@ pub struct ClusterBuilder {
     users: Vec<auth::UserSpec>,
     aws_users: Vec<AwsUser>,
     sts_host: String,
+    oidc: Option<SimOidc>,
     version: ServerVersion,
     errors: Vec<String>,
 }
@@ -250,6 +253,7 @@ impl ClusterBuilder {
             users: Vec::new(),
             aws_users: Vec::new(),
             sts_host: "sts.amazonaws.com".to_owned(),
+            oidc: None,
             version: ServerVersion::default(),
             errors: Vec::new(),
         }
@@ -410,6 +414,14 @@ impl ClusterBuilder {
         self
     }
 
+    /// Trusts an OIDC identity provider for MONGODB-OIDC (its JWKS, issuer and audience;
+    /// [`crate::oidc_issuer::OidcIssuer`] makes one and signs tokens). Enables authentication
+    /// like `user`.
+    pub fn oidc(mut self, provider: SimOidc) -> Self {
+        self.oidc = Some(provider);
+        self
+    }
+
     /// The STS host MONGODB-AWS conversations name (default `sts.amazonaws.com`); the client
     /// derives its signing region from it.
     pub fn aws_sts_host(mut self, host: &str) -> Self {
@@ -468,7 +480,7 @@ impl ClusterBuilder {
         self.validate()?;
         let security = cluster::Security {
             tls: self.tls.as_ref().map(tls::acceptor).transpose()?,
-            users: auth::Users::new(&self.users, &self.aws_users, &self.sts_host)?,
+            users: auth::Users::new(&self.users, &self.aws_users, &self.sts_host, self.oidc.as_ref())?,
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(self.worker_threads)

@@ -525,6 +525,16 @@ impl Connection {
                 {
                     auth::unauthorized(name).to_document()
                 }
+                None if !auth::allowed_unauthenticated(name)
+                    && self.auth.lock().reauthentication_required() =>
+                {
+                    CmdError::new(
+                        391,
+                        "ReauthenticationRequired",
+                        "the OIDC token of this connection expired",
+                    )
+                    .to_document()
+                }
                 None => {
                     let ctx = Ctx {
                         shared: &self.shared,

@@ -129,6 +129,9 @@ pub struct Connection {
     monitoring: bool,
     /// The compressor negotiated in the handshake.
     compressor: Option<WireCompressor>,
+    /// MONGODB-OIDC: the token this connection authenticated with (the auth spec's
+    /// "Connection Cache") and the client's authenticator, for reauthentication.
+    oidc: Option<super::auth::oidc::ConnectionOidc>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -277,6 +280,7 @@ impl Connection {
             exhaust: None,
             monitoring,
             compressor: None,
+            oidc: None,
         })
     }
 
@@ -370,6 +374,28 @@ impl Connection {
     /// The declared Stable API version (callers append it to their commands).
     pub fn server_api(&self) -> Option<&ServerApi> {
         self.server_api.as_ref()
+    }
+
+    /// Whether this connection authenticated with MONGODB-OIDC (and so can
+    /// [reauthenticate](Connection::reauthenticate)).
+    pub fn authenticated_with_oidc(&self) -> bool {
+        self.oidc.is_some()
+    }
+
+    /// Authenticates again after the server answered `ReauthenticationRequired` (391): the
+    /// connection's token is invalidated in the client's cache and the MONGODB-OIDC
+    /// conversation runs anew (auth spec, "Reauthentication"). Fails on a connection that did
+    /// not authenticate with MONGODB-OIDC.
+    pub async fn reauthenticate(&mut self, deadline: Option<Instant>) -> Result<()> {
+        super::auth::oidc::reauthenticate(self, deadline).await
+    }
+
+    pub(crate) fn set_oidc(&mut self, state: super::auth::oidc::ConnectionOidc) {
+        self.oidc = Some(state);
+    }
+
+    pub(crate) fn take_oidc(&mut self) -> Option<super::auth::oidc::ConnectionOidc> {
+        self.oidc.take()
     }
 
     /// Whether an exhaust stream is open: the server will send more replies

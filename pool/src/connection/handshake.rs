@@ -33,8 +33,18 @@ pub(crate) async fn handshake(
     };
     let credential = options.credential.as_ref().filter(|_| !conn.is_monitoring());
     let mut speculative = None;
+    let mut oidc_token = None;
     let x509 = credential.filter(|c| c.mechanism == Some(AuthMechanism::MongoDbX509));
-    if let Some(c) = x509 {
+    let oidc = credential.filter(|c| c.mechanism == Some(AuthMechanism::MongoDbOidc));
+    if let (Some(_), Some(authenticator)) = (oidc, options.oidc.as_deref()) {
+        // Only with a cached token (auth spec); a refusal is not an invalidation.
+        if let Some((start, token)) =
+            auth::oidc::speculative_start(authenticator, options.server_api.as_ref())
+        {
+            hs.speculative_authenticate = Some(start);
+            oidc_token = Some(token);
+        }
+    } else if let Some(c) = x509 {
         let mut start = auth::x509_authenticate(c, options);
         start.insert("db", "$external");
         hs.speculative_authenticate = Some(start);
@@ -78,6 +88,9 @@ pub(crate) async fn handshake(
         supported_mechanisms: reply.sasl_supported_mechs.clone(),
         speculative: speculative.zip(reply.speculative_authenticate.clone()),
         x509_done: x509.is_some() && reply.speculative_authenticate.is_some(),
+        oidc_done: oidc_token.filter(|_| {
+            reply.speculative_authenticate.as_ref().is_some_and(|d| d.get_bool("done").unwrap_or(false))
+        }),
     });
     tracing::debug!(
         address = %conn.address(),

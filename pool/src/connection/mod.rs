@@ -17,6 +17,9 @@ mod resolver;
 mod stream;
 mod tls;
 
+#[cfg(feature = "aws-auth")]
+pub use auth::aws::AwsCredentialCache;
+pub use auth::oidc::{OidcAuthenticator, OidcFlow, TokenFunction, TokenFuture};
 pub use auth::scram::ScramVersion;
 pub use conn::{command_result, CommandBody, Connection, StreamDescription};
 pub use establisher::ConnectionEstablisher;

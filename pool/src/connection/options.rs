@@ -10,6 +10,7 @@ use protocol::uri::{AuthMechanism, Compressor, ConnectionString, Credential, Sec
 use protocol::wire::WireCompressor;
 use serde::Serialize;
 
+use super::auth::oidc::{environment, OidcAuthenticator, OidcFlow};
 use super::resolver::HostResolver;
 use super::tls::{self, TlsOptions};
 use crate::{Error, Result};
@@ -59,6 +60,9 @@ pub struct ConnectionOptions {
     /// Resolves host names; `None` = the system resolver.
     #[serde(skip)]
     pub(crate) host_resolver: Option<Arc<dyn HostResolver>>,
+    /// The client's MONGODB-OIDC callback and token cache, shared by every clone.
+    #[serde(skip)]
+    pub(crate) oidc: Option<Arc<OidcAuthenticator>>,
     /// The client's MONGODB-AWS credentials, shared by every clone (every pool).
     #[cfg(feature = "aws-auth")]
     #[serde(skip)]
@@ -100,6 +104,9 @@ impl ConnectionOptions {
             zlib_compression_level: None,
             credential: None,
             host_resolver: None,
+            oidc: None,
+            #[cfg(feature = "aws-auth")]
+            aws_provider: None,
         }
     }
 
@@ -236,6 +243,9 @@ pub struct ConnectionOptionsBuilder {
     zlib_compression_level: Option<i32>,
     credential: Option<Credential>,
     host_resolver: Option<Arc<dyn HostResolver>>,
+    oidc: Option<Arc<OidcAuthenticator>>,
+    #[cfg(feature = "aws-auth")]
+    aws_provider: Option<aws_credential_types::provider::SharedCredentialsProvider>,
 }
 
 impl fmt::Debug for ConnectionOptionsBuilder {
@@ -349,6 +359,47 @@ impl ConnectionOptionsBuilder {
         self
     }
 
+    /// An AWS credential provider MONGODB-AWS asks before any other source.
+    #[cfg(feature = "aws-auth")]
+    pub fn aws_credential_provider(
+        mut self,
+        provider: aws_credential_types::provider::SharedCredentialsProvider,
+    ) -> Self {
+        self.aws_provider = Some(provider);
+        self
+    }
+
+    /// The MONGODB-OIDC callback (a user's, or a built-in environment's) and its token cache.
+    /// Without one, a credential with `ENVIRONMENT` gets that environment's callback.
+    pub fn oidc(mut self, authenticator: Arc<OidcAuthenticator>) -> Self {
+        self.oidc = Some(authenticator);
+        self
+    }
+
+    /// The MONGODB-OIDC authenticator: the one given, else the credential's `ENVIRONMENT`'s;
+    /// none for other mechanisms.
+    fn oidc_authenticator(&self) -> std::result::Result<Option<Arc<OidcAuthenticator>>, String> {
+        let Some(c) = self.credential.as_ref().filter(|c| c.mechanism == Some(AuthMechanism::MongoDbOidc))
+        else {
+            return Ok(None);
+        };
+        let property = |k: &str| {
+            c.mechanism_properties.as_ref().and_then(|p| p.get(k)).map(protocol::uri::property_text)
+        };
+        match (&self.oidc, property("ENVIRONMENT")) {
+            (Some(_), Some(_)) => Err("MONGODB-OIDC takes ENVIRONMENT or a callback, not both".into()),
+            (Some(given), None) => Ok(Some(given.clone())),
+            (None, Some(env)) => {
+                let f =
+                    environment::builtin(&env, c.username.as_deref(), property("TOKEN_RESOURCE").as_deref())?;
+                Ok(Some(Arc::new(OidcAuthenticator::new(f, OidcFlow::Machine))))
+            }
+            (None, None) => {
+                Err("MONGODB-OIDC needs ENVIRONMENT in authMechanismProperties or a callback".into())
+            }
+        }
+    }
+
     /// Validates the options and loads the TLS files.
     pub fn build(self) -> Result<ConnectionOptions> {
         let invalid = |message: String| Error::InvalidOptions { message };
@@ -372,6 +423,12 @@ impl ConnectionOptionsBuilder {
                             "MONGODB-X509 needs TLS with a client certificate (tls=true and tlsCertificateKeyFile)"
                                 .into(),
                         ));
+                    }
+                    ""
+                }
+                Some(AuthMechanism::MongoDbOidc) => {
+                    if c.password.is_some() {
+                        return Err(invalid("MONGODB-OIDC does not take a password".into()));
                     }
                     ""
                 }
@@ -405,6 +462,7 @@ impl ConnectionOptionsBuilder {
                 }
             }
         }
+        let oidc = self.oidc_authenticator().map_err(invalid)?;
         // Every ServerApiVersion is one this client speaks: the type checks the version.
         if let Some(level) = self.zlib_compression_level.filter(|l| !(-1..=9).contains(l)) {
             return Err(invalid(format!("zlibCompressionLevel must be between -1 and 9, got {level}")));
@@ -431,8 +489,11 @@ impl ConnectionOptionsBuilder {
             tls_config,
             metadata: Arc::new(parking_lot::RwLock::new(metadata)),
             host_resolver: self.host_resolver,
+            oidc,
             #[cfg(feature = "aws-auth")]
-            aws_credentials: Arc::default(),
+            aws_credentials: Arc::new(crate::connection::auth::aws::AwsCredentialCache::with_provider(
+                self.aws_provider,
+            )),
         })
     }
 }

@@ -83,8 +83,8 @@ impl AuthMechanism {
     /// Checks `credential` against this mechanism's rules (a username where it needs one, no
     /// password where it takes none, its properties): what building a client with it would
     /// refuse.
-    pub fn validate_credential(&self, credential: &Credential) -> Result<()> {
-        let c = Credential { mechanism: Some(*self), ..credential.clone() };
+    pub fn validate_credential<C: CredentialFields + ?Sized>(&self, credential: &C) -> Result<()> {
+        let c = Credential { mechanism: Some(*self), ..credential.to_uri_credential() };
         c.finish(None).map(|_| ())
     }
 
@@ -130,6 +130,19 @@ impl std::str::FromStr for AuthMechanism {
 impl fmt::Display for AuthMechanism {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// A credential's values as a connection string holds them: this crate's [`Credential`], and
+/// the client's own (which adds callbacks) through it.
+pub trait CredentialFields {
+    /// The values a connection string could carry.
+    fn to_uri_credential(&self) -> Credential;
+}
+
+impl CredentialFields for Credential {
+    fn to_uri_credential(&self) -> Credential {
+        self.clone()
     }
 }
 

@@ -41,8 +41,27 @@ pub(super) struct Attempt {
 
 impl ClientInner {
     /// One attempt on a checked-out connection: the command with its global arguments, the
-    /// round trip under command monitoring, and what the reply means.
+    /// round trip under command monitoring, and what the reply means. A MONGODB-OIDC
+    /// connection whose token expired (391) authenticates again and sends the command once
+    /// more ([`super::reauthenticate`]).
     pub(super) async fn attempt(
+        &self,
+        conn: &mut PooledConnection<Connection>,
+        target: &Target,
+        op: &Op,
+        mut session: Option<&mut ServerSession>,
+        attempt: Attempt,
+    ) -> Result<Reply> {
+        match self.attempt_once(conn, target, op, session.as_deref_mut(), attempt).await {
+            Err(e) if super::reauthenticate::required(&e, conn) => {
+                super::reauthenticate::reauthenticate(conn, attempt.deadline).await?;
+                self.attempt_once(conn, target, op, session, attempt).await
+            }
+            result => result,
+        }
+    }
+
+    async fn attempt_once(
         &self,
         conn: &mut PooledConnection<Connection>,
         target: &Target,

@@ -19,6 +19,7 @@ pub(crate) mod cluster_time;
 pub(crate) mod command;
 pub(crate) mod monitoring;
 pub(crate) mod operation;
+pub(crate) mod reauthenticate;
 pub(crate) mod retry;
 
 use std::sync::Arc;

@@ -17,6 +17,7 @@ use protocol::uri::{ConnectionString, ServerMonitoringMode, UriOptions};
 use super::super::concern::{ReadConcern, WriteConcern};
 
 use super::compressor::Compressor;
+use super::credential::Credential;
 use super::tls::Tls;
 use crate::command_events::CommandEventHandler;
 use crate::event::EventHandler;
@@ -28,7 +29,6 @@ use crate::srv_poller::{SrvPollerOptions, DEFAULT_RESCAN_INTERVAL};
 use crate::topology::TopologyBuilder;
 use crate::{Error, Result};
 use protocol::hello::metadata::DriverInfo;
-use protocol::uri::Credential;
 use protocol::ServerAddress;
 use typed_builder::TypedBuilder;
 
@@ -405,6 +405,9 @@ impl ClientOptions {
         if let Some(info) = &self.driver_info {
             builder = builder.driver_info(info.clone());
         }
+        if let Some(c) = &self.credential {
+            builder = credential_hooks(builder, c)?;
+        }
         let mut connection = builder.build()?;
         connection.set_host_resolver(self.host_resolver.clone());
         let mut topology = TopologyBuilder::from_connection_string(cs).connection_options(connection);
@@ -417,6 +420,39 @@ impl ClientOptions {
         }
         Ok(topology)
     }
+}
+
+/// What a credential gives the connections besides its values: the MONGODB-OIDC callback (with
+/// `ALLOWED_HOSTS`) and the AWS credential provider.
+fn credential_hooks(
+    mut builder: pool::connection::ConnectionOptionsBuilder,
+    c: &Credential,
+) -> Result<pool::connection::ConnectionOptionsBuilder> {
+    let allowed_hosts = c.allowed_hosts()?;
+    let is_oidc = c.mechanism == Some(protocol::uri::AuthMechanism::MongoDbOidc);
+    if c.oidc_callback.is_set() && !is_oidc {
+        return Err(Error::invalid_argument("an OIDC callback is set but the mechanism is not MONGODB-OIDC"));
+    }
+    match c.oidc_callback.authenticator(allowed_hosts.clone()) {
+        Some(a) if a.flow() == pool::connection::OidcFlow::Machine && allowed_hosts.is_some() => {
+            return Err(Error::invalid_argument("ALLOWED_HOSTS applies to a human OIDC callback only"));
+        }
+        Some(a) => builder = builder.oidc(a),
+        None if allowed_hosts.is_some() => {
+            return Err(Error::invalid_argument("ALLOWED_HOSTS applies to a human OIDC callback only"));
+        }
+        None => {}
+    }
+    #[cfg(feature = "aws-auth")]
+    if let Some(p) = &c.aws_credential_provider {
+        if c.mechanism != Some(protocol::uri::AuthMechanism::MongoDbAws) {
+            return Err(Error::invalid_argument(
+                "an AWS credential provider is set but the mechanism is not MONGODB-AWS",
+            ));
+        }
+        builder = builder.aws_credential_provider(p.clone());
+    }
+    Ok(builder)
 }
 
 /// Applies `name=value` overrides to a connection string's options, checking each value with
@@ -500,6 +536,7 @@ pub fn options_without_effect(cs: &ConnectionString) -> Result<Vec<String>> {
                     | AuthMechanism::ScramSha256
                     | AuthMechanism::MongoDbX509
                     | AuthMechanism::Plain
+                    | AuthMechanism::MongoDbOidc
             )
         {
             let more = if m == AuthMechanism::MongoDbAws {
@@ -508,7 +545,7 @@ pub fn options_without_effect(cs: &ConnectionString) -> Result<Vec<String>> {
                 ""
             };
             return Err(invalid(format!(
-                "authMechanism {}: this client authenticates with SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509, PLAIN and, with the `aws-auth` feature, MONGODB-AWS only{more}",
+                "authMechanism {}: this client authenticates with SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509, PLAIN, MONGODB-OIDC and, with the `aws-auth` feature, MONGODB-AWS only{more}",
                 m.as_str()
             )));
         }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use protocol::uri::UriOptions;
+use protocol::uri::{CredentialFields, UriOptions};
 use selection::ReadPreference;
 
 use super::super::concern::{ReadConcern, ReadConcernLevel, WriteConcern};
@@ -19,7 +19,13 @@ impl ClientOptions {
         let o = &self.connection_string.options;
         let ms = |v: Option<u64>| v.map(Duration::from_millis);
         self.hosts = self.connection_string.hosts.clone();
-        self.credential = self.connection_string.credential.clone();
+        // What was set in code (callbacks, providers) survives: the string carries only values.
+        let before = self.credential.take();
+        self.credential = self
+            .connection_string
+            .credential
+            .clone()
+            .map(|c| super::credential::Credential::from(c).with_code_of(before.as_ref()));
         self.tls = tls_of(o);
         self.compressors = compressors_of(o);
         self.srv_service_name = o.srv_service_name.clone();
@@ -67,7 +73,7 @@ impl ClientOptions {
             cs.hosts = vec![protocol::ServerAddress::default()];
         }
         let db = self.default_database.as_deref().or(cs.default_database.as_deref());
-        cs.credential = self.credential.clone().map(|c| c.finish(db)).transpose()?;
+        cs.credential = self.credential.as_ref().map(|c| c.to_uri_credential().finish(db)).transpose()?;
         let o = &mut cs.options;
         fold_tls(self.tls.as_ref(), o);
         fold_compressors(self.compressors.as_deref(), o)?;

@@ -5,7 +5,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use bson::UuidRepresentation;
-use protocol::uri::{Credential, ServerMonitoringMode};
+use protocol::uri::ServerMonitoringMode;
+
+use super::credential::Credential;
 use protocol::ServerAddress;
 use selection::ReadPreference;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

@@ -44,6 +44,7 @@ pub const SUITES: &[(&str, &str)] = &[
     ("unified/command-logging", "command-logging-and-monitoring/tests/logging"),
     ("unified/command-monitoring", "command-logging-and-monitoring/tests/monitoring"),
     ("unified/mongodb-handshake", "mongodb-handshake/tests/unified"),
+    ("unified/auth", "auth/tests/unified"),
     ("unified/runner-valid-pass", "unified-test-format/tests/valid-pass"),
     ("unified/runner-valid-fail", "unified-test-format/tests/valid-fail"),
 ];
@@ -354,6 +355,18 @@ fn requirement_met(
     if r.get_bool("auth").is_ok_and(|a| a != auth) {
         return Err(Unmet::Excluded(format!("auth: {}", !auth)));
     }
+    // The simulator's deployments with auth also trust the runner's OIDC identity provider;
+    // other mechanisms, and an external deployment's OIDC, need what the runner does not have.
+    match r.get_str("authMechanism") {
+        Err(_) => {}
+        Ok("MONGODB-OIDC") if !auth => {
+            return Err(Unmet::Excluded("authMechanism MONGODB-OIDC needs auth".into()))
+        }
+        Ok("MONGODB-OIDC") if params.is_some_and(|p| p.get_bool("simulatorOidc").unwrap_or(false)) => {}
+        Ok(m) => {
+            return Err(Unmet::Unknown(format!("authMechanism {m} (the runner has no identity for it here)")))
+        }
+    }
     if r.get_bool("csfle").unwrap_or(false) {
         return Err(Unmet::Unknown("csfle: true (client-side field level encryption)".into()));
     }
@@ -434,7 +447,7 @@ fn deployments(file: &[Document], test: &[Document], target: &Target) -> Result<
     // The server parameters runOnRequirements may name, as the simulator has them.
     let params = match target {
         Target::Simulator => Some(
-            bson::doc! {"enableTestCommands": true, "requireApiVersion": false, "acceptApiVersion2": false},
+            bson::doc! {"enableTestCommands": true, "requireApiVersion": false, "acceptApiVersion2": false, "simulatorOidc": true},
         ),
         Target::External(e) => e.params.clone(),
     };

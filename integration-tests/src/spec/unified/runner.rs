@@ -97,6 +97,8 @@ pub(super) struct Ctx {
     /// unified format allows, unless they set their own. A fail point on `hello` otherwise
     /// waits for the streaming monitor's next reply, up to the default 10 s.
     fail_points: bool,
+    /// The identity provider a simulator with auth trusts for MONGODB-OIDC.
+    oidc: Option<Arc<crate::oidc_issuer::OidcIssuer>>,
 }
 
 pub(super) type R<T> = Result<T, String>;
@@ -104,7 +106,17 @@ pub(super) type R<T> = Result<T, String>;
 /// The user of deployments that require authentication (the spec's test user).
 const USER: (&str, &str) = ("user", "pencil");
 
-fn start_cluster(topology: &str, auth: bool, version: crate::sim::ServerVersion) -> R<Cluster> {
+/// The runner's OIDC identity provider (simulators with auth trust it).
+fn oidc_issuer() -> crate::oidc_issuer::OidcIssuer {
+    crate::oidc_issuer::OidcIssuer::new("https://idp.unified.test", "mongodb-sim")
+}
+
+fn start_cluster(
+    topology: &str,
+    auth: bool,
+    version: crate::sim::ServerVersion,
+    oidc: Option<&crate::oidc_issuer::OidcIssuer>,
+) -> R<Cluster> {
     let builder = match topology {
         "single" => Cluster::standalone(),
         "sharded" => Cluster::sharded(2),
@@ -113,6 +125,10 @@ fn start_cluster(topology: &str, auth: bool, version: crate::sim::ServerVersion)
         _ => Cluster::replica_set(3),
     };
     let builder = if auth { builder.user(USER.0, USER.1) } else { builder };
+    let builder = match oidc {
+        Some(idp) => builder.oidc(idp.sim_oidc()),
+        None => builder,
+    };
     builder.server_version(version).start().map_err(|e| format!("simulator did not start: {e}"))
 }
 
@@ -147,10 +163,12 @@ pub(super) async fn run_test(
     target: &super::Target,
 ) -> R<()> {
     let super::Deployment { topology, auth, sim_version } = deployment;
+    let oidc = (auth && matches!(target, super::Target::Simulator)).then(|| Arc::new(oidc_issuer()));
     let (cluster, auth) = match target {
-        super::Target::Simulator => {
-            (Deployment::Sim(start_cluster(topology, auth, sim_version.unwrap_or_default())?), auth)
-        }
+        super::Target::Simulator => (
+            Deployment::Sim(start_cluster(topology, auth, sim_version.unwrap_or_default(), oidc.as_deref())?),
+            auth,
+        ),
         super::Target::External(e) => (Deployment::Real(e.uri.clone()), false),
     };
     let setup = Client::with_uri_str(&with_credentials(&cluster.uri(), auth))
@@ -173,6 +191,7 @@ pub(super) async fn run_test(
         new_cursor: None,
         new_stream: None,
         fail_points: format!("{test}").contains("FailPoint\""),
+        oidc,
     };
     let result = run_in(&mut ctx, file, test).await;
     for e in ctx.entities.values() {
@@ -320,7 +339,49 @@ fn client_uri(ctx: &Ctx, spec: &Document) -> R<String> {
     if ctx.fail_points && !uri_options.contains_key("heartbeatFrequencyMS") {
         uri_options.insert("heartbeatFrequencyMS", 500);
     }
+    if uses_oidc(spec) {
+        // The `$$placeholder` properties stand for the test environment's: here a callback
+        // with the runner's identity provider ([`oidc_callback`]), set on the options.
+        uri_options.remove("authMechanismProperties");
+        no_placeholder(&uri_options)?;
+        return Ok(uri_with(&base, &uri_options));
+    }
+    no_placeholder(&uri_options)?;
     Ok(uri_with(&with_credentials(&base, ctx.auth), &uri_options))
+}
+
+/// A `$$placeholder` the runner cannot replace is an error (unified test format).
+fn no_placeholder(options: &Document) -> R<()> {
+    fn has(b: &Bson) -> bool {
+        match b {
+            Bson::Document(d) => d.contains_key("$$placeholder") || d.values().any(has),
+            Bson::Array(a) => a.iter().any(has),
+            _ => false,
+        }
+    }
+    match options.iter().find(|(_, v)| has(v)) {
+        Some((k, _)) => Err(format!("uriOptions.{k} has a $$placeholder this runner cannot replace")),
+        None => Ok(()),
+    }
+}
+
+/// Whether a client entity authenticates with MONGODB-OIDC.
+fn uses_oidc(spec: &Document) -> bool {
+    spec.get_document("uriOptions")
+        .and_then(|o| o.get_str("authMechanism"))
+        .is_ok_and(|m| m == "MONGODB-OIDC")
+}
+
+/// The machine callback standing for `ENVIRONMENT:test`: a fresh token from the runner's
+/// identity provider.
+fn oidc_callback(ctx: &Ctx) -> R<actors::options::oidc::Callback> {
+    use futures_util::FutureExt;
+    let idp = ctx.oidc.clone().ok_or("MONGODB-OIDC needs the simulator's identity provider")?;
+    Ok(actors::options::oidc::Callback::machine(move |_| {
+        let token = idp.token("test_user1", Duration::from_secs(600));
+        async move { Ok(actors::options::oidc::IdpServerResponse::builder().access_token(token).build()) }
+            .boxed()
+    }))
 }
 
 /// A client entity: its URI (the deployment's, or one host), and handlers that record the
@@ -396,6 +457,10 @@ async fn create_client(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
         }
     };
     let mut options = ClientOptions::parse(uri).await.map_err(|e| format!("client {id}: {e}"))?;
+    if uses_oidc(spec) {
+        let credential = options.credential.get_or_insert_with(Default::default);
+        credential.oidc_callback = oidc_callback(ctx)?;
+    }
     options.sdam_event_subscriber = Some(Arc::new(sdam_handler));
     options.command_event_subscriber = Some(Arc::new(cmd_handler));
     options.cmap_event_subscriber = Some(Arc::new(cmap_handler));

@@ -1,6 +1,7 @@
 //! Authentication over an established connection: SCRAM-SHA-1 and SCRAM-SHA-256 (with
-//! mechanism negotiation), MONGODB-X509 (speculative or not) and PLAIN; speculative
-//! authentication in the handshake for SCRAM and X.509.
+//! mechanism negotiation), MONGODB-X509 (speculative or not), PLAIN, MONGODB-OIDC ([`oidc`])
+//! and, with the `aws-auth` feature, MONGODB-AWS (`aws`); speculative authentication in the
+//! handshake for SCRAM, X.509 and OIDC.
 //!
 //! Every failure is [`Error::Authentication`]: with the server's code when it answered `ok: 0`
 //! (e.g. 18 `AuthenticationFailed`), without one when the client detected it (a bad server
@@ -8,6 +9,7 @@
 
 #[cfg(feature = "aws-auth")]
 pub mod aws;
+pub mod oidc;
 mod salted;
 pub mod scram;
 
@@ -30,6 +32,8 @@ pub(crate) struct PendingAuth {
     pub(crate) speculative: Option<(ClientFirst, Document)>,
     /// The server's answer to a speculative MONGODB-X509 `authenticate`: nothing left to do.
     pub(crate) x509_done: bool,
+    /// The cached MONGODB-OIDC token hello carried, when the server accepted it.
+    pub(crate) oidc_done: Option<String>,
 }
 
 /// The MONGODB-X509 `authenticate` command (without `$db`, which is `$external`). Without a
@@ -167,6 +171,23 @@ pub(crate) async fn authenticate(
         #[cfg(feature = "aws-auth")]
         Some(AuthMechanism::MongoDbAws) => {
             aws::authenticate(conn, options, &pending.credential, deadline).await
+        }
+        Some(AuthMechanism::MongoDbOidc) => {
+            let authenticator = options.oidc.clone().ok_or_else(|| Error::Authentication {
+                address: conn.address().clone(),
+                mechanism: "MONGODB-OIDC".into(),
+                code: None,
+                message: "no OIDC callback or ENVIRONMENT is configured".into(),
+            })?;
+            let username = pending.credential.username.clone();
+            match pending.oidc_done {
+                // hello's speculative attempt with the cached token succeeded.
+                Some(token) => {
+                    conn.set_oidc(oidc::ConnectionOidc { authenticator, username, token: Some(token) });
+                    Ok(())
+                }
+                None => oidc::authenticate(conn, authenticator, username, deadline).await,
+            }
         }
         _ => scram(conn, options, pending, deadline).await,
     }

@@ -1,5 +1,7 @@
 //! Where MONGODB-AWS credentials come from, in the auth spec's order, and their cache.
 //!
+//! 0. A provider the application gave (`Credential::aws_credential_provider`), asked every
+//!    time (the SDK's providers cache themselves).
 //! 1. The environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), read
 //!    again at every authentication (another part of the process may refresh them) and never
 //!    cached.
@@ -20,7 +22,7 @@ use std::time::{Duration, SystemTime};
 
 use aws_config::default_provider::credentials::DefaultCredentialsChain;
 use aws_config::provider_config::ProviderConfig;
-use aws_credential_types::provider::ProvideCredentials;
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use aws_credential_types::Credentials;
 use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
 use parking_lot::Mutex;
@@ -32,6 +34,7 @@ const MARGIN: Duration = Duration::from_secs(5 * 60);
 /// A client's MONGODB-AWS credential cache and its SDK chain (built on first use).
 #[derive(Default)]
 pub struct AwsCredentialCache {
+    provider: Option<SharedCredentialsProvider>,
     cached: Mutex<Option<Credentials>>,
     chain: OnceCell<DefaultCredentialsChain>,
 }
@@ -44,8 +47,19 @@ impl fmt::Debug for AwsCredentialCache {
 }
 
 impl AwsCredentialCache {
+    /// A cache that asks `provider` first.
+    pub fn with_provider(provider: Option<SharedCredentialsProvider>) -> Self {
+        AwsCredentialCache { provider, ..Default::default() }
+    }
+
     /// The credentials to sign with now.
     pub(crate) async fn get(&self) -> Result<Credentials, String> {
+        if let Some(p) = &self.provider {
+            return p
+                .provide_credentials()
+                .await
+                .map_err(|e| format!("the AWS credential provider failed: {}", chain_of(&e)));
+        }
         if let Some(c) = from_environment() {
             return Ok(c);
         }

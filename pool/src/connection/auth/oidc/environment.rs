@@ -1,0 +1,131 @@
+//! The built-in OIDC environments (`authMechanismProperties=ENVIRONMENT:...`): machine callbacks
+//! that get a token where the platform keeps one. `test` reads `OIDC_TOKEN_FILE`; `k8s` reads
+//! the service account token (`AZURE_FEDERATED_TOKEN_FILE`, `AWS_WEB_IDENTITY_TOKEN_FILE`, else
+//! the default path); `azure` asks the Azure instance metadata service for a token for
+//! `TOKEN_RESOURCE` (feature `azure-oidc`); `gcp` asks the GCP metadata server for an identity
+//! token with that audience (feature `gcp-oidc`). They never cache: the client's cache does.
+//!
+//! Tests and proxies point the metadata requests elsewhere as the clouds' own SDKs allow:
+//! `AZURE_POD_IDENTITY_AUTHORITY_HOST` (Azure) and `GCE_METADATA_HOST` (GCP).
+
+use std::sync::Arc;
+
+use protocol::oidc::IdpServerResponse;
+
+use super::{TokenFunction, TokenFuture};
+
+/// The Kubernetes service account token's default path.
+const K8S_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+/// The machine callback of `environment`, or why there is none.
+pub fn builtin(
+    environment: &str,
+    username: Option<&str>,
+    token_resource: Option<&str>,
+) -> Result<Arc<TokenFunction>, String> {
+    let _ = (username, token_resource);
+    match environment {
+        "test" => Ok(Arc::new(|_| from_file(std::env::var("OIDC_TOKEN_FILE").ok(), "OIDC_TOKEN_FILE"))),
+        "k8s" => Ok(Arc::new(|_| {
+            let path = std::env::var("AZURE_FEDERATED_TOKEN_FILE")
+                .or_else(|_| std::env::var("AWS_WEB_IDENTITY_TOKEN_FILE"))
+                .unwrap_or_else(|_| K8S_TOKEN.to_string());
+            from_file(Some(path), "the service account token")
+        })),
+        #[cfg(feature = "azure-oidc")]
+        "azure" => Ok(azure(username, token_resource.unwrap_or_default())),
+        #[cfg(not(feature = "azure-oidc"))]
+        "azure" => Err("ENVIRONMENT:azure needs the `azure-oidc` feature".into()),
+        #[cfg(feature = "gcp-oidc")]
+        "gcp" => Ok(gcp(token_resource.unwrap_or_default())),
+        #[cfg(not(feature = "gcp-oidc"))]
+        "gcp" => Err("ENVIRONMENT:gcp needs the `gcp-oidc` feature".into()),
+        other => Err(format!("unknown OIDC ENVIRONMENT '{other}'")),
+    }
+}
+
+/// A token read from `path` (surrounding whitespace dropped).
+fn from_file(path: Option<String>, what: &'static str) -> TokenFuture {
+    Box::pin(async move {
+        let path = path.ok_or_else(|| format!("{what} is not set"))?;
+        let token = tokio::fs::read_to_string(&path).await.map_err(|e| format!("cannot read {path}: {e}"))?;
+        Ok(IdpServerResponse::builder().access_token(token.trim().to_owned()).build())
+    })
+}
+
+/// Percent-encodes a query value (RFC 3986 unreserved characters kept).
+#[cfg(any(feature = "azure-oidc", feature = "gcp-oidc"))]
+fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// `host:port` of a metadata service: the override variable (with or without `http://`), else
+/// the platform's address.
+#[cfg(any(feature = "azure-oidc", feature = "gcp-oidc"))]
+fn authority(variable: &str, default: &str) -> String {
+    std::env::var(variable)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(|v| v.trim_start_matches("http://").trim_end_matches('/').to_string())
+        .map(|v| if v.contains(':') { v } else { format!("{v}:80") })
+        .unwrap_or_else(|| default.to_string())
+}
+
+#[cfg(feature = "azure-oidc")]
+fn azure(username: Option<&str>, resource: &str) -> Arc<TokenFunction> {
+    let mut path =
+        format!("/metadata/identity/oauth2/token?api-version=2018-02-01&resource={}", encode(resource));
+    if let Some(client_id) = username {
+        path.push_str(&format!("&client_id={}", encode(client_id)));
+    }
+    Arc::new(move |ctx| {
+        let path = path.clone();
+        Box::pin(async move {
+            let deadline =
+                ctx.timeout.map_or_else(|| tokio::time::Instant::now() + super::MACHINE_TIMEOUT, Into::into);
+            let host = authority("AZURE_POD_IDENTITY_AUTHORITY_HOST", "169.254.169.254:80");
+            let headers = [("Accept", "application/json"), ("Metadata", "true")];
+            let (status, body) = super::http::get(&host, &path, &headers, deadline).await?;
+            if status != 200 {
+                return Err(format!("the Azure metadata service answered {status}: {body}"));
+            }
+            let json: serde_json::Value = serde_json::from_str(&body)
+                .map_err(|e| format!("the Azure token response is not JSON: {e}"))?;
+            let token =
+                json["access_token"].as_str().ok_or("the Azure token response has no access_token")?;
+            let expires = json["expires_in"]
+                .as_str()
+                .and_then(|s| s.parse::<u64>().ok())
+                .map(|s| std::time::Instant::now() + std::time::Duration::from_secs(s));
+            Ok(IdpServerResponse::builder().access_token(token.to_owned()).expires(expires).build())
+        })
+    })
+}
+
+#[cfg(feature = "gcp-oidc")]
+fn gcp(resource: &str) -> Arc<TokenFunction> {
+    let path = format!(
+        "/computeMetadata/v1/instance/service-accounts/default/identity?audience={}",
+        encode(resource)
+    );
+    Arc::new(move |ctx| {
+        let path = path.clone();
+        Box::pin(async move {
+            let deadline =
+                ctx.timeout.map_or_else(|| tokio::time::Instant::now() + super::MACHINE_TIMEOUT, Into::into);
+            let host = authority("GCE_METADATA_HOST", "metadata:80");
+            let (status, body) =
+                super::http::get(&host, &path, &[("Metadata-Flavor", "Google")], deadline).await?;
+            if status != 200 {
+                return Err(format!("the GCP metadata server answered {status}: {body}"));
+            }
+            Ok(IdpServerResponse::builder().access_token(body.trim().to_owned()).build())
+        })
+    })
+}
