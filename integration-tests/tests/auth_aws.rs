@@ -52,6 +52,18 @@ fn child_result() -> Result<String, String> {
     rt.block_on(async {
         let client = Client::with_uri_str(&uri).await.map_err(|e| format!("build: {e}"))?;
         let status = client.database("admin").run_command(doc! { "connectionStatus": 1 }).await;
+        if status.is_ok() {
+            // More connections, each authenticating: with cached credentials, without new
+            // requests for them.
+            let coll = client.database("db").collection::<bson::Document>("c");
+            let writes = (0..6).map(|i| {
+                let coll = coll.clone();
+                async move { coll.insert_one(doc! { "i": i }).await }
+            });
+            for w in futures_util::future::join_all(writes).await {
+                w.map_err(|e| format!("a write on another connection: {e}"))?;
+            }
+        }
         client.shutdown().await;
         let status = status.map_err(|e| match *e.kind {
             ErrorKind::Authentication { .. } => format!("authentication failed: {e}"),
@@ -156,12 +168,34 @@ fn no_credentials_anywhere_is_a_clear_authentication_error() {
 }
 
 fn temporary() -> AwsTemporaryCredentials {
+    expiring("2099-01-01T00:00:00Z")
+}
+
+fn expiring(expiration: &str) -> AwsTemporaryCredentials {
     AwsTemporaryCredentials {
         access_key_id: TEMP_KEY_ID.into(),
         secret_access_key: TEMP_SECRET.into(),
         token: TOKEN.into(),
-        expiration: "2099-01-01T00:00:00Z".into(),
+        expiration: expiration.into(),
     }
+}
+
+/// `now + secs` as RFC 3339 UTC (`YYYY-MM-DDTHH:MM:SSZ`).
+fn rfc3339_in(secs: u64) -> String {
+    let t =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs() + secs;
+    let (days, rem) = ((t / 86_400) as i64, t % 86_400);
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 #[test]
@@ -198,7 +232,24 @@ fn ecs_container_credentials_through_the_full_uri() {
         return;
     };
     assert_eq!(result, Ok("arn:aws:sts::123456789012:assumed-role/app-role/session@$external".to_string()));
-    assert_eq!(stub.expect("the parent's stub").requests().len(), 1, "cached: one request");
+    assert_eq!(
+        stub.expect("the parent's stub").requests().len(),
+        1,
+        "cached for every connection: one request"
+    );
+}
+
+#[test]
+fn credentials_expiring_within_five_minutes_are_fetched_again() {
+    // Valid for two more minutes: inside the five-minute margin, so never reused.
+    let stub = (std::env::var_os(CHILD).is_none())
+        .then(|| HttpStub::start(cloud_stubs::ecs("/creds", expiring(&rfc3339_in(120)))).expect("ECS stub"));
+    let url = stub.as_ref().map(|s| format!("{}/creds", s.url())).unwrap_or_default();
+    let test = "credentials_expiring_within_five_minutes_are_fetched_again";
+    let Some(result) = run(test, &[("AWS_CONTAINER_CREDENTIALS_FULL_URI", &url)]) else { return };
+    assert!(result.is_ok(), "{result:?}");
+    let n = stub.expect("the parent's stub").requests().len();
+    assert!(n >= 2, "each new connection fetched them again ({n} requests)");
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! (their variables are process-wide): `test`, `k8s`, `azure` and `gcp` (metadata stubs on
 //! 127.0.0.1 reached through `AZURE_POD_IDENTITY_AUTHORITY_HOST` and `GCE_METADATA_HOST`).
 
+use std::future::IntoFuture;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -55,6 +56,24 @@ async fn client_with(uri: &str, callback: Callback, properties: Option<Document>
     Client::with_options(options)
 }
 
+/// A simulator trusting a fresh identity provider, and a client whose machine callback hands
+/// out tokens valid `lifetime` (counting its calls); `None` after saying `test` needs the
+/// simulator.
+struct MachineSetup {
+    cluster: Cluster,
+    calls: Arc<AtomicUsize>,
+    client: Client,
+}
+
+async fn machine_setup(test: &str, lifetime: Duration) -> Option<MachineSetup> {
+    let idp = Arc::new(issuer());
+    let cluster = sim(&format!("auth_oidc::{test}"), &idp)?;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let client =
+        client_with(&cluster.uri(), machine(idp, lifetime, calls.clone()), None).await.expect("client");
+    Some(MachineSetup { cluster, calls, client })
+}
+
 async fn whoami(client: &Client) -> actors::Result<String> {
     let status = client.database("admin").run_command(doc! { "connectionStatus": 1 }).await?;
     let users =
@@ -65,16 +84,11 @@ async fn whoami(client: &Client) -> actors::Result<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_machine_callback_authenticates_and_its_token_is_cached() {
-    let idp = Arc::new(issuer());
-    let Some(cluster) = sim("auth_oidc::a_machine_callback_authenticates_and_its_token_is_cached", &idp)
+    let test = "a_machine_callback_authenticates_and_its_token_is_cached";
+    let Some(MachineSetup { cluster, calls, client }) = machine_setup(test, Duration::from_secs(600)).await
     else {
         return;
     };
-    let calls = Arc::new(AtomicUsize::new(0));
-    let client =
-        client_with(&cluster.uri(), machine(idp.clone(), Duration::from_secs(600), calls.clone()), None)
-            .await
-            .expect("client");
     assert_eq!(whoami(&client).await.expect("authenticated"), "test/alice@$external");
     // Several connections at once: one callback call, the others take the cached token (in
     // hello, speculatively).
@@ -94,17 +108,13 @@ async fn a_machine_callback_authenticates_and_its_token_is_cached() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_token_is_replaced_and_the_command_sent_again() {
-    let idp = Arc::new(issuer());
-    let Some(cluster) = sim("auth_oidc::an_expired_token_is_replaced_and_the_command_sent_again", &idp)
+    // Tokens live two seconds: the connection's expires under it.
+    let test = "an_expired_token_is_replaced_and_the_command_sent_again";
+    let Some(MachineSetup { cluster: _running, calls, client }) =
+        machine_setup(test, Duration::from_secs(2)).await
     else {
         return;
     };
-    let calls = Arc::new(AtomicUsize::new(0));
-    // Tokens live two seconds: the connection's expires under it.
-    let client =
-        client_with(&cluster.uri(), machine(idp.clone(), Duration::from_secs(2), calls.clone()), None)
-            .await
-            .expect("client");
     let coll = client.database("db").collection::<Document>("c");
     coll.insert_one(doc! { "x": 1 }).await.expect("first insert");
     tokio::time::sleep(Duration::from_millis(2200)).await;
@@ -141,14 +151,16 @@ type HumanCalls = Arc<parking_lot::Mutex<Vec<(Option<String>, Option<String>)>>>
 
 /// A human callback: signs `bob` in, returns a refresh token; on a refresh it checks it got the
 /// token back.
-fn human(
-    idp: Arc<OidcIssuer>,
-    calls: HumanCalls,
-) -> Callback {
+fn human(idp: Arc<OidcIssuer>, calls: HumanCalls) -> Callback {
+    human_for(idp, calls, Duration::from_secs(600))
+}
+
+/// [`human`] with tokens valid for `lifetime`.
+fn human_for(idp: Arc<OidcIssuer>, calls: HumanCalls, lifetime: Duration) -> Callback {
     Callback::human(move |context: CallbackContext| {
         let issuer = context.idp_info.as_ref().map(|i| i.issuer.clone());
         calls.lock().push((issuer, context.refresh_token.clone()));
-        let token = idp.token("bob", Duration::from_secs(600));
+        let token = idp.token("bob", lifetime);
         async move {
             Ok(IdpServerResponse::builder()
                 .access_token(token)
@@ -188,6 +200,30 @@ async fn a_human_callback_gets_the_identity_provider_from_the_server() {
     let e = whoami(&client).await.expect_err("not allowed");
     assert!(e.to_string().contains("ALLOWED_HOSTS"), "{e}");
     assert!(calls.lock().is_empty(), "the callback is never called for a host not allowed");
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_human_token_is_renewed_with_the_refresh_token() {
+    let idp = Arc::new(issuer());
+    let Some(cluster) = sim("auth_oidc::an_expired_human_token_is_renewed_with_the_refresh_token", &idp)
+    else {
+        return;
+    };
+    let calls: HumanCalls = Arc::default();
+    let client =
+        client_with(&cluster.uri(), human_for(idp.clone(), calls.clone(), Duration::from_secs(2)), None)
+            .await
+            .expect("client");
+    assert_eq!(whoami(&client).await.expect("authenticated"), "test/bob@$external");
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    // 391 on the pooled connection (connectionStatus needs no authentication, a count does):
+    // the cached token is dropped, and the callback is called with the refresh token and the
+    // cached IdP info (no new two-step conversation).
+    let coll = client.database("db").collection::<Document>("c");
+    assert_eq!(coll.count_documents(doc! {}).await.expect("reauthenticated"), 0);
+    let issuer = Some(idp.issuer().to_string());
+    assert_eq!(*calls.lock(), vec![(issuer.clone(), None), (issuer, Some("refresh-1".to_string()))]);
     client.shutdown().await;
 }
 
@@ -378,4 +414,51 @@ fn environment_gcp_asks_the_metadata_server() {
     let host = stub.as_ref().map(|s| s.url().trim_start_matches("http://").to_string()).unwrap_or_default();
     let Some(result) = in_child(test, &uri, &[("GCE_METADATA_HOST", &host)]) else { return };
     assert_eq!(result, Ok("test/erin@$external".to_string()));
+}
+
+/// Polls `fut` at most `polls` times; `None` when it was still pending (it is dropped there).
+async fn poll_at_most<F: std::future::Future>(fut: F, polls: usize) -> Option<F::Output> {
+    let mut fut = Box::pin(fut);
+    let mut left = polls;
+    std::future::poll_fn(move |cx| {
+        left -= 1;
+        match fut.as_mut().poll(cx) {
+            std::task::Poll::Ready(v) => std::task::Poll::Ready(Some(v)),
+            std::task::Poll::Pending if left == 0 => std::task::Poll::Ready(None),
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_find_dropped_at_every_await_point_of_its_reauthentication_leaves_the_client_healthy() {
+    let test = "a_find_dropped_at_every_await_point_of_its_reauthentication_leaves_the_client_healthy";
+    let Some(MachineSetup { cluster, calls, client }) = machine_setup(test, Duration::from_secs(600)).await
+    else {
+        return;
+    };
+    let coll = client.database("db").collection::<Document>("c");
+    coll.insert_one(doc! { "_id": 1 }).await.expect("seed");
+    let forced_391 = doc! {
+        "configureFailPoint": "failCommand",
+        "mode": { "times": 1 },
+        "data": { "failCommands": ["find"], "errorCode": 391 },
+    };
+    for polls in 1.. {
+        cluster.configure_fail_point(0, forced_391.clone()).expect("fail point");
+        let done = poll_at_most(coll.find_one(doc! { "_id": 1 }).into_future(), polls).await;
+        // Whatever was dropped where, the next find works (through a reauthentication if the
+        // fail point is still armed) and finds the document.
+        let found =
+            coll.find_one(doc! { "_id": 1 }).await.unwrap_or_else(|e| panic!("after {polls} polls: {e}"));
+        assert_eq!(found, Some(doc! { "_id": 1 }), "after {polls} polls");
+        if let Some(result) = done {
+            assert_eq!(result.expect("the undisturbed find"), Some(doc! { "_id": 1 }));
+            break;
+        }
+        assert!(polls < 500, "the find never completed");
+    }
+    assert!(calls.load(Ordering::SeqCst) >= 2, "reauthentication fetched new tokens");
+    client.shutdown().await;
 }

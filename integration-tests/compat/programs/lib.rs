@@ -20,6 +20,7 @@ pub mod errors;
 pub mod events;
 pub mod gridfs;
 pub mod named_options;
+pub mod oidc_callback;
 pub mod raw_batches;
 pub mod raw_cursor;
 pub mod search_indexes;
@@ -47,6 +48,7 @@ pub fn all() -> Vec<(&'static str, bool, Program)> {
         ("events", false, |uri, db| Box::pin(events::run(uri, db))),
         ("gridfs", false, |uri, db| Box::pin(gridfs::run(uri, db))),
         ("named_options", false, |uri, db| Box::pin(named_options::run(uri, db))),
+        ("oidc_callback", false, |uri, db| Box::pin(oidc_callback::run(uri, db))),
         ("raw_batches", false, |uri, db| Box::pin(raw_batches::run(uri, db))),
         ("raw_cursor", false, |uri, db| Box::pin(raw_cursor::run(uri, db))),
         ("search_indexes", false, |uri, db| Box::pin(search_indexes::run(uri, db))),

@@ -131,7 +131,7 @@ pub struct Connection {
     compressor: Option<WireCompressor>,
     /// MONGODB-OIDC: the token this connection authenticated with (the auth spec's
     /// "Connection Cache") and the client's authenticator, for reauthentication.
-    oidc: Option<super::auth::oidc::ConnectionOidc>,
+    oidc: Option<super::auth::oidc::callback::ConnectionOidc>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -382,20 +382,12 @@ impl Connection {
         self.oidc.is_some()
     }
 
-    /// Authenticates again after the server answered `ReauthenticationRequired` (391): the
-    /// connection's token is invalidated in the client's cache and the MONGODB-OIDC
-    /// conversation runs anew (auth spec, "Reauthentication"). Fails on a connection that did
-    /// not authenticate with MONGODB-OIDC.
-    pub async fn reauthenticate(&mut self, deadline: Option<Instant>) -> Result<()> {
-        super::auth::oidc::reauthenticate(self, deadline).await
-    }
-
-    pub(crate) fn set_oidc(&mut self, state: super::auth::oidc::ConnectionOidc) {
+    pub(crate) fn set_oidc(&mut self, state: super::auth::oidc::callback::ConnectionOidc) {
         self.oidc = Some(state);
     }
 
-    pub(crate) fn take_oidc(&mut self) -> Option<super::auth::oidc::ConnectionOidc> {
-        self.oidc.take()
+    pub(crate) fn oidc_state(&self) -> Option<&super::auth::oidc::callback::ConnectionOidc> {
+        self.oidc.as_ref()
     }
 
     /// Whether an exhaust stream is open: the server will send more replies

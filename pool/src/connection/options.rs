@@ -10,7 +10,8 @@ use protocol::uri::{AuthMechanism, Compressor, ConnectionString, Credential, Sec
 use protocol::wire::WireCompressor;
 use serde::Serialize;
 
-use super::auth::oidc::{environment, OidcAuthenticator, OidcFlow};
+use super::auth::oidc::callback::{OidcAuthenticator, OidcFlow};
+use super::auth::oidc::environment;
 use super::resolver::HostResolver;
 use super::tls::{self, TlsOptions};
 use crate::{Error, Result};

@@ -314,7 +314,7 @@ fn check_oidc_environment(
 ) -> Result<()> {
     let bad = |m: String| Err(Error::InvalidCredential(m));
     // Without ENVIRONMENT the application must provide a callback in code, which
-    // cannot be checked here (the client refuses MONGODB-OIDC when it is built).
+    // cannot be checked here (building the connections refuses OIDC with neither).
     match (environment, token_resource) {
         (None, Some(_)) => return bad("TOKEN_RESOURCE requires ENVIRONMENT".into()),
         (None, None) => {}

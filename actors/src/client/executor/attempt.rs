@@ -37,6 +37,9 @@ pub(super) struct Attempt {
     pub deadline: Option<Instant>,
     /// CSOT: the `maxTimeMS` to append (remaining time − the server's minimum RTT).
     pub max_time_ms: Option<i64>,
+    /// This attempt already authenticated its connection again (after a 391): it does not
+    /// a second time.
+    pub reauthenticated: bool,
 }
 
 impl ClientInner {
@@ -45,23 +48,6 @@ impl ClientInner {
     /// connection whose token expired (391) authenticates again and sends the command once
     /// more ([`super::reauthenticate`]).
     pub(super) async fn attempt(
-        &self,
-        conn: &mut PooledConnection<Connection>,
-        target: &Target,
-        op: &Op,
-        mut session: Option<&mut ServerSession>,
-        attempt: Attempt,
-    ) -> Result<Reply> {
-        match self.attempt_once(conn, target, op, session.as_deref_mut(), attempt).await {
-            Err(e) if super::reauthenticate::required(&e, conn) => {
-                super::reauthenticate::reauthenticate(conn, attempt.deadline).await?;
-                self.attempt_once(conn, target, op, session, attempt).await
-            }
-            result => result,
-        }
-    }
-
-    async fn attempt_once(
         &self,
         conn: &mut PooledConnection<Connection>,
         target: &Target,
@@ -125,11 +111,32 @@ impl ClientInner {
                 return Err(Box::pin(self.round_trip_failure(conn, session, e)).await);
             }
         };
-        let (reply, error) = self.observe_reply(session, &attempt, raw);
+        let (reply, error) = self.observe_reply(session.as_deref_mut(), &attempt, raw);
         if let Some(e) = &error {
             Box::pin(self.report_state_change(conn, e)).await;
         }
-        conclude(conn, op, &attempt, &monitoring, reply, error)
+        match conclude(conn, op, &attempt, &monitoring, reply, error) {
+            // Rare, and off the hot path: boxed, so the common attempt's future stays small.
+            Err(e) if !attempt.reauthenticated && super::reauthenticate::required(&e, conn) => {
+                drop(monitoring);
+                Box::pin(self.reauthenticate_and_retry(conn, target, op, session, attempt)).await
+            }
+            result => result,
+        }
+    }
+
+    /// Authenticates `conn` again and sends the command once more (no further
+    /// reauthentication).
+    async fn reauthenticate_and_retry(
+        &self,
+        conn: &mut PooledConnection<Connection>,
+        target: &Target,
+        op: &Op,
+        session: Option<&mut ServerSession>,
+        attempt: Attempt,
+    ) -> Result<Reply> {
+        super::reauthenticate::reauthenticate(conn, attempt.deadline).await?;
+        self.attempt(conn, target, op, session, Attempt { reauthenticated: true, ..attempt }).await
     }
 
     /// The bytes `op` sends on `conn` in this attempt (see [`command_for`]).

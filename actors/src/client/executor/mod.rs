@@ -227,7 +227,14 @@ impl<'a> Run<'a> {
         };
         Ok((
             session,
-            Attempt { operation_id, txn_number, transaction, deadline: limits.deadline, max_time_ms },
+            Attempt {
+                operation_id,
+                txn_number,
+                transaction,
+                deadline: limits.deadline,
+                max_time_ms,
+                reauthenticated: false,
+            },
         ))
     }
 

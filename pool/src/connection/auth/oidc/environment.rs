@@ -12,18 +12,19 @@ use std::sync::Arc;
 
 use protocol::oidc::IdpServerResponse;
 
-use super::{TokenFunction, TokenFuture};
+use super::callback::{TokenFunction, TokenFuture};
 
 /// The Kubernetes service account token's default path.
 const K8S_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 
-/// The machine callback of `environment`, or why there is none.
+/// The machine callback of `environment`, or why there is none. `username` is Azure's client
+/// id; `token_resource` the Azure resource or the GCP audience.
+#[cfg_attr(not(all(feature = "azure-oidc", feature = "gcp-oidc")), allow(unused_variables))]
 pub fn builtin(
     environment: &str,
     username: Option<&str>,
     token_resource: Option<&str>,
 ) -> Result<Arc<TokenFunction>, String> {
-    let _ = (username, token_resource);
     match environment {
         "test" => Ok(Arc::new(|_| from_file(std::env::var("OIDC_TOKEN_FILE").ok(), "OIDC_TOKEN_FILE"))),
         "k8s" => Ok(Arc::new(|_| {
@@ -87,8 +88,9 @@ fn azure(username: Option<&str>, resource: &str) -> Arc<TokenFunction> {
     Arc::new(move |ctx| {
         let path = path.clone();
         Box::pin(async move {
-            let deadline =
-                ctx.timeout.map_or_else(|| tokio::time::Instant::now() + super::MACHINE_TIMEOUT, Into::into);
+            let deadline = ctx
+                .timeout
+                .map_or_else(|| tokio::time::Instant::now() + super::callback::MACHINE_TIMEOUT, Into::into);
             let host = authority("AZURE_POD_IDENTITY_AUTHORITY_HOST", "169.254.169.254:80");
             let headers = [("Accept", "application/json"), ("Metadata", "true")];
             let (status, body) = super::http::get(&host, &path, &headers, deadline).await?;
@@ -117,8 +119,9 @@ fn gcp(resource: &str) -> Arc<TokenFunction> {
     Arc::new(move |ctx| {
         let path = path.clone();
         Box::pin(async move {
-            let deadline =
-                ctx.timeout.map_or_else(|| tokio::time::Instant::now() + super::MACHINE_TIMEOUT, Into::into);
+            let deadline = ctx
+                .timeout
+                .map_or_else(|| tokio::time::Instant::now() + super::callback::MACHINE_TIMEOUT, Into::into);
             let host = authority("GCE_METADATA_HOST", "metadata:80");
             let (status, body) =
                 super::http::get(&host, &path, &[("Metadata-Flavor", "Google")], deadline).await?;
