@@ -180,22 +180,10 @@ fn expiring(expiration: &str) -> AwsTemporaryCredentials {
     }
 }
 
-/// `now + secs` as RFC 3339 UTC (`YYYY-MM-DDTHH:MM:SSZ`).
+/// `now + secs` as RFC 3339 UTC.
 fn rfc3339_in(secs: u64) -> String {
-    let t =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs() + secs;
-    let (days, rem) = ((t / 86_400) as i64, t % 86_400);
-    // Civil date from days since the epoch (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    let at = bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() + secs as i64 * 1000);
+    at.try_to_rfc3339_string().expect("a date in range")
 }
 
 #[test]

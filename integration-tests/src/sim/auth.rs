@@ -13,6 +13,7 @@ use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
 use super::commands::CmdError;
+use super::sasl::{payload_bytes, random};
 use super::SimError;
 
 /// mongod's iteration counts (`scramIterationCount`, `scramSHA256IterationCount`).
@@ -98,18 +99,6 @@ impl Mechanism {
                 pbkdf2::pbkdf2_hmac::<Sha256>(prepped.as_bytes(), salt, iterations, &mut out);
                 Ok(out)
             }
-        }
-    }
-}
-
-/// Fills `buf` from the operating system's secure random source (through rustls' provider).
-pub(crate) fn random(buf: &mut [u8]) {
-    if rustls::crypto::ring::default_provider().secure_random.fill(buf).is_err() {
-        // Never seen in practice; a predictable-but-unique fallback keeps tests running.
-        let seed =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = (seed >> ((i % 16) * 8)) as u8 ^ (i as u8);
         }
     }
 }
@@ -274,14 +263,6 @@ pub(crate) struct ConnAuth {
     oidc_expires: Option<u64>,
     /// The RFC 2253 subject of the verified TLS client certificate, if any.
     pub peer_subject: Option<String>,
-}
-
-fn payload_bytes(v: Option<RawBsonRef<'_>>) -> Result<Vec<u8>, CmdError> {
-    match v {
-        Some(RawBsonRef::Binary(b)) => Ok(b.bytes.to_vec()),
-        Some(RawBsonRef::String(s)) => Ok(s.as_bytes().to_vec()),
-        _ => Err(CmdError::new(14, "TypeMismatch", "payload must be a BinData or string")),
-    }
 }
 
 fn binary(bytes: Vec<u8>) -> Binary {

@@ -54,15 +54,6 @@ fn failed(why: &str) -> CmdError {
     CmdError::new(18, "AuthenticationFailed", "Authentication failed.")
 }
 
-fn payload(body: &RawDocument) -> Result<Document, CmdError> {
-    match body.get("payload") {
-        Ok(Some(bson::RawBsonRef::Binary(b))) => {
-            Document::from_reader(b.bytes).map_err(|_| CmdError::bad("MONGODB-AWS payloads are BSON"))
-        }
-        _ => Err(CmdError::bad("saslStart/saslContinue needs a binary payload")),
-    }
-}
-
 fn binary(bytes: Vec<u8>) -> Bson {
     Bson::Binary(Binary { subtype: BinarySubtype::Generic, bytes })
 }
@@ -70,7 +61,7 @@ fn binary(bytes: Vec<u8>) -> Bson {
 /// `saslStart`: checks the client's nonce and channel-binding flag, answers with the server
 /// nonce and `sts_host`.
 pub(crate) fn start(body: &RawDocument, sts_host: &str) -> Result<(Document, AwsPending), CmdError> {
-    let first = payload(body)?;
+    let first = super::sasl::payload_document(body)?;
     let nonce = match first.get("r") {
         Some(Bson::Binary(b)) if b.bytes.len() == 32 => b.bytes.clone(),
         _ => return Err(failed("the client nonce is not 32 bytes")),
@@ -80,7 +71,7 @@ pub(crate) fn start(body: &RawDocument, sts_host: &str) -> Result<(Document, Aws
     }
     let mut server_nonce = nonce;
     let mut ours = [0u8; 32];
-    super::auth::random(&mut ours);
+    super::sasl::random(&mut ours);
     server_nonce.extend_from_slice(&ours);
     let answer = doc! { "s": binary(server_nonce.clone()), "h": sts_host };
     let reply = doc! {
@@ -98,7 +89,7 @@ pub(crate) fn finish(
     pending: &AwsPending,
     body: &RawDocument,
 ) -> Result<String, CmdError> {
-    let second = payload(body)?;
+    let second = super::sasl::payload_document(body)?;
     let authorization = second.get_str("a").map_err(|_| failed("no authorization header"))?;
     let date = second.get_str("d").map_err(|_| failed("no date"))?;
     let token = second.get_str("t").ok();
@@ -159,23 +150,23 @@ impl Authorization {
 /// `YYYYMMDDTHHMMSSZ` within the allowed skew of now.
 fn check_date(date: &str) -> Result<(), CmdError> {
     let bad = || failed("bad x-amz-date");
-    let b = date.as_bytes();
-    if b.len() != 16 || b[8] != b'T' || b[15] != b'Z' {
+    let part = |r: std::ops::Range<usize>| date.get(r).ok_or_else(bad);
+    if date.len() != 16 || part(8..9)? != "T" || part(15..16)? != "Z" {
         return Err(bad());
     }
-    let num = |r: std::ops::Range<usize>| date.get(r).and_then(|s| s.parse::<i64>().ok()).ok_or_else(bad);
-    let (y, mo, d) = (num(0..4)?, num(4..6)?, num(6..8)?);
-    let (h, mi, s) = (num(9..11)?, num(11..13)?, num(13..15)?);
-    // Days from the civil date (Howard Hinnant's algorithm), then seconds.
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let doy = (153 * (if mo > 2 { mo - 3 } else { mo + 9 }) + 2) / 5 + d - 1;
-    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
-    let signed_at = days * 86_400 + h * 3600 + mi * 60 + s;
-    let now =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-    if (now - signed_at).abs() > CLOCK_SKEW_SECS {
+    let rfc3339 = format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        part(0..4)?,
+        part(4..6)?,
+        part(6..8)?,
+        part(9..11)?,
+        part(11..13)?,
+        part(13..15)?
+    );
+    let signed_at = bson::DateTime::parse_rfc3339_str(&rfc3339).map_err(|_| bad())?;
+    if (bson::DateTime::now().timestamp_millis() - signed_at.timestamp_millis()).abs()
+        > CLOCK_SKEW_SECS * 1000
+    {
         return Err(failed("the signature is too old or from the future"));
     }
     Ok(())

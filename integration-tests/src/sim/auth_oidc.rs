@@ -85,15 +85,6 @@ fn failed(why: &str) -> CmdError {
     CmdError::new(18, "AuthenticationFailed", "Authentication failed.")
 }
 
-fn payload(body: &RawDocument) -> Result<Document, CmdError> {
-    match body.get("payload") {
-        Ok(Some(bson::RawBsonRef::Binary(b))) => {
-            Document::from_reader(b.bytes).map_err(|_| CmdError::bad("MONGODB-OIDC payloads are BSON"))
-        }
-        _ => Err(CmdError::bad("saslStart/saslContinue needs a binary payload")),
-    }
-}
-
 /// What `saslStart` did: authenticated `(user, token expiry)`, or answered a principal request.
 pub(crate) enum Start {
     /// One step: the token was good.
@@ -104,7 +95,7 @@ pub(crate) enum Start {
 
 /// `saslStart`: `{jwt}` (one step) or `{n?}` (the principal step of two).
 pub(crate) fn start(config: &OidcConfig, body: &RawDocument) -> Result<Start, CmdError> {
-    let p = payload(body)?;
+    let p = super::sasl::payload_document(body)?;
     if let Ok(jwt) = p.get_str("jwt") {
         let (user, exp) = verify(config, jwt)?;
         return Ok(Start::Done(user, exp));
@@ -120,7 +111,7 @@ pub(crate) fn start(config: &OidcConfig, body: &RawDocument) -> Result<Start, Cm
 
 /// `saslContinue` after a principal step: `{jwt}`.
 pub(crate) fn finish(config: &OidcConfig, body: &RawDocument) -> Result<(String, u64), CmdError> {
-    let p = payload(body)?;
+    let p = super::sasl::payload_document(body)?;
     let jwt = p.get_str("jwt").map_err(|_| failed("no jwt in the second step"))?;
     verify(config, jwt)
 }

@@ -29,6 +29,7 @@ mod failpoint;
 mod hello;
 mod lb;
 mod repl;
+mod sasl;
 mod server;
 mod store;
 pub mod testing;

@@ -174,7 +174,11 @@ pub struct Credential {
     pub mechanism_properties: Option<bson::Document>,
 }
 
-fn redact_password<S: serde::Serializer>(p: &Option<String>, s: S) -> std::result::Result<S::Ok, S::Error> {
+/// Serializes a password as [`REDACTED`] (or none): serde's `serialize_with` for credentials.
+pub fn redact_password<S: serde::Serializer>(
+    p: &Option<String>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
     match p {
         Some(_) => s.serialize_some(REDACTED),
         None => s.serialize_none(),

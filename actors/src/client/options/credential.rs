@@ -6,7 +6,7 @@
 use std::fmt;
 
 use bson::Document;
-use protocol::uri::{AuthMechanism, CredentialFields};
+use protocol::uri::{AuthMechanism, CredentialFields, REDACTED};
 use serde::{Deserialize, Serialize};
 use typed_builder::TypedBuilder;
 
@@ -41,7 +41,7 @@ pub struct Credential {
     /// The database to authenticate against (`authSource`).
     pub source: Option<String>,
     /// The password (secret); serialized as `"<redacted>"`.
-    #[serde(serialize_with = "redact")]
+    #[serde(serialize_with = "protocol::uri::redact_password")]
     pub password: Option<String>,
     /// The mechanism; `None`: SCRAM, negotiated with the server.
     pub mechanism: Option<AuthMechanism>,
@@ -58,19 +58,12 @@ pub struct Credential {
     pub aws_credential_provider: Option<aws_credential_types::provider::SharedCredentialsProvider>,
 }
 
-fn redact<S: serde::Serializer>(p: &Option<String>, s: S) -> std::result::Result<S::Ok, S::Error> {
-    match p {
-        Some(_) => s.serialize_some("<redacted>"),
-        None => s.serialize_none(),
-    }
-}
-
 impl fmt::Debug for Credential {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Credential")
             .field("username", &self.username)
             .field("source", &self.source)
-            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("password", &self.password.as_ref().map(|_| REDACTED))
             .field("mechanism", &self.mechanism)
             .field("mechanism_properties", &self.mechanism_properties)
             .field("oidc_callback", &self.oidc_callback)

@@ -79,11 +79,6 @@ impl AwsCredentialCache {
     pub(crate) fn clear(&self) {
         *self.cached.lock() = None;
     }
-
-    /// Whether credentials are cached (for tests).
-    pub fn is_cached(&self) -> bool {
-        self.cached.lock().is_some()
-    }
 }
 
 /// Credentials from the environment, when both the key id and the secret are set.

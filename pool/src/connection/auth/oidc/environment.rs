@@ -54,16 +54,12 @@ fn from_file(path: Option<String>, what: &'static str) -> TokenFuture {
     })
 }
 
-/// Percent-encodes a query value (RFC 3986 unreserved characters kept).
+/// Percent-encodes a query value: RFC 3986's unreserved characters stay as they are.
 #[cfg(any(feature = "azure-oidc", feature = "gcp-oidc"))]
 fn encode(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+    const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+    utf8_percent_encode(value, QUERY_VALUE).to_string()
 }
 
 /// `host:port` of a metadata service: the override variable (with or without `http://`), else
@@ -78,6 +74,25 @@ fn authority(variable: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_string())
 }
 
+/// A GET to a metadata service (its authority from `variable`, else `default`), within the
+/// callback's deadline: the body of a 200, else an error naming `service` and its answer.
+#[cfg(any(feature = "azure-oidc", feature = "gcp-oidc"))]
+async fn metadata_get(
+    context: &protocol::oidc::CallbackContext,
+    (variable, default, service): (&str, &str, &str),
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<String, String> {
+    let deadline = context
+        .timeout
+        .map_or_else(|| tokio::time::Instant::now() + super::callback::MACHINE_TIMEOUT, Into::into);
+    let (status, body) = super::http::get(&authority(variable, default), path, headers, deadline).await?;
+    if status != 200 {
+        return Err(format!("the {service} answered {status}: {body}"));
+    }
+    Ok(body)
+}
+
 #[cfg(feature = "azure-oidc")]
 fn azure(username: Option<&str>, resource: &str) -> Arc<TokenFunction> {
     let mut path =
@@ -88,15 +103,10 @@ fn azure(username: Option<&str>, resource: &str) -> Arc<TokenFunction> {
     Arc::new(move |ctx| {
         let path = path.clone();
         Box::pin(async move {
-            let deadline = ctx
-                .timeout
-                .map_or_else(|| tokio::time::Instant::now() + super::callback::MACHINE_TIMEOUT, Into::into);
-            let host = authority("AZURE_POD_IDENTITY_AUTHORITY_HOST", "169.254.169.254:80");
+            let service =
+                ("AZURE_POD_IDENTITY_AUTHORITY_HOST", "169.254.169.254:80", "Azure metadata service");
             let headers = [("Accept", "application/json"), ("Metadata", "true")];
-            let (status, body) = super::http::get(&host, &path, &headers, deadline).await?;
-            if status != 200 {
-                return Err(format!("the Azure metadata service answered {status}: {body}"));
-            }
+            let body = metadata_get(&ctx, service, &path, &headers).await?;
             let json: serde_json::Value = serde_json::from_str(&body)
                 .map_err(|e| format!("the Azure token response is not JSON: {e}"))?;
             let token =
@@ -119,15 +129,8 @@ fn gcp(resource: &str) -> Arc<TokenFunction> {
     Arc::new(move |ctx| {
         let path = path.clone();
         Box::pin(async move {
-            let deadline = ctx
-                .timeout
-                .map_or_else(|| tokio::time::Instant::now() + super::callback::MACHINE_TIMEOUT, Into::into);
-            let host = authority("GCE_METADATA_HOST", "metadata:80");
-            let (status, body) =
-                super::http::get(&host, &path, &[("Metadata-Flavor", "Google")], deadline).await?;
-            if status != 200 {
-                return Err(format!("the GCP metadata server answered {status}: {body}"));
-            }
+            let service = ("GCE_METADATA_HOST", "metadata:80", "GCP metadata server");
+            let body = metadata_get(&ctx, service, &path, &[("Metadata-Flavor", "Google")]).await?;
             Ok(IdpServerResponse::builder().access_token(body.trim().to_owned()).build())
         })
     })
