@@ -17,6 +17,11 @@ pub mod messages;
 pub mod metrics;
 pub mod monitor;
 mod official_features;
+#[cfg(feature = "opentelemetry")]
+pub mod otel;
+#[cfg(not(feature = "opentelemetry"))]
+#[path = "otel_off.rs"]
+mod otel;
 pub mod pool_actor;
 pub mod results;
 pub mod rtt_pinger;

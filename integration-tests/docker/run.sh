@@ -48,7 +48,7 @@ fi
 # --workspace keeps the features of `cargo test --workspace`, so nothing is rebuilt.
 TESTS=${TESTS:-"--workspace --test client_crud --test client_ops --test client_csot --test client_sessions --test cancellation \
   --test client_e2e --test client_config --test client_lb --test client_lb_sdam --test client_srv --test pool_e2e \
-  --test official_driver --test compat_programs --test smoke --test cli --test spec"}
+  --test official_driver --test otel --test compat_programs --test smoke --test cli --test spec"}
 echo "docker/run.sh: the client's end-to-end tests and the unified suites against $URI"
 # shellcheck disable=SC2086
 MONGODB_URI="$URI" $CARGO test --no-fail-fast $TESTS -- --test-threads=1

@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod chaos;
+pub mod child_process;
 pub mod cloud_stubs;
 pub mod deployment;
 pub mod dns_stub;

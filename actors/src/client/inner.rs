@@ -96,6 +96,8 @@ pub(crate) struct ClientInner {
     pub(crate) events: crate::events::EventQueues,
     /// Command metrics, recorded without building events.
     pub(crate) command_metrics: crate::metrics::RecordCommands,
+    /// OpenTelemetry's tracer, when tracing is on (nothing without the feature).
+    pub(crate) tracing: crate::otel::Tracing,
     pub(crate) host: Host,
     /// Keeps the SRV poller's mailbox open while the client lives.
     pub(crate) _srv_poller: Option<actix::Addr<SrvPoller>>,

@@ -160,6 +160,10 @@ impl Client {
             options.command_event_subscriber.clone().map(|h| events.command(h)),
             |both| Arc::new(both),
         );
+        #[cfg(feature = "opentelemetry")]
+        let tracing = crate::otel::Tracing::new(options.tracing.as_ref());
+        #[cfg(not(feature = "opentelemetry"))]
+        let tracing = crate::otel::Tracing;
         let queues = events.clone();
         let build = move || start_actors(&options, queues, event_stop);
         let (topology, selector, srv_poller, host) = start_on_host(build)?;
@@ -174,6 +178,7 @@ impl Client {
                 command_handler,
                 events,
                 command_metrics: crate::metrics::RecordCommands::new(None),
+                tracing,
                 host,
                 closed: AtomicBool::new(false),
                 shutdown: OnceCell::new(),

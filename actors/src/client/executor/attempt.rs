@@ -68,6 +68,7 @@ impl ClientInner {
         // when the exchange ends.
         let was_dirty = session.as_deref_mut().map(|s| std::mem::replace(&mut s.dirty, true));
         let mut monitoring = Monitoring::new(self, conn, op, &op.command, attempt.operation_id);
+        monitoring.trace(conn, op, &raw);
         let mut started_doc = monitoring.started_document(&raw, &op.sequences);
         let body = if op.sequences.is_empty() {
             CommandBody::Raw(raw)
@@ -267,8 +268,9 @@ fn conclude(
         Err(e)
     } else {
         // ok: 1: the command succeeded as far as monitoring is concerned.
-        monitoring.succeeded(&reply);
-        Err(Error::command(conn.address().clone(), *error))
+        let e = Error::command(conn.address().clone(), *error);
+        monitoring.succeeded_with_write_errors(&reply, &e);
+        Err(e)
     }
 }
 

@@ -11,7 +11,8 @@
 //! | [`attempt`] | one attempt on a connection: round trip, reply classification, SDAM reports |
 //! | [`command`] | the command an attempt sends, with its global arguments |
 //! | [`retry`] | every retry rule and the labels the specs add |
-//! | [`monitoring`] | command events, command logs and command metrics |
+//! | [`monitoring`] | command events, command logs and command metrics (and each command's span) |
+//! | [`spans`] | an operation's OpenTelemetry span: where it starts and what it names |
 //! | [`cluster_time`] | where `$clusterTime` is kept, compared and gossiped |
 
 pub(crate) mod attempt;
@@ -21,6 +22,7 @@ pub(crate) mod monitoring;
 pub(crate) mod operation;
 pub(crate) mod reauthenticate;
 pub(crate) mod retry;
+pub(crate) mod spans;
 
 use std::sync::Arc;
 
@@ -49,6 +51,9 @@ pub(crate) trait ExplicitSession: Send {
     /// Whether the session was started by the client whose state is `inner`.
     fn started_by(&self, inner: &Arc<ClientInner>) -> bool;
 
+    /// The span of the session's transaction, under which its statements' spans nest.
+    fn transaction_span(&self) -> Option<&crate::otel::TransactionSpan>;
+
     /// Runs `op` with the session under `limits`.
     fn execute(
         &mut self,
@@ -76,14 +81,24 @@ pub(crate) fn run<'a, O: Operation + 'a, S: ExplicitSession + ?Sized>(
                 "the session was started by another client than the one running the operation",
             ));
         }
-        let prepared = op.prepare()?;
+        let clock = client.inner.tracing.clock();
+        let mut prepared = op.prepare()?;
+        let span = spans::operation(
+            &client.inner,
+            clock,
+            &prepared,
+            session.as_deref().and_then(|s| s.transaction_span()),
+        );
+        prepared.span = span.clone();
         // Boxed: the fluent operations box their future (IntoFuture); with the executor's state
         // behind a pointer, that box is small and cheap to fill.
         let out = match session {
-            Some(session) => session.execute(prepared, limits).await?,
-            None => Box::pin(client.inner.execute(prepared, limits, Binding::implicit())).await?,
+            Some(session) => session.execute(prepared, limits).await,
+            None => Box::pin(client.inner.execute(prepared, limits, Binding::implicit())).await,
         };
-        op.handle_reply(out)
+        let result = out.and_then(|out| op.handle_reply(out));
+        span.end(&result);
+        result
     }
 }
 
@@ -472,8 +487,13 @@ impl ClientInner {
         limits: Limits,
         binding: Binding<'_>,
     ) -> Result<O::Output> {
-        let prepared = op.prepare()?;
-        op.handle_reply(self.execute(prepared, limits, binding).await?)
+        let clock = self.tracing.clock();
+        let mut prepared = op.prepare()?;
+        let span = spans::operation(self, clock, &prepared, None);
+        prepared.span = span.clone();
+        let result = self.execute(prepared, limits, binding).await.and_then(|out| op.handle_reply(out));
+        span.end(&result);
+        result
     }
 
     /// Where an operation on a named server (a cursor's) runs.

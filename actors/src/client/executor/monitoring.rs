@@ -10,9 +10,10 @@ use pool::connection::Connection;
 use protocol::wire::DocumentSequence;
 
 use super::super::inner::ClientInner;
-use super::operation::{convert, Command, Op, Reply};
+use super::operation::{convert, raw_cursor_id, Command, Op, Reply};
 use crate::command_events::{CommandConnection, CommandEvent, CommandEventHandler};
 use crate::metrics::RecordCommands;
+use crate::otel::{CommandInfo, CommandSpan};
 
 /// Commands whose bodies and replies command monitoring redacts.
 const SENSITIVE_COMMANDS: [&str; 9] = [
@@ -45,6 +46,8 @@ pub(super) struct Monitoring<'a> {
     redact: bool,
     /// The topology id, when command log messages are wanted.
     log: Option<String>,
+    /// The command's OpenTelemetry span (see [`trace`](Self::trace)).
+    span: CommandSpan,
 }
 
 impl<'a> Monitoring<'a> {
@@ -74,6 +77,7 @@ impl<'a> Monitoring<'a> {
             operation_id,
             request_id: 0,
             started: (observed || client.command_metrics.enabled()).then(StdInstant::now),
+            span: CommandSpan::default(),
         }
     }
 
@@ -86,21 +90,38 @@ impl<'a> Monitoring<'a> {
         sequences: &[DocumentSequence],
     ) -> Option<Document> {
         match (self.handler.is_some() || self.log.is_some(), self.redact) {
-            (true, false) => {
-                let mut command = convert(sent);
-                for seq in sequences {
-                    let docs: Vec<Bson> = seq
-                        .documents
-                        .iter()
-                        .filter_map(|d| Document::try_from(d.as_ref()).ok().map(Bson::Document))
-                        .collect();
-                    command.insert(seq.identifier.clone(), docs);
-                }
-                Some(command)
-            }
+            (true, false) => Some(command_document(sent, sequences)),
             (true, true) => Some(Document::new()),
             _ => None,
         }
+    }
+
+    /// Starts the command's OpenTelemetry span under its operation's, unless the operation
+    /// is not traced or the command is sensitive (no span at all, as the specification says).
+    pub(super) fn trace(&mut self, conn: &PooledConnection<Connection>, op: &Op, sent: &bson::RawDocument) {
+        if !op.span.is_on() || is_sensitive(&op.name, &op.command) {
+            return;
+        }
+        let collection = op.collection();
+        let cursor_id = match &*op.name {
+            "getMore" => sent.get_i64("getMore").ok(),
+            "killCursors" => {
+                sent.get_array("cursors").ok().and_then(|a| a.into_iter().next()?.ok()?.as_i64())
+            }
+            _ => None,
+        };
+        self.span = op.span.command(CommandInfo {
+            name: &op.name,
+            db: &op.db,
+            collection: collection.as_deref(),
+            address: conn.address(),
+            driver_connection_id: conn.id(),
+            server_connection_id: conn.hello_reply().connection_id,
+            lsid: sent.get_document("lsid").ok().and_then(|d| Document::try_from(d).ok()),
+            txn_number: sent.get_i64("txnNumber").ok(),
+            cursor_id,
+            text: &mut || Some(command_document(sent, &op.sequences)),
+        });
     }
 
     /// The fields of this command's log messages, when they are wanted.
@@ -137,6 +158,20 @@ impl<'a> Monitoring<'a> {
 
     /// The reply's `Document` is built only when a log message or a handler shows it.
     pub(super) fn succeeded(&self, reply: &Reply) {
+        if self.span.is_on() {
+            self.span.succeeded(raw_cursor_id(reply.raw()));
+        }
+        self.answered(reply);
+    }
+
+    /// A reply with `ok: 1` whose write errors or write concern error fail the write: a
+    /// success for command monitoring, an error on the command's span.
+    pub(super) fn succeeded_with_write_errors(&self, reply: &Reply, error: &crate::Error) {
+        self.span.failed(error);
+        self.answered(reply);
+    }
+
+    fn answered(&self, reply: &Reply) {
         let duration = self.started.map(|s| s.elapsed()).unwrap_or_default();
         self.metrics.record(self.command_name, true, duration);
         if let Some(ctx) = self.log_context() {
@@ -166,9 +201,15 @@ impl<'a> Monitoring<'a> {
         if let Some(ctx) = self.log_context() {
             crate::command_log::failed(&ctx, &failure, duration);
         }
+        let error = (self.handler.is_some() || self.span.is_on()).then(error);
+        if let Some(e) = &error {
+            self.span.failed(e);
+        }
         self.ended(|m, connection| CommandEvent::Failed {
             failure,
-            error: crate::command_events::CommandFailure(error()),
+            error: crate::command_events::CommandFailure(
+                error.unwrap_or_else(|| crate::Error::stopped("command")),
+            ),
             command_name: m.command_name.to_string(),
             database_name: m.db.to_string(),
             request_id: m.request_id,
@@ -184,6 +225,21 @@ impl<'a> Monitoring<'a> {
             h.handle(&event(self, c));
         }
     }
+}
+
+/// The command as its started event shows it: a document sequence appears as the array
+/// field it stands for (command monitoring spec).
+fn command_document(sent: &bson::RawDocument, sequences: &[DocumentSequence]) -> Document {
+    let mut command = convert(sent);
+    for seq in sequences {
+        let docs: Vec<Bson> = seq
+            .documents
+            .iter()
+            .filter_map(|d| Document::try_from(d.as_ref()).ok().map(Bson::Document))
+            .collect();
+        command.insert(seq.identifier.clone(), docs);
+    }
+    command
 }
 
 /// A command whose body and reply are not shown: authentication, and a hello with

@@ -90,6 +90,7 @@ pub(crate) trait Operation {
             requires,
             read_concern,
             generic,
+            span: Default::default(),
         })
     }
 }
@@ -203,6 +204,9 @@ pub(crate) struct Op {
     pub read_concern: bool,
     /// A user's command (`run_command`).
     pub generic: bool,
+    /// Its OpenTelemetry span, under which each attempt's command span nests (set by the
+    /// executor's entry points; nothing when tracing is off or compiled out).
+    pub span: crate::otel::OperationSpan,
 }
 
 /// An operation's command body: a `Document`, or the bytes of one that a hot operation
@@ -280,6 +284,25 @@ impl Command {
 }
 
 impl Op {
+    /// The collection the command names, for tracing: its first field's string value (a
+    /// `getMore`'s `collection`); `None` for a database's command (`aggregate: 1`,
+    /// `listCollections: 1`).
+    pub(crate) fn collection(&self) -> Option<String> {
+        let key = (self.name == "getMore").then_some("collection");
+        match &self.command {
+            Command::Document(d) => match key {
+                Some(k) => d.get_str(k).ok(),
+                None => d.iter().next().and_then(|(_, v)| v.as_str()),
+            }
+            .map(str::to_string),
+            Command::Raw(r, _) => match key {
+                Some(k) => r.get_str(k).ok(),
+                None => r.iter().next().and_then(|e| e.ok()).and_then(|(_, v)| v.as_str()),
+            }
+            .map(str::to_string),
+        }
+    }
+
     /// The command carries `writeConcern: {w: 0}` (without `j: true`): the server will not
     /// say whether it wrote.
     pub(crate) fn unacknowledged(&self) -> bool {

@@ -188,6 +188,10 @@ pub struct ClientOptions {
     /// [`DEFAULT_EVENT_QUEUE_CAPACITY`](crate::events::DEFAULT_EVENT_QUEUE_CAPACITY)); see
     /// [`crate::events`].
     pub event_queue_capacity: Option<usize>,
+    /// OpenTelemetry tracing (feature `opentelemetry`; see [`crate::otel`]). `None`: as the
+    /// `OTEL_RUST_INSTRUMENTATION_MONGODB_*` environment variables say (off when unset).
+    #[cfg(feature = "opentelemetry")]
+    pub tracing: Option<crate::otel::OpentelemetryOptions>,
 }
 
 fn default_hosts() -> Vec<ServerAddress> {
@@ -244,7 +248,13 @@ impl PartialEq for ClientOptions {
             max_selection_waiters,
             max_wait_queue_size,
             event_queue_capacity,
+            #[cfg(feature = "opentelemetry")]
+            tracing,
         } = self;
+        #[cfg(feature = "opentelemetry")]
+        if tracing != &other.tracing {
+            return false;
+        }
         hosts == &other.hosts
             && credential == &other.credential
             && tls == &other.tls
@@ -285,8 +295,8 @@ impl PartialEq for ClientOptions {
 impl std::fmt::Debug for ClientOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // ConnectionString's Debug redacts passwords (Credential and Secret).
-        f.debug_struct("ClientOptions")
-            .field("connection_string", &self.connection_string)
+        let mut d = f.debug_struct("ClientOptions");
+        d.field("connection_string", &self.connection_string)
             .field("custom_selector", &self.custom_selector.is_some())
             .field("sdam_event_handler", &self.sdam_event_handler.is_some())
             .field("cmap_event_handler", &self.cmap_event_handler.is_some())
@@ -300,8 +310,10 @@ impl std::fmt::Debug for ClientOptions {
             .field("server_api", &self.server_api)
             .field("max_selection_waiters", &self.max_selection_waiters)
             .field("max_wait_queue_size", &self.max_wait_queue_size)
-            .field("event_queue_capacity", &self.event_queue_capacity)
-            .finish()
+            .field("event_queue_capacity", &self.event_queue_capacity);
+        #[cfg(feature = "opentelemetry")]
+        d.field("tracing", &self.tracing);
+        d.finish()
     }
 }
 

@@ -92,6 +92,8 @@ pub struct ClientSession {
     commit_sent: bool,
     /// A snapshot session (no transactions).
     snapshot: bool,
+    /// The current (or last) transaction's OpenTelemetry span, ended by its commit or abort.
+    txn_span: crate::otel::TransactionSpan,
 }
 
 impl std::fmt::Debug for ClientSession {
@@ -160,6 +162,7 @@ impl Client {
             txn: TransactionOptions::default(),
             mongos: None,
             commit_sent: false,
+            txn_span: Default::default(),
             snapshot,
         })
     }

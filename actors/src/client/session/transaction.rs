@@ -34,6 +34,7 @@ use tokio::time::Instant;
 use super::super::concern::{Acknowledgment, WriteConcern};
 use super::super::executor::operation::{Op, OpOutput, Operation, Retry};
 use super::super::executor::retry::{label_commit_error, label_end_transaction_error, label_root};
+use super::super::executor::spans;
 use super::super::executor::{Binding, ExplicitSession, SessionUse};
 use super::super::inner::ClientInner;
 use super::super::ops::end_transaction::{EndTransaction, Outcome};
@@ -101,6 +102,7 @@ impl ClientSession {
         }
         server.next_txn_number();
         self.state = TransactionState::Starting;
+        self.txn_span = self.client.inner.tracing.transaction();
         Ok(())
     }
 
@@ -137,6 +139,12 @@ impl ClientSession {
     }
 
     async fn commit_until(&mut self, timeout: Option<Duration>, deadline: Option<Instant>) -> Result<()> {
+        let result = self.commit_once(timeout, deadline).await;
+        self.txn_span.end();
+        result
+    }
+
+    async fn commit_once(&mut self, timeout: Option<Duration>, deadline: Option<Instant>) -> Result<()> {
         match self.state {
             TransactionState::None => return Err(state_error("No transaction started")),
             TransactionState::Aborted => {
@@ -198,6 +206,12 @@ impl ClientSession {
     }
 
     async fn abort_until(&mut self, timeout: Option<Duration>, deadline: Option<Instant>) -> Result<()> {
+        let result = self.abort_once(timeout, deadline).await;
+        self.txn_span.end();
+        result
+    }
+
+    async fn abort_once(&mut self, timeout: Option<Duration>, deadline: Option<Instant>) -> Result<()> {
         match self.state {
             TransactionState::None => return Err(state_error("No transaction started")),
             TransactionState::Committed => {
@@ -307,11 +321,19 @@ impl ClientSession {
             max_time_ms,
             recovery_token,
         };
-        let op = end.prepare()?;
+        let clock = self.client.inner.tracing.clock();
+        let mut op = end.prepare()?;
+        let span = spans::operation(&self.client.inner, clock, &op, Some(&self.txn_span));
+        op.span = span.clone();
         if outcome == Outcome::Commit {
             self.commit_sent = true;
         }
-        end.handle_reply(self.run(op, Limits::until(timeout, deadline), may_pin).await?)
+        let result = self
+            .run(op, Limits::until(timeout, deadline), may_pin)
+            .await
+            .and_then(|out| end.handle_reply(out));
+        span.end(&result);
+        result
     }
 
     /// Runs `op` with this session under `limits` (the operation's handle's timeoutMS; inside
@@ -473,6 +495,10 @@ impl ExplicitSession for ClientSession {
         std::sync::Arc::ptr_eq(&self.client.inner, inner)
     }
 
+    fn transaction_span(&self) -> Option<&crate::otel::TransactionSpan> {
+        self.in_transaction().then_some(&self.txn_span)
+    }
+
     fn execute(
         &mut self,
         op: Op,
@@ -503,6 +529,7 @@ impl Drop for ClientSession {
                     mongos: self.mongos.take(),
                     commit_sent: false,
                     snapshot: false,
+                    txn_span: std::mem::take(&mut self.txn_span),
                 };
                 let inner = self.client.inner.clone();
                 inner.spawn_background(async move {

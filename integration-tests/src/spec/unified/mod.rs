@@ -18,6 +18,7 @@ mod logs;
 pub mod matching;
 mod runner;
 pub mod scan;
+mod traces;
 
 /// The unified suites: the report name and the directory relative to the root.
 pub const SUITES: &[(&str, &str)] = &[
@@ -45,6 +46,7 @@ pub const SUITES: &[(&str, &str)] = &[
     ("unified/command-monitoring", "command-logging-and-monitoring/tests/monitoring"),
     ("unified/mongodb-handshake", "mongodb-handshake/tests/unified"),
     ("unified/auth", "auth/tests/unified"),
+    ("unified/open-telemetry", "open-telemetry/tests"),
     ("unified/runner-valid-pass", "unified-test-format/tests/valid-pass"),
     ("unified/runner-valid-fail", "unified-test-format/tests/valid-fail"),
 ];

@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 
 use super::logs;
 use super::matching::matches;
+use super::traces;
 use crate::deployment::Deployment;
 use crate::sim::Cluster;
 
@@ -36,6 +37,8 @@ struct ClientEntity {
     checked_out: Arc<std::sync::atomic::AtomicI64>,
     /// From `observeLogMessages`.
     logs: Option<logs::LogObserver>,
+    /// From `observeTracingMessages`.
+    traces: Option<traces::TraceObserver>,
 }
 
 enum Entity {
@@ -258,6 +261,11 @@ async fn run_in(ctx: &mut Ctx, file: &Document, test: &Document) -> R<()> {
         let Some(expected) = expected.as_document() else { continue };
         logs::check(client(ctx, expected.get_str("client").unwrap_or(""))?.logs.as_ref(), expected).await?;
     }
+    for expected in test.get_array("expectTracingMessages").map(|a| a.as_slice()).unwrap_or(&[]) {
+        let Some(expected) = expected.as_document() else { continue };
+        let expected = with_lsids(expected, &ctx.lsids, &ctx.values);
+        traces::check(client(ctx, expected.get_str("client").unwrap_or(""))?.traces.as_ref(), &expected)?;
+    }
     for outcome in test.get_array("outcome").map(|a| a.as_slice()).unwrap_or(&[]) {
         let Some(outcome) = outcome.as_document() else { continue };
         let coll = ctx
@@ -471,8 +479,15 @@ async fn create_client(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
         server_api.deprecation_errors = api.get_bool("deprecationErrors").ok();
         options.server_api = Some(server_api);
     }
+    let traces = match traces::observer(spec)? {
+        Some((observer, tracing)) => {
+            options.tracing = Some(tracing);
+            Some(observer)
+        }
+        None => None,
+    };
     let client = Client::with_options(options).map_err(|e| format!("client {id}: {e}"))?;
-    Ok(Entity::Client(ClientEntity { client, events, checked_out, logs: log_observer }))
+    Ok(Entity::Client(ClientEntity { client, events, checked_out, logs: log_observer, traces }))
 }
 
 /// A collection entity of a database entity, with its read preference and timeoutMS.

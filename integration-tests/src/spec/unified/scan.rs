@@ -18,6 +18,7 @@ const CLIENT_KEYS: &[&str] = &[
     "observeSensitiveCommands",
     "awaitMinPoolSizeMS",
     "observeLogMessages",
+    "observeTracingMessages",
     "serverApi",
 ];
 const COMMAND_EVENTS: &[&str] = &["commandStartedEvent", "commandSucceededEvent", "commandFailedEvent"];
