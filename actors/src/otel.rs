@@ -284,7 +284,7 @@ impl OperationSpan {
             .with_kind(SpanKind::Client)
             .with_attributes(attributes);
         let span = t.tracing.tracer.build_with_context(builder, &t.context);
-        CommandSpan(Some(t.context.with_span(span)))
+        CommandSpan(Some(Box::new(t.context.with_span(span))))
     }
 }
 
@@ -304,9 +304,10 @@ pub(crate) struct CommandInfo<'a> {
     pub text: &'a mut dyn FnMut() -> Option<Document>,
 }
 
-/// One command's span.
+/// One command's span (boxed: an attempt's future holds it, and a pointer when tracing is
+/// off).
 #[derive(Default)]
-pub(crate) struct CommandSpan(Option<Context>);
+pub(crate) struct CommandSpan(Option<Box<Context>>);
 
 impl CommandSpan {
     /// Whether the command is traced.

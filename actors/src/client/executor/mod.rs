@@ -96,6 +96,9 @@ pub(crate) fn run<'a, O: Operation + 'a, S: ExplicitSession + ?Sized>(
             Some(session) => session.execute(prepared, limits).await,
             None => Box::pin(client.inner.execute(prepared, limits, Binding::implicit())).await,
         };
+        if !span.is_on() {
+            return op.handle_reply(out?);
+        }
         let result = out.and_then(|out| op.handle_reply(out));
         span.end(&result);
         result
