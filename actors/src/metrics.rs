@@ -1,47 +1,89 @@
-//! Metrics recorded through the `metrics` crate, from the same events subscribers see.
+//! Metrics recorded through the `metrics` crate, from the same events subscribers see: the
+//! OpenTelemetry semantic conventions' database client metrics (`db.client.*`), then this
+//! client's own (`mongo_actors.*`). Any exporter of the `metrics` crate takes them (Prometheus
+//! writes `db.client.operation.duration` as `db_client_operation_duration`).
 //!
 //! The client wraps the user's SDAM and CMAP event handlers with [`sdam_handler`] and
-//! [`cmap_handler`], and records command metrics itself without building command events
-//! ([`command_handler`] does the same for a handler of your own). Metric handles are resolved once per server (or command name) and
-//! cached in the wrapper, so install the recorder before building the client: a client built
-//! with no recorder installed records nothing.
+//! [`cmap_handler`], and records operation and command metrics itself without building
+//! events ([`command_handler`] does the same for a handler of your own). Metric handles are
+//! resolved once per server (or name) and cached in the wrapper, so install the recorder before
+//! building the client: a client built with no recorder installed records nothing and reads no
+//! clock for metrics.
 //!
-//! | name | kind | labels | from |
+//! | name | kind | labels | what |
 //! |---|---|---|---|
-//! | `mongo_actors_pool_connections` | gauge | `server` | CMAP: connection created +1, closed -1 |
-//! | `mongo_actors_pool_checked_out` | gauge | `server` | CMAP: checked out +1, checked in -1 |
-//! | `mongo_actors_heartbeats_total` | counter | `server`, `outcome` | SDAM heartbeat succeeded/failed |
-//! | `mongo_actors_heartbeat_duration_seconds` | histogram | `server` | SDAM heartbeat succeeded/failed |
-//! | `mongo_actors_server_rtt_seconds` | gauge | `server` | non-awaited heartbeats, and RTTs in server descriptions |
-//! | `mongo_actors_commands_total` | counter | `command`, `outcome` | command succeeded/failed |
-//! | `mongo_actors_command_duration_seconds` | histogram | `command` | command succeeded/failed |
+//! | `db.client.operation.duration` | histogram (s) | `db.system.name`, `db.namespace`, `db.collection.name`, `db.operation.name`, `server.address`, `server.port`, and on failure `error.type`, `db.response.status_code` | an operation from the call to its read result (selection, check-out, retries) |
+//! | `db.client.connection.count` | gauge | `db.client.connection.pool.name` (the server), `db.client.connection.state` = idle/used | a pool's connections |
+//! | `db.client.connection.max` | gauge | pool name | `maxPoolSize` |
+//! | `db.client.connection.idle.min` | gauge | pool name | `minPoolSize` |
+//! | `db.client.connection.pending_requests` | gauge | pool name | check-outs waiting |
+//! | `db.client.connection.timeouts` | counter | pool name | check-outs that timed out |
+//! | `db.client.connection.create_time` | histogram (s) | pool name | connection establishment (handshake and authentication) |
+//! | `db.client.connection.wait_time` | histogram (s) | pool name | check-out waits that got a connection |
+//! | `db.client.connection.use_time` | histogram (s) | pool name | check-out to check-in |
+//! | `mongo_actors.command.duration` | histogram (s) | `db.command.name`, `outcome` = succeeded/failed | one command's round trip |
+//! | `mongo_actors.server_selection.duration` | histogram (s) | `outcome`, `path` = fast/waiter | server selection |
+//! | `mongo_actors.server_selection.waiters` | gauge | | selections waiting in the selection actor |
+//! | `mongo_actors.operations.in_flight` | gauge | `server` | operations running on a server |
+//! | `mongo_actors.heartbeats` | counter | `server`, `outcome` | monitor heartbeats |
+//! | `mongo_actors.heartbeat.duration` | histogram (s) | `server` | heartbeats (awaited ones included) |
+//! | `mongo_actors.server.rtt` | gauge (s) | `server` | the last round trip time |
+//! | `mongo_actors.topology.changes` | counter | | topology description changes |
+//! | `mongo_actors.admission.rejections` | counter | `queue` = server_selection/connection_pool | operations refused by admission control |
+//! | `mongo_actors.events.dropped` | counter | `kind` = sdam/cmap/command | events a full subscriber queue dropped |
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use metrics::{Counter, Gauge, Histogram};
-use parking_lot::RwLock;
-use pool::cmap::{CmapEvent, CmapEventHandler};
+use parking_lot::{Mutex, RwLock};
+use pool::cmap::{CheckOutFailedReason, CmapEvent, CmapEventHandler};
 use protocol::sdam::events::SdamEvent;
 use protocol::ServerAddress;
 
 use crate::command_events::{CommandEvent, CommandEventHandler};
 use crate::events::SdamEventHandler;
 
-/// Pool size gauge: connections of a server's pool (created +1, closed -1).
-pub const POOL_CONNECTIONS: &str = "mongo_actors_pool_connections";
-/// Checked-out connections of a server's pool (checked out +1, checked in -1).
-pub const POOL_CHECKED_OUT: &str = "mongo_actors_pool_checked_out";
+/// Operations, from the call to the read result (semantic conventions).
+pub const OPERATION_DURATION: &str = "db.client.operation.duration";
+/// A pool's connections by state, `idle` or `used` (semantic conventions).
+pub const CONNECTION_COUNT: &str = "db.client.connection.count";
+/// A pool's `maxPoolSize` (semantic conventions).
+pub const CONNECTION_MAX: &str = "db.client.connection.max";
+/// A pool's `minPoolSize` (semantic conventions).
+pub const CONNECTION_IDLE_MIN: &str = "db.client.connection.idle.min";
+/// Check-outs waiting for a connection (semantic conventions).
+pub const CONNECTION_PENDING_REQUESTS: &str = "db.client.connection.pending_requests";
+/// Check-outs that timed out (semantic conventions).
+pub const CONNECTION_TIMEOUTS: &str = "db.client.connection.timeouts";
+/// Connection establishment times, in seconds (semantic conventions).
+pub const CONNECTION_CREATE_TIME: &str = "db.client.connection.create_time";
+/// Check-out waits that got a connection, in seconds (semantic conventions).
+pub const CONNECTION_WAIT_TIME: &str = "db.client.connection.wait_time";
+/// Check-out to check-in, in seconds (semantic conventions).
+pub const CONNECTION_USE_TIME: &str = "db.client.connection.use_time";
+/// One command's round trip, per command name and outcome, in seconds.
+pub const COMMAND_DURATION: &str = "mongo_actors.command.duration";
+/// Server selection, per outcome and path, in seconds.
+pub const SERVER_SELECTION_DURATION: &str = "mongo_actors.server_selection.duration";
+/// Selections waiting in the selection actor.
+pub const SERVER_SELECTION_WAITERS: &str = "mongo_actors.server_selection.waiters";
+/// Operations running on a server.
+pub const OPERATIONS_IN_FLIGHT: &str = "mongo_actors.operations.in_flight";
 /// Heartbeats per server and outcome (`succeeded` | `failed`).
-pub const HEARTBEATS_TOTAL: &str = "mongo_actors_heartbeats_total";
+pub const HEARTBEATS: &str = "mongo_actors.heartbeats";
 /// Heartbeat durations per server, in seconds.
-pub const HEARTBEAT_DURATION: &str = "mongo_actors_heartbeat_duration_seconds";
+pub const HEARTBEAT_DURATION: &str = "mongo_actors.heartbeat.duration";
 /// The last round trip time measured to a server, in seconds.
-pub const SERVER_RTT: &str = "mongo_actors_server_rtt_seconds";
-/// Commands per command name and outcome (`succeeded` | `failed`).
-pub const COMMANDS_TOTAL: &str = "mongo_actors_commands_total";
-/// Command durations per command name, in seconds.
-pub const COMMAND_DURATION: &str = "mongo_actors_command_duration_seconds";
+pub const SERVER_RTT: &str = "mongo_actors.server.rtt";
+/// Topology description changes.
+pub const TOPOLOGY_CHANGES: &str = "mongo_actors.topology.changes";
+/// Operations admission control refused, per queue (`server_selection` | `connection_pool`).
+pub const ADMISSION_REJECTIONS: &str = "mongo_actors.admission.rejections";
+
+const POOL: &str = "db.client.connection.pool.name";
+const STATE: &str = "db.client.connection.state";
 
 /// Handles resolved once per key: a lookup under a read lock instead of building a labelled
 /// key on every event (CMAP events come several times per operation).
@@ -68,28 +110,80 @@ impl<K: std::hash::Hash + Eq + Clone, V> Cache<K, V> {
 }
 
 struct PoolMetrics {
-    connections: Gauge,
-    checked_out: Gauge,
+    idle: Gauge,
+    used: Gauge,
+    max: Gauge,
+    idle_min: Gauge,
+    pending: Gauge,
+    timeouts: Counter,
+    rejections: Counter,
+    create_time: Histogram,
+    wait_time: Histogram,
+    use_time: Histogram,
+    /// When each checked-out connection was checked out, by id.
+    checked_out: Mutex<HashMap<u32, Instant>>,
+}
+
+impl PoolMetrics {
+    fn new(address: &ServerAddress) -> Self {
+        let pool = address.to_string();
+        PoolMetrics {
+            idle: metrics::gauge!(CONNECTION_COUNT, POOL => pool.clone(), STATE => "idle"),
+            used: metrics::gauge!(CONNECTION_COUNT, POOL => pool.clone(), STATE => "used"),
+            max: metrics::gauge!(CONNECTION_MAX, POOL => pool.clone()),
+            idle_min: metrics::gauge!(CONNECTION_IDLE_MIN, POOL => pool.clone()),
+            pending: metrics::gauge!(CONNECTION_PENDING_REQUESTS, POOL => pool.clone()),
+            timeouts: metrics::counter!(CONNECTION_TIMEOUTS, POOL => pool.clone()),
+            rejections: metrics::counter!(ADMISSION_REJECTIONS, "queue" => "connection_pool"),
+            create_time: metrics::histogram!(CONNECTION_CREATE_TIME, POOL => pool.clone()),
+            wait_time: metrics::histogram!(CONNECTION_WAIT_TIME, POOL => pool.clone()),
+            use_time: metrics::histogram!(CONNECTION_USE_TIME, POOL => pool),
+            checked_out: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn record(&self, event: &CmapEvent) {
+        match event {
+            CmapEvent::PoolCreated { options, .. } => {
+                self.max.set(f64::from(options.max_pool_size()));
+                self.idle_min.set(f64::from(options.min_pool_size()));
+            }
+            // A connection is idle from its creation until checked out, and closed idle (a
+            // checked-out connection is checked in before it is closed).
+            CmapEvent::ConnectionCreated { .. } => self.idle.increment(1.0),
+            CmapEvent::ConnectionClosed { .. } => self.idle.decrement(1.0),
+            CmapEvent::ConnectionReady { duration, .. } => self.create_time.record(duration.as_secs_f64()),
+            CmapEvent::CheckOutStarted { .. } => self.pending.increment(1.0),
+            CmapEvent::CheckOutFailed { reason, .. } => {
+                self.pending.decrement(1.0);
+                match reason {
+                    CheckOutFailedReason::Timeout => self.timeouts.increment(1),
+                    CheckOutFailedReason::WaitQueueFull => self.rejections.increment(1),
+                    _ => {}
+                }
+            }
+            CmapEvent::CheckedOut { connection_id, duration, .. } => {
+                self.pending.decrement(1.0);
+                self.idle.decrement(1.0);
+                self.used.increment(1.0);
+                self.wait_time.record(duration.as_secs_f64());
+                self.checked_out.lock().insert(*connection_id, Instant::now());
+            }
+            CmapEvent::CheckedIn { connection_id, .. } => {
+                self.used.decrement(1.0);
+                self.idle.increment(1.0);
+                if let Some(at) = self.checked_out.lock().remove(connection_id) {
+                    self.use_time.record(at.elapsed().as_secs_f64());
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 struct RecordCmap {
     pools: Cache<ServerAddress, PoolMetrics>,
     inner: Option<Arc<dyn CmapEventHandler>>,
-}
-
-impl RecordCmap {
-    fn pool(&self, address: &ServerAddress) -> Arc<PoolMetrics> {
-        self.pools.get(address, |a| {
-            let server = a.to_string();
-            (
-                a.clone(),
-                PoolMetrics {
-                    connections: metrics::gauge!(POOL_CONNECTIONS, "server" => server.clone()),
-                    checked_out: metrics::gauge!(POOL_CHECKED_OUT, "server" => server),
-                },
-            )
-        })
-    }
 }
 
 impl pool::events::EventHandler<CmapEvent> for RecordCmap {
@@ -99,13 +193,8 @@ impl pool::events::EventHandler<CmapEvent> for RecordCmap {
     }
 
     fn handle(&self, event: &CmapEvent) {
-        match event {
-            CmapEvent::ConnectionCreated { address, .. } => self.pool(address).connections.increment(1.0),
-            CmapEvent::ConnectionClosed { address, .. } => self.pool(address).connections.decrement(1.0),
-            CmapEvent::CheckedOut { address, .. } => self.pool(address).checked_out.increment(1.0),
-            CmapEvent::CheckedIn { address, .. } => self.pool(address).checked_out.decrement(1.0),
-            _ => {}
-        }
+        let address = event.address();
+        self.pools.get(address, |a| (a.clone(), PoolMetrics::new(a))).record(event);
         if let Some(inner) = &self.inner {
             inner.handle(event);
         }
@@ -121,6 +210,7 @@ struct HeartbeatMetrics {
 
 struct RecordSdam {
     servers: Cache<ServerAddress, HeartbeatMetrics>,
+    topology_changes: Counter,
     inner: Option<Arc<dyn SdamEventHandler>>,
 }
 
@@ -131,8 +221,8 @@ impl RecordSdam {
             (
                 a.clone(),
                 HeartbeatMetrics {
-                    succeeded: metrics::counter!(HEARTBEATS_TOTAL, "server" => server.clone(), "outcome" => "succeeded"),
-                    failed: metrics::counter!(HEARTBEATS_TOTAL, "server" => server.clone(), "outcome" => "failed"),
+                    succeeded: metrics::counter!(HEARTBEATS, "server" => server.clone(), "outcome" => "succeeded"),
+                    failed: metrics::counter!(HEARTBEATS, "server" => server.clone(), "outcome" => "failed"),
                     duration: metrics::histogram!(HEARTBEAT_DURATION, "server" => server.clone()),
                     rtt: metrics::gauge!(SERVER_RTT, "server" => server),
                 },
@@ -169,6 +259,7 @@ impl pool::events::EventHandler<SdamEvent> for RecordSdam {
                     self.server(&e.address).rtt.set(rtt.as_secs_f64());
                 }
             }
+            SdamEvent::TopologyDescriptionChanged(_) => self.topology_changes.increment(1),
             _ => {}
         }
         if let Some(inner) = &self.inner {
@@ -178,15 +269,27 @@ impl pool::events::EventHandler<SdamEvent> for RecordSdam {
 }
 
 struct CommandMetrics {
-    succeeded: Counter,
-    failed: Counter,
-    duration: Histogram,
+    succeeded: Histogram,
+    failed: Histogram,
 }
 
-/// Records command metrics; the client calls [`record`](Self::record) directly, so that
-/// metrics alone never build command events.
+/// The labels of an operation's duration that do not depend on its outcome.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct OperationKey {
+    pub name: String,
+    pub db: String,
+    pub collection: Option<String>,
+    /// The server that answered, else the one an error names (`None`: no server was
+    /// selected).
+    pub address: Option<ServerAddress>,
+}
+
+/// Records operation and command metrics; the client calls [`record`](Self::record) and
+/// [`record_operation`](Self::record_operation) directly, so that metrics alone never build
+/// events.
 pub(crate) struct RecordCommands {
     commands: Cache<String, CommandMetrics>,
+    operations: Cache<OperationKey, Histogram>,
     inner: Option<Arc<dyn CommandEventHandler>>,
     /// A recorder was installed when the client was built.
     enabled: bool,
@@ -195,10 +298,16 @@ pub(crate) struct RecordCommands {
 impl RecordCommands {
     /// A recorder that forwards the events it handles to `inner`.
     pub(crate) fn new(inner: Option<Arc<dyn CommandEventHandler>>) -> Self {
-        RecordCommands { commands: Cache::new(), inner, enabled: recorder_installed() }
+        RecordCommands {
+            commands: Cache::new(),
+            operations: Cache::new(),
+            inner,
+            enabled: recorder_installed(),
+        }
     }
 
     /// Whether a recorder was installed when the client was built.
+    #[inline]
     pub(crate) fn enabled(&self) -> bool {
         self.enabled
     }
@@ -209,12 +318,35 @@ impl RecordCommands {
             return;
         }
         let m = self.command(command_name);
-        if succeeded {
-            m.succeeded.increment(1);
-        } else {
-            m.failed.increment(1);
+        let h = if succeeded { &m.succeeded } else { &m.failed };
+        h.record(duration.as_secs_f64());
+    }
+
+    /// Records one operation's duration: a succeeded one through a cached handle, a failed
+    /// one with its error's type and server code.
+    pub(crate) fn record_operation(
+        &self,
+        key: &OperationKey,
+        duration: std::time::Duration,
+        error: Option<&crate::Error>,
+    ) {
+        if !self.enabled {
+            return;
         }
-        m.duration.record(duration.as_secs_f64());
+        let seconds = duration.as_secs_f64();
+        let Some(error) = error else {
+            let h = self
+                .operations
+                .get(key, |k| (k.clone(), metrics::histogram!(OPERATION_DURATION, operation_labels(k))));
+            h.record(seconds);
+            return;
+        };
+        let mut labels = operation_labels(key);
+        labels.push(metrics::Label::from_static_parts("error.type", error.kind.name()));
+        if let Some(code) = error.code() {
+            labels.push(metrics::Label::new("db.response.status_code", code.to_string()));
+        }
+        metrics::histogram!(OPERATION_DURATION, labels).record(seconds);
     }
 
     fn command(&self, name: &str) -> Arc<CommandMetrics> {
@@ -223,13 +355,33 @@ impl RecordCommands {
             (
                 command.clone(),
                 CommandMetrics {
-                    succeeded: metrics::counter!(COMMANDS_TOTAL, "command" => command.clone(), "outcome" => "succeeded"),
-                    failed: metrics::counter!(COMMANDS_TOTAL, "command" => command.clone(), "outcome" => "failed"),
-                    duration: metrics::histogram!(COMMAND_DURATION, "command" => command),
+                    succeeded: metrics::histogram!(COMMAND_DURATION, "db.command.name" => command.clone(), "outcome" => "succeeded"),
+                    failed: metrics::histogram!(COMMAND_DURATION, "db.command.name" => command, "outcome" => "failed"),
                 },
             )
         })
     }
+}
+
+/// The semantic conventions' attributes of an operation.
+fn operation_labels(key: &OperationKey) -> Vec<metrics::Label> {
+    let mut labels = vec![
+        metrics::Label::from_static_parts("db.system.name", "mongodb"),
+        metrics::Label::new("db.namespace", key.db.clone()),
+        metrics::Label::new("db.operation.name", key.name.clone()),
+    ];
+    if let Some(c) = &key.collection {
+        labels.push(metrics::Label::new("db.collection.name", c.clone()));
+    }
+    match &key.address {
+        Some(ServerAddress::Tcp { host, port }) => {
+            labels.push(metrics::Label::new("server.address", host.clone()));
+            labels.push(metrics::Label::new("server.port", port.unwrap_or(27017).to_string()));
+        }
+        Some(other) => labels.push(metrics::Label::new("server.address", other.to_string())),
+        None => {}
+    }
+    labels
 }
 
 impl pool::events::EventHandler<CommandEvent> for RecordCommands {
@@ -261,13 +413,17 @@ pub fn recorder_installed() -> bool {
     metrics::with_recorder(|r| std::mem::size_of_val(r) != 0)
 }
 
-/// An SDAM handler that records heartbeat and RTT metrics, then forwards to `inner`; `inner`
-/// itself when no recorder is installed.
+/// An SDAM handler that records heartbeat, RTT and topology metrics, then forwards to
+/// `inner`; `inner` itself when no recorder is installed.
 pub fn sdam_handler(inner: Option<Arc<dyn SdamEventHandler>>) -> Option<Arc<dyn SdamEventHandler>> {
     if !recorder_installed() {
         return inner;
     }
-    Some(Arc::new(RecordSdam { servers: Cache::new(), inner }))
+    Some(Arc::new(RecordSdam {
+        servers: Cache::new(),
+        topology_changes: metrics::counter!(TOPOLOGY_CHANGES),
+        inner,
+    }))
 }
 
 /// A CMAP handler that records pool metrics, then forwards to `inner`; `inner` itself when
@@ -325,43 +481,108 @@ mod tests {
         v
     }
 
-    fn gauge(values: &Values, name: &str) -> f64 {
-        match values.get(&(MetricKind::Gauge, name.to_owned(), labels(&[("server", "db1:27017")]))) {
-            Some(DebugValue::Gauge(v)) => v.into_inner(),
+    fn value<'v>(values: &'v Values, kind: MetricKind, name: &str, pairs: &[(&str, &str)]) -> &'v DebugValue {
+        match values.get(&(kind, name.to_owned(), labels(pairs))) {
+            Some(v) => v,
+            None => panic!("{name} {pairs:?} not recorded: {:?}", values.keys().collect::<Vec<_>>()),
+        }
+    }
+
+    fn gauge(values: &Values, name: &str, pairs: &[(&str, &str)]) -> f64 {
+        match value(values, MetricKind::Gauge, name, pairs) {
+            DebugValue::Gauge(v) => v.into_inner(),
             other => panic!("{name}: {other:?}"),
         }
     }
 
+    fn counter(values: &Values, name: &str, pairs: &[(&str, &str)]) -> u64 {
+        match value(values, MetricKind::Counter, name, pairs) {
+            DebugValue::Counter(n) => *n,
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+
+    fn histogram(values: &Values, name: &str, pairs: &[(&str, &str)]) -> Vec<f64> {
+        match value(values, MetricKind::Histogram, name, pairs) {
+            DebugValue::Histogram(h) => {
+                let mut got: Vec<f64> = h.iter().map(|x| x.into_inner()).collect();
+                got.sort_by(f64::total_cmp);
+                got
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+
+    const POOL_DB1: (&str, &str) = (POOL, "db1:27017");
+
     #[test]
-    fn pool_gauges_follow_cmap_events_and_inner_handler_still_runs() {
+    fn pool_metrics_follow_cmap_events_and_inner_handler_still_runs() {
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
         let (tx, rx) = crossbeam_channel::unbounded::<CmapEvent>();
-        metrics::with_local_recorder(&recorder, || {
-            let handler = cmap_handler(Some(Arc::new(tx))).expect("a handler");
-            let a = address();
-            for id in 1..=3 {
-                handler.handle(&CmapEvent::ConnectionCreated { address: a.clone(), connection_id: id });
-            }
-            handler.handle(&CmapEvent::ConnectionClosed {
+        let a = address();
+        let events = [
+            CmapEvent::PoolCreated {
+                address: a.clone(),
+                options: pool::cmap::PoolOptions::builder()
+                    .max_pool_size(7)
+                    .min_pool_size(2)
+                    .build()
+                    .expect("options"),
+            },
+            CmapEvent::ConnectionCreated { address: a.clone(), connection_id: 1 },
+            CmapEvent::ConnectionCreated { address: a.clone(), connection_id: 2 },
+            CmapEvent::ConnectionCreated { address: a.clone(), connection_id: 3 },
+            CmapEvent::ConnectionReady {
+                address: a.clone(),
+                connection_id: 1,
+                duration: Duration::from_millis(5),
+            },
+            CmapEvent::ConnectionClosed {
                 address: a.clone(),
                 connection_id: 3,
                 reason: pool::cmap::ConnectionClosedReason::Error,
                 error: None,
-            });
-            for id in 1..=2 {
-                handler.handle(&CmapEvent::CheckedOut {
-                    address: a.clone(),
-                    connection_id: id,
-                    duration: Duration::ZERO,
-                });
+            },
+            CmapEvent::CheckOutStarted { address: a.clone() },
+            CmapEvent::CheckOutStarted { address: a.clone() },
+            CmapEvent::CheckOutStarted { address: a.clone() },
+            CmapEvent::CheckOutStarted { address: a.clone() },
+            CmapEvent::CheckedOut {
+                address: a.clone(),
+                connection_id: 1,
+                duration: Duration::from_millis(2),
+            },
+            CmapEvent::CheckedOut {
+                address: a.clone(),
+                connection_id: 2,
+                duration: Duration::from_millis(1),
+            },
+            CmapEvent::CheckOutFailed {
+                address: a.clone(),
+                reason: CheckOutFailedReason::Timeout,
+                error: None,
+                duration: Duration::from_millis(9),
+            },
+            CmapEvent::CheckedIn { address: a.clone(), connection_id: 1 },
+        ];
+        metrics::with_local_recorder(&recorder, || {
+            let handler = cmap_handler(Some(Arc::new(tx))).expect("a handler");
+            for e in &events {
+                handler.handle(e);
             }
-            handler.handle(&CmapEvent::CheckedIn { address: a.clone(), connection_id: 1 });
         });
         let v = values(&snapshotter);
-        assert_eq!(gauge(&v, POOL_CONNECTIONS), 2.0);
-        assert_eq!(gauge(&v, POOL_CHECKED_OUT), 1.0);
-        assert_eq!(rx.len(), 7, "every event is forwarded");
+        assert_eq!(gauge(&v, CONNECTION_COUNT, &[POOL_DB1, (STATE, "idle")]), 1.0);
+        assert_eq!(gauge(&v, CONNECTION_COUNT, &[POOL_DB1, (STATE, "used")]), 1.0);
+        assert_eq!(gauge(&v, CONNECTION_MAX, &[POOL_DB1]), 7.0);
+        assert_eq!(gauge(&v, CONNECTION_IDLE_MIN, &[POOL_DB1]), 2.0);
+        assert_eq!(gauge(&v, CONNECTION_PENDING_REQUESTS, &[POOL_DB1]), 1.0);
+        assert_eq!(counter(&v, CONNECTION_TIMEOUTS, &[POOL_DB1]), 1);
+        assert_eq!(histogram(&v, CONNECTION_CREATE_TIME, &[POOL_DB1]), [0.005]);
+        assert_eq!(histogram(&v, CONNECTION_WAIT_TIME, &[POOL_DB1]), [0.001, 0.002]);
+        assert_eq!(histogram(&v, CONNECTION_USE_TIME, &[POOL_DB1]).len(), 1);
+        assert_eq!(rx.len(), events.len(), "every event is forwarded");
     }
 
     fn connection_id() -> ConnectionId {
@@ -395,29 +616,11 @@ mod tests {
             }));
         });
         let v = values(&snapshotter);
-        let counter = |outcome: &str| match v.get(&(
-            MetricKind::Counter,
-            HEARTBEATS_TOTAL.to_owned(),
-            labels(&[("server", "db1:27017"), ("outcome", outcome)]),
-        )) {
-            Some(DebugValue::Counter(n)) => *n,
-            other => panic!("{outcome}: {other:?}"),
-        };
-        assert_eq!(counter("succeeded"), 2);
-        assert_eq!(counter("failed"), 1);
-        assert_eq!(gauge(&v, SERVER_RTT), 0.004);
-        match v.get(&(
-            MetricKind::Histogram,
-            HEARTBEAT_DURATION.to_owned(),
-            labels(&[("server", "db1:27017")]),
-        )) {
-            Some(DebugValue::Histogram(h)) => {
-                let mut got: Vec<f64> = h.iter().map(|x| x.into_inner()).collect();
-                got.sort_by(f64::total_cmp);
-                assert_eq!(got, vec![0.002, 0.004, 10.0]);
-            }
-            other => panic!("histogram: {other:?}"),
-        }
+        let server = ("server", "db1:27017");
+        assert_eq!(counter(&v, HEARTBEATS, &[server, ("outcome", "succeeded")]), 2);
+        assert_eq!(counter(&v, HEARTBEATS, &[server, ("outcome", "failed")]), 1);
+        assert_eq!(gauge(&v, SERVER_RTT, &[server]), 0.004);
+        assert_eq!(histogram(&v, HEARTBEAT_DURATION, &[server]), [0.002, 0.004, 10.0]);
     }
 
     #[test]
@@ -466,19 +669,43 @@ mod tests {
             }
         });
         let v = values(&snapshotter);
-        let counter = |outcome: &str| match v.get(&(
-            MetricKind::Counter,
-            COMMANDS_TOTAL.to_owned(),
-            labels(&[("command", "find"), ("outcome", outcome)]),
-        )) {
-            Some(DebugValue::Counter(n)) => *n,
-            other => panic!("{outcome}: {other:?}"),
-        };
-        assert_eq!(counter("succeeded"), 2);
-        assert_eq!(counter("failed"), 1);
-        match v.get(&(MetricKind::Histogram, COMMAND_DURATION.to_owned(), labels(&[("command", "find")]))) {
-            Some(DebugValue::Histogram(h)) => assert_eq!(h.len(), 3),
-            other => panic!("histogram: {other:?}"),
-        }
+        let find = ("db.command.name", "find");
+        assert_eq!(histogram(&v, COMMAND_DURATION, &[find, ("outcome", "succeeded")]), [0.001, 0.001]);
+        assert_eq!(histogram(&v, COMMAND_DURATION, &[find, ("outcome", "failed")]), [0.003]);
+    }
+
+    #[test]
+    fn operation_durations_with_the_semantic_conventions_attributes() {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::with_local_recorder(&recorder, || {
+            let record = RecordCommands { enabled: true, ..RecordCommands::new(None) };
+            let key = OperationKey {
+                name: "find".into(),
+                db: "shop".into(),
+                collection: Some("orders".into()),
+                address: Some(address()),
+            };
+            record.record_operation(&key, Duration::from_millis(7), None);
+            record.record_operation(&key, Duration::from_millis(8), None);
+            let e = crate::Error::invalid_argument("no");
+            record.record_operation(
+                &OperationKey { address: None, ..key },
+                Duration::from_millis(1),
+                Some(&e),
+            );
+        });
+        let v = values(&snapshotter);
+        let common = [
+            ("db.system.name", "mongodb"),
+            ("db.namespace", "shop"),
+            ("db.operation.name", "find"),
+            ("db.collection.name", "orders"),
+        ];
+        let ok: Vec<_> =
+            common.iter().copied().chain([("server.address", "db1"), ("server.port", "27017")]).collect();
+        assert_eq!(histogram(&v, OPERATION_DURATION, &ok), [0.007, 0.008]);
+        let failed: Vec<_> = common.iter().copied().chain([("error.type", "InvalidArgument")]).collect();
+        assert_eq!(histogram(&v, OPERATION_DURATION, &failed), [0.001]);
     }
 }

@@ -36,7 +36,7 @@ use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer, TracerProv
 use opentelemetry::{Context, InstrumentationScope, KeyValue};
 use protocol::ServerAddress;
 
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 
 /// `OTEL_RUST_INSTRUMENTATION_MONGODB_ENABLED`: `1`, `true` or `yes` turns tracing on for the
 /// clients whose options do not say.
@@ -148,7 +148,7 @@ impl Tracing {
         Clock(self.0.as_ref().map(|_| SystemTime::now()))
     }
 
-    /// The span of an operation `name` on `db` (and `collection`) that started at `clock`,
+    /// The span of an operation `name` (its API's name) on `db` (and `collection`) that started at `clock`,
     /// inside `transaction` when it is a transaction's statement, else inside the caller's
     /// current span.
     pub(crate) fn operation(
@@ -160,7 +160,6 @@ impl Tracing {
         transaction: Option<&TransactionSpan>,
     ) -> OperationSpan {
         let Some(on) = &self.0 else { return OperationSpan::default() };
-        let name = operation_name(name);
         let summary = summary(name, db, collection);
         let mut attributes = common(db, collection);
         attributes.push(KeyValue::new("db.operation.name", name.to_string()));
@@ -356,16 +355,6 @@ impl TransactionSpan {
     }
 }
 
-/// The operation's name in spans: the command's, but for the two operations the
-/// specification names after their API.
-fn operation_name(command: &str) -> &str {
-    match command {
-        "create" => "createCollection",
-        "drop" => "dropCollection",
-        other => other,
-    }
-}
-
 /// `"name db.collection"`, or `"name db"` without a collection.
 fn summary(name: &str, db: &str, collection: Option<&str>) -> String {
     match collection {
@@ -390,7 +379,7 @@ fn record_error(cx: &Context, error: &Error) {
     let span = cx.span();
     span.set_attributes([
         KeyValue::new("exception.message", error.to_string()),
-        KeyValue::new("exception.type", error_type(&error.kind)),
+        KeyValue::new("exception.type", error.kind.name()),
         // Where the span recorded the error (a backtrace when RUST_BACKTRACE asks for one):
         // errors carry no backtrace of their own.
         KeyValue::new("exception.stacktrace", std::backtrace::Backtrace::capture().to_string()),
@@ -402,24 +391,15 @@ fn record_error(cx: &Context, error: &Error) {
     span.set_status(Status::error(error.to_string()));
 }
 
-/// The error kind's variant name.
-fn error_type(kind: &ErrorKind) -> String {
-    let debug = format!("{kind:?}");
-    let end = debug.find(|c: char| !c.is_alphanumeric() && c != '_').unwrap_or(debug.len());
-    debug[..end].to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn names() {
-        assert_eq!(operation_name("create"), "createCollection");
-        assert_eq!(operation_name("find"), "find");
         assert_eq!(summary("find", "db", Some("c")), "find db.c");
         assert_eq!(summary("listCollections", "db", None), "listCollections db");
         let e = Error::invalid_argument("x");
-        assert_eq!(error_type(&e.kind), "InvalidArgument");
+        assert_eq!(e.kind.name(), "InvalidArgument");
     }
 }

@@ -441,10 +441,10 @@ fn log_waiting(
     );
 }
 
-/// Records `mongo_actors_server_selection_duration_seconds` (literal labels: no allocation).
+/// Records `mongo_actors.server_selection.duration` (literal labels: no allocation).
 fn record_duration(started: Instant, succeeded: bool, fast: bool) {
     let seconds = started.elapsed().as_secs_f64();
-    const NAME: &str = "mongo_actors_server_selection_duration_seconds";
+    const NAME: &str = crate::metrics::SERVER_SELECTION_DURATION;
     match (succeeded, fast) {
         (true, true) => metrics::histogram!(NAME, "outcome" => "succeeded", "path" => "fast").record(seconds),
         (false, true) => metrics::histogram!(NAME, "outcome" => "failed", "path" => "fast").record(seconds),
@@ -800,7 +800,7 @@ impl SelectionActor {
     fn report_waiters(&mut self) {
         let now = self.waiters.len();
         if now != self.reported_waiters {
-            let gauge = metrics::gauge!("mongo_actors_server_selection_waiters");
+            let gauge = metrics::gauge!(crate::metrics::SERVER_SELECTION_WAITERS);
             if now > self.reported_waiters {
                 gauge.increment((now - self.reported_waiters) as f64);
             } else {
@@ -1002,7 +1002,7 @@ struct FastPathHistograms {
 
 impl FastPathHistograms {
     fn register() -> Self {
-        const NAME: &str = "mongo_actors_server_selection_duration_seconds";
+        const NAME: &str = crate::metrics::SERVER_SELECTION_DURATION;
         FastPathHistograms {
             timed: crate::metrics::recorder_installed(),
             succeeded: metrics::histogram!(NAME, "outcome" => "succeeded", "path" => "fast"),
@@ -1162,6 +1162,8 @@ impl Selector {
         if let Some(limit) = self.options.max_waiters.filter(|&limit| waiting >= limit) {
             drop(slot);
             let e = Error::overloaded(crate::OverloadedQueue::ServerSelection, limit, None);
+            metrics::counter!(crate::metrics::ADMISSION_REJECTIONS, "queue" => "server_selection")
+                .increment(1);
             let custom = self.options.custom_selector.as_ref();
             log_outcome(&self.topology_id, &request, custom, &snapshot.description, &Err(e.clone()));
             return Err(e);

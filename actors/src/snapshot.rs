@@ -28,7 +28,7 @@ pub struct ServerHandle {
     /// Created once per server and kept while it stays in the topology (every snapshot
     /// shares it); changed only by a [`crate::selection_actor::SelectedServer`], waking nobody.
     pub operations: Arc<AtomicUsize>,
-    /// The `mongo_actors_operations_in_flight{server}` gauge, registered once per server
+    /// The `mongo_actors.operations.in_flight{server}` gauge, registered once per server
     /// so that counting an operation allocates nothing.
     pub operations_gauge: metrics::Gauge,
 }

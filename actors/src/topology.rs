@@ -518,7 +518,7 @@ impl TopologyActor {
         let pool_actor = PoolActor::new(pool.clone()).start();
         let monitor = if load_balanced { None } else { self.spawn_monitor(&address, &rtt, ctx) };
         let operations_gauge =
-            metrics::gauge!("mongo_actors_operations_in_flight", "server" => address.to_string());
+            metrics::gauge!(crate::metrics::OPERATIONS_IN_FLIGHT, "server" => address.to_string());
         let handle =
             Arc::new(ServerHandle { rtt, pool, pool_actor, operations: Arc::default(), operations_gauge });
         self.servers.insert(address, ServerEntry { handle, monitor });

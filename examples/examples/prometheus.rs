@@ -64,24 +64,39 @@ async fn main() -> Result<(), BoxError> {
                 workload(&client, round).await?;
             }
             let (status, body) = http_request(&addr, "GET", "/metrics").await?;
-            let ours: Vec<&str> = body.lines().filter(|l| l.starts_with("mongo_actors_")).collect();
-            for line in ours.iter().filter(|l| l.contains("commands_total") || l.contains("pool_connections"))
-            {
+            check(status == 200, format!("scrape status {status}"))?;
+            // Prometheus writes the dotted names (and label names) with underscores.
+            let samples: Vec<&str> = body.lines().filter(|l| !l.starts_with('#')).collect();
+            for line in samples.iter().filter(|l| l.starts_with("db_client_operation_duration_count")) {
                 println!("{line}");
             }
-            check(status == 200, format!("scrape status {status}"))?;
             for name in [
-                "mongo_actors_commands_total",
-                "mongo_actors_command_duration_seconds",
-                "mongo_actors_server_selection_duration_seconds",
-                "mongo_actors_heartbeats_total",
-                "mongo_actors_pool_connections",
+                "db_client_operation_duration",
+                "db_client_connection_count",
+                "db_client_connection_max",
+                "db_client_connection_pending_requests",
+                "db_client_connection_wait_time",
+                "db_client_connection_use_time",
+                "db_client_connection_create_time",
+                "mongo_actors_command_duration",
+                "mongo_actors_server_selection_duration",
+                "mongo_actors_heartbeats",
+                "mongo_actors_topology_changes",
             ] {
-                check(ours.iter().any(|l| l.starts_with(name)), format!("{name} missing from the scrape"))?;
+                check(samples.iter().any(|l| l.starts_with(name)), format!("{name} missing from the scrape"))?;
             }
+            // Ten inserts, as ten operations on app.metrics_demo.
+            let inserts = samples.iter().find(|l| {
+                l.starts_with("db_client_operation_duration_count")
+                    && l.contains(r#"db_operation_name="insert""#)
+                    && l.contains(r#"db_collection_name="metrics_demo""#)
+            });
+            check(inserts.is_some_and(|l| l.ends_with(" 10")), format!("ten inserts counted: {inserts:?}"))?;
             check(
-                ours.iter().any(|l| l.starts_with("mongo_actors_commands_total") && l.contains("insert")),
-                "no insert counted",
+                samples.iter().any(|l| {
+                    l.starts_with("db_client_connection_count") && l.contains(r#"db_client_connection_state="idle""#)
+                }),
+                "no idle connection count",
             )?;
             Ok::<_, BoxError>(())
         }

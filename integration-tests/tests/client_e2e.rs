@@ -599,7 +599,8 @@ async fn metrics_are_recorded_and_readable_with_a_debugging_recorder() {
     let _ = snapshotter();
     let deployment = Deployment::replica_set(3, |b| b).expect("deployment");
     let client = Client::with_uri_str(&deployment.uri()).await.expect("client");
-    let coll = client.database(&e2e_db(&deployment)).collection::<bson::Document>("metrics");
+    let db = e2e_db(&deployment);
+    let coll = client.database(&db).collection::<bson::Document>("metrics");
     for i in 0..5 {
         coll.insert_one(doc! { "_id": i }).await.expect("insert");
         coll.find_one(doc! { "_id": i }).await.expect("find");
@@ -610,42 +611,60 @@ async fn metrics_are_recorded_and_readable_with_a_debugging_recorder() {
         client.topology().snapshot().primary().map(|p| p.to_string()).unwrap_or_else(|| hosts[0].clone());
     let server = [("server", primary.as_str())];
 
-    assert!(counter("mongo_actors_commands_total", &[("command", "find"), ("outcome", "succeeded")]) >= 5);
-    assert!(counter("mongo_actors_commands_total", &[("command", "insert"), ("outcome", "succeeded")]) >= 5);
-    assert!(histogram_len("mongo_actors_command_duration_seconds", &[("command", "find")]) >= 5);
-    let connections = gauge("mongo_actors_pool_connections", &server).expect("pool gauge");
-    assert!(connections >= 1.0, "pool connections {connections}");
+    use actors::metrics::*;
+    let pool = "db.client.connection.pool.name";
+    let state = "db.client.connection.state";
+    for command in ["find", "insert"] {
+        let labels = [("db.command.name", command), ("outcome", "succeeded")];
+        assert!(histogram_len(COMMAND_DURATION, &labels) >= 5, "{command} durations");
+    }
+    // Operations, with the semantic conventions' attributes.
+    let (host, port) = primary.rsplit_once(':').expect("host:port");
+    let operation = |name| {
+        let labels = [
+            ("db.system.name", "mongodb"),
+            ("db.namespace", db.as_str()),
+            ("db.collection.name", "metrics"),
+            ("db.operation.name", name),
+            ("server.address", host),
+            ("server.port", port),
+        ];
+        histogram_len(OPERATION_DURATION, &labels)
+    };
+    assert_eq!((operation("find"), operation("insert")), (5, 5));
+    let idle = |server: &str| gauge(CONNECTION_COUNT, &[(pool, server), (state, "idle")]).unwrap_or(0.0);
+    let used = |server: &str| gauge(CONNECTION_COUNT, &[(pool, server), (state, "used")]).unwrap_or(0.0);
+    assert!(idle(&primary) + used(&primary) >= 1.0, "pool connections");
+    assert_eq!(last_gauge(CONNECTION_MAX, &[(pool, primary.as_str())]), Some(100.0));
+    assert!(histogram_len(CONNECTION_WAIT_TIME, &[(pool, primary.as_str())]) >= 10);
     wait_until("every connection checked in", || {
-        gauge("mongo_actors_pool_checked_out", &server) == Some(0.0)
-            && gauge("mongo_actors_operations_in_flight", &server).unwrap_or(0.0) == 0.0
+        used(&primary) == 0.0
+            && histogram_len(CONNECTION_USE_TIME, &[(pool, primary.as_str())]) >= 10
+            && gauge(CONNECTION_PENDING_REQUESTS, &[(pool, primary.as_str())]) == Some(0.0)
+            && gauge(OPERATIONS_IN_FLIGHT, &server).unwrap_or(0.0) == 0.0
     })
     .await;
     for host in &hosts {
         wait_until("a heartbeat per member", || {
-            counter("mongo_actors_heartbeats_total", &[("server", host), ("outcome", "succeeded")]) >= 1
+            counter(HEARTBEATS, &[("server", host), ("outcome", "succeeded")]) >= 1
         })
         .await;
     }
     wait_until("an RTT", || {
-        hosts
-            .iter()
-            .any(|h| last_gauge("mongo_actors_server_rtt_seconds", &[("server", h)]).is_some_and(|v| v > 0.0))
+        hosts.iter().any(|h| last_gauge(SERVER_RTT, &[("server", h)]).is_some_and(|v| v > 0.0))
     })
     .await;
+    assert!(counter(TOPOLOGY_CHANGES, &[]) >= 1, "topology changes");
     assert!(
-        histogram_len(
-            "mongo_actors_server_selection_duration_seconds",
-            &[("outcome", "succeeded"), ("path", "fast")]
-        ) + histogram_len(
-            "mongo_actors_server_selection_duration_seconds",
-            &[("outcome", "succeeded"), ("path", "waiter")]
-        ) > 0,
+        histogram_len(SERVER_SELECTION_DURATION, &[("outcome", "succeeded"), ("path", "fast")])
+            + histogram_len(SERVER_SELECTION_DURATION, &[("outcome", "succeeded"), ("path", "waiter")])
+            > 0,
         "selection durations"
     );
 
     client.shutdown().await;
-    wait_until("the pool gauge back to 0 after shutdown", || {
-        hosts.iter().all(|h| gauge("mongo_actors_pool_connections", &[("server", h)]).unwrap_or(0.0) == 0.0)
+    wait_until("the pool gauges back to 0 after shutdown", || {
+        hosts.iter().all(|h| idle(h) == 0.0 && used(h) == 0.0)
     })
     .await;
 }

@@ -243,7 +243,7 @@ impl Client {
     }
 
     /// Events dropped so far because a subscriber's queue was full, over every subscriber
-    /// (also the counter `mongo_actors_events_dropped_total`).
+    /// (also the counter `mongo_actors.events.dropped`).
     pub fn events_dropped(&self) -> u64 {
         self.inner.events.dropped()
     }

@@ -166,6 +166,41 @@ pub enum ErrorKind {
     CollectionBulkWrite(CollectionBulkWriteError),
 }
 
+impl ErrorKind {
+    /// The variant's name (`"Command"`, `"Timeout"`...): the `exception.type` of a span and
+    /// the `error.type` of an operation's duration.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArgument { .. } => "InvalidArgument",
+            ErrorKind::Authentication { .. } => "Authentication",
+            ErrorKind::BsonDeserialization(_) => "BsonDeserialization",
+            ErrorKind::BsonSerialization(_) => "BsonSerialization",
+            ErrorKind::Bson(_) => "Bson",
+            ErrorKind::InsertMany(_) => "InsertMany",
+            ErrorKind::BulkWrite(_) => "BulkWrite",
+            ErrorKind::Command(_) => "Command",
+            ErrorKind::DnsResolve { .. } => "DnsResolve",
+            ErrorKind::GridFs(_) => "GridFs",
+            ErrorKind::Internal { .. } => "Internal",
+            ErrorKind::Io(_) => "Io",
+            ErrorKind::ConnectionPoolCleared { .. } => "ConnectionPoolCleared",
+            ErrorKind::InvalidResponse { .. } => "InvalidResponse",
+            ErrorKind::ServerSelection { .. } => "ServerSelection",
+            ErrorKind::SessionsNotSupported => "SessionsNotSupported",
+            ErrorKind::InvalidTlsConfig { .. } => "InvalidTlsConfig",
+            ErrorKind::Write(_) => "Write",
+            ErrorKind::Transaction { .. } => "Transaction",
+            ErrorKind::IncompatibleServer { .. } => "IncompatibleServer",
+            ErrorKind::MissingResumeToken => "MissingResumeToken",
+            ErrorKind::Custom(_) => "Custom",
+            ErrorKind::Shutdown => "Shutdown",
+            ErrorKind::Timeout { .. } => "Timeout",
+            ErrorKind::Overloaded { .. } => "Overloaded",
+            ErrorKind::CollectionBulkWrite(_) => "CollectionBulkWrite",
+        }
+    }
+}
+
 fn display_custom(value: &Arc<dyn Any + Send + Sync>) -> String {
     if let Some(s) = value.downcast_ref::<String>() {
         format!(": {s}")

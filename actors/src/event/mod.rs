@@ -4,7 +4,7 @@
 //!
 //! Behind a client each handler gets a bounded queue and a delivery thread of its own (see
 //! [`events`](crate::events)): a slow handler loses events past the queue's bound (counted in
-//! `mongo_actors_events_dropped_total`) instead of slowing the client. Handlers see events in
+//! `mongo_actors.events.dropped`) instead of slowing the client. Handlers see events in
 //! the order they happen. Our own subscribers (crossbeam channels, actix `Recipient`s) go in
 //! the `*_event_subscriber` fields beside these.
 

@@ -8,7 +8,7 @@
 //! `Recipient` takes the next event once its actor handled the last one, so its mailbox
 //! holds at most one of them); a crossbeam `Sender` is fed in place, and its channel's length
 //! is its queue. When a subscriber's queue is full, new events are dropped for that
-//! subscriber only: counted in `mongo_actors_events_dropped_total{kind}` (`sdam`, `cmap`,
+//! subscriber only: counted in `mongo_actors.events.dropped{kind}` (`sdam`, `cmap`,
 //! `command`) and reported once in the log (target `mongo_actors::events`). A pool, a
 //! monitor or an operation never waits for a subscriber. A closure that must see events at
 //! the instant they happen (a timestamp) and never blocks may opt out of the queue with
@@ -35,7 +35,7 @@ use crate::command_events::CommandEventHandler;
 /// The log target of the delivery's own messages (a subscriber that falls behind).
 pub const LOG_TARGET: &str = "mongo_actors::events";
 /// The counter of events dropped because a subscriber's queue was full, labelled `kind`.
-pub const EVENTS_DROPPED_TOTAL: &str = "mongo_actors_events_dropped_total";
+pub const EVENTS_DROPPED_TOTAL: &str = "mongo_actors.events.dropped";
 /// How many events each subscriber's queue holds by default.
 pub const DEFAULT_EVENT_QUEUE_CAPACITY: usize = 10_000;
 

@@ -12,7 +12,7 @@
 //! | [`command`] | the command an attempt sends, with its global arguments |
 //! | [`retry`] | every retry rule and the labels the specs add |
 //! | [`monitoring`] | command events, command logs and command metrics (and each command's span) |
-//! | [`spans`] | an operation's OpenTelemetry span: where it starts and what it names |
+//! | [`telemetry`] | an operation's OpenTelemetry span and its duration metric |
 //! | [`cluster_time`] | where `$clusterTime` is kept, compared and gossiped |
 
 pub(crate) mod attempt;
@@ -22,7 +22,7 @@ pub(crate) mod monitoring;
 pub(crate) mod operation;
 pub(crate) mod reauthenticate;
 pub(crate) mod retry;
-pub(crate) mod spans;
+pub(crate) mod telemetry;
 
 use std::sync::Arc;
 
@@ -35,6 +35,7 @@ use protocol::ServerAddress;
 use self::attempt::{Attempt, Target};
 use self::operation::{next_operation_id, raw_cursor_id, Op, OpOutput, Operation, Retry};
 use self::retry::Retrying;
+use self::telemetry::Watch;
 use super::inner::{Client, ClientInner};
 use super::session::pool::ServerSession;
 use super::timeout::{self, Limits};
@@ -81,26 +82,22 @@ pub(crate) fn run<'a, O: Operation + 'a, S: ExplicitSession + ?Sized>(
                 "the session was started by another client than the one running the operation",
             ));
         }
-        let clock = client.inner.tracing.clock();
+        let watch = Watch::start(&client.inner);
         let mut prepared = op.prepare()?;
-        let span = spans::operation(
-            &client.inner,
-            clock,
-            &prepared,
-            session.as_deref().and_then(|s| s.transaction_span()),
-        );
-        prepared.span = span.clone();
+        let transaction = session.as_deref().and_then(|s| s.transaction_span());
+        let watched = watch.begin(&client.inner, &mut prepared, transaction);
         // Boxed: the fluent operations box their future (IntoFuture); with the executor's state
         // behind a pointer, that box is small and cheap to fill.
         let out = match session {
             Some(session) => session.execute(prepared, limits).await,
             None => Box::pin(client.inner.execute(prepared, limits, Binding::implicit())).await,
         };
-        if !span.is_on() {
+        if !watched.is_on() {
             return op.handle_reply(out?);
         }
+        let address = out.as_ref().ok().map(|o| o.address.clone());
         let result = out.and_then(|out| op.handle_reply(out));
-        span.end(&result);
+        watched.end(&client.inner, address, &result);
         result
     }
 }
@@ -490,12 +487,16 @@ impl ClientInner {
         limits: Limits,
         binding: Binding<'_>,
     ) -> Result<O::Output> {
-        let clock = self.tracing.clock();
+        let watch = Watch::start(self);
         let mut prepared = op.prepare()?;
-        let span = spans::operation(self, clock, &prepared, None);
-        prepared.span = span.clone();
-        let result = self.execute(prepared, limits, binding).await.and_then(|out| op.handle_reply(out));
-        span.end(&result);
+        let watched = watch.begin(self, &mut prepared, None);
+        let out = self.execute(prepared, limits, binding).await;
+        if !watched.is_on() {
+            return op.handle_reply(out?);
+        }
+        let address = out.as_ref().ok().map(|o| o.address.clone());
+        let result = out.and_then(|out| op.handle_reply(out));
+        watched.end(self, address, &result);
         result
     }
 

@@ -34,7 +34,7 @@ use tokio::time::Instant;
 use super::super::concern::{Acknowledgment, WriteConcern};
 use super::super::executor::operation::{Op, OpOutput, Operation, Retry};
 use super::super::executor::retry::{label_commit_error, label_end_transaction_error, label_root};
-use super::super::executor::spans;
+use super::super::executor::telemetry::Watch;
 use super::super::executor::{Binding, ExplicitSession, SessionUse};
 use super::super::inner::ClientInner;
 use super::super::ops::end_transaction::{EndTransaction, Outcome};
@@ -321,18 +321,16 @@ impl ClientSession {
             max_time_ms,
             recovery_token,
         };
-        let clock = self.client.inner.tracing.clock();
+        let watch = Watch::start(&self.client.inner);
         let mut op = end.prepare()?;
-        let span = spans::operation(&self.client.inner, clock, &op, Some(&self.txn_span));
-        op.span = span.clone();
+        let watched = watch.begin(&self.client.inner, &mut op, Some(&self.txn_span));
         if outcome == Outcome::Commit {
             self.commit_sent = true;
         }
-        let result = self
-            .run(op, Limits::until(timeout, deadline), may_pin)
-            .await
-            .and_then(|out| end.handle_reply(out));
-        span.end(&result);
+        let out = self.run(op, Limits::until(timeout, deadline), may_pin).await;
+        let address = out.as_ref().ok().map(|o| o.address.clone());
+        let result = out.and_then(|out| end.handle_reply(out));
+        watched.end(&self.client.inner, address, &result);
         result
     }
 

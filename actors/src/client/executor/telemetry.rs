@@ -1,0 +1,100 @@
+//! What an operation tells the outside: its OpenTelemetry span ([`crate::otel`]) and its
+//! `db.client.operation.duration` ([`crate::metrics`]), both from before the operation is
+//! serialized until its reply is read. Its commands' spans and durations come from
+//! [`super::monitoring`]. Nothing here reads a clock or allocates when neither tracing nor a
+//! metrics recorder is on.
+
+use std::time::Instant;
+
+use protocol::ServerAddress;
+
+use super::super::inner::ClientInner;
+use super::operation::Op;
+use crate::metrics::OperationKey;
+use crate::otel::{Clock, OperationSpan, TransactionSpan};
+use crate::{Error, Result};
+
+/// Taken when an operation is called, before it is prepared.
+pub(crate) struct Watch {
+    clock: Clock,
+    started: Option<Instant>,
+}
+
+impl Watch {
+    /// Reads the clocks that are wanted.
+    #[inline]
+    pub(crate) fn start(client: &ClientInner) -> Watch {
+        Watch { clock: client.tracing.clock(), started: client.command_metrics.enabled().then(Instant::now) }
+    }
+
+    /// Once `op` is prepared: its span, set on `op` for its commands' spans to nest under
+    /// (inside `transaction` for a transaction's statement), and what its duration needs.
+    #[inline]
+    pub(crate) fn begin(
+        self,
+        client: &ClientInner,
+        op: &mut Op,
+        transaction: Option<&TransactionSpan>,
+    ) -> Watched {
+        if !client.tracing.is_on() && self.started.is_none() {
+            return Watched { span: OperationSpan::default(), metric: None };
+        }
+        let collection = op.collection();
+        let name = operation_name(&op.name);
+        let span = client.tracing.operation(self.clock, name, &op.db, collection.as_deref(), transaction);
+        op.span = span.clone();
+        let metric = self.started.map(|started| {
+            Box::new((
+                started,
+                OperationKey { name: name.to_string(), db: op.db.clone(), collection, address: None },
+            ))
+        });
+        Watched { span, metric }
+    }
+}
+
+/// A prepared operation's span and duration, ended with its result.
+pub(crate) struct Watched {
+    span: OperationSpan,
+    metric: Option<Box<(Instant, OperationKey)>>,
+}
+
+impl Watched {
+    /// Whether anything is watched (else the caller skips [`end`](Self::end)).
+    #[inline]
+    pub(crate) fn is_on(&self) -> bool {
+        self.span.is_on() || self.metric.is_some()
+    }
+
+    /// Ends the span and records the duration; `address` is the server that answered, else
+    /// the error's.
+    pub(crate) fn end<T>(self, client: &ClientInner, address: Option<ServerAddress>, result: &Result<T>) {
+        self.span.end(result);
+        if let Some(metric) = self.metric {
+            let (started, mut key) = *metric;
+            let error: Option<&Error> = result.as_ref().err();
+            key.address = address.or_else(|| error.and_then(Error::address).cloned());
+            client.command_metrics.record_operation(&key, started.elapsed(), error);
+        }
+    }
+}
+
+/// The operation's name: the command's, but for the two operations the OpenTelemetry
+/// specification names after their API.
+fn operation_name(command: &str) -> &str {
+    match command {
+        "create" => "createCollection",
+        "drop" => "dropCollection",
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn operation_names() {
+        assert_eq!(super::operation_name("create"), "createCollection");
+        assert_eq!(super::operation_name("drop"), "dropCollection");
+        assert_eq!(super::operation_name("find"), "find");
+    }
+}
