@@ -8,7 +8,7 @@ help:
 	@echo "make demo    the main job: an embedded 3-member replica set, a workload, a live topology table, a stepdown and its failover timeline"
 	@echo "             DEMO_ARGS='--duration 20' or DEMO_ARGS='--uri mongodb://...' (a real deployment: no stepdown)"
 	@echo "make watch URI=mongodb://...  the live topology table and SDAM events (mongo-actors watch)"
-	@echo "make test    run every test in the workspace, then the peer tier (what CI runs)"
+	@echo "make test    run every test in the workspace (installs chromium for the status page's browser test), then the peer tier (what CI runs)"
 	@echo "make test-peer  the client's end-to-end tests, the examples and the demo against SecantusDB (pip, in .venv-peer)"
 	@echo "make spec    run the spec runner; SPEC_ROOT=DIR to run another upstream-layout directory"
 	@echo "make build   build the workspace"
@@ -29,9 +29,21 @@ help:
 build:
 	$(CARGO) build --workspace --all-targets
 
-test:
+test: browser-deps
 	$(CARGO) test --workspace --no-fail-fast
 	$(MAKE) test-peer
+
+# The status page's browser test (examples/tests/browser.rs) drives Debian's chromium through
+# chromedriver: installed here when missing (as root, as .ci/run runs), else the test fails.
+.PHONY: browser-deps
+browser-deps:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else \
+	    echo "make test needs chromium and chromedriver: sudo apt-get install chromium chromium-driver"; \
+	  fi; \
+	fi
 
 # The peer tier alone: the client against SecantusDB (installed in .venv-peer), replica set and standalone.
 .PHONY: test-peer

@@ -36,6 +36,8 @@ pub mod srv_poller;
 #[cfg(feature = "sync")]
 pub mod sync;
 pub mod topology;
+#[cfg(feature = "actix-web")]
+pub mod web;
 
 pub use client::actor::ClientActor;
 pub use client::{

@@ -1018,6 +1018,11 @@ impl std::fmt::Debug for Selector {
 }
 
 impl Selector {
+    /// Selections waiting for a suitable server right now (the slow path).
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Acquire)
+    }
+
     /// Starts a selection actor for `topology` (in the current actix arbiter).
     pub fn start(topology: &Topology, options: SelectorOptions) -> Selector {
         let options = Arc::new(options);

@@ -83,7 +83,10 @@ async fn main() -> Result<(), BoxError> {
                 "mongo_actors_heartbeats",
                 "mongo_actors_topology_changes",
             ] {
-                check(samples.iter().any(|l| l.starts_with(name)), format!("{name} missing from the scrape"))?;
+                check(
+                    samples.iter().any(|l| l.starts_with(name)),
+                    format!("{name} missing from the scrape"),
+                )?;
             }
             // Ten inserts, as ten operations on app.metrics_demo.
             let inserts = samples.iter().find(|l| {
@@ -94,7 +97,8 @@ async fn main() -> Result<(), BoxError> {
             check(inserts.is_some_and(|l| l.ends_with(" 10")), format!("ten inserts counted: {inserts:?}"))?;
             check(
                 samples.iter().any(|l| {
-                    l.starts_with("db_client_connection_count") && l.contains(r#"db_client_connection_state="idle""#)
+                    l.starts_with("db_client_connection_count")
+                        && l.contains(r#"db_client_connection_state="idle""#)
                 }),
                 "no idle connection count",
             )?;

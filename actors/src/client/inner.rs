@@ -98,6 +98,8 @@ pub(crate) struct ClientInner {
     pub(crate) command_metrics: crate::metrics::RecordCommands,
     /// OpenTelemetry's tracer, when tracing is on (nothing without the feature).
     pub(crate) tracing: crate::otel::Tracing,
+    /// The status page's feed (operation counts, the latest status), once a page asked.
+    pub(crate) status: std::sync::OnceLock<Arc<super::stats::StatusFeed>>,
     pub(crate) host: Host,
     /// Keeps the SRV poller's mailbox open while the client lives.
     pub(crate) _srv_poller: Option<actix::Addr<SrvPoller>>,

@@ -56,6 +56,7 @@ pub(crate) mod pinned;
 pub mod raw_batch_cursor;
 pub(crate) mod session;
 pub mod session_cursor;
+pub(crate) mod stats;
 /// `mongodb+srv` resolution (moved to [`crate::srv`]; this path stays for compatibility).
 pub use crate::srv;
 pub(crate) mod timeout;
@@ -179,6 +180,7 @@ impl Client {
                 events,
                 command_metrics: crate::metrics::RecordCommands::new(None),
                 tracing,
+                status: std::sync::OnceLock::new(),
                 host,
                 closed: AtomicBool::new(false),
                 shutdown: OnceCell::new(),

@@ -1,8 +1,8 @@
 //! `mongo-actors`: the demo and the topology tools.
 //!
 //! ```text
-//! mongo-actors demo [--uri URI] [--duration 10] [--plain]
-//! mongo-actors watch URI [--duration S] [--heartbeats] [--plain] [--json]
+//! mongo-actors demo [--uri URI] [--duration 10] [--plain] [--listen 127.0.0.1:0] [--no-page]
+//! mongo-actors watch URI [--duration S] [--heartbeats] [--plain] [--json] [--listen 127.0.0.1:PORT]
 //! mongo-actors select URI --read-preference secondary --tags dc:east --max-staleness 120 [--json]
 //! ```
 
@@ -39,6 +39,12 @@ enum Command {
         /// Print tables one after another instead of redrawing in place.
         #[arg(long)]
         plain: bool,
+        /// Where the status page listens while the demo runs (port 0: any free port).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// No status page.
+        #[arg(long)]
+        no_page: bool,
     },
     /// The live topology table and SDAM events as they happen.
     Watch {
@@ -56,6 +62,9 @@ enum Command {
         /// JSON lines for scripts: each event, and the table every second.
         #[arg(long)]
         json: bool,
+        /// Serve the status page (actors::web) here while watching, e.g. 127.0.0.1:8080.
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
     },
     /// Explains one server selection step by step.
     Select {
@@ -87,17 +96,28 @@ fn seconds(s: f64) -> Result<Duration, String> {
 async fn main() -> ExitCode {
     let args = Args::parse();
     let result = match args.command {
-        Command::Demo { uri, duration, writers, readers, plain } => match seconds(duration) {
-            Ok(duration) => {
-                demo::run(demo::DemoOptions { uri, duration, writers, readers, in_place: !plain }).await
+        Command::Demo { uri, duration, writers, readers, plain, listen, no_page } => {
+            match seconds(duration) {
+                Ok(duration) => {
+                    let listen = (!no_page).then_some(listen);
+                    demo::run(demo::DemoOptions { uri, duration, writers, readers, in_place: !plain, listen })
+                        .await
+                }
+                Err(e) => Err(e.into()),
             }
-            Err(e) => Err(e.into()),
-        },
-        Command::Watch { uri, duration, heartbeats, plain, json } => {
+        }
+        Command::Watch { uri, duration, heartbeats, plain, json, listen } => {
             match duration.map(seconds).transpose() {
                 Ok(duration) => {
-                    watch::run(watch::WatchOptions { uri, duration, heartbeats, in_place: !plain, json })
-                        .await
+                    watch::run(watch::WatchOptions {
+                        uri,
+                        duration,
+                        heartbeats,
+                        in_place: !plain,
+                        json,
+                        listen,
+                    })
+                    .await
                 }
                 Err(e) => Err(e.into()),
             }

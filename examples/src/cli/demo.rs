@@ -32,11 +32,20 @@ pub struct DemoOptions {
     pub readers: usize,
     /// Redraw the table in place (when stdout is a terminal).
     pub in_place: bool,
+    /// Where the status page listens (`None`: no page).
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 impl Default for DemoOptions {
     fn default() -> Self {
-        DemoOptions { uri: None, duration: Duration::from_secs(10), writers: 2, readers: 4, in_place: true }
+        DemoOptions {
+            uri: None,
+            duration: Duration::from_secs(10),
+            writers: 2,
+            readers: 4,
+            in_place: true,
+            listen: Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0))),
+        }
     }
 }
 
@@ -131,6 +140,10 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
         None => println!("connecting to {uri} (no stepdown against a real deployment)"),
     }
     let (client, probe, served) = connect(&uri).await?;
+    let page = options.listen.map(|l| super::page::Page::serve(&client, l)).transpose()?;
+    if let Some(p) = &page {
+        println!("status page: {} (live while the demo runs)", p.url);
+    }
     let topology = client.topology().clone();
     wait_for_data(&topology, started).await?;
     let run_id = bson::oid::ObjectId::new();
@@ -207,6 +220,9 @@ pub async fn run(options: DemoOptions) -> Result<(), CliError> {
     // The recorder runs on a delivery thread: every command event so far, counted.
     client.flush_events().await;
     print_summary(&options, &shared, &served, started.elapsed()).await;
+    if let Some(p) = page {
+        p.stop().await;
+    }
     client.shutdown().await;
     if let Some(c) = cluster {
         c.shutdown();

@@ -3,6 +3,7 @@
 //! `select` (one server selection explained step by step).
 
 pub mod demo;
+pub mod page;
 pub mod select;
 pub mod table;
 pub mod watch;

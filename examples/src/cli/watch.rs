@@ -23,6 +23,8 @@ pub struct WatchOptions {
     /// Print JSON lines instead: `{"t": s, "event": {..}}` per event and
     /// `{"t": s, "topology": {..}}` every second.
     pub json: bool,
+    /// Serve the status page here while watching.
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 /// One line for an event (`None` for heartbeats unless asked for).
@@ -118,9 +120,29 @@ pub async fn run(options: WatchOptions) -> Result<(), CliError> {
     let mut client_options = ClientOptions::parse(&options.uri).await?;
     client_options.sdam_event_subscriber = Some(actors::events::sdam_channel(tx));
     let client = Client::with_options(client_options)?;
-    if options.json {
-        return run_json(options, client, events, started).await;
+    let page = options.listen.map(|l| super::page::Page::serve(&client, l)).transpose()?;
+    if let Some(p) = &page {
+        // On stderr: stdout stays the table's (or JSON lines').
+        eprintln!("status page: {}", p.url);
     }
+    let result = if options.json {
+        run_json(options, client, events, started).await
+    } else {
+        run_table(options, client, events, started).await
+    };
+    if let Some(p) = page {
+        p.stop().await;
+    }
+    result
+}
+
+/// `watch`: the live table, events above it.
+async fn run_table(
+    options: WatchOptions,
+    client: Client,
+    events: crossbeam_channel::Receiver<SdamEvent>,
+    started: Instant,
+) -> Result<(), CliError> {
     let topology = client.topology().clone();
     let mut rx = topology.watch();
     let mut view = LiveView::new(options.in_place, 10);

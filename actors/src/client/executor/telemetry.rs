@@ -1,5 +1,5 @@
-//! What an operation tells the outside: its OpenTelemetry span ([`crate::otel`]) and its
-//! `db.client.operation.duration` ([`crate::metrics`]), both from before the operation is
+//! What an operation tells the outside: its OpenTelemetry span ([`crate::otel`]), its
+//! `db.client.operation.duration` ([`crate::metrics`]) and the status page's counts, all from before the operation is
 //! serialized until its reply is read. Its commands' spans and durations come from
 //! [`super::monitoring`]. Nothing here reads a clock or allocates when neither tracing nor a
 //! metrics recorder is on.
@@ -20,11 +20,19 @@ pub(crate) struct Watch {
     started: Option<Instant>,
 }
 
+/// What the duration is recorded into: the metrics recorder, the status page's counts.
+struct Metric {
+    started: Instant,
+    key: OperationKey,
+    write: bool,
+}
+
 impl Watch {
     /// Reads the clocks that are wanted.
     #[inline]
     pub(crate) fn start(client: &ClientInner) -> Watch {
-        Watch { clock: client.tracing.clock(), started: client.command_metrics.enabled().then(Instant::now) }
+        let timed = client.command_metrics.enabled() || client.status.get().is_some();
+        Watch { clock: client.tracing.clock(), started: timed.then(Instant::now) }
     }
 
     /// Once `op` is prepared: its span, set on `op` for its commands' spans to nest under
@@ -44,10 +52,8 @@ impl Watch {
         let span = client.tracing.operation(self.clock, name, &op.db, collection.as_deref(), transaction);
         op.span = span.clone();
         let metric = self.started.map(|started| {
-            Box::new((
-                started,
-                OperationKey { name: name.to_string(), db: op.db.clone(), collection, address: None },
-            ))
+            let key = OperationKey { name: name.to_string(), db: op.db.clone(), collection, address: None };
+            Box::new(Metric { started, key, write: op.criteria == crate::selection_actor::Criteria::Write })
         });
         Watched { span, metric }
     }
@@ -56,7 +62,7 @@ impl Watch {
 /// A prepared operation's span and duration, ended with its result.
 pub(crate) struct Watched {
     span: OperationSpan,
-    metric: Option<Box<(Instant, OperationKey)>>,
+    metric: Option<Box<Metric>>,
 }
 
 impl Watched {
@@ -71,10 +77,14 @@ impl Watched {
     pub(crate) fn end<T>(self, client: &ClientInner, address: Option<ServerAddress>, result: &Result<T>) {
         self.span.end(result);
         if let Some(metric) = self.metric {
-            let (started, mut key) = *metric;
+            let Metric { started, mut key, write } = *metric;
+            let elapsed = started.elapsed();
             let error: Option<&Error> = result.as_ref().err();
+            if let Some(feed) = client.status.get() {
+                feed.operations.record(elapsed, error.is_none(), write);
+            }
             key.address = address.or_else(|| error.and_then(Error::address).cloned());
-            client.command_metrics.record_operation(&key, started.elapsed(), error);
+            client.command_metrics.record_operation(&key, elapsed, error);
         }
     }
 }
