@@ -231,3 +231,37 @@ fn not_applicable(line: &str) {
     use std::io::Write as _;
     let _ = writeln!(std::io::stderr(), "{line}");
 }
+
+#[test]
+fn watch_listen_serves_the_status_page() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let cluster = Cluster::replica_set(3).start().expect("simulator");
+    let uri = cluster.uri();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mongo-actors"))
+        .args(["watch", &uri, "--duration", "5", "--plain", "--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run mongo-actors watch");
+    let stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let url = stderr
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("status page: http://").map(|r| r.trim_end_matches('/').to_string()))
+        .expect("the page's URL on stderr");
+    // /health from the topology: 200 once the primary is known.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let (status, body) = loop {
+        let mut s = std::net::TcpStream::connect(&url).expect("connect");
+        write!(s, "GET /health HTTP/1.1\r\nhost: {url}\r\nconnection: close\r\n\r\n").expect("write");
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).expect("read");
+        if raw.starts_with("HTTP/1.1 200") || std::time::Instant::now() > deadline {
+            break (raw.lines().next().unwrap_or("").to_string(), raw);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(status.starts_with("HTTP/1.1 200"), "{body}");
+    assert!(body.contains(r#""status":"ok""#) && body.contains("ReplicaSetWithPrimary"), "{body}");
+    assert!(child.wait().expect("exit").success());
+}
