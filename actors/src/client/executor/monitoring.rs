@@ -98,8 +98,15 @@ impl<'a> Monitoring<'a> {
 
     /// Starts the command's OpenTelemetry span under its operation's, unless the operation
     /// is not traced or the command is sensitive (no span at all, as the specification says).
+    #[inline]
     pub(super) fn trace(&mut self, conn: &PooledConnection<Connection>, op: &Op, sent: &bson::RawDocument) {
-        if !op.span.is_on() || is_sensitive(&op.name, &op.command) {
+        if op.span.is_on() {
+            self.start_span(conn, op, sent);
+        }
+    }
+
+    fn start_span(&mut self, conn: &PooledConnection<Connection>, op: &Op, sent: &bson::RawDocument) {
+        if is_sensitive(&op.name, &op.command) {
             return;
         }
         let collection = op.collection();
@@ -171,6 +178,7 @@ impl<'a> Monitoring<'a> {
         self.answered(reply);
     }
 
+    #[inline]
     fn answered(&self, reply: &Reply) {
         let duration = self.started.map(|s| s.elapsed()).unwrap_or_default();
         self.metrics.record(self.command_name, true, duration);

@@ -63,7 +63,9 @@ pub(crate) trait Operation {
         Ok(Vec::new())
     }
 
-    /// The command the executor runs.
+    /// The command the executor runs. Inlined: the `Op` is then built where the executor
+    /// keeps it, not copied there.
+    #[inline]
     fn prepare(&mut self) -> Result<Op> {
         let Shape {
             name,

@@ -18,6 +18,10 @@ mod logs;
 pub mod matching;
 mod runner;
 pub mod scan;
+#[cfg(feature = "otel")]
+mod traces;
+#[cfg(not(feature = "otel"))]
+#[path = "traces_off.rs"]
 mod traces;
 
 /// The unified suites: the report name and the directory relative to the root.

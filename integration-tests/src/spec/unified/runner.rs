@@ -479,13 +479,7 @@ async fn create_client(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
         server_api.deprecation_errors = api.get_bool("deprecationErrors").ok();
         options.server_api = Some(server_api);
     }
-    let traces = match traces::observer(spec)? {
-        Some((observer, tracing)) => {
-            options.tracing = Some(tracing);
-            Some(observer)
-        }
-        None => None,
-    };
+    let traces = traces::observe(spec, &mut options)?;
     let client = Client::with_options(options).map_err(|e| format!("client {id}: {e}"))?;
     Ok(Entity::Client(ClientEntity { client, events, checked_out, logs: log_observer, traces }))
 }

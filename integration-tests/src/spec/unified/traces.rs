@@ -23,9 +23,9 @@ pub(super) struct TraceObserver {
     _provider: SdkTracerProvider,
 }
 
-/// The tracing options of a client entity with `observeTracingMessages`, and what collects
-/// its spans.
-pub(super) fn observer(spec: &Document) -> R<Option<(TraceObserver, OpentelemetryOptions)>> {
+/// For a client entity with `observeTracingMessages`: its tracing options, set in `options`,
+/// and what collects its spans.
+pub(super) fn observe(spec: &Document, options: &mut actors::ClientOptions) -> R<Option<TraceObserver>> {
     let Ok(observe) = spec.get_document("observeTracingMessages") else { return Ok(None) };
     if let Some(k) = observe.keys().find(|k| *k != "enableCommandPayload") {
         return Err(format!("observeTracingMessages: unknown field {k}"));
@@ -34,12 +34,14 @@ pub(super) fn observer(spec: &Document) -> R<Option<(TraceObserver, Opentelemetr
     let exporter = InMemorySpanExporter::default();
     // The simple processor exports each span as it ends: nothing to flush before matching.
     let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
-    let options = OpentelemetryOptions::builder()
-        .enabled(true)
-        .query_text_max_length(if payload { PAYLOAD_MAX_LENGTH } else { 0 })
-        .tracer_provider(provider.clone())
-        .build();
-    Ok(Some((TraceObserver { exporter, _provider: provider }, options)))
+    options.tracing = Some(
+        OpentelemetryOptions::builder()
+            .enabled(true)
+            .query_text_max_length(if payload { PAYLOAD_MAX_LENGTH } else { 0 })
+            .tracer_provider(provider.clone())
+            .build(),
+    );
+    Ok(Some(TraceObserver { exporter, _provider: provider }))
 }
 
 /// Checks one `expectTracingMessages` entry (its `$$sessionLsid`s already replaced by the
