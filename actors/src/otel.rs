@@ -64,7 +64,8 @@ pub struct OpentelemetryOptions {
     /// `...` appended); 0 leaves the attribute out. `None`: as
     /// `OTEL_RUST_INSTRUMENTATION_MONGODB_QUERY_TEXT_MAX_LENGTH` says (0 when unset).
     pub query_text_max_length: Option<usize>,
-    /// Where spans go. `None`: the global tracer provider.
+    /// Where spans go. `None`: the global tracer provider, as it is when the client is built
+    /// (set it with `opentelemetry::global::set_tracer_provider` before building the client).
     #[serde(skip)]
     #[builder(setter(
         fn transform<S, T, P>(provider: P) -> Option<SharedTracerProvider>

@@ -84,14 +84,16 @@ impl StatusPage {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when the path is
-    /// neither empty nor an absolute path without a trailing `/` and without a `{` pattern.
+    /// neither empty nor an absolute path of plain segments (letters, digits, `-`, `_`, `.`)
+    /// without a trailing `/`.
     pub fn build(self) -> Result<Scope> {
         let p = &self.path;
-        let valid = p.is_empty()
-            || (p.starts_with('/') && !p.ends_with('/') && !p.contains(['{', '}', '*', '?', '#']));
+        // Plain segments only: the path is also written into the page's script.
+        let plain = p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '-' | '_' | '.'));
+        let valid = p.is_empty() || (p.starts_with('/') && !p.ends_with('/') && !p.contains("//") && plain);
         if !valid {
             return Err(Error::invalid_argument(format!(
-                "the status page's path must be empty or like \"/db\" (absolute, no trailing '/', no pattern): {p:?}"
+                "the status page's path must be empty or like \"/db\" (absolute, no trailing '/', letters, digits, '-', '_', '.'): {p:?}"
             )));
         }
         Ok(self.scope())
