@@ -21,7 +21,7 @@ const HISTORY: usize = 60;
 /// Failovers kept.
 const FAILOVERS: usize = 5;
 /// How often the status is rebuilt without a topology change.
-pub(crate) const TICK: Duration = Duration::from_secs(1);
+const TICK: Duration = Duration::from_secs(1);
 /// How often while a failover waits for its first write.
 const UNFOLDING_TICK: Duration = Duration::from_millis(50);
 

@@ -66,7 +66,9 @@ pub(crate) struct Watched {
 }
 
 impl Watched {
-    /// Whether anything is watched (else the caller skips [`end`](Self::end)).
+    /// Whether anything is watched (else the caller skips [`end`](Self::end)). The three
+    /// callers spell this fast path out themselves: a shared `finish(out, read)` taking the
+    /// reply's reader as a closure cost 180 more instructions per `find_one` (callgrind).
     #[inline]
     pub(crate) fn is_on(&self) -> bool {
         self.span.is_on() || self.metric.is_some()
