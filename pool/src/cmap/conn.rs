@@ -25,9 +25,28 @@ pub enum CheckoutPurpose {
     Other,
 }
 
-/// What the pool knows about a connection besides the connection itself.
+/// What the pool knows about a connection besides the connection itself: shared by the
+/// pool's in-use list, the checked-out guard and the idle list, so that a check-out and a
+/// check-in copy a pointer (a [`CancellationToken`]'s own clone takes a lock).
 #[derive(Debug, Clone)]
-pub(crate) struct ConnMeta {
+pub(crate) struct ConnMeta(Arc<ConnInfo>);
+
+impl ConnMeta {
+    pub(crate) fn new(info: ConnInfo) -> Self {
+        ConnMeta(Arc::new(info))
+    }
+}
+
+impl Deref for ConnMeta {
+    type Target = ConnInfo;
+    fn deref(&self) -> &ConnInfo {
+        &self.0
+    }
+}
+
+/// The fields of a [`ConnMeta`], fixed when the connection is established.
+#[derive(Debug)]
+pub(crate) struct ConnInfo {
     pub id: u32,
     /// The pool generation when the connection was created.
     pub generation: u32,
@@ -48,6 +67,8 @@ pub(crate) trait ReturnTo<C>: Send + Sync {
     fn return_connection(&self, meta: ConnMeta, conn: Box<C>, announced: bool);
     /// Records a new purpose for an in-use connection.
     fn set_purpose(&self, id: u32, purpose: CheckoutPurpose);
+    /// The pool's server (read through the pool: a check-out copies no address).
+    fn address(&self) -> &ServerAddress;
 }
 
 /// A connection checked out of a pool. Derefs to the connection; checked back in when dropped
@@ -60,7 +81,6 @@ pub struct PooledConnection<C: PoolConnection> {
     conn: Option<Box<C>>,
     meta: ConnMeta,
     purpose: CheckoutPurpose,
-    address: ServerAddress,
     pool: Arc<dyn ReturnTo<C>>,
     pub(crate) announced: bool,
 }
@@ -70,11 +90,10 @@ impl<C: PoolConnection> PooledConnection<C> {
         conn: Box<C>,
         meta: ConnMeta,
         purpose: CheckoutPurpose,
-        address: ServerAddress,
         pool: Arc<dyn ReturnTo<C>>,
         announced: bool,
     ) -> Self {
-        PooledConnection { conn: Some(conn), meta, purpose, address, pool, announced }
+        PooledConnection { conn: Some(conn), meta, purpose, pool, announced }
     }
 
     /// The connection id (CMAP `connectionId`, 1-based, per pool).
@@ -106,7 +125,7 @@ impl<C: PoolConnection> PooledConnection<C> {
 
     /// The server.
     pub fn address(&self) -> &ServerAddress {
-        &self.address
+        self.pool.address()
     }
 
     /// What the connection is checked out for.
@@ -170,7 +189,7 @@ impl<C: PoolConnection> Drop for PooledConnection<C> {
 impl<C: PoolConnection> std::fmt::Debug for PooledConnection<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PooledConnection")
-            .field("address", &self.address)
+            .field("address", self.address())
             .field("id", &self.meta.id)
             .field("generation", &self.generation())
             .field("service_id", &self.meta.service_id)

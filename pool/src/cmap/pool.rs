@@ -19,7 +19,7 @@ use tokio::sync::{oneshot, Notify};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::conn::{CheckoutPurpose, ConnMeta, PooledConnection, ReturnTo};
+use super::conn::{CheckoutPurpose, ConnInfo, ConnMeta, PooledConnection, ReturnTo};
 use super::establish::{EstablishRequest, Established, Establisher, PoolConnection};
 use super::events::{CheckOutFailedReason, CmapEvent, CmapEventHandler, ConnectionClosedReason};
 use super::options::PoolOptions;
@@ -363,7 +363,7 @@ impl<E: Establisher> Inner<E> {
         purpose: CheckoutPurpose,
     ) -> PooledConnection<E::Connection> {
         let back: Arc<dyn ReturnTo<E::Connection>> = self.clone();
-        PooledConnection::new(conn, meta, purpose, self.address.clone(), back, false)
+        PooledConnection::new(conn, meta, purpose, back, false)
     }
 
     /// Creates a pending connection (emitting `ConnectionCreated`) and spawns its
@@ -530,14 +530,14 @@ impl<E: Establisher> Inner<E> {
                         }
                         None => 0,
                     };
-                    let meta = ConnMeta {
+                    let meta = ConnMeta::new(ConnInfo {
                         id,
                         generation: pending.generation,
                         service_id: established.service_id,
                         service_generation,
                         cancel: pending.cancel,
                         runtime: pending.runtime,
-                    };
+                    });
                     self.emit(CmapEvent::ConnectionReady {
                         address: self.address.clone(),
                         connection_id: id,
@@ -1042,6 +1042,10 @@ impl<E: Establisher> ReturnTo<E::Connection> for Inner<E> {
         if let Some(u) = self.state.lock().in_use.get_mut(&id) {
             u.purpose = purpose;
         }
+    }
+
+    fn address(&self) -> &ServerAddress {
+        &self.address
     }
 }
 

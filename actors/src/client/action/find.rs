@@ -98,7 +98,7 @@ impl<'a, T, Session> Find<'a, T, Session> {
         check_max_await(timeout, options.max_await_time)?;
         let (cursor_type, max_await, comment) =
             (options.cursor_type, options.max_await_time, options.comment.clone());
-        let op = find::Find { read, filter, options };
+        let op = find::Find { read, filter, options: Box::new(options) };
         let open = OpenCursor { timeout, mode, batch_size };
         let mut raw = open.run(handle.client(), op, session).await?;
         if cursor_type == Some(CursorType::TailableAwait) {

@@ -65,7 +65,7 @@ impl<'a, T: DeserializeOwned + 'static> FindOne<'a, T> {
         use futures_util::future::{Either, FutureExt};
         let FindOne { coll, filter, options, session } = self;
         let handle = coll.handle();
-        let options = FindOptions::from(options);
+        let options = Box::new(FindOptions::from(options));
         // The fields themselves, not `begin_read(&options)`: on this path the borrow of the
         // whole options cost about 100 instructions per call (callgrind).
         let begun = handle.begin_read_with(

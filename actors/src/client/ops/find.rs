@@ -15,7 +15,9 @@ use crate::Result;
 pub(crate) struct Find<'a> {
     pub read: ReadOn<'a>,
     pub filter: Document,
-    pub options: FindOptions,
+    /// Boxed: `find_one`'s future is moved several times before its first poll (into the
+    /// executor's future, then its box), and the options are most of its size.
+    pub options: Box<FindOptions>,
 }
 
 impl Find<'_> {

@@ -196,7 +196,7 @@ mod tests {
     fn a_find_builds_its_body_and_opens_a_cursor_named_by_the_reply() {
         let ns = Namespace { db: "app", coll: "people" };
         let options = FindOptions { limit: Some(-3), batch_size: Some(2), ..Default::default() };
-        let mut find = Find { read: read_on(ns), filter: doc! {"a": 1}, options };
+        let mut find = Find { read: read_on(ns), filter: doc! {"a": 1}, options: options.into() };
         let op = find.prepare().expect("prepared");
         assert_eq!(
             op.command.to_document(),
@@ -218,7 +218,7 @@ mod tests {
     #[test]
     fn find_one_reads_the_first_document_of_its_single_batch() {
         let ns = Namespace { db: "app", coll: "people" };
-        let find = Find { read: read_on(ns), filter: doc! {}, options: FindOptions::default() };
+        let find = Find { read: read_on(ns), filter: doc! {}, options: Box::default() };
         let mut one = FindOne(find);
         let op = one.prepare().expect("prepared");
         assert_eq!(op.command.to_document().get_i64("limit").ok(), Some(1));
@@ -249,7 +249,7 @@ mod tests {
             ..Default::default()
         };
         let read = ReadOn { read_concern: None, max_time_ms: None, ..read_on(ns) };
-        let mut one = FindOne(Find { read, filter: doc! {"a": {"$gt": 1}}, options });
+        let mut one = FindOne(Find { read, filter: doc! {"a": {"$gt": 1}}, options: options.into() });
         let op = one.prepare().expect("prepared");
         assert!(matches!(op.command, super::super::executor::operation::Command::Raw(..)));
         assert_eq!(
@@ -261,7 +261,7 @@ mod tests {
         );
         assert!(op.command.contains_key("let") && !op.command.contains_key("collation"));
         // A key the server cannot take is a typed error, not a panic.
-        let bad = Find { read: read_on(ns), filter: doc! {"a\0b": 1}, options: FindOptions::default() };
+        let bad = Find { read: read_on(ns), filter: doc! {"a\0b": 1}, options: Box::default() };
         assert!(FindOne(bad)
             .prepare()
             .as_ref()
