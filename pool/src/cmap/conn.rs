@@ -28,21 +28,7 @@ pub enum CheckoutPurpose {
 /// What the pool knows about a connection besides the connection itself: shared by the
 /// pool's in-use list, the checked-out guard and the idle list, so that a check-out and a
 /// check-in copy a pointer (a [`CancellationToken`]'s own clone takes a lock).
-#[derive(Debug, Clone)]
-pub(crate) struct ConnMeta(Arc<ConnInfo>);
-
-impl ConnMeta {
-    pub(crate) fn new(info: ConnInfo) -> Self {
-        ConnMeta(Arc::new(info))
-    }
-}
-
-impl Deref for ConnMeta {
-    type Target = ConnInfo;
-    fn deref(&self) -> &ConnInfo {
-        &self.0
-    }
-}
+pub(crate) type ConnMeta = Arc<ConnInfo>;
 
 /// The fields of a [`ConnMeta`], fixed when the connection is established.
 #[derive(Debug)]

@@ -530,7 +530,7 @@ impl<E: Establisher> Inner<E> {
                         }
                         None => 0,
                     };
-                    let meta = ConnMeta::new(ConnInfo {
+                    let meta = Arc::new(ConnInfo {
                         id,
                         generation: pending.generation,
                         service_id: established.service_id,
