@@ -1,4 +1,5 @@
-//! `mongo-sim`: runs a simulated MongoDB deployment until SIGINT/SIGTERM or stdin EOF.
+//! `mongo-sim`: runs a simulated MongoDB deployment until SIGINT/SIGTERM or stdin EOF (with
+//! `--detached`: signals only).
 //!
 //! Prints the connection string as the first line of stdout, logs to stderr
 //! (`RUST_LOG` filters, default `info`).
@@ -8,7 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use integration_tests::sim::testing::TestCerts;
-use integration_tests::sim::{Cluster, ClusterBuilder, ServerVersion, SimTls};
+use integration_tests::sim::{Cluster, ClusterBuilder, MemberConfig, ServerVersion, SimTls};
 
 #[derive(Parser, Debug)]
 #[command(name = "mongo-sim", about = "A simulated MongoDB 7 deployment for driver tests and benchmarks")]
@@ -48,6 +49,9 @@ struct Cli {
     /// certificate is `O=mongo-actors,CN=mongo-sim-client`).
     #[arg(long = "x509-user", global = true, value_name = "SUBJECT")]
     x509_users: Vec<String>,
+    /// Keep running when stdin reaches EOF (containers and daemons; stop with SIGTERM).
+    #[arg(long, global = true)]
+    detached: bool,
     /// The MongoDB release to answer as: 7.0, or 8.0 (the `bulkWrite` command).
     #[arg(long, global = true, default_value = "7.0", value_parser = ["7.0", "8.0"])]
     server_version: String,
@@ -80,6 +84,34 @@ enum Topology {
         /// Number of mongos.
         #[arg(long, default_value_t = 2)]
         mongos: usize,
+    },
+    /// One member of a replica set whose members are separate processes (or containers):
+    /// elections, replication by pulling the primary's oplog, `w: "majority"`, rollback.
+    Member {
+        /// Replica set name.
+        #[arg(long = "set", default_value = "rs0")]
+        set_name: String,
+        /// This member's HOST:PORT, as listed in --members.
+        #[arg(long)]
+        name: String,
+        /// Every member's HOST:PORT, comma-separated, in member-id order (the set's config).
+        #[arg(long, value_delimiter = ',', required = true)]
+        members: Vec<String>,
+        /// Each member's election priority, comma-separated (default 1 each).
+        #[arg(long, value_delimiter = ',')]
+        priorities: Vec<f64>,
+        /// The address to listen on (in a container: 0.0.0.0, its own network).
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: std::net::IpAddr,
+        /// Keep the data, term and vote here across restarts (default: in memory only).
+        #[arg(long)]
+        data_dir: Option<std::path::PathBuf>,
+        /// Heartbeat interval in milliseconds.
+        #[arg(long, default_value_t = 250)]
+        heartbeat_ms: u64,
+        /// Election timeout in milliseconds.
+        #[arg(long, default_value_t = 2000)]
+        election_timeout_ms: u64,
     },
     /// One load balancer port in front of several mongos services.
     Lb {
@@ -141,6 +173,26 @@ fn builder(cli: &Cli) -> ClusterBuilder {
             }
             b
         }
+        Topology::Member {
+            set_name,
+            name,
+            members,
+            priorities,
+            bind,
+            data_dir,
+            heartbeat_ms,
+            election_timeout_ms,
+        } => {
+            // An unknown --name is reported by start() (index out of range).
+            let me = members.iter().position(|m| m.eq_ignore_ascii_case(name)).unwrap_or(usize::MAX);
+            let mut config = MemberConfig::new(members.clone(), me);
+            config.priorities = priorities.clone();
+            config.bind = *bind;
+            config.data_dir = data_dir.clone();
+            config.heartbeat = std::time::Duration::from_millis(*heartbeat_ms);
+            config.election_timeout = std::time::Duration::from_millis(*election_timeout_ms);
+            Cluster::replica_set_member(config).set_name(set_name)
+        }
         Topology::Sharded { mongos } => Cluster::sharded(*mongos),
         Topology::Lb { services } => Cluster::load_balanced(*services),
     };
@@ -179,10 +231,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    // Stop on SIGINT/SIGTERM or when stdin reaches EOF (the parent went away).
+    // Stop on SIGINT/SIGTERM or when stdin reaches EOF (the parent went away), unless detached.
+    let detached = cli.detached;
     let (tx, rx) = std::sync::mpsc::channel::<&'static str>();
     let stdin_tx = tx.clone();
     std::thread::spawn(move || {
+        if detached {
+            // Keep the sender alive so the channel stays open; only signals stop us.
+            let _keep = stdin_tx;
+            loop {
+                std::thread::park();
+            }
+        }
         let mut buf = [0u8; 256];
         let mut stdin = std::io::stdin();
         loop {

@@ -237,6 +237,9 @@ pub(crate) struct State {
     pub history: super::commands::change_stream::History,
     /// Open change stream cursors (their ids share `next_cursor_id`).
     pub streams: HashMap<i64, super::commands::change_stream::Stream>,
+    /// A member process of a multi-process set: its votes, peers and journal (`None`: every
+    /// member is in this process).
+    pub node: Option<Box<super::member::Node>>,
 }
 
 impl State {
@@ -287,6 +290,9 @@ impl State {
     /// Applies every entry the lag allows to the live secondaries, moves the commit point and
     /// trims the oplog. Returns whether anything changed and when the next entry becomes due.
     fn replicate(&mut self, lag: Duration, now: Instant) -> (bool, Option<Instant>) {
+        if self.node.is_some() {
+            return (self.member_commit(), None);
+        }
         let end = self.oplog.end();
         let mut changed = false;
         let mut next_due: Option<Instant> = None;
@@ -321,6 +327,19 @@ impl State {
             self.oplog.trim(min.min(self.commit));
         }
         (changed, next_due)
+    }
+
+    /// A member process: the primary moves the commit point from the positions its peers
+    /// reported (secondaries follow the primary's); both trim what every member has.
+    fn member_commit(&mut self) -> bool {
+        let me = self.node.as_ref().map(|n| n.me);
+        let changed = self.primary.is_some() && self.primary == me && self.advance_commit();
+        // The slowest member's last entry stays: its fetcher asks for it by timestamp.
+        let min_applied = self.members.iter().filter(|m| m.data_bearing()).map(|m| m.applied).min();
+        if let Some(min) = min_applied {
+            self.oplog.trim(min.min(self.commit).saturating_sub(1));
+        }
+        changed
     }
 
     fn advance_commit(&mut self) -> bool {
@@ -482,12 +501,19 @@ pub(crate) struct Shared {
     /// Load balancers in front of one service each ([`Shared::single_service_lb`]).
     pub single_lbs: Mutex<Vec<AbortHandle>>,
     pub closed: AtomicBool,
+    /// This process runs one member of a set whose other members are other processes.
+    pub remote: Option<super::member::MemberConfig>,
 }
 
 /// Binds 127.0.0.1:`port` (0 = ephemeral). A just-killed listener may still be closing on a
 /// runtime thread, so `EADDRINUSE` is retried for a short, bounded time.
 pub(crate) fn bind(port: u16) -> Result<StdTcpListener, SimError> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    bind_on(std::net::IpAddr::from([127, 0, 0, 1]), port)
+}
+
+/// Binds `ip:port` (a member process in a container listens on its own network).
+pub(crate) fn bind_on(ip: std::net::IpAddr, port: u16) -> Result<StdTcpListener, SimError> {
+    let addr = SocketAddr::new(ip, port);
     let deadline = Instant::now() + Duration::from_secs(3);
     loop {
         match StdTcpListener::bind(addr) {
@@ -537,6 +563,7 @@ impl Shared {
             history: Default::default(),
             streams: HashMap::new(),
             retried_writes: HashMap::new(),
+            node: None,
         };
         Shared {
             security: Security::default(),
@@ -558,6 +585,7 @@ impl Shared {
             lb_listener: Mutex::new(None),
             single_lbs: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            remote: None,
         }
     }
 
@@ -580,6 +608,9 @@ impl Shared {
     /// Starts listeners for every member (for LB: only the load balancer) and the replicator,
     /// and elects the first primary.
     pub(crate) fn start(self: &Arc<Self>) -> Result<(), SimError> {
+        if let Some(config) = &self.remote {
+            return self.start_member(config);
+        }
         let count = self.state.lock().members.len();
         let mut listeners = Vec::with_capacity(count);
         for i in 0..count {
@@ -641,6 +672,25 @@ impl Shared {
         Ok(())
     }
 
+    /// Starts one member of a multi-process set: its listener and the loops that find the
+    /// other members, elect and replicate.
+    fn start_member(self: &Arc<Self>, config: &super::member::MemberConfig) -> Result<(), SimError> {
+        let port = config.validate()?;
+        let listener = bind_on(config.bind, port)?;
+        {
+            let mut st = self.state.lock();
+            for (i, name) in config.members.iter().enumerate() {
+                let port = name.rsplit_once(':').and_then(|(_, p)| p.parse().ok()).unwrap_or(0);
+                st.handles.push(Arc::new(Member::new(i, name.clone(), port)));
+            }
+            super::member::init(self, &mut st, config)?;
+            self.advance_cluster_time(st.oplog.last_ts());
+        }
+        self.spawn_listener(config.me, listener);
+        super::member::spawn(self, config);
+        Ok(())
+    }
+
     fn spawn_listener(self: &Arc<Self>, i: usize, l: StdTcpListener) {
         let Some(member) = self.member(i) else { return };
         let shared = Arc::clone(self);
@@ -689,7 +739,10 @@ impl Shared {
     /// otherwise wake the replicator.
     pub(crate) fn after_write(&self, st: &mut State) {
         self.advance_cluster_time(st.oplog.last_ts());
-        if self.lag.is_zero() {
+        if st.node.is_some() {
+            super::member::journal_new_entries(st);
+            self.member_progress(st);
+        } else if self.lag.is_zero() {
             let (_, _) = st.replicate(Duration::ZERO, Instant::now());
             self.progress.send_modify(|v| *v += 1);
         } else {
@@ -697,6 +750,13 @@ impl Shared {
             self.progress.send_modify(|v| *v += 1);
             self.repl_wake.notify_one();
         }
+    }
+
+    /// A member process learned something (a peer's position, the commit point, a rollback):
+    /// move the commit point and wake write-concern waiters and oplog cursors.
+    pub(crate) fn member_progress(&self, st: &mut State) {
+        st.member_commit();
+        self.progress.send_modify(|v| *v += 1);
     }
 
     fn schedule_election(self: &Arc<Self>, delay: Duration, avoid: Option<usize>) {
@@ -760,6 +820,15 @@ impl Shared {
         ineligible: Option<Duration>,
     ) -> Result<(), SimError> {
         self.check_rs("step down")?;
+        if self.remote.is_some() {
+            let mut st = self.state.lock();
+            let me = st.node.as_ref().map_or(0, |n| n.me);
+            if !super::member::step_down_locked(self, &mut st, "replSetStepDown") {
+                return Err(SimError::InvalidState("this member is not primary".into()));
+            }
+            st.members[me].stepped_down_until = ineligible.map(|d| Instant::now() + d);
+            return Ok(());
+        }
         let old = {
             let mut st = self.state.lock();
             let old = st.step_down();

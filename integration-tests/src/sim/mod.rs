@@ -28,6 +28,7 @@ mod expr;
 mod failpoint;
 mod hello;
 mod lb;
+mod member;
 mod repl;
 mod sasl;
 mod server;
@@ -38,6 +39,7 @@ mod value;
 
 pub use auth_aws::AwsUser;
 pub use auth_oidc::SimOidc;
+pub use member::MemberConfig;
 pub use tls::SimTls;
 
 use std::collections::BTreeMap;
@@ -237,6 +239,7 @@ pub struct ClusterBuilder {
     oidc: Option<SimOidc>,
     version: ServerVersion,
     errors: Vec<String>,
+    remote: Option<MemberConfig>,
 }
 
 impl ClusterBuilder {
@@ -257,6 +260,7 @@ impl ClusterBuilder {
             oidc: None,
             version: ServerVersion::default(),
             errors: Vec::new(),
+            remote: None,
         }
     }
 
@@ -434,6 +438,19 @@ impl ClusterBuilder {
         if let Some(e) = self.errors.first() {
             return Err(SimError::InvalidConfig(e.clone()));
         }
+        if let Some(config) = &self.remote {
+            config.validate()?;
+            if self.tls.is_some()
+                || !self.users.is_empty()
+                || self.oidc.is_some()
+                || !self.aws_users.is_empty()
+            {
+                return Err(SimError::InvalidConfig(
+                    "a member process has no TLS and no authentication (its peers would need them too)"
+                        .into(),
+                ));
+            }
+        }
         if self.members.is_empty() {
             return Err(SimError::InvalidConfig("at least one member is needed".into()));
         }
@@ -501,6 +518,7 @@ impl ClusterBuilder {
         shared.security = security;
         shared.version = self.version;
         shared.host_name = self.host_name;
+        shared.remote = self.remote;
         let shared = Arc::new(shared);
         shared.start()?;
         tracing::info!(uri = %shared.uri(), "simulated cluster started");
@@ -525,6 +543,19 @@ fn warn_err(what: &str, r: Result<(), SimError>) {
 }
 
 impl Cluster {
+    /// One member of a replica set whose other members run in other processes (`mongo-sim
+    /// member`): it finds them over the network, takes part in elections and replicates by
+    /// pulling the primary's oplog. Its URI names every member, as the config does.
+    pub fn replica_set_member(config: MemberConfig) -> ClusterBuilder {
+        let mut b = ClusterBuilder::new(Kind::ReplicaSet, config.members.len());
+        b.election_timeout = config.election_timeout;
+        for (i, m) in b.members.iter_mut().enumerate() {
+            m.priority = config.priorities.get(i).copied();
+        }
+        b.remote = Some(config);
+        b
+    }
+
     /// A single mongod.
     pub fn standalone() -> ClusterBuilder {
         ClusterBuilder::new(Kind::Standalone, 1)

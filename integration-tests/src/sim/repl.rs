@@ -108,6 +108,16 @@ pub(crate) struct OpTime {
     pub wall: DateTime,
 }
 
+/// The session-table record an oplog entry carries (mongod's `config.transactions`), so that a
+/// new primary answers a retried statement instead of running it twice.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum SessionRecord {
+    /// A retryable write: its first reply is the answer to every retry.
+    RetryableWrite { lsid: Vec<u8>, txn_number: i64, reply: Document },
+    /// A committed transaction: a retried `commitTransaction` succeeds again.
+    Transaction { lsid: Vec<u8>, txn_number: i64 },
+}
+
 /// One oplog entry: the ops of one write command (or of a committed transaction).
 #[derive(Debug)]
 pub(crate) struct Entry {
@@ -115,6 +125,8 @@ pub(crate) struct Entry {
     /// When it was written, for the replication lag.
     pub at: Instant,
     pub ops: Vec<Op>,
+    /// The session record it writes (member processes replicate it).
+    pub session: Option<SessionRecord>,
 }
 
 /// The oplog, indexed by absolute position: entry `i` takes a member from `applied == i` to
@@ -125,6 +137,11 @@ pub(crate) struct Oplog {
     base: u64,
     base_optime: OpTime,
     last_ts: Timestamp,
+}
+
+/// A timestamp as one orderable number.
+pub(crate) fn ts_key(ts: Timestamp) -> u64 {
+    (u64::from(ts.time) << 32) | u64::from(ts.increment)
 }
 
 fn now_secs() -> u32 {
@@ -138,6 +155,14 @@ impl Oplog {
         let ts = Timestamp { time: now_secs(), increment: 1 };
         let base_optime = OpTime { ts, term, wall: DateTime::now() };
         Oplog { entries: VecDeque::new(), base: 0, base_optime, last_ts: ts }
+    }
+
+    /// An oplog with no history at all: a member process before the set's first election
+    /// (every member starts from the same empty history, so absolute indexes agree).
+    pub(crate) fn empty() -> Self {
+        let base_optime =
+            OpTime { ts: Timestamp { time: 0, increment: 0 }, term: -1, wall: DateTime::from_millis(0) };
+        Oplog { entries: VecDeque::new(), base: 0, base_optime, last_ts: base_optime.ts }
     }
 
     /// Absolute index one past the last entry.
@@ -185,8 +210,39 @@ impl Oplog {
     pub(crate) fn push(&mut self, term: i64, ops: Vec<Op>) -> u64 {
         let ts = self.next_ts();
         let optime = OpTime { ts, term, wall: DateTime::now() };
-        self.entries.push_back(Entry { optime, at: Instant::now(), ops });
+        self.entries.push_back(Entry { optime, at: Instant::now(), ops, session: None });
         self.end()
+    }
+
+    /// Appends an entry another member wrote (a secondary's applier); returns the new end.
+    pub(crate) fn push_at(&mut self, optime: OpTime, ops: Vec<Op>, session: Option<SessionRecord>) -> u64 {
+        if (optime.ts.time, optime.ts.increment) > (self.last_ts.time, self.last_ts.increment) {
+            self.last_ts = optime.ts;
+        }
+        self.entries.push_back(Entry { optime, at: Instant::now(), ops, session });
+        self.end()
+    }
+
+    /// The entry at `idx`, to change it.
+    pub(crate) fn get_mut(&mut self, idx: u64) -> Option<&mut Entry> {
+        let rel = idx.checked_sub(self.base)?;
+        self.entries.get_mut(usize::try_from(rel).ok()?)
+    }
+
+    /// The `applied` value of a member whose last write is `optime`, when this oplog holds that
+    /// write (`None`: not here, either trimmed or from a history that diverged from this one).
+    pub(crate) fn applied_of(&self, ts: Timestamp, term: i64) -> Option<u64> {
+        if ts == self.base_optime.ts && term == self.base_optime.term {
+            return Some(self.base);
+        }
+        let rel = self.entries.partition_point(|e| ts_key(e.optime.ts) < ts_key(ts));
+        let e = self.entries.get(rel)?;
+        (e.optime.ts == ts && e.optime.term == term).then_some(self.base + rel as u64 + 1)
+    }
+
+    /// The index of the first entry at or after `ts`.
+    pub(crate) fn first_at_or_after(&self, ts: Timestamp) -> u64 {
+        self.base + self.entries.partition_point(|e| ts_key(e.optime.ts) < ts_key(ts)) as u64
     }
 
     /// Drops every entry at or after `end` (they are being rolled back).

@@ -63,6 +63,15 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
         ));
     }
     let ok = || Ok(doc! {"ok": 1.0});
+    if shared.remote.is_some() && ctx.name.starts_with("sim") && ctx.name != "simCounters" {
+        // The other members are other processes: fault them through the process (or the
+        // container engine), not through this one.
+        return Err(CmdError::new(
+            2,
+            "BadValue",
+            format!("{} controls an in-process set; this is one member process", ctx.name),
+        ));
+    }
     match ctx.name {
         "configureFailPoint" => {
             ctx.member.failpoints.configure(&cmd).map_err(sim_err)?;

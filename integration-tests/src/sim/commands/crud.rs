@@ -7,7 +7,7 @@ use super::cursor;
 use super::txn::{self, TxnArgs};
 use super::{check_role, number, wait_write_concern, Access, CmdError, Ctx, PendingWrite, WriteConcern};
 use crate::sim::cluster::{Kind, Shared, State};
-use crate::sim::repl::{Op, Ops};
+use crate::sim::repl::{Op, Ops, SessionRecord};
 use crate::sim::store::{self, id_key, Store};
 use crate::sim::ServerVersion;
 
@@ -179,9 +179,13 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
                 (exec, ops)
             }
         };
-        let pending = if ops.count > 0 { log_write(shared, &mut st, i, ops.list) } else { None };
         let retry_key = retry_key.take().filter(|_| !matches!(exec, Exec::Cursor { .. }));
         let reply = reply_of(ctx, &cmd, &mut st, i, exec);
+        // Member processes replicate the session table with the write.
+        let session = retry_key.as_ref().filter(|_| st.node.is_some()).map(|(lsid, n)| {
+            SessionRecord::RetryableWrite { lsid: lsid.clone(), txn_number: *n, reply: reply.clone() }
+        });
+        let pending = if ops.count > 0 { log_write(shared, &mut st, i, ops.list, session) } else { None };
         if let Some(key) = retry_key {
             st.retried_writes.insert(key, (reply.clone(), pending));
         }
@@ -394,10 +398,19 @@ async fn snapshot_read_command(
 
 /// Logs a write: a replica-set primary appends an oplog entry (and replicates it); other
 /// topologies only advance the cluster time.
-pub(crate) fn log_write(shared: &Shared, st: &mut State, i: usize, ops: Vec<Op>) -> Option<PendingWrite> {
+pub(crate) fn log_write(
+    shared: &Shared,
+    st: &mut State,
+    i: usize,
+    ops: Vec<Op>,
+    session: Option<SessionRecord>,
+) -> Option<PendingWrite> {
     if shared.kind == Kind::ReplicaSet {
         let term = st.term;
         let end = st.oplog.push(term, ops);
+        if let Some(e) = st.oplog.get_mut(end.saturating_sub(1)) {
+            e.session = session;
+        }
         if let Some(m) = st.members.get_mut(i) {
             m.applied = end;
         }

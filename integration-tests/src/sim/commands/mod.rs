@@ -143,6 +143,10 @@ pub(crate) async fn execute(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
         "whatsmyuri" => Ok(doc! {"you": "127.0.0.1", "ok": 1.0}),
         "getLastError" => Err(CmdError::new(59, "CommandNotFound", "no such command: 'getLastError'")),
         "commitTransaction" | "abortTransaction" => txn::run(ctx).await,
+        name if crate::sim::member::commands::handles(name) => crate::sim::member::commands::run(ctx).await,
+        "find" | "getMore" if crate::sim::member::commands::is_oplog_query(ctx) => {
+            crate::sim::member::commands::oplog_query(ctx).await
+        }
         name if admin::handles(name) => admin::run(ctx).await,
         name if crud::handles(name) => crud::run(ctx).await,
         name => Err(CmdError::new(59, "CommandNotFound", format!("no such command: '{name}'"))),

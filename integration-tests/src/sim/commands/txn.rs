@@ -8,7 +8,7 @@ use bson::{doc, Bson, Document};
 use super::crud::log_write;
 use super::{check_role, wait_write_concern, Access, CmdError, Ctx, WriteConcern};
 use crate::sim::cluster::{Kind, Shared, State};
-use crate::sim::repl::{Op, Ops};
+use crate::sim::repl::{Op, Ops, SessionRecord};
 use crate::sim::store::{id_key, IdKey, Store};
 
 /// The lifecycle of a transaction.
@@ -32,6 +32,21 @@ pub(crate) struct Txn {
     writes: HashSet<(String, String, IdKey)>,
     /// The writes to replay at commit.
     ops: Vec<Op>,
+}
+
+impl Txn {
+    /// The session-table record of a transaction committed on another member (replicated to
+    /// this one): a retried `commitTransaction` succeeds, anything else finds it committed.
+    pub(crate) fn committed(number: i64) -> Self {
+        Txn {
+            number,
+            state: TxnState::Committed,
+            shadow: Store::default(),
+            touched: HashSet::new(),
+            writes: HashSet::new(),
+            ops: Vec::new(),
+        }
+    }
 }
 
 /// The document an oplog operation changed.
@@ -237,7 +252,11 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
                 if ops.is_empty() {
                     None
                 } else {
-                    log_write(shared, &mut st, i, ops)
+                    let session = st.node.is_some().then(|| SessionRecord::Transaction {
+                        lsid: args.lsid.clone(),
+                        txn_number: args.number,
+                    });
+                    log_write(shared, &mut st, i, ops, session)
                 }
             }
         }

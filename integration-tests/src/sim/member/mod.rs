@@ -1,0 +1,292 @@
+//! A replica-set member in its own process (`mongo-sim member`): the set's other members run
+//! elsewhere (other processes, other containers) and are reached over the wire, as mongod's are.
+//!
+//! The commands, the store, the oplog and the session table are the in-process set's; only the
+//! coordination differs. In [`State`], slot `me` is this process and the other slots mirror what
+//! the heartbeats say about the peers (their `applied` is the position of their last write in
+//! *this* oplog, so majority counting and write concern waits are the in-process set's code).
+//!
+//! - `heartbeat`: each peer is asked `replSetHeartbeat` every heartbeat interval; the replies
+//!   tell who is primary, in which term, and how far each member got.
+//! - `election`: terms, votes (`replSetRequestVotes`, dry run first), priorities, the election
+//!   timeout, and a primary stepping down when it no longer reaches a majority.
+//! - `sync`: a secondary pulls the primary's oplog (`find`/`getMore` on `local.oplog.rs`),
+//!   applies it, reports its position (`replSetUpdatePosition`) and rolls back what a deposed
+//!   primary wrote alone.
+//! - `oplog_entry`: oplog entries as documents; `journal`: the data directory that lets a
+//!   restarted member keep its data, term and vote; `commands`: the server side of all this.
+
+pub(crate) mod commands;
+mod election;
+mod heartbeat;
+mod journal;
+pub(crate) mod oplog_entry;
+mod sync;
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bson::Timestamp;
+
+use super::cluster::{Shared, State};
+use super::repl::SessionRecord;
+use super::SimError;
+
+/// How one member process of a multi-process replica set is configured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemberConfig {
+    /// Every member's `host:port` as the replica set config names it (what hello reports and
+    /// what peers dial), in member-id order.
+    pub members: Vec<String>,
+    /// This process's entry in `members`.
+    pub me: usize,
+    /// Election priority of each member (empty: 1 for every member); 0 never stands.
+    pub priorities: Vec<f64>,
+    /// The address to listen on (the port is this member's in `members`).
+    pub bind: IpAddr,
+    /// Where the member keeps its journal (oplog, term and vote) across restarts; `None`: in
+    /// memory only (a restarted member comes back empty).
+    pub data_dir: Option<PathBuf>,
+    /// How often each peer is sent a heartbeat (mongod: 2 s).
+    pub heartbeat: Duration,
+    /// How long secondaries wait without hearing from the primary before calling an election
+    /// (mongod: 10 s).
+    pub election_timeout: Duration,
+}
+
+impl MemberConfig {
+    /// A config with the defaults used by the compose tests: 250 ms heartbeats and a 2 s
+    /// election timeout, listening on 127.0.0.1 (a container passes its own network's
+    /// address, or `0.0.0.0` inside its network namespace).
+    pub fn new(members: Vec<String>, me: usize) -> Self {
+        MemberConfig {
+            members,
+            me,
+            priorities: Vec::new(),
+            bind: IpAddr::from([127, 0, 0, 1]),
+            data_dir: None,
+            heartbeat: Duration::from_millis(250),
+            election_timeout: Duration::from_secs(2),
+        }
+    }
+
+    /// Checks the config; returns this member's port.
+    pub(crate) fn validate(&self) -> Result<u16, SimError> {
+        let bad = |m: String| Err(SimError::InvalidConfig(m));
+        if self.members.is_empty() || self.me >= self.members.len() {
+            return bad(format!("member {} is not among the {} members", self.me, self.members.len()));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for m in &self.members {
+            if port_of(m).is_none() {
+                return bad(format!("member {m:?}: expected HOST:PORT"));
+            }
+            if !seen.insert(m.to_ascii_lowercase()) {
+                return bad(format!("member {m:?} is listed twice"));
+            }
+        }
+        if !self.priorities.is_empty() && self.priorities.len() != self.members.len() {
+            return bad(format!("{} priorities for {} members", self.priorities.len(), self.members.len()));
+        }
+        if self.priorities.iter().any(|p| !(p.is_finite() && *p >= 0.0)) {
+            return bad("priorities must be >= 0".into());
+        }
+        if !self.priorities.is_empty() && self.priorities.iter().all(|p| *p == 0.0) {
+            return bad("no electable member (every priority is 0)".into());
+        }
+        if self.heartbeat.is_zero() || self.election_timeout < self.heartbeat * 2 {
+            return bad("the election timeout must be at least two heartbeat intervals".into());
+        }
+        port_of(&self.members[self.me]).ok_or_else(|| SimError::InvalidConfig("no port".into()))
+    }
+
+    /// Member `i`'s priority.
+    pub(crate) fn priority(&self, i: usize) -> f64 {
+        self.priorities.get(i).copied().unwrap_or(1.0)
+    }
+}
+
+/// The port of `host:port` (`[v6]:port` too).
+fn port_of(host_port: &str) -> Option<u16> {
+    let (host, port) = host_port.rsplit_once(':')?;
+    (!host.is_empty()).then_some(())?;
+    port.parse().ok().filter(|p| *p != 0)
+}
+
+/// What this member last heard from one peer.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Peer {
+    /// When it last answered a heartbeat.
+    pub last_ok: Option<Instant>,
+}
+
+/// A tailable cursor over this member's oplog (a secondary pulling from it).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OplogCursor {
+    /// The timestamp of the last entry sent.
+    pub after: Timestamp,
+}
+
+/// The member-process part of [`State`]: votes, peers, timers, the journal, oplog cursors.
+#[derive(Debug)]
+pub(crate) struct Node {
+    /// This process's member index.
+    pub me: usize,
+    /// The vote cast in a term: (term, candidate).
+    pub voted: Option<(i64, usize)>,
+    /// What the heartbeats said, by member index (this member's slot unused).
+    pub peers: Vec<Peer>,
+    /// When this member calls an election if it still has not heard from a primary.
+    pub election_due: Instant,
+    /// The journal in the data directory, if any.
+    pub journal: Option<journal::Journal>,
+    /// Oplog entries already journaled (absolute end index).
+    pub journaled: u64,
+    /// Open oplog cursors by id.
+    pub oplog_cursors: HashMap<i64, OplogCursor>,
+}
+
+/// A random duration below `max` (jitter keeps members from calling elections together).
+pub(crate) fn jitter(max: Duration) -> Duration {
+    let r = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    let nanos = u64::try_from(max.as_nanos()).unwrap_or(u64::MAX).max(1);
+    Duration::from_nanos(r % nanos)
+}
+
+impl Node {
+    fn new(config: &MemberConfig) -> Self {
+        Node {
+            me: config.me,
+            voted: None,
+            peers: vec![Peer::default(); config.members.len()],
+            // The first election comes quickly; priorities still order the members.
+            election_due: Instant::now() + config.heartbeat * 2 + rank_delay(config, config.me),
+            journal: None,
+            journaled: 0,
+            oplog_cursors: HashMap::new(),
+        }
+    }
+}
+
+/// How much later than the highest-priority members member `i` stands for election: one
+/// heartbeat per distinct higher priority, plus jitter.
+pub(crate) fn rank_delay(config: &MemberConfig, i: usize) -> Duration {
+    let mine = config.priority(i);
+    let mut higher: Vec<f64> =
+        (0..config.members.len()).map(|j| config.priority(j)).filter(|p| *p > mine).collect();
+    higher.sort_by(f64::total_cmp);
+    higher.dedup();
+    config.heartbeat * u32::try_from(higher.len()).unwrap_or(u32::MAX) + jitter(config.heartbeat)
+}
+
+/// Sets up the member's state (replaying its journal) before the listener starts.
+pub(crate) fn init(shared: &Shared, st: &mut State, config: &MemberConfig) -> Result<(), SimError> {
+    for (i, m) in st.members.iter_mut().enumerate() {
+        m.priority = config.priority(i);
+        // Peers are unknown until they answer; slot `me` is this process.
+        m.alive = i == config.me;
+    }
+    st.oplog = super::repl::Oplog::empty();
+    st.commit = 0;
+    let mut node = Node::new(config);
+    if let Some(dir) = &config.data_dir {
+        let (journal, replayed) = journal::Journal::open(dir, shared, st, config.me)?;
+        node.voted = replayed.voted;
+        node.journal = Some(journal);
+        node.journaled = st.oplog.end();
+    }
+    st.node = Some(Box::new(node));
+    Ok(())
+}
+
+/// Starts the heartbeat, election and sync loops.
+pub(crate) fn spawn(shared: &Arc<Shared>, config: &MemberConfig) {
+    for peer in 0..config.members.len() {
+        if peer != config.me {
+            shared.handle.spawn(heartbeat::run(Arc::clone(shared), config.clone(), peer));
+        }
+    }
+    shared.handle.spawn(election::run(Arc::clone(shared), config.clone()));
+    shared.handle.spawn(sync::run(Arc::clone(shared), config.clone()));
+}
+
+/// Writes the entries logged since the last call to the journal (a primary's writes, its
+/// election no-op, what a secondary applied).
+pub(crate) fn journal_new_entries(st: &mut State) {
+    let State { node, oplog, .. } = st;
+    let Some(node) = node.as_mut() else { return };
+    let end = oplog.end();
+    if let Some(j) = node.journal.as_mut() {
+        for idx in node.journaled..end {
+            if let Some(e) = oplog.get(idx) {
+                j.entry(e);
+            }
+        }
+    }
+    node.journaled = end;
+}
+
+/// The node's term changed (a higher term seen, or a vote): journal it.
+pub(crate) fn journal_term(st: &mut State) {
+    let term = st.term;
+    if let Some(node) = st.node.as_mut() {
+        let voted = node.voted;
+        if let Some(j) = node.journal.as_mut() {
+            j.term(term, voted);
+        }
+    }
+}
+
+/// Adopts `term` if it is newer: a primary steps down, the vote is cleared. Returns whether
+/// this member stepped down.
+pub(crate) fn adopt_term(shared: &Shared, st: &mut State, term: i64) -> bool {
+    if term <= st.term {
+        return false;
+    }
+    st.term = term;
+    let stepped = step_down_locked(shared, st, "saw a newer term");
+    if let Some(n) = st.node.as_mut() {
+        n.voted = None;
+    }
+    journal_term(st);
+    stepped
+}
+
+/// Steps this member down if it is primary (transactions die with it). Returns whether it was.
+pub(crate) fn step_down_locked(shared: &Shared, st: &mut State, why: &str) -> bool {
+    let Some(me) = st.node.as_ref().map(|n| n.me) else { return false };
+    if st.primary != Some(me) {
+        return false;
+    }
+    st.primary = None;
+    // Open transactions die with the primary; committed ones stay in the session table.
+    st.txns.retain(|_, t| t.state == super::commands::txn::TxnState::Committed);
+    if let Some(n) = st.node.as_mut() {
+        n.election_due = Instant::now() + shared.election_timeout;
+    }
+    if let Some(h) = st.handles.get(me) {
+        h.bump();
+    }
+    tracing::info!(term = st.term, why, "stepping down");
+    shared.progress.send_modify(|v| *v += 1);
+    true
+}
+
+/// Records the session-table record of an entry this member applied (or replayed).
+pub(crate) fn record_session(st: &mut State, record: &SessionRecord, end: u64, ts: Timestamp) {
+    use super::commands::txn::Txn;
+    use super::commands::PendingWrite;
+    match record {
+        SessionRecord::RetryableWrite { lsid, txn_number, reply } => {
+            st.retried_writes
+                .insert((lsid.clone(), *txn_number), (reply.clone(), Some(PendingWrite { end, ts })));
+        }
+        SessionRecord::Transaction { lsid, txn_number } => {
+            st.txns.insert(lsid.clone(), Txn::committed(*txn_number));
+        }
+    }
+}
