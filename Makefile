@@ -9,6 +9,7 @@ help:
 	@echo "             DEMO_ARGS='--duration 20' or DEMO_ARGS='--uri mongodb://...' (a real deployment: no stepdown)"
 	@echo "make watch URI=mongodb://...  the live topology table and SDAM events (mongo-actors watch)"
 	@echo "make test    run every test in the workspace (installs chromium for the status page's browser test), then the peer tier (what CI runs)"
+	@echo "make test-compose  a replica set of simulator containers (docker or podman; installed and started as root if needed): end-to-end tests, unified suites, engine-driven chaos"
 	@echo "make test-peer  the client's end-to-end tests, the examples and the demo against SecantusDB (pip, in .venv-peer)"
 	@echo "make spec    run the spec runner; SPEC_ROOT=DIR to run another upstream-layout directory"
 	@echo "make build   build the workspace"
@@ -32,6 +33,7 @@ build:
 test: browser-deps
 	$(CARGO) test --workspace --no-fail-fast
 	$(MAKE) test-peer
+	$(MAKE) test-compose
 
 # The status page's browser test (examples/tests/browser.rs) drives Debian's chromium through
 # chromedriver: installed here when missing (as root, as .ci/run runs), else the test fails.
@@ -44,6 +46,14 @@ browser-deps:
 	    echo "make test needs chromium and chromedriver: sudo apt-get install chromium chromium-driver"; \
 	  fi; \
 	fi
+
+# The compose tier: three `mongo-sim member` containers (image built from local files), the
+# end-to-end tests, examples, demo and unified suites through run.sh, and a chaos run faulting
+# the containers through the engine. Installs and starts docker as root when needed; says so and
+# passes when no engine can be started.
+.PHONY: test-compose
+test-compose:
+	CARGO=$(CARGO) integration-tests/docker/compose-test.sh
 
 # The peer tier alone: the client against SecantusDB (installed in .venv-peer), replica set and standalone.
 .PHONY: test-peer

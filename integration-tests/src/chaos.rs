@@ -32,6 +32,7 @@ use selection::ReadPreference;
 use crate::sim::{Cluster, SimError};
 
 mod cancelled;
+pub mod engine;
 
 const DB: &str = "chaos";
 const COLL: &str = "writes";

@@ -237,8 +237,10 @@ impl Deployment {
     /// primary; returns `(old, new)`.
     ///
     /// Simulator: `Cluster::step_down` with a 1 s gap before the next election. Real
-    /// deployment: `replSetStepDown` on the primary (60 s before it may be re-elected, up to
-    /// 10 s for a secondary to catch up), which a driver sees exactly like a real failover.
+    /// deployment: `replSetStepDown` on the primary (up to 10 s for a secondary to catch up),
+    /// which a driver sees exactly like a real failover; once another member is primary, the
+    /// old one is made electable again (`replSetFreeze: 0`) so that the next test can step down
+    /// too.
     pub async fn step_down(&self, timeout: Duration) -> Result<(String, String), Error> {
         let deadline = Instant::now() + timeout;
         let old = self.primary().await?.ok_or("no primary to step down")?;
@@ -262,6 +264,13 @@ impl Deployment {
         loop {
             if let Ok(Some(new)) = self.primary().await {
                 if new != old {
+                    if let Deployment::Real(_) = self {
+                        // Electable again at once (replSetFreeze 0 ends the stepdown period):
+                        // the tests step down several times a minute, and a three-member set
+                        // whose members all sat out 60 s would have no primary.
+                        let unfreeze = doc! { "replSetFreeze": 0 };
+                        let _ = raw_client::run_command(&old, "admin", unfreeze, COMMAND_TIMEOUT).await;
+                    }
                     return Ok((old, new));
                 }
             }

@@ -798,11 +798,28 @@ async fn replica_set_8_0() -> Setup {
         .await
 }
 
+/// Whether the deployment has the `bulkWrite` command (MongoDB 8.0, wire version 25); a real
+/// deployment without it makes `test` NOT APPLICABLE.
+async fn has_bulk_write(s: &Setup, test: &str) -> bool {
+    let hello = s.database("admin").run_command(doc! {"hello": 1}).await.expect("hello");
+    let wire = hello.get_i32("maxWireVersion").unwrap_or(0);
+    if wire < 25 {
+        integration_tests::deployment::print_skip(
+            test,
+            &format!("needs MongoDB 8.0 (maxWireVersion {wire} < 25)"),
+        );
+    }
+    wire >= 25
+}
+
 /// `Client::bulk_write` writes to several namespaces in one `bulkWrite` command on `admin`,
 /// and reports the totals or each write's result, with model indexes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_bulk_write_across_namespaces() {
     let s = replica_set_8_0().await;
+    if !has_bulk_write(&s, "client_crud::client_bulk_write_across_namespaces").await {
+        return;
+    }
     let a = s.database("app").collection::<Document>("a");
     let b = s.database("app").collection::<Document>("b");
     a.insert_many([doc! {"_id": 1, "x": 1}, doc! {"_id": 2, "x": 2}]).await.expect("seed");
@@ -867,6 +884,9 @@ async fn client_bulk_write_across_namespaces() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_bulk_write_splits_batches() {
     let s = replica_set_8_0().await;
+    if !has_bulk_write(&s, "client_crud::client_bulk_write_splits_batches").await {
+        return;
+    }
     let a = s.database("app").collection::<Document>("many");
     let _ = s.started("bulkWrite");
     let models: Vec<_> = (0..100_001).map(|i| a.insert_one_model(doc! {"_id": i}).expect("model")).collect();

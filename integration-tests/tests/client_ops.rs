@@ -355,16 +355,24 @@ async fn secondary_read_preference_reaches_a_secondary() {
     db.run_command(doc! {"ping": 1}).await.expect("ping");
     let pings = started(&drain(&s.events), "ping");
     assert!(!pings[0].0.contains_key("$readPreference"));
-    // find with a secondaryPreferred read preference.
-    let found = db
-        .collection::<bson::Document>("c")
-        .find_one(doc! {})
-        .with_options(FindOneOptions {
-            selection_criteria: Some(ReadPreference::SECONDARY_PREFERRED.into()),
-            ..Default::default()
-        })
-        .await
-        .expect("find");
+    // find with a secondaryPreferred read preference (a real secondary may not have the
+    // insert yet: replication is asynchronous, so read until it does).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let found = loop {
+        let found = db
+            .collection::<bson::Document>("c")
+            .find_one(doc! {})
+            .with_options(FindOneOptions {
+                selection_criteria: Some(ReadPreference::SECONDARY_PREFERRED.into()),
+                ..Default::default()
+            })
+            .await
+            .expect("find");
+        if found.is_some() || std::time::Instant::now() > deadline {
+            break found;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert!(found.is_some());
     let finds = started(&drain(&s.events), "find");
     assert!(secondaries.contains(&finds[0].1));

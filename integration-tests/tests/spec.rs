@@ -7,7 +7,8 @@
 //! The unified suites run on the simulator, judged against `client.txt` + `simulator.txt`. With
 //! `MONGODB_URI` set they run against that deployment instead, judged against `client.txt` plus
 //! the list `SPEC_EXPECTED` names (a file name in `expected-failures/`, as the peer tier's
-//! `secantusdb`, or a path), if any.
+//! `secantusdb`, or a path), if any. `SPEC_SUITES` (comma-separated parts of suite names) runs
+//! only those suites.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -41,11 +42,14 @@ fn unified_target() -> (Vec<PathBuf>, spec::unified::Target) {
 
 fn check(kind: Kind, lists: &[PathBuf], target: &spec::unified::Target) {
     let list = ExpectedFailures::load_all(lists).expect("the expected-failures lists");
-    let verdict = spec::run_and_judge(&spec::vendored_root(), &list, None, kind, target, &mut |l| {
-        // Straight to the process's stderr: the harness captures only print! and eprint!.
-        let _ = writeln!(std::io::stderr(), "[spec {kind:?}] {l}");
-    })
-    .expect("the vendored suites are present");
+    // SPEC_SUITES: only the suites named (comma-separated parts of their names).
+    let suites = std::env::var("SPEC_SUITES").ok().filter(|s| !s.trim().is_empty());
+    let verdict =
+        spec::run_and_judge(&spec::vendored_root(), &list, suites.as_deref(), kind, target, &mut |l| {
+            // Straight to the process's stderr: the harness captures only print! and eprint!.
+            let _ = writeln!(std::io::stderr(), "[spec {kind:?}] {l}");
+        })
+        .expect("the vendored suites are present");
     assert!(verdict.ok(), "{}\n{}", verdict.summary(), verdict.lines().join("\n"));
 }
 

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
+use integration_tests::chaos::engine::{run_engine, EngineMember, EngineTarget};
 use integration_tests::chaos::{run, Options};
 
 #[derive(Parser, Debug)]
@@ -38,6 +39,41 @@ struct Cli {
     /// (0: none).
     #[arg(long, default_value_t = 10_000)]
     burst: usize,
+    /// Fault a replica set of containers through the container engine instead of an embedded
+    /// simulator (the compose tier): one CONTAINER,ALIAS,HOST:PORT per member, in config order.
+    /// Needs --uri.
+    #[arg(long = "container", value_name = "CONTAINER,ALIAS,HOST:PORT", requires = "uri")]
+    containers: Vec<String>,
+    /// The containers' replica set (with --container).
+    #[arg(long)]
+    uri: Option<String>,
+    /// The container engine (with --container).
+    #[arg(long, default_value = "docker")]
+    engine: String,
+    /// The network the containers share (with --container).
+    #[arg(long, default_value = "mongo-actors-rs")]
+    network: String,
+}
+
+/// The compose tier's target from the command line.
+fn engine_target(cli: &Cli) -> Result<Option<EngineTarget>, String> {
+    if cli.containers.is_empty() {
+        return Ok(None);
+    }
+    let members = cli
+        .containers
+        .iter()
+        .map(|c| match c.split(',').collect::<Vec<_>>().as_slice() {
+            [container, alias, address] => Ok(EngineMember {
+                container: (*container).to_owned(),
+                alias: (*alias).to_owned(),
+                address: (*address).to_owned(),
+            }),
+            _ => Err(format!("--container {c:?}: expected CONTAINER,ALIAS,HOST:PORT")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let uri = cli.uri.clone().ok_or("--container needs --uri")?;
+    Ok(Some(EngineTarget { uri, engine: cli.engine.clone(), network: cli.network.clone(), members }))
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -79,7 +115,21 @@ fn main() -> ExitCode {
         burst: cli.burst,
         ..Options::default()
     };
-    match run(&options) {
+    let target = match engine_target(&cli) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("chaos: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match &target {
+        Some(t) => run_engine(&options, t).map(|(report, recovery)| {
+            println!("{recovery}");
+            report
+        }),
+        None => run(&options),
+    };
+    match result {
         Ok(report) => {
             for f in &report.failures {
                 eprintln!("check failed: {f}");

@@ -33,7 +33,8 @@ struct Args {
     /// Defaults to the vendored copy.
     #[arg(long)]
     root: Option<PathBuf>,
-    /// Run only the suites whose name contains this string.
+    /// Run only the suites whose name contains this string (comma-separated: any of them; a
+    /// part starting with `-` leaves the suites containing the rest out).
     #[arg(long)]
     suite: Option<String>,
     /// An expected-failures list (paths relative to the root); give it more than once to read

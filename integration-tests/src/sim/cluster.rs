@@ -333,13 +333,30 @@ impl State {
     /// reported (secondaries follow the primary's); both trim what every member has.
     fn member_commit(&mut self) -> bool {
         let me = self.node.as_ref().map(|n| n.me);
-        let changed = self.primary.is_some() && self.primary == me && self.advance_commit();
+        let changed = self.primary.is_some() && self.primary == me && self.advance_member_commit();
         // The slowest member's last entry stays: its fetcher asks for it by timestamp.
         let min_applied = self.members.iter().filter(|m| m.data_bearing()).map(|m| m.applied).min();
         if let Some(min) = min_applied {
             self.oplog.trim(min.min(self.commit).saturating_sub(1));
         }
         changed
+    }
+
+    /// A member process's primary: the commit point moves to what a majority has, but only to
+    /// an entry of its own term (Raft's rule: counting copies of an older term's entry does not
+    /// make it safe from a later election).
+    fn advance_member_commit(&mut self) -> bool {
+        let mut applied: Vec<u64> =
+            self.members.iter().filter(|m| m.data_bearing()).map(|m| m.applied).collect();
+        applied.sort_unstable_by(|a, b| b.cmp(a));
+        let Some(&c) = applied.get(self.majority().saturating_sub(1)) else { return false };
+        let own_term =
+            c.checked_sub(1).and_then(|i| self.oplog.get(i)).is_some_and(|e| e.optime.term == self.term);
+        if c > self.commit && own_term {
+            self.commit = c;
+            return true;
+        }
+        false
     }
 
     fn advance_commit(&mut self) -> bool {

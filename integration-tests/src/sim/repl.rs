@@ -206,6 +206,14 @@ impl Oplog {
         ts
     }
 
+    /// Moves the clock to at least `ts` (a cluster time this member has seen), so that its next
+    /// entries come after it.
+    pub(crate) fn observe(&mut self, ts: Timestamp) {
+        if ts_key(ts) > ts_key(self.last_ts) {
+            self.last_ts = ts;
+        }
+    }
+
     /// Appends an entry written in `term`; returns the new end index.
     pub(crate) fn push(&mut self, term: i64, ops: Vec<Op>) -> u64 {
         let ts = self.next_ts();

@@ -491,7 +491,11 @@ impl Connection {
         if hello::is_hello(name) {
             return self.hello(request_id, name, body, msg.exhaust_allowed()).await;
         }
-        let triggered = self.member.failpoints.check(name, self.info.app_name.as_deref()).unwrap_or_default();
+        let triggered = if super::member::commands::is_internal(name, db, body) {
+            Triggered::default()
+        } else {
+            self.member.failpoints.check(name, self.info.app_name.as_deref()).unwrap_or_default()
+        };
         if triggered.close_connection {
             // A transaction statement whose client disconnects is killed, and the kill
             // aborts the transaction (another mongos then answers NoSuchTransaction).

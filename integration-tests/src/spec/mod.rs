@@ -211,7 +211,7 @@ pub fn run_and_judge(
     let mut ran = 0;
     if matches!(kind, Kind::Pure | Kind::All) {
         for suite in suites() {
-            if filter.is_some_and(|f| !suite.name.contains(f)) {
+            if !filter_matches(filter, suite.name) {
                 continue;
             }
             let Some(report) = run_suite(root, &suite) else { continue };
@@ -253,6 +253,19 @@ pub fn run_and_judge(
     Some(verdict)
 }
 
+/// Whether suite `name` passes the filter: comma-separated parts, each a part of suite names
+/// to run (`retryable-writes,transactions`) or, with a leading `-`, to leave out
+/// (`-client-side-operations-timeout`); with only exclusions, every other suite runs.
+pub(crate) fn filter_matches(filter: Option<&str>, name: &str) -> bool {
+    let Some(f) = filter else { return true };
+    let parts: Vec<&str> = f.split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
+    if parts.iter().any(|p| p.strip_prefix('-').is_some_and(|x| name.contains(x))) {
+        return false;
+    }
+    let includes: Vec<&&str> = parts.iter().filter(|p| !p.starts_with('-')).collect();
+    includes.is_empty() || includes.iter().any(|p| name.contains(**p))
+}
+
 pub(crate) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -277,4 +290,19 @@ pub fn extjson_to_document(v: &serde_json::Value) -> Result<bson::Document, Stri
 /// The vendored spec tests shipped with this crate.
 pub fn vendored_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("spec-tests")
+}
+
+#[cfg(test)]
+mod filter_tests {
+    use super::filter_matches;
+
+    #[test]
+    fn includes_and_exclusions() {
+        assert!(filter_matches(None, "crud"));
+        assert!(filter_matches(Some("crud,transactions"), "transactions-convenient-api"));
+        assert!(!filter_matches(Some("crud,transactions"), "sessions"));
+        assert!(!filter_matches(Some("-client-side-operations-timeout"), "client-side-operations-timeout"));
+        assert!(filter_matches(Some("-client-side-operations-timeout"), "sessions"));
+        assert!(!filter_matches(Some("transactions,-convenient"), "transactions-convenient-api"));
+    }
 }

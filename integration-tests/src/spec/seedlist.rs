@@ -146,7 +146,7 @@ pub fn run_root(root: &Path, filter: Option<&str>, progress: &mut dyn FnMut(&str
     for layout in LAYOUTS {
         let name = format!("initial-dns-seedlist-discovery/{}", layout.sub);
         let dir = root.join(DIR).join(layout.sub);
-        if filter.is_some_and(|f| !name.contains(f)) || !dir.is_dir() {
+        if !super::filter_matches(filter, &name) || !dir.is_dir() {
             continue;
         }
         let files = super::json_files(&dir);

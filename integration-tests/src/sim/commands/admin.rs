@@ -130,12 +130,33 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
         }
         "replSetGetStatus" | "replSetGetConfig" => repl_set_status(ctx),
         "serverStatus" => server_status(ctx),
-        "getParameter" | "getCmdLineOpts" => ok(),
+        "getParameter" => Ok(get_parameter(&cmd)),
+        "getCmdLineOpts" => ok(),
         "connectionStatus" => {
             Ok(doc! {"authInfo": {"authenticatedUsers": [], "authenticatedUserRoles": []}, "ok": 1.0})
         }
         other => Err(CmdError::new(59, "CommandNotFound", format!("no such command: '{other}'"))),
     }
+}
+
+/// `getParameter`: the parameters asked for that the simulator has (as a mongod started with
+/// `enableTestCommands`, without `requireApiVersion` or `acceptApiVersion2`).
+fn get_parameter(cmd: &Document) -> Document {
+    let known = [
+        ("enableTestCommands", bson::Bson::Boolean(true)),
+        ("requireApiVersion", bson::Bson::Boolean(false)),
+        ("acceptApiVersion2", bson::Bson::Boolean(false)),
+        ("transactionLifetimeLimitSeconds", bson::Bson::Int32(60)),
+    ];
+    let all = cmd.get_str("getParameter").is_ok_and(|p| p == "*");
+    let mut reply = Document::new();
+    for (name, value) in known {
+        if all || cmd.contains_key(name) {
+            reply.insert(name, value);
+        }
+    }
+    reply.insert("ok", 1.0);
+    reply
 }
 
 /// `serverStatus`: the process, its version and this member's connection count.

@@ -127,6 +127,10 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
     }
     let mut await_data = None;
     let mut retry_key = None;
+    if let Some(primary) = forward_to(ctx, &cmd, access) {
+        // A member process's $out/$merge on a secondary: the primary is another process.
+        return crate::sim::member::forward(shared, primary, ctx.db, cmd).await;
+    }
     let (mut reply, pending) = 'locked: {
         let mut st = shared.state.lock();
         // Since 5.0 a secondary runs a $out/$merge pipeline a read preference sends it, and
@@ -135,7 +139,9 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
         if writing_pipeline && st.primary.is_some_and(|p| p != i) && super::secondary_ok(&cmd) {
             check_role(shared, &st, i, Access::Read, &cmd)?;
             i = st.primary.unwrap_or(i);
-        } else {
+        } else if !matches!(ctx.name, "getMore" | "killCursors") {
+            // A cursor's own commands go to the member that opened it, whatever its role now
+            // (mongod checks the read preference when the cursor is opened, not on getMore).
             check_role(shared, &st, i, access, &cmd)?;
         }
         if shared.kind == Kind::Standalone && cmd.contains_key("txnNumber") {
@@ -201,6 +207,17 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
         }
     }
     Ok(reply)
+}
+
+/// The primary a member process's secondary sends a writing pipeline to (mongod 5.0+ runs
+/// `$out`/`$merge` that a read preference sent to a secondary, writing through the primary).
+fn forward_to(ctx: &Ctx<'_>, cmd: &Document, access: Access) -> Option<usize> {
+    if ctx.name != "aggregate" || access != Access::Write || !super::secondary_ok(cmd) {
+        return None;
+    }
+    let st = ctx.shared.state.lock();
+    let me = st.node.as_ref()?.me;
+    st.primary.filter(|p| *p != me)
 }
 
 /// The reply a retried retryable write gets: the first attempt's, unless the write it
@@ -407,6 +424,11 @@ pub(crate) fn log_write(
 ) -> Option<PendingWrite> {
     if shared.kind == Kind::ReplicaSet {
         let term = st.term;
+        if st.node.is_some() {
+            // A member process: after every cluster time its clients gossiped (from an
+            // earlier primary, too), as mongod's clock is.
+            st.oplog.observe(shared.cluster_time());
+        }
         let end = st.oplog.push(term, ops);
         if let Some(e) = st.oplog.get_mut(end.saturating_sub(1)) {
             e.session = session;

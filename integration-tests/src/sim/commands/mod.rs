@@ -133,10 +133,14 @@ pub(crate) async fn execute(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
             "storageEngines": ["devnull", "inMemory", "wiredTiger"],
             "ok": 1.0,
         }),
+        "killAllSessions" | "killAllSessionsByPattern" => {
+            // Every session is killed: their open transactions abort (test runners call this
+            // between tests, so that one test's transaction does not conflict with the next's).
+            txn::abort_all(&mut ctx.shared.state.lock());
+            Ok(doc! {"ok": 1.0})
+        }
         "endSessions"
         | "killSessions"
-        | "killAllSessions"
-        | "killAllSessionsByPattern"
         | "refreshSessions"
         | "getFreeMonitoringStatus"
         | "setFreeMonitoring" => Ok(doc! {"ok": 1.0}),

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use bson::{doc, Bson, Document};
 
 use super::crud::log_write;
-use super::{check_role, wait_write_concern, Access, CmdError, Ctx, WriteConcern};
+use super::{check_role, wait_write_concern, Access, CmdError, Ctx, PendingWrite, WriteConcern};
 use crate::sim::cluster::{Kind, Shared, State};
 use crate::sim::repl::{Op, Ops, SessionRecord};
 use crate::sim::store::{id_key, IdKey, Store};
@@ -32,12 +32,15 @@ pub(crate) struct Txn {
     writes: HashSet<(String, String, IdKey)>,
     /// The writes to replay at commit.
     ops: Vec<Op>,
+    /// The commit's oplog entry: a retried `commitTransaction` waits for its write concern
+    /// (and finds the transaction gone if the entry was rolled back).
+    pub commit: Option<PendingWrite>,
 }
 
 impl Txn {
     /// The session-table record of a transaction committed on another member (replicated to
     /// this one): a retried `commitTransaction` succeeds, anything else finds it committed.
-    pub(crate) fn committed(number: i64) -> Self {
+    pub(crate) fn committed(number: i64, commit: PendingWrite) -> Self {
         Txn {
             number,
             state: TxnState::Committed,
@@ -45,6 +48,7 @@ impl Txn {
             touched: HashSet::new(),
             writes: HashSet::new(),
             ops: Vec::new(),
+            commit: Some(commit),
         }
     }
 }
@@ -128,6 +132,7 @@ pub(crate) fn in_transaction<R>(
             touched: HashSet::new(),
             writes: HashSet::new(),
             ops: Vec::new(),
+            commit: None,
         };
         st.txns.insert(args.lsid.clone(), txn);
     }
@@ -194,6 +199,16 @@ pub(crate) fn abort_on_error(st: &mut State, args: &TxnArgs) {
     }
 }
 
+/// Aborts every open transaction (`killAllSessions`).
+pub(crate) fn abort_all(st: &mut State) {
+    for txn in st.txns.values_mut().filter(|t| t.state == TxnState::Active) {
+        txn.state = TxnState::Aborted;
+        txn.ops.clear();
+        txn.writes.clear();
+        txn.shadow = Store::default();
+    }
+}
+
 /// `commitTransaction` / `abortTransaction`.
 pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
     let cmd = ctx.document()?;
@@ -209,12 +224,17 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
         let mut plain = cmd.clone();
         plain.remove("autocommit");
         check_role(shared, &st, i, Access::Write, &plain)?;
+        let first_commit = st.txns.get(&args.lsid).filter(|t| t.number == args.number).and_then(|t| t.commit);
+        let first_rolled_back = first_commit.is_some_and(|p| p.rolled_back(&st));
         let txn = st.txns.get_mut(&args.lsid).filter(|t| t.number == args.number);
         let Some(txn) = txn else {
             return Err(no_such(args.number));
         };
         match (txn.state, commit) {
-            (TxnState::Committed, true) => None,
+            // A retried commit answers once the first commit's write concern holds; if that
+            // commit was rolled back (a failover), the transaction is gone.
+            (TxnState::Committed, true) if first_rolled_back => return Err(no_such(args.number)),
+            (TxnState::Committed, true) => first_commit,
             (TxnState::Committed, false) => {
                 return Err(CmdError::new(
                     256,
@@ -256,7 +276,11 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
                         lsid: args.lsid.clone(),
                         txn_number: args.number,
                     });
-                    log_write(shared, &mut st, i, ops, session)
+                    let pending = log_write(shared, &mut st, i, ops, session);
+                    if let Some(t) = st.txns.get_mut(&args.lsid) {
+                        t.commit = pending;
+                    }
+                    pending
                 }
             }
         }

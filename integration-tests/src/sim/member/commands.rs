@@ -23,6 +23,15 @@ pub(crate) fn handles(name: &str) -> bool {
     matches!(name, "replSetHeartbeat" | "replSetRequestVotes" | "replSetUpdatePosition")
 }
 
+/// Whether a request is member-to-member traffic, which `failCommand` never affects (as in
+/// mongod, where the fail point skips internal clients).
+pub(crate) fn is_internal(name: &str, db: &str, body: &bson::RawDocument) -> bool {
+    handles(name)
+        || (db == "local"
+            && (body.get_str("find").is_ok_and(|c| c == "oplog.rs")
+                || body.get_str("collection").is_ok_and(|c| c == "oplog.rs")))
+}
+
 /// Whether the command queries this member's oplog.
 pub(crate) fn is_oplog_query(ctx: &Ctx<'_>) -> bool {
     ctx.db == "local"
@@ -89,10 +98,9 @@ fn update_position(shared: &Shared, st: &mut State, cmd: &Document) -> Result<Do
     for o in list.iter().filter_map(Bson::as_document) {
         let Some(member) = number(o.get("memberId")).and_then(|m| usize::try_from(m).ok()) else { continue };
         let Some((ts, t)) = super::heartbeat::optime_field(o, "appliedOpTime") else { continue };
-        let applied = st.oplog.applied_of(ts, t);
-        if let (Some(a), Some(m)) = (applied, st.members.get_mut(member)) {
-            m.applied = a;
-            m.alive = true;
+        if member < st.members.len() && Some(member) != st.node.as_ref().map(|n| n.me) {
+            super::peer_position(st, member, ts, t);
+            st.members[member].alive = true;
         }
     }
     shared.member_progress(st);
@@ -161,10 +169,12 @@ fn find(shared: &Shared, cmd: &Document) -> Result<Document, CmdError> {
         if let Some(n) = st.node.as_mut() {
             // Fetchers that went away leave their cursors: keep the newest few.
             while n.oplog_cursors.len() >= MAX_CURSORS {
-                let Some(oldest) = n.oplog_cursors.keys().min().copied() else { break };
-                n.oplog_cursors.remove(&oldest);
+                let Some(lru) = n.oplog_cursors.iter().min_by_key(|(_, c)| c.used).map(|(id, _)| *id) else {
+                    break;
+                };
+                n.oplog_cursors.remove(&lru);
             }
-            n.oplog_cursors.insert(id, super::OplogCursor { after });
+            n.oplog_cursors.insert(id, super::OplogCursor { after, used: Instant::now() });
         }
         id
     } else {
@@ -202,8 +212,9 @@ async fn get_more(shared: &Shared, cmd: &Document) -> Result<Document, CmdError>
             }
             let (docs, last) = entries(&st, from, limit, false);
             if !docs.is_empty() || Instant::now() >= deadline {
-                if let (Some(ts), Some(n)) = (last, st.node.as_mut()) {
-                    if let Some(c) = n.oplog_cursors.get_mut(&id) {
+                if let Some(c) = st.node.as_mut().and_then(|n| n.oplog_cursors.get_mut(&id)) {
+                    c.used = Instant::now();
+                    if let Some(ts) = last {
                         c.after = ts;
                     }
                 }

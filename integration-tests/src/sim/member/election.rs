@@ -163,6 +163,8 @@ async fn ask_for_votes(shared: &Arc<Shared>, config: &MemberConfig, request: Doc
 fn become_primary(shared: &Shared, st: &mut State, config: &MemberConfig) {
     let me = config.me;
     st.primary = Some(me);
+    // Its entries come after every time the old primary handed out (gossiped to this member).
+    st.oplog.observe(shared.cluster_time());
     // Entries beyond the old commit point are committed by this term's first majority write.
     let end = st.oplog.push(st.term, Vec::new());
     st.members[me].applied = end;

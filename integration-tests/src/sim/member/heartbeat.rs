@@ -85,11 +85,7 @@ fn observe(shared: &Shared, st: &mut State, config: &MemberConfig, peer: usize, 
         m.alive = true;
     }
     if let Some((ts, t)) = optime {
-        if let Some(applied) = st.oplog.applied_of(ts, t) {
-            if let Some(m) = st.members.get_mut(peer) {
-                m.applied = applied;
-            }
-        }
+        super::peer_position(st, peer, ts, t);
     }
     let mut changed = false;
     if state == 1 && term >= st.term && st.primary != Some(me) {

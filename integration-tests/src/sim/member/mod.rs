@@ -129,6 +129,8 @@ pub(crate) struct Peer {
 pub(crate) struct OplogCursor {
     /// The timestamp of the last entry sent.
     pub after: Timestamp,
+    /// When a fetcher last used it (the least recently used goes first when too many are open).
+    pub used: Instant,
 }
 
 /// The member-process part of [`State`]: votes, peers, timers, the journal, oplog cursors.
@@ -276,6 +278,41 @@ pub(crate) fn step_down_locked(shared: &Shared, st: &mut State, why: &str) -> bo
     true
 }
 
+/// Runs `cmd` on the primary (member `primary`) and returns its reply: a secondary's
+/// `$out`/`$merge`, which writes through the primary.
+pub(crate) async fn forward(
+    shared: &Shared,
+    primary: usize,
+    db: &str,
+    mut cmd: bson::Document,
+) -> Result<bson::Document, super::commands::CmdError> {
+    use super::commands::CmdError;
+    let addr = shared.state.lock().handles.get(primary).map(|h| h.addr.clone());
+    let addr =
+        addr.ok_or_else(|| CmdError::new(10107, "NotWritablePrimary", "no primary to write through"))?;
+    cmd.insert("$readPreference", bson::doc! {"mode": "primary"});
+    for k in ["$clusterTime", "lsid", "$db"] {
+        cmd.remove(k);
+    }
+    let unreachable = |e: crate::raw_client::RawClientError| {
+        CmdError::new(10107, "NotWritablePrimary", format!("cannot reach the primary {addr}: {e}"))
+    };
+    let reply =
+        crate::raw_client::run_command(&addr, db, cmd, shared.election_timeout).await.map_err(unreachable)?;
+    Ok(reply)
+}
+
+/// Records where member `peer` says its last write is. Its `applied` indexes this member's
+/// oplog: a write this oplog does not hold (the peer is ahead, or on another history) says
+/// nothing certain, so the position falls back to at most the commit point.
+pub(crate) fn peer_position(st: &mut State, peer: usize, ts: Timestamp, term: i64) {
+    let found = st.oplog.applied_of(ts, term);
+    let commit = st.commit;
+    if let Some(m) = st.members.get_mut(peer) {
+        m.applied = found.unwrap_or(m.applied.min(commit));
+    }
+}
+
 /// Records the session-table record of an entry this member applied (or replayed).
 pub(crate) fn record_session(st: &mut State, record: &SessionRecord, end: u64, ts: Timestamp) {
     use super::commands::txn::Txn;
@@ -286,7 +323,7 @@ pub(crate) fn record_session(st: &mut State, record: &SessionRecord, end: u64, t
                 .insert((lsid.clone(), *txn_number), (reply.clone(), Some(PendingWrite { end, ts })));
         }
         SessionRecord::Transaction { lsid, txn_number } => {
-            st.txns.insert(lsid.clone(), Txn::committed(*txn_number));
+            st.txns.insert(lsid.clone(), Txn::committed(*txn_number, PendingWrite { end, ts }));
         }
     }
 }

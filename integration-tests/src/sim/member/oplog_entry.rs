@@ -204,3 +204,78 @@ pub(crate) fn apply(d: &Document, store: &mut Store) -> Result<Pulled, String> {
     }
     Ok(Pulled { optime: OpTime { ts, term, wall }, ops, session })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use bson::{doc, DateTime, Timestamp};
+
+    use super::*;
+    use crate::sim::store::{id_key, Store};
+
+    fn entry(ops: Vec<Op>, session: Option<SessionRecord>) -> Entry {
+        let optime =
+            OpTime { ts: Timestamp { time: 7, increment: 3 }, term: 2, wall: DateTime::from_millis(5) };
+        Entry { optime, at: Instant::now(), ops, session }
+    }
+
+    fn ids(store: &Store, coll: &str) -> Vec<Document> {
+        let c = store.coll("db", coll);
+        [1, 2].iter().filter_map(|i| c.and_then(|c| c.get(&id_key(&Bson::Int32(*i)))).cloned()).collect()
+    }
+
+    #[test]
+    fn an_entry_round_trips_and_its_undo_restores_the_data() {
+        let mut store = Store::default();
+        store.coll_mut("db", "c").insert(doc! {"_id": 1, "x": 1}).expect("insert");
+        store.coll_mut("db", "c").insert(doc! {"_id": 2, "x": 2}).expect("insert");
+        let before = ids(&store, "c");
+        let key1 = id_key(&Bson::Int32(1));
+        let key2 = id_key(&Bson::Int32(2));
+        let ops = vec![
+            Op::Replace {
+                db: "db".into(),
+                coll: "c".into(),
+                key: key1,
+                before: doc! {"_id": 1, "x": 1},
+                after: doc! {"_id": 1, "x": 10},
+                replacement: false,
+            },
+            Op::Delete { db: "db".into(), coll: "c".into(), key: key2, before: doc! {"_id": 2, "x": 2} },
+            Op::Insert { db: "db".into(), coll: "d".into(), doc: doc! {"_id": 1} },
+        ];
+        let lsid = doc! {"id": 1}.to_vec().expect("lsid");
+        let e = entry(ops, Some(SessionRecord::Transaction { lsid: lsid.clone(), txn_number: 4 }));
+        let d = encode(&e);
+        assert_eq!(d.get_str("op").ok(), Some("c"));
+        assert_eq!(d.get_document("o").and_then(|o| o.get_array("applyOps")).map(Vec::len).ok(), Some(3));
+        let pulled = apply(&d, &mut store).expect("apply");
+        assert_eq!(pulled.optime.term, 2);
+        assert_eq!(pulled.session, Some(SessionRecord::Transaction { lsid, txn_number: 4 }));
+        assert_eq!(ids(&store, "c"), vec![doc! {"_id": 1, "x": 10}]);
+        assert_eq!(ids(&store, "d"), vec![doc! {"_id": 1}]);
+        // The undo images came from this store: rolling back restores it.
+        for op in pulled.ops.iter().rev() {
+            op.undo(&mut store);
+        }
+        assert_eq!(ids(&store, "c"), before);
+        assert!(ids(&store, "d").is_empty());
+    }
+
+    #[test]
+    fn a_bad_entry_is_an_error_and_applies_nothing() {
+        let mut store = Store::default();
+        let d = doc! {
+            "ts": Timestamp { time: 1, increment: 1 }, "t": 1_i64, "op": "c", "ns": "admin.$cmd",
+            "o": {"applyOps": [
+                {"op": "i", "ns": "db.c", "o": {"_id": 1}},
+                {"op": "u", "ns": "db.c", "o": {"_id": 9}, "o2": {"_id": 9}},
+            ]},
+        };
+        let err = apply(&d, &mut store).expect_err("an update of a missing document");
+        assert!(err.contains("does not have"), "{err}");
+        assert!(ids(&store, "c").is_empty(), "the insert before it was undone");
+        assert!(apply(&doc! {"op": "i"}, &mut store).is_err(), "no ts");
+    }
+}

@@ -20,6 +20,9 @@ use crate::raw_client::RawClient;
 use crate::sim::cluster::{Shared, State};
 use crate::sim::repl::ts_key;
 
+/// The error of a batch whose entry is not after this member's last one.
+const OUT_OF_ORDER: &str = "the source sent an entry out of order";
+
 /// Entries per batch.
 const BATCH: i32 = 1000;
 
@@ -31,9 +34,12 @@ pub(crate) async fn run(shared: Arc<Shared>, config: MemberConfig) {
             tokio::time::sleep(config.heartbeat).await;
             continue;
         };
-        if let Err(e) = pull(&shared, &config, source).await {
-            tracing::debug!(source = %config.members[source], error = %e, "oplog fetcher stopped");
-            tokio::time::sleep(config.heartbeat).await;
+        match pull(&shared, &config, source).await {
+            Ok(()) => tracing::debug!(source = %config.members[source], "oplog fetcher restarting"),
+            Err(e) => {
+                tracing::debug!(source = %config.members[source], error = %e, "oplog fetcher stopped");
+                tokio::time::sleep(config.heartbeat).await;
+            }
         }
     }
 }
@@ -92,7 +98,10 @@ async fn pull(shared: &Arc<Shared>, config: &MemberConfig, source: usize) -> Res
         }
         docs.remove(0);
     }
-    apply_batch(shared, config, &reply, &docs)?;
+    if let Err(e) = apply_batch(shared, config, &reply, &docs) {
+        // Not after this member's last write: the histories differ after all.
+        return if e.starts_with(OUT_OF_ORDER) { roll_back(shared, config, &mut c).await } else { Err(e) };
+    }
     report(shared, config, &mut c).await?;
     let mut id = id;
     while id != 0 && !shared.closed.load(Ordering::Relaxed) {
@@ -126,17 +135,24 @@ fn apply_batch(
     docs: &[Document],
 ) -> Result<(), String> {
     let mut st = shared.state.lock();
-    if let Ok(meta) = reply.get_document("$replData") {
-        adopt_term(shared, &mut st, meta.get_i64("term").unwrap_or(0));
-    }
+    let source_term = reply.get_document("$replData").ok().and_then(|m| m.get_i64("term").ok()).unwrap_or(0);
+    adopt_term(shared, &mut st, source_term);
     if st.primary == Some(config.me) {
         return Err("this member became primary".into());
     }
+    // Raft's rule: nothing from a source in an older term than this member's (it voted in a
+    // newer election since the batch was asked for); applied and reported, such an entry
+    // could be counted towards a majority the new primary never had.
+    if source_term < st.term {
+        return Err(format!("the source is in term {source_term}, this member in {}", st.term));
+    }
     let mut result = Ok(());
     for d in docs {
-        let last = st.oplog.last_ts();
+        // The last entry's time (the oplog's clock may be ahead of it: gossiped cluster time).
+        let last = st.oplog.optime_at(st.oplog.end()).ts;
         if !d.get_timestamp("ts").is_ok_and(|ts| ts_key(ts) > ts_key(last)) {
-            result = Err("the source sent an entry out of order".to_owned());
+            result =
+                Err(format!("{OUT_OF_ORDER}: {:?} after this member's {last:?}", d.get_timestamp("ts").ok()));
             break;
         }
         if let Err(e) = apply_entry(shared, &mut st, config.me, d) {
@@ -211,6 +227,12 @@ pub(crate) fn apply_entry(shared: &Shared, st: &mut State, me: usize, d: &Docume
 /// Undoes member `me`'s entries from `target` on (rollback), and what they recorded.
 pub(crate) fn roll_back_to(st: &mut State, me: usize, target: u64) {
     let State { members, oplog, history, retried_writes, node, .. } = st;
+    // The peers' positions index this oplog: past `target` they named entries that are gone.
+    for (j, other) in members.iter_mut().enumerate() {
+        if j != me {
+            other.applied = other.applied.min(target);
+        }
+    }
     let Some(m) = members.get_mut(me) else { return };
     while m.applied > target {
         let Some(entry) = oplog.get(m.applied - 1) else { break };

@@ -503,7 +503,7 @@ pub fn run_root(
 ) -> Vec<UnifiedReport> {
     let mut reports = Vec::new();
     for (name, dir) in SUITES {
-        if filter.is_some_and(|f| !name.contains(f)) {
+        if !super::filter_matches(filter, name) {
             continue;
         }
         let dir = root.join(dir);
