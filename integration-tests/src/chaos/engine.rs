@@ -207,7 +207,8 @@ fn inject(
             };
             if ok {
                 *counts.entry(kind).or_default() += 1;
-                let at = now - started;
+                // When the engine says the fault is in place (its command takes a while).
+                let at = started.elapsed();
                 let role = if primary == Some(member) { "primary" } else { "secondary" };
                 events.push((at, format!("{kind} {role}")));
                 timeline.push((at, format!("{kind} member {member} (primary {primary:?})")));

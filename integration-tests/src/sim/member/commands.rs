@@ -113,8 +113,15 @@ fn repl_data(st: &State) -> Document {
     doc! {"term": st.term, "lastOpCommitted": optime_doc(commit.ts, commit.term), "primaryIndex": primary}
 }
 
-/// The entries from absolute index `from`, projected to `ts`/`t` if asked.
-fn entries(st: &State, from: u64, limit: usize, ids_only: bool) -> (Vec<Bson>, Option<Timestamp>) {
+/// The entries from absolute index `from` (up to `to`, if given), projected to `ts`/`t` if
+/// asked.
+fn entries(
+    st: &State,
+    from: u64,
+    limit: usize,
+    ids_only: bool,
+    to: Option<Timestamp>,
+) -> (Vec<Bson>, Option<Timestamp>) {
     let mut out = Vec::new();
     let mut last = None;
     for idx in from..st.oplog.end() {
@@ -122,6 +129,9 @@ fn entries(st: &State, from: u64, limit: usize, ids_only: bool) -> (Vec<Bson>, O
             break;
         }
         let Some(e) = st.oplog.get(idx) else { break };
+        if to.is_some_and(|to| ts_key(e.optime.ts) > ts_key(to)) {
+            break;
+        }
         last = Some(e.optime.ts);
         out.push(Bson::Document(if ids_only {
             doc! {"ts": e.optime.ts, "t": e.optime.term}
@@ -147,12 +157,9 @@ fn find(shared: &Shared, cmd: &Document) -> Result<Document, CmdError> {
     if st.node.is_none() {
         return Err(not_member());
     }
-    let from_ts = cmd
-        .get_document("filter")
-        .ok()
-        .and_then(|f| f.get_document("ts").ok())
-        .and_then(|t| t.get_timestamp("$gte").ok())
-        .unwrap_or(Timestamp { time: 0, increment: 0 });
+    let range = cmd.get_document("filter").ok().and_then(|f| f.get_document("ts").ok());
+    let from_ts = range.and_then(|t| t.get_timestamp("$gte").ok()).unwrap_or(Timestamp { time: 0, increment: 0 });
+    let to_ts = range.and_then(|t| t.get_timestamp("$lte").ok());
     if ts_key(from_ts) == 0 && st.oplog.base() > 0 {
         return Err(CmdError::new(292, "OplogStartMissing", "the start of the oplog is no longer held"));
     }
@@ -160,7 +167,7 @@ fn find(shared: &Shared, cmd: &Document) -> Result<Document, CmdError> {
     let batch = number(cmd.get("batchSize")).and_then(|n| usize::try_from(n).ok()).filter(|n| *n > 0);
     let limit = batch.unwrap_or(MAX_BATCH).min(MAX_BATCH);
     let from = st.oplog.first_at_or_after(from_ts);
-    let (docs, last) = entries(&st, from, limit, ids_only);
+    let (docs, last) = entries(&st, from, limit, ids_only, to_ts);
     let tailable = cmd.get_bool("tailable").unwrap_or(false);
     let id = if tailable {
         st.next_cursor_id += 1;
@@ -210,7 +217,7 @@ async fn get_more(shared: &Shared, cmd: &Document) -> Result<Document, CmdError>
             if st.oplog.get(from).is_some_and(|e| e.optime.ts == cursor.after) {
                 from += 1;
             }
-            let (docs, last) = entries(&st, from, limit, false);
+            let (docs, last) = entries(&st, from, limit, false, None);
             if !docs.is_empty() || Instant::now() >= deadline {
                 if let Some(c) = st.node.as_mut().and_then(|n| n.oplog_cursors.get_mut(&id)) {
                     c.used = Instant::now();

@@ -253,30 +253,40 @@ pub(crate) fn roll_back_to(st: &mut State, me: usize, target: u64) {
 }
 
 /// The histories diverged: find the newest entry the source also has and roll back to it.
+/// The search looks at the last `k` entries here (16, then 4 times more each round) and asks
+/// the source for its entries in the same time window; the newest of ours it also holds is
+/// the common point. A window that reaches below the commit point (or the oldest entry held)
+/// ends the search there.
 async fn roll_back(shared: &Shared, config: &MemberConfig, c: &mut RawClient) -> Result<(), String> {
-    let from = {
+    let mut k: u64 = 16;
+    let common = loop {
+        let (floor, lo, from, to) = {
+            let st = shared.state.lock();
+            let floor = st.commit.max(st.oplog.base());
+            let end = st.oplog.end();
+            let lo = end.saturating_sub(k).max(floor);
+            (floor, lo, st.oplog.optime_at(lo).ts, st.oplog.optime_at(end).ts)
+        };
+        let window = doc! {"ts": {"$gte": from, "$lte": to}};
+        let find = doc! {"find": "oplog.rs", "filter": window, "projection": {"ts": 1, "t": 1}};
+        let reply = check(c.command("local", find).await.map_err(|e| e.to_string())?)?;
+        let (_, docs) = batch_of(&reply, "firstBatch")?;
+        let theirs: HashSet<(u64, i64)> = docs
+            .iter()
+            .filter_map(|d| Some((ts_key(d.get_timestamp("ts").ok()?), d.get_i64("t").ok()?)))
+            .collect();
         let st = shared.state.lock();
-        st.oplog.optime_at(st.commit.max(st.oplog.base())).ts
+        let found = (lo..st.oplog.end()).rev().find(|idx| {
+            st.oplog.get(*idx).is_some_and(|e| theirs.contains(&(ts_key(e.optime.ts), e.optime.term)))
+        });
+        match found {
+            Some(idx) => break idx + 1,
+            None if lo <= floor => break floor,
+            None => k = k.saturating_mul(4),
+        }
     };
-    let find = doc! {"find": "oplog.rs", "filter": {"ts": {"$gte": from}}, "projection": {"ts": 1, "t": 1}};
-    let reply = check(c.command("local", find).await.map_err(|e| e.to_string())?)?;
-    let (_, docs) = batch_of(&reply, "firstBatch")?;
-    let theirs: HashSet<(u64, i64)> = docs
-        .iter()
-        .filter_map(|d| Some((ts_key(d.get_timestamp("ts").ok()?), d.get_i64("t").ok()?)))
-        .collect();
     let mut st = shared.state.lock();
     let me = config.me;
-    let floor = st.commit.max(st.oplog.base());
-    let mut common = floor;
-    for idx in (floor..st.oplog.end()).rev() {
-        if let Some(e) = st.oplog.get(idx) {
-            if theirs.contains(&(ts_key(e.optime.ts), e.optime.term)) {
-                common = idx + 1;
-                break;
-            }
-        }
-    }
     let from_end = st.members[me].applied;
     if common >= from_end {
         // Nothing here that the source lacks, yet it does not hold this member's last write:
