@@ -298,9 +298,15 @@ async fn retryable_write_and_read_across_a_stepdown() {
     assert!(found.is_some());
     let after = primary_now(&s).await;
     let finds = started(&drain(&s.events), "find");
-    assert_eq!(finds.len(), 2);
-    assert_eq!(finds[0].1, before);
-    assert_eq!(finds[1].1, after);
+    // A real set elects within milliseconds and a monitor check may already have seen it (the
+    // read then goes straight to the new primary); the simulator's 300 ms gap makes the
+    // retry certain.
+    let retried = finds.len() == 2;
+    assert!(retried || (s.deployment.sim().is_none() && finds.len() == 1), "{finds:?}");
+    if retried {
+        assert_eq!(finds[0].1, before);
+    }
+    assert_eq!(finds.last().map(|f| &f.1), Some(&after));
     s.client.shutdown().await;
 }
 

@@ -158,7 +158,8 @@ fn find(shared: &Shared, cmd: &Document) -> Result<Document, CmdError> {
         return Err(not_member());
     }
     let range = cmd.get_document("filter").ok().and_then(|f| f.get_document("ts").ok());
-    let from_ts = range.and_then(|t| t.get_timestamp("$gte").ok()).unwrap_or(Timestamp { time: 0, increment: 0 });
+    let from_ts =
+        range.and_then(|t| t.get_timestamp("$gte").ok()).unwrap_or(Timestamp { time: 0, increment: 0 });
     let to_ts = range.and_then(|t| t.get_timestamp("$lte").ok());
     if ts_key(from_ts) == 0 && st.oplog.base() > 0 {
         return Err(CmdError::new(292, "OplogStartMissing", "the start of the oplog is no longer held"));
