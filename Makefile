@@ -8,7 +8,7 @@ help:
 	@echo "make demo    the main job: an embedded 3-member replica set, a workload, a live topology table, a stepdown and its failover timeline"
 	@echo "             DEMO_ARGS='--duration 20' or DEMO_ARGS='--uri mongodb://...' (a real deployment: no stepdown)"
 	@echo "make watch URI=mongodb://...  the live topology table and SDAM events (mongo-actors watch)"
-	@echo "make test    run every test in the workspace (installs chromium for the status page's browser test), then the peer tier (what CI runs)"
+	@echo "make test    run every test in the workspace (installs chromium for the status page's browser test), then the peer tier and the compose tier (what CI runs)"
 	@echo "make test-compose  a replica set of simulator containers (docker or podman; installed and started as root if needed): end-to-end tests, unified suites, engine-driven chaos"
 	@echo "make test-peer  the client's end-to-end tests, the examples and the demo against SecantusDB (pip, in .venv-peer)"
 	@echo "make spec    run the spec runner; SPEC_ROOT=DIR to run another upstream-layout directory"

@@ -51,7 +51,12 @@ if [ "$MODE" != uri ]; then
   fi
   FILE="" BUILT_IMAGE="" HOSTS_ADDED=""
   down() {
-    [ -n "$FILE" ] && $COMPOSE -p mongo-actors -f "$FILE" down -v --remove-orphans >/dev/null 2>&1 || true
+    if [ -n "$FILE" ]; then
+      $COMPOSE -p mongo-actors -f "$FILE" down -v --remove-orphans >/dev/null 2>&1 || true
+      # What a compose that lacks an option (podman-compose) may leave.
+      "$ENGINE" rm -f -v mongo-actors-mongo1 mongo-actors-mongo2 mongo-actors-mongo3 >/dev/null 2>&1 || true
+      "$ENGINE" network rm mongo-actors-rs >/dev/null 2>&1 || true
+    fi
     # The image, and any earlier build of it that a re-import left untagged.
     if [ -n "$BUILT_IMAGE" ]; then
       "$ENGINE" rmi -f "$BUILT_IMAGE" >/dev/null 2>&1 || true
