@@ -54,14 +54,16 @@ fn child_result() -> Result<String, String> {
         let status = client.database("admin").run_command(doc! { "connectionStatus": 1 }).await;
         if status.is_ok() {
             // More connections, each authenticating: with cached credentials, without new
-            // requests for them.
+            // requests for them. Each find holds its connection for 50 ms (the simulator's
+            // `$where` sleep), so that six at once need several connections even on a loaded
+            // machine (quick writes could all reuse the first one).
             let coll = client.database("db").collection::<bson::Document>("c");
-            let writes = (0..6).map(|i| {
+            let reads = (0..6).map(|_| {
                 let coll = coll.clone();
-                async move { coll.insert_one(doc! { "i": i }).await }
+                async move { coll.find_one(doc! { "$where": "sleep(50) || true" }).await }
             });
-            for w in futures_util::future::join_all(writes).await {
-                w.map_err(|e| format!("a write on another connection: {e}"))?;
+            for r in futures_util::future::join_all(reads).await {
+                r.map_err(|e| format!("a read on another connection: {e}"))?;
             }
         }
         client.shutdown().await;

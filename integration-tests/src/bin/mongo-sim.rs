@@ -202,6 +202,15 @@ fn builder(cli: &Cli) -> ClusterBuilder {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.topology, Topology::Member { .. }) {
+        // A member whose heartbeat, election or fetcher task panicked would go on half alive:
+        // exit instead, so that the process (or its container) visibly dies and can be restarted.
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            std::process::exit(101);
+        }));
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
