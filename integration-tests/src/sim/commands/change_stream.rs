@@ -348,6 +348,15 @@ fn visible(shared: &Shared, st: &State, i: usize) -> Pos {
     Pos { ts: pack(ts), idx: i64::MAX }
 }
 
+/// Where a new stream starts: like mongod, after everything member `i` has applied (a write
+/// acknowledged before the stream opened is not reported, even while its majority commit is
+/// still pending: in a member process the commit point trails the primary's writes); the
+/// cluster time outside replica sets.
+fn start_point(shared: &Shared, st: &State, i: usize) -> Pos {
+    let ts = if shared.kind == Kind::ReplicaSet { st.optime(i).ts } else { shared.cluster_time() };
+    Pos { ts: pack(ts), idx: i64::MAX }
+}
+
 /// `aggregate` with `$changeStream` first: opens the stream and returns its first batch.
 pub(crate) fn open(ctx: &Ctx<'_>, cmd: &Document) -> Result<Document, CmdError> {
     let shared = ctx.shared;
@@ -397,7 +406,7 @@ pub(crate) fn open(ctx: &Ctx<'_>, cmd: &Document) -> Result<Document, CmdError> 
     } else if let Ok(ts) = spec.get_timestamp("startAtOperationTime") {
         Pos { ts: pack(ts), idx: -1 }
     } else {
-        visible(shared, &st, i)
+        start_point(shared, &st, i)
     };
     let oldest = st.history.changes.front().map(|c| c.pos);
     if st.history.trimmed && oldest.is_some_and(|o| after < o) {
