@@ -382,11 +382,7 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
     let counts = Arc::new(Mutex::new(PoolCounts::default()));
     let handler = pool_counter(counts.clone());
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("chaos-workload")
-        .enable_all()
-        .build()?;
+    let runtime = workload_runtime()?;
     let tally = Arc::new(Tally::default());
     let limit = options.timeout + SLACK;
 
@@ -477,6 +473,15 @@ async fn join_workload(
             None
         }
     }
+}
+
+/// The runtime the workload (and its client) run on.
+fn workload_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("chaos-workload")
+        .enable_all()
+        .build()
 }
 
 /// The workload's client: CMAP events counted by `handler`.

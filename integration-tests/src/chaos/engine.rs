@@ -25,8 +25,8 @@ use selection::rand::{RngExt, SeedableRng};
 
 use super::{
     add_tally, check_acked, check_transactions, install_panic_counter, join_workload, millis, read_all,
-    read_transactions, spawn_transactions, start_client, ChaosError, Options, PoolCounts, Report, Tally,
-    Workload, COLL, DB, PANICS, SLACK, TXN_COLL,
+    read_transactions, spawn_transactions, start_client, workload_runtime, ChaosError, Options, Report,
+    Tally, Workload, COLL, DB, PANICS, SLACK, TXN_COLL,
 };
 
 /// One member container.
@@ -231,18 +231,13 @@ pub fn run_engine(options: &Options, target: &EngineTarget) -> Result<(Report, S
     install_panic_counter();
     let panics_before = PANICS.load(Ordering::SeqCst);
     let mut report = Report { seed: options.seed, members: target.members.len(), ..Report::default() };
-    let sep = if target.uri.contains('?') { '&' } else { '?' };
-    let uri =
-        format!("{}{sep}w=majority&timeoutMS={}&appName=chaos", target.uri, options.timeout.as_millis());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("chaos-workload")
-        .enable_all()
-        .build()?;
+    let options_uri = format!("w=majority&timeoutMS={}&appName=chaos", options.timeout.as_millis());
+    let uri = crate::deployment::with_options(&target.uri, &options_uri);
+    let runtime = workload_runtime()?;
     let tally = Arc::new(Tally::default());
     let limit = options.timeout + SLACK;
-    let counts = Arc::new(Mutex::new(PoolCounts::default()));
-    let client = runtime.block_on(start_client(&uri, super::pool_counter(counts)))?;
+    // No connection-count check here (the members' counters are in other processes).
+    let client = runtime.block_on(start_client(&uri, |_: &pool::cmap::CmapEvent| {}))?;
     let coll = client.database(DB).collection::<bson::Document>(COLL);
     let txn_coll = client.database(DB).collection::<bson::Document>(TXN_COLL);
     // Earlier runs on the same deployment: start from empty collections.

@@ -202,6 +202,17 @@ impl MemberState {
         }
     }
 
+    /// Undoes this member's entries of `oplog` from `target` on, newest first (rollback).
+    pub(crate) fn undo_to(&mut self, oplog: &Oplog, target: u64) {
+        while self.applied > target {
+            let Some(entry) = oplog.get(self.applied - 1) else { break };
+            for op in entry.ops.iter().rev() {
+                op.undo(&mut self.store);
+            }
+            self.applied -= 1;
+        }
+    }
+
     /// Holds data (not an arbiter) and is part of the config.
     pub(crate) fn data_bearing(&self) -> bool {
         !self.arbiter && !self.removed
@@ -453,13 +464,7 @@ impl State {
                     to = target,
                     "rolling back entries the new primary lacks"
                 );
-                while other.applied > target {
-                    let Some(entry) = oplog.get(other.applied - 1) else { break };
-                    for op in entry.ops.iter().rev() {
-                        op.undo(&mut other.store);
-                    }
-                    other.applied -= 1;
-                }
+                other.undo_to(oplog, target);
             }
             oplog.truncate(target);
             let kept = oplog.optime_at(target).ts;

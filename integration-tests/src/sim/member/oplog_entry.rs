@@ -8,7 +8,7 @@
 use bson::{doc, Bson, DateTime, Document, Timestamp};
 
 use crate::sim::repl::{Entry, Op, OpTime, SessionRecord};
-use crate::sim::store::{id_key, Store};
+use crate::sim::store::{id_key, IdKey, Store};
 
 fn ns(db: &str, coll: &str) -> String {
     format!("{db}.{coll}")
@@ -91,6 +91,15 @@ fn split_ns(ns: &str) -> Result<(&str, &str), String> {
     ns.split_once('.').ok_or_else(|| format!("bad namespace {ns:?}"))
 }
 
+/// The document `key` of `db.coll` before an update or delete changes it (its undo image).
+fn before_of(store: &Store, db: &str, coll: &str, key: &IdKey, what: &str) -> Result<Document, String> {
+    store
+        .coll(db, coll)
+        .and_then(|c| c.get(key))
+        .cloned()
+        .ok_or_else(|| format!("{what} of a document {db}.{coll} does not have"))
+}
+
 /// Builds the op of one oplog document from `store`'s current data (its undo image).
 fn op_of(d: &Document, store: &Store) -> Result<Op, String> {
     let kind = d.get_str("op").map_err(|_| "an oplog entry needs op".to_owned())?;
@@ -102,21 +111,13 @@ fn op_of(d: &Document, store: &Store) -> Result<Op, String> {
         "i" => Ok(Op::Insert { db, coll, doc: o.clone() }),
         "u" => {
             let key = key_of(o)?;
-            let before = store
-                .coll(&db, &coll)
-                .and_then(|c| c.get(&key))
-                .cloned()
-                .ok_or_else(|| format!("update of a document {db}.{coll} does not have"))?;
+            let before = before_of(store, &db, &coll, &key, "update")?;
             let replacement = d.get_bool("simReplacement").unwrap_or(true);
             Ok(Op::Replace { db, coll, key, before, after: o.clone(), replacement })
         }
         "d" => {
             let key = key_of(o)?;
-            let before = store
-                .coll(&db, &coll)
-                .and_then(|c| c.get(&key))
-                .cloned()
-                .ok_or_else(|| format!("delete of a document {db}.{coll} does not have"))?;
+            let before = before_of(store, &db, &coll, &key, "delete")?;
             Ok(Op::Delete { db, coll, key, before })
         }
         "c" => command_op(&db, o, store),

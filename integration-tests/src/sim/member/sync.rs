@@ -234,13 +234,7 @@ pub(crate) fn roll_back_to(st: &mut State, me: usize, target: u64) {
         }
     }
     let Some(m) = members.get_mut(me) else { return };
-    while m.applied > target {
-        let Some(entry) = oplog.get(m.applied - 1) else { break };
-        for op in entry.ops.iter().rev() {
-            op.undo(&mut m.store);
-        }
-        m.applied -= 1;
-    }
+    m.undo_to(oplog, target);
     oplog.truncate(target);
     history.roll_back(oplog.optime_at(target).ts);
     retried_writes.retain(|_, (_, p)| p.is_none_or(|p| p.end <= target));
