@@ -1,26 +1,29 @@
 # Container engine helpers for run.sh and compose-test.sh (sourced, not run).
 #
-# engine_detect: sets ENGINE (docker or podman) and COMPOSE (the compose command: `docker
-#   compose` v2, `docker-compose` v1, or `podman-compose`); returns 1 when there is none.
-# engine_start: as root, installs docker.io and docker-compose (Debian) when no engine is
-#   there, and starts dockerd when no daemon answers (machines without systemd); sets
-#   ENGINE_STARTED to the daemon's pid when it started one. Returns 1, with the reason in
-#   ENGINE_WHY, when no engine can be started.
+# engine_detect: sets ENGINE (docker or podman; a preset ENGINE is the only one tried) and
+#   COMPOSE (the compose command: `docker compose` v2, `docker-compose` v1, or `podman-compose`);
+#   returns 1 when there is none.
+# engine_start: as root, installs docker.io and docker-compose (Debian; with ENGINE=podman:
+#   podman, runc and podman-compose) when no engine is there, and starts dockerd when no
+#   daemon answers (machines without systemd); sets ENGINE_STARTED to the daemon's pid when it
+#   started one. Returns 1, with the reason in ENGINE_WHY, when no engine can be started.
 # engine_stop: stops the daemon engine_start started, if any.
 
 ENGINE_STARTED=""
 ENGINE_WHY=""
 
 engine_detect() {
+  # ENGINE=docker|podman, when set, is the only engine considered.
+  local want=${ENGINE:-}
   ENGINE="" COMPOSE=""
-  if command -v docker >/dev/null 2>&1; then
+  if [ "$want" != podman ] && command -v docker >/dev/null 2>&1; then
     ENGINE=docker
     if docker compose version >/dev/null 2>&1; then
       COMPOSE="docker compose"
     elif command -v docker-compose >/dev/null 2>&1; then
       COMPOSE=docker-compose
     fi
-  elif command -v podman >/dev/null 2>&1; then
+  elif [ "$want" != docker ] && command -v podman >/dev/null 2>&1; then
     ENGINE=podman
     command -v podman-compose >/dev/null 2>&1 && COMPOSE=podman-compose
   fi
@@ -33,17 +36,21 @@ engine_up() {
 }
 
 engine_start() {
+  local want=${ENGINE:-} packages="docker.io docker-compose"
+  [ "$want" = podman ] && packages="podman runc podman-compose"
   if ! engine_detect || { [ "$ENGINE" = docker ] && ! command -v dockerd >/dev/null 2>&1 && ! engine_up; }; then
     if [ "$(id -u)" != 0 ]; then
-      ENGINE_WHY="no container engine with compose here, and installing one needs root (apt-get install docker.io docker-compose)"
+      ENGINE_WHY="no container engine with compose here, and installing one needs root (apt-get install $packages)"
       return 1
     fi
-    echo "engine: installing docker.io and docker-compose"
-    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io docker-compose >/dev/null; }; then
-      ENGINE_WHY="apt-get install docker.io docker-compose failed"
+    echo "engine: installing $packages"
+    # shellcheck disable=SC2086
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages >/dev/null; }; then
+      ENGINE_WHY="apt-get install $packages failed"
       return 1
     fi
-    engine_detect || { ENGINE_WHY="docker installed, but no compose command"; return 1; }
+    ENGINE=$want
+    engine_detect || { ENGINE_WHY="$packages installed, but no engine with a compose command"; return 1; }
   fi
   engine_up && return 0
   if [ "$ENGINE" != docker ]; then

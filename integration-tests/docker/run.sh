@@ -50,6 +50,17 @@ if [ "$MODE" != uri ]; then
     exit 2
   fi
   FILE="" BUILT_IMAGE="" HOSTS_ADDED=""
+  COMPOSE_ARGS=()
+  if [ "$COMPOSE" = podman-compose ]; then
+    # Podman asks runc for higher limits than a container may have on these machines (runc
+    # then fails "error setting rlimit type 7"; nproc 32768 is the most that was accepted here).
+    nofile=$(ulimit -Hn) nproc=$(ulimit -Hu)
+    [ "$nofile" = unlimited ] || [ "$nofile" -gt 20000 ] && nofile=20000
+    [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ] && nproc=32768
+    # Podman copies the host's /etc/hosts into each container, where the line mapping the
+    # members' names to 127.0.0.1 (below) would hide the peers: names come from its DNS instead.
+    COMPOSE_ARGS=(--podman-run-args "--no-hosts --ulimit nofile=$nofile:$nofile --ulimit nproc=$nproc:$nproc")
+  fi
   down() {
     if [ -n "$FILE" ]; then
       $COMPOSE -p mongo-actors -f "$FILE" down -v --remove-orphans >/dev/null 2>&1 || true
@@ -70,6 +81,9 @@ if [ "$MODE" != uri ]; then
     return 0
   }
   trap down EXIT
+  # Interrupted or terminated, it still cleans up (bash runs the EXIT trap only on exit).
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
   if [ "$MODE" = auto ]; then
     if "$ENGINE" pull -q mongo:7 >/dev/null 2>&1; then MODE=mongo; else
       echo "docker/run.sh: mongo:7 cannot be pulled here (no image registry): the simulator image instead"
@@ -98,8 +112,8 @@ if [ "$MODE" != uri ]; then
     fi
   fi
   started=$SECONDS
-  $COMPOSE -p mongo-actors -f "$FILE" up -d mongo1 mongo2 mongo3
-  [ "$MODE" = mongo ] && $COMPOSE -p mongo-actors -f "$FILE" run --rm rs-init
+  $COMPOSE "${COMPOSE_ARGS[@]}" -p mongo-actors -f "$FILE" up -d mongo1 mongo2 mongo3
+  [ "$MODE" = mongo ] && $COMPOSE "${COMPOSE_ARGS[@]}" -p mongo-actors -f "$FILE" run --rm rs-init
   # Compose v1 has no readiness conditions: poll until the client would select a primary.
   cli=${CARGO_TARGET_DIR:-target}/debug/mongo-actors
   [ -x "$cli" ] || $CARGO build -q -p mongo-actors-examples --bin mongo-actors

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use selection::rand::rngs::SmallRng;
+use selection::rand::seq::SliceRandom;
 use selection::rand::{RngExt, SeedableRng};
 
 use super::{
@@ -147,7 +148,14 @@ pub fn recovery_summary(recovery: &BTreeMap<String, Vec<Duration>>) -> String {
 }
 
 /// What the fault loop did: counts by kind, the timeline, and each fault's time and kind.
-type Injected = (BTreeMap<&'static str, u64>, Vec<(Duration, String)>, Vec<(Duration, String)>);
+/// What the fault thread did: counts per kind, the timeline, the faults with their role, and
+/// the engine commands that failed (a fault the run claims but never injected).
+struct Injected {
+    counts: BTreeMap<&'static str, u64>,
+    timeline: Vec<(Duration, String)>,
+    events: Vec<(Duration, String)>,
+    failed: Vec<String>,
+}
 
 /// The faults, on this thread, until `until`.
 fn inject(
@@ -159,9 +167,13 @@ fn inject(
 ) -> Injected {
     let mut rng = SmallRng::seed_from_u64(options.seed);
     let (mut counts, mut timeline, mut events) = (BTreeMap::new(), Vec::new(), Vec::new());
+    let mut failed = Vec::new();
     let mut pending: Vec<(Instant, Undo)> = Vec::new();
     let n = target.members.len();
     let mut next = Instant::now() + millis(&mut rng, 1000, 2000);
+    // The kinds are dealt from a shuffled deck: every four faults, one of each (drawn
+    // independently, a 45 s run of 10 faults misses a kind one time in twenty).
+    let mut deck: Vec<usize> = Vec::new();
     while Instant::now() < until {
         let now = Instant::now();
         pending.retain(|(at, u)| {
@@ -181,7 +193,11 @@ fn inject(
             };
             let c = &target.members[member].container;
             let back = Instant::now() + millis(&mut rng, 1000, 3000);
-            let (kind, ok) = match rng.random_range(0..4) {
+            if deck.is_empty() {
+                deck = (0..4).collect();
+                deck.shuffle(&mut rng);
+            }
+            let (kind, ok) = match deck.pop().unwrap_or_default() {
                 0 => (
                     "kill",
                     target.engine(&["kill", c]) && {
@@ -213,6 +229,8 @@ fn inject(
                 events.push((at, format!("{kind} {role}")));
                 timeline.push((at, format!("{kind} member {member} (primary {primary:?})")));
                 tracing::info!(kind, member, ?primary, "fault");
+            } else {
+                failed.push(format!("{kind} of {c}"));
             }
             // The set gets time to elect and catch up between faults.
             next = back.max(Instant::now()) + millis(&mut rng, 1500, 3000);
@@ -222,7 +240,7 @@ fn inject(
     for (_, u) in pending {
         target.undo(u);
     }
-    (counts, timeline, events)
+    Injected { counts, timeline, events, failed }
 }
 
 /// The chaos run against `target`: workload and faults for `options.duration`, then healing
@@ -254,8 +272,14 @@ pub fn run_engine(options: &Options, target: &EngineTarget) -> Result<(Report, S
     let committed = Arc::new(Mutex::new(Vec::new()));
     tasks.extend(spawn_transactions(&runtime, options, &client, &txn_coll, &stop, &tally, &committed));
 
-    let (faults, timeline, events) = inject(target, options, &runtime, started, started + options.duration);
-    report.faults = faults;
+    let Injected { counts, timeline, events, failed } =
+        inject(target, options, &runtime, started, started + options.duration);
+    report.faults = counts;
+    if !failed.is_empty() {
+        report
+            .failures
+            .push(format!("the engine failed to inject {} (RUST_LOG=warn shows why)", failed.join(", ")));
+    }
     stop.store(true, Ordering::Relaxed);
     report.seconds = started.elapsed().as_secs_f64();
     let _ = runtime.block_on(join_workload(tasks, None, &tally));
