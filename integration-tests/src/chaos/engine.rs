@@ -147,7 +147,6 @@ pub fn recovery_summary(recovery: &BTreeMap<String, Vec<Duration>>) -> String {
     format!("next acknowledged write after each fault: {}", parts.join("; "))
 }
 
-/// What the fault loop did: counts by kind, the timeline, and each fault's time and kind.
 /// What the fault thread did: counts per kind, the timeline, the faults with their role, and
 /// the engine commands that failed (a fault the run claims but never injected).
 struct Injected {
