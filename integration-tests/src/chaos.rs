@@ -424,14 +424,7 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
 
     heal_and_elect(&cluster, options, &mut report);
 
-    // Every acknowledged write must be on the primary.
-    let acked: Vec<(i64, Duration, Duration)> = tally.acked.lock().clone();
-    let found = runtime.block_on(read_all(&coll, options.settle));
-    check_acked(&mut report, &acked, found, &timeline);
-    let committed: Vec<(i64, i64)> = committed.lock().clone();
-    report.transactions = committed.len() as u64;
-    let txn_docs = runtime.block_on(read_transactions(&txn_coll, options.settle));
-    check_transactions(&mut report, &committed, txn_docs);
+    check_data(&mut report, &runtime, &tally, (&coll, &txn_coll), &committed, &timeline, options.settle);
     runtime.block_on(cancelled::check(&mut report, &cancelled, &cancel_coll));
 
     settle_and_shut_down(
@@ -444,7 +437,6 @@ pub fn run(options: &Options) -> Result<Report, ChaosError> {
         client_threads_before,
     );
 
-    report.acked = acked.len() as u64;
     add_tally(&mut report, &tally);
     report.panics = PANICS.load(Ordering::SeqCst) - panics_before;
     if report.panics > 0 {
@@ -507,6 +499,29 @@ fn heal_and_elect(cluster: &Cluster, options: &Options, report: &mut Report) {
     if cluster.primary().is_none() {
         report.failures.push("no primary after healing".into());
     }
+}
+
+/// After healing: every acknowledged write must be on the primary, and every committed
+/// transaction there once and whole (`colls`: the writes' and the transactions' collections).
+/// Returns the acknowledged writes: id, when sent and when acknowledged.
+fn check_data(
+    report: &mut Report,
+    runtime: &tokio::runtime::Runtime,
+    tally: &Tally,
+    (coll, txn_coll): (&Collection, &Collection),
+    committed: &Mutex<Vec<(i64, i64)>>,
+    timeline: &[(Duration, String)],
+    settle: Duration,
+) -> Vec<(i64, Duration, Duration)> {
+    let acked: Vec<(i64, Duration, Duration)> = tally.acked.lock().clone();
+    report.acked = acked.len() as u64;
+    let found = runtime.block_on(read_all(coll, settle));
+    check_acked(report, &acked, found, timeline);
+    let committed: Vec<(i64, i64)> = committed.lock().clone();
+    report.transactions = committed.len() as u64;
+    let txn_docs = runtime.block_on(read_transactions(txn_coll, settle));
+    check_transactions(report, &committed, txn_docs);
+    acked
 }
 
 /// The workload's counts and errors into the report, with the failures they mean: hung or

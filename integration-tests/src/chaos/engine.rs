@@ -25,9 +25,8 @@ use selection::rand::seq::SliceRandom;
 use selection::rand::{RngExt, SeedableRng};
 
 use super::{
-    add_tally, check_acked, check_transactions, install_panic_counter, join_workload, millis, read_all,
-    read_transactions, spawn_transactions, start_client, workload_runtime, ChaosError, Options, Report,
-    Tally, Workload, COLL, DB, PANICS, SLACK, TXN_COLL,
+    add_tally, check_data, install_panic_counter, join_workload, millis, spawn_transactions, start_client,
+    workload_runtime, ChaosError, Options, Report, Tally, Workload, COLL, DB, PANICS, SLACK, TXN_COLL,
 };
 
 /// One member container.
@@ -288,16 +287,10 @@ pub fn run_engine(options: &Options, target: &EngineTarget) -> Result<(Report, S
     while target.primary(&runtime).is_none() && healed.elapsed() < options.settle {
         std::thread::sleep(Duration::from_millis(100));
     }
-    let acked: Vec<(i64, Duration, Duration)> = tally.acked.lock().clone();
-    let found = runtime.block_on(read_all(&coll, options.settle));
-    check_acked(&mut report, &acked, found, &timeline);
-    let committed: Vec<(i64, i64)> = committed.lock().clone();
-    report.transactions = committed.len() as u64;
-    let txn_docs = runtime.block_on(read_transactions(&txn_coll, options.settle));
-    check_transactions(&mut report, &committed, txn_docs);
+    let acked =
+        check_data(&mut report, &runtime, &tally, (&coll, &txn_coll), &committed, &timeline, options.settle);
     runtime.block_on(std::future::IntoFuture::into_future(client.clone().shutdown()));
 
-    report.acked = acked.len() as u64;
     add_tally(&mut report, &tally);
     report.panics = PANICS.load(Ordering::SeqCst) - panics_before;
     if report.panics > 0 {
