@@ -77,15 +77,20 @@ impl EngineTarget {
         }
     }
 
-    fn undo(&self, u: Undo) -> bool {
+    /// The engine command that undoes `u`.
+    fn undo_args(&self, u: Undo) -> Vec<&str> {
         match u {
-            Undo::Start(m) => self.engine(&["start", &self.members[m].container]),
-            Undo::Unpause(m) => self.engine(&["unpause", &self.members[m].container]),
+            Undo::Start(m) => vec!["start", &self.members[m].container],
+            Undo::Unpause(m) => vec!["unpause", &self.members[m].container],
             Undo::Connect(m) => {
                 let m = &self.members[m];
-                self.engine(&["network", "connect", "--alias", &m.alias, &self.network, &m.container])
+                vec!["network", "connect", "--alias", &m.alias, &self.network, &m.container]
             }
         }
+    }
+
+    fn undo(&self, u: Undo) -> bool {
+        self.engine(&self.undo_args(u))
     }
 
     /// The member that says it is primary (asked directly, 300 ms each).
@@ -104,12 +109,10 @@ impl EngineTarget {
     /// Undoes every fault: each container running, unpaused and on the network (errors of
     /// what was not needed are expected and ignored).
     fn heal(&self) {
-        for m in &self.members {
-            let _ = Command::new(&self.engine).args(["unpause", &m.container]).output();
-            let _ = Command::new(&self.engine).args(["start", &m.container]).output();
-            let _ = Command::new(&self.engine)
-                .args(["network", "connect", "--alias", &m.alias, &self.network, &m.container])
-                .output();
+        for m in 0..self.members.len() {
+            for u in [Undo::Unpause(m), Undo::Start(m), Undo::Connect(m)] {
+                let _ = Command::new(&self.engine).args(self.undo_args(u)).output();
+            }
         }
     }
 }
