@@ -273,3 +273,67 @@ fn web_identity_through_assume_role_with_web_identity() {
     assert_eq!(requests.len(), 1, "one STS request: {requests:?}");
     assert!(requests[0].body.contains("RoleSessionName=mongo-actors-test"), "{:?}", requests[0].body);
 }
+
+/// A credential provider that never answers its first call: that connection's establishment
+/// ends with a timeout naming the credential fetch within connectTimeoutMS, while an operation
+/// started beside it is served (its connection's fetch answers), and so is the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credential_provider_that_never_answers_is_cut_off_at_connect_timeout() {
+    use aws_credential_types::provider::{future, ProvideCredentials, SharedCredentialsProvider};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    #[derive(Debug)]
+    struct FirstNeverAnswers(Arc<AtomicUsize>);
+    impl ProvideCredentials for FirstNeverAnswers {
+        fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+        where
+            Self: 'a,
+        {
+            let first = self.0.fetch_add(1, Ordering::SeqCst) == 0;
+            future::ProvideCredentials::new(async move {
+                if first {
+                    std::future::pending::<()>().await;
+                }
+                Ok(aws_credential_types::Credentials::new(KEY_ID, SECRET, None, None, "test"))
+            })
+        }
+    }
+
+    let test = "auth_aws::a_credential_provider_that_never_answers_is_cut_off_at_connect_timeout";
+    let Some(cluster) = deployment::sim_only(test, "AWS users whose signatures it verifies", users) else {
+        return;
+    };
+    let calls = Arc::new(AtomicUsize::new(0));
+    let uri = format!("{}&authMechanism=MONGODB-AWS&connectTimeoutMS=500&maxConnecting=2", cluster.uri());
+    let mut options = actors::ClientOptions::parse(&uri).await.expect("options");
+    let credential = options.credential.get_or_insert_with(Default::default);
+    credential.aws_credential_provider =
+        Some(SharedCredentialsProvider::new(FirstNeverAnswers(calls.clone())));
+    let client = Client::with_options(options).expect("client");
+    let coll = client.database("db").collection::<bson::Document>("c");
+    let started = Instant::now();
+    let timed = |coll: actors::Collection<bson::Document>| async move {
+        let r = coll.find_one(doc! {}).await;
+        (r.map(|_| ()), started.elapsed())
+    };
+    let first = tokio::spawn(timed(coll.clone()));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let second = tokio::spawn(timed(coll.clone()));
+    let (a, b) = (first.await.expect("join"), second.await.expect("join"));
+    // Whichever operation got the connection whose fetch answers is served before the stuck
+    // fetch's bound; the other ends by then too (retried on a new connection, or with the
+    // timeout naming the credential fetch).
+    let served = [&a, &b].iter().filter(|(r, t)| r.is_ok() && *t < Duration::from_millis(500)).count();
+    assert!(served >= 1, "served beside the stuck fetch: {a:?} {b:?}");
+    for (r, took) in [&a, &b] {
+        if let Err(e) = r {
+            assert!(e.to_string().contains("credential fetch"), "{e}");
+        }
+        assert!(*took < Duration::from_secs(3), "an operation ended after {took:?}");
+    }
+    assert!(calls.load(Ordering::SeqCst) >= 2);
+    coll.find_one(doc! {}).await.expect("served after the stuck fetch");
+    client.shutdown().await;
+}

@@ -462,3 +462,95 @@ async fn a_find_dropped_at_every_await_point_of_its_reauthentication_leaves_the_
     assert!(calls.load(Ordering::SeqCst) >= 2, "reauthentication fetched new tokens");
     client.shutdown().await;
 }
+
+/// Single flight: many operations at once on a fresh client (one conversation per connection)
+/// call the human callback once; once the token expired, their reauthentications refresh it
+/// once, with the refresh token, however many connections meet the expiry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_human_callback_is_called_once_whatever_the_concurrency() {
+    let idp = Arc::new(issuer());
+    let Some(cluster) = sim("auth_oidc::the_human_callback_is_called_once_whatever_the_concurrency", &idp)
+    else {
+        return;
+    };
+    let calls: HumanCalls = Arc::default();
+    let counted = calls.clone();
+    let slow_idp = idp.clone();
+    // A slow sign-in (a person at a browser): every connection is waiting for it at once.
+    let callback = Callback::human(move |context: CallbackContext| {
+        counted
+            .lock()
+            .push((context.idp_info.as_ref().map(|i| i.issuer.clone()), context.refresh_token.clone()));
+        let token = slow_idp.token("bob", Duration::from_secs(2));
+        async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            Ok(IdpServerResponse::builder()
+                .access_token(token)
+                .refresh_token(Some("refresh-1".to_string()))
+                .build())
+        }
+        .boxed()
+    });
+    let client = client_with(&cluster.uri(), callback, None).await.expect("client");
+    let coll = client.database("db").collection::<Document>("c");
+    // Each find holds its connection 100 ms, so the four connections of the pool are opened.
+    let burst = || {
+        futures_util::future::join_all(
+            (0..12).map(|_| coll.find_one(doc! {"$where": "sleep(100) || true"}).into_future()),
+        )
+    };
+    for r in burst().await {
+        r.expect("an authenticated find");
+    }
+    let issuer = Some(idp.issuer().to_string());
+    assert_eq!(*calls.lock(), vec![(issuer.clone(), None)], "one sign-in for every connection");
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    for r in burst().await {
+        r.expect("a find after its reauthentication");
+    }
+    assert_eq!(
+        *calls.lock(),
+        vec![(issuer.clone(), None), (issuer, Some("refresh-1".to_string()))],
+        "one refresh for every connection that met the expiry"
+    );
+    client.shutdown().await;
+}
+
+/// The Azure metadata service answers a token with `expires_in` of `u64::MAX` seconds (no
+/// panic: the expiry is dropped), then an error with a mebibyte of body (the message keeps an
+/// excerpt).
+#[test]
+fn environment_azure_survives_a_huge_expiry_and_a_huge_error_body() {
+    let test = "environment_azure_survives_a_huge_expiry_and_a_huge_error_body";
+    let setup = parent_setup(test);
+    if setup.is_none() && std::env::var_os(CHILD).is_none() {
+        return; // the simulator said why it does not apply
+    }
+    let uri = setup.as_ref().map_or(String::new(), |(c, _, _)| {
+        format!("{}&authMechanism=MONGODB-OIDC&authMechanismProperties=ENVIRONMENT:azure,TOKEN_RESOURCE:api%3A%2F%2Fmongodb", c.uri())
+    });
+    let huge = setup.as_ref().map(|(_, idp, _)| {
+        let token = idp.token("dave", Duration::from_secs(600));
+        HttpStub::start(move |_: &integration_tests::http_stub::Request| {
+            let body = serde_json::json!({"access_token": token, "expires_in": "18446744073709551615"});
+            integration_tests::http_stub::Response::new(200, "application/json", body.to_string())
+        })
+        .expect("stub")
+    });
+    let url = huge.as_ref().map(HttpStub::url).unwrap_or_default();
+    if let Some(result) = in_child(test, &uri, &[("AZURE_POD_IDENTITY_AUTHORITY_HOST", &url)]) {
+        assert_eq!(result, Ok("test/dave@$external".to_string()));
+    }
+    let failing = setup.as_ref().map(|_| {
+        HttpStub::start(|_: &integration_tests::http_stub::Request| {
+            integration_tests::http_stub::Response::new(500, "text/plain", "x".repeat(1 << 20))
+        })
+        .expect("stub")
+    });
+    let url = failing.as_ref().map(HttpStub::url).unwrap_or_default();
+    if let Some(result) = in_child(test, &uri, &[("AZURE_POD_IDENTITY_AUTHORITY_HOST", &url)]) {
+        let e = result.expect_err("the metadata service failed");
+        assert!(e.contains("answered 500") && e.contains("more bytes"), "{}", &e[..e.len().min(500)]);
+        assert!(e.len() < 2048, "the error keeps an excerpt of the body: {} bytes", e.len());
+    }
+}

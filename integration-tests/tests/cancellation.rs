@@ -20,6 +20,8 @@ use futures_util::io::{AsyncReadExt, AsyncWriteExt};
 use futures_util::StreamExt;
 use pool::cmap::CmapEvent;
 
+#[path = "cancellation/model.rs"]
+mod model;
 mod support;
 use support::{replica_set_with_primary, Setup};
 
@@ -406,4 +408,184 @@ async fn a_timed_out_find_one_leaves_no_stale_reply_for_the_next_write() {
     let n = coll.find_one(doc! {"_id": 1}).await.expect("read").expect("doc").get_i32("n").expect("n");
     assert_eq!(n, 5);
     s.check_healthy("timed-out find_one", 0).await;
+}
+
+/// The first reproduction: the first statement of a transaction cut off mid-exchange
+/// (100 ms into a 300 ms round trip) after the server applied it. The transaction is in
+/// progress from the moment the statement was written: the commit sends `commitTransaction`
+/// and the document is there; it was a silent no-op before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_whose_first_statement_was_cut_off_commits_it() {
+    let s = setup("").await;
+    let Some(cluster) = s.deployment.sim() else {
+        integration_tests::deployment::print_skip(
+            "cancellation::first_statement",
+            "needs the simulator's latency",
+        );
+        return;
+    };
+    let coll = s.fresh("first_statement").await;
+    coll.insert_one(doc! {"_id": "seed"}).await.expect("create the collection");
+    let mut session = s.client.start_session().await.expect("session");
+    session.start_transaction().await.expect("start");
+    cluster.set_latency(0, Duration::from_millis(300));
+    let cut = tokio::time::timeout(
+        Duration::from_millis(100),
+        coll.insert_one(doc! {"_id": 1}).session(&mut session).into_future(),
+    )
+    .await;
+    assert!(cut.is_err(), "the statement should have been cut off");
+    assert_eq!(session.transaction_state(), actors::TransactionState::InProgress);
+    cluster.set_latency(0, Duration::from_millis(2));
+    let _ = s.events.try_iter().count();
+    session.commit_transaction().await.expect("commit");
+    let sent: Vec<_> = s
+        .events
+        .try_iter()
+        .filter_map(|e| match e {
+            actors::command_events::CommandEvent::Started { command_name, .. } => Some(command_name),
+            _ => None,
+        })
+        .collect();
+    assert!(sent.iter().any(|n| n == "commitTransaction"), "the commit was sent: {sent:?}");
+    assert_eq!(coll.find_one(doc! {"_id": 1}).await.expect("read"), Some(doc! {"_id": 1}));
+    assert_eq!(cluster.open_transactions(), 0);
+
+    // Cut off the same way and then dropped: the session's drop aborts it in the background.
+    let mut session = s.client.start_session().await.expect("session");
+    session.start_transaction().await.expect("start");
+    cluster.set_latency(0, Duration::from_millis(300));
+    let cut = tokio::time::timeout(
+        Duration::from_millis(100),
+        coll.insert_one(doc! {"_id": 2}).session(&mut session).into_future(),
+    )
+    .await;
+    assert!(cut.is_err(), "the statement should have been cut off");
+    cluster.set_latency(0, Duration::from_millis(2));
+    drop(session);
+    wait_until("the dropped session's abort", || cluster.open_transactions() == 0).await;
+    assert_eq!(coll.find_one(doc! {"_id": 2}).await.expect("read"), None);
+    s.check_healthy("a cut-off first statement", 0).await;
+}
+
+/// The second reproduction: `and_run` dropped 100 ms in, with `timeoutMS=2000`. Its
+/// deadline does not stay on the session: 2.1 s later the session's operations run (with and
+/// without a timeout of their own), and the transaction it started was aborted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_and_run_leaves_no_deadline_and_no_transaction_on_the_session() {
+    let s = setup("timeoutMS=2000").await;
+    let Some(cluster) = s.deployment.sim() else {
+        integration_tests::deployment::print_skip("cancellation::and_run", "needs the simulator's latency");
+        return;
+    };
+    let coll = s.fresh("and_run").await;
+    coll.insert_one(doc! {"_id": "seed"}).await.expect("create the collection");
+    let mut session = s.client.start_session().await.expect("session");
+    cluster.set_latency(0, Duration::from_millis(60));
+    let run = session.start_transaction().and_run2(async |session| {
+        coll.insert_one(doc! {"_id": "in"}).session(&mut *session).await?;
+        coll.insert_one(doc! {"_id": "in2"}).session(&mut *session).await?;
+        Ok(())
+    });
+    assert!(tokio::time::timeout(Duration::from_millis(100), run).await.is_err(), "cut off");
+    cluster.set_latency(0, Duration::from_millis(2));
+    assert_eq!(session.transaction_state(), actors::TransactionState::Aborted);
+    wait_until("the cut-off and_run's abort", || cluster.open_transactions() == 0).await;
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    coll.insert_one(doc! {"_id": "after"}).session(&mut session).await.expect("insert after the deadline");
+    let own = coll.clone().with_timeout(Some(Duration::from_secs(5)));
+    own.insert_one(doc! {"_id": "own"})
+        .session(&mut session)
+        .await
+        .expect("an operation with its own timeoutMS");
+    assert_eq!(coll.count_documents(doc! {"_id": {"$in": ["in", "in2"]}}).await.expect("count"), 0);
+    drop(session);
+    s.check_healthy("a cut-off and_run", 0).await;
+}
+
+/// An abort cut off mid-exchange: the session says `Aborted` at once and the abort is finished
+/// in the background; a new transaction starts on the same session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_abort_is_finished_in_the_background() {
+    let s = setup("").await;
+    let Some(cluster) = s.deployment.sim() else {
+        integration_tests::deployment::print_skip("cancellation::abort", "needs the simulator's latency");
+        return;
+    };
+    let coll = s.fresh("abort").await;
+    coll.insert_one(doc! {"_id": "seed"}).await.expect("create the collection");
+    let mut session = s.client.start_session().await.expect("session");
+    session.start_transaction().await.expect("start");
+    coll.insert_one(doc! {"_id": 1}).session(&mut session).await.expect("statement");
+    cluster.set_latency(0, Duration::from_millis(300));
+    let cut =
+        tokio::time::timeout(Duration::from_millis(100), session.abort_transaction().into_future()).await;
+    assert!(cut.is_err(), "the abort should have been cut off");
+    assert_eq!(session.transaction_state(), actors::TransactionState::Aborted);
+    cluster.set_latency(0, Duration::from_millis(2));
+    wait_until("the background abort", || cluster.open_transactions() == 0).await;
+    session.start_transaction().await.expect("a new transaction on the same session");
+    coll.insert_one(doc! {"_id": 2}).session(&mut session).await.expect("statement");
+    session.commit_transaction().await.expect("commit");
+    let ids: Vec<Document> =
+        coll.find(doc! {"_id": {"$in": [1, 2]}}).await.expect("find").try_collect().await.expect("read");
+    assert_eq!(ids, vec![doc! {"_id": 2}]);
+    drop(session);
+    s.check_healthy("a cut-off abort", 0).await;
+}
+
+/// Polls `done` every 10 ms for up to 15 s.
+async fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "{what}: not within 15 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A first statement cut off while the server holds it (blocked 300 ms before it runs): the
+/// abort arrives first and finds no transaction, then the statement starts one. The session's
+/// number is fenced after the abort, so the late statement is refused (or its transaction
+/// aborted by the fence): nothing stays open on the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_that_reaches_the_server_after_the_abort_is_fenced() {
+    let s = setup("").await;
+    let Some(cluster) = s.deployment.sim() else {
+        integration_tests::deployment::print_skip("cancellation::fence", "needs the simulator's fail points");
+        return;
+    };
+    let coll = s.fresh("fence").await;
+    coll.insert_one(doc! {"_id": "seed"}).await.expect("create the collection");
+    for end in ["abort", "drop", "commit, then the next transaction"] {
+        let mut session = s.client.start_session().await.expect("session");
+        session.start_transaction().await.expect("start");
+        s.fail_point(
+            doc! {"times": 1}.into(),
+            doc! {"failCommands": ["insert"], "blockConnection": true, "blockTimeMS": 300},
+        )
+        .await;
+        let cut = tokio::time::timeout(
+            Duration::from_millis(100),
+            coll.insert_one(doc! {"_id": end}).session(&mut session).into_future(),
+        )
+        .await;
+        assert!(cut.is_err(), "{end}: the statement should have been cut off");
+        match end {
+            "abort" => session.abort_transaction().await.expect("abort"),
+            "drop" => drop(session),
+            _ => {
+                // The commit finds no transaction yet (refused for sure), and the next one starts.
+                let e = session.commit_transaction().await.expect_err("nothing to commit yet");
+                assert_eq!(e.code(), Some(251), "{e}");
+                session.start_transaction().await.expect("the next transaction");
+                coll.insert_one(doc! {"_id": "next"}).session(&mut session).await.expect("its statement");
+                session.commit_transaction().await.expect("its commit");
+            }
+        }
+        // The late statement runs at 300 ms.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        wait_until(&format!("{end}: no transaction open"), || cluster.open_transactions() == 0).await;
+        assert_eq!(coll.find_one(doc! {"_id": end}).await.expect("read"), None, "{end}");
+    }
+    s.check_healthy("a fenced statement", 0).await;
 }

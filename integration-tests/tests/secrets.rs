@@ -95,3 +95,27 @@ async fn a_password_never_leaves_in_plain_text() {
     assert!(text.contains("createUser"), "the log has the commands");
     assert_hidden("the log", &text);
 }
+
+/// What a user's code commonly logs: a connection string (`info!("connecting to {cs}")`), what
+/// an OIDC callback receives and returns, a connection and its OIDC state. None of them shows a
+/// password, a proxy password or a token; the whole URI is there only by its named method.
+#[test]
+fn display_and_debug_of_what_holds_a_secret_show_none() {
+    use actors::options::oidc::{CallbackContext, IdpServerResponse};
+    let uri =
+        format!("mongodb://alice:{PASSWORD}@h1,h2/?proxyHost=p&proxyUsername=u&proxyPassword={PASSWORD}x");
+    let cs = actors::options::ConnectionString::parse(&uri).expect("uri");
+    assert_hidden("ConnectionString Display", &cs.to_string());
+    assert_hidden("ConnectionString Debug", &format!("{cs:?}"));
+    assert!(cs.to_string().starts_with("mongodb://alice:<redacted>@"), "{cs}");
+    let whole = cs.to_uri_with_secrets();
+    assert!(whole.contains(PASSWORD), "the named method writes the whole URI: {whole}");
+    let token = format!("{PASSWORD}-token");
+    let response = IdpServerResponse::builder()
+        .access_token(token.clone())
+        .refresh_token(Some(format!("{PASSWORD}-refresh")))
+        .build();
+    assert_hidden("IdpServerResponse Debug", &format!("{response:?}"));
+    let context = CallbackContext::builder().refresh_token(Some(token)).version(1u32).build();
+    assert_hidden("CallbackContext Debug", &format!("{context:?}"));
+}

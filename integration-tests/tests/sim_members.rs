@@ -246,3 +246,38 @@ async fn a_deposed_primary_rolls_back_what_it_wrote_alone() {
     alone.shutdown().await;
     client.shutdown().await;
 }
+
+/// A member killed mid-record leaves a torn tail in its journal. Restarted, it must cut that
+/// tail before appending: records written after it would otherwise be unreachable at the next
+/// restart, and the member would come back without writes it acknowledged (and its vote).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journal_ending_in_a_torn_record_keeps_what_is_written_after_it() {
+    let mut set = Set::start(3);
+    let p = set.primary(&[]).await;
+    let client = Client::with_uri_str(set.uri()).await.expect("client");
+    insert(&client, "torn", 0..20).await;
+    let first: Vec<i64> = (0..20).collect();
+    for i in 0..3 {
+        set.converge(i, "torn", &first).await;
+    }
+    let s = (p + 1) % 3;
+    set.kill(s);
+    let journal = set.dir.join(format!("m{s}")).join("journal.bson");
+    let record =
+        doc! {"k": "v", "term": 1_000_i64, "votedTerm": -1_i64, "votedFor": -1_i64}.to_vec().expect("bson");
+    let mut file = std::fs::OpenOptions::new().append(true).open(&journal).expect("the member's journal");
+    std::io::Write::write_all(&mut file, &record[..record.len() / 2]).expect("a torn record");
+    drop(file);
+    set.restart(s);
+    insert(&client, "torn", 20..40).await;
+    let all: Vec<i64> = (0..40).collect();
+    set.converge(s, "torn", &all).await;
+    client.shutdown().await;
+    // Alone (nothing to sync from), the member holds what its journal kept.
+    for i in 0..3 {
+        set.kill(i);
+    }
+    let child = set.spawn(s);
+    set.children[s] = Some(child);
+    set.converge(s, "torn", &all).await;
+}

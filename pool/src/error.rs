@@ -27,6 +27,9 @@ pub enum Phase {
     Read,
     /// Waiting in a pool's wait queue for a connection.
     CheckOut,
+    /// Waiting for credentials from outside the process (an AWS credential provider, an
+    /// OIDC callback or metadata service) while authenticating.
+    Credentials,
 }
 
 impl std::fmt::Display for Phase {
@@ -39,6 +42,7 @@ impl std::fmt::Display for Phase {
             Phase::Write => "socket write",
             Phase::Read => "socket read",
             Phase::CheckOut => "connection check-out",
+            Phase::Credentials => "credential fetch",
         })
     }
 }

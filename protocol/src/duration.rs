@@ -3,7 +3,7 @@
 //! reaches `Duration::from_secs_f64` (which panics) or an `Instant` addition (which panics
 //! on overflow).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A number of milliseconds as a duration: `None` for NaN, infinities and negative values;
 /// a finite value too large for a `Duration` saturates at `Duration::MAX`.
@@ -30,6 +30,17 @@ pub fn from_millis_bson(value: &bson::Bson) -> Option<Duration> {
     }
 }
 
+/// A whole number of seconds as a duration (an `expires_in` from a metadata service).
+pub fn from_secs_u64(secs: u64) -> Duration {
+    Duration::from_secs(secs)
+}
+
+/// The instant `after` from `now`: `None` when it is beyond what an `Instant` can hold (an
+/// `expires_in` of `u64::MAX` seconds), never a panic.
+pub fn instant_after(now: Instant, after: Duration) -> Option<Instant> {
+    now.checked_add(after)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -45,5 +56,8 @@ mod tests {
         assert_eq!(from_millis_i64(i64::MAX), Some(Duration::from_millis(i64::MAX as u64)));
         assert_eq!(from_millis_bson(&bson::Bson::String("5".into())), None);
         assert_eq!(from_millis_bson(&bson::Bson::Int32(7)), Some(Duration::from_millis(7)));
+        let now = Instant::now();
+        assert_eq!(instant_after(now, from_secs_u64(u64::MAX)), None);
+        assert_eq!(instant_after(now, from_secs_u64(60)), Some(now + Duration::from_secs(60)));
     }
 }

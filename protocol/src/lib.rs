@@ -14,6 +14,7 @@
 pub mod address;
 pub mod duration;
 pub mod error;
+pub mod excerpt;
 pub mod hello;
 pub mod oidc;
 pub mod reply;

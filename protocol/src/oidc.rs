@@ -24,8 +24,8 @@ pub struct IdpServerInfo {
     pub request_scopes: Option<Vec<String>>,
 }
 
-/// What a token callback is given.
-#[derive(Clone, Debug, TypedBuilder)]
+/// What a token callback is given. Its `Debug` shows no refresh token.
+#[derive(Clone, TypedBuilder)]
 #[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct CallbackContext {
@@ -41,8 +41,8 @@ pub struct CallbackContext {
     pub idp_info: Option<IdpServerInfo>,
 }
 
-/// What a token callback returns.
-#[derive(Clone, Debug, TypedBuilder)]
+/// What a token callback returns. Its `Debug` shows neither token.
+#[derive(Clone, TypedBuilder)]
 #[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct IdpServerResponse {
@@ -53,6 +53,32 @@ pub struct IdpServerResponse {
     pub expires: Option<Instant>,
     /// A refresh token for the next human callback.
     pub refresh_token: Option<String>,
+}
+
+/// How a secret shows in `Debug`: whether it is there, never what it is.
+fn redacted(secret: &Option<String>) -> Option<&'static str> {
+    secret.as_ref().map(|_| "<redacted>")
+}
+
+impl std::fmt::Debug for CallbackContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallbackContext")
+            .field("timeout", &self.timeout)
+            .field("version", &self.version)
+            .field("refresh_token", &redacted(&self.refresh_token))
+            .field("idp_info", &self.idp_info)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for IdpServerResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdpServerResponse")
+            .field("access_token", &"<redacted>")
+            .field("expires", &self.expires)
+            .field("refresh_token", &redacted(&self.refresh_token))
+            .finish()
+    }
 }
 
 /// `ALLOWED_HOSTS`' default: the hosts a human callback may be called for.
@@ -111,5 +137,17 @@ mod tests {
         let info: IdpServerInfo = bson::deserialize_from_document(d).unwrap();
         assert_eq!(info.client_id.as_deref(), Some("abcd"));
         assert_eq!(info.request_scopes, Some(vec!["a".to_string(), "b".to_string()]));
+    }
+
+    #[test]
+    fn debug_shows_no_token() {
+        let response = IdpServerResponse::builder()
+            .access_token("access-secret".to_string())
+            .refresh_token(Some("refresh-secret".to_string()))
+            .build();
+        let context = CallbackContext::builder().refresh_token(Some("refresh-secret".to_string())).build();
+        let shown = format!("{response:?} {context:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
     }
 }

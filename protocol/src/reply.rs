@@ -25,6 +25,8 @@ pub const RETRYABLE_WRITE_CODES: [i32; 12] =
     [11600, 11602, 10107, 13435, 13436, 189, 91, 7, 6, 89, 9001, 262];
 /// MaxTimeMSExpired: the server's `maxTimeMS` ran out.
 pub const MAX_TIME_MS_EXPIRED: i32 = 50;
+/// `NoSuchTransaction`: the server holds no transaction of that number on the session.
+pub const NO_SUCH_TRANSACTION: i32 = 251;
 
 /// What a server said went wrong in a reply: the command failed (`ok: 0`, or a legacy
 /// `$err`), or it ran and some of its writes failed (`writeErrors`) or its write concern was

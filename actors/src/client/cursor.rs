@@ -24,7 +24,7 @@ use super::ops::get_more::GetMore;
 use super::ops::kill_cursors::KillCursors;
 use super::pinned::Pins;
 use super::session::pool::ServerSession;
-use super::session::ClientSession;
+use super::session::{ClientSession, TransactionState};
 use super::timeout;
 use super::timeout::Limits;
 use crate::selection_actor::PinId;
@@ -218,9 +218,9 @@ impl RawCursor {
             let limits = Limits::until(self.timeout, deadline).sending_max_time(false);
             // Set across the exchange: a future dropped in it leaves the cursor cut off.
             self.cut_off = true;
-            let mut starting = false;
+            let mut state = TransactionState::InProgress;
             let binding = Binding {
-                session: session_use(self.session.as_mut(), self.in_transaction, &mut starting),
+                session: session_use(self.session.as_mut(), self.in_transaction, &mut state),
                 server: Some(&self.address),
                 connection: self.pin.is_some().then_some(&mut pinned),
                 purpose: CheckoutPurpose::Other,
@@ -281,10 +281,11 @@ impl RawCursor {
 fn session_use<'a>(
     session: Option<&'a mut ServerSession>,
     in_transaction: bool,
-    starting: &'a mut bool,
+    state: &'a mut TransactionState,
 ) -> SessionUse<'a> {
     match session {
-        Some(session) if in_transaction => SessionUse::Transaction { session, starting },
+        // A getMore or killCursors never starts its transaction.
+        Some(session) if in_transaction => SessionUse::Transaction { session, state },
         Some(session) => SessionUse::Given(session),
         None => SessionUse::None,
     }
@@ -347,9 +348,9 @@ impl Kill {
         };
         let op = KillCursors { db: &db, collection: &collection, id };
         let limits = Limits::new(timeout);
-        let mut starting = false;
+        let mut state = TransactionState::InProgress;
         let binding = Binding {
-            session: session_use(session.as_mut(), in_transaction, &mut starting),
+            session: session_use(session.as_mut(), in_transaction, &mut state),
             server: Some(&address),
             connection: pin.is_some().then_some(&mut pinned),
             purpose: CheckoutPurpose::Other,

@@ -30,6 +30,9 @@ pub(crate) struct OperationStats {
     mark: AtomicU64,
     /// The first write that succeeded after `mark` (ns since `base`; 0: none yet).
     first_write_after_mark: AtomicU64,
+    /// The first operation of any kind that succeeded after `mark` (ns since `base`; 0: none
+    /// yet): what closes a failover in a service that only reads.
+    first_success_after_mark: AtomicU64,
 }
 
 /// A copy of the counts, for the status page.
@@ -56,6 +59,7 @@ impl OperationStats {
             buckets: std::array::from_fn(|_| AtomicU64::new(0)),
             mark: AtomicU64::new(0),
             first_write_after_mark: AtomicU64::new(0),
+            first_success_after_mark: AtomicU64::new(0),
         }
     }
 
@@ -71,15 +75,20 @@ impl OperationStats {
         self.total_us.fetch_add(us, Ordering::Relaxed);
         let bucket = BOUNDS_US.iter().position(|b| us <= *b).unwrap_or(BOUNDS_US.len());
         self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
-        if write && succeeded && self.mark.load(Ordering::Acquire) != 0 {
+        if succeeded && self.mark.load(Ordering::Acquire) != 0 {
             let now = self.now_ns();
-            let _ = self.first_write_after_mark.compare_exchange(0, now, Ordering::AcqRel, Ordering::Relaxed);
+            let first = |slot: &AtomicU64| slot.compare_exchange(0, now, Ordering::AcqRel, Ordering::Relaxed);
+            let _ = first(&self.first_success_after_mark);
+            if write {
+                let _ = first(&self.first_write_after_mark);
+            }
         }
     }
 
     /// Starts watching for the first successful write from now on.
     pub(crate) fn mark(&self) -> Instant {
         self.first_write_after_mark.store(0, Ordering::Release);
+        self.first_success_after_mark.store(0, Ordering::Release);
         let now = self.now_ns();
         self.mark.store(now, Ordering::Release);
         self.base + Duration::from_nanos(now)
@@ -88,6 +97,14 @@ impl OperationStats {
     /// When the first write after the last [`mark`](Self::mark) succeeded.
     pub(crate) fn first_write_after_mark(&self) -> Option<Instant> {
         match self.first_write_after_mark.load(Ordering::Acquire) {
+            0 => None,
+            ns => Some(self.base + Duration::from_nanos(ns)),
+        }
+    }
+
+    /// When the first operation of any kind after the last [`mark`](Self::mark) succeeded.
+    pub(crate) fn first_success_after_mark(&self) -> Option<Instant> {
+        match self.first_success_after_mark.load(Ordering::Acquire) {
             0 => None,
             ns => Some(self.base + Duration::from_nanos(ns)),
         }
@@ -144,6 +161,8 @@ mod tests {
         let marked = s.mark();
         s.record(Duration::from_millis(1), true, false);
         assert_eq!(s.first_write_after_mark(), None, "a read is no write");
+        let read = s.first_success_after_mark().expect("a read is a success");
+        assert!(read >= marked);
         s.record(Duration::from_millis(1), true, true);
         let first = s.first_write_after_mark().expect("a write after the mark");
         assert!(first >= marked);

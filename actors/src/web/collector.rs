@@ -22,8 +22,10 @@ const HISTORY: usize = 60;
 const FAILOVERS: usize = 5;
 /// How often the status is rebuilt without a topology change.
 const TICK: Duration = Duration::from_secs(1);
-/// How often while a failover waits for its first write.
+/// How often while a failover waits for its first successful operation.
 const UNFOLDING_TICK: Duration = Duration::from_millis(50);
+/// A failover with no successful operation this long after it was seen closes as it stands.
+const CLOSE_AFTER: Duration = Duration::from_secs(60);
 
 /// A failover still unfolding: when it started, by the monotonic clock.
 struct Open {
@@ -58,20 +60,19 @@ impl Collector {
             .map(|s| s.address.clone());
         if primary != self.primary {
             if let Some(old) = self.primary.take() {
-                if self.open.is_none() {
-                    self.failovers.push_back(Failover {
-                        old_primary: old.to_string(),
-                        stepdown_seen_at_ms: unix_ms(),
-                        new_primary: None,
-                        new_primary_after_ms: None,
-                        first_write_after_ms: None,
-                    });
-                    if self.failovers.len() > FAILOVERS {
-                        self.failovers.pop_front();
-                    }
-                    self.open =
-                        Some(Open { index: self.failovers.len() - 1, seen: now, new_primary_at: None });
+                // Every failover is recorded: one still open closes as it stands.
+                self.failovers.push_back(Failover {
+                    old_primary: old.to_string(),
+                    stepdown_seen_at_ms: unix_ms(),
+                    new_primary: None,
+                    new_primary_after_ms: None,
+                    first_write_after_ms: None,
+                    first_operation_after_ms: None,
+                });
+                if self.failovers.len() > FAILOVERS {
+                    self.failovers.pop_front();
                 }
+                self.open = Some(Open { index: self.failovers.len() - 1, seen: now, new_primary_at: None });
             }
             if let (Some(new), Some(open)) = (&primary, self.open.as_mut()) {
                 if open.new_primary_at.is_none() {
@@ -85,10 +86,17 @@ impl Collector {
             self.primary = primary;
         }
         if let Some(open) = &self.open {
-            if let (Some(_), Some(write)) = (open.new_primary_at, feed.operations.first_write_after_mark()) {
-                if let Some(f) = self.failovers.get_mut(open.index) {
-                    f.first_write_after_ms = Some(millis(write.saturating_duration_since(open.seen)));
-                }
+            let ops = &feed.operations;
+            let after = |t: Instant| Some(millis(t.saturating_duration_since(open.seen)));
+            let (write, any) = match open.new_primary_at {
+                Some(_) => (ops.first_write_after_mark(), ops.first_success_after_mark()),
+                None => (None, None),
+            };
+            if let Some(f) = self.failovers.get_mut(open.index) {
+                f.first_write_after_ms = f.first_write_after_ms.or(write.and_then(after));
+                f.first_operation_after_ms = f.first_operation_after_ms.or(any.and_then(after));
+            }
+            if any.is_some() || now.saturating_duration_since(open.seen) >= CLOSE_AFTER {
                 self.open = None;
             }
         }
@@ -162,7 +170,8 @@ impl Collector {
                 history_ms: history,
             },
             last_heartbeat_ms_ago: s.last_update_time.map(|t| millis(t.elapsed())),
-            error: s.error.clone(),
+            // A server's error can quote what a metadata service or a peer answered.
+            error: s.error.as_deref().map(protocol::excerpt::short),
             pool,
             operations_in_flight: handle
                 .map_or(0, |h| h.operations.load(std::sync::atomic::Ordering::Relaxed)),
@@ -193,10 +202,34 @@ fn p90(samples: &[f64]) -> Option<f64> {
     sorted.get(rank.saturating_sub(1)).copied()
 }
 
+/// What was last published, less what changes by itself (the time it was generated, how
+/// long ago each heartbeat was): the status is published only when the rest changes.
+#[derive(Default)]
+struct Published {
+    last: Option<Status>,
+}
+
+impl Published {
+    /// Whether `status` differs from the last one published (and remembers it if so).
+    fn changed(&mut self, status: &Status) -> bool {
+        let mut key = status.clone();
+        key.generated_at_ms = 0;
+        for s in &mut key.servers {
+            s.last_heartbeat_ms_ago = None;
+        }
+        if self.last.as_ref() == Some(&key) {
+            return false;
+        }
+        self.last = Some(key);
+        true
+    }
+}
+
 /// The collector's loop: until the client is gone or its topology closed.
 pub(crate) async fn run(client: Weak<ClientInner>, feed: Arc<StatusFeed>) {
     let Some(mut changes) = client.upgrade().map(|c| c.topology.watch()) else { return };
     let mut collector = Collector::default();
+    let mut published = Published::default();
     let mut tick = tokio::time::interval(TICK);
     loop {
         // While a failover unfolds, its first write is looked for every 50 ms.
@@ -216,6 +249,9 @@ pub(crate) async fn run(client: Weak<ClientInner>, feed: Arc<StatusFeed>) {
         collector.observe(&snapshot, &feed, Instant::now(), sample);
         let status = collector.status(&inner, &snapshot, &feed);
         drop(inner);
+        if !published.changed(&status) {
+            continue;
+        }
         match serde_json::to_string(&status) {
             Ok(json) => {
                 feed.latest.send_replace(json.into());

@@ -113,8 +113,13 @@ pub struct Failover {
     /// Milliseconds from the stepdown to the new primary.
     pub new_primary_after_ms: Option<u64>,
     /// Milliseconds from the stepdown to the first write that succeeded after the new
-    /// primary appeared.
+    /// primary appeared (while the failover was open).
     pub first_write_after_ms: Option<u64>,
+    /// Milliseconds from the stepdown to the first operation of any kind that succeeded after
+    /// the new primary appeared: it closes the failover (so does the next failover, or a
+    /// minute without a success).
+    #[serde(default)]
+    pub first_operation_after_ms: Option<u64>,
 }
 
 /// What `GET /health` answers.

@@ -241,6 +241,10 @@ pub(crate) struct State {
     /// writing twice (mongod's session table, which survives failovers but is rolled back
     /// with the write).
     pub retried_writes: HashMap<(Vec<u8>, i64), (Document, Option<super::commands::PendingWrite>)>,
+    /// The newest `txnNumber` each session (lsid bytes) used, in a retryable write or a
+    /// transaction: an older one is `TransactionTooOld`, so a write its client gave up on can
+    /// never be applied after a later write of the same session.
+    pub newest_txn_numbers: HashMap<Vec<u8>, i64>,
     /// The data as snapshot reads saw it, by the `atClusterTime` they reported (the newest
     /// few; an older time is `SnapshotTooOld`).
     pub snapshots: std::collections::VecDeque<(bson::Timestamp, Store)>,
@@ -585,6 +589,7 @@ impl Shared {
             history: Default::default(),
             streams: HashMap::new(),
             retried_writes: HashMap::new(),
+            newest_txn_numbers: HashMap::new(),
             node: None,
         };
         Shared {

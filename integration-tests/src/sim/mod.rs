@@ -632,6 +632,22 @@ impl Cluster {
         self.shared.restart(i)
     }
 
+    /// How many transactions the deployment holds open (started, neither committed nor
+    /// aborted): after a client has ended or dropped its sessions, none should be.
+    pub fn open_transactions(&self) -> usize {
+        self.open_transaction_numbers().len()
+    }
+
+    /// The open transactions: each one's session id (`lsid` as BSON bytes, hex) and number.
+    pub fn open_transaction_numbers(&self) -> Vec<(String, i64)> {
+        let st = self.shared.state.lock();
+        st.txns
+            .iter()
+            .filter(|(_, t)| t.state == commands::txn::TxnState::Active)
+            .map(|(lsid, t)| (hex::encode(lsid), t.number))
+            .collect()
+    }
+
     /// Adds `latency` before every reply of member `i`.
     pub fn set_latency(&self, i: usize, latency: Duration) {
         warn_err("set_latency", self.shared.set_latency(i, latency));

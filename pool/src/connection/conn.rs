@@ -212,6 +212,18 @@ pub fn command_result(address: &ServerAddress, reply: RawDocumentBuf) -> Result<
 }
 
 impl Connection {
+    /// Waits on something outside the process for this connection's establishment (a
+    /// credential provider, an OIDC callback, a metadata service) until `deadline`, and no
+    /// longer than the check-out that asked for the connection: `Timeout{Credentials}` after
+    /// the deadline, `Interrupted` once the connection's cancellation fires.
+    pub(crate) async fn wait_outside<T>(
+        &self,
+        deadline: Instant,
+        fut: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        guarded(&self.address, &self.cancel, Some(deadline), Phase::Credentials, fut).await
+    }
+
     /// TCP (and TLS), no handshake yet.
     pub(super) async fn open(
         options: &ConnectionOptions,

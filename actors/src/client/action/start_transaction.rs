@@ -7,6 +7,7 @@ use std::future::IntoFuture;
 use std::time::Duration;
 
 use super::super::concern::{ReadConcern, WriteConcern};
+use super::super::session::cutoff::Cutoff;
 use super::super::session::options::TransactionOptions;
 use super::super::session::transaction::Attempt;
 use super::super::session::ClientSession;
@@ -123,10 +124,17 @@ impl StartTransaction<&mut ClientSession> {
     {
         let StartTransaction { session, options, timeout } = self;
         let run = session.transaction_run(timeout);
+        // Cut off anywhere, the run's deadline leaves the session and its transaction is
+        // aborted (unless its commit was on its way: then its outcome is unknown).
+        let mut session = Cutoff::arm(session);
         loop {
-            session.begin_attempt(&run, &options)?;
-            let ret = callback(session, &mut context).await;
+            if let Err(e) = session.begin_attempt(&run, &options) {
+                session.disarm();
+                return Err(e);
+            }
+            let ret = callback(&mut *session, &mut context).await;
             if let Attempt::Done(out) = session.end_attempt(&run, ret).await {
+                session.disarm();
                 return out;
             }
         }
@@ -143,10 +151,17 @@ impl StartTransaction<&mut ClientSession> {
     {
         let StartTransaction { session, options, timeout } = self;
         let run = session.transaction_run(timeout);
+        // Cut off anywhere, the run's deadline leaves the session and its transaction is
+        // aborted (unless its commit was on its way: then its outcome is unknown).
+        let mut session = Cutoff::arm(session);
         loop {
-            session.begin_attempt(&run, &options)?;
-            let ret = callback(session).await;
+            if let Err(e) = session.begin_attempt(&run, &options) {
+                session.disarm();
+                return Err(e);
+            }
+            let ret = callback(&mut *session).await;
             if let Attempt::Done(out) = session.end_attempt(&run, ret).await {
+                session.disarm();
                 return out;
             }
         }

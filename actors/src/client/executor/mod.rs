@@ -38,6 +38,7 @@ use self::retry::Retrying;
 use self::telemetry::Watch;
 use super::inner::{Client, ClientInner};
 use super::session::pool::ServerSession;
+use super::session::TransactionState;
 use super::timeout::{self, Limits};
 use crate::error::pool_error_address;
 use crate::selection_actor::{SelectedServer, SelectionRequest};
@@ -113,8 +114,11 @@ pub(crate) enum SessionUse<'a> {
     /// The caller's: an explicit session outside a transaction, or a cursor's.
     Given(&'a mut ServerSession),
     /// A statement of an explicit session's transaction: `txnNumber`, `autocommit: false`,
-    /// and `startTransaction: true` while `starting` (cleared once sent). Never retried.
-    Transaction { session: &'a mut ServerSession, starting: &'a mut bool },
+    /// and `startTransaction: true` while the session's `state` is `Starting`. The state moves
+    /// to `InProgress` in the session itself just before the first attempt is written, so a
+    /// statement cut off mid-exchange leaves a transaction that commit and abort send for.
+    /// Never retried.
+    Transaction { session: &'a mut ServerSession, state: &'a mut TransactionState },
 }
 
 /// Where an operation runs and the session it sends.
@@ -234,9 +238,9 @@ impl<'a> Run<'a> {
             SessionUse::Implicit => (self.implicit.as_mut(), None, txn_number),
             SessionUse::None => (None, None, txn_number),
             SessionUse::Given(s) => (Some(&mut **s), None, txn_number),
-            SessionUse::Transaction { session, starting } => {
+            SessionUse::Transaction { session, state } => {
                 let number = session.txn_number;
-                let first = *self.txn_first.get_or_insert_with(|| std::mem::take(*starting));
+                let first = *self.txn_first.get_or_insert_with(|| state.mark_sent());
                 (Some(&mut **session), Some(first), Some(number))
             }
         };

@@ -311,16 +311,26 @@ fn uuid_representation_name<S: Serializer>(
     }
 }
 
-/// The connection string as a URI, edits included, the password too (keep it out of logs):
-/// [`ConnectionString::parse`] reads it back to the same value. An edit no URI can hold (one
-/// `ClientOptions::parse` refuses) is left out: the string then shows what was parsed.
-impl std::fmt::Display for ConnectionString {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let uri = match self.clone().into_parsed() {
+impl ConnectionString {
+    /// (Ours.) The connection string as a URI, edits included, with its secrets (the password,
+    /// `proxyPassword`, `tlsCertificateKeyFilePassword`): [`ConnectionString::parse`] reads it
+    /// back to the same value. Keep it out of logs; `Display` redacts them. An edit no URI can
+    /// hold (one `ClientOptions::parse` refuses) is left out: the string then shows what was
+    /// parsed.
+    pub fn to_uri_with_secrets(&self) -> String {
+        match self.clone().into_parsed() {
             Ok(parsed) => parsed.to_uri_string(),
             Err(_) => self.parsed.to_uri_string(),
-        };
-        f.write_str(&uri)
+        }
+    }
+}
+
+/// The connection string as a URI with its secrets redacted (`<redacted>`), so that
+/// `info!("connecting to {cs}")` logs no password; [`ConnectionString::to_uri_with_secrets`]
+/// writes them.
+impl std::fmt::Display for ConnectionString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&protocol::uri::redact_uri(&self.to_uri_with_secrets()))
     }
 }
 
@@ -375,11 +385,12 @@ mod tests {
                    &uuidRepresentation=javaLegacy&timeoutMS=300";
         let mut cs = ConnectionString::parse(uri).unwrap();
         assert_eq!(cs.uuid_representation, Some(UuidRepresentation::JavaLegacy));
-        let again = ConnectionString::parse(cs.to_string()).unwrap();
+        let again = ConnectionString::parse(cs.to_uri_with_secrets()).unwrap();
         assert_eq!(again, cs, "{cs}");
+        assert!(cs.to_string().starts_with("mongodb://al%40ice:<redacted>@db1:27018"), "{cs}");
         cs.max_pool_size = Some(9);
         cs.uuid_representation = Some(UuidRepresentation::CSharpLegacy);
-        let written = cs.to_string();
+        let written = cs.to_uri_with_secrets();
         assert!(written.starts_with("mongodb://al%40ice:p%26ss@db1:27018,db2:27017/app?"), "{written}");
         let again = ConnectionString::parse(&written).unwrap();
         assert_eq!((again.max_pool_size, again.uuid_representation), (Some(9), cs.uuid_representation));

@@ -10,11 +10,13 @@
 //! |---|---|
 //! | `mod.rs` | [`ClientSession`], its state and times, [`Client::start_session`] |
 //! | [`transaction`] | start, commit, abort, `run_transaction` (behind `and_run`), a transaction's statements |
+//! | [`cutoff`] | what a cut-off call leaves: the guard that undoes it and the background abort |
 //! | [`options`] | [`SessionOptions`], [`TransactionOptions`] and the end options |
 //! | [`pool`] | server sessions and their pool (implicit sessions) |
 //! | [`tracking`] | causal consistency, snapshot time, `$clusterTime`, recovery token |
 
 pub mod cluster_time;
+pub(crate) mod cutoff;
 pub(crate) mod options;
 pub(crate) mod pool;
 pub(crate) mod tracking;
@@ -49,6 +51,19 @@ pub enum TransactionState {
     Committed,
     /// Aborted.
     Aborted,
+}
+
+impl TransactionState {
+    /// A statement is about to be written: a starting transaction is in progress from now on
+    /// (whatever becomes of the statement, the server may have started it). Returns whether
+    /// the statement starts the transaction (`startTransaction: true`).
+    pub(crate) fn mark_sent(&mut self) -> bool {
+        let starting = *self == TransactionState::Starting;
+        if starting {
+            *self = TransactionState::InProgress;
+        }
+        starting
+    }
 }
 
 /// The timeout a running `with_transaction` applies to its callback's operations.
@@ -90,6 +105,18 @@ pub struct ClientSession {
     /// A `commitTransaction` was sent for the current transaction: the next one is a retry
     /// (`w: majority`).
     commit_sent: bool,
+    /// The last `commitTransaction`'s outcome is unknown (cut off, or failed with
+    /// `UnknownTransactionCommitResult`): the server may still hold the transaction, so ending
+    /// or dropping the session aborts it (an abort after a commit that did land is refused by
+    /// the server, harmlessly).
+    commit_unsure: bool,
+    /// A statement of the current transaction was cut off or met a network error: it may
+    /// still reach the server, after whatever the session sends next, and start the
+    /// transaction there. Until the session's number is fenced (see `cutoff.rs`), ending the
+    /// transaction is not enough to be sure the server holds none.
+    in_doubt: bool,
+    /// The database of the transaction's first statement (where a fence reads).
+    txn_db: Option<String>,
     /// A snapshot session (no transactions).
     snapshot: bool,
     /// The current (or last) transaction's OpenTelemetry span, ended by its commit or abort.
@@ -162,6 +189,9 @@ impl Client {
             txn: TransactionOptions::default(),
             mongos: None,
             commit_sent: false,
+            commit_unsure: false,
+            in_doubt: false,
+            txn_db: None,
             txn_span: Default::default(),
             snapshot,
         })
@@ -257,6 +287,9 @@ impl ClientSession {
     pub async fn end_session(mut self) {
         if self.state == TransactionState::InProgress {
             let _ = self.abort_transaction().await;
+        } else if self.open_on_server() {
+            // A commit of unknown outcome: the drop aborts it in the background.
+            return;
         }
         if let Some(pin) = self.pin.take() {
             let _ = self.client.inner.pins().release(pin).await;
@@ -267,6 +300,14 @@ impl ClientSession {
     /// their `getMore`s on it).
     pub(crate) fn transaction_pin(&self) -> Option<PinId> {
         self.pin.filter(|_| self.in_transaction())
+    }
+
+    /// Whether the server may hold this session's transaction open: in progress, or its
+    /// commit's outcome is unknown.
+    pub(crate) fn open_on_server(&self) -> bool {
+        self.state == TransactionState::InProgress
+            || (self.state == TransactionState::Committed && self.commit_unsure)
+            || (self.state == TransactionState::Aborted && self.in_doubt)
     }
 
     /// Whether a transaction is starting or in progress.

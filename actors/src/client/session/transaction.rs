@@ -40,6 +40,7 @@ use super::super::inner::ClientInner;
 use super::super::ops::end_transaction::{EndTransaction, Outcome};
 use super::super::timeout::{self, Limits};
 
+use super::cutoff::{spawn_abort, Cutoff};
 #[cfg(doc)]
 use super::options::SessionOptions;
 use super::options::{EndTransactionOptions, TransactionOptions};
@@ -93,9 +94,13 @@ impl ClientSession {
         if self.server.is_none() {
             return Err(state_error("the session has ended"));
         }
+        // The last transaction's statement may still be on its way, or its commit's outcome
+        // is unknown: settled before this one takes the next number.
+        self.settle_last_transaction();
         self.unpin();
         self.txn = txn;
         self.commit_sent = false;
+        self.commit_unsure = false;
         let server = self.server.as_mut().ok_or_else(|| state_error("the session has ended"))?;
         if let Some(t) = server.tracking.as_deref_mut() {
             t.recovery_token = None;
@@ -163,6 +168,7 @@ impl ClientSession {
         // be called again (and is sent again), abort is refused, and dropping the session
         // aborts nothing.
         self.state = TransactionState::Committed;
+        self.commit_unsure = true;
         let mut result = self.end_command(Outcome::Commit, timeout, deadline, true).await;
         if let Err(e) = &mut result {
             label_commit_error(e);
@@ -176,6 +182,15 @@ impl ClientSession {
             }
         }
         self.state = TransactionState::Committed;
+        self.commit_unsure = matches!(&result, Err(e) if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT));
+        match &result {
+            // Committed: a late statement finds the transaction committed.
+            Ok(_) => self.in_doubt = false,
+            // Refused for sure (no such transaction, ...): a late statement could still start it.
+            Err(_) if self.in_doubt && !self.commit_unsure => self.fence_in_background(),
+            // Unknown: the commit may be sent again; ending the session settles it.
+            Err(_) => {}
+        }
         if let Err(e) = &result {
             if e.contains_label(TRANSIENT_TRANSACTION_ERROR)
                 || e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
@@ -225,20 +240,34 @@ impl ClientSession {
             }
             TransactionState::InProgress => {}
         }
-        let mut result = self.end_command(Outcome::Abort, timeout, deadline, true).await;
+        self.send_abort(timeout, deadline).await;
+        if self.in_doubt {
+            self.fence_in_background();
+        }
+        Ok(())
+    }
+
+    /// Sends `abortTransaction` for the transaction in progress (once more on a retryable
+    /// error) and marks it aborted, ignoring the command's errors as the transactions spec
+    /// says.
+    pub(crate) async fn send_abort(&mut self, timeout: Option<Duration>, deadline: Option<Instant>) {
+        // Cut off before it ends, the abort goes on in the background: the transaction is
+        // never left open on the server nor `InProgress` here.
+        let mut session = Cutoff::arm(self);
+        let mut result = session.end_command(Outcome::Abort, timeout, deadline, true).await;
         if let Err(e) = &mut result {
             label_end_transaction_error(e);
             if e.is_network_error() || e.contains_label(RETRYABLE_WRITE_ERROR) {
-                self.unpin();
-                result = self.end_command(Outcome::Abort, timeout, deadline, false).await;
+                session.unpin();
+                result = session.end_command(Outcome::Abort, timeout, deadline, false).await;
             }
         }
         if let Err(e) = result {
             tracing::debug!(error = %e, "abortTransaction failed (ignored)");
         }
-        self.unpin();
-        self.state = TransactionState::Aborted;
-        Ok(())
+        session.unpin();
+        session.state = TransactionState::Aborted;
+        session.disarm();
     }
 
     /// The start of a convenient transaction run (`StartTransaction::and_run`): its timeout
@@ -356,7 +385,7 @@ impl ClientSession {
     /// `startTransaction: true`, on the transaction's pinned connection in load-balanced mode
     /// (`may_pin`: false for a retried commit, which leaves its connection unpinned).
     /// Outside a transaction the retryable reads and writes rules apply as without a session.
-    async fn run(&mut self, mut op: Op, limits: Limits, may_pin: bool) -> Result<OpOutput> {
+    pub(super) async fn run(&mut self, mut op: Op, limits: Limits, may_pin: bool) -> Result<OpOutput> {
         let inner = self.client.inner.clone();
         inner.check_open()?;
         let end = matches!(op.name.as_ref(), "commitTransaction" | "abortTransaction");
@@ -369,6 +398,7 @@ impl ClientSession {
             }
             self.mongos = None;
             if matches!(self.state, TransactionState::Committed | TransactionState::Aborted) {
+                self.settle_last_transaction();
                 self.state = TransactionState::None;
                 if let Some(t) = self.tracking_mut() {
                     t.recovery_token = None;
@@ -384,11 +414,19 @@ impl ClientSession {
             Some(pin) if pin_txn => inner.pins().take(pin).await?,
             _ => None,
         };
-        let mut starting = self.state == TransactionState::Starting;
+        // Cut off from here on (or failing on the network), a statement may still reach the
+        // server later: the transaction is in doubt until fenced.
+        let doubt = self.in_doubt;
+        if in_txn && !end {
+            self.in_doubt = true;
+            if self.state == TransactionState::Starting {
+                self.txn_db = Some(op.db.clone());
+            }
+        }
         let server = self.server.as_mut().ok_or_else(|| state_error("the session has ended"))?;
         let binding = Binding {
             session: if in_txn {
-                SessionUse::Transaction { session: server, starting: &mut starting }
+                SessionUse::Transaction { session: server, state: &mut self.state }
             } else {
                 SessionUse::Given(server)
             },
@@ -397,8 +435,10 @@ impl ClientSession {
             purpose: if pin_txn { CheckoutPurpose::Transaction } else { CheckoutPurpose::Other },
         };
         let result = inner.execute(op, limits, binding).await;
-        if self.state == TransactionState::Starting && !starting {
-            self.state = TransactionState::InProgress;
+        if in_txn && !end {
+            let network =
+                result.as_ref().err().is_some_and(|e| e.timeout_source().unwrap_or(e).is_network_error());
+            self.in_doubt = doubt || network;
         }
         if in_txn && mongos.is_none() && !end {
             // A sharded transaction stays on the mongos of its first statement.
@@ -508,34 +548,15 @@ impl ExplicitSession for ClientSession {
 
 impl Drop for ClientSession {
     fn drop(&mut self) {
-        if let Some(s) = self.server.take() {
-            if self.state == TransactionState::InProgress && !self.aborting_on_drop {
-                // Best effort, on the transaction's pinned connection: the server aborts it
-                // when the session expires otherwise.
-                let mut session = ClientSession {
-                    client: self.client.clone(),
-                    lsid: std::mem::take(&mut self.lsid),
-                    server: Some(s),
-                    timeout_minutes: self.timeout_minutes,
-                    state: TransactionState::InProgress,
-                    default_timeout: self.default_timeout,
-                    callback_timeout: None,
-                    pin: self.pin.take(),
-                    aborting_on_drop: true,
-                    default_transaction: TransactionOptions::default(),
-                    txn: std::mem::take(&mut self.txn),
-                    mongos: self.mongos.take(),
-                    commit_sent: false,
-                    snapshot: false,
-                    txn_span: std::mem::take(&mut self.txn_span),
-                };
-                let inner = self.client.inner.clone();
-                inner.spawn_background(async move {
-                    let _ = session.abort_transaction().await;
-                });
+        if let Some(mut s) = self.server.take() {
+            if self.open_on_server() && !self.aborting_on_drop {
+                // Best effort, on the transaction's pinned connection, with this server
+                // session (back to the pool after the abort): the server aborts the
+                // transaction when the session expires otherwise.
+                self.state = TransactionState::Aborted;
+                spawn_abort(self.detached(s));
                 return;
             }
-            let mut s = s;
             if self.state == TransactionState::InProgress {
                 // The abort never ran: the server may still hold the transaction.
                 s.dirty = true;

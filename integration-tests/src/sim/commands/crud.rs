@@ -175,6 +175,9 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
                 if let Some(answered) = retry_key.as_ref().and_then(|key| first_reply(&mut st, key)) {
                     break 'locked answered;
                 }
+                if let Some((lsid, number)) = &retry_key {
+                    super::txn::check_not_too_old(&mut st, lsid, *number)?;
+                }
                 if access == Access::Write {
                     wc.check(shared, &st)?;
                 }

@@ -38,6 +38,14 @@ pub(crate) struct Txn {
 }
 
 impl Txn {
+    /// Aborts the transaction: its writes are gone, later statements get NoSuchTransaction.
+    fn abort(&mut self) {
+        self.state = TxnState::Aborted;
+        self.ops.clear();
+        self.writes.clear();
+        self.shadow = Store::default();
+    }
+
     /// The session-table record of a transaction committed on another member (replicated to
     /// this one): a retried `commitTransaction` succeeds, anything else finds it committed.
     pub(crate) fn committed(number: i64, commit: PendingWrite) -> Self {
@@ -100,6 +108,27 @@ impl TxnArgs {
     }
 }
 
+/// mongod's session table: a session's `txnNumber` never goes back. A retryable write or a
+/// transaction numbered below the newest the session used is `TransactionTooOld` (a request
+/// its client gave up on, arriving after the session's next one); otherwise `number` becomes
+/// the newest.
+pub(crate) fn check_not_too_old(st: &mut State, lsid: &[u8], number: i64) -> Result<(), CmdError> {
+    let newest = st.newest_txn_numbers.entry(lsid.to_vec()).or_insert(number);
+    if number < *newest {
+        return Err(CmdError::new(
+            225,
+            "TransactionTooOld",
+            format!("Cannot start transaction {number} on session because a newer transaction {newest} has already started"),
+        ));
+    }
+    *newest = number;
+    // A newer number aborts the transaction the session had open (mongod's session catalog).
+    if let Some(t) = st.txns.get_mut(lsid).filter(|t| t.number < number && t.state == TxnState::Active) {
+        t.abort();
+    }
+    Ok(())
+}
+
 fn no_such(number: i64) -> CmdError {
     CmdError::new(251, "NoSuchTransaction", format!("Transaction with txnNumber {number} has been aborted."))
         .label("TransientTransactionError")
@@ -116,6 +145,7 @@ pub(crate) fn in_transaction<R>(
     f: impl FnOnce(&mut Store, &mut Ops) -> Result<R, CmdError>,
 ) -> Result<R, CmdError> {
     if args.start {
+        check_not_too_old(st, &args.lsid, args.number)?;
         if let Some(t) = st.txns.get(&args.lsid) {
             if t.number >= args.number {
                 return Err(CmdError::new(
@@ -180,10 +210,7 @@ pub(crate) fn in_transaction<R>(
     if result.is_err() {
         // An error aborts the transaction on the server: later statements get
         // NoSuchTransaction.
-        txn.state = TxnState::Aborted;
-        txn.ops.clear();
-        txn.writes.clear();
-        txn.shadow = Store::default();
+        txn.abort();
     }
     result
 }
@@ -192,20 +219,14 @@ pub(crate) fn in_transaction<R>(
 /// mid-statement: like any error in a transaction, that aborts it on the server.
 pub(crate) fn abort_on_error(st: &mut State, args: &TxnArgs) {
     if let Some(txn) = st.txns.get_mut(&args.lsid).filter(|t| t.number == args.number) {
-        txn.state = TxnState::Aborted;
-        txn.ops.clear();
-        txn.writes.clear();
-        txn.shadow = Store::default();
+        txn.abort();
     }
 }
 
 /// Aborts every open transaction (`killAllSessions`).
 pub(crate) fn abort_all(st: &mut State) {
     for txn in st.txns.values_mut().filter(|t| t.state == TxnState::Active) {
-        txn.state = TxnState::Aborted;
-        txn.ops.clear();
-        txn.writes.clear();
-        txn.shadow = Store::default();
+        txn.abort();
     }
 }
 
@@ -244,10 +265,7 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
             }
             (TxnState::Aborted, _) => return Err(no_such(args.number)),
             (TxnState::Active, false) => {
-                txn.state = TxnState::Aborted;
-                txn.ops.clear();
-                txn.writes.clear();
-                txn.shadow = Store::default();
+                txn.abort();
                 None
             }
             (TxnState::Active, true) => {

@@ -7,7 +7,7 @@
 //! process loses nothing the kernel already has, which is the fault the tests inject.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 
 use bson::{doc, Document};
@@ -43,18 +43,26 @@ impl Journal {
         std::fs::create_dir_all(dir).map_err(SimError::Io)?;
         let path = dir.join(FILE);
         let mut replayed = Replayed::default();
-        let mut records = 0_u64;
-        if let Ok(f) = File::open(&path) {
-            let mut reader = BufReader::new(f);
-            // A record cut short by a crash ends the replay: it was never acknowledged.
-            while let Ok(rec) = Document::from_reader(&mut reader) {
-                replay(&rec, shared, st, me, &mut replayed).map_err(|e| {
-                    SimError::InvalidConfig(format!("journal {}: record {records}: {e}", path.display()))
-                })?;
-                records += 1;
-            }
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(SimError::Io(e)),
+        };
+        let (records, whole) = whole_records(&bytes);
+        for (i, rec) in records.iter().enumerate() {
+            replay(rec, shared, st, me, &mut replayed).map_err(|e| {
+                SimError::InvalidConfig(format!("journal {}: record {i}: {e}", path.display()))
+            })?;
         }
         let file = OpenOptions::new().create(true).append(true).open(&path).map_err(SimError::Io)?;
+        if whole < bytes.len() {
+            // A record cut short by a crash was never acknowledged: it goes, or every record
+            // appended after it would be unreachable at the next replay.
+            let cut = u64::try_from(whole).unwrap_or(u64::MAX);
+            file.set_len(cut).map_err(SimError::Io)?;
+            tracing::warn!(path = %path.display(), torn = bytes.len() - whole, "journal: torn tail truncated");
+        }
+        let records = records.len();
         tracing::info!(path = %path.display(), records, term = st.term, applied = st.oplog.end(), "journal replayed");
         Ok((Journal { file, failed: false }, replayed))
     }
@@ -88,6 +96,20 @@ impl Journal {
     }
 }
 
+/// The whole records at the start of `bytes` and how many bytes they take: reading stops at
+/// the first record that is cut short or does not parse (a torn tail).
+fn whole_records(bytes: &[u8]) -> (Vec<Document>, usize) {
+    let mut records = Vec::new();
+    let mut at = 0;
+    while let Some(len) = bytes.get(at..at + 4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])) {
+        let Some(end) = usize::try_from(len).ok().filter(|l| *l >= 5).map(|l| at + l) else { break };
+        let Some(rec) = bytes.get(at..end).and_then(|b| Document::from_reader(b).ok()) else { break };
+        records.push(rec);
+        at = end;
+    }
+    (records, at)
+}
+
 fn replay(
     rec: &Document,
     shared: &Shared,
@@ -112,5 +134,28 @@ fn replay(
             Ok(())
         }
         other => Err(format!("unknown record kind {other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_tail_is_cut_at_the_last_whole_record() {
+        let mut bytes = Vec::new();
+        for i in 0..3 {
+            bytes.extend(doc! {"k": "v", "term": i}.to_vec().unwrap());
+        }
+        let whole = bytes.len();
+        assert_eq!(whole_records(&bytes).1, whole);
+        // Half a record, then a length prefix alone, then a lying length.
+        let next = doc! {"k": "v", "term": 9}.to_vec().unwrap();
+        for tail in [&next[..next.len() / 2], &next[..3], &[0xff, 0xff, 0xff, 0x7f, 0][..]] {
+            let mut torn = bytes.clone();
+            torn.extend_from_slice(tail);
+            let (records, at) = whole_records(&torn);
+            assert_eq!((records.len(), at), (3, whole), "tail {tail:?}");
+        }
     }
 }

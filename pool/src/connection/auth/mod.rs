@@ -23,6 +23,11 @@ use super::conn::Connection;
 use super::options::ConnectionOptions;
 use crate::{Error, Phase, Result};
 
+/// The longest wait on something outside the process (a credential provider, a metadata
+/// service) when neither connectTimeoutMS nor timeoutMS bounds the establishment.
+#[cfg_attr(not(feature = "aws-auth"), allow(dead_code))]
+pub(crate) const OUTSIDE_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// What the handshake left for authentication.
 pub(crate) struct PendingAuth {
     pub(crate) credential: Credential,

@@ -82,7 +82,11 @@ async fn conversation(
     let reply = run_auth_command(conn, MECHANISM, "$external", start, deadline).await?;
     let server = server_first(&reply, &nonce).map_err(fail)?;
     let region = region::sts_region(&server.host).map_err(fail)?;
-    let credentials = options.aws_credentials.get().await.map_err(fail)?;
+    // A provider or metadata service that never answers must not hold the establishment:
+    // bounded by the connection's deadline (connectTimeoutMS, or timeoutMS where smaller).
+    let bound = deadline.unwrap_or_else(|| Instant::now() + super::OUTSIDE_LIMIT);
+    let fetch = async { options.aws_credentials.get().await.map_err(|e| fail(protocol::excerpt::short(&e))) };
+    let credentials = conn.wait_outside(bound, fetch).await?;
     let second = sign::client_second(&credentials, &server.host, region, &server.nonce, SystemTime::now())
         .map_err(fail)?;
     let mut cont = doc! {

@@ -12,20 +12,40 @@ use protocol::oidc::IdpServerInfo;
 pub(crate) const CALLBACK_SPACING: Duration = Duration::from_millis(100);
 
 /// What is cached.
-#[derive(Debug, Default, Clone)]
+#[derive(Default, Clone)]
 pub(crate) struct Cached {
     pub access_token: Option<String>,
     pub refresh_token: Option<String>,
     pub idp_info: Option<IdpServerInfo>,
+    /// How many callback answers were stored: a caller that saw an older count knows another
+    /// caller got a token while it waited for the callback's lock.
+    pub generation: u64,
+}
+
+impl std::fmt::Debug for Cached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cached")
+            .field("access_token", &self.access_token.as_ref().map(|_| "<redacted>"))
+            .field("refresh_token", &self.refresh_token.as_ref().map(|_| "<redacted>"))
+            .field("idp_info", &self.idp_info)
+            .field("generation", &self.generation)
+            .finish()
+    }
 }
 
 /// The cache and the single-flight guard of the callback.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct TokenCache {
     cached: Mutex<Cached>,
     last_call: Mutex<Option<Instant>>,
     /// Held while the callback runs: one call at a time.
     pub(crate) calling: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for TokenCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenCache").field("cached", &*self.cached.lock()).finish_non_exhaustive()
+    }
 }
 
 impl TokenCache {
@@ -46,6 +66,7 @@ impl TokenCache {
             c.idp_info = idp;
         }
         c.refresh_token = refresh;
+        c.generation += 1;
     }
 
     /// Clears the access token, only if it is still `token` (another connection may already
@@ -83,6 +104,15 @@ mod tests {
         assert_eq!(c.access_token().as_deref(), Some("a"));
         c.invalidate("a");
         assert_eq!(c.access_token(), None);
+    }
+
+    #[test]
+    fn debug_shows_no_token() {
+        let c = TokenCache::default();
+        c.store("access-secret".into(), Some("refresh-secret".into()), None);
+        let shown = format!("{c:?} {:?}", c.snapshot());
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
     }
 
     #[test]

@@ -91,7 +91,7 @@ impl OidcAuthenticator {
             .build();
         match tokio::time::timeout_at(deadline, (self.function)(context)).await {
             Err(_) => Err("the OIDC callback did not return in time".into()),
-            Ok(Err(e)) => Err(format!("the OIDC callback failed: {e}")),
+            Ok(Err(e)) => Err(format!("the OIDC callback failed: {}", protocol::excerpt::short(&e))),
             Ok(Ok(r)) if r.access_token.is_empty() => {
                 Err("the OIDC callback returned an empty access token".into())
             }
@@ -117,24 +117,51 @@ impl OidcAuthenticator {
         Ok((r.access_token, false))
     }
 
-    /// A human callback's answer, cached with the identity provider it was for.
+    /// A human callback's answer, cached with the identity provider it was for. Single
+    /// flight: `seen` is the cache's generation the caller decided on; when another caller
+    /// stored a token while this one waited for the lock, that token is returned and the
+    /// callback is not called (no second login, no refresh token sent twice). With
+    /// `refresh`, the refresh token cached now is sent (a rotated one, not the one seen).
     pub(crate) async fn human_token(
         &self,
-        refresh_token: Option<String>,
+        seen: u64,
+        refresh: bool,
         idp: IdpServerInfo,
     ) -> std::result::Result<String, String> {
         let _one_call = self.cache.calling.lock().await;
+        let now = self.cache.snapshot();
+        if now.generation != seen {
+            if let Some(token) = now.access_token {
+                return Ok(token);
+            }
+        }
+        let refresh_token = now.refresh_token.filter(|_| refresh);
         let r = self.call(refresh_token, Some(idp.clone()), Instant::now() + HUMAN_TIMEOUT).await?;
         self.cache.store(r.access_token.clone(), r.refresh_token, Some(idp));
         Ok(r.access_token)
     }
+
+    /// The human callback's bound (auth spec: five minutes, whatever the operation's timeout).
+    pub(crate) fn human_deadline() -> Instant {
+        Instant::now() + HUMAN_TIMEOUT
+    }
 }
 
 /// The connection's own OIDC state (the auth spec's "Connection Cache").
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ConnectionOidc {
     pub(crate) authenticator: Arc<OidcAuthenticator>,
     pub(crate) username: Option<String>,
     /// The token this connection authenticated with.
     pub(crate) token: Option<String>,
+}
+
+impl fmt::Debug for ConnectionOidc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectionOidc")
+            .field("authenticator", &self.authenticator)
+            .field("username", &self.username)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }

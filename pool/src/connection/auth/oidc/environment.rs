@@ -88,7 +88,9 @@ async fn metadata_get(
         .map_or_else(|| tokio::time::Instant::now() + super::callback::MACHINE_TIMEOUT, Into::into);
     let (status, body) = super::http::get(&authority(variable, default), path, headers, deadline).await?;
     if status != 200 {
-        return Err(format!("the {service} answered {status}: {body}"));
+        // Up to a mebibyte of body: only an excerpt becomes the message (and then the server
+        // description's error, and the status page).
+        return Err(format!("the {service} answered {status}: {}", protocol::excerpt::short(&body)));
     }
     Ok(body)
 }
@@ -111,10 +113,12 @@ fn azure(username: Option<&str>, resource: &str) -> Arc<TokenFunction> {
                 .map_err(|e| format!("the Azure token response is not JSON: {e}"))?;
             let token =
                 json["access_token"].as_str().ok_or("the Azure token response has no access_token")?;
-            let expires = json["expires_in"]
-                .as_str()
-                .and_then(|s| s.parse::<u64>().ok())
-                .map(|s| std::time::Instant::now() + std::time::Duration::from_secs(s));
+            let expires = json["expires_in"].as_str().and_then(|s| s.parse::<u64>().ok()).and_then(|s| {
+                protocol::duration::instant_after(
+                    std::time::Instant::now(),
+                    protocol::duration::from_secs_u64(s),
+                )
+            });
             Ok(IdpServerResponse::builder().access_token(token.to_owned()).expires(expires).build())
         })
     })

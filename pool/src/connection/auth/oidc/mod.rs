@@ -100,11 +100,15 @@ async fn machine(
     deadline: Option<Instant>,
 ) -> Result<String> {
     let callback_deadline = deadline.unwrap_or_else(|| Instant::now() + MACHINE_TIMEOUT);
-    let (token, cached) = auth.machine_token(callback_deadline).await.map_err(|e| fail(conn, e))?;
+    // The callback (a user's, or a metadata service's GET) is bounded by the deadline and by
+    // the check-out that asked for this connection.
+    let fetch = async { auth.machine_token(callback_deadline).await.map_err(|e| fail(conn, e)) };
+    let (token, cached) = conn.wait_outside(callback_deadline, fetch).await?;
     match one_step(conn, &token, deadline).await {
         Err(e) if cached && refused(&e) => {
             auth.cache.invalidate(&token);
-            let (token, _) = auth.machine_token(callback_deadline).await.map_err(|e| fail(conn, e))?;
+            let fetch = async { auth.machine_token(callback_deadline).await.map_err(|e| fail(conn, e)) };
+            let (token, _) = conn.wait_outside(callback_deadline, fetch).await?;
             one_step(conn, &token, deadline).await.map(|()| token)
         }
         result => result.map(|()| token),
@@ -135,8 +139,8 @@ async fn human(
             }
             continue;
         }
-        if let (Some(refresh), Some(idp)) = (cached.refresh_token, cached.idp_info) {
-            let token = auth.human_token(Some(refresh), idp).await.map_err(|e| fail(conn, e))?;
+        if let (Some(_), Some(idp)) = (cached.refresh_token, cached.idp_info) {
+            let token = human_token(conn, auth, cached.generation, true, idp).await?;
             match one_step(conn, &token, deadline).await {
                 Err(e) if refused(&e) => {
                     auth.cache.clear_refresh_token();
@@ -158,6 +162,9 @@ async fn two_step(
     username: Option<&str>,
     deadline: Option<Instant>,
 ) -> Result<String> {
+    // Decided now: a token another connection gets while this one talks to the server is
+    // used instead of calling the callback again.
+    let seen = auth.cache.snapshot().generation;
     let mut principal = Document::new();
     if let Some(user) = username {
         principal.insert("n", user);
@@ -176,7 +183,7 @@ async fn two_step(
         _ => None,
     }
     .ok_or_else(|| fail(conn, "the server's IdpInfo is missing or malformed"))?;
-    let token = auth.human_token(None, idp).await.map_err(|e| fail(conn, e))?;
+    let token = human_token(conn, auth, seen, false, idp).await?;
     let mut cont = doc! { "saslContinue": 1, "conversationId": conversation_id, "payload": payload(doc! { "jwt": &token }) };
     if let Some(api) = conn.server_api() {
         api.append_to(&mut cont);
@@ -186,6 +193,19 @@ async fn two_step(
         return Err(fail(conn, "the server did not end the conversation after the token"));
     }
     Ok(token)
+}
+
+/// The human callback's token for `conn` (see [`OidcAuthenticator::human_token`]), bounded by
+/// the callback's five minutes and by the check-out that asked for the connection.
+async fn human_token(
+    conn: &Connection,
+    auth: &OidcAuthenticator,
+    seen: u64,
+    refresh: bool,
+    idp: IdpServerInfo,
+) -> Result<String> {
+    let fetch = async { auth.human_token(seen, refresh, idp).await.map_err(|e| fail(conn, e)) };
+    conn.wait_outside(OidcAuthenticator::human_deadline(), fetch).await
 }
 
 impl Connection {
