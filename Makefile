@@ -23,6 +23,7 @@ help:
 	@echo "make bench-actors  actors vs pure selection, find_one throughput and stepdown->write time vs the official driver (release)"
 	@echo "make bench-pool  cold-pool check-out: 1,000 concurrent pings, maxPoolSize 100, ours vs the official driver (release)"
 	@echo "make bench   every benchmark vs the official mongodb crate in one release run; writes BENCHMARKS.md (BENCH_QUICK=1: short)"
+	@echo "make soak    the cancellation model for longer: SOAK_SEQUENCES random sequences (default 3000, ~10 min); CANCEL_MODEL_SEED=N replays one"
 	@echo "make chaos   a 60 s chaos soak (CHAOS_ARGS='--duration 5m --members 5 --seed 42'): faults under w:majority writes, then lost-write, timing and leak checks"
 	@echo "make examples  run every example once with --smoke against its embedded simulator"
 	@echo "make api-gap  what of the official mongodb crate's public API ours lacks (rustdoc JSON, nightly): writes integration-tests/compat/API-GAPS.md"
@@ -127,6 +128,13 @@ examples:
 # times the work per operation, so a 10,000-operation burst spends that margin completing its own
 # timeouts.
 CHAOS_ARGS ?= --duration 60s
+# The cancellation model (integration-tests/tests/cancellation/model.rs) over many more random
+# sequences than make test runs; the seed is printed, CANCEL_MODEL_SEED=N replays it.
+SOAK_SEQUENCES ?= 3000
+.PHONY: soak
+soak:
+	CANCEL_MODEL_SEQUENCES=$(SOAK_SEQUENCES) $(CARGO) test -p integration-tests --test cancellation model -- --nocapture
+
 .PHONY: chaos
 chaos:
 	$(CARGO) run -q --release -p integration-tests --bin chaos -- $(CHAOS_ARGS)

@@ -236,3 +236,64 @@ async fn mounted_under_a_path_behind_a_guard() {
     assert!(!page.contains("<link") && !page.contains("src=\"http"), "no external assets");
     client.shutdown().await;
 }
+
+/// A service that only reads: its first successful read after the new primary closes the
+/// failover (no write ever comes), the page then publishes only what changes (not the 20
+/// events a second it sent while the failover waited for a write), and a second failover is
+/// recorded as one of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failover_in_a_service_that_only_reads_closes_and_the_page_goes_quiet() {
+    let Some(cluster) = sim("a_failover_in_a_service_that_only_reads_closes_and_the_page_goes_quiet") else {
+        return;
+    };
+    let client = client_of(&cluster).await;
+    let c = client.clone();
+    let addr = serve(move || status_scope(c.clone()));
+    let mut stream = TcpStream::connect(&addr).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    write!(stream, "GET /events HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\n\r\n")
+        .expect("write");
+    let mut lines = BufReader::new(stream).lines();
+    let mut next_status = move || -> Status {
+        loop {
+            let line = lines.next().expect("the stream ended").expect("read");
+            if let Some(json) = line.strip_prefix("data: ") {
+                return serde_json::from_str(json).expect("status json");
+            }
+        }
+    };
+    assert_eq!(next_status().servers.len(), 3);
+    let reader = client.clone();
+    let reads = tokio::spawn(async move {
+        let coll = reader.database("app").collection::<bson::Document>("c");
+        loop {
+            let _ = coll.find_one(doc! {}).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    for n in 1..=2 {
+        cluster.step_down(Duration::ZERO);
+        let stepped = Instant::now();
+        let f = loop {
+            let s = tokio::task::block_in_place(&mut next_status);
+            let done = s.failovers.get(n - 1).filter(|f| f.first_operation_after_ms.is_some());
+            if let Some(f) = done {
+                assert_eq!(s.failovers.len(), n, "{s:?}");
+                break f.clone();
+            }
+            assert!(stepped.elapsed() < Duration::from_secs(3), "failover {n} not closed within 3 s: {s:?}");
+        };
+        assert_eq!(f.first_write_after_ms, None, "no write came");
+        assert!(f.new_primary_after_ms.expect("timed") <= f.first_operation_after_ms.expect("timed"));
+    }
+    // Closed: the page publishes on change (heartbeats' RTTs, the second's sample), not every 50 ms.
+    let quiet = Instant::now();
+    let mut events = 0;
+    while quiet.elapsed() < Duration::from_secs(2) {
+        tokio::task::block_in_place(&mut next_status);
+        events += 1;
+    }
+    assert!(events <= 16, "{events} events in 2 s after the failovers closed");
+    reads.abort();
+    client.shutdown().await;
+}

@@ -90,7 +90,35 @@ impl EngineTarget {
     }
 
     fn undo(&self, u: Undo) -> bool {
+        if let Undo::Start(m) = u {
+            self.tear_journal(m);
+        }
         self.engine(&self.undo_args(u))
+    }
+
+    /// Leaves the stopped member's journal ending in a torn record, as a kill in the middle of
+    /// a write would: the member must cut it before appending, or it loses what it writes
+    /// after its restart at the next one. Best effort (a member without a journal yet keeps
+    /// none).
+    fn tear_journal(&self, m: usize) {
+        let container = &self.members[m].container;
+        let local = std::env::temp_dir().join(format!("chaos-journal-{}-{m}.bson", std::process::id()));
+        let from = format!("{container}:/data/journal.bson");
+        let copied = Command::new(&self.engine).args(["cp", &from]).arg(&local).output();
+        if !copied.is_ok_and(|o| o.status.success()) {
+            return;
+        }
+        let record = bson::doc! {"k": "v", "term": 0_i64, "votedTerm": -1_i64, "votedFor": -1_i64};
+        let torn = record.to_vec().map(|b| b[..b.len() / 2].to_vec()).unwrap_or_default();
+        let appended = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&local)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, &torn));
+        if appended.is_ok() {
+            let _ = Command::new(&self.engine).arg("cp").arg(&local).arg(&from).output();
+            tracing::info!(member = m, "journal torn before the restart");
+        }
+        let _ = std::fs::remove_file(&local);
     }
 
     /// The member that says it is primary (asked directly, 300 ms each).

@@ -132,7 +132,7 @@ impl StartTransaction<&mut ClientSession> {
                 session.disarm();
                 return Err(e);
             }
-            let ret = callback(&mut *session, &mut context).await;
+            let ret = callback(&mut session, &mut context).await;
             if let Attempt::Done(out) = session.end_attempt(&run, ret).await {
                 session.disarm();
                 return out;

@@ -21,6 +21,33 @@
 //!
 //! Outside a transaction an explicit session's operations are retried as implicit ones are; a
 //! transaction's statements are not (commit and abort are retried once on a retryable error).
+//!
+//! # The transaction's state machine, and what a cut-off leaves
+//!
+//! Every future may be dropped at any await point. Each move below is recorded in the session
+//! before the first byte of its command is written, so a cut-off never leaves the session
+//! surer (or less sure) than the server.
+//!
+//! | state | call | moves to | when | cut off at an await, it leaves |
+//! |---|---|---|---|---|
+//! | `None`, `Committed`, `Aborted` | `start_transaction` | `Starting` | at once (no I/O) | (no await) |
+//! | `Starting` | a statement | `InProgress` | just before the statement is written (the executor's attempt) | before: `Starting`, nothing sent; after: `InProgress` and *in doubt* (below) |
+//! | `InProgress` | a statement | `InProgress` | | `InProgress`, in doubt |
+//! | `Starting` | `commit` / `abort` | `Committed` / `Aborted` | at once, nothing sent | (no await) |
+//! | `InProgress` | `commit` | `Committed` | before `commitTransaction` is written | `Committed`, outcome unknown: commit may be sent again; abort is refused; ending, dropping or leaving the session aborts in the background |
+//! | `InProgress` | `abort` | `Aborted` | when `abortTransaction` returns | `Aborted` at once, and the abort is finished in the background ([`cutoff`](super::cutoff)) |
+//! | `Starting`, `InProgress` | `and_run` / `with_transaction` | its callback's, commit's or abort's | | its deadline off the session; `Starting`: `Aborted`; `InProgress`: aborted in the background; a commit on its way: as a cut-off commit |
+//! | `InProgress` | drop of the session | | | `abortTransaction` in the background, on the same server session |
+//!
+//! *In doubt*: a statement cut off (or failed on the network) may still reach the server after
+//! whatever the session sends next, and start the transaction there after it was aborted. Such
+//! a transaction is *fenced* when it ends without a commit: the next transaction number starts
+//! a transaction (a read of nothing) that is aborted at once, so the late statement is refused
+//! (`TransactionTooOld`) or its transaction aborted by the newer one, as mongod does; the
+//! session goes on with the number after the fence's.
+//!
+//! Outside a transaction, a cut-off write has taken its `txnNumber`: the session's next write
+//! takes a newer one, so the server refuses the cut-off one if it arrives after it.
 
 use crate::selection_criteria::SelectionCriteria;
 use std::time::Duration;
