@@ -110,10 +110,10 @@ pub struct ClientSession {
     /// or dropping the session aborts it (an abort after a commit that did land is refused by
     /// the server, harmlessly).
     commit_unsure: bool,
-    /// A statement of the current transaction was cut off or met a network error: it may
-    /// still reach the server, after whatever the session sends next, and start the
-    /// transaction there. Until the session's number is fenced (see `cutoff.rs`), ending the
-    /// transaction is not enough to be sure the server holds none.
+    /// A statement of the current transaction was cut off: it may still reach the server,
+    /// after whatever the session sends next, and start the transaction there. Until the
+    /// session's number is fenced (see `cutoff.rs`), ending the transaction is not enough to
+    /// be sure the server holds none.
     in_doubt: bool,
     /// The database of the transaction's first statement (where a fence reads).
     txn_db: Option<String>,

@@ -39,12 +39,13 @@
 //! | `Starting`, `InProgress` | `and_run` / `with_transaction` | its callback's, commit's or abort's | | its deadline off the session; `Starting`: `Aborted`; `InProgress`: aborted in the background; a commit on its way: as a cut-off commit |
 //! | `InProgress` | drop of the session | | | `abortTransaction` in the background, on the same server session |
 //!
-//! *In doubt*: a statement cut off (or failed on the network) may still reach the server after
-//! whatever the session sends next, and start the transaction there after it was aborted. Such
-//! a transaction is *fenced* when it ends without a commit: the next transaction number starts
-//! a transaction (a read of nothing) that is aborted at once, so the late statement is refused
-//! (`TransactionTooOld`) or its transaction aborted by the newer one, as mongod does; the
-//! session goes on with the number after the fence's.
+//! *In doubt*: a statement cut off may still reach the server after whatever the session sends
+//! next, and start the transaction there after it was aborted. Such a transaction is *fenced*
+//! when it ends without a commit: the next transaction number starts a transaction (a read of
+//! nothing) that is aborted at once, so the late statement is refused (`TransactionTooOld`) or
+//! its transaction aborted by the newer one, as mongod does; the session goes on with the
+//! number after the fence's. (A statement that failed on the network is the specs' case: they
+//! expect no fence's commands, and there is none.)
 //!
 //! Outside a transaction, a cut-off write has taken its `txnNumber`: the session's next write
 //! takes a newer one, so the server refuses the cut-off one if it arrives after it.
@@ -441,8 +442,8 @@ impl ClientSession {
             Some(pin) if pin_txn => inner.pins().take(pin).await?,
             _ => None,
         };
-        // Cut off from here on (or failing on the network), a statement may still reach the
-        // server later: the transaction is in doubt until fenced.
+        // Cut off from here on, a statement may still reach the server later: the
+        // transaction is in doubt until fenced.
         let doubt = self.in_doubt;
         if in_txn && !end {
             self.in_doubt = true;
@@ -463,9 +464,9 @@ impl ClientSession {
         };
         let result = inner.execute(op, limits, binding).await;
         if in_txn && !end {
-            let network =
-                result.as_ref().err().is_some_and(|e| e.timeout_source().unwrap_or(e).is_network_error());
-            self.in_doubt = doubt || network;
+            // It returned, so it is no longer in doubt. (A network error is the specs' case,
+            // with the commands they expect: no fence.)
+            self.in_doubt = doubt;
         }
         if in_txn && mongos.is_none() && !end {
             // A sharded transaction stays on the mongos of its first statement.
