@@ -81,6 +81,17 @@ impl Setup {
         probes.insert_one(doc! {"_id": PROBE, "v": 42}).await.expect("insert the probe");
     }
 
+    /// The connections checked out of every pool.
+    fn in_use(&self) -> usize {
+        let snapshot = self.client.topology().snapshot();
+        snapshot
+            .description
+            .servers()
+            .filter_map(|s| snapshot.handle(&s.address))
+            .map(|h| h.pool.stats().in_use)
+            .sum()
+    }
+
     /// After a drop: the client still answers correctly, nothing cleared a pool, and every
     /// connection came back (background work such as a killCursors may take a moment).
     async fn check_healthy(&self, what: &str, polls: usize) {
@@ -93,13 +104,7 @@ impl Setup {
         assert!(cleared.is_empty(), "{what} after {polls} polls cleared a pool: {cleared:?}");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
         loop {
-            let snapshot = self.client.topology().snapshot();
-            let in_use: usize = snapshot
-                .description
-                .servers()
-                .filter_map(|s| snapshot.handle(&s.address))
-                .map(|h| h.pool.stats().in_use)
-                .sum();
+            let in_use = self.in_use();
             if in_use == 0 {
                 break;
             }

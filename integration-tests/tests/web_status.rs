@@ -63,6 +63,21 @@ fn dechunk(body: &str) -> String {
     }
 }
 
+/// Subscribes to `addr`'s `/events`: each call returns the next status it publishes.
+fn events_of(addr: &str) -> impl FnMut() -> Status {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    write!(stream, "GET /events HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\n\r\n")
+        .expect("write");
+    let mut lines = BufReader::new(stream).lines();
+    move || loop {
+        let line = lines.next().expect("the stream ended").expect("read");
+        if let Some(json) = line.strip_prefix("data: ") {
+            return serde_json::from_str(json).expect("status json");
+        }
+    }
+}
+
 fn sim(test: &str) -> Option<Cluster> {
     deployment::sim_only(test, "a stepdown and a password it checks", || {
         Cluster::replica_set(3).user("alice", "s3cret-pw-123").start().expect("sim")
@@ -162,19 +177,7 @@ async fn events_show_a_failover_within_two_seconds() {
     let client = client_of(&cluster).await;
     let c = client.clone();
     let addr = serve(move || status_scope(c.clone()));
-    let mut stream = TcpStream::connect(&addr).expect("connect");
-    stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-    write!(stream, "GET /events HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\n\r\n")
-        .expect("write");
-    let mut lines = BufReader::new(stream).lines();
-    let mut next_status = move || -> Status {
-        loop {
-            let line = lines.next().expect("the stream ended").expect("read");
-            if let Some(json) = line.strip_prefix("data: ") {
-                return serde_json::from_str(json).expect("status json");
-            }
-        }
-    };
+    let mut next_status = events_of(&addr);
     let first = next_status();
     assert_eq!(first.servers.len(), 3);
     let old = first.servers.iter().find(|s| s.server_type == "RSPrimary").expect("primary").address.clone();
@@ -249,19 +252,7 @@ async fn a_failover_in_a_service_that_only_reads_closes_and_the_page_goes_quiet(
     let client = client_of(&cluster).await;
     let c = client.clone();
     let addr = serve(move || status_scope(c.clone()));
-    let mut stream = TcpStream::connect(&addr).expect("connect");
-    stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-    write!(stream, "GET /events HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\n\r\n")
-        .expect("write");
-    let mut lines = BufReader::new(stream).lines();
-    let mut next_status = move || -> Status {
-        loop {
-            let line = lines.next().expect("the stream ended").expect("read");
-            if let Some(json) = line.strip_prefix("data: ") {
-                return serde_json::from_str(json).expect("status json");
-            }
-        }
-    };
+    let mut next_status = events_of(&addr);
     assert_eq!(next_status().servers.len(), 3);
     let reader = client.clone();
     let reads = tokio::spawn(async move {

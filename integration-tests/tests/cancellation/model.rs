@@ -602,13 +602,7 @@ async fn settle(run: &mut Run<'_>) {
     let cluster = run.s.cluster();
     loop {
         let open = cluster.open_transactions();
-        let snapshot = run.s.client.topology().snapshot();
-        let in_use: usize = snapshot
-            .description
-            .servers()
-            .filter_map(|s| snapshot.handle(&s.address))
-            .map(|h| h.pool.stats().in_use)
-            .sum();
+        let in_use = run.s.in_use();
         if open == 0 && in_use == 0 {
             break;
         }
