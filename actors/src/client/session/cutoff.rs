@@ -103,18 +103,18 @@ impl ClientSession {
         inner.spawn_background(async move { copy.fence().await });
     }
 
-    /// The session leaves its last transaction (for an operation outside one, or the next
-    /// one): a commit of unknown outcome is settled by an abort in the background (refused
-    /// harmlessly if the commit landed), and a transaction in doubt is fenced.
-    pub(crate) fn settle_last_transaction(&mut self) {
-        if self.state == TransactionState::Committed && self.commit_unsure {
-            self.commit_unsure = false;
-            if let Some(copy) = self.lent_copy() {
-                spawn_abort(copy);
-            }
-        } else if self.in_doubt {
-            self.fence_in_background();
-        }
+    /// A commit of unknown outcome that nothing newer settled: aborted in the background
+    /// (refused harmlessly if the commit landed), from a copy of the session's id with that
+    /// transaction's number.
+    pub(crate) fn abort_unsettled_commit(&mut self) {
+        let Some(number) = self.unsettled_commit.take() else { return };
+        let Some(server) = self.server.as_ref() else { return };
+        let mut lent = server.lend();
+        lent.txn_number = number;
+        lent.tracking = server.tracking.clone();
+        let copy = self.detached(lent);
+        self.in_doubt = false;
+        spawn_abort(copy);
     }
 
     /// A copy of this session for background work on its current transaction: the same id
@@ -150,7 +150,7 @@ impl ClientSession {
             txn: self.txn.clone(),
             mongos: self.mongos.take(),
             commit_sent: false,
-            commit_unsure: false,
+            unsettled_commit: None,
             in_doubt: self.in_doubt,
             txn_db: self.txn_db.clone(),
             snapshot: false,

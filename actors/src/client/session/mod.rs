@@ -105,11 +105,12 @@ pub struct ClientSession {
     /// A `commitTransaction` was sent for the current transaction: the next one is a retry
     /// (`w: majority`).
     commit_sent: bool,
-    /// The last `commitTransaction`'s outcome is unknown (cut off, or failed with
-    /// `UnknownTransactionCommitResult`): the server may still hold the transaction, so ending
-    /// or dropping the session aborts it (an abort after a commit that did land is refused by
-    /// the server, harmlessly).
-    commit_unsure: bool,
+    /// The number of a transaction whose `commitTransaction` has an unknown outcome (cut off,
+    /// or failed with `UnknownTransactionCommitResult`), until a later command with a newer
+    /// number is acknowledged (the server then aborted it, if it still held it). Ending or
+    /// dropping the session before that aborts it in the background (refused harmlessly if
+    /// the commit landed).
+    unsettled_commit: Option<i64>,
     /// A statement of the current transaction was cut off: it may still reach the server,
     /// after whatever the session sends next, and start the transaction there. Until the
     /// session's number is fenced (see `cutoff.rs`), ending the transaction is not enough to
@@ -189,7 +190,7 @@ impl Client {
             txn: TransactionOptions::default(),
             mongos: None,
             commit_sent: false,
-            commit_unsure: false,
+            unsettled_commit: None,
             in_doubt: false,
             txn_db: None,
             txn_span: Default::default(),
@@ -288,7 +289,7 @@ impl ClientSession {
         if self.state == TransactionState::InProgress {
             let _ = self.abort_transaction().await;
         } else if self.open_on_server() {
-            // A commit of unknown outcome: the drop aborts it in the background.
+            // Aborted in doubt: the drop fences it in the background.
             return;
         }
         if let Some(pin) = self.pin.take() {
@@ -302,11 +303,10 @@ impl ClientSession {
         self.pin.filter(|_| self.in_transaction())
     }
 
-    /// Whether the server may hold this session's transaction open: in progress, or its
-    /// commit's outcome is unknown.
+    /// Whether the server may hold this session's transaction open: in progress, or aborted
+    /// while a statement of it may still be on its way.
     pub(crate) fn open_on_server(&self) -> bool {
         self.state == TransactionState::InProgress
-            || (self.state == TransactionState::Committed && self.commit_unsure)
             || (self.state == TransactionState::Aborted && self.in_doubt)
     }
 

@@ -122,13 +122,14 @@ impl ClientSession {
         if self.server.is_none() {
             return Err(state_error("the session has ended"));
         }
-        // The last transaction's statement may still be on its way, or its commit's outcome
-        // is unknown: settled before this one takes the next number.
-        self.settle_last_transaction();
+        if self.in_doubt {
+            // The last transaction's statement may still be on its way: its number is fenced
+            // before this one takes the next.
+            self.fence_in_background();
+        }
         self.unpin();
         self.txn = txn;
         self.commit_sent = false;
-        self.commit_unsure = false;
         let server = self.server.as_mut().ok_or_else(|| state_error("the session has ended"))?;
         if let Some(t) = server.tracking.as_deref_mut() {
             t.recovery_token = None;
@@ -196,7 +197,7 @@ impl ClientSession {
         // be called again (and is sent again), abort is refused, and dropping the session
         // aborts nothing.
         self.state = TransactionState::Committed;
-        self.commit_unsure = true;
+        self.unsettled_commit = self.server.as_ref().map(|s| s.txn_number);
         let mut result = self.end_command(Outcome::Commit, timeout, deadline, true).await;
         if let Err(e) = &mut result {
             label_commit_error(e);
@@ -210,12 +211,15 @@ impl ClientSession {
             }
         }
         self.state = TransactionState::Committed;
-        self.commit_unsure = matches!(&result, Err(e) if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT));
+        let unknown = matches!(&result, Err(e) if e.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT));
+        if !unknown {
+            self.unsettled_commit = None;
+        }
         match &result {
             // Committed: a late statement finds the transaction committed.
             Ok(_) => self.in_doubt = false,
             // Refused for sure (no such transaction, ...): a late statement could still start it.
-            Err(_) if self.in_doubt && !self.commit_unsure => self.fence_in_background(),
+            Err(_) if self.in_doubt && !unknown => self.fence_in_background(),
             // Unknown: the commit may be sent again; ending the session settles it.
             Err(_) => {}
         }
@@ -426,7 +430,6 @@ impl ClientSession {
             }
             self.mongos = None;
             if matches!(self.state, TransactionState::Committed | TransactionState::Aborted) {
-                self.settle_last_transaction();
                 self.state = TransactionState::None;
                 if let Some(t) = self.tracking_mut() {
                     t.recovery_token = None;
@@ -463,6 +466,13 @@ impl ClientSession {
             purpose: if pin_txn { CheckoutPurpose::Transaction } else { CheckoutPurpose::Other },
         };
         let result = inner.execute(op, limits, binding).await;
+        if let (Some(number), Some(server), Ok(_)) = (self.unsettled_commit, self.server.as_ref(), &result) {
+            // The server acknowledged a newer number: it holds the unknown commit's
+            // transaction no longer (a newer number aborts it).
+            if server.txn_number > number {
+                self.unsettled_commit = None;
+            }
+        }
         if in_txn && !end {
             // It returned, so it is no longer in doubt. (A network error is the specs' case,
             // with the commands they expect: no fence.)
@@ -576,6 +586,9 @@ impl ExplicitSession for ClientSession {
 
 impl Drop for ClientSession {
     fn drop(&mut self) {
+        if !self.aborting_on_drop && self.state != TransactionState::InProgress {
+            self.abort_unsettled_commit();
+        }
         if let Some(mut s) = self.server.take() {
             if self.open_on_server() && !self.aborting_on_drop {
                 // Best effort, on the transaction's pinned connection, with this server
