@@ -34,7 +34,7 @@
 //! | `Starting` | a statement | `InProgress` | just before the statement is written (the executor's attempt) | before: `Starting`, nothing sent; after: `InProgress` and *in doubt* (below) |
 //! | `InProgress` | a statement | `InProgress` | | `InProgress`, in doubt |
 //! | `Starting` | `commit` / `abort` | `Committed` / `Aborted` | at once, nothing sent | (no await) |
-//! | `InProgress` | `commit` | `Committed` | before `commitTransaction` is written | `Committed`, outcome unknown: commit may be sent again; abort is refused; ending, dropping or leaving the session aborts in the background |
+//! | `InProgress` | `commit` | `Committed` | before `commitTransaction` is written | `Committed`, outcome unknown: commit may be sent again; abort is refused; the session's next acknowledged command with a newer number settles it (the server aborts an open transaction on a newer number), else ending or dropping the session aborts it in the background |
 //! | `InProgress` | `abort` | `Aborted` | when `abortTransaction` returns | `Aborted` at once, and the abort is finished in the background ([`cutoff`](super::cutoff)) |
 //! | `Starting`, `InProgress` | `and_run` / `with_transaction` | its callback's, commit's or abort's | | its deadline off the session; `Starting`: `Aborted`; `InProgress`: aborted in the background; a commit on its way: as a cut-off commit |
 //! | `InProgress` | drop of the session | | | `abortTransaction` in the background, on the same server session |
