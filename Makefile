@@ -82,7 +82,7 @@ bench-selection:
 # The simulator, as a standalone process that prints its URI first.
 SIM_ARGS ?= rs --members 3
 sim:
-	$(CARGO) run -q -p integration-tests --bin mongo-sim -- $(SIM_ARGS)
+	$(CARGO) run -q -p mongo-sim -- $(SIM_ARGS)
 
 # PyMongo against the simulator: an independent official driver as a second opinion.
 VENV_SIM ?= .venv-sim
@@ -90,8 +90,8 @@ SIM_BIN ?= $(or $(CARGO_TARGET_DIR),target)/debug/mongo-sim
 sim-check-python:
 	test -x $(VENV_SIM)/bin/python || python3 -m venv $(VENV_SIM)
 	$(VENV_SIM)/bin/python -m pip install -q pymongo
-	$(CARGO) build -p integration-tests --bin mongo-sim
-	$(VENV_SIM)/bin/python integration-tests/python/sim_check.py --sim $(SIM_BIN)
+	$(CARGO) build -p mongo-sim
+	$(VENV_SIM)/bin/python integration-tests/sim/python/sim_check.py --sim $(SIM_BIN)
 
 bench-sim:
 	$(CARGO) bench -p integration-tests --bench sim_capacity
@@ -120,7 +120,7 @@ ci: fmt-check test lint
 .PHONY: examples
 examples:
 	$(CARGO) build -p mongo-actors-examples --examples
-	$(CARGO) test -p mongo-actors-examples --test smoke
+	$(CARGO) test -p mongo-actors-examples --test integration smoke::
 
 # Chaos soak: faults under w:majority writes and mixed reads, then lost-write, timing and leak
 # checks; CHAOS_ARGS='--duration 5m --members 5 --seed 42' to change it. An optimized build, as
@@ -133,7 +133,7 @@ CHAOS_ARGS ?= --duration 60s
 SOAK_SEQUENCES ?= 3000
 .PHONY: soak
 soak:
-	CANCEL_MODEL_SEQUENCES=$(SOAK_SEQUENCES) $(CARGO) test -p integration-tests --test cancellation model -- --nocapture
+	CANCEL_MODEL_SEQUENCES=$(SOAK_SEQUENCES) $(CARGO) test -p integration-tests --test integration cancellation::model -- --nocapture
 
 .PHONY: chaos
 chaos:

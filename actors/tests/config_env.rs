@@ -1,5 +1,5 @@
 //! `ClientOptions::from_config` with a TOML file and real process environment variables.
-//! A test binary of its own: the environment is process-wide, so nothing else runs here.
+//! Alone in a process of its own (`crate::alone`): the environment is process-wide.
 
 use std::path::PathBuf;
 
@@ -17,6 +17,9 @@ fn temp_toml(contents: &str) -> PathBuf {
 // One test function: the steps share (and change) the process environment.
 #[tokio::test]
 async fn toml_file_plus_environment() {
+    if crate::alone(module_path!(), "toml_file_plus_environment") {
+        return;
+    }
     let file = temp_toml(
         r#"
 uri = "mongodb://file-host:27017/?maxPoolSize=5&appname=fromUri&retryReads=false"
@@ -27,7 +30,7 @@ read_preference = "secondaryPreferred"
 "#,
     );
     // SAFETY (edition 2024 wording; a plain call in 2021): no other thread reads the
-    // environment in this test binary.
+    // environment of this process (`crate::alone`).
     std::env::set_var("MONGO_ACTORS_APP_NAME", "fromEnv");
     std::env::set_var("MONGO_ACTORS_MAX_POOL_SIZE", "20");
     std::env::set_var("MONGO_ACTORS_RETRY_WRITES", "false");

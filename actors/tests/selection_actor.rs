@@ -19,8 +19,7 @@ use protocol::uri::ReadPreferenceMode;
 use selection::ReadPreference;
 use tokio::time::Instant;
 
-mod common;
-use common::{fake_monitors, Log};
+use crate::common::{fake_monitors, Log};
 
 struct Harness {
     topology: Topology,

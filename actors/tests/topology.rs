@@ -16,8 +16,7 @@ use protocol::sdam::app_error::{ApplicationError, ApplicationErrorKind, ErrorPha
 use protocol::sdam::events::SdamEvent;
 use protocol::sdam::{ServerType, TopologySettings, TopologyType, TopologyVersion};
 
-mod common;
-use common::{fake_monitors, Log};
+use crate::common::{fake_monitors, Log};
 
 struct Harness {
     topology: Topology,

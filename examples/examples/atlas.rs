@@ -26,13 +26,13 @@ use std::time::Duration;
 use actors::options::{ClientOptions, ResolverConfig};
 use actors::Client;
 use bson::doc;
-use integration_tests::cloud_stubs::{self, AwsTemporaryCredentials};
-use integration_tests::dns_stub::DnsStub;
-use integration_tests::http_stub::HttpStub;
-use integration_tests::oidc_issuer::OidcIssuer;
-use integration_tests::sim::testing::TestCerts;
-use integration_tests::sim::{AwsUser, Cluster};
 use mongo_actors_examples::{check, Args, BoxError};
+use mongo_sim::stubs::cloud::{self as cloud_stubs, AwsTemporaryCredentials};
+use mongo_sim::stubs::dns::DnsStub;
+use mongo_sim::stubs::http::HttpStub;
+use mongo_sim::stubs::oidc_issuer::OidcIssuer;
+use mongo_sim::testing::TestCerts;
+use mongo_sim::{AwsUser, Cluster};
 
 /// The cluster's SRV name and the name its members answer to.
 const CLUSTER: &str = "cluster0.example.test";

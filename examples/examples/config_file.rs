@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use actors::client::{ClientConfig, ClientOptions, FindOneOptions};
 use actors::Client;
 use bson::doc;
-use integration_tests::sim::Cluster;
 use mongo_actors_examples::{check, Args, BoxError};
+use mongo_sim::Cluster;
 use selection::ReadPreference;
 
 #[actix::main]

@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use actors::{Topology, TopologyBuilder, TopologySnapshot};
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use protocol::address::ServerAddress;
 use protocol::sdam::{ServerType, TopologySettings};
 use protocol::uri::ServerMonitoringMode;

@@ -13,9 +13,9 @@ use std::time::Duration;
 use actix_web::{web, App, HttpResponse, HttpServer};
 use actors::{Client, Criteria};
 use bson::doc;
-use integration_tests::sim::Cluster;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use mongo_actors_examples::{check, http_request, Args, BoxError};
+use mongo_sim::Cluster;
 use selection::ReadPreference;
 
 async fn scrape(handle: web::Data<PrometheusHandle>) -> HttpResponse {

@@ -13,9 +13,9 @@
 
 use actors::Client;
 use bson::doc;
-use integration_tests::sim::testing::TestCerts;
-use integration_tests::sim::Cluster;
 use mongo_actors_examples::{check, Args, BoxError};
+use mongo_sim::testing::TestCerts;
+use mongo_sim::Cluster;
 
 /// Appends `name=value` to a URI's options.
 fn with_option(uri: &str, name: &str, value: &str) -> String {

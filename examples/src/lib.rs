@@ -69,14 +69,11 @@ pub fn check(ok: bool, message: impl Into<String>) -> Result<(), BoxError> {
 /// deployment; without it, an embedded simulated replica set of `members` on 127.0.0.1 (kept
 /// alive by the returned guard), so the example runs on a machine without MongoDB. In your
 /// own code, this is just your connection string.
-pub fn deployment(
-    args: &Args,
-    members: usize,
-) -> Result<(String, Option<integration_tests::sim::Cluster>), BoxError> {
+pub fn deployment(args: &Args, members: usize) -> Result<(String, Option<mongo_sim::Cluster>), BoxError> {
     if let Some(uri) = &args.uri {
         return Ok((uri.clone(), None));
     }
-    let cluster = integration_tests::sim::Cluster::replica_set(members).start()?;
+    let cluster = mongo_sim::Cluster::replica_set(members).start()?;
     Ok((cluster.uri(), Some(cluster)))
 }
 

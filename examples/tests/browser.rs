@@ -82,6 +82,7 @@ fn page_state(port: u16, session: &str) -> (Vec<String>, Vec<String>) {
 
 #[test]
 fn the_demo_page_in_chromium_follows_a_failover() {
+    let _machine = crate::alone();
     for tool in ["chromium", "chromedriver"] {
         let found = Command::new("sh")
             .args(["-c", &format!("command -v {tool}")])

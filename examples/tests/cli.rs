@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use bson::doc;
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 
 fn run(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_mongo-actors")).args(args).output().expect("run mongo-actors");
@@ -25,6 +25,7 @@ fn field<'a>(out: &'a str, label: &str) -> Option<&'a str> {
 
 #[test]
 fn demo_short_run_prints_table_timeline_and_summary() {
+    let _machine = crate::shared();
     let out = run(&["demo", "--duration", "4", "--plain"]);
     assert!(out.contains("started an embedded 3-member replica set: mongodb://127.0.0.1:"), "{out}");
     assert!(out.contains("connected in"), "{out}");
@@ -91,6 +92,7 @@ fn tagged_cluster() -> Cluster {
 
 #[test]
 fn select_explains_tags_and_type_in_json() {
+    let _machine = crate::shared();
     let cluster = tagged_cluster();
     let uri = cluster.uri();
     let hosts = cluster.hosts();
@@ -135,6 +137,7 @@ fn select_explains_tags_and_type_in_json() {
 
 #[test]
 fn select_text_names_each_step() {
+    let _machine = crate::shared();
     let cluster = tagged_cluster();
     let uri = cluster.uri();
     let hosts = cluster.hosts();
@@ -152,6 +155,7 @@ fn select_text_names_each_step() {
 
 #[test]
 fn watch_prints_events_and_the_table() {
+    let _machine = crate::shared();
     let cluster = Cluster::replica_set(3).start().expect("simulator");
     let uri = cluster.uri();
     let out = run(&["watch", &uri, "--duration", "1.5", "--plain"]);
@@ -168,6 +172,7 @@ fn watch_prints_events_and_the_table() {
 
 #[test]
 fn watch_json_prints_event_and_topology_lines() {
+    let _machine = crate::shared();
     let cluster = Cluster::replica_set(3).start().expect("simulator");
     let uri = cluster.uri();
     let out = run(&["watch", &uri, "--duration", "1.2", "--json"]);
@@ -194,6 +199,7 @@ fn watch_json_prints_event_and_topology_lines() {
 /// without a secondary) is skipped with a line saying so, instead of stalling the readers.
 #[test]
 fn demo_against_an_external_deployment() {
+    let _machine = crate::shared();
     let Some(uri) = std::env::var("MONGODB_URI").ok().filter(|u| !u.trim().is_empty()) else {
         not_applicable("NOT APPLICABLE demo_against_an_external_deployment: MONGODB_URI is not set");
         return;
@@ -234,6 +240,7 @@ fn not_applicable(line: &str) {
 
 #[test]
 fn watch_listen_serves_the_status_page() {
+    let _machine = crate::shared();
     use std::io::{BufRead, BufReader, Read, Write};
     let cluster = Cluster::replica_set(3).start().expect("simulator");
     let uri = cluster.uri();

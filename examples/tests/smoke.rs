@@ -2,7 +2,7 @@
 //! checks it exits 0 after printing `smoke ok`. With `MONGODB_URI` set (the peer tier), the
 //! examples that take `--uri` run against that deployment instead, and the others, which need
 //! the simulator's controls, print why they do not apply. `cargo test -p mongo-actors-examples` builds the
-//! examples first (with `--test smoke` alone it does not: `make examples` builds them); they sit in
+//! examples first (with `--test integration` alone it does not: `make examples` builds them); they sit in
 //! `target/<profile>/examples/`, next to this test's `deps/` directory.
 
 use std::io::Read;
@@ -96,51 +96,61 @@ fn smoke_with(name: &str, extra: &[&str]) {
 
 #[test]
 fn first_client() {
+    let _machine = crate::shared();
     smoke_anywhere("first_client");
 }
 
 #[test]
 fn web_service() {
+    let _machine = crate::shared();
     smoke_anywhere("web_service");
 }
 
 #[test]
 fn custom_selector() {
+    let _machine = crate::shared();
     smoke_sim_only("custom_selector", &[], "tagged members with set latencies");
 }
 
 #[test]
 fn prometheus() {
+    let _machine = crate::shared();
     smoke_anywhere("prometheus");
 }
 
 #[test]
 fn config_file() {
+    let _machine = crate::shared();
     smoke_anywhere("config_file");
 }
 
 #[test]
 fn tls() {
+    let _machine = crate::shared();
     smoke_sim_only("tls", &[], "a TLS simulator and its test CA");
 }
 
 #[test]
 fn tls_with_client_certificates() {
+    let _machine = crate::shared();
     smoke_sim_only("tls", &["--mutual"], "a TLS simulator requiring client certificates");
 }
 
 #[test]
 fn atlas() {
+    let _machine = crate::shared();
     smoke_sim_only("atlas", &[], "a DNS server, AWS and OIDC identities and metadata stubs it starts itself");
 }
 
 #[test]
 fn gridfs() {
+    let _machine = crate::shared();
     smoke_anywhere("gridfs");
 }
 
 #[test]
 fn change_stream_actor() {
+    let _machine = crate::shared();
     // Change streams need a replica set (or a sharded cluster): a standalone refuses them.
     match external_uri() {
         Some(uri) if uri.contains("replicaSet=") => smoke_with("change_stream_actor", &["--uri", &uri]),
@@ -153,6 +163,7 @@ fn change_stream_actor() {
 
 #[test]
 fn live_topology() {
+    let _machine = crate::shared();
     smoke_sim_only("live_topology", &[], "scripted stepdowns");
 }
 

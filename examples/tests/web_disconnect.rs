@@ -42,7 +42,8 @@ async fn read(state: web::Data<State>) -> HttpResponse {
 
 #[actix_web::test]
 async fn a_handler_dropped_mid_find_one_leaves_the_pool_healthy() {
-    let cluster = integration_tests::sim::Cluster::replica_set(1).start().expect("simulator");
+    let _machine = crate::shared();
+    let cluster = mongo_sim::Cluster::replica_set(1).start().expect("simulator");
     let options = ClientOptions::parse(format!("{}&maxPoolSize=1", cluster.uri())).await.expect("uri");
     let client = Client::with_options(options).expect("client");
     let coll = client.database("web").collection::<Document>("pages");

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use actors::selection_actor::{Criteria, SelectionRequest, Selector, SelectorOptions};
 use actors::TopologyBuilder;
 use bson::{doc, Document};
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use parking_lot::Mutex;
 use pool::cmap::PoolState;
 use protocol::sdam::ServerType;

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::doc;
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use mongodb::event::cmap::CmapEvent as OfficialCmapEvent;
 use mongodb::event::sdam::SdamEvent;
 use mongodb::event::EventHandler;

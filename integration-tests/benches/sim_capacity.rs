@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use bson::doc;
 use futures_util::{SinkExt, StreamExt};
-use integration_tests::raw_client::RawClient;
-use integration_tests::sim::Cluster;
+use mongo_sim::raw_client::RawClient;
+use mongo_sim::Cluster;
 use mongodb::options::ClientOptions;
 use protocol::wire::{Frame, Message, OpMsg};
 

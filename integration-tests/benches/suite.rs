@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 
 use actors_bench::{median, Connected, DOCS};
 use bson::doc;
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 
 /// What one run measures.
 #[derive(Clone)]
@@ -499,7 +499,7 @@ fn write_file(
     let _ = writeln!(
         out,
         "\nBoth clients run in the same process against the same in-process simulator \
-         (`integration_tests::sim`, 127.0.0.1, port 0, 2 runtime threads), so they share the \
+         (`mongo_sim`, 127.0.0.1, port 0, 2 runtime threads), so they share the \
          machine's cores with it: the figures compare the clients with each other and with the \
          simulator's own limit, not with a real mongod.\n"
     );

@@ -13,7 +13,7 @@ BIN=${1:-${CARGO_TARGET_DIR:-target}/debug/mongo-sim}
 TAG=${2:-mongo-actors/mongo-sim:local}
 ENGINE=${ENGINE:-$(command -v docker >/dev/null 2>&1 && echo docker || echo podman)}
 if [ ! -x "$BIN" ]; then
-  ${CARGO:-cargo} build -q -p integration-tests --bin mongo-sim
+  ${CARGO:-cargo} build -q -p mongo-sim
 fi
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT

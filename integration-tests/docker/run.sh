@@ -22,7 +22,7 @@
 # (peer/run.sh) runs this script with --uri against SecantusDB. Tests that need the simulator's
 # controls, more members than the deployment has, or a load balancer print NOT APPLICABLE.
 #
-# TESTS overrides the cargo test targets, SPEC_SUITES the unified suites run (comma-separated
+# TESTS overrides the cargo test targets, FILTERS the tests' names (parts of them), SPEC_SUITES the unified suites run (comma-separated
 # parts of suite names, `-name` to leave one out; default: all, with --sim: all but the
 # client-side timeout and backpressure suites). ENGINE=docker|podman. Exit status: 0 when everything passed.
 set -euo pipefail
@@ -127,13 +127,15 @@ fi
 
 # One at a time: the tests share the deployment, and failCommand is one fail point per server.
 # --workspace keeps the features of `cargo test --workspace`, so nothing is rebuilt.
-TESTS=${TESTS:-"--workspace --test client_crud --test client_ops --test client_csot --test client_sessions --test cancellation \
-  --test client_e2e --test client_config --test client_lb --test client_lb_sdam --test client_srv --test pool_e2e \
-  --test official_driver --test otel --test compat_programs --test smoke --test cli --test spec"}
+# Each crate has one test binary (`integration`); FILTERS picks the test modules that run.
+TESTS=${TESTS:-"--workspace --test integration --test compat_programs"}
+FILTERS=${FILTERS:-"client_crud:: client_ops:: client_csot:: client_sessions:: cancellation:: client_e2e:: \
+  client_config:: client_lb:: client_lb_sdam:: client_srv:: pool_e2e:: official_driver:: otel:: \
+  every_program_passes smoke:: cli:: spec::"}
 echo "docker/run.sh: the client's end-to-end tests and the unified suites against $URI"
 status=0
 # shellcheck disable=SC2086
-MONGODB_URI="$URI" SPEC_EXPECTED="${SPEC_EXPECTED:-}" SPEC_SUITES="${SPEC_SUITES:-}" $CARGO test --no-fail-fast $TESTS -- --test-threads=1 || status=$?
+MONGODB_URI="$URI" SPEC_EXPECTED="${SPEC_EXPECTED:-}" SPEC_SUITES="${SPEC_SUITES:-}" $CARGO test --no-fail-fast $TESTS -- $FILTERS --test-threads=1 || status=$?
 
 CHAOS_SECONDS=${CHAOS_SECONDS:-45}
 if [ "$MODE" != uri ] && [ "$CHAOS_SECONDS" != 0 ]; then

@@ -8,7 +8,7 @@
 # process id, also on failure. `make test-peer` runs this alone; `make test`
 # runs it after the workspace's tests.
 #
-# TESTS overrides the test targets (cargo test arguments; see docker/run.sh).
+# TESTS and FILTERS override the test targets and the tests' names (see docker/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 VENV=${VENV_PEER:-.venv-peer}

@@ -29,7 +29,7 @@ use selection::rand::rngs::SmallRng;
 use selection::rand::{RngExt, SeedableRng};
 use selection::ReadPreference;
 
-use crate::sim::{Cluster, SimError};
+use mongo_sim::{Cluster, SimError};
 
 mod cancelled;
 pub mod engine;

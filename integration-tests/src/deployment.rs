@@ -13,14 +13,14 @@
 //! constructors return `Ok(None)` and the test prints why it is skipped. So is a test that needs
 //! simulator-only controls (see [`sim_only`]). The helpers reach a real deployment only through
 //! the standard commands `hello`, `replSetStepDown` and `configureFailPoint`, without credentials
-//! or TLS (see [`crate::raw_client`]); the test's own client uses whatever the URI says.
+//! or TLS (see [`mongo_sim::raw_client`]); the test's own client uses whatever the URI says.
 
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
 
-use crate::raw_client;
-use crate::sim::{Cluster, ClusterBuilder};
+use mongo_sim::raw_client;
+use mongo_sim::{Cluster, ClusterBuilder};
 
 /// Errors of the deployment helpers.
 pub type Error = Box<dyn std::error::Error + Send + Sync>;

@@ -1,17 +1,13 @@
-//! Test infrastructure for mongo-actors: the spec conformance runner, the cluster simulator,
-//! and helpers for end-to-end tests ([`deployment`] picks the simulator or a real deployment;
-//! [`raw_client`] is a minimal raw wire-protocol client).
+//! Test infrastructure for mongo-actors: the spec conformance runner, the chaos engine and
+//! helpers for end-to-end tests ([`deployment`] picks the simulator or a real deployment). The
+//! simulator, its raw wire client and the cloud stubs are the `mongo-sim` crate
+//! (`integration-tests/sim`).
 
 #![warn(missing_docs)]
 
 pub mod chaos;
 pub mod child_process;
-pub mod cloud_stubs;
 pub mod deployment;
-pub mod dns_stub;
-pub mod http_stub;
-pub mod oidc_issuer;
 pub mod ports;
-pub mod raw_client;
-pub mod sim;
+pub mod sim_binary;
 pub mod spec;

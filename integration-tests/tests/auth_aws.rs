@@ -10,10 +10,10 @@ use std::process::Command;
 use actors::client::Client;
 use actors::error::ErrorKind;
 use bson::doc;
-use integration_tests::cloud_stubs::{self, AwsTemporaryCredentials};
 use integration_tests::deployment;
-use integration_tests::http_stub::HttpStub;
-use integration_tests::sim::{AwsUser, Cluster};
+use mongo_sim::stubs::cloud::{self as cloud_stubs, AwsTemporaryCredentials};
+use mongo_sim::stubs::http::HttpStub;
+use mongo_sim::{AwsUser, Cluster};
 
 const CHILD: &str = "AUTH_AWS_CHILD";
 const URI: &str = "AUTH_AWS_URI";
@@ -85,7 +85,9 @@ fn child_result() -> Result<String, String> {
 /// its result.
 fn in_child(test: &str, uri: &str, env: &[(&str, &str)]) -> Result<String, String> {
     let mut cmd = Command::new(std::env::current_exe().expect("test binary"));
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"]);
+    // Its name in this binary: the module path without the crate.
+    let test = integration_tests::child_process::test_name(module_path!(), test);
+    cmd.args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"]);
     for (k, _) in std::env::vars() {
         if k.starts_with("AWS_") {
             cmd.env_remove(k);

@@ -3,8 +3,8 @@
 
 use actors::{Client, ErrorKind};
 use bson::{doc, Document};
-use integration_tests::sim::testing::TestCerts;
-use integration_tests::sim::Cluster;
+use mongo_sim::testing::TestCerts;
+use mongo_sim::Cluster;
 
 /// The subject of `TestCerts`' client certificate, as mongod names the X.509 user.
 const SUBJECT: &str = "O=mongo-actors,CN=mongo-sim-client";

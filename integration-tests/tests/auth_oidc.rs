@@ -17,11 +17,11 @@ use actors::options::oidc::{Callback, CallbackContext, IdpServerResponse};
 use actors::options::{AuthMechanism, ClientOptions, Credential};
 use bson::{doc, Document};
 use futures_util::FutureExt;
-use integration_tests::cloud_stubs;
 use integration_tests::deployment;
-use integration_tests::http_stub::HttpStub;
-use integration_tests::oidc_issuer::OidcIssuer;
-use integration_tests::sim::Cluster;
+use mongo_sim::stubs::cloud as cloud_stubs;
+use mongo_sim::stubs::http::HttpStub;
+use mongo_sim::stubs::oidc_issuer::OidcIssuer;
+use mongo_sim::Cluster;
 
 const CHILD: &str = "AUTH_OIDC_CHILD";
 const URI: &str = "AUTH_OIDC_URI";
@@ -282,7 +282,9 @@ fn in_child(test: &str, uri: &str, env: &[(&str, &str)]) -> Option<Result<String
         return None;
     }
     let mut cmd = Command::new(std::env::current_exe().expect("test binary"));
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"]).env(CHILD, "1").env(URI, uri);
+    // Its name in this binary: the module path without the crate.
+    let test = integration_tests::child_process::test_name(module_path!(), test);
+    cmd.args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"]).env(CHILD, "1").env(URI, uri);
     for k in [
         "OIDC_TOKEN_FILE",
         "AZURE_FEDERATED_TOKEN_FILE",
@@ -531,9 +533,9 @@ fn environment_azure_survives_a_huge_expiry_and_a_huge_error_body() {
     });
     let huge = setup.as_ref().map(|(_, idp, _)| {
         let token = idp.token("dave", Duration::from_secs(600));
-        HttpStub::start(move |_: &integration_tests::http_stub::Request| {
+        HttpStub::start(move |_: &mongo_sim::stubs::http::Request| {
             let body = serde_json::json!({"access_token": token, "expires_in": "18446744073709551615"});
-            integration_tests::http_stub::Response::new(200, "application/json", body.to_string())
+            mongo_sim::stubs::http::Response::new(200, "application/json", body.to_string())
         })
         .expect("stub")
     });
@@ -542,8 +544,8 @@ fn environment_azure_survives_a_huge_expiry_and_a_huge_error_body() {
         assert_eq!(result, Ok("test/dave@$external".to_string()));
     }
     let failing = setup.as_ref().map(|_| {
-        HttpStub::start(|_: &integration_tests::http_stub::Request| {
-            integration_tests::http_stub::Response::new(500, "text/plain", "x".repeat(1 << 20))
+        HttpStub::start(|_: &mongo_sim::stubs::http::Request| {
+            mongo_sim::stubs::http::Response::new(500, "text/plain", "x".repeat(1 << 20))
         })
         .expect("stub")
     });

@@ -20,9 +20,8 @@ use futures_util::io::{AsyncReadExt, AsyncWriteExt};
 use futures_util::StreamExt;
 use pool::cmap::CmapEvent;
 
-#[path = "cancellation/model.rs"]
 mod model;
-mod support;
+use crate::support;
 use support::{replica_set_with_primary, Setup};
 
 /// Polls its future at most `left` more times: `None` when the future was still pending after

@@ -11,7 +11,7 @@ use actors::command_events::CommandEvent;
 use bson::{doc, Bson, Document};
 use serde::{Deserialize, Serialize};
 
-mod support;
+use crate::support;
 use support::{connect, replica_set_with_primary};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -148,7 +148,7 @@ async fn a_standalone_refuses_a_change_stream_with_a_typed_error() {
         );
         return;
     }
-    let cluster = integration_tests::sim::Cluster::standalone().start().expect("standalone");
+    let cluster = mongo_sim::Cluster::standalone().start().expect("standalone");
     let s = connect(cluster, "").await;
     let err = s.client.database("cs").collection::<Document>("c").watch().await.expect_err("refused");
     assert_eq!(err.code(), Some(40573), "{err}");

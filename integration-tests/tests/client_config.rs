@@ -13,6 +13,14 @@ use protocol::sdam::ServerType;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn options_from_a_toml_file_and_the_environment_reach_the_cluster() {
+    // Alone in a process of its own: it uses environment variables.
+    if integration_tests::child_process::alone(
+        module_path!(),
+        "options_from_a_toml_file_and_the_environment_reach_the_cluster",
+        &[],
+    ) {
+        return;
+    }
     let deployment = Deployment::replica_set(3, |b| b).expect("deployment");
     let test = "client_config::options_from_a_toml_file_and_the_environment_reach_the_cluster";
     if !deployment.has_members_or_not_applicable(test, 2).await.expect("members") {
@@ -35,7 +43,7 @@ async fn options_from_a_toml_file_and_the_environment_reach_the_cluster() {
         ),
     )
     .expect("write the file");
-    // The environment overrides the file (no other thread of this binary reads it).
+    // The environment overrides the file (the only test of this process: `alone`).
     std::env::set_var("MONGO_ACTORS_APP_NAME", &app);
     std::env::set_var("MONGO_ACTORS_READ_PREFERENCE", "secondary");
 

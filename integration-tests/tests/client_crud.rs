@@ -12,7 +12,7 @@ use actors::options::*;
 use actors::ErrorKind;
 use bson::{doc, Bson, Document};
 
-mod support;
+use crate::support;
 use support::{max_time, replica_set_with_primary, Setup};
 
 async fn replica_set(extra: &str) -> Setup {
@@ -794,8 +794,7 @@ async fn insert_many_over_16_mb_in_document_sequences() {
 
 /// A replica set that answers as MongoDB 8.0 (the `bulkWrite` command), or `MONGODB_URI`.
 async fn replica_set_8_0() -> Setup {
-    support::replica_set_configured(3, "", |b| b.server_version(integration_tests::sim::ServerVersion::V8_0))
-        .await
+    support::replica_set_configured(3, "", |b| b.server_version(mongo_sim::ServerVersion::V8_0)).await
 }
 
 /// Whether the deployment has the `bulkWrite` command (MongoDB 8.0, wire version 25); a real
@@ -904,7 +903,7 @@ async fn client_bulk_write_splits_batches() {
 /// Before MongoDB 8.0 there is no `bulkWrite` command: a typed error, and nothing sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_bulk_write_needs_8_0() {
-    let cluster = integration_tests::sim::Cluster::replica_set(1).start().expect("simulator");
+    let cluster = mongo_sim::Cluster::replica_set(1).start().expect("simulator");
     let s = support::connect(cluster, "").await;
     let a = s.database("app").collection::<Document>("a");
     let err =

@@ -12,12 +12,12 @@ use actors::command_events::CommandEvent;
 use actors::{Criteria, Error, ErrorKind, FindOptions, TimeoutMode};
 use bson::{doc, Bson, Document};
 use integration_tests::deployment::{self, Deployment};
-use integration_tests::raw_client::RawClient;
-use integration_tests::sim::Cluster;
+use mongo_sim::raw_client::RawClient;
+use mongo_sim::Cluster;
 use protocol::sdam::ServerType;
 use selection::ReadPreference;
 
-mod support;
+use crate::support;
 use support::{max_time, Setup, WAIT};
 
 /// A client of `deployment` that has discovered its standalone or primary.

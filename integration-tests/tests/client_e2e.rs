@@ -20,9 +20,9 @@ use actors::events::{
 use actors::{Client, ClientOptions, ErrorKind, FindOptions};
 use bson::{doc, Document};
 use integration_tests::deployment::{self, Deployment};
-use integration_tests::sim::Cluster;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::MetricKind;
+use mongo_sim::Cluster;
 use parking_lot::Mutex;
 use pool::cmap::CmapEvent;
 use protocol::sdam::events::SdamEvent;
@@ -595,6 +595,14 @@ fn histogram_len(name: &str, labels: &[(&str, &str)]) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_are_recorded_and_readable_with_a_debugging_recorder() {
+    // Alone in a process of its own: it uses the global metrics recorder.
+    if integration_tests::child_process::alone(
+        module_path!(),
+        "metrics_are_recorded_and_readable_with_a_debugging_recorder",
+        &[],
+    ) {
+        return;
+    }
     // Before the client: handles are resolved when the client first sees a server.
     let _ = snapshotter();
     let deployment = Deployment::replica_set(3, |b| b).expect("deployment");

@@ -12,11 +12,11 @@ use actors::{ClientOptions, FindOptions, TransactionState};
 use bson::oid::ObjectId;
 use bson::{doc, Document};
 use integration_tests::deployment::{self, Deployment};
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use pool::cmap::CmapEvent;
 use selection::ReadPreference;
 
-mod support;
+use crate::support;
 use support::Setup;
 
 /// A load-balanced client of two simulated services, or of `MONGODB_LB_URI` (URI options

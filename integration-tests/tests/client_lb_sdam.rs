@@ -12,7 +12,7 @@ use actors::{Client, ClientOptions, FindOptions};
 use bson::doc;
 use bson::oid::ObjectId;
 use integration_tests::deployment::{self, Deployment};
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use pool::cmap::CmapEvent;
 
 struct Setup {

@@ -14,12 +14,12 @@ use actors::command_events::CommandEvent;
 use actors::{Client, Criteria, ErrorKind, FindOneOptions, FindOptions};
 use bson::{doc, Bson, Document};
 use integration_tests::deployment::{self, Deployment};
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use protocol::sdam::ServerType;
 use protocol::ServerAddress;
 use selection::ReadPreference;
 
-mod support;
+use crate::support;
 use support::{connect_to, Setup, WAIT};
 
 /// A client of a simulated 3-member set (once it knows all three), or of `MONGODB_URI` (once it

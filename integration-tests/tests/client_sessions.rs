@@ -13,7 +13,7 @@ use actors::{
 use bson::{doc, Bson, Document};
 use futures_util::future::BoxFuture;
 
-mod support;
+use crate::support;
 use support::{replica_set_with_primary, Setup};
 
 /// A client of a one-member replica set (or of `MONGODB_URI`), or `None` after saying the test

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use actors::error::ErrorKind;
 use bson::{bson, doc, Document};
 
-mod support;
+use crate::support;
 use support::{replica_set_with_primary, Setup};
 
 /// Blocks the next `find` on the server for `ms`, then starts a read in the background and

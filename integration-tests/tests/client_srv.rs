@@ -14,8 +14,8 @@ use actors::client::{ClientOptions, ResolverConfig};
 use actors::srv_poller::SrvPoller;
 use actors::TopologySnapshot;
 use integration_tests::deployment;
-use integration_tests::dns_stub::DnsStub;
-use integration_tests::sim::Cluster;
+use mongo_sim::stubs::dns::DnsStub;
+use mongo_sim::Cluster;
 use protocol::sdam::events::SdamEvent;
 use protocol::sdam::{ServerType, TopologyType};
 

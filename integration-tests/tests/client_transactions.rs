@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use actors::command_events::CommandEvent;
 use actors::{CollectionOptions, ReadPreference};
 use bson::{doc, Document};
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use protocol::sdam::ServerType;
 use protocol::ServerAddress;
 
-mod support;
+use crate::support;
 use support::{connect, WAIT};
 
 /// Started commands: (name, command, server).

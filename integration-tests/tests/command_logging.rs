@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use actors::Client;
 use bson::{doc, Document};
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
@@ -67,9 +67,16 @@ impl Capture {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn truncation_by_default_and_with_an_explicit_limit() {
+    // Alone in a process of its own: it uses the global tracing subscriber.
+    if integration_tests::child_process::alone(
+        module_path!(),
+        "truncation_by_default_and_with_an_explicit_limit",
+        &[],
+    ) {
+        return;
+    }
     let capture = Capture::default();
-    tracing::subscriber::set_global_default(capture.clone())
-        .expect("the only subscriber of this test binary");
+    tracing::subscriber::set_global_default(capture.clone()).expect("the only subscriber of this process");
     let cluster = Cluster::standalone().start().expect("sim");
     let client = Client::with_uri_str(&format!("mongodb://{}/?directConnection=true", cluster.hosts()[0]))
         .await

@@ -9,7 +9,7 @@ use bson::{doc, Document};
 use futures_util::io::{AsyncReadExt, AsyncWriteExt};
 use futures_util::TryStreamExt;
 
-mod support;
+use crate::support;
 use support::replica_set_with_primary;
 
 /// The crate's error inside a stream's `io::Error`.

@@ -11,7 +11,7 @@ use actors::Client;
 use bson::{doc, Document, RawDocumentBuf};
 use bytes::{BufMut, BytesMut};
 use futures_util::{SinkExt, StreamExt};
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use pool::cmap::EstablishRequest;
 use pool::connection::{Connection, ConnectionOptions};
 use pool::{Error, Phase};
@@ -417,55 +417,10 @@ async fn exhaust_streams_accept_either_numbering_and_refuse_strangers() {
 // ---------------------------------------------------------------------------------------------
 // Hostile numbers: a server that lies about sizes, compresses what was never negotiated, asks
 // for absurd SCRAM work or streams replies nobody asked for. Each gets a typed error, and the
-// memory a reply costs is bounded by what really arrived (a counting allocator, per thread:
-// the tests below decode on the test's own thread).
+// memory a reply costs is bounded by what really arrived (the test binary's counting allocator,
+// per thread: the tests below decode on the test's own thread).
 
-mod counting {
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-
-    pub struct Counting;
-
-    thread_local! {
-        static LIVE: Cell<isize> = const { Cell::new(0) };
-        static PEAK: Cell<isize> = const { Cell::new(0) };
-    }
-
-    fn add(n: isize) {
-        let _ = LIVE.try_with(|live| {
-            let now = live.get() + n;
-            live.set(now);
-            let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
-        });
-    }
-
-    unsafe impl GlobalAlloc for Counting {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            add(layout.size() as isize);
-            unsafe { System.alloc(layout) }
-        }
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            add(-(layout.size() as isize));
-            unsafe { System.dealloc(ptr, layout) }
-        }
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            add(new_size as isize - layout.size() as isize);
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-    }
-
-    /// The most this thread held at once while `f` ran, above what it held before.
-    pub async fn peak_during<T>(f: impl std::future::Future<Output = T>) -> (T, usize) {
-        let base = LIVE.with(Cell::get);
-        PEAK.with(|p| p.set(base));
-        let out = f.await;
-        let peak = PEAK.with(Cell::get) - base;
-        (out, peak.max(0) as usize)
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: counting::Counting = counting::Counting;
+use crate::support::alloc as counting;
 
 /// A server that answers hello with `hello`, a `saslStart` with the server-first message
 /// `sasl(client_nonce)`, and every other request with the raw bytes `reply` makes.

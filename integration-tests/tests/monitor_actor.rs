@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use actix::{Actor, Addr, Context, Handler};
 use actors::messages::{CancelCheck, CheckOutcome, RequestImmediateCheck, ServerCheckCompleted, StopActor};
 use actors::monitor::{MonitorActor, MonitorOptions, PanicCheckLoop};
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use parking_lot::Mutex;
 use pool::connection::ConnectionOptions;
 use protocol::address::ServerAddress;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use actix::{Actor, Context, Handler};
 use actors::messages::{CheckOutcome, ServerCheckCompleted, StopActor};
 use actors::monitor::{MonitorActor, MonitorOptions};
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use parking_lot::Mutex;
 use pool::connection::ConnectionOptions;
 use protocol::address::ServerAddress;
@@ -29,7 +29,11 @@ impl Handler<ServerCheckCompleted> for Collector {
 
 #[test]
 fn auto_mode_polls_under_aws_lambda() {
-    // SAFETY: the only test in this binary, before any other thread reads the environment.
+    // Alone in a process of its own: it uses an environment variable.
+    if integration_tests::child_process::alone(module_path!(), "auto_mode_polls_under_aws_lambda", &[]) {
+        return;
+    }
+    // SAFETY: the only test of this process (`alone`), before any other thread reads the environment.
     unsafe { std::env::set_var("AWS_EXECUTION_ENV", "AWS_Lambda_java8") };
     let cluster = Cluster::replica_set(1).start().expect("sim");
     let address = ServerAddress::parse(&cluster.hosts()[0]).expect("sim host");

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bson::{doc, oid::ObjectId, Document};
 use integration_tests::deployment::{print_skip, Deployment};
-use integration_tests::raw_client;
+use mongo_sim::raw_client;
 use mongodb::event::command::CommandEvent;
 use mongodb::event::EventHandler;
 use mongodb::options::{ClientOptions, ReadPreference, SelectionCriteria};

@@ -3,7 +3,7 @@
 //! names the test; most are in this file, each comparing a client with the option against
 //! one without), or makes the client warn, or is refused with `InvalidOptions`.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use actors::command_events::CommandEvent;
 use actors::{options_without_effect, Client, ClientOptions};
 use bson::{doc, Bson, Document};
-use integration_tests::sim::testing::TestCerts;
-use integration_tests::sim::Cluster;
+use mongo_sim::testing::TestCerts;
+use mongo_sim::Cluster;
 use pool::cmap::{CmapEvent, ConnectionClosedReason};
 use protocol::sdam::TopologyType;
 use protocol::uri::{ConnectionString, UriOptions};

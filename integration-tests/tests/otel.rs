@@ -76,13 +76,13 @@ fn prose_1_enabled_by_environment() {
     let d = deployment();
     let uri = d.uri();
     let off: Seen = child_process::run(
-        "prose_1_enabled_by_environment",
+        &child_process::test_name(module_path!(), "prose_1_enabled_by_environment"),
         &[(ENABLED_ENV, "false"), (URI, &uri)],
         &[QUERY_TEXT_MAX_LENGTH_ENV],
     );
     assert_eq!(off, Seen { names: vec![], query_text: false });
     let on: Seen = child_process::run(
-        "prose_1_enabled_by_environment",
+        &child_process::test_name(module_path!(), "prose_1_enabled_by_environment"),
         &[(ENABLED_ENV, "true"), (URI, &uri)],
         &[QUERY_TEXT_MAX_LENGTH_ENV],
     );
@@ -101,14 +101,14 @@ fn prose_2_query_text_by_environment() {
     let d = deployment();
     let uri = d.uri();
     let with: Seen = child_process::run(
-        "prose_2_query_text_by_environment",
+        &child_process::test_name(module_path!(), "prose_2_query_text_by_environment"),
         &[(ENABLED_ENV, "true"), (QUERY_TEXT_MAX_LENGTH_ENV, "1024"), (URI, &uri)],
         &[],
     );
     assert_eq!(with.names, ["find", "find otel_prose.c"]);
     assert!(with.query_text);
     let without: Seen = child_process::run(
-        "prose_2_query_text_by_environment",
+        &child_process::test_name(module_path!(), "prose_2_query_text_by_environment"),
         &[(ENABLED_ENV, "true"), (URI, &uri)],
         &[QUERY_TEXT_MAX_LENGTH_ENV],
     );

@@ -12,29 +12,11 @@ use actors::command_events::CommandEvent;
 use actors::{Client, ClientOptions, ErrorKind};
 use bson::{doc, Document};
 use integration_tests::chaos::resident_memory as rss;
-use integration_tests::sim::Cluster;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use mongo_sim::Cluster;
 use protocol::sdam::ServerType;
 
-/// Counts live heap bytes: the heap's share of the resident memory, per waiting operation.
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK_LIVE: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl std::alloc::GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK_LIVE.fetch_max(live, Ordering::Relaxed);
-        unsafe { std::alloc::System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        unsafe { std::alloc::System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+use crate::support::alloc;
 
 /// The burst.
 const OPERATIONS: usize = 50_000;
@@ -116,6 +98,14 @@ async fn primary_client(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_thousand_find_ones_against_a_slow_primary_end_by_their_deadline() {
+    // Alone in a process of its own: it uses this process's memory and the metrics recorder.
+    if integration_tests::child_process::alone(
+        module_path!(),
+        "fifty_thousand_find_ones_against_a_slow_primary_end_by_their_deadline",
+        &[],
+    ) {
+        return;
+    }
     let _serial = SERIAL.lock().await;
     let cluster = Cluster::replica_set(1).start().expect("sim");
     // A primary that answers slowly from the start, so the client's round-trip estimate knows
@@ -146,8 +136,7 @@ async fn fifty_thousand_find_ones_against_a_slow_primary_end_by_their_deadline()
     let pool = client.topology().snapshot().handle(&primary).expect("handle").pool.clone();
     let opened_before = cluster.counters().total.connections_opened;
     let baseline = rss();
-    let live_before = LIVE.load(Ordering::Relaxed);
-    PEAK_LIVE.store(live_before, Ordering::Relaxed);
+    let live_before = alloc::reset_peak();
     let max_pool = Arc::new(AtomicUsize::new(0));
     let sampler = {
         let pool = pool.clone();
@@ -204,7 +193,7 @@ async fn fifty_thousand_find_ones_against_a_slow_primary_end_by_their_deadline()
     }
     all.sort();
     let p99 = all[all.len() * 99 / 100];
-    let heap = PEAK_LIVE.load(Ordering::Relaxed).saturating_sub(live_before);
+    let heap = alloc::peak().saturating_sub(live_before);
     let peak = sampler.finish();
     let opened = cluster.counters().total.connections_opened - opened_before;
     let added = peak.saturating_sub(baseline);
@@ -256,6 +245,14 @@ async fn fifty_thousand_find_ones_against_a_slow_primary_end_by_their_deadline()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admission_limits_fail_fast_with_a_typed_retryable_error() {
+    // Alone in a process of its own: it uses this process's memory and the metrics recorder.
+    if integration_tests::child_process::alone(
+        module_path!(),
+        "admission_limits_fail_fast_with_a_typed_retryable_error",
+        &[],
+    ) {
+        return;
+    }
     let _serial = SERIAL.lock().await;
     let cluster = Cluster::replica_set(1).start().expect("sim");
     let client =
@@ -351,10 +348,18 @@ fn dropped_total(snapshotter: &Snapshotter) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_that_never_reads_costs_bounded_memory() {
+    // Alone in a process of its own: it uses this process's memory and the metrics recorder.
+    if integration_tests::child_process::alone(
+        module_path!(),
+        "a_subscriber_that_never_reads_costs_bounded_memory",
+        &[],
+    ) {
+        return;
+    }
     let _serial = SERIAL.lock().await;
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
-    // This test binary's only recorder.
+    // This process's only recorder (`alone`).
     recorder.install().expect("the recorder");
     let cluster = Cluster::replica_set(1).start().expect("sim");
     // A closure that blocks on its first event until the test ends.

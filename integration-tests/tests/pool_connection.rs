@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use bson::doc;
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use pool::cmap::{EstablishRequest, Establisher};
 use pool::connection::{Connection, ConnectionEstablisher, ConnectionOptions, LB_NOT_SUPPORTED};
 use pool::{Error, Phase};
@@ -276,8 +276,8 @@ mod security {
     use std::time::Duration;
 
     use bson::doc;
-    use integration_tests::sim::testing::TestCerts;
-    use integration_tests::sim::Cluster;
+    use mongo_sim::testing::TestCerts;
+    use mongo_sim::Cluster;
     use parking_lot::Mutex;
     use pool::connection::{Connection, ConnectionOptions, TlsOptions};
     use pool::Error;

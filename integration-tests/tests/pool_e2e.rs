@@ -14,8 +14,8 @@ use std::time::Duration;
 use bson::{doc, Document};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use integration_tests::deployment::{self, Deployment};
-use integration_tests::sim::testing::TestCerts;
-use integration_tests::sim::Cluster;
+use mongo_sim::testing::TestCerts;
+use mongo_sim::Cluster;
 use pool::cmap::{
     CheckOutFailedReason, CheckoutPurpose, CmapEvent, ConnectionClosedReason, Pool, PoolOptions, PoolState,
     PooledConnection,

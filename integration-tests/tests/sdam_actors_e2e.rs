@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actors::{default_monitor_factory, MonitorFactory, Topology, TopologyBuilder, TopologySnapshot};
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use pool::cmap::PoolState;
 use pool::connection::ConnectionOptions;
 use protocol::address::ServerAddress;

@@ -5,14 +5,22 @@
 use std::time::Duration;
 
 use actors::TopologyBuilder;
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use protocol::address::ServerAddress;
 use protocol::sdam::{ServerType, TopologySettings};
 use protocol::uri::ServerMonitoringMode;
 
 #[test]
 fn auto_mode_topology_polls_under_aws_lambda() {
-    // SAFETY: the only test in this binary, before any other thread reads the environment.
+    // Alone in a process of its own: it uses an environment variable.
+    if integration_tests::child_process::alone(
+        module_path!(),
+        "auto_mode_topology_polls_under_aws_lambda",
+        &[],
+    ) {
+        return;
+    }
+    // SAFETY: the only test of this process (`alone`), before any other thread reads the environment.
     unsafe { std::env::set_var("AWS_EXECUTION_ENV", "AWS_Lambda_java8") };
     let cluster = Cluster::replica_set(3).start().expect("sim");
     let seeds: Vec<ServerAddress> =

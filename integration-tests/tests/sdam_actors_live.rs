@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actors::{default_monitor_factory, MonitorFactory, MonitorHandles, Topology, TopologyBuilder};
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use parking_lot::Mutex;
 use pool::connection::ConnectionOptions;
 use protocol::address::ServerAddress;

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use actors::client::{ClientOptions, ResolverConfig};
 use actors::srv::{validate_srv_hosts, DomainMismatch};
-use integration_tests::dns_stub::DnsStub;
+use mongo_sim::stubs::dns::DnsStub;
 use protocol::ServerAddress;
 
 /// Whether a resolver sends queries for this name to its name servers (RFC 6761 keeps

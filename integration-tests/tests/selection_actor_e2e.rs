@@ -12,7 +12,7 @@ use actors::selection_actor::{
 };
 use actors::{Topology, TopologyBuilder};
 use bson::doc;
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use parking_lot::Mutex;
 use pool::cmap::CheckoutPurpose;
 use pool::connection::ConnectionOptions;
@@ -48,7 +48,7 @@ fn start_topology(cluster: &Cluster) -> Topology {
 }
 
 /// A 3-member set, discovered with a primary and two secondaries.
-async fn replica_set(builder: integration_tests::sim::ClusterBuilder) -> (Cluster, Topology) {
+async fn replica_set(builder: mongo_sim::ClusterBuilder) -> (Cluster, Topology) {
     let cluster = builder.start().expect("sim");
     let topology = start_topology(&cluster);
     topology

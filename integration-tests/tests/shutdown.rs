@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use actors::command_events::CommandEvent;
 use actors::{Client, ClientOptions};
 use bson::{doc, Document};
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use pool::cmap::CmapEvent;
 use protocol::sdam::events::SdamEvent;
 
@@ -54,6 +54,14 @@ fn open_connections(cluster: &Cluster) -> u64 {
 
 #[test]
 fn the_last_handle_or_a_stopped_system_closes_everything() {
+    // Alone in a process of its own: it uses this process's threads.
+    if integration_tests::child_process::alone(
+        module_path!(),
+        "the_last_handle_or_a_stopped_system_closes_everything",
+        &[],
+    ) {
+        return;
+    }
     let cluster = Cluster::replica_set(3).start().expect("sim");
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let baseline = threads();

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use actors::Client;
 use bson::{doc, Document};
-use integration_tests::raw_client;
+use mongo_sim::raw_client;
 
 struct Set {
     ports: Vec<u16>,
@@ -39,7 +39,7 @@ impl Set {
 
     fn spawn(&self, i: usize) -> Child {
         let data = self.dir.join(format!("m{i}"));
-        Command::new(env!("CARGO_BIN_EXE_mongo-sim"))
+        Command::new(integration_tests::sim_binary::mongo_sim())
             .args(["member", "--name", &format!("127.0.0.1:{}", self.ports[i]), "--members", &self.members()])
             .args(["--heartbeat-ms", "100", "--election-timeout-ms", "1000"])
             .arg("--data-dir")

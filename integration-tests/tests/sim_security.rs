@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bson::{doc, oid::ObjectId, spec::BinarySubtype, Binary, Bson, Document};
-use integration_tests::sim::testing::{RawClient, TestCerts};
-use integration_tests::sim::{Cluster, SimError, SimTls};
+use mongo_sim::testing::{RawClient, TestCerts};
+use mongo_sim::{Cluster, SimError, SimTls};
 use mongodb::error::ErrorKind;
 use mongodb::event::command::CommandEvent;
 use mongodb::event::EventHandler;

@@ -10,7 +10,7 @@ use actors::options::{ClientOptions, ServerApi};
 use actors::Client;
 use bson::{doc, Document};
 
-mod support;
+use crate::support;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_declared_api_version_goes_with_every_command() {

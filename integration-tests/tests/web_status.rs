@@ -12,7 +12,7 @@ use actors::web::{status_scope, Health, HealthyWhen, Status, StatusPage};
 use actors::Client;
 use bson::doc;
 use integration_tests::deployment;
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 
 /// Serves `scope()` on 127.0.0.1 in a thread of its own; returns the address.
 fn serve(scope: impl Fn() -> actix_web::Scope + Send + Clone + 'static) -> String {

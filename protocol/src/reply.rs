@@ -6,7 +6,7 @@ use bson::{Bson, Document, RawBsonRef, RawDocument};
 use serde::{Deserialize, Serialize};
 
 use crate::hello::reply::{bson_to_i64, bson_truthy};
-use crate::sdam::server_description::TopologyVersion;
+use crate::sdam::topology_version::TopologyVersion;
 
 /// "node is recovering" codes: InterruptedAtShutdown, InterruptedDueToReplStateChange,
 /// NotPrimaryOrSecondary, PrimarySteppedDown, ShutdownInProgress (SDAM).

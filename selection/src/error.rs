@@ -59,21 +59,5 @@ pub enum Error {
     },
 }
 
-impl Error {
-    /// The timeout error for a selection that found no suitable server in `timeout`: its
-    /// message names the criteria when some server is available, and otherwise the servers'
-    /// errors (see [`crate::no_suitable_server_message`]).
-    pub fn selection_timeout(
-        topology: &protocol::sdam::TopologyDescription,
-        criteria: &crate::SelectionQuery<'_>,
-        timeout: Duration,
-    ) -> Self {
-        Error::ServerSelectionTimeout {
-            message: crate::log::no_suitable_server_message(topology, criteria),
-            timeout,
-        }
-    }
-}
-
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

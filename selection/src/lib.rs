@@ -40,9 +40,11 @@
 mod command;
 mod error;
 pub mod log;
+mod no_suitable;
 mod read_preference;
 pub mod rtt;
 mod select;
+mod selector;
 mod suitability;
 mod window;
 
@@ -52,15 +54,16 @@ use protocol::sdam::ServerDescription;
 
 pub use command::{read_preference_for_command, read_preference_for_op_query, OpQueryReadPreference};
 pub use error::{Error, Result};
-pub use log::{no_suitable_server_message, TopologySummary};
+pub use log::TopologySummary;
+pub use no_suitable::no_suitable_server_message;
 pub use read_preference::{
     HedgedReadOptions, ReadPreference, ReadPreferenceBuilder, ReadPreferenceOptions, IDLE_WRITE_PERIOD,
     MAX_STALENESS_MIN_WIRE_VERSION, SMALLEST_MAX_STALENESS,
 };
 pub use select::{
-    in_latency_window, select_server, select_server_with_rng, selector_fn, suitable_servers, validate,
-    SelectionQuery, ServerSelector,
+    in_latency_window, select_server, select_server_with_rng, suitable_servers, validate, SelectionQuery,
 };
+pub use selector::{selector_fn, ServerSelector};
 pub use suitability::{estimated_staleness_ms, matches_tag_set, Operation};
 pub use window::{
     choose_in_window, choose_of_two, retain_in_latency_window, with_thread_rng, OperationCounts,

@@ -8,7 +8,7 @@ use protocol::uri::{ReadPreferenceMode, TagSet};
 use protocol::ServerAddress;
 
 use crate::read_preference::ReadPreference;
-use crate::select::ServerSelector;
+use crate::selector::ServerSelector;
 use crate::Servers;
 
 /// The kind of operation a server is selected for.

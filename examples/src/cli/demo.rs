@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use actors::command_events::CommandEvent;
 use actors::{Client, ClientOptions, Collection};
 use bson::doc;
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use protocol::address::ServerAddress;
 use protocol::sdam::{SdamEvent, ServerType};
 use selection::{ReadPreference, SelectionQuery};

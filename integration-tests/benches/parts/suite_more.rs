@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bson::doc;
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use serde::{Deserialize, Serialize};
 
 use super::actors_bench::{self, median, Connected, DOCS};

@@ -125,7 +125,7 @@ impl EngineTarget {
     fn primary(&self, runtime: &tokio::runtime::Runtime) -> Option<usize> {
         runtime.block_on(async {
             for (i, m) in self.members.iter().enumerate() {
-                let hello = crate::raw_client::hello(&m.address, Duration::from_millis(300)).await;
+                let hello = mongo_sim::raw_client::hello(&m.address, Duration::from_millis(300)).await;
                 if hello.is_ok_and(|h| h.get_bool("isWritablePrimary").unwrap_or(false)) {
                     return Some(i);
                 }

@@ -23,9 +23,9 @@ use serde_json::{Map, Value};
 
 use super::expected::{Record, Status};
 use super::SuiteReport;
-use crate::dns_stub::DnsStub;
-use crate::sim::testing::TestCerts;
-use crate::sim::{Cluster, SimError, SimTls};
+use mongo_sim::stubs::dns::DnsStub;
+use mongo_sim::testing::TestCerts;
+use mongo_sim::{Cluster, SimError, SimTls};
 
 /// The suite's directory under a spec root.
 pub const DIR: &str = "initial-dns-seedlist-discovery/tests";

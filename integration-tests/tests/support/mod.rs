@@ -4,6 +4,8 @@
 // Each test crate uses a different part of this module.
 #![allow(dead_code)]
 
+pub mod alloc;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +13,7 @@ use actors::command_events::CommandEvent;
 use actors::{Client, ClientOptions, Database};
 use bson::{doc, Bson, Document};
 use integration_tests::deployment::Deployment;
-use integration_tests::sim::Cluster;
+use mongo_sim::Cluster;
 use pool::cmap::CmapEvent;
 
 /// How long discovery may take.
@@ -128,7 +130,7 @@ pub async fn replica_set_with_primary(members: usize, extra: &str) -> Setup {
 pub async fn replica_set_configured(
     members: usize,
     extra: &str,
-    configure: impl FnOnce(integration_tests::sim::ClusterBuilder) -> integration_tests::sim::ClusterBuilder,
+    configure: impl FnOnce(mongo_sim::ClusterBuilder) -> mongo_sim::ClusterBuilder,
 ) -> Setup {
     let deployment = Deployment::replica_set(members, configure).expect("deployment");
     let s = connect_to(deployment, extra).await;

@@ -67,7 +67,7 @@ pub struct ConnectionOptions {
     /// The client's MONGODB-AWS credentials, shared by every clone (every pool).
     #[cfg(feature = "aws-auth")]
     #[serde(skip)]
-    pub(crate) aws_credentials: Arc<crate::connection::auth::aws::AwsCredentialCache>,
+    pub(crate) aws_credentials: Arc<crate::connection::auth::aws::credentials::AwsCredentialCache>,
 }
 
 impl fmt::Debug for ConnectionOptions {
@@ -492,9 +492,11 @@ impl ConnectionOptionsBuilder {
             host_resolver: self.host_resolver,
             oidc,
             #[cfg(feature = "aws-auth")]
-            aws_credentials: Arc::new(crate::connection::auth::aws::AwsCredentialCache::with_provider(
-                self.aws_provider,
-            )),
+            aws_credentials: Arc::new(
+                crate::connection::auth::aws::credentials::AwsCredentialCache::with_provider(
+                    self.aws_provider,
+                ),
+            ),
         })
     }
 }

@@ -12,7 +12,7 @@ use bson::{Bson, Document};
 
 use crate::address::ServerAddress;
 use crate::error::{Error, Result};
-use crate::sdam::TopologyVersion;
+use crate::sdam::topology_version::TopologyVersion;
 
 /// A parsed hello / legacy hello reply.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -11,8 +11,9 @@ use bson::Document;
 
 use crate::address::ServerAddress;
 use crate::reply::ServerError;
-use crate::sdam::server_description::{compare_topology_versions, ServerDescription, TopologyVersion};
+use crate::sdam::server_description::ServerDescription;
 use crate::sdam::topology_description::{TopologyDescription, TopologyType, TopologyUpdate};
+use crate::sdam::topology_version::{compare_topology_versions, TopologyVersion};
 
 pub use crate::reply::{NOT_WRITABLE_PRIMARY_CODES, RECOVERING_CODES, SHUTDOWN_CODES};
 /// The backpressure label the pool adds to connection-establishment network errors.

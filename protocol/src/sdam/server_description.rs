@@ -1,6 +1,8 @@
 //! [`ServerType`], [`ServerDescription`] and [`TopologyVersion`].
 
-use std::cmp::Ordering;
+// Still reachable here, where they were first defined.
+pub use crate::sdam::topology_version::{compare_topology_versions, TopologyVersion};
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
@@ -102,31 +104,6 @@ impl FromStr for ServerType {
             "Unknown" => ServerType::Unknown,
             other => return Err(Error::InvalidOption { name: "serverType".into(), message: other.into() }),
         })
-    }
-}
-
-/// A server's `topologyVersion`: which process answered, and a counter it bumps on every
-/// state change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TopologyVersion {
-    /// The server process's id.
-    pub process_id: ObjectId,
-    /// Incremented on every topology change of that process.
-    pub counter: i64,
-}
-
-/// The spec's `compareTopologyVersion(current, new)`: `Less` when `new` is more recent.
-///
-/// A missing version on either side, or a different `processId`, means `new` is assumed more
-/// recent (`Less`); otherwise the counters decide.
-pub fn compare_topology_versions(
-    current: Option<&TopologyVersion>,
-    new: Option<&TopologyVersion>,
-) -> Ordering {
-    match (current, new) {
-        (Some(c), Some(n)) if c.process_id == n.process_id => c.counter.cmp(&n.counter),
-        _ => Ordering::Less,
     }
 }
 
@@ -392,6 +369,7 @@ fn server_type_of(r: &HelloReply) -> ServerType {
 mod tests {
     use super::*;
     use bson::doc;
+    use std::cmp::Ordering;
 
     fn addr() -> ServerAddress {
         ServerAddress::tcp("a", 27017)

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::address::ServerAddress;
 use crate::error::{Error, Result};
-use crate::sdam::events::*;
-use crate::sdam::server_description::{compare_topology_versions, ServerDescription, ServerType};
+use crate::sdam::server_description::{ServerDescription, ServerType};
+use crate::sdam::topology_version::compare_topology_versions;
 use crate::uri::ConnectionString;
 
 /// The oldest wire version this client speaks (MongoDB 4.0).
@@ -258,38 +258,6 @@ impl TopologyUpdate {
     pub fn server_changed(&self) -> bool {
         self.is_applied() && self.previous_server.as_ref().is_some_and(|p| !p.same_as(&self.new_server))
     }
-
-    /// The events for this update, in the spec's order: ServerDescriptionChanged (if the
-    /// server's description changed), ServerOpening for added servers, ServerClosed for
-    /// removed ones, then TopologyDescriptionChanged (if `current` differs from before).
-    pub fn events(&self, topology_id: TopologyId, current: &TopologyDescription) -> Vec<SdamEvent> {
-        let mut out = Vec::new();
-        if !self.is_applied() {
-            return out;
-        }
-        if let (true, Some(prev)) = (self.server_changed(), &self.previous_server) {
-            out.push(SdamEvent::ServerDescriptionChanged(Box::new(ServerDescriptionChangedEvent {
-                topology_id,
-                address: self.address.clone(),
-                previous_description: (**prev).clone(),
-                new_description: (*self.new_server).clone(),
-            })));
-        }
-        for a in &self.added {
-            out.push(SdamEvent::ServerOpening(ServerOpeningEvent { topology_id, address: a.clone() }));
-        }
-        for a in &self.removed {
-            out.push(SdamEvent::ServerClosed(ServerClosedEvent { topology_id, address: a.clone() }));
-        }
-        if !self.previous.same_as(current) {
-            out.push(SdamEvent::TopologyDescriptionChanged(Box::new(TopologyDescriptionChangedEvent {
-                topology_id,
-                previous_description: self.previous.clone(),
-                new_description: current.clone(),
-            })));
-        }
-        out
-    }
 }
 
 /// Servers added/removed/to check during one update.
@@ -319,8 +287,38 @@ impl TopologyDescription {
     /// The initial description: the seeds as Unknown servers and the initial TopologyType.
     /// In LoadBalanced mode the single server is already a LoadBalancer.
     pub fn new(settings: TopologySettings) -> Self {
-        let (td, _) = Self::open(settings, TopologyId(ObjectId::from_bytes([0; 12])));
-        td
+        Self::opening(settings).1
+    }
+
+    /// The empty description before the initial one, the initial one (seeds Unknown, the
+    /// initial TopologyType), and in LoadBalanced mode the updates that made each seed a
+    /// LoadBalancer (already applied).
+    pub(crate) fn opening(settings: TopologySettings) -> (Self, Self, Vec<TopologyUpdate>) {
+        let settings = Arc::new(settings);
+        let empty = Self::empty(settings.clone());
+        let mut td = Self::empty(settings.clone());
+        td.topology_type = settings.initial_topology_type();
+        // With directConnection the set name is verified against the server; with a
+        // replica set it is the topology's from the start.
+        td.set_name = settings.set_name.clone();
+        for seed in &settings.seeds {
+            td.servers.insert(seed.clone(), Arc::new(ServerDescription::new_unknown(seed.clone())));
+        }
+        let mut updates = Vec::new();
+        if td.topology_type == TopologyType::LoadBalanced {
+            let seeds: Vec<ServerAddress> = td.servers.keys().cloned().collect();
+            for seed in seeds {
+                updates.push(td.apply(ServerDescription::new_load_balancer(seed)));
+            }
+        }
+        (empty, td, updates)
+    }
+
+    /// Empties the topology (every server removed, Unknown) and returns what it was.
+    pub(crate) fn take_for_close(&mut self) -> Self {
+        let previous = self.clone();
+        *self = Self::empty(self.settings.clone());
+        previous
     }
 
     /// A description with the given type and servers, as a snapshot rather than the result of
@@ -342,60 +340,6 @@ impl TopologyDescription {
             td.settings.set_name.clone().or_else(|| td.servers.values().find_map(|s| s.set_name.clone()));
         td.recompute();
         td
-    }
-
-    /// Creates the initial description and the events of the topology's construction:
-    /// TopologyOpening, TopologyDescriptionChanged (empty Unknown → initial), ServerOpening
-    /// for each seed, and in LoadBalanced mode the transition of the server to LoadBalancer.
-    pub fn open(settings: TopologySettings, topology_id: TopologyId) -> (Self, Vec<SdamEvent>) {
-        let settings = Arc::new(settings);
-        let empty = Self::empty(settings.clone());
-        let mut td = Self::empty(settings.clone());
-        td.topology_type = settings.initial_topology_type();
-        // With directConnection the set name is verified against the server; with a
-        // replica set it is the topology's from the start.
-        td.set_name = settings.set_name.clone();
-        for seed in &settings.seeds {
-            td.servers.insert(seed.clone(), Arc::new(ServerDescription::new_unknown(seed.clone())));
-        }
-        let mut events = vec![
-            SdamEvent::TopologyOpening(TopologyOpeningEvent { topology_id }),
-            SdamEvent::TopologyDescriptionChanged(Box::new(TopologyDescriptionChangedEvent {
-                topology_id,
-                previous_description: empty,
-                new_description: td.clone(),
-            })),
-        ];
-        for seed in td.servers.keys() {
-            events.push(SdamEvent::ServerOpening(ServerOpeningEvent { topology_id, address: seed.clone() }));
-        }
-        if td.topology_type == TopologyType::LoadBalanced {
-            let seeds: Vec<ServerAddress> = td.servers.keys().cloned().collect();
-            for seed in seeds {
-                let update = td.apply(ServerDescription::new_load_balancer(seed));
-                events.extend(update.events(topology_id, &td));
-            }
-        }
-        (td, events)
-    }
-
-    /// Closes the topology: removes every server and becomes Unknown. Returns ServerClosed for
-    /// each server, a TopologyDescriptionChanged, and TopologyClosed (last).
-    pub fn close(&mut self, topology_id: TopologyId) -> Vec<SdamEvent> {
-        let previous = self.clone();
-        let mut events: Vec<SdamEvent> = self
-            .servers
-            .keys()
-            .map(|a| SdamEvent::ServerClosed(ServerClosedEvent { topology_id, address: a.clone() }))
-            .collect();
-        *self = Self::empty(self.settings.clone());
-        events.push(SdamEvent::TopologyDescriptionChanged(Box::new(TopologyDescriptionChangedEvent {
-            topology_id,
-            previous_description: previous,
-            new_description: self.clone(),
-        })));
-        events.push(SdamEvent::TopologyClosed(TopologyClosedEvent { topology_id }));
-        events
     }
 
     /// The TopologyType.
@@ -818,29 +762,6 @@ impl SrvHostsUpdate {
     pub fn changed(&self) -> bool {
         !self.added.is_empty() || !self.removed.is_empty()
     }
-
-    /// The events, in the spec's order: ServerOpening for each added server, ServerClosed for
-    /// each removed one, then TopologyDescriptionChanged (if `current` differs from before).
-    pub fn events(&self, topology_id: TopologyId, current: &TopologyDescription) -> Vec<SdamEvent> {
-        let mut out: Vec<SdamEvent> = self
-            .added
-            .iter()
-            .map(|a| SdamEvent::ServerOpening(ServerOpeningEvent { topology_id, address: a.clone() }))
-            .collect();
-        out.extend(
-            self.removed
-                .iter()
-                .map(|a| SdamEvent::ServerClosed(ServerClosedEvent { topology_id, address: a.clone() })),
-        );
-        if !self.previous.same_as(current) {
-            out.push(SdamEvent::TopologyDescriptionChanged(Box::new(TopologyDescriptionChangedEvent {
-                topology_id,
-                previous_description: self.previous.clone(),
-                new_description: current.clone(),
-            })));
-        }
-        out
-    }
 }
 
 impl TopologyDescription {
@@ -918,6 +839,7 @@ fn fmt_tuple(election_id: Option<ObjectId>, set_version: Option<i64>) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sdam::events::{SdamEvent, TopologyId};
     use crate::sdam::TopologyVersion;
     use bson::{doc, Document};
 

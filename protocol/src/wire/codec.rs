@@ -4,11 +4,8 @@ use bytes::BytesMut;
 use tokio_util::codec::{Decoder, Encoder};
 
 use super::compressed::ALL_COMPRESSORS;
-use super::CompressedFrame;
-use super::{
-    check_message_length, decode_validated, encode_compressed_frame, encode_frame, Frame, MessageHeader,
-};
-use super::{OpCode, DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN};
+use super::frame::{decode_validated, encode_compressed_frame, encode_frame, CompressedFrame, Frame};
+use super::header::{check_message_length, MessageHeader, OpCode, DEFAULT_MAX_MESSAGE_SIZE, HEADER_LEN};
 use crate::error::{Error, Result};
 
 /// The most the decoder reserves for a frame before its bytes arrive.

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 
 use bytes::{BufMut, BytesMut};
 
-use super::{decode_validated, encode_frame, Frame, MessageHeader, OpCode, HEADER_LEN};
+use super::header::{MessageHeader, OpCode, HEADER_LEN};
 use crate::error::{Error, Result};
 use crate::uri::Compressor;
 
@@ -92,29 +92,16 @@ impl WireCompressor {
     }
 }
 
-/// A frame to be sent as OP_COMPRESSED (see [`encode_compressed_frame`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct CompressedFrame {
-    /// The message to compress.
-    pub frame: Frame,
-    /// How to compress it.
-    pub compressor: WireCompressor,
-}
-
-/// Encodes `frame` as OP_COMPRESSED at the end of `dst`.
-///
-/// The message is first encoded as usual (so its own size and checksum rules apply); the
-/// compressed message must also fit in `max_message_size`. On error `dst` is left unchanged.
-pub fn encode_compressed_frame(
-    frame: &Frame,
+/// Writes OP_COMPRESSED at the end of `dst`: `header`'s IDs, its opcode as the original one,
+/// and `body` (an encoded message without its header) compressed. The compressed message must
+/// fit in `max_message_size`; on error `dst` is left unchanged.
+pub(super) fn write_compressed(
+    header: &MessageHeader,
+    body: &[u8],
     compressor: WireCompressor,
     dst: &mut BytesMut,
     max_message_size: usize,
-    add_checksum: bool,
 ) -> Result<()> {
-    let mut plain = BytesMut::new();
-    encode_frame(frame, &mut plain, max_message_size, add_checksum)?;
-    let body = &plain[HEADER_LEN..];
     let compressed;
     let payload: &[u8] = match compressor {
         WireCompressor::Noop => body,
@@ -144,12 +131,12 @@ pub fn encode_compressed_frame(
         return Err(too_large);
     }
     let message_length = i32::try_from(total).map_err(|_| too_large)?;
-    let original = frame.message.op_code().as_i32();
+    let original = header.op_code.as_i32();
     dst.reserve(total);
     MessageHeader {
         message_length,
-        request_id: frame.request_id,
-        response_to: frame.response_to,
+        request_id: header.request_id,
+        response_to: header.response_to,
         op_code: OpCode::Compressed,
     }
     .write_to(dst);
@@ -161,13 +148,14 @@ pub fn encode_compressed_frame(
     Ok(())
 }
 
-/// Decodes an OP_COMPRESSED message (header already validated, `bytes` the whole message).
-pub(super) fn decode_compressed(
+/// Decompresses an OP_COMPRESSED message (header already validated, `bytes` the whole
+/// message): the original message's header and its whole bytes, to be decoded as usual.
+pub(super) fn decompress(
     header: &MessageHeader,
     bytes: &[u8],
     max_message_size: usize,
     accepted: u8,
-) -> Result<Frame> {
+) -> Result<(MessageHeader, BytesMut)> {
     let rest = &bytes[HEADER_LEN..];
     let field = |i: usize| i32::from_le_bytes([rest[i], rest[i + 1], rest[i + 2], rest[i + 3]]);
     let original = OpCode::from_i32(field(0))?;
@@ -243,5 +231,5 @@ pub(super) fn decode_compressed(
         ));
     }
     let inner = MessageHeader::parse(&plain, max_message_size)?;
-    decode_validated(&inner, &plain, max_message_size, 0)
+    Ok((inner, plain))
 }

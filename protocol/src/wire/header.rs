@@ -2,8 +2,13 @@
 
 use bytes::{BufMut, BytesMut};
 
-use super::HEADER_LEN;
 use crate::error::{Error, Result};
+
+/// Size of the standard message header (messageLength, requestID, responseTo, opCode).
+pub const HEADER_LEN: usize = 16;
+
+/// The default `maxMessageSizeBytes` used until a hello reply says otherwise.
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 48_000_000;
 
 /// A wire protocol opcode this crate knows about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

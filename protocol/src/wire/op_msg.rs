@@ -7,8 +7,8 @@ use bson::{Document, RawDocumentBuf};
 use bytes::{BufMut, BytesMut};
 
 use super::flags::flag_type;
+use super::header::HEADER_LEN;
 use super::reader::Reader;
-use super::HEADER_LEN;
 use crate::error::{Error, Result};
 
 flag_type! {

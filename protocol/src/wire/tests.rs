@@ -5,6 +5,7 @@ use bytes::BytesMut;
 use tokio_util::codec::{Decoder, Encoder};
 
 use super::*;
+use crate::error::Error;
 
 const MAX: usize = DEFAULT_MAX_MESSAGE_SIZE;
 

@@ -14,9 +14,8 @@ async fn transactions_supported(uri: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_program_passes() {
     // MongoDB 8.0, for the client-level bulk write.
-    let deployment =
-        Deployment::replica_set(1, |b| b.server_version(integration_tests::sim::ServerVersion::V8_0))
-            .expect("a deployment");
+    let deployment = Deployment::replica_set(1, |b| b.server_version(mongo_sim::ServerVersion::V8_0))
+        .expect("a deployment");
     let uri = deployment.uri();
     let replica_set = transactions_supported(&uri).await;
     for (name, needs_replica_set, program) in compat_ours::all() {

@@ -11,7 +11,7 @@ use std::path::Path;
 use bson::{Bson, Document};
 
 use super::expected::{self, Record, Status, TOPOLOGIES};
-use crate::sim::ServerVersion;
+use mongo_sim::ServerVersion;
 
 mod crud_ops;
 mod logs;
@@ -90,12 +90,12 @@ impl External {
             tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
         let timeout = std::time::Duration::from_secs(10);
         let (hello, build, params) = rt.block_on(async {
-            let hello = crate::raw_client::hello(&seed, timeout).await.map_err(|e| format!("hello: {e}"))?;
-            let build = crate::raw_client::run_command(&seed, "admin", bson::doc! {"buildInfo": 1}, timeout)
+            let hello = mongo_sim::raw_client::hello(&seed, timeout).await.map_err(|e| format!("hello: {e}"))?;
+            let build = mongo_sim::raw_client::run_command(&seed, "admin", bson::doc! {"buildInfo": 1}, timeout)
                 .await
                 .map_err(|e| format!("buildInfo: {e}"))?;
             let ask = bson::doc! {"getParameter": 1, "enableTestCommands": 1, "requireApiVersion": 1, "acceptApiVersion2": 1};
-            let params = crate::raw_client::run_command(&seed, "admin", ask, timeout)
+            let params = mongo_sim::raw_client::run_command(&seed, "admin", ask, timeout)
                 .await
                 .ok()
                 .filter(|p| p.get_f64("ok").ok() == Some(1.0) || p.get_i32("ok").ok() == Some(1))
@@ -494,6 +494,12 @@ fn deployments(file: &[Document], test: &[Document], target: &Target) -> Result<
 
 /// Runs every unified suite present under `root` (those whose name contains `filter`, if
 /// given), printing each file's line to `progress` as it finishes.
+///
+/// On the simulator, each test gets its own deployment on its own ports and spends most of its
+/// time waiting (fail points, heartbeats, timeouts), so the files of every suite share one queue
+/// and `SPEC_JOBS` workers (default 6), largest file first: one slow file no longer holds its
+/// suite's workers idle. One external deployment is shared, so its files run one at a time, in
+/// suite order.
 pub fn run_root(
     root: &Path,
     filter: Option<&str>,
@@ -501,58 +507,61 @@ pub fn run_root(
     listed: Option<&expected::ExpectedFailures>,
     progress: &mut dyn FnMut(&str),
 ) -> Vec<UnifiedReport> {
-    let mut reports = Vec::new();
-    for (name, dir) in SUITES {
-        if !super::filter_matches(filter, name) {
-            continue;
+    let suites: Vec<(&str, Vec<std::path::PathBuf>)> = SUITES
+        .iter()
+        .filter(|(name, _)| super::filter_matches(filter, name))
+        .map(|(name, dir)| (*name, root.join(dir)))
+        .filter(|(_, dir)| dir.is_dir())
+        .map(|(name, dir)| (name, super::json_files(&dir)))
+        .collect();
+    // (suite, file) in the order they are taken.
+    let mut queue: Vec<(usize, usize)> =
+        suites.iter().enumerate().flat_map(|(s, (_, files))| (0..files.len()).map(move |f| (s, f))).collect();
+    let jobs = match target {
+        Target::Simulator => {
+            let size = |&(s, f): &(usize, usize)| std::fs::metadata(&suites[s].1[f]).map_or(0, |m| m.len());
+            queue.sort_by_key(|job| std::cmp::Reverse(size(job)));
+            std::env::var("SPEC_JOBS").ok().and_then(|j| j.parse().ok()).unwrap_or(6usize)
         }
-        let dir = root.join(dir);
-        if !dir.is_dir() {
-            continue;
-        }
-        let mut report = UnifiedReport { name: (*name).to_string(), records: Vec::new() };
-        let files = super::json_files(&dir);
-        // Each simulated test gets its own deployment on its own ports, and spends most of its
-        // time waiting (fail points, heartbeats, timeouts): files run side by side. One
-        // external deployment is shared, so its files run one at a time.
-        let jobs = match target {
-            Target::Simulator => {
-                std::env::var("SPEC_JOBS").ok().and_then(|j| j.parse().ok()).unwrap_or(4usize)
-            }
-            Target::External(_) => 1,
-        }
-        .clamp(1, files.len().max(1));
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let (tx, rx) = std::sync::mpsc::channel();
-        let mut results: Vec<Option<Vec<Record>>> = (0..files.len()).map(|_| None).collect();
-        std::thread::scope(|scope| {
-            for _ in 0..jobs {
-                let tx = tx.clone();
-                let (files, next) = (&files, &next);
-                scope.spawn(move || loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(file) = files.get(i) else { break };
-                    let started = std::time::Instant::now();
-                    let records = run_file(root, file, target, listed);
-                    if tx.send((i, records, started.elapsed())).is_err() {
-                        break;
-                    }
-                });
-            }
-            drop(tx);
-            for (i, records, took) in rx {
-                let passed = records.iter().filter(|r| r.status == Status::Passed).count();
-                progress(&format!(
-                    "  {} ({} records, {passed} passed, {:.1} s)",
-                    expected::relative(root, &files[i]),
-                    records.len(),
-                    took.as_secs_f64()
-                ));
-                results[i] = Some(records);
-            }
-        });
-        report.records.extend(results.into_iter().flatten().flatten());
-        reports.push(report);
+        Target::External(_) => 1,
     }
-    reports
+    .clamp(1, queue.len().max(1));
+    let mut results: Vec<Vec<Option<Vec<Record>>>> =
+        suites.iter().map(|(_, files)| (0..files.len()).map(|_| None).collect()).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let (queue, next, suites) = (&queue, &next, &suites);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(s, f)) = queue.get(i) else { break };
+                let started = std::time::Instant::now();
+                let records = run_file(root, &suites[s].1[f], target, listed);
+                if tx.send((s, f, records, started.elapsed())).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        for (s, f, records, took) in rx {
+            let passed = records.iter().filter(|r| r.status == Status::Passed).count();
+            progress(&format!(
+                "  {} ({} records, {passed} passed, {:.1} s)",
+                expected::relative(root, &suites[s].1[f]),
+                records.len(),
+                took.as_secs_f64()
+            ));
+            results[s][f] = Some(records);
+        }
+    });
+    suites
+        .iter()
+        .zip(results)
+        .map(|((name, _), files)| UnifiedReport {
+            name: (*name).to_string(),
+            records: files.into_iter().flatten().flatten().collect(),
+        })
+        .collect()
 }

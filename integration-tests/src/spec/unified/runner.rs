@@ -15,7 +15,7 @@ use super::logs;
 use super::matching::matches;
 use super::traces;
 use crate::deployment::Deployment;
-use crate::sim::Cluster;
+use mongo_sim::Cluster;
 
 #[path = "sdam_ops.rs"]
 mod sdam_ops;
@@ -101,7 +101,7 @@ pub(super) struct Ctx {
     /// waits for the streaming monitor's next reply, up to the default 10 s.
     fail_points: bool,
     /// The identity provider a simulator with auth trusts for MONGODB-OIDC.
-    oidc: Option<Arc<crate::oidc_issuer::OidcIssuer>>,
+    oidc: Option<Arc<mongo_sim::stubs::oidc_issuer::OidcIssuer>>,
 }
 
 pub(super) type R<T> = Result<T, String>;
@@ -110,15 +110,15 @@ pub(super) type R<T> = Result<T, String>;
 const USER: (&str, &str) = ("user", "pencil");
 
 /// The runner's OIDC identity provider (simulators with auth trust it).
-fn oidc_issuer() -> crate::oidc_issuer::OidcIssuer {
-    crate::oidc_issuer::OidcIssuer::new("https://idp.unified.test", "mongodb-sim")
+fn oidc_issuer() -> mongo_sim::stubs::oidc_issuer::OidcIssuer {
+    mongo_sim::stubs::oidc_issuer::OidcIssuer::new("https://idp.unified.test", "mongodb-sim")
 }
 
 fn start_cluster(
     topology: &str,
     auth: bool,
-    version: crate::sim::ServerVersion,
-    oidc: Option<&crate::oidc_issuer::OidcIssuer>,
+    version: mongo_sim::ServerVersion,
+    oidc: Option<&mongo_sim::stubs::oidc_issuer::OidcIssuer>,
 ) -> R<Cluster> {
     let builder = match topology {
         "single" => Cluster::standalone(),

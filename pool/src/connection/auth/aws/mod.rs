@@ -4,7 +4,7 @@
 //! (`sign.rs`), which the server forwards to STS to learn who the caller is. Credentials come from
 //! `credentials.rs` ([`AwsCredentialCache`]); the source is always `$external`.
 
-mod credentials;
+pub(crate) mod credentials;
 mod region;
 mod sign;
 
