@@ -31,10 +31,14 @@ help:
 build:
 	$(CARGO) build --workspace --all-targets
 
+# After the workspace's tests, the three deployments side by side (each its own server, port and
+# cargo process; the tests mostly wait on their server): SecantusDB as a replica set and as a
+# standalone, and the compose replica set. Each tier's output is printed whole when it ends.
+# TIERS_ALSO adds targets to that group (.ci/run: the hygiene checks).
 test: browser-deps
 	$(CARGO) test --workspace --no-fail-fast
-	$(MAKE) test-peer
-	$(MAKE) test-compose
+	$(MAKE) peer-venv
+	$(MAKE) -j --output-sync=target test-peer-rs test-peer-standalone test-compose $(TIERS_ALSO)
 
 # The status page's browser test (examples/tests/browser.rs) drives Debian's chromium through
 # chromedriver: installed here when missing (as root, as .ci/run runs), else the test fails.
@@ -57,9 +61,15 @@ test-compose:
 	CARGO=$(CARGO) integration-tests/docker/compose-test.sh
 
 # The peer tier alone: the client against SecantusDB (installed in .venv-peer), replica set and standalone.
-.PHONY: test-peer
+.PHONY: test-peer test-peer-rs test-peer-standalone peer-venv
 test-peer:
 	CARGO=$(CARGO) integration-tests/peer/run.sh
+test-peer-rs:
+	CARGO=$(CARGO) integration-tests/peer/run.sh rs
+test-peer-standalone:
+	CARGO=$(CARGO) integration-tests/peer/run.sh standalone
+peer-venv:
+	integration-tests/peer/run.sh --install
 
 spec:
 	$(CARGO) run -q -p integration-tests --bin spec-runner -- --root $(SPEC_ROOT)
@@ -102,8 +112,10 @@ bench-pool:
 bench-actors:
 	$(CARGO) bench -p integration-tests --bench actors
 
+# LINT_TARGET_DIR: a target directory of its own, so that clippy beside a running `cargo test`
+# (.ci/run) neither waits for nor holds the build directory's lock.
 lint:
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(if $(LINT_TARGET_DIR),CARGO_TARGET_DIR=$(LINT_TARGET_DIR) )$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 # The main job: the `mongo-actors demo` binary (examples crate). `mongo-actors --help` lists
 # the tools (watch, select).

@@ -5,8 +5,12 @@
 # on a free 127.0.0.1 port, runs the tests that take a deployment from MONGODB_URI against it
 # (the client's end-to-end tests, the examples' smoke runs and the demo, and the vendored unified
 # suites judged against expected-failures/client.txt + secantusdb.txt), and stops it by its
-# process id, also on failure. `make test-peer` runs this alone; `make test`
-# runs it after the workspace's tests.
+# process id, also on failure.
+#
+#   peer/run.sh                  # both deployments, one after the other (`make test-peer`)
+#   peer/run.sh rs               # one of them: `make test` runs rs and standalone side by side,
+#   peer/run.sh standalone       # beside the compose tier (each its own server and port)
+#   peer/run.sh --install        # only the venv (make runs it once before the modes in parallel)
 #
 # TESTS and FILTERS override the test targets and the tests' names (see docker/run.sh).
 set -euo pipefail
@@ -21,6 +25,12 @@ if ! grep -qx "Version: $VERSION" <<<"$installed"; then
   python3 -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check "SecantusDB==$VERSION"
 fi
+[ "${1:-}" = --install ] && exit 0
+MODES=("$@")
+[ ${#MODES[@]} = 0 ] && MODES=(rs standalone)
+for mode in "${MODES[@]}"; do
+  case $mode in rs | standalone) ;; *) echo "usage: $0 [--install | rs | standalone ...]" >&2; exit 2 ;; esac
+done
 
 PID=""
 LOG=""
@@ -66,7 +76,8 @@ start() {
 }
 
 status=0
-for mode in rs standalone; do
+for mode in "${MODES[@]}"; do
+  started=$SECONDS
   start "$mode"
   # The same script a real deployment is tested with (docker/run.sh), so its path is exercised.
   if ! SPEC_EXPECTED=secantusdb CARGO="$CARGO" integration-tests/docker/run.sh --uri "$URI"; then
@@ -75,5 +86,7 @@ for mode in rs standalone; do
     status=1
   fi
   stop
+  rm -f "$LOG"; LOG=""
+  echo "peer ($mode): $([ $status = 0 ] && echo passed || echo FAILED) in $((SECONDS - started)) s"
 done
 exit $status
