@@ -12,9 +12,9 @@ use md5::Md5;
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
-use super::commands::CmdError;
 use super::sasl::{payload_bytes, random};
-use super::SimError;
+use crate::commands::reply::CmdError;
+use crate::error::SimError;
 
 /// mongod's iteration counts (`scramIterationCount`, `scramSHA256IterationCount`).
 const SHA1_ITERATIONS: u32 = 10_000;

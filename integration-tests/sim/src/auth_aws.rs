@@ -10,7 +10,7 @@ use bson::{doc, Binary, Bson, Document, RawDocument};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
-use super::commands::CmdError;
+use crate::commands::reply::CmdError;
 
 /// The body of the request the client signs.
 const BODY: &str = "Action=GetCallerIdentity&Version=2011-06-15";

@@ -13,8 +13,8 @@ use bson::{doc, Binary, Bson, Document, RawDocument};
 use ring::signature::{UnparsedPublicKey, ECDSA_P256_SHA256_FIXED};
 use serde_json::Value;
 
-use super::commands::CmdError;
-use super::SimError;
+use crate::commands::reply::CmdError;
+use crate::error::SimError;
 
 /// The identity provider a simulated cluster trusts for MONGODB-OIDC.
 #[derive(Clone, Debug, PartialEq)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 use bson::{Bson, Document};
 use parking_lot::Mutex;
 
-use super::SimError;
+use crate::error::SimError;
 
 /// How often the fail point triggers.
 #[derive(Clone, Debug, PartialEq)]

@@ -4,8 +4,11 @@ use std::time::Duration;
 
 use bson::{doc, Bson, DateTime, Document, RawDocument};
 
-use super::cluster::{election_id, Kind, Member, Shared, TopologyVersion};
-use super::commands::CmdError;
+use crate::commands::reply::CmdError;
+use crate::shared::Shared;
+use crate::state::member::Member;
+use crate::state::member::TopologyVersion;
+use crate::state::{election_id, Kind};
 
 /// What a hello request asked for.
 #[derive(Clone, Debug, Default)]

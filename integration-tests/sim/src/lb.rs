@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
-use super::cluster::Shared;
+use crate::shared::Shared;
 
 /// Accepts connections on the load balancer port until aborted; `only`: the one service.
 pub(crate) async fn run(shared: Arc<Shared>, listener: StdTcpListener, only: Option<usize>) {

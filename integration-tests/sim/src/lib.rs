@@ -14,10 +14,17 @@
 //! # Ok::<(), mongo_sim::SimError>(())
 //! ```
 //!
-//! Layout: [`cluster`](self) holds the shared state, elections and replication; `server` the
-//! listeners and connection loops (exhaust included); `hello` the handshake replies;
-//! `commands` the command implementations; `store` the in-memory collections; `failpoint` the
-//! `failCommand` fail point; `lb` the load balancer; [`testing`] a tiny raw client for tests.
+//! Layout, bottom to top (no file imports one above it; the layering test checks it):
+//! `error`, `options`, `counters`, `failpoint`; `state/` (the stores and the query language
+//! they answer, the oplog and session table, cursors, transactions, change events, a member
+//! process's node, and the `State` that holds them); `shared` (what every task
+//! shares, behind one lock); `tls`, `sasl` and `auth*` (the handshake's security);
+//! `member/` (a member process's heartbeats, elections, sync and journal); `control`
+//! (elections, kills, restarts); `commands/` (one file per family of commands, `exec` choosing
+//! among them, `crud` running one); `hello`; `server` (listeners and connection loops, exhaust
+//! included) and `lb` (the load balancer); `cluster` (starting a deployment); this file, the
+//! public API. [`testing`] is a tiny raw client for tests; [`stubs`] the cloud services a
+//! client's authentication reaches.
 
 #![warn(missing_docs)]
 
@@ -26,202 +33,39 @@ mod auth_aws;
 mod auth_oidc;
 mod cluster;
 mod commands;
-mod expr;
+mod control;
+mod counters;
+mod error;
 mod failpoint;
 mod hello;
 mod lb;
 mod member;
+mod options;
 pub mod raw_client;
-mod repl;
 mod sasl;
 mod server;
-mod store;
+mod shared;
+mod state;
 pub mod stubs;
 pub mod testing;
 mod tls;
-mod value;
 
 pub use auth_aws::AwsUser;
 pub use auth_oidc::SimOidc;
-pub use member::MemberConfig;
+pub use counters::{Counters, MemberCounters};
+pub use error::SimError;
+pub use member::config::MemberConfig;
+pub use options::{MemberOptions, ServerVersion};
 pub use tls::SimTls;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bson::{doc, Document};
+use bson::Document;
 use parking_lot::Mutex;
 
-use cluster::{Kind, Shared};
-
-/// Errors of the simulator's control API.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SimError {
-    /// A listener could not be bound.
-    #[error("cannot bind 127.0.0.1:{port}: {source}")]
-    Bind {
-        /// The port asked for (0 = ephemeral).
-        port: u16,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// Another I/O error (creating the runtime, reading a socket address).
-    #[error("I/O error: {0}")]
-    Io(std::io::Error),
-    /// The builder's options are inconsistent (e.g. an index out of range, a hidden member with
-    /// a non-zero priority, no electable member).
-    #[error("invalid cluster configuration: {0}")]
-    InvalidConfig(String),
-    /// A member index that does not exist.
-    #[error("no member with index {0}")]
-    NoSuchMember(usize),
-    /// The operation does not apply to the cluster in its current state or topology (e.g. a
-    /// step down without a primary, `add_member` on a sharded cluster).
-    #[error("invalid operation: {0}")]
-    InvalidState(String),
-    /// A `configureFailPoint` document was not understood.
-    #[error("invalid fail point: {0}")]
-    InvalidFailPoint(String),
-    /// The TLS settings were rejected (unparsable PEM, key not matching the certificate, ...)
-    /// or test certificates could not be generated.
-    #[error("TLS configuration: {0}")]
-    Tls(String),
-}
-
-/// Which MongoDB release the simulator answers as: its `maxWireVersion`, `buildInfo` and the
-/// commands and fields that release added.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ServerVersion {
-    /// MongoDB 7.0 (wire version 21): the default.
-    #[default]
-    V7_0,
-    /// MongoDB 8.0 (wire version 25): adds the `bulkWrite` command and `sort` in update
-    /// statements.
-    V8_0,
-}
-
-impl ServerVersion {
-    /// The release as `(major, minor, patch)`.
-    pub fn triple(self) -> (u64, u64, u64) {
-        let [a, b, c, _] = self.version_array().map(|n| u64::try_from(n).unwrap_or(0));
-        (a, b, c)
-    }
-
-    /// buildInfo's `versionArray`.
-    pub fn version_array(self) -> [i32; 4] {
-        match self {
-            ServerVersion::V7_0 => [7, 0, 14, 0],
-            ServerVersion::V8_0 => [8, 0, 4, 0],
-        }
-    }
-
-    /// The release as buildInfo's `version` string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ServerVersion::V7_0 => "7.0.14",
-            ServerVersion::V8_0 => "8.0.4",
-        }
-    }
-
-    /// hello's `maxWireVersion`.
-    pub fn max_wire_version(self) -> i32 {
-        match self {
-            ServerVersion::V7_0 => 21,
-            ServerVersion::V8_0 => 25,
-        }
-    }
-}
-
-/// Options of one replica-set member.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct MemberOptions {
-    /// Hidden: in no hosts list, reports `hidden: true`; always priority 0.
-    pub hidden: bool,
-    /// Arbiter: votes, holds no data, listed in `arbiters`.
-    pub arbiter: bool,
-    /// Replica-set tags.
-    pub tags: Document,
-    /// Election priority (0 = never elected, listed in `passives`). `None` = 1 (0 for hidden
-    /// members and arbiters).
-    pub priority: Option<f64>,
-}
-
-/// Counters of one member (or the sum over all members).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MemberCounters {
-    /// Connections accepted.
-    pub connections_opened: u64,
-    /// Connections open right now (accepted and not yet closed).
-    pub current_connections: u64,
-    /// Plain (not awaitable) hello/isMaster commands, OP_QUERY included.
-    pub hellos: u64,
-    /// Awaitable hello replies (each streamed exhaust reply counts).
-    pub awaited_hellos: u64,
-    /// Replies sent as OP_COMPRESSED (after a client offered a compressor the simulator has).
-    pub compressed_replies: u64,
-    /// Bytes received from clients on every connection, as on the wire.
-    pub bytes_in: u64,
-    /// Bytes sent to clients on every connection, as on the wire.
-    pub bytes_out: u64,
-    /// Commands received, by name as sent (hello included).
-    pub commands: BTreeMap<String, u64>,
-    /// Requests received as OP_COMPRESSED, by `compressor:command` (`zstd:find`).
-    pub compressed_commands: BTreeMap<String, u64>,
-}
-
-impl MemberCounters {
-    /// How many times `name` was received.
-    pub fn command(&self, name: &str) -> u64 {
-        self.commands.get(name).copied().unwrap_or(0)
-    }
-
-    fn to_document(&self) -> Document {
-        let commands: Document = self
-            .commands
-            .iter()
-            .map(|(k, v)| (k.clone(), bson::Bson::Int64(i64::try_from(*v).unwrap_or(i64::MAX))))
-            .collect();
-        let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        doc! {
-            "connectionsOpened": n(self.connections_opened),
-            "currentConnections": n(self.current_connections),
-            "hellos": n(self.hellos),
-            "awaitedHellos": n(self.awaited_hellos),
-            "compressedReplies": n(self.compressed_replies),
-            "bytesIn": n(self.bytes_in),
-            "bytesOut": n(self.bytes_out),
-            "commands": commands,
-            "compressedCommands": self
-                .compressed_commands
-                .iter()
-                .map(|(k, v)| (k.clone(), bson::Bson::Int64(n(*v))))
-                .collect::<Document>(),
-        }
-    }
-}
-
-/// A snapshot of the cluster's counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Counters {
-    /// Per member (per mongos, per load-balanced service), in index order.
-    pub members: Vec<MemberCounters>,
-    /// Sum over all members.
-    pub total: MemberCounters,
-}
-
-impl Counters {
-    /// The counters as the `simCounters` admin command returns them:
-    /// `{total: {...}, members: [{...}, ...]}` with camelCase field names.
-    pub fn to_document(&self) -> Document {
-        doc! {
-            "total": self.total.to_document(),
-            "members": self.members.iter().map(MemberCounters::to_document).collect::<Vec<_>>(),
-        }
-    }
-}
+use shared::Shared;
+use state::Kind;
 
 /// Builds a [`Cluster`]; see [`Cluster::standalone`], [`Cluster::replica_set`],
 /// [`Cluster::sharded`] and [`Cluster::load_balanced`].
@@ -500,7 +344,7 @@ impl ClusterBuilder {
     /// primary (member 0 unless its priority says otherwise).
     pub fn start(self) -> Result<Cluster, SimError> {
         self.validate()?;
-        let security = cluster::Security {
+        let security = shared::Security {
             tls: self.tls.as_ref().map(tls::acceptor).transpose()?,
             users: auth::Users::new(&self.users, &self.aws_users, &self.sts_host, self.oidc.as_ref())?,
         };
@@ -518,6 +362,7 @@ impl ClusterBuilder {
             self.port,
             runtime.handle().clone(),
             &self.members,
+            cluster::spawn_listener,
         );
         shared.security = security;
         shared.version = self.version;
@@ -647,7 +492,7 @@ impl Cluster {
         let st = self.shared.state.lock();
         st.txns
             .iter()
-            .filter(|(_, t)| t.state == commands::txn::TxnState::Active)
+            .filter(|(_, t)| t.state == state::txn::TxnState::Active)
             .map(|(lsid, t)| (hex::encode(lsid), t.number))
             .collect()
     }

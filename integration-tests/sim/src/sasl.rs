@@ -3,7 +3,7 @@
 
 use bson::{Document, RawBsonRef, RawDocument};
 
-use super::commands::CmdError;
+use crate::commands::reply::CmdError;
 
 /// Fills `buf` from the operating system's secure random source (through rustls' provider).
 pub(crate) fn random(buf: &mut [u8]) {

@@ -17,10 +17,15 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::codec::Framed;
 
 use super::auth::{self, ConnAuth};
-use super::cluster::{Kind, Member, Shared, TopologyVersion};
-use super::commands::{self, CmdError, ConnInfo, Ctx, RETRYABLE_CODES};
 use super::failpoint::{Triggered, TxnWriteTriggered};
 use super::hello::{self, HelloRequest};
+use crate::commands;
+use crate::commands::context::{ConnInfo, Ctx};
+use crate::commands::reply::{CmdError, RETRYABLE_CODES};
+use crate::shared::Shared;
+use crate::state::member::Member;
+use crate::state::member::TopologyVersion;
+use crate::state::Kind;
 
 type Conn<S> = Framed<S, MessageCodec>;
 
@@ -628,9 +633,10 @@ impl Connection {
         if self.shared.kind != Kind::ReplicaSet || doc.contains_key("topologyVersion") {
             return;
         }
-        let not_primary =
-            |d: &Document| commands::number(d.get("code")).is_some_and(|c| NOT_PRIMARY.contains(&c));
-        let failed = commands::number(doc.get("ok")) == Some(0);
+        let not_primary = |d: &Document| {
+            crate::commands::reply::number(d.get("code")).is_some_and(|c| NOT_PRIMARY.contains(&c))
+        };
+        let failed = crate::commands::reply::number(doc.get("ok")) == Some(0);
         let not_primary =
             (failed && not_primary(doc)) || doc.get_document("writeConcernError").is_ok_and(not_primary);
         if not_primary {

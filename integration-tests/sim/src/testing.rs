@@ -11,7 +11,8 @@ use rcgen::{
     KeyUsagePurpose,
 };
 
-use super::{SimError, SimTls};
+use super::SimTls;
+use crate::error::SimError;
 
 /// A throwaway PKI for TLS tests: a self-signed CA, a server certificate it signed for
 /// `localhost` and `127.0.0.1`, and a client certificate it signed. The PEM files are written

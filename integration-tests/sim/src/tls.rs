@@ -9,7 +9,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
 
-use super::SimError;
+use crate::error::SimError;
 
 /// TLS settings of a simulated cluster: every member, mongos and load balancer then accepts
 /// only TLS connections. [`crate::testing::TestCerts`] generates a matching set.

@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use bson::{doc, Document};
 
-use super::{number, CmdError, Ctx};
-use crate::cluster::Kind;
-use crate::SimError;
+use super::context::Ctx;
+use super::reply::{number, CmdError};
+use crate::error::SimError;
+use crate::state::Kind;
 
 /// Whether this module implements `name`.
 pub(crate) fn handles(name: &str) -> bool {

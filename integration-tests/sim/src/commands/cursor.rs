@@ -5,24 +5,12 @@ use std::time::Duration;
 
 use bson::{doc, Bson, Document};
 
-use super::CmdError;
-use crate::cluster::State;
+use super::reply::CmdError;
+use crate::state::cursor::Cursor;
+use crate::state::State;
 
 /// Default size of a first batch, as mongod uses.
 const DEFAULT_FIRST_BATCH: usize = 101;
-
-/// An open cursor: the remaining documents of a result.
-#[derive(Debug)]
-pub(crate) struct Cursor {
-    /// The member it lives on (killing the member kills its cursors).
-    pub member: usize,
-    pub ns: String,
-    pub docs: VecDeque<Document>,
-    /// A tailable cursor stays open when it runs out (the sim adds no new data to it).
-    pub tailable: bool,
-    /// A tailable awaitData cursor: a getMore with nothing to return waits its maxTimeMS.
-    pub await_data: bool,
-}
 
 /// `(tailable, awaitData)` of a `find` command.
 pub(crate) fn tailable_of(name: &str, cmd: &Document) -> (bool, bool) {

@@ -5,61 +5,15 @@ use std::collections::HashSet;
 
 use bson::{doc, Bson, Document};
 
-use super::crud::log_write;
-use super::{check_role, wait_write_concern, Access, CmdError, Ctx, PendingWrite, WriteConcern};
-use crate::cluster::{Kind, Shared, State};
-use crate::repl::{Op, Ops, SessionRecord};
-use crate::store::{id_key, IdKey, Store};
-
-/// The lifecycle of a transaction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum TxnState {
-    Active,
-    Committed,
-    Aborted,
-}
-
-/// One transaction of one session.
-#[derive(Debug)]
-pub(crate) struct Txn {
-    pub number: i64,
-    pub state: TxnState,
-    /// Private copies of the collections the transaction touched.
-    shadow: Store,
-    touched: HashSet<(String, String)>,
-    /// The documents the transaction wrote (db, collection, `_id` key): another
-    /// transaction writing one of them meets a write conflict.
-    writes: HashSet<(String, String, IdKey)>,
-    /// The writes to replay at commit.
-    ops: Vec<Op>,
-    /// The commit's oplog entry: a retried `commitTransaction` waits for its write concern
-    /// (and finds the transaction gone if the entry was rolled back).
-    pub commit: Option<PendingWrite>,
-}
-
-impl Txn {
-    /// Aborts the transaction: its writes are gone, later statements get NoSuchTransaction.
-    fn abort(&mut self) {
-        self.state = TxnState::Aborted;
-        self.ops.clear();
-        self.writes.clear();
-        self.shadow = Store::default();
-    }
-
-    /// The session-table record of a transaction committed on another member (replicated to
-    /// this one): a retried `commitTransaction` succeeds, anything else finds it committed.
-    pub(crate) fn committed(number: i64, commit: PendingWrite) -> Self {
-        Txn {
-            number,
-            state: TxnState::Committed,
-            shadow: Store::default(),
-            touched: HashSet::new(),
-            writes: HashSet::new(),
-            ops: Vec::new(),
-            commit: Some(commit),
-        }
-    }
-}
+use super::context::{check_role, Access, Ctx};
+use super::outcome::log_write;
+use super::reply::CmdError;
+use super::write_concern::{wait_write_concern, WriteConcern};
+use crate::shared::Shared;
+use crate::state::oplog::{Op, Ops, SessionRecord};
+use crate::state::store::{id_key, IdKey, Store};
+use crate::state::txn::{Txn, TxnState};
+use crate::state::{Kind, State};
 
 /// The document an oplog operation changed.
 fn written(op: &Op) -> Option<(String, String, IdKey)> {
@@ -246,7 +200,7 @@ pub(crate) async fn run(ctx: &Ctx<'_>) -> Result<Document, CmdError> {
         plain.remove("autocommit");
         check_role(shared, &st, i, Access::Write, &plain)?;
         let first_commit = st.txns.get(&args.lsid).filter(|t| t.number == args.number).and_then(|t| t.commit);
-        let first_rolled_back = first_commit.is_some_and(|p| p.rolled_back(&st));
+        let first_rolled_back = first_commit.is_some_and(|p| p.rolled_back(&st.oplog));
         let txn = st.txns.get_mut(&args.lsid).filter(|t| t.number == args.number);
         let Some(txn) = txn else {
             return Err(no_such(args.number));

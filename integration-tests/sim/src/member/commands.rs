@@ -8,9 +8,11 @@ use std::time::{Duration, Instant};
 use bson::{doc, Bson, Document, Timestamp};
 
 use super::oplog_entry;
-use crate::cluster::{Shared, State};
-use crate::commands::{number, CmdError, Ctx};
-use crate::repl::ts_key;
+use crate::commands::context::Ctx;
+use crate::commands::reply::{number, CmdError};
+use crate::shared::Shared;
+use crate::state::oplog::ts_key;
+use crate::state::State;
 
 /// Most entries in one batch, whatever the batchSize.
 const MAX_BATCH: usize = 10_000;
@@ -182,7 +184,7 @@ fn find(shared: &Shared, cmd: &Document) -> Result<Document, CmdError> {
                 };
                 n.oplog_cursors.remove(&lru);
             }
-            n.oplog_cursors.insert(id, super::OplogCursor { after, used: Instant::now() });
+            n.oplog_cursors.insert(id, crate::state::node::OplogCursor { after, used: Instant::now() });
         }
         id
     } else {

@@ -14,8 +14,9 @@ use bson::{doc, Document};
 use futures_util::future::join_all;
 
 use super::{adopt_term, journal_new_entries, journal_term, rank_delay, step_down_locked, MemberConfig};
-use crate::cluster::{Shared, State};
 use crate::raw_client::RawClient;
+use crate::shared::Shared;
+use crate::state::State;
 
 /// mongod's periodicNoopIntervalSecs: keeps `lastWriteDate` moving on an idle set.
 const NOOP_EVERY: Duration = Duration::from_secs(10);

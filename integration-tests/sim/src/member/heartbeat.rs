@@ -10,9 +10,11 @@ use std::time::{Duration, Instant};
 
 use bson::{doc, Document, Timestamp};
 
-use super::{adopt_term, rank_delay, MemberConfig, Peer};
-use crate::cluster::{Shared, State};
+use super::{adopt_term, rank_delay, MemberConfig};
 use crate::raw_client::RawClient;
+use crate::shared::Shared;
+use crate::state::node::Peer;
+use crate::state::State;
 
 /// Sends heartbeats to member `peer` until the cluster closes.
 pub(crate) async fn run(shared: Arc<Shared>, config: MemberConfig, peer: usize) {

@@ -6,23 +6,18 @@
 //! Records are written (not fsynced) before the write they log is acknowledged: a killed
 //! process loses nothing the kernel already has, which is the fault the tests inject.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
 
 use bson::{doc, Document};
 
 use super::oplog_entry;
-use crate::cluster::{Shared, State};
-use crate::repl::Entry;
-use crate::SimError;
-
-/// The open journal file.
-#[derive(Debug)]
-pub(crate) struct Journal {
-    file: File,
-    failed: bool,
-}
+use crate::error::SimError;
+use crate::shared::Shared;
+use crate::state::node::Journal;
+use crate::state::oplog::Entry;
+use crate::state::State;
 
 /// What replaying the journal restored besides the data.
 #[derive(Debug, Default)]

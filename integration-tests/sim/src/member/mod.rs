@@ -17,6 +17,7 @@
 //!   restarted member keep its data, term and vote; `commands`: the server side of all this.
 
 pub(crate) mod commands;
+pub(crate) mod config;
 mod election;
 mod heartbeat;
 mod journal;
@@ -25,132 +26,17 @@ mod sync;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
-use std::net::IpAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::Timestamp;
 
-use super::cluster::{Shared, State};
-use super::repl::SessionRecord;
-use super::SimError;
-
-/// How one member process of a multi-process replica set is configured.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MemberConfig {
-    /// Every member's `host:port` as the replica set config names it (what hello reports and
-    /// what peers dial), in member-id order.
-    pub members: Vec<String>,
-    /// This process's entry in `members`.
-    pub me: usize,
-    /// Election priority of each member (empty: 1 for every member); 0 never stands.
-    pub priorities: Vec<f64>,
-    /// The address to listen on (the port is this member's in `members`).
-    pub bind: IpAddr,
-    /// Where the member keeps its journal (oplog, term and vote) across restarts; `None`: in
-    /// memory only (a restarted member comes back empty).
-    pub data_dir: Option<PathBuf>,
-    /// How often each peer is sent a heartbeat (mongod: 2 s).
-    pub heartbeat: Duration,
-    /// How long secondaries wait without hearing from the primary before calling an election
-    /// (mongod: 10 s).
-    pub election_timeout: Duration,
-}
-
-impl MemberConfig {
-    /// A config with the defaults used by the compose tests: 250 ms heartbeats and a 2 s
-    /// election timeout, listening on 127.0.0.1 (a container passes its own network's
-    /// address, or `0.0.0.0` inside its network namespace).
-    pub fn new(members: Vec<String>, me: usize) -> Self {
-        MemberConfig {
-            members,
-            me,
-            priorities: Vec::new(),
-            bind: IpAddr::from([127, 0, 0, 1]),
-            data_dir: None,
-            heartbeat: Duration::from_millis(250),
-            election_timeout: Duration::from_secs(2),
-        }
-    }
-
-    /// Checks the config; returns this member's port.
-    pub(crate) fn validate(&self) -> Result<u16, SimError> {
-        let bad = |m: String| Err(SimError::InvalidConfig(m));
-        if self.members.is_empty() || self.me >= self.members.len() {
-            return bad(format!("member {} is not among the {} members", self.me, self.members.len()));
-        }
-        let mut seen = std::collections::HashSet::new();
-        for m in &self.members {
-            if port_of(m).is_none() {
-                return bad(format!("member {m:?}: expected HOST:PORT"));
-            }
-            if !seen.insert(m.to_ascii_lowercase()) {
-                return bad(format!("member {m:?} is listed twice"));
-            }
-        }
-        if !self.priorities.is_empty() && self.priorities.len() != self.members.len() {
-            return bad(format!("{} priorities for {} members", self.priorities.len(), self.members.len()));
-        }
-        if self.priorities.iter().any(|p| !(p.is_finite() && *p >= 0.0)) {
-            return bad("priorities must be >= 0".into());
-        }
-        if !self.priorities.is_empty() && self.priorities.iter().all(|p| *p == 0.0) {
-            return bad("no electable member (every priority is 0)".into());
-        }
-        if self.heartbeat.is_zero() || self.election_timeout < self.heartbeat * 2 {
-            return bad("the election timeout must be at least two heartbeat intervals".into());
-        }
-        port_of(&self.members[self.me]).ok_or_else(|| SimError::InvalidConfig("no port".into()))
-    }
-
-    /// Member `i`'s priority.
-    pub(crate) fn priority(&self, i: usize) -> f64 {
-        self.priorities.get(i).copied().unwrap_or(1.0)
-    }
-}
-
-/// The port of `host:port` (`[v6]:port` too).
-fn port_of(host_port: &str) -> Option<u16> {
-    let (host, port) = host_port.rsplit_once(':')?;
-    (!host.is_empty()).then_some(())?;
-    port.parse().ok().filter(|p| *p != 0)
-}
-
-/// What this member last heard from one peer.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Peer {
-    /// When it last answered a heartbeat.
-    pub last_ok: Option<Instant>,
-}
-
-/// A tailable cursor over this member's oplog (a secondary pulling from it).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct OplogCursor {
-    /// The timestamp of the last entry sent.
-    pub after: Timestamp,
-    /// When a fetcher last used it (the least recently used goes first when too many are open).
-    pub used: Instant,
-}
-
-/// The member-process part of [`State`]: votes, peers, timers, the journal, oplog cursors.
-#[derive(Debug)]
-pub(crate) struct Node {
-    /// This process's member index.
-    pub me: usize,
-    /// The vote cast in a term: (term, candidate).
-    pub voted: Option<(i64, usize)>,
-    /// What the heartbeats said, by member index (this member's slot unused).
-    pub peers: Vec<Peer>,
-    /// When this member calls an election if it still has not heard from a primary.
-    pub election_due: Instant,
-    /// The journal in the data directory, if any.
-    pub journal: Option<journal::Journal>,
-    /// Oplog entries already journaled (absolute end index).
-    pub journaled: u64,
-    /// Open oplog cursors by id.
-    pub oplog_cursors: HashMap<i64, OplogCursor>,
-}
+use crate::error::SimError;
+use crate::shared::Shared;
+use crate::state::node::{Node, Peer};
+use crate::state::oplog::SessionRecord;
+use crate::state::State;
+pub(crate) use config::MemberConfig;
 
 /// A random duration below `max` (jitter keeps members from calling elections together).
 pub(crate) fn jitter(max: Duration) -> Duration {
@@ -192,11 +78,11 @@ pub(crate) fn init(shared: &Shared, st: &mut State, config: &MemberConfig) -> Re
         // Peers are unknown until they answer; slot `me` is this process.
         m.alive = i == config.me;
     }
-    st.oplog = super::repl::Oplog::empty();
+    st.oplog = crate::state::oplog::Oplog::empty();
     st.commit = 0;
     let mut node = Node::new(config);
     if let Some(dir) = &config.data_dir {
-        let (journal, replayed) = journal::Journal::open(dir, shared, st, config.me)?;
+        let (journal, replayed) = crate::state::node::Journal::open(dir, shared, st, config.me)?;
         node.voted = replayed.voted;
         node.journal = Some(journal);
         node.journaled = st.oplog.end();
@@ -266,7 +152,7 @@ pub(crate) fn step_down_locked(shared: &Shared, st: &mut State, why: &str) -> bo
     }
     st.primary = None;
     // Open transactions die with the primary; committed ones stay in the session table.
-    st.txns.retain(|_, t| t.state == super::commands::txn::TxnState::Committed);
+    st.txns.retain(|_, t| t.state == crate::state::txn::TxnState::Committed);
     if let Some(n) = st.node.as_mut() {
         n.election_due = Instant::now() + shared.election_timeout;
     }
@@ -285,8 +171,8 @@ pub(crate) async fn forward(
     primary: usize,
     db: &str,
     mut cmd: bson::Document,
-) -> Result<bson::Document, super::commands::CmdError> {
-    use super::commands::CmdError;
+) -> Result<bson::Document, crate::commands::reply::CmdError> {
+    use crate::commands::reply::CmdError;
     let addr = shared.state.lock().handles.get(primary).map(|h| h.addr.clone());
     let addr =
         addr.ok_or_else(|| CmdError::new(10107, "NotWritablePrimary", "no primary to write through"))?;
@@ -315,8 +201,8 @@ pub(crate) fn peer_position(st: &mut State, peer: usize, ts: Timestamp, term: i6
 
 /// Records the session-table record of an entry this member applied (or replayed).
 pub(crate) fn record_session(st: &mut State, record: &SessionRecord, end: u64, ts: Timestamp) {
-    use super::commands::txn::Txn;
-    use super::commands::PendingWrite;
+    use crate::state::oplog::PendingWrite;
+    use crate::state::txn::Txn;
     match record {
         SessionRecord::RetryableWrite { lsid, txn_number, reply } => {
             st.retried_writes

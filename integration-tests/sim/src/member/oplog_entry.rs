@@ -7,8 +7,8 @@
 
 use bson::{doc, Bson, DateTime, Document, Timestamp};
 
-use crate::repl::{Entry, Op, OpTime, SessionRecord};
-use crate::store::{id_key, IdKey, Store};
+use crate::state::oplog::{Entry, Op, OpTime, SessionRecord};
+use crate::state::store::{id_key, IdKey, Store};
 
 fn ns(db: &str, coll: &str) -> String {
     format!("{db}.{coll}")
@@ -213,7 +213,7 @@ mod tests {
     use bson::{doc, DateTime, Timestamp};
 
     use super::*;
-    use crate::store::{id_key, Store};
+    use crate::state::store::{id_key, Store};
 
     fn entry(ops: Vec<Op>, session: Option<SessionRecord>) -> Entry {
         let optime =

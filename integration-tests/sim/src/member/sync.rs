@@ -16,9 +16,10 @@ use std::time::Duration;
 use bson::{doc, Bson, Document, Timestamp};
 
 use super::{adopt_term, journal_new_entries, oplog_entry, record_session, MemberConfig};
-use crate::cluster::{Shared, State};
 use crate::raw_client::RawClient;
-use crate::repl::ts_key;
+use crate::shared::Shared;
+use crate::state::oplog::ts_key;
+use crate::state::State;
 
 /// The error of a batch whose entry is not after this member's last one.
 const OUT_OF_ORDER: &str = "the source sent an entry out of order";

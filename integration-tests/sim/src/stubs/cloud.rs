@@ -1,4 +1,4 @@
-//! The cloud endpoints a client asks for credentials, as [`HttpStub`] handlers on 127.0.0.1:
+//! The cloud endpoints a client asks for credentials, as [`HttpStub`](crate::stubs::http::HttpStub) handlers on 127.0.0.1:
 //! EC2 instance metadata (IMDSv2), an ECS credentials endpoint, the Azure instance metadata
 //! service's token endpoint and the GCP metadata server's identity endpoint. Clients reach them
 //! through the variables the clouds' SDKs honour: `AWS_EC2_METADATA_SERVICE_ENDPOINT`,

@@ -7,7 +7,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use bson::{DateTime, Document, Timestamp};
 
-use super::store::{Collection, IdKey, Store};
+use crate::state::store::{Collection, IdKey, Store};
 
 /// One physical change to a [`Store`], with what is needed to undo it.
 #[derive(Clone, Debug)]
@@ -70,7 +70,7 @@ impl Op {
         match self {
             Op::Insert { db, coll, doc } => {
                 if let Some(id) = doc.get("_id") {
-                    store.coll_mut(db, coll).remove(&super::store::id_key(id));
+                    store.coll_mut(db, coll).remove(&crate::state::store::id_key(id));
                 }
             }
             Op::Replace { db, coll, key, before, .. } => {
@@ -302,5 +302,20 @@ impl Ops {
         if self.record {
             self.list.push(op());
         }
+    }
+}
+
+/// A write to wait for: the oplog end index after it and its timestamp (to detect rollback).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PendingWrite {
+    pub end: u64,
+    pub ts: Timestamp,
+}
+
+impl PendingWrite {
+    /// Whether the write's oplog entry is gone: truncated, or replaced by another primary's.
+    /// Entries before the oplog's base were trimmed, which only happens once majority-committed.
+    pub(crate) fn rolled_back(&self, oplog: &Oplog) -> bool {
+        oplog.end() < self.end || (self.end >= oplog.base() && oplog.optime_at(self.end).ts != self.ts)
     }
 }
