@@ -1,43 +1,36 @@
-//! Live SDAM as actix actors: the topology actor, and per server a monitor, an RTT pinger and
-//! a pool actor.
+//! A MongoDB client on actix actors, in three floors, each a folder:
 //!
-//! Data flows one way: monitors report [`messages::ServerCheckCompleted`] to the topology
-//! actor, which applies it through the `protocol` SDAM core and publishes an immutable
-//! snapshot; readers never wait on its mailbox.
+//! - [`cluster`]: the actor core — the topology actor, per server a monitor, an RTT pinger and a
+//!   pool actor, the selection actor, the snapshots they publish and the messages between them;
+//! - [`observe`]: events and their delivery, the official event shapes, the log lines, metrics
+//!   and spans derived from them;
+//! - [`client`]: the driver in the official crate's shape (handles, builders, operations, the
+//!   executor, sessions), the sync API, Atlas Search and the status page.
+//!
+//! Errors ([`error`]) are shared by all three. The modules below keep the paths they have
+//! always had (`mongo_actors::topology`, `mongo_actors::event`, ...).
 #![warn(missing_docs)]
 
-pub mod atlas_search;
 pub mod client;
-pub mod command_events;
-pub mod command_log;
+pub mod cluster;
 pub mod error;
-pub mod event;
-pub mod events;
-pub mod messages;
-pub mod metrics;
-pub mod monitor;
+pub mod observe;
 mod official_features;
-#[cfg(feature = "opentelemetry")]
-pub mod otel;
-#[cfg(not(feature = "opentelemetry"))]
-#[path = "otel_off.rs"]
-mod otel;
-pub mod pool_actor;
-pub mod results;
-pub mod rtt_pinger;
-pub mod rtt_stats;
-pub mod sdam_log;
-pub mod selection_actor;
-pub mod selection_criteria;
-mod server_info;
-pub mod snapshot;
-pub mod srv;
-pub mod srv_poller;
+
+pub use client::atlas_search;
+pub use client::results;
 #[cfg(feature = "sync")]
-pub mod sync;
-pub mod topology;
+pub use client::sync;
 #[cfg(feature = "actix-web")]
-pub mod web;
+pub use client::web;
+pub use cluster::selection as selection_actor;
+pub use cluster::{
+    messages, monitor, pool_actor, rtt_pinger, rtt_stats, selection_criteria, snapshot, srv, srv_poller,
+    topology,
+};
+#[cfg(feature = "opentelemetry")]
+pub use observe::otel;
+pub use observe::{command_events, command_log, event, events, metrics, sdam_log};
 
 pub use client::actor::ClientActor;
 pub use client::{
@@ -110,11 +103,11 @@ pub use bson;
 
 /// A boxed future that is `Send`, as [`action::StartTransaction::and_run`]'s callback returns.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+pub use cluster::server_info::ServerInfo;
 pub use error::{Error, ErrorKind, OverloadedQueue, Result, WriteConcernError, WriteError};
 pub use options::*;
 pub use protocol::sdam::{ServerType, TopologyType};
 pub use selection_actor::{Criteria, Selector};
-pub use server_info::ServerInfo;
 pub use snapshot::{ServerHandle, TopologySnapshot};
 pub use topology::{
     default_monitor_factory, MonitorFactory, MonitorHandles, MonitorSpawn, Topology, TopologyActor,

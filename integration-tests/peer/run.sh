@@ -43,7 +43,8 @@ stop() {
 }
 cleanup() {
   stop
-  [ -n "$LOG" ] && rm -f "$LOG"
+  # An `if`, not `&&`: the trap's last status would become the script's.
+  if [ -n "$LOG" ]; then rm -f "$LOG"; fi
 }
 trap cleanup EXIT
 

@@ -16,7 +16,7 @@
 //! # }
 //! ```
 //!
-//! A mailbox error (the actor stopped) converts into [`ErrorKind::Shutdown`](crate::error::ErrorKind::Shutdown)(crate::Error)
+//! A mailbox error (the actor stopped) converts into [`ErrorKind::Shutdown`](crate::error::ErrorKind::Shutdown)(crate::error::Error)
 //! with `?`.
 
 use actix::prelude::*;
@@ -32,9 +32,9 @@ use super::options::crud::{
     CountOptions, DeleteOptions, FindOneOptions, FindOptions, InsertManyOptions, InsertOneOptions,
     UpdateModifications, UpdateOptions,
 };
-use crate::results::{DeleteResult, InsertManyResult, InsertOneResult, UpdateResult};
-use crate::selection_actor::Criteria;
-use crate::Result;
+use crate::client::results::{DeleteResult, InsertManyResult, InsertOneResult, UpdateResult};
+use crate::cluster::selection::Criteria;
+use crate::error::Result;
 
 /// Runs operations for actix code. Start it with [`Client::actor`]; it stops when every
 /// address is gone (the client itself lives on while other handles hold it).

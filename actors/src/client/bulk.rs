@@ -22,8 +22,8 @@ use super::options::write_model::{InsertOneModel, WriteModel};
 use super::session::ClientSession;
 use super::timeout;
 use super::timeout::Limits;
-use crate::results::BulkWriteResult;
-use crate::{Error, Result};
+use crate::client::results::BulkWriteResult;
+use crate::error::{Error, Result};
 use protocol::reply::{ServerError, WriteConcernError, WriteError};
 
 /// The most statements per command (the servers' `maxWriteBatchSize`).

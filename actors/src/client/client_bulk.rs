@@ -37,12 +37,12 @@ use super::options::write_model::{
 use super::session::ClientSession;
 use super::timeout;
 use super::timeout::Limits;
-use crate::error::{BulkWriteError, WriteConcernError, WriteError};
-use crate::results::{
+use crate::client::results::{
     DeleteResult, InsertOneResult, PartialBulkWriteResult, SummaryBulkWriteResult, UpdateResult,
     VerboseBulkWriteResult,
 };
-use crate::{Error, Result};
+use crate::error::{BulkWriteError, WriteConcernError, WriteError};
+use crate::error::{Error, Result};
 use protocol::reply::ServerError;
 
 /// The most writes per `bulkWrite` command (the servers' `maxWriteBatchSize`).
@@ -712,7 +712,7 @@ mod tests {
     #[test]
     fn a_write_larger_than_a_command_is_refused() {
         let e = prepare(vec![insert("db.a", 1)], 20).err().expect("too large");
-        assert!(matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. }), "{e}");
+        assert!(matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. }), "{e}");
         let e = prepare(
             vec![WriteModel::UpdateOne(UpdateOneModel::new(doc! {}, doc! {"x": 1}))
                 .on(Namespace::new("db", "a"))],
@@ -720,7 +720,7 @@ mod tests {
         )
         .err()
         .expect("an update needs operators");
-        assert!(matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. }), "{e}");
+        assert!(matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. }), "{e}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use bson::{Bson, Document};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// `doc` as a `T` (a `Document` is taken as it is).
 pub(crate) fn decode<T: DeserializeOwned + 'static>(doc: Document) -> Result<T> {
@@ -113,8 +113,8 @@ mod tests {
     #[test]
     fn a_value_that_does_not_fit_is_a_typed_error() {
         let e = decode::<Person>(doc! {"name": 3}).expect_err("mistyped");
-        assert!(matches!(*e.kind, crate::ErrorKind::BsonDeserialization(_)));
+        assert!(matches!(*e.kind, crate::error::ErrorKind::BsonDeserialization(_)));
         let e = encode(&5_i32).expect_err("not a document");
-        assert!(matches!(*e.kind, crate::ErrorKind::BsonSerialization(_)));
+        assert!(matches!(*e.kind, crate::error::ErrorKind::BsonSerialization(_)));
     }
 }

@@ -3,7 +3,7 @@
 //! concerns and `timeoutMS`, each inherited from the database unless set here. The
 //! operations themselves are fluent builders in [`super::action`].
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,8 +25,8 @@ use super::options::handle::CollectionOptions;
 use super::session::transaction::refuse_own_concerns;
 use super::session::ClientSession;
 use super::timeout::Limits;
-pub use crate::results::{DeleteResult, InsertManyResult, InsertOneResult, UpdateResult};
-use crate::Result;
+pub use crate::client::results::{DeleteResult, InsertManyResult, InsertOneResult, UpdateResult};
+use crate::error::Result;
 
 /// A collection of `T`s (`Document` unless given): cheap to clone, no I/O until an operation
 /// runs. Reads deserialize into `T`, writes serialize from `T`; a value that does not

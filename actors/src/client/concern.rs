@@ -9,7 +9,7 @@ use bson::{doc, Bson, Document};
 pub use protocol::uri::Acknowledgment;
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A read concern level (`readConcern.level`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -18,8 +18,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::options::{apply_overrides, ClientOptions};
-use crate::srv::ResolverConfig;
-use crate::{Error, Result};
+use crate::cluster::srv::ResolverConfig;
+use crate::error::{Error, Result};
 
 /// The environment variable prefix.
 pub const ENV_PREFIX: &str = "MONGO_ACTORS";
@@ -345,7 +345,7 @@ mod tests {
         assert!(ClientConfig::load_with_env(None, e).is_err(), "environment");
         // The URI parser warns (URI options spec); the client refuses it.
         let e = crate::Client::with_uri_str("mongodb://127.0.0.1:1/?timeoutMS=-5").await.unwrap_err();
-        assert!(matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. }), "URI: {e}");
+        assert!(matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. }), "URI: {e}");
         let o = ClientOptions::parse("mongodb://db1/?timeoutMS=0").await.unwrap();
         assert_eq!(o.connection_string.options.timeout_ms, Some(0));
     }
@@ -442,22 +442,26 @@ mod tests {
                 Err(e) => Err(e),
             };
             assert!(
-                r.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })),
+                r.as_ref().is_err_and(|e| matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. })),
                 "{name}: {r:?}"
             );
         }
         let unknown_ext = temp_file("g.ini2", "x=1");
         let r = ClientConfig::load_with_env(Some(&unknown_ext), env(&[]));
-        assert!(r.is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
+        assert!(r.is_err_and(|e| matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. })));
         let missing = std::env::temp_dir().join("mongo-actors-no-such-file.toml");
         let r = ClientConfig::load_with_env(Some(&missing), env(&[]));
-        assert!(r.is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
+        assert!(r.is_err_and(|e| matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. })));
         // No URI anywhere.
         let r = ClientOptions::from_client_config(None, ClientConfig::default()).await;
-        assert!(r.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
+        assert!(r
+            .as_ref()
+            .is_err_and(|e| matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. })));
         // Bad environment value.
         let r = ClientConfig::load_with_env(None, env(&[("MONGO_ACTORS_MAX_POOL_SIZE", "lots")]));
-        assert!(r.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
+        assert!(r
+            .as_ref()
+            .is_err_and(|e| matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. })));
         let c = ClientConfig { dns_name_servers: Some(vec!["localhost".into()]), ..Default::default() };
         assert!(c.resolver_config().is_err());
     }

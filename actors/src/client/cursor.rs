@@ -27,8 +27,8 @@ use super::session::pool::ServerSession;
 use super::session::{ClientSession, TransactionState};
 use super::timeout;
 use super::timeout::Limits;
-use crate::selection_actor::PinId;
-use crate::{Error, Result};
+use crate::cluster::selection::PinId;
+use crate::error::{Error, Result};
 
 /// A server cursor's state: its batches, its server, session and pin, and its `getMore`s.
 /// [`Cursor`] wraps it with a type and a `Stream`.

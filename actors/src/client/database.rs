@@ -1,6 +1,6 @@
 //! A database handle.
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use super::concern::{ReadConcern, WriteConcern};

@@ -8,7 +8,7 @@ use super::executor::operation::{OpOutput, Operation, Reply};
 use super::ops::cursor_reply::CursorReply;
 use super::ops::get_more::GetMore;
 use super::ops::write::WriteReply;
-use crate::Result;
+use crate::error::{Error, Result};
 
 /// Which operation's reply the bytes are read as.
 #[derive(Debug, Clone, Copy)]

@@ -20,7 +20,7 @@
 //! An I/O error of a stream wraps this crate's [`Error`]: `e.into_inner()` and
 //! `downcast::<mongo_actors::Error>()` give it back.
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -45,8 +45,8 @@ use super::database::Database;
 use super::options::admin::{IndexModel, IndexOptions};
 use super::options::handle::CollectionOptions;
 use super::timeout;
+use crate::error::{Error, Result};
 use crate::error::{GridFsErrorKind, GridFsFileIdentifier};
-use crate::{Error, Result};
 
 /// The default chunk size: 255 KiB.
 pub const DEFAULT_CHUNK_SIZE_BYTES: u32 = 255 * 1024;

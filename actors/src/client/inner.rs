@@ -7,18 +7,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use actix_rt::{ArbiterHandle, System};
 use tokio::sync::OnceCell;
 
 use super::executor::cluster_time::ClientClusterTime;
 use super::pinned::Pins;
 use super::session::pool::SessionPool;
-use crate::command_events::CommandEventHandler;
-use crate::selection_actor::Selector;
-use crate::srv_poller::SrvPoller;
-use crate::topology::Topology;
-use crate::{Error, Result};
+use crate::cluster::selection::Selector;
+use crate::cluster::srv_poller::SrvPoller;
+use crate::cluster::topology::Topology;
+use crate::error::{Error, Result};
+use crate::observe::command_events::CommandEventHandler;
 
 /// A MongoDB client: a cheap, cloneable handle (`Send + Sync`) to a topology, its selection
 /// actor and the operations' shared state (session pool, cluster time).
@@ -93,11 +93,11 @@ pub(crate) struct ClientInner {
     /// The user's command event handler (behind its bounded queue).
     pub(crate) command_handler: Option<Arc<dyn CommandEventHandler>>,
     /// The subscribers' queues.
-    pub(crate) events: crate::events::EventQueues,
+    pub(crate) events: crate::observe::events::EventQueues,
     /// Command metrics, recorded without building events.
-    pub(crate) command_metrics: crate::metrics::RecordCommands,
+    pub(crate) command_metrics: crate::observe::metrics::RecordCommands,
     /// OpenTelemetry's tracer, when tracing is on (nothing without the feature).
-    pub(crate) tracing: crate::otel::Tracing,
+    pub(crate) tracing: crate::observe::otel::Tracing,
     /// The status page's feed (operation counts, the latest status), once a page asked.
     pub(crate) status: std::sync::OnceLock<Arc<super::stats::StatusFeed>>,
     pub(crate) host: Host,

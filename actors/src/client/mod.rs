@@ -33,6 +33,7 @@
 
 pub mod action;
 pub mod actor;
+pub mod atlas_search;
 pub mod bulk;
 pub mod change_stream;
 pub mod client_bulk;
@@ -54,12 +55,17 @@ pub(crate) mod ops;
 pub mod options;
 pub(crate) mod pinned;
 pub mod raw_batch_cursor;
+pub mod results;
 pub(crate) mod session;
 pub mod session_cursor;
 pub(crate) mod stats;
-/// `mongodb+srv` resolution (moved to [`crate::srv`]; this path stays for compatibility).
-pub use crate::srv;
+#[cfg(feature = "sync")]
+pub mod sync;
+/// `mongodb+srv` resolution (moved to [`crate::cluster::srv`]; this path stays for compatibility).
+pub use crate::cluster::srv;
 pub(crate) mod timeout;
+#[cfg(feature = "actix-web")]
+pub mod web;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -69,9 +75,9 @@ use actix_rt::{Arbiter, System};
 use selection::ReadPreference;
 use tokio::sync::OnceCell;
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 
-pub use crate::results::{
+pub use crate::client::results::{
     BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, PartialBulkWriteResult,
     SummaryBulkWriteResult, UpdateResult, VerboseBulkWriteResult,
 };
@@ -124,12 +130,12 @@ pub use session_cursor::{SessionCursor, SessionCursorStream};
 pub use srv::ResolverConfig;
 
 use self::session::pool::SessionPool;
-use crate::event::official::Official;
-use crate::events::{EventQueues, EventStopGuard};
-use crate::selection_actor::{Selector, SelectorOptions};
-use crate::srv_poller::SrvPoller;
-use crate::topology::Topology;
-use crate::{Error, Result};
+use crate::cluster::selection::{Selector, SelectorOptions};
+use crate::cluster::srv_poller::SrvPoller;
+use crate::cluster::topology::Topology;
+use crate::error::{Error, Result};
+use crate::observe::event::official::Official;
+use crate::observe::events::{EventQueues, EventStopGuard};
 pub use inner::Client;
 use inner::{in_actix_context, ClientInner, Host, Settings, BACKGROUND_TIMEOUT};
 
@@ -151,20 +157,21 @@ impl Client {
         check_uri_options(&mut options)?;
         let settings = settings_of(&options)?;
         // Every subscriber behind a bounded queue; metrics are recorded in place, before it.
-        let capacity = options.event_queue_capacity.unwrap_or(crate::events::DEFAULT_EVENT_QUEUE_CAPACITY);
+        let capacity =
+            options.event_queue_capacity.unwrap_or(crate::observe::events::DEFAULT_EVENT_QUEUE_CAPACITY);
         if capacity == 0 {
             return Err(Error::invalid_argument("the event queue capacity must be at least 1"));
         }
         let (events, event_stop) = EventQueues::new(capacity);
-        let command_handler = crate::events::either_or_both(
+        let command_handler = crate::observe::events::either_or_both(
             options.command_event_handler.clone().map(|h| events.command(Arc::new(Official::new(h)))),
             options.command_event_subscriber.clone().map(|h| events.command(h)),
             |both| Arc::new(both),
         );
         #[cfg(feature = "opentelemetry")]
-        let tracing = crate::otel::Tracing::new(options.tracing.as_ref());
+        let tracing = crate::observe::otel::Tracing::new(options.tracing.as_ref());
         #[cfg(not(feature = "opentelemetry"))]
-        let tracing = crate::otel::Tracing;
+        let tracing = crate::observe::otel::Tracing;
         let queues = events.clone();
         let build = move || start_actors(&options, queues, event_stop);
         let (topology, selector, srv_poller, host) = start_on_host(build)?;
@@ -178,7 +185,7 @@ impl Client {
                 cluster_time: Default::default(),
                 command_handler,
                 events,
-                command_metrics: crate::metrics::RecordCommands::new(None),
+                command_metrics: crate::observe::metrics::RecordCommands::new(None),
                 tracing,
                 status: std::sync::OnceLock::new(),
                 host,
@@ -239,7 +246,7 @@ impl Client {
 
     /// Waits until every event emitted so far has reached its subscriber (or was dropped
     /// for a full queue): closures and actors get their events on delivery threads, a moment
-    /// after the operation that emitted them (see [`crate::events`]).
+    /// after the operation that emitted them (see [`crate::observe::events`]).
     pub async fn flush_events(&self) {
         self.inner.events.flushed().await
     }
@@ -374,22 +381,22 @@ fn settings_of(options: &ClientOptions) -> Result<Settings> {
 /// SRV poller, in the current actix System.
 fn start_actors(options: &ClientOptions, queues: EventQueues, event_stop: EventStopGuard) -> Result<Actors> {
     let cs = &options.connection_string;
-    let sdam_handler = crate::events::either_or_both(
+    let sdam_handler = crate::observe::events::either_or_both(
         options.sdam_event_handler.clone().map(|h| queues.sdam(Arc::new(Official::new(h)))),
         options.sdam_event_subscriber.clone().map(|h| queues.sdam(h)),
         |both| Arc::new(both),
     );
-    let cmap_handler = crate::events::either_or_both(
+    let cmap_handler = crate::observe::events::either_or_both(
         options.cmap_event_handler.clone().map(|h| queues.cmap(Arc::new(Official::new(h)))),
         options.cmap_event_subscriber.clone().map(|h| queues.cmap(h)),
         |both| Arc::new(both),
     );
     // Connection options with the host resolver of a custom DNS configuration.
     let mut builder = options.topology_builder()?.seeds(cs.hosts.clone()).event_queues(queues, event_stop);
-    if let Some(h) = crate::metrics::sdam_handler(sdam_handler) {
+    if let Some(h) = crate::observe::metrics::sdam_handler(sdam_handler) {
         builder = builder.sdam_event_subscriber(h);
     }
-    if let Some(h) = crate::metrics::cmap_handler(cmap_handler) {
+    if let Some(h) = crate::observe::metrics::cmap_handler(cmap_handler) {
         builder = builder.cmap_event_subscriber(h);
     }
     let topology = builder.start()?;

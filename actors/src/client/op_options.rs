@@ -6,7 +6,7 @@ use std::time::Duration;
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// How `timeoutMS` applies to a cursor (CSOT `timeoutMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -140,7 +140,7 @@ pub(crate) fn check_update(d: &Document) -> Result<()> {
 
 /// `doc` with an `_id` first when it has none, and its `_id`.
 /// [`with_id`] on a document's bytes: its `_id`, or a new `ObjectId` put first.
-pub(crate) fn with_raw_id(doc: bson::RawDocumentBuf) -> crate::Result<(bson::RawDocumentBuf, Bson)> {
+pub(crate) fn with_raw_id(doc: bson::RawDocumentBuf) -> crate::error::Result<(bson::RawDocumentBuf, Bson)> {
     let invalid = |e: bson::error::Error| Error::serialization(e.to_string());
     if let Some(id) = doc.get("_id").map_err(invalid)? {
         // The usual `_id` types directly; the rest through an owned `RawBson`.

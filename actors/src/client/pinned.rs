@@ -7,8 +7,8 @@
 use pool::cmap::PooledConnection;
 use pool::connection::Connection;
 
-use crate::selection_actor::{PinConnection, PinId, Selector, TakePinned, Unpin};
-use crate::Result;
+use crate::cluster::selection::{PinConnection, PinId, Selector, TakePinned, Unpin};
+use crate::error::Result;
 
 /// The selection actor's pinned connections, as the client sees them.
 pub(crate) struct Pins<'a> {

@@ -15,7 +15,7 @@ use futures_util::Stream;
 
 use super::cursor::Cursor;
 use super::session::ClientSession;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// One batch of a cursor: the server's reply, with its documents in
 /// `cursor.firstBatch` or `cursor.nextBatch`.

@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 
 use super::cursor::Cursor;
 use super::session::ClientSession;
-use crate::Result;
+use crate::error::Result;
 
 /// The results of a `find`, an `aggregate` or a listing run in an explicit session: iterate
 /// with [`next`](Self::next) or [`stream`](Self::stream), passing the same session.

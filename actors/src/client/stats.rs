@@ -1,4 +1,4 @@
-//! Operation counts and latencies kept for the status page ([`crate::web`]): attached to a
+//! Operation counts and latencies kept for the status page ([`crate::client::web`]): attached to a
 //! client on first use, and then recorded by the executor at the end of every operation
 //! (atomics only). A client without a status page pays one load per operation.
 

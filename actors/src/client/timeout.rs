@@ -12,7 +12,7 @@ use pool::cmap::{CheckoutPurpose, PooledConnection};
 use pool::connection::Connection;
 use tokio::time::Instant;
 
-use crate::Error;
+use crate::error::Error;
 
 /// `inner` over `outer`: `None` inherits, so an outer timeout cannot be unset.
 pub(crate) fn inherit(outer: Option<Duration>, inner: Option<Duration>) -> Option<Duration> {
@@ -44,7 +44,7 @@ pub(crate) fn max_time_ms(deadline: Option<Instant>, min_rtt: Duration) -> Resul
 /// Checks a connection out of `pool`: under CSOT (`timeout` set) only the deadline limits
 /// the wait (waitQueueTimeoutMS is ignored).
 pub(crate) async fn check_out(
-    pool: &crate::pool_actor::ServerPool,
+    pool: &crate::cluster::pool_actor::ServerPool,
     timeout: Option<Duration>,
     deadline: Option<Instant>,
     purpose: CheckoutPurpose,
@@ -89,7 +89,8 @@ pub(crate) fn convert(e: Error, timeout: Option<Duration>, deadline: Option<Inst
     if timeout.is_none() {
         return e;
     }
-    let selection = matches!(*e.kind, crate::ErrorKind::ServerSelection { .. }) && is_expired(deadline);
+    let selection =
+        matches!(*e.kind, crate::error::ErrorKind::ServerSelection { .. }) && is_expired(deadline);
     let message = if e.is_timeout() {
         return e;
     } else if is_max_time_expired(&e) {

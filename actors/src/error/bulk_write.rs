@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::fmt;
 
 use super::server::{write_summary, IndexedWriteError, WriteConcernError, WriteError};
-use crate::results::BulkWriteResult;
-pub use crate::results::PartialBulkWriteResult;
+use crate::client::results::BulkWriteResult;
+pub use crate::client::results::PartialBulkWriteResult;
 
 /// Why [`Client::bulk_write`](crate::Client::bulk_write) failed after it had sent writes
 /// ([`ErrorKind::BulkWrite`](super::ErrorKind::BulkWrite)). When an error stopped it (a

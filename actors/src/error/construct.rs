@@ -13,7 +13,7 @@ use super::{
     BulkWriteError, CollectionBulkWriteError, Context, Error, ErrorKind, GridFsErrorKind, IndexedWriteError,
     InsertManyError, OverloadedQueue, WriteFailure, RETRYABLE_ERROR,
 };
-use crate::results::BulkWriteResult;
+use crate::client::results::BulkWriteResult;
 
 impl Error {
     /// An error of `kind`, with no labels or cause.

@@ -24,7 +24,7 @@ pub use self::kind::ErrorKind;
 pub use self::server::{
     CommandError, IndexedWriteError, InsertManyError, WriteConcernError, WriteError, WriteFailure,
 };
-use crate::results::BulkWriteResult;
+use crate::client::results::BulkWriteResult;
 
 /// A `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

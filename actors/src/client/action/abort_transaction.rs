@@ -4,7 +4,7 @@
 use super::super::session::options::EndTransactionOptions;
 use super::super::session::ClientSession;
 use super::into_future;
-use crate::Result;
+use crate::error::Result;
 
 /// [`ClientSession::abort_transaction`].
 #[must_use = "an operation does nothing until it is awaited"]

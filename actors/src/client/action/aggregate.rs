@@ -1,7 +1,7 @@
 //! `aggregate` on a collection or a database: a cursor over the pipeline's results. A
 //! retryable read, except a pipeline that ends in `$out` or `$merge` (a write, run once).
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::marker::PhantomData;
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use super::super::ops::aggregate;
 use super::super::options::crud::{AggregateOptions, Collation, Hint};
 use super::super::session::ClientSession;
 use super::{cursor_into_future, option_setters, ExplicitSession, ImplicitSession};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 impl<T> Collection<T> {
     /// Runs an aggregation pipeline on this collection; the results (documents, or `U`s

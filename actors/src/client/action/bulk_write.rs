@@ -12,13 +12,13 @@ use super::super::concern::WriteConcern;
 use super::super::options::write_model::WriteModel;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::results::BulkWriteResult;
-use crate::Result;
+use crate::client::results::BulkWriteResult;
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// Runs inserts, updates, replaces and deletes in as few commands as the order allows
     /// (see the module docs). Write errors come back as one [`ErrorKind::CollectionBulkWrite`](crate::error::ErrorKind::CollectionBulkWrite) (kind
-    /// [`ErrorKind::Write`](crate::ErrorKind::Write)) whose indexes are the models' indexes
+    /// [`ErrorKind::Write`](crate::error::ErrorKind::Write)) whose indexes are the models' indexes
     /// (ordered: the first one; unordered: all of them; a write concern error does not stop
     /// the bulk and is reported at the end), with the result of what succeeded. Other errors
     /// (network, timeout, command) stop the bulk at once: an [`ErrorKind::CollectionBulkWrite`](crate::error::ErrorKind::CollectionBulkWrite)

@@ -13,8 +13,8 @@ use super::super::inner::Client;
 use super::super::options::write_model::WriteModel;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::results::{SummaryBulkWriteResult, VerboseBulkWriteResult};
-use crate::Result;
+use crate::client::results::{SummaryBulkWriteResult, VerboseBulkWriteResult};
+use crate::error::Result;
 
 impl Client {
     /// Runs inserts, updates, replaces and deletes on any namespaces with MongoDB 8.0's

@@ -1,7 +1,7 @@
 //! `count_documents` (the drivers' `aggregate` pipeline) and the legacy `count` (the `count`
 //! command with a filter): one builder. Retryable reads.
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
@@ -12,7 +12,7 @@ use super::super::ops::count;
 use super::super::options::crud::{Collation, CountOptions, Hint};
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::Result;
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// Counts the documents matching `filter` with the drivers' `aggregate` pipeline

@@ -14,7 +14,7 @@ use super::super::options::create_collection::{
 };
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::Result;
+use crate::error::Result;
 
 impl Database {
     /// Creates the collection `name` (capped, validated, time series, clustered, a view...).

@@ -12,8 +12,8 @@ use super::super::options::admin::{CreateIndexOptions, IndexModel};
 use super::super::options::commit_quorum::CommitQuorum;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters, Multiple, Single};
-use crate::results::{CreateIndexResult, CreateIndexesResult};
-use crate::Result;
+use crate::client::results::{CreateIndexResult, CreateIndexesResult};
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// Creates an index (`createIndexes`). Not retried.

@@ -10,7 +10,7 @@ use super::super::options::search_index::{CreateSearchIndexOptions, SearchIndexM
 use super::super::session::ClientSession;
 use super::search_index::{created_names, run};
 use super::{option_setters, Multiple, Single};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 impl<T> Collection<T> {
     /// Creates an Atlas Search index; gives its name. Not retried.
@@ -65,7 +65,7 @@ impl<'a> CreateSearchIndex<'a, Single> {
         let mut names = self.names().await?;
         match (names.pop(), names.is_empty()) {
             (Some(name), true) => Ok(name),
-            _ => Err(Error::new(crate::ErrorKind::InvalidResponse {
+            _ => Err(Error::new(crate::error::ErrorKind::InvalidResponse {
                 message: "createSearchIndexes did not name the one index it created".into(),
             })),
         }
@@ -91,7 +91,7 @@ macro_rules! search_index_future {
         impl CreateSearchIndex<'_, $mode> {
             /// Runs the action to completion, blocking (the sync API).
             pub fn run(self) -> Result<$out> {
-                crate::sync::block_on(std::future::IntoFuture::into_future(self))
+                crate::client::sync::block_on(std::future::IntoFuture::into_future(self))
             }
         }
     };

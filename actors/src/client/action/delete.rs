@@ -13,8 +13,8 @@ use super::super::ops::write::{option_fields, WriteKind};
 use super::super::options::crud::{Collation, DeleteOptions, Hint};
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::results::DeleteResult;
-use crate::Result;
+use crate::client::results::DeleteResult;
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// Deletes the first document matching `filter`. A retryable write.

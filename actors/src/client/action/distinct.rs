@@ -1,6 +1,6 @@
 //! `distinct`: the distinct values of a field among the matching documents. A retryable read.
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
@@ -11,7 +11,7 @@ use super::super::ops::distinct;
 use super::super::options::crud::{Collation, DistinctOptions, Hint};
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::Result;
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// The distinct values of `field` among the documents matching `filter` (array

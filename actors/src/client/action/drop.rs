@@ -5,7 +5,7 @@ use super::super::collection::Handle;
 use super::super::ops::drop;
 use super::super::options::admin::CommandOptions;
 use super::super::session::ClientSession;
-use crate::Result;
+use crate::error::Result;
 
 /// Drops the handle's collection (`collection`) or its database.
 pub(super) async fn run(

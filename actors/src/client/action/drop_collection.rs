@@ -12,7 +12,7 @@ use super::super::options::admin::CommandOptions;
 use super::super::options::official_names::DropCollectionOptions;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::Result;
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// Drops the collection (a collection that does not exist is not an error). Not retried.

@@ -11,7 +11,7 @@ use super::super::options::admin::CommandOptions;
 use super::super::options::official_names::DropDatabaseOptions;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::Result;
+use crate::error::Result;
 
 impl Database {
     /// Drops the database. Not retried.

@@ -12,7 +12,7 @@ use super::super::options::admin::CommandOptions;
 use super::super::options::official_names::DropIndexOptions;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 impl<T> Collection<T> {
     /// Drops the index named `name` (`"*"` is refused: use

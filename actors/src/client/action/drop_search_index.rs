@@ -9,7 +9,7 @@ use super::super::options::search_index::DropSearchIndexOptions;
 use super::super::session::ClientSession;
 use super::search_index::run;
 use super::{into_future, option_setters};
-use crate::Result;
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// Drops the search index `name` (one whose collection does not exist is not an error).

@@ -1,7 +1,7 @@
 //! `estimated_document_count`: the `count` command without a filter, from the collection's
 //! metadata. A retryable read.
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use bson::{doc, Bson};
@@ -12,7 +12,7 @@ use super::super::ops::count;
 use super::super::options::crud::{CountOptions, EstimatedDocumentCountOptions};
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::Result;
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// The collection's document count from its metadata (the `count` command without a

@@ -1,7 +1,7 @@
 //! `find`: a cursor over the documents matching a filter. A retryable read (the `find`, not
 //! the `getMore`s).
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::marker::PhantomData;
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use super::super::ops::find;
 use super::super::options::crud::{Collation, FindOptions, Hint};
 use super::super::session::ClientSession;
 use super::{cursor_into_future, option_setters, ExplicitSession, ImplicitSession};
-use crate::Result;
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// Finds the documents matching `filter`: the first batch comes with the `find`, the rest

@@ -10,7 +10,7 @@ use super::super::ops::find_and_modify::FindAndModify;
 use super::super::ops::legacy_max_time;
 use super::super::options::crud::FindAndModifyFields;
 use super::super::session::ClientSession;
-use crate::Result;
+use crate::error::Result;
 
 /// Runs a `findAndModify` of `change` (`None`: a delete) and reads the document as a `T`.
 pub(super) async fn find_and_modify<T: DeserializeOwned + 'static>(

@@ -1,6 +1,6 @@
 //! `find_one`: the first document matching a filter (`limit: 1`, one batch). A retryable read.
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
@@ -12,7 +12,7 @@ use super::super::ops::find;
 use super::super::options::crud::{Collation, FindOneOptions, FindOptions, Hint};
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::Result;
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// Finds the first document matching `filter` (`limit: 1`, one batch). A retryable read.

@@ -14,7 +14,7 @@ use super::super::session::transaction::refuse_own_concerns;
 use super::super::session::ClientSession;
 use super::find_and_modify::find_and_modify;
 use super::{into_future, option_setters};
-use crate::Result;
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// Deletes the first document matching `filter` (in `sort` order) and returns it. A

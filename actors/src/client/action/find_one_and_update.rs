@@ -17,7 +17,7 @@ use super::super::session::transaction::refuse_own_concerns;
 use super::super::session::ClientSession;
 use super::find_and_modify::find_and_modify;
 use super::{into_future, option_setters};
-use crate::Result;
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// Updates the first document matching `filter` and returns it as it was (or as it is,

@@ -7,8 +7,8 @@ macro_rules! gridfs_run_by {
     ($($action:ident => $out:ty, |$a:ident| $run:expr;)*) => {
         $(
             impl<'a> std::future::IntoFuture for $action<'a> {
-                type Output = crate::Result<$out>;
-                type IntoFuture = futures_util::future::BoxFuture<'a, crate::Result<$out>>;
+                type Output = crate::error::Result<$out>;
+                type IntoFuture = futures_util::future::BoxFuture<'a, crate::error::Result<$out>>;
 
                 fn into_future(self) -> Self::IntoFuture {
                     let $a = self;
@@ -21,9 +21,9 @@ macro_rules! gridfs_run_by {
             #[cfg(feature = "sync")]
             impl $action<'_> {
                 /// Runs the action to completion, blocking (the sync API).
-                pub fn run(self) -> crate::Result<<$out as crate::sync::IntoSync>::Sync> {
-                    crate::sync::block_on(std::future::IntoFuture::into_future(self))
-                        .map(crate::sync::IntoSync::into_sync)
+                pub fn run(self) -> crate::error::Result<<$out as crate::client::sync::IntoSync>::Sync> {
+                    crate::client::sync::block_on(std::future::IntoFuture::into_future(self))
+                        .map(crate::client::sync::IntoSync::into_sync)
                 }
             }
         )*

@@ -16,8 +16,8 @@ use super::super::ops::write::{option_fields, WriteKind};
 use super::super::options::crud::InsertManyOptions;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::results::{BulkWriteResult, InsertManyResult};
-use crate::{Error, Result};
+use crate::client::results::{BulkWriteResult, InsertManyResult};
+use crate::error::{Error, Result};
 
 impl<T: Serialize + Send + Sync + 'static> Collection<T> {
     /// Inserts documents (an `_id` is generated for those that have none), in as few
@@ -27,7 +27,7 @@ impl<T: Serialize + Send + Sync + 'static> Collection<T> {
     /// [`ErrorKind::InsertMany`](crate::error::ErrorKind::InsertMany) (the write errors by
     /// document index, and the write concern error); another error (network, timeout) stops
     /// the rest and is returned as it is. Either way
-    /// [`Error::partial_result`](crate::Error::partial_result) has the `_id`s of the
+    /// [`Error::partial_result`](crate::error::Error::partial_result) has the `_id`s of the
     /// documents inserted.
     pub fn insert_many(&self, docs: impl IntoIterator<Item = impl Borrow<T>>) -> InsertMany<'_> {
         let docs = docs.into_iter().map(|d| encode_raw(d.borrow())).collect();

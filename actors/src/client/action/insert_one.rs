@@ -14,8 +14,8 @@ use super::super::ops::write::{option_fields, WriteKind};
 use super::super::options::crud::InsertOneOptions;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::results::InsertOneResult;
-use crate::Result;
+use crate::client::results::InsertOneResult;
+use crate::error::Result;
 
 impl<T: Serialize + Send + Sync + 'static> Collection<T> {
     /// Inserts one document (an `_id` is generated when it has none). A retryable write.

@@ -16,8 +16,8 @@ use super::super::options::official_names::ListCollectionsOptions;
 use super::super::session::ClientSession;
 use super::super::session_cursor::SessionCursor;
 use super::{into_future, option_setters, ExplicitSession, ImplicitSession, ListNames, ListSpecifications};
-use crate::results::CollectionSpecification;
-use crate::Result;
+use crate::client::results::CollectionSpecification;
+use crate::error::Result;
 
 impl Database {
     /// The database's collections (one specification each) through a cursor. A retryable read
@@ -185,11 +185,11 @@ impl<'a, M: ListingOutput<CollectionSpecification> + 'a> super::Action
 #[cfg(feature = "sync")]
 impl<'a, M: ListingOutput<CollectionSpecification> + 'a> ListCollections<'a, M>
 where
-    M::Output: crate::sync::IntoSync,
+    M::Output: crate::client::sync::IntoSync,
 {
     /// Runs the action to completion, blocking (the sync API).
-    pub fn run(self) -> Result<<M::Output as crate::sync::IntoSync>::Sync> {
-        crate::sync::block_on(std::future::IntoFuture::into_future(self))
-            .map(crate::sync::IntoSync::into_sync)
+    pub fn run(self) -> Result<<M::Output as crate::client::sync::IntoSync>::Sync> {
+        crate::client::sync::block_on(std::future::IntoFuture::into_future(self))
+            .map(crate::client::sync::IntoSync::into_sync)
     }
 }

@@ -14,8 +14,8 @@ use super::super::session::ClientSession;
 use super::super::timeout;
 use super::super::timeout::Limits;
 use super::{into_future, option_setters, ListNames, ListSpecifications};
-use crate::results::DatabaseSpecification;
-use crate::{Error, Result};
+use crate::client::results::DatabaseSpecification;
+use crate::error::{Error, Result};
 
 impl Client {
     /// The deployment's databases (`listDatabases` on `admin`), one specification each. A

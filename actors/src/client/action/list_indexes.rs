@@ -16,7 +16,7 @@ use super::super::options::official_names::ListIndexesOptions;
 use super::super::session::ClientSession;
 use super::super::session_cursor::SessionCursor;
 use super::{option_setters, ExplicitSession, ImplicitSession, ListNames, ListSpecifications};
-use crate::Result;
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// The collection's indexes through a cursor. A retryable read on the primary.

@@ -11,7 +11,7 @@ use super::super::options::search_index::ListSearchIndexOptions;
 use super::super::session::ClientSession;
 use super::aggregate::Aggregate;
 use super::{into_future, ExplicitSession};
-use crate::Result;
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// The collection's search indexes (`.name(..)` for one of them), with the aggregate's

@@ -190,8 +190,8 @@ macro_rules! into_future {
         #[cfg(feature = "sync")]
         impl<'a $(, $t)?> $action<'a $(, $t)?> $(where $($bound)+)? {
             /// Runs the action to completion, blocking (the sync API).
-            pub fn run(self) -> crate::Result<<$out as crate::sync::IntoSync>::Sync> {
-                crate::sync::block_on(std::future::IntoFuture::into_future(self)).map(crate::sync::IntoSync::into_sync)
+            pub fn run(self) -> crate::error::Result<<$out as crate::client::sync::IntoSync>::Sync> {
+                crate::client::sync::block_on(std::future::IntoFuture::into_future(self)).map(crate::client::sync::IntoSync::into_sync)
             }
         }
     };
@@ -201,15 +201,15 @@ macro_rules! into_future {
         #[cfg(feature = "sync")]
         impl<'a $(, $t)?> $action<'a $(, $t)?> $(where $($bound)+)? {
             /// Runs the action to completion, blocking (the sync API).
-            pub fn run(self) -> crate::Result<$out> {
-                crate::sync::block_on(std::future::IntoFuture::into_future(self))
+            pub fn run(self) -> crate::error::Result<$out> {
+                crate::client::sync::block_on(std::future::IntoFuture::into_future(self))
             }
         }
     };
     (@future $action:ident<'a $(, $t:ident)?> => $out:ty $(, where $($bound:tt)+)?) => {
         impl<'a $(, $t)?> std::future::IntoFuture for $action<'a $(, $t)?> $(where $($bound)+)? {
-            type Output = crate::Result<$out>;
-            type IntoFuture = futures_util::future::BoxFuture<'a, crate::Result<$out>>;
+            type Output = crate::error::Result<$out>;
+            type IntoFuture = futures_util::future::BoxFuture<'a, crate::error::Result<$out>>;
 
             fn into_future(self) -> Self::IntoFuture {
                 Box::pin(self.execute())
@@ -235,8 +235,8 @@ macro_rules! cursor_into_future {
     };
     (@impl [$($implicit:tt)+] [$($explicit:tt)+] [$($any:tt)+] $(, $($bound:tt)+)?) => {
         impl<'a, T> std::future::IntoFuture for $($implicit)+ $(where $($bound)+)? {
-            type Output = crate::Result<$crate::Cursor<T>>;
-            type IntoFuture = futures_util::future::BoxFuture<'a, crate::Result<$crate::Cursor<T>>>;
+            type Output = crate::error::Result<$crate::Cursor<T>>;
+            type IntoFuture = futures_util::future::BoxFuture<'a, crate::error::Result<$crate::Cursor<T>>>;
 
             fn into_future(self) -> Self::IntoFuture {
                 Box::pin(self.execute())
@@ -244,8 +244,8 @@ macro_rules! cursor_into_future {
         }
 
         impl<'a, T> std::future::IntoFuture for $($explicit)+ $(where $($bound)+)? {
-            type Output = crate::Result<$crate::SessionCursor<T>>;
-            type IntoFuture = futures_util::future::BoxFuture<'a, crate::Result<$crate::SessionCursor<T>>>;
+            type Output = crate::error::Result<$crate::SessionCursor<T>>;
+            type IntoFuture = futures_util::future::BoxFuture<'a, crate::error::Result<$crate::SessionCursor<T>>>;
 
             fn into_future(self) -> Self::IntoFuture {
                 Box::pin(async move { self.execute().await.map($crate::SessionCursor::new) })
@@ -255,7 +255,7 @@ macro_rules! cursor_into_future {
         impl<'a, T> $($implicit)+ $(where $($bound)+)? {
             /// The results as the server's batches, unparsed: a
             /// [`RawBatchCursor`]($crate::raw_batch_cursor::RawBatchCursor).
-            pub async fn batch(self) -> crate::Result<$crate::raw_batch_cursor::RawBatchCursor> {
+            pub async fn batch(self) -> crate::error::Result<$crate::raw_batch_cursor::RawBatchCursor> {
                 self.execute().await.map($crate::raw_batch_cursor::RawBatchCursor::new)
             }
         }
@@ -263,7 +263,7 @@ macro_rules! cursor_into_future {
         impl<'a, T> $($explicit)+ $(where $($bound)+)? {
             /// The results as the server's batches, unparsed, iterated with the session: a
             /// [`SessionRawBatchCursor`]($crate::raw_batch_cursor::SessionRawBatchCursor).
-            pub async fn batch(self) -> crate::Result<$crate::raw_batch_cursor::SessionRawBatchCursor> {
+            pub async fn batch(self) -> crate::error::Result<$crate::raw_batch_cursor::SessionRawBatchCursor> {
                 self.execute().await.map($crate::raw_batch_cursor::SessionRawBatchCursor::new)
             }
         }
@@ -275,16 +275,16 @@ macro_rules! cursor_into_future {
         #[cfg(feature = "sync")]
         impl<'a, T> $($implicit)+ $(where $($bound)+)? {
             /// Runs the action to completion, blocking (the sync API).
-            pub fn run(self) -> crate::Result<$crate::sync::Cursor<T>> {
-                crate::sync::block_on(std::future::IntoFuture::into_future(self)).map($crate::sync::Cursor::new)
+            pub fn run(self) -> crate::error::Result<$crate::client::sync::Cursor<T>> {
+                crate::client::sync::block_on(std::future::IntoFuture::into_future(self)).map($crate::client::sync::Cursor::new)
             }
         }
 
         #[cfg(feature = "sync")]
         impl<'a, T> $($explicit)+ $(where $($bound)+)? {
             /// Runs the action to completion, blocking (the sync API).
-            pub fn run(self) -> crate::Result<$crate::sync::SessionCursor<T>> {
-                crate::sync::block_on(std::future::IntoFuture::into_future(self)).map($crate::sync::SessionCursor::new)
+            pub fn run(self) -> crate::error::Result<$crate::client::sync::SessionCursor<T>> {
+                crate::client::sync::block_on(std::future::IntoFuture::into_future(self)).map($crate::client::sync::SessionCursor::new)
             }
         }
     };

@@ -7,7 +7,7 @@ use futures_util::future::BoxFuture;
 
 use super::super::gridfs::{GridFsBucket, GridFsDownloadByNameOptions, GridFsDownloadStream};
 use super::option_setters;
-use crate::Result;
+use crate::error::Result;
 
 impl GridFsBucket {
     /// Opens a download of a file by name: the newest revision unless
@@ -53,7 +53,8 @@ impl IntoFuture for OpenDownloadStreamByName {
 #[cfg(feature = "sync")]
 impl OpenDownloadStreamByName {
     /// Opens the download, blocking (the sync API).
-    pub fn run(self) -> Result<crate::sync::gridfs::GridFsDownloadStream> {
-        crate::sync::block_on(self.execute()).map(crate::sync::gridfs::GridFsDownloadStream::new)
+    pub fn run(self) -> Result<crate::client::sync::gridfs::GridFsDownloadStream> {
+        crate::client::sync::block_on(self.execute())
+            .map(crate::client::sync::gridfs::GridFsDownloadStream::new)
     }
 }

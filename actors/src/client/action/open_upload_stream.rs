@@ -4,7 +4,7 @@ use bson::{Bson, Document};
 
 use super::super::gridfs::{GridFsBucket, GridFsUploadOptions, GridFsUploadStream};
 use super::option_setters;
-use crate::Result;
+use crate::error::Result;
 
 impl GridFsBucket {
     /// Opens an upload of a new file named `filename`: write to the stream, then `close` it
@@ -59,7 +59,7 @@ impl std::future::IntoFuture for OpenUploadStream {
 #[cfg(feature = "sync")]
 impl OpenUploadStream {
     /// Opens the upload, blocking (the sync API).
-    pub fn run(self) -> Result<crate::sync::gridfs::GridFsUploadStream> {
-        self.execute().map(crate::sync::gridfs::GridFsUploadStream::new)
+    pub fn run(self) -> Result<crate::client::sync::gridfs::GridFsUploadStream> {
+        self.execute().map(crate::client::sync::gridfs::GridFsUploadStream::new)
     }
 }

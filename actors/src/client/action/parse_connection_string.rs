@@ -5,8 +5,8 @@ use futures_util::future::BoxFuture;
 
 use super::super::options::client::apply_overrides;
 use super::super::options::{ClientOptions, ConnectionString};
-use crate::srv::ResolverConfig;
-use crate::{Error, Result};
+use crate::cluster::srv::ResolverConfig;
+use crate::error::{Error, Result};
 
 impl ClientOptions {
     /// Parses a connection string (a `&str`, a `String` or a [`ConnectionString`]) into
@@ -91,6 +91,6 @@ impl super::Action for ParseConnectionString {}
 impl ParseConnectionString {
     /// Parses, blocking (the sync API).
     pub fn run(self) -> Result<ClientOptions> {
-        crate::sync::block_on(std::future::IntoFuture::into_future(self))
+        crate::client::sync::block_on(std::future::IntoFuture::into_future(self))
     }
 }

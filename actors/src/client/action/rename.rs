@@ -10,7 +10,7 @@ use super::super::ops::rename;
 use super::super::options::admin::CommandOptions;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::Result;
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// Renames the collection to `to` in the same database (`renameCollection`); with

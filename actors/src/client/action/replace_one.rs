@@ -16,8 +16,8 @@ use super::super::options::crud::{Collation, Hint, ReplaceOptions};
 use super::super::session::ClientSession;
 use super::update::run_update;
 use super::{into_future, option_setters};
-use crate::results::UpdateResult;
-use crate::Result;
+use crate::client::results::UpdateResult;
+use crate::error::Result;
 
 impl<T: Serialize + Send + Sync + 'static> Collection<T> {
     /// Replaces the first document matching `filter` with `replacement` (which may not

@@ -1,7 +1,7 @@
 //! `run_command`: a command as the caller wrote it, where the read preference says. Not
 //! retried.
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use bson::{doc, Document};
@@ -13,8 +13,8 @@ use super::super::ops::run_command::RunCommand as RunCommandOp;
 use super::super::options::admin::RunCommandOptions;
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::selection_actor::Criteria;
-use crate::{Error, Result};
+use crate::cluster::selection::Criteria;
+use crate::error::{Error, Result};
 
 impl Database {
     /// Runs `command` as is (plus `$db`, `lsid`, `$clusterTime` and `$readPreference` as the

@@ -1,6 +1,6 @@
 //! `run_cursor_command`: a command that opens a cursor, as the caller wrote it.
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use bson::{doc, Bson, Document};
@@ -15,7 +15,7 @@ use super::super::options::admin::RunCursorCommandOptions;
 use super::super::session::ClientSession;
 use super::super::session_cursor::SessionCursor;
 use super::{option_setters, ExplicitSession, ImplicitSession};
-use crate::Result;
+use crate::error::Result;
 use std::marker::PhantomData;
 
 impl Database {

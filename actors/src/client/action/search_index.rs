@@ -9,7 +9,7 @@ use super::super::collection::Handle;
 use super::super::ops::drop::NAMESPACE_NOT_FOUND;
 use super::super::ops::search_index::{self, SearchIndexCommand};
 use super::super::session::ClientSession;
-use crate::Result;
+use crate::error::Result;
 
 /// Runs `command`; gives the reply (an empty one for a drop of a missing collection, which
 /// the index-management spec says is not an error).

@@ -8,7 +8,7 @@ use super::super::inner::Client;
 use super::super::session::options::{SessionOptions, TransactionOptions};
 use super::super::session::ClientSession;
 use super::into_future;
-use crate::Result;
+use crate::error::Result;
 
 impl Client {
     /// Starts an explicit session: `client.start_session().causal_consistency(true).await?`

@@ -2,7 +2,7 @@
 //! the transaction, and `and_run` runs a callback in it, retrying and committing (the
 //! convenient transactions API).
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::future::IntoFuture;
 use std::time::Duration;
 
@@ -11,7 +11,8 @@ use super::super::session::cutoff::Cutoff;
 use super::super::session::options::TransactionOptions;
 use super::super::session::transaction::Attempt;
 use super::super::session::ClientSession;
-use crate::{BoxFuture, Error, Result};
+use crate::error::{Error, Result};
+use crate::BoxFuture;
 
 impl ClientSession {
     /// A transaction to start: `session.start_transaction().await?` starts it (the next

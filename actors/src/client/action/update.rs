@@ -13,8 +13,8 @@ use super::super::ops::write::{option_fields, WriteKind};
 use super::super::options::crud::{Collation, Hint, UpdateModifications, UpdateOptions};
 use super::super::session::ClientSession;
 use super::{into_future, option_setters};
-use crate::results::UpdateResult;
-use crate::{Error, Result};
+use crate::client::results::UpdateResult;
+use crate::error::{Error, Result};
 
 impl<T> Collection<T> {
     /// Updates the first document matching `filter` with an update document (`$set`, ...)

@@ -11,7 +11,7 @@ use super::super::options::search_index::UpdateSearchIndexOptions;
 use super::super::session::ClientSession;
 use super::search_index::run;
 use super::{into_future, option_setters};
-use crate::Result;
+use crate::error::Result;
 
 impl<T> Collection<T> {
     /// Replaces the definition of the search index `name`. Not retried.

@@ -1,6 +1,6 @@
 //! The `watch` builder of clients, databases and collections.
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::marker::PhantomData;
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ use super::super::options::change_stream::{
 };
 use super::super::options::crud::Collation;
 use super::super::session::ClientSession;
-use crate::Result;
+use crate::error::Result;
 
 /// A `watch`: see [`Collection::watch`](super::super::Collection::watch). Gives a
 /// [`ChangeStream`] of [`ChangeStreamEvent<T>`]s.
@@ -159,16 +159,17 @@ impl<'a, T: Send + Sync + 'static> super::Action for Watch<'a, T, ExplicitSessio
 #[cfg(feature = "sync")]
 impl<T: Send + Sync + 'static> Watch<'_, T, ImplicitSession> {
     /// Runs the action to completion, blocking (the sync API).
-    pub fn run(self) -> Result<crate::sync::ChangeStream<ChangeStreamEvent<T>>> {
-        crate::sync::block_on(std::future::IntoFuture::into_future(self)).map(crate::sync::ChangeStream::new)
+    pub fn run(self) -> Result<crate::client::sync::ChangeStream<ChangeStreamEvent<T>>> {
+        crate::client::sync::block_on(std::future::IntoFuture::into_future(self))
+            .map(crate::client::sync::ChangeStream::new)
     }
 }
 
 #[cfg(feature = "sync")]
 impl<'a, T: Send + Sync + 'static> Watch<'a, T, ExplicitSession<'a>> {
     /// Runs the action to completion, blocking (the sync API).
-    pub fn run(self) -> Result<crate::sync::SessionChangeStream<ChangeStreamEvent<T>>> {
-        crate::sync::block_on(std::future::IntoFuture::into_future(self))
-            .map(crate::sync::SessionChangeStream::new)
+    pub fn run(self) -> Result<crate::client::sync::SessionChangeStream<ChangeStreamEvent<T>>> {
+        crate::client::sync::block_on(std::future::IntoFuture::into_future(self))
+            .map(crate::client::sync::SessionChangeStream::new)
     }
 }

@@ -43,7 +43,7 @@ pub use super::options::change_stream::{
     ChangeStreamOptions, FullDocumentBeforeChangeType, FullDocumentType,
 };
 use super::session::ClientSession;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A resume in flight: the new cursor, or the error of its `aggregate`.
 type Resuming = BoxFuture<'static, Result<Cursor<Document>>>;
@@ -239,7 +239,7 @@ impl<T> ChangeStream<T> {
                         if let Some(c) = self.cursor.take() {
                             drop(c);
                         }
-                        return Poll::Ready(Some(Err(crate::ErrorKind::MissingResumeToken.into())));
+                        return Poll::Ready(Some(Err(crate::error::ErrorKind::MissingResumeToken.into())));
                     };
                     self.token = Some(ResumeToken(id));
                     self.cache_batch_token();
@@ -287,11 +287,12 @@ const RESUMABLE_CODES: [i32; 17] =
 fn resumable(e: &Error, client: &Client) -> bool {
     let Some(server) = e.server_error() else {
         // Not a server error: a network error, or the client gave up.
-        let stopped = matches!(*e.kind, crate::ErrorKind::Shutdown) && e.pool_error().is_none();
+        let stopped = matches!(*e.kind, crate::error::ErrorKind::Shutdown) && e.pool_error().is_none();
         return !stopped
             && !matches!(
                 *e.kind,
-                crate::ErrorKind::InvalidArgument { .. } | crate::ErrorKind::BsonDeserialization(_)
+                crate::error::ErrorKind::InvalidArgument { .. }
+                    | crate::error::ErrorKind::BsonDeserialization(_)
             );
     };
     let code = server.code.unwrap_or(0);

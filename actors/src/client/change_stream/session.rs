@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 use super::event::ResumeToken;
 use super::ChangeStream;
 use crate::client::session::ClientSession;
-use crate::Result;
+use crate::error::Result;
 
 /// A change stream opened with `watch().session(&mut session)`: read with
 /// [`next`](Self::next) or [`next_if_any`](Self::next_if_any), passing the same session.

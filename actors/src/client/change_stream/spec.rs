@@ -16,7 +16,7 @@ use super::super::ops::append;
 use super::super::options::change_stream::ChangeStreamOptions;
 use super::super::options::handle::CollectionOptions;
 use super::event::ResumeToken;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// What a change stream watches, owned so that it can resume.
 #[derive(Clone, Debug)]

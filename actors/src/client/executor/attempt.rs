@@ -17,8 +17,8 @@ use super::command::{command_for, AttemptArguments, WIRE_VERSION_8_2};
 use super::monitoring::Monitoring;
 use super::operation::{Op, Reply};
 use super::retry;
-use crate::topology::application_error;
-use crate::{Error, Result};
+use crate::cluster::topology::application_error;
+use crate::error::{Error, Result};
 
 /// What a single attempt knows about its server.
 pub(super) struct Target {

@@ -11,7 +11,7 @@ use super::super::session::pool::ServerSession;
 use super::super::session::tracking::Tracking;
 use super::cluster_time::{ClientClusterTime, ToSend};
 use super::operation::Op;
-use crate::selection_actor::Criteria;
+use crate::cluster::selection::Criteria;
 
 type BsonResult<T> = std::result::Result<T, bson::error::Error>;
 

@@ -40,11 +40,11 @@ use super::inner::{Client, ClientInner};
 use super::session::pool::ServerSession;
 use super::session::TransactionState;
 use super::timeout::{self, Limits};
+use crate::cluster::selection::{SelectedServer, SelectionRequest};
+use crate::cluster::snapshot::{ServerHandle, TopologySnapshot};
+use crate::cluster::topology::application_error;
 use crate::error::pool_error_address;
-use crate::selection_actor::{SelectedServer, SelectionRequest};
-use crate::snapshot::{ServerHandle, TopologySnapshot};
-use crate::topology::application_error;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// An explicit session as the executor sees it: it binds an operation (its server session,
 /// a transaction's fields, a pinned connection or mongos) and runs it through
@@ -54,7 +54,7 @@ pub(crate) trait ExplicitSession: Send {
     fn started_by(&self, inner: &Arc<ClientInner>) -> bool;
 
     /// The span of the session's transaction, under which its statements' spans nest.
-    fn transaction_span(&self) -> Option<&crate::otel::TransactionSpan>;
+    fn transaction_span(&self) -> Option<&crate::observe::otel::TransactionSpan>;
 
     /// Runs `op` with the session under `limits`.
     fn execute(
@@ -391,7 +391,7 @@ impl ClientInner {
             match attempt {
                 Ok((reply, conn)) => break Ok((reply, address, conn)),
                 // Admission control fails at once: a retry would only queue again.
-                Err(e) if matches!(*e.kind, crate::ErrorKind::Overloaded { .. }) => break Err(e),
+                Err(e) if matches!(*e.kind, crate::error::ErrorKind::Overloaded { .. }) => break Err(e),
                 Err(e) => {
                     let sharded = (target.topology_type == TopologyType::Sharded).then_some(address);
                     if let Some(e) = run.retry.failed(e, &op, retryable, limits, sharded, &self.settings) {
@@ -536,7 +536,7 @@ impl ClientInner {
         write: bool,
     ) -> Error {
         if let pool::Error::WaitQueueFull { address, limit } = e {
-            return Error::overloaded(crate::OverloadedQueue::ConnectionPool, limit, Some(address));
+            return Error::overloaded(crate::error::OverloadedQueue::ConnectionPool, limit, Some(address));
         }
         let establishment = e.is_network_error() || matches!(e, pool::Error::Authentication { .. });
         if establishment && !matches!(e, pool::Error::PoolCleared { .. }) {

@@ -11,9 +11,9 @@ use protocol::wire::DocumentSequence;
 
 use super::super::inner::ClientInner;
 use super::operation::{convert, raw_cursor_id, Command, Op, Reply};
-use crate::command_events::{CommandConnection, CommandEvent, CommandEventHandler};
-use crate::metrics::RecordCommands;
-use crate::otel::{CommandInfo, CommandSpan};
+use crate::observe::command_events::{CommandConnection, CommandEvent, CommandEventHandler};
+use crate::observe::metrics::RecordCommands;
+use crate::observe::otel::{CommandInfo, CommandSpan};
 
 /// Commands whose bodies and replies command monitoring redacts.
 const SENSITIVE_COMMANDS: [&str; 9] = [
@@ -59,7 +59,7 @@ impl<'a> Monitoring<'a> {
         operation_id: i64,
     ) -> Self {
         let handler = client.command_handler.as_deref();
-        let log = crate::command_log::enabled().then(|| client.topology.id().0.to_string());
+        let log = crate::observe::command_log::enabled().then(|| client.topology.id().0.to_string());
         let observed = handler.is_some() || log.is_some();
         Monitoring {
             handler,
@@ -132,8 +132,8 @@ impl<'a> Monitoring<'a> {
     }
 
     /// The fields of this command's log messages, when they are wanted.
-    fn log_context(&self) -> Option<crate::command_log::Context<'_>> {
-        Some(crate::command_log::Context {
+    fn log_context(&self) -> Option<crate::observe::command_log::Context<'_>> {
+        Some(crate::observe::command_log::Context {
             topology_id: self.log.as_deref()?,
             connection: self.connection.as_ref()?,
             command_name: self.command_name,
@@ -149,7 +149,7 @@ impl<'a> Monitoring<'a> {
             self.started = Some(StdInstant::now());
         }
         if let (Some(ctx), Some(command)) = (self.log_context(), command.as_ref()) {
-            crate::command_log::started(&ctx, command);
+            crate::observe::command_log::started(&ctx, command);
         }
         if let (Some(h), Some(command), Some(c)) = (self.handler, command, self.connection.clone()) {
             h.handle(&CommandEvent::Started {
@@ -173,7 +173,7 @@ impl<'a> Monitoring<'a> {
 
     /// A reply with `ok: 1` whose write errors or write concern error fail the write: a
     /// success for command monitoring, an error on the command's span.
-    pub(super) fn succeeded_with_write_errors(&self, reply: &Reply, error: &crate::Error) {
+    pub(super) fn succeeded_with_write_errors(&self, reply: &Reply, error: &crate::error::Error) {
         self.span.failed(error);
         self.answered(reply);
     }
@@ -184,7 +184,7 @@ impl<'a> Monitoring<'a> {
         self.metrics.record(self.command_name, true, duration);
         if let Some(ctx) = self.log_context() {
             let empty = Document::new();
-            crate::command_log::succeeded(&ctx, if self.redact { &empty } else { reply }, duration);
+            crate::observe::command_log::succeeded(&ctx, if self.redact { &empty } else { reply }, duration);
         }
         self.ended(|m, connection| CommandEvent::Succeeded {
             reply: if m.redact { Document::new() } else { Document::clone(reply) },
@@ -200,14 +200,17 @@ impl<'a> Monitoring<'a> {
     /// `server`: the server answered with an error (redacted from the log for a sensitive
     /// command), rather than a network, timeout or decoding failure.
     /// `error` builds the error the failed event carries, only when a subscriber takes it.
-    pub(super) fn failed(&self, failure: String, error: impl FnOnce() -> crate::Error, server: bool) {
+    pub(super) fn failed(&self, failure: String, error: impl FnOnce() -> crate::error::Error, server: bool) {
         let duration = self.started.map(|s| s.elapsed()).unwrap_or_default();
         self.metrics.record(self.command_name, false, duration);
         // A sensitive command's server error is redacted from its event as from its log.
-        let failure =
-            if self.redact && server { crate::command_log::REDACTED_FAILURE.to_string() } else { failure };
+        let failure = if self.redact && server {
+            crate::observe::command_log::REDACTED_FAILURE.to_string()
+        } else {
+            failure
+        };
         if let Some(ctx) = self.log_context() {
-            crate::command_log::failed(&ctx, &failure, duration);
+            crate::observe::command_log::failed(&ctx, &failure, duration);
         }
         let error = (self.handler.is_some() || self.span.is_on()).then(error);
         if let Some(e) = &error {
@@ -215,8 +218,8 @@ impl<'a> Monitoring<'a> {
         }
         self.ended(|m, connection| CommandEvent::Failed {
             failure,
-            error: crate::command_events::CommandFailure(
-                error.unwrap_or_else(|| crate::Error::stopped("command")),
+            error: crate::observe::command_events::CommandFailure(
+                error.unwrap_or_else(|| crate::error::Error::stopped("command")),
             ),
             command_name: m.command_name.to_string(),
             database_name: m.db.to_string(),

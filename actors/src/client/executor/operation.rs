@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use bson::{Bson, Document, RawDocumentBuf};
 use pool::cmap::PooledConnection;
 use pool::connection::Connection;
@@ -13,8 +13,8 @@ use protocol::wire::DocumentSequence;
 use protocol::ServerAddress;
 
 use super::super::session::pool::ServerSession;
-use crate::selection_actor::Criteria;
-use crate::Result;
+use crate::cluster::selection::Criteria;
+use crate::error::Result;
 
 /// Wire version of MongoDB 8.0, the first with the `bulkWrite` command.
 pub(crate) const WIRE_VERSION_8_0: i32 = 25;
@@ -208,7 +208,7 @@ pub(crate) struct Op {
     pub generic: bool,
     /// Its OpenTelemetry span, under which each attempt's command span nests (set by the
     /// executor's entry points; nothing when tracing is off or compiled out).
-    pub span: crate::otel::OperationSpan,
+    pub span: crate::observe::otel::OperationSpan,
 }
 
 /// An operation's command body: a `Document`, or the bytes of one that a hot operation

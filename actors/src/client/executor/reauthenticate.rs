@@ -7,7 +7,7 @@ use pool::cmap::PooledConnection;
 use pool::connection::Connection;
 use tokio::time::Instant;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// `ReauthenticationRequired`.
 const REAUTHENTICATION_REQUIRED: i32 = 391;

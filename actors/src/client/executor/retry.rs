@@ -15,10 +15,10 @@ use tokio::time::Instant;
 use super::super::inner::Settings;
 use super::super::timeout::{self, Limits};
 use super::operation::{Op, Retry};
+use crate::cluster::selection::Criteria;
+use crate::error::Error;
 use crate::error::{NO_WRITES_PERFORMED, RETRYABLE_ERROR, RETRYABLE_WRITE_ERROR};
 use crate::error::{TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
-use crate::selection_actor::Criteria;
-use crate::Error;
 
 /// The default `maxAdaptiveRetries`: the most retries once a server reports an overload.
 pub(crate) const MAX_ADAPTIVE_RETRIES: u32 = 2;
@@ -214,7 +214,8 @@ fn overload_retry_allowed(op: &Op, settings: &Settings) -> bool {
 
 /// An `ok: 1` reply whose write concern (or write) failed: the command ran.
 fn applied_with_concern_error(e: &Error) -> bool {
-    matches!(*e.kind, crate::ErrorKind::Write(_)) && e.server_error().is_some_and(|s| !s.command_failed)
+    matches!(*e.kind, crate::error::ErrorKind::Write(_))
+        && e.server_error().is_some_and(|s| !s.command_failed)
 }
 
 /// A network or pool-cleared error of a retryable write gets `RetryableWriteError`.
@@ -272,7 +273,7 @@ pub(crate) fn label_commit_error(e: &mut Error) {
         || root.contains_label(RETRYABLE_WRITE_ERROR)
         || root.code() == Some(protocol::reply::MAX_TIME_MS_EXPIRED)
         || write_concern_failed
-        || matches!(*root.kind, crate::ErrorKind::ServerSelection { .. })
+        || matches!(*root.kind, crate::error::ErrorKind::ServerSelection { .. })
         || e.is_timeout();
     if unknown && !root.contains_label(TRANSIENT_TRANSACTION_ERROR) {
         label_root(e, UNKNOWN_TRANSACTION_COMMIT_RESULT);

@@ -1,5 +1,5 @@
-//! What an operation tells the outside: its OpenTelemetry span ([`crate::otel`]), its
-//! `db.client.operation.duration` ([`crate::metrics`]) and the status page's counts, all from before the operation is
+//! What an operation tells the outside: its OpenTelemetry span ([`crate::observe::otel`]), its
+//! `db.client.operation.duration` ([`crate::observe::metrics`]) and the status page's counts, all from before the operation is
 //! serialized until its reply is read. Its commands' spans and durations come from
 //! [`super::monitoring`]. Nothing here reads a clock or allocates when neither tracing nor a
 //! metrics recorder is on.
@@ -10,9 +10,9 @@ use protocol::ServerAddress;
 
 use super::super::inner::ClientInner;
 use super::operation::Op;
-use crate::metrics::OperationKey;
-use crate::otel::{Clock, OperationSpan, TransactionSpan};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
+use crate::observe::metrics::OperationKey;
+use crate::observe::otel::{Clock, OperationSpan, TransactionSpan};
 
 /// Taken when an operation is called, before it is prepared.
 pub(crate) struct Watch {
@@ -53,7 +53,11 @@ impl Watch {
         op.span = span.clone();
         let metric = self.started.map(|started| {
             let key = OperationKey { name: name.to_string(), db: op.db.clone(), collection, address: None };
-            Box::new(Metric { started, key, write: op.criteria == crate::selection_actor::Criteria::Write })
+            Box::new(Metric {
+                started,
+                key,
+                write: op.criteria == crate::cluster::selection::Criteria::Write,
+            })
         });
         Watched { span, metric }
     }

@@ -5,7 +5,7 @@
 use bson::Document;
 
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
-use crate::Result;
+use crate::error::Result;
 
 /// A namespace or index command that changes something: run once on the primary, failed by
 /// a write concern error; answers the reply.

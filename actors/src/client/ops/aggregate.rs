@@ -9,8 +9,8 @@ use super::super::options::crud::AggregateOptions;
 use super::append;
 use super::cursor_reply::CursorReply;
 use super::read_on::common_fields;
-use crate::selection_actor::Criteria;
-use crate::Result;
+use crate::cluster::selection::Criteria;
+use crate::error::Result;
 
 /// `aggregate` on a collection, or on a database (`aggregate: 1`), opening a cursor.
 pub(crate) struct Aggregate {
@@ -109,7 +109,7 @@ pub(crate) async fn may_write_anywhere(client: &Client, criteria: &Criteria) -> 
     };
     let mut versions = known();
     if versions.is_empty() {
-        let request = crate::selection_actor::SelectionRequest::new(criteria.clone(), "aggregate");
+        let request = crate::cluster::selection::SelectionRequest::new(criteria.clone(), "aggregate");
         let _ = client.inner.selector.select(request).await;
         versions = known();
     }

@@ -8,7 +8,7 @@ use super::super::op_options::{count_of, first_batch, int};
 use super::super::options::crud::CountOptions;
 use super::append;
 use super::read_on::{common_fields, ReadOn};
-use crate::Result;
+use crate::error::Result;
 
 /// `count`, with a filter (the legacy `count`) or without (`estimated_document_count`).
 pub(crate) struct Count<'a> {

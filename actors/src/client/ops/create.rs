@@ -6,7 +6,7 @@ use super::super::options::create_collection::CreateCollectionOptions;
 use super::admin::AdminWrite;
 use super::append;
 use super::write_on::WriteOn;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The `create` of collection `name` in the handle's database.
 pub(crate) fn create(

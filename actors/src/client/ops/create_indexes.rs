@@ -7,7 +7,7 @@ use super::super::options::admin::{CreateIndexOptions, IndexModel};
 use super::admin::AdminWrite;
 use super::append;
 use super::write_on::WriteOn;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The `createIndexes` of `indexes` (at least one, each with a key), and the names it creates.
 pub(crate) fn create_indexes(

@@ -12,7 +12,7 @@ use protocol::ServerAddress;
 
 use super::super::executor::operation::{convert, raw_cursor_id, OpOutput};
 use super::super::session::pool::ServerSession;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// What a command that opens a cursor answered: the cursor's id, server and first batch,
 /// and what its `getMore`s need.

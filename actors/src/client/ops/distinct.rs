@@ -5,7 +5,7 @@ use bson::{doc, Bson, Document};
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::super::options::crud::DistinctOptions;
 use super::read_on::{common_fields, ReadOn};
-use crate::Result;
+use crate::error::Result;
 
 /// `distinct`: a field's distinct values among matching documents.
 pub(crate) struct Distinct<'a> {

@@ -4,8 +4,8 @@ use bson::{doc, Bson};
 use selection::ReadPreference;
 
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
-use crate::selection_actor::Criteria;
-use crate::Result;
+use crate::cluster::selection::Criteria;
+use crate::error::Result;
 
 /// `endSessions` of up to 10,000 session ids, sent without a session of its own.
 pub(crate) struct EndSessions {

@@ -4,7 +4,7 @@ use bson::{doc, Document};
 
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::append;
-use crate::Result;
+use crate::error::Result;
 
 /// How a transaction ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use super::super::options::crud::FindOptions;
 use super::cursor_reply::CursorReply;
 use super::read_on::ReadOn;
 use super::RawCommand;
-use crate::Result;
+use crate::error::Result;
 
 /// `find`, opening a cursor.
 pub(crate) struct Find<'a> {

@@ -6,7 +6,7 @@ use bson::{doc, Bson, Document};
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::super::options::crud::{FindAndModifyFields, ReturnDocument};
 use super::{append, Namespace};
-use crate::Result;
+use crate::error::Result;
 
 /// `findAndModify`: deletes (`change: None`), replaces or updates one document and returns
 /// it. A retryable write.

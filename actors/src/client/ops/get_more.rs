@@ -5,8 +5,8 @@ use selection::ReadPreference;
 
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::cursor_reply::{batch, NextBatch};
-use crate::selection_actor::Criteria;
-use crate::Result;
+use crate::cluster::selection::Criteria;
+use crate::error::Result;
 
 /// `getMore`: the next batch of a cursor, on its server. Never retried.
 pub(crate) struct GetMore<'a> {

@@ -4,8 +4,8 @@ use bson::doc;
 use selection::ReadPreference;
 
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
-use crate::selection_actor::Criteria;
-use crate::Result;
+use crate::cluster::selection::Criteria;
+use crate::error::Result;
 
 /// `killCursors`: closes a cursor on its server. Never retried.
 pub(crate) struct KillCursors<'a> {

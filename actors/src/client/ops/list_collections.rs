@@ -6,8 +6,8 @@ use selection::ReadPreference;
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::cursor_options;
 use super::cursor_reply::CursorReply;
-use crate::selection_actor::Criteria;
-use crate::Result;
+use crate::cluster::selection::Criteria;
+use crate::error::Result;
 
 /// `listCollections`, opening a cursor.
 pub(crate) struct ListCollections {

@@ -4,8 +4,8 @@ use bson::{Bson, Document};
 use selection::ReadPreference;
 
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
-use crate::selection_actor::Criteria;
-use crate::Result;
+use crate::cluster::selection::Criteria;
+use crate::error::Result;
 
 /// `listDatabases` on `admin`: one document a database.
 pub(crate) struct ListDatabases {

@@ -7,8 +7,8 @@ use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::cursor_options;
 use super::cursor_reply::CursorReply;
 use super::Namespace;
-use crate::selection_actor::Criteria;
-use crate::Result;
+use crate::cluster::selection::Criteria;
+use crate::error::Result;
 
 /// `listIndexes`, opening a cursor.
 pub(crate) struct ListIndexes<'a> {

@@ -38,7 +38,7 @@ use bson::Document;
 
 use super::executor::operation::Command;
 use super::op_options::ms;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A collection's database and name.
 #[derive(Debug, Clone, Copy)]
@@ -172,7 +172,7 @@ mod tests {
     use super::read_on::ReadOn;
     use super::write::{Write, WriteKind};
     use super::*;
-    use crate::selection_actor::Criteria;
+    use crate::cluster::selection::Criteria;
 
     fn out(reply: Document) -> OpOutput {
         OpOutput {
@@ -265,7 +265,7 @@ mod tests {
         assert!(FindOne(bad)
             .prepare()
             .as_ref()
-            .is_err_and(|e| matches!(*e.kind, crate::ErrorKind::BsonSerialization(_))));
+            .is_err_and(|e| matches!(*e.kind, crate::error::ErrorKind::BsonSerialization(_))));
     }
 
     #[test]

@@ -6,8 +6,8 @@ use bson::{Bson, Document};
 use super::super::executor::operation::Shape;
 use super::super::options::crud::{Collation, Hint};
 use super::{append, Namespace, RawCommand};
-use crate::selection_actor::Criteria;
-use crate::Result;
+use crate::cluster::selection::Criteria;
+use crate::error::Result;
 
 /// What every read of a collection carries: where it runs, the servers it may read from,
 /// its read concern and its legacy `maxTimeMS`.

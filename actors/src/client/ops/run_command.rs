@@ -3,8 +3,8 @@
 use bson::Document;
 
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
-use crate::selection_actor::Criteria;
-use crate::Result;
+use crate::cluster::selection::Criteria;
+use crate::error::Result;
 
 /// A command as the caller wrote it (`run_command`): never retried, its reply returned as is.
 pub(crate) struct RunCommand {

@@ -1,12 +1,12 @@
 //! `run_cursor_command`'s command: a command of the caller's that opens a cursor.
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use bson::Document;
 
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::cursor_reply::CursorReply;
-use crate::selection_actor::Criteria;
-use crate::Result;
+use crate::cluster::selection::Criteria;
+use crate::error::Result;
 
 /// A command the caller wrote that opens a cursor (`run_cursor_command`). Never retried.
 pub(crate) struct RunCursorCommand {

@@ -6,7 +6,7 @@ use bson::{doc, Document};
 use super::super::options::search_index::SearchIndexModel;
 use super::admin::AdminWrite;
 use super::Namespace;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// What a search index command does. Search index commands take no read or write concern
 /// (index-management spec), and need an Atlas deployment: other servers refuse them.

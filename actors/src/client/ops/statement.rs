@@ -4,7 +4,7 @@
 use bson::{doc, Bson, Document};
 
 use super::super::options::crud::{Collation, Hint, UpdateModifications};
-use crate::Result;
+use crate::error::Result;
 
 /// An update statement (`{q, u, upsert, multi, arrayFilters, collation, hint, sort}`), as the
 /// `update` command takes it.

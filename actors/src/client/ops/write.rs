@@ -9,8 +9,8 @@ use protocol::wire::DocumentSequence;
 use super::super::executor::operation::{Command, OpOutput, Operation, Shape};
 use super::super::op_options::count_of;
 use super::{append, Namespace};
-use crate::results::UpdateResult;
-use crate::{Error, Result};
+use crate::client::results::UpdateResult;
+use crate::error::{Error, Result};
 
 /// The largest statement a server takes (`maxBsonObjectSize`, plus the 16 KiB a statement's
 /// own fields may add around a document of that size).

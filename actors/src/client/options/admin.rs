@@ -2,7 +2,7 @@
 //! enumerate-collections and enumerate-databases specs), as serde types with the spec's
 //! names.
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 use typed_builder::TypedBuilder;
 

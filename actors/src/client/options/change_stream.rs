@@ -1,6 +1,6 @@
 //! The options of a change stream (`watch`).
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 use typed_builder::TypedBuilder;
 

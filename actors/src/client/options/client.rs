@@ -19,15 +19,15 @@ use super::super::concern::{ReadConcern, WriteConcern};
 use super::compressor::Compressor;
 use super::credential::Credential;
 use super::tls::Tls;
-use crate::command_events::CommandEventHandler;
-use crate::event::EventHandler;
-use crate::events::SdamEventHandler;
-use crate::selection_actor::CustomSelector;
-use crate::selection_criteria::SelectionCriteria;
-use crate::srv::{self, ResolverConfig, SrvInfo, SrvResolver};
-use crate::srv_poller::{SrvPollerOptions, DEFAULT_RESCAN_INTERVAL};
-use crate::topology::TopologyBuilder;
-use crate::{Error, Result};
+use crate::cluster::selection::CustomSelector;
+use crate::cluster::selection_criteria::SelectionCriteria;
+use crate::cluster::srv::{self, ResolverConfig, SrvInfo, SrvResolver};
+use crate::cluster::srv_poller::{SrvPollerOptions, DEFAULT_RESCAN_INTERVAL};
+use crate::cluster::topology::TopologyBuilder;
+use crate::error::{Error, Result};
+use crate::observe::command_events::CommandEventHandler;
+use crate::observe::event::EventHandler;
+use crate::observe::events::SdamEventHandler;
 use protocol::hello::metadata::DriverInfo;
 use protocol::ServerAddress;
 use typed_builder::TypedBuilder;
@@ -133,20 +133,20 @@ pub struct ClientOptions {
     #[serde(skip)]
     pub custom_selector: Option<CustomSelector>,
     /// Receives SDAM events in the official shape (behind a bounded queue, as every
-    /// subscriber: see [`crate::events`]).
+    /// subscriber: see [`crate::observe::events`]).
     #[builder(setter(strip_option))]
     #[serde(skip)]
-    pub sdam_event_handler: Option<EventHandler<crate::event::sdam::SdamEvent>>,
+    pub sdam_event_handler: Option<EventHandler<crate::observe::event::sdam::SdamEvent>>,
     /// Receives CMAP events in the official shape.
     #[builder(setter(strip_option))]
     #[serde(skip)]
-    pub cmap_event_handler: Option<EventHandler<crate::event::cmap::CmapEvent>>,
+    pub cmap_event_handler: Option<EventHandler<crate::observe::event::cmap::CmapEvent>>,
     /// Receives command events in the official shape.
     #[builder(setter(strip_option))]
     #[serde(skip)]
-    pub command_event_handler: Option<EventHandler<crate::event::command::CommandEvent>>,
+    pub command_event_handler: Option<EventHandler<crate::observe::event::command::CommandEvent>>,
     /// (Ours.) Receives SDAM events in the spec's shape: a crossbeam `Sender`, a closure or an
-    /// actix `Recipient` (see [`crate::events`]). Both it and `sdam_event_handler` may be set.
+    /// actix `Recipient` (see [`crate::observe::events`]). Both it and `sdam_event_handler` may be set.
     #[builder(setter(!into, strip_option))]
     #[serde(skip)]
     pub sdam_event_subscriber: Option<Arc<dyn SdamEventHandler>>,
@@ -185,13 +185,13 @@ pub struct ClientOptions {
     /// no limit.
     pub max_wait_queue_size: Option<u32>,
     /// How many events each subscriber's queue holds (`None`:
-    /// [`DEFAULT_EVENT_QUEUE_CAPACITY`](crate::events::DEFAULT_EVENT_QUEUE_CAPACITY)); see
-    /// [`crate::events`].
+    /// [`DEFAULT_EVENT_QUEUE_CAPACITY`](crate::observe::events::DEFAULT_EVENT_QUEUE_CAPACITY)); see
+    /// [`crate::observe::events`].
     pub event_queue_capacity: Option<usize>,
-    /// OpenTelemetry tracing (feature `opentelemetry`; see [`crate::otel`]). `None`: as the
+    /// OpenTelemetry tracing (feature `opentelemetry`; see [`crate::observe::otel`]). `None`: as the
     /// `OTEL_RUST_INSTRUMENTATION_MONGODB_*` environment variables say (off when unset).
     #[cfg(feature = "opentelemetry")]
-    pub tracing: Option<crate::otel::OpentelemetryOptions>,
+    pub tracing: Option<crate::observe::otel::OpentelemetryOptions>,
 }
 
 fn default_hosts() -> Vec<ServerAddress> {
@@ -409,8 +409,8 @@ impl ClientOptions {
     /// Event handlers are not set: the Client adds them (through `mongo_actors::metrics`).
     pub fn topology_builder(&self) -> Result<TopologyBuilder> {
         let cs = &self.connection_string;
-        let mut builder =
-            ConnectionOptions::builder_from_connection_string(cs).platform(crate::topology::platform());
+        let mut builder = ConnectionOptions::builder_from_connection_string(cs)
+            .platform(crate::cluster::topology::platform());
         if let Some(api) = &self.server_api {
             builder = builder.server_api(api.clone());
         }
@@ -609,17 +609,21 @@ mod tests {
             [("maxPoolSize", "-1"), ("nope", "1"), ("retryReads", "maybe"), ("directConnection", "x")]
         {
             let e = ClientOptions::parse("mongodb://h").option(k, v).await.unwrap_err();
-            assert!(matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. }), "{k}: {e}");
+            assert!(matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. }), "{k}: {e}");
         }
         // Combinations are checked after the overlay.
         let e = ClientOptions::parse("mongodb://a,b").option("directConnection", true).await;
-        assert!(e.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
+        assert!(e
+            .as_ref()
+            .is_err_and(|e| matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. })));
         let e = ClientOptions::parse("mongodb://a").option("minPoolSize", 9).option("maxPoolSize", 3).await;
-        assert!(e.as_ref().is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
+        assert!(e
+            .as_ref()
+            .is_err_and(|e| matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. })));
         assert!(ClientOptions::parse("")
             .await
             .as_ref()
-            .is_err_and(|e| matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. })));
+            .is_err_and(|e| matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. })));
     }
 
     #[tokio::test]
@@ -640,7 +644,7 @@ mod tests {
         let mut cs = super::super::ConnectionString::parse("mongodb://h1,h2").unwrap();
         cs.direct_connection = Some(true);
         let e = ClientOptions::parse(cs).await.unwrap_err();
-        assert!(matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. }), "{e}");
+        assert!(matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. }), "{e}");
     }
 
     #[test]
@@ -658,7 +662,7 @@ mod tests {
         assert!(serde_json::from_str::<ClientOptions>("{}").unwrap() == ClientOptions::default());
         // A handler is code, not a value: it does not make two options differ.
         let handled = ClientOptions::builder()
-            .command_event_handler(crate::event::EventHandler::callback(|_| {}))
+            .command_event_handler(crate::observe::event::EventHandler::callback(|_| {}))
             .build();
         assert!(handled == ClientOptions::default());
         assert!(built != ClientOptions::default());
@@ -679,7 +683,7 @@ mod tests {
         );
         let bad = ClientOptions::builder().min_pool_size(9).max_pool_size(3).build();
         let e = crate::Client::with_options(bad).unwrap_err();
-        assert!(matches!(*e.kind, crate::ErrorKind::InvalidArgument { .. }), "{e}");
+        assert!(matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. }), "{e}");
     }
 
     #[tokio::test]

@@ -10,8 +10,8 @@ use super::super::concern::{ReadConcern, ReadConcernLevel, WriteConcern};
 use super::client::ClientOptions;
 use super::compressor::{compressors_of, fold_compressors};
 use super::tls::{fold_tls, tls_of};
-use crate::selection_criteria::SelectionCriteria;
-use crate::{Error, Result};
+use crate::cluster::selection_criteria::SelectionCriteria;
+use crate::error::{Error, Result};
 
 impl ClientOptions {
     /// Fills the typed fields from the connection string.

@@ -7,7 +7,7 @@ use bson::{Bson, Document};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use typed_builder::TypedBuilder;
 
-use crate::Error;
+use crate::error::Error;
 
 /// Language-specific string comparison rules (`collation`), sent as the server expects.
 #[derive(TypedBuilder, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 use protocol::uri::{Compressor as Name, UriOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A wire compressor the client offers the server, in order of preference.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

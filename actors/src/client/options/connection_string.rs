@@ -16,8 +16,8 @@ use super::super::concern::{ReadConcern, WriteConcern};
 use super::client::ClientOptions;
 use super::compressor::Compressor;
 use super::tls::Tls;
-use crate::selection_criteria::SelectionCriteria;
-use crate::{Error, Result};
+use crate::cluster::selection_criteria::SelectionCriteria;
+use crate::error::{Error, Result};
 
 /// Where the client finds its seeds.
 #[derive(Debug, PartialEq, Clone, serde::Serialize)]

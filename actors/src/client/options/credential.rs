@@ -131,16 +131,16 @@ impl Credential {
 
     /// `ALLOWED_HOSTS` as given in code: `None` when not given, an error when it is not an
     /// array of strings.
-    pub(crate) fn allowed_hosts(&self) -> crate::Result<Option<Vec<String>>> {
+    pub(crate) fn allowed_hosts(&self) -> crate::error::Result<Option<Vec<String>>> {
         let Some(v) = self.mechanism_properties.as_ref().and_then(|p| p.get(ALLOWED_HOSTS)) else {
             return Ok(None);
         };
-        let bad = || crate::Error::invalid_argument("ALLOWED_HOSTS must be an array of host names");
+        let bad = || crate::error::Error::invalid_argument("ALLOWED_HOSTS must be an array of host names");
         let array = v.as_array().ok_or_else(bad)?;
         array
             .iter()
             .map(|h| h.as_str().map(str::to_owned).ok_or_else(bad))
-            .collect::<crate::Result<Vec<_>>>()
+            .collect::<crate::error::Result<Vec<_>>>()
             .map(Some)
     }
 }

@@ -3,7 +3,7 @@
 //! handle says (read preference, concerns, `timeoutMS`). An option is either sent or refused:
 //! none is accepted and dropped.
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 use typed_builder::TypedBuilder;
 

@@ -31,7 +31,7 @@ use futures_util::FutureExt;
 use pool::connection::{OidcAuthenticator, OidcFlow, TokenFunction};
 pub use protocol::oidc::{CallbackContext, IdpServerInfo, IdpServerResponse};
 
-use crate::Result;
+use crate::error::Result;
 
 /// A MONGODB-OIDC token callback; the default is none. Made with [`Callback::machine`] or
 /// [`Callback::human`]; cloning shares the function.

@@ -19,7 +19,7 @@ use super::super::timeout::{self, Limits};
 use super::options::TransactionOptions;
 use super::pool::ServerSession;
 use super::{ClientSession, TransactionState};
-use crate::selection_actor::Criteria;
+use crate::cluster::selection::Criteria;
 
 /// A session borrowed by a call that must not leave it half-changed: dereferences to the
 /// session; [`disarm`](Self::disarm) when the call ends normally.

@@ -34,8 +34,8 @@ use self::pool::ServerSession;
 use self::tracking::Tracking;
 use super::inner::Client;
 use super::timeout;
-use crate::selection_actor::{Criteria, PinId, SelectionRequest};
-use crate::{Error, Result};
+use crate::cluster::selection::{Criteria, PinId, SelectionRequest};
+use crate::error::{Error, Result};
 
 /// Where a session's transaction stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,7 +121,7 @@ pub struct ClientSession {
     /// A snapshot session (no transactions).
     snapshot: bool,
     /// The current (or last) transaction's OpenTelemetry span, ended by its commit or abort.
-    txn_span: crate::otel::TransactionSpan,
+    txn_span: crate::observe::otel::TransactionSpan,
 }
 
 impl std::fmt::Debug for ClientSession {
@@ -166,7 +166,7 @@ impl Client {
                 .map_err(|e| timeout::convert(e, client_timeout, deadline))?;
             timeout = selected.snapshot().description.logical_session_timeout_minutes();
             if timeout.is_none() {
-                return Err(crate::ErrorKind::SessionsNotSupported.into());
+                return Err(crate::error::ErrorKind::SessionsNotSupported.into());
             }
         }
         let mut server = self.inner.sessions.acquire(timeout);
@@ -199,7 +199,7 @@ impl Client {
     }
 }
 
-/// A session or transaction used out of order ([`ErrorKind::Transaction`](crate::ErrorKind::Transaction)).
+/// A session or transaction used out of order ([`ErrorKind::Transaction`](crate::error::ErrorKind::Transaction)).
 pub(crate) fn state_error(message: &str) -> Error {
     Error::transaction(message)
 }

@@ -1,6 +1,6 @@
 //! The options of explicit sessions and their transactions.
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 use typed_builder::TypedBuilder;
 

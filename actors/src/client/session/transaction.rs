@@ -50,7 +50,7 @@
 //! Outside a transaction, a cut-off write has taken its `txnNumber`: the session's next write
 //! takes a newer one, so the server refuses the cut-off one if it arrives after it.
 
-use crate::selection_criteria::SelectionCriteria;
+use crate::cluster::selection_criteria::SelectionCriteria;
 use std::time::Duration;
 
 use bson::Document;
@@ -73,9 +73,9 @@ use super::cutoff::{spawn_abort, Cutoff};
 use super::options::SessionOptions;
 use super::options::{EndTransactionOptions, TransactionOptions};
 use super::{state_error, CallbackTimeout, ClientSession, TransactionState};
+use crate::cluster::selection::Criteria;
+use crate::error::{Error, Result};
 use crate::error::{RETRYABLE_WRITE_ERROR, TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
-use crate::selection_actor::Criteria;
-use crate::{Error, Result};
 
 /// How long [`ClientSession::with_transaction`] retries without a timeoutMS (convenient
 /// transactions API).
@@ -571,7 +571,7 @@ impl ExplicitSession for ClientSession {
         std::sync::Arc::ptr_eq(&self.client.inner, inner)
     }
 
-    fn transaction_span(&self) -> Option<&crate::otel::TransactionSpan> {
+    fn transaction_span(&self) -> Option<&crate::observe::otel::TransactionSpan> {
         self.in_transaction().then_some(&self.txn_span)
     }
 

@@ -1,0 +1,51 @@
+//! A blocking change stream: an `Iterator` of events.
+
+use serde::de::DeserializeOwned;
+
+use super::runtime::block_on;
+use crate::change_stream::ResumeToken;
+use crate::error::Result;
+
+/// A change stream: each `next` waits for the next event (resuming across a network error,
+/// as the async one does).
+#[derive(Debug)]
+pub struct ChangeStream<T> {
+    inner: crate::ChangeStream<T>,
+}
+
+impl<T> ChangeStream<T> {
+    pub(crate) fn new(inner: crate::ChangeStream<T>) -> Self {
+        ChangeStream { inner }
+    }
+
+    /// The token to resume after the last event seen.
+    pub fn resume_token(&self) -> Option<ResumeToken> {
+        self.inner.resume_token()
+    }
+
+    /// Whether the stream may still give events.
+    pub fn is_alive(&self) -> bool {
+        self.inner.is_alive()
+    }
+
+    /// The same stream, deserializing its events as `D`.
+    pub fn with_type<D: DeserializeOwned + Unpin + Send + Sync>(self) -> ChangeStream<D> {
+        ChangeStream { inner: self.inner.with_type() }
+    }
+
+    /// The next event if the server has one now (one `getMore` at most).
+    pub fn next_if_any(&mut self) -> Result<Option<T>>
+    where
+        T: DeserializeOwned + 'static,
+    {
+        block_on(self.inner.next_if_any())
+    }
+}
+
+impl<T: DeserializeOwned + 'static> Iterator for ChangeStream<T> {
+    type Item = Result<T>;
+
+    fn next(&mut self) -> Option<Result<T>> {
+        block_on(futures_util::StreamExt::next(&mut self.inner))
+    }
+}
