@@ -359,12 +359,12 @@ impl ClusterBuilder {
             self.set_name,
             self.lag,
             self.election_timeout,
-            self.port,
             runtime.handle().clone(),
             &self.members,
             cluster::spawn_listener,
         );
         shared.security = security;
+        shared.base_port = self.port;
         shared.version = self.version;
         shared.host_name = self.host_name;
         shared.remote = self.remote;

@@ -105,13 +105,12 @@ fn pack_ts(ts: Timestamp) -> u64 {
 
 impl Shared {
     /// Creates the shared state for `options.len()` members (listeners are started separately;
-    /// `security` is set by the caller before sharing).
+    /// `security`, `version` and `base_port` are set by the caller before sharing).
     pub(crate) fn new(
         kind: Kind,
         set_name: String,
         lag: Duration,
         election_timeout: Duration,
-        base_port: u16,
         handle: Handle,
         options: &[MemberOptions],
         serve: Serve,
@@ -145,7 +144,7 @@ impl Shared {
             set_name,
             lag,
             election_timeout,
-            base_port,
+            base_port: 0,
             state: Mutex::new(state),
             handle,
             cluster_time: AtomicU64::new(pack_ts(ts)),
