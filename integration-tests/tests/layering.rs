@@ -493,6 +493,24 @@ fn actors_has_no_circle_and_no_arrow_up_a_layer() {
     assert!(edges["client/executor/mod.rs"].contains("client/executor/operation.rs"), "{edges:#?}");
 }
 
+/// The actor core (`cluster/`, the selection actor's folder included) has no circle between
+/// two of its files even in the strict reading (through re-exports and `use child::…`).
+#[test]
+fn actors_cluster_floor_has_no_circle_in_the_strict_reading() {
+    let krate = load(&root().join("actors/src"), true);
+    let floor = |f: &str| f.starts_with("cluster/");
+    let edges: BTreeMap<String, BTreeSet<String>> = krate
+        .edges()
+        .into_iter()
+        .filter(|(f, _)| floor(f))
+        .map(|(f, ts)| (f, ts.into_iter().filter(|t| floor(t)).collect()))
+        .collect();
+    assert!(edges.len() > 15, "{edges:#?}");
+    let found = circles(&edges);
+    assert!(found.is_empty(), "cluster/ has circles: {found:#?} ({edges:#?})");
+    assert!(edges["cluster/selection/handle.rs"].contains("cluster/selection/pipeline.rs"), "{edges:#?}");
+}
+
 #[test]
 fn pool_has_no_circle() {
     let edges = assert_no_circles("pool", &root().join("pool/src"), true);
