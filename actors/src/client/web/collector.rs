@@ -22,9 +22,9 @@ const HISTORY: usize = 60;
 const FAILOVERS: usize = 5;
 /// How often the status is rebuilt without a topology change.
 const TICK: Duration = Duration::from_secs(1);
-/// How often while a failover waits for its first successful operation.
+/// How often while a failover waits for its first successful write.
 const UNFOLDING_TICK: Duration = Duration::from_millis(50);
-/// A failover with no successful operation this long after it was seen closes as it stands.
+/// A failover with no successful write this long after it was seen closes as it stands.
 const CLOSE_AFTER: Duration = Duration::from_secs(60);
 
 /// A failover still unfolding: when it started, by the monotonic clock.
@@ -96,7 +96,9 @@ impl Collector {
                 f.first_write_after_ms = f.first_write_after_ms.or(write.and_then(after));
                 f.first_operation_after_ms = f.first_operation_after_ms.or(any.and_then(after));
             }
-            if any.is_some() || now.saturating_duration_since(open.seen) >= CLOSE_AFTER {
+            // Open until its first write is seen: a read that succeeds first must not close
+            // the timeline with its first write missing.
+            if write.is_some() || now.saturating_duration_since(open.seen) >= CLOSE_AFTER {
                 self.open = None;
             }
         }
