@@ -240,10 +240,10 @@ async fn mounted_under_a_path_behind_a_guard() {
     client.shutdown().await;
 }
 
-/// A service that only reads: its first successful read after the new primary closes the
-/// failover (no write ever comes), the page then publishes only what changes (not the 20
-/// events a second it sent while the failover waited for a write), and a second failover is
-/// recorded as one of its own.
+/// A service that only reads: its first successful read after the new primary ends the
+/// failover's quick polling (no write ever comes; the timeline waits for one on the ordinary
+/// tick), the page then publishes only what changes (not the 20 events a second it sent while
+/// the failover waited for an operation), and a second failover is recorded as one of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failover_in_a_service_that_only_reads_closes_and_the_page_goes_quiet() {
     let Some(cluster) = sim("a_failover_in_a_service_that_only_reads_closes_and_the_page_goes_quiet") else {

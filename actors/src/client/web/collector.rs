@@ -22,7 +22,7 @@ const HISTORY: usize = 60;
 const FAILOVERS: usize = 5;
 /// How often the status is rebuilt without a topology change.
 const TICK: Duration = Duration::from_secs(1);
-/// How often while a failover waits for its first successful write.
+/// How often while a failover waits for its first successful operation.
 const UNFOLDING_TICK: Duration = Duration::from_millis(50);
 /// A failover with no successful write this long after it was seen closes as it stands.
 const CLOSE_AFTER: Duration = Duration::from_secs(60);
@@ -32,6 +32,9 @@ struct Open {
     index: usize,
     seen: Instant,
     new_primary_at: Option<Instant>,
+    /// An operation succeeded after the new primary: the quick polling ends; the timeline
+    /// still waits (on the ordinary tick) for its first write.
+    operation_seen: bool,
 }
 
 /// What the collector keeps between snapshots.
@@ -72,7 +75,12 @@ impl Collector {
                 if self.failovers.len() > FAILOVERS {
                     self.failovers.pop_front();
                 }
-                self.open = Some(Open { index: self.failovers.len() - 1, seen: now, new_primary_at: None });
+                self.open = Some(Open {
+                    index: self.failovers.len() - 1,
+                    seen: now,
+                    new_primary_at: None,
+                    operation_seen: false,
+                });
             }
             if let (Some(new), Some(open)) = (&primary, self.open.as_mut()) {
                 if open.new_primary_at.is_none() {
@@ -85,7 +93,7 @@ impl Collector {
             }
             self.primary = primary;
         }
-        if let Some(open) = &self.open {
+        if let Some(open) = &mut self.open {
             let ops = &feed.operations;
             let after = |t: Instant| Some(millis(t.saturating_duration_since(open.seen)));
             let (write, any) = match open.new_primary_at {
@@ -96,6 +104,7 @@ impl Collector {
                 f.first_write_after_ms = f.first_write_after_ms.or(write.and_then(after));
                 f.first_operation_after_ms = f.first_operation_after_ms.or(any.and_then(after));
             }
+            open.operation_seen |= any.is_some();
             // Open until its first write is seen: a read that succeeds first must not close
             // the timeline with its first write missing.
             if write.is_some() || now.saturating_duration_since(open.seen) >= CLOSE_AFTER {
@@ -234,8 +243,9 @@ pub(crate) async fn run(client: Weak<ClientInner>, feed: Arc<StatusFeed>) {
     let mut published = Published::default();
     let mut tick = tokio::time::interval(TICK);
     loop {
-        // While a failover unfolds, its first write is looked for every 50 ms.
-        let unfolding = collector.open.is_some();
+        // Until a failover's first successful operation, its timeline is looked at every 50 ms
+        // (a read-only service then goes quiet; its first write is still looked for each tick).
+        let unfolding = collector.open.as_ref().is_some_and(|o| !o.operation_seen);
         let sample = tokio::select! {
             changed = changes.changed() => {
                 if changed.is_err() {
