@@ -32,9 +32,6 @@ struct Open {
     index: usize,
     seen: Instant,
     new_primary_at: Option<Instant>,
-    /// An operation succeeded after the new primary: the quick polling ends; the timeline
-    /// still waits (on the ordinary tick) for its first write.
-    operation_seen: bool,
 }
 
 /// What the collector keeps between snapshots.
@@ -47,6 +44,14 @@ pub(crate) struct Collector {
 }
 
 impl Collector {
+    /// A failover is open and no operation has succeeded since its new primary: polled every
+    /// 50 ms (afterwards, its first write is looked for on the ordinary tick).
+    fn awaits_first_operation(&self) -> bool {
+        self.open
+            .as_ref()
+            .is_some_and(|o| self.failovers.get(o.index).is_none_or(|f| f.first_operation_after_ms.is_none()))
+    }
+
     /// Notes what changed in `snapshot` (a primary lost, a new primary) at `now`; `sample`:
     /// take an RTT sample of each server.
     pub(crate) fn observe(
@@ -75,12 +80,7 @@ impl Collector {
                 if self.failovers.len() > FAILOVERS {
                     self.failovers.pop_front();
                 }
-                self.open = Some(Open {
-                    index: self.failovers.len() - 1,
-                    seen: now,
-                    new_primary_at: None,
-                    operation_seen: false,
-                });
+                self.open = Some(Open { index: self.failovers.len() - 1, seen: now, new_primary_at: None });
             }
             if let (Some(new), Some(open)) = (&primary, self.open.as_mut()) {
                 if open.new_primary_at.is_none() {
@@ -93,7 +93,7 @@ impl Collector {
             }
             self.primary = primary;
         }
-        if let Some(open) = &mut self.open {
+        if let Some(open) = &self.open {
             let ops = &feed.operations;
             let after = |t: Instant| Some(millis(t.saturating_duration_since(open.seen)));
             let (write, any) = match open.new_primary_at {
@@ -104,7 +104,6 @@ impl Collector {
                 f.first_write_after_ms = f.first_write_after_ms.or(write.and_then(after));
                 f.first_operation_after_ms = f.first_operation_after_ms.or(any.and_then(after));
             }
-            open.operation_seen |= any.is_some();
             // Open until its first write is seen: a read that succeeds first must not close
             // the timeline with its first write missing.
             if write.is_some() || now.saturating_duration_since(open.seen) >= CLOSE_AFTER {
@@ -245,7 +244,7 @@ pub(crate) async fn run(client: Weak<ClientInner>, feed: Arc<StatusFeed>) {
     loop {
         // Until a failover's first successful operation, its timeline is looked at every 50 ms
         // (a read-only service then goes quiet; its first write is still looked for each tick).
-        let unfolding = collector.open.as_ref().is_some_and(|o| !o.operation_seen);
+        let unfolding = collector.awaits_first_operation();
         let sample = tokio::select! {
             changed = changes.changed() => {
                 if changed.is_err() {
