@@ -35,10 +35,14 @@ build:
 # process (the tests mostly wait on their server): SecantusDB as a replica set beside SecantusDB
 # as a standalone and then the compose replica set. Each side's output is printed whole when it
 # ends. (All three at once was slower on 2 cores, and timing-sensitive cases flaked.)
+# Each phase prints the time it ended, for a profile of the run (`.ci/run` shows them).
 test: browser-deps
+	@echo "[make test] workspace tests start: $$(date +%T)"
 	$(CARGO) test --workspace --no-fail-fast
+	@echo "[make test] workspace tests end: $$(date +%T)"
 	$(MAKE) peer-venv
 	$(MAKE) -j2 --output-sync=target test-peer-rs test-standalone-then-compose
+	@echo "[make test] peer and compose tiers end: $$(date +%T)"
 
 .PHONY: test-standalone-then-compose
 test-standalone-then-compose:

@@ -28,9 +28,11 @@ pub use cluster::{
     messages, monitor, pool_actor, rtt_pinger, rtt_stats, selection_criteria, snapshot, srv, srv_poller,
     topology,
 };
+pub use observe::delivery as events;
+pub use observe::official as event;
 #[cfg(feature = "opentelemetry")]
 pub use observe::otel;
-pub use observe::{command_events, command_log, event, events, metrics, sdam_log};
+pub use observe::{command_events, command_log, metrics, sdam_log};
 
 pub use client::actor::ClientActor;
 pub use client::{

@@ -343,6 +343,27 @@ async fn a_paused_pool_is_never_returned() {
 }
 
 #[actix::test]
+async fn a_pool_made_ready_without_a_new_snapshot_serves_its_waiter_at_once() {
+    let h = full_set().await;
+    let selector = h.selector(SelectorOptions::default());
+    let snapshot = h.topology.snapshot();
+    for a in [S1, S2] {
+        snapshot.handle(&addr(a)).expect("secondary").pool.clear(None, false);
+    }
+    let s = selector.clone();
+    let started = Instant::now();
+    let waiter = actix::spawn(async move { s.select(read(ReadPreference::SECONDARY)).await });
+    settle().await;
+    assert!(!waiter.is_finished(), "both secondaries' pools are paused");
+    // The same reply as before: the description does not change, only S1's pool does.
+    h.hello(S1, secondary(S1)).await;
+    assert_eq!(h.topology.snapshot().sequence, snapshot.sequence, "no new snapshot");
+    assert_eq!(host(&waiter.await.expect("task")), S1);
+    // Served by the readiness message, not by the selection timeout or a later snapshot.
+    assert!(started.elapsed() < Duration::from_secs(1), "served after {:?}", started.elapsed());
+}
+
+#[actix::test]
 async fn deprioritized_servers_are_avoided_unless_nothing_else_is_suitable() {
     let h = full_set().await;
     let selector = h.selector(SelectorOptions::default());

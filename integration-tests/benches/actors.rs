@@ -14,7 +14,12 @@
 //!    from the stepdown to the first successful write started after it (which can only land
 //!    on the new primary), median over 10 stepdowns per side. Target: ≤ the official driver.
 //!
-//! `cargo bench -p integration-tests --bench actors`; `-- --quick` for a short run. Without
+//! 4. Pool-ready wake-up: a waiter queued in the selection actor for a server whose pool is
+//!    paused, then the check that makes the pool ready; the time from sending that check to
+//!    the topology actor until the waiter's selection is done, in µs, when the check brings a
+//!    new description (a snapshot is published) and when it does not (only the pool changed).
+//!
+//! `cargo bench -p integration-tests --bench actors` (`-- wakeup`: part 4 alone); `-- --quick` for a short run. Without
 //! `--bench` (e.g. `cargo test --all-targets`) it does a tiny smoke run.
 
 use std::hint::black_box;
@@ -22,12 +27,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use actors::messages::{CancelCheck, CheckOutcome, RequestImmediateCheck, ServerCheckCompleted, StopActor};
 use actors::selection_actor::{Criteria, SelectionRequest, Selector, SelectorOptions};
 use actors::TopologyBuilder;
 use bson::{doc, Document};
 use mongo_sim::Cluster;
 use parking_lot::Mutex;
 use pool::cmap::PoolState;
+use protocol::address::ServerAddress;
 use protocol::sdam::ServerType;
 use protocol::uri::ConnectionString;
 use selection::{select_server, ReadPreference, SelectionQuery};
@@ -132,6 +139,111 @@ pub(crate) async fn selection_bench(uri: String, iterations: u32) -> Vec<Selecti
     selector.close().await;
     let _ = topology.close().await;
     out
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. Pool-ready wake-up (no simulator: the check outcomes are sent by hand)
+
+/// A monitor that never checks: the benchmark reports the outcomes itself.
+struct SilentMonitor;
+
+impl actix::Actor for SilentMonitor {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<RequestImmediateCheck> for SilentMonitor {
+    type Result = ();
+    fn handle(&mut self, _: RequestImmediateCheck, _: &mut actix::Context<Self>) {}
+}
+
+impl actix::Handler<CancelCheck> for SilentMonitor {
+    type Result = ();
+    fn handle(&mut self, _: CancelCheck, _: &mut actix::Context<Self>) {}
+}
+
+impl actix::Handler<StopActor> for SilentMonitor {
+    type Result = ();
+    fn handle(&mut self, _: StopActor, ctx: &mut actix::Context<Self>) {
+        actix::ActorContext::stop(ctx);
+    }
+}
+
+/// The wake-up times, in µs: `None` for a waiter that was not served before its deadline.
+pub(crate) struct WakeupFigures {
+    pub(crate) new_description: Vec<Option<f64>>,
+    pub(crate) same_description: Vec<Option<f64>>,
+}
+
+fn standalone_check(address: &ServerAddress) -> ServerCheckCompleted {
+    let reply = doc! { "ok": 1, "isWritablePrimary": true, "minWireVersion": 0, "maxWireVersion": 21 };
+    let reply = protocol::hello::reply::HelloReply::parse(&reply).expect("valid hello");
+    let outcome = CheckOutcome::Succeeded {
+        reply: Box::new(reply),
+        average_rtt: Some(Duration::from_millis(1)),
+        awaited: false,
+    };
+    ServerCheckCompleted { address: address.clone(), outcome }
+}
+
+/// Queues a write selection, lets it reach the actor, sends `check`, and times the rest.
+async fn one_wakeup(
+    topology: &actors::Topology,
+    selector: &Selector,
+    check: ServerCheckCompleted,
+) -> Option<f64> {
+    let s = selector.clone();
+    let waiter =
+        actix::spawn(async move { s.select(SelectionRequest::new(Criteria::Write, "insert")).await });
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let start = Instant::now();
+    topology.actor().do_send(check);
+    let served = waiter.await.expect("waiter task").is_ok();
+    served.then(|| start.elapsed().as_secs_f64() * 1e6)
+}
+
+/// Runs in an actix System: one standalone server, monitored by hand.
+pub(crate) async fn pool_ready_wakeup(rounds: usize) -> WakeupFigures {
+    let address = ServerAddress::parse("127.0.0.1:9").expect("address");
+    let factory: actors::MonitorFactory =
+        Arc::new(|_| Ok(actors::MonitorHandles::of(&actix::Actor::start(SilentMonitor))));
+    let topology =
+        TopologyBuilder::new().seeds([address.clone()]).monitor_factory(factory).start().expect("topology");
+    let options =
+        SelectorOptions { server_selection_timeout: Duration::from_millis(200), ..Default::default() };
+    let selector = Selector::start(&topology, options);
+    let mut figures = WakeupFigures { new_description: Vec::new(), same_description: Vec::new() };
+    for _ in 0..rounds {
+        // Unknown, its pool cleared: the check that follows brings a new description.
+        let error = pool::Error::Io {
+            address: address.clone(),
+            phase: pool::Phase::Read,
+            source: Arc::new(std::io::Error::from(std::io::ErrorKind::ConnectionReset)),
+        };
+        let failed =
+            ServerCheckCompleted { address: address.clone(), outcome: CheckOutcome::Failed { error } };
+        topology.actor().send(failed).await.expect("topology running");
+        figures.new_description.push(one_wakeup(&topology, &selector, standalone_check(&address)).await);
+        // Known, its pool paused by hand: the same reply again changes only the pool.
+        topology.snapshot().handle(&address).expect("server").pool.clear(None, false);
+        figures.same_description.push(one_wakeup(&topology, &selector, standalone_check(&address)).await);
+    }
+    selector.close().await;
+    let _ = topology.close().await;
+    figures
+}
+
+fn print_wakeups(name: &str, times: &[Option<f64>]) {
+    let served: Vec<f64> = times.iter().flatten().copied().collect();
+    let mut sorted = served.clone();
+    sorted.sort_by(f64::total_cmp);
+    let p90 = sorted.get(sorted.len().saturating_mul(9) / 10).copied().unwrap_or(f64::NAN);
+    println!(
+        "   {name:<34} served {}/{}   median {:>8.1} µs   p90 {:>8.1} µs",
+        served.len(),
+        times.len(),
+        median(served),
+        p90
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -386,6 +498,11 @@ fn main() {
         }
     };
     let started = Instant::now();
+    // `-- wakeup`: part 4 alone.
+    if args.iter().any(|a| a == "wakeup") {
+        run_wakeup(bench);
+        return;
+    }
     let threads = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!("actors bench: 3-member replica set simulator on 127.0.0.1, nproc {threads}");
 
@@ -486,8 +603,24 @@ fn main() {
     if let [(_, ours), (_, official)] = &failovers[..] {
         println!("   ratio ours/official {:.2}x", median(ours.clone()) / median(official.clone()));
     }
+
+    run_wakeup(bench);
     println!();
     println!("total bench time {:.1} s", started.elapsed().as_secs_f64());
+}
+
+/// Part 4, in an actix System of its own.
+fn run_wakeup(bench: bool) {
+    let rounds = if bench { 200 } else { 5 };
+    let wakeups = std::thread::spawn(move || actix::System::new().block_on(pool_ready_wakeup(rounds)))
+        .join()
+        .expect("wake-up bench");
+    println!();
+    println!(
+        "4. pool ready -> queued waiter's selection done, {rounds} rounds (waiters time out after 200 ms)"
+    );
+    print_wakeups("check brings a new description", &wakeups.new_description);
+    print_wakeups("check changes only the pool", &wakeups.same_description);
 }
 
 fn fmt_list(values: &[f64], decimals: usize) -> String {

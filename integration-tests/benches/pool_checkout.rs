@@ -344,7 +344,7 @@ pub(crate) async fn ours_client(cluster: &Cluster, tasks: usize, max_connecting:
         .option("serverSelectionTimeoutMS", OP_TIMEOUT.as_millis())
         .await
         .expect("options");
-    options.cmap_event_subscriber = Some(Arc::new(handler));
+    options.cmap_event_handler = Some(actors::event::EventHandler::subscriber(handler));
     let client = actors::Client::with_options(options).expect("our client");
     wait_until(|| pool_ready.load(Ordering::Acquire) != 0, "ours").await;
     assert_eq!(counters.created.load(Ordering::Relaxed), 0, "the pool must start empty");

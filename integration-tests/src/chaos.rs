@@ -482,7 +482,7 @@ async fn start_client(
     handler: impl Fn(&CmapEvent) + Send + Sync + 'static,
 ) -> Result<Client, ChaosError> {
     let mut client_options = actors::ClientOptions::parse(uri).await?;
-    client_options.cmap_event_subscriber = Some(Arc::new(handler));
+    client_options.cmap_event_handler = Some(actors::event::EventHandler::subscriber(handler));
     // The checks count connections from CMAP events: the burst must not overflow the
     // counter's queue (a dropped event would be a false mismatch).
     client_options.event_queue_capacity = Some(1 << 20);

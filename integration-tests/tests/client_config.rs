@@ -2,7 +2,6 @@
 //! against the simulator or `MONGODB_URI` (a replica set with a secondary). A test binary of its
 //! own: the environment is process-wide.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use actors::command_events::CommandEvent;
@@ -51,7 +50,7 @@ async fn options_from_a_toml_file_and_the_environment_reach_the_cluster() {
     assert_eq!(options.connection_string.options.app_name.as_deref(), Some(app.as_str()));
     assert_eq!(options.connection_string.options.server_selection_timeout_ms, Some(5000));
     let (tx, events) = crossbeam_channel::unbounded();
-    options.command_event_subscriber = Some(Arc::new(tx));
+    options.command_event_handler = Some(actors::event::EventHandler::subscriber(tx));
     let client = Client::with_options(options).expect("client");
     client
         .topology()

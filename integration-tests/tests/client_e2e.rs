@@ -82,7 +82,7 @@ impl CommandLog {
 async fn client_with_log(uri: &str) -> (Client, CommandLog) {
     let log = CommandLog::default();
     let mut options = ClientOptions::parse(uri).await.expect("uri");
-    options.command_event_subscriber = Some(log.handler());
+    options.command_event_handler = Some(actors::event::EventHandler::Subscriber(log.handler()));
     (Client::with_options(options).expect("client"), log)
 }
 
@@ -451,15 +451,15 @@ async fn events_reach_crossbeam_receivers_and_actix_recipients() {
     let (p1, p2) = (cmap_channel(cmap_tx), cmap_recipient(collector.clone().recipient()));
     let (c1, c2) = (command_channel(command_tx), command_recipient(collector.clone().recipient()));
     let mut options = ClientOptions::parse(deployment.uri()).await.expect("uri");
-    options.sdam_event_subscriber = Some(Arc::new(move |e: &SdamEvent| {
+    options.sdam_event_handler = Some(actors::event::EventHandler::subscriber(move |e: &SdamEvent| {
         s1.handle(e);
         s2.handle(e);
     }));
-    options.cmap_event_subscriber = Some(Arc::new(move |e: &CmapEvent| {
+    options.cmap_event_handler = Some(actors::event::EventHandler::subscriber(move |e: &CmapEvent| {
         p1.handle(e);
         p2.handle(e);
     }));
-    options.command_event_subscriber = Some(Arc::new(move |e: &CommandEvent| {
+    options.command_event_handler = Some(actors::event::EventHandler::subscriber(move |e: &CommandEvent| {
         c1.handle(e);
         c2.handle(e);
     }));

@@ -4,7 +4,6 @@
 //! set, the tests that control the simulator's services say they do not apply; the cursor test
 //! runs against `MONGODB_LB_URI` if it is set.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use actors::command_events::CommandEvent;
@@ -24,9 +23,9 @@ struct Setup {
 async fn client(uri: &str) -> Setup {
     let mut options = ClientOptions::parse(uri).await.expect("uri");
     let (tx, commands) = crossbeam_channel::unbounded();
-    options.command_event_subscriber = Some(Arc::new(tx));
+    options.command_event_handler = Some(actors::event::EventHandler::subscriber(tx));
     let (tx, cmap) = crossbeam_channel::unbounded();
-    options.cmap_event_subscriber = Some(Arc::new(tx));
+    options.cmap_event_handler = Some(actors::event::EventHandler::subscriber(tx));
     let client = Client::with_options(options).expect("client");
     Setup { client, commands, cmap }
 }

@@ -3,13 +3,14 @@
 //! Every path a file names (`use` trees and paths in code: `crate::…`, `super::…`,
 //! `self::…`) is resolved to the file that defines the item, through `pub use` re-exports. A
 //! re-export itself is not a dependency (it only names an item elsewhere); test modules are
-//! left out. The test fails on any import circle between two files of a crate (for `protocol`,
-//! `selection`, `pool` and the simulator in the strict reading below), and on an arrow that
-//! points up a layer:
+//! left out. The test fails on any import circle between two files of a crate (in the strict
+//! reading below for every crate), on a module of `actors` that imports through the crate
+//! root, and on an arrow that points up a layer:
 //!
 //! - the executor and the operations (`client/executor/`, `client/ops/`) never name the
 //!   builders or the handles (`client/action/`, `client/collection.rs`, `client/database.rs`);
-//! - the actor core (`cluster/`) and observability (`observe/`) never name `client/`.
+//! - the actor core (`cluster/`) and observability (`observe/`) never name `client/`, and the
+//!   actor core never names the official event shapes (`observe/official/`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -509,6 +510,20 @@ fn actors_cluster_floor_has_no_circle_in_the_strict_reading() {
     let found = circles(&edges);
     assert!(found.is_empty(), "cluster/ has circles: {found:#?} ({edges:#?})");
     assert!(edges["cluster/selection/handle.rs"].contains("cluster/selection/pipeline.rs"), "{edges:#?}");
+}
+
+/// All of `actors` in the strict reading: no circle between two files, and no module names an
+/// item through the crate root's re-exports (`crate::Error`, `crate::options::…`) but through
+/// the file that holds it, so `lib.rs` is the top of the house, not its middle.
+#[test]
+fn actors_has_no_circle_in_the_strict_reading_and_imports_nothing_through_its_root() {
+    let edges = assert_no_circles("actors (strict)", &root().join("actors/src"), true);
+    let through_root = violations(&edges, |f| f != "lib.rs", |t| t == "lib.rs");
+    assert!(through_root.is_empty(), "modules that import through the crate root: {through_root:#?}");
+    // The official event shapes are an adapter over ours: the actor core never names them.
+    let adapters = violations(&edges, |f| f.starts_with("cluster/"), |t| t.starts_with("observe/official/"));
+    assert!(adapters.is_empty(), "the actor core names the official event shapes: {adapters:#?}");
+    assert!(edges["client/executor/mod.rs"].contains("client/executor/operation.rs"), "{edges:#?}");
 }
 
 #[test]

@@ -340,9 +340,9 @@ impl Observed {
     async fn open(uri: &str) -> Observed {
         let mut options = ClientOptions::parse(uri).await.expect("uri");
         let (tx, events) = crossbeam_channel::unbounded();
-        options.command_event_subscriber = Some(Arc::new(tx));
+        options.command_event_handler = Some(actors::event::EventHandler::subscriber(tx));
         let (tx, cmap) = crossbeam_channel::unbounded();
-        options.cmap_event_subscriber = Some(Arc::new(tx));
+        options.cmap_event_handler = Some(actors::event::EventHandler::subscriber(tx));
         Observed { client: Client::with_options(options).expect("client"), events, cmap }
     }
 

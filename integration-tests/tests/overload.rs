@@ -368,7 +368,7 @@ async fn a_subscriber_that_never_reads_costs_bounded_memory() {
         let _ = stalled.recv();
     };
     let client = primary_client(&cluster, "maxPoolSize=10", |o| {
-        o.command_event_subscriber = Some(Arc::new(handler));
+        o.command_event_handler = Some(actors::event::EventHandler::subscriber(handler));
         o.event_queue_capacity = Some(1_000);
     })
     .await;

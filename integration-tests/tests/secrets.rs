@@ -74,7 +74,7 @@ async fn a_password_never_leaves_in_plain_text() {
     let mut options = ClientOptions::parse(&uri).await.expect("options");
     assert_hidden("ClientOptions Debug", &format!("{options:?}"));
     let (tx, events) = crossbeam_channel::unbounded();
-    options.command_event_subscriber = Some(Arc::new(tx));
+    options.command_event_handler = Some(actors::event::EventHandler::subscriber(tx));
     let client = Client::with_options(options).expect("client");
     let coll = client.database("app").collection::<bson::Document>("c");
     coll.insert_one(doc! {"x": 1}).await.expect("an authenticated write");

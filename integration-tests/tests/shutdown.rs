@@ -4,7 +4,6 @@
 //! message that could be lost. Counted by the simulator's open connections and by this
 //! process's threads. One test: thread counts are per process.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actors::command_events::CommandEvent;
@@ -31,9 +30,9 @@ fn eventually(what: &str, mut done: impl FnMut() -> bool) {
 /// Options with a closure for each kind of event (each gets a delivery thread).
 async fn options(cluster: &Cluster) -> ClientOptions {
     let mut options = ClientOptions::parse(format!("{}&maxPoolSize=5", cluster.uri())).await.expect("uri");
-    options.sdam_event_subscriber = Some(Arc::new(|_: &SdamEvent| {}));
-    options.cmap_event_subscriber = Some(Arc::new(|_: &CmapEvent| {}));
-    options.command_event_subscriber = Some(Arc::new(|_: &CommandEvent| {}));
+    options.sdam_event_handler = Some(actors::event::EventHandler::subscriber(|_: &SdamEvent| {}));
+    options.cmap_event_handler = Some(actors::event::EventHandler::subscriber(|_: &CmapEvent| {}));
+    options.command_event_handler = Some(actors::event::EventHandler::subscriber(|_: &CommandEvent| {}));
     options
 }
 

@@ -3,7 +3,6 @@
 //! version 1 with the server's `APIStrictError`. Real time (sockets).
 
 use futures_util::TryStreamExt;
-use std::sync::Arc;
 
 use actors::command_events::CommandEvent;
 use actors::options::{ClientOptions, ServerApi};
@@ -18,7 +17,7 @@ async fn a_declared_api_version_goes_with_every_command() {
     let (tx, events) = crossbeam_channel::unbounded();
     let mut options = ClientOptions::parse(s.deployment.uri()).await.expect("options");
     options.server_api = Some(ServerApi::v1().strict(true));
-    options.command_event_subscriber = Some(Arc::new(tx));
+    options.command_event_handler = Some(actors::event::EventHandler::subscriber(tx));
     let client = Client::with_options(options).expect("client");
     let coll = client.database("stable_api").collection::<Document>("c");
     let _ = coll.drop().await;

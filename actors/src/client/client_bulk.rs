@@ -151,7 +151,7 @@ pub(crate) async fn run(
     let verbose = options.verbose_results.unwrap_or(false);
     let ordered = options.ordered.unwrap_or(true);
     let timeout = timeout::inherit(client.inner.settings.timeout, options.timeout);
-    super::session::transaction::refuse_own_concerns(
+    super::session::own_concerns::refuse_own_concerns(
         session.as_deref(),
         false,
         options.write_concern.is_some(),

@@ -22,7 +22,7 @@ use super::options::admin::{CommandOptions, CreateIndexOptions};
 use super::options::create_collection::CreateCollectionOptions;
 use super::options::crud::{CountOptions, DistinctOptions, EstimatedDocumentCountOptions, FindOptions};
 use super::options::handle::CollectionOptions;
-use super::session::transaction::refuse_own_concerns;
+use super::session::own_concerns::refuse_own_concerns;
 use super::session::ClientSession;
 use super::timeout::Limits;
 pub use crate::client::results::{DeleteResult, InsertManyResult, InsertOneResult, UpdateResult};

@@ -344,7 +344,9 @@ mod tests {
         let e = env(&[("MONGO_ACTORS_URI", "mongodb://db1/"), ("MONGO_ACTORS_TIMEOUT_MS", "-5")]);
         assert!(ClientConfig::load_with_env(None, e).is_err(), "environment");
         // The URI parser warns (URI options spec); the client refuses it.
-        let e = crate::Client::with_uri_str("mongodb://127.0.0.1:1/?timeoutMS=-5").await.unwrap_err();
+        let e = crate::client::inner::Client::with_uri_str("mongodb://127.0.0.1:1/?timeoutMS=-5")
+            .await
+            .unwrap_err();
         assert!(matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. }), "URI: {e}");
         let o = ClientOptions::parse("mongodb://db1/?timeoutMS=0").await.unwrap();
         assert_eq!(o.connection_string.options.timeout_ms, Some(0));

@@ -93,9 +93,9 @@ pub struct GridFsFindOptions {
     pub sort: Option<Document>,
 }
 
-impl From<GridFsFindOptions> for crate::options::FindOptions {
+impl From<GridFsFindOptions> for crate::client::options::crud::FindOptions {
     fn from(o: GridFsFindOptions) -> Self {
-        crate::options::FindOptions {
+        crate::client::options::crud::FindOptions {
             allow_disk_use: o.allow_disk_use,
             batch_size: o.batch_size,
             limit: o.limit,
@@ -120,9 +120,9 @@ pub struct GridFsFindOneOptions {
     pub sort: Option<Document>,
 }
 
-impl From<GridFsFindOneOptions> for crate::options::FindOneOptions {
+impl From<GridFsFindOneOptions> for crate::client::options::crud::FindOneOptions {
     fn from(o: GridFsFindOneOptions) -> Self {
-        crate::options::FindOneOptions {
+        crate::client::options::crud::FindOneOptions {
             max_time: o.max_time,
             skip: o.skip,
             sort: o.sort,
@@ -450,7 +450,7 @@ impl GridFsBucket {
     pub(crate) async fn find_files(
         &self,
         filter: Document,
-        options: crate::options::FindOptions,
+        options: crate::client::options::crud::FindOptions,
     ) -> Result<Cursor<FilesCollectionDocument>> {
         let files = self.inner.files.clone_with_type::<FilesCollectionDocument>();
         files.find(filter).with_options(options).maybe_timeout(self.inner.timeout).await
@@ -460,7 +460,7 @@ impl GridFsBucket {
     pub(crate) async fn find_one_file(
         &self,
         filter: Document,
-        options: crate::options::FindOneOptions,
+        options: crate::client::options::crud::FindOneOptions,
     ) -> Result<Option<FilesCollectionDocument>> {
         let files = self.inner.files.clone_with_type::<FilesCollectionDocument>();
         files.find_one(filter).with_options(options).maybe_timeout(self.inner.timeout).await

@@ -93,7 +93,7 @@ pub(crate) struct ClientInner {
     /// The user's command event handler (behind its bounded queue).
     pub(crate) command_handler: Option<Arc<dyn CommandEventHandler>>,
     /// The subscribers' queues.
-    pub(crate) events: crate::observe::events::EventQueues,
+    pub(crate) events: crate::observe::delivery::EventQueues,
     /// Command metrics, recorded without building events.
     pub(crate) command_metrics: crate::observe::metrics::RecordCommands,
     /// OpenTelemetry's tracer, when tracing is on (nothing without the feature).

@@ -134,8 +134,8 @@ use crate::cluster::selection::{Selector, SelectorOptions};
 use crate::cluster::srv_poller::SrvPoller;
 use crate::cluster::topology::Topology;
 use crate::error::{Error, Result};
-use crate::observe::event::official::Official;
-use crate::observe::events::{EventQueues, EventStopGuard};
+use crate::observe::delivery::{EventQueues, EventStopGuard};
+use crate::observe::official::subscriber::{cmap_subscriber, command_subscriber, sdam_subscriber};
 pub use inner::Client;
 use inner::{in_actix_context, ClientInner, Host, Settings, BACKGROUND_TIMEOUT};
 
@@ -158,16 +158,13 @@ impl Client {
         let settings = settings_of(&options)?;
         // Every subscriber behind a bounded queue; metrics are recorded in place, before it.
         let capacity =
-            options.event_queue_capacity.unwrap_or(crate::observe::events::DEFAULT_EVENT_QUEUE_CAPACITY);
+            options.event_queue_capacity.unwrap_or(crate::observe::delivery::DEFAULT_EVENT_QUEUE_CAPACITY);
         if capacity == 0 {
             return Err(Error::invalid_argument("the event queue capacity must be at least 1"));
         }
         let (events, event_stop) = EventQueues::new(capacity);
-        let command_handler = crate::observe::events::either_or_both(
-            options.command_event_handler.clone().map(|h| events.command(Arc::new(Official::new(h)))),
-            options.command_event_subscriber.clone().map(|h| events.command(h)),
-            |both| Arc::new(both),
-        );
+        let command_handler =
+            options.command_event_handler.clone().map(|h| events.command(command_subscriber(h)));
         #[cfg(feature = "opentelemetry")]
         let tracing = crate::observe::otel::Tracing::new(options.tracing.as_ref());
         #[cfg(not(feature = "opentelemetry"))]
@@ -236,7 +233,7 @@ impl Client {
     /// spec's `appendMetadata`): established connections keep theirs, and none is opened or
     /// closed for it. The same information twice changes nothing; a `|` in it is
     /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument).
-    pub fn append_metadata(&self, info: crate::options::DriverInfo) -> Result<()> {
+    pub fn append_metadata(&self, info: protocol::hello::metadata::DriverInfo) -> Result<()> {
         self.inner
             .topology
             .connection_options()
@@ -246,7 +243,7 @@ impl Client {
 
     /// Waits until every event emitted so far has reached its subscriber (or was dropped
     /// for a full queue): closures and actors get their events on delivery threads, a moment
-    /// after the operation that emitted them (see [`crate::observe::events`]).
+    /// after the operation that emitted them (see [`crate::observe::delivery`]).
     pub async fn flush_events(&self) {
         self.inner.events.flushed().await
     }
@@ -381,16 +378,8 @@ fn settings_of(options: &ClientOptions) -> Result<Settings> {
 /// SRV poller, in the current actix System.
 fn start_actors(options: &ClientOptions, queues: EventQueues, event_stop: EventStopGuard) -> Result<Actors> {
     let cs = &options.connection_string;
-    let sdam_handler = crate::observe::events::either_or_both(
-        options.sdam_event_handler.clone().map(|h| queues.sdam(Arc::new(Official::new(h)))),
-        options.sdam_event_subscriber.clone().map(|h| queues.sdam(h)),
-        |both| Arc::new(both),
-    );
-    let cmap_handler = crate::observe::events::either_or_both(
-        options.cmap_event_handler.clone().map(|h| queues.cmap(Arc::new(Official::new(h)))),
-        options.cmap_event_subscriber.clone().map(|h| queues.cmap(h)),
-        |both| Arc::new(both),
-    );
+    let sdam_handler = options.sdam_event_handler.clone().map(|h| queues.sdam(sdam_subscriber(h)));
+    let cmap_handler = options.cmap_event_handler.clone().map(|h| queues.cmap(cmap_subscriber(h)));
     // Connection options with the host resolver of a custom DNS configuration.
     let mut builder = options.topology_builder()?.seeds(cs.hosts.clone()).event_queues(queues, event_stop);
     if let Some(h) = crate::observe::metrics::sdam_handler(sdam_handler) {

@@ -3,10 +3,11 @@
 //! - monitor → topology: [`ServerCheckCompleted`]
 //! - topology → monitor: [`RequestImmediateCheck`], [`CancelCheck`], [`StopActor`]
 //! - anyone → topology: [`ApplicationErrorOccurred`] (what a pool user saw on a connection)
+//! - selection → topology: [`WatchPoolReadiness`]; topology → selection: [`PoolReadinessChanged`]
 
 use std::time::Duration;
 
-use actix::Message;
+use actix::{Message, Recipient};
 use protocol::address::ServerAddress;
 use protocol::hello::reply::HelloReply;
 use protocol::sdam::app_error::ApplicationError;
@@ -88,4 +89,30 @@ pub struct UpdateSrvHosts {
     /// The valid hosts of the rescan, in random order (the order decides which new hosts a
     /// positive srvMaxHosts admits).
     pub hosts: Vec<ServerAddress>,
+}
+
+/// A server's pool became ready, or was cleared (paused) or closed (sent by the topology actor
+/// to every selection actor that asked with [`WatchPoolReadiness`], after the snapshot that
+/// goes with the change, if any, was published). A selection actor re-evaluates its waiters
+/// at once, instead of at the next snapshot: a pool may become ready with no change of the
+/// description (a check that finds what the previous one found).
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct PoolReadinessChanged {
+    /// The server whose pool changed.
+    pub address: ServerAddress,
+    /// True when the pool now serves check-outs.
+    pub ready: bool,
+    /// The sequence of the snapshot published with the change, when one was: a waiter already
+    /// evaluated on it saw the pool in its new state. `None`: no snapshot shows the change.
+    pub published_in: Option<u64>,
+}
+
+/// Subscribe to [`PoolReadinessChanged`] (sent by a selection actor to the topology actor when
+/// it starts; a watcher that stopped is forgotten).
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct WatchPoolReadiness {
+    /// Where the changes go.
+    pub watcher: Recipient<PoolReadinessChanged>,
 }

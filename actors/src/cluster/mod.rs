@@ -9,6 +9,7 @@
 pub mod messages;
 pub mod monitor;
 pub mod pool_actor;
+pub(crate) mod pool_readiness;
 pub mod rtt_pinger;
 pub mod rtt_stats;
 pub mod selection;

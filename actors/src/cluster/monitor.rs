@@ -45,7 +45,7 @@ use crate::cluster::messages::{
 use crate::cluster::rtt_pinger::{parse_hello, run_hello, RttPingerActor, RttPingerOptions};
 use crate::cluster::rtt_stats::ServerRtt;
 use crate::error::{Error, Result};
-use crate::observe::events::SdamEventHandler;
+use crate::observe::delivery::SdamEventHandler;
 
 pub use protocol::sdam::DEFAULT_HEARTBEAT_FREQUENCY;
 
@@ -553,7 +553,10 @@ impl Checker {
         (Some(self.current.0), self.current.1)
     }
 
+    /// Logs the event's spec message (derived from the event, as the topology's are), then
+    /// hands it to the handler.
     fn emit(&self, event: SdamEvent) {
+        crate::observe::sdam_log::log_event(self.options.topology_id, &event);
         if let Some(handler) = &self.options.event_handler {
             handler.handle(&event);
         }
@@ -569,17 +572,6 @@ impl Checker {
 
     fn heartbeat_started(&mut self, driver: u64, server: Option<i64>, awaited: bool) {
         self.current = (driver, server, awaited);
-        let a = &self.options.address;
-        tracing::debug!(
-            target: crate::observe::sdam_log::LOG_TARGET,
-            topologyId = %self.options.topology_id.0,
-            serverHost = a.host().as_ref(),
-            serverPort = a.tcp_port().unwrap_or(27017),
-            driverConnectionId = driver,
-            serverConnectionId = server,
-            awaited,
-            "Server heartbeat started"
-        );
         self.emit(SdamEvent::ServerHeartbeatStarted(ServerHeartbeatStartedEvent {
             connection_id: self.connection_id(Some(driver), server),
             awaited,
@@ -588,19 +580,6 @@ impl Checker {
 
     fn heartbeat_succeeded(&self, duration: Duration, reply: Document, awaited: bool) {
         let (driver, server) = self.connection_ids();
-        let a = &self.options.address;
-        tracing::debug!(
-            target: crate::observe::sdam_log::LOG_TARGET,
-            topologyId = %self.options.topology_id.0,
-            serverHost = a.host().as_ref(),
-            serverPort = a.tcp_port().unwrap_or(27017),
-            driverConnectionId = driver,
-            serverConnectionId = server,
-            awaited,
-            durationMS = duration.as_secs_f64() * 1000.0,
-            reply = %bson::Bson::Document(reply.clone()).into_relaxed_extjson(),
-            "Server heartbeat succeeded"
-        );
         self.emit(SdamEvent::ServerHeartbeatSucceeded(ServerHeartbeatSucceededEvent {
             duration,
             reply,
@@ -611,19 +590,6 @@ impl Checker {
 
     fn heartbeat_failed(&self, duration: Duration, failure: &str, awaited: bool) {
         let (driver, server) = self.connection_ids();
-        let a = &self.options.address;
-        tracing::debug!(
-            target: crate::observe::sdam_log::LOG_TARGET,
-            topologyId = %self.options.topology_id.0,
-            serverHost = a.host().as_ref(),
-            serverPort = a.tcp_port().unwrap_or(27017),
-            driverConnectionId = driver,
-            serverConnectionId = server,
-            awaited,
-            durationMS = duration.as_secs_f64() * 1000.0,
-            failure,
-            "Server heartbeat failed"
-        );
         self.emit(SdamEvent::ServerHeartbeatFailed(ServerHeartbeatFailedEvent {
             duration,
             failure: failure.to_string(),

@@ -13,7 +13,9 @@
 //!   [`Pool::check_out`] on the `Arc` the topology snapshot carries, with no mailbox hop.
 //! - **`ready` and `clear` are synchronous calls by the topology actor**, made while it
 //!   updates the server's description: the SDAM spec wants a pool cleared in step with the
-//!   description that marks its server Unknown, which a message would not be.
+//!   description that marks its server Unknown, which a message would not be. The topology
+//!   then tells the selection actors when a pool became ready or was cleared
+//!   ([`PoolReadinessChanged`](crate::cluster::messages::PoolReadinessChanged)).
 
 use std::time::Duration;
 

@@ -50,7 +50,7 @@ pub struct SrvPoller {
     options: SrvPollerOptions,
     resolver: SrvResolver,
     topology: WeakAddr<TopologyActor>,
-    snapshots: tokio::sync::watch::Receiver<std::sync::Arc<crate::TopologySnapshot>>,
+    snapshots: tokio::sync::watch::Receiver<std::sync::Arc<crate::cluster::snapshot::TopologySnapshot>>,
     rescans: u64,
 }
 

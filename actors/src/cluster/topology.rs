@@ -28,14 +28,15 @@ use tokio::sync::watch;
 
 use crate::cluster::messages::{
     ApplicationErrorOccurred, CancelCheck, CheckOutcome, RequestImmediateCheck, ServerCheckCompleted,
-    StopActor, UpdateSrvHosts,
+    StopActor, UpdateSrvHosts, WatchPoolReadiness,
 };
 use crate::cluster::monitor::{MonitorActor, MonitorOptions, MIN_HEARTBEAT_FREQUENCY};
 use crate::cluster::pool_actor::PoolActor;
+use crate::cluster::pool_readiness::PoolReadiness;
 use crate::cluster::rtt_stats::ServerRtt;
 use crate::cluster::snapshot::{ServerHandle, TopologySnapshot};
 use crate::error::{Error, Result};
-use crate::observe::events::{EventQueues, EventStopGuard, SdamEventHandler};
+use crate::observe::delivery::{EventQueues, EventStopGuard, SdamEventHandler};
 use crate::observe::sdam_log;
 
 /// The handshake's `platform`: the language, and the runtime this client runs on.
@@ -238,8 +239,8 @@ impl TopologyBuilder {
     }
 
     /// How many events each subscriber's queue holds (default
-    /// [`DEFAULT_EVENT_QUEUE_CAPACITY`](crate::observe::events::DEFAULT_EVENT_QUEUE_CAPACITY); see
-    /// [`crate::observe::events`]). Must be at least 1.
+    /// [`DEFAULT_EVENT_QUEUE_CAPACITY`](crate::observe::delivery::DEFAULT_EVENT_QUEUE_CAPACITY); see
+    /// [`crate::observe::delivery`]). Must be at least 1.
     pub fn event_queue_capacity(mut self, capacity: usize) -> Self {
         self.event_queue_capacity = Some(capacity);
         self
@@ -294,8 +295,9 @@ impl TopologyBuilder {
         let (sdam_handler, cmap_handler, event_stop) = match self.event_queues {
             Some((_, guard)) => (self.sdam_handler, self.cmap_handler, guard),
             None => {
-                let capacity =
-                    self.event_queue_capacity.unwrap_or(crate::observe::events::DEFAULT_EVENT_QUEUE_CAPACITY);
+                let capacity = self
+                    .event_queue_capacity
+                    .unwrap_or(crate::observe::delivery::DEFAULT_EVENT_QUEUE_CAPACITY);
                 if capacity == 0 {
                     return Err(invalid("the event queue capacity must be at least 1".into()));
                 }
@@ -324,6 +326,7 @@ impl TopologyBuilder {
                 sequence: AtomicU64::new(0),
             }),
             closed: false,
+            readiness: PoolReadiness::default(),
             _event_stop: event_stop,
         })
     }
@@ -361,6 +364,8 @@ pub struct TopologyActor {
     published: Arc<Published>,
     /// Set once `StopActor` began: later messages change nothing.
     closed: bool,
+    /// The selection actors to tell when a pool becomes ready or is cleared.
+    readiness: PoolReadiness,
     /// Dropped with the actor, however it goes: the event delivery threads end then.
     _event_stop: EventStopGuard,
 }
@@ -455,7 +460,7 @@ impl TopologyActor {
 
     fn emit(&self, events: Vec<SdamEvent>) {
         for e in &events {
-            sdam_log::log_event(e);
+            sdam_log::log_event(self.id, e);
             if let Some(h) = &self.config.sdam_handler {
                 h.handle(e);
             }
@@ -592,19 +597,28 @@ impl TopologyActor {
         )
     }
 
-    /// Publishes a snapshot if the description (by SDAM equality) or the server set changed.
+    /// Publishes a snapshot if the description (by SDAM equality) or the server set changed,
+    /// then tells the selection actors which pools changed readiness meanwhile.
     fn publish_if_changed(&mut self) {
-        let Some(tx) = &self.publisher else { return };
+        let published = self.publish_snapshot();
+        self.readiness.tell(published);
+    }
+
+    /// The snapshot's part of [`publish_if_changed`](Self::publish_if_changed): its sequence,
+    /// if one was published.
+    fn publish_snapshot(&mut self) -> Option<u64> {
+        let tx = self.publisher.as_ref()?;
         let previous = tx.borrow().clone();
         let same_servers = previous.servers.len() == self.servers.len()
             && previous.servers.keys().zip(self.servers.keys()).all(|(a, b)| a == b);
         if same_servers && previous.closed == self.closed && previous.description.same_as(&self.description) {
-            return;
+            return None;
         }
         let sequence = previous.sequence + 1;
         tx.send_replace(Arc::new(self.make_snapshot(sequence)));
         // After the channel: a reader that sees this number finds the snapshot there.
         self.published.sequence.store(sequence, Ordering::Release);
+        Some(sequence)
     }
 
     /// Carries out an applied update: events, starting and stopping servers, pool readiness,
@@ -624,7 +638,7 @@ impl TopologyActor {
             (self.description.server(&update.address), self.servers.get(&update.address))
         {
             if pool_may_serve(sd.server_type, self.description.topology_type()) {
-                entry.handle.pool.ready();
+                self.readiness.change(&entry.handle.pool, |p| p.ready());
             }
         }
         for a in &update.check_now {
@@ -749,7 +763,7 @@ impl Handler<ServerCheckCompleted> for TopologyActor {
             // After marking Unknown, before publishing: nobody selects the server with a
             // pool of the old generation.
             if let Some(entry) = self.servers.get(&msg.address) {
-                entry.handle.pool.clear(None, interrupt);
+                self.readiness.change(&entry.handle.pool, |p| p.clear(None, interrupt));
             }
         }
         self.publish_if_changed();
@@ -776,7 +790,8 @@ impl Handler<ApplicationErrorOccurred> for TopologyActor {
         }
         if let Some(entry) = self.servers.get(&error.address) {
             if let Some(clear) = decision.clear_pool {
-                entry.handle.pool.clear(clear.service_id, clear.interrupt_in_use);
+                self.readiness
+                    .change(&entry.handle.pool, |p| p.clear(clear.service_id, clear.interrupt_in_use));
             }
             if let Some(m) = &entry.monitor {
                 if decision.cancel_check {
@@ -804,6 +819,14 @@ impl Handler<RequestImmediateCheck> for TopologyActor {
         for m in self.servers.values().filter_map(|e| e.monitor.as_ref()) {
             m.request_check.do_send(RequestImmediateCheck);
         }
+    }
+}
+
+impl Handler<WatchPoolReadiness> for TopologyActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: WatchPoolReadiness, _ctx: &mut Self::Context) {
+        self.readiness.watch(msg.watcher);
     }
 }
 

@@ -1,14 +1,43 @@
-//! What kind of error an [`Error`](super::Error) is: the official driver's variants, with
-//! their payloads, and the three this client adds (`Timeout`, `Overloaded`,
-//! `CollectionBulkWrite`).
+//! The [`Error`] and what kind of error it is: the official driver's variants, with their
+//! payloads, and the three this client adds (`Timeout`, `Overloaded`, `CollectionBulkWrite`).
+//! GridFS's kinds live here too: an error holds its kind, and a GridFS kind holds errors, so
+//! the three types share a file instead of importing each other in a circle.
 
 use std::any::Any;
+use std::collections::HashSet;
 use std::sync::Arc;
 
+use bson::{Bson, RawDocumentBuf};
+use protocol::reply::ServerError;
+use protocol::ServerAddress;
+
 use super::bulk_write::{BulkWriteError, CollectionBulkWriteError};
-use super::gridfs::GridFsErrorKind;
+use super::overloaded::OverloadedQueue;
 use super::server::{CommandError, InsertManyError, WriteFailure};
-use super::OverloadedQueue;
+use crate::client::results::BulkWriteResult;
+
+/// An error of this crate: its [`ErrorKind`] in `kind`, its labels, and what caused it.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Error {
+    /// What kind of error this is.
+    pub kind: Box<ErrorKind>,
+    pub(super) labels: HashSet<String>,
+    pub(super) source: Option<Box<Error>>,
+    pub(super) server_response: Option<Box<RawDocumentBuf>>,
+    pub(super) context: Option<Box<Context>>,
+}
+
+/// What the client knows beyond the kind: the server, and the error it came from.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Context {
+    pub(super) address: Option<ServerAddress>,
+    pub(super) pool: Option<pool::Error>,
+    pub(super) server: Option<ServerError>,
+    pub(super) selection: Option<selection::Error>,
+    pub(super) partial_result: Option<BulkWriteResult>,
+    pub(super) actor: Option<String>,
+}
 
 /// The kind of an [`Error`](super::Error), in `*error.kind`.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -236,5 +265,101 @@ impl From<std::io::ErrorKind> for ErrorKind {
 impl From<std::convert::Infallible> for ErrorKind {
     fn from(e: std::convert::Infallible) -> Self {
         match e {}
+    }
+}
+
+/// Why a GridFS operation failed ([`ErrorKind::GridFs`](super::ErrorKind::GridFs)).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum GridFsErrorKind {
+    /// No file has that id or name.
+    #[non_exhaustive]
+    FileNotFound {
+        /// The id or name looked for.
+        identifier: GridFsFileIdentifier,
+    },
+    /// Files with the name exist, but not the revision asked for.
+    #[non_exhaustive]
+    RevisionNotFound {
+        /// The revision asked for.
+        revision: i32,
+    },
+    /// A chunk is missing: chunk `n` was expected next.
+    #[non_exhaustive]
+    MissingChunk {
+        /// The chunk number expected.
+        n: u32,
+    },
+    /// The upload stream was used after it was closed or aborted.
+    UploadStreamClosed,
+    /// Chunk `n` does not have the size the file's length and chunk size imply.
+    #[non_exhaustive]
+    WrongSizeChunk {
+        /// Its size.
+        actual_size: usize,
+        /// The size it should have.
+        expected_size: u32,
+        /// The chunk number.
+        n: u32,
+    },
+    /// The file has more or fewer chunks than its length implies.
+    #[non_exhaustive]
+    WrongNumberOfChunks {
+        /// How many there were (at least).
+        actual_number: u32,
+        /// How many there should be.
+        expected_number: u32,
+    },
+    /// Aborting an upload could not delete the chunks written so far.
+    #[non_exhaustive]
+    AbortError {
+        /// The error that caused the abort, if an error did.
+        original_error: Option<Error>,
+        /// The error deleting the chunks.
+        delete_error: Error,
+    },
+    /// An upload stream was closed or aborted while a write was still in progress.
+    WriteInProgress,
+}
+
+/// How a GridFS file was looked for.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum GridFsFileIdentifier {
+    /// By name.
+    Filename(String),
+    /// By id.
+    Id(Bson),
+}
+
+impl std::fmt::Display for GridFsFileIdentifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GridFsFileIdentifier::Filename(name) => write!(f, "named {name:?}"),
+            GridFsFileIdentifier::Id(id) => write!(f, "with id {id}"),
+        }
+    }
+}
+
+impl std::fmt::Display for GridFsErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GridFsErrorKind::FileNotFound { identifier } => write!(f, "FileNotFound: no file {identifier}"),
+            GridFsErrorKind::RevisionNotFound { revision } => {
+                write!(f, "RevisionNotFound: no revision {revision}")
+            }
+            GridFsErrorKind::MissingChunk { n } => write!(f, "ChunkIsMissing: chunk {n} is missing"),
+            GridFsErrorKind::WrongSizeChunk { actual_size, expected_size, n } => {
+                write!(f, "ChunkIsWrongSize: chunk {n} has {actual_size} bytes, not {expected_size}")
+            }
+            GridFsErrorKind::WrongNumberOfChunks { actual_number, expected_number } => {
+                write!(f, "ExtraChunk: {actual_number} chunks, not {expected_number}")
+            }
+            GridFsErrorKind::UploadStreamClosed => write!(f, "the upload stream is closed or aborted"),
+            GridFsErrorKind::AbortError { delete_error, .. } => {
+                write!(f, "aborting the upload could not delete its chunks: {delete_error}")
+            }
+            GridFsErrorKind::WriteInProgress => write!(f, "a write to the upload stream is in progress"),
+        }
     }
 }

@@ -5,8 +5,8 @@
 
 mod bulk_write;
 mod construct;
-mod gridfs;
 mod kind;
+mod overloaded;
 mod server;
 
 use std::any::Any;
@@ -19,8 +19,9 @@ use protocol::reply::ServerError;
 use protocol::ServerAddress;
 
 pub use self::bulk_write::{BulkWriteError, CollectionBulkWriteError, PartialBulkWriteResult};
-pub use self::gridfs::{GridFsErrorKind, GridFsFileIdentifier};
-pub use self::kind::ErrorKind;
+use self::kind::Context;
+pub use self::kind::{Error, ErrorKind, GridFsErrorKind, GridFsFileIdentifier};
+pub use self::overloaded::OverloadedQueue;
 pub use self::server::{
     CommandError, IndexedWriteError, InsertManyError, WriteConcernError, WriteError, WriteFailure,
 };
@@ -45,40 +46,6 @@ pub const RETRYABLE_ERROR: &str = "RetryableError";
 pub const NO_WRITES_PERFORMED: &str = "NoWritesPerformed";
 /// The label of errors after which a change stream resumes.
 pub const RESUMABLE_CHANGE_STREAM_ERROR: &str = "ResumableChangeStreamError";
-
-/// An error of this crate: its [`ErrorKind`] in `kind`, its labels, and what caused it.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct Error {
-    /// What kind of error this is.
-    pub kind: Box<ErrorKind>,
-    labels: HashSet<String>,
-    source: Option<Box<Error>>,
-    server_response: Option<Box<RawDocumentBuf>>,
-    context: Option<Box<Context>>,
-}
-
-/// What the client knows beyond the kind: the server, and the error it came from.
-#[derive(Clone, Debug, Default)]
-struct Context {
-    address: Option<ServerAddress>,
-    pool: Option<pool::Error>,
-    server: Option<ServerError>,
-    selection: Option<selection::Error>,
-    partial_result: Option<BulkWriteResult>,
-    actor: Option<String>,
-}
-
-/// Which queue of [`ErrorKind::Overloaded`] was full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub enum OverloadedQueue {
-    /// Operations waiting for a suitable server (`max_selection_waiters`).
-    ServerSelection,
-    /// Check-outs waiting for a connection of one server's pool (`max_wait_queue_size`).
-    ConnectionPool,
-}
 
 impl Error {
     /// An error wrapping any value, for example to abort a transaction's callback

@@ -102,16 +102,16 @@ impl CommandEvent {
 }
 
 pool::event_handler_alias!(
-    /// Receives command events: any [`EventHandler<CommandEvent>`](crate::observe::events::EventHandler).
+    /// Receives command events: any [`EventHandler<CommandEvent>`](crate::observe::delivery::EventHandler).
     /// A crossbeam `Sender`, a closure or an actix `Recipient` (through
-    /// [`RecipientHandler`](crate::observe::events::RecipientHandler)) works as a handler. The client
-    /// puts a bounded queue in front of it (see [`crate::observe::events`]): a closure runs on a
+    /// [`RecipientHandler`](crate::observe::delivery::RecipientHandler)) works as a handler. The client
+    /// puts a bounded queue in front of it (see [`crate::observe::delivery`]): a closure runs on a
     /// delivery thread, never in the operation.
     CommandEventHandler,
     CommandEvent
 );
 
-pub use crate::observe::events::recipient::{command_channel, command_recipient, CommandEventOccurred};
+pub use crate::observe::delivery::recipient::{command_channel, command_recipient, CommandEventOccurred};
 
 #[cfg(test)]
 mod tests {

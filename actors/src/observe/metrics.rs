@@ -43,7 +43,7 @@ use protocol::sdam::events::SdamEvent;
 use protocol::ServerAddress;
 
 use crate::observe::command_events::{CommandEvent, CommandEventHandler};
-use crate::observe::events::SdamEventHandler;
+use crate::observe::delivery::SdamEventHandler;
 
 /// Operations, from the call to the read result (semantic conventions).
 pub const OPERATION_DURATION: &str = "db.client.operation.duration";
@@ -188,8 +188,8 @@ struct RecordCmap {
 
 impl pool::events::EventHandler<CmapEvent> for RecordCmap {
     // Recording is quick and never blocks; the inner handler is bounded already.
-    fn delivery(&self) -> crate::observe::events::Delivery {
-        crate::observe::events::Delivery::InPlace { backlog: 0 }
+    fn delivery(&self) -> crate::observe::delivery::Delivery {
+        crate::observe::delivery::Delivery::InPlace { backlog: 0 }
     }
 
     fn handle(&self, event: &CmapEvent) {
@@ -233,8 +233,8 @@ impl RecordSdam {
 
 impl pool::events::EventHandler<SdamEvent> for RecordSdam {
     // Recording is quick and never blocks; the inner handler is bounded already.
-    fn delivery(&self) -> crate::observe::events::Delivery {
-        crate::observe::events::Delivery::InPlace { backlog: 0 }
+    fn delivery(&self) -> crate::observe::delivery::Delivery {
+        crate::observe::delivery::Delivery::InPlace { backlog: 0 }
     }
 
     fn handle(&self, event: &SdamEvent) {
@@ -386,8 +386,8 @@ fn operation_labels(key: &OperationKey) -> Vec<metrics::Label> {
 
 impl pool::events::EventHandler<CommandEvent> for RecordCommands {
     // Recording is quick and never blocks; the inner handler is bounded already.
-    fn delivery(&self) -> crate::observe::events::Delivery {
-        crate::observe::events::Delivery::InPlace { backlog: 0 }
+    fn delivery(&self) -> crate::observe::delivery::Delivery {
+        crate::observe::delivery::Delivery::InPlace { backlog: 0 }
     }
 
     fn handle(&self, event: &CommandEvent) {

@@ -1,12 +1,14 @@
-//! Observability: the events the cluster and the client emit and their delivery (`events/`,
-//! `command_events`), the official event shapes as one adapter (`event/`), the log lines
-//! derived from them (`command_log`, `sdam_log`), metrics and OpenTelemetry spans.
+//! Observability: the events the cluster and the client emit and their delivery
+//! (`delivery/`, `command_events`), the official event shapes as one adapter (`official/`),
+//! the log lines derived from them (`command_log`, `sdam_log`), metrics and OpenTelemetry
+//! spans. The public paths are `mongo_actors::events` (delivery) and `mongo_actors::event`
+//! (the official shapes, as `mongodb::event`).
 
 pub mod command_events;
 pub mod command_log;
-pub mod event;
-pub mod events;
+pub mod delivery;
 pub mod metrics;
+pub mod official;
 #[cfg(feature = "opentelemetry")]
 pub mod otel;
 #[cfg(not(feature = "opentelemetry"))]

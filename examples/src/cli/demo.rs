@@ -236,13 +236,16 @@ async fn connect(uri: &str) -> Result<(Client, Arc<std::sync::Mutex<Probe>>, Ser
     let probe = Arc::new(std::sync::Mutex::new(Probe::default()));
     let mut client_options = ClientOptions::parse(uri).await?;
     let events = probe.clone();
-    client_options.sdam_event_subscriber =
-        // In place: the timeline's instants are the events' own (the probe is quick).
-        Some(Arc::new(actors::events::InPlace(move |e: &SdamEvent| events.lock().map_or((), |mut p| p.on_event(e)))));
+    // In place: the timeline's instants are the events' own (the probe is quick).
+    client_options.sdam_event_handler =
+        Some(actors::event::EventHandler::subscriber(actors::events::InPlace(move |e: &SdamEvent| {
+            events.lock().map_or((), |mut p| p.on_event(e))
+        })));
     // Which server each find and insert was sent to, by read preference: the wire's
     // `$readPreference` (none means primary).
     let served: Served = Arc::default();
-    client_options.command_event_subscriber = Some(served_recorder(served.clone()));
+    client_options.command_event_handler =
+        Some(actors::event::EventHandler::Subscriber(served_recorder(served.clone())));
     let client = Client::with_options(client_options)?;
     Ok((client, probe, served))
 }

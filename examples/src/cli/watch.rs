@@ -118,7 +118,8 @@ pub async fn run(options: WatchOptions) -> Result<(), CliError> {
     let started = Instant::now();
     let (tx, events) = crossbeam_channel::unbounded();
     let mut client_options = ClientOptions::parse(&options.uri).await?;
-    client_options.sdam_event_subscriber = Some(actors::events::sdam_channel(tx));
+    client_options.sdam_event_handler =
+        Some(actors::event::EventHandler::Subscriber(actors::events::sdam_channel(tx)));
     let client = Client::with_options(client_options)?;
     let page = options.listen.map(|l| super::page::Page::serve(&client, l)).transpose()?;
     if let Some(p) = &page {

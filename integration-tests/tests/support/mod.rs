@@ -6,7 +6,6 @@
 
 pub mod alloc;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use actors::command_events::CommandEvent;
@@ -108,9 +107,9 @@ pub async fn connect_to(deployment: Deployment, extra: &str) -> Setup {
     let uri = integration_tests::deployment::with_options(&uri, extra);
     let mut options = ClientOptions::parse(&uri).await.expect("uri");
     let (tx, events) = crossbeam_channel::unbounded();
-    options.command_event_subscriber = Some(Arc::new(tx));
+    options.command_event_handler = Some(actors::event::EventHandler::subscriber(tx));
     let (tx, cmap) = crossbeam_channel::unbounded();
-    options.cmap_event_subscriber = Some(Arc::new(tx));
+    options.cmap_event_handler = Some(actors::event::EventHandler::subscriber(tx));
     let client = Client::with_options(options).expect("client");
     Setup { deployment, client, events, cmap, tag }
 }

@@ -307,6 +307,19 @@ impl UriOptions {
     /// spec spells it: the names of `OPTIONS`, the table `apply` reads values with. Each has
     /// a field here (`ssl` shares `tls`); keys are matched ASCII case-insensitively.
     pub const NAMES: [&'static str; OPTIONS.len()] = names();
+
+    /// These options with `pairs` (an option's name, its value as a URI would carry it,
+    /// decoded) set over them: each value read as the URI parser reads it, then the rules
+    /// between options the parser checks (conflicting TLS options, pool sizes, ...) among
+    /// the pairs. Returns the options and the parser's warnings (values it would ignore).
+    /// A configuration file's and the environment's overrides take this path.
+    pub fn with_overrides(&self, pairs: &[(String, String)]) -> Result<(UriOptions, Vec<String>)> {
+        let mut parser = OptionParser { options: self.clone(), ..OptionParser::default() };
+        for (name, value) in pairs {
+            parser.apply(name, value)?;
+        }
+        parser.finish()
+    }
 }
 
 const fn names<const N: usize>() -> [&'static str; N] {

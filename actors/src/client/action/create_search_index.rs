@@ -91,7 +91,7 @@ macro_rules! search_index_future {
         impl CreateSearchIndex<'_, $mode> {
             /// Runs the action to completion, blocking (the sync API).
             pub fn run(self) -> Result<$out> {
-                crate::client::sync::block_on(std::future::IntoFuture::into_future(self))
+                crate::client::sync::runtime::block_on(std::future::IntoFuture::into_future(self))
             }
         }
     };

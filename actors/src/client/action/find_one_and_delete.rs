@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use super::super::collection::{Collection, Handle};
 use super::super::concern::WriteConcern;
 use super::super::options::crud::{Collation, FindOneAndDeleteOptions, Hint};
-use super::super::session::transaction::refuse_own_concerns;
+use super::super::session::own_concerns::refuse_own_concerns;
 use super::super::session::ClientSession;
 use super::find_and_modify::find_and_modify;
 use super::{into_future, option_setters};

@@ -14,7 +14,7 @@ use super::super::collection::{Collection, Handle};
 use super::super::concern::WriteConcern;
 use super::super::op_options::check_replacement;
 use super::super::options::crud::{Collation, FindOneAndReplaceOptions, Hint, ReturnDocument};
-use super::super::session::transaction::refuse_own_concerns;
+use super::super::session::own_concerns::refuse_own_concerns;
 use super::super::session::ClientSession;
 use super::find_and_modify::find_and_modify;
 use super::{into_future, option_setters};

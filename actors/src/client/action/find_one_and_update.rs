@@ -13,7 +13,7 @@ use super::super::ops::statement::check_modifications;
 use super::super::options::crud::{
     Collation, FindOneAndUpdateOptions, Hint, ReturnDocument, UpdateModifications,
 };
-use super::super::session::transaction::refuse_own_concerns;
+use super::super::session::own_concerns::refuse_own_concerns;
 use super::super::session::ClientSession;
 use super::find_and_modify::find_and_modify;
 use super::{into_future, option_setters};

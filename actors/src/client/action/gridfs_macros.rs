@@ -21,9 +21,9 @@ macro_rules! gridfs_run_by {
             #[cfg(feature = "sync")]
             impl $action<'_> {
                 /// Runs the action to completion, blocking (the sync API).
-                pub fn run(self) -> crate::error::Result<<$out as crate::client::sync::IntoSync>::Sync> {
-                    crate::client::sync::block_on(std::future::IntoFuture::into_future(self))
-                        .map(crate::client::sync::IntoSync::into_sync)
+                pub fn run(self) -> crate::error::Result<<$out as crate::client::sync::runtime::IntoSync>::Sync> {
+                    crate::client::sync::runtime::block_on(std::future::IntoFuture::into_future(self))
+                        .map(crate::client::sync::runtime::IntoSync::into_sync)
                 }
             }
         )*

@@ -148,15 +148,15 @@ impl<'a, M: ListingOutput<CollectionSpecification>, S> ListCollections<'a, M, S>
 impl ListCollections<'_, ListSpecifications, ImplicitSession> {
     /// The collections as the server's batches, unparsed: a
     /// [`RawBatchCursor`](crate::raw_batch_cursor::RawBatchCursor).
-    pub async fn batch(self) -> Result<crate::raw_batch_cursor::RawBatchCursor> {
-        self.execute().await.map(crate::raw_batch_cursor::RawBatchCursor::new)
+    pub async fn batch(self) -> Result<crate::client::raw_batch_cursor::RawBatchCursor> {
+        self.execute().await.map(crate::client::raw_batch_cursor::RawBatchCursor::new)
     }
 }
 
 impl<'a> ListCollections<'a, ListSpecifications, ExplicitSession<'a>> {
     /// The collections as the server's batches, unparsed, iterated with the session.
-    pub async fn batch(self) -> Result<crate::raw_batch_cursor::SessionRawBatchCursor> {
-        self.execute().await.map(crate::raw_batch_cursor::SessionRawBatchCursor::new)
+    pub async fn batch(self) -> Result<crate::client::raw_batch_cursor::SessionRawBatchCursor> {
+        self.execute().await.map(crate::client::raw_batch_cursor::SessionRawBatchCursor::new)
     }
 }
 
@@ -185,11 +185,11 @@ impl<'a, M: ListingOutput<CollectionSpecification> + 'a> super::Action
 #[cfg(feature = "sync")]
 impl<'a, M: ListingOutput<CollectionSpecification> + 'a> ListCollections<'a, M>
 where
-    M::Output: crate::client::sync::IntoSync,
+    M::Output: crate::client::sync::runtime::IntoSync,
 {
     /// Runs the action to completion, blocking (the sync API).
-    pub fn run(self) -> Result<<M::Output as crate::client::sync::IntoSync>::Sync> {
-        crate::client::sync::block_on(std::future::IntoFuture::into_future(self))
-            .map(crate::client::sync::IntoSync::into_sync)
+    pub fn run(self) -> Result<<M::Output as crate::client::sync::runtime::IntoSync>::Sync> {
+        crate::client::sync::runtime::block_on(std::future::IntoFuture::into_future(self))
+            .map(crate::client::sync::runtime::IntoSync::into_sync)
     }
 }

@@ -109,15 +109,15 @@ impl<'a, S> ListIndexes<'a, ListNames, S> {
 impl ListIndexes<'_, ListSpecifications, ImplicitSession> {
     /// The indexes as the server's batches, unparsed: a
     /// [`RawBatchCursor`](crate::raw_batch_cursor::RawBatchCursor).
-    pub async fn batch(self) -> Result<crate::raw_batch_cursor::RawBatchCursor> {
-        self.open().await.map(crate::raw_batch_cursor::RawBatchCursor::new)
+    pub async fn batch(self) -> Result<crate::client::raw_batch_cursor::RawBatchCursor> {
+        self.open().await.map(crate::client::raw_batch_cursor::RawBatchCursor::new)
     }
 }
 
 impl<'a> ListIndexes<'a, ListSpecifications, ExplicitSession<'a>> {
     /// The indexes as the server's batches, unparsed, iterated with the session.
-    pub async fn batch(self) -> Result<crate::raw_batch_cursor::SessionRawBatchCursor> {
-        self.open().await.map(crate::raw_batch_cursor::SessionRawBatchCursor::new)
+    pub async fn batch(self) -> Result<crate::client::raw_batch_cursor::SessionRawBatchCursor> {
+        self.open().await.map(crate::client::raw_batch_cursor::SessionRawBatchCursor::new)
     }
 }
 
@@ -155,4 +155,11 @@ impl<'a> std::future::IntoFuture for ListIndexes<'a, ListNames> {
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.execute())
     }
+}
+
+super::action! {
+    impl<'a> for ListIndexes<'a, ListSpecifications>;
+    impl<'a> for ListIndexes<'a, ListNames>;
+    impl<'a> for ListIndexes<'a, ListSpecifications, ExplicitSession<'a>>;
+    impl<'a> for ListIndexes<'a, ListNames, ExplicitSession<'a>>;
 }

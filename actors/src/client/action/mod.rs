@@ -15,59 +15,59 @@
 //! # }
 //! ```
 
-mod abort_transaction;
-mod aggregate;
-mod bulk_write;
-mod client_bulk_write;
-mod commit_transaction;
-mod count_documents;
-mod create_collection;
-mod create_index;
-mod create_search_index;
-mod delete;
-mod distinct;
-mod drop;
-mod drop_collection;
-mod drop_database;
-mod drop_index;
-mod drop_search_index;
-mod estimated_document_count;
-mod find;
-mod find_and_modify;
-mod find_one;
-mod find_one_and_delete;
-mod find_one_and_replace;
-mod find_one_and_update;
-mod gridfs_delete;
-mod gridfs_delete_by_name;
-mod gridfs_drop;
-mod gridfs_find;
-mod gridfs_find_one;
-mod gridfs_macros;
-mod gridfs_rename;
-mod gridfs_rename_by_name;
-mod insert_many;
-mod insert_one;
-mod list_collections;
-mod list_databases;
-mod list_indexes;
-mod list_search_indexes;
-mod open_download_stream;
-mod open_download_stream_by_name;
-mod open_upload_stream;
-mod parse_connection_string;
-mod rename;
-mod replace_one;
-mod run_command;
-mod run_cursor_command;
-mod search_index;
-mod shutdown;
-mod start_session;
-mod start_transaction;
-mod update;
-mod update_search_index;
-mod warm_connection_pool;
-mod watch;
+pub(crate) mod abort_transaction;
+pub(crate) mod aggregate;
+pub(crate) mod bulk_write;
+pub(crate) mod client_bulk_write;
+pub(crate) mod commit_transaction;
+pub(crate) mod count_documents;
+pub(crate) mod create_collection;
+pub(crate) mod create_index;
+pub(crate) mod create_search_index;
+pub(crate) mod delete;
+pub(crate) mod distinct;
+pub(crate) mod drop;
+pub(crate) mod drop_collection;
+pub(crate) mod drop_database;
+pub(crate) mod drop_index;
+pub(crate) mod drop_search_index;
+pub(crate) mod estimated_document_count;
+pub(crate) mod find;
+pub(crate) mod find_and_modify;
+pub(crate) mod find_one;
+pub(crate) mod find_one_and_delete;
+pub(crate) mod find_one_and_replace;
+pub(crate) mod find_one_and_update;
+pub(crate) mod gridfs_delete;
+pub(crate) mod gridfs_delete_by_name;
+pub(crate) mod gridfs_drop;
+pub(crate) mod gridfs_find;
+pub(crate) mod gridfs_find_one;
+pub(crate) mod gridfs_macros;
+pub(crate) mod gridfs_rename;
+pub(crate) mod gridfs_rename_by_name;
+pub(crate) mod insert_many;
+pub(crate) mod insert_one;
+pub(crate) mod list_collections;
+pub(crate) mod list_databases;
+pub(crate) mod list_indexes;
+pub(crate) mod list_search_indexes;
+pub(crate) mod open_download_stream;
+pub(crate) mod open_download_stream_by_name;
+pub(crate) mod open_upload_stream;
+pub(crate) mod parse_connection_string;
+pub(crate) mod rename;
+pub(crate) mod replace_one;
+pub(crate) mod run_command;
+pub(crate) mod run_cursor_command;
+pub(crate) mod search_index;
+pub(crate) mod shutdown;
+pub(crate) mod start_session;
+pub(crate) mod start_transaction;
+pub(crate) mod update;
+pub(crate) mod update_search_index;
+pub(crate) mod warm_connection_pool;
+pub(crate) mod watch;
 
 pub use super::options::search_index::SearchIndexModel;
 pub use abort_transaction::AbortTransaction;
@@ -190,8 +190,8 @@ macro_rules! into_future {
         #[cfg(feature = "sync")]
         impl<'a $(, $t)?> $action<'a $(, $t)?> $(where $($bound)+)? {
             /// Runs the action to completion, blocking (the sync API).
-            pub fn run(self) -> crate::error::Result<<$out as crate::client::sync::IntoSync>::Sync> {
-                crate::client::sync::block_on(std::future::IntoFuture::into_future(self)).map(crate::client::sync::IntoSync::into_sync)
+            pub fn run(self) -> crate::error::Result<<$out as crate::client::sync::runtime::IntoSync>::Sync> {
+                crate::client::sync::runtime::block_on(std::future::IntoFuture::into_future(self)).map(crate::client::sync::runtime::IntoSync::into_sync)
             }
         }
     };
@@ -202,7 +202,7 @@ macro_rules! into_future {
         impl<'a $(, $t)?> $action<'a $(, $t)?> $(where $($bound)+)? {
             /// Runs the action to completion, blocking (the sync API).
             pub fn run(self) -> crate::error::Result<$out> {
-                crate::client::sync::block_on(std::future::IntoFuture::into_future(self))
+                crate::client::sync::runtime::block_on(std::future::IntoFuture::into_future(self))
             }
         }
     };
@@ -235,8 +235,8 @@ macro_rules! cursor_into_future {
     };
     (@impl [$($implicit:tt)+] [$($explicit:tt)+] [$($any:tt)+] $(, $($bound:tt)+)?) => {
         impl<'a, T> std::future::IntoFuture for $($implicit)+ $(where $($bound)+)? {
-            type Output = crate::error::Result<$crate::Cursor<T>>;
-            type IntoFuture = futures_util::future::BoxFuture<'a, crate::error::Result<$crate::Cursor<T>>>;
+            type Output = crate::error::Result<$crate::client::cursor::Cursor<T>>;
+            type IntoFuture = futures_util::future::BoxFuture<'a, crate::error::Result<$crate::client::cursor::Cursor<T>>>;
 
             fn into_future(self) -> Self::IntoFuture {
                 Box::pin(self.execute())
@@ -244,27 +244,27 @@ macro_rules! cursor_into_future {
         }
 
         impl<'a, T> std::future::IntoFuture for $($explicit)+ $(where $($bound)+)? {
-            type Output = crate::error::Result<$crate::SessionCursor<T>>;
-            type IntoFuture = futures_util::future::BoxFuture<'a, crate::error::Result<$crate::SessionCursor<T>>>;
+            type Output = crate::error::Result<$crate::client::session_cursor::SessionCursor<T>>;
+            type IntoFuture = futures_util::future::BoxFuture<'a, crate::error::Result<$crate::client::session_cursor::SessionCursor<T>>>;
 
             fn into_future(self) -> Self::IntoFuture {
-                Box::pin(async move { self.execute().await.map($crate::SessionCursor::new) })
+                Box::pin(async move { self.execute().await.map($crate::client::session_cursor::SessionCursor::new) })
             }
         }
 
         impl<'a, T> $($implicit)+ $(where $($bound)+)? {
             /// The results as the server's batches, unparsed: a
             /// [`RawBatchCursor`]($crate::raw_batch_cursor::RawBatchCursor).
-            pub async fn batch(self) -> crate::error::Result<$crate::raw_batch_cursor::RawBatchCursor> {
-                self.execute().await.map($crate::raw_batch_cursor::RawBatchCursor::new)
+            pub async fn batch(self) -> crate::error::Result<$crate::client::raw_batch_cursor::RawBatchCursor> {
+                self.execute().await.map($crate::client::raw_batch_cursor::RawBatchCursor::new)
             }
         }
 
         impl<'a, T> $($explicit)+ $(where $($bound)+)? {
             /// The results as the server's batches, unparsed, iterated with the session: a
             /// [`SessionRawBatchCursor`]($crate::raw_batch_cursor::SessionRawBatchCursor).
-            pub async fn batch(self) -> crate::error::Result<$crate::raw_batch_cursor::SessionRawBatchCursor> {
-                self.execute().await.map($crate::raw_batch_cursor::SessionRawBatchCursor::new)
+            pub async fn batch(self) -> crate::error::Result<$crate::client::raw_batch_cursor::SessionRawBatchCursor> {
+                self.execute().await.map($crate::client::raw_batch_cursor::SessionRawBatchCursor::new)
             }
         }
 
@@ -275,16 +275,16 @@ macro_rules! cursor_into_future {
         #[cfg(feature = "sync")]
         impl<'a, T> $($implicit)+ $(where $($bound)+)? {
             /// Runs the action to completion, blocking (the sync API).
-            pub fn run(self) -> crate::error::Result<$crate::client::sync::Cursor<T>> {
-                crate::client::sync::block_on(std::future::IntoFuture::into_future(self)).map($crate::client::sync::Cursor::new)
+            pub fn run(self) -> crate::error::Result<<$crate::client::cursor::Cursor<T> as $crate::client::sync::runtime::IntoSync>::Sync> {
+                crate::client::sync::runtime::block_on(std::future::IntoFuture::into_future(self)).map($crate::client::sync::runtime::IntoSync::into_sync)
             }
         }
 
         #[cfg(feature = "sync")]
         impl<'a, T> $($explicit)+ $(where $($bound)+)? {
             /// Runs the action to completion, blocking (the sync API).
-            pub fn run(self) -> crate::error::Result<$crate::client::sync::SessionCursor<T>> {
-                crate::client::sync::block_on(std::future::IntoFuture::into_future(self)).map($crate::client::sync::SessionCursor::new)
+            pub fn run(self) -> crate::error::Result<<$crate::client::session_cursor::SessionCursor<T> as $crate::client::sync::runtime::IntoSync>::Sync> {
+                crate::client::sync::runtime::block_on(std::future::IntoFuture::into_future(self)).map($crate::client::sync::runtime::IntoSync::into_sync)
             }
         }
     };
@@ -357,15 +357,3 @@ macro_rules! action {
 }
 
 pub(crate) use action;
-
-action! {
-    impl<'a> for ListIndexes<'a, ListSpecifications>;
-    impl<'a> for ListIndexes<'a, ListNames>;
-    impl<'a> for ListIndexes<'a, ListSpecifications, ExplicitSession<'a>>;
-    impl<'a> for ListIndexes<'a, ListNames, ExplicitSession<'a>>;
-    impl for Shutdown;
-    impl<'a> for StartTransaction<&'a mut super::session::ClientSession>;
-    impl<'a> for WarmConnectionPool<'a>;
-    impl for gridfs::OpenUploadStream;
-    impl for gridfs::OpenDownloadStreamByName;
-}

@@ -53,8 +53,15 @@ impl IntoFuture for OpenDownloadStreamByName {
 #[cfg(feature = "sync")]
 impl OpenDownloadStreamByName {
     /// Opens the download, blocking (the sync API).
-    pub fn run(self) -> Result<crate::client::sync::gridfs::GridFsDownloadStream> {
-        crate::client::sync::block_on(self.execute())
-            .map(crate::client::sync::gridfs::GridFsDownloadStream::new)
+    pub fn run(
+        self,
+    ) -> Result<<crate::client::gridfs::GridFsDownloadStream as crate::client::sync::runtime::IntoSync>::Sync>
+    {
+        crate::client::sync::runtime::block_on(self.execute())
+            .map(crate::client::sync::runtime::IntoSync::into_sync)
     }
+}
+
+super::action! {
+    impl for OpenDownloadStreamByName;
 }

@@ -59,7 +59,14 @@ impl std::future::IntoFuture for OpenUploadStream {
 #[cfg(feature = "sync")]
 impl OpenUploadStream {
     /// Opens the upload, blocking (the sync API).
-    pub fn run(self) -> Result<crate::client::sync::gridfs::GridFsUploadStream> {
-        self.execute().map(crate::client::sync::gridfs::GridFsUploadStream::new)
+    pub fn run(
+        self,
+    ) -> Result<<crate::client::gridfs::GridFsUploadStream as crate::client::sync::runtime::IntoSync>::Sync>
+    {
+        self.execute().map(crate::client::sync::runtime::IntoSync::into_sync)
     }
+}
+
+super::action! {
+    impl for OpenUploadStream;
 }

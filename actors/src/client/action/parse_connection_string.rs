@@ -91,6 +91,6 @@ impl super::Action for ParseConnectionString {}
 impl ParseConnectionString {
     /// Parses, blocking (the sync API).
     pub fn run(self) -> Result<ClientOptions> {
-        crate::client::sync::block_on(std::future::IntoFuture::into_future(self))
+        crate::client::sync::runtime::block_on(std::future::IntoFuture::into_future(self))
     }
 }

@@ -107,15 +107,15 @@ impl<'a, Session> RunCursorCommand<'a, Session> {
 impl RunCursorCommand<'_, ImplicitSession> {
     /// The results as the server's batches, unparsed: a
     /// [`RawBatchCursor`](crate::raw_batch_cursor::RawBatchCursor).
-    pub async fn batch(self) -> Result<crate::raw_batch_cursor::RawBatchCursor> {
-        self.execute().await.map(crate::raw_batch_cursor::RawBatchCursor::new)
+    pub async fn batch(self) -> Result<crate::client::raw_batch_cursor::RawBatchCursor> {
+        self.execute().await.map(crate::client::raw_batch_cursor::RawBatchCursor::new)
     }
 }
 
 impl<'a> RunCursorCommand<'a, ExplicitSession<'a>> {
     /// The results as the server's batches, unparsed, iterated with the session.
-    pub async fn batch(self) -> Result<crate::raw_batch_cursor::SessionRawBatchCursor> {
-        self.execute().await.map(crate::raw_batch_cursor::SessionRawBatchCursor::new)
+    pub async fn batch(self) -> Result<crate::client::raw_batch_cursor::SessionRawBatchCursor> {
+        self.execute().await.map(crate::client::raw_batch_cursor::SessionRawBatchCursor::new)
     }
 }
 

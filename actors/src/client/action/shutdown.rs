@@ -51,3 +51,7 @@ impl std::future::IntoFuture for Shutdown {
         Box::pin(self.execute())
     }
 }
+
+super::action! {
+    impl for Shutdown;
+}

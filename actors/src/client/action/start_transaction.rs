@@ -12,7 +12,7 @@ use super::super::session::options::TransactionOptions;
 use super::super::session::transaction::Attempt;
 use super::super::session::ClientSession;
 use crate::error::{Error, Result};
-use crate::BoxFuture;
+use futures_util::future::BoxFuture;
 
 impl ClientSession {
     /// A transaction to start: `session.start_transaction().await?` starts it (the next
@@ -183,4 +183,8 @@ impl IntoFuture for StartTransaction<&mut ClientSession> {
         }
         std::future::ready(session.begin_transaction(options))
     }
+}
+
+super::action! {
+    impl<'a> for StartTransaction<&'a mut ClientSession>;
 }

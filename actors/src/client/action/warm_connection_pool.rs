@@ -58,3 +58,7 @@ impl<'a> std::future::IntoFuture for WarmConnectionPool<'a> {
         Box::pin(self.execute())
     }
 }
+
+super::action! {
+    impl<'a> for WarmConnectionPool<'a>;
+}

@@ -159,17 +159,17 @@ impl<'a, T: Send + Sync + 'static> super::Action for Watch<'a, T, ExplicitSessio
 #[cfg(feature = "sync")]
 impl<T: Send + Sync + 'static> Watch<'_, T, ImplicitSession> {
     /// Runs the action to completion, blocking (the sync API).
-    pub fn run(self) -> Result<crate::client::sync::ChangeStream<ChangeStreamEvent<T>>> {
-        crate::client::sync::block_on(std::future::IntoFuture::into_future(self))
-            .map(crate::client::sync::ChangeStream::new)
+    pub fn run(self) -> Result<<crate::client::change_stream::ChangeStream<ChangeStreamEvent<T>> as crate::client::sync::runtime::IntoSync>::Sync>{
+        crate::client::sync::runtime::block_on(std::future::IntoFuture::into_future(self))
+            .map(crate::client::sync::runtime::IntoSync::into_sync)
     }
 }
 
 #[cfg(feature = "sync")]
 impl<'a, T: Send + Sync + 'static> Watch<'a, T, ExplicitSession<'a>> {
     /// Runs the action to completion, blocking (the sync API).
-    pub fn run(self) -> Result<crate::client::sync::SessionChangeStream<ChangeStreamEvent<T>>> {
-        crate::client::sync::block_on(std::future::IntoFuture::into_future(self))
-            .map(crate::client::sync::SessionChangeStream::new)
+    pub fn run(self) -> Result<<crate::client::change_stream::session::SessionChangeStream<ChangeStreamEvent<T>> as crate::client::sync::runtime::IntoSync>::Sync>{
+        crate::client::sync::runtime::block_on(std::future::IntoFuture::into_future(self))
+            .map(crate::client::sync::runtime::IntoSync::into_sync)
     }
 }

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pool::cmap::CmapEventHandler;
 use pool::connection::{ConnectionOptions, HostResolver};
 use protocol::hello::command::ServerApi;
 use protocol::uri::{ConnectionString, ServerMonitoringMode, UriOptions};
@@ -25,9 +24,7 @@ use crate::cluster::srv::{self, ResolverConfig, SrvInfo, SrvResolver};
 use crate::cluster::srv_poller::{SrvPollerOptions, DEFAULT_RESCAN_INTERVAL};
 use crate::cluster::topology::TopologyBuilder;
 use crate::error::{Error, Result};
-use crate::observe::command_events::CommandEventHandler;
-use crate::observe::event::EventHandler;
-use crate::observe::events::SdamEventHandler;
+use crate::observe::official::EventHandler;
 use protocol::hello::metadata::DriverInfo;
 use protocol::ServerAddress;
 use typed_builder::TypedBuilder;
@@ -132,32 +129,22 @@ pub struct ClientOptions {
     #[builder(setter(!into, strip_option))]
     #[serde(skip)]
     pub custom_selector: Option<CustomSelector>,
-    /// Receives SDAM events in the official shape (behind a bounded queue, as every
-    /// subscriber: see [`crate::observe::events`]).
+    /// Receives SDAM events: in the official shape, or in the spec's through
+    /// [`EventHandler::Subscriber`] (behind a bounded queue, as every handler: see
+    /// [`crate::observe::delivery`]).
     #[builder(setter(strip_option))]
     #[serde(skip)]
-    pub sdam_event_handler: Option<EventHandler<crate::observe::event::sdam::SdamEvent>>,
-    /// Receives CMAP events in the official shape.
+    pub sdam_event_handler: Option<EventHandler<crate::observe::official::sdam::SdamEvent>>,
+    /// Receives CMAP events (in the official shape, or in the spec's through
+    /// [`EventHandler::Subscriber`]).
     #[builder(setter(strip_option))]
     #[serde(skip)]
-    pub cmap_event_handler: Option<EventHandler<crate::observe::event::cmap::CmapEvent>>,
-    /// Receives command events in the official shape.
+    pub cmap_event_handler: Option<EventHandler<crate::observe::official::cmap::CmapEvent>>,
+    /// Receives command events (in the official shape, or in the spec's through
+    /// [`EventHandler::Subscriber`]).
     #[builder(setter(strip_option))]
     #[serde(skip)]
-    pub command_event_handler: Option<EventHandler<crate::observe::event::command::CommandEvent>>,
-    /// (Ours.) Receives SDAM events in the spec's shape: a crossbeam `Sender`, a closure or an
-    /// actix `Recipient` (see [`crate::observe::events`]). Both it and `sdam_event_handler` may be set.
-    #[builder(setter(!into, strip_option))]
-    #[serde(skip)]
-    pub sdam_event_subscriber: Option<Arc<dyn SdamEventHandler>>,
-    /// (Ours.) Receives CMAP events in the spec's shape.
-    #[builder(setter(!into, strip_option))]
-    #[serde(skip)]
-    pub cmap_event_subscriber: Option<Arc<dyn CmapEventHandler>>,
-    /// (Ours.) Receives command events in the spec's shape.
-    #[builder(setter(!into, strip_option))]
-    #[serde(skip)]
-    pub command_event_subscriber: Option<Arc<dyn CommandEventHandler>>,
+    pub command_event_handler: Option<EventHandler<crate::observe::official::command::CommandEvent>>,
     /// The DNS servers for `mongodb+srv` (`None`: the system's).
     #[serde(skip)]
     pub resolver_config: Option<ResolverConfig>,
@@ -185,8 +172,8 @@ pub struct ClientOptions {
     /// no limit.
     pub max_wait_queue_size: Option<u32>,
     /// How many events each subscriber's queue holds (`None`:
-    /// [`DEFAULT_EVENT_QUEUE_CAPACITY`](crate::observe::events::DEFAULT_EVENT_QUEUE_CAPACITY)); see
-    /// [`crate::observe::events`].
+    /// [`DEFAULT_EVENT_QUEUE_CAPACITY`](crate::observe::delivery::DEFAULT_EVENT_QUEUE_CAPACITY)); see
+    /// [`crate::observe::delivery`].
     pub event_queue_capacity: Option<usize>,
     /// OpenTelemetry tracing (feature `opentelemetry`; see [`crate::observe::otel`]). `None`: as the
     /// `OTEL_RUST_INSTRUMENTATION_MONGODB_*` environment variables say (off when unset).
@@ -237,9 +224,6 @@ impl PartialEq for ClientOptions {
             sdam_event_handler: _,
             cmap_event_handler: _,
             command_event_handler: _,
-            sdam_event_subscriber: _,
-            cmap_event_subscriber: _,
-            command_event_subscriber: _,
             resolver_config: _,
             host_resolver: _,
             srv: _,
@@ -301,9 +285,6 @@ impl std::fmt::Debug for ClientOptions {
             .field("sdam_event_handler", &self.sdam_event_handler.is_some())
             .field("cmap_event_handler", &self.cmap_event_handler.is_some())
             .field("command_event_handler", &self.command_event_handler.is_some())
-            .field("sdam_event_subscriber", &self.sdam_event_subscriber.is_some())
-            .field("cmap_event_subscriber", &self.cmap_event_subscriber.is_some())
-            .field("command_event_subscriber", &self.command_event_subscriber.is_some())
             .field("resolver_config", &self.resolver_config)
             .field("srv", &self.srv)
             .field("srv_rescan_interval", &self.srv_rescan_interval)
@@ -467,68 +448,29 @@ fn credential_hooks(
     Ok(builder)
 }
 
-/// Applies `name=value` overrides to a connection string's options, checking each value with
-/// the URI parser and failing on anything it would only warn about. The result is validated
-/// (combinations) again.
+/// Applies `name=value` overrides to a connection string's options, each value read with the
+/// URI parser's rules ([`UriOptions::with_overrides`]), failing on anything it would only warn
+/// about; the result is validated (combinations) again.
 pub(crate) fn apply_overrides(cs: &mut ConnectionString, overrides: &[(String, String)]) -> Result<()> {
     if overrides.is_empty() {
         return Ok(());
     }
     let invalid = |message: String| Error::invalid_argument(message);
-    let mut query = String::new();
-    for (name, value) in overrides {
-        if !UriOptions::NAMES.iter().any(|n| n.eq_ignore_ascii_case(name)) {
-            return Err(invalid(format!("unknown option '{name}'")));
-        }
-        if !query.is_empty() {
-            query.push('&');
-        }
-        query.push_str(&encode(name));
-        query.push('=');
-        query.push_str(&encode(value));
+    if let Some((name, _)) =
+        overrides.iter().find(|(n, _)| !UriOptions::NAMES.iter().any(|k| k.eq_ignore_ascii_case(n)))
+    {
+        return Err(invalid(format!("unknown option '{name}'")));
     }
-    // A throwaway URI so that every value goes through the spec's parsing rules; `+srv` keeps
-    // the srv-only options legal when the real string is one.
-    let scheme = if cs.is_srv() { "mongodb+srv://override.invalid" } else { "mongodb://override.invalid" };
-    let parsed =
-        ConnectionString::parse(&format!("{scheme}/?{query}")).map_err(|e| invalid(e.to_string()))?;
-    if let Some(w) = parsed.warnings.first() {
+    let (options, warnings) = cs.options.with_overrides(overrides).map_err(|e| invalid(e.to_string()))?;
+    if let Some(w) = warnings.first() {
         return Err(invalid(w.clone()));
     }
-    cs.options = overlay(&cs.options, &parsed.options)?;
-    if let (Some(source), Some(c)) = (&parsed.options.auth_source, cs.credential.as_mut()) {
+    let source = overrides.iter().any(|(n, _)| n.eq_ignore_ascii_case("authSource"));
+    if let (true, Some(source), Some(c)) = (source, &options.auth_source, cs.credential.as_mut()) {
         c.source = Some(source.clone());
     }
+    cs.options = options;
     cs.validate().map_err(|e| invalid(e.to_string()))
-}
-
-/// `base` with every option `over` sets.
-fn overlay(base: &UriOptions, over: &UriOptions) -> Result<UriOptions> {
-    let to_map = |o: &UriOptions| match serde_json::to_value(o) {
-        Ok(serde_json::Value::Object(m)) => Ok(m),
-        _ => Err(Error::invalid_argument("options cannot be merged")),
-    };
-    let mut merged = to_map(base)?;
-    for (k, v) in to_map(over)? {
-        if !v.is_null() {
-            merged.insert(k, v);
-        }
-    }
-    serde_json::from_value(serde_json::Value::Object(merged))
-        .map_err(|e| Error::invalid_argument(format!("options cannot be merged: {e}")))
-}
-
-/// Percent-encodes what would break a query string.
-fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~:,".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// Options the URI may carry that this client parses but does not act on, each with what
@@ -662,7 +604,7 @@ mod tests {
         assert!(serde_json::from_str::<ClientOptions>("{}").unwrap() == ClientOptions::default());
         // A handler is code, not a value: it does not make two options differ.
         let handled = ClientOptions::builder()
-            .command_event_handler(crate::observe::event::EventHandler::callback(|_| {}))
+            .command_event_handler(crate::observe::official::EventHandler::callback(|_| {}))
             .build();
         assert!(handled == ClientOptions::default());
         assert!(built != ClientOptions::default());
@@ -682,7 +624,7 @@ mod tests {
             (Some(4), Some(Duration::from_millis(250)))
         );
         let bad = ClientOptions::builder().min_pool_size(9).max_pool_size(3).build();
-        let e = crate::Client::with_options(bad).unwrap_err();
+        let e = crate::client::inner::Client::with_options(bad).unwrap_err();
         assert!(matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. }), "{e}");
     }
 

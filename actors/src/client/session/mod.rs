@@ -18,6 +18,7 @@
 pub mod cluster_time;
 pub(crate) mod cutoff;
 pub(crate) mod options;
+pub(crate) mod own_concerns;
 pub(crate) mod pool;
 pub(crate) mod tracking;
 pub(crate) mod transaction;

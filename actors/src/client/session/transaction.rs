@@ -149,8 +149,8 @@ impl ClientSession {
     /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) without a transaction; the server's or the network's error,
     /// labelled `UnknownTransactionCommitResult` when the outcome is unknown;
     /// [`ErrorKind::Timeout`](crate::error::ErrorKind::Timeout) when the timeout expires.
-    pub fn commit_transaction(&mut self) -> crate::action::CommitTransaction<'_> {
-        crate::action::CommitTransaction::new(self)
+    pub fn commit_transaction(&mut self) -> crate::client::action::commit_transaction::CommitTransaction<'_> {
+        crate::client::action::commit_transaction::CommitTransaction::new(self)
     }
 
     /// [`commit_transaction`](Self::commit_transaction) with a timeout of its own.
@@ -239,8 +239,8 @@ impl ClientSession {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) without a transaction in progress.
-    pub fn abort_transaction(&mut self) -> crate::action::AbortTransaction<'_> {
-        crate::action::AbortTransaction::new(self)
+    pub fn abort_transaction(&mut self) -> crate::client::action::abort_transaction::AbortTransaction<'_> {
+        crate::client::action::abort_transaction::AbortTransaction::new(self)
     }
 
     /// [`abort_transaction`](Self::abort_transaction) with a timeout of its own.
@@ -549,21 +549,6 @@ fn statement(op: &mut Op, txn: &TransactionOptions, first: bool, end: bool) -> R
 fn releases_pin(e: &Error) -> bool {
     let network = e.timeout_source().unwrap_or(e).is_network_error();
     network || e.contains_label(TRANSIENT_TRANSACTION_ERROR)
-}
-
-/// The transactions spec: an operation inside a transaction cannot set its own read or write
-/// concern (the transaction's apply; sending another would be ambiguous, and ignoring it would
-/// be a silent surprise).
-pub(crate) fn refuse_own_concerns(session: Option<&ClientSession>, read: bool, write: bool) -> Result<()> {
-    if !session.is_some_and(ClientSession::in_transaction) {
-        return Ok(());
-    }
-    let which = match (read, write) {
-        (true, _) => "read",
-        (false, true) => "write",
-        (false, false) => return Ok(()),
-    };
-    Err(Error::invalid_argument(format!("Cannot set {which} concern after starting a transaction.")))
 }
 
 impl ExplicitSession for ClientSession {

@@ -1,20 +1,21 @@
 //! A blocking change stream: an `Iterator` of events.
 
+use super::runtime::IntoSync;
 use serde::de::DeserializeOwned;
 
 use super::runtime::block_on;
-use crate::change_stream::ResumeToken;
+use crate::client::change_stream::event::ResumeToken;
 use crate::error::Result;
 
 /// A change stream: each `next` waits for the next event (resuming across a network error,
 /// as the async one does).
 #[derive(Debug)]
 pub struct ChangeStream<T> {
-    inner: crate::ChangeStream<T>,
+    inner: crate::client::change_stream::ChangeStream<T>,
 }
 
 impl<T> ChangeStream<T> {
-    pub(crate) fn new(inner: crate::ChangeStream<T>) -> Self {
+    pub(crate) fn new(inner: crate::client::change_stream::ChangeStream<T>) -> Self {
         ChangeStream { inner }
     }
 
@@ -47,5 +48,12 @@ impl<T: DeserializeOwned + 'static> Iterator for ChangeStream<T> {
 
     fn next(&mut self) -> Option<Result<T>> {
         block_on(futures_util::StreamExt::next(&mut self.inner))
+    }
+}
+
+impl<T> IntoSync for crate::client::change_stream::ChangeStream<T> {
+    type Sync = ChangeStream<T>;
+    fn into_sync(self) -> ChangeStream<T> {
+        ChangeStream::new(self)
     }
 }

@@ -7,20 +7,23 @@ use bson::Document;
 
 use super::database::Database;
 use super::runtime::block_on;
-use crate::action::{BulkWrite, ListDatabases, ListNames, Shutdown, StartSession, WarmConnectionPool, Watch};
+use crate::client::action::{
+    BulkWrite, ListDatabases, ListNames, Shutdown, StartSession, WarmConnectionPool, Watch,
+};
+use crate::client::concern::{ReadConcern, WriteConcern};
+use crate::client::options::{ClientOptions, DatabaseOptions, WriteModel};
 use crate::client::results::SummaryBulkWriteResult;
 use crate::cluster::selection_criteria::SelectionCriteria;
 use crate::error::Result;
-use crate::options::{ClientOptions, DatabaseOptions, ReadConcern, WriteConcern, WriteModel};
 
 /// A client of the sync API (cheap to clone).
 #[derive(Clone, Debug)]
 pub struct Client {
-    inner: crate::Client,
+    inner: crate::client::inner::Client,
 }
 
-impl From<crate::Client> for Client {
-    fn from(inner: crate::Client) -> Self {
+impl From<crate::client::inner::Client> for Client {
+    fn from(inner: crate::client::inner::Client) -> Self {
         Client { inner }
     }
 }
@@ -28,14 +31,14 @@ impl From<crate::Client> for Client {
 impl Client {
     /// Parses `uri` and connects (monitoring starts in the background).
     pub fn with_uri_str(uri: impl AsRef<str>) -> Result<Self> {
-        block_on(crate::Client::with_uri_str(uri)).map(Client::from)
+        block_on(crate::client::inner::Client::with_uri_str(uri)).map(Client::from)
     }
 
     /// Connects with `options` (monitoring starts in the background).
     pub fn with_options(options: ClientOptions) -> Result<Self> {
         // In the runtime's context, so async event callbacks run there.
         let _context = super::runtime::RUNTIME.enter();
-        crate::Client::with_options(options).map(Client::from)
+        crate::client::inner::Client::with_options(options).map(Client::from)
     }
 
     /// A database handle (no I/O).
@@ -82,8 +85,8 @@ impl Client {
 }
 
 impl Deref for Client {
-    type Target = crate::Client;
-    fn deref(&self) -> &crate::Client {
+    type Target = crate::client::inner::Client;
+    fn deref(&self) -> &crate::client::inner::Client {
         &self.inner
     }
 }

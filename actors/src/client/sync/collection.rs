@@ -8,24 +8,25 @@ use std::ops::Deref;
 use bson::Document;
 use serde::Serialize;
 
-use crate::action::{
+use crate::client::action::{
     Aggregate, CountDocuments, CreateIndex, CreateSearchIndex, Delete, Distinct, DropCollection, DropIndex,
     DropSearchIndex, EstimatedDocumentCount, Find, FindOne, FindOneAndDelete, FindOneAndReplace,
     FindOneAndUpdate, InsertMany, InsertOne, ListIndexes, ListNames, ListSearchIndexes, Multiple, ReplaceOne,
     Single, Update, UpdateSearchIndex, Watch,
 };
+use crate::client::concern::{ReadConcern, WriteConcern};
+use crate::client::namespace::Namespace;
+use crate::client::options::{IndexModel, SearchIndexModel, UpdateModifications};
 use crate::cluster::selection_criteria::SelectionCriteria;
-use crate::options::{IndexModel, ReadConcern, SearchIndexModel, UpdateModifications, WriteConcern};
-use crate::Namespace;
 
 /// A collection of the sync API, of `T`s.
 #[derive(Clone, Debug)]
 pub struct Collection<T: Send + Sync> {
-    inner: crate::Collection<T>,
+    inner: crate::client::collection::Collection<T>,
 }
 
-impl<T: Send + Sync> From<crate::Collection<T>> for Collection<T> {
-    fn from(inner: crate::Collection<T>) -> Self {
+impl<T: Send + Sync> From<crate::client::collection::Collection<T>> for Collection<T> {
+    fn from(inner: crate::client::collection::Collection<T>) -> Self {
         Collection { inner }
     }
 }
@@ -114,8 +115,8 @@ impl<T: Serialize + Send + Sync + 'static> Collection<T> {
 }
 
 impl<T: Send + Sync> Deref for Collection<T> {
-    type Target = crate::Collection<T>;
-    fn deref(&self) -> &crate::Collection<T> {
+    type Target = crate::client::collection::Collection<T>;
+    fn deref(&self) -> &crate::client::collection::Collection<T> {
         &self.inner
     }
 }

@@ -1,6 +1,7 @@
 //! Blocking cursors: [`Cursor`] is an `Iterator`; [`SessionCursor`] is iterated with its
 //! session.
 
+use super::runtime::IntoSync;
 use bson::{Document, RawDocument};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
@@ -13,11 +14,11 @@ use crate::error::Result;
 /// Dropping it before it is exhausted kills the server's cursor in the background.
 #[derive(Debug)]
 pub struct Cursor<T = Document> {
-    inner: crate::Cursor<T>,
+    inner: crate::client::cursor::Cursor<T>,
 }
 
 impl<T> Cursor<T> {
-    pub(crate) fn new(inner: crate::Cursor<T>) -> Self {
+    pub(crate) fn new(inner: crate::client::cursor::Cursor<T>) -> Self {
         Cursor { inner }
     }
 
@@ -62,11 +63,11 @@ impl<T: DeserializeOwned + 'static> Iterator for Cursor<T> {
 /// [`next`](Self::next) or [`iter`](Self::iter), passing the same session.
 #[derive(Debug)]
 pub struct SessionCursor<T = Document> {
-    inner: crate::SessionCursor<T>,
+    inner: crate::client::session_cursor::SessionCursor<T>,
 }
 
 impl<T> SessionCursor<T> {
-    pub(crate) fn new(inner: crate::SessionCursor<T>) -> Self {
+    pub(crate) fn new(inner: crate::client::session_cursor::SessionCursor<T>) -> Self {
         SessionCursor { inner }
     }
 
@@ -124,5 +125,19 @@ impl<T: DeserializeOwned + 'static> Iterator for SessionCursorIter<'_, '_, T> {
 
     fn next(&mut self) -> Option<Result<T>> {
         self.cursor.next(self.session)
+    }
+}
+
+impl<T> IntoSync for crate::client::cursor::Cursor<T> {
+    type Sync = Cursor<T>;
+    fn into_sync(self) -> Cursor<T> {
+        Cursor::new(self)
+    }
+}
+
+impl<T> IntoSync for crate::client::session_cursor::SessionCursor<T> {
+    type Sync = SessionCursor<T>;
+    fn into_sync(self) -> SessionCursor<T> {
+        SessionCursor::new(self)
     }
 }

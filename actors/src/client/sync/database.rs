@@ -6,21 +6,22 @@ use std::ops::Deref;
 use bson::{Document, RawDocumentBuf};
 
 use super::collection::Collection;
-use crate::action::{
+use crate::client::action::{
     Aggregate, CreateCollection, DropDatabase, ListCollections, ListNames, RunCommand, RunCursorCommand,
     Watch,
 };
+use crate::client::concern::{ReadConcern, WriteConcern};
+use crate::client::options::CollectionOptions;
 use crate::cluster::selection_criteria::SelectionCriteria;
-use crate::options::{CollectionOptions, ReadConcern, WriteConcern};
 
 /// A database of the sync API.
 #[derive(Clone, Debug)]
 pub struct Database {
-    inner: crate::Database,
+    inner: crate::client::database::Database,
 }
 
-impl From<crate::Database> for Database {
-    fn from(inner: crate::Database) -> Self {
+impl From<crate::client::database::Database> for Database {
+    fn from(inner: crate::client::database::Database) -> Self {
         Database { inner }
     }
 }
@@ -43,7 +44,7 @@ impl Database {
     /// A GridFS bucket of this database (no I/O until it is used).
     pub fn gridfs_bucket(
         &self,
-        options: impl Into<Option<crate::options::GridFsBucketOptions>>,
+        options: impl Into<Option<crate::client::gridfs::GridFsBucketOptions>>,
     ) -> super::gridfs::GridFsBucket {
         super::gridfs::GridFsBucket::new(self.inner.gridfs_bucket(options))
     }
@@ -81,8 +82,8 @@ impl Database {
 }
 
 impl Deref for Database {
-    type Target = crate::Database;
-    fn deref(&self) -> &crate::Database {
+    type Target = crate::client::database::Database;
+    fn deref(&self) -> &crate::client::database::Database {
         &self.inner
     }
 }

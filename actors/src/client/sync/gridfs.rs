@@ -1,6 +1,7 @@
 //! Blocking GridFS (`mongodb::sync::gridfs`): a bucket whose actions run with `.run()`, an
 //! upload stream that is a `std::io::Write` and a download stream that is a `std::io::Read`.
 
+use super::runtime::IntoSync;
 use std::io::{Read, Write};
 use std::ops::Deref;
 
@@ -9,22 +10,22 @@ use futures_util::{AsyncReadExt, AsyncWriteExt};
 
 use super::runtime::block_on;
 // As a module: its `Drop` would shadow the trait.
-use crate::action::gridfs as action;
+use crate::client::action::gridfs as action;
+use crate::client::concern::{ReadConcern, WriteConcern};
 use crate::cluster::selection_criteria::SelectionCriteria;
 use crate::error::Result;
-use crate::options::{ReadConcern, WriteConcern};
 
-pub use crate::gridfs::FilesCollectionDocument;
+pub use crate::client::gridfs::FilesCollectionDocument;
 
 /// A GridFS bucket of the sync API: its actions (`find`, `delete`, `open_upload_stream`...)
 /// are the async bucket's builders, run with `.run()`.
 #[derive(Clone, Debug)]
 pub struct GridFsBucket {
-    inner: crate::gridfs::GridFsBucket,
+    inner: crate::client::gridfs::GridFsBucket,
 }
 
 impl GridFsBucket {
-    pub(crate) fn new(inner: crate::gridfs::GridFsBucket) -> Self {
+    pub(crate) fn new(inner: crate::client::gridfs::GridFsBucket) -> Self {
         GridFsBucket { inner }
     }
 
@@ -59,19 +60,19 @@ impl GridFsBucket {
 }
 
 impl Deref for GridFsBucket {
-    type Target = crate::gridfs::GridFsBucket;
-    fn deref(&self) -> &crate::gridfs::GridFsBucket {
+    type Target = crate::client::gridfs::GridFsBucket;
+    fn deref(&self) -> &crate::client::gridfs::GridFsBucket {
         &self.inner
     }
 }
 
 /// A file's download: `read` blocks for the next chunk when the one in hand is used up.
 pub struct GridFsDownloadStream {
-    inner: crate::gridfs::GridFsDownloadStream,
+    inner: crate::client::gridfs::GridFsDownloadStream,
 }
 
 impl GridFsDownloadStream {
-    pub(crate) fn new(inner: crate::gridfs::GridFsDownloadStream) -> Self {
+    pub(crate) fn new(inner: crate::client::gridfs::GridFsDownloadStream) -> Self {
         GridFsDownloadStream { inner }
     }
 }
@@ -86,11 +87,11 @@ impl Read for GridFsDownloadStream {
 /// chunk and the files document. Dropped before its `close` completed, it deletes what it
 /// stored in the background, as the async stream does.
 pub struct GridFsUploadStream {
-    inner: crate::gridfs::GridFsUploadStream,
+    inner: crate::client::gridfs::GridFsUploadStream,
 }
 
 impl GridFsUploadStream {
-    pub(crate) fn new(inner: crate::gridfs::GridFsUploadStream) -> Self {
+    pub(crate) fn new(inner: crate::client::gridfs::GridFsUploadStream) -> Self {
         GridFsUploadStream { inner }
     }
 
@@ -117,5 +118,19 @@ impl Write for GridFsUploadStream {
 
     fn flush(&mut self) -> std::io::Result<()> {
         block_on(self.inner.flush())
+    }
+}
+
+impl IntoSync for crate::client::gridfs::GridFsDownloadStream {
+    type Sync = GridFsDownloadStream;
+    fn into_sync(self) -> GridFsDownloadStream {
+        GridFsDownloadStream::new(self)
+    }
+}
+
+impl IntoSync for crate::client::gridfs::GridFsUploadStream {
+    type Sync = GridFsUploadStream;
+    fn into_sync(self) -> GridFsUploadStream {
+        GridFsUploadStream::new(self)
     }
 }

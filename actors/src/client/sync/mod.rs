@@ -31,7 +31,7 @@ mod cursor;
 mod database;
 pub mod gridfs;
 mod run;
-mod runtime;
+pub(crate) mod runtime;
 mod session;
 mod session_change_stream;
 mod transaction;
@@ -41,69 +41,6 @@ pub use self::client::Client;
 pub use self::collection::Collection;
 pub use self::cursor::{Cursor, SessionCursor, SessionCursorIter};
 pub use self::database::Database;
-pub(crate) use self::runtime::block_on;
+pub use self::runtime::IntoSync;
 pub use self::session::ClientSession;
 pub use self::session_change_stream::SessionChangeStream;
-
-/// An async action's output as the sync API gives it: a cursor, a session or a change
-/// stream becomes its blocking counterpart, anything else is itself.
-pub trait IntoSync {
-    /// The blocking counterpart.
-    type Sync;
-    /// Converts.
-    fn into_sync(self) -> Self::Sync;
-}
-
-impl<T> IntoSync for crate::Cursor<T> {
-    type Sync = Cursor<T>;
-    fn into_sync(self) -> Cursor<T> {
-        Cursor::new(self)
-    }
-}
-
-impl IntoSync for () {
-    type Sync = ();
-    fn into_sync(self) {}
-}
-
-impl<T> IntoSync for Option<T> {
-    type Sync = Option<T>;
-    fn into_sync(self) -> Option<T> {
-        self
-    }
-}
-
-impl IntoSync for crate::gridfs::GridFsDownloadStream {
-    type Sync = gridfs::GridFsDownloadStream;
-    fn into_sync(self) -> gridfs::GridFsDownloadStream {
-        gridfs::GridFsDownloadStream::new(self)
-    }
-}
-
-impl IntoSync for crate::gridfs::GridFsUploadStream {
-    type Sync = gridfs::GridFsUploadStream;
-    fn into_sync(self) -> gridfs::GridFsUploadStream {
-        gridfs::GridFsUploadStream::new(self)
-    }
-}
-
-impl IntoSync for Vec<String> {
-    type Sync = Vec<String>;
-    fn into_sync(self) -> Vec<String> {
-        self
-    }
-}
-
-impl IntoSync for crate::ClientSession {
-    type Sync = ClientSession;
-    fn into_sync(self) -> ClientSession {
-        ClientSession::new(self)
-    }
-}
-
-impl<T> IntoSync for crate::ChangeStream<T> {
-    type Sync = ChangeStream<T>;
-    fn into_sync(self) -> ChangeStream<T> {
-        ChangeStream::new(self)
-    }
-}

@@ -5,13 +5,13 @@ use std::future::IntoFuture;
 
 use super::cursor::{Cursor, SessionCursor};
 use super::runtime::block_on;
-use crate::action::{
+use crate::client::action::{
     ExplicitSession, ImplicitSession, ListIndexes, ListNames, ListSpecifications, RunCursorCommand, Shutdown,
     StartTransaction, WarmConnectionPool,
 };
+use crate::client::options::admin::IndexModel;
 use crate::client::ClientSession;
 use crate::error::Result;
-use crate::options::IndexModel;
 
 impl ListIndexes<'_, ListSpecifications> {
     /// Runs the action to completion, blocking (the sync API).

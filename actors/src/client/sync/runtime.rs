@@ -1,4 +1,6 @@
-//! The sync API's runtime: a multi-thread tokio runtime of the crate's own.
+//! The sync API's runtime: a multi-thread tokio runtime of the crate's own, and what an
+//! async action's output becomes there ([`IntoSync`]; each blocking type implements it in
+//! its own file, so the builders' `run()` names only this file).
 
 use std::future::Future;
 use std::sync::LazyLock;
@@ -17,4 +19,32 @@ pub(super) static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| 
 /// Runs `future` to completion on the sync API's runtime.
 pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
     RUNTIME.block_on(future)
+}
+
+/// An async action's output as the sync API gives it: a cursor, a session or a change
+/// stream becomes its blocking counterpart, anything else is itself.
+pub trait IntoSync {
+    /// The blocking counterpart.
+    type Sync;
+    /// Converts.
+    fn into_sync(self) -> Self::Sync;
+}
+
+impl IntoSync for () {
+    type Sync = ();
+    fn into_sync(self) {}
+}
+
+impl<T> IntoSync for Option<T> {
+    type Sync = Option<T>;
+    fn into_sync(self) -> Option<T> {
+        self
+    }
+}
+
+impl IntoSync for Vec<String> {
+    type Sync = Vec<String>;
+    fn into_sync(self) -> Vec<String> {
+        self
+    }
 }

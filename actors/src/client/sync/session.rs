@@ -1,13 +1,14 @@
 //! A blocking session: the async [`ClientSession`](crate::ClientSession) it wraps runs each
 //! action given it (`.session(&mut session)`), and its transaction actions run with `.run()`.
 
+use super::runtime::IntoSync;
 use std::ops::{Deref, DerefMut};
 
 use bson::Document;
 
 use super::client::Client;
-use crate::action::{AbortTransaction, CommitTransaction};
-use crate::ClusterTime;
+use crate::client::action::{AbortTransaction, CommitTransaction};
+use crate::client::session::cluster_time::ClusterTime;
 
 /// A session of the sync API: pass `&mut session` to an action's `session(..)`. Its
 /// transactions: `start_transaction()` (`.run()`, or `.and_run(callback)` with a blocking
@@ -15,11 +16,11 @@ use crate::ClusterTime;
 /// the async session for the rest.
 #[derive(Debug)]
 pub struct ClientSession {
-    pub(crate) inner: crate::ClientSession,
+    pub(crate) inner: crate::client::session::ClientSession,
 }
 
 impl ClientSession {
-    pub(crate) fn new(inner: crate::ClientSession) -> Self {
+    pub(crate) fn new(inner: crate::client::session::ClientSession) -> Self {
         ClientSession { inner }
     }
 
@@ -52,32 +53,39 @@ impl ClientSession {
 }
 
 impl Deref for ClientSession {
-    type Target = crate::ClientSession;
-    fn deref(&self) -> &crate::ClientSession {
+    type Target = crate::client::session::ClientSession;
+    fn deref(&self) -> &crate::client::session::ClientSession {
         &self.inner
     }
 }
 
 impl DerefMut for ClientSession {
-    fn deref_mut(&mut self) -> &mut crate::ClientSession {
+    fn deref_mut(&mut self) -> &mut crate::client::session::ClientSession {
         &mut self.inner
     }
 }
 
-impl From<crate::ClientSession> for ClientSession {
-    fn from(inner: crate::ClientSession) -> Self {
+impl From<crate::client::session::ClientSession> for ClientSession {
+    fn from(inner: crate::client::session::ClientSession) -> Self {
         ClientSession { inner }
     }
 }
 
-impl<'a> From<&'a mut ClientSession> for &'a mut crate::ClientSession {
+impl<'a> From<&'a mut ClientSession> for &'a mut crate::client::session::ClientSession {
     fn from(session: &'a mut ClientSession) -> Self {
         &mut session.inner
     }
 }
 
-impl<'a> From<&'a mut ClientSession> for Option<&'a mut crate::ClientSession> {
+impl<'a> From<&'a mut ClientSession> for Option<&'a mut crate::client::session::ClientSession> {
     fn from(session: &'a mut ClientSession) -> Self {
         Some(&mut session.inner)
+    }
+}
+
+impl IntoSync for crate::client::session::ClientSession {
+    type Sync = ClientSession;
+    fn into_sync(self) -> ClientSession {
+        ClientSession::new(self)
     }
 }

@@ -5,17 +5,17 @@ use serde::de::DeserializeOwned;
 
 use super::runtime::block_on;
 use super::session::ClientSession;
-use crate::change_stream::ResumeToken;
+use crate::client::change_stream::event::ResumeToken;
 use crate::error::Result;
 
 /// A change stream in a session of the sync API.
 #[derive(Debug)]
 pub struct SessionChangeStream<T> {
-    inner: crate::change_stream::session::SessionChangeStream<T>,
+    inner: crate::client::change_stream::session::SessionChangeStream<T>,
 }
 
 impl<T> SessionChangeStream<T> {
-    pub(crate) fn new(inner: crate::change_stream::session::SessionChangeStream<T>) -> Self {
+    pub(crate) fn new(inner: crate::client::change_stream::session::SessionChangeStream<T>) -> Self {
         SessionChangeStream { inner }
     }
 
@@ -44,5 +44,12 @@ impl<T: DeserializeOwned + 'static> SessionChangeStream<T> {
     /// The next event if one comes within one `getMore`: `None` when there is none yet.
     pub fn next_if_any(&mut self, session: &mut ClientSession) -> Result<Option<T>> {
         block_on(self.inner.next_if_any(&mut session.inner))
+    }
+}
+
+impl<T> super::runtime::IntoSync for crate::client::change_stream::session::SessionChangeStream<T> {
+    type Sync = SessionChangeStream<T>;
+    fn into_sync(self) -> SessionChangeStream<T> {
+        SessionChangeStream::new(self)
     }
 }

@@ -6,7 +6,7 @@
 
 use super::runtime::block_on;
 use super::session::ClientSession;
-use crate::action::StartTransaction;
+use crate::client::action::start_transaction::StartTransaction;
 use crate::client::session::transaction::Attempt;
 use crate::error::Result;
 

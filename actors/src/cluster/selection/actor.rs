@@ -1,6 +1,7 @@
 //! The selection actor's mailbox: the waiters the fast path could not serve, in arrival
-//! order, re-evaluated on every snapshot, a custom selector actor asked for each without
-//! blocking the mailbox, and the timer that fails the expired ones.
+//! order, re-evaluated on every snapshot and whenever a pool becomes ready or is cleared
+//! ([`PoolReadinessChanged`]), a custom selector actor asked for each without blocking the
+//! mailbox, and the timer that fails the expired ones.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +23,7 @@ use super::pipeline::{
 use super::request::{
     CustomSelector, FilterServers, SelectServer, SelectedServer, SelectionRequest, SelectorOptions,
 };
-use crate::cluster::messages::RequestImmediateCheck;
+use crate::cluster::messages::{PoolReadinessChanged, RequestImmediateCheck, WatchPoolReadiness};
 use crate::cluster::snapshot::TopologySnapshot;
 use crate::cluster::topology::{Topology, TopologyActor};
 use crate::error::{Error, Result};
@@ -379,6 +380,7 @@ impl Actor for SelectionActor {
             Some((sequence, rx))
         });
         ctx.add_stream(stream);
+        self.topology.do_send(WatchPoolReadiness { watcher: ctx.address().recipient() });
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
@@ -397,6 +399,25 @@ impl StreamHandler<u64> for SelectionActor {
         // The topology actor is gone without a closing snapshot.
         self.fail_all(|| Error::stopped("topology"));
         ctx.stop();
+    }
+}
+
+impl Handler<PoolReadinessChanged> for SelectionActor {
+    type Result = ();
+
+    /// A pool that became ready: every waiter is evaluated again now, except those evaluated
+    /// on the snapshot published with the change (they saw the pool ready). A cleared pool
+    /// serves nobody: nothing to do (every evaluation reads the pools' states).
+    fn handle(&mut self, msg: PoolReadinessChanged, ctx: &mut Self::Context) {
+        if !msg.ready {
+            return;
+        }
+        for waiter in self.waiters.values_mut() {
+            if msg.published_in.is_none() || waiter.evaluated != msg.published_in {
+                waiter.evaluated = None;
+            }
+        }
+        self.evaluate(ctx);
     }
 }
 

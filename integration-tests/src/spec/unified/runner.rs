@@ -469,9 +469,9 @@ async fn create_client(ctx: &mut Ctx, spec: &Document, id: &str) -> R<Entity> {
         let credential = options.credential.get_or_insert_with(Default::default);
         credential.oidc_callback = oidc_callback(ctx)?;
     }
-    options.sdam_event_subscriber = Some(Arc::new(sdam_handler));
-    options.command_event_subscriber = Some(Arc::new(cmd_handler));
-    options.cmap_event_subscriber = Some(Arc::new(cmap_handler));
+    options.sdam_event_handler = Some(actors::event::EventHandler::subscriber(sdam_handler));
+    options.command_event_handler = Some(actors::event::EventHandler::subscriber(cmd_handler));
+    options.cmap_event_handler = Some(actors::event::EventHandler::subscriber(cmap_handler));
     if let Ok(api) = spec.get_document("serverApi") {
         let mut server_api = actors::options::ServerApi::v1();
         server_api.version = api.get_str("version").map_err(|_| "serverApi needs a version")?.parse()?;

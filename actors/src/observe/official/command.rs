@@ -10,8 +10,8 @@ use bson::Document;
 use protocol::ServerAddress;
 use serde::{Serialize, Serializer};
 
-use super::official::FromOurs;
-use super::EventHandler;
+use super::adapter::FromOurs;
+use super::{EventHandler, OfficialEvent};
 use crate::error::Error;
 use crate::observe::command_events::{self as ours, CommandConnection};
 
@@ -174,5 +174,15 @@ impl FromOurs<ours::CommandEvent> for CommandEvent {
                 })
             }
         })
+    }
+}
+
+impl OfficialEvent for CommandEvent {
+    type Ours = ours::CommandEvent;
+    type Subscriber = dyn ours::CommandEventHandler;
+    fn subscriber<H: pool::events::EventHandler<ours::CommandEvent> + 'static>(
+        handler: H,
+    ) -> Arc<Self::Subscriber> {
+        Arc::new(handler)
     }
 }

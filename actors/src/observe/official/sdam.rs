@@ -14,13 +14,13 @@ use protocol::ServerAddress;
 use serde::{Deserialize, Serialize, Serializer};
 
 pub use self::topology_description::TopologyDescription;
-use super::official::FromOurs;
-use super::EventHandler;
+use super::adapter::FromOurs;
+use super::{EventHandler, OfficialEvent};
 use crate::error::Error;
-pub use crate::TopologyType;
+pub use protocol::sdam::TopologyType;
 
 /// What the client knows of one server, in an event.
-pub type ServerDescription = crate::ServerInfo<'static>;
+pub type ServerDescription = crate::cluster::server_info::ServerInfo<'static>;
 
 /// A server's description changed.
 #[derive(Clone, Debug, Serialize)]
@@ -216,8 +216,12 @@ impl FromOurs<ours::SdamEvent> for SdamEvent {
                 SdamEvent::ServerDescriptionChanged(Box::new(ServerDescriptionChangedEvent {
                     address: e.address.clone(),
                     topology_id: e.topology_id.0,
-                    previous_description: crate::ServerInfo::new_owned(e.previous_description.clone()),
-                    new_description: crate::ServerInfo::new_owned(e.new_description.clone()),
+                    previous_description: crate::cluster::server_info::ServerInfo::new_owned(
+                        e.previous_description.clone(),
+                    ),
+                    new_description: crate::cluster::server_info::ServerInfo::new_owned(
+                        e.new_description.clone(),
+                    ),
                 }))
             }
             O::ServerOpening(e) => SdamEvent::ServerOpening(ServerOpeningEvent {
@@ -273,5 +277,15 @@ impl FromOurs<ours::SdamEvent> for SdamEvent {
                 })
             }
         })
+    }
+}
+
+impl OfficialEvent for SdamEvent {
+    type Ours = ours::SdamEvent;
+    type Subscriber = dyn crate::observe::delivery::SdamEventHandler;
+    fn subscriber<H: pool::events::EventHandler<ours::SdamEvent> + 'static>(
+        handler: H,
+    ) -> Arc<Self::Subscriber> {
+        Arc::new(handler)
     }
 }

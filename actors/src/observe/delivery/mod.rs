@@ -271,32 +271,6 @@ impl<E: Clone + Send + 'static, S: Subscriber<E>> EventHandler<E> for Bounded<E,
     }
 }
 
-/// Two subscribers, each behind its own queue already, as one handler.
-pub(crate) struct Both<H: ?Sized>(Arc<H>, Arc<H>);
-
-impl<E, H: EventHandler<E> + ?Sized + 'static> EventHandler<E> for Both<H> {
-    fn handle(&self, event: &E) {
-        self.0.handle(event);
-        self.1.handle(event);
-    }
-    fn delivery(&self) -> Delivery {
-        Delivery::InPlace { backlog: 0 }
-    }
-}
-
-/// One handler for whichever of `a` and `b` is set; `both` joins them (a [`Both`], coerced
-/// where the handler's type is known).
-pub(crate) fn either_or_both<H: ?Sized>(
-    a: Option<Arc<H>>,
-    b: Option<Arc<H>>,
-    both: impl FnOnce(Both<H>) -> Arc<H>,
-) -> Option<Arc<H>> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(both(Both(a, b))),
-        (one, None) | (None, one) => one,
-    }
-}
-
 /// The bounded queues of one client or topology, and the signal that stops their threads.
 #[derive(Clone)]
 pub(crate) struct EventQueues {

@@ -3,7 +3,7 @@
 
 use std::marker::PhantomData;
 
-use super::EventHandler;
+use super::{EventHandler, OfficialEvent};
 
 /// An official event built from one of ours: `None` for one it has no shape for.
 pub(crate) trait FromOurs<E>: Sized {
@@ -11,7 +11,7 @@ pub(crate) trait FromOurs<E>: Sized {
 }
 
 /// Feeds `handler` our events of type `E`, converted.
-pub(crate) struct Official<E, O> {
+pub(crate) struct Official<E, O: OfficialEvent> {
     handler: EventHandler<O>,
     /// Where async callbacks run: the runtime that built the client.
     runtime: Option<tokio::runtime::Handle>,
@@ -20,7 +20,7 @@ pub(crate) struct Official<E, O> {
     _ours: PhantomData<fn(&E)>,
 }
 
-impl<E, O> Official<E, O> {
+impl<E, O: OfficialEvent> Official<E, O> {
     /// Captures the current tokio runtime, if any, for async callbacks.
     pub(crate) fn new(handler: EventHandler<O>) -> Self {
         Official {
@@ -34,7 +34,7 @@ impl<E, O> Official<E, O> {
 
 impl<E, O> pool::events::EventHandler<E> for Official<E, O>
 where
-    O: FromOurs<E> + Send + 'static,
+    O: FromOurs<E> + OfficialEvent + Send + 'static,
 {
     fn handle(&self, event: &E) {
         let Some(event) = O::from_ours(event) else { return };
@@ -49,7 +49,7 @@ where
                     None => match self.own_runtime.get_or_init(own_runtime) {
                         Some(rt) => rt.block_on(future),
                         None => {
-                            tracing::error!(target: crate::observe::events::LOG_TARGET, "cannot start a runtime for an async event callback; the event is lost")
+                            tracing::error!(target: crate::observe::delivery::LOG_TARGET, "cannot start a runtime for an async event callback; the event is lost")
                         }
                     },
                 }
@@ -59,6 +59,8 @@ where
             EventHandler::TokioMpsc(tx) => {
                 let _ = tx.blocking_send(event);
             }
+            // Never wrapped: `subscriber.rs` hands a subscriber of ours over as it is.
+            EventHandler::Subscriber(_) => {}
         }
     }
 }

@@ -10,8 +10,8 @@ use pool::cmap::events::{self as ours, CheckOutFailedReason};
 use protocol::ServerAddress;
 use serde::{Deserialize, Serialize};
 
-use super::official::FromOurs;
-use super::EventHandler;
+use super::adapter::FromOurs;
+use super::{EventHandler, OfficialEvent};
 
 /// The options a pool was created with, as far as they were set.
 #[derive(Clone, Default, Deserialize, Debug, PartialEq, Serialize)]
@@ -349,5 +349,15 @@ impl FromOurs<ours::CmapEvent> for CmapEvent {
             // A kind of event the official crate has no shape for (none today).
             _ => return None,
         })
+    }
+}
+
+impl OfficialEvent for CmapEvent {
+    type Ours = ours::CmapEvent;
+    type Subscriber = dyn pool::cmap::CmapEventHandler;
+    fn subscriber<H: pool::events::EventHandler<ours::CmapEvent> + 'static>(
+        handler: H,
+    ) -> Arc<Self::Subscriber> {
+        Arc::new(handler)
     }
 }
