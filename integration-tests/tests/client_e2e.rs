@@ -82,7 +82,7 @@ impl CommandLog {
 async fn client_with_log(uri: &str) -> (Client, CommandLog) {
     let log = CommandLog::default();
     let mut options = ClientOptions::parse(uri).await.expect("uri");
-    options.command_event_handler = Some(actors::event::EventHandler::Subscriber(log.handler()));
+    options.command_event_handler = Some(actors::event::EventHandler::from_subscriber(log.handler()));
     (Client::with_options(options).expect("client"), log)
 }
 

@@ -245,7 +245,7 @@ async fn connect(uri: &str) -> Result<(Client, Arc<std::sync::Mutex<Probe>>, Ser
     // `$readPreference` (none means primary).
     let served: Served = Arc::default();
     client_options.command_event_handler =
-        Some(actors::event::EventHandler::Subscriber(served_recorder(served.clone())));
+        Some(actors::event::EventHandler::from_subscriber(served_recorder(served.clone())));
     let client = Client::with_options(client_options)?;
     Ok((client, probe, served))
 }

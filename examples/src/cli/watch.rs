@@ -119,7 +119,7 @@ pub async fn run(options: WatchOptions) -> Result<(), CliError> {
     let (tx, events) = crossbeam_channel::unbounded();
     let mut client_options = ClientOptions::parse(&options.uri).await?;
     client_options.sdam_event_handler =
-        Some(actors::event::EventHandler::Subscriber(actors::events::sdam_channel(tx)));
+        Some(actors::event::EventHandler::from_subscriber(actors::events::sdam_channel(tx)));
     let client = Client::with_options(client_options)?;
     let page = options.listen.map(|l| super::page::Page::serve(&client, l)).transpose()?;
     if let Some(p) = &page {

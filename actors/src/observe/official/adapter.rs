@@ -3,7 +3,7 @@
 
 use std::marker::PhantomData;
 
-use super::{EventHandler, OfficialEvent};
+use super::EventHandler;
 
 /// An official event built from one of ours: `None` for one it has no shape for.
 pub(crate) trait FromOurs<E>: Sized {
@@ -11,7 +11,7 @@ pub(crate) trait FromOurs<E>: Sized {
 }
 
 /// Feeds `handler` our events of type `E`, converted.
-pub(crate) struct Official<E, O: OfficialEvent> {
+pub(crate) struct Official<E, O> {
     handler: EventHandler<O>,
     /// Where async callbacks run: the runtime that built the client.
     runtime: Option<tokio::runtime::Handle>,
@@ -20,7 +20,7 @@ pub(crate) struct Official<E, O: OfficialEvent> {
     _ours: PhantomData<fn(&E)>,
 }
 
-impl<E, O: OfficialEvent> Official<E, O> {
+impl<E, O> Official<E, O> {
     /// Captures the current tokio runtime, if any, for async callbacks.
     pub(crate) fn new(handler: EventHandler<O>) -> Self {
         Official {
@@ -34,7 +34,7 @@ impl<E, O: OfficialEvent> Official<E, O> {
 
 impl<E, O> pool::events::EventHandler<E> for Official<E, O>
 where
-    O: FromOurs<E> + OfficialEvent + Send + 'static,
+    O: FromOurs<E> + Send + 'static,
 {
     fn handle(&self, event: &E) {
         let Some(event) = O::from_ours(event) else { return };

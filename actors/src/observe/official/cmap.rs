@@ -11,7 +11,7 @@ use protocol::ServerAddress;
 use serde::{Deserialize, Serialize};
 
 use super::adapter::FromOurs;
-use super::{EventHandler, OfficialEvent};
+use super::{AnySubscriber, EventHandler, OfficialEvent, Subscriber};
 
 /// The options a pool was created with, as far as they were set.
 #[derive(Clone, Default, Deserialize, Debug, PartialEq, Serialize)]
@@ -359,5 +359,9 @@ impl OfficialEvent for CmapEvent {
         handler: H,
     ) -> Arc<Self::Subscriber> {
         Arc::new(handler)
+    }
+
+    fn held(subscriber: Arc<Self::Subscriber>) -> Subscriber<Self> {
+        Subscriber::new(AnySubscriber::Cmap(subscriber))
     }
 }

@@ -11,7 +11,7 @@ use protocol::ServerAddress;
 use serde::{Serialize, Serializer};
 
 use super::adapter::FromOurs;
-use super::{EventHandler, OfficialEvent};
+use super::{AnySubscriber, EventHandler, OfficialEvent, Subscriber};
 use crate::error::Error;
 use crate::observe::command_events::{self as ours, CommandConnection};
 
@@ -184,5 +184,9 @@ impl OfficialEvent for CommandEvent {
         handler: H,
     ) -> Arc<Self::Subscriber> {
         Arc::new(handler)
+    }
+
+    fn held(subscriber: Arc<Self::Subscriber>) -> Subscriber<Self> {
+        Subscriber::new(AnySubscriber::Command(subscriber))
     }
 }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 pub use self::topology_description::TopologyDescription;
 use super::adapter::FromOurs;
-use super::{EventHandler, OfficialEvent};
+use super::{AnySubscriber, EventHandler, OfficialEvent, Subscriber};
 use crate::error::Error;
 pub use protocol::sdam::TopologyType;
 
@@ -287,5 +287,9 @@ impl OfficialEvent for SdamEvent {
         handler: H,
     ) -> Arc<Self::Subscriber> {
         Arc::new(handler)
+    }
+
+    fn held(subscriber: Arc<Self::Subscriber>) -> Subscriber<Self> {
+        Subscriber::new(AnySubscriber::Sdam(subscriber))
     }
 }
