@@ -36,23 +36,23 @@ read_preference = "secondaryPreferred"
     std::env::set_var("MONGO_ACTORS_RETRY_WRITES", "false");
 
     let o = ClientOptions::from_config(None, Some(&file)).await.expect("valid configuration");
-    let opts = &o.connection_string.options;
     // URI < file < environment.
-    assert_eq!(opts.app_name.as_deref(), Some("fromEnv"));
-    assert_eq!(opts.max_pool_size, Some(20));
-    assert_eq!(opts.retry_writes, Some(false));
-    assert_eq!(opts.server_selection_timeout_ms, Some(4000));
-    assert_eq!(opts.read_preference, Some(ReadPreferenceMode::SecondaryPreferred));
-    assert_eq!(opts.retry_reads, Some(false), "URI options the file does not set stay");
-    assert_eq!(o.connection_string.hosts[0].to_string(), "file-host:27017");
+    assert_eq!(o.app_name.as_deref(), Some("fromEnv"));
+    assert_eq!(o.max_pool_size, Some(20));
+    assert_eq!(o.retry_writes, Some(false));
+    assert_eq!(o.server_selection_timeout, Some(std::time::Duration::from_millis(4000)));
+    let mode = o.selection_criteria.as_ref().and_then(|c| c.as_read_pref()).map(|rp| rp.mode());
+    assert_eq!(mode, Some(ReadPreferenceMode::SecondaryPreferred));
+    assert_eq!(o.retry_reads, Some(false), "URI options the file does not set stay");
+    assert_eq!(o.hosts[0].to_string(), "file-host:27017");
 
     // MONGO_ACTORS_URI replaces the file's uri; an explicit argument replaces both.
     std::env::set_var("MONGO_ACTORS_URI", "mongodb://env-host:1/");
     let o = ClientOptions::from_config(None, Some(&file)).await.expect("valid");
-    assert_eq!(o.connection_string.hosts[0].to_string(), "env-host:1");
+    assert_eq!(o.hosts[0].to_string(), "env-host:1");
     let o = ClientOptions::from_config(Some("mongodb://arg-host:2/"), Some(&file)).await.expect("valid");
-    assert_eq!(o.connection_string.hosts[0].to_string(), "arg-host:2");
-    assert_eq!(o.connection_string.options.max_pool_size, Some(20));
+    assert_eq!(o.hosts[0].to_string(), "arg-host:2");
+    assert_eq!(o.max_pool_size, Some(20));
 
     // Bad environment values are typed errors.
     std::env::set_var("MONGO_ACTORS_MAX_POOL_SIZE", "lots");
@@ -79,7 +79,7 @@ read_preference = "secondaryPreferred"
 
     // Environment only, no file.
     let o = ClientOptions::from_config(None, None).await.expect("environment only");
-    assert_eq!(o.connection_string.hosts[0].to_string(), "env-host:1");
-    assert_eq!(o.connection_string.options.app_name.as_deref(), Some("fromEnv"));
+    assert_eq!(o.hosts[0].to_string(), "env-host:1");
+    assert_eq!(o.app_name.as_deref(), Some("fromEnv"));
     let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
 }

@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use actors::client::{ClientConfig, ClientOptions, FindOneOptions};
 use actors::Client;
@@ -50,16 +51,23 @@ async fn main() -> Result<(), BoxError> {
     };
     let uri = args.uri.clone().or_else(|| cluster.as_ref().map(Cluster::uri));
     let options = ClientOptions::from_client_config(uri.as_deref(), config).await?;
-    let o = &options.connection_string.options;
+    let o = &options;
+    let read_preference = o.selection_criteria.as_ref().and_then(|c| c.as_read_pref()).map(|rp| rp.mode());
     println!(
         "effective: appname {:?}, maxPoolSize {:?}, timeoutMS {:?}, readPreference {:?}",
-        o.app_name, o.max_pool_size, o.timeout_ms, o.read_preference
+        o.app_name, o.max_pool_size, o.timeout, read_preference
     );
     if args.smoke {
         check(o.max_pool_size == Some(7), format!("environment wins over the file: {:?}", o.max_pool_size))?;
         check(o.app_name.as_deref() == Some("from-env"), format!("appname {:?}", o.app_name))?;
-        check(o.timeout_ms == Some(2000), format!("timeoutMS from the file: {:?}", o.timeout_ms))?;
-        check(o.server_selection_timeout_ms == Some(5000), "serverSelectionTimeoutMS from the file")?;
+        check(
+            o.timeout == Some(Duration::from_millis(2000)),
+            format!("timeoutMS from the file: {:?}", o.timeout),
+        )?;
+        check(
+            o.server_selection_timeout == Some(Duration::from_millis(5000)),
+            "serverSelectionTimeoutMS from the file",
+        )?;
     }
 
     let client = Client::with_options(options)?;

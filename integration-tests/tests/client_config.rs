@@ -47,8 +47,8 @@ async fn options_from_a_toml_file_and_the_environment_reach_the_cluster() {
     std::env::set_var("MONGO_ACTORS_READ_PREFERENCE", "secondary");
 
     let mut options = ClientOptions::from_config(None, Some(&file)).await.expect("valid configuration");
-    assert_eq!(options.connection_string.options.app_name.as_deref(), Some(app.as_str()));
-    assert_eq!(options.connection_string.options.server_selection_timeout_ms, Some(5000));
+    assert_eq!(options.app_name.as_deref(), Some(app.as_str()));
+    assert_eq!(options.server_selection_timeout, Some(Duration::from_millis(5000)));
     let (tx, events) = crossbeam_channel::unbounded();
     options.command_event_handler = Some(actors::event::EventHandler::subscriber(tx));
     let client = Client::with_options(options).expect("client");

@@ -77,9 +77,10 @@ async fn srv_discovery_and_polling() {
     let a = format!("a.cluster.test:{p0}");
     let b = format!("b.cluster.test:{p1}");
     let c = format!("c.cluster.test:{p2}");
-    let seeds: BTreeSet<String> = options.connection_string.hosts.iter().map(|h| h.to_string()).collect();
+    let seeds: BTreeSet<String> = options.hosts.iter().map(|h| h.to_string()).collect();
     assert_eq!(seeds, set(&[a.clone(), b.clone()]));
-    assert_eq!(options.connection_string.options.auth_source.as_deref(), Some("admin"));
+    // authSource alone asks for no authentication (the URI has no user).
+    assert_eq!(options.credential, None);
     assert!(options.srv.is_some());
 
     let (sender, events) = crossbeam_channel::unbounded::<SdamEvent>();
@@ -137,8 +138,8 @@ async fn srv_max_hosts_during_polling() {
         .await
         .expect("resolution");
     options.srv_rescan_interval = Some(Duration::from_millis(100));
-    assert_eq!(options.connection_string.hosts.len(), 1, "srvMaxHosts picks one");
-    let first = options.connection_string.hosts[0].to_string();
+    assert_eq!(options.hosts.len(), 1, "srvMaxHosts picks one");
+    let first = options.hosts[0].to_string();
     let topology = options.topology_builder().expect("options").start().expect("topology");
     let _poller =
         SrvPoller::start(&topology, options.srv_poller_options().expect("applies")).expect("poller");
@@ -169,18 +170,21 @@ async fn resolution_rules_through_the_stub() {
     dns.set_txt_split("one.test", &[vec!["replicaSet=r", "s0&authSource=adm"]]);
 
     // TLS defaults to on; TXT strings are concatenated; the URI wins over TXT.
-    let o = parse(&dns, "mongodb+srv://one.test/").await.expect("resolves");
-    assert!(o.connection_string.tls_enabled());
-    assert_eq!(o.connection_string.options.replica_set.as_deref(), Some("rs0"));
-    assert_eq!(o.connection_string.options.auth_source.as_deref(), Some("adm"));
-    assert_eq!(o.connection_string.hosts.len(), 2);
-    let o = parse(&dns, "mongodb+srv://one.test/?replicaSet=mine&tls=false").await.expect("resolves");
-    assert_eq!(o.connection_string.options.replica_set.as_deref(), Some("mine"));
-    assert!(!o.connection_string.tls_enabled());
+    let o = parse(&dns, "mongodb+srv://u:p@one.test/").await.expect("resolves");
+    assert!(o.tls.is_none() && o.srv.is_some(), "TLS by default: {:?}", o.tls);
+    assert_eq!(o.repl_set_name.as_deref(), Some("rs0"));
+    assert_eq!(o.credential.as_ref().and_then(|c| c.source.as_deref()), Some("adm"));
+    assert_eq!(o.hosts.len(), 2);
+    let o = parse(&dns, "mongodb+srv://u:p@one.test/?replicaSet=mine&tls=false&authSource=own")
+        .await
+        .expect("resolves");
+    assert_eq!(o.repl_set_name.as_deref(), Some("mine"));
+    assert_eq!(o.credential.as_ref().and_then(|c| c.source.as_deref()), Some("own"));
+    assert_eq!(o.tls, Some(actors::options::Tls::Disabled));
 
     // srvServiceName.
     let o = parse(&dns, "mongodb+srv://one.test/?srvServiceName=custom").await.expect("resolves");
-    assert_eq!(o.connection_string.hosts[0].to_string(), "c.one.test:3");
+    assert_eq!(o.hosts[0].to_string(), "c.one.test:3");
 
     // Errors: no records, wrong domain, two TXT records, a forbidden TXT option.
     let dns_err = |r: actors::Result<ClientOptions>| {

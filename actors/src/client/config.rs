@@ -17,7 +17,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::options::{apply_overrides, ClientOptions};
+use super::options::ClientOptions;
 use crate::cluster::srv::ResolverConfig;
 use crate::error::{Error, Result};
 
@@ -281,13 +281,13 @@ impl ClientOptions {
     /// std::fs::write(&file, "uri = \"mongodb://db1:27017/?maxPoolSize=5\"\nmax_pool_size = 20\napp_name = \"svc\"\n").unwrap();
     ///
     /// let o = ClientOptions::from_config(None, Some(&file)).await.unwrap();
-    /// assert_eq!(o.connection_string.options.max_pool_size, Some(20)); // the file wins over the URI
-    /// assert_eq!(o.connection_string.options.app_name.as_deref(), Some("svc"));
+    /// assert_eq!(o.max_pool_size, Some(20)); // the file wins over the URI
+    /// assert_eq!(o.app_name.as_deref(), Some("svc"));
     ///
     /// // An explicit URI replaces the file's; the file's options still apply.
     /// let o = ClientOptions::from_config(Some("mongodb://other:1"), Some(&file)).await.unwrap();
-    /// assert_eq!(o.connection_string.hosts[0].to_string(), "other:1");
-    /// assert_eq!(o.connection_string.options.max_pool_size, Some(20));
+    /// assert_eq!(o.hosts[0].to_string(), "other:1");
+    /// assert_eq!(o.max_pool_size, Some(20));
     ///
     /// std::fs::write(&file, "uri = \"mongodb://db1\"\nmax_pool_size = -3\n").unwrap();
     /// let r = ClientOptions::from_config(None, Some(&file)).await;
@@ -304,9 +304,10 @@ impl ClientOptions {
         let uri = uri.map(str::to_string).or_else(|| config.uri.clone()).ok_or_else(|| {
             invalid("no connection string: pass a uri, or set `uri` in the file or MONGO_ACTORS_URI")
         })?;
-        let mut cs = protocol::uri::ConnectionString::parse(&uri).map_err(|e| invalid(e.to_string()))?;
-        apply_overrides(&mut cs, &config.uri_options()?)?;
-        let mut parse = ClientOptions::parse(super::options::ConnectionString::from(cs));
+        let mut parse = ClientOptions::parse(uri.as_str());
+        for (name, value) in config.uri_options()? {
+            parse = parse.option(&name, value);
+        }
         if let Some(r) = config.resolver_config()? {
             parse = parse.resolver_config(r);
         }
@@ -349,7 +350,7 @@ mod tests {
             .unwrap_err();
         assert!(matches!(*e.kind, crate::error::ErrorKind::InvalidArgument { .. }), "URI: {e}");
         let o = ClientOptions::parse("mongodb://db1/?timeoutMS=0").await.unwrap();
-        assert_eq!(o.connection_string.options.timeout_ms, Some(0));
+        assert_eq!(o.timeout, Some(std::time::Duration::ZERO));
     }
 
     #[tokio::test]
@@ -377,11 +378,11 @@ mod tests {
         let toml = temp_file("csot.toml", "uri = \"mongodb://db1/?timeoutMS=100\"\ntimeout_ms = 2000\n");
         let config = ClientConfig::load_with_env(Some(&toml), env(&[])).unwrap();
         let o = ClientOptions::from_client_config(None, config).await.unwrap();
-        assert_eq!(o.connection_string.options.timeout_ms, Some(2000));
+        assert_eq!(o.timeout, Some(std::time::Duration::from_millis(2000)));
         let config =
             ClientConfig::load_with_env(Some(&toml), env(&[("MONGO_ACTORS_TIMEOUT_MS", "0")])).unwrap();
         let o = ClientOptions::from_client_config(None, config).await.unwrap();
-        assert_eq!(o.connection_string.options.timeout_ms, Some(0));
+        assert_eq!(o.timeout, Some(std::time::Duration::ZERO));
     }
 
     #[tokio::test]
@@ -396,15 +397,15 @@ mod tests {
         );
         let c = ClientConfig::load_with_env(Some(&yaml), env(&[])).unwrap();
         let o = ClientOptions::from_client_config(None, c).await.unwrap();
-        let opts = &o.connection_string.options;
-        assert_eq!(opts.app_name.as_deref(), Some("fromYaml"));
-        assert_eq!(opts.retry_writes, Some(false));
-        assert_eq!(opts.read_preference, Some(protocol::uri::ReadPreferenceMode::SecondaryPreferred));
+        assert_eq!(o.app_name.as_deref(), Some("fromYaml"));
+        assert_eq!(o.retry_writes, Some(false));
+        let mode = o.selection_criteria.as_ref().and_then(|c| c.as_read_pref()).map(|rp| rp.mode());
+        assert_eq!(mode, Some(protocol::uri::ReadPreferenceMode::SecondaryPreferred));
         let c = ClientConfig::load_with_env(Some(&json), env(&[])).unwrap();
         let o = ClientOptions::from_client_config(None, c).await.unwrap();
-        assert_eq!(o.connection_string.options.max_connecting, Some(4));
-        assert_eq!(o.connection_string.options.heartbeat_frequency_ms, Some(700));
-        assert_eq!(o.connection_string.hosts[0].to_string(), "db2:27017");
+        assert_eq!(o.max_connecting, Some(4));
+        assert_eq!(o.heartbeat_freq, Some(std::time::Duration::from_millis(700)));
+        assert_eq!(o.hosts[0].to_string(), "db2:27017");
     }
 
     #[tokio::test]

@@ -72,7 +72,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_rt::{Arbiter, System};
-use selection::ReadPreference;
 use tokio::sync::OnceCell;
 
 use crate::cluster::selection_criteria::SelectionCriteria;
@@ -130,7 +129,7 @@ pub use session_cursor::{SessionCursor, SessionCursorStream};
 pub use srv::ResolverConfig;
 
 use self::session::pool::SessionPool;
-use crate::cluster::selection::{Selector, SelectorOptions};
+use crate::cluster::selection::Selector;
 use crate::cluster::srv_poller::SrvPoller;
 use crate::cluster::topology::Topology;
 use crate::error::{Error, Result};
@@ -153,8 +152,7 @@ impl Client {
     /// on a dedicated thread and runs its actors there (the call waits only for that thread to
     /// have created them); inside an actix System it uses the current arbiter.
     pub fn with_options(mut options: ClientOptions) -> Result<Client> {
-        options.fold_into_uri()?;
-        check_uri_options(&mut options)?;
+        check_options(&mut options)?;
         let settings = settings_of(&options)?;
         // Every subscriber behind a bounded queue; metrics are recorded in place, before it.
         let capacity =
@@ -318,70 +316,60 @@ impl Drop for Client {
 /// SRV poller.
 type Actors = (Topology, Selector, Option<actix::Addr<SrvPoller>>);
 
-/// Refuses an invalid `timeoutMS` (the URI parser only warns: CSOT must not read a negative
-/// value as "no timeout"), logs what the URI says that has no effect, and drops the timeouts
-/// `timeoutMS` replaces.
-fn check_uri_options(options: &mut ClientOptions) -> Result<()> {
-    if let Some(w) =
-        options.connection_string.warnings.iter().find(|w| w.to_ascii_lowercase().contains("'timeoutms'"))
-    {
+/// Checks the options (the combinations a URI may not hold, an invalid `timeoutMS` the URI
+/// parser only warned about: CSOT must not read a negative value as "no timeout"), logs what
+/// the URI said that has no effect, and drops the timeouts `timeoutMS` replaces.
+fn check_options(options: &mut ClientOptions) -> Result<()> {
+    options.validate()?;
+    let notes = &options.uri_notes;
+    if let Some(w) = notes.warnings.iter().find(|w| w.to_ascii_lowercase().contains("'timeoutms'")) {
         return Err(Error::invalid_argument(w.clone()));
+    }
+    if let Some(m) = options.credential.as_ref().and_then(|c| c.mechanism) {
+        options::uri_notes::check_mechanism(m)?;
     }
     // Nothing the URI says is dropped without a word: what the parser ignored (unknown keys,
     // bad values) and what this client does not act on is logged once, at warning level.
-    for w in options
-        .connection_string
-        .warnings
-        .iter()
-        .cloned()
-        .chain(options_without_effect(&options.connection_string)?)
-    {
+    for w in notes.warnings.iter().chain(&notes.without_effect) {
         tracing::warn!(target: "mongo_actors::client", "{w}");
     }
-    if options.connection_string.options.timeout_ms.is_some() {
+    if options.timeout.is_some() {
         // CSOT: timeoutMS replaces socketTimeoutMS, waitQueueTimeoutMS and wTimeoutMS.
-        let o = &mut options.connection_string.options;
-        o.socket_timeout_ms = None;
-        o.wait_queue_timeout_ms = None;
-        o.w_timeout_ms = None;
+        options.socket_timeout = None;
+        options.wait_queue_timeout = None;
+        if let Some(wc) = options.write_concern.as_mut() {
+            wc.w_timeout = None;
+        }
     }
     Ok(())
 }
 
 /// What operations take from the options.
 fn settings_of(options: &ClientOptions) -> Result<Settings> {
-    let o = &options.connection_string.options;
-    // The field, when set, carries what a URI cannot (a predicate, the hedge option).
-    let selection_criteria = match &options.selection_criteria {
-        Some(c) => c.clone(),
-        None => {
-            ReadPreference::from_uri_options(o).map_err(|e| Error::invalid_argument(e.to_string()))?.into()
-        }
-    };
     Ok(Settings {
-        retry_reads: o.retry_reads.unwrap_or(true),
-        retry_writes: o.retry_writes.unwrap_or(true),
+        retry_reads: options.retry_reads.unwrap_or(true),
+        retry_writes: options.retry_writes.unwrap_or(true),
         write_concern: options.write_concern()?,
-        read_concern: o.read_concern_level.as_deref().map(|l| ReadConcernLevel::from_name(l).into()),
-        selection_criteria: Arc::new(selection_criteria),
+        read_concern: options.read_concern.clone(),
+        selection_criteria: Arc::new(
+            options.selection_criteria.clone().unwrap_or_else(|| selection::ReadPreference::Primary.into()),
+        ),
         selection_criteria_set: options.selection_criteria.is_some(),
-        load_balanced: o.load_balanced.unwrap_or(false),
-        timeout: o.timeout_ms.map(Duration::from_millis),
-        max_adaptive_retries: o.max_adaptive_retries.unwrap_or(executor::retry::MAX_ADAPTIVE_RETRIES),
-        overload_retargeting: o.enable_overload_retargeting.unwrap_or(false),
+        load_balanced: options.load_balanced.unwrap_or(false),
+        timeout: options.timeout,
+        max_adaptive_retries: options.max_adaptive_retries.unwrap_or(executor::retry::MAX_ADAPTIVE_RETRIES),
+        overload_retargeting: options.enable_overload_retargeting.unwrap_or(false),
         server_api: options.server_api.clone(),
-        default_database: options.connection_string.default_database.clone(),
+        default_database: options.default_database.clone(),
     })
 }
 
 /// Starts the topology (with the event handlers behind `queues`), the selection actor and the
 /// SRV poller, in the current actix System.
 fn start_actors(options: &ClientOptions, queues: EventQueues, event_stop: EventStopGuard) -> Result<Actors> {
-    let cs = &options.connection_string;
     let sdam_handler = options.sdam_event_handler.clone().map(|h| queues.sdam(sdam_subscriber(h)));
     let cmap_handler = options.cmap_event_handler.clone().map(|h| queues.cmap(cmap_subscriber(h)));
-    // Connection options with the host resolver of a custom DNS configuration.
-    let mut builder = options.topology_builder()?.seeds(cs.hosts.clone()).event_queues(queues, event_stop);
+    let mut builder = options.topology_builder()?.event_queues(queues, event_stop);
     if let Some(h) = crate::observe::metrics::sdam_handler(sdam_handler) {
         builder = builder.sdam_event_subscriber(h);
     }
@@ -389,15 +377,7 @@ fn start_actors(options: &ClientOptions, queues: EventQueues, event_stop: EventS
         builder = builder.cmap_event_subscriber(h);
     }
     let topology = builder.start()?;
-    let selector_options = SelectorOptions {
-        server_selection_timeout: cs
-            .options
-            .server_selection_timeout_ms
-            .map_or(SelectorOptions::default().server_selection_timeout, Duration::from_millis),
-        custom_selector: options.custom_selector.clone(),
-        max_waiters: options.max_selection_waiters,
-    };
-    let selector = Selector::start(&topology, selector_options);
+    let selector = Selector::start(&topology, options.selector_options());
     // `mongodb+srv` only; it stops by itself when the topology closes.
     let srv_poller = options.srv_poller_options().map(|o| SrvPoller::start(&topology, o)).transpose()?;
     Ok((topology, selector, srv_poller))

@@ -263,29 +263,55 @@ impl HostResolver for SrvResolver {
     }
 }
 
-/// Resolves a `mongodb+srv` connection string in place: fills `hosts` from the SRV records
-/// (after `srvMaxHosts`), merges the TXT options the URI did not set, and validates again.
-/// Returns what the SRV poller needs. A plain `mongodb://` string is left alone (`None`).
-pub async fn resolve(cs: &mut ConnectionString, resolver: &SrvResolver) -> Result<Option<SrvInfo>> {
-    let Some(srv_host) = cs.srv_host.clone() else { return Ok(None) };
-    let service_name = cs.srv_service_name().to_string();
+/// What a `mongodb+srv` lookup found: the seeds (`srvMaxHosts` applied), the TXT record's
+/// options, and what the SRV poller needs.
+#[derive(Debug, Clone)]
+pub struct SrvSeeds {
+    /// The seeds, at most `srvMaxHosts` of them (drawn at random when there are more).
+    pub hosts: Vec<ServerAddress>,
+    /// The TXT record's options (`authSource`, `replicaSet`, `loadBalanced`).
+    pub txt: TxtOptions,
+    /// The SRV host, service name, maximum and the records' smallest TTL.
+    pub info: SrvInfo,
+}
+
+/// Looks up the SRV and TXT records of `srv_host` (in parallel) and picks the seeds.
+///
+/// Errors: [`ErrorKind::DnsResolve`](crate::error::ErrorKind::DnsResolve) when a lookup fails
+/// or breaks the DNS seed list spec's rules.
+pub async fn resolve_seeds(
+    srv_host: &str,
+    service_name: &str,
+    srv_max_hosts: Option<u32>,
+    resolver: &SrvResolver,
+) -> Result<SrvSeeds> {
     let (lookup, txt) = futures_util::future::join(
-        resolver.lookup_srv(&srv_host, &service_name, DomainMismatch::Error),
-        resolver.lookup_txt(&srv_host),
+        resolver.lookup_srv(srv_host, service_name, DomainMismatch::Error),
+        resolver.lookup_txt(srv_host),
     )
     .await;
     let lookup = lookup?;
     let txt = txt?;
-    apply_txt(cs, txt);
-    let max = cs.options.srv_max_hosts;
-    cs.hosts = selection::with_thread_rng(|rng| choose_hosts(lookup.hosts, max, rng));
-    cs.validate().map_err(|e| Error::invalid_argument(format!("after SRV resolution: {e}")))?;
-    Ok(Some(SrvInfo {
-        host: srv_host,
-        service_name,
-        max_hosts: cs.options.srv_max_hosts.unwrap_or(0),
+    let hosts = selection::with_thread_rng(|rng| choose_hosts(lookup.hosts, srv_max_hosts, rng));
+    let info = SrvInfo {
+        host: srv_host.to_string(),
+        service_name: service_name.to_string(),
+        max_hosts: srv_max_hosts.unwrap_or(0),
         min_ttl: lookup.min_ttl,
-    }))
+    };
+    Ok(SrvSeeds { hosts, txt, info })
+}
+
+/// Resolves a spec-level `mongodb+srv` connection string in place: its hosts, the TXT
+/// record's options merged (the URI's own win), checked again. `None` for `mongodb://`.
+pub async fn resolve(cs: &mut ConnectionString, resolver: &SrvResolver) -> Result<Option<SrvInfo>> {
+    let Some(srv_host) = cs.srv_host.clone() else { return Ok(None) };
+    let service_name = cs.srv_service_name().to_string();
+    let found = resolve_seeds(&srv_host, &service_name, cs.options.srv_max_hosts, resolver).await?;
+    apply_txt(cs, found.txt);
+    cs.hosts = found.hosts;
+    cs.validate().map_err(|e| Error::invalid_argument(format!("after SRV resolution: {e}")))?;
+    Ok(Some(found.info))
 }
 
 /// The [`HostResolver`] to install on connections when `config` is not the system's.

@@ -97,10 +97,9 @@ pub fn run_connection_string_file(path: &Path) -> Result<(), String> {
             (true, Err(e)) => return Err(format!("expected a valid URI, got: {e}")),
             (true, Ok(p)) => p,
         };
-        if case.get("warning").and_then(Value::as_bool) == Some(false)
-            && !options.connection_string.warnings.is_empty()
-        {
-            return Err(format!("unexpected warnings {:?}", options.connection_string.warnings));
+        let warnings = protocol::uri::ConnectionString::parse(uri).map(|cs| cs.warnings).unwrap_or_default();
+        if case.get("warning").and_then(Value::as_bool) == Some(false) && !warnings.is_empty() {
+            return Err(format!("unexpected warnings {warnings:?}"));
         }
         if let Some(expected) = case.get("writeConcern") {
             let got = write_concern_spec(wc.as_ref());

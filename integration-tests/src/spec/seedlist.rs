@@ -217,7 +217,7 @@ impl Fixture {
         let uri = case.get("uri").and_then(Value::as_str).ok_or("no 'uri'")?;
         let must_fail = case.get("error").and_then(Value::as_bool).unwrap_or(false);
         let resolver = ResolverConfig::with_name_servers([self.dns.addr()]).timeout(Duration::from_secs(2));
-        let parsed = ClientOptions::parse(uri).resolver_config(resolver).await;
+        let parsed = ClientOptions::parse(uri).resolver_config(resolver.clone()).await;
         let mut options = match (parsed, must_fail) {
             (Ok(o), false) => o,
             (Err(_), true) => return Ok(()),
@@ -228,11 +228,11 @@ impl Fixture {
             },
         };
         check_seeds(case, &options)?;
-        check_options(case, &options)?;
+        check_options(case, &spec_level(uri, &resolver).await?, &options)?;
         // The deployment's certificates come from the test CA.
         let tls = match &options.tls {
             Some(Tls::Enabled(t)) => Some(t.clone()),
-            None if options.connection_string.tls_enabled() => Some(TlsOptions::default()),
+            None if options.srv.is_some() => Some(TlsOptions::default()),
             _ => None,
         };
         if let Some(mut t) = tls {
@@ -300,30 +300,55 @@ fn check_seeds(case: &Map<String, Value>, options: &ClientOptions) -> Result<(),
     Ok(())
 }
 
-fn check_options(case: &Map<String, Value>, options: &ClientOptions) -> Result<(), String> {
-    let cs = &options.connection_string;
+/// The connection string resolved at the spec's level (the TXT record's options merged).
+async fn spec_level(uri: &str, resolver: &ResolverConfig) -> Result<protocol::uri::ConnectionString, String> {
+    let mut cs = protocol::uri::ConnectionString::parse(uri).map_err(|e| e.to_string())?;
+    let resolver = actors::client::srv::SrvResolver::new(resolver).map_err(|e| e.to_string())?;
+    actors::client::srv::resolve(&mut cs, &resolver).await.map_err(|e| e.to_string())?;
+    Ok(cs)
+}
+
+/// The options the spec's cases check, read from the client's typed options where it has a
+/// field for them (those SRV resolution may change: the TXT record's, TLS's implicit default),
+/// the rest from the spec-level resolution. `authSource` without a credential has no field
+/// (it asks for no authentication, as in the official driver): the spec-level value is checked.
+fn check_options(
+    case: &Map<String, Value>,
+    parsed: &protocol::uri::ConnectionString,
+    options: &ClientOptions,
+) -> Result<(), String> {
     for (name, want) in case.get("options").and_then(Value::as_object).into_iter().flatten() {
         let lower = name.to_ascii_lowercase();
-        // TLS is on for mongodb+srv unless the URI turns it off: the spec's "implicit default".
-        let got = if lower == "ssl" || lower == "tls" {
-            Value::Bool(cs.tls_enabled())
-        } else {
-            super::uri::option_value(cs, &lower)?
+        let got = match lower.as_str() {
+            // TLS is on for mongodb+srv unless the URI turns it off: the spec's "implicit default".
+            "ssl" | "tls" => Value::Bool(match &options.tls {
+                Some(t) => matches!(t, Tls::Enabled(_)),
+                None => options.srv.is_some(),
+            }),
+            "replicaset" => serde_json::json!(options.repl_set_name),
+            "loadbalanced" => serde_json::json!(options.load_balanced),
+            "authsource" => match &options.credential {
+                Some(c) => serde_json::json!(c.source),
+                None => serde_json::json!(parsed.options.auth_source),
+            },
+            "srvmaxhosts" => serde_json::json!(options.srv_max_hosts),
+            "srvservicename" => serde_json::json!(options.srv_service_name),
+            _ => super::uri::option_value(parsed, &lower)?,
         };
         if !super::uri::json_eq(want, &got) {
             return Err(format!("option {name}: expected {want}, got {got}"));
         }
     }
     for (name, want) in case.get("parsed_options").and_then(Value::as_object).into_iter().flatten() {
-        let credential = cs.credential.as_ref();
+        let credential = options.credential.as_ref();
         let got = match name.as_str() {
             "user" => serde_json::json!(credential.and_then(|c| c.username.clone())),
             "password" => serde_json::json!(credential.and_then(|c| c.password.clone())),
-            "defaultDatabase" => serde_json::json!(cs.default_database),
+            "defaultDatabase" => serde_json::json!(options.default_database),
             // The database credentials are checked against: authSource, else the URI's database.
             "auth_database" => serde_json::json!(credential
                 .and_then(|c| c.source.clone())
-                .or_else(|| cs.default_database.clone())
+                .or_else(|| options.default_database.clone())
                 .unwrap_or_else(|| "admin".into())),
             other => return Err(format!("the runner has no field mapped for parsed option '{other}'")),
         };

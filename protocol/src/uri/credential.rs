@@ -14,7 +14,7 @@ pub type MechanismProperties = BTreeMap<String, String>;
 pub const REDACTED: &str = "<redacted>";
 
 /// The properties a connection string gives, as a credential holds them: each value a string.
-pub(crate) fn properties_document(p: &MechanismProperties) -> bson::Document {
+pub fn properties_document(p: &MechanismProperties) -> bson::Document {
     p.iter().map(|(k, v)| (k.clone(), bson::Bson::String(v.clone()))).collect()
 }
 

@@ -26,8 +26,8 @@ use percent_encoding::percent_decode_str;
 use serde::{Deserialize, Serialize};
 
 pub use credential::{
-    property_text, redact_password, AuthMechanism, Credential, CredentialFields, MechanismProperties,
-    REDACTED,
+    properties_document, property_text, redact_password, AuthMechanism, Credential, CredentialFields,
+    MechanismProperties, REDACTED,
 };
 pub use options::{Acknowledgment, Compressor, Secret, ServerMonitoringMode, UriOptions};
 pub use read_preference::{ReadPreferenceMode, TagSet};

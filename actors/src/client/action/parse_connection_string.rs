@@ -3,7 +3,6 @@
 
 use futures_util::future::BoxFuture;
 
-use super::super::options::client::apply_overrides;
 use super::super::options::{ClientOptions, ConnectionString};
 use crate::cluster::srv::ResolverConfig;
 use crate::error::{Error, Result};
@@ -69,9 +68,9 @@ impl ParseConnectionString {
     }
 
     async fn execute(self) -> Result<ClientOptions> {
-        let mut parsed = self.conn_str?.into_parsed()?;
-        apply_overrides(&mut parsed, &self.overrides)?;
-        ClientOptions::resolve(parsed, self.resolver_config).await
+        let mut cs = self.conn_str?;
+        super::super::options::overrides::apply_overrides(&mut cs, &self.overrides)?;
+        ClientOptions::resolve(cs, self.resolver_config).await
     }
 }
 

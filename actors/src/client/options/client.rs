@@ -1,5 +1,6 @@
-//! Client options: a connection string plus what a URI cannot carry (custom selector, event
-//! handlers, DNS resolver).
+//! Client options: typed fields (the official driver's, and ours beside them) plus what a URI
+//! cannot carry (custom selector, event handlers, DNS resolver). A URI is read into the fields
+//! once; the client is built from the fields alone.
 //!
 //! - [`ClientOptions::parse`]: a URI (or a [`ConnectionString`](super::ConnectionString));
 //!   `mongodb+srv` is resolved through the system's DNS or the resolver given.
@@ -9,20 +10,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pool::connection::{ConnectionOptions, HostResolver};
+use pool::connection::HostResolver;
 use protocol::hello::command::ServerApi;
-use protocol::uri::{ConnectionString, ServerMonitoringMode, UriOptions};
+use protocol::uri::{ServerMonitoringMode, DEFAULT_SRV_SERVICE_NAME};
 
 use super::super::concern::{ReadConcern, WriteConcern};
 
 use super::compressor::Compressor;
 use super::credential::Credential;
 use super::tls::Tls;
+pub use super::uri_notes::options_without_effect;
 use crate::cluster::selection::CustomSelector;
 use crate::cluster::selection_criteria::SelectionCriteria;
-use crate::cluster::srv::{self, ResolverConfig, SrvInfo, SrvResolver};
-use crate::cluster::srv_poller::{SrvPollerOptions, DEFAULT_RESCAN_INTERVAL};
-use crate::cluster::topology::TopologyBuilder;
+use crate::cluster::srv::{self, ResolverConfig, SrvInfo, SrvResolver, TxtOptions};
 use crate::error::{Error, Result};
 use crate::observe::official::EventHandler;
 use protocol::hello::metadata::DriverInfo;
@@ -30,12 +30,13 @@ use protocol::ServerAddress;
 use typed_builder::TypedBuilder;
 
 /// Everything a [`Client`](crate::Client) is built from: the official driver's option
-/// fields (filled from the URI by [`ClientOptions::parse`], then edited at will:
-/// `opts.app_name = Some("app".into())`), the parsed connection string they came from (with
-/// `mongodb+srv` already resolved into hosts), and what only this client has.
+/// fields (filled from the URI by [`ClientOptions::parse`], with `mongodb+srv` already resolved
+/// into hosts, then edited at will: `opts.app_name = Some("app".into())`), and what only this
+/// client has.
 ///
-/// The typed fields win: [`Client::with_options`](crate::Client::with_options) writes them
-/// over the connection string's options (a field set to `None` clears that option).
+/// The fields are the one source: [`Client::with_options`](crate::Client::with_options)
+/// checks them as a URI's options would be checked and builds the actors, connections and
+/// pools from them (a field set to `None` takes the default).
 ///
 /// [`ClientOptions::builder`] is the official typed builder: each setter takes what converts
 /// into its field, `build()` cannot fail (the options are checked when the client is built).
@@ -121,10 +122,21 @@ pub struct ClientOptions {
     /// Send the retry of an overloaded server's error to another server
     /// (`enableOverloadRetargeting`).
     pub enable_overload_retargeting: Option<bool>,
-    /// (Ours.) The parsed connection string; its hosts are the seeds. The fields above are
-    /// written over its options when the client is built.
-    #[serde(default)]
-    pub connection_string: ConnectionString,
+    /// (Ours.) The default time limit of every operation, retries included (`timeoutMS`,
+    /// client-side operation timeouts; `Duration::ZERO`: none). When set, it replaces
+    /// `socket_timeout`, `wait_queue_timeout` and the write concern's `w_timeout`.
+    pub timeout: Option<Duration>,
+    /// (Ours.) How long one read or write on a connection may take (`socketTimeoutMS`;
+    /// `Duration::ZERO` or `None`: no limit).
+    pub socket_timeout: Option<Duration>,
+    /// (Ours.) How long a check-out may wait for a pooled connection (`waitQueueTimeoutMS`;
+    /// `None`: until the operation's own deadline).
+    pub wait_queue_timeout: Option<Duration>,
+    /// What parsing the connection string had to say: options it ignored, options this client
+    /// does not act on (logged once when the client starts), and what it refuses.
+    #[builder(setter(skip))]
+    #[serde(skip)]
+    pub(crate) uri_notes: super::uri_notes::UriNotes,
     /// The application's server selector.
     #[builder(setter(!into, strip_option))]
     #[serde(skip)]
@@ -219,7 +231,10 @@ impl PartialEq for ClientOptions {
             write_concern,
             max_adaptive_retries,
             enable_overload_retargeting,
-            connection_string,
+            timeout,
+            socket_timeout,
+            wait_queue_timeout,
+            uri_notes: _,
             custom_selector: _,
             sdam_event_handler: _,
             cmap_event_handler: _,
@@ -267,7 +282,9 @@ impl PartialEq for ClientOptions {
             && write_concern == &other.write_concern
             && max_adaptive_retries == &other.max_adaptive_retries
             && enable_overload_retargeting == &other.enable_overload_retargeting
-            && connection_string == &other.connection_string
+            && timeout == &other.timeout
+            && socket_timeout == &other.socket_timeout
+            && wait_queue_timeout == &other.wait_queue_timeout
             && srv_rescan_interval == &other.srv_rescan_interval
             && server_api == &other.server_api
             && max_selection_waiters == &other.max_selection_waiters
@@ -278,9 +295,39 @@ impl PartialEq for ClientOptions {
 
 impl std::fmt::Debug for ClientOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // ConnectionString's Debug redacts passwords (Credential and Secret).
+        // Credential's and TlsOptions' Debug redact their passwords.
         let mut d = f.debug_struct("ClientOptions");
-        d.field("connection_string", &self.connection_string)
+        d.field("hosts", &self.hosts)
+            .field("credential", &self.credential)
+            .field("tls", &self.tls)
+            .field("compressors", &self.compressors)
+            .field("driver_info", &self.driver_info)
+            .field("srv_service_name", &self.srv_service_name)
+            .field("srv_max_hosts", &self.srv_max_hosts)
+            .field("app_name", &self.app_name)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("direct_connection", &self.direct_connection)
+            .field("heartbeat_freq", &self.heartbeat_freq)
+            .field("load_balanced", &self.load_balanced)
+            .field("local_threshold", &self.local_threshold)
+            .field("max_idle_time", &self.max_idle_time)
+            .field("max_pool_size", &self.max_pool_size)
+            .field("min_pool_size", &self.min_pool_size)
+            .field("max_connecting", &self.max_connecting)
+            .field("read_concern", &self.read_concern)
+            .field("repl_set_name", &self.repl_set_name)
+            .field("retry_reads", &self.retry_reads)
+            .field("retry_writes", &self.retry_writes)
+            .field("server_monitoring_mode", &self.server_monitoring_mode)
+            .field("server_selection_timeout", &self.server_selection_timeout)
+            .field("selection_criteria", &self.selection_criteria)
+            .field("default_database", &self.default_database)
+            .field("write_concern", &self.write_concern)
+            .field("max_adaptive_retries", &self.max_adaptive_retries)
+            .field("enable_overload_retargeting", &self.enable_overload_retargeting)
+            .field("timeout", &self.timeout)
+            .field("socket_timeout", &self.socket_timeout)
+            .field("wait_queue_timeout", &self.wait_queue_timeout)
             .field("custom_selector", &self.custom_selector.is_some())
             .field("sdam_event_handler", &self.sdam_event_handler.is_some())
             .field("cmap_event_handler", &self.cmap_event_handler.is_some())
@@ -306,226 +353,74 @@ impl Default for ClientOptions {
 }
 
 impl ClientOptions {
-    /// Resolves a parsed connection string into options: `mongodb+srv` is looked up (SRV and
-    /// TXT records), and a resolver with name servers of its own resolves every host name.
+    /// The options a connection string gives, `mongodb+srv` resolved (SRV and TXT records),
+    /// checked; a resolver with name servers of its own resolves every host name.
     ///
     /// Errors: [`ErrorKind::DnsResolve`](crate::error::ErrorKind::DnsResolve) when `mongodb+srv`
-    /// resolution fails or breaks the spec's rules.
+    /// resolution fails or breaks the spec's rules;
+    /// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) for options a
+    /// URI could not combine.
     pub(crate) async fn resolve(
-        mut cs: ConnectionString,
+        cs: super::ConnectionString,
         resolver_config: Option<ResolverConfig>,
     ) -> Result<ClientOptions> {
-        let mut host_resolver = None;
-        let mut srv_info = None;
-        if cs.is_srv() {
+        let mut options = ClientOptions::from_connection_string(cs)?;
+        if let Some(srv_host) = options.uri_notes.srv_host.clone() {
             let config = resolver_config.clone().unwrap_or_default();
             let resolver = SrvResolver::new(&config)?;
-            srv_info = srv::resolve(&mut cs, &resolver).await?;
-            host_resolver = srv::host_resolver(&resolver);
+            let service_name =
+                options.srv_service_name.clone().unwrap_or_else(|| DEFAULT_SRV_SERVICE_NAME.into());
+            let found =
+                srv::resolve_seeds(&srv_host, &service_name, options.srv_max_hosts, &resolver).await?;
+            options.apply_txt(found.txt);
+            options.hosts = found.hosts;
+            options.srv = Some(found.info);
+            options.host_resolver = srv::host_resolver(&resolver);
         } else if let Some(config) = resolver_config.as_ref().filter(|c| !c.is_system()) {
-            let resolver = SrvResolver::new(config)?;
-            host_resolver = srv::host_resolver(&resolver);
+            options.host_resolver = srv::host_resolver(&SrvResolver::new(config)?);
         }
-        let mut options = ClientOptions {
-            connection_string: cs,
-            resolver_config,
-            host_resolver,
-            srv: srv_info,
-            ..ClientOptions::default()
-        };
-        options.spread_uri();
+        options.resolver_config = resolver_config;
+        options.validate()?;
         Ok(options)
     }
 
-    /// The client's write concern from `w`, `wtimeoutMS` and `journal` (`None`: none is set,
-    /// the server's default); an error for a combination the spec forbids (`w=0&journal=true`).
-    pub fn write_concern(&self) -> Result<Option<super::super::concern::WriteConcern>> {
-        // The URI parser ignores a bad `w`, `wtimeoutMS` or `journal` with a warning; a write
-        // concern must not silently become weaker than asked (read-write-concern spec).
+    /// Merges a TXT record's options; what the connection string says wins. `authSource` alone
+    /// does not ask for authentication: it names the database of a credential the string gave.
+    fn apply_txt(&mut self, txt: TxtOptions) {
+        if self.repl_set_name.is_none() {
+            self.repl_set_name = txt.replica_set;
+        }
+        if self.load_balanced.is_none() {
+            self.load_balanced = txt.load_balanced;
+        }
+        if let (Some(source), Some(c)) = (txt.auth_source, self.credential.as_mut()) {
+            if !self.uri_notes.auth_source_given {
+                c.source = Some(source);
+            }
+        }
+    }
+
+    /// The client's write concern (`None`: none is set, the server's default); an error for a
+    /// combination the spec forbids (`w=0&journal=true`), and for a `w`, `wtimeoutMS` or
+    /// `journal` the URI parser ignored: a write concern must not silently become weaker than
+    /// asked (read-write-concern spec).
+    pub fn write_concern(&self) -> Result<Option<WriteConcern>> {
         let bad = ["'w'", "'wtimeoutms'", "'journal'"];
-        if let Some(w) = self.connection_string.warnings.iter().find(|w| {
+        if let Some(w) = self.uri_notes.warnings.iter().find(|w| {
             let w = w.to_ascii_lowercase();
             bad.iter().any(|key| w.contains(key))
         }) {
             return Err(Error::invalid_argument(w.clone()));
         }
-        let o = &self.connection_string.options;
-        let wc = super::super::concern::WriteConcern {
-            w: o.w.clone(),
-            w_timeout: o.w_timeout_ms.map(Duration::from_millis),
-            journal: o.journal,
-        };
+        let Some(wc) = self.write_concern.clone() else { return Ok(None) };
         wc.validate()?;
         Ok((!wc.is_server_default()).then_some(wc))
     }
 
-    /// The client's read concern from `readConcernLevel` (`None`: the server's default).
-    pub fn read_concern(&self) -> Option<super::super::concern::ReadConcern> {
-        let level = self.connection_string.options.read_concern_level.as_deref()?;
-        Some(super::super::concern::ReadConcernLevel::from_name(level).into())
+    /// The client's read concern (`readConcernLevel`; `None`: the server's default).
+    pub fn read_concern(&self) -> Option<ReadConcern> {
+        self.read_concern.clone()
     }
-
-    /// The SRV poller's options, or `None` when polling does not apply (not `mongodb+srv`, or
-    /// `loadBalanced=true`).
-    pub fn srv_poller_options(&self) -> Option<SrvPollerOptions> {
-        let srv = self.srv.clone()?;
-        let cs = &self.connection_string;
-        if cs.options.load_balanced == Some(true) {
-            return None;
-        }
-        Some(SrvPollerOptions {
-            srv,
-            resolver_config: self.resolver_config.clone().unwrap_or_default(),
-            rescan_interval: self.srv_rescan_interval.unwrap_or(DEFAULT_RESCAN_INTERVAL),
-            heartbeat_frequency: cs
-                .options
-                .heartbeat_frequency_ms
-                .map(std::time::Duration::from_millis)
-                .unwrap_or(protocol::sdam::DEFAULT_HEARTBEAT_FREQUENCY),
-        })
-    }
-
-    /// The topology builder for these options: SDAM settings (seeds, replicaSet, srvMaxHosts,
-    /// ...), pool options and connection options with the [`host_resolver`](Self::host_resolver).
-    /// Event handlers are not set: the Client adds them (through `mongo_actors::metrics`).
-    pub fn topology_builder(&self) -> Result<TopologyBuilder> {
-        let cs = &self.connection_string;
-        let mut builder = ConnectionOptions::builder_from_connection_string(cs)
-            .platform(crate::cluster::topology::platform());
-        if let Some(api) = &self.server_api {
-            builder = builder.server_api(api.clone());
-        }
-        if let Some(info) = &self.driver_info {
-            builder = builder.driver_info(info.clone());
-        }
-        if let Some(c) = &self.credential {
-            builder = credential_hooks(builder, c)?;
-        }
-        let mut connection = builder.build()?;
-        connection.set_host_resolver(self.host_resolver.clone());
-        let mut topology = TopologyBuilder::from_connection_string(cs).connection_options(connection);
-        if let Some(n) = self.max_wait_queue_size {
-            let pool = pool::cmap::PoolOptions::from_uri_options(&cs.options)?;
-            topology = topology.pool_options(pool.given().clone().max_wait_queue_size(n).build()?);
-        }
-        if let Some(capacity) = self.event_queue_capacity {
-            topology = topology.event_queue_capacity(capacity);
-        }
-        Ok(topology)
-    }
-}
-
-/// What a credential gives the connections besides its values: the MONGODB-OIDC callback (with
-/// `ALLOWED_HOSTS`) and the AWS credential provider.
-fn credential_hooks(
-    mut builder: pool::connection::ConnectionOptionsBuilder,
-    c: &Credential,
-) -> Result<pool::connection::ConnectionOptionsBuilder> {
-    let allowed_hosts = c.allowed_hosts()?;
-    let is_oidc = c.mechanism == Some(protocol::uri::AuthMechanism::MongoDbOidc);
-    if c.oidc_callback.is_set() && !is_oidc {
-        return Err(Error::invalid_argument("an OIDC callback is set but the mechanism is not MONGODB-OIDC"));
-    }
-    match c.oidc_callback.authenticator(allowed_hosts.clone()) {
-        Some(a) if a.flow() == pool::connection::OidcFlow::Machine && allowed_hosts.is_some() => {
-            return Err(Error::invalid_argument("ALLOWED_HOSTS applies to a human OIDC callback only"));
-        }
-        Some(a) => builder = builder.oidc(a),
-        None if allowed_hosts.is_some() => {
-            return Err(Error::invalid_argument("ALLOWED_HOSTS applies to a human OIDC callback only"));
-        }
-        None => {}
-    }
-    #[cfg(feature = "aws-auth")]
-    if let Some(p) = &c.aws_credential_provider {
-        if c.mechanism != Some(protocol::uri::AuthMechanism::MongoDbAws) {
-            return Err(Error::invalid_argument(
-                "an AWS credential provider is set but the mechanism is not MONGODB-AWS",
-            ));
-        }
-        builder = builder.aws_credential_provider(p.clone());
-    }
-    Ok(builder)
-}
-
-/// Applies `name=value` overrides to a connection string's options, each value read with the
-/// URI parser's rules ([`UriOptions::with_overrides`]), failing on anything it would only warn
-/// about; the result is validated (combinations) again.
-pub(crate) fn apply_overrides(cs: &mut ConnectionString, overrides: &[(String, String)]) -> Result<()> {
-    if overrides.is_empty() {
-        return Ok(());
-    }
-    let invalid = |message: String| Error::invalid_argument(message);
-    if let Some((name, _)) =
-        overrides.iter().find(|(n, _)| !UriOptions::NAMES.iter().any(|k| k.eq_ignore_ascii_case(n)))
-    {
-        return Err(invalid(format!("unknown option '{name}'")));
-    }
-    let (options, warnings) = cs.options.with_overrides(overrides).map_err(|e| invalid(e.to_string()))?;
-    if let Some(w) = warnings.first() {
-        return Err(invalid(w.clone()));
-    }
-    let source = overrides.iter().any(|(n, _)| n.eq_ignore_ascii_case("authSource"));
-    if let (true, Some(source), Some(c)) = (source, &options.auth_source, cs.credential.as_mut()) {
-        c.source = Some(source.clone());
-    }
-    cs.options = options;
-    cs.validate().map_err(|e| invalid(e.to_string()))
-}
-
-/// Options the URI may carry that this client parses but does not act on, each with what
-/// happens instead; the client logs each as a warning once, when it starts. `Err` for options
-/// whose silent fallback would do something else than the user asked: an authentication
-/// mechanism this build does not have, and a proxy (connections would go around it).
-pub fn options_without_effect(cs: &ConnectionString) -> Result<Vec<String>> {
-    use protocol::uri::AuthMechanism;
-    let o = &cs.options;
-    let invalid = |message: String| Error::invalid_argument(message);
-    if let Some(m) = cs.credential.as_ref().and_then(|c| c.mechanism) {
-        let aws = cfg!(feature = "aws-auth") && m == AuthMechanism::MongoDbAws;
-        if !aws
-            && !matches!(
-                m,
-                AuthMechanism::ScramSha1
-                    | AuthMechanism::ScramSha256
-                    | AuthMechanism::MongoDbX509
-                    | AuthMechanism::Plain
-                    | AuthMechanism::MongoDbOidc
-            )
-        {
-            let more = if m == AuthMechanism::MongoDbAws {
-                " (MONGODB-AWS needs the `aws-auth` feature)"
-            } else {
-                ""
-            };
-            return Err(invalid(format!(
-                "authMechanism {}: this client authenticates with SCRAM-SHA-1, SCRAM-SHA-256, MONGODB-X509, PLAIN, MONGODB-OIDC and, with the `aws-auth` feature, MONGODB-AWS only{more}",
-                m.as_str()
-            )));
-        }
-    }
-    if o.proxy_host.is_some()
-        || o.proxy_port.is_some()
-        || o.proxy_username.is_some()
-        || o.proxy_password.is_some()
-    {
-        return Err(invalid(
-            "proxyHost, proxyPort, proxyUsername, proxyPassword: SOCKS5 proxies are not supported by this client"
-                .into(),
-        ));
-    }
-    let table: [(bool, &str); 2] = [
-        (
-            o.server_selection_try_once.is_some(),
-            "serverSelectionTryOnce: only single-threaded drivers use it; selection waits up to serverSelectionTimeoutMS",
-        ),
-        (
-            o.tls_disable_certificate_revocation_check.is_some() || o.tls_disable_ocsp_endpoint_check.is_some(),
-            "tlsDisableCertificateRevocationCheck, tlsDisableOCSPEndpointCheck: this client never checks certificate revocation (OCSP or CRL)",
-        ),
-    ];
-    let out = table.into_iter().filter(|(set, _)| *set).map(|(_, what)| what.to_string()).collect();
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -540,12 +435,10 @@ mod tests {
             .option("appname", "a b&c")
             .await
             .unwrap();
-        let opts = &o.connection_string.options;
-        assert_eq!(opts.max_pool_size, Some(7));
-        assert_eq!(opts.retry_writes, Some(false));
-        assert_eq!(opts.app_name.as_deref(), Some("a b&c"));
-        assert_eq!(opts.read_preference, Some(protocol::uri::ReadPreferenceMode::Nearest));
         assert_eq!((o.max_pool_size, o.retry_writes), (Some(7), Some(false)));
+        assert_eq!(o.app_name.as_deref(), Some("a b&c"));
+        let mode = o.selection_criteria.as_ref().and_then(|c| c.as_read_pref()).map(|rp| rp.mode());
+        assert_eq!(mode, Some(protocol::uri::ReadPreferenceMode::Nearest));
 
         for (k, v) in
             [("maxPoolSize", "-1"), ("nope", "1"), ("retryReads", "maybe"), ("directConnection", "x")]
@@ -581,7 +474,7 @@ mod tests {
         assert_eq!(o.app_name.as_deref(), Some("edited"));
         assert_eq!(o.default_database.as_deref(), Some("db"));
         // What has no field is kept from the string.
-        assert_eq!(o.connection_string.options.timeout_ms, Some(300));
+        assert_eq!(o.timeout, Some(Duration::from_millis(300)));
         // An edit a URI could not hold is refused as the URI would be.
         let mut cs = super::super::ConnectionString::parse("mongodb://h1,h2").unwrap();
         cs.direct_connection = Some(true);
@@ -632,7 +525,11 @@ mod tests {
     async fn debug_hides_passwords() {
         let cs = super::super::ConnectionString::parse("mongodb://u:hunter2@h/?proxyHost=p").unwrap();
         assert!(!format!("{cs:?}").contains("hunter2"));
-        let o = ClientOptions::parse(cs).await.unwrap();
+        // A proxy is refused (connections would go around it), without the password.
+        let e = ClientOptions::parse(cs).await.unwrap_err();
+        assert!(e.to_string().contains("SOCKS5") && !e.to_string().contains("hunter2"), "{e}");
+        let uri = "mongodb://u:hunter2@h/?tls=true&tlsCertificateKeyFilePassword=hunter2";
+        let o = ClientOptions::parse(uri).await.unwrap();
         assert!(!format!("{o:?}").contains("hunter2"));
         assert!(!format!("{o:#?}").contains("hunter2"));
     }

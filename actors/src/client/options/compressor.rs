@@ -44,7 +44,7 @@ impl Compressor {
         self.wire_name().as_str()
     }
 
-    fn wire_name(&self) -> Name {
+    pub(crate) fn wire_name(&self) -> Name {
         match self {
             Compressor::Zstd { .. } => Name::Zstd,
             Compressor::Zlib { .. } => Name::Zlib,
@@ -64,11 +64,10 @@ pub(crate) fn compressors_of(o: &UriOptions) -> Option<Vec<Compressor>> {
     Some(names.iter().map(of).collect())
 }
 
-/// Writes `compressors` over the connection string's options (`None` clears them), refusing
-/// what this client cannot honour.
-pub(crate) fn fold_compressors(compressors: Option<&[Compressor]>, o: &mut UriOptions) -> Result<()> {
-    let mut zlib_level = None;
-    for c in compressors.unwrap_or_default() {
+/// Refuses what this client cannot honour: a zstd level (it uses zstd's default), a zlib
+/// level outside -1..=9.
+pub(crate) fn check_compressors(compressors: &[Compressor]) -> Result<()> {
+    for c in compressors {
         match c {
             Compressor::Zstd { level: Some(l) } => {
                 return Err(Error::invalid_argument(format!(
@@ -80,12 +79,9 @@ pub(crate) fn fold_compressors(compressors: Option<&[Compressor]>, o: &mut UriOp
                     "zlib compression level {l} is not between -1 and 9"
                 )))
             }
-            Compressor::Zlib { level } => zlib_level = *level,
             _ => {}
         }
     }
-    o.compressors = compressors.map(|cs| cs.iter().map(Compressor::wire_name).collect());
-    o.zlib_compression_level = zlib_level;
     Ok(())
 }
 
@@ -94,7 +90,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn uri_compressors_round_trip_and_refusals() {
+    fn uri_compressors_and_refusals() {
         let o = protocol::uri::ConnectionString::parse(
             "mongodb://h/?compressors=zstd,zlib&zlibCompressionLevel=3",
         )
@@ -102,14 +98,8 @@ mod tests {
         .options;
         let cs = compressors_of(&o).unwrap();
         assert_eq!(cs, [Compressor::Zstd { level: None }, Compressor::Zlib { level: Some(3) }]);
-        let mut back = UriOptions::default();
-        fold_compressors(Some(&[Compressor::Snappy, Compressor::Zlib { level: Some(9) }]), &mut back)
-            .unwrap();
-        assert_eq!(back.compressors, Some(vec![Name::Snappy, Name::Zlib]));
-        assert_eq!(back.zlib_compression_level, Some(9));
-        assert!(fold_compressors(Some(&[Compressor::Zstd { level: Some(3) }]), &mut back).is_err());
-        assert!(fold_compressors(Some(&[Compressor::Zlib { level: Some(10) }]), &mut back).is_err());
-        fold_compressors(None, &mut back).unwrap();
-        assert_eq!((back.compressors, back.zlib_compression_level), (None, None));
+        assert!(check_compressors(&[Compressor::Snappy, Compressor::Zlib { level: Some(9) }]).is_ok());
+        assert!(check_compressors(&[Compressor::Zstd { level: Some(3) }]).is_err());
+        assert!(check_compressors(&[Compressor::Zlib { level: Some(10) }]).is_err());
     }
 }

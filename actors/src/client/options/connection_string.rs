@@ -13,10 +13,8 @@ use selection::ReadPreference;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::super::concern::{ReadConcern, WriteConcern};
-use super::client::ClientOptions;
 use super::compressor::Compressor;
 use super::tls::Tls;
-use crate::cluster::selection_criteria::SelectionCriteria;
 use crate::error::{Error, Result};
 
 /// Where the client finds its seeds.
@@ -149,7 +147,7 @@ pub struct ConnectionString {
     /// What the fields came from: the options without a field here (`timeoutMS`,
     /// `waitQueueTimeoutMS`...) are kept from it.
     #[serde(skip)]
-    parsed: protocol::uri::ConnectionString,
+    pub(super) parsed: protocol::uri::ConnectionString,
 }
 
 impl ConnectionString {
@@ -180,108 +178,10 @@ impl ConnectionString {
     pub fn parsed(&self) -> &protocol::uri::ConnectionString {
         &self.parsed
     }
-
-    /// The connection string with the fields written over what it was parsed from, checked
-    /// as a URI would be.
-    pub(crate) fn into_parsed(self) -> Result<protocol::uri::ConnectionString> {
-        let mut parsed = self.parsed;
-        match self.host_info {
-            HostInfo::HostIdentifiers(hosts) => {
-                parsed.hosts = hosts;
-                parsed.srv_host = None;
-            }
-            HostInfo::DnsRecord(name) => {
-                parsed.hosts.clear();
-                parsed.srv_host = Some(name);
-            }
-        }
-        parsed.options.uuid_representation =
-            self.uuid_representation.map(|u| uuid_representation_name_of(u).to_owned());
-        parsed.options.socket_timeout_ms = self
-            .socket_timeout
-            .map(|d| u64::try_from(d.as_millis()))
-            .transpose()
-            .map_err(|_| Error::invalid_argument("socket_timeout is too long"))?;
-        let mut o = ClientOptions { connection_string: parsed, ..ClientOptions::default() };
-        o.spread_uri();
-        o.app_name = self.app_name;
-        o.tls = self.tls;
-        o.heartbeat_freq = self.heartbeat_frequency;
-        o.local_threshold = self.local_threshold;
-        o.read_concern = self.read_concern;
-        o.repl_set_name = self.replica_set;
-        o.write_concern = self.write_concern;
-        o.server_selection_timeout = self.server_selection_timeout;
-        o.max_pool_size = self.max_pool_size;
-        o.min_pool_size = self.min_pool_size;
-        o.max_connecting = self.max_connecting;
-        o.max_idle_time = self.max_idle_time;
-        o.compressors = self.compressors;
-        o.connect_timeout = self.connect_timeout;
-        o.retry_reads = self.retry_reads;
-        o.retry_writes = self.retry_writes;
-        o.server_monitoring_mode = self.server_monitoring_mode;
-        o.direct_connection = self.direct_connection;
-        o.credential = self.credential;
-        o.default_database = self.default_database;
-        o.load_balanced = self.load_balanced;
-        o.selection_criteria = self.read_preference.map(SelectionCriteria::ReadPreference);
-        o.srv_max_hosts = self.srv_max_hosts;
-        o.srv_service_name = self.srv_service_name;
-        o.max_adaptive_retries = self.max_adaptive_retries;
-        o.enable_overload_retargeting = self.enable_overload_retargeting;
-        o.fold_into_uri()?;
-        Ok(o.connection_string)
-    }
-}
-
-/// (Ours.) The typed view of a spec-level parse.
-impl From<protocol::uri::ConnectionString> for ConnectionString {
-    fn from(parsed: protocol::uri::ConnectionString) -> Self {
-        let mut o = ClientOptions { connection_string: parsed, ..ClientOptions::default() };
-        o.spread_uri();
-        let parsed = o.connection_string;
-        let host_info = match &parsed.srv_host {
-            Some(name) => HostInfo::DnsRecord(name.clone()),
-            None => HostInfo::HostIdentifiers(parsed.hosts.clone()),
-        };
-        ConnectionString {
-            host_info,
-            app_name: o.app_name,
-            tls: o.tls,
-            heartbeat_frequency: o.heartbeat_freq,
-            local_threshold: o.local_threshold,
-            read_concern: o.read_concern,
-            replica_set: o.repl_set_name,
-            write_concern: o.write_concern,
-            server_selection_timeout: o.server_selection_timeout,
-            max_pool_size: o.max_pool_size,
-            min_pool_size: o.min_pool_size,
-            max_connecting: o.max_connecting,
-            max_idle_time: o.max_idle_time,
-            compressors: o.compressors,
-            connect_timeout: o.connect_timeout,
-            retry_reads: o.retry_reads,
-            retry_writes: o.retry_writes,
-            server_monitoring_mode: o.server_monitoring_mode,
-            direct_connection: o.direct_connection,
-            credential: o.credential,
-            default_database: o.default_database,
-            load_balanced: o.load_balanced,
-            socket_timeout: parsed.options.socket_timeout_ms.map(Duration::from_millis),
-            read_preference: o.selection_criteria.as_ref().and_then(SelectionCriteria::as_read_pref).cloned(),
-            srv_max_hosts: o.srv_max_hosts,
-            srv_service_name: o.srv_service_name,
-            max_adaptive_retries: o.max_adaptive_retries,
-            enable_overload_retargeting: o.enable_overload_retargeting,
-            uuid_representation: parsed.options.uuid_representation.as_deref().and_then(uuid_representation),
-            parsed,
-        }
-    }
 }
 
 /// The representation a URI value names (the parser accepts only these spellings).
-fn uuid_representation(name: &str) -> Option<UuidRepresentation> {
+pub(super) fn uuid_representation(name: &str) -> Option<UuidRepresentation> {
     Some(match name {
         "standard" => UuidRepresentation::Standard,
         "csharpLegacy" => UuidRepresentation::CSharpLegacy,
@@ -292,7 +192,7 @@ fn uuid_representation(name: &str) -> Option<UuidRepresentation> {
 }
 
 /// The URI value of a representation.
-fn uuid_representation_name_of(u: UuidRepresentation) -> &'static str {
+pub(super) fn uuid_representation_name_of(u: UuidRepresentation) -> &'static str {
     match u {
         UuidRepresentation::CSharpLegacy => "csharpLegacy",
         UuidRepresentation::JavaLegacy => "javaLegacy",
@@ -318,7 +218,7 @@ impl ConnectionString {
     /// hold (one `ClientOptions::parse` refuses) is left out: the string then shows what was
     /// parsed.
     pub fn to_uri_with_secrets(&self) -> String {
-        match self.clone().into_parsed() {
+        match self.to_parsed() {
             Ok(parsed) => parsed.to_uri_string(),
             Err(_) => self.parsed.to_uri_string(),
         }

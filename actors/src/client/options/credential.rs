@@ -114,21 +114,6 @@ impl CredentialFields for Credential {
 }
 
 impl Credential {
-    /// These values with what `other` set in code: its OIDC callback, its AWS provider, and its
-    /// `ALLOWED_HOSTS`.
-    pub(crate) fn with_code_of(mut self, other: Option<&Credential>) -> Self {
-        let Some(other) = other else { return self };
-        self.oidc_callback = other.oidc_callback.clone();
-        #[cfg(feature = "aws-auth")]
-        {
-            self.aws_credential_provider = other.aws_credential_provider.clone();
-        }
-        if let Some(hosts) = other.mechanism_properties.as_ref().and_then(|p| p.get(ALLOWED_HOSTS)) {
-            self.mechanism_properties.get_or_insert_with(Document::new).insert(ALLOWED_HOSTS, hosts.clone());
-        }
-        self
-    }
-
     /// `ALLOWED_HOSTS` as given in code: `None` when not given, an error when it is not an
     /// array of strings.
     pub(crate) fn allowed_hosts(&self) -> crate::error::Result<Option<Vec<String>>> {

@@ -4,6 +4,12 @@
 //! |---|---|
 //! | [`client`] | the client ([`ClientOptions`], from a URI or a builder) |
 //! | [`connection_string`] | a parsed URI's options as typed fields ([`ConnectionString`]) |
+//! | `from_uri` | the one way options flow: a parse → [`ConnectionString`] → [`ClientOptions`] |
+//! | `overrides` | options overridden by their URI names (`.option(..)`, files, the environment) |
+//! | `validate` | the combinations no options may hold, checked on the typed fields |
+//! | `cluster_settings` | what the actors, connections and pools are built from (typed fields only) |
+//! | `uri_notes` | what a parse said beyond the values: ignored, without effect, refused |
+//! | `uri_writer` | a [`ConnectionString`] written back as a URI, for `Display` only |
 //! | [`handle`] | database and collection handles |
 //! | [`collation`] | [`Collation`] and its typed settings |
 //! | [`crud`] | reads and writes (find, aggregate, insert, update, delete, findAndModify...) |
@@ -15,7 +21,7 @@
 pub mod admin;
 pub mod change_stream;
 pub mod client;
-mod client_fields;
+mod cluster_settings;
 pub mod collation;
 pub mod commit_quorum;
 pub mod compressor;
@@ -23,12 +29,17 @@ pub mod connection_string;
 pub mod create_collection;
 pub mod credential;
 pub mod crud;
+mod from_uri;
 pub mod handle;
 pub mod index_version;
 pub mod official_names;
 pub mod oidc;
+pub(crate) mod overrides;
 pub mod search_index;
 pub mod tls;
+pub(crate) mod uri_notes;
+mod uri_writer;
+mod validate;
 pub mod write_model;
 
 pub use self::admin::*;

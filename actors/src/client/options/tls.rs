@@ -30,7 +30,7 @@ impl From<TlsOptions> for Option<Tls> {
 }
 
 /// How TLS connections check the server and present a client certificate.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, TypedBuilder)]
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize, TypedBuilder)]
 #[builder(field_defaults(default, setter(into)))]
 #[non_exhaustive]
 pub struct TlsOptions {
@@ -42,6 +42,24 @@ pub struct TlsOptions {
     pub cert_key_file_path: Option<PathBuf>,
     /// Accept a certificate whose name does not match the host (`tlsAllowInvalidHostnames`).
     pub allow_invalid_hostnames: Option<bool>,
+    /// The password of an encrypted key in `cert_key_file_path`
+    /// (`tlsCertificateKeyFilePassword`). Never serialized, and redacted by `Debug`.
+    #[serde(skip)]
+    pub tls_certificate_key_file_password: Option<Vec<u8>>,
+}
+
+/// Redacts the key file's password.
+impl std::fmt::Debug for TlsOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let password = self.tls_certificate_key_file_password.as_ref().map(|_| "<redacted>");
+        f.debug_struct("TlsOptions")
+            .field("allow_invalid_certificates", &self.allow_invalid_certificates)
+            .field("ca_file_path", &self.ca_file_path)
+            .field("cert_key_file_path", &self.cert_key_file_path)
+            .field("allow_invalid_hostnames", &self.allow_invalid_hostnames)
+            .field("tls_certificate_key_file_password", &password)
+            .finish()
+    }
 }
 
 /// The TLS settings a connection string names, if it names any.
@@ -52,6 +70,10 @@ pub(crate) fn tls_of(o: &UriOptions) -> Option<Tls> {
         ca_file_path: o.tls_ca_file.as_ref().map(PathBuf::from),
         cert_key_file_path: o.tls_certificate_key_file.as_ref().map(PathBuf::from),
         allow_invalid_hostnames: insecure.or(o.tls_allow_invalid_hostnames),
+        tls_certificate_key_file_password: o
+            .tls_certificate_key_file_password
+            .as_ref()
+            .map(|p| p.expose().as_bytes().to_vec()),
     };
     match o.tls {
         Some(false) => Some(Tls::Disabled),
@@ -59,21 +81,6 @@ pub(crate) fn tls_of(o: &UriOptions) -> Option<Tls> {
         None if options != TlsOptions::default() => Some(Tls::Enabled(options)),
         None => None,
     }
-}
-
-/// Writes `tls` over the connection string's `tls*` options (`None` clears them).
-pub(crate) fn fold_tls(tls: Option<&Tls>, o: &mut UriOptions) {
-    let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.to_string_lossy().into_owned());
-    let enabled = match tls {
-        Some(Tls::Enabled(t)) => Some(t),
-        _ => None,
-    };
-    o.tls = tls.map(|t| matches!(t, Tls::Enabled(_)));
-    o.tls_insecure = None;
-    o.tls_allow_invalid_certificates = enabled.and_then(|t| t.allow_invalid_certificates);
-    o.tls_allow_invalid_hostnames = enabled.and_then(|t| t.allow_invalid_hostnames);
-    o.tls_ca_file = enabled.and_then(|t| path(&t.ca_file_path));
-    o.tls_certificate_key_file = enabled.and_then(|t| path(&t.cert_key_file_path));
 }
 
 #[cfg(test)]
@@ -85,21 +92,16 @@ mod tests {
     }
 
     #[test]
-    fn uri_tls_options_round_trip() {
+    fn uri_tls_options() {
         let o = uri_options("mongodb://h/?tls=true&tlsCAFile=/ca.pem&tlsAllowInvalidHostnames=true");
         let tls = tls_of(&o).unwrap();
         let Tls::Enabled(t) = &tls else { panic!("{tls:?}") };
         assert_eq!(t.ca_file_path, Some(PathBuf::from("/ca.pem")));
         assert_eq!((t.allow_invalid_hostnames, t.allow_invalid_certificates), (Some(true), None));
-        let mut back = UriOptions::default();
-        fold_tls(Some(&tls), &mut back);
-        assert_eq!((back.tls, back.tls_ca_file.as_deref()), (Some(true), Some("/ca.pem")));
         assert_eq!(tls_of(&uri_options("mongodb://h/?tls=false")), Some(Tls::Disabled));
         assert_eq!(tls_of(&uri_options("mongodb://h/")), None);
         // tlsInsecure is both relaxations.
         let Some(Tls::Enabled(t)) = tls_of(&uri_options("mongodb://h/?tlsInsecure=true")) else { panic!() };
         assert_eq!((t.allow_invalid_hostnames, t.allow_invalid_certificates), (Some(true), Some(true)));
-        fold_tls(None, &mut back);
-        assert_eq!((back.tls, back.tls_ca_file), (None, None));
     }
 }
