@@ -36,11 +36,17 @@ build:
 # as a standalone and then the compose replica set. Each side's output is printed whole when it
 # ends. (All three at once was slower on 2 cores, and timing-sensitive cases flaked.)
 # Each phase prints the time it ended, for a profile of the run (`.ci/run` shows them).
-test: browser-deps
-	@echo "[make test] workspace tests start: $$(date +%T)"
+# The test dependencies (chromium, a container engine, SecantusDB) install while the workspace
+# compiles; the tests start once both are done. An install that fails is reported here and
+# again by what needs it (the browser test fails, the compose tier says it could not run).
+test:
+	@echo "[make test] start: $$(date +%T)"
+	@deps_log=$$(mktemp); integration-tests/test-deps.sh >"$$deps_log" 2>&1 & deps=$$!; \
+	$(CARGO) test --workspace --no-run || { wait $$deps; cat "$$deps_log"; exit 1; }; \
+	echo "[make test] workspace compiled: $$(date +%T)"; \
+	wait $$deps; cat "$$deps_log"; rm -f "$$deps_log"
 	$(CARGO) test --workspace --no-fail-fast
 	@echo "[make test] workspace tests end: $$(date +%T)"
-	$(MAKE) peer-venv
 	$(MAKE) -j2 --output-sync=target test-peer-rs test-standalone-then-compose
 	@echo "[make test] peer and compose tiers end: $$(date +%T)"
 

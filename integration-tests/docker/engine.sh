@@ -8,6 +8,7 @@
 #   daemon answers (machines without systemd); sets ENGINE_STARTED to the daemon's pid when it
 #   started one. Returns 1, with the reason in ENGINE_WHY, when no engine can be started.
 # engine_stop: stops the daemon engine_start started, if any.
+# engine_missing: the packages engine_start would install (for installing them ahead of time).
 
 ENGINE_STARTED=""
 ENGINE_WHY=""
@@ -33,6 +34,16 @@ engine_detect() {
 # Whether the engine answers (a daemon for docker; podman needs none).
 engine_up() {
   "$ENGINE" info >/dev/null 2>&1
+}
+
+# engine_missing: prints the packages engine_start would install (nothing when an engine with
+# compose is there). Run it in a subshell: it sets ENGINE.
+engine_missing() {
+  local want=${ENGINE:-} packages="docker.io docker-compose"
+  [ "$want" = podman ] && packages="podman runc podman-compose"
+  if ! engine_detect || { [ "$ENGINE" = docker ] && ! command -v dockerd >/dev/null 2>&1 && ! engine_up; }; then
+    echo "$packages"
+  fi
 }
 
 engine_start() {
