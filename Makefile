@@ -54,18 +54,6 @@ test:
 test-standalone-then-compose:
 	$(MAKE) test-peer-standalone; a=$$?; $(MAKE) test-compose; b=$$?; [ $$a = 0 ] && [ $$b = 0 ]
 
-# The status page's browser test (examples/tests/browser.rs) drives Debian's chromium through
-# chromedriver: installed here when missing (as root, as .ci/run runs), else the test fails.
-.PHONY: browser-deps
-browser-deps:
-	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
-	  else \
-	    echo "make test needs chromium and chromedriver: sudo apt-get install chromium chromium-driver"; \
-	  fi; \
-	fi
-
 # The compose tier: three `mongo-sim member` containers (image built from local files), the
 # end-to-end tests, examples, demo and unified suites through run.sh, and a chaos run faulting
 # the containers through the engine. Installs and starts docker as root when needed; says so and

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What `make test` needs besides the Rust toolchain, installed while the workspace compiles (the
 # downloads and unpacking then cost the run no time of their own): chromium and chromedriver for
-# the status page's browser test, a container engine with compose for the compose tier (Debian
-# packages, one apt-get as root), and SecantusDB for the peer tier (pip, in .venv-peer).
+# the status page's browser test (examples/tests/browser.rs), a container engine with compose
+# for the compose tier (Debian packages, one apt-get as root), and SecantusDB for the peer tier
+# (pip, in .venv-peer).
 # Not root and something missing: it says what, and the tests that need it say so again.
 set -uo pipefail
 cd "$(dirname "$0")/.."

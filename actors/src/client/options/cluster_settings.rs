@@ -9,6 +9,7 @@ use protocol::uri::{AuthMechanism, CredentialFields};
 use protocol::ServerAddress;
 
 use super::client::ClientOptions;
+use super::compressor::zlib_level_of;
 use super::credential::Credential;
 use super::tls::Tls;
 use crate::cluster::selection::SelectorOptions;
@@ -82,10 +83,7 @@ impl ClientOptions {
         }
         if let Some(compressors) = &self.compressors {
             b = b.compressors(compressors.iter().map(|c| c.wire_name()));
-            b = b.zlib_compression_level(compressors.iter().find_map(|c| match c {
-                super::compressor::Compressor::Zlib { level } => *level,
-                _ => None,
-            }));
+            b = b.zlib_compression_level(zlib_level_of(compressors));
         }
         if let Some(api) = &self.server_api {
             b = b.server_api(api.clone());

@@ -64,6 +64,14 @@ pub(crate) fn compressors_of(o: &UriOptions) -> Option<Vec<Compressor>> {
     Some(names.iter().map(of).collect())
 }
 
+/// The zlib level a list of compressors asks for (`zlibCompressionLevel`), if any.
+pub(crate) fn zlib_level_of(compressors: &[Compressor]) -> Option<i32> {
+    compressors.iter().find_map(|c| match c {
+        Compressor::Zlib { level } => *level,
+        _ => None,
+    })
+}
+
 /// Refuses what this client cannot honour: a zstd level (it uses zstd's default), a zlib
 /// level outside -1..=9.
 pub(crate) fn check_compressors(compressors: &[Compressor]) -> Result<()> {

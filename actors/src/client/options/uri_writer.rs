@@ -8,7 +8,7 @@ use std::time::Duration;
 use protocol::uri::UriOptions;
 use selection::ReadPreference;
 
-use super::compressor::{check_compressors, Compressor};
+use super::compressor::{check_compressors, zlib_level_of, Compressor};
 use super::connection_string::{uuid_representation_name_of, ConnectionString, HostInfo};
 use super::tls::Tls;
 use crate::error::{Error, Result};
@@ -96,10 +96,7 @@ fn write_tls(tls: Option<&Tls>, o: &mut UriOptions) {
 fn write_compressors(compressors: Option<&[Compressor]>, o: &mut UriOptions) -> Result<()> {
     check_compressors(compressors.unwrap_or_default())?;
     o.compressors = compressors.map(|cs| cs.iter().map(Compressor::wire_name).collect());
-    o.zlib_compression_level = compressors.unwrap_or_default().iter().find_map(|c| match c {
-        Compressor::Zlib { level } => *level,
-        _ => None,
-    });
+    o.zlib_compression_level = zlib_level_of(compressors.unwrap_or_default());
     Ok(())
 }
 
