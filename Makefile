@@ -15,7 +15,7 @@ help:
 	@echo "make build   build the workspace"
 	@echo "make fuzz    run each cargo-fuzz target for FUZZ_RUNS executions (default 10 million) or FUZZ_SECONDS (default 1800), whichever first; installs nightly + cargo-fuzz if missing"
 	@echo "make fmt     format the code"
-	@echo "make lint    clippy with -D warnings"
+	@echo "make lint    clippy with -D warnings (make test LINT=1: the tests' build lints as it compiles)"
 	@echo "make bench-selection  criterion benchmark of server selection (ns per selection)"
 	@echo "make sim     run the cluster simulator: SIM_ARGS='rs --members 3' (default), 'standalone', 'sharded --mongos 2', 'lb --services 2'"
 	@echo "make sim-check-python  check the simulator with PyMongo (venv in .venv-sim; not part of CI)"
@@ -39,10 +39,22 @@ build:
 # The test dependencies (chromium, a container engine, SecantusDB) install while the workspace
 # compiles; the tests start once both are done. An install that fails is reported here and
 # again by what needs it (the browser test fails, the compose tier says it could not run).
+# LINT=1 (what `.ci/run` uses) lints while it compiles: clippy-driver is the workspace's compiler
+# wrapper (as `cargo clippy` makes it for a check) with -D warnings, and every target is built,
+# so one build serves the tests and `make lint` (a second, check-only build of every crate costs
+# three minutes on 2 cores). Exported, so each cargo run of the tiers sees the same build.
+ifeq ($(LINT),1)
+export RUSTC_WORKSPACE_WRAPPER := $(shell command -v clippy-driver)
+ifeq ($(RUSTC_WORKSPACE_WRAPPER),)
+$(error LINT=1 needs clippy-driver: rustup component add clippy)
+endif
+export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
+TEST_TARGETS := --all-targets
+endif
 test:
 	@echo "[make test] start: $$(date +%T)"
 	@deps_log=$$(mktemp); integration-tests/test-deps.sh >"$$deps_log" 2>&1 & deps=$$!; \
-	$(CARGO) test --workspace --no-run || { wait $$deps; cat "$$deps_log"; exit 1; }; \
+	$(CARGO) test --workspace --no-run $(TEST_TARGETS) || { wait $$deps; cat "$$deps_log"; exit 1; }; \
 	echo "[make test] workspace compiled: $$(date +%T)"; \
 	wait $$deps; cat "$$deps_log"; rm -f "$$deps_log"
 	$(CARGO) test --workspace --no-fail-fast

@@ -131,7 +131,7 @@ fi
 TESTS=${TESTS:-"--workspace --test integration --test compat_programs"}
 FILTERS=${FILTERS:-"client_crud:: client_ops:: client_csot:: client_sessions:: cancellation:: client_e2e:: \
   client_config:: client_lb:: client_lb_sdam:: client_srv:: pool_e2e:: official_driver:: otel:: \
-  every_program_passes smoke:: cli:: spec::"}
+  every_program_passes smoke:: cli:: all_spec_suites::"}
 echo "docker/run.sh: the client's end-to-end tests and the unified suites against $URI"
 status=0
 # shellcheck disable=SC2086
@@ -140,7 +140,11 @@ MONGODB_URI="$URI" SPEC_EXPECTED="${SPEC_EXPECTED:-}" SPEC_SUITES="${SPEC_SUITES
 CHAOS_SECONDS=${CHAOS_SECONDS:-45}
 if [ "$MODE" != uri ] && [ "$CHAOS_SECONDS" != 0 ]; then
   echo "docker/run.sh: chaos through $ENGINE for ${CHAOS_SECONDS} s (kill, pause, network disconnect, restart)"
-  $CARGO run -q -p integration-tests --bin chaos -- --duration "${CHAOS_SECONDS}s" --burst 0 --timeout-ms 2000 \
+  # The binary `cargo test --workspace` builds (a no-op when the tests above built it): `cargo run
+  # -p integration-tests` would build the client again with that package's features alone (two
+  # minutes on 2 cores).
+  $CARGO test -q --workspace --test integration --no-run
+  "${CARGO_TARGET_DIR:-target}/debug/chaos" --duration "${CHAOS_SECONDS}s" --burst 0 --timeout-ms 2000 \
     --uri "$URI" --engine "$ENGINE" --network mongo-actors-rs \
     --container mongo-actors-mongo1,mongo1,mongo1:27017 \
     --container mongo-actors-mongo2,mongo2,mongo2:27018 \

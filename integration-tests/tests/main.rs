@@ -5,6 +5,8 @@
 
 mod support;
 
+// First in name order (see the module).
+mod all_spec_suites;
 mod auth_aws;
 mod auth_mechanisms;
 mod auth_oidc;
@@ -44,6 +46,5 @@ mod selection_actor_e2e;
 mod shutdown;
 mod sim_members;
 mod sim_security;
-mod spec;
 mod stable_api;
 mod web_status;
