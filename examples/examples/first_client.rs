@@ -1,6 +1,6 @@
 //! Your first client: connect, write and read a typed collection (your own struct, through
-//! serde), read with a read preference, iterate a cursor, run a command with a client-side
-//! timeout, tell errors apart by kind, and shut down.
+//! serde), read your writes from any member with a read preference and a session, iterate a
+//! cursor, run a command with a client-side timeout, tell errors apart by kind, and shut down.
 //!
 //! ```text
 //! cargo run -p mongo-actors-examples --example first_client                          # embedded replica set
@@ -35,20 +35,25 @@ async fn main() -> Result<(), BoxError> {
     let people: Collection<Person> = client.database("first_client").collection("people");
     people.delete_many(doc! {}).await?;
 
-    // Writes go to the primary (retried once on a stepdown or a network error).
+    // Writes go to the primary (retried once on a stepdown or a network error). These run in a
+    // session, whose reads are causally consistent (the default): they see its writes.
+    let mut session = client.start_session().await?;
     let ada = Person { name: "Ada".into(), born: 1815 };
-    people.insert_one(&ada).await?;
+    people.insert_one(&ada).session(&mut session).await?;
     people
         .insert_many([
             Person { name: "Grace".into(), born: 1906 },
             Person { name: "Edsger".into(), born: 1930 },
         ])
+        .session(&mut session)
         .await?;
 
-    // Reads pick a server by read preference: nearest is any member within the latency window.
+    // Reads pick a server by read preference: nearest is any member within the latency window,
+    // which may not have replicated the writes yet; in the session, it waits until it has.
     let grace = people
         .find_one(doc! {"name": "Grace"})
         .selection_criteria(SelectionCriteria::ReadPreference(ReadPreference::Nearest { options: None }))
+        .session(&mut session)
         .await?;
     if let Some(person) = &grace {
         println!("found: {person:?}");
