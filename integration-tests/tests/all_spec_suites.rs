@@ -62,15 +62,7 @@ fn check(kind: Kind, lists: &[PathBuf], target: &spec::unified::Target) {
 /// not run them again.
 #[test]
 fn pure_suites() {
-    if deployment::real_mode() {
-        deployment::print_skip(
-            "all_spec_suites::pure_suites",
-            "needs no deployment; the simulator run covers it",
-        );
-        return;
-    }
-    let lists = [expected::client_list(), expected::simulator_list()];
-    check(Kind::Pure, &lists, &spec::unified::Target::Simulator);
+    on_the_simulator_only(Kind::Pure, "pure_suites", "needs no deployment; the simulator run covers it");
 }
 
 /// The unified-format suites, every test on every topology the deployment serves that its
@@ -86,13 +78,20 @@ fn unified_suites() {
 /// deployment does not run it.
 #[test]
 fn seedlist_suite() {
+    on_the_simulator_only(
+        Kind::Seedlist,
+        "seedlist_suite",
+        "needs the simulator on fixed ports; the simulator run covers it",
+    );
+}
+
+/// Runs `kind` on the simulator, judged against `client.txt` + `simulator.txt`; with an external
+/// deployment (`MONGODB_URI`) it says why it does not run instead.
+fn on_the_simulator_only(kind: Kind, test: &str, why: &str) {
     if deployment::real_mode() {
-        deployment::print_skip(
-            "all_spec_suites::seedlist_suite",
-            "needs the simulator on fixed ports; the simulator run covers it",
-        );
+        deployment::print_skip(&format!("all_spec_suites::{test}"), why);
         return;
     }
     let lists = [expected::client_list(), expected::simulator_list()];
-    check(Kind::Seedlist, &lists, &spec::unified::Target::Simulator);
+    check(kind, &lists, &spec::unified::Target::Simulator);
 }
