@@ -90,9 +90,14 @@ if [ "$MODE" != uri ]; then
       MODE=sim
     fi
   fi
+  # The binaries used here (mongo-sim for the image, the mongo-actors CLI, chaos) as `cargo test
+  # --workspace` builds them, a no-op after it: `cargo build -p` or `cargo run -p` would build the
+  # client again with one package's features alone (two minutes on 2 cores).
+  $CARGO test -q --workspace --test integration --no-run
+  BIN=${CARGO_TARGET_DIR:-target}/debug
   if [ "$MODE" = sim ]; then
     FILE=$DIR/docker-compose.sim.yml
-    ENGINE=$ENGINE "$DIR/image.sh" "" "$SIM_IMAGE"
+    ENGINE=$ENGINE "$DIR/image.sh" "$BIN/mongo-sim" "$SIM_IMAGE"
     BUILT_IMAGE=$SIM_IMAGE
     SPEC_EXPECTED=${SPEC_EXPECTED:-compose-sim}
     # What a replica set of processes adds: the client-side timeout and backpressure suites
@@ -115,10 +120,8 @@ if [ "$MODE" != uri ]; then
   $COMPOSE "${COMPOSE_ARGS[@]}" -p mongo-actors -f "$FILE" up -d mongo1 mongo2 mongo3
   [ "$MODE" = mongo ] && $COMPOSE "${COMPOSE_ARGS[@]}" -p mongo-actors -f "$FILE" run --rm rs-init
   # Compose v1 has no readiness conditions: poll until the client would select a primary.
-  cli=${CARGO_TARGET_DIR:-target}/debug/mongo-actors
-  [ -x "$cli" ] || $CARGO build -q -p mongo-actors-examples --bin mongo-actors
   for _ in $(seq 1 30); do
-    "$cli" select --json --wait 2 "$RS_URI" 2>/dev/null \
+    "$BIN/mongo-actors" select --json --wait 2 "$RS_URI" 2>/dev/null \
       | grep -q '"chosen": *"' && break
   done
   echo "docker/run.sh: replica set up in $((SECONDS - started)) s"
@@ -140,11 +143,7 @@ MONGODB_URI="$URI" SPEC_EXPECTED="${SPEC_EXPECTED:-}" SPEC_SUITES="${SPEC_SUITES
 CHAOS_SECONDS=${CHAOS_SECONDS:-45}
 if [ "$MODE" != uri ] && [ "$CHAOS_SECONDS" != 0 ]; then
   echo "docker/run.sh: chaos through $ENGINE for ${CHAOS_SECONDS} s (kill, pause, network disconnect, restart)"
-  # The binary `cargo test --workspace` builds (a no-op when the tests above built it): `cargo run
-  # -p integration-tests` would build the client again with that package's features alone (two
-  # minutes on 2 cores).
-  $CARGO test -q --workspace --test integration --no-run
-  "${CARGO_TARGET_DIR:-target}/debug/chaos" --duration "${CHAOS_SECONDS}s" --burst 0 --timeout-ms 2000 \
+  "$BIN/chaos" --duration "${CHAOS_SECONDS}s" --burst 0 --timeout-ms 2000 \
     --uri "$URI" --engine "$ENGINE" --network mongo-actors-rs \
     --container mongo-actors-mongo1,mongo1,mongo1:27017 \
     --container mongo-actors-mongo2,mongo2,mongo2:27018 \
