@@ -310,6 +310,33 @@ async fn compressors_compress_requests_and_replies() {
     s.client.shutdown().await;
 }
 
+/// The typed compressors with levels, as a program written for the official crate sets them
+/// (`Compressor::Zstd { level: Some(1) }`): accepted, negotiated and used; a level the library
+/// does not have is refused when the client is built.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compressor_levels_are_accepted_and_used() {
+    use actors::options::Compressor;
+    for (compressor, used) in
+        [(Compressor::Zstd { level: Some(1) }, "zstd"), (Compressor::Zlib { level: Some(1) }, "zlib")]
+    {
+        let deployment = integration_tests::deployment::Deployment::replica_set(1, |b| b).expect("deployment");
+        let mut options = ClientOptions::parse(deployment.uri()).await.unwrap();
+        options.compressors = Some(vec![compressor]);
+        let client = Client::with_options(options).unwrap();
+        let coll = client.database("db").collection::<bson::Document>("c");
+        coll.insert_one(doc! {"_id": 1, "x": "y".repeat(4096)}).await.unwrap();
+        let found = coll.find_one(doc! {"_id": 1}).await.unwrap().unwrap();
+        assert_eq!(found.get_str("x").unwrap().len(), 4096);
+        let counters = deployment.sim().unwrap().counters().total;
+        assert!(counters.compressed_commands.get(&format!("{used}:find")).is_some_and(|n| *n >= 1));
+        client.shutdown().await;
+    }
+    let mut options = ClientOptions::parse("mongodb://127.0.0.1:9").await.unwrap();
+    options.compressors = Some(vec![Compressor::Zstd { level: Some(23) }]);
+    let e = Client::with_options(options).unwrap_err();
+    assert!(e.to_string().contains("invalid zstd compression level 23"), "{e}");
+}
+
 /// Every test ACTS names exists.
 #[test]
 fn every_acting_option_names_a_test_that_exists() {

@@ -91,7 +91,7 @@ pub(crate) fn negotiate_compression(
         .filter_map(|name| match name.as_str() {
             "snappy" => Some(("snappy", WireCompressor::Snappy)),
             "zlib" => Some(("zlib", WireCompressor::Zlib { level: -1 })),
-            "zstd" => Some(("zstd", WireCompressor::Zstd)),
+            "zstd" => Some(("zstd", WireCompressor::Zstd { level: 0 })),
             _ => None,
         })
         .collect();

@@ -361,7 +361,7 @@ impl Connection {
                 reply_compressor = match id {
                     1 => Some(protocol::wire::WireCompressor::Snappy),
                     2 => Some(protocol::wire::WireCompressor::Zlib { level: -1 }),
-                    3 => Some(protocol::wire::WireCompressor::Zstd),
+                    3 => Some(protocol::wire::WireCompressor::Zstd { level: 0 }),
                     _ => reply_compressor,
                 };
             }

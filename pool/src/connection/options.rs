@@ -103,6 +103,7 @@ impl ConnectionOptions {
             server_api: None,
             compressors: Vec::new(),
             zlib_compression_level: None,
+            zstd_compression_level: None,
             credential: None,
             host_resolver: None,
             oidc: None,
@@ -242,6 +243,7 @@ pub struct ConnectionOptionsBuilder {
     server_api: Option<ServerApi>,
     compressors: Vec<Compressor>,
     zlib_compression_level: Option<i32>,
+    zstd_compression_level: Option<i32>,
     credential: Option<Credential>,
     host_resolver: Option<Arc<dyn HostResolver>>,
     oidc: Option<Arc<OidcAuthenticator>>,
@@ -324,6 +326,13 @@ impl ConnectionOptionsBuilder {
     /// `zlibCompressionLevel`: -1 (zlib's default) to 9; checked by `build`.
     pub fn zlib_compression_level(mut self, level: Option<i32>) -> Self {
         self.zlib_compression_level = level;
+        self
+    }
+
+    /// The zstd level (`None`: the library's default); checked by `build` against
+    /// [`protocol::wire::zstd_levels`]. No URI option names it.
+    pub fn zstd_compression_level(mut self, level: Option<i32>) -> Self {
+        self.zstd_compression_level = level;
         self
     }
 
@@ -468,9 +477,13 @@ impl ConnectionOptionsBuilder {
         if let Some(level) = self.zlib_compression_level.filter(|l| !(-1..=9).contains(l)) {
             return Err(invalid(format!("zlibCompressionLevel must be between -1 and 9, got {level}")));
         }
+        let zstd_levels = protocol::wire::zstd_levels();
+        if let Some(level) = self.zstd_compression_level.filter(|l| !zstd_levels.contains(l)) {
+            return Err(invalid(format!("the zstd level must be within {zstd_levels:?}, got {level}")));
+        }
         let mut compressors = Vec::new();
         for c in &self.compressors {
-            let w = WireCompressor::negotiable(*c, self.zlib_compression_level)
+            let w = WireCompressor::negotiable(*c, self.zlib_compression_level, self.zstd_compression_level)
                 .ok_or_else(|| invalid(format!("compressor {} is not supported", c.as_str())))?;
             if !compressors.contains(&w) {
                 compressors.push(w);

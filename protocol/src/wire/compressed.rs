@@ -35,8 +35,16 @@ pub enum WireCompressor {
         /// `zlibCompressionLevel`; -1 is the library default.
         level: i32,
     },
-    /// Zstandard (id 3) at the library's default level.
-    Zstd,
+    /// Zstandard (id 3) at a level in [`zstd_levels`] (0: the library's default, 3).
+    Zstd {
+        /// The compression level; 0 is the library default.
+        level: i32,
+    },
+}
+
+/// The zstd compression levels the library accepts (negative levels are its fast modes).
+pub fn zstd_levels() -> std::ops::RangeInclusive<i32> {
+    zstd::compression_level_range()
 }
 
 /// The commands whose messages must never be compressed (OP_COMPRESSED spec): the handshake
@@ -62,12 +70,13 @@ pub fn may_compress(command_name: &str) -> bool {
 }
 
 impl WireCompressor {
-    /// The compressor for a negotiated name, if this crate can compress with it.
-    pub fn negotiable(c: Compressor, zlib_level: Option<i32>) -> Option<Self> {
+    /// The compressor for a negotiated name at the given levels (`None`: the library's
+    /// default), if this crate can compress with it.
+    pub fn negotiable(c: Compressor, zlib_level: Option<i32>, zstd_level: Option<i32>) -> Option<Self> {
         match c {
             Compressor::Zlib => Some(WireCompressor::Zlib { level: zlib_level.unwrap_or(-1) }),
             Compressor::Snappy => Some(WireCompressor::Snappy),
-            Compressor::Zstd => Some(WireCompressor::Zstd),
+            Compressor::Zstd => Some(WireCompressor::Zstd { level: zstd_level.unwrap_or(0) }),
         }
     }
 
@@ -77,7 +86,7 @@ impl WireCompressor {
             WireCompressor::Noop => 0,
             WireCompressor::Snappy => 1,
             WireCompressor::Zlib { .. } => 2,
-            WireCompressor::Zstd => 3,
+            WireCompressor::Zstd { .. } => 3,
         }
     }
 
@@ -87,7 +96,7 @@ impl WireCompressor {
             WireCompressor::Noop => None,
             WireCompressor::Snappy => Some("snappy"),
             WireCompressor::Zlib { .. } => Some("zlib"),
-            WireCompressor::Zstd => Some("zstd"),
+            WireCompressor::Zstd { .. } => Some("zstd"),
         }
     }
 }
@@ -119,9 +128,9 @@ pub(super) fn write_compressed(
                 .map_err(|e| Error::Io(std::io::Error::other(format!("snappy: {e}"))))?;
             &compressed
         }
-        WireCompressor::Zstd => {
+        WireCompressor::Zstd { level } => {
             // Level 0 is the library's default (3).
-            compressed = zstd::bulk::compress(body, 0).map_err(Error::Io)?;
+            compressed = zstd::bulk::compress(body, level).map_err(Error::Io)?;
             &compressed
         }
     };

@@ -28,7 +28,7 @@ mod reader;
 
 pub use bson_check::{validate_document, MAX_BSON_DEPTH};
 pub use codec::MessageCodec;
-pub use compressed::{may_compress, WireCompressor, ALL_COMPRESSORS};
+pub use compressed::{may_compress, zstd_levels, WireCompressor, ALL_COMPRESSORS};
 pub use frame::{
     decode_frame, encode_compressed_frame, encode_frame, frame_length, next_request_id, CompressedFrame,
     Frame, Message,

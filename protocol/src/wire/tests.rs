@@ -534,7 +534,8 @@ fn compressed_roundtrip_every_compressor() {
         WireCompressor::Zlib { level: -1 },
         WireCompressor::Zlib { level: 9 },
         WireCompressor::Snappy,
-        WireCompressor::Zstd,
+        WireCompressor::Zstd { level: 0 },
+        WireCompressor::Zstd { level: 19 },
     ] {
         let mut buf = BytesMut::new();
         encode_compressed_frame(&f, c, &mut buf, MAX, false).unwrap();
@@ -556,6 +557,28 @@ fn compressed_roundtrip_every_compressor() {
 }
 
 #[test]
+fn compression_levels_reach_the_libraries() {
+    // Words from a small generator: compressible, but not so trivially that every level ties.
+    let mut x = 7u32;
+    let text: String = (0..4000)
+        .map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            ["alpha ", "beta ", "gamma ", "delta ", "epsilon ", "zeta "][(x >> 16) as usize % 6]
+        })
+        .collect();
+    let f = frame(OpMsg::new(raw(doc! {"insert": "c", "text": text, "$db": "db"})));
+    let size = |c| {
+        let mut buf = BytesMut::new();
+        encode_compressed_frame(&f, c, &mut buf, MAX, false).unwrap();
+        assert_eq!(decode_frame(&buf, MAX).unwrap(), f);
+        buf.len()
+    };
+    assert!(size(WireCompressor::Zstd { level: 19 }) < size(WireCompressor::Zstd { level: 1 }));
+    assert!(size(WireCompressor::Zlib { level: 9 }) < size(WireCompressor::Zlib { level: 1 }));
+    assert!(zstd_levels().contains(&-5) && zstd_levels().contains(&22) && !zstd_levels().contains(&23));
+}
+
+#[test]
 fn handshake_and_authentication_are_never_compressed() {
     for c in
         ["hello", "isMaster", "ismaster", "saslStart", "saslContinue", "authenticate", "createUser", "copydb"]
@@ -565,7 +588,7 @@ fn handshake_and_authentication_are_never_compressed() {
     for c in ["find", "insert", "ping", "getMore", "hostInfo"] {
         assert!(may_compress(c), "{c}");
     }
-    assert_eq!(WireCompressor::Zstd.name(), Some("zstd"));
+    assert_eq!(WireCompressor::Zstd { level: 1 }.name(), Some("zstd"));
     assert_eq!(WireCompressor::Noop.name(), None);
 }
 
@@ -609,7 +632,7 @@ fn compressed_rejects_bad_input() {
         b[24] = id;
         assert!(matches!(decode_frame(&b, MAX), Err(Error::MalformedFrame { .. })), "id {id}");
     }
-    for c in [WireCompressor::Snappy, WireCompressor::Zstd] {
+    for c in [WireCompressor::Snappy, WireCompressor::Zstd { level: 0 }] {
         let mut b = BytesMut::new();
         encode_compressed_frame(&f, c, &mut b, MAX, false).unwrap();
         let mut short = b.to_vec();

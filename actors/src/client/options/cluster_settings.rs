@@ -9,7 +9,7 @@ use protocol::uri::{AuthMechanism, CredentialFields};
 use protocol::ServerAddress;
 
 use super::client::ClientOptions;
-use super::compressor::zlib_level_of;
+use super::compressor::{zlib_level_of, zstd_level_of};
 use super::credential::Credential;
 use super::tls::Tls;
 use crate::cluster::selection::SelectorOptions;
@@ -84,6 +84,7 @@ impl ClientOptions {
         if let Some(compressors) = &self.compressors {
             b = b.compressors(compressors.iter().map(|c| c.wire_name()));
             b = b.zlib_compression_level(zlib_level_of(compressors));
+            b = b.zstd_compression_level(zstd_level_of(compressors));
         }
         if let Some(api) = &self.server_api {
             b = b.server_api(api.clone());

@@ -10,15 +10,16 @@ use crate::error::{Error, Result};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum Compressor {
-    /// Zstandard. This client compresses at zstd's default level; a `level` is refused.
+    /// Zstandard.
     Zstd {
-        /// Must be `None` here.
+        /// The level, within `zstd::compression_level_range()` (-131072 to 22); `None`: zstd's
+        /// default (3). Higher levels compress more, and more slowly.
         level: Option<i32>,
     },
-    /// zlib, at `level` (-1 to 9; `None` or -1: zlib's default).
+    /// zlib.
     Zlib {
-        /// The compression level.
-        level: Option<i32>,
+        /// The level, 0 to 9 (`zlibCompressionLevel`); `None`: zlib's default (6).
+        level: Option<u32>,
     },
     /// Snappy.
     Snappy,
@@ -58,7 +59,8 @@ pub(crate) fn compressors_of(o: &UriOptions) -> Option<Vec<Compressor>> {
     let names = o.compressors.as_ref()?;
     let of = |n: &Name| match n {
         Name::Zstd => Compressor::Zstd { level: None },
-        Name::Zlib => Compressor::Zlib { level: o.zlib_compression_level },
+        // -1 is the URI's way to say zlib's default.
+        Name::Zlib => Compressor::Zlib { level: o.zlib_compression_level.and_then(|l| u32::try_from(l).ok()) },
         Name::Snappy => Compressor::Snappy,
     };
     Some(names.iter().map(of).collect())
@@ -67,24 +69,32 @@ pub(crate) fn compressors_of(o: &UriOptions) -> Option<Vec<Compressor>> {
 /// The zlib level a list of compressors asks for (`zlibCompressionLevel`), if any.
 pub(crate) fn zlib_level_of(compressors: &[Compressor]) -> Option<i32> {
     compressors.iter().find_map(|c| match c {
-        Compressor::Zlib { level } => *level,
+        Compressor::Zlib { level } => level.map(|l| i32::try_from(l).unwrap_or(i32::MAX)),
         _ => None,
     })
 }
 
-/// Refuses what this client cannot honour: a zstd level (it uses zstd's default), a zlib
-/// level outside -1..=9.
+/// The zstd level a list of compressors asks for, if any.
+pub(crate) fn zstd_level_of(compressors: &[Compressor]) -> Option<i32> {
+    compressors.iter().find_map(|c| match c {
+        Compressor::Zstd { level } => *level,
+        _ => None,
+    })
+}
+
+/// Refuses a level the library does not have: zstd's outside its range, zlib's above 9.
 pub(crate) fn check_compressors(compressors: &[Compressor]) -> Result<()> {
+    let zstd_levels = protocol::wire::zstd_levels();
     for c in compressors {
         match c {
-            Compressor::Zstd { level: Some(l) } => {
+            Compressor::Zstd { level: Some(l) } if !zstd_levels.contains(l) => {
                 return Err(Error::invalid_argument(format!(
-                    "a zstd compression level ({l}) is not supported: this client uses zstd's default level"
+                    "invalid zstd compression level {l}: it must be within {zstd_levels:?}"
                 )))
             }
-            Compressor::Zlib { level: Some(l) } if !(-1..=9).contains(l) => {
+            Compressor::Zlib { level: Some(l) } if *l > 9 => {
                 return Err(Error::invalid_argument(format!(
-                    "zlib compression level {l} is not between -1 and 9"
+                    "invalid zlib compression level {l}: it must be between 0 and 9"
                 )))
             }
             _ => {}
@@ -107,7 +117,14 @@ mod tests {
         let cs = compressors_of(&o).unwrap();
         assert_eq!(cs, [Compressor::Zstd { level: None }, Compressor::Zlib { level: Some(3) }]);
         assert!(check_compressors(&[Compressor::Snappy, Compressor::Zlib { level: Some(9) }]).is_ok());
-        assert!(check_compressors(&[Compressor::Zstd { level: Some(3) }]).is_err());
+        assert!(check_compressors(&[Compressor::Zstd { level: Some(1) }, Compressor::Zstd { level: Some(-7) }]).is_ok());
+        assert!(check_compressors(&[Compressor::Zstd { level: Some(23) }]).is_err());
         assert!(check_compressors(&[Compressor::Zlib { level: Some(10) }]).is_err());
+        let o = protocol::uri::ConnectionString::parse("mongodb://h/?compressors=zlib&zlibCompressionLevel=-1")
+            .unwrap()
+            .options;
+        assert_eq!(compressors_of(&o).unwrap(), [Compressor::Zlib { level: None }]);
+        let cs = [Compressor::Zstd { level: Some(7) }, Compressor::Zlib { level: Some(2) }];
+        assert_eq!((zstd_level_of(&cs), zlib_level_of(&cs)), (Some(7), Some(2)));
     }
 }

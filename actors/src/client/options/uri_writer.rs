@@ -92,7 +92,8 @@ fn write_tls(tls: Option<&Tls>, o: &mut UriOptions) {
         .map(|p| protocol::uri::Secret::new(String::from_utf8_lossy(p)));
 }
 
-/// `compressors` and `zlibCompressionLevel` (`None` clears them).
+/// `compressors` and `zlibCompressionLevel` (`None` clears them); no URI option holds a zstd
+/// level (`ClientOptions` keeps it).
 fn write_compressors(compressors: Option<&[Compressor]>, o: &mut UriOptions) -> Result<()> {
     check_compressors(compressors.unwrap_or_default())?;
     o.compressors = compressors.map(|cs| cs.iter().map(Compressor::wire_name).collect());
@@ -125,7 +126,7 @@ mod tests {
             Some(vec![protocol::uri::Compressor::Snappy, protocol::uri::Compressor::Zlib])
         );
         assert_eq!(o.zlib_compression_level, Some(9));
-        cs.compressors = Some(vec![Compressor::Zstd { level: Some(3) }]);
+        cs.compressors = Some(vec![Compressor::Zstd { level: Some(30) }]);
         assert!(cs.to_parsed().is_err());
         (cs.compressors, cs.tls) = (None, None);
         let o = cs.to_parsed().unwrap().options;
