@@ -23,7 +23,4 @@ not_here! {
     "openssl-tls" => "TLS is rustls (tokio-rustls) only",
     "rustls-tls-aws-lc" => "rustls runs on its ring provider here",
     "socks5-proxy" => "SOCKS5 proxies are not supported (the proxy* URI options are refused)",
-    "error-backtrace" => "errors do not capture a backtrace",
-    "redact-errors" => "errors are not redacted by a feature",
-    "text-indexes-unstable" => "the unstable text index options are not here",
 }

@@ -319,7 +319,8 @@ async fn compressor_levels_are_accepted_and_used() {
     for (compressor, used) in
         [(Compressor::Zstd { level: Some(1) }, "zstd"), (Compressor::Zlib { level: Some(1) }, "zlib")]
     {
-        let deployment = integration_tests::deployment::Deployment::replica_set(1, |b| b).expect("deployment");
+        let deployment =
+            integration_tests::deployment::Deployment::replica_set(1, |b| b).expect("deployment");
         let mut options = ClientOptions::parse(deployment.uri()).await.unwrap();
         options.compressors = Some(vec![compressor]);
         let client = Client::with_options(options).unwrap();

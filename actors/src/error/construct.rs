@@ -24,6 +24,10 @@ impl Error {
             source: None,
             server_response: None,
             context: None,
+            // As std's `Backtrace::capture`: only when RUST_BACKTRACE or RUST_LIB_BACKTRACE
+            // asks for it, as the official feature.
+            #[cfg(feature = "error-backtrace")]
+            backtrace: Arc::new(std::backtrace::Backtrace::capture()),
         }
     }
 

@@ -17,7 +17,8 @@ use super::server::{CommandError, InsertManyError, WriteFailure};
 use crate::client::results::BulkWriteResult;
 
 /// An error of this crate: its [`ErrorKind`] in `kind`, its labels, and what caused it.
-#[derive(Clone, Debug)]
+/// (`Debug` and `Display` are in `format.rs`.)
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct Error {
     /// What kind of error this is.
@@ -26,6 +27,9 @@ pub struct Error {
     pub(super) source: Option<Box<Error>>,
     pub(super) server_response: Option<Box<RawDocumentBuf>>,
     pub(super) context: Option<Box<Context>>,
+    /// Where the error was made (feature `error-backtrace`).
+    #[cfg(feature = "error-backtrace")]
+    pub(super) backtrace: Arc<std::backtrace::Backtrace>,
 }
 
 /// What the client knows beyond the kind: the server, and the error it came from.

@@ -5,13 +5,13 @@
 
 mod bulk_write;
 mod construct;
+mod format;
 mod kind;
 mod overloaded;
 mod server;
 
 use std::any::Any;
 use std::collections::HashSet;
-use std::fmt;
 use std::time::Duration;
 
 use bson::RawDocumentBuf;
@@ -61,6 +61,14 @@ impl Error {
             ErrorKind::Custom(c) => c.downcast_ref(),
             _ => None,
         }
+    }
+
+    /// (Ours; feature `error-backtrace`.) Where the error was made, captured as
+    /// `std::backtrace::Backtrace::capture` does: when `RUST_BACKTRACE` or `RUST_LIB_BACKTRACE`
+    /// asks for it (then `Display` and `Debug` print it too, as the official crate's).
+    #[cfg(feature = "error-backtrace")]
+    pub fn backtrace(&self) -> &std::backtrace::Backtrace {
+        &self.backtrace
     }
 
     /// The error labels (`RetryableWriteError`, `TransientTransactionError`...), the server's
@@ -242,23 +250,6 @@ fn pool_transient(e: &pool::Error) -> bool {
                 | P::WaitQueueTimeout { .. }
                 | P::WaitQueueFull { .. }
         )
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.kind)?;
-        let context = self.context.as_deref();
-        if let Some(actor) = context.and_then(|c| c.actor.as_ref()) {
-            write!(f, " (the {actor} actor has stopped)")?;
-        }
-        if let Some(address) = context.and_then(|c| c.address.as_ref()) {
-            write!(f, " (on {address})")?;
-        }
-        if let (ErrorKind::BulkWrite(_), Some(source)) = (&*self.kind, &self.source) {
-            write!(f, "; stopped by: {source}")?;
-        }
-        Ok(())
-    }
 }
 
 impl std::error::Error for Error {

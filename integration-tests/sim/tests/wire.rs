@@ -429,7 +429,8 @@ async fn compression_is_negotiated_in_hello() {
     assert_eq!((op, id), (2012, Some(1)));
     assert_eq!(r.get_f64("ok").ok(), Some(1.0));
     // A zstd request gets a zstd reply.
-    let (op, id, r) = raw_round_trip(&mut sock, doc! {"ping": 1}, Some(WireCompressor::Zstd { level: 0 })).await;
+    let (op, id, r) =
+        raw_round_trip(&mut sock, doc! {"ping": 1}, Some(WireCompressor::Zstd { level: 0 })).await;
     assert_eq!((op, id, r.get_f64("ok").ok()), (2012, Some(3), Some(1.0)));
     // Compressed requests (zlib and noop) are read; a zlib request gets a zlib reply.
     let big = "x".repeat(20_000);

@@ -60,7 +60,9 @@ pub(crate) fn compressors_of(o: &UriOptions) -> Option<Vec<Compressor>> {
     let of = |n: &Name| match n {
         Name::Zstd => Compressor::Zstd { level: None },
         // -1 is the URI's way to say zlib's default.
-        Name::Zlib => Compressor::Zlib { level: o.zlib_compression_level.and_then(|l| u32::try_from(l).ok()) },
+        Name::Zlib => {
+            Compressor::Zlib { level: o.zlib_compression_level.and_then(|l| u32::try_from(l).ok()) }
+        }
         Name::Snappy => Compressor::Snappy,
     };
     Some(names.iter().map(of).collect())
@@ -117,12 +119,17 @@ mod tests {
         let cs = compressors_of(&o).unwrap();
         assert_eq!(cs, [Compressor::Zstd { level: None }, Compressor::Zlib { level: Some(3) }]);
         assert!(check_compressors(&[Compressor::Snappy, Compressor::Zlib { level: Some(9) }]).is_ok());
-        assert!(check_compressors(&[Compressor::Zstd { level: Some(1) }, Compressor::Zstd { level: Some(-7) }]).is_ok());
+        assert!(check_compressors(&[
+            Compressor::Zstd { level: Some(1) },
+            Compressor::Zstd { level: Some(-7) }
+        ])
+        .is_ok());
         assert!(check_compressors(&[Compressor::Zstd { level: Some(23) }]).is_err());
         assert!(check_compressors(&[Compressor::Zlib { level: Some(10) }]).is_err());
-        let o = protocol::uri::ConnectionString::parse("mongodb://h/?compressors=zlib&zlibCompressionLevel=-1")
-            .unwrap()
-            .options;
+        let o =
+            protocol::uri::ConnectionString::parse("mongodb://h/?compressors=zlib&zlibCompressionLevel=-1")
+                .unwrap()
+                .options;
         assert_eq!(compressors_of(&o).unwrap(), [Compressor::Zlib { level: None }]);
         let cs = [Compressor::Zstd { level: Some(7) }, Compressor::Zlib { level: Some(2) }];
         assert_eq!((zstd_level_of(&cs), zlib_level_of(&cs)), (Some(7), Some(2)));
