@@ -11,6 +11,23 @@
 //! always had (`mongo_actors::topology`, `mongo_actors::event`, ...).
 #![warn(missing_docs)]
 
+// `bson::` names the selected bson everywhere in the crate: the one the crates below use.
+/// The BSON crate this one is built on (`bson::doc!`, `Document`, `oid::ObjectId`...): bson 2
+/// by default (feature `compat-3-0-0`, as the official crate), bson 3 with `bson-3`.
+#[cfg(all(feature = "bson-2", not(feature = "bson-3")))]
+pub extern crate bson2 as bson;
+/// The BSON crate this one is built on (`bson::doc!`, `Document`, `oid::ObjectId`...): bson 2
+/// by default (feature `compat-3-0-0`, as the official crate), bson 3 with `bson-3`.
+#[cfg(feature = "bson-3")]
+pub extern crate bson3 as bson;
+#[cfg(not(any(feature = "bson-2", feature = "bson-3")))]
+compile_error!("one of the bson-2 and bson-3 features must be enabled");
+const _: () = assert!(
+    protocol::bson_compat::BSON_MAJOR == if cfg!(feature = "bson-3") { 3 } else { 2 },
+    "enable the same bson feature (bson-2 or bson-3) on every mongo-actors crate"
+);
+
+mod bson_compat;
 pub mod client;
 pub mod cluster;
 pub mod error;
@@ -99,9 +116,6 @@ pub mod options {
     pub use protocol::ServerAddress;
     pub use selection::{HedgedReadOptions, ReadPreference, ReadPreferenceOptions};
 }
-/// The BSON crate this one is built on (`bson::doc!`, `Document`, `oid::ObjectId`...): one
-/// dependency is enough.
-pub use bson;
 
 /// A boxed future that is `Send`, as [`action::StartTransaction::and_run`]'s callback returns.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

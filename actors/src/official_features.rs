@@ -13,8 +13,6 @@ macro_rules! not_here {
 }
 
 not_here! {
-    "compat-3-0-0" => "it re-exports bson 3 (the official `compat-3-0-0` means bson 2): use `compat-3-3-0` or no feature, and see the README's bson note",
-    "bson-2" => "it re-exports bson 3: see the README's bson note for what a bson-2 program changes",
     "gssapi-auth" => "GSSAPI (Kerberos) is not implemented",
     "azure-kms" => "client-side field level encryption is not implemented",
     "gcp-kms" => "client-side field level encryption is not implemented",

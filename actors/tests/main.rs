@@ -1,5 +1,11 @@
 //! The actor core's tests, one binary: each file is a module.
 
+// `bson::` is the bson the crate was built with.
+#[cfg(all(feature = "bson-2", not(feature = "bson-3")))]
+extern crate bson2 as bson;
+#[cfg(feature = "bson-3")]
+extern crate bson3 as bson;
+
 mod common;
 
 mod config_env;

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use bson::Document;
+use protocol::bson::Document;
 use libfuzzer_sys::fuzz_target;
 use protocol::hello::reply::HelloReply;
 use protocol::sdam::{

@@ -102,9 +102,3 @@ impl Error {
         Error::MalformedFrame { what, detail: detail.to_string() }
     }
 }
-
-impl From<bson::error::Error> for Error {
-    fn from(e: bson::error::Error) -> Self {
-        Error::InvalidBson(e.to_string())
-    }
-}

@@ -11,7 +11,18 @@
 
 #![warn(missing_docs)]
 
+// `bson::` names the selected bson everywhere in the crate (bson 3 when both are on).
+#[cfg(not(any(feature = "bson-2", feature = "bson-3")))]
+compile_error!("one of the bson-2 and bson-3 features must be enabled");
+/// The bson crate this crate was built with (bson 2 or bson 3, by its features).
+#[cfg(all(feature = "bson-2", not(feature = "bson-3")))]
+pub extern crate bson2 as bson;
+/// The bson crate this crate was built with (bson 2 or bson 3, by its features).
+#[cfg(feature = "bson-3")]
+pub extern crate bson3 as bson;
+
 pub mod address;
+pub mod bson_compat;
 pub mod duration;
 pub mod error;
 pub mod excerpt;

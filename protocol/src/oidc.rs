@@ -134,7 +134,7 @@ mod tests {
     #[test]
     fn the_server_idp_info_reads_from_bson() {
         let d = bson::doc! { "issuer": "https://issuer", "clientId": "abcd", "requestScopes": ["a", "b"] };
-        let info: IdpServerInfo = bson::deserialize_from_document(d).unwrap();
+        let info: IdpServerInfo = crate::bson_compat::deserialize_from_document(d).unwrap();
         assert_eq!(info.client_id.as_deref(), Some("abcd"));
         assert_eq!(info.request_scopes, Some(vec!["a".to_string(), "b".to_string()]));
     }

@@ -273,7 +273,7 @@ pub fn scan_raw_reply(reply: &RawDocument) -> RawReplyScan<'_> {
     let mut cluster_time = None;
     for element in reply.iter_elements() {
         let Ok(element) = element else { return RawReplyScan { clean: false, cluster_time } };
-        match element.key().as_str() {
+        match crate::bson_compat::key_str(element.key()) {
             "ok" => {
                 ok = match element.value() {
                     Ok(RawBsonRef::Double(d)) => d != 0.0,

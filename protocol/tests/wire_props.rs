@@ -4,9 +4,10 @@
 //! (b) mutated valid frames never panic and decode or give a typed error,
 //! (c) random valid OP_MSG / OP_QUERY / OP_REPLY frames roundtrip through encode → decode.
 
-use bson::{Bson, Document, RawDocumentBuf};
 use bytes::BytesMut;
 use proptest::prelude::*;
+use protocol::bson;
+use protocol::bson::{Bson, Document, RawDocumentBuf};
 use protocol::wire::{
     decode_frame, encode_frame, DocumentSequence, Frame, Message, MessageCodec, OpMsg, OpMsgFlags, OpQuery,
     OpReply, QueryFlags, ReplyFlags, DEFAULT_MAX_MESSAGE_SIZE,
@@ -300,12 +301,12 @@ fn assert_stable(frame: &Frame) {
 
 /// Iterates every element of a raw document, descending into documents and arrays.
 trait IterRecursive {
-    fn iter_recursive_check(&self) -> Vec<Result<(), bson::error::Error>>;
+    fn iter_recursive_check(&self) -> Vec<Result<(), protocol::bson_compat::RawError>>;
 }
 
 impl IterRecursive for RawDocumentBuf {
-    fn iter_recursive_check(&self) -> Vec<Result<(), bson::error::Error>> {
-        fn walk(doc: &bson::RawDocument, out: &mut Vec<Result<(), bson::error::Error>>) {
+    fn iter_recursive_check(&self) -> Vec<Result<(), protocol::bson_compat::RawError>> {
+        fn walk(doc: &bson::RawDocument, out: &mut Vec<Result<(), protocol::bson_compat::RawError>>) {
             for item in doc.iter() {
                 match item {
                     Ok((_, bson::RawBsonRef::Document(d))) => walk(d, out),

@@ -35,7 +35,7 @@ fn replica_set() -> TopologyDescription {
     let now = Instant::now();
     let timed = |mut sd: ServerDescription, write_ms: i64| {
         sd.last_update_time = Some(now);
-        sd.last_write_date = Some(bson::DateTime::from_millis(1_700_000_000_000 + write_ms));
+        sd.last_write_date = Some(protocol::bson::DateTime::from_millis(1_700_000_000_000 + write_ms));
         sd
     };
     TopologyDescription::from_parts(

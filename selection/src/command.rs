@@ -19,6 +19,7 @@ use crate::read_preference::ReadPreference;
 /// - Replica set topologies: sent for every mode except `primary`.
 ///
 /// ```
+/// use protocol::bson;
 /// use protocol::sdam::{ServerType, TopologyType};
 /// use selection::{read_preference_for_command, ReadPreference};
 ///

@@ -588,12 +588,12 @@ fn read_preference_enum_and_its_document() {
         rp.to_document(),
         doc! { "mode": "nearest", "tags": [{ "dc": "ny" }, {}], "maxStalenessSeconds": 120_i64 }
     );
-    let back: ReadPreference = bson::deserialize_from_document(
+    let back: ReadPreference = crate::bson_compat::deserialize_from_document(
         doc! { "mode": "Nearest", "tagSets": [{ "dc": "ny" }, {}], "maxStalenessSeconds": 120 },
     )
     .unwrap();
     assert_eq!(back, rp);
-    assert!(bson::deserialize_from_document::<ReadPreference>(
+    assert!(crate::bson_compat::deserialize_from_document::<ReadPreference>(
         doc! { "mode": "primary", "maxStalenessSeconds": 120 }
     )
     .is_err());

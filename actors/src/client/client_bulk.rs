@@ -190,7 +190,7 @@ pub(crate) async fn run(
     append(&mut command, "let", options.let_vars);
     append(&mut command, "rawData", options.raw_data);
     append(&mut command, "writeConcern", write_concern);
-    let command_bytes = bson::serialize_to_vec(&command).map_or(0, |v| v.len());
+    let command_bytes = crate::bson_compat::serialize_to_vec(&command).map_or(0, |v| v.len());
     let room = MAX_MESSAGE_BYTES - MESSAGE_OVERHEAD_BYTES - command_bytes;
     let (writes, batches) = prepare(models, room)?;
     let mut run = Gather {
@@ -730,8 +730,8 @@ mod tests {
         assert_eq!(ns.to_string(), "db.coll.with.dots");
         assert!("nodot".parse::<Namespace>().is_err());
         assert!(".coll".parse::<Namespace>().is_err());
-        let b = bson::serialize_to_bson(&ns).expect("serialize");
+        let b = crate::bson_compat::serialize_to_bson(&ns).expect("serialize");
         assert_eq!(b, Bson::String("db.coll.with.dots".into()));
-        assert_eq!(bson::deserialize_from_bson::<Namespace>(b).expect("deserialize"), ns);
+        assert_eq!(crate::bson_compat::deserialize_from_bson::<Namespace>(b).expect("deserialize"), ns);
     }
 }

@@ -21,7 +21,7 @@ pub(crate) fn decode<T: DeserializeOwned + 'static>(doc: Document) -> Result<T> 
         }
     }
     let doc = slot.take().unwrap_or_default();
-    bson::deserialize_from_document(doc).map_err(|e| Error::deserialization(e.to_string()))
+    crate::bson_compat::deserialize_from_document(doc).map_err(|e| Error::deserialization(e.to_string()))
 }
 
 /// A document's bytes as a `T`: deserialized from the bytes (no `Document` in between), or
@@ -30,7 +30,8 @@ pub(crate) fn decode_raw<T: DeserializeOwned + 'static>(raw: &bson::RawDocument)
     if std::any::TypeId::of::<T>() == std::any::TypeId::of::<Document>() {
         return decode(crate::client::executor::operation::convert(raw));
     }
-    bson::deserialize_from_slice(raw.as_bytes()).map_err(|e| Error::deserialization(e.to_string()))
+    crate::bson_compat::deserialize_from_slice(raw.as_bytes())
+        .map_err(|e| Error::deserialization(e.to_string()))
 }
 
 /// `value` as a `Document` (a `Document` is cloned as it is).
@@ -38,7 +39,7 @@ pub(crate) fn encode<T: Serialize + 'static>(value: &T) -> Result<Document> {
     if let Some(d) = (value as &dyn Any).downcast_ref::<Document>() {
         return Ok(d.clone());
     }
-    match bson::serialize_to_bson(value) {
+    match crate::bson_compat::serialize_to_bson(value) {
         Ok(Bson::Document(d)) => Ok(d),
         Ok(other) => Err(Error::serialization(format!(
             "a document must serialize to a BSON document, not {:?}",
@@ -69,7 +70,7 @@ pub(crate) fn encode_raw<T: Serialize + 'static>(value: &T) -> Result<bson::RawD
         buf.clear();
         let written = match (value as &dyn Any).downcast_ref::<Document>() {
             Some(d) => d.to_writer(&mut *buf),
-            None => bson::serialize_to_buffer(value, buf),
+            None => crate::bson_compat::serialize_into(value, buf),
         };
         written.map_err(|e| Error::serialization(e.to_string()))?;
         let bytes = buf.as_slice().to_vec();

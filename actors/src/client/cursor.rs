@@ -757,7 +757,7 @@ impl<T> Cursor<T> {
             .current
             .as_ref()
             .ok_or_else(|| Error::invalid_argument("no current document: advance() has not returned true"))?;
-        bson::deserialize_from_slice(doc.as_raw()?.as_bytes())
+        crate::bson_compat::deserialize_from_slice(doc.as_raw()?.as_bytes())
             .map_err(|e| Error::deserialization(e.to_string()))
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
 
+use crate::bson_compat::AppendRef as _;
 use crate::error::{Error, Result};
 
 /// How `timeoutMS` applies to a cursor (CSOT `timeoutMode`).
@@ -141,7 +142,9 @@ pub(crate) fn check_update(d: &Document) -> Result<()> {
 /// `doc` with an `_id` first when it has none, and its `_id`.
 /// [`with_id`] on a document's bytes: its `_id`, or a new `ObjectId` put first.
 pub(crate) fn with_raw_id(doc: bson::RawDocumentBuf) -> crate::error::Result<(bson::RawDocumentBuf, Bson)> {
-    let invalid = |e: bson::error::Error| Error::serialization(e.to_string());
+    fn invalid(e: impl std::fmt::Display) -> Error {
+        Error::serialization(e)
+    }
     if let Some(id) = doc.get("_id").map_err(invalid)? {
         // The usual `_id` types directly; the rest through an owned `RawBson`.
         let id = match id {
@@ -149,16 +152,16 @@ pub(crate) fn with_raw_id(doc: bson::RawDocumentBuf) -> crate::error::Result<(bs
             bson::RawBsonRef::Int32(i) => Bson::Int32(i),
             bson::RawBsonRef::Int64(i) => Bson::Int64(i),
             bson::RawBsonRef::String(s) => Bson::String(s.to_owned()),
-            other => Bson::try_from(bson::RawBson::from(other)).map_err(invalid)?,
+            other => Bson::try_from(other).map_err(invalid)?,
         };
         return Ok((doc, id));
     }
     let id = ObjectId::new();
     let mut with_id = bson::RawDocumentBuf::new();
-    with_id.append(bson::raw::cstr!("_id"), id);
+    with_id.append(crate::bson_compat::cstr!("_id"), id);
     for element in doc.iter() {
         let (key, value) = element.map_err(invalid)?;
-        with_id.append(key, value);
+        with_id.append_value_ref(key, value);
     }
     Ok((with_id, Bson::ObjectId(id)))
 }

@@ -218,7 +218,7 @@ pub(crate) fn parse_hello(
     raw: bson::RawDocumentBuf,
 ) -> pool::Result<(HelloReply, Document)> {
     let raw = conn.check_ok(raw)?;
-    let parsed = Document::try_from(&raw)
+    let parsed = Document::try_from(&*raw)
         .map_err(|e| e.to_string())
         .and_then(|doc| HelloReply::parse(&doc).map(|r| (r, doc)).map_err(|e| e.to_string()));
     parsed.map_err(|message| {

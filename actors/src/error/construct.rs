@@ -103,12 +103,16 @@ impl Error {
 
     /// A value that does not serialize to BSON.
     pub(crate) fn serialization(message: impl std::fmt::Display) -> Self {
-        Error::new(ErrorKind::BsonSerialization(<bson::error::Error as serde::ser::Error>::custom(message)))
+        Error::new(ErrorKind::BsonSerialization(<crate::bson_compat::SerError as serde::ser::Error>::custom(
+            message,
+        )))
     }
 
     /// A document that does not deserialize.
     pub(crate) fn deserialization(message: impl std::fmt::Display) -> Self {
-        Error::new(ErrorKind::BsonDeserialization(<bson::error::Error as serde::de::Error>::custom(message)))
+        Error::new(ErrorKind::BsonDeserialization(<crate::bson_compat::DeError as serde::de::Error>::custom(
+            message,
+        )))
     }
 
     /// A GridFS failure.
@@ -261,12 +265,6 @@ impl From<ErrorKind> for Error {
 impl From<std::convert::Infallible> for Error {
     fn from(never: std::convert::Infallible) -> Self {
         match never {}
-    }
-}
-
-impl From<bson::error::Error> for Error {
-    fn from(e: bson::error::Error) -> Self {
-        Error::new(e.into())
     }
 }
 

@@ -66,11 +66,13 @@ pub enum ErrorKind {
     /// A document from the server does not deserialize into the requested type (a missing or
     /// mistyped field). A cursor moves past that document.
     #[error("{0}")]
-    BsonDeserialization(bson::error::Error),
+    BsonDeserialization(crate::bson_compat::DeError),
     /// A value given to an operation does not serialize to BSON.
     #[error("{0}")]
-    BsonSerialization(bson::error::Error),
-    /// Another BSON error (raw document access, for example).
+    BsonSerialization(crate::bson_compat::SerError),
+    /// Another BSON error (raw document access, for example). With bson 2, such an error is
+    /// an `InvalidResponse`, as in the official crate.
+    #[cfg(feature = "bson-3")]
     #[error("{0}")]
     Bson(bson::error::Error),
     /// `insert_many` ran and some inserts failed or its write concern was not satisfied.
@@ -208,6 +210,7 @@ impl ErrorKind {
             ErrorKind::Authentication { .. } => "Authentication",
             ErrorKind::BsonDeserialization(_) => "BsonDeserialization",
             ErrorKind::BsonSerialization(_) => "BsonSerialization",
+            #[cfg(feature = "bson-3")]
             ErrorKind::Bson(_) => "Bson",
             ErrorKind::InsertMany(_) => "InsertMany",
             ErrorKind::BulkWrite(_) => "BulkWrite",
@@ -241,16 +244,6 @@ fn display_custom(value: &Arc<dyn Any + Send + Sync>) -> String {
         format!(": {s}")
     } else {
         String::new()
-    }
-}
-
-impl From<bson::error::Error> for ErrorKind {
-    fn from(e: bson::error::Error) -> Self {
-        match e.kind {
-            bson::error::ErrorKind::Deserialization { .. } => ErrorKind::BsonDeserialization(e),
-            bson::error::ErrorKind::Serialization { .. } => ErrorKind::BsonSerialization(e),
-            _ => ErrorKind::Bson(e),
-        }
     }
 }
 

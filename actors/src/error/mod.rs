@@ -3,6 +3,7 @@
 //! server's response; what this client adds (the server, the phase of a timeout,
 //! [`Error::is_transient`], admission control's `Overloaded`) is in methods and extra kinds.
 
+mod bson_errors;
 mod bulk_write;
 mod construct;
 mod format;
@@ -258,9 +259,10 @@ impl std::error::Error for Error {
             Some(s) => Some(&**s),
             None => match &*self.kind {
                 ErrorKind::Io(e) => Some(&**e),
-                ErrorKind::BsonDeserialization(e) | ErrorKind::BsonSerialization(e) | ErrorKind::Bson(e) => {
-                    Some(e)
-                }
+                ErrorKind::BsonDeserialization(e) => Some(e),
+                ErrorKind::BsonSerialization(e) => Some(e),
+                #[cfg(feature = "bson-3")]
+                ErrorKind::Bson(e) => Some(e),
                 _ => None,
             },
         }

@@ -511,13 +511,13 @@ impl Connection {
             }
             CommandBody::Raw(mut r) => {
                 if !has_db(&r, db) {
-                    r.append(bson::raw::cstr!("$db"), db);
+                    r.append(crate::bson_compat::cstr!("$db"), db);
                 }
                 r
             }
             CommandBody::Sequenced(mut r, sequences) => {
                 if !has_db(&r, db) {
-                    r.append(bson::raw::cstr!("$db"), db);
+                    r.append(crate::bson_compat::cstr!("$db"), db);
                 }
                 let mut msg = OpMsg::new(r).with_flags(flags);
                 msg.sequences = sequences;
@@ -590,9 +590,11 @@ impl Connection {
     /// be), within `deadline` or socketTimeoutMS.
     async fn write_frame(&mut self, frame: Frame, deadline: Option<Instant>, phase: Phase) -> Result<()> {
         let compressor = self.compressor.filter(|_| match &frame.message {
-            Message::Msg(m) => {
-                m.body.iter().next().is_some_and(|e| e.is_ok_and(|(k, _)| may_compress(k.as_str())))
-            }
+            Message::Msg(m) => m
+                .body
+                .iter()
+                .next()
+                .is_some_and(|e| e.is_ok_and(|(k, _)| may_compress(crate::bson_compat::key_str(k)))),
             _ => false,
         });
         let write_deadline = self.step_deadline(deadline);

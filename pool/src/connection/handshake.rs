@@ -77,7 +77,7 @@ pub(crate) async fn handshake(
         return Err(handshake_error("the hello reply has no 'ok' field".into()));
     }
     let raw = conn.check_ok(raw)?;
-    let doc = Document::try_from(&raw).map_err(|e| handshake_error(e.to_string()))?;
+    let doc = Document::try_from(&*raw).map_err(|e| handshake_error(e.to_string()))?;
     let reply = HelloReply::parse(&doc).map_err(|e| handshake_error(e.to_string()))?;
     if options.load_balanced && reply.service_id.is_none() {
         conn.close();

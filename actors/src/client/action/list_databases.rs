@@ -48,7 +48,9 @@ pub trait DatabasesOutput: Send {
 impl DatabasesOutput for ListSpecifications {
     type Output = Vec<DatabaseSpecification>;
     fn from_documents(docs: Vec<Document>) -> Result<Vec<DatabaseSpecification>> {
-        docs.into_iter().map(|d| bson::deserialize_from_document(d).map_err(Error::from)).collect()
+        docs.into_iter()
+            .map(|d| crate::bson_compat::deserialize_from_document(d).map_err(Error::from))
+            .collect()
     }
 }
 

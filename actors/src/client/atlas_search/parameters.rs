@@ -34,6 +34,8 @@ impl<T> Parameter for SearchOperator<T> {
 pub trait StringOrArray: Parameter {}
 impl StringOrArray for &str {}
 impl StringOrArray for String {}
+// bson 2 has no `From<[T; N]>` for `Bson`.
+#[cfg(feature = "bson-3")]
 impl<const N: usize> StringOrArray for [&str; N] {}
 impl StringOrArray for &[&str] {}
 impl StringOrArray for &[String] {}
@@ -46,6 +48,7 @@ impl SearchOperatorParam for Document {}
 /// `moreLikeThis`' examples: one document, or several.
 pub trait DocumentOrArray: Parameter {}
 impl DocumentOrArray for Document {}
+#[cfg(feature = "bson-3")]
 impl<const N: usize> DocumentOrArray for [Document; N] {}
 impl DocumentOrArray for &[Document] {}
 

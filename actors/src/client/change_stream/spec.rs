@@ -115,7 +115,7 @@ impl Spec {
 
 /// An option value as BSON.
 fn to_bson<V: Serialize>(value: &V) -> Result<Bson> {
-    bson::serialize_to_bson(value).map_err(|e| Error::serialization(e.to_string()))
+    crate::bson_compat::serialize_to_bson(value).map_err(|e| Error::serialization(e.to_string()))
 }
 
 /// The `getMore` options of a stream's cursor.

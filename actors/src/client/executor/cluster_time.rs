@@ -63,7 +63,7 @@ impl ToSend {
     pub(crate) fn choose(
         client: &ClientClusterTime,
         session: Option<&Document>,
-    ) -> Result<ToSend, bson::error::Error> {
+    ) -> Result<ToSend, crate::bson_compat::RawError> {
         let client = client.get();
         let session = session.filter(|s| match &client {
             Some(c) => timestamp_of(s).is_some_and(|s| s > c.timestamp),

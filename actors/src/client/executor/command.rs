@@ -2,6 +2,7 @@
 //! attempt (`maxTimeMS`, `$readPreference`, `lsid`, `txnNumber`, the transaction fields, a
 //! session's `readConcern`, `$clusterTime`, the Stable API fields and `$db`), serialized once.
 
+use crate::bson_compat::{key_str, AppendRef as _};
 use bson::{Document, RawBsonRef, RawDocumentBuf};
 use protocol::hello::command::ServerApi;
 use protocol::sdam::{ServerType, TopologyType};
@@ -13,7 +14,7 @@ use super::cluster_time::{ClientClusterTime, ToSend};
 use super::operation::Op;
 use crate::cluster::selection::Criteria;
 
-type BsonResult<T> = std::result::Result<T, bson::error::Error>;
+type BsonResult<T> = crate::error::Result<T>;
 
 /// The write commands that take a `readConcern` of only `afterClusterTime` in a causally
 /// consistent session (read and write concern spec).
@@ -154,6 +155,7 @@ fn session_read_concern(
     t.read_concern(op.command.get_document("readConcern").as_deref())
         .map(|rc| RawDocumentBuf::try_from(&rc))
         .transpose()
+        .map_err(Into::into)
 }
 
 /// The command's bytes with `globals` in place and `drop` left out.
@@ -170,7 +172,7 @@ fn assemble(
         let extra: usize = globals.iter().map(|(k, v)| k.len() + 2 + raw_size(v)).sum();
         let mut out = RawDocumentBuf::from_bytes(op.command.to_bytes(extra)?)?;
         for (key, value) in globals {
-            out.append(<&bson::raw::CStr>::try_from(*key)?, *value);
+            out.append_value_ref(crate::bson_compat::to_cstr(key)?, *value);
         }
         return Ok(out);
     }
@@ -180,20 +182,20 @@ fn assemble(
     for element in base.iter_elements() {
         let element = element?;
         let key = element.key();
-        if drop.is_some_and(|d| d == key.as_str()) {
+        if drop.is_some_and(|d| d == key_str(key)) {
             continue;
         }
-        match globals.iter().position(|(g, _)| *g == key.as_str()) {
+        match globals.iter().position(|(g, _)| *g == key_str(key)) {
             Some(i) => {
                 used[i] = true;
-                out.append(key, globals[i].1);
+                out.append_value_ref(key, globals[i].1);
             }
-            None => out.append(key, element.value()?),
+            None => out.append_value_ref(key, element.value()?),
         }
     }
     for ((key, value), used) in globals.iter().zip(used) {
         if !used {
-            out.append(<&bson::raw::CStr>::try_from(*key)?, *value);
+            out.append_value_ref(crate::bson_compat::to_cstr(key)?, *value);
         }
     }
     Ok(out)

@@ -269,7 +269,7 @@ impl Command {
     }
 
     /// The body's bytes, with room for `extra` more.
-    pub(super) fn to_bytes(&self, extra: usize) -> std::result::Result<Vec<u8>, bson::error::Error> {
+    pub(super) fn to_bytes(&self, extra: usize) -> crate::error::Result<Vec<u8>> {
         match self {
             Command::Document(d) => {
                 let mut bytes = RawDocumentBuf::try_from(d)?.into_bytes();
@@ -361,7 +361,7 @@ pub(crate) fn convert(raw: &bson::RawDocument) -> Document {
         Ok(d) => d,
         Err(e) => {
             tracing::error!(target: "mongo_actors::operation", error = %e, "a validated reply did not convert");
-            bson::Utf8Lossy::<Document>::try_from(raw).map(|d| d.0).unwrap_or_default()
+            crate::bson_compat::to_document_lossy(raw)
         }
     }
 }

@@ -15,7 +15,8 @@ pub(crate) fn create(
     options: &CreateCollectionOptions,
 ) -> Result<AdminWrite> {
     let mut command = doc! {"create": name};
-    let fields = bson::serialize_to_document(options).map_err(|e| Error::serialization(e.to_string()))?;
+    let fields = crate::bson_compat::serialize_to_document(options)
+        .map_err(|e| Error::serialization(e.to_string()))?;
     command.extend(fields);
     append(&mut command, "writeConcern", write.write_concern);
     Ok(AdminWrite { db: write.ns.db.to_string(), name: "create", command })

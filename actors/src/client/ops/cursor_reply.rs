@@ -136,7 +136,10 @@ impl Docs {
         }
         let mut batch = bson::RawArrayBuf::new();
         for (bytes, range) in self.entries {
-            batch.push(Doc { bytes, range }.as_raw()?);
+            crate::bson_compat::push_ref(
+                &mut batch,
+                bson::RawBsonRef::Document(Doc { bytes, range }.as_raw()?),
+            );
         }
         Ok(Arc::new(bson::rawdoc! { "cursor": { "nextBatch": batch }, "ok": 1.0 }))
     }

@@ -22,7 +22,7 @@ pub(crate) fn search_index(ns: Namespace<'_>, command: SearchIndexCommand) -> Re
         SearchIndexCommand::Create(models) => {
             let indexes: Vec<Document> = models
                 .iter()
-                .map(bson::serialize_to_document)
+                .map(crate::bson_compat::serialize_to_document)
                 .collect::<std::result::Result<_, _>>()
                 .map_err(|e| Error::serialization(e.to_string()))?;
             ("createSearchIndexes", doc! {"createSearchIndexes": ns.coll, "indexes": indexes})

@@ -50,7 +50,7 @@ impl IndexModel {
     pub(crate) fn to_spec(&self) -> Document {
         let mut spec = bson::doc! {"key": self.keys.clone(), "name": self.name()};
         if let Some(o) = &self.options {
-            if let Ok(fields) = bson::serialize_to_document(o) {
+            if let Ok(fields) = crate::bson_compat::serialize_to_document(o) {
                 spec.extend(fields.into_iter().filter(|(k, _)| k != "name"));
             }
         }

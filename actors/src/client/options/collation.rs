@@ -50,7 +50,7 @@ impl Collation {
 
     /// The `collation` document.
     pub fn to_document(&self) -> Document {
-        bson::serialize_to_document(self).unwrap_or_default()
+        crate::bson_compat::serialize_to_document(self).unwrap_or_default()
     }
 }
 

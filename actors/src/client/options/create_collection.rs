@@ -87,7 +87,7 @@ impl CreateCollectionOptions {
     pub(crate) fn of_server<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let reported: Document =
             Document::deserialize(d)?.into_iter().filter(|(key, _)| KNOWN.contains(&key.as_str())).collect();
-        bson::deserialize_from_document(reported).map_err(serde::de::Error::custom)
+        crate::bson_compat::deserialize_from_document(reported).map_err(serde::de::Error::custom)
     }
 }
 

@@ -92,10 +92,12 @@ mod tests {
 
     #[test]
     fn versions_are_numbers_on_the_wire() {
-        let d = bson::doc! {"v": bson::serialize_to_bson(&IndexVersion::V2).unwrap()};
+        let d = bson::doc! {"v": crate::bson_compat::serialize_to_bson(&IndexVersion::V2).unwrap()};
         assert_eq!(d.get_i32("v").ok(), Some(2));
-        let back: TextIndexVersion = bson::deserialize_from_bson(bson::Bson::Int32(7)).unwrap();
+        let back: TextIndexVersion = crate::bson_compat::deserialize_from_bson(bson::Bson::Int32(7)).unwrap();
         assert_eq!(back, TextIndexVersion::Custom(7));
-        assert!(bson::deserialize_from_bson::<Sphere2DIndexVersion>(bson::Bson::Int32(-1)).is_err());
+        assert!(
+            crate::bson_compat::deserialize_from_bson::<Sphere2DIndexVersion>(bson::Bson::Int32(-1)).is_err()
+        );
     }
 }

@@ -79,7 +79,7 @@ mod tests {
 
     #[test]
     fn options_read_and_write_the_spec_names() {
-        let session: SessionOptions = bson::deserialize_from_document(bson::doc! {
+        let session: SessionOptions = crate::bson_compat::deserialize_from_document(bson::doc! {
             "causalConsistency": false,
             "defaultTimeoutMS": 1500_i64,
             "defaultTransactionOptions": {"maxCommitTimeMS": 200_i64, "readConcern": {"level": "majority"}},
@@ -89,10 +89,10 @@ mod tests {
         assert_eq!(session.default_timeout, Some(Duration::from_millis(1500)));
         let txn = session.default_transaction_options.unwrap();
         assert_eq!(txn.max_commit_time, Some(Duration::from_millis(200)));
-        let back = bson::serialize_to_document(&txn).unwrap();
+        let back = crate::bson_compat::serialize_to_document(&txn).unwrap();
         assert_eq!(back.get_i64("maxCommitTimeMS").ok(), Some(200));
         // A read preference has no document form here: refused, not ignored.
-        let refused = bson::deserialize_from_document::<TransactionOptions>(
+        let refused = crate::bson_compat::deserialize_from_document::<TransactionOptions>(
             bson::doc! {"readPreference": {"mode": "primary"}},
         );
         assert!(refused.is_err());

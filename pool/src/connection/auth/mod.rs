@@ -147,7 +147,7 @@ async fn run_auth_command(
         },
         other => other,
     })?;
-    Document::try_from(&raw).map_err(|e| Error::Authentication {
+    Document::try_from(&*raw).map_err(|e| Error::Authentication {
         address: conn.address().clone(),
         mechanism,
         code: None,

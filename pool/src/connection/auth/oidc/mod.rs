@@ -44,7 +44,7 @@ fn refused(e: &Error) -> bool {
 }
 
 fn payload(d: Document) -> Bson {
-    binary(d.to_vec().unwrap_or_default())
+    binary(crate::bson_compat::document_to_vec(&d).unwrap_or_default())
 }
 
 /// The speculative `saslStart` for hello: the cached token, if there is one.
@@ -179,7 +179,7 @@ async fn two_step(
     let idp = match reply.get("payload") {
         Some(Bson::Binary(b)) => Document::from_reader(b.bytes.as_slice())
             .ok()
-            .and_then(|d| bson::deserialize_from_document::<IdpServerInfo>(d).ok()),
+            .and_then(|d| crate::bson_compat::deserialize_from_document::<IdpServerInfo>(d).ok()),
         _ => None,
     }
     .ok_or_else(|| fail(conn, "the server's IdpInfo is missing or malformed"))?;
