@@ -8,7 +8,8 @@ help:
 	@echo "make demo    the main job: an embedded 3-member replica set, a workload, a live topology table, a stepdown and its failover timeline"
 	@echo "             DEMO_ARGS='--duration 20' or DEMO_ARGS='--uri mongodb://...' (a real deployment: no stepdown)"
 	@echo "make watch URI=mongodb://...  the live topology table and SDAM events (mongo-actors watch)"
-	@echo "make test    run every test in the workspace (installs chromium for the status page's browser test), then the peer tier and the compose tier (what CI runs)"
+	@echo "make test    run every test in the workspace (installs chromium for the status page's browser test), then the peer tier and the compose tier, then make test-bson3 (what CI runs)"
+	@echo "make test-bson3  on bson 3 (the default is bson 2): the unit tests, the compatibility programs and a reduced spec run"
 	@echo "make test-compose  a replica set of simulator containers (docker or podman; installed and started as root if needed): end-to-end tests, unified suites, engine-driven chaos"
 	@echo "make test-peer  the client's end-to-end tests, the examples and the demo against SecantusDB (pip, in .venv-peer)"
 	@echo "make spec    run the spec runner; SPEC_ROOT=DIR to run another upstream-layout directory"
@@ -61,6 +62,20 @@ test:
 	@echo "[make test] workspace tests end: $$(date +%T)"
 	$(MAKE) -j2 --output-sync=target test-peer-rs test-standalone-then-compose
 	@echo "[make test] peer and compose tiers end: $$(date +%T)"
+	$(MAKE) test-bson3
+	@echo "[make test] bson 3 end: $$(date +%T)"
+
+# Everything above runs on bson 2, the default (as the official crate's). The other bson:
+# `--features bson-3` turns it on in every crate that has the feature (bson 3 wins over bson 2 when
+# both are on, as in the official crate), the official crate's included; then the unit tests, the
+# compatibility programs against this client, and a reduced spec run (the suites that need no
+# deployment, the seedlist, and the unified suites that move the most documents).
+# (SPEC_SUITES filters every kind of suite: the first nine are all of those that need no deployment.)
+BSON3_SPEC_SUITES ?= sdam,connection-string,uri-options,auth,server-selection,max-staleness,read-write-concern,cmap,initial-dns-seedlist-discovery,crud,gridfs,change-streams,command-logging-and-monitoring
+.PHONY: test-bson3
+test-bson3:
+	$(CARGO) test --workspace --features bson-3 --no-fail-fast --lib --test compat_programs
+	SPEC_SUITES=$(BSON3_SPEC_SUITES) $(CARGO) test --workspace --features bson-3 --no-fail-fast --test integration -- all_spec_suites::
 
 .PHONY: test-standalone-then-compose
 test-standalone-then-compose:

@@ -23,9 +23,9 @@
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
+use actors::bson::doc;
 use actors::options::{ClientOptions, ResolverConfig};
 use actors::Client;
-use bson::doc;
 use mongo_actors_examples::{check, Args, BoxError};
 use mongo_sim::stubs::cloud::{self as cloud_stubs, AwsTemporaryCredentials};
 use mongo_sim::stubs::dns::DnsStub;
@@ -67,7 +67,7 @@ async fn connect(uri: &str, resolver: Option<ResolverConfig>) -> Result<String, 
         .and_then(|u| u.as_document())
         .map(|u| format!("{}@{}", u.get_str("user").unwrap_or("?"), u.get_str("db").unwrap_or("?")))
         .ok_or("no authenticated user")?;
-    let notes = client.database("app").collection::<bson::Document>("notes");
+    let notes = client.database("app").collection::<actors::bson::Document>("notes");
     notes.insert_one(doc! { "by": &user }).await?;
     let n = notes.count_documents(doc! {}).await?;
     println!("  {n} note(s) in app.notes");

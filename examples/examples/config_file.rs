@@ -13,9 +13,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use actors::bson::doc;
 use actors::client::{ClientConfig, ClientOptions, FindOneOptions};
 use actors::Client;
-use bson::doc;
 use mongo_actors_examples::{check, Args, BoxError};
 use mongo_sim::Cluster;
 use selection::ReadPreference;
@@ -71,7 +71,7 @@ async fn main() -> Result<(), BoxError> {
     }
 
     let client = Client::with_options(options)?;
-    let settings = client.database("app").collection::<bson::Document>("settings");
+    let settings = client.database("app").collection::<actors::bson::Document>("settings");
     // A generated _id, so runs against the same deployment do not collide.
     let id = settings.insert_one(doc! {"key": "theme", "value": "dark"}).await?.inserted_id;
     // The configured default is secondaryPreferred; read our own write from the primary.

@@ -15,10 +15,10 @@
 use std::time::Duration;
 
 use actix::{Actor, Context, Handler, Message};
+use actors::bson::doc;
 use actors::client::ClientOptions;
 use actors::selection_actor::{CustomSelector, FilterServers};
 use actors::{Client, Criteria};
-use bson::doc;
 use mongo_actors_examples::{check, Args, BoxError};
 use mongo_sim::Cluster;
 use protocol::sdam::ServerType;
@@ -131,7 +131,7 @@ async fn main() -> Result<(), BoxError> {
     }
     client
         .database("app")
-        .collection::<bson::Document>("events")
+        .collection::<actors::bson::Document>("events")
         .insert_one(doc! {"kind": "write goes to the primary"})
         .await?;
     let pinned = selector.send(Pinned).await?;

@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use actix_web::{web, App, HttpResponse, HttpServer};
+use actors::bson::doc;
 use actors::{Client, Criteria};
-use bson::doc;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use mongo_actors_examples::{check, http_request, Args, BoxError};
 use mongo_sim::Cluster;
@@ -24,7 +24,7 @@ async fn scrape(handle: web::Data<PrometheusHandle>) -> HttpResponse {
 
 /// A few writes and reads with two read preferences, so every metric family has samples.
 async fn workload(client: &Client, round: u32) -> Result<(), actors::Error> {
-    let coll = client.database("app").collection::<bson::Document>("metrics_demo");
+    let coll = client.database("app").collection::<actors::bson::Document>("metrics_demo");
     coll.insert_one(doc! {"round": round}).await?;
     coll.count_documents(doc! {})
         .selection_criteria(ReadPreference::SecondaryPreferred { options: None }.into())

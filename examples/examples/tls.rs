@@ -11,8 +11,8 @@
 //! cargo run -p mongo-actors-examples --example tls -- --smoke
 //! ```
 
+use actors::bson::doc;
 use actors::Client;
-use bson::doc;
 use mongo_actors_examples::{check, Args, BoxError};
 use mongo_sim::testing::TestCerts;
 use mongo_sim::Cluster;
@@ -60,7 +60,7 @@ async fn main() -> Result<(), BoxError> {
 
     let client = Client::with_uri_str(&uri).await?;
     client.database("admin").run_command(doc! {"ping": 1}).await?;
-    let notes = client.database("app").collection::<bson::Document>("notes");
+    let notes = client.database("app").collection::<actors::bson::Document>("notes");
     notes.insert_one(doc! {"text": "sent over TLS"}).await?;
     let n = notes.count_documents(doc! {}).await?;
     println!(

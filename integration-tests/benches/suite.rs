@@ -35,6 +35,12 @@
 //! `BENCH_QUICK=1 make bench`) for ~1-2 minutes. Without `--bench` (`cargo test
 //! --all-targets`) it does a tiny smoke run and writes no file.
 
+// `bson::` is the bson the crate was built with (its bson-2 or bson-3 feature).
+#[cfg(all(feature = "bson-2", not(feature = "bson-3")))]
+extern crate bson2 as bson;
+#[cfg(feature = "bson-3")]
+extern crate bson3 as bson;
+
 #[allow(dead_code)]
 #[path = "actors.rs"]
 mod actors_bench;

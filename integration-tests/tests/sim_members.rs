@@ -263,8 +263,10 @@ async fn a_journal_ending_in_a_torn_record_keeps_what_is_written_after_it() {
     let s = (p + 1) % 3;
     set.kill(s);
     let journal = set.dir.join(format!("m{s}")).join("journal.bson");
-    let record =
-        doc! {"k": "v", "term": 1_000_i64, "votedTerm": -1_i64, "votedFor": -1_i64}.to_vec().expect("bson");
+    let record = protocol::bson_compat::document_to_vec(
+        &doc! {"k": "v", "term": 1_000_i64, "votedTerm": -1_i64, "votedFor": -1_i64},
+    )
+    .expect("bson");
     let mut file = std::fs::OpenOptions::new().append(true).open(&journal).expect("the member's journal");
     std::io::Write::write_all(&mut file, &record[..record.len() / 2]).expect("a torn record");
     drop(file);

@@ -150,6 +150,11 @@ pub fn push_ref(array: &mut bson::RawArrayBuf, value: bson::RawBsonRef<'_>) {
     array.push(value.to_raw_bson());
 }
 
+/// A regular expression (with bson 3, an error for a NUL inside either part).
+pub fn regex(pattern: &str, options: &str) -> Result<bson::Regex, RawError> {
+    Ok(bson::Regex { pattern: to_cstr(pattern)?.to_owned(), options: to_cstr(options)?.to_owned() })
+}
+
 /// Which bson the crate was built with: 2 or 3.
 pub const BSON_MAJOR: u32 = if cfg!(feature = "bson-3") { 3 } else { 2 };
 

@@ -57,4 +57,17 @@ impl From<bson::document::ValueAccessError> for ErrorKind {
 }
 
 #[cfg(not(feature = "bson-3"))]
-error_from_kind!(bson::de::Error, bson::ser::Error, bson::raw::Error, bson::document::ValueAccessError);
+impl From<bson::raw::ValueAccessError> for ErrorKind {
+    fn from(e: bson::raw::ValueAccessError) -> Self {
+        ErrorKind::InvalidResponse { message: e.to_string() }
+    }
+}
+
+#[cfg(not(feature = "bson-3"))]
+error_from_kind!(
+    bson::de::Error,
+    bson::ser::Error,
+    bson::raw::Error,
+    bson::document::ValueAccessError,
+    bson::raw::ValueAccessError
+);

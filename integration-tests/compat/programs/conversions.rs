@@ -70,7 +70,7 @@ fn connection_strings() -> mongodb::error::Result<()> {
     assert_eq!(again.uuid_representation, cs.uuid_representation);
     assert_eq!(again.default_database.as_deref(), Some("app"));
 
-    let read: ClientOptions = mongodb::bson::deserialize_from_document(doc! {
+    let read: ClientOptions = crate::bson_compat::deserialize_from_document(doc! {
         "appName": "svc", "maxPoolSize": 7, "retryWrites": false,
     })
     .expect("options deserialize");
@@ -100,7 +100,7 @@ fn conversions() -> mongodb::error::Result<()> {
             .document(doc! { "a": 1 })
             .build(),
     );
-    let written = mongodb::bson::serialize_to_document(&model).expect("a write model serializes");
+    let written = crate::bson_compat::serialize_to_document(&model).expect("a write model serializes");
     assert_eq!(written.get_document("document").ok(), Some(&doc! { "a": 1 }));
 
     // A deprecated option keeps its shape (no supported server accepts it).

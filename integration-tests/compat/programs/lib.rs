@@ -8,6 +8,7 @@
 //! API has and ours does not yet is listed in `../API-GAPS.md`.
 #![allow(clippy::unwrap_used)]
 
+pub mod bson_compat;
 pub mod builders;
 pub mod bulk_write;
 pub mod change_streams;

@@ -50,14 +50,17 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
         .default_language("french".to_string())
         .language_override("idioma".to_string())
         .build();
-    let text = mongodb::bson::serialize_to_document(&text)?;
+    let text = crate::bson_compat::serialize_to_document(&text)?;
     assert_eq!(text.get_i32("textIndexVersion").ok(), Some(3));
     assert_eq!(text.get_i32("2dsphereIndexVersion").ok(), Some(3));
     assert_eq!(text.get_str("default_language").ok(), Some("french"));
     assert_eq!(text.get_str("language_override").ok(), Some("idioma"));
     let quorum = CreateIndexOptions::builder().commit_quorum(CommitQuorum::Majority).build();
     assert!(matches!(quorum.commit_quorum, Some(CommitQuorum::Majority)));
-    assert_eq!(mongodb::bson::serialize_to_bson(&CommitQuorum::Nodes(2))?, mongodb::bson::Bson::Int32(2));
+    assert_eq!(
+        crate::bson_compat::serialize_to_bson(&CommitQuorum::Nodes(2))?,
+        mongodb::bson::Bson::Int32(2)
+    );
 
     let only_named = ListCollectionsOptions::builder().filter(doc! { "name": "named" }).build();
     assert_eq!(database.list_collection_names().with_options(only_named).await?, vec!["named".to_string()]);

@@ -31,7 +31,7 @@ pub async fn run(uri: &str, db: &str) -> Result<()> {
         .name("vectors".to_string())
         .index_type(SearchIndexType::VectorSearch)
         .build();
-    let as_sent = mongodb::bson::serialize_to_document(&model)?;
+    let as_sent = crate::bson_compat::serialize_to_document(&model)?;
     assert_eq!(as_sent.get_str("type").ok(), Some("vectorSearch"));
 
     let created = coll

@@ -22,7 +22,7 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
         coll.find(doc! {}).with_options(options).session(&mut session).await?;
     let mut ids = Vec::new();
     while let Some(doc) = cursor.next(&mut session).await {
-        ids.push(doc?.get_i32("_id")?);
+        ids.push(doc?.get_i32("_id").expect("an _id"));
     }
     assert_eq!(ids, (0..10).collect::<Vec<_>>());
 
@@ -31,7 +31,7 @@ pub async fn run(uri: &str, db: &str) -> mongodb::error::Result<()> {
         coll.find(doc! { "_id": { "$lt": 2 } }).sort(doc! { "_id": 1 }).session(&mut session).await?;
     assert!(cursor.advance(&mut session).await?);
     assert_eq!(cursor.current().get_i32("_id")?, 0);
-    assert_eq!(cursor.deserialize_current()?.get_i32("_id")?, 0);
+    assert_eq!(cursor.deserialize_current()?.get_i32("_id").expect("an _id"), 0);
     assert!(cursor.advance(&mut session).await?);
     assert!(!cursor.advance(&mut session).await?);
 

@@ -34,7 +34,8 @@ fn run_blocking(uri: &str, db: &str) -> mongodb::error::Result<()> {
 
     let options = FindOptions::builder().sort(doc! { "_id": 1 }).batch_size(2).build();
     let cursor: Cursor<Document> = coll.find(doc! {}).with_options(options).run()?;
-    let ids: Vec<i32> = cursor.map(|d| d.and_then(|d| Ok(d.get_i32("_id")?))).collect::<Result<_, _>>()?;
+    let ids: Vec<i32> =
+        cursor.map(|d| d.map(|d| d.get_i32("_id").expect("an _id"))).collect::<Result<_, _>>()?;
     assert_eq!(ids, vec![0, 1, 2, 3, 4]);
 
     let mut session: ClientSession = client.start_session().run()?;

@@ -77,7 +77,7 @@ pub(crate) fn start(body: &RawDocument, sts_host: &str) -> Result<(Document, Aws
     let reply = doc! {
         "conversationId": 1,
         "done": false,
-        "payload": binary(answer.to_vec().map_err(|_| CmdError::bad("payload"))?),
+        "payload": binary(crate::bson_compat::document_to_vec(&answer).map_err(|_| CmdError::bad("payload"))?),
         "ok": 1.0,
     };
     Ok((reply, AwsPending { server_nonce, host: sts_host.to_owned() }))

@@ -100,7 +100,7 @@ pub(crate) fn start(config: &OidcConfig, body: &RawDocument) -> Result<Start, Cm
         let (user, exp) = verify(config, jwt)?;
         return Ok(Start::Done(user, exp));
     }
-    let info = config.idp_info.to_vec().map_err(|_| CmdError::bad("IdpInfo"))?;
+    let info = crate::bson_compat::document_to_vec(&config.idp_info).map_err(|_| CmdError::bad("IdpInfo"))?;
     Ok(Start::Principal(doc! {
         "conversationId": 1,
         "done": false,

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bson::raw::cstr;
+use crate::bson_compat::{cstr, AppendRef as _};
 use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, RawDocument, RawDocumentBuf, Timestamp};
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use parking_lot::Mutex;
@@ -209,7 +209,7 @@ struct Connection {
 
 fn first_key(body: &RawDocument) -> Option<&str> {
     match body.iter().next() {
-        Some(Ok((k, _))) => Some(k.as_str()),
+        Some(Ok((k, _))) => Some(crate::bson_compat::key_str(k)),
         _ => None,
     }
 }
@@ -441,7 +441,7 @@ impl Connection {
                 *cache = Some((ts, ct));
             }
             if let Some((_, ct)) = cache.as_ref() {
-                raw.append(cstr!("$clusterTime"), ct);
+                raw.append_value_ref(cstr!("$clusterTime"), bson::RawBsonRef::Document(ct));
             }
             raw.append(cstr!("operationTime"), ts);
         }

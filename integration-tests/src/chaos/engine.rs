@@ -109,7 +109,9 @@ impl EngineTarget {
             return;
         }
         let record = bson::doc! {"k": "v", "term": 0_i64, "votedTerm": -1_i64, "votedFor": -1_i64};
-        let torn = record.to_vec().map(|b| b[..b.len() / 2].to_vec()).unwrap_or_default();
+        let torn = protocol::bson_compat::document_to_vec(&record)
+            .map(|b| b[..b.len() / 2].to_vec())
+            .unwrap_or_default();
         let appended = std::fs::OpenOptions::new()
             .append(true)
             .open(&local)

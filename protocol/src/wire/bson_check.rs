@@ -226,14 +226,14 @@ mod tests {
 
     #[test]
     fn accepts_all_types() {
-        use bson::{doc, spec::BinarySubtype, Binary, JavaScriptCodeWithScope, Regex, Timestamp};
+        use bson::{doc, spec::BinarySubtype, Binary, JavaScriptCodeWithScope, Timestamp};
         let d = doc! {
             "f": 1.5, "s": "héllo", "d": { "a": [1, 2, { "b": null }] }, "arr": [],
             "bin": Binary { subtype: BinarySubtype::Generic, bytes: vec![1, 2, 3] },
             "old": Binary { subtype: BinarySubtype::BinaryOld, bytes: vec![9, 9] },
             "oid": bson::oid::ObjectId::new(), "t": true, "f2": false,
             "dt": bson::DateTime::from_millis(5), "n": null,
-            "re": Regex { pattern: "a.*".try_into().unwrap(), options: "i".try_into().unwrap() },
+            "re": crate::bson_compat::regex("a.*", "i").unwrap(),
             "code": bson::Bson::JavaScriptCode("x".into()),
             "cws": JavaScriptCodeWithScope { code: "y".into(), scope: doc! { "z": 1 } },
             "i32": 1i32, "ts": Timestamp { time: 1, increment: 2 }, "i64": 5i64,

@@ -52,7 +52,8 @@ impl TxnArgs {
                 "Transaction number requires a session ID to also be specified",
             ));
         };
-        let lsid = lsid.to_vec().map_err(|e| CmdError::bad(format!("invalid lsid: {e}")))?;
+        let lsid = crate::bson_compat::document_to_vec(lsid)
+            .map_err(|e| CmdError::bad(format!("invalid lsid: {e}")))?;
         let in_txn = match cmd.get("autocommit") {
             None => false,
             Some(Bson::Boolean(false)) => true,

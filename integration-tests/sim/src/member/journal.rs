@@ -66,7 +66,9 @@ impl Journal {
         if self.failed {
             return;
         }
-        let result = rec.to_vec().map_err(std::io::Error::other).and_then(|b| self.file.write_all(&b));
+        let result = crate::bson_compat::document_to_vec(rec)
+            .map_err(std::io::Error::other)
+            .and_then(|b| self.file.write_all(&b));
         if let Err(e) = result {
             // Going on in memory is the best a test server can do; say so once.
             tracing::error!(error = %e, "cannot write the journal; the data is no longer kept");
@@ -140,12 +142,12 @@ mod tests {
     fn a_torn_tail_is_cut_at_the_last_whole_record() {
         let mut bytes = Vec::new();
         for i in 0..3 {
-            bytes.extend(doc! {"k": "v", "term": i}.to_vec().unwrap());
+            bytes.extend(crate::bson_compat::document_to_vec(&doc! {"k": "v", "term": i}).unwrap());
         }
         let whole = bytes.len();
         assert_eq!(whole_records(&bytes).1, whole);
         // Half a record, then a length prefix alone, then a lying length.
-        let next = doc! {"k": "v", "term": 9}.to_vec().unwrap();
+        let next = crate::bson_compat::document_to_vec(&doc! {"k": "v", "term": 9}).unwrap();
         for tail in [&next[..next.len() / 2], &next[..3], &[0xff, 0xff, 0xff, 0x7f, 0][..]] {
             let mut torn = bytes.clone();
             torn.extend_from_slice(tail);

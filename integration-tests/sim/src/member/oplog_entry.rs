@@ -164,7 +164,7 @@ fn command_op(db: &str, o: &Document, store: &Store) -> Result<Op, String> {
 
 fn session_of(d: &Document) -> Result<Option<SessionRecord>, String> {
     let Ok(lsid) = d.get_document("lsid") else { return Ok(None) };
-    let lsid = lsid.to_vec().map_err(|e| e.to_string())?;
+    let lsid = crate::bson_compat::document_to_vec(lsid).map_err(|e| e.to_string())?;
     let txn_number = d.get_i64("txnNumber").map_err(|_| "lsid without txnNumber".to_owned())?;
     Ok(Some(match d.get_document("simReply") {
         Ok(reply) => SessionRecord::RetryableWrite { lsid, txn_number, reply: reply.clone() },
@@ -246,7 +246,7 @@ mod tests {
             Op::Delete { db: "db".into(), coll: "c".into(), key: key2, before: doc! {"_id": 2, "x": 2} },
             Op::Insert { db: "db".into(), coll: "d".into(), doc: doc! {"_id": 1} },
         ];
-        let lsid = doc! {"id": 1}.to_vec().expect("lsid");
+        let lsid = crate::bson_compat::document_to_vec(&doc! {"id": 1}).expect("lsid");
         let e = entry(ops, Some(SessionRecord::Transaction { lsid: lsid.clone(), txn_number: 4 }));
         let d = encode(&e);
         assert_eq!(d.get_str("op").ok(), Some("c"));

@@ -35,7 +35,7 @@ pub(crate) fn id_key(value: &Bson) -> IdKey {
     holder.insert("", value.clone());
     // Serialising a document we just built cannot fail for in-memory values; fall back to the
     // debug form so a key is always produced.
-    match holder.to_vec() {
+    match crate::bson_compat::document_to_vec(&holder) {
         Ok(bytes) => key.extend_from_slice(&bytes),
         Err(_) => key.extend_from_slice(format!("{value:?}").as_bytes()),
     }

@@ -95,7 +95,7 @@ fn options<O: DeserializeOwned>(name: &str, args: &Document, required: &[&str]) 
     for k in required.iter().chain(&["session", "readPreference"]) {
         rest.remove(*k);
     }
-    bson::deserialize_from_document(rest)
+    protocol::bson_compat::deserialize_from_document(rest)
         .map_err(|e| format!("{name}: the client does not take these options: {e}"))
 }
 
@@ -135,7 +135,7 @@ macro_rules! cursor_in {
 
 /// Typed specifications as the documents a test expects.
 fn specifications(v: Vec<actors::results::DatabaseSpecification>) -> actors::Result<Option<Bson>> {
-    let all = v.iter().map(bson::serialize_to_document).collect::<Result<Vec<_>, _>>()?;
+    let all = v.iter().map(protocol::bson_compat::serialize_to_document).collect::<Result<Vec<_>, _>>()?;
     Ok(docs(all))
 }
 
@@ -243,7 +243,10 @@ pub(super) async fn bucket_op(
             match find.await {
                 Ok(c) => match c.try_collect::<Vec<_>>().await {
                     Ok(files) => Ok(Some(Bson::Array(
-                        files.iter().filter_map(|f| bson::serialize_to_bson(f).ok()).collect(),
+                        files
+                            .iter()
+                            .filter_map(|f| protocol::bson_compat::serialize_to_bson(f).ok())
+                            .collect(),
                     ))),
                     Err(e) => Err(e),
                 },
@@ -319,7 +322,7 @@ fn write_models(args: &Document) -> R<Vec<WriteModel>> {
         let (kind, m) = r.iter().next().ok_or("an empty bulkWrite request")?;
         let m = m.as_document().ok_or("a bulkWrite model must be a document")?.clone();
         fn model<M: DeserializeOwned>(kind: &str, m: Document) -> R<M> {
-            bson::deserialize_from_document(m).map_err(|e| format!("bulkWrite {kind}: {e}"))
+            protocol::bson_compat::deserialize_from_document(m).map_err(|e| format!("bulkWrite {kind}: {e}"))
         }
         models.push(match kind.as_str() {
             "insertOne" => WriteModel::InsertOne(model(kind, m)?),
@@ -427,7 +430,7 @@ fn unacknowledged(coll: &Collection, args: &Document) -> bool {
     let own = args
         .get_document("writeConcern")
         .ok()
-        .and_then(|w| bson::deserialize_from_document::<WriteConcern>(w.clone()).ok());
+        .and_then(|w| protocol::bson_compat::deserialize_from_document::<WriteConcern>(w.clone()).ok());
     own.as_ref().or(coll.write_concern()).is_some_and(|w| !w.is_acknowledged())
 }
 
@@ -709,7 +712,8 @@ async fn index_op_result(
         }
         "listSearchIndexes" => {
             let aggregation: AggregateOptions = match args.get_document("aggregationOptions") {
-                Ok(a) => bson::deserialize_from_document(a.clone()).map_err(|e| format!("{name}: {e}"))?,
+                Ok(a) => protocol::bson_compat::deserialize_from_document(a.clone())
+                    .map_err(|e| format!("{name}: {e}"))?,
                 Err(_) => AggregateOptions::default(),
             };
             let o: actors::options::ListSearchIndexOptions =
@@ -735,11 +739,15 @@ async fn create_search_indexes(
     session: Option<&mut actors::ClientSession>,
 ) -> R<OpResult> {
     let o: actors::options::CreateSearchIndexOptions = options(name, args, &["model", "models"])?;
-    let models: Vec<SearchIndexModel> = match args.get("model") {
-        Some(m) => vec![bson::deserialize_from_bson(m.clone()).map_err(|e| format!("{name}: {e}"))?],
-        None => bson::deserialize_from_bson(args.get("models").cloned().unwrap_or(Bson::Array(vec![])))
+    let models: Vec<SearchIndexModel> =
+        match args.get("model") {
+            Some(m) => vec![protocol::bson_compat::deserialize_from_bson(m.clone())
+                .map_err(|e| format!("{name}: {e}"))?],
+            None => protocol::bson_compat::deserialize_from_bson(
+                args.get("models").cloned().unwrap_or(Bson::Array(vec![])),
+            )
             .map_err(|e| format!("{name}: {e}"))?,
-    };
+        };
     if name == "createSearchIndex" {
         let model = models.into_iter().next().ok_or("createSearchIndex needs a model")?;
         Ok(coll
@@ -769,9 +777,9 @@ async fn create_index(
         side.insert(k.clone(), v.clone());
     }
     let o: CreateIndexOptions =
-        bson::deserialize_from_document(command).map_err(|e| format!("createIndex: {e}"))?;
+        protocol::bson_compat::deserialize_from_document(command).map_err(|e| format!("createIndex: {e}"))?;
     let index_options: IndexOptions =
-        bson::deserialize_from_document(spec).map_err(|e| format!("createIndex: {e}"))?;
+        protocol::bson_compat::deserialize_from_document(spec).map_err(|e| format!("createIndex: {e}"))?;
     let model = IndexModel::new(document(name, args, "keys")?).with_options(index_options);
     Ok(coll
         .create_index(model)

@@ -314,7 +314,8 @@ async fn create_entity(ctx: &mut Ctx, e: &Document) -> R<()> {
             let mut o = spec.get_document("bucketOptions").cloned().unwrap_or_default();
             let rp = o.remove("readPreference");
             let mut options: actors::gridfs::GridFsBucketOptions =
-                bson::deserialize_from_document(o).map_err(|e| format!("bucketOptions: {e}"))?;
+                protocol::bson_compat::deserialize_from_document(o)
+                    .map_err(|e| format!("bucketOptions: {e}"))?;
             if let Some(Bson::Document(rp)) = rp {
                 options.selection_criteria = Some(super::crud_ops::read_preference(&rp)?.into());
             }
@@ -518,7 +519,7 @@ pub(super) fn handle_options(options: Option<&Document>) -> R<actors::Collection
         }
     }
     let mut options: actors::CollectionOptions =
-        bson::deserialize_from_document(rest).map_err(|e| format!("entity options: {e}"))?;
+        protocol::bson_compat::deserialize_from_document(rest).map_err(|e| format!("entity options: {e}"))?;
     options.selection_criteria = read_preference.map(Into::into);
     Ok(options)
 }
@@ -785,7 +786,7 @@ fn check_bulk_error(e: &actors::Error, expected: &Document) -> R<()> {
             .write_errors
             .iter()
             .map(|(i, w)| {
-                let d = bson::serialize_to_document(w).unwrap_or_default();
+                let d = protocol::bson_compat::serialize_to_document(w).unwrap_or_default();
                 (i.to_string(), Bson::Document(d))
             })
             .collect();
@@ -802,7 +803,7 @@ fn check_bulk_error(e: &actors::Error, expected: &Document) -> R<()> {
             return Err(format!("writeConcernErrors: expected {want:?}, got {:?}", b.write_concern_errors));
         }
         for (i, (w, have)) in want.iter().zip(&b.write_concern_errors).enumerate() {
-            let d = Bson::Document(bson::serialize_to_document(have).unwrap_or_default());
+            let d = Bson::Document(protocol::bson_compat::serialize_to_document(have).unwrap_or_default());
             matches(w, Some(&d), true, &format!("writeConcernErrors[{i}]"))?;
         }
     }

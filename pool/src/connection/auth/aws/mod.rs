@@ -110,7 +110,7 @@ async fn conversation(
 
 fn to_bytes(d: &Document) -> Vec<u8> {
     // Writing a document to a Vec cannot fail.
-    d.to_vec().unwrap_or_default()
+    crate::bson_compat::document_to_vec(d).unwrap_or_default()
 }
 
 /// Parses and checks the server's first message: a 64-byte nonce extending ours, a host.
