@@ -5,11 +5,8 @@
 
 #![warn(missing_docs)]
 
-// `bson::` is the bson the crate was built with (its bson-2 or bson-3 feature).
-#[cfg(all(feature = "bson-2", not(feature = "bson-3")))]
-extern crate bson2 as bson;
-#[cfg(feature = "bson-3")]
-extern crate bson3 as bson;
+// `bson::` names the bson this crate's features select, the one the crates below use.
+protocol::select_bson!();
 
 pub mod cli;
 

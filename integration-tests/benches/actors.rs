@@ -22,11 +22,8 @@
 //! `cargo bench -p integration-tests --bench actors` (`-- wakeup`: part 4 alone); `-- --quick` for a short run. Without
 //! `--bench` (e.g. `cargo test --all-targets`) it does a tiny smoke run.
 
-// `bson::` is the bson the crate was built with (its bson-2 or bson-3 feature).
-#[cfg(all(feature = "bson-2", not(feature = "bson-3")))]
-extern crate bson2 as bson;
-#[cfg(feature = "bson-3")]
-extern crate bson3 as bson;
+// `bson::` names the bson this crate's features select, the one the crates below use.
+protocol::select_bson!();
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

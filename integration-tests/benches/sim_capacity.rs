@@ -14,11 +14,8 @@
 //! `SIM_BENCH_SECS` (measure, default 5), `SIM_BENCH_WARMUP_SECS` (default 1). Run without
 //! `--bench` (e.g. `cargo test --all-targets`) it only does a 0.2 s smoke run.
 
-// `bson::` is the bson the crate was built with (its bson-2 or bson-3 feature).
-#[cfg(all(feature = "bson-2", not(feature = "bson-3")))]
-extern crate bson2 as bson;
-#[cfg(feature = "bson-3")]
-extern crate bson3 as bson;
+// `bson::` names the bson this crate's features select, the one the crates below use.
+protocol::select_bson!();
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -35,11 +35,8 @@
 //! `BENCH_QUICK=1 make bench`) for ~1-2 minutes. Without `--bench` (`cargo test
 //! --all-targets`) it does a tiny smoke run and writes no file.
 
-// `bson::` is the bson the crate was built with (its bson-2 or bson-3 feature).
-#[cfg(all(feature = "bson-2", not(feature = "bson-3")))]
-extern crate bson2 as bson;
-#[cfg(feature = "bson-3")]
-extern crate bson3 as bson;
+// `bson::` names the bson this crate's features select, the one the crates below use.
+protocol::select_bson!();
 
 #[allow(dead_code)]
 #[path = "actors.rs"]

@@ -3,11 +3,8 @@
 //! (environment variables, the global tracing subscriber, the metrics recorder, the memory
 //! measure) run themselves again as a child process (`integration_tests::child_process`).
 
-// `bson::` is the bson the crate was built with (its bson-2 or bson-3 feature).
-#[cfg(all(feature = "bson-2", not(feature = "bson-3")))]
-extern crate bson2 as bson;
-#[cfg(feature = "bson-3")]
-extern crate bson3 as bson;
+// `bson::` names the bson this crate's features select, the one the crates below use.
+protocol::select_bson!();
 
 mod support;
 

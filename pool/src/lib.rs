@@ -7,17 +7,8 @@
 //!   that it runs offline with mock connections.
 #![warn(missing_docs)]
 
-// `bson::` names the selected bson everywhere in the crate: the one the crates below use.
-#[cfg(all(feature = "bson-2", not(feature = "bson-3")))]
-extern crate bson2 as bson;
-#[cfg(feature = "bson-3")]
-extern crate bson3 as bson;
-#[cfg(not(any(feature = "bson-2", feature = "bson-3")))]
-compile_error!("one of the bson-2 and bson-3 features must be enabled");
-const _: () = assert!(
-    protocol::bson_compat::BSON_MAJOR == if cfg!(feature = "bson-3") { 3 } else { 2 },
-    "enable the same bson feature (bson-2 or bson-3) on every mongo-actors crate"
-);
+// `bson::` names the bson this crate's features select, the one the crates below use.
+protocol::select_bson!();
 
 mod bson_compat;
 pub mod error;

@@ -158,6 +158,25 @@ pub fn regex(pattern: &str, options: &str) -> Result<bson::Regex, RawError> {
 /// Which bson the crate was built with: 2 or 3.
 pub const BSON_MAJOR: u32 = if cfg!(feature = "bson-3") { 3 } else { 2 };
 
+/// At a crate's root: names the bson its features select `bson` everywhere in it (bson 3 when
+/// both `bson-2` and `bson-3` are on; the crate has optional dependencies `bson2` and `bson3`),
+/// and stops the build when it is not the one this crate was built with.
+#[macro_export]
+macro_rules! select_bson {
+    () => {
+        #[cfg(all(feature = "bson-2", not(feature = "bson-3")))]
+        extern crate bson2 as bson;
+        #[cfg(feature = "bson-3")]
+        extern crate bson3 as bson;
+        #[cfg(not(any(feature = "bson-2", feature = "bson-3")))]
+        compile_error!("one of the bson-2 and bson-3 features must be enabled");
+        const _: () = assert!(
+            $crate::bson_compat::BSON_MAJOR == if cfg!(feature = "bson-3") { 3 } else { 2 },
+            "enable the same bson feature (bson-2 or bson-3) on every mongo-actors crate"
+        );
+    };
+}
+
 // Every bson error is a protocol error (bson 3 has one error type, bson 2 four).
 impl From<RawError> for crate::Error {
     fn from(e: RawError) -> Self {

@@ -4,13 +4,13 @@
 //! ```no_run
 //! use mongo_actors::client::actor::{FindOneRequest, InsertOneRequest};
 //! use mongo_actors::Client;
-//! use bson::doc;
+//! use mongo_actors::bson::doc;
 //!
 //! # async fn example() -> mongo_actors::Result<()> {
 //! let client = Client::with_uri_str("mongodb://127.0.0.1:27017").await?;
 //! let addr = client.actor();
 //! addr.send(InsertOneRequest::new("app", "people", doc! {"name": "Ada"})).await??;
-//! let ada = addr.send(FindOneRequest::<bson::Document>::new("app", "people", doc! {"name": "Ada"})).await??;
+//! let ada = addr.send(FindOneRequest::<mongo_actors::bson::Document>::new("app", "people", doc! {"name": "Ada"})).await??;
 //! assert!(ada.is_some());
 //! # Ok(())
 //! # }

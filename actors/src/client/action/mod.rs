@@ -4,8 +4,8 @@
 //! and `.await` (the builder implements `IntoFuture`) runs it.
 //!
 //! ```no_run
-//! # async fn example(coll: mongo_actors::Collection<bson::Document>) -> mongo_actors::Result<()> {
-//! use bson::doc;
+//! # async fn example(coll: mongo_actors::Collection<mongo_actors::bson::Document>) -> mongo_actors::Result<()> {
+//! use mongo_actors::bson::doc;
 //! use futures_util::TryStreamExt;
 //! let mut cursor = coll.find(doc! {"x": {"$gt": 1}}).sort(doc! {"x": 1}).limit(10).await?;
 //! while let Some(d) = cursor.try_next().await? {
@@ -329,7 +329,7 @@ pub trait Action: private::Sealed + std::future::IntoFuture {
     /// chain.
     ///
     /// ```no_run
-    /// # async fn example(db: mongo_actors::Database, filter: Option<bson::Document>) -> mongo_actors::error::Result<()> {
+    /// # async fn example(db: mongo_actors::Database, filter: Option<mongo_actors::bson::Document>) -> mongo_actors::error::Result<()> {
     /// use mongo_actors::action::Action;
     /// let names = db.list_collection_names().optional(filter, |a, f| a.filter(f)).await?;
     /// # Ok(())

@@ -99,13 +99,13 @@ impl StartTransaction<&mut ClientSession> {
     /// ```no_run
     /// # async fn example(client: mongo_actors::Client) -> mongo_actors::error::Result<()> {
     /// use futures_util::FutureExt;
-    /// let coll = client.database("app").collection::<bson::Document>("people");
+    /// let coll = client.database("app").collection::<mongo_actors::bson::Document>("people");
     /// let mut session = client.start_session().await?;
     /// session
     ///     .start_transaction()
     ///     .and_run(coll, |session, coll| {
     ///         async move {
-    ///             coll.insert_one(bson::doc! {"name": "Ada"}).session(session).await?;
+    ///             coll.insert_one(mongo_actors::bson::doc! {"name": "Ada"}).session(session).await?;
     ///             Ok(())
     ///         }
     ///         .boxed()

@@ -4,8 +4,8 @@
 //! spec).
 //!
 //! ```no_run
-//! # async fn example(coll: mongo_actors::Collection<bson::Document>) -> mongo_actors::Result<()> {
-//! use bson::doc;
+//! # async fn example(coll: mongo_actors::Collection<mongo_actors::bson::Document>) -> mongo_actors::Result<()> {
+//! use mongo_actors::bson::doc;
 //! let mut stream = coll.watch().pipeline([doc! {"$match": {"operationType": "insert"}}]).await?;
 //! while let Some(event) = stream.next_if_any().await? {
 //!     println!("{:?} {:?}", event.operation_type, event.full_document);
