@@ -178,29 +178,16 @@ macro_rules! select_bson {
 }
 
 // Every bson error is a protocol error (bson 3 has one error type, bson 2 four).
-impl From<RawError> for crate::Error {
-    fn from(e: RawError) -> Self {
-        crate::Error::InvalidBson(e.to_string())
-    }
+macro_rules! invalid_bson_from {
+    ($($error:ty),+) => {$(
+        impl From<$error> for crate::Error {
+            fn from(e: $error) -> Self {
+                crate::Error::InvalidBson(e.to_string())
+            }
+        }
+    )+};
 }
 
+invalid_bson_from!(RawError);
 #[cfg(not(feature = "bson-3"))]
-impl From<DeError> for crate::Error {
-    fn from(e: DeError) -> Self {
-        crate::Error::InvalidBson(e.to_string())
-    }
-}
-
-#[cfg(not(feature = "bson-3"))]
-impl From<SerError> for crate::Error {
-    fn from(e: SerError) -> Self {
-        crate::Error::InvalidBson(e.to_string())
-    }
-}
-
-#[cfg(not(feature = "bson-3"))]
-impl From<ValueAccessError> for crate::Error {
-    fn from(e: ValueAccessError) -> Self {
-        crate::Error::InvalidBson(e.to_string())
-    }
-}
+invalid_bson_from!(DeError, SerError, ValueAccessError);
